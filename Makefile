@@ -1,0 +1,91 @@
+# elec - build, test, benchmark, install.
+#   make run        elecmap on its built-in input (the README's main command)
+#   make test       every test; GPU tests skip, saying so, without a GPU
+#   make test-gpu   the GPU tests alone (on a machine with a GPU)
+#   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
+#   make install    headers and elecmap under PREFIX (default /usr/local)
+
+CC      ?= cc
+CXX     ?= c++
+NVCC    ?= nvcc
+PREFIX  ?= /usr/local
+CUDA_ARCH ?= sm_90
+
+WARN    = -Wall -Wextra -pedantic -Werror
+CFLAGS  ?= -O2
+# -fno-math-errno lets sqrt vectorise; OpenMP where the compiler has it.
+OPENMP  := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) -I.
+NVCCFLAGS ?= -O3
+ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) -I. -Xcompiler "-Wall -Wextra $(OPENMP)" -Werror all-warnings
+CUDA_LIBS = -lcufft
+HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+
+HEADERS = elec.h elec_cpu.h elec_cuda.cuh
+BUILD   = build
+
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_header_only
+GPU_TESTS = $(BUILD)/test_gpu
+
+ifeq ($(HAVE_NVCC),)
+ELECMAP_SRC = examples/elecmap.c
+TEST_BINS = $(CPU_TESTS)
+else
+ELECMAP_SRC = examples/elecmap.cu
+TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
+endif
+
+.PHONY: all run test test-gpu bench install clean tour
+
+all: $(BUILD)/elecmap $(TEST_BINS)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+# elecmap is one source; under nvcc it gains the GPU path.
+$(BUILD)/elecmap: examples/elecmap.c $(HEADERS) | $(BUILD)
+ifeq ($(HAVE_NVCC),)
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c -lm
+else
+	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
+endif
+
+run: $(BUILD)/elecmap
+	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
+
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c -lm
+
+$(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c -lm
+	$(CXX) -x c++ -std=c++11 $(WARN) -I. -fsyntax-only tests/header_only_a.c
+	$(CC) -std=c99 $(WARN) -I. -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c -lm
+
+$(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu.cu $(CUDA_LIBS)
+
+test: $(TEST_BINS)
+	@sh tests/run.sh $(TEST_BINS)
+
+test-gpu: $(GPU_TESTS)
+	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)
+
+$(BUILD)/bench: bench/bench.cu tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench.cu $(CUDA_LIBS)
+
+$(BUILD)/dcs_tour: examples/dcs_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/dcs_tour.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench
+	$(BUILD)/bench
+
+tour: $(BUILD)/dcs_tour
+	$(BUILD)/dcs_tour
+
+install: $(BUILD)/elecmap
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(BUILD)/elecmap $(DESTDIR)$(PREFIX)/bin
+
+clean:
+	rm -rf $(BUILD)

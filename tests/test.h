@@ -1,0 +1,127 @@
+/* tests/test.h - the smallest test harness that reads like a specification.
+
+   TEST(name) { ... EXPECT(cond, "why %d", x); ... }
+   int main(void) { RUN(name); ...; return test_summary(); }
+
+   Each program prints one line per test (ok / FAIL / skip) and ends with a
+   line "tally: P passed, F failed, S skipped" that tests/run.sh adds up into
+   the suite's closing line.  A test fails if any EXPECT in it fails; SKIP()
+   ends a test early and says why (no GPU, no reference data). */
+#ifndef ELEC_TEST_H
+#define ELEC_TEST_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int test__passed, test__failed, test__skipped;
+static int test__current_failed, test__current_skipped;
+static const char *test__current_name;
+
+#define TEST(name) static void name(void)
+
+#define RUN(name)                                                            \
+    do {                                                                     \
+        test__current_name = #name;                                          \
+        test__current_failed = test__current_skipped = 0;                    \
+        name();                                                              \
+        if (test__current_skipped) test__skipped++;                          \
+        else if (test__current_failed) {                                     \
+            test__failed++;                                                  \
+            printf("FAIL %s\n", #name);                                      \
+        } else {                                                             \
+            test__passed++;                                                  \
+            printf("ok   %s\n", #name);                                      \
+        }                                                                    \
+        fflush(stdout);                                                      \
+    } while (0)
+
+static void test__report(const char *file, int line, const char *format, ...) {
+    va_list args;
+    printf("     %s:%d: ", file, line);
+    va_start(args, format);
+    vprintf(format, args);
+    va_end(args);
+    printf("\n");
+}
+
+/* EXPECT(condition, printf-style explanation of what was seen) */
+#define EXPECT(cond, ...)                                                    \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            test__current_failed = 1;                                        \
+            test__report(__FILE__, __LINE__, __VA_ARGS__);                   \
+        }                                                                    \
+    } while (0)
+
+/* Ends the current test as skipped; the reason is printed. */
+#define SKIP(...)                                                            \
+    do {                                                                     \
+        test__current_skipped = 1;                                           \
+        printf("skip %s: ", test__current_name);                             \
+        printf(__VA_ARGS__);                                                 \
+        printf("\n");                                                        \
+        return;                                                              \
+    } while (0)
+
+static int test_summary(void) {
+    printf("tally: %d passed, %d failed, %d skipped\n", test__passed,
+           test__failed, test__skipped);
+    return test__failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------ comparison helpers */
+
+/* Relative RMS error ||got - want|| / ||want|| over n values. */
+static double test_rel_rms_float(const float *got, const double *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+static double test_max_abs_diff_float(const float *got, const double *want,
+                                      size_t n) {
+    double worst = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (!(d <= worst)) worst = d; /* NaN propagates as the worst */
+    }
+    return worst;
+}
+
+static int test_all_finite_float(const float *v, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!(v[i] == v[i]) || fabs(v[i]) > 3.0e38) return 0;
+    return 1;
+}
+
+/* A seeded generator (xorshift64*), so inputs are reproducible and the seed
+   is printed with a failure. */
+typedef struct { unsigned long long state; } test_rng;
+
+static test_rng test_rng_seeded(unsigned long long seed) {
+    test_rng r;
+    r.state = seed * 2685821657736338717ULL + 1442695040888963407ULL;
+    if (r.state == 0) r.state = 1;
+    return r;
+}
+
+static double test_uniform(test_rng *r) { /* [0, 1) */
+    unsigned long long x = r->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->state = x;
+    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+#endif
