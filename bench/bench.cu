@@ -1,0 +1,251 @@
+/* bench/bench.cu - elec's GPU benchmark (make bench).
+
+   Prints, for the GPU it runs on:
+     1. the ceiling: reciprocal square roots per second the SFU delivers,
+        measured here by a kernel that does nothing else;
+     2. the split of rsqrts between SFU and FMA pipe in the hybrid DCS
+        kernel: kernel time per split, the basis of the default;
+     3. DCS maps (default variant) on one GPU and on every GPU: atom
+        evaluations per second, and the ratio to the ceiling times the
+        number of GPUs;
+     4. MDH at points: evaluations per second and ratio to the ceiling
+        (MDH needs two SFU operations per pair, rsqrt and exp2, so its own
+        ceiling is half the rsqrt rate).
+   Times are medians of repeated runs, taken with CUDA events for kernels
+   and with the wall clock for whole API calls (which include uploading the
+   atoms and copying the map back).  Record the output in bench/RESULTS.md. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/systems.h"
+
+#include <algorithm>
+#include <time.h>
+
+#define CHECK(call)                                                          \
+    do {                                                                     \
+        cudaError_t e_ = (call);                                             \
+        if (e_ != cudaSuccess) {                                             \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
+                    cudaGetErrorString(e_));                                 \
+            exit(1);                                                         \
+        }                                                                    \
+    } while (0)
+
+static double wall_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+/* A seeded uniform [0, 1) generator (xorshift64*) for the inputs. */
+static double bench_uniform(unsigned long long *state) {
+    unsigned long long x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static double median(double *v, int n) {
+    std::sort(v, v + n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ------------------------------------------------------- rsqrt ceiling */
+
+/* Eight independent chains per thread, each x <- rsqrt(x) * c + d: one
+   MUFU.RSQ and one FFMA per step, so the SFU is the only limit. */
+__global__ void rsqrt_ceiling_kernel(float *out, int steps, float c) {
+    float x[8];
+    for (int m = 0; m < 8; m++) x[m] = 1.0f + threadIdx.x * 1e-3f + m;
+    for (int s = 0; s < steps; s++)
+#pragma unroll
+        for (int m = 0; m < 8; m++) x[m] = fmaf(elec__rsqrt_sfu(x[m]), c, 1.5f);
+    float sum = 0.0f;
+    for (int m = 0; m < 8; m++) sum += x[m];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
+static double measure_rsqrt_ceiling(int sms) {
+    const int block = 256, blocks = sms * 8, steps = 4096;
+    float *out;
+    cudaEvent_t start, stop;
+    double times[7];
+    CHECK(cudaMalloc(&out, (size_t)blocks * block * sizeof(float)));
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    rsqrt_ceiling_kernel<<<blocks, block>>>(out, steps, 0.5f);
+    CHECK(cudaGetLastError());
+    for (int r = 0; r < 7; r++) {
+        float ms;
+        CHECK(cudaEventRecord(start));
+        rsqrt_ceiling_kernel<<<blocks, block>>>(out, steps, 0.5f);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        times[r] = ms * 1e-3;
+    }
+    CHECK(cudaFree(out));
+    return (double)blocks * block * steps * 8 / median(times, 7);
+}
+
+/* ------------------------------------------------ hybrid split sweep */
+
+template <int POINTS, int SOFT>
+static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
+                          int atoms) {
+    dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
+    dim3 grid(pitch / (ELEC__DCS_BLOCK_X * POINTS), rows / ELEC__DCS_BLOCK_Y,
+              slices_n);
+    cudaEvent_t start, stop;
+    double times[5];
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    elec__k_dcs_hybrid<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, 0.5f,
+                                                      0.5f, 0.5f, 0, 1, atoms);
+    CHECK(cudaGetLastError());
+    for (int r = 0; r < 5; r++) {
+        float ms;
+        CHECK(cudaEventRecord(start));
+        elec__k_dcs_hybrid<POINTS, SOFT><<<grid, block>>>(
+            slices, pitch, rows, 0.5f, 0.5f, 0.5f, 0, 1, atoms);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        times[r] = ms * 1e-3;
+    }
+    return (double)pitch * rows * slices_n * atoms / median(times, 5);
+}
+
+static void hybrid_split_sweep(double ceiling) {
+    const int pitch = 512, rows = 256, slices_n = 128;
+    float *slices;
+    float4 chunk[ELEC__DCS_CHUNK];
+    unsigned long long rng = 12345;
+    for (int n = 0; n < ELEC__DCS_CHUNK; n++)
+        chunk[n] = make_float4(256.0f * (float)bench_uniform(&rng),
+                               128.0f * (float)bench_uniform(&rng),
+                               64.0f * (float)bench_uniform(&rng),
+                               (float)bench_uniform(&rng) - 0.5f);
+    CHECK(cudaMemcpyToSymbol(elec__dcs_chunk, chunk, sizeof chunk));
+    CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
+    CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
+    printf("\nHybrid split: %d x %d x %d points, %d atoms in constant memory\n",
+           pitch, rows, slices_n, ELEC__DCS_CHUNK);
+    printf("  points/thread  rsqrt on FMA pipe  atom evals/s  / ceiling\n");
+#define SPLIT(P, S)                                                          \
+    do {                                                                     \
+        double r = time_hybrid<P, S>(slices, pitch, rows, slices_n,          \
+                                     ELEC__DCS_CHUNK);                       \
+        printf("  %13d  %17s  %12.3e  %8.2f\n", P, #S "/" #P, r, r / ceiling); \
+    } while (0)
+    SPLIT(8, 0);
+    SPLIT(8, 1);
+    SPLIT(8, 2);
+    SPLIT(16, 0);
+    SPLIT(16, 2);
+    SPLIT(16, 3);
+    SPLIT(16, 4);
+#undef SPLIT
+    CHECK(cudaFree(slices));
+}
+
+/* --------------------------------------------------------- DCS and MDH */
+
+static double time_dcs_map(const elec_atoms *atoms, const elec_lattice *l,
+                           int gpus, float *map) {
+    elec_dcs_params p = {0};
+    elec_error err;
+    double times[3];
+    p.gpus.count = gpus;
+    for (int r = 0; r < 4; r++) {
+        double t0 = wall_seconds();
+        if (elec_cuda_dcs_map(atoms, l, &p, map, &err) != ELEC_OK) {
+            fprintf(stderr, "DCS map failed: %s\n", err.message);
+            exit(1);
+        }
+        if (r > 0) times[r - 1] = wall_seconds() - t0; /* first run warms up */
+    }
+    return median(times, 3);
+}
+
+int main(void) {
+    int devices = elec_cuda_device_count();
+    cudaDeviceProp prop;
+    if (devices == 0) {
+        fprintf(stderr, "bench: no CUDA device\n");
+        return 1;
+    }
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    printf("elec bench on %s (%d SMs, %d device(s)), CUDA runtime %d\n",
+           prop.name, prop.multiProcessorCount, devices, CUDART_VERSION);
+
+    double ceiling = measure_rsqrt_ceiling(prop.multiProcessorCount);
+    printf("\nCeiling: rsqrt.approx (SFU) throughput %.3e /s per GPU\n", ceiling);
+
+    hybrid_split_sweep(ceiling);
+
+    /* DCS: 100,000 atoms in a 100 A cube, a 256 x 256 x 192 map at 0.4 A:
+       1.26e12 evaluations, long enough that the upload and the 50 MB copy
+       back are a few percent. */
+    {
+        test_system sys = test_system_random(100000, 100.0, 42);
+        elec_atoms atoms = test_system_atoms(&sys);
+        elec_lattice l = {{256, 256, 192}, {0.0, 0.0, 0.0}, {0.4, 0.4, 0.4}};
+        size_t n = elec_lattice_size(&l);
+        float *map = (float *)malloc(n * sizeof *map);
+        double evals = (double)n * atoms.count;
+        printf("\nDCS map, default variant (%s): %zu atoms, %d x %d x %d lattice\n",
+               elec_dcs_variant_name(elec_dcs_params_resolved(NULL).variant),
+               atoms.count, l.dims[0], l.dims[1], l.dims[2]);
+        printf("  GPUs  time (s)  atom evals/s  / (ceiling x GPUs)\n");
+        double t1 = time_dcs_map(&atoms, &l, 0, map);
+        printf("  %4d  %8.4f  %12.3e  %8.2f\n", 1, t1, evals / t1, evals / t1 / ceiling);
+        if (devices > 1) {
+            double ta = time_dcs_map(&atoms, &l, ELEC_ALL_GPUS, map);
+            printf("  %4d  %8.4f  %12.3e  %8.2f   (scaling %.2fx)\n", devices, ta,
+                   evals / ta, evals / ta / (ceiling * devices), t1 / ta);
+        }
+        free(map);
+        test_system_free(&sys);
+    }
+
+    /* MDH: 100,000 atoms, the 1,000,000 points of random positions around
+       them (the faces of a large APBS lattice are of this order). */
+    {
+        test_system sys = test_system_random(100000, 100.0, 43);
+        elec_atoms atoms = test_system_atoms(&sys);
+        size_t points = 1000000;
+        double *xyz = (double *)malloc(3 * points * sizeof *xyz);
+        float *pot = (float *)malloc(points * sizeof *pot);
+        unsigned long long rng = 777;
+        elec_mdh_params p = {0};
+        elec_error err;
+        double times[3], evals = (double)points * atoms.count;
+        for (size_t i = 0; i < 3 * points; i++)
+            xyz[i] = -20.0 + 140.0 * bench_uniform(&rng);
+        p.ionic_strength = 0.15;
+        for (int r = 0; r < 4; r++) {
+            double t0 = wall_seconds();
+            if (elec_cuda_mdh_points(&atoms, xyz, points, &p, pot, &err) != ELEC_OK) {
+                fprintf(stderr, "MDH failed: %s\n", err.message);
+                return 1;
+            }
+            if (r > 0) times[r - 1] = wall_seconds() - t0;
+        }
+        double t = median(times, 3);
+        printf("\nMDH at points: %zu atoms, %zu points\n", atoms.count, points);
+        printf("  time (s)  evals/s  / rsqrt ceiling  / MDH ceiling (2 SFU ops)\n");
+        printf("  %8.4f  %.3e  %8.2f  %8.2f\n", t, evals / t, evals / t / ceiling,
+               2.0 * evals / t / ceiling);
+        free(xyz);
+        free(pot);
+        test_system_free(&sys);
+    }
+    return 0;
+}
