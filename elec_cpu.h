@@ -85,6 +85,556 @@ ELEC_API elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
 
 /* ELEC_CPU_BEGIN */
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The atoms, gathered once from the caller's strided view into packed
+   arrays, translated so that coordinates are relative to a reference point
+   (the lattice origin, or the first point).  Float copies are made from the
+   translated doubles: the float coordinates stay small, so a float keeps
+   about 1e-6 A of precision across an ordinary map. */
+typedef struct elec__cpu_atoms {
+    size_t count;
+    double *x, *y, *z, *charge, *radius;
+    float *fx, *fy, *fz, *fcharge, *fradius;
+    /* MDH: charge / (1 + kappa sigma), the factor of seed 000 eq. 2 that
+       does not depend on the distance (float path only). */
+    float *fscreened;
+    void *block; /* the one allocation all arrays above live in */
+} elec__cpu_atoms;
+
+/* Points blocked together between two progress calls: about 1/64 of the
+   work, so the caller hears at least every 1.6 %. */
+#define ELEC__CPU_PROGRESS_STEPS 64
+/* Atoms whose float terms are computed at once before the double sum. */
+#define ELEC__CPU_TILE 256
+
+static void elec__cpu_atoms_free(elec__cpu_atoms *p) {
+    ELEC_FREE(p->block);
+    p->block = NULL;
+}
+
+static elec_status elec__cpu_atoms_pack(const elec_atoms *atoms,
+                                        const double reference[3],
+                                        double kappa, elec__cpu_atoms *p,
+                                        elec_error *err) {
+    size_t n = atoms->count, i;
+    char *mem;
+    memset(p, 0, sizeof *p);
+    p->count = n;
+    if (n == 0) return ELEC_OK;
+    if (n > SIZE_MAX / (5 * sizeof(double) + 6 * sizeof(float)))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "%zu atoms do not fit in memory", n);
+    p->block = ELEC_MALLOC(n * (5 * sizeof(double) + 6 * sizeof(float)));
+    if (!p->block)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu packed atoms", n);
+    mem = (char *)p->block;
+    p->x = (double *)mem;
+    p->y = p->x + n;
+    p->z = p->y + n;
+    p->charge = p->z + n;
+    p->radius = p->charge + n;
+    p->fx = (float *)(p->radius + n);
+    p->fy = p->fx + n;
+    p->fz = p->fy + n;
+    p->fcharge = p->fz + n;
+    p->fradius = p->fcharge + n;
+    p->fscreened = p->fradius + n;
+    for (i = 0; i < n; i++) {
+        double pos[3], q, r;
+        elec_atoms_get(atoms, i, pos, &q, &r);
+        p->x[i] = pos[0] - reference[0];
+        p->y[i] = pos[1] - reference[1];
+        p->z[i] = pos[2] - reference[2];
+        p->charge[i] = q;
+        p->radius[i] = r;
+        p->fx[i] = (float)p->x[i];
+        p->fy[i] = (float)p->y[i];
+        p->fz[i] = (float)p->z[i];
+        p->fcharge[i] = (float)q;
+        p->fradius[i] = (float)r;
+        p->fscreened[i] = (float)(q / (1.0 + kappa * r));
+    }
+    return ELEC_OK;
+}
+
+/* Tells the caller how far we are; nonzero when the caller wants to stop. */
+static int elec__cpu_cancelled(elec_progress_fn progress, void *user,
+                               size_t done, size_t total) {
+    if (!progress) return 0;
+    return progress(total ? (double)done / (double)total : 1.0, user) != 0;
+}
+
+static size_t elec__cpu_block(size_t total) {
+    size_t block = (total + ELEC__CPU_PROGRESS_STEPS - 1) /
+                   ELEC__CPU_PROGRESS_STEPS;
+    return block ? block : 1;
+}
+
+/* ------------------------------------------------------------ DCS rows */
+
+/* Double reference for one lattice row: acc[i] = sum_j q_j / r_ij over the
+   points x = i * hx of the row at (y, z), relative to the origin. */
+static void elec__cpu_dcs_row_double(const elec__cpu_atoms *a, int nx,
+                                     double hx, double y, double z,
+                                     double *acc) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    size_t j;
+    int i;
+    for (i = 0; i < nx; i++) acc[i] = 0.0;
+    for (j = 0; j < a->count; j++) {
+        double dy = y - a->y[j], dz = z - a->z[j];
+        double dyz2 = dy * dy + dz * dz, q = a->charge[j], ax = a->x[j];
+        for (i = 0; i < nx; i++) {
+            double dx = i * hx - ax;
+            double r2 = dx * dx + dyz2;
+            if (r2 >= c2) acc[i] += q / sqrt(r2);
+        }
+    }
+}
+
+/* Fast path for one row: dy^2 + dz^2 once per atom, then a loop over the
+   row that the compiler vectorises: float distance and term, a double sum
+   per point.  The coincident rule is arithmetic, not a branch: keep is 1
+   or 0, a coincident atom's r2 gets 1 added (so no infinity is formed) and
+   its term is multiplied by 0; a far atom's r2 + 0 and 1 * term are exact.
+   (A select such as r2 < c2 ? 0 : q / sqrtf(r2) is turned back into a
+   branch around the division by gcc, and a branch stops vectorisation
+   under the default -ftrapping-math.) */
+static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
+                                    const float *xs, float y, float z,
+                                    double *acc) {
+    const float c2 =
+        (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    size_t j;
+    int i;
+    for (i = 0; i < nx; i++) acc[i] = 0.0;
+    for (j = 0; j < a->count; j++) {
+        float dy = y - a->fy[j], dz = z - a->fz[j];
+        float dyz2 = dy * dy + dz * dz, q = a->fcharge[j], ax = a->fx[j];
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (i = 0; i < nx; i++) {
+            float dx = xs[i] - ax;
+            float r2 = dx * dx + dyz2;
+            float keep = (float)(r2 >= c2); /* 0 for a coincident atom */
+            float term = q / sqrtf(r2 + (1.0f - keep));
+            acc[i] += keep * term;
+        }
+    }
+}
+
+/* Rows (j, k) in blocks: a serial loop over blocks (progress between them,
+   on the calling thread), rows of a block over the threads.  Each thread
+   sums into its own row of doubles in sums (threads rows of nx). */
+static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
+                                          const elec_lattice *l,
+                                          const elec_dcs_params *p,
+                                          const float *xs, double *sums,
+                                          float *mapf, double *mapd,
+                                          elec_error *err) {
+    const int nx = l->dims[0], ny = l->dims[1];
+    const size_t rows = (size_t)ny * (size_t)l->dims[2];
+    const size_t block = elec__cpu_block(rows);
+    size_t start;
+    for (start = 0; start < rows; start += block) {
+        long first = (long)start, row;
+        long end = (long)(start + block < rows ? start + block : rows);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic)
+#endif
+        for (row = first; row < end; row++) {
+            int j = (int)(row % ny), k = (int)(row / ny), i;
+            size_t base = (size_t)row * (size_t)nx;
+#ifdef _OPENMP
+            double *acc = sums + (size_t)omp_get_thread_num() * (size_t)nx;
+#else
+            double *acc = sums;
+#endif
+            if (mapf) {
+                elec__cpu_dcs_row_float(a, nx, xs, (float)(j * l->spacing[1]),
+                                        (float)(k * l->spacing[2]), acc);
+                for (i = 0; i < nx; i++)
+                    mapf[base + i] = (float)(p->scale * acc[i]);
+            } else {
+                elec__cpu_dcs_row_double(a, nx, l->spacing[0],
+                                         j * l->spacing[1], k * l->spacing[2],
+                                         acc);
+                for (i = 0; i < nx; i++) mapd[base + i] = p->scale * acc[i];
+            }
+        }
+        if (elec__cpu_cancelled(p->progress, p->progress_user, (size_t)end,
+                                rows))
+            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                              "DCS map cancelled by the progress callback "
+                              "after %zu of %zu rows",
+                              (size_t)end, rows);
+    }
+    return ELEC_OK;
+}
+
+/* Both map entry points: checks, packs, runs the rows, frees. */
+static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
+                                     const elec_lattice *lattice,
+                                     const elec_dcs_params *params,
+                                     float *mapf, double *mapd,
+                                     elec_error *err) {
+    elec_status s;
+    elec_dcs_params p;
+    elec__cpu_atoms a;
+    size_t threads = 1, bytes;
+    int nx, i;
+    double *sums;
+    float *xs;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    if ((s = elec_dcs_params_check(params, err)) != ELEC_OK) return s;
+    if (!mapf && !mapd)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_dcs_params_resolved(params);
+    nx = lattice->dims[0];
+#ifdef _OPENMP
+    threads = (size_t)omp_get_max_threads();
+#endif
+    if ((size_t)nx > SIZE_MAX / sizeof(double) / (threads + 1))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %d-point rows", nx);
+    bytes = (size_t)nx * (threads * sizeof(double) + sizeof(float));
+    if ((s = elec__cpu_atoms_pack(atoms, lattice->origin, 0.0, &a, err)) !=
+        ELEC_OK)
+        return s;
+    sums = (double *)ELEC_MALLOC(bytes);
+    if (!sums) {
+        elec__cpu_atoms_free(&a);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu row sums", threads);
+    }
+    xs = (float *)(sums + threads * (size_t)nx);
+    for (i = 0; i < nx; i++) xs[i] = (float)(i * lattice->spacing[0]);
+    s = elec__cpu_dcs_map_rows(&a, lattice, &p, xs, sums, mapf, mapd, err);
+    ELEC_FREE(sums);
+    elec__cpu_atoms_free(&a);
+    if (s != ELEC_OK) return s;
+    if (elec__cpu_cancelled(p.progress, p.progress_user, 1, 1))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "DCS map cancelled by the progress callback");
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cpu_dcs_map(const elec_atoms *atoms,
+                                      const elec_lattice *lattice,
+                                      const elec_dcs_params *params,
+                                      float *map, elec_error *err) {
+    return elec__cpu_dcs_map(atoms, lattice, params, map, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cpu_dcs_map_double(const elec_atoms *atoms,
+                                             const elec_lattice *lattice,
+                                             const elec_dcs_params *params,
+                                             double *map, elec_error *err) {
+    return elec__cpu_dcs_map(atoms, lattice, params, NULL, map, err);
+}
+
+/* ----------------------------------------------------------- at points */
+
+/* Sums the float terms t[0..m) in eight double lanes (m a multiple of 8):
+   independent additions the compiler can vectorise, in an order that does
+   not depend on the build. */
+static void elec__cpu_lanes_add(double lane[8], const float *t, size_t m) {
+    size_t j;
+    int l;
+    for (j = 0; j < m; j += 8)
+        for (l = 0; l < 8; l++) lane[l] += t[j + l];
+}
+
+static double elec__cpu_lanes_sum(const double lane[8]) {
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+static double elec__cpu_dcs_point_double(const elec__cpu_atoms *a,
+                                         const double pt[3], double kappa) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double sum = 0.0;
+    size_t j;
+    (void)kappa;
+    for (j = 0; j < a->count; j++) {
+        double dx = pt[0] - a->x[j], dy = pt[1] - a->y[j],
+               dz = pt[2] - a->z[j];
+        double r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 >= c2) sum += a->charge[j] / sqrt(r2);
+    }
+    return sum;
+}
+
+static double elec__cpu_mdh_point_double(const elec__cpu_atoms *a,
+                                         const double pt[3], double kappa) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double sum = 0.0;
+    size_t j;
+    for (j = 0; j < a->count; j++) {
+        double dx = pt[0] - a->x[j], dy = pt[1] - a->y[j],
+               dz = pt[2] - a->z[j];
+        double r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 >= c2)
+            sum += elec_mdh_term(a->charge[j], a->radius[j], kappa, sqrt(r2));
+    }
+    return sum;
+}
+
+/* Float terms a tile of atoms at a time (the loop the compiler vectorises),
+   summed in double lanes; the coincident rule is arithmetic as in the
+   rows. */
+static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
+                                        const double pt[3], double kappa) {
+    const float c2 =
+        (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    const float px = (float)pt[0], py = (float)pt[1], pz = (float)pt[2];
+    float t[ELEC__CPU_TILE];
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t start, j, m;
+    (void)kappa;
+    for (start = 0; start < a->count; start += m) {
+        const float *x = a->fx + start, *y = a->fy + start, *z = a->fz + start;
+        const float *q = a->fcharge + start;
+        m = a->count - start < ELEC__CPU_TILE ? a->count - start
+                                               : ELEC__CPU_TILE;
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (j = 0; j < m; j++) {
+            float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            float keep = (float)(r2 >= c2);
+            t[j] = keep * (q[j] / sqrtf(r2 + (1.0f - keep)));
+        }
+        for (j = m; j % 8; j++) t[j] = 0.0f;
+        elec__cpu_lanes_add(lane, t, j);
+    }
+    return elec__cpu_lanes_sum(lane);
+}
+
+/* MDH, float: (q / (1 + kappa sigma)) * expf(kappa (sigma - r)) / r, the
+   same seed 000 eq. 2 as elec_mdh_term with its r-independent factor
+   computed once per atom (in double, when the atoms were packed). */
+static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
+                                        const double pt[3], double kappa) {
+    const float c2 =
+        (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    const float px = (float)pt[0], py = (float)pt[1], pz = (float)pt[2];
+    const float k = (float)kappa;
+    float t[ELEC__CPU_TILE];
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t start, j, m;
+    for (start = 0; start < a->count; start += m) {
+        const float *x = a->fx + start, *y = a->fy + start, *z = a->fz + start;
+        const float *qs = a->fscreened + start, *sigma = a->fradius + start;
+        m = a->count - start < ELEC__CPU_TILE ? a->count - start
+                                               : ELEC__CPU_TILE;
+#ifdef _OPENMP
+#pragma omp simd
+#endif
+        for (j = 0; j < m; j++) {
+            float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            float keep = (float)(r2 >= c2);
+            float r = sqrtf(r2 + (1.0f - keep));
+            t[j] = keep * (qs[j] * expf(k * (sigma[j] - r)) / r);
+        }
+        for (j = m; j % 8; j++) t[j] = 0.0f;
+        elec__cpu_lanes_add(lane, t, j);
+    }
+    return elec__cpu_lanes_sum(lane);
+}
+
+typedef double (*elec__cpu_point_fn)(const elec__cpu_atoms *a,
+                                     const double pt[3], double kappa);
+
+static elec_status elec__cpu_points_check(const double *points, size_t count,
+                                          const void *out, elec_error *err) {
+    size_t i;
+    if (count == 0) return ELEC_OK;
+    if (!points)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "points is NULL");
+    if (!out)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "potential (the output) is NULL");
+    for (i = 0; i < 3 * count; i++)
+        if (!elec__finite(points[i]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "point %zu: position is not finite", i / 3);
+    return ELEC_OK;
+}
+
+/* What the points entry points share once their checks passed. */
+typedef struct elec__cpu_points_job {
+    const double *points;
+    size_t count;
+    elec__cpu_point_fn point;
+    double scale, kappa;
+    elec_progress_fn progress;
+    void *user;
+    float *outf;  /* one of the two outputs is used */
+    double *outd;
+    const char *what;
+} elec__cpu_points_job;
+
+/* Packs the atoms relative to the first point, then runs the points in
+   blocks (progress between blocks, on the calling thread) over the
+   threads. */
+static elec_status elec__cpu_points_run(const elec_atoms *atoms,
+                                        const elec__cpu_points_job *job,
+                                        elec_error *err) {
+    static const double zero[3] = {0.0, 0.0, 0.0};
+    const double *points = job->points;
+    const size_t count = job->count, block = elec__cpu_block(count);
+    elec__cpu_atoms a;
+    size_t start;
+    elec_status s = elec__cpu_atoms_pack(atoms, count ? points : zero,
+                                         job->kappa, &a, err);
+    if (s != ELEC_OK) return s;
+    for (start = 0; start < count; start += block) {
+        long first = (long)start, n;
+        long end = (long)(start + block < count ? start + block : count);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16)
+#endif
+        for (n = first; n < end; n++) {
+            const double *p = points + 3 * (size_t)n;
+            double rel[3], phi;
+            rel[0] = p[0] - points[0];
+            rel[1] = p[1] - points[1];
+            rel[2] = p[2] - points[2];
+            phi = job->scale * job->point(&a, rel, job->kappa);
+            if (job->outf) job->outf[n] = (float)phi;
+            else job->outd[n] = phi;
+        }
+        if (elec__cpu_cancelled(job->progress, job->user, (size_t)end,
+                                count)) {
+            elec__cpu_atoms_free(&a);
+            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                              "%s cancelled by the progress callback after "
+                              "%zu of %zu points",
+                              job->what, (size_t)end, count);
+        }
+    }
+    elec__cpu_atoms_free(&a);
+    if (elec__cpu_cancelled(job->progress, job->user, 1, 1))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "%s cancelled by the progress callback", job->what);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
+                                        const double *points, size_t count,
+                                        const elec_dcs_params *params,
+                                        float *outf, double *outd,
+                                        const void *out, elec_error *err) {
+    elec_status s;
+    elec_dcs_params p;
+    elec__cpu_points_job job;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
+        return s;
+    if ((s = elec_dcs_params_check(params, err)) != ELEC_OK) return s;
+    p = elec_dcs_params_resolved(params);
+    job.points = points;
+    job.count = count;
+    job.point = outf ? elec__cpu_dcs_point_float : elec__cpu_dcs_point_double;
+    job.scale = p.scale;
+    job.kappa = 0.0;
+    job.progress = p.progress;
+    job.user = p.progress_user;
+    job.outf = outf;
+    job.outd = outd;
+    job.what = "DCS at points";
+    return elec__cpu_points_run(atoms, &job, err);
+}
+
+static elec_status elec__cpu_mdh_points(const elec_atoms *atoms,
+                                        const double *points, size_t count,
+                                        const elec_mdh_params *params,
+                                        float *outf, double *outd,
+                                        const void *out, elec_error *err) {
+    elec_status s;
+    elec_mdh_params p;
+    elec__cpu_points_job job;
+    if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
+    if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
+        return s;
+    if ((s = elec_mdh_params_check(params, err)) != ELEC_OK) return s;
+    p = elec_mdh_params_resolved(params);
+    job.points = points;
+    job.count = count;
+    job.point = outf ? elec__cpu_mdh_point_float : elec__cpu_mdh_point_double;
+    job.scale = p.scale;
+    job.kappa = p.kappa;
+    job.progress = p.progress;
+    job.user = p.progress_user;
+    job.outf = outf;
+    job.outd = outd;
+    job.what = "MDH at points";
+    return elec__cpu_points_run(atoms, &job, err);
+}
+
+/* The float entry points pass a non-NULL outf even for zero points (a
+   dummy), so the float kernel is chosen; out is what the caller gave. */
+ELEC_DEF elec_status elec_cpu_dcs_points(const elec_atoms *atoms,
+                                         const double *points,
+                                         size_t point_count,
+                                         const elec_dcs_params *params,
+                                         float *potential, elec_error *err) {
+    float none;
+    return elec__cpu_dcs_points(atoms, points, point_count, params,
+                                potential ? potential : &none, NULL,
+                                potential, err);
+}
+
+ELEC_DEF elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
+                                                const double *points,
+                                                size_t point_count,
+                                                const elec_dcs_params *params,
+                                                double *potential,
+                                                elec_error *err) {
+    return elec__cpu_dcs_points(atoms, points, point_count, params, NULL,
+                                potential, potential, err);
+}
+
+ELEC_DEF elec_status elec_cpu_mdh_points(const elec_atoms *atoms,
+                                         const double *points,
+                                         size_t point_count,
+                                         const elec_mdh_params *params,
+                                         float *potential, elec_error *err) {
+    float none;
+    return elec__cpu_mdh_points(atoms, points, point_count, params,
+                                potential ? potential : &none, NULL,
+                                potential, err);
+}
+
+ELEC_DEF elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
+                                                const double *points,
+                                                size_t point_count,
+                                                const elec_mdh_params *params,
+                                                double *potential,
+                                                elec_error *err) {
+    return elec__cpu_mdh_points(atoms, points, point_count, params, NULL,
+                                potential, potential, err);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
 /* ELEC_CPU_END */
 
 #endif /* ELEC_CPU_IMPLEMENTATION_DONE */

@@ -1,0 +1,201 @@
+/* tests/systems.h - seeded test systems shared by the tests, the benchmark
+   and the examples: random charges, a box of SPC/E water, a rock-salt
+   crystal.  Header of static inline functions; C99, and C++ under nvcc.
+
+       test_system s = test_system_water(3000, 7);
+       elec_atoms atoms = test_system_atoms(&s);
+       ...
+       test_system_free(&s);
+
+   The same seed gives the same system on every machine (a xorshift64*
+   generator of its own, so it does not depend on tests/test.h). */
+#ifndef ELEC_TEST_SYSTEMS_H
+#define ELEC_TEST_SYSTEMS_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elec.h"
+
+/* Atoms owned by the system: xyz[3*i + axis] (A), charge (e), radius (A);
+   box the edge lengths of the region the atoms fill. */
+typedef struct test_system {
+    size_t count;
+    double *xyz;
+    double *charge;
+    double *radius;
+    double box[3];
+} test_system;
+
+/* ------------------------------------------------------------ generator */
+
+typedef struct sys__rng { unsigned long long state; } sys__rng;
+
+static inline sys__rng sys__rng_seeded(unsigned long long seed) {
+    sys__rng r;
+    r.state = seed * 2685821657736338717ULL + 1442695040888963407ULL;
+    if (r.state == 0) r.state = 1;
+    return r;
+}
+
+/* Uniform in [0, 1), 53 random bits. */
+static inline double sys__uniform(sys__rng *r) {
+    unsigned long long x = r->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->state = x;
+    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+/* Arrays for n atoms, zeroed; count 0 and NULL arrays when n is 0 or the
+   allocation fails (callers check count). */
+static inline test_system sys__alloc(size_t n) {
+    test_system s;
+    memset(&s, 0, sizeof s);
+    if (n == 0) return s;
+    s.xyz = (double *)calloc(3 * n, sizeof(double));
+    s.charge = (double *)calloc(n, sizeof(double));
+    s.radius = (double *)calloc(n, sizeof(double));
+    if (!s.xyz || !s.charge || !s.radius) {
+        free(s.xyz);
+        free(s.charge);
+        free(s.radius);
+        memset(&s, 0, sizeof s);
+        return s;
+    }
+    s.count = n;
+    return s;
+}
+
+static inline void test_system_free(test_system *s) {
+    free(s->xyz);
+    free(s->charge);
+    free(s->radius);
+    memset(s, 0, sizeof *s);
+}
+
+static inline elec_atoms test_system_atoms(const test_system *s) {
+    return elec_atoms_from_xyz(s->count, s->xyz, s->charge, s->radius);
+}
+
+/* ------------------------------------------------------------- systems */
+
+/* n atoms uniform in [0, edge)^3, charges uniform in [-1, 1], radii
+   uniform in [1, 2]. */
+static inline test_system test_system_random(size_t n, double edge,
+                                             unsigned long long seed) {
+    test_system s = sys__alloc(n);
+    sys__rng rng = sys__rng_seeded(seed);
+    size_t i;
+    int axis;
+    for (i = 0; i < s.count; i++) {
+        for (axis = 0; axis < 3; axis++)
+            s.xyz[3 * i + axis] = edge * sys__uniform(&rng);
+        s.charge[i] = 2.0 * sys__uniform(&rng) - 1.0;
+        s.radius[i] = 1.0 + sys__uniform(&rng);
+    }
+    s.box[0] = s.box[1] = s.box[2] = edge;
+    return s;
+}
+
+/* A box of SPC/E water: O-H 1.0 A, H-O-H 109.47 degrees, charges O -0.8476
+   and H +0.4238 (neutral molecules), radii O 1.77 and H 1.0 A.  Molecules
+   sit on a cubic grid at liquid density (0.0334 molecules / A^3), each
+   oxygen jittered by up to 0.3 A, each molecule turned at random; the box
+   edge is the grid's cube edge. */
+static inline test_system test_system_water(size_t molecules,
+                                            unsigned long long seed) {
+    const double density = 0.0334, oh = 1.0;
+    const double half_angle = 0.5 * 109.47 * 3.14159265358979323846 / 180.0;
+    test_system s = sys__alloc(3 * molecules);
+    sys__rng rng = sys__rng_seeded(seed);
+    size_t m, per_side = 1;
+    double cell, edge;
+    while (per_side * per_side * per_side < molecules) per_side++;
+    edge = cbrt((double)molecules / density);
+    cell = edge / (double)per_side;
+    if (s.count == 0) return s;
+    for (m = 0; m < molecules; m++) {
+        size_t gx = m % per_side, gy = (m / per_side) % per_side,
+               gz = m / (per_side * per_side);
+        double o[3], u[3], v[3], w[3], len;
+        double *xyz = s.xyz + 9 * m;
+        int axis;
+        o[0] = (gx + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
+        o[1] = (gy + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
+        o[2] = (gz + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
+        /* A random unit vector u (the molecule's bisector) by rejection,
+           and a unit vector v perpendicular to it (the H-H direction). */
+        do {
+            for (axis = 0; axis < 3; axis++)
+                u[axis] = 2.0 * sys__uniform(&rng) - 1.0;
+            len = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        } while (len < 0.1 || len > 1.0);
+        for (axis = 0; axis < 3; axis++) u[axis] /= len;
+        do {
+            double dot;
+            for (axis = 0; axis < 3; axis++)
+                w[axis] = 2.0 * sys__uniform(&rng) - 1.0;
+            dot = w[0] * u[0] + w[1] * u[1] + w[2] * u[2];
+            for (axis = 0; axis < 3; axis++) v[axis] = w[axis] - dot * u[axis];
+            len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+        } while (len < 0.1);
+        for (axis = 0; axis < 3; axis++) v[axis] /= len;
+        for (axis = 0; axis < 3; axis++) {
+            double along = oh * cos(half_angle) * u[axis];
+            double across = oh * sin(half_angle) * v[axis];
+            xyz[axis] = o[axis];
+            xyz[3 + axis] = o[axis] + along + across;
+            xyz[6 + axis] = o[axis] + along - across;
+        }
+        s.charge[3 * m] = -0.8476;
+        s.charge[3 * m + 1] = s.charge[3 * m + 2] = 0.4238;
+        s.radius[3 * m] = 1.77;
+        s.radius[3 * m + 1] = s.radius[3 * m + 2] = 1.0;
+    }
+    s.box[0] = s.box[1] = s.box[2] = edge;
+    return s;
+}
+
+/* Rock salt: cells^3 conventional cubic cells of lattice constant a, 8 ions
+   each (4 Na+ at the fcc sites, 4 Cl- shifted by a/2 along x and wrapped
+   into the box, so the crystal is also a periodic one), charges +1 and -1,
+   radii 1.0 (Na) and 1.8 (Cl); box = cells * a, positions in [0, box). */
+static inline test_system test_system_nacl(int cells, double a) {
+    static const double fcc[4][3] = {
+        {0.0, 0.0, 0.0}, {0.0, 0.5, 0.5}, {0.5, 0.0, 0.5}, {0.5, 0.5, 0.0}};
+    size_t n = cells > 0 ? 8 * (size_t)cells * (size_t)cells * (size_t)cells
+                         : 0;
+    test_system s = sys__alloc(n);
+    size_t atom = 0;
+    int cx, cy, cz, site, axis;
+    if (s.count == 0) return s;
+    for (cz = 0; cz < cells; cz++)
+        for (cy = 0; cy < cells; cy++)
+            for (cx = 0; cx < cells; cx++)
+                for (site = 0; site < 4; site++) {
+                    int cell[3];
+                    cell[0] = cx;
+                    cell[1] = cy;
+                    cell[2] = cz;
+                    for (axis = 0; axis < 3; axis++) {
+                        double f = cell[axis] + fcc[site][axis];
+                        s.xyz[3 * atom + axis] = f * a;
+                        /* the Cl- of the pair: half a cell along x */
+                        double g = f + (axis == 0 ? 0.5 : 0.0);
+                        if (g >= cells) g -= cells; /* wrapped into the box */
+                        s.xyz[3 * (atom + 1) + axis] = g * a;
+                    }
+                    s.charge[atom] = 1.0;
+                    s.radius[atom] = 1.0;
+                    s.charge[atom + 1] = -1.0;
+                    s.radius[atom + 1] = 1.8;
+                    atom += 2;
+                }
+    s.box[0] = s.box[1] = s.box[2] = cells * a;
+    return s;
+}
+
+#endif /* ELEC_TEST_SYSTEMS_H */
