@@ -156,12 +156,12 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
 /* ------------------------------------------------------------ DCS kernels */
 
 /* Lattice tiling shared by the DCS lattice kernels: blocks of 32 x 8
-   threads; rows padded to a multiple of 256 points (the widest x extent of
-   a block, 32 threads x 8 points) and slices to a multiple of 8 rows, so no
-   kernel needs a bounds test.  Padded points are computed and dropped. */
+   threads (the hybrid kernel: 8, 16 or 32 x 8); each slice is padded to
+   whole blocks (rows to the x extent of a block row, slices to a multiple
+   of 8 rows), so no kernel needs a bounds test.  Padded points are computed
+   and dropped. */
 #define ELEC__DCS_BLOCK_X 32
 #define ELEC__DCS_BLOCK_Y 8
-#define ELEC__DCS_ROW_PAD 512
 /* Atoms per constant-memory chunk: 4000 float4 = 64,000 bytes of the 64 KB. */
 #define ELEC__DCS_CHUNK 4000
 #define ELEC__DCS_HYBRID_POINTS 16
@@ -247,7 +247,9 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float hx, float hy,
     for (int m = 0; m < 8; m++) p[m * gap] += v[m];
 }
 
-/* Rung 5 (default): POINTS points per thread, 32 apart, over the whole
+/* Rung 5 (default): POINTS points per thread, blockDim.x apart (8, 16 or
+   32, whichever pads the rows least: every thread computes its own
+   dy^2 + dz^2, so the lanes of a warp need not share a row), over the whole
    volume in one launch per chunk (blockIdx.z walks this device's slices),
    and SOFT of every POINTS reciprocal square roots on the FMA pipe.
    Per atom and thread: 4 FP32 instructions for dy^2 + dz^2, then per point
@@ -257,9 +259,9 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float hx, float hy,
    is local slice (k - first_slice) / slice_step on this device. */
 template <int POINTS, int SOFT>
 __global__ void __launch_bounds__(ELEC__DCS_BLOCK_X *ELEC__DCS_BLOCK_Y)
-    elec__k_dcs_hybrid(float *slices, int pitch, int rows, float hx, float hy,
+elec__k_dcs_hybrid(float *slices, int pitch, int rows, float hx, float hy,
                        float hz, int first_slice, int slice_step, int count) {
-    const int gap = ELEC__DCS_BLOCK_X;
+    const int gap = blockDim.x;
     int i = blockIdx.x * gap * POINTS + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int k = first_slice + blockIdx.z * slice_step;
@@ -491,6 +493,27 @@ static int elec__round_up(int n, int multiple) {
     return (n + multiple - 1) / multiple * multiple;
 }
 
+/* Points of a row that one block row covers, per variant. */
+static int elec__dcs_points_per_thread(elec_dcs_variant v) {
+    switch (v) {
+    case ELEC_DCS_UNROLL4: return 4;
+    case ELEC_DCS_UNROLL8_COALESCED: return 8;
+    case ELEC_DCS_HYBRID_RSQRT: return ELEC__DCS_HYBRID_POINTS;
+    default: return 1;
+    }
+}
+
+/* The hybrid kernel's threads per block row: the widest of 32, 16, 8 that
+   pads a row of nx points no more than a narrower one would. */
+static int elec__dcs_hybrid_gap(int nx) {
+    int best = 32, gap;
+    for (gap = 16; gap >= 8; gap /= 2)
+        if (elec__round_up(nx, gap * ELEC__DCS_HYBRID_POINTS) <
+            elec__round_up(nx, best * ELEC__DCS_HYBRID_POINTS))
+            best = gap;
+    return best;
+}
+
 /* Per-device state of one DCS map computation. */
 typedef struct elec__dcs_device {
     int ordinal;
@@ -505,6 +528,7 @@ typedef struct elec__dcs_job {
     const elec_lattice *lattice;
     elec_dcs_params params;
     int pitch, rows;        /* padded row length and rows per slice */
+    int gap;                /* hybrid kernel: threads per block row  */
     int atom_count;
     int device_count;
     elec__dcs_device dev[ELEC__MAX_GPUS];
@@ -542,8 +566,7 @@ static elec_status elec__dcs_run_slices(elec__dcs_job *job, elec_error *err) {
     const float hx = (float)l->spacing[0], hy = (float)l->spacing[1];
     const int nz = l->dims[2];
     const elec_dcs_variant v = job->params.variant;
-    const int points_per_thread = v == ELEC_DCS_UNROLL4 ? 4
-                                  : v == ELEC_DCS_UNROLL8_COALESCED ? 8 : 1;
+    const int points_per_thread = elec__dcs_points_per_thread(v);
     const dim3 grid(job->pitch / (ELEC__DCS_BLOCK_X * points_per_thread),
                     job->rows / ELEC__DCS_BLOCK_Y);
     for (int k = 0; k < nz; k++) {
@@ -596,13 +619,13 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
     elec_status status = ELEC_OK;
     const elec_lattice *l = job->lattice;
     const int points = ELEC__DCS_HYBRID_POINTS;
-    const dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
+    const dim3 block(job->gap, ELEC__DCS_BLOCK_Y);
     for (int first = 0; first < job->atom_count; first += ELEC__DCS_CHUNK) {
         int count = job->atom_count - first < ELEC__DCS_CHUNK
                         ? job->atom_count - first : ELEC__DCS_CHUNK;
         for (int d = 0; d < job->device_count; d++) {
             elec__dcs_device *dev = &job->dev[d];
-            dim3 grid(job->pitch / (ELEC__DCS_BLOCK_X * points),
+            dim3 grid(job->pitch / (job->gap * points),
                       job->rows / ELEC__DCS_BLOCK_Y, dev->slice_count);
             if (dev->slice_count == 0) continue;
             ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
@@ -748,7 +771,10 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     memset(job, 0, sizeof *job);
     job->lattice = lattice;
     job->params = elec_dcs_params_resolved(params);
-    job->pitch = elec__round_up((int)nx, ELEC__DCS_ROW_PAD);
+    job->gap = job->params.variant == ELEC_DCS_HYBRID_RSQRT
+                   ? elec__dcs_hybrid_gap((int)nx) : ELEC__DCS_BLOCK_X;
+    job->pitch = elec__round_up((int)nx, job->gap * elec__dcs_points_per_thread(
+                                                        job->params.variant));
     job->rows = elec__round_up((int)ny, ELEC__DCS_BLOCK_Y);
     job->atom_count = (int)atoms->count;
     job->device_count = device_count < (int)nz ? device_count : (int)nz;

@@ -44,7 +44,9 @@ int main(int argc, char **argv) {
     const size_t atom_count = argc > 1 ? (size_t)atol(argv[1]) : 40000;
     test_system sys = test_system_random(atom_count, 60.0, 1);
     elec_atoms atoms = test_system_atoms(&sys);
-    elec_lattice l = {{512, 512, 32}, {-2.0, -2.0, 20.0}, {0.125, 0.125, 0.5}};
+    /* Slices of 1024 x 1024 points: large enough that the per-slice rungs
+       fill the GPU too. */
+    elec_lattice l = {{1024, 1024, 8}, {-2.0, -2.0, 28.0}, {0.0625, 0.0625, 0.5}};
     elec_lattice cpu_part = l;
     size_t n = elec_lattice_size(&l);
     float *map = (float *)malloc(n * sizeof *map), *first = (float *)malloc(n * sizeof *first);
