@@ -782,6 +782,955 @@ ELEC_DEF elec_status elec_mdh_params_check(const elec_mdh_params *p,
 
 /* ======================================================= PQR and OpenDX */
 /* ELEC_IO_BEGIN (the PQR reader and the DX writer/reader live here) */
+/* Text helpers shared by the PQR and DX readers.  Both read the whole file
+   into memory, walk it line by line (so errors carry a line number) and
+   convert numbers only after checking their spelling, so that strtod's
+   extensions (nan, inf, hex floats) never slip into a structure or a map. */
+
+typedef struct elec__pqr_token {
+    const char *p;
+    size_t n;
+} elec__pqr_token;
+
+static int elec__pqr_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Splits [p, end) at blanks; stores at most max tokens and returns how
+   many there are. */
+static size_t elec__pqr_split(const char *p, const char *end,
+                              elec__pqr_token *token, size_t max) {
+    size_t n = 0;
+    while (p < end) {
+        const char *start;
+        while (p < end && elec__pqr_space(*p)) p++;
+        if (p == end) break;
+        start = p;
+        while (p < end && !elec__pqr_space(*p)) p++;
+        if (n < max) {
+            token[n].p = start;
+            token[n].n = (size_t)(p - start);
+        }
+        n++;
+    }
+    return n;
+}
+
+static int elec__pqr_is(const elec__pqr_token *t, const char *word) {
+    size_t n = strlen(word);
+    return t->n == n && memcmp(t->p, word, n) == 0;
+}
+
+static int elec__pqr_digit(char c) { return c >= '0' && c <= '9'; }
+static int elec__pqr_letter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* What a number's text turned out to be. */
+enum {
+    ELEC__PQR_NUMBER_OK = 0,
+    ELEC__PQR_NUMBER_GARBLED,   /* not a decimal number */
+    ELEC__PQR_NUMBER_INFINITE,  /* nan, inf, or beyond the type's range */
+    ELEC__PQR_NUMBER_LOCALE     /* strtod disagreed: LC_NUMERIC is not "C" */
+};
+
+/* A decimal number: [+-] digits [. digits] [(e|E) [+-] digits], at least
+   one mantissa digit, nothing else. */
+static int elec__pqr_number(const char *p, size_t n, double *out) {
+    char buf[128];
+    char *stop;
+    size_t i = 0, digits = 0;
+    double v;
+    if (i < n && (p[i] == '+' || p[i] == '-')) i++;
+    if (n - i >= 3) { /* nan, inf, infinity: spelled, but not finite */
+        char word[4];
+        size_t c;
+        for (c = 0; c < 3; c++) word[c] = (char)(p[i + c] | 0x20);
+        word[3] = '\0';
+        if (strcmp(word, "nan") == 0 || strcmp(word, "inf") == 0)
+            return ELEC__PQR_NUMBER_INFINITE;
+    }
+    while (i < n && elec__pqr_digit(p[i])) i++, digits++;
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && elec__pqr_digit(p[i])) i++, digits++;
+    }
+    if (digits == 0) return ELEC__PQR_NUMBER_GARBLED;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        size_t exponent_digits = 0;
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-')) i++;
+        while (i < n && elec__pqr_digit(p[i])) i++, exponent_digits++;
+        if (exponent_digits == 0) return ELEC__PQR_NUMBER_GARBLED;
+    }
+    if (i != n || n >= sizeof buf) return ELEC__PQR_NUMBER_GARBLED;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    v = strtod(buf, &stop);
+    if (stop != buf + n) return ELEC__PQR_NUMBER_LOCALE;
+    if (!elec__finite(v)) return ELEC__PQR_NUMBER_INFINITE;
+    *out = v;
+    return ELEC__PQR_NUMBER_OK;
+}
+
+/* A decimal integer with optional sign that fits in long long, and is at
+   most limit in magnitude. */
+static int elec__pqr_integer(const char *p, size_t n, long long limit,
+                             long long *out) {
+    size_t i = 0;
+    int negative = 0;
+    long long v = 0;
+    if (i < n && (p[i] == '+' || p[i] == '-')) negative = p[i++] == '-';
+    if (i == n) return ELEC__PQR_NUMBER_GARBLED;
+    for (; i < n; i++) {
+        if (!elec__pqr_digit(p[i])) return ELEC__PQR_NUMBER_GARBLED;
+        if (v > (limit - (p[i] - '0')) / 10) return ELEC__PQR_NUMBER_INFINITE;
+        v = 10 * v + (p[i] - '0');
+    }
+    *out = negative ? -v : v;
+    return ELEC__PQR_NUMBER_OK;
+}
+
+/* Quotes at most 40 characters of a field in a message. */
+#define ELEC__PQR_QUOTE(p, n) (int)((n) > 40 ? 40 : (n)), (p), ((n) > 40 ? "..." : "")
+
+static int elec__pqr_real(const char *p, size_t n, const char *field,
+                          double *out, char *why, size_t why_size) {
+    int r = elec__pqr_number(p, n, out);
+    if (r == ELEC__PQR_NUMBER_OK) return 1;
+    if (n == 0)
+        snprintf(why, why_size, "%s is missing", field);
+    else
+        snprintf(why, why_size, "%s '%.*s%s' %s", field, ELEC__PQR_QUOTE(p, n),
+                 r == ELEC__PQR_NUMBER_INFINITE ? "is not a finite number"
+                 : r == ELEC__PQR_NUMBER_LOCALE
+                     ? "could not be converted (is LC_NUMERIC not \"C\"?)"
+                     : "is not a number");
+    return 0;
+}
+
+static int elec__pqr_int(const char *p, size_t n, const char *field, int *out,
+                         char *why, size_t why_size) {
+    long long v;
+    int r = elec__pqr_integer(p, n, INT_MAX, &v);
+    if (r == ELEC__PQR_NUMBER_OK) {
+        *out = (int)v;
+        return 1;
+    }
+    if (n == 0)
+        snprintf(why, why_size, "%s is missing", field);
+    else
+        snprintf(why, why_size, "%s '%.*s%s' %s", field, ELEC__PQR_QUOTE(p, n),
+                 r == ELEC__PQR_NUMBER_INFINITE ? "is out of range"
+                                                : "is not an integer");
+    return 0;
+}
+
+/* Copies a name into a fixed label field, refusing one that does not fit. */
+static int elec__pqr_name(const char *p, size_t n, const char *field,
+                          char *dst, size_t dst_size, char *why,
+                          size_t why_size) {
+    if (n == 0) {
+        snprintf(why, why_size, "%s is missing", field);
+        return 0;
+    }
+    if (n >= dst_size) {
+        snprintf(why, why_size, "%s '%.*s%s' is longer than %d characters",
+                 field, ELEC__PQR_QUOTE(p, n), (int)dst_size - 1);
+        return 0;
+    }
+    memcpy(dst, p, n);
+    dst[n] = '\0';
+    return 1;
+}
+
+/* Residue number with an optional insertion code touching it ("52A"). */
+static int elec__pqr_residue(const char *p, size_t n, elec_atom_label *label,
+                             char *why, size_t why_size) {
+    label->insertion_code = ' ';
+    if (n > 1 && elec__pqr_letter(p[n - 1])) {
+        label->insertion_code = p[n - 1];
+        n--;
+    }
+    return elec__pqr_int(p, n, "residue number", &label->residue_number, why,
+                         why_size);
+}
+
+/* Reads a whole file into a new '\0'-terminated buffer. */
+static elec_status elec__pqr_read_file(const char *path, char **text,
+                                       size_t *length, elec_error *err) {
+    FILE *f;
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    *text = NULL;
+    *length = 0;
+    if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
+    f = fopen(path, "rb");
+    if (!f)
+        return elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s': %s", path,
+                          strerror(errno));
+    for (;;) {
+        size_t got;
+        if (len == cap) {
+            size_t new_cap = cap ? 2 * cap : (size_t)1 << 16;
+            char *grown;
+            if (new_cap <= cap || new_cap == SIZE_MAX) {
+                fclose(f);
+                ELEC_FREE(buf);
+                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                                  "'%s' is too large to read", path);
+            }
+            grown = (char *)ELEC_MALLOC(new_cap + 1);
+            if (!grown) {
+                fclose(f);
+                ELEC_FREE(buf);
+                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                                  "no memory for %zu bytes of '%s'", new_cap,
+                                  path);
+            }
+            if (len) memcpy(grown, buf, len);
+            ELEC_FREE(buf);
+            buf = grown;
+            cap = new_cap;
+        }
+        got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap) {
+            if (ferror(f)) {
+                fclose(f);
+                ELEC_FREE(buf);
+                return elec__fail(err, ELEC_ERR_IO, 0, "error reading '%s'",
+                                  path);
+            }
+            if (feof(f)) break;
+        }
+    }
+    fclose(f);
+    buf[len] = '\0';
+    *text = buf;
+    *length = len;
+    return ELEC_OK;
+}
+
+/* ------------------------------------------------------------------ PQR */
+
+typedef struct elec__pqr_atom {
+    double xyz[3], charge, radius;
+    elec_atom_label label;
+} elec__pqr_atom;
+
+/* The whitespace dialect: serial name resName [chain] resSeq[iCode] x y z
+   q r, the tokens after the record name (9 or 10 of them). */
+static int elec__pqr_fields(const elec__pqr_token *t, size_t n,
+                            elec__pqr_atom *a, int *fields_read, char *why,
+                            size_t why_size) {
+    static const char *const coordinate[3] = {"x coordinate", "y coordinate",
+                                              "z coordinate"};
+    size_t base, axis;
+    *fields_read = 0;
+    if (n != 9 && n != 10) {
+        snprintf(why, why_size, "%zu fields where 10 or 11 are expected",
+                 n + 1);
+        return 0;
+    }
+    a->label.chain = ' ';
+    if (n == 10) {
+        if (t[3].n != 1) {
+            snprintf(why, why_size,
+                     "chain identifier '%.*s%s' is not one character",
+                     ELEC__PQR_QUOTE(t[3].p, t[3].n));
+            return 0;
+        }
+        a->label.chain = t[3].p[0];
+    }
+    base = n == 10 ? 4 : 3;
+    if (!elec__pqr_int(t[0].p, t[0].n, "serial number", &a->label.serial, why,
+                       why_size))
+        return 0;
+    ++*fields_read;
+    if (!elec__pqr_name(t[1].p, t[1].n, "atom name", a->label.name,
+                        sizeof a->label.name, why, why_size))
+        return 0;
+    ++*fields_read;
+    /* at most 4 characters, as in PDB columns 18-21: a longer one is a
+       residue name that touches its chain identifier ("NTERA") */
+    if (!elec__pqr_name(t[2].p, t[2].n, "residue name", a->label.residue_name,
+                        5, why, why_size))
+        return 0;
+    ++*fields_read;
+    if (!elec__pqr_residue(t[base].p, t[base].n, &a->label, why, why_size))
+        return 0;
+    ++*fields_read;
+    for (axis = 0; axis < 3; axis++, ++*fields_read)
+        if (!elec__pqr_real(t[base + 1 + axis].p, t[base + 1 + axis].n,
+                            coordinate[axis], &a->xyz[axis], why, why_size))
+            return 0;
+    if (!elec__pqr_real(t[base + 4].p, t[base + 4].n, "charge", &a->charge,
+                        why, why_size))
+        return 0;
+    ++*fields_read;
+    return elec__pqr_real(t[base + 5].p, t[base + 5].n, "radius", &a->radius,
+                          why, why_size);
+}
+
+/* Columns [first, last] (1-based, inclusive, as the PDB format names them)
+   of a line, without surrounding blanks. */
+static elec__pqr_token elec__pqr_columns(const char *line, size_t length,
+                                         size_t first, size_t last) {
+    elec__pqr_token t;
+    size_t a = first - 1, b = last < length ? last : length;
+    if (a > b) a = b;
+    while (a < b && elec__pqr_space(line[a])) a++;
+    while (b > a && elec__pqr_space(line[b - 1])) b--;
+    t.p = line + a;
+    t.n = b - a;
+    return t;
+}
+
+/* The PDB-column dialect pdb2pqr writes, where wide numbers may run
+   together: serial 7-11, name 13-16, resName 18-21, chain 22, resSeq
+   23-26, iCode 27, x 31-38, y 39-46, z 47-54, then charge and radius
+   separated by blanks. */
+static int elec__pqr_fixed(const char *line, size_t length, elec__pqr_atom *a,
+                           int *fields_read, char *why, size_t why_size) {
+    static const char *const coordinate[3] = {
+        "x coordinate (columns 31-38)", "y coordinate (columns 39-46)",
+        "z coordinate (columns 47-54)"};
+    elec__pqr_token t, rest[3];
+    size_t axis, n;
+    *fields_read = 0;
+    if (length < 54) {
+        snprintf(why, why_size,
+                 "the line ends at column %zu, before the z coordinate "
+                 "(columns 47-54)", length);
+        return 0;
+    }
+    t = elec__pqr_columns(line, length, 7, 11);
+    if (!elec__pqr_int(t.p, t.n, "serial number (columns 7-11)",
+                       &a->label.serial, why, why_size))
+        return 0;
+    ++*fields_read;
+    t = elec__pqr_columns(line, length, 13, 16);
+    if (!elec__pqr_name(t.p, t.n, "atom name (columns 13-16)", a->label.name,
+                        sizeof a->label.name, why, why_size))
+        return 0;
+    ++*fields_read;
+    t = elec__pqr_columns(line, length, 18, 21);
+    if (!elec__pqr_name(t.p, t.n, "residue name (columns 18-21)",
+                        a->label.residue_name, sizeof a->label.residue_name,
+                        why, why_size))
+        return 0;
+    ++*fields_read;
+    a->label.chain = elec__pqr_space(line[21]) ? ' ' : line[21];
+    t = elec__pqr_columns(line, length, 23, 26);
+    if (!elec__pqr_int(t.p, t.n, "residue number (columns 23-26)",
+                       &a->label.residue_number, why, why_size))
+        return 0;
+    ++*fields_read;
+    a->label.insertion_code = elec__pqr_space(line[26]) ? ' ' : line[26];
+    for (axis = 0; axis < 3; axis++) {
+        t = elec__pqr_columns(line, length, 31 + 8 * axis, 38 + 8 * axis);
+        if (!elec__pqr_real(t.p, t.n, coordinate[axis], &a->xyz[axis], why,
+                            why_size))
+            return 0;
+        ++*fields_read;
+    }
+    n = elec__pqr_split(line + 54, line + length, rest, 3);
+    if (n != 2) {
+        snprintf(why, why_size,
+                 "%zu fields after column 54 where charge and radius are "
+                 "expected", n);
+        return 0;
+    }
+    if (!elec__pqr_real(rest[0].p, rest[0].n, "charge", &a->charge, why,
+                        why_size))
+        return 0;
+    ++*fields_read;
+    return elec__pqr_real(rest[1].p, rest[1].n, "radius", &a->radius, why,
+                          why_size);
+}
+
+/* One ATOM/HETATM line: the whitespace dialect when it has 10 or 11 fields
+   that all read, else PDB columns.  When neither reads, the message is
+   that of the dialect that got further into the line. */
+static int elec__pqr_record(const char *line, size_t length, size_t keyword,
+                            elec__pqr_atom *a, char *why, size_t why_size) {
+    elec__pqr_token t[10];
+    char fixed_why[160];
+    int blank_read, fixed_read;
+    size_t n = elec__pqr_split(line + keyword, line + length, t, 10);
+    memset(a, 0, sizeof *a);
+    a->label.is_hetatm = (char)(keyword == 6);
+    if (n == 9 || n == 10) {
+        if (elec__pqr_fields(t, n, a, &blank_read, why, why_size)) return 1;
+        memset(a, 0, sizeof *a);
+        a->label.is_hetatm = (char)(keyword == 6);
+        if (elec__pqr_fixed(line, length, a, &fixed_read, fixed_why,
+                            sizeof fixed_why))
+            return 1;
+        if (fixed_read > blank_read)
+            snprintf(why, why_size, "%s", fixed_why);
+        return 0;
+    }
+    if (elec__pqr_fixed(line, length, a, &fixed_read, fixed_why,
+                        sizeof fixed_why))
+        return 1;
+    if (length < 54)
+        snprintf(why, why_size,
+                 "record is truncated: %zu fields where 10 or 11 are expected",
+                 n + 1);
+    else
+        snprintf(why, why_size,
+                 "%zu fields where 10 or 11 are expected, and as PDB columns: %s",
+                 n + 1, fixed_why);
+    return 0;
+}
+
+/* CRYST1 a b c alpha beta gamma [space group, z]: blank-separated, else
+   PDB columns 7-15, 16-24, 25-33, 34-40, 41-47, 48-54. */
+static int elec__pqr_cryst1(const char *line, size_t length, double cell[6],
+                            char *why, size_t why_size) {
+    static const char *const field[6] = {"CRYST1 a", "CRYST1 b", "CRYST1 c",
+                                         "CRYST1 alpha", "CRYST1 beta",
+                                         "CRYST1 gamma"};
+    static const size_t first[6] = {7, 16, 25, 34, 41, 48};
+    static const size_t last[6] = {15, 24, 33, 40, 47, 54};
+    elec__pqr_token t[6];
+    size_t n = elec__pqr_split(line + 6, line + length, t, 6), i;
+    int ok = n >= 6;
+    for (i = 0; ok && i < 6; i++)
+        ok = elec__pqr_number(t[i].p, t[i].n, &cell[i]) == ELEC__PQR_NUMBER_OK;
+    if (!ok) {
+        for (i = 0; i < 6; i++) {
+            elec__pqr_token c = elec__pqr_columns(line, length, first[i], last[i]);
+            if (!elec__pqr_real(c.p, c.n, field[i], &cell[i], why, why_size))
+                return 0;
+        }
+    }
+    for (i = 0; i < 6; i++) {
+        if (!(cell[i] > 0.0) || (i >= 3 && !(cell[i] < 180.0))) {
+            snprintf(why, why_size, "%s %g is out of range", field[i], cell[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void elec__pqr_release(elec_structure *s) {
+    ELEC_FREE(s->xyz);
+    ELEC_FREE(s->charge);
+    ELEC_FREE(s->radius);
+    ELEC_FREE(s->label);
+    memset(s, 0, sizeof *s);
+}
+
+/* Room for one more atom: capacities double, so n atoms cost O(n) copies. */
+static int elec__pqr_grow(elec_structure *s, size_t *capacity) {
+    size_t cap = *capacity ? 2 * *capacity : 1024;
+    double *xyz, *charge, *radius;
+    elec_atom_label *label;
+    if (cap <= *capacity || cap > SIZE_MAX / (3 * sizeof(double)) ||
+        cap > SIZE_MAX / sizeof(elec_atom_label))
+        return 0;
+    xyz = (double *)ELEC_MALLOC(3 * cap * sizeof(double));
+    charge = (double *)ELEC_MALLOC(cap * sizeof(double));
+    radius = (double *)ELEC_MALLOC(cap * sizeof(double));
+    label = (elec_atom_label *)ELEC_MALLOC(cap * sizeof(elec_atom_label));
+    if (!xyz || !charge || !radius || !label) {
+        ELEC_FREE(xyz);
+        ELEC_FREE(charge);
+        ELEC_FREE(radius);
+        ELEC_FREE(label);
+        return 0;
+    }
+    if (s->count) {
+        memcpy(xyz, s->xyz, 3 * s->count * sizeof(double));
+        memcpy(charge, s->charge, s->count * sizeof(double));
+        memcpy(radius, s->radius, s->count * sizeof(double));
+        memcpy(label, s->label, s->count * sizeof(elec_atom_label));
+    }
+    ELEC_FREE(s->xyz);
+    ELEC_FREE(s->charge);
+    ELEC_FREE(s->radius);
+    ELEC_FREE(s->label);
+    s->xyz = xyz;
+    s->charge = charge;
+    s->radius = radius;
+    s->label = label;
+    *capacity = cap;
+    return 1;
+}
+
+ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
+                                    elec_structure *out, elec_error *err) {
+    elec_structure s;
+    size_t capacity = 0;
+    long line_number = 0;
+    const char *p = text, *end = text + length;
+    char why[224];
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!text && length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "text is NULL");
+    memset(&s, 0, sizeof s);
+    while (p < end) {
+        const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
+        const char *line_end = newline ? newline : end, *c;
+        size_t n = (size_t)(line_end - p), keyword = 0;
+        line_number++;
+        for (c = p; c < line_end; c++) {
+            unsigned char b = (unsigned char)*c;
+            if ((b < 0x20 && b != '\t' && b != '\r') || b == 0x7f) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                                  "line %ld: binary data (byte 0x%02x at "
+                                  "column %zu): not a PQR text file",
+                                  line_number, b, (size_t)(c - p) + 1);
+            }
+        }
+        while (n && p[n - 1] == '\r') n--;
+        if (n >= 6 && memcmp(p, "HETATM", 6) == 0) keyword = 6;
+        else if (n >= 4 && memcmp(p, "ATOM", 4) == 0) keyword = 4;
+        if (keyword && (n == keyword || elec__pqr_space(p[keyword]) ||
+                        elec__pqr_digit(p[keyword]))) {
+            elec__pqr_atom a;
+            int ok = elec__pqr_record(p, n, keyword, &a, why, sizeof why);
+            if (ok && !(a.radius >= 0.0)) {
+                snprintf(why, sizeof why, "radius %g is negative", a.radius);
+                ok = 0;
+            }
+            if (!ok) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                                  "line %ld: %s", line_number, why);
+            }
+            if (s.count == capacity && !elec__pqr_grow(&s, &capacity)) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_NO_MEMORY, line_number,
+                                  "line %ld: no memory for more than %zu atoms",
+                                  line_number, capacity);
+            }
+            memcpy(s.xyz + 3 * s.count, a.xyz, sizeof a.xyz);
+            s.charge[s.count] = a.charge;
+            s.radius[s.count] = a.radius;
+            s.label[s.count] = a.label;
+            s.count++;
+        } else if (n >= 6 && memcmp(p, "CRYST1", 6) == 0) {
+            double cell[6];
+            if (!elec__pqr_cryst1(p, n, cell, why, sizeof why)) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                                  "line %ld: %s", line_number, why);
+            }
+            s.has_cell = 1;
+            memcpy(s.cell_length, cell, sizeof s.cell_length);
+            memcpy(s.cell_angle, cell + 3, sizeof s.cell_angle);
+        }
+        p = newline ? newline + 1 : end;
+    }
+    if (s.count == 0) {
+        elec__pqr_release(&s);
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "no ATOM or HETATM records in %ld lines",
+                          line_number);
+    }
+    *out = s;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_read_pqr(const char *path, elec_structure *out,
+                                   elec_error *err) {
+    char *text;
+    size_t length;
+    elec_status s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    s = elec__pqr_read_file(path, &text, &length, err);
+    if (s != ELEC_OK) return s;
+    s = elec_parse_pqr(text, length, out, err);
+    ELEC_FREE(text);
+    return s;
+}
+
+ELEC_DEF void elec_structure_free(elec_structure *structure) {
+    if (structure) elec__pqr_release(structure);
+}
+
+ELEC_DEF elec_atoms elec_structure_atoms(const elec_structure *structure) {
+    return elec_atoms_from_xyz(structure->count, structure->xyz,
+                               structure->charge, structure->radius);
+}
+
+ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
+                                        elec_box *box, elec_error *err) {
+    int axis;
+    if (!structure || !box)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "structure or box is NULL");
+    if (!structure->has_cell)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the structure has no CRYST1 cell");
+    for (axis = 0; axis < 3; axis++)
+        if (!(fabs(structure->cell_angle[axis] - 90.0) <= 1e-6))
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "the CRYST1 cell is not orthorhombic "
+                              "(angles %g %g %g)",
+                              structure->cell_angle[0],
+                              structure->cell_angle[1],
+                              structure->cell_angle[2]);
+    for (axis = 0; axis < 3; axis++) box->length[axis] = structure->cell_length[axis];
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* --------------------------------------------------------------- OpenDX */
+
+/* The shortest of %.15g and %.17g that reads back as the same double. */
+static void elec__dx_double(double v, char buf[32]) {
+    snprintf(buf, 32, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+}
+
+ELEC_DEF elec_status elec_write_dx(const char *path,
+                                   const elec_lattice *lattice,
+                                   const float *map, const char *comment,
+                                   elec_error *err) {
+    FILE *f;
+    size_t total, index, on_line = 0;
+    int i, j, k, axis;
+    char number[3][32];
+    elec_status s;
+    if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
+    s = elec_lattice_check(lattice, err);
+    if (s != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    total = elec_lattice_size(lattice);
+    for (index = 0; index < total; index++)
+        if (!elec__finite(map[index])) {
+            size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1];
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "map[%zu] (point %zu,%zu,%zu) is %g: OpenDX "
+                              "viewers cannot show a value that is not finite",
+                              index, index % nx, index / nx % ny,
+                              index / (nx * ny), (double)map[index]);
+        }
+    f = fopen(path, "w");
+    if (!f)
+        return elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s' for writing: %s",
+                          path, strerror(errno));
+    while (comment && *comment) {
+        const char *newline = strchr(comment, '\n');
+        size_t n = newline ? (size_t)(newline - comment) : strlen(comment);
+        while (n && comment[n - 1] == '\r') n--;
+        fprintf(f, "# %.*s\n", (int)n, comment);
+        if (!newline) break;
+        comment = newline + 1;
+    }
+    fprintf(f, "object 1 class gridpositions counts %d %d %d\n",
+            lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    for (axis = 0; axis < 3; axis++) elec__dx_double(lattice->origin[axis], number[axis]);
+    fprintf(f, "origin %s %s %s\n", number[0], number[1], number[2]);
+    for (axis = 0; axis < 3; axis++) {
+        int other;
+        for (other = 0; other < 3; other++) {
+            if (other == axis) elec__dx_double(lattice->spacing[axis], number[other]);
+            else strcpy(number[other], "0.000000e+00");
+        }
+        fprintf(f, "delta %s %s %s\n", number[0], number[1], number[2]);
+    }
+    fprintf(f, "object 2 class gridconnections counts %d %d %d\n",
+            lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    fprintf(f, "object 3 class array type double rank 0 items %zu data follows\n",
+            total);
+    /* The file lists z fastest; the map stores x fastest.  %.8e keeps 9
+       significant digits, enough for every float to read back exactly. */
+    for (i = 0; i < lattice->dims[0]; i++)
+        for (j = 0; j < lattice->dims[1]; j++)
+            for (k = 0; k < lattice->dims[2]; k++) {
+                index = (size_t)i + (size_t)lattice->dims[0] *
+                                        ((size_t)j + (size_t)lattice->dims[1] * (size_t)k);
+                fprintf(f, on_line == 2 ? "%.8e\n" : "%.8e ", (double)map[index]);
+                on_line = on_line == 2 ? 0 : on_line + 1;
+            }
+    if (on_line) fputc('\n', f);
+    fputs("attribute \"dep\" string \"positions\"\n"
+          "object \"regular positions regular connections\" class field\n"
+          "component \"positions\" value 1\n"
+          "component \"connections\" value 2\n"
+          "component \"data\" value 3\n",
+          f);
+    if (ferror(f)) {
+        fclose(f);
+        remove(path);
+        return elec__fail(err, ELEC_ERR_IO, 0, "error writing '%s'", path);
+    }
+    if (fclose(f) != 0) {
+        remove(path);
+        return elec__fail(err, ELEC_ERR_IO, 0, "error closing '%s': %s", path,
+                          strerror(errno));
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* A cursor over a file's text that hands out lines and counts them. */
+typedef struct elec__dx_cursor {
+    const char *p, *end;
+    long line;
+} elec__dx_cursor;
+
+/* The next line that is not blank and not a '#' comment, split into at
+   most max tokens; returns the token count, 0 at the end of the text. */
+static size_t elec__dx_line(elec__dx_cursor *c, elec__pqr_token *t,
+                            size_t max) {
+    while (c->p < c->end) {
+        const char *newline = (const char *)memchr(c->p, '\n', (size_t)(c->end - c->p));
+        const char *line_end = newline ? newline : c->end;
+        size_t n = elec__pqr_split(c->p, line_end, t, max);
+        c->line++;
+        c->p = newline ? newline + 1 : c->end;
+        if (n && t[0].p[0] != '#') return n;
+    }
+    return 0;
+}
+
+/* "object ID class gridpositions|gridconnections counts nx ny nz" */
+static int elec__dx_counts(const elec__pqr_token *t, size_t n,
+                           const char *kind, int counts[3], char *why,
+                           size_t why_size) {
+    int axis;
+    if (n != 8 || !elec__pqr_is(&t[0], "object") ||
+        !elec__pqr_is(&t[2], "class") || !elec__pqr_is(&t[3], kind) ||
+        !elec__pqr_is(&t[4], "counts")) {
+        snprintf(why, why_size,
+                 "expected 'object N class %s counts nx ny nz'", kind);
+        return 0;
+    }
+    for (axis = 0; axis < 3; axis++) {
+        if (!elec__pqr_int(t[5 + axis].p, t[5 + axis].n, "count",
+                           &counts[axis], why, why_size))
+            return 0;
+        if (counts[axis] <= 0) {
+            snprintf(why, why_size, "count %d must be positive", counts[axis]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static elec_status elec__dx_parse(const char *text, size_t length,
+                                  elec_lattice *lattice, float **map,
+                                  elec_error *err) {
+    elec__dx_cursor c;
+    elec__pqr_token t[16];
+    char why[200];
+    size_t n, total, got, i, j, k, nx, ny, nz, deltas = 0;
+    long last_line; /* of the last value read, for "the file ends" */
+    int has_origin = 0, axis, counts[3];
+    long long items = -1;
+    float *values;
+    c.p = text;
+    c.end = text + length;
+    c.line = 0;
+    n = elec__dx_line(&c, t, 16);
+    if (n == 0)
+        return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                          "line %ld: no OpenDX header (the file is empty)",
+                          c.line);
+    if (!elec__dx_counts(t, n, "gridpositions", lattice->dims, why, sizeof why))
+        return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s", c.line,
+                          why);
+    /* origin and the three delta lines, in any order, up to the next object */
+    for (;;) {
+        double v[3];
+        n = elec__dx_line(&c, t, 16);
+        if (n == 0 || elec__pqr_is(&t[0], "object")) break;
+        if (n != 4 || (!elec__pqr_is(&t[0], "origin") && !elec__pqr_is(&t[0], "delta")))
+            return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                              "line %ld: expected 'origin x y z' or "
+                              "'delta dx dy dz'", c.line);
+        for (axis = 0; axis < 3; axis++)
+            if (!elec__pqr_real(t[1 + axis].p, t[1 + axis].n, t[0].p[0] == 'o'
+                                ? "origin" : "delta", &v[axis], why, sizeof why))
+                return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
+                                  c.line, why);
+        if (t[0].p[0] == 'o') {
+            has_origin = 1;
+            for (axis = 0; axis < 3; axis++) lattice->origin[axis] = v[axis];
+            continue;
+        }
+        if (deltas == 3)
+            return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                              "line %ld: more than three delta lines", c.line);
+        for (axis = 0; axis < 3; axis++)
+            if ((size_t)axis != deltas && v[axis] != 0.0)
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
+                                  "line %ld: delta %zu is not along axis %zu: "
+                                  "only axis-aligned lattices are supported",
+                                  c.line, deltas + 1, deltas + 1);
+        if (!(v[deltas] > 0.0))
+            return elec__fail(err, v[deltas] == 0.0 ? ELEC_ERR_PARSE
+                                                    : ELEC_ERR_UNSUPPORTED,
+                              c.line, "line %ld: spacing %g along axis %zu "
+                              "must be positive", c.line, v[deltas], deltas + 1);
+        lattice->spacing[deltas] = v[deltas];
+        deltas++;
+    }
+    if (!has_origin || deltas != 3)
+        return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                          "line %ld: the header has %s before its next object",
+                          c.line, has_origin ? "fewer than three delta lines"
+                                             : "no origin line");
+    if (n >= 4 && elec__pqr_is(&t[3], "gridconnections")) {
+        if (!elec__dx_counts(t, n, "gridconnections", counts, why, sizeof why))
+            return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
+                              c.line, why);
+        for (axis = 0; axis < 3; axis++)
+            if (counts[axis] != lattice->dims[axis])
+                return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                                  "line %ld: gridconnections counts %d %d %d "
+                                  "differ from gridpositions counts %d %d %d",
+                                  c.line, counts[0], counts[1], counts[2],
+                                  lattice->dims[0], lattice->dims[1],
+                                  lattice->dims[2]);
+        n = elec__dx_line(&c, t, 16);
+    }
+    /* object ID class array type double|float rank 0 items N data follows */
+    if (n < 4 || n > 16 || !elec__pqr_is(&t[0], "object") ||
+        !elec__pqr_is(&t[2], "class") || !elec__pqr_is(&t[3], "array"))
+        return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                          "line %ld: expected 'object N class array ... data "
+                          "follows'", c.line);
+    {
+        int follows = 0;
+        for (i = 4; i + 1 < n; i += 2) {
+            const elec__pqr_token *key = &t[i], *value = &t[i + 1];
+            if (elec__pqr_is(key, "type")) {
+                if (!elec__pqr_is(value, "double") && !elec__pqr_is(value, "float"))
+                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
+                                      "line %ld: array type '%.*s%s' (only "
+                                      "float and double are read)", c.line,
+                                      ELEC__PQR_QUOTE(value->p, value->n));
+            } else if (elec__pqr_is(key, "rank")) {
+                if (!elec__pqr_is(value, "0"))
+                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
+                                      "line %ld: array rank '%.*s%s' (only "
+                                      "scalar maps, rank 0, are read)", c.line,
+                                      ELEC__PQR_QUOTE(value->p, value->n));
+            } else if (elec__pqr_is(key, "items")) {
+                if (elec__pqr_integer(value->p, value->n, LLONG_MAX, &items) !=
+                    ELEC__PQR_NUMBER_OK || items < 0)
+                    return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                                      "line %ld: items '%.*s%s' is not a count",
+                                      c.line, ELEC__PQR_QUOTE(value->p, value->n));
+            } else if (elec__pqr_is(key, "data")) {
+                if (!elec__pqr_is(value, "follows"))
+                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
+                                      "line %ld: data '%.*s%s': only data "
+                                      "that follows in the file is read",
+                                      c.line, ELEC__PQR_QUOTE(value->p, value->n));
+                follows = 1;
+            } else {
+                return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                                  "line %ld: unexpected '%.*s%s' in the array "
+                                  "header", c.line, ELEC__PQR_QUOTE(key->p, key->n));
+            }
+        }
+        if (i != n || items < 0 || !follows)
+            return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                              "line %ld: the array header needs 'items N' and "
+                              "'data follows'", c.line);
+    }
+    {
+        elec_error lattice_err;
+        if (elec_lattice_check(lattice, &lattice_err) != ELEC_OK)
+            return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
+                              c.line, lattice_err.message);
+    }
+    total = elec_lattice_size(lattice);
+    if ((unsigned long long)items != (unsigned long long)total)
+        return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                          "line %ld: items %lld differs from counts %d x %d x "
+                          "%d = %zu", c.line, items, lattice->dims[0],
+                          lattice->dims[1], lattice->dims[2], total);
+    values = (float *)ELEC_MALLOC(total * sizeof(float));
+    if (!values)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for a map of %zu values", total);
+    /* The file lists z fastest: (i, j, k) walks k innermost. */
+    nx = (size_t)lattice->dims[0];
+    ny = (size_t)lattice->dims[1];
+    nz = (size_t)lattice->dims[2];
+    i = j = k = 0;
+    last_line = c.line;
+    c.line++; /* the data start on the line after the array header */
+    for (got = 0; got <= total; got++) {
+        const char *start;
+        double v;
+        int r;
+        while (c.p < c.end && (elec__pqr_space(*c.p) || *c.p == '\n'))
+            if (*c.p++ == '\n') c.line++;
+        if (c.p == c.end) {
+            if (got == total) break;
+            ELEC_FREE(values);
+            return elec__fail(err, ELEC_ERR_PARSE, last_line,
+                              "line %ld: the file ends after %zu of %zu values",
+                              last_line, got, total);
+        }
+        start = c.p;
+        while (c.p < c.end && !elec__pqr_space(*c.p) && *c.p != '\n') c.p++;
+        r = elec__pqr_number(start, (size_t)(c.p - start), &v);
+        if (got == total) {
+            if (r == ELEC__PQR_NUMBER_GARBLED) break; /* the trailer */
+            ELEC_FREE(values);
+            return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                              "line %ld: more values than the %zu items",
+                              c.line, total);
+        }
+        if (r == ELEC__PQR_NUMBER_OK && !(fabs(v) <= FLT_MAX))
+            r = ELEC__PQR_NUMBER_INFINITE;
+        if (r != ELEC__PQR_NUMBER_OK) {
+            ELEC_FREE(values);
+            return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                              "line %ld: value %zu '%.*s%s' is not a %snumber",
+                              c.line, got + 1,
+                              ELEC__PQR_QUOTE(start, (size_t)(c.p - start)),
+                              r == ELEC__PQR_NUMBER_INFINITE ? "finite float "
+                                                             : "");
+        }
+        values[i + nx * (j + ny * k)] = (float)v;
+        last_line = c.line;
+        if (++k == nz) {
+            k = 0;
+            if (++j == ny) {
+                j = 0;
+                i++;
+            }
+        }
+    }
+    *map = values;
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
+                                  float **map, elec_error *err) {
+    char *text;
+    size_t length;
+    elec_lattice l;
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "lattice or map is NULL");
+    *map = NULL;
+    s = elec__pqr_read_file(path, &text, &length, err);
+    if (s != ELEC_OK) return s;
+    memset(&l, 0, sizeof l);
+    s = elec__dx_parse(text, length, &l, map, err);
+    ELEC_FREE(text);
+    if (s != ELEC_OK) return s;
+    *lattice = l;
+    elec__ok(err);
+    return ELEC_OK;
+}
 
 /* ELEC_IO_END */
 

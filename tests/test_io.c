@@ -1,0 +1,721 @@
+/* tests/test_io.c - the PQR reader and the OpenDX writer and reader.
+
+   Run from the repository root (make test does): temporary files go to
+   build/, the real structures are read from ../shared/data/structures when
+   that directory exists.  ELEC_TEST_QUICK=1 leaves out the 2,000,000-atom
+   read (for valgrind, where it takes minutes). */
+#define ELEC_IMPLEMENTATION
+#include "elec.h"
+#include "tests/test.h"
+
+#include <float.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static int write_file(const char *path, const char *text, size_t length) {
+    FILE *f = fopen(path, "wb");
+    int ok;
+    if (!f) return 0;
+    ok = fwrite(text, 1, length, f) == length;
+    return fclose(f) == 0 && ok;
+}
+
+/* The whole file as a '\0'-terminated string (caller frees), or NULL. */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long size;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0) {
+        text = (char *)malloc((size_t)size + 1);
+        if (text && fread(text, 1, (size_t)size, f) != (size_t)size) {
+            free(text);
+            text = NULL;
+        }
+        if (text) text[size] = '\0';
+    }
+    fclose(f);
+    return text;
+}
+
+static int structure_is_empty(const elec_structure *s) {
+    return s->count == 0 && !s->xyz && !s->charge && !s->radius && !s->label &&
+           !s->has_cell;
+}
+
+static int parse(const char *text, elec_structure *s, elec_error *err) {
+    memset(s, 0xab, sizeof *s); /* garbage the reader must overwrite */
+    return (int)elec_parse_pqr(text, strlen(text), s, err);
+}
+
+/* ----------------------------------------------------------------- PQR */
+
+static const char *const whitespace_pqr =
+    "REMARK   1 whitespace dialect, with and without chain identifiers\n"
+    "ATOM      1  N   NTER    4     -36.576 -12.088 -13.641  0.185 1.824\n"
+    "ATOM      2  CA  GLY A   5       1.000   2.000   3.000 -0.100 1.900\n"
+    "HETATM12345  O   HOH B  52A      4.5  5.5  6.5  -0.834 1.52\n"
+    "ATOM 7 HB2 LYS 10 1 2 3 0.5 0\n"
+    "TER\n"
+    "END\n";
+
+static void check_whitespace_atoms(const elec_structure *s) {
+    const elec_atom_label *l = s->label;
+    EXPECT(s->count == 4, "count %zu, want 4", s->count);
+    if (s->count != 4) return;
+    EXPECT(l[0].serial == 1 && strcmp(l[0].name, "N") == 0 &&
+               strcmp(l[0].residue_name, "NTER") == 0 && l[0].chain == ' ' &&
+               l[0].residue_number == 4 && l[0].insertion_code == ' ' &&
+               !l[0].is_hetatm,
+           "atom 1 label: %d '%s' '%s' '%c' %d", l[0].serial, l[0].name,
+           l[0].residue_name, l[0].chain, l[0].residue_number);
+    EXPECT(s->xyz[0] == -36.576 && s->xyz[1] == -12.088 &&
+               s->xyz[2] == -13.641 && s->charge[0] == 0.185 &&
+               s->radius[0] == 1.824,
+           "atom 1 numbers: %g %g %g %g %g", s->xyz[0], s->xyz[1], s->xyz[2],
+           s->charge[0], s->radius[0]);
+    EXPECT(l[1].chain == 'A' && l[1].residue_number == 5 &&
+               strcmp(l[1].residue_name, "GLY") == 0 && s->charge[1] == -0.1,
+           "atom 2: chain '%c' residue %d '%s' charge %g", l[1].chain,
+           l[1].residue_number, l[1].residue_name, s->charge[1]);
+    EXPECT(l[2].is_hetatm && l[2].serial == 12345 && l[2].chain == 'B' &&
+               l[2].residue_number == 52 && l[2].insertion_code == 'A' &&
+               strcmp(l[2].name, "O") == 0 && s->xyz[6] == 4.5 &&
+               s->xyz[8] == 6.5 && s->charge[2] == -0.834,
+           "HETATM: het %d serial %d chain '%c' residue %d%c x %g",
+           l[2].is_hetatm, l[2].serial, l[2].chain, l[2].residue_number,
+           l[2].insertion_code, s->xyz[6]);
+    EXPECT(l[3].serial == 7 && strcmp(l[3].name, "HB2") == 0 &&
+               l[3].residue_number == 10 && s->radius[3] == 0.0,
+           "atom 4: serial %d name '%s' residue %d radius %g", l[3].serial,
+           l[3].name, l[3].residue_number, s->radius[3]);
+}
+
+TEST(pqr_whitespace_dialect_fills_the_right_labels) {
+    elec_structure s;
+    elec_error err;
+    int status = parse(whitespace_pqr, &s, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    check_whitespace_atoms(&s);
+    EXPECT(!s.has_cell, "no CRYST1, yet has_cell is %d", s.has_cell);
+    elec_structure_free(&s);
+    EXPECT(structure_is_empty(&s), "elec_structure_free leaves it zeroed");
+}
+
+TEST(pqr_crlf_file_reads_like_lf) {
+    /* the same records with CRLF line ends, through elec_read_pqr */
+    const char *path = "build/test_io_crlf.pqr";
+    char text[1024];
+    size_t n = 0;
+    const char *p;
+    elec_structure s;
+    elec_error err;
+    int status;
+    for (p = whitespace_pqr; *p; p++) {
+        if (*p == '\n') text[n++] = '\r';
+        text[n++] = *p;
+    }
+    EXPECT(write_file(path, text, n), "cannot write %s", path);
+    status = (int)elec_read_pqr(path, &s, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    check_whitespace_atoms(&s);
+    elec_structure_free(&s);
+    remove(path);
+}
+
+TEST(pqr_fixed_columns_with_run_together_numbers) {
+    /* PDB columns: serial 7-11, name 13-16, resName 18-21, chain 22,
+       resSeq 23-26, iCode 27, x 31-38, y 39-46, z 47-54.  Wide values run
+       into each other and blanks alone cannot split them. */
+    char text[1024];
+    elec_structure s;
+    elec_error err;
+    int status;
+    const elec_atom_label *l;
+    snprintf(text, sizeof text,
+             "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
+             "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
+             "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
+             "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n",
+             "ATOM", 1, "N", "NTER", 'A', 1234, ' ', -100.123, -200.456,
+             -300.789, 0.185, 1.824,
+             "HETATM", 99999, "ZN", "ZN", 'B', 7, 'C', 10.0, 20.0, 30.0, 2.0,
+             1.39,
+             /* 9 blank-separated fields, "A1000" is chain + residue */
+             "ATOM", 3, "CA", "GLY", 'A', 1000, ' ', 1.0, 2.0, 3.0, -0.1, 1.9,
+             /* 9 fields, "NTERA" is a 4-character residue + chain */
+             "ATOM", 4, "HT1", "NTER", 'A', 1, ' ', 4.0, 5.0, 6.0, 0.19, 1.0);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s\n%s", status, err.message, text);
+    if (status != ELEC_OK) return;
+    l = s.label;
+    EXPECT(s.count == 4, "count %zu, want 4", s.count);
+    EXPECT(s.xyz[0] == -100.123 && s.xyz[1] == -200.456 &&
+               s.xyz[2] == -300.789 && s.charge[0] == 0.185 &&
+               s.radius[0] == 1.824,
+           "atom 1: %g %g %g q %g r %g", s.xyz[0], s.xyz[1], s.xyz[2],
+           s.charge[0], s.radius[0]);
+    EXPECT(strcmp(l[0].residue_name, "NTER") == 0 && l[0].chain == 'A' &&
+               l[0].residue_number == 1234 && strcmp(l[0].name, "N") == 0,
+           "atom 1: '%s' '%c' %d '%s'", l[0].residue_name, l[0].chain,
+           l[0].residue_number, l[0].name);
+    EXPECT(l[1].is_hetatm && l[1].serial == 99999 &&
+               strcmp(l[1].name, "ZN") == 0 && l[1].chain == 'B' &&
+               l[1].residue_number == 7 && l[1].insertion_code == 'C' &&
+               s.xyz[5] == 30.0 && s.charge[1] == 2.0,
+           "HETATM: %d %d '%s' '%c' %d%c z %g", l[1].is_hetatm, l[1].serial,
+           l[1].name, l[1].chain, l[1].residue_number, l[1].insertion_code,
+           s.xyz[5]);
+    EXPECT(l[2].chain == 'A' && l[2].residue_number == 1000 &&
+               strcmp(l[2].residue_name, "GLY") == 0 && s.xyz[6] == 1.0,
+           "atom 3: '%c' %d '%s' x %g", l[2].chain, l[2].residue_number,
+           l[2].residue_name, s.xyz[6]);
+    EXPECT(l[3].chain == 'A' && strcmp(l[3].residue_name, "NTER") == 0 &&
+               strcmp(l[3].name, "HT1") == 0 && s.radius[3] == 1.0,
+           "atom 4: '%c' '%s' '%s'", l[3].chain, l[3].residue_name, l[3].name);
+    elec_structure_free(&s);
+}
+
+TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
+    const char *atom = "ATOM 1 C ALA 1 0 0 0 0 1.7\n";
+    char text[512];
+    elec_structure s;
+    elec_error err;
+    elec_box box;
+    int status;
+
+    snprintf(text, sizeof text, "%s%s",
+             "CRYST1   40.000   50.500   60.250  90.00  90.00  90.00 P 1           1\n",
+             atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    EXPECT(s.has_cell && s.cell_length[0] == 40.0 && s.cell_length[1] == 50.5 &&
+               s.cell_length[2] == 60.25 && s.cell_angle[1] == 90.0,
+           "cell %d: %g %g %g / %g", s.has_cell, s.cell_length[0],
+           s.cell_length[1], s.cell_length[2], s.cell_angle[1]);
+    status = (int)elec_structure_box(&s, &box, &err);
+    EXPECT(status == ELEC_OK && box.length[0] == 40.0 &&
+               box.length[1] == 50.5 && box.length[2] == 60.25,
+           "box status %d: %g %g %g", status, box.length[0], box.length[1],
+           box.length[2]);
+    elec_structure_free(&s);
+
+    /* monoclinic: a cell, but not a box the periodic methods can take */
+    snprintf(text, sizeof text, "%s%s",
+             "CRYST1   40.000   50.000   60.000  90.00 100.00  90.00 P 1 21 1      2\n",
+             atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK && s.has_cell && s.cell_angle[1] == 100.0,
+           "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    status = (int)elec_structure_box(&s, &box, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED, "monoclinic box: status %d", status);
+    elec_structure_free(&s);
+
+    /* no CRYST1 at all */
+    status = parse(atom, &s, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    status = (int)elec_structure_box(&s, &box, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED, "no cell: status %d", status);
+    elec_structure_free(&s);
+}
+
+TEST(pqr_malformed_input_fails_with_line_and_field) {
+    static const char nul_line[] = "ATOM 2 C\0A GLY 1 1 2 3 0.5 1\n";
+    static const char good[] = "ATOM      1  N   GLY     1      21.421   3.562  16.781   0.294   1.821\n";
+    struct {
+        const char *what, *text;
+        size_t length; /* 0: strlen(text) */
+        long line;     /* 0: not about one line */
+        const char *says;
+    } cases[] = {
+        {"missing field", "ATOM 2 CA GLY 1 1.0 2.0 3.0 0.5\n", 0, 2, "truncated"},
+        {"truncated line", "ATOM      2  CA  GLY     1      21.421   3.56", 0, 2,
+         "truncated"},
+        {"bare record name", "HETATM\n", 0, 2, "truncated"},
+        {"nan coordinate", "ATOM 2 CA GLY 1 nan 2.0 3.0 0.5 1.0\n", 0, 2,
+         "x coordinate 'nan' is not a finite number"},
+        {"inf coordinate", "ATOM 2 CA GLY 1 1.0 -inf 3.0 0.5 1.0\n", 0, 2,
+         "y coordinate '-inf' is not a finite number"},
+        {"overflowing charge", "ATOM 2 CA GLY 1 1.0 2.0 3.0 1e999 1.0\n", 0, 2,
+         "charge '1e999' is not a finite number"},
+        {"non-numeric charge", "ATOM 2 CA GLY 1 1.0 2.0 3.0 abc 1.0\n", 0, 2,
+         "charge 'abc' is not a number"},
+        {"hex float radius", "ATOM 2 CA GLY 1 1.0 2.0 3.0 0.5 0x1p0\n", 0, 2,
+         "radius '0x1p0' is not a number"},
+        {"bad radius, columns run together",
+         "ATOM      2  N   MET A   1     -14.359-115.437  10.981  0.1592 x\n", 0,
+         2, "radius 'x' is not a number"},
+        {"negative radius", "ATOM 2 CA GLY 1 1.0 2.0 3.0 0.5 -1.5\n", 0, 2,
+         "radius -1.5 is negative"},
+        {"serial out of range", "ATOM 99999999999 CA GLY 1 1 2 3 0.5 1\n", 0, 2,
+         "serial number '99999999999' is out of range"},
+        {"atom name too long", "ATOM 2 ABCDEFGHIJ GLY 1 1 2 3 0.5 1\n", 0, 2,
+         "atom name 'ABCDEFGHIJ' is longer than 7 characters"},
+        {"residue name too long", "ATOM 2 CA GLYCINE 1 1 2 3 0.5 1\n", 0, 2,
+         "residue name 'GLYCINE' is longer than 4 characters"},
+        {"two-letter chain", "ATOM 2 CA GLY AB 1 1 2 3 0.5 1\n", 0, 2,
+         "chain identifier 'AB'"},
+        {"embedded NUL", nul_line, sizeof nul_line - 1, 2, "binary data"},
+        {"control character", "REMARK \001\n", 0, 2, "binary data"},
+        {"garbled CRYST1", "CRYST1   40.000   abc   60.000  90.00  90.00  90.00\n",
+         0, 2, "CRYST1 b"},
+    };
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[512];
+        size_t length = cases[c].length ? cases[c].length : strlen(cases[c].text);
+        elec_structure s;
+        elec_error err;
+        int status;
+        /* a good first line, so the bad one is line 2 */
+        memcpy(text, good, sizeof good - 1);
+        memcpy(text + sizeof good - 1, cases[c].text, length);
+        memset(&s, 0xab, sizeof s);
+        status = (int)elec_parse_pqr(text, sizeof good - 1 + length, &s, &err);
+        EXPECT(status == ELEC_ERR_PARSE && err.status == ELEC_ERR_PARSE,
+               "%s: status %d, want ELEC_ERR_PARSE", cases[c].what, status);
+        EXPECT(err.line == cases[c].line, "%s: line %ld, want %ld (%s)",
+               cases[c].what, err.line, cases[c].line, err.message);
+        EXPECT(strstr(err.message, cases[c].says) != NULL,
+               "%s: message '%s' does not say '%s'", cases[c].what,
+               err.message, cases[c].says);
+        EXPECT(structure_is_empty(&s), "%s: *out is not zeroed", cases[c].what);
+    }
+}
+
+TEST(pqr_without_atoms_or_file_fails) {
+    elec_structure s;
+    elec_error err;
+    int status;
+
+    memset(&s, 0xab, sizeof s);
+    status = (int)elec_parse_pqr("", 0, &s, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 0 &&
+               strstr(err.message, "no ATOM or HETATM records"),
+           "empty text: status %d line %ld '%s'", status, err.line, err.message);
+    EXPECT(structure_is_empty(&s), "empty text: *out is not zeroed");
+
+    status = parse("REMARK nothing here\r\nTER\r\nEND\r\n", &s, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 0 &&
+               strstr(err.message, "no ATOM or HETATM records"),
+           "no atoms: status %d line %ld '%s'", status, err.line, err.message);
+    EXPECT(structure_is_empty(&s), "no atoms: *out is not zeroed");
+
+    memset(&s, 0xab, sizeof s);
+    status = (int)elec_read_pqr("build/no_such_file.pqr", &s, &err);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "cannot open"),
+           "missing file: status %d '%s'", status, err.message);
+    EXPECT(structure_is_empty(&s), "missing file: *out is not zeroed");
+}
+
+TEST(pqr_two_million_atoms) {
+    /* No fixed limit: arrays grow geometrically.  Charges +0.5 and -0.25
+       alternate; both are powers of two, so every partial sum is exact and
+       the net charge must be exactly 250000. */
+    const size_t n = 2000000;
+    size_t i, used = 0, cap = n * 64;
+    char *text;
+    elec_structure s;
+    elec_error err;
+    int status;
+    double net = 0.0;
+    const char *quick = getenv("ELEC_TEST_QUICK");
+    if (quick && *quick && strcmp(quick, "0") != 0)
+        SKIP("ELEC_TEST_QUICK is set");
+    text = (char *)malloc(cap);
+    EXPECT(text != NULL, "no memory for the text");
+    if (!text) return;
+    for (i = 0; i < n; i++)
+        used += (size_t)snprintf(text + used, cap - used,
+                                 "ATOM %zu C ALA %zu %d.%03d %d.5 -%d.25 %s 1.7\n",
+                                 i + 1, i / 10 + 1, (int)(i % 1000),
+                                 (int)(i % 997), (int)(i % 89), (int)(i % 7),
+                                 i % 2 ? "-0.25" : "0.5");
+    status = (int)elec_parse_pqr(text, used, &s, &err);
+    free(text);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    EXPECT(s.count == n, "count %zu, want %zu", s.count, n);
+    for (i = 0; i < s.count; i++) net += s.charge[i];
+    EXPECT(net == 250000.0, "net charge %.6f, want 250000", net);
+    EXPECT(s.label[n - 1].serial == (int)n &&
+               s.label[n - 1].residue_number == (int)((n - 1) / 10 + 1) &&
+               s.xyz[3 * (n - 1)] == (double)((n - 1) % 1000) +
+                                         ((n - 1) % 997) / 1000.0,
+           "last atom: serial %d residue %d x %g", s.label[n - 1].serial,
+           s.label[n - 1].residue_number, s.xyz[3 * (n - 1)]);
+    elec_structure_free(&s);
+}
+
+TEST(pqr_reads_every_real_structure) {
+    /* Atom counts and net charges from ../shared/data/structures/README.md.
+       The README rounds net charge to 2 decimals: 0.005 e, plus 0.001 e
+       for the sum of up to 16,090 charges of 3-4 decimals. */
+    static const struct {
+        const char *name;
+        size_t atoms;
+        double net_charge;
+    } files[] = {{"fas2", 906, 4.05},          {"1d7h-min", 1663, 0.99},
+                 {"2LZT-ASP66", 1960, 8.00},   {"mache", 8279, -10.00},
+                 {"actin-dimer", 11754, -24.00}, {"achbp", 16090, -49.67}};
+    size_t f;
+    FILE *probe = fopen("../shared/data/structures/README.md", "r");
+    if (!probe) SKIP("../shared/data/structures is absent");
+    fclose(probe);
+    for (f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char path[256];
+        elec_structure s;
+        elec_error err;
+        elec_atoms atoms;
+        double net = 0.0;
+        size_t i;
+        int status;
+        snprintf(path, sizeof path, "../shared/data/structures/%s.pqr",
+                 files[f].name);
+        status = (int)elec_read_pqr(path, &s, &err);
+        EXPECT(status == ELEC_OK, "%s: status %d: %s", path, status,
+               err.message);
+        if (status != ELEC_OK) continue;
+        for (i = 0; i < s.count; i++) net += s.charge[i];
+        printf("     %-12s %6zu atoms, net charge %+.4f e\n", files[f].name,
+               s.count, net);
+        EXPECT(s.count == files[f].atoms, "%s: %zu atoms, want %zu",
+               files[f].name, s.count, files[f].atoms);
+        EXPECT(fabs(net - files[f].net_charge) <= 0.006,
+               "%s: net charge %.4f, want %.2f", files[f].name, net,
+               files[f].net_charge);
+        atoms = elec_structure_atoms(&s);
+        status = (int)elec_atoms_check(&atoms, 1, &err);
+        EXPECT(status == ELEC_OK && atoms.count == s.count,
+               "%s: atoms view check %d: %s", files[f].name, status,
+               err.message);
+        elec_structure_free(&s);
+    }
+}
+
+/* -------------------------------------------------------------- OpenDX */
+
+/* A value distinct at every point of the lattice, of both signs and of
+   magnitudes far apart, none exactly a short decimal. */
+static float dx_value(int i, int j, int k, size_t index) {
+    double v = (100 * i + 10 * j + k) + 0.123456789 * (k + 1);
+    return (float)(index % 2 ? -1e-3 * v : 1e3 * v);
+}
+
+TEST(dx_round_trip_is_exact_and_z_fastest_on_disk) {
+    const char *path = "build/test_io_roundtrip.dx";
+    elec_lattice lat, back;
+    float *map, *read_map = NULL;
+    size_t n, index, mismatches = 0;
+    int i, j, k, status;
+    elec_error err;
+    char *text, *data;
+    lat.dims[0] = 5;
+    lat.dims[1] = 4;
+    lat.dims[2] = 3;
+    lat.origin[0] = -12.3;
+    lat.origin[1] = 0.1;
+    lat.origin[2] = 7.0 / 3.0; /* needs 17 digits to read back */
+    lat.spacing[0] = 0.5;
+    lat.spacing[1] = 0.37;
+    lat.spacing[2] = 1.0 / 3.0;
+    n = elec_lattice_size(&lat);
+    map = (float *)malloc(n * sizeof *map);
+    if (!map) return;
+    for (k = 0; k < 3; k++)
+        for (j = 0; j < 4; j++)
+            for (i = 0; i < 5; i++) {
+                index = (size_t)i + 5 * ((size_t)j + 4 * (size_t)k);
+                map[index] = dx_value(i, j, k, index);
+            }
+    status = (int)elec_write_dx(path, &lat, map, "first line\nsecond line", &err);
+    EXPECT(status == ELEC_OK, "write status %d: %s", status, err.message);
+    status = (int)elec_read_dx(path, &back, &read_map, &err);
+    EXPECT(status == ELEC_OK && read_map, "read status %d: %s", status,
+           err.message);
+    if (status == ELEC_OK) {
+        /* exact: 9 significant digits are enough for any float, and the
+           header writes each double in as many digits as it needs */
+        for (i = 0; i < 3; i++)
+            EXPECT(back.dims[i] == lat.dims[i] &&
+                       back.origin[i] == lat.origin[i] &&
+                       back.spacing[i] == lat.spacing[i],
+                   "axis %d: dims %d origin %.17g spacing %.17g", i,
+                   back.dims[i], back.origin[i], back.spacing[i]);
+        for (index = 0; index < n; index++)
+            if (read_map[index] != map[index]) mismatches++;
+        EXPECT(mismatches == 0, "%zu of %zu values differ", mismatches, n);
+    }
+    elec_free(read_map);
+
+    /* On disk: comments, then z varying fastest, three values a line. */
+    text = read_text(path);
+    EXPECT(text != NULL, "cannot read %s back", path);
+    if (text) {
+        float first, second, third, fourth;
+        EXPECT(strncmp(text, "# first line\n# second line\n", 27) == 0,
+               "comment lines: %.40s", text);
+        EXPECT(strstr(text, "object 1 class gridpositions counts 5 4 3\n") &&
+                   strstr(text, "object 2 class gridconnections counts 5 4 3\n") &&
+                   strstr(text, "items 60 data follows\n") &&
+                   strstr(text, "component \"data\" value 3\n"),
+               "header or trailer lines missing:\n%s", text);
+        data = strstr(text, "data follows\n");
+        if (data) {
+            data += strlen("data follows\n");
+            EXPECT(sscanf(data, "%g %g %g\n%g", &first, &second, &third,
+                          &fourth) == 4,
+                   "data lines: %.80s", data);
+            EXPECT(first == map[0], "first value %g is point (0,0,0) %g",
+                   first, map[0]);
+            EXPECT(second == map[5 * 4 * 1], "second value %g is point (0,0,1) %g",
+                   second, map[20]);
+            EXPECT(third == map[5 * 4 * 2], "third value %g is point (0,0,2) %g",
+                   third, map[40]);
+            EXPECT(fourth == map[5 * 1], "fourth value %g is point (0,1,0) %g",
+                   fourth, map[5]);
+        }
+        free(text);
+    }
+    free(map);
+    remove(path);
+}
+
+TEST(dx_round_trip_keeps_arbitrary_floats_bit_for_bit) {
+    /* Seeded random floats over 12 decades and both signs: %.8e writes 9
+       significant digits, which read back to the same float (FLT_DECIMAL_DIG
+       is 9), so the tolerance is zero. */
+    const unsigned long long seed = 20260311;
+    const char *path = "build/test_io_random.dx";
+    test_rng rng = test_rng_seeded(seed);
+    elec_lattice lat;
+    float *map, *back = NULL;
+    double *want;
+    size_t n, i;
+    int status;
+    elec_error err;
+    lat.dims[0] = 7;
+    lat.dims[1] = 6;
+    lat.dims[2] = 5;
+    for (i = 0; i < 3; i++) {
+        lat.origin[i] = -10.0 * test_uniform(&rng);
+        lat.spacing[i] = 0.1 + test_uniform(&rng);
+    }
+    n = elec_lattice_size(&lat);
+    map = (float *)malloc(n * sizeof *map);
+    want = (double *)malloc(n * sizeof *want);
+    if (!map || !want) {
+        free(map);
+        free(want);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        double magnitude = pow(10.0, -6.0 + 12.0 * test_uniform(&rng));
+        map[i] = (float)(test_uniform(&rng) < 0.5 ? -magnitude : magnitude);
+        want[i] = map[i];
+    }
+    status = (int)elec_write_dx(path, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_OK, "seed %llu: write status %d: %s", seed, status,
+           err.message);
+    status = (int)elec_read_dx(path, &lat, &back, &err);
+    EXPECT(status == ELEC_OK, "seed %llu: read status %d: %s", seed, status,
+           err.message);
+    if (status == ELEC_OK) {
+        EXPECT(test_all_finite_float(back, n), "seed %llu: non-finite value",
+               seed);
+        EXPECT(test_max_abs_diff_float(back, want, n) == 0.0 &&
+                   test_rel_rms_float(back, want, n) == 0.0,
+               "seed %llu: max difference %g", seed,
+               test_max_abs_diff_float(back, want, n));
+    }
+    elec_free(back);
+    free(map);
+    free(want);
+    remove(path);
+}
+
+TEST(dx_reader_takes_float_type_one_value_a_line_no_trailer) {
+    /* 2 x 1 x 2, "type float", comments between header lines, one value a
+       line, no trailer.  File order is z fastest: (0,0,0) (0,0,1) (1,0,0)
+       (1,0,1); the map is x fastest: (0,0,0) (1,0,0) (0,0,1) (1,0,1). */
+    const char *path = "build/test_io_float.dx";
+    const char *text =
+        "# made by hand\n"
+        "object 1 class gridpositions counts 2 1 2\n"
+        "# comment inside the header\n"
+        "origin 0 0 0\n"
+        "delta 1.5 0 0\n"
+        "\n"
+        "delta 0 2 0\n"
+        "delta 0 0 0.25\n"
+        "object 2 class gridconnections counts 2 1 2\n"
+        "object 3 class array type float rank 0 items 4 data follows\n"
+        "1\n2\n"
+        "  3.5e0\n"
+        "-4\n";
+    elec_lattice lat;
+    float *map = NULL;
+    elec_error err;
+    int status;
+    EXPECT(write_file(path, text, strlen(text)), "cannot write %s", path);
+    status = (int)elec_read_dx(path, &lat, &map, &err);
+    EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+    if (status == ELEC_OK) {
+        EXPECT(lat.dims[0] == 2 && lat.dims[1] == 1 && lat.dims[2] == 2 &&
+                   lat.spacing[0] == 1.5 && lat.spacing[1] == 2.0 &&
+                   lat.spacing[2] == 0.25,
+               "lattice %d %d %d, spacing %g %g %g", lat.dims[0], lat.dims[1],
+               lat.dims[2], lat.spacing[0], lat.spacing[1], lat.spacing[2]);
+        EXPECT(map[0] == 1.0f && map[1] == 3.5f && map[2] == 2.0f &&
+                   map[3] == -4.0f,
+               "map %g %g %g %g, want 1 3.5 2 -4", map[0], map[1], map[2],
+               map[3]);
+    }
+    elec_free(map);
+    remove(path);
+}
+
+TEST(dx_malformed_input_fails_with_line) {
+    static const char header[] =
+        "object 1 class gridpositions counts 2 2 2\n"
+        "origin 0 0 0\n"
+        "delta 1 0 0\n"
+        "delta 0 1 0\n"
+        "delta 0 0 1\n"
+        "object 2 class gridconnections counts 2 2 2\n";
+    struct {
+        const char *what, *text;
+        int with_header, status;
+        long line;
+        const char *says;
+    } cases[] = {
+        {"wrong item count",
+         "object 3 class array type double rank 0 items 7 data follows\n"
+         "1 2 3\n4 5 6\n7\n", 1, ELEC_ERR_PARSE, 7, "items 7"},
+        {"too few values",
+         "object 3 class array type double rank 0 items 8 data follows\n"
+         "1 2 3\n4 5 6\n7\n", 1, ELEC_ERR_PARSE, 10, "7 of 8"},
+        {"garbage value",
+         "object 3 class array type double rank 0 items 8 data follows\n"
+         "1 2 3\n4 abc 6\n7 8\n", 1, ELEC_ERR_PARSE, 9, "'abc' is not a number"},
+        {"non-finite value",
+         "object 3 class array type double rank 0 items 8 data follows\n"
+         "1 2 3\n4 5 6\nnan 8\n", 1, ELEC_ERR_PARSE, 10, "'nan'"},
+        {"value beyond float range",
+         "object 3 class array type double rank 0 items 8 data follows\n"
+         "1 2 3\n4 5 1e39\n7 8\n", 1, ELEC_ERR_PARSE, 9, "'1e39'"},
+        {"too many values",
+         "object 3 class array type double rank 0 items 8 data follows\n"
+         "1 2 3\n4 5 6\n7 8 9\n", 1, ELEC_ERR_PARSE, 10, "more values"},
+        {"missing header", "1 2 3\n4 5 6\n7 8\n", 0, ELEC_ERR_PARSE, 1,
+         "gridpositions"},
+        {"empty file", "", 0, ELEC_ERR_PARSE, 0, "no OpenDX header"},
+        {"counts differ",
+         "object 1 class gridpositions counts 2 2 2\norigin 0 0 0\n"
+         "delta 1 0 0\ndelta 0 1 0\ndelta 0 0 1\n"
+         "object 2 class gridconnections counts 2 2 3\n", 0, ELEC_ERR_PARSE, 6,
+         "differ"},
+        {"non-positive count",
+         "object 1 class gridpositions counts 2 0 2\n", 0, ELEC_ERR_PARSE, 1,
+         "must be positive"},
+        {"missing delta",
+         "object 1 class gridpositions counts 2 2 2\norigin 0 0 0\n"
+         "delta 1 0 0\ndelta 0 1 0\n"
+         "object 2 class gridconnections counts 2 2 2\n", 0, ELEC_ERR_PARSE, 5,
+         "fewer than three delta"},
+        {"skewed delta",
+         "object 1 class gridpositions counts 2 2 2\norigin 0 0 0\n"
+         "delta 1 0.5 0\n", 0, ELEC_ERR_UNSUPPORTED, 3, "axis-aligned"},
+    };
+    const char *path = "build/test_io_bad.dx";
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[1024];
+        elec_lattice lat;
+        float *map = (float *)&lat; /* any non-NULL value: must become NULL */
+        elec_error err;
+        int status;
+        snprintf(text, sizeof text, "%s%s", cases[c].with_header ? header : "",
+                 cases[c].text);
+        EXPECT(write_file(path, text, strlen(text)), "cannot write %s", path);
+        status = (int)elec_read_dx(path, &lat, &map, &err);
+        EXPECT(status == cases[c].status, "%s: status %d, want %d (%s)",
+               cases[c].what, status, cases[c].status, err.message);
+        EXPECT(err.line == cases[c].line, "%s: line %ld, want %ld (%s)",
+               cases[c].what, err.line, cases[c].line, err.message);
+        EXPECT(strstr(err.message, cases[c].says) != NULL,
+               "%s: message '%s' does not say '%s'", cases[c].what,
+               err.message, cases[c].says);
+        EXPECT(map == NULL, "%s: *map is not NULL", cases[c].what);
+        if (status == ELEC_OK) elec_free(map);
+    }
+    remove(path);
+}
+
+TEST(dx_writer_refuses_non_finite_values_and_bad_paths) {
+    const char *path = "build/test_io_nan.dx";
+    elec_lattice lat;
+    float map[8];
+    elec_error err;
+    FILE *f;
+    int i, status;
+    memset(&lat, 0, sizeof lat);
+    for (i = 0; i < 3; i++) {
+        lat.dims[i] = 2;
+        lat.spacing[i] = 1.0;
+    }
+    for (i = 0; i < 8; i++) map[i] = (float)i;
+    map[5] = (float)NAN;
+    remove(path);
+    status = (int)elec_write_dx(path, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_ERR_INVALID_ARG && strstr(err.message, "map[5]"),
+           "NaN: status %d '%s'", status, err.message);
+    f = fopen(path, "r");
+    EXPECT(f == NULL, "a refused map still left %s behind", path);
+    if (f) fclose(f);
+
+    map[5] = (float)HUGE_VAL;
+    status = (int)elec_write_dx(path, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_ERR_INVALID_ARG && strstr(err.message, "map[5]"),
+           "infinity: status %d '%s'", status, err.message);
+
+    map[5] = 5.0f;
+    status = (int)elec_write_dx("build/no_such_dir/x.dx", &lat, map, NULL, &err);
+    EXPECT(status == ELEC_ERR_IO, "unwritable path: status %d '%s'", status,
+           err.message);
+    status = (int)elec_read_dx("build/no_such_file.dx", &lat, (float **)&f, &err);
+    EXPECT(status == ELEC_ERR_IO && f == NULL, "missing file: status %d '%s'",
+           status, err.message);
+}
+
+TEST(status_string_names_every_code) {
+    int s;
+    for (s = 0; s < ELEC_STATUS_COUNT; s++) {
+        const char *name = elec_status_string((elec_status)s);
+        EXPECT(name && *name && strcmp(name, "unknown status") != 0,
+               "status %d has no name", s);
+    }
+}
+
+int main(void) {
+    RUN(pqr_whitespace_dialect_fills_the_right_labels);
+    RUN(pqr_crlf_file_reads_like_lf);
+    RUN(pqr_fixed_columns_with_run_together_numbers);
+    RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
+    RUN(pqr_malformed_input_fails_with_line_and_field);
+    RUN(pqr_without_atoms_or_file_fails);
+    RUN(pqr_two_million_atoms);
+    RUN(pqr_reads_every_real_structure);
+    RUN(dx_round_trip_is_exact_and_z_fastest_on_disk);
+    RUN(dx_round_trip_keeps_arbitrary_floats_bit_for_bit);
+    RUN(dx_reader_takes_float_type_one_value_a_line_no_trailer);
+    RUN(dx_malformed_input_fails_with_line);
+    RUN(dx_writer_refuses_non_finite_values_and_bad_paths);
+    RUN(status_string_names_every_code);
+    return test_summary();
+}
