@@ -17,7 +17,7 @@ CFLAGS  ?= -O2
 OPENMP  := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) -I.
 NVCCFLAGS ?= -O3
-ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) -I. -Xcompiler "-Wall -Wextra $(OPENMP)" -Werror all-warnings
+ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
 CUDA_LIBS = -lcufft
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
@@ -58,7 +58,7 @@ $(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUIL
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c -lm
-	$(CXX) -x c++ -std=c++11 $(WARN) -I. -fsyntax-only tests/header_only_a.c
+	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c -lm
 
 $(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)

@@ -236,7 +236,9 @@ typedef enum elec_dcs_variant {
     ELEC_DCS_CONST,             /* atoms in constant memory, dz^2 precomputed   */
     ELEC_DCS_UNROLL4,           /* unroll-and-jam x4: dy^2+dz^2 reused 4 times  */
     ELEC_DCS_UNROLL8_COALESCED, /* x8, points a warp apart: coalesced stores    */
-    ELEC_DCS_HYBRID_RSQRT,      /* x8, 1 in 8 rsqrt on the FMA pipe (Hopper)    */
+    ELEC_DCS_VOLUME,            /* x8, whole volume per launch (the default)    */
+    ELEC_DCS_HYBRID_RSQRT,      /* x16, 3 in 16 rsqrt on the FMA pipe: slower
+                                   on H100 (bench/RESULTS.md), kept to teach   */
     ELEC_DCS_VARIANT_COUNT
 } elec_dcs_variant;
 
@@ -381,7 +383,7 @@ ELEC_API void elec_free(void *ptr);
 #endif
 
 #ifdef ELEC_STATIC
-#define ELEC_DEF static
+#define ELEC_DEF static inline /* inline: no warning for what a file leaves unused */
 #else
 #define ELEC_DEF
 #endif
@@ -687,6 +689,7 @@ ELEC_DEF const char *elec_dcs_variant_name(elec_dcs_variant v) {
     case ELEC_DCS_CONST: return "const";
     case ELEC_DCS_UNROLL4: return "unroll4";
     case ELEC_DCS_UNROLL8_COALESCED: return "unroll8-coalesced";
+    case ELEC_DCS_VOLUME: return "volume";
     case ELEC_DCS_HYBRID_RSQRT: return "hybrid-rsqrt";
     case ELEC_DCS_VARIANT_COUNT: break;
     }
@@ -712,7 +715,7 @@ ELEC_DEF elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p) {
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
     if (r.scale == 0.0) r.scale = 1.0;
-    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_HYBRID_RSQRT;
+    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_VOLUME;
     return r;
 }
 

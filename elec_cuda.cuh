@@ -31,10 +31,18 @@
      unroll8-coalesced 8 points per thread, a warp's threads on consecutive
                        points so every store is one coalesced transaction;
                        the map is read and written once per chunk of atoms.
-     hybrid-rsqrt      (default) 16 points per thread over the whole volume,
-                       and 3 of every 16 reciprocal square roots computed on
-                       the FMA pipe instead of the special-function unit,
-                       whose 16 results per SM per clock bound the others.
+     volume            (default) the unroll-8 kernel over the whole volume in
+                       one launch per chunk, so that small slices still fill
+                       the GPU, with 8, 16 or 32 threads per block row to pad
+                       rows least; chunks reach constant memory by
+                       device-to-device copies.  0.93 of the SFU's rsqrt
+                       rate on an H100 (bench/RESULTS.md).
+     hybrid-rsqrt      the same with 16 points per thread and 3 of every 16
+                       reciprocal square roots on the FMA pipe instead of
+                       the special-function unit.  The instruction count
+                       says it should pass the SFU's bound; measured on an
+                       H100 it is slower (0.85 of the bound), so it is kept
+                       as a lesson, not as the default.
    Atoms on a lattice point: the lattice kernels carry no test for r = 0;
    points within ELEC_COINCIDENT_DISTANCE of an atom are found on the host
    and recomputed by the points kernel, which applies the rule (elec.h). */
@@ -164,6 +172,7 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
 #define ELEC__DCS_BLOCK_Y 8
 /* Atoms per constant-memory chunk: 4000 float4 = 64,000 bytes of the 64 KB. */
 #define ELEC__DCS_CHUNK 4000
+#define ELEC__DCS_VOLUME_POINTS 8
 #define ELEC__DCS_HYBRID_POINTS 16
 #define ELEC__DCS_HYBRID_SOFT 3
 
@@ -247,19 +256,20 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float hx, float hy,
     for (int m = 0; m < 8; m++) p[m * gap] += v[m];
 }
 
-/* Rung 5 (default): POINTS points per thread, blockDim.x apart (8, 16 or
-   32, whichever pads the rows least: every thread computes its own
+/* Rungs 5 and 6: POINTS points per thread, blockDim.x apart (8, 16 or 32,
+   whichever pads the rows least: every thread computes its own
    dy^2 + dz^2, so the lanes of a warp need not share a row), over the whole
    volume in one launch per chunk (blockIdx.z walks this device's slices),
    and SOFT of every POINTS reciprocal square roots on the FMA pipe.
    Per atom and thread: 4 FP32 instructions for dy^2 + dz^2, then per point
    3 (dx, r^2, accumulate) and one rsqrt.  The SFU retires 16 rsqrt per SM
-   per clock, the issue slots 128 instructions: moving 3 of 16 rsqrts to the
-   FMA pipe (11 instructions each) balances the two.  Slice k of the lattice
-   is local slice (k - first_slice) / slice_step on this device. */
+   per clock, the issue slots 128 instructions, so counting instructions
+   says moving 3 of 16 rsqrts to the FMA pipe (11 instructions each) should
+   balance the two; the H100 disagrees (bench: SOFT = 0 is fastest).  Slice
+   k of the lattice is local slice (k - first_slice) / slice_step here. */
 template <int POINTS, int SOFT>
 __global__ void __launch_bounds__(ELEC__DCS_BLOCK_X *ELEC__DCS_BLOCK_Y)
-elec__k_dcs_hybrid(float *slices, int pitch, int rows, float hx, float hy,
+elec__k_dcs_volume(float *slices, int pitch, int rows, float hx, float hy,
                        float hz, int first_slice, int slice_step, int count) {
     const int gap = blockDim.x;
     int i = blockIdx.x * gap * POINTS + threadIdx.x;
@@ -498,18 +508,18 @@ static int elec__dcs_points_per_thread(elec_dcs_variant v) {
     switch (v) {
     case ELEC_DCS_UNROLL4: return 4;
     case ELEC_DCS_UNROLL8_COALESCED: return 8;
+    case ELEC_DCS_VOLUME: return ELEC__DCS_VOLUME_POINTS;
     case ELEC_DCS_HYBRID_RSQRT: return ELEC__DCS_HYBRID_POINTS;
     default: return 1;
     }
 }
 
-/* The hybrid kernel's threads per block row: the widest of 32, 16, 8 that
+/* The volume kernel's threads per block row: the widest of 32, 16, 8 that
    pads a row of nx points no more than a narrower one would. */
-static int elec__dcs_hybrid_gap(int nx) {
+static int elec__dcs_volume_gap(int nx, int points) {
     int best = 32, gap;
     for (gap = 16; gap >= 8; gap /= 2)
-        if (elec__round_up(nx, gap * ELEC__DCS_HYBRID_POINTS) <
-            elec__round_up(nx, best * ELEC__DCS_HYBRID_POINTS))
+        if (elec__round_up(nx, gap * points) < elec__round_up(nx, best * points))
             best = gap;
     return best;
 }
@@ -528,7 +538,7 @@ typedef struct elec__dcs_job {
     const elec_lattice *lattice;
     elec_dcs_params params;
     int pitch, rows;        /* padded row length and rows per slice */
-    int gap;                /* hybrid kernel: threads per block row  */
+    int gap;                /* volume kernels: threads per block row */
     int atom_count;
     int device_count;
     elec__dcs_device dev[ELEC__MAX_GPUS];
@@ -612,13 +622,14 @@ cleanup:
     return status;
 }
 
-/* Rung 5: chunks of atoms outermost, each device computing all its slices
-   per chunk.  The chunk goes device-to-device into constant memory, in
+/* Rungs 5 and 6: chunks of atoms outermost, each device computing all its
+   slices per chunk.  The chunk goes device-to-device into constant memory, in
    stream order, so the host never waits on a copy. */
 static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
     elec_status status = ELEC_OK;
     const elec_lattice *l = job->lattice;
-    const int points = ELEC__DCS_HYBRID_POINTS;
+    const int hybrid = job->params.variant == ELEC_DCS_HYBRID_RSQRT;
+    const int points = elec__dcs_points_per_thread(job->params.variant);
     const dim3 block(job->gap, ELEC__DCS_BLOCK_Y);
     for (int first = 0; first < job->atom_count; first += ELEC__DCS_CHUNK) {
         int count = job->atom_count - first < ELEC__DCS_CHUNK
@@ -632,11 +643,18 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
             ELEC__CUDA_TRY(cudaMemcpyToSymbolAsync(
                 elec__dcs_chunk, dev->atoms + first, count * sizeof(float4), 0,
                 cudaMemcpyDeviceToDevice, dev->stream));
-            elec__k_dcs_hybrid<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
-                <<<grid, block, 0, dev->stream>>>(
-                    dev->slices, job->pitch, job->rows, (float)l->spacing[0],
-                    (float)l->spacing[1], (float)l->spacing[2], d,
-                    job->device_count, count);
+            if (hybrid)
+                elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
+                    <<<grid, block, 0, dev->stream>>>(
+                        dev->slices, job->pitch, job->rows, (float)l->spacing[0],
+                        (float)l->spacing[1], (float)l->spacing[2], d,
+                        job->device_count, count);
+            else
+                elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>
+                    <<<grid, block, 0, dev->stream>>>(
+                        dev->slices, job->pitch, job->rows, (float)l->spacing[0],
+                        (float)l->spacing[1], (float)l->spacing[2], d,
+                        job->device_count, count);
             ELEC__CUDA_TRY(cudaGetLastError());
         }
         status = elec__dcs_report(
@@ -771,8 +789,10 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     memset(job, 0, sizeof *job);
     job->lattice = lattice;
     job->params = elec_dcs_params_resolved(params);
-    job->gap = job->params.variant == ELEC_DCS_HYBRID_RSQRT
-                   ? elec__dcs_hybrid_gap((int)nx) : ELEC__DCS_BLOCK_X;
+    job->gap = job->params.variant >= ELEC_DCS_VOLUME
+                   ? elec__dcs_volume_gap((int)nx, elec__dcs_points_per_thread(
+                                                       job->params.variant))
+                   : ELEC__DCS_BLOCK_X;
     job->pitch = elec__round_up((int)nx, job->gap * elec__dcs_points_per_thread(
                                                         job->params.variant));
     job->rows = elec__round_up((int)ny, ELEC__DCS_BLOCK_Y);
@@ -804,7 +824,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     }
 
     if (job->atom_count > 0) {
-        status = job->params.variant == ELEC_DCS_HYBRID_RSQRT
+        status = job->params.variant >= ELEC_DCS_VOLUME
                      ? elec__dcs_run_volume(job, err)
                      : elec__dcs_run_slices(job, err);
         if (status != ELEC_OK) goto cleanup;
@@ -940,7 +960,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err) {
-    enum { block = 256, points_per_thread = 2 };
+    enum { block = 256, points_per_thread = 4 };
     const double log2e = 1.4426950408889634;
     elec_status status;
     elec_mdh_params p;

@@ -3,8 +3,9 @@
    Prints, for the GPU it runs on:
      1. the ceiling: reciprocal square roots per second the SFU delivers,
         measured here by a kernel that does nothing else;
-     2. the split of rsqrts between SFU and FMA pipe in the hybrid DCS
-        kernel: kernel time per split, the basis of the default;
+     2. the volume DCS kernel alone (kernel time, no transfers) for points
+        per thread and the split of rsqrts between SFU and FMA pipe: the
+        basis of the default (8 points, SFU only);
      3. DCS maps (default variant) on one GPU and on every GPU: atom
         evaluations per second, and the ratio to the ceiling times the
         number of GPUs;
@@ -105,13 +106,13 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
     double times[5];
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
-    elec__k_dcs_hybrid<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, 0.5f,
+    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, 0.5f,
                                                       0.5f, 0.5f, 0, 1, atoms);
     CHECK(cudaGetLastError());
     for (int r = 0; r < 5; r++) {
         float ms;
         CHECK(cudaEventRecord(start));
-        elec__k_dcs_hybrid<POINTS, SOFT><<<grid, block>>>(
+        elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
             slices, pitch, rows, 0.5f, 0.5f, 0.5f, 0, 1, atoms);
         CHECK(cudaGetLastError());
         CHECK(cudaEventRecord(stop));
@@ -135,7 +136,7 @@ static void hybrid_split_sweep(double ceiling) {
     CHECK(cudaMemcpyToSymbol(elec__dcs_chunk, chunk, sizeof chunk));
     CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
     CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
-    printf("\nHybrid split: %d x %d x %d points, %d atoms in constant memory\n",
+    printf("\nVolume kernel alone: %d x %d x %d points, %d atoms in constant memory\n",
            pitch, rows, slices_n, ELEC__DCS_CHUNK);
     printf("  points/thread  rsqrt on FMA pipe  atom evals/s  / ceiling\n");
 #define SPLIT(P, S)                                                          \
@@ -215,10 +216,10 @@ int main(void) {
         test_system_free(&sys);
     }
 
-    /* MDH: 100,000 atoms, the 1,000,000 points of random positions around
-       them (the faces of a large APBS lattice are of this order). */
+    /* MDH: 200,000 atoms, 1,000,000 points at random positions around them
+       (the faces of a large APBS lattice are of this order). */
     {
-        test_system sys = test_system_random(100000, 100.0, 43);
+        test_system sys = test_system_random(200000, 100.0, 43);
         elec_atoms atoms = test_system_atoms(&sys);
         size_t points = 1000000;
         double *xyz = (double *)malloc(3 * points * sizeof *xyz);

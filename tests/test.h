@@ -75,7 +75,7 @@ static int test_summary(void) {
 /* ------------------------------------------------------ comparison helpers */
 
 /* Relative RMS error ||got - want|| / ||want|| over n values. */
-static double test_rel_rms_float(const float *got, const double *want, size_t n) {
+static inline double test_rel_rms_float(const float *got, const double *want, size_t n) {
     double num = 0.0, den = 0.0;
     size_t i;
     for (i = 0; i < n; i++) {
@@ -86,7 +86,7 @@ static double test_rel_rms_float(const float *got, const double *want, size_t n)
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
-static double test_max_abs_diff_float(const float *got, const double *want,
+static inline double test_max_abs_diff_float(const float *got, const double *want,
                                       size_t n) {
     double worst = 0.0;
     size_t i;
@@ -97,7 +97,7 @@ static double test_max_abs_diff_float(const float *got, const double *want,
     return worst;
 }
 
-static int test_all_finite_float(const float *v, size_t n) {
+static inline int test_all_finite_float(const float *v, size_t n) {
     size_t i;
     for (i = 0; i < n; i++)
         if (!(v[i] == v[i]) || fabs(v[i]) > 3.0e38) return 0;
@@ -108,14 +108,14 @@ static int test_all_finite_float(const float *v, size_t n) {
    is printed with a failure. */
 typedef struct { unsigned long long state; } test_rng;
 
-static test_rng test_rng_seeded(unsigned long long seed) {
+static inline test_rng test_rng_seeded(unsigned long long seed) {
     test_rng r;
     r.state = seed * 2685821657736338717ULL + 1442695040888963407ULL;
     if (r.state == 0) r.state = 1;
     return r;
 }
 
-static double test_uniform(test_rng *r) { /* [0, 1) */
+static inline double test_uniform(test_rng *r) { /* [0, 1) */
     unsigned long long x = r->state;
     x ^= x >> 12;
     x ^= x << 25;
