@@ -95,9 +95,11 @@ extern "C" {
 
 /* The atoms, gathered once from the caller's strided view into packed
    arrays, translated so that coordinates are relative to a reference point
-   (the lattice origin, or the first point).  Float copies are made from the
+   (the centre of the lattice, or of the points' bounding box).  Float copies are made from the
    translated doubles: the float coordinates stay small, so a float keeps
-   about 1e-6 A of precision across an ordinary map. */
+   about 1e-6 A of precision across an ordinary map.  (The centre rather
+   than the origin halves the largest coordinate, and with it the rounding
+   error of a float distance to a nearby atom, the float path's largest.) */
 typedef struct elec__cpu_atoms {
     size_t count;
     double *x, *y, *z, *charge, *radius;
@@ -181,9 +183,9 @@ static size_t elec__cpu_block(size_t total) {
 /* ------------------------------------------------------------ DCS rows */
 
 /* Double reference for one lattice row: acc[i] = sum_j q_j / r_ij over the
-   points x = i * hx of the row at (y, z), relative to the origin. */
+   points x = x0 + i * hx of the row at (y, z), relative to the centre. */
 static void elec__cpu_dcs_row_double(const elec__cpu_atoms *a, int nx,
-                                     double hx, double y, double z,
+                                     double x0, double hx, double y, double z,
                                      double *acc) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     size_t j;
@@ -193,7 +195,7 @@ static void elec__cpu_dcs_row_double(const elec__cpu_atoms *a, int nx,
         double dy = y - a->y[j], dz = z - a->z[j];
         double dyz2 = dy * dy + dz * dz, q = a->charge[j], ax = a->x[j];
         for (i = 0; i < nx; i++) {
-            double dx = i * hx - ax;
+            double dx = (x0 + i * hx) - ax;
             double r2 = dx * dx + dyz2;
             if (r2 >= c2) acc[i] += q / sqrt(r2);
         }
@@ -242,6 +244,10 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
                                           float *mapf, double *mapd,
                                           elec_error *err) {
     const int nx = l->dims[0], ny = l->dims[1];
+    /* point (i, j, k) relative to the centre: -half + index * spacing */
+    const double half[3] = {0.5 * (l->dims[0] - 1) * l->spacing[0],
+                            0.5 * (l->dims[1] - 1) * l->spacing[1],
+                            0.5 * (l->dims[2] - 1) * l->spacing[2]};
     const size_t rows = (size_t)ny * (size_t)l->dims[2];
     const size_t block = elec__cpu_block(rows);
     size_t start;
@@ -254,19 +260,19 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
         for (row = first; row < end; row++) {
             int j = (int)(row % ny), k = (int)(row / ny), i;
             size_t base = (size_t)row * (size_t)nx;
+            double y = j * l->spacing[1] - half[1];
+            double z = k * l->spacing[2] - half[2];
 #ifdef _OPENMP
             double *acc = sums + (size_t)omp_get_thread_num() * (size_t)nx;
 #else
             double *acc = sums;
 #endif
             if (mapf) {
-                elec__cpu_dcs_row_float(a, nx, xs, (float)(j * l->spacing[1]),
-                                        (float)(k * l->spacing[2]), acc);
+                elec__cpu_dcs_row_float(a, nx, xs, (float)y, (float)z, acc);
                 for (i = 0; i < nx; i++)
                     mapf[base + i] = (float)(p->scale * acc[i]);
             } else {
-                elec__cpu_dcs_row_double(a, nx, l->spacing[0],
-                                         j * l->spacing[1], k * l->spacing[2],
+                elec__cpu_dcs_row_double(a, nx, -half[0], l->spacing[0], y, z,
                                          acc);
                 for (i = 0; i < nx; i++) mapd[base + i] = p->scale * acc[i];
             }
@@ -291,7 +297,8 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     elec_dcs_params p;
     elec__cpu_atoms a;
     size_t threads = 1, bytes;
-    int nx, i;
+    int nx, i, axis;
+    double centre[3];
     double *sums;
     float *xs;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -308,8 +315,10 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %d-point rows", nx);
     bytes = (size_t)nx * (threads * sizeof(double) + sizeof(float));
-    if ((s = elec__cpu_atoms_pack(atoms, lattice->origin, 0.0, &a, err)) !=
-        ELEC_OK)
+    for (axis = 0; axis < 3; axis++)
+        centre[axis] = lattice->origin[axis] +
+                       0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+    if ((s = elec__cpu_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK)
         return s;
     sums = (double *)ELEC_MALLOC(bytes);
     if (!sums) {
@@ -318,7 +327,9 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
                           "no memory for %zu row sums", threads);
     }
     xs = (float *)(sums + threads * (size_t)nx);
-    for (i = 0; i < nx; i++) xs[i] = (float)(i * lattice->spacing[0]);
+    for (i = 0; i < nx; i++)
+        xs[i] = (float)(i * lattice->spacing[0] -
+                        0.5 * (nx - 1) * lattice->spacing[0]);
     s = elec__cpu_dcs_map_rows(&a, lattice, &p, xs, sums, mapf, mapd, err);
     ELEC_FREE(sums);
     elec__cpu_atoms_free(&a);
@@ -413,7 +424,7 @@ static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
 #endif
         for (j = 0; j < m; j++) {
             float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
+            float r2 = dx * dx + (dy * dy + dz * dz); /* as in the rows */
             float keep = (float)(r2 >= c2);
             t[j] = keep * (q[j] / sqrtf(r2 + (1.0f - keep)));
         }
@@ -445,7 +456,7 @@ static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
 #endif
         for (j = 0; j < m; j++) {
             float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
+            float r2 = dx * dx + (dy * dy + dz * dz); /* as in the rows */
             float keep = (float)(r2 >= c2);
             float r = sqrtf(r2 + (1.0f - keep));
             t[j] = keep * (qs[j] * expf(k * (sigma[j] - r)) / r);
@@ -488,19 +499,27 @@ typedef struct elec__cpu_points_job {
     const char *what;
 } elec__cpu_points_job;
 
-/* Packs the atoms relative to the first point, then runs the points in
-   blocks (progress between blocks, on the calling thread) over the
-   threads. */
+/* Packs the atoms relative to the centre of the points' bounding box,
+   then runs the points in blocks (progress between blocks, on the calling
+   thread) over the threads. */
 static elec_status elec__cpu_points_run(const elec_atoms *atoms,
                                         const elec__cpu_points_job *job,
                                         elec_error *err) {
-    static const double zero[3] = {0.0, 0.0, 0.0};
     const double *points = job->points;
     const size_t count = job->count, block = elec__cpu_block(count);
     elec__cpu_atoms a;
-    size_t start;
-    elec_status s = elec__cpu_atoms_pack(atoms, count ? points : zero,
-                                         job->kappa, &a, err);
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3];
+    size_t start, n;
+    int axis;
+    elec_status s;
+    for (n = 0; n < count; n++)
+        for (axis = 0; axis < 3; axis++) {
+            double v = points[3 * n + axis];
+            if (n == 0 || v < lo[axis]) lo[axis] = v;
+            if (n == 0 || v > hi[axis]) hi[axis] = v;
+        }
+    for (axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
+    s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err);
     if (s != ELEC_OK) return s;
     for (start = 0; start < count; start += block) {
         long first = (long)start, n;
@@ -511,9 +530,9 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
         for (n = first; n < end; n++) {
             const double *p = points + 3 * (size_t)n;
             double rel[3], phi;
-            rel[0] = p[0] - points[0];
-            rel[1] = p[1] - points[1];
-            rel[2] = p[2] - points[2];
+            rel[0] = p[0] - centre[0];
+            rel[1] = p[1] - centre[1];
+            rel[2] = p[2] - centre[2];
             phi = job->scale * job->point(&a, rel, job->kappa);
             if (job->outf) job->outf[n] = (float)phi;
             else job->outd[n] = phi;

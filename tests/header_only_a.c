@@ -1,0 +1,52 @@
+/* tests/header_only_a.c - the implementation file of the header-only check:
+   it defines ELEC_ALL_IMPLEMENTATION, header_only_b.c includes the same
+   headers without it, and the two link into one program without duplicate
+   symbols (and, with -DELEC_STATIC, each with its own private copy).  The
+   Makefile also compiles this file as C++. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "tests/test.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int header_only_b_compute(double phi[2]);
+#ifdef __cplusplus
+}
+#endif
+
+TEST(other_file_calls_the_library) {
+    double xyz[6] = {0.0, 0.0, 0.0, 3.0, 0.0, 0.0}, q[2] = {1.0, -1.0},
+           r[2] = {1.5, 2.0}, point[3] = {1.0, 2.0, 2.0};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    elec_dcs_params dcs;
+    elec_mdh_params mdh;
+    double phi_b[2] = {0.0, 0.0}, phi_dcs, phi_mdh;
+    memset(&dcs, 0, sizeof dcs);
+    memset(&mdh, 0, sizeof mdh);
+    mdh.kappa = 0.2;
+    EXPECT(header_only_b_compute(phi_b) == 0, "header_only_b.c failed");
+    EXPECT(elec_cpu_dcs_points_double(&atoms, point, 1, &dcs, &phi_dcs,
+                                      NULL) == ELEC_OK,
+           "DCS in this file failed");
+    EXPECT(elec_cpu_mdh_points_double(&atoms, point, 1, &mdh, &phi_mdh,
+                                      NULL) == ELEC_OK,
+           "MDH in this file failed");
+    /* b's DCS value is the float path: one float rounding of ~0.05 plus
+       float terms, 1e-6 relative covers it; MDH is the same double code. */
+    EXPECT(fabs(phi_b[0] - phi_dcs) <= 1e-6 * fabs(phi_dcs),
+           "DCS from b %.9g, from a %.9g", phi_b[0], phi_dcs);
+    EXPECT(phi_b[1] == phi_mdh, "MDH from b %.17g, from a %.17g", phi_b[1],
+           phi_mdh);
+}
+
+int main(void) {
+    RUN(other_file_calls_the_library);
+    (void)test_rel_rms_float; /* test.h helpers this file does not need */
+    (void)test_max_abs_diff_float;
+    (void)test_all_finite_float;
+    (void)test_rng_seeded;
+    (void)test_uniform;
+    return test_summary();
+}
