@@ -19,6 +19,16 @@
    target and leaves that margin. */
 #define FLOAT_REL_RMS 1e-5
 
+/* -DTEST_SMALL shrinks the large systems ~10x for runs under valgrind;
+   the tolerances stand as they are. */
+#ifdef TEST_SMALL
+#define RANDOM_ATOMS 1000
+#define WATER_MOLECULES 300
+#else
+#define RANDOM_ATOMS 10000
+#define WATER_MOLECULES 3000
+#endif
+
 static elec_lattice lattice_of(int n, double origin, double spacing) {
     elec_lattice l;
     int axis;
@@ -119,8 +129,8 @@ TEST(dcs_float_map_matches_double) {
     /* 10,000 random atoms in a 20 A cube (seed 1); a 32^3 lattice at 0.5 A
        (15.5 A across) from 2 A inside the cube, so atoms sit among the
        points and some very close to them. */
-    test_system random = test_system_random(10000, 20.0, 1);
-    test_system water = test_system_water(3000, 2);
+    test_system random = test_system_random(RANDOM_ATOMS, 20.0, 1);
+    test_system water = test_system_water(WATER_MOLECULES, 2);
     test_system salt = test_system_nacl(4, 5.64);
     elec_lattice l = lattice_of(32, 2.0, 0.5), lw, ls;
     elec_atoms wa = test_system_atoms(&water), sa = test_system_atoms(&salt);
@@ -255,7 +265,7 @@ TEST(mdh_without_screening_is_dcs) {
 }
 
 TEST(mdh_float_matches_double_on_water_faces) {
-    test_system s = test_system_water(3000, 5);
+    test_system s = test_system_water(WATER_MOLECULES, 5);
     elec_atoms atoms = test_system_atoms(&s);
     elec_lattice l;
     size_t n, p;
