@@ -181,11 +181,12 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
 static __constant__ float4 elec__dcs_chunk[ELEC__DCS_CHUNK];
 
 /* Rung 1: one point per thread, every atom from global memory. */
-__global__ void elec__k_dcs_simple(float *slice, int pitch, float hx, float hy,
-                                   float z, const float4 *atoms, int count) {
+__global__ void elec__k_dcs_simple(float *slice, int pitch, float x0, float y0,
+                                   float hx, float hy, float z,
+                                   const float4 *atoms, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
-    float x = i * hx, y = j * hy, v = 0.0f;
+    float x = fmaf(i, hx, x0), y = fmaf(j, hy, y0), v = 0.0f;
     for (int n = 0; n < count; n++) {
         float4 a = atoms[n];
         float dx = x - a.x, dy = y - a.y, dz = z - a.z;
@@ -195,11 +196,11 @@ __global__ void elec__k_dcs_simple(float *slice, int pitch, float hx, float hy,
 }
 
 /* Rung 2: atoms from constant memory with dz^2 already in .z. */
-__global__ void elec__k_dcs_const(float *slice, int pitch, float hx, float hy,
-                                  int count) {
+__global__ void elec__k_dcs_const(float *slice, int pitch, float x0, float y0,
+                                  float hx, float hy, int count) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
-    float x = i * hx, y = j * hy, v = 0.0f;
+    float x = fmaf(i, hx, x0), y = fmaf(j, hy, y0), v = 0.0f;
     for (int n = 0; n < count; n++) {
         float4 a = elec__dcs_chunk[n];
         float dx = x - a.x, dy = y - a.y;
@@ -209,11 +210,11 @@ __global__ void elec__k_dcs_const(float *slice, int pitch, float hx, float hy,
 }
 
 /* Rung 3: four neighbouring points per thread share dy^2 + dz^2. */
-__global__ void elec__k_dcs_unroll4(float *slice, int pitch, float hx, float hy,
-                                    int count) {
+__global__ void elec__k_dcs_unroll4(float *slice, int pitch, float x0,
+                                    float y0, float hx, float hy, int count) {
     int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
     int j = blockIdx.y * blockDim.y + threadIdx.y;
-    float x = i * hx, y = j * hy;
+    float x = fmaf(i, hx, x0), y = fmaf(j, hy, y0);
     float v0 = 0.0f, v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
     for (int n = 0; n < count; n++) {
         float4 a = elec__dcs_chunk[n];
@@ -233,12 +234,12 @@ __global__ void elec__k_dcs_unroll4(float *slice, int pitch, float hx, float hy,
 
 /* Rung 4: eight points per thread, 32 points apart, so that the threads of
    a warp read and write 32 consecutive floats: every access coalesced. */
-__global__ void elec__k_dcs_unroll8(float *slice, int pitch, float hx, float hy,
-                                    int count) {
+__global__ void elec__k_dcs_unroll8(float *slice, int pitch, float x0,
+                                    float y0, float hx, float hy, int count) {
     const int gap = ELEC__DCS_BLOCK_X;
     int i = blockIdx.x * gap * 8 + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
-    float x = i * hx, y = j * hy, step = gap * hx;
+    float x = fmaf(i, hx, x0), y = fmaf(j, hy, y0), step = gap * hx;
     float v[8];
 #pragma unroll
     for (int m = 0; m < 8; m++) v[m] = 0.0f;
@@ -269,17 +270,18 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float hx, float hy,
    k of the lattice is local slice (k - first_slice) / slice_step here. */
 template <int POINTS, int SOFT>
 __global__ void __launch_bounds__(ELEC__DCS_BLOCK_X *ELEC__DCS_BLOCK_Y)
-elec__k_dcs_volume(float *slices, int pitch, int rows, float hx, float hy,
-                       float hz, int first_slice, int slice_step, int count) {
+elec__k_dcs_volume(float *slices, int pitch, int rows, float3 corner,
+                       float hx, float hy, float hz, int first_slice,
+                       int slice_step, int count) {
     const int gap = blockDim.x;
     int i = blockIdx.x * gap * POINTS + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int k = first_slice + blockIdx.z * slice_step;
-    float y = j * hy, z = k * hz;
+    float y = fmaf(j, hy, corner.y), z = fmaf(k, hz, corner.z);
     float x[POINTS], v[POINTS];
 #pragma unroll
     for (int m = 0; m < POINTS; m++) {
-        x[m] = (i + m * gap) * hx;
+        x[m] = fmaf(i + m * gap, hx, corner.x);
         v[m] = 0.0f;
     }
     for (int n = 0; n < count; n++) {
@@ -538,6 +540,8 @@ typedef struct elec__dcs_job {
     const elec_lattice *lattice;
     elec_dcs_params params;
     int pitch, rows;        /* padded row length and rows per slice */
+    double centre[3];       /* atoms and points are relative to it  */
+    float3 corner;          /* point (0, 0, 0) relative to centre   */
     int gap;                /* volume kernels: threads per block row */
     int atom_count;
     int device_count;
@@ -583,11 +587,13 @@ static elec_status elec__dcs_run_slices(elec__dcs_job *job, elec_error *err) {
         elec__dcs_device *dev = &job->dev[k % job->device_count];
         float *slice = dev->slices +
                        (size_t)(k / job->device_count) * job->pitch * job->rows;
-        float z = (float)(k * l->spacing[2]);
+        float z = (float)(k * l->spacing[2]) + job->corner.z;
+        float x0 = job->corner.x, y0 = job->corner.y;
         ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
         if (v == ELEC_DCS_SIMPLE) {
             elec__k_dcs_simple<<<grid, block, 0, dev->stream>>>(
-                slice, job->pitch, hx, hy, z, dev->atoms, job->atom_count);
+                slice, job->pitch, x0, y0, hx, hy, z, dev->atoms,
+                job->atom_count);
             ELEC__CUDA_TRY(cudaGetLastError());
         } else {
             for (int first = 0; first < job->atom_count;
@@ -603,13 +609,13 @@ static elec_status elec__dcs_run_slices(elec__dcs_job *job, elec_error *err) {
                     cudaMemcpyDeviceToDevice, dev->stream));
                 if (v == ELEC_DCS_CONST)
                     elec__k_dcs_const<<<grid, block, 0, dev->stream>>>(
-                        slice, job->pitch, hx, hy, count);
+                        slice, job->pitch, x0, y0, hx, hy, count);
                 else if (v == ELEC_DCS_UNROLL4)
                     elec__k_dcs_unroll4<<<grid, block, 0, dev->stream>>>(
-                        slice, job->pitch, hx, hy, count);
+                        slice, job->pitch, x0, y0, hx, hy, count);
                 else
                     elec__k_dcs_unroll8<<<grid, block, 0, dev->stream>>>(
-                        slice, job->pitch, hx, hy, count);
+                        slice, job->pitch, x0, y0, hx, hy, count);
                 ELEC__CUDA_TRY(cudaGetLastError());
             }
         }
@@ -646,15 +652,15 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
             if (hybrid)
                 elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
                     <<<grid, block, 0, dev->stream>>>(
-                        dev->slices, job->pitch, job->rows, (float)l->spacing[0],
-                        (float)l->spacing[1], (float)l->spacing[2], d,
-                        job->device_count, count);
+                        dev->slices, job->pitch, job->rows, job->corner,
+                        (float)l->spacing[0], (float)l->spacing[1],
+                        (float)l->spacing[2], d, job->device_count, count);
             else
                 elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>
                     <<<grid, block, 0, dev->stream>>>(
-                        dev->slices, job->pitch, job->rows, (float)l->spacing[0],
-                        (float)l->spacing[1], (float)l->spacing[2], d,
-                        job->device_count, count);
+                        dev->slices, job->pitch, job->rows, job->corner,
+                        (float)l->spacing[0], (float)l->spacing[1],
+                        (float)l->spacing[2], d, job->device_count, count);
             ELEC__CUDA_TRY(cudaGetLastError());
         }
         status = elec__dcs_report(
@@ -703,6 +709,7 @@ static elec_status elec__cuda_points_on(int device, const elec_atoms *atoms,
 static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
                                             const elec_lattice *l,
                                             int device, double scale,
+                                            const double centre[3],
                                             float *map, elec_error *err) {
     elec_status status = ELEC_OK;
     size_t count = elec__dcs_coincident_points(atoms, l, NULL, 0);
@@ -725,7 +732,7 @@ static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
         size_t k = index[c] / l->dims[0] / l->dims[1];
         elec_lattice_point(l, (int)i, (int)j, (int)k, xyz + 3 * c);
     }
-    status = elec__cuda_points_on(device, atoms, xyz, count, l->origin, value,
+    status = elec__cuda_points_on(device, atoms, xyz, count, centre, value,
                                   err);
     if (status == ELEC_OK)
         for (size_t c = 0; c < count; c++)
@@ -781,12 +788,26 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
 
     nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     job = (elec__dcs_job *)ELEC_MALLOC(sizeof *job);
-    host_atoms = elec__cuda_gather_xyzq(atoms, lattice->origin);
-    if (!job || !host_atoms) {
+    if (!job) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
         goto cleanup;
     }
     memset(job, 0, sizeof *job);
+    /* Coordinates relative to the lattice centre: float then keeps the
+       most precision over the map (as the CPU float path does). */
+    for (int axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+        job->centre[axis] = lattice->origin[axis] + half;
+    }
+    job->corner = make_float3(
+        (float)(-0.5 * (nx - 1) * lattice->spacing[0]),
+        (float)(-0.5 * (ny - 1) * lattice->spacing[1]),
+        (float)(-0.5 * (nz - 1) * lattice->spacing[2]));
+    host_atoms = elec__cuda_gather_xyzq(atoms, job->centre);
+    if (!host_atoms) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
+    }
     job->lattice = lattice;
     job->params = elec_dcs_params_resolved(params);
     job->gap = job->params.variant >= ELEC_DCS_VOLUME
@@ -848,7 +869,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
             map[p] = (float)(job->params.scale * map[p]);
     }
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
-                                      job->params.scale, map, err);
+                                      job->params.scale, job->centre, map, err);
     if (status == ELEC_OK) elec__ok(err);
 
 cleanup:
@@ -903,6 +924,21 @@ cleanup:
     return status;
 }
 
+/* Centre of the points' bounding box: the reference the points APIs take
+   coordinates relative to, so that floats keep their precision. */
+static void elec__points_centre(const double *points, size_t count,
+                                double centre[3]) {
+    for (int axis = 0; axis < 3; axis++) {
+        double lo = points[axis], hi = points[axis];
+        for (size_t i = 1; i < count; i++) {
+            double v = points[3 * i + axis];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        centre[axis] = 0.5 * (lo + hi);
+    }
+}
+
 /* Checks shared by the points APIs; picks the first device of the set. */
 static elec_status elec__cuda_points_check(const elec_atoms *atoms,
                                            int need_radius,
@@ -938,6 +974,7 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                           float *potential, elec_error *err) {
     elec_status status;
     elec_dcs_params p;
+    double centre[3];
     int device = 0, caller_device = 0;
     if ((status = elec_dcs_params_check(params, err)) != ELEC_OK) return status;
     p = elec_dcs_params_resolved(params);
@@ -945,7 +982,8 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                      potential, &device, err);
     if (status != ELEC_OK || point_count == 0) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-    status = elec__cuda_points_on(device, atoms, points, point_count, points,
+    elec__points_centre(points, point_count, centre);
+    status = elec__cuda_points_on(device, atoms, points, point_count, centre,
                                   potential, err);
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
@@ -967,6 +1005,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     int device = 0, caller_device = 0;
     float4 *host_xyza = NULL, *host_points = NULL, *d_xyza = NULL, *d_points = NULL;
     float *host_b = NULL, *d_b = NULL, *d_potential = NULL;
+    double centre[3];
     size_t n = 0;
     unsigned blocks;
 
@@ -977,8 +1016,9 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     if (status != ELEC_OK || point_count == 0) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
-    host_xyza = elec__cuda_gather_xyzq(atoms, points);
-    host_points = elec__cuda_gather_points(points, point_count, points);
+    elec__points_centre(points, point_count, centre);
+    host_xyza = elec__cuda_gather_xyzq(atoms, centre);
+    host_points = elec__cuda_gather_points(points, point_count, centre);
     host_b = (float *)ELEC_MALLOC((atoms->count + 1) * sizeof(float));
     if (!host_xyza || !host_points || !host_b) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");

@@ -102,18 +102,19 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
     dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
     dim3 grid(pitch / (ELEC__DCS_BLOCK_X * POINTS), rows / ELEC__DCS_BLOCK_Y,
               slices_n);
+    const float3 corner = make_float3(-128.0f, -64.0f, -32.0f);
     cudaEvent_t start, stop;
     double times[5];
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
-    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, 0.5f,
+    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, corner, 0.5f,
                                                       0.5f, 0.5f, 0, 1, atoms);
     CHECK(cudaGetLastError());
     for (int r = 0; r < 5; r++) {
         float ms;
         CHECK(cudaEventRecord(start));
         elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
-            slices, pitch, rows, 0.5f, 0.5f, 0.5f, 0, 1, atoms);
+            slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, atoms);
         CHECK(cudaGetLastError());
         CHECK(cudaEventRecord(stop));
         CHECK(cudaEventSynchronize(stop));
@@ -129,9 +130,9 @@ static void hybrid_split_sweep(double ceiling) {
     float4 chunk[ELEC__DCS_CHUNK];
     unsigned long long rng = 12345;
     for (int n = 0; n < ELEC__DCS_CHUNK; n++)
-        chunk[n] = make_float4(256.0f * (float)bench_uniform(&rng),
-                               128.0f * (float)bench_uniform(&rng),
-                               64.0f * (float)bench_uniform(&rng),
+        chunk[n] = make_float4(256.0f * (float)bench_uniform(&rng) - 128.0f,
+                               128.0f * (float)bench_uniform(&rng) - 64.0f,
+                               64.0f * (float)bench_uniform(&rng) - 32.0f,
                                (float)bench_uniform(&rng) - 0.5f);
     CHECK(cudaMemcpyToSymbol(elec__dcs_chunk, chunk, sizeof chunk));
     CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));

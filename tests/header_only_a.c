@@ -43,10 +43,5 @@ TEST(other_file_calls_the_library) {
 
 int main(void) {
     RUN(other_file_calls_the_library);
-    (void)test_rel_rms_float; /* test.h helpers this file does not need */
-    (void)test_max_abs_diff_float;
-    (void)test_all_finite_float;
-    (void)test_rng_seeded;
-    (void)test_uniform;
     return test_summary();
 }
