@@ -236,9 +236,10 @@ typedef enum elec_dcs_variant {
     ELEC_DCS_CONST,             /* atoms in constant memory, dz^2 precomputed   */
     ELEC_DCS_UNROLL4,           /* unroll-and-jam x4: dy^2+dz^2 reused 4 times  */
     ELEC_DCS_UNROLL8_COALESCED, /* x8, points a warp apart: coalesced stores    */
-    ELEC_DCS_VOLUME,            /* x8, whole volume per launch (the default)    */
-    ELEC_DCS_HYBRID_RSQRT,      /* x16, 3 in 16 rsqrt on the FMA pipe: slower
-                                   on H100 (bench/RESULTS.md), kept to teach   */
+    ELEC_DCS_VOLUME,            /* x8, whole volume per launch, atoms through
+                                   shared-memory tiles                          */
+    ELEC_DCS_HYBRID_RSQRT,      /* x32, 4 in 32 rsqrt on the FMA pipe: past the
+                                   SFU's rsqrt rate (the default)               */
     ELEC_DCS_VARIANT_COUNT
 } elec_dcs_variant;
 
@@ -715,7 +716,7 @@ ELEC_DEF elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p) {
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
     if (r.scale == 0.0) r.scale = 1.0;
-    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_VOLUME;
+    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_HYBRID_RSQRT;
     return r;
 }
 

@@ -31,18 +31,19 @@
      unroll8-coalesced 8 points per thread, a warp's threads on consecutive
                        points so every store is one coalesced transaction;
                        the map is read and written once per chunk of atoms.
-     volume            (default) the unroll-8 kernel over the whole volume in
-                       one launch per chunk, so that small slices still fill
-                       the GPU, with 8, 16 or 32 threads per block row to pad
-                       rows least; chunks reach constant memory by
-                       device-to-device copies.  0.93 of the SFU's rsqrt
-                       rate on an H100 (bench/RESULTS.md).
-     hybrid-rsqrt      the same with 16 points per thread and 3 of every 16
-                       reciprocal square roots on the FMA pipe instead of
-                       the special-function unit.  The instruction count
-                       says it should pass the SFU's bound; measured on an
-                       H100 it is slower (0.85 of the bound), so it is kept
-                       as a lesson, not as the default.
+     volume            the unroll-8 kernel over the whole volume in one
+                       launch per chunk, so that small slices still fill the
+                       GPU, with 8, 16 or 32 threads per block row to pad
+                       rows least, and atoms read through shared-memory
+                       tiles: on an H100 constant memory stalls once many
+                       warps, each at its own atom, miss in its small cache.
+     hybrid-rsqrt      (default) 32 points per thread, 4 of whose 32
+                       reciprocal square roots are computed on the FMA pipe
+                       instead of the special-function unit (SFU), whose 16
+                       results per SM per clock bound every rung above: the
+                       schedulers have issue slots to spare for the FMA pipe.
+                       On an H100 it passes the SFU's own rsqrt rate
+                       (bench/RESULTS.md).
    Atoms on a lattice point: the lattice kernels carry no test for r = 0;
    points within ELEC_COINCIDENT_DISTANCE of an atom are found on the host
    and recomputed by the points kernel, which applies the rule (elec.h). */
@@ -170,14 +171,18 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
    and dropped. */
 #define ELEC__DCS_BLOCK_X 32
 #define ELEC__DCS_BLOCK_Y 8
-/* Atoms per constant-memory chunk: 4000 float4 = 64,000 bytes of the 64 KB. */
+/* Atoms per chunk: 4000 float4 = 64,000 bytes of constant memory's 64 KB.
+   The volume rungs use the same chunks: each chunk's float sum is added to
+   the map, so no point's float sum runs over more than 4000 terms. */
 #define ELEC__DCS_CHUNK 4000
 #define ELEC__DCS_VOLUME_POINTS 8
-#define ELEC__DCS_HYBRID_POINTS 16
-#define ELEC__DCS_HYBRID_SOFT 3
+/* Measured on an H100 (bench): 32 points with 4 on the FMA pipe is the
+   fastest split, 1.03 of the SFU's rsqrt rate; 16 with 2 gives 0.98. */
+#define ELEC__DCS_HYBRID_POINTS 32
+#define ELEC__DCS_HYBRID_SOFT 4
 
-/* One chunk of atoms.  Slice variants: (x, y, (z_slice - z)^2, q); the
-   hybrid kernel: (x, y, z, q).  Each device has its own copy. */
+/* One chunk of atoms for the constant-memory rungs, as records
+   (x, y, (z_slice - z)^2, q).  Each device has its own copy. */
 static __constant__ float4 elec__dcs_chunk[ELEC__DCS_CHUNK];
 
 /* Rung 1: one point per thread, every atom from global memory. */
@@ -262,18 +267,26 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float x0,
    dy^2 + dz^2, so the lanes of a warp need not share a row), over the whole
    volume in one launch per chunk (blockIdx.z walks this device's slices),
    and SOFT of every POINTS reciprocal square roots on the FMA pipe.
+   Atoms come from global memory through shared-memory tiles that every
+   warp of the block reads together: on an H100 the constant-memory rungs
+   slow down sharply once many warps, each at its own atom, miss in the
+   small constant cache (bench/RESULTS.md), while a tile costs one
+   broadcast LDS.128 per atom and thread.
    Per atom and thread: 4 FP32 instructions for dy^2 + dz^2, then per point
    3 (dx, r^2, accumulate) and one rsqrt.  The SFU retires 16 rsqrt per SM
-   per clock, the issue slots 128 instructions, so counting instructions
-   says moving 3 of 16 rsqrts to the FMA pipe (11 instructions each) should
-   balance the two; the H100 disagrees (bench: SOFT = 0 is fastest).  Slice
-   k of the lattice is local slice (k - first_slice) / slice_step here. */
+   per clock and the schedulers issue 128 instructions: that leaves issue
+   slots for the FMA pipe to compute some rsqrts (11 instructions each).
+   Slice k of the lattice is local slice (k - first_slice) / slice_step. */
+#define ELEC__DCS_TILE 256
 template <int POINTS, int SOFT>
 __global__ void __launch_bounds__(ELEC__DCS_BLOCK_X *ELEC__DCS_BLOCK_Y)
 elec__k_dcs_volume(float *slices, int pitch, int rows, float3 corner,
-                       float hx, float hy, float hz, int first_slice,
-                       int slice_step, int count) {
+                   float hx, float hy, float hz, int first_slice,
+                   int slice_step, const float4 *atoms, int count) {
+    __shared__ float4 tile[ELEC__DCS_TILE];
     const int gap = blockDim.x;
+    const int thread = threadIdx.y * blockDim.x + threadIdx.x;
+    const int threads = blockDim.x * blockDim.y;
     int i = blockIdx.x * gap * POINTS + threadIdx.x;
     int j = blockIdx.y * blockDim.y + threadIdx.y;
     int k = first_slice + blockIdx.z * slice_step;
@@ -284,17 +297,23 @@ elec__k_dcs_volume(float *slices, int pitch, int rows, float3 corner,
         x[m] = fmaf(i + m * gap, hx, corner.x);
         v[m] = 0.0f;
     }
-    for (int n = 0; n < count; n++) {
-        float4 a = elec__dcs_chunk[n];
-        float dy = y - a.y, dz = z - a.z;
-        float dyz2 = fmaf(dy, dy, dz * dz);
+    for (int base = 0; base < count; base += ELEC__DCS_TILE) {
+        int in_tile = min(ELEC__DCS_TILE, count - base);
+        __syncthreads();
+        for (int n = thread; n < in_tile; n += threads) tile[n] = atoms[base + n];
+        __syncthreads();
+        for (int n = 0; n < in_tile; n++) {
+            float4 a = tile[n];
+            float dy = y - a.y, dz = z - a.z;
+            float dyz2 = fmaf(dy, dy, dz * dz);
 #pragma unroll
-        for (int m = 0; m < POINTS; m++) {
-            float dx = x[m] - a.x;
-            float r2 = fmaf(dx, dx, dyz2);
-            float rinv = m < POINTS - SOFT ? elec__rsqrt_sfu(r2)
-                                           : elec__rsqrt_fma_pipe(r2);
-            v[m] = fmaf(a.w, rinv, v[m]);
+            for (int m = 0; m < POINTS; m++) {
+                float dx = x[m] - a.x;
+                float r2 = fmaf(dx, dx, dyz2);
+                float rinv = m < POINTS - SOFT ? elec__rsqrt_sfu(r2)
+                                               : elec__rsqrt_fma_pipe(r2);
+                v[m] = fmaf(a.w, rinv, v[m]);
+            }
         }
     }
     float *p = slices + ((size_t)blockIdx.z * rows + j) * pitch + i;
@@ -390,8 +409,8 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
                 float rinv = elec__rsqrt_sfu(r2);
                 float r = r2 * rinv;
                 float screen = elec__exp2_sfu(fmaf(-kappa_log2e, r, b));
-                float term = r2 >= coincident2 ? a.w * screen * rinv : 0.0f;
-                v[m] += term;
+                float weight = r2 >= coincident2 ? a.w : 0.0f;
+                v[m] = fmaf(weight * rinv, screen, v[m]);
             }
         }
     }
@@ -629,8 +648,8 @@ cleanup:
 }
 
 /* Rungs 5 and 6: chunks of atoms outermost, each device computing all its
-   slices per chunk.  The chunk goes device-to-device into constant memory, in
-   stream order, so the host never waits on a copy. */
+   slices per chunk: the float sum of a chunk is added to the map, which
+   bounds the rounding of a point's sum (and lets progress be reported). */
 static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
     elec_status status = ELEC_OK;
     const elec_lattice *l = job->lattice;
@@ -646,21 +665,20 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
                       job->rows / ELEC__DCS_BLOCK_Y, dev->slice_count);
             if (dev->slice_count == 0) continue;
             ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
-            ELEC__CUDA_TRY(cudaMemcpyToSymbolAsync(
-                elec__dcs_chunk, dev->atoms + first, count * sizeof(float4), 0,
-                cudaMemcpyDeviceToDevice, dev->stream));
             if (hybrid)
                 elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
                     <<<grid, block, 0, dev->stream>>>(
                         dev->slices, job->pitch, job->rows, job->corner,
                         (float)l->spacing[0], (float)l->spacing[1],
-                        (float)l->spacing[2], d, job->device_count, count);
+                        (float)l->spacing[2], d, job->device_count,
+                        dev->atoms + first, count);
             else
                 elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>
                     <<<grid, block, 0, dev->stream>>>(
                         dev->slices, job->pitch, job->rows, job->corner,
                         (float)l->spacing[0], (float)l->spacing[1],
-                        (float)l->spacing[2], d, job->device_count, count);
+                        (float)l->spacing[2], d, job->device_count,
+                        dev->atoms + first, count);
             ELEC__CUDA_TRY(cudaGetLastError());
         }
         status = elec__dcs_report(
@@ -998,7 +1016,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err) {
-    enum { block = 256, points_per_thread = 4 };
+    enum { block = 256, points_per_thread = 2 }; /* fastest on H100 (bench) */
     const double log2e = 1.4426950408889634;
     elec_status status;
     elec_mdh_params p;

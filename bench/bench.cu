@@ -98,23 +98,23 @@ static double measure_rsqrt_ceiling(int sms) {
 
 template <int POINTS, int SOFT>
 static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
-                          int atoms) {
+                          const float4 *d_atoms, int atoms) {
     dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
     dim3 grid(pitch / (ELEC__DCS_BLOCK_X * POINTS), rows / ELEC__DCS_BLOCK_Y,
               slices_n);
-    const float3 corner = make_float3(-128.0f, -64.0f, -32.0f);
+    const float3 corner = make_float3(-256.0f, -64.0f, -16.0f);
     cudaEvent_t start, stop;
     double times[5];
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
-    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(slices, pitch, rows, corner, 0.5f,
-                                                      0.5f, 0.5f, 0, 1, atoms);
+    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
+        slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
     CHECK(cudaGetLastError());
     for (int r = 0; r < 5; r++) {
         float ms;
         CHECK(cudaEventRecord(start));
         elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
-            slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, atoms);
+            slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
         CHECK(cudaGetLastError());
         CHECK(cudaEventRecord(stop));
         CHECK(cudaEventSynchronize(stop));
@@ -125,36 +125,96 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
 }
 
 static void hybrid_split_sweep(double ceiling) {
-    const int pitch = 512, rows = 256, slices_n = 128;
+    const int pitch = 1024, rows = 256, slices_n = 64;
     float *slices;
     float4 chunk[ELEC__DCS_CHUNK];
     unsigned long long rng = 12345;
     for (int n = 0; n < ELEC__DCS_CHUNK; n++)
-        chunk[n] = make_float4(256.0f * (float)bench_uniform(&rng) - 128.0f,
+        chunk[n] = make_float4(512.0f * (float)bench_uniform(&rng) - 256.0f,
                                128.0f * (float)bench_uniform(&rng) - 64.0f,
                                64.0f * (float)bench_uniform(&rng) - 32.0f,
                                (float)bench_uniform(&rng) - 0.5f);
-    CHECK(cudaMemcpyToSymbol(elec__dcs_chunk, chunk, sizeof chunk));
+    float4 *d_atoms;
+    CHECK(cudaMalloc(&d_atoms, sizeof chunk));
+    CHECK(cudaMemcpy(d_atoms, chunk, sizeof chunk, cudaMemcpyHostToDevice));
     CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
     CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
-    printf("\nVolume kernel alone: %d x %d x %d points, %d atoms in constant memory\n",
+    printf("\nVolume kernel alone: %d x %d x %d points, %d atoms (shared-memory tiles)\n",
            pitch, rows, slices_n, ELEC__DCS_CHUNK);
     printf("  points/thread  rsqrt on FMA pipe  atom evals/s  / ceiling\n");
 #define SPLIT(P, S)                                                          \
     do {                                                                     \
         double r = time_hybrid<P, S>(slices, pitch, rows, slices_n,          \
-                                     ELEC__DCS_CHUNK);                       \
+                                     d_atoms, ELEC__DCS_CHUNK);              \
         printf("  %13d  %17s  %12.3e  %8.2f\n", P, #S "/" #P, r, r / ceiling); \
     } while (0)
     SPLIT(8, 0);
     SPLIT(8, 1);
     SPLIT(8, 2);
     SPLIT(16, 0);
+    SPLIT(16, 1);
     SPLIT(16, 2);
     SPLIT(16, 3);
     SPLIT(16, 4);
+    SPLIT(32, 0);
+    SPLIT(32, 4);
+    SPLIT(32, 6);
 #undef SPLIT
     CHECK(cudaFree(slices));
+    CHECK(cudaFree(d_atoms));
+}
+
+/* -------------------------------------------------- MDH kernel alone */
+
+template <int POINTS>
+static double time_mdh_kernel(int points, int atoms) {
+    const int block = 256;
+    float4 *d_points, *d_atoms;
+    float *d_b, *d_out;
+    cudaEvent_t start, stop;
+    double times[5];
+    unsigned long long rng = 99;
+    float4 *h = (float4 *)malloc((size_t)(points > atoms ? points : atoms) * sizeof(float4));
+    float *hb = (float *)malloc((size_t)atoms * sizeof(float));
+    CHECK(cudaMalloc(&d_points, (size_t)points * sizeof(float4)));
+    CHECK(cudaMalloc(&d_atoms, (size_t)atoms * sizeof(float4)));
+    CHECK(cudaMalloc(&d_b, (size_t)atoms * sizeof(float)));
+    CHECK(cudaMalloc(&d_out, (size_t)points * sizeof(float)));
+    for (int i = 0; i < points; i++)
+        h[i] = make_float4(140.0f * (float)bench_uniform(&rng) - 70.0f,
+                           140.0f * (float)bench_uniform(&rng) - 70.0f,
+                           140.0f * (float)bench_uniform(&rng) - 70.0f, 0.0f);
+    CHECK(cudaMemcpy(d_points, h, (size_t)points * sizeof(float4), cudaMemcpyHostToDevice));
+    for (int i = 0; i < atoms; i++) {
+        h[i] = make_float4(100.0f * (float)bench_uniform(&rng) - 50.0f,
+                           100.0f * (float)bench_uniform(&rng) - 50.0f,
+                           100.0f * (float)bench_uniform(&rng) - 50.0f,
+                           (float)bench_uniform(&rng) - 0.5f);
+        hb[i] = 0.2f * (float)bench_uniform(&rng);
+    }
+    CHECK(cudaMemcpy(d_atoms, h, (size_t)atoms * sizeof(float4), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(d_b, hb, (size_t)atoms * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    unsigned blocks = (unsigned)((points + block * POINTS - 1) / (block * POINTS));
+    for (int r = -1; r < 5; r++) {
+        float ms;
+        CHECK(cudaEventRecord(start));
+        elec__k_mdh_points<POINTS><<<blocks, block, block * (sizeof(float4) + sizeof(float))>>>(
+            d_out, d_points, points, d_atoms, d_b, atoms, 0.15f, 1e-8f);
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (r >= 0) times[r] = ms * 1e-3;
+    }
+    CHECK(cudaFree(d_points));
+    CHECK(cudaFree(d_atoms));
+    CHECK(cudaFree(d_b));
+    CHECK(cudaFree(d_out));
+    free(h);
+    free(hb);
+    return (double)points * atoms / median(times, 5);
 }
 
 /* --------------------------------------------------------- DCS and MDH */
@@ -218,7 +278,9 @@ int main(void) {
     }
 
     /* MDH: 200,000 atoms, 1,000,000 points at random positions around them
-       (the faces of a large APBS lattice are of this order). */
+       (the faces of a large APBS lattice are of this order): the whole call,
+       then the kernel alone for 2, 4 and 8 points per thread (the library
+       uses 2). */
     {
         test_system sys = test_system_random(200000, 100.0, 43);
         elec_atoms atoms = test_system_atoms(&sys);
@@ -245,6 +307,13 @@ int main(void) {
         printf("  time (s)  evals/s  / rsqrt ceiling  / MDH ceiling (2 SFU ops)\n");
         printf("  %8.4f  %.3e  %8.2f  %8.2f\n", t, evals / t, evals / t / ceiling,
                2.0 * evals / t / ceiling);
+        printf("  kernel alone, 1e6 points x 2e5 atoms, points per thread:\n");
+        double k2 = time_mdh_kernel<2>(1000000, 200000);
+        double k4 = time_mdh_kernel<4>(1000000, 200000);
+        double k8 = time_mdh_kernel<8>(1000000, 200000);
+        printf("    2: %.3e evals/s (%.2f of MDH ceiling)\n", k2, 2.0 * k2 / ceiling);
+        printf("    4: %.3e evals/s (%.2f of MDH ceiling)\n", k4, 2.0 * k4 / ceiling);
+        printf("    8: %.3e evals/s (%.2f of MDH ceiling)\n", k8, 2.0 * k8 / ceiling);
         free(xyz);
         free(pot);
         test_system_free(&sys);

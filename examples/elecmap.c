@@ -57,7 +57,7 @@ static void usage(FILE *out) {
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
 "  --gpus N|all          GPUs to spread DCS slices over (default 1)\n"
 "  --variant NAME        DCS GPU kernel: simple, const, unroll4,\n"
-"                        unroll8-coalesced, volume (default), hybrid-rsqrt\n"
+"                        unroll8-coalesced, volume, hybrid-rsqrt (default)\n"
 "  --units kT|kcal       kT/e (default, as APBS writes) or kcal/(mol e)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --ionic-strength I    mol/L, MDH screening (default 0.15)\n"

@@ -291,7 +291,7 @@ TEST(params_resolve_defaults) {
     dcs = elec_dcs_params_resolved(&dcs);
     mdh = elec_mdh_params_resolved(&mdh);
     EXPECT(dcs.scale == 1.0, "DCS scale default %g", dcs.scale);
-    EXPECT(dcs.variant == ELEC_DCS_VOLUME, "DCS variant default %s",
+    EXPECT(dcs.variant == ELEC_DCS_HYBRID_RSQRT, "DCS variant default %s",
            elec_dcs_variant_name(dcs.variant));
     EXPECT(mdh.scale == 1.0, "MDH scale default %g", mdh.scale);
     EXPECT(mdh.temperature == 298.15, "temperature default %g",
