@@ -346,7 +346,16 @@ int main(int argc, char **argv) {
 
 #ifdef ELEC_WITH_CUDA
     if (o.device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
-    if (use_gpu) elec_cuda_device_name(0, device_name, sizeof device_name, NULL);
+    if (use_gpu) {
+        char name[96] = "GPU";
+        int gpus = o.gpus == ELEC_ALL_GPUS ? elec_cuda_device_count()
+                                           : (o.gpus > 1 && o.method == METHOD_DCS ? o.gpus : 1);
+        elec_cuda_device_name(0, name, sizeof name, NULL);
+        if (gpus > 1 && o.method == METHOD_DCS)
+            snprintf(device_name, sizeof device_name, "%d x %s", gpus, name);
+        else
+            snprintf(device_name, sizeof device_name, "%s", name);
+    }
 #endif
     if (o.device == DEVICE_GPU && !use_gpu) {
 #ifdef ELEC_WITH_CUDA
