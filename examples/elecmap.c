@@ -273,15 +273,20 @@ static double seconds_now(void) {
 typedef struct progress_state {
     double start;
     int shown;
+    int percent; /* last shown */
 } progress_state;
 
-/* Progress on stderr, only for maps that take more than a second. */
+/* Progress on stderr, only for maps that take more than a second, and only
+   when the whole percentage changes. */
 static int show_progress(double fraction, void *user) {
     progress_state *p = (progress_state *)user;
+    int percent = (int)(100.0 * fraction);
     if (seconds_now() - p->start < 1.0 && !p->shown) return 0;
-    fprintf(stderr, "\relecmap: %3.0f%% done", 100.0 * fraction);
+    if (p->shown && percent == p->percent) return 0;
+    fprintf(stderr, "\relecmap: %3d%% done", percent);
     fflush(stderr);
     p->shown = 1;
+    p->percent = percent;
     return 0;
 }
 
@@ -297,7 +302,7 @@ int main(int argc, char **argv) {
     size_t points, p;
     int use_gpu = 0;
     char device_name[128] = "CPU";
-    progress_state progress = {0.0, 0};
+    progress_state progress = {0.0, 0, -1};
 
     if (!parse_options(argc, argv, &o)) return 2;
 
