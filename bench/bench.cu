@@ -40,16 +40,6 @@ static double wall_seconds(void) {
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-/* A seeded uniform [0, 1) generator (xorshift64*) for the inputs. */
-static double bench_uniform(unsigned long long *state) {
-    unsigned long long x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
-
 static double median(double *v, int n) {
     std::sort(v, v + n);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -128,12 +118,12 @@ static void hybrid_split_sweep(double ceiling) {
     const int pitch = 1024, rows = 256, slices_n = 64;
     float *slices;
     float4 chunk[ELEC__DCS_CHUNK];
-    unsigned long long rng = 12345;
+    test_rng rng = test_rng_seeded(12345);
     for (int n = 0; n < ELEC__DCS_CHUNK; n++)
-        chunk[n] = make_float4(512.0f * (float)bench_uniform(&rng) - 256.0f,
-                               128.0f * (float)bench_uniform(&rng) - 64.0f,
-                               64.0f * (float)bench_uniform(&rng) - 32.0f,
-                               (float)bench_uniform(&rng) - 0.5f);
+        chunk[n] = make_float4(512.0f * (float)test_uniform(&rng) - 256.0f,
+                               128.0f * (float)test_uniform(&rng) - 64.0f,
+                               64.0f * (float)test_uniform(&rng) - 32.0f,
+                               (float)test_uniform(&rng) - 0.5f);
     float4 *d_atoms;
     CHECK(cudaMalloc(&d_atoms, sizeof chunk));
     CHECK(cudaMemcpy(d_atoms, chunk, sizeof chunk, cudaMemcpyHostToDevice));
@@ -173,7 +163,7 @@ static double time_mdh_kernel(int points, int atoms) {
     float *d_b, *d_out;
     cudaEvent_t start, stop;
     double times[5];
-    unsigned long long rng = 99;
+    test_rng rng = test_rng_seeded(99);
     float4 *h = (float4 *)malloc((size_t)(points > atoms ? points : atoms) * sizeof(float4));
     float *hb = (float *)malloc((size_t)atoms * sizeof(float));
     CHECK(cudaMalloc(&d_points, (size_t)points * sizeof(float4)));
@@ -181,16 +171,16 @@ static double time_mdh_kernel(int points, int atoms) {
     CHECK(cudaMalloc(&d_b, (size_t)atoms * sizeof(float)));
     CHECK(cudaMalloc(&d_out, (size_t)points * sizeof(float)));
     for (int i = 0; i < points; i++)
-        h[i] = make_float4(140.0f * (float)bench_uniform(&rng) - 70.0f,
-                           140.0f * (float)bench_uniform(&rng) - 70.0f,
-                           140.0f * (float)bench_uniform(&rng) - 70.0f, 0.0f);
+        h[i] = make_float4(140.0f * (float)test_uniform(&rng) - 70.0f,
+                           140.0f * (float)test_uniform(&rng) - 70.0f,
+                           140.0f * (float)test_uniform(&rng) - 70.0f, 0.0f);
     CHECK(cudaMemcpy(d_points, h, (size_t)points * sizeof(float4), cudaMemcpyHostToDevice));
     for (int i = 0; i < atoms; i++) {
-        h[i] = make_float4(100.0f * (float)bench_uniform(&rng) - 50.0f,
-                           100.0f * (float)bench_uniform(&rng) - 50.0f,
-                           100.0f * (float)bench_uniform(&rng) - 50.0f,
-                           (float)bench_uniform(&rng) - 0.5f);
-        hb[i] = 0.2f * (float)bench_uniform(&rng);
+        h[i] = make_float4(100.0f * (float)test_uniform(&rng) - 50.0f,
+                           100.0f * (float)test_uniform(&rng) - 50.0f,
+                           100.0f * (float)test_uniform(&rng) - 50.0f,
+                           (float)test_uniform(&rng) - 0.5f);
+        hb[i] = 0.2f * (float)test_uniform(&rng);
     }
     CHECK(cudaMemcpy(d_atoms, h, (size_t)atoms * sizeof(float4), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(d_b, hb, (size_t)atoms * sizeof(float), cudaMemcpyHostToDevice));
@@ -287,12 +277,12 @@ int main(void) {
         size_t points = 1000000;
         double *xyz = (double *)malloc(3 * points * sizeof *xyz);
         float *pot = (float *)malloc(points * sizeof *pot);
-        unsigned long long rng = 777;
+        test_rng rng = test_rng_seeded(777);
         elec_mdh_params p = {0};
         elec_error err;
         double times[3], evals = (double)points * atoms.count;
         for (size_t i = 0; i < 3 * points; i++)
-            xyz[i] = -20.0 + 140.0 * bench_uniform(&rng);
+            xyz[i] = -20.0 + 140.0 * test_uniform(&rng);
         p.ionic_strength = 0.15;
         for (int r = 0; r < 4; r++) {
             double t0 = wall_seconds();

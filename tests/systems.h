@@ -28,19 +28,19 @@ typedef struct test_system {
     double box[3];
 } test_system;
 
-/* ------------------------------------------------------------ generator */
+/* ----------------------------------- generator (seeded: tests print seeds) */
 
-typedef struct sys__rng { unsigned long long state; } sys__rng;
+typedef struct test_rng { unsigned long long state; } test_rng;
 
-static inline sys__rng sys__rng_seeded(unsigned long long seed) {
-    sys__rng r;
+static inline test_rng test_rng_seeded(unsigned long long seed) {
+    test_rng r;
     r.state = seed * 2685821657736338717ULL + 1442695040888963407ULL;
     if (r.state == 0) r.state = 1;
     return r;
 }
 
 /* Uniform in [0, 1), 53 random bits. */
-static inline double sys__uniform(sys__rng *r) {
+static inline double test_uniform(test_rng *r) {
     unsigned long long x = r->state;
     x ^= x >> 12;
     x ^= x << 25;
@@ -87,14 +87,14 @@ static inline elec_atoms test_system_atoms(const test_system *s) {
 static inline test_system test_system_random(size_t n, double edge,
                                              unsigned long long seed) {
     test_system s = sys__alloc(n);
-    sys__rng rng = sys__rng_seeded(seed);
+    test_rng rng = test_rng_seeded(seed);
     size_t i;
     int axis;
     for (i = 0; i < s.count; i++) {
         for (axis = 0; axis < 3; axis++)
-            s.xyz[3 * i + axis] = edge * sys__uniform(&rng);
-        s.charge[i] = 2.0 * sys__uniform(&rng) - 1.0;
-        s.radius[i] = 1.0 + sys__uniform(&rng);
+            s.xyz[3 * i + axis] = edge * test_uniform(&rng);
+        s.charge[i] = 2.0 * test_uniform(&rng) - 1.0;
+        s.radius[i] = 1.0 + test_uniform(&rng);
     }
     s.box[0] = s.box[1] = s.box[2] = edge;
     return s;
@@ -110,7 +110,7 @@ static inline test_system test_system_water(size_t molecules,
     const double density = 0.0334, oh = 1.0;
     const double half_angle = 0.5 * 109.47 * 3.14159265358979323846 / 180.0;
     test_system s = sys__alloc(3 * molecules);
-    sys__rng rng = sys__rng_seeded(seed);
+    test_rng rng = test_rng_seeded(seed);
     size_t m, per_side = 1;
     double cell, edge;
     while (per_side * per_side * per_side < molecules) per_side++;
@@ -123,21 +123,21 @@ static inline test_system test_system_water(size_t molecules,
         double o[3], u[3], v[3], w[3], len;
         double *xyz = s.xyz + 9 * m;
         int axis;
-        o[0] = (gx + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
-        o[1] = (gy + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
-        o[2] = (gz + 0.5) * cell + 0.6 * (sys__uniform(&rng) - 0.5);
+        o[0] = (gx + 0.5) * cell + 0.6 * (test_uniform(&rng) - 0.5);
+        o[1] = (gy + 0.5) * cell + 0.6 * (test_uniform(&rng) - 0.5);
+        o[2] = (gz + 0.5) * cell + 0.6 * (test_uniform(&rng) - 0.5);
         /* A random unit vector u (the molecule's bisector) by rejection,
            and a unit vector v perpendicular to it (the H-H direction). */
         do {
             for (axis = 0; axis < 3; axis++)
-                u[axis] = 2.0 * sys__uniform(&rng) - 1.0;
+                u[axis] = 2.0 * test_uniform(&rng) - 1.0;
             len = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
         } while (len < 0.1 || len > 1.0);
         for (axis = 0; axis < 3; axis++) u[axis] /= len;
         do {
             double dot;
             for (axis = 0; axis < 3; axis++)
-                w[axis] = 2.0 * sys__uniform(&rng) - 1.0;
+                w[axis] = 2.0 * test_uniform(&rng) - 1.0;
             dot = w[0] * u[0] + w[1] * u[1] + w[2] * u[2];
             for (axis = 0; axis < 3; axis++) v[axis] = w[axis] - dot * u[axis];
             len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);

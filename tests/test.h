@@ -104,24 +104,4 @@ static inline int test_all_finite_float(const float *v, size_t n) {
     return 1;
 }
 
-/* A seeded generator (xorshift64*), so inputs are reproducible and the seed
-   is printed with a failure. */
-typedef struct { unsigned long long state; } test_rng;
-
-static inline test_rng test_rng_seeded(unsigned long long seed) {
-    test_rng r;
-    r.state = seed * 2685821657736338717ULL + 1442695040888963407ULL;
-    if (r.state == 0) r.state = 1;
-    return r;
-}
-
-static inline double test_uniform(test_rng *r) { /* [0, 1) */
-    unsigned long long x = r->state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->state = x;
-    return (double)((x * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
-
 #endif

@@ -7,6 +7,7 @@
 #define ELEC_IMPLEMENTATION
 #include "elec.h"
 #include "tests/test.h"
+#include "tests/systems.h" /* test_rng */
 
 #include <float.h>
 
