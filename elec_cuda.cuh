@@ -14,10 +14,15 @@
        if (s == ELEC_ERR_NO_DEVICE) ...      no GPU: use elec_cpu_dcs_map
 
    Host arrays in, host arrays out: each call uploads the atoms, computes and
-   copies the result back.  Kernels compute in float (coordinates taken
-   relative to the lattice origin or the first point, so that float keeps
-   its precision far from the coordinate origin); tests hold every path to
-   the double-precision CPU reference.
+   copies the result back.  Kernels compute in float, with coordinates taken
+   relative to the centre of the lattice or of the points, so that float
+   keeps its precision far from the coordinate origin; tests hold every path
+   to the double-precision CPU reference.
+
+   Calls are independent (each has its own streams and buffers), with one
+   exception: the constant-memory rungs (const, unroll4, unroll8-coalesced)
+   share one constant buffer per device, so two of them must not run at once
+   on the same device from different host threads.
 
    The DCS optimisation ladder (params.variant), after seeds 000 and 003:
      simple            one lattice point per thread, atoms read from global
@@ -549,7 +554,7 @@ static int elec__dcs_volume_gap(int nx, int points) {
 typedef struct elec__dcs_device {
     int ordinal;
     cudaStream_t stream;
-    float4 *atoms;   /* all atoms, (x, y, z, q) relative to the origin  */
+    float4 *atoms;   /* all atoms, (x, y, z, q) relative to the centre  */
     float4 *records; /* one chunk of slice records                      */
     float *slices;   /* this device's slices, padded: pitch x rows each */
     int slice_count; /* slices k = index, index + devices, ...          */
@@ -653,9 +658,13 @@ cleanup:
 static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
     elec_status status = ELEC_OK;
     const elec_lattice *l = job->lattice;
-    const int hybrid = job->params.variant == ELEC_DCS_HYBRID_RSQRT;
     const int points = elec__dcs_points_per_thread(job->params.variant);
     const dim3 block(job->gap, ELEC__DCS_BLOCK_Y);
+    void (*kernel)(float *, int, int, float3, float, float, float, int, int,
+                   const float4 *, int) =
+        job->params.variant == ELEC_DCS_HYBRID_RSQRT
+            ? elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
+            : elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>;
     for (int first = 0; first < job->atom_count; first += ELEC__DCS_CHUNK) {
         int count = job->atom_count - first < ELEC__DCS_CHUNK
                         ? job->atom_count - first : ELEC__DCS_CHUNK;
@@ -665,20 +674,11 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
                       job->rows / ELEC__DCS_BLOCK_Y, dev->slice_count);
             if (dev->slice_count == 0) continue;
             ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
-            if (hybrid)
-                elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
-                    <<<grid, block, 0, dev->stream>>>(
-                        dev->slices, job->pitch, job->rows, job->corner,
-                        (float)l->spacing[0], (float)l->spacing[1],
-                        (float)l->spacing[2], d, job->device_count,
-                        dev->atoms + first, count);
-            else
-                elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>
-                    <<<grid, block, 0, dev->stream>>>(
-                        dev->slices, job->pitch, job->rows, job->corner,
-                        (float)l->spacing[0], (float)l->spacing[1],
-                        (float)l->spacing[2], d, job->device_count,
-                        dev->atoms + first, count);
+            kernel<<<grid, block, 0, dev->stream>>>(
+                dev->slices, job->pitch, job->rows, job->corner,
+                (float)l->spacing[0], (float)l->spacing[1],
+                (float)l->spacing[2], d, job->device_count, dev->atoms + first,
+                count);
             ELEC__CUDA_TRY(cudaGetLastError());
         }
         status = elec__dcs_report(
