@@ -293,6 +293,48 @@ ELEC_API elec_status elec_dcs_params_check(const elec_dcs_params *p,
 ELEC_API elec_status elec_mdh_params_check(const elec_mdh_params *p,
                                            elec_error *err);
 
+/* Exact Ewald summation of a periodic orthorhombic box (Essmann et al.
+   1995, eqs. 2.1-2.5): the double-precision truth of every periodic method.
+   E = E_real + E_reciprocal + E_self + E_excluded + E_background, with
+     E_real       = sum over pairs and images within the cutoff of
+                    q_i q_j erfc(alpha r)/r, excluded pairs' nearest image
+                    left out;
+     E_reciprocal = 1/(2V) sum_{k != 0} 4 pi/k^2 exp(-k^2/(4 alpha^2)) |S(k)|^2,
+                    S(k) = sum_j q_j exp(i k.r_j), k = 2 pi (nx/Lx, ny/Ly, nz/Lz);
+     E_self       = -alpha/sqrt(pi) sum_i q_i^2;
+     E_excluded   = -sum over excluded pairs q_i q_j erf(alpha r)/r (their
+                    smooth interaction, which the reciprocal sum includes);
+     E_background = -pi Q^2 / (2 alpha^2 V) for a net charge Q (a uniform
+                    neutralising background);
+   conducting ("tin-foil") boundary.  All terms are times scale. */
+typedef struct elec_ewald_params {
+    double scale;      /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
+    double cutoff;     /* real-space cutoff (A); 0 = half the shortest edge;
+                          may exceed it (more images are summed)          */
+    double tolerance;  /* 0 = 1e-12: alpha is the smallest with
+                          erfc(alpha rc) / rc <= tolerance, and each kmax
+                          the smallest with exp(-(pi n / (alpha L))^2) <=
+                          tolerance                                       */
+    double alpha;      /* Ewald coefficient (1/A); 0 = from tolerance      */
+    int kmax[3];       /* reciprocal vectors |n_axis| <= kmax[axis];
+                          0 = from alpha and tolerance                    */
+    int n2_limit;      /* if > 0 keep only |n|^2 < n2_limit (NIST: 27)     */
+    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened   */
+    size_t excluded_pair_count;
+} elec_ewald_params;
+
+typedef struct elec_ewald_terms {
+    double real, reciprocal, self, excluded, background, total;
+} elec_ewald_terms;
+
+/* The parameters with every zero field resolved for a box (alpha and kmax
+   from the tolerance); ELEC_ERR_INVALID_ARG for out-of-range values. */
+ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
+                                               const elec_box *box,
+                                               size_t atom_count,
+                                               elec_ewald_params *resolved,
+                                               elec_error *err);
+
 /* ------------------------------------------------------ structures, I/O */
 
 /* Per-atom labels from a PQR file, kept for selections and for the HCP
@@ -757,6 +799,95 @@ ELEC_DEF elec_status elec_dcs_params_check(const elec_dcs_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown DCS variant %d", (int)r.variant);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* Smallest alpha with erfc(alpha rc) <= tolerance * rc, by bisection
+   (erfc falls monotonically). */
+static double elec__ewald_alpha(double cutoff, double tolerance) {
+    double lo = 0.0, hi = 1.0;
+    int i;
+    while (erfc(hi * cutoff) > tolerance * cutoff) hi *= 2.0;
+    for (i = 0; i < 200; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (erfc(mid * cutoff) > tolerance * cutoff) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}
+
+ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
+                                               const elec_box *box,
+                                               size_t atom_count,
+                                               elec_ewald_params *resolved,
+                                               elec_error *err) {
+    elec_ewald_params r;
+    double shortest;
+    size_t e;
+    int axis;
+    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
+    for (axis = 0; axis < 3; axis++)
+        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "box edge %d is %g: it must be positive", axis,
+                              box->length[axis]);
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    shortest = box->length[0];
+    if (box->length[1] < shortest) shortest = box->length[1];
+    if (box->length[2] < shortest) shortest = box->length[2];
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
+    if (r.tolerance == 0.0) r.tolerance = 1e-12;
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cutoff %g A must be positive", r.cutoff);
+    if (!(r.tolerance > 0.0 && r.tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "tolerance %g must lie in (0, 1)", r.tolerance);
+    if (!(r.alpha >= 0.0) || !elec__finite(r.alpha))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "alpha %g must be zero (automatic) or positive",
+                          r.alpha);
+    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha(r.cutoff, r.tolerance);
+    for (axis = 0; axis < 3; axis++) {
+        if (r.kmax[axis] < 0 || r.kmax[axis] > 1000)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "kmax[%d] = %d: use 0 (automatic) to 1000", axis,
+                              r.kmax[axis]);
+        if (r.kmax[axis] == 0) {
+            /* exp(-(pi n / (alpha L))^2) <= tolerance */
+            double n = r.alpha * box->length[axis] * sqrt(-log(r.tolerance)) /
+                       3.14159265358979323846;
+            r.kmax[axis] = (int)ceil(n);
+            if (r.kmax[axis] > 1000)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "alpha %g needs more than 1000 reciprocal "
+                                  "vectors along axis %d", r.alpha, axis);
+        }
+    }
+    if (r.n2_limit < 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "n2_limit %d must be zero (none) or positive",
+                          r.n2_limit);
+    if (r.excluded_pair_count > 0 && !r.excluded_pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu excluded pairs but no array",
+                          r.excluded_pair_count);
+    for (e = 0; e < 2 * r.excluded_pair_count; e++)
+        if (r.excluded_pairs[e] >= atom_count)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu names atom %zu of %zu", e / 2,
+                              r.excluded_pairs[e], atom_count);
+    for (e = 0; e < r.excluded_pair_count; e++)
+        if (r.excluded_pairs[2 * e] == r.excluded_pairs[2 * e + 1])
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu pairs atom %zu with itself", e,
+                              r.excluded_pairs[2 * e]);
+    *resolved = r;
     elec__ok(err);
     return ELEC_OK;
 }

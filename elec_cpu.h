@@ -73,6 +73,19 @@ ELEC_API elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err);
 
+/* Exact Ewald sum (elec.h, elec_ewald_params) in an orthorhombic box, in
+   double precision: the energy terms, and where the arrays are given the
+   forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
+   (dE/dq_i, so that sum q_i phi_i / 2 = E).  forces and potential may be
+   NULL.  Atoms anywhere: positions are wrapped into the box.  Cost: pairs
+   times images plus atoms times reciprocal vectors; a reference, not an MD
+   engine. */
+ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
+                                    const elec_box *box,
+                                    const elec_ewald_params *params,
+                                    elec_ewald_terms *energy, double *forces,
+                                    double *potential, elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -648,6 +661,298 @@ ELEC_DEF elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
                                                 elec_error *err) {
     return elec__cpu_mdh_points(atoms, points, point_count, params, NULL,
                                 potential, potential, err);
+}
+
+/* ---------------------------------------------------------------- Ewald */
+
+#define ELEC__PI 3.14159265358979323846
+
+/* Excluded pairs as sorted keys min * n + max, for a binary search. */
+static int elec__ewald_key_order(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
+    return i < j ? i * n + j : j * n + i;
+}
+
+static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
+                                size_t j, size_t n) {
+    size_t key = elec__ewald_key(i, j, n);
+    return count > 0 &&
+           bsearch(&key, keys, count, sizeof key, elec__ewald_key_order) != NULL;
+}
+
+/* d = a - b, shifted to the nearest image. */
+static void elec__ewald_nearest(const double *a, const double *b,
+                                const double length[3], double d[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        d[axis] = a[axis] - b[axis];
+        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+    }
+}
+
+/* Real-space sum over pairs (i <= j) and every image within the cutoff,
+   the nearest image of an excluded pair left out; a pair of an atom with
+   its own images counts half.  Forces and potentials are unscaled. */
+static double elec__ewald_real(const double *x, const double *q, size_t n,
+                               const double length[3],
+                               const elec_ewald_params *p, const size_t *keys,
+                               double *forces, double *potential) {
+    const double beta = p->alpha, rc2 = p->cutoff * p->cutoff;
+    const double gauss = 2.0 * beta / sqrt(ELEC__PI);
+    int images[3], axis;
+    double energy = 0.0;
+    size_t i, j;
+    for (axis = 0; axis < 3; axis++)
+        images[axis] = (int)ceil(p->cutoff / length[axis]);
+    for (i = 0; i < n; i++)
+        for (j = i; j < n; j++) {
+            double d[3];
+            int sx, sy, sz;
+            int excluded = i != j && elec__ewald_excluded(
+                                         keys, p->excluded_pair_count, i, j, n);
+            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+            for (sx = -images[0]; sx <= images[0]; sx++)
+                for (sy = -images[1]; sy <= images[1]; sy++)
+                    for (sz = -images[2]; sz <= images[2]; sz++) {
+                        double r[3], r2, dist, screened, weight, f;
+                        int nearest = sx == 0 && sy == 0 && sz == 0;
+                        if (nearest && (i == j || excluded)) continue;
+                        r[0] = d[0] + sx * length[0];
+                        r[1] = d[1] + sy * length[1];
+                        r[2] = d[2] + sz * length[2];
+                        r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                        if (r2 >= rc2) continue;
+                        dist = sqrt(r2);
+                        screened = erfc(beta * dist) / dist;
+                        weight = i == j ? 0.5 : 1.0;
+                        energy += weight * q[i] * q[j] * screened;
+                        if (potential) {
+                            potential[i] += q[j] * screened;
+                            if (i != j) potential[j] += q[i] * screened;
+                        }
+                        if (forces && i != j) {
+                            /* -dE/dr along r = r_i - r_j */
+                            f = q[i] * q[j] *
+                                (screened + gauss * exp(-beta * beta * r2)) / r2;
+                            for (axis = 0; axis < 3; axis++) {
+                                forces[3 * i + axis] += f * r[axis];
+                                forces[3 * j + axis] -= f * r[axis];
+                            }
+                        }
+                    }
+        }
+    return energy;
+}
+
+/* The smooth part erf(alpha r)/r of excluded pairs, subtracted: the
+   reciprocal sum contains it for every pair. */
+static double elec__ewald_excluded_term(const double *x, const double *q,
+                                        const double length[3],
+                                        const elec_ewald_params *p,
+                                        double *forces, double *potential) {
+    const double beta = p->alpha, gauss = 2.0 * beta / sqrt(ELEC__PI);
+    double energy = 0.0;
+    size_t e;
+    for (e = 0; e < p->excluded_pair_count; e++) {
+        size_t i = p->excluded_pairs[2 * e], j = p->excluded_pairs[2 * e + 1];
+        double d[3], r2, dist, smooth, f = 0.0;
+        int axis;
+        elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        dist = sqrt(r2);
+        if (dist > 1e-8) {
+            smooth = erf(beta * dist) / dist;
+            /* E = -qi qj erf(b r)/r; -dE/dr along d = r_i - r_j */
+            f = q[i] * q[j] * (gauss * exp(-beta * beta * r2) - smooth) / r2;
+        } else {
+            smooth = gauss; /* the limit of erf(b r)/r at r = 0 */
+        }
+        energy -= q[i] * q[j] * smooth;
+        if (potential) {
+            potential[i] -= q[j] * smooth;
+            potential[j] -= q[i] * smooth;
+        }
+        if (forces)
+            for (axis = 0; axis < 3; axis++) {
+                forces[3 * i + axis] += f * d[axis];
+                forces[3 * j + axis] -= f * d[axis];
+            }
+    }
+    return energy;
+}
+
+/* exp(i 2 pi m x / L) for m = 0..kmax of every atom along one axis,
+   table[m * n + atom] as (cos, sin), by exact cos/sin of the first power
+   and complex multiplication after it. */
+static void elec__ewald_phases(const double *x, size_t n, int axis,
+                               double length, int kmax, double *re,
+                               double *im) {
+    size_t a;
+    int m;
+    for (a = 0; a < n; a++) {
+        double angle = 2.0 * ELEC__PI * x[3 * a + axis] / length;
+        double c = cos(angle), s = sin(angle);
+        re[a] = 1.0;
+        im[a] = 0.0;
+        for (m = 1; m <= kmax; m++) {
+            double pr = re[(m - 1) * n + a], pi = im[(m - 1) * n + a];
+            re[m * n + a] = pr * c - pi * s;
+            im[m * n + a] = pr * s + pi * c;
+        }
+    }
+}
+
+/* Reciprocal sum over half the k vectors (k and -k give the same term):
+   E = sum_half A(k) |S(k)|^2 with A = 4 pi exp(-k^2/(4 alpha^2)) / (k^2 V). */
+static double elec__ewald_reciprocal(const double *x, const double *q, size_t n,
+                                     const double length[3],
+                                     const elec_ewald_params *p,
+                                     double *scratch, double *forces,
+                                     double *potential) {
+    const double volume = length[0] * length[1] * length[2];
+    const int *kmax = p->kmax;
+    double *re[3], *im[3], *phase_re, *phase_im, energy = 0.0;
+    int axis, nx, ny, nz;
+    size_t a;
+    double *next = scratch;
+    for (axis = 0; axis < 3; axis++) {
+        re[axis] = next;
+        im[axis] = next + (size_t)(kmax[axis] + 1) * n;
+        next += 2 * (size_t)(kmax[axis] + 1) * n;
+        elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis],
+                           im[axis]);
+    }
+    phase_re = next;
+    phase_im = next + n;
+    for (nx = 0; nx <= kmax[0]; nx++)
+        for (ny = -kmax[1]; ny <= kmax[1]; ny++)
+            for (nz = -kmax[2]; nz <= kmax[2]; nz++) {
+                double k[3], k2, weight, s_re = 0.0, s_im = 0.0;
+                int n2 = nx * nx + ny * ny + nz * nz;
+                if (nx == 0 && (ny < 0 || (ny == 0 && nz <= 0))) continue;
+                if (p->n2_limit > 0 && n2 >= p->n2_limit) continue;
+                k[0] = 2.0 * ELEC__PI * nx / length[0];
+                k[1] = 2.0 * ELEC__PI * ny / length[1];
+                k[2] = 2.0 * ELEC__PI * nz / length[2];
+                k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
+                weight = 4.0 * ELEC__PI * exp(-k2 / (4.0 * p->alpha * p->alpha)) /
+                         (k2 * volume);
+                for (a = 0; a < n; a++) {
+                    /* exp(i k.r) = product over axes; negative n: conjugate */
+                    size_t iy = (size_t)(ny < 0 ? -ny : ny) * n + a;
+                    size_t iz = (size_t)(nz < 0 ? -nz : nz) * n + a;
+                    double xr = re[0][(size_t)nx * n + a], xi = im[0][(size_t)nx * n + a];
+                    double yr = re[1][iy], yi = ny < 0 ? -im[1][iy] : im[1][iy];
+                    double zr = re[2][iz], zi = nz < 0 ? -im[2][iz] : im[2][iz];
+                    double xyr = xr * yr - xi * yi, xyi = xr * yi + xi * yr;
+                    phase_re[a] = xyr * zr - xyi * zi;
+                    phase_im[a] = xyr * zi + xyi * zr;
+                    s_re += q[a] * phase_re[a];
+                    s_im += q[a] * phase_im[a];
+                }
+                energy += weight * (s_re * s_re + s_im * s_im);
+                if (!forces && !potential) continue;
+                for (a = 0; a < n; a++) {
+                    if (potential)
+                        potential[a] += 2.0 * weight *
+                                        (phase_re[a] * s_re + phase_im[a] * s_im);
+                    if (forces) {
+                        /* F = 2 q A k Im(exp(i k.r) S*) for the pair k, -k */
+                        double f = 2.0 * weight * q[a] *
+                                   (phase_im[a] * s_re - phase_re[a] * s_im);
+                        forces[3 * a] += f * k[0];
+                        forces[3 * a + 1] += f * k[1];
+                        forces[3 * a + 2] += f * k[2];
+                    }
+                }
+            }
+    return energy;
+}
+
+ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
+                                    const elec_box *box,
+                                    const elec_ewald_params *params,
+                                    elec_ewald_terms *energy, double *forces,
+                                    double *potential, elec_error *err) {
+    elec_ewald_params p;
+    elec_ewald_terms t;
+    elec_status s;
+    size_t n, i, scratch_count, keys_count;
+    double *x = NULL, *q = NULL, *scratch = NULL, charge = 0.0, square = 0.0;
+    size_t *keys = NULL;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    n = atoms->count;
+    if ((s = elec_ewald_params_resolve(params, box, n, &p, err)) != ELEC_OK)
+        return s;
+    if (n > (size_t)1 << 26)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the exact Ewald reference is O(N^2)", n);
+    keys_count = p.excluded_pair_count;
+    scratch_count = 2 * n;
+    for (axis = 0; axis < 3; axis++)
+        scratch_count += 2 * (size_t)(p.kmax[axis] + 1) * n;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    scratch = (double *)ELEC_MALLOC((scratch_count + 1) * sizeof *scratch);
+    keys = (size_t *)ELEC_MALLOC((keys_count + 1) * sizeof *keys);
+    if (!x || !q || !scratch || !keys) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                       "no memory for the Ewald sum of %zu atoms", n);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        for (axis = 0; axis < 3; axis++) /* wrap into [0, L) */
+            x[3 * i + axis] -= box->length[axis] *
+                               floor(x[3 * i + axis] / box->length[axis]);
+        charge += q[i];
+        square += q[i] * q[i];
+    }
+    for (i = 0; i < keys_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
+                                  p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, keys_count, sizeof *keys, elec__ewald_key_order);
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    if (potential) memset(potential, 0, n * sizeof *potential);
+
+    t.real = elec__ewald_real(x, q, n, box->length, &p, keys, forces, potential);
+    t.reciprocal = elec__ewald_reciprocal(x, q, n, box->length, &p, scratch,
+                                          forces, potential);
+    t.excluded = elec__ewald_excluded_term(x, q, box->length, &p, forces,
+                                           potential);
+    t.self = -p.alpha / sqrt(ELEC__PI) * square;
+    t.background = -ELEC__PI * charge * charge /
+                   (2.0 * p.alpha * p.alpha * box->length[0] * box->length[1] *
+                    box->length[2]);
+    for (i = 0; i < n && potential; i++)
+        potential[i] += -2.0 * p.alpha / sqrt(ELEC__PI) * q[i] -
+                        ELEC__PI * charge /
+                            (p.alpha * p.alpha * box->length[0] *
+                             box->length[1] * box->length[2]);
+    t.real *= p.scale;
+    t.reciprocal *= p.scale;
+    t.excluded *= p.scale;
+    t.self *= p.scale;
+    t.background *= p.scale;
+    t.total = t.real + t.reciprocal + t.excluded + t.self + t.background;
+    for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
+    for (i = 0; i < n && potential; i++) potential[i] *= p.scale;
+    *energy = t;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(scratch);
+    ELEC_FREE(keys);
+    return s;
 }
 
 #ifdef __cplusplus

@@ -1,0 +1,305 @@
+/* Exact Ewald sum: against the Madelung constant of rock salt, the NIST
+   SPC/E reference energies, its own invariances (the total does not depend
+   on the splitting parameter alpha), finite differences of the energy, and
+   the bare Coulomb energy of excluded pairs. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "tests/test.h"
+#include "tests/systems.h"
+
+/* Rock salt, exact (../shared/data/nist_spce/README.md): per ion pair
+   E = -M / r0 with r0 the cation-anion distance. */
+#define NACL_MADELUNG 1.747564594633182
+
+static double relative(double got, double want) {
+    return fabs(got - want) / fabs(want);
+}
+
+static test_system random_neutral(size_t n, double edge, unsigned long long seed) {
+    test_system s = test_system_random(n, edge, seed);
+    double total = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) total += s.charge[i];
+    for (i = 0; i < n; i++) s.charge[i] -= total / (double)n;
+    return s;
+}
+
+static elec_box cube(double edge) {
+    elec_box b;
+    b.length[0] = b.length[1] = b.length[2] = edge;
+    return b;
+}
+
+TEST(rock_salt_gives_the_madelung_constant) {
+    /* 2 x 2 x 2 conventional cells, 64 ions.  Tolerance 1e-9: the sum's
+       truncation at tolerance 1e-14 is far below it; what remains is double
+       rounding over ~1e5 terms. */
+    const double a = 5.64, r0 = a / 2.0;
+    test_system salt = test_system_nacl(2, a);
+    elec_atoms atoms = test_system_atoms(&salt);
+    elec_box box = cube(2.0 * a);
+    elec_ewald_params p = {0};
+    elec_ewald_terms e;
+    elec_error err;
+    double phi[64], forces[192], worst_phi = 0.0, worst_force = 0.0;
+    size_t i;
+    p.tolerance = 1e-14;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, forces, phi, &err) == ELEC_OK,
+           "%s", err.message);
+    printf("     E/pair = %.15f, -M/r0 = %.15f\n", e.total / 32.0, -NACL_MADELUNG / r0);
+    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-9,
+           "energy per pair %.15g, want %.15g", e.total / 32.0, -NACL_MADELUNG / r0);
+    for (i = 0; i < 64; i++) {
+        /* The potential at an ion is -q M / r0; forces vanish by symmetry. */
+        double want = -salt.charge[i] * NACL_MADELUNG / r0;
+        if (relative(phi[i], want) > worst_phi) worst_phi = relative(phi[i], want);
+        if (fabs(forces[3 * i]) > worst_force) worst_force = fabs(forces[3 * i]);
+    }
+    EXPECT(worst_phi <= 1e-9, "potential at an ion off by %.3e relative", worst_phi);
+    EXPECT(worst_force <= 1e-9 / (r0 * r0), "largest force %.3e", worst_force);
+    test_system_free(&salt);
+}
+
+/* The split between real and reciprocal space is arbitrary: converged
+   totals at different alpha (and cutoffs past half the box, which need more
+   images) must agree. */
+static void check_alpha_independence(const test_system *s, double edge,
+                                     const char *what) {
+    elec_atoms atoms = test_system_atoms(s);
+    elec_box box = cube(edge);
+    const double cutoffs[3] = {0.5 * edge, 0.3 * edge, 0.8 * edge};
+    double totals[3];
+    elec_error err;
+    int c;
+    for (c = 0; c < 3; c++) {
+        elec_ewald_params p = {0};
+        elec_ewald_terms e;
+        p.cutoff = cutoffs[c];
+        p.tolerance = 1e-13;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
+               "%s", err.message);
+        totals[c] = e.total;
+    }
+    printf("     %s: %.12f %.12f %.12f\n", what, totals[0], totals[1], totals[2]);
+    /* 1e-9: truncation at 1e-13 per term times ~1e2 terms' weight */
+    EXPECT(relative(totals[1], totals[0]) <= 1e-9 && relative(totals[2], totals[0]) <= 1e-9,
+           "%s: totals %.15g %.15g %.15g", what, totals[0], totals[1], totals[2]);
+}
+
+TEST(total_does_not_depend_on_alpha) {
+    test_system neutral = random_neutral(150, 14.0, 3);
+    test_system charged = test_system_random(120, 13.0, 4); /* net charge */
+    check_alpha_independence(&neutral, 14.0, "neutral");
+    check_alpha_independence(&charged, 13.0, "charged");
+    test_system_free(&neutral);
+    test_system_free(&charged);
+}
+
+TEST(forces_are_minus_the_gradient_and_potentials_the_charge_derivative) {
+    /* Central differences, h = 1e-5 A: error ~ h^2 |E'''| ~ 1e-9 of a
+       force; with exclusions in play. */
+    test_system s = random_neutral(24, 9.0, 8);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = cube(9.0);
+    const size_t excluded[6] = {0, 1, 1, 2, 5, 9};
+    elec_ewald_params p = {0};
+    elec_ewald_terms e, up, down;
+    elec_error err;
+    double forces[72], phi[24], num = 0.0, den = 0.0, half_q_phi = 0.0;
+    const double h = 1e-5;
+    size_t i;
+    p.tolerance = 1e-13;
+    p.excluded_pairs = excluded;
+    p.excluded_pair_count = 3;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, forces, phi, &err) == ELEC_OK, "%s", err.message);
+    for (i = 0; i < 72; i++) {
+        double keep = s.xyz[i], grad;
+        s.xyz[i] = keep + h;
+        elec_cpu_ewald(&atoms, &box, &p, &up, NULL, NULL, &err);
+        s.xyz[i] = keep - h;
+        elec_cpu_ewald(&atoms, &box, &p, &down, NULL, NULL, &err);
+        s.xyz[i] = keep;
+        grad = (up.total - down.total) / (2.0 * h);
+        num += (forces[i] + grad) * (forces[i] + grad);
+        den += forces[i] * forces[i];
+    }
+    printf("     force vs -dE/dx relative RMS %.2e\n", sqrt(num / den));
+    EXPECT(sqrt(num / den) <= 1e-7, "forces differ from -grad E by %.3e", sqrt(num / den));
+    for (i = 0; i < 24; i++) half_q_phi += 0.5 * s.charge[i] * phi[i];
+    EXPECT(relative(half_q_phi, e.total) <= 1e-12, "sum q phi / 2 = %.15g, E = %.15g",
+           half_q_phi, e.total);
+    test_system_free(&s);
+}
+
+TEST(excluding_a_pair_removes_its_bare_coulomb_energy) {
+    /* Excluding (i, j) takes q_i q_j / r (nearest image) out of the total. */
+    test_system s = random_neutral(40, 10.0, 12);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = cube(10.0);
+    const size_t excluded[4] = {3, 7, 20, 11};
+    elec_ewald_params p = {0};
+    elec_ewald_terms all, without;
+    elec_error err;
+    double bare = 0.0;
+    int e;
+    p.tolerance = 1e-13;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &all, NULL, NULL, &err) == ELEC_OK, "%s", err.message);
+    p.excluded_pairs = excluded;
+    p.excluded_pair_count = 2;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &without, NULL, NULL, &err) == ELEC_OK, "%s", err.message);
+    for (e = 0; e < 2; e++) {
+        size_t i = excluded[2 * e], j = excluded[2 * e + 1];
+        double d2 = 0.0;
+        int axis;
+        for (axis = 0; axis < 3; axis++) {
+            double d = s.xyz[3 * i + axis] - s.xyz[3 * j + axis];
+            d -= 10.0 * floor(d / 10.0 + 0.5);
+            d2 += d * d;
+        }
+        bare += s.charge[i] * s.charge[j] / sqrt(d2);
+    }
+    EXPECT(fabs((all.total - without.total) - bare) <= 1e-10 * fabs(all.total),
+           "exclusion removed %.15g, bare Coulomb %.15g", all.total - without.total, bare);
+    test_system_free(&s);
+}
+
+/* NIST's configuration file: count, "1 Lx Ly Lz", then index x y z element. */
+static int read_nist(const char *path, size_t *count, double **xyz, double **q,
+                     double box[3]) {
+    FILE *f = fopen(path, "r");
+    int one;
+    size_t i;
+    if (!f) return 0;
+    if (fscanf(f, "%zu %d %lf %lf %lf", count, &one, &box[0], &box[1], &box[2]) != 5) {
+        fclose(f);
+        return 0;
+    }
+    *xyz = (double *)malloc(3 * *count * sizeof **xyz);
+    *q = (double *)malloc(*count * sizeof **q);
+    for (i = 0; i < *count; i++) {
+        int index;
+        char element[8];
+        if (fscanf(f, "%d %lf %lf %lf %7s", &index, &(*xyz)[3 * i], &(*xyz)[3 * i + 1],
+                   &(*xyz)[3 * i + 2], element) != 5) {
+            fclose(f);
+            return 0;
+        }
+        (*q)[i] = element[0] == 'O' ? -0.8476 : 0.4238; /* SPC/E */
+    }
+    fclose(f);
+    return 1;
+}
+
+/* |got - want| within half a unit of the last of the 6 published digits. */
+static int matches_published(double got, double want) {
+    double unit = pow(10.0, floor(log10(fabs(want))) - 5.0);
+    return fabs(got - want) <= 0.5 * unit;
+}
+
+TEST(nist_spce_configuration_1_reproduces_every_published_term) {
+    const char *path = "../shared/data/nist_spce/spce_sample_config_periodic1.xyz";
+    /* e^2 / (4 pi eps0 k_B A), with NIST's constants: energies in K */
+    const double e = 1.602176634e-19, eps0 = 8.854187817e-12, kB = 1.3806488e-23;
+    const double kelvin = e * e / (4.0 * 3.14159265358979323846 * eps0 * kB * 1e-10);
+    size_t count, m, *pairs;
+    double *xyz = NULL, *q = NULL, length[3];
+    elec_atoms atoms;
+    elec_box box;
+    elec_ewald_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    if (!read_nist(path, &count, &xyz, &q, length)) {
+        free(xyz);
+        free(q);
+        SKIP("%s not readable: the NIST reference data are absent", path);
+    }
+    /* Exclusions: the three pairs inside each molecule (O H H). */
+    pairs = (size_t *)malloc(2 * count * sizeof *pairs);
+    for (m = 0; m < count / 3; m++) {
+        size_t o = 3 * m;
+        size_t list[6] = {o, o + 1, o, o + 2, o + 1, o + 2};
+        memcpy(pairs + 6 * m, list, sizeof list);
+    }
+    atoms = elec_atoms_from_xyz(count, xyz, q, NULL);
+    memcpy(box.length, length, sizeof length);
+    p.scale = kelvin;
+    p.alpha = 5.6 / length[0];
+    p.cutoff = 10.0;
+    p.kmax[0] = p.kmax[1] = p.kmax[2] = 5;
+    p.n2_limit = 27;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = count; /* 3 pairs per 3 atoms */
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_OK, "%s", err.message);
+    printf("     E_real %.6e  E_fourier %.6e  E_self %.6e  E_intra %.6e (K)\n", t.real,
+           t.reciprocal, t.self, t.excluded);
+    EXPECT(matches_published(t.real, -5.58889e5), "E_real %.6e", t.real);
+    EXPECT(matches_published(t.reciprocal, 6.27009e3), "E_fourier %.6e", t.reciprocal);
+    EXPECT(matches_published(t.self, -2.84469e6), "E_self %.6e", t.self);
+    EXPECT(matches_published(t.excluded, 2.80999e6), "E_intra %.6e", t.excluded);
+    EXPECT(fabs(t.background) < 1e-6, "a neutral box has no background term: %g", t.background);
+    free(pairs);
+    free(xyz);
+    free(q);
+}
+
+TEST(bad_input_is_refused_with_a_reason) {
+    double xyz[6] = {0, 0, 0, 1, 1, 1}, q[2] = {1, -1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = cube(10.0), flat = cube(10.0);
+    elec_ewald_params p = {0};
+    elec_ewald_terms e;
+    elec_error err;
+    const size_t outside[2] = {0, 5}, self_pair[2] = {1, 1};
+    flat.length[2] = 0.0;
+    EXPECT(elec_cpu_ewald(&atoms, &flat, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "zero box edge");
+    flat.length[2] = -3.0;
+    EXPECT(elec_cpu_ewald(&atoms, &flat, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "negative box edge");
+    EXPECT(elec_cpu_ewald(&atoms, NULL, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL box");
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, NULL, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL energy");
+    p.tolerance = 2.0;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance 2: %s", err.message);
+    p.tolerance = 0.0;
+    p.excluded_pairs = outside;
+    p.excluded_pair_count = 1;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "exclusion of atom 5: %s", err.message);
+    p.excluded_pairs = self_pair;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "atom excluded from itself: %s", err.message);
+    p.excluded_pair_count = 0;
+    xyz[4] = NAN;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NaN coordinate");
+}
+
+TEST(atoms_outside_the_box_are_wrapped) {
+    /* Moving an atom by whole box lengths changes nothing. */
+    test_system s = random_neutral(30, 8.0, 21);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = cube(8.0);
+    elec_ewald_params p = {0};
+    elec_ewald_terms inside, outside;
+    elec_error err;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &inside, NULL, NULL, &err) == ELEC_OK, "%s", err.message);
+    s.xyz[0] += 3 * 8.0;
+    s.xyz[4] -= 2 * 8.0;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &outside, NULL, NULL, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(relative(outside.total, inside.total) <= 1e-12, "%.15g vs %.15g", outside.total,
+           inside.total);
+    test_system_free(&s);
+}
+
+int main(void) {
+    RUN(rock_salt_gives_the_madelung_constant);
+    RUN(total_does_not_depend_on_alpha);
+    RUN(forces_are_minus_the_gradient_and_potentials_the_charge_derivative);
+    RUN(excluding_a_pair_removes_its_bare_coulomb_energy);
+    RUN(nist_spce_configuration_1_reproduces_every_published_term);
+    RUN(bad_input_is_refused_with_a_reason);
+    RUN(atoms_outside_the_box_are_wrapped);
+    return test_summary();
+}
