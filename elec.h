@@ -226,6 +226,44 @@ ELEC_HD static inline double elec_mdh_term(double q, double sigma,
     return q * exp(-kappa * (r - sigma)) / ((1.0 + kappa * sigma) * r);
 }
 
+/* Cardinal B-splines (Essmann et al. 1995, eq. 4.1): M_2(x) = 1 - |x - 1|
+   on [0, 2], M_n(x) = (x M_{n-1}(x) + (n - x) M_{n-1}(x - 1)) / (n - 1).
+   For a point at grid coordinate u = k0 + t (k0 = floor(u)), the grid
+   points k0 - j, j = 0 .. order-1, carry the weights w[j] = M_n(t + j) and
+   their derivatives dw[j] = M_n'(t + j) = M_{n-1}(t + j) - M_{n-1}(t + j - 1)
+   (d/du); the weights sum to 1.  Orders 2 to ELEC_MAX_SPLINE_ORDER.  One
+   body, two precisions: the CPU reference in double, kernels in float. */
+#define ELEC_MAX_SPLINE_ORDER 8
+#define ELEC__BSPLINE_WEIGHTS(type)                                           \
+    int m, j;                                                                 \
+    w[0] = t;                                                                 \
+    w[1] = (type)1 - t;                                                       \
+    for (m = 2; m < order; m++) {                                             \
+        /* M_m -> M_{m+1}: w[j] = ((t + j) w[j] + (m + 1 - t - j) w[j-1])/m */ \
+        if (m == order - 1 && dw) {                                           \
+            dw[m] = -w[m - 1];                                                \
+            for (j = m - 1; j > 0; j--) dw[j] = w[j] - w[j - 1];              \
+            dw[0] = w[0];                                                     \
+        }                                                                     \
+        w[m] = ((type)1 - t) * w[m - 1] / (type)m;                            \
+        for (j = m - 1; j > 0; j--)                                           \
+            w[j] = ((t + (type)j) * w[j] + ((type)(m + 1 - j) - t) * w[j - 1]) \
+                   / (type)m;                                                 \
+        w[0] = t * w[0] / (type)m;                                            \
+    }                                                                         \
+    if (order == 2 && dw) {                                                   \
+        dw[0] = (type)1;                                                      \
+        dw[1] = (type)-1;                                                     \
+    }
+ELEC_HD static inline void elec_bspline_weights(int order, double t, double *w,
+                                                double *dw) {
+    ELEC__BSPLINE_WEIGHTS(double)
+}
+ELEC_HD static inline void elec_bspline_weights_float(int order, float t,
+                                                      float *w, float *dw) {
+    ELEC__BSPLINE_WEIGHTS(float)
+}
+
 /* ----------------------------------------------------------- parameters */
 
 /* DCS variants: the GPU optimisation ladder of seeds 000/003, each step a
@@ -334,6 +372,51 @@ ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                size_t atom_count,
                                                elec_ewald_params *resolved,
                                                elec_error *err);
+
+/* Smooth particle mesh Ewald (Essmann et al. 1995; on GPUs after Harvey
+   and De Fabritiis 2009): the terms of elec_ewald_terms with the
+   reciprocal sum interpolated on a grid by B-splines and done by FFT; the
+   real-space sum over pairs within the cutoff (minimum image, so the cutoff
+   is at most half the shortest box edge).  One accuracy knob: tolerance. */
+/* GPU charge spreading (the CPU ignores it). */
+typedef enum elec_spme_spread {
+    ELEC_SPME_SPREAD_ATOMIC = 0, /* default: each atom adds its order^3
+                                    weights with atomics (particle-centric) */
+    ELEC_SPME_SPREAD_GATHER      /* seed 001: atoms placed in per-cell
+                                    slots, each grid point gathers from its
+                                    neighbourhood; overflow by atomics      */
+} elec_spme_spread;
+
+typedef struct elec_spme_params {
+    double scale;        /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
+    double cutoff;       /* real-space cutoff (A); 0 = 9, or half the
+                            shortest box edge if that is less              */
+    double tolerance;    /* 0 = 1e-5: alpha is the smallest with
+                            erfc(alpha rc) / rc <= tolerance (as OpenMM and
+                            GROMACS choose it)                              */
+    double alpha;        /* Ewald coefficient (1/A); 0 = from tolerance      */
+    int order;           /* B-spline order 4 to 8; 0 = 4                     */
+    int grid[3];         /* grid points per axis; 0 = the smallest size with
+                            factors 2, 3, 5, 7 only and a spacing no larger
+                            than grid_spacing                              */
+    double grid_spacing; /* A; 0 = 1.0                                       */
+    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened     */
+    size_t excluded_pair_count;
+    elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
+} elec_spme_params;
+
+ELEC_API elec_status elec_spme_params_resolve(const elec_spme_params *p,
+                                              const elec_box *box,
+                                              size_t atom_count,
+                                              elec_spme_params *resolved,
+                                              elec_error *err);
+/* The smallest n >= minimum whose only prime factors are 2, 3, 5, 7. */
+ELEC_API int elec_fft_friendly_size(int minimum);
+/* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / K)|^2 for m = 0..K-1:
+   1/|b(m)|^2 of Essmann eq. 4.4, the factor the influence function
+   divides by.  Where it vanishes (odd orders at m = K/2) it takes the mean
+   of its neighbours, as MD codes do. */
+ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
 
 /* ------------------------------------------------------ structures, I/O */
 
@@ -803,6 +886,38 @@ ELEC_DEF elec_status elec_dcs_params_check(const elec_dcs_params *p,
     return ELEC_OK;
 }
 
+/* A periodic box: every edge positive and finite. */
+static elec_status elec__box_check(const elec_box *box, elec_error *err) {
+    int axis;
+    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
+    for (axis = 0; axis < 3; axis++)
+        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "box edge %d is %g: it must be positive", axis,
+                              box->length[axis]);
+    return ELEC_OK;
+}
+
+/* Excluded pairs name two different atoms that exist. */
+static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
+                                          size_t atom_count, elec_error *err) {
+    size_t e;
+    if (count > 0 && !pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu excluded pairs but no array", count);
+    for (e = 0; e < count; e++) {
+        if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu (%zu, %zu): there are %zu atoms",
+                              e, pairs[2 * e], pairs[2 * e + 1], atom_count);
+        if (pairs[2 * e] == pairs[2 * e + 1])
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu pairs atom %zu with itself", e,
+                              pairs[2 * e]);
+    }
+    return ELEC_OK;
+}
+
 /* Smallest alpha with erfc(alpha rc) <= tolerance * rc, by bisection
    (erfc falls monotonically). */
 static double elec__ewald_alpha(double cutoff, double tolerance) {
@@ -824,14 +939,8 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                elec_error *err) {
     elec_ewald_params r;
     double shortest;
-    size_t e;
     int axis;
-    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
-    for (axis = 0; axis < 3; axis++)
-        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "box edge %d is %g: it must be positive", axis,
-                              box->length[axis]);
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
     shortest = box->length[0];
@@ -873,20 +982,105 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "n2_limit %d must be zero (none) or positive",
                           r.n2_limit);
-    if (r.excluded_pair_count > 0 && !r.excluded_pairs)
+    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count,
+                               atom_count, err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    *resolved = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF int elec_fft_friendly_size(int minimum) {
+    int n = minimum < 1 ? 1 : minimum;
+    for (;; n++) {
+        int rest = n, f;
+        static const int factors[4] = {2, 3, 5, 7};
+        for (f = 0; f < 4; f++)
+            while (rest % factors[f] == 0) rest /= factors[f];
+        if (rest == 1) return n;
+    }
+}
+
+ELEC_DEF void elec_spme_bspline_moduli(int order, int grid, double *moduli) {
+    double w[ELEC_MAX_SPLINE_ORDER], at_integers[ELEC_MAX_SPLINE_ORDER];
+    const double two_pi = 6.28318530717958647692;
+    int m, k;
+    /* M_n(k + 1), k = 0..order-2: the weights at t = 0 (w[j] = M_n(j)). */
+    elec_bspline_weights(order, 0.0, w, NULL);
+    for (k = 0; k < order - 1; k++) at_integers[k] = w[k + 1];
+    for (m = 0; m < grid; m++) {
+        double re = 0.0, im = 0.0;
+        for (k = 0; k < order - 1; k++) {
+            re += at_integers[k] * cos(two_pi * m * k / grid);
+            im += at_integers[k] * sin(two_pi * m * k / grid);
+        }
+        moduli[m] = re * re + im * im;
+    }
+    for (m = 0; m < grid; m++)
+        if (moduli[m] < 1e-7)
+            moduli[m] = 0.5 * (moduli[(m - 1 + grid) % grid] +
+                               moduli[(m + 1) % grid]);
+}
+
+ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
+                                              const elec_box *box,
+                                              size_t atom_count,
+                                              elec_spme_params *resolved,
+                                              elec_error *err) {
+    elec_spme_params r;
+    double shortest;
+    int axis;
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    shortest = box->length[0];
+    if (box->length[1] < shortest) shortest = box->length[1];
+    if (box->length[2] < shortest) shortest = box->length[2];
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.cutoff == 0.0) r.cutoff = 9.0 < 0.5 * shortest ? 9.0 : 0.5 * shortest;
+    if (r.tolerance == 0.0) r.tolerance = 1e-5;
+    if (r.order == 0) r.order = 4;
+    if (r.grid_spacing == 0.0) r.grid_spacing = 1.0;
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.cutoff > 0.0) || !(r.cutoff <= 0.5 * shortest))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%zu excluded pairs but no array",
-                          r.excluded_pair_count);
-    for (e = 0; e < 2 * r.excluded_pair_count; e++)
-        if (r.excluded_pairs[e] >= atom_count)
+                          "cutoff %g A must be positive and at most half the "
+                          "shortest box edge (%g A)", r.cutoff, 0.5 * shortest);
+    if (!(r.tolerance > 0.0 && r.tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "tolerance %g must lie in (0, 1)", r.tolerance);
+    if (!(r.alpha >= 0.0) || !elec__finite(r.alpha))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "alpha %g must be zero (automatic) or positive",
+                          r.alpha);
+    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha(r.cutoff, r.tolerance);
+    if (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "B-spline order %d: use 4 to %d", r.order,
+                          ELEC_MAX_SPLINE_ORDER);
+    if (!(r.grid_spacing > 0.0) || !elec__finite(r.grid_spacing))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "grid spacing %g A must be positive", r.grid_spacing);
+    for (axis = 0; axis < 3; axis++) {
+        if (r.grid[axis] == 0) {
+            double minimum = ceil(box->length[axis] / r.grid_spacing - 1e-9);
+            if (minimum > 4096)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "a %g A edge at %g A spacing needs over 4096 "
+                                  "grid points", box->length[axis],
+                                  r.grid_spacing);
+            r.grid[axis] = elec_fft_friendly_size((int)minimum);
+        }
+        if (r.grid[axis] < r.order || r.grid[axis] > 4096)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu names atom %zu of %zu", e / 2,
-                              r.excluded_pairs[e], atom_count);
-    for (e = 0; e < r.excluded_pair_count; e++)
-        if (r.excluded_pairs[2 * e] == r.excluded_pairs[2 * e + 1])
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu pairs atom %zu with itself", e,
-                              r.excluded_pairs[2 * e]);
+                              "grid size %d along axis %d: order %d needs at "
+                              "least %d points (and at most 4096)",
+                              r.grid[axis], axis, r.order, r.order);
+    }
+    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count,
+                               atom_count, err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
     *resolved = r;
     elec__ok(err);
     return ELEC_OK;
