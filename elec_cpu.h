@@ -86,6 +86,17 @@ ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
                                     elec_ewald_terms *energy, double *forces,
                                     double *potential, elec_error *err);
 
+/* Smooth particle mesh Ewald (elec.h, elec_spme_params), double precision,
+   FFTs by FFTW3: the same terms, forces and potentials as elec_cpu_ewald,
+   the reciprocal sum interpolated (Essmann et al. 1995, eqs. 4.7-4.9) and
+   the real-space sum over a cell list.  Needs FFTW3 at build time
+   (-DELEC_WITH_FFTW, -lfftw3); without it returns ELEC_ERR_UNSUPPORTED. */
+ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
+                                   const elec_box *box,
+                                   const elec_spme_params *params,
+                                   elec_ewald_terms *energy, double *forces,
+                                   double *potential, elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -100,6 +111,9 @@ ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
 
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#ifdef ELEC_WITH_FFTW
+#include <fftw3.h>
 #endif
 
 #ifdef __cplusplus
@@ -694,6 +708,32 @@ static void elec__ewald_nearest(const double *a, const double *b,
     }
 }
 
+/* One real-space pair at separation r = r_i - r_j (r2 = |r|^2 > 0): adds
+   weight * q_i q_j erfc(alpha r)/r to the returned energy, the potentials
+   q_j erfc/r at i and q_i erfc/r at j (one of them when i == j, an atom and
+   its own image), and the force -dE/dr (none for i == j: an atom's images
+   pull it equally both ways). */
+static double elec__ewald_pair(const double *q, size_t i, size_t j,
+                               const double r[3], double r2, double alpha,
+                               double weight, double *forces,
+                               double *potential) {
+    const double gauss = 2.0 * alpha / sqrt(ELEC__PI);
+    double dist = sqrt(r2), screened = erfc(alpha * dist) / dist;
+    int axis;
+    if (potential) {
+        potential[i] += q[j] * screened;
+        if (i != j) potential[j] += q[i] * screened;
+    }
+    if (forces && i != j) {
+        double f = q[i] * q[j] * (screened + gauss * exp(-alpha * alpha * r2)) / r2;
+        for (axis = 0; axis < 3; axis++) {
+            forces[3 * i + axis] += f * r[axis];
+            forces[3 * j + axis] -= f * r[axis];
+        }
+    }
+    return weight * q[i] * q[j] * screened;
+}
+
 /* Real-space sum over pairs (i <= j) and every image within the cutoff,
    the nearest image of an excluded pair left out; a pair of an atom with
    its own images counts half.  Forces and potentials are unscaled. */
@@ -701,8 +741,7 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
                                const double length[3],
                                const elec_ewald_params *p, const size_t *keys,
                                double *forces, double *potential) {
-    const double beta = p->alpha, rc2 = p->cutoff * p->cutoff;
-    const double gauss = 2.0 * beta / sqrt(ELEC__PI);
+    const double rc2 = p->cutoff * p->cutoff;
     int images[3], axis;
     double energy = 0.0;
     size_t i, j;
@@ -718,7 +757,7 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
             for (sx = -images[0]; sx <= images[0]; sx++)
                 for (sy = -images[1]; sy <= images[1]; sy++)
                     for (sz = -images[2]; sz <= images[2]; sz++) {
-                        double r[3], r2, dist, screened, weight, f;
+                        double r[3], r2;
                         int nearest = sx == 0 && sy == 0 && sz == 0;
                         if (nearest && (i == j || excluded)) continue;
                         r[0] = d[0] + sx * length[0];
@@ -726,23 +765,9 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
                         r[2] = d[2] + sz * length[2];
                         r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
                         if (r2 >= rc2) continue;
-                        dist = sqrt(r2);
-                        screened = erfc(beta * dist) / dist;
-                        weight = i == j ? 0.5 : 1.0;
-                        energy += weight * q[i] * q[j] * screened;
-                        if (potential) {
-                            potential[i] += q[j] * screened;
-                            if (i != j) potential[j] += q[i] * screened;
-                        }
-                        if (forces && i != j) {
-                            /* -dE/dr along r = r_i - r_j */
-                            f = q[i] * q[j] *
-                                (screened + gauss * exp(-beta * beta * r2)) / r2;
-                            for (axis = 0; axis < 3; axis++) {
-                                forces[3 * i + axis] += f * r[axis];
-                                forces[3 * j + axis] -= f * r[axis];
-                            }
-                        }
+                        energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
+                                                   i == j ? 0.5 : 1.0, forces,
+                                                   potential);
                     }
         }
     return energy;
@@ -751,14 +776,14 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
 /* The smooth part erf(alpha r)/r of excluded pairs, subtracted: the
    reciprocal sum contains it for every pair. */
 static double elec__ewald_excluded_term(const double *x, const double *q,
-                                        const double length[3],
-                                        const elec_ewald_params *p,
+                                        const double length[3], double alpha,
+                                        const size_t *pairs, size_t count,
                                         double *forces, double *potential) {
-    const double beta = p->alpha, gauss = 2.0 * beta / sqrt(ELEC__PI);
+    const double beta = alpha, gauss = 2.0 * beta / sqrt(ELEC__PI);
     double energy = 0.0;
     size_t e;
-    for (e = 0; e < p->excluded_pair_count; e++) {
-        size_t i = p->excluded_pairs[2 * e], j = p->excluded_pairs[2 * e + 1];
+    for (e = 0; e < count; e++) {
+        size_t i = pairs[2 * e], j = pairs[2 * e + 1];
         double d[3], r2, dist, smooth, f = 0.0;
         int axis;
         elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
@@ -873,6 +898,58 @@ static double elec__ewald_reciprocal(const double *x, const double *q, size_t n,
     return energy;
 }
 
+/* The terms that need no pair sum, then everything times scale: self
+   -alpha/sqrt(pi) sum q^2 and background -pi Q^2/(2 alpha^2 V), with their
+   potentials -2 alpha q_i/sqrt(pi) and -pi Q/(alpha^2 V). */
+static void elec__ewald_finish(const double *q, size_t n,
+                               const double length[3], double alpha,
+                               double scale, elec_ewald_terms *t,
+                               double *forces, double *potential) {
+    const double volume = length[0] * length[1] * length[2];
+    double charge = 0.0, square = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        charge += q[i];
+        square += q[i] * q[i];
+    }
+    t->self = -alpha / sqrt(ELEC__PI) * square;
+    t->background = -ELEC__PI * charge * charge / (2.0 * alpha * alpha * volume);
+    for (i = 0; i < n && potential; i++)
+        potential[i] += -2.0 * alpha / sqrt(ELEC__PI) * q[i] -
+                        ELEC__PI * charge / (alpha * alpha * volume);
+    t->real *= scale;
+    t->reciprocal *= scale;
+    t->excluded *= scale;
+    t->self *= scale;
+    t->background *= scale;
+    t->total = t->real + t->reciprocal + t->excluded + t->self + t->background;
+    for (i = 0; i < 3 * n && forces; i++) forces[i] *= scale;
+    for (i = 0; i < n && potential; i++) potential[i] *= scale;
+}
+
+/* Atoms gathered from the view, wrapped into [0, L) along each axis;
+   ELEC_ERR_INVALID_ARG for an atom more than 1000 box lengths away, where
+   wrapping starts to cost the coordinates their precision. */
+static elec_status elec__periodic_gather(const elec_atoms *atoms,
+                                         const elec_box *box, double *x,
+                                         double *q, elec_error *err) {
+    size_t i;
+    int axis;
+    for (i = 0; i < atoms->count; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double l = box->length[axis], f = floor(x[3 * i + axis] / l);
+            if (fabs(f) > 1000.0)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atom %zu lies %.0f box lengths outside the "
+                                  "box along axis %d", i, fabs(f), axis);
+            x[3 * i + axis] -= l * f;
+            if (x[3 * i + axis] >= l) x[3 * i + axis] -= l; /* rounding */
+        }
+    }
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                                     const elec_box *box,
                                     const elec_ewald_params *params,
@@ -882,7 +959,7 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     elec_ewald_terms t;
     elec_status s;
     size_t n, i, scratch_count, keys_count;
-    double *x = NULL, *q = NULL, *scratch = NULL, charge = 0.0, square = 0.0;
+    double *x = NULL, *q = NULL, *scratch = NULL;
     size_t *keys = NULL;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -907,14 +984,8 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                        "no memory for the Ewald sum of %zu atoms", n);
         goto cleanup;
     }
-    for (i = 0; i < n; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
-        for (axis = 0; axis < 3; axis++) /* wrap into [0, L) */
-            x[3 * i + axis] -= box->length[axis] *
-                               floor(x[3 * i + axis] / box->length[axis]);
-        charge += q[i];
-        square += q[i] * q[i];
-    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
+        goto cleanup;
     for (i = 0; i < keys_count; i++)
         keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
                                   p.excluded_pairs[2 * i + 1], n);
@@ -925,25 +996,12 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     t.real = elec__ewald_real(x, q, n, box->length, &p, keys, forces, potential);
     t.reciprocal = elec__ewald_reciprocal(x, q, n, box->length, &p, scratch,
                                           forces, potential);
-    t.excluded = elec__ewald_excluded_term(x, q, box->length, &p, forces,
+    t.excluded = elec__ewald_excluded_term(x, q, box->length, p.alpha,
+                                           p.excluded_pairs,
+                                           p.excluded_pair_count, forces,
                                            potential);
-    t.self = -p.alpha / sqrt(ELEC__PI) * square;
-    t.background = -ELEC__PI * charge * charge /
-                   (2.0 * p.alpha * p.alpha * box->length[0] * box->length[1] *
-                    box->length[2]);
-    for (i = 0; i < n && potential; i++)
-        potential[i] += -2.0 * p.alpha / sqrt(ELEC__PI) * q[i] -
-                        ELEC__PI * charge /
-                            (p.alpha * p.alpha * box->length[0] *
-                             box->length[1] * box->length[2]);
-    t.real *= p.scale;
-    t.reciprocal *= p.scale;
-    t.excluded *= p.scale;
-    t.self *= p.scale;
-    t.background *= p.scale;
-    t.total = t.real + t.reciprocal + t.excluded + t.self + t.background;
-    for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
-    for (i = 0; i < n && potential; i++) potential[i] *= p.scale;
+    elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
+                       potential);
     *energy = t;
     elec__ok(err);
     s = ELEC_OK;
@@ -953,6 +1011,351 @@ cleanup:
     ELEC_FREE(scratch);
     ELEC_FREE(keys);
     return s;
+}
+
+/* ----------------------------------------------------------------- SPME */
+
+#ifdef ELEC_WITH_FFTW
+/* A cell list for pairs within a cutoff in a periodic box: cells at least
+   the cutoff long, atoms sorted by cell (counting sort); cell c holds
+   atom[start[c] .. start[c+1]). */
+typedef struct elec__cells {
+    int n[3];
+    size_t *start, *atom;
+} elec__cells;
+
+static size_t elec__cell_of(const elec__cells *c, const double *x,
+                            const double length[3]) {
+    int ijk[3], axis;
+    for (axis = 0; axis < 3; axis++) {
+        ijk[axis] = (int)(x[axis] / length[axis] * c->n[axis]);
+        if (ijk[axis] >= c->n[axis]) ijk[axis] = c->n[axis] - 1;
+        if (ijk[axis] < 0) ijk[axis] = 0;
+    }
+    return (size_t)ijk[0] + (size_t)c->n[0] * (ijk[1] + (size_t)c->n[1] * ijk[2]);
+}
+
+/* Builds the list for wrapped positions; 0 when the box is under three
+   cells along an axis (then every pair is its own neighbour: use all
+   pairs). */
+static int elec__cells_build(const double *x, size_t n, const double length[3],
+                             double cutoff, elec__cells *c) {
+    size_t cells, i;
+    int axis;
+    memset(c, 0, sizeof *c);
+    for (axis = 0; axis < 3; axis++) {
+        c->n[axis] = (int)floor(length[axis] / cutoff);
+        if (c->n[axis] < 3) return 0;
+        if (c->n[axis] > 256) c->n[axis] = 256;
+    }
+    cells = (size_t)c->n[0] * c->n[1] * c->n[2];
+    c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
+    c->atom = (size_t *)ELEC_MALLOC((n + 1) * sizeof *c->atom);
+    if (!c->start || !c->atom) return -1;
+    memset(c->start, 0, (cells + 1) * sizeof *c->start);
+    for (i = 0; i < n; i++) c->start[elec__cell_of(c, x + 3 * i, length) + 1]++;
+    for (i = 0; i < cells; i++) c->start[i + 1] += c->start[i];
+    for (i = 0; i < n; i++) {
+        /* start[cell] is used as the fill cursor and restored below */
+        size_t cell = elec__cell_of(c, x + 3 * i, length);
+        c->atom[c->start[cell]++] = i;
+    }
+    for (i = cells; i > 0; i--) c->start[i] = c->start[i - 1];
+    c->start[0] = 0;
+    return 1;
+}
+
+static void elec__cells_free(elec__cells *c) {
+    ELEC_FREE(c->start);
+    ELEC_FREE(c->atom);
+}
+
+/* Real space of SPME: pairs i < j at minimum-image distance under the
+   cutoff (the cutoff is at most half the box), excluded pairs left out. */
+static elec_status elec__spme_real(const double *x, const double *q, size_t n,
+                                   const double length[3],
+                                   const elec_spme_params *p,
+                                   const size_t *keys, double *energy,
+                                   double *forces, double *potential,
+                                   elec_error *err) {
+    const double rc2 = p->cutoff * p->cutoff;
+    const size_t key_count = p->excluded_pair_count;
+    elec__cells c;
+    double sum = 0.0;
+    size_t i, j;
+    int built = elec__cells_build(x, n, length, p->cutoff, &c);
+    if (built < 0) {
+        elec__cells_free(&c);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+    }
+    for (i = 0; i < n; i++) {
+        int cx, cy, cz, home[3], axis;
+        if (!built) { /* all pairs */
+            for (j = i + 1; j < n; j++) {
+                double d[3], r2;
+                elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+                r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (r2 >= rc2 || r2 == 0.0 ||
+                    elec__ewald_excluded(keys, key_count, i, j, n))
+                    continue;
+                sum += elec__ewald_pair(q, i, j, d, r2, p->alpha, 1.0, forces,
+                                        potential);
+            }
+            continue;
+        }
+        {
+            size_t cell = elec__cell_of(&c, x + 3 * i, length);
+            home[0] = (int)(cell % c.n[0]);
+            home[1] = (int)(cell / c.n[0] % c.n[1]);
+            home[2] = (int)(cell / c.n[0] / c.n[1]);
+        }
+        for (cz = -1; cz <= 1; cz++)
+            for (cy = -1; cy <= 1; cy++)
+                for (cx = -1; cx <= 1; cx++) {
+                    int ijk[3];
+                    size_t cell, a;
+                    ijk[0] = home[0] + cx;
+                    ijk[1] = home[1] + cy;
+                    ijk[2] = home[2] + cz;
+                    for (axis = 0; axis < 3; axis++)
+                        ijk[axis] = (ijk[axis] + c.n[axis]) % c.n[axis];
+                    cell = (size_t)ijk[0] +
+                           (size_t)c.n[0] * (ijk[1] + (size_t)c.n[1] * ijk[2]);
+                    for (a = c.start[cell]; a < c.start[cell + 1]; a++) {
+                        double d[3], r2;
+                        j = c.atom[a];
+                        if (j <= i) continue; /* each pair once */
+                        elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+                        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        if (r2 >= rc2 || r2 == 0.0 ||
+                            elec__ewald_excluded(keys, key_count, i, j, n))
+                            continue;
+                        sum += elec__ewald_pair(q, i, j, d, r2, p->alpha, 1.0,
+                                                forces, potential);
+                    }
+                }
+    }
+    elec__cells_free(&c);
+    *energy = sum;
+    return ELEC_OK;
+}
+
+/* One atom's B-spline stencil: first grid index along each axis and the
+   weights (and d/du) of the order points k0, k0 - 1, ... (elec.h). */
+typedef struct elec__stencil {
+    int k0[3];
+    double w[3][ELEC_MAX_SPLINE_ORDER], dw[3][ELEC_MAX_SPLINE_ORDER];
+} elec__stencil;
+
+static void elec__spme_stencil(const double *x, const double length[3],
+                               const int grid[3], int order, elec__stencil *s) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        double u = grid[axis] * x[axis] / length[axis];
+        double k0 = floor(u);
+        s->k0[axis] = (int)k0 % grid[axis];
+        elec_bspline_weights(order, u - k0, s->w[axis], s->dw[axis]);
+    }
+}
+
+/* Grid index of stencil point (a, b, c): (k0 - a, k0 - b, k0 - c) wrapped. */
+static size_t elec__spme_index(const elec__stencil *s, const int grid[3], int a,
+                               int b, int c) {
+    size_t ix = (size_t)((s->k0[0] - a + grid[0]) % grid[0]);
+    size_t iy = (size_t)((s->k0[1] - b + grid[1]) % grid[1]);
+    size_t iz = (size_t)((s->k0[2] - c + grid[2]) % grid[2]);
+    return ix + (size_t)grid[0] * (iy + (size_t)grid[1] * iz);
+}
+
+/* The influence function of Essmann eq. 4.7 on the r2c half spectrum
+   (kx = 0..Kx/2): theta(m) = exp(-pi^2 m^2/alpha^2) / (pi V m^2 B(m)),
+   m = (mx/Lx, my/Ly, mz/Lz) folded to |m_a| <= K_a/2, theta(0) = 0. */
+static void elec__spme_influence(const elec_spme_params *p,
+                                 const double length[3], const double *moduli[3],
+                                 double *theta) {
+    const int *K = p->grid, half = K[0] / 2 + 1;
+    const double volume = length[0] * length[1] * length[2];
+    int mx, my, mz;
+    for (mz = 0; mz < K[2]; mz++)
+        for (my = 0; my < K[1]; my++)
+            for (mx = 0; mx < half; mx++) {
+                double fx = mx / length[0];
+                double fy = (my <= K[1] / 2 ? my : my - K[1]) / length[1];
+                double fz = (mz <= K[2] / 2 ? mz : mz - K[2]) / length[2];
+                double m2 = fx * fx + fy * fy + fz * fz;
+                size_t at = (size_t)mx + (size_t)half * (my + (size_t)K[1] * mz);
+                theta[at] = m2 == 0.0
+                    ? 0.0
+                    : exp(-ELEC__PI * ELEC__PI * m2 / (p->alpha * p->alpha)) /
+                          (ELEC__PI * volume * m2 * moduli[0][mx] *
+                           moduli[1][my] * moduli[2][mz]);
+            }
+}
+
+/* Reciprocal part: spread Q, FFT, multiply by theta, inverse FFT to the
+   convolution theta * Q, then E = Q . (theta * Q) / 2, the potential
+   phi_i = sum M_i (theta * Q) and the force -q_i sum grad M_i (theta * Q)
+   (Essmann eqs. 4.7-4.9). */
+static elec_status elec__spme_reciprocal(const double *x, const double *q,
+                                         size_t n, const double length[3],
+                                         const elec_spme_params *p,
+                                         double *energy, double *forces,
+                                         double *potential, elec_error *err) {
+    const int *K = p->grid, order = p->order;
+    const size_t points = (size_t)K[0] * K[1] * K[2];
+    const size_t half = (size_t)(K[0] / 2 + 1) * K[1] * K[2];
+    double *grid = NULL, *conv = NULL, *theta = NULL, *moduli_store = NULL;
+    const double *moduli[3];
+    fftw_complex *spectrum = NULL;
+    fftw_plan forward = NULL, backward = NULL;
+    elec_status status = ELEC_OK;
+    double sum = 0.0;
+    size_t i, k;
+    int axis, a, b, c;
+
+    grid = (double *)fftw_malloc(points * sizeof *grid);
+    conv = (double *)fftw_malloc(points * sizeof *conv);
+    spectrum = (fftw_complex *)fftw_malloc(half * sizeof *spectrum);
+    theta = (double *)ELEC_MALLOC(half * sizeof *theta);
+    moduli_store = (double *)ELEC_MALLOC((size_t)(K[0] + K[1] + K[2]) *
+                                         sizeof *moduli_store);
+    if (!grid || !conv || !spectrum || !theta || !moduli_store) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                            "no memory for a %d x %d x %d SPME grid", K[0],
+                            K[1], K[2]);
+        goto cleanup;
+    }
+    /* FFTW's row-major dims are (z, y, x): x varies fastest, as here. */
+    forward = fftw_plan_dft_r2c_3d(K[2], K[1], K[0], grid, spectrum,
+                                   FFTW_ESTIMATE);
+    backward = fftw_plan_dft_c2r_3d(K[2], K[1], K[0], spectrum, conv,
+                                    FFTW_ESTIMATE);
+    if (!forward || !backward) {
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "FFTW could not plan a %d x %d x %d transform",
+                            K[0], K[1], K[2]);
+        goto cleanup;
+    }
+    moduli[0] = moduli_store;
+    moduli[1] = moduli_store + K[0];
+    moduli[2] = moduli_store + K[0] + K[1];
+    for (axis = 0; axis < 3; axis++)
+        elec_spme_bspline_moduli(order, K[axis], (double *)moduli[axis]);
+    elec__spme_influence(p, length, moduli, theta);
+
+    memset(grid, 0, points * sizeof *grid);
+    for (i = 0; i < n; i++) {
+        elec__stencil s;
+        elec__spme_stencil(x + 3 * i, length, K, order, &s);
+        for (c = 0; c < order; c++)
+            for (b = 0; b < order; b++)
+                for (a = 0; a < order; a++)
+                    grid[elec__spme_index(&s, K, a, b, c)] +=
+                        q[i] * s.w[0][a] * s.w[1][b] * s.w[2][c];
+    }
+    fftw_execute(forward); /* out of place: grid (Q) is kept */
+    for (k = 0; k < half; k++) {
+        spectrum[k][0] *= theta[k];
+        spectrum[k][1] *= theta[k];
+    }
+    fftw_execute(backward); /* conv = theta * Q (FFTW: unnormalised) */
+    for (k = 0; k < points; k++) sum += grid[k] * conv[k];
+    *energy = 0.5 * sum;
+
+    for (i = 0; i < n && (forces || potential); i++) {
+        elec__stencil s;
+        double phi = 0.0, du[3] = {0.0, 0.0, 0.0};
+        elec__spme_stencil(x + 3 * i, length, K, order, &s);
+        for (c = 0; c < order; c++)
+            for (b = 0; b < order; b++)
+                for (a = 0; a < order; a++) {
+                    double v = conv[elec__spme_index(&s, K, a, b, c)];
+                    phi += s.w[0][a] * s.w[1][b] * s.w[2][c] * v;
+                    du[0] += s.dw[0][a] * s.w[1][b] * s.w[2][c] * v;
+                    du[1] += s.w[0][a] * s.dw[1][b] * s.w[2][c] * v;
+                    du[2] += s.w[0][a] * s.w[1][b] * s.dw[2][c] * v;
+                }
+        if (potential) potential[i] += phi;
+        if (forces) /* d/dx = (K/L) d/du */
+            for (axis = 0; axis < 3; axis++)
+                forces[3 * i + axis] -= q[i] * du[axis] * K[axis] / length[axis];
+    }
+cleanup:
+    if (forward) fftw_destroy_plan(forward);
+    if (backward) fftw_destroy_plan(backward);
+    fftw_free(grid);
+    fftw_free(conv);
+    fftw_free(spectrum);
+    ELEC_FREE(theta);
+    ELEC_FREE(moduli_store);
+    return status;
+}
+#endif /* ELEC_WITH_FFTW */
+
+ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
+                                   const elec_box *box,
+                                   const elec_spme_params *params,
+                                   elec_ewald_terms *energy, double *forces,
+                                   double *potential, elec_error *err) {
+#ifndef ELEC_WITH_FFTW
+    (void)atoms;
+    (void)box;
+    (void)params;
+    (void)energy;
+    (void)forces;
+    (void)potential;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "the CPU SPME needs FFTW3: build with -DELEC_WITH_FFTW "
+                      "and link -lfftw3");
+#else
+    elec_spme_params p;
+    elec_ewald_terms t;
+    elec_status s;
+    size_t n, i, *keys = NULL;
+    double *x = NULL, *q = NULL;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    n = atoms->count;
+    if ((s = elec_spme_params_resolve(params, box, n, &p, err)) != ELEC_OK)
+        return s;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    keys = (size_t *)ELEC_MALLOC((p.excluded_pair_count + 1) * sizeof *keys);
+    if (!x || !q || !keys) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                       "no memory for the SPME of %zu atoms", n);
+        goto cleanup;
+    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
+        goto cleanup;
+    for (i = 0; i < p.excluded_pair_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
+                                  p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__ewald_key_order);
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    if (potential) memset(potential, 0, n * sizeof *potential);
+
+    s = elec__spme_real(x, q, n, box->length, &p, keys, &t.real, forces,
+                        potential, err);
+    if (s != ELEC_OK) goto cleanup;
+    s = elec__spme_reciprocal(x, q, n, box->length, &p, &t.reciprocal, forces,
+                              potential, err);
+    if (s != ELEC_OK) goto cleanup;
+    t.excluded = elec__ewald_excluded_term(x, q, box->length, p.alpha,
+                                           p.excluded_pairs,
+                                           p.excluded_pair_count, forces,
+                                           potential);
+    elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
+                       potential);
+    *energy = t;
+    elec__ok(err);
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(keys);
+    return s;
+#endif
 }
 
 #ifdef __cplusplus

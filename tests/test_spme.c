@@ -1,0 +1,250 @@
+/* CPU SPME against the exact Ewald sum at the same alpha and cutoff (so the
+   only difference is the interpolated reciprocal sum), against rock salt's
+   Madelung constant, and against its own gradient.  Skips, saying why,
+   where elec was built without FFTW3. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "tests/test.h"
+#include "tests/systems.h"
+
+#define NACL_MADELUNG 1.747564594633182
+#define FINE 0.4           /* A: the fine grid of the order-6 comparisons */
+#define ORDER4_ENERGY 1e-2 /* see spme_matches_exact_ewald_on_random_neutral_atoms */
+
+#define REQUIRE_FFTW()                                                        \
+    do {                                                                      \
+        double x0[3] = {1, 1, 1}, q0 = 0.0;                                   \
+        elec_atoms one = elec_atoms_from_xyz(1, x0, &q0, NULL);               \
+        elec_box b0 = {{10, 10, 10}};                                         \
+        elec_ewald_terms t0;                                                  \
+        if (elec_cpu_spme(&one, &b0, NULL, &t0, NULL, NULL, NULL) ==          \
+            ELEC_ERR_UNSUPPORTED)                                             \
+            SKIP("built without FFTW3 (the Makefile finds it; "               \
+                 "apt-get install libfftw3-dev)");                            \
+    } while (0)
+
+static double relative(double got, double want) {
+    return fabs(got - want) / fabs(want);
+}
+
+static elec_box box_of(const test_system *s) {
+    elec_box b;
+    b.length[0] = s->box[0];
+    b.length[1] = s->box[1];
+    b.length[2] = s->box[2];
+    return b;
+}
+
+static void make_neutral(test_system *s) {
+    double total = 0.0;
+    size_t i;
+    for (i = 0; i < s->count; i++) total += s->charge[i];
+    for (i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
+}
+
+/* The exact sum at the SPME's resolved alpha and cutoff, its reciprocal
+   sum converged to 1e-12. */
+static void ewald_reference(const elec_atoms *atoms, const elec_box *box,
+                            const elec_spme_params *resolved,
+                            elec_ewald_terms *t, double *forces) {
+    elec_ewald_params e = {0};
+    elec_error err;
+    e.alpha = resolved->alpha;
+    e.cutoff = resolved->cutoff;
+    e.tolerance = 1e-12;
+    e.excluded_pairs = resolved->excluded_pairs;
+    e.excluded_pair_count = resolved->excluded_pair_count;
+    EXPECT(elec_cpu_ewald(atoms, box, &e, t, forces, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+}
+
+static double force_rel_rms(const double *got, const double *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < 3 * n; i++) {
+        num += (got[i] - want[i]) * (got[i] - want[i]);
+        den += want[i] * want[i];
+    }
+    return sqrt(num / den);
+}
+
+/* One system at one setting: energy and force errors against Ewald. */
+static void compare(const char *what, const test_system *s, int order,
+                    double spacing, const size_t *excluded, size_t excluded_count,
+                    double energy_limit, double force_limit) {
+    elec_atoms atoms = test_system_atoms(s);
+    elec_box box = box_of(s);
+    elec_spme_params p = {0}, resolved;
+    elec_ewald_terms spme, exact;
+    elec_error err;
+    double *f = (double *)malloc(3 * s->count * sizeof *f);
+    double *fe = (double *)malloc(3 * s->count * sizeof *fe);
+    double e_err, f_err;
+    p.order = order;
+    p.grid_spacing = spacing;
+    p.excluded_pairs = excluded;
+    p.excluded_pair_count = excluded_count;
+    EXPECT(elec_spme_params_resolve(&p, &box, s->count, &resolved, &err) == ELEC_OK,
+           "%s", err.message);
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &spme, f, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    ewald_reference(&atoms, &box, &resolved, &exact, fe);
+    e_err = relative(spme.total, exact.total);
+    f_err = force_rel_rms(f, fe, s->count);
+    printf("     %-22s order %d, grid %dx%dx%d: energy %.2e, forces %.2e (rel RMS)\n",
+           what, order, resolved.grid[0], resolved.grid[1], resolved.grid[2], e_err,
+           f_err);
+    EXPECT(e_err <= energy_limit, "%s: energy error %.3e > %.1e", what, e_err, energy_limit);
+    EXPECT(f_err <= force_limit, "%s: force error %.3e > %.1e", what, f_err, force_limit);
+    free(f);
+    free(fe);
+}
+
+TEST(rock_salt_gives_the_madelung_constant) {
+    /* Tight settings: order 8, 0.25 A grid, tolerance 1e-10 at a 5.64 A
+       cutoff; the issue asks 1e-6 of the SPME. */
+    REQUIRE_FFTW();
+    const double a = 5.64, r0 = a / 2.0;
+    test_system salt = test_system_nacl(2, a);
+    elec_atoms atoms = test_system_atoms(&salt);
+    elec_box box = box_of(&salt);
+    elec_spme_params p = {0};
+    elec_ewald_terms e;
+    elec_error err;
+    p.order = 8;
+    p.grid_spacing = 0.25;
+    p.tolerance = 1e-10;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    printf("     E/pair %.12f, -M/r0 %.12f, relative error %.2e\n", e.total / 32.0,
+           -NACL_MADELUNG / r0, relative(e.total / 32.0, -NACL_MADELUNG / r0));
+    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-6, "E/pair %.12g",
+           e.total / 32.0);
+    test_system_free(&salt);
+}
+
+TEST(spme_matches_exact_ewald_on_random_neutral_atoms) {
+    /* The issue's targets: energy <= 1e-6 relative at order 6 on a fine
+       grid (0.4 A); forces <= 1e-5 relative RMS at order 6 and <= 5e-4 at
+       order 4 with 1 A spacing.  The order-4 setting is one for forces: its
+       total-energy error (measured 4e-4 to 4e-3, large where the total is a
+       small difference of large terms) is held only to ORDER4_ENERGY, which
+       catches a broken mesh, not interpolation error. */
+    REQUIRE_FFTW();
+    test_system s = test_system_random(1000, 24.0, 31);
+    make_neutral(&s);
+    compare("random neutral", &s, 6, FINE, NULL, 0, 1e-6, 1e-5);
+    compare("random neutral", &s, 4, 1.0, NULL, 0, ORDER4_ENERGY, 5e-4);
+    test_system_free(&s);
+}
+
+TEST(spme_matches_exact_ewald_on_charged_atoms) {
+    /* A net charge: the background term is shared, the mesh must still
+       converge to the exact sum. */
+    REQUIRE_FFTW();
+    test_system s = test_system_random(600, 21.0, 32);
+    compare("random charged", &s, 6, FINE, NULL, 0, 1e-6, 1e-5);
+    compare("random charged", &s, 4, 1.0, NULL, 0, ORDER4_ENERGY, 5e-4);
+    test_system_free(&s);
+}
+
+TEST(spme_matches_exact_ewald_on_water_with_exclusions) {
+    /* SPC/E water, the three pairs of each molecule excluded as MD codes
+       do: the correction removes their smooth interaction from the mesh. */
+    REQUIRE_FFTW();
+    test_system w = test_system_water(343, 33);
+    size_t molecules = w.count / 3, m;
+    size_t *pairs = (size_t *)malloc(6 * molecules * sizeof *pairs);
+    for (m = 0; m < molecules; m++) {
+        size_t o = 3 * m;
+        size_t list[6] = {o, o + 1, o, o + 2, o + 1, o + 2};
+        memcpy(pairs + 6 * m, list, sizeof list);
+    }
+    compare("water, exclusions", &w, 6, FINE, pairs, 3 * molecules, 1e-6, 1e-5);
+    compare("water, exclusions", &w, 4, 1.0, pairs, 3 * molecules, ORDER4_ENERGY, 5e-4);
+    free(pairs);
+    test_system_free(&w);
+}
+
+TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
+    /* The mesh forces are the exact derivatives of the interpolated energy:
+       central differences (h = 1e-5 A) agree to ~1e-8. */
+    REQUIRE_FFTW();
+    test_system s = test_system_random(40, 12.0, 34);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = box_of(&s);
+    elec_spme_params p = {0};
+    elec_ewald_terms e, up, down;
+    elec_error err;
+    double f[120], phi[40], num = 0.0, den = 0.0, half_q_phi = 0.0;
+    const double h = 1e-5;
+    size_t i;
+    make_neutral(&s);
+    p.cutoff = 5.0;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, f, phi, &err) == ELEC_OK, "%s", err.message);
+    for (i = 0; i < 120; i++) {
+        double keep = s.xyz[i], grad;
+        s.xyz[i] = keep + h;
+        elec_cpu_spme(&atoms, &box, &p, &up, NULL, NULL, &err);
+        s.xyz[i] = keep - h;
+        elec_cpu_spme(&atoms, &box, &p, &down, NULL, NULL, &err);
+        s.xyz[i] = keep;
+        grad = (up.total - down.total) / (2.0 * h);
+        num += (f[i] + grad) * (f[i] + grad);
+        den += f[i] * f[i];
+    }
+    printf("     forces vs -dE/dx relative RMS %.2e\n", sqrt(num / den));
+    EXPECT(sqrt(num / den) <= 1e-7, "relative RMS %.3e", sqrt(num / den));
+    for (i = 0; i < 40; i++) half_q_phi += 0.5 * s.charge[i] * phi[i];
+    EXPECT(relative(half_q_phi, e.total) <= 1e-12, "sum q phi / 2 %.15g vs E %.15g",
+           half_q_phi, e.total);
+    test_system_free(&s);
+}
+
+TEST(bad_input_is_refused_with_a_reason) {
+    REQUIRE_FFTW();
+    double xyz[6] = {1, 1, 1, 2, 2, 2}, q[2] = {1, -1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = {{20, 20, 20}}, bad = {{20, 0, 20}};
+    elec_spme_params p = {0};
+    elec_ewald_terms e;
+    elec_error err;
+    EXPECT(elec_cpu_spme(&atoms, &bad, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "zero box edge");
+    bad.length[1] = -5;
+    EXPECT(elec_cpu_spme(&atoms, &bad, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "negative box edge");
+    p.grid[0] = 3;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "grid 3 for order 4: %s", err.message);
+    p.grid[0] = 0;
+    p.order = 9;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "order 9: %s", err.message);
+    p.order = 0;
+    p.tolerance = 1.5;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance 1.5: %s", err.message);
+    p.tolerance = 0;
+    p.cutoff = 11.0;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "cutoff over half the box: %s", err.message);
+    p.cutoff = 0;
+    xyz[3] = 1e6;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "atom 50,000 boxes away: %s", err.message);
+    xyz[3] = 2 + 3 * 20.0; /* three boxes away: fine, wrapped */
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+}
+
+int main(void) {
+    RUN(rock_salt_gives_the_madelung_constant);
+    RUN(spme_matches_exact_ewald_on_random_neutral_atoms);
+    RUN(spme_matches_exact_ewald_on_charged_atoms);
+    RUN(spme_matches_exact_ewald_on_water_with_exclusions);
+    RUN(spme_forces_are_minus_the_gradient_of_its_energy);
+    RUN(bad_input_is_refused_with_a_reason);
+    return test_summary();
+}
