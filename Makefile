@@ -44,7 +44,7 @@ endif
 
 .PHONY: all run test test-gpu bench install clean tour
 
-all: $(BUILD)/elecmap $(TEST_BINS)
+all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -55,6 +55,13 @@ ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(FFTW_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
+endif
+
+$(BUILD)/elecenergy: examples/elecenergy.c $(HEADERS) | $(BUILD)
+ifeq ($(HAVE_NVCC),)
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
+else
+	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecenergy.c $(CUDA_LIBS)
 endif
 
 run: $(BUILD)/elecmap
@@ -92,10 +99,10 @@ bench: $(BUILD)/bench
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
 
-install: $(BUILD)/elecmap
+install: $(BUILD)/elecmap $(BUILD)/elecenergy
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(BUILD)/elecmap $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/elecmap $(BUILD)/elecenergy $(DESTDIR)$(PREFIX)/bin
 
 clean:
 	rm -rf $(BUILD)

@@ -73,6 +73,14 @@ ELEC_API elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err);
 
+/* The plain (non-periodic) Coulomb energy scale * sum_{i<j} q_i q_j / r_ij
+   in double, and where forces is not NULL the forces -dE/dr (3 per atom).
+   Pairs closer than ELEC_COINCIDENT_DISTANCE are an error (the energy of
+   two charges at one point is infinite), not a silent infinity. */
+ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
+                                             double scale, double *energy,
+                                             double *forces, elec_error *err);
+
 /* Exact Ewald sum (elec.h, elec_ewald_params) in an orthorhombic box, in
    double precision: the energy terms, and where the arrays are given the
    forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
@@ -675,6 +683,58 @@ ELEC_DEF elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
                                                 elec_error *err) {
     return elec__cpu_mdh_points(atoms, points, point_count, params, NULL,
                                 potential, potential, err);
+}
+
+/* ------------------------------------------------------- direct energy */
+
+ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
+                                             double scale, double *energy,
+                                             double *forces, elec_error *err) {
+    const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    elec__cpu_atoms a;
+    elec_status s;
+    double sum = 0.0;
+    size_t i, j;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    if (scale == 0.0) scale = 1.0;
+    if (!elec__finite(scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    {
+        const double origin[3] = {0.0, 0.0, 0.0};
+        if ((s = elec__cpu_atoms_pack(atoms, origin, 0.0, &a, err)) != ELEC_OK)
+            return s;
+    }
+    if (forces) memset(forces, 0, 3 * a.count * sizeof *forces);
+    for (i = 0; i < a.count; i++)
+        for (j = i + 1; j < a.count; j++) {
+            double d[3], r2, inv;
+            d[0] = a.x[i] - a.x[j];
+            d[1] = a.y[i] - a.y[j];
+            d[2] = a.z[i] - a.z[j];
+            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+            if (r2 < limit2) {
+                elec__cpu_atoms_free(&a);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atoms %zu and %zu coincide: their energy is "
+                                  "infinite", i, j);
+            }
+            inv = 1.0 / sqrt(r2);
+            sum += a.charge[i] * a.charge[j] * inv;
+            if (forces)
+                for (axis = 0; axis < 3; axis++) {
+                    double f = scale * a.charge[i] * a.charge[j] * inv * inv *
+                               inv * d[axis];
+                    forces[3 * i + axis] += f;
+                    forces[3 * j + axis] -= f;
+                }
+        }
+    elec__cpu_atoms_free(&a);
+    *energy = scale * sum;
+    elec__ok(err);
+    return ELEC_OK;
 }
 
 /* ---------------------------------------------------------------- Ewald */

@@ -293,7 +293,27 @@ TEST(atoms_outside_the_box_are_wrapped) {
     test_system_free(&s);
 }
 
+TEST(direct_coulomb_energy_of_a_few_charges) {
+    /* Three charges by hand: E = sum q_i q_j / r_ij; forces -dE/dr. */
+    double xyz[9] = {0, 0, 0, 3, 0, 0, 0, 4, 0}, q[3] = {1, -1, 2}, f[9], e;
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, NULL);
+    elec_error err;
+    double want = (1 * -1) / 3.0 + (1 * 2) / 4.0 + (-1 * 2) / 5.0;
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, f, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(fabs(e - want) <= 1e-15, "energy %.17g, want %.17g", e, want);
+    /* force on atom 1 along x: from atom 0, q0 q1 / 9 pushes +x; from atom
+       2 at (0,4,0), distance 5: q1 q2 / 25 along (3,-4,0)/5 */
+    EXPECT(fabs(f[3] - (-1.0 / 9.0 + (-2.0 / 25.0) * 0.6)) <= 1e-15, "f1x %.17g", f[3]);
+    EXPECT(elec_cpu_coulomb_energy(&atoms, ELEC_COULOMB, &e, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(fabs(e - ELEC_COULOMB * want) <= 1e-12, "scaled energy %.17g", e);
+    xyz[3] = 0.0; /* atom 1 onto atom 0 */
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "coincident charges must be an error");
+}
+
 int main(void) {
+    RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);
     RUN(forces_are_minus_the_gradient_and_potentials_the_charge_derivative);

@@ -1,0 +1,301 @@
+/* elecenergy - the electrostatic energy of a PQR structure, in kcal/mol.
+
+   elecenergy [options] input.pqr
+
+     --method direct|ewald|spme   the plain non-periodic pair sum, the exact
+                                  Ewald sum, or SPME (default spme)
+     --box LX LY LZ               periodic box in A (default: CRYST1)
+     --cutoff RC                  real-space cutoff (A)
+     --tolerance T                the accuracy knob: erfc(alpha rc)/rc <= T
+     --order N                    SPME B-spline order 4..8 (default 4)
+     --grid K1 K2 K3              SPME grid (default: 1 A spacing, FFT sizes)
+     --gpu | --cpu                where SPME runs (default: GPU when present)
+     --forces FILE                write the forces, kcal/(mol A), one atom a line
+     --json                       one JSON object (field "total" = the energy)
+
+   Built as C for the CPU, or by nvcc (-x cu -DELEC_WITH_CUDA) with the GPU
+   SPME, which is then the default where a GPU is present. */
+#define _POSIX_C_SOURCE 200809L
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#ifdef ELEC_WITH_CUDA
+#include "elec_cuda.cuh"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { METHOD_DIRECT, METHOD_EWALD, METHOD_SPME } energy_method;
+
+typedef struct options {
+    const char *input, *forces_path;
+    energy_method method;
+    int has_box, gpu, cpu, json, order, grid[3];
+    double box[3], cutoff, tolerance;
+} options;
+
+static void usage(FILE *out) {
+    fprintf(out,
+"usage: elecenergy [options] input.pqr\n"
+"  --method direct|ewald|spme   plain pair sum, exact Ewald, or SPME (default)\n"
+"  --box LX LY LZ               periodic box in A (default: the CRYST1 record)\n"
+"  --cutoff RC                  real-space cutoff in A (default 9, at most half the box)\n"
+"  --tolerance T                erfc(alpha rc)/rc <= T (default 1e-5; Ewald 1e-12)\n"
+"  --order N                    SPME B-spline order, 4 to 8 (default 4)\n"
+"  --grid K1 K2 K3              SPME grid (default: spacing <= 1 A, sizes 2^a 3^b 5^c 7^d)\n"
+"  --gpu | --cpu                SPME on the GPU (default when present) or the CPU\n"
+"  --forces FILE                write forces in kcal/(mol A): index fx fy fz\n"
+"  --json                       print one JSON object; \"total\" is the energy\n"
+"Energies are in kcal/mol (Coulomb constant 332.0636 kcal A/(mol e^2)).\n");
+}
+
+static int number(const char *text, double *v) {
+    char *end;
+    *v = strtod(text, &end);
+    return end != text && *end == '\0' && elec__finite(*v);
+}
+
+static int parse(int argc, char **argv, options *o) {
+    int i, axis;
+    memset(o, 0, sizeof *o);
+    o->method = METHOD_SPME;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = argc - i - 1;
+        double v;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--method") && more >= 1) {
+            a = argv[++i];
+            if (!strcmp(a, "direct")) o->method = METHOD_DIRECT;
+            else if (!strcmp(a, "ewald")) o->method = METHOD_EWALD;
+            else if (!strcmp(a, "spme")) o->method = METHOD_SPME;
+            else {
+                fprintf(stderr, "elecenergy: unknown method '%s'\n", a);
+                return 0;
+            }
+        } else if (!strcmp(a, "--box") && more >= 3) {
+            for (axis = 0; axis < 3; axis++)
+                if (!number(argv[++i], &o->box[axis])) {
+                    fprintf(stderr, "elecenergy: --box: '%s' is not a number\n", argv[i]);
+                    return 0;
+                }
+            o->has_box = 1;
+        } else if (!strcmp(a, "--cutoff") && more >= 1) {
+            if (!number(argv[++i], &o->cutoff) || o->cutoff <= 0) {
+                fprintf(stderr, "elecenergy: --cutoff: '%s' is not a positive length\n", argv[i]);
+                return 0;
+            }
+        } else if (!strcmp(a, "--tolerance") && more >= 1) {
+            if (!number(argv[++i], &o->tolerance) || !(o->tolerance > 0 && o->tolerance < 1)) {
+                fprintf(stderr, "elecenergy: --tolerance: '%s' must lie in (0, 1)\n", argv[i]);
+                return 0;
+            }
+        } else if (!strcmp(a, "--order") && more >= 1) {
+            if (!number(argv[++i], &v) || v != (int)v) {
+                fprintf(stderr, "elecenergy: --order: '%s' is not an integer\n", argv[i]);
+                return 0;
+            }
+            o->order = (int)v;
+        } else if (!strcmp(a, "--grid") && more >= 3) {
+            for (axis = 0; axis < 3; axis++) {
+                if (!number(argv[++i], &v) || v != (int)v || v < 1) {
+                    fprintf(stderr, "elecenergy: --grid: '%s' is not a count\n", argv[i]);
+                    return 0;
+                }
+                o->grid[axis] = (int)v;
+            }
+        } else if (!strcmp(a, "--gpu")) {
+            o->gpu = 1;
+        } else if (!strcmp(a, "--cpu")) {
+            o->cpu = 1;
+        } else if (!strcmp(a, "--forces") && more >= 1) {
+            o->forces_path = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "elecenergy: unknown option '%s', or it lacks its value(s)\n", a);
+            return 0;
+        } else if (!o->input) {
+            o->input = a;
+        } else {
+            fprintf(stderr, "elecenergy: one input file only ('%s')\n", a);
+            return 0;
+        }
+    }
+    if (!o->input) {
+        usage(stderr);
+        return 0;
+    }
+    if (o->gpu && o->cpu) {
+        fprintf(stderr, "elecenergy: --gpu and --cpu exclude each other\n");
+        return 0;
+    }
+    return 1;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int write_forces(const char *path, const double *f, size_t n) {
+    FILE *out = fopen(path, "w");
+    size_t i;
+    int ok;
+    if (!out) return 0;
+    fprintf(out, "# atom fx fy fz (kcal/(mol A))\n");
+    for (i = 0; i < n; i++)
+        fprintf(out, "%zu %.10e %.10e %.10e\n", i + 1, f[3 * i], f[3 * i + 1], f[3 * i + 2]);
+    ok = !ferror(out);
+    return fclose(out) == 0 && ok;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    elec_structure mol;
+    elec_atoms atoms;
+    elec_box box;
+    elec_ewald_terms t;
+    elec_error err;
+    elec_status s = ELEC_OK;
+    double *forces = NULL, seconds, alpha = 0.0, cutoff = 0.0;
+    int grid[3] = {0, 0, 0}, order = 0, kmax[3] = {0, 0, 0};
+    const char *device = "CPU", *method_name;
+
+    if (!parse(argc, argv, &o)) return 2;
+    if ((s = elec_read_pqr(o.input, &mol, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecenergy: %s: %s\n", o.input, err.message);
+        return 1;
+    }
+    atoms = elec_structure_atoms(&mol);
+    memset(&t, 0, sizeof t);
+    if (o.method != METHOD_DIRECT) {
+        if (o.has_box) {
+            memcpy(box.length, o.box, sizeof box.length);
+        } else if (elec_structure_box(&mol, &box, &err) != ELEC_OK) {
+            fprintf(stderr, "elecenergy: %s: no periodic box (%s); give one with --box\n",
+                    o.input, err.message);
+            elec_structure_free(&mol);
+            return 1;
+        }
+    }
+    if (o.forces_path) {
+        forces = (double *)malloc((3 * mol.count + 1) * sizeof *forces);
+        if (!forces) {
+            fprintf(stderr, "elecenergy: out of memory\n");
+            elec_structure_free(&mol);
+            return 1;
+        }
+    }
+
+    seconds = now();
+    if (o.method == METHOD_DIRECT) {
+        method_name = "direct";
+        s = elec_cpu_coulomb_energy(&atoms, ELEC_COULOMB, &t.total, forces, &err);
+        t.real = t.total;
+    } else if (o.method == METHOD_EWALD) {
+        elec_ewald_params p = {0}, r;
+        method_name = "ewald";
+        p.scale = ELEC_COULOMB;
+        p.cutoff = o.cutoff;
+        p.tolerance = o.tolerance;
+        s = elec_ewald_params_resolve(&p, &box, atoms.count, &r, &err);
+        if (s == ELEC_OK) s = elec_cpu_ewald(&atoms, &box, &r, &t, forces, NULL, &err);
+        alpha = r.alpha;
+        cutoff = r.cutoff;
+        memcpy(kmax, r.kmax, sizeof kmax);
+    } else {
+        elec_spme_params p = {0}, r;
+        int use_gpu = 0;
+        method_name = "spme";
+        p.scale = ELEC_COULOMB;
+        p.cutoff = o.cutoff;
+        p.tolerance = o.tolerance;
+        p.order = o.order;
+        memcpy(p.grid, o.grid, sizeof p.grid);
+        s = elec_spme_params_resolve(&p, &box, atoms.count, &r, &err);
+#ifdef ELEC_WITH_CUDA
+        use_gpu = !o.cpu && elec_cuda_device_count() > 0;
+#endif
+        if (o.gpu && !use_gpu) {
+            fprintf(stderr, "elecenergy: --gpu: %s\n",
+#ifdef ELEC_WITH_CUDA
+                    "no CUDA device is present"
+#else
+                    "this elecenergy was built without CUDA"
+#endif
+            );
+            free(forces);
+            elec_structure_free(&mol);
+            return 1;
+        }
+        if (s == ELEC_OK) {
+#ifdef ELEC_WITH_CUDA
+            if (use_gpu) {
+                device = "GPU";
+                s = elec_cuda_spme(&atoms, &box, &r, &t, forces, NULL, &err);
+            } else
+#endif
+                s = elec_cpu_spme(&atoms, &box, &r, &t, forces, NULL, &err);
+        }
+        alpha = r.alpha;
+        cutoff = r.cutoff;
+        order = r.order;
+        memcpy(grid, r.grid, sizeof grid);
+    }
+    seconds = now() - seconds;
+    if (s != ELEC_OK) {
+        fprintf(stderr, "elecenergy: %s\n", err.message);
+        free(forces);
+        elec_structure_free(&mol);
+        return 1;
+    }
+    if (forces && !write_forces(o.forces_path, forces, mol.count)) {
+        fprintf(stderr, "elecenergy: cannot write forces to '%s'\n", o.forces_path);
+        free(forces);
+        elec_structure_free(&mol);
+        return 1;
+    }
+
+    if (o.json) {
+        printf("{\"input\": \"%s\", \"atoms\": %zu, \"method\": \"%s\", \"device\": \"%s\", "
+               "\"units\": \"kcal/mol\", \"total\": %.10f, \"terms\": {\"real\": %.10f, "
+               "\"reciprocal\": %.10f, \"self\": %.10f, \"excluded\": %.10f, "
+               "\"background\": %.10f}, \"parameters\": {",
+               o.input, mol.count, method_name, device, t.total, t.real, t.reciprocal,
+               t.self, t.excluded, t.background);
+        if (o.method == METHOD_DIRECT)
+            printf("\"coulomb_constant\": %.4f", ELEC_COULOMB);
+        else
+            printf("\"box\": [%.6f, %.6f, %.6f], \"cutoff\": %.6f, \"alpha\": %.10f",
+                   box.length[0], box.length[1], box.length[2], cutoff, alpha);
+        if (o.method == METHOD_EWALD)
+            printf(", \"kmax\": [%d, %d, %d]", kmax[0], kmax[1], kmax[2]);
+        if (o.method == METHOD_SPME)
+            printf(", \"order\": %d, \"grid\": [%d, %d, %d]", order, grid[0], grid[1], grid[2]);
+        printf("}, \"seconds\": %.6f}\n", seconds);
+    } else {
+        printf("elecenergy: %s, %zu atoms, method %s on the %s\n", o.input, mol.count,
+               method_name, device);
+        if (o.method != METHOD_DIRECT) {
+            printf("  box %.4f x %.4f x %.4f A, cutoff %.4f A, alpha %.6f /A", box.length[0],
+                   box.length[1], box.length[2], cutoff, alpha);
+            if (o.method == METHOD_SPME)
+                printf(", order %d, grid %d x %d x %d", order, grid[0], grid[1], grid[2]);
+            if (o.method == METHOD_EWALD)
+                printf(", kmax %d %d %d", kmax[0], kmax[1], kmax[2]);
+            printf("\n  real %.6f  reciprocal %.6f  self %.6f  excluded %.6f  background %.6f\n",
+                   t.real, t.reciprocal, t.self, t.excluded, t.background);
+        }
+        printf("  total %.6f kcal/mol (%.3f s)\n", t.total, seconds);
+    }
+    free(forces);
+    elec_structure_free(&mol);
+    return 0;
+}
