@@ -42,7 +42,7 @@ ELECMAP_SRC = examples/elecmap.cu
 TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
-.PHONY: all run test test-gpu bench install clean tour
+.PHONY: all run test test-gpu bench install clean tour md
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -92,6 +92,12 @@ $(BUILD)/bench: bench/bench.cu tests/systems.h $(HEADERS) | $(BUILD)
 
 $(BUILD)/dcs_tour: examples/dcs_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/dcs_tour.cu $(CUDA_LIBS)
+
+$(BUILD)/md_loop: examples/md_loop.cu $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/md_loop.cu $(CUDA_LIBS)
+
+md: $(BUILD)/md_loop
+	$(BUILD)/md_loop
 
 bench: $(BUILD)/bench
 	$(BUILD)/bench
