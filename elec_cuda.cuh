@@ -56,6 +56,8 @@
 #define ELEC_CUDA_CUH
 
 #include "elec.h"
+/* float4 and cudaStream_t in the SPME device-pointer API below. */
+#include <cuda_runtime.h>
 
 #ifdef ELEC_ALL_IMPLEMENTATION
 #ifndef ELEC_CUDA_IMPLEMENTATION
@@ -91,6 +93,64 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err);
+
+/* Smooth particle mesh Ewald on one GPU (elec.h, elec_spme_params; Essmann
+   et al. 1995, on GPUs after Harvey and De Fabritiis 2009): the terms,
+   forces and potentials of elec_cpu_spme, in float with energies summed in
+   double.  Charges are spread on the grid by B-splines (params.spread:
+   atomics, or the seed's gather with per-cell slots), transformed by
+   cuFFT, multiplied by the influence function and transformed back; the
+   real-space sum runs over a cell list built on the device, concurrently
+   with the reciprocal part.
+
+   An MD code keeps a handle and its coordinates on the GPU:
+       elec_cuda_spme_handle *h;
+       elec_cuda_spme_create(&box, n, &p, -1, &h, &err);    plans, buffers
+       each step:
+           elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err);
+       elec_cuda_spme_energy(h, &terms, stream, &err);      when wanted
+       elec_cuda_spme_destroy(h);
+   compute only enqueues work on `stream` (no allocation, no host transfer,
+   no synchronisation), so it can be captured in a CUDA graph.  One compute
+   at a time per handle: the handle's buffers are its scratch. */
+typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
+
+/* Plans, grids, the influence function and buffers for up to max_atoms
+   atoms in this box on `device` (-1 = the current device).  params are
+   resolved by elec_spme_params_resolve with atom_count = max_atoms; their
+   excluded pairs are copied (the caller's array may go).  ELEC_ERR_NO_DEVICE
+   without a GPU. */
+ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
+                                           size_t max_atoms,
+                                           const elec_spme_params *params,
+                                           int device, elec_cuda_spme_handle **out,
+                                           elec_error *err);
+/* One evaluation, asynchronous in `stream`: d_xyzq are n float4 records
+   (x, y, z, q) in A and e, anywhere (wrapped on the device), indexed as the
+   excluded pairs are; d_forces receives 3n floats, interleaved, -dE/dr
+   times scale (NULL = energy only).  The energy terms are summed in the
+   handle (zeroed at the start of each compute): elec_cuda_spme_energy. */
+ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
+                                            const float4 *d_xyzq, size_t n,
+                                            float *d_forces,
+                                            cudaStream_t stream,
+                                            elec_error *err);
+/* The energy terms of the last compute (times scale); synchronises
+   `stream`. */
+ELEC_API elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
+                                           elec_ewald_terms *terms,
+                                           cudaStream_t stream,
+                                           elec_error *err);
+ELEC_API void elec_cuda_spme_destroy(elec_cuda_spme_handle *h);
+/* Host arrays in and out, with the signature of elec_cpu_ewald: create,
+   upload (positions wrapped into the box in double, then rounded to
+   float), compute, download, destroy.  forces (3n, -dE/dr) and potential
+   (n, dE/dq_i) may be NULL. */
+ELEC_API elec_status elec_cuda_spme(const elec_atoms *atoms,
+                                    const elec_box *box,
+                                    const elec_spme_params *params,
+                                    elec_ewald_terms *energy, double *forces,
+                                    double *potential, elec_error *err);
 
 #ifdef __cplusplus
 }
@@ -1081,6 +1141,1333 @@ cleanup:
     ELEC_FREE(host_xyza);
     ELEC_FREE(host_points);
     ELEC_FREE(host_b);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ================================================================= SPME */
+/* Smooth particle mesh Ewald (Essmann et al. 1995; GPU layout after seed
+   001, Harvey and De Fabritiis 2009).  One evaluation is two chains of
+   kernels that run concurrently:
+
+     reciprocal (caller's stream)      real space (the handle's side stream)
+       spread charges on the grid        bin atoms into cells (atomics)
+       R2C FFT (cuFFT)                   prefix sum of the cell counts
+       solve: times theta, energy        scatter atoms in cell order
+       C2R FFT (cuFFT)                   pairs within the cutoff, excluded
+                                         pairs' correction
+                        \---- join ----/
+       gather: mesh forces + real-space forces, written once per atom
+
+   Grid: K points per axis, x fastest (index kx + Kx (ky + Ky kz)).  An atom
+   at grid coordinate u = K x / L (x wrapped into [0, L)), k0 = floor(u),
+   t = u - k0, puts q w[j] on point k0 - j (mod K), w[j] = M_n(t + j)
+   (elec_bspline_weights_float, the very function of the CPU path):
+   Q(k) = sum_i q_i Mx My Mz (Essmann eq. 4.6).  With F the discrete
+   Fourier transform of Q and the influence function
+       theta(m) = exp(-pi^2 mt^2 / alpha^2) / (pi V mt^2 Bx By Bz),
+   mt = (mx/Lx, my/Ly, mz/Lz), m folded to [-K/2, K/2], theta(0) = 0,
+   B the moduli |b|^-2 of elec_spme_bspline_moduli (eq. 4.7-4.8):
+       E_rec = 1/2 sum_m theta(m) |F(m)|^2                     (eq. 4.7)
+   and conv = C2R(theta F) = theta (*) Q, so that
+       phi_i = sum_k Mx My Mz conv(k),
+       F_i   = -q_i sum_k grad(Mx My Mz) conv(k),  d/dx = (K/L) d/du  (4.9).
+   Energies are summed in double (block reductions, one atomic per block);
+   the handle keeps raw sums and elec_cuda_spme_energy applies the
+   constant factors (scale, 1/2, -alpha/sqrt(pi), background) on the
+   host. */
+
+#include <cufft.h>
+
+/* Raw sums in the handle's device buffer. */
+#define ELEC__SPME_SUM_REAL 0       /* sum over ordered pairs q q erfc/r / 2  */
+#define ELEC__SPME_SUM_RECIPROCAL 1 /* sum over the spectrum theta |F|^2      */
+#define ELEC__SPME_SUM_CHARGE 2     /* sum q                                  */
+#define ELEC__SPME_SUM_CHARGE2 3    /* sum q^2                                */
+#define ELEC__SPME_SUM_EXCLUDED 4   /* -sum over excluded pairs q q erf/r     */
+#define ELEC__SPME_SUMS 8
+
+/* Atoms a spreading slot of the gather scheme holds per grid cell: at 0.1
+   atoms/A^3 and 1 A spacing a cell holds 0.1 atoms on average, so 4 leaves
+   overflow (spread by atomics) to rare crowded cells. */
+#define ELEC__SPME_CELL_CAPACITY 4
+
+#define ELEC__SPME_BLOCK 256
+
+/* Box and grid as the kernels take them. */
+typedef struct elec__spme_geometry {
+    int3 K;                /* grid points per axis                         */
+    float3 length;         /* box edges (A)                                */
+    float3 inv_length;     /* 1 / length                                   */
+    float3 grid_per_length; /* K / L: d/dx = (K/L) d/du                     */
+} elec__spme_geometry;
+
+/* The real-space cell list: n cells per axis, each at least the cutoff
+   long, so that every pair within the cutoff (minimum image) lies in
+   neighbouring cells. */
+typedef struct elec__spme_cells {
+    int3 n;
+    float3 per_length;     /* n / L */
+} elec__spme_cells;
+
+/* Adds the block's sum of v to *target: a warp shuffle tree, then the
+   warps' sums, then one atomic per block (thousands of same-address
+   atomics from every warp would serialise in L2).  Every thread of the
+   block must call it; blockDim.x a multiple of 32. */
+__device__ static void elec__spme_block_add(double *target, double v) {
+    __shared__ double warp_sums[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads(); /* warp_sums may still be read by a previous call */
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0 && v != 0.0) atomicAdd(target, v);
+    }
+}
+
+/* Grid coordinate of x along one axis: u = K x / L with x wrapped into
+   [0, L); returns k0 = floor(u) in [0, K) and sets t = u - k0.  A
+   fraction that rounds up to 1 (x just below 0 or L) gives u = K: point 0,
+   t = 0, which is where it belongs. */
+__device__ __forceinline__ int elec__spme_grid_point(float x, float inv_length,
+                                                     int K, float *t) {
+    float f = x * inv_length;
+    f -= floorf(f);
+    float u = f * (float)K;
+    int k0 = (int)u;
+    *t = u - (float)k0;
+    if (k0 >= K) k0 -= K;
+    return k0;
+}
+
+/* Lanes per atom in the spreading and gathering kernels: one lane per x
+   offset of the atom's order^3 stencil, rounded up to a power of two so
+   that a group never straddles a warp (shuffle reductions). */
+template <int ORDER> struct elec__spme_lanes {
+    enum { value = ORDER <= 4 ? 4 : 8 };
+};
+
+/* w[j] of a register array at a lane-dependent j, by selects (an indexed
+   load would put the array in local memory). */
+template <int ORDER>
+__device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
+    float v = 0.0f;
+#pragma unroll
+    for (int m = 0; m < ORDER; m++) v = m == j ? w[m] : v;
+    return v;
+}
+
+/* ------------------------------------------------- spreading: atomics */
+
+/* Particle-centric spreading: lane jx of an atom's group adds the order^2
+   values of its x plane of the stencil with atomics (red.global.add.f32:
+   the grid must be zeroed first).  The lanes of a group write
+   neighbouring x points, so a warp's atomics fall in few sectors.  Also
+   sums q and q^2 (self and background terms). */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_spread_atomic(float *grid, const float4 *xyzq, int n,
+                           elec__spme_geometry g, double *sums) {
+    const int lanes = elec__spme_lanes<ORDER>::value;
+    int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    int atom = thread / lanes, jx = thread % lanes;
+    float q = 0.0f;
+    if (atom < n && jx < ORDER) {
+        float4 a = xyzq[atom];
+        float tx, ty, tz, wx[ORDER], wy[ORDER], wz[ORDER];
+        int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
+        int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &ty);
+        int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &tz);
+        elec_bspline_weights_float(ORDER, tx, wx, NULL);
+        elec_bspline_weights_float(ORDER, ty, wy, NULL);
+        elec_bspline_weights_float(ORDER, tz, wz, NULL);
+        int x = x0 - jx;
+        if (x < 0) x += g.K.x;
+        float qx = a.w * elec__spme_pick<ORDER>(wx, jx);
+#pragma unroll
+        for (int jz = 0; jz < ORDER; jz++) {
+            int z = z0 - jz;
+            if (z < 0) z += g.K.z;
+            float qxz = qx * wz[jz];
+#pragma unroll
+            for (int jy = 0; jy < ORDER; jy++) {
+                int y = y0 - jy;
+                if (y < 0) y += g.K.y;
+                atomicAdd(&grid[x + g.K.x * (y + g.K.y * z)], qxz * wy[jy]);
+            }
+        }
+        if (jx == 0) q = a.w;
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, (double)q * q);
+}
+
+/* --------------------------------------- spreading: gather (seed 001) */
+
+/* Placement: each atom takes a slot of the grid cell [k0, k0 + 1) that
+   holds it (a counter per cell); atoms past the cell's capacity go to the
+   overflow list.  The atom's weights are stored, q folded into x:
+   weights[atom][axis][j].  Also sums q and q^2. */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_place(const float4 *xyzq, int n, elec__spme_geometry g,
+                   int *cell_count, int *cell_atoms, int *overflow_count,
+                   int *overflow_atoms, float *weights, double *sums) {
+    int atom = blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    if (atom < n) {
+        float4 a = xyzq[atom];
+        float tx, ty, tz, wx[ORDER], wy[ORDER], wz[ORDER];
+        int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
+        int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &ty);
+        int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &tz);
+        elec_bspline_weights_float(ORDER, tx, wx, NULL);
+        elec_bspline_weights_float(ORDER, ty, wy, NULL);
+        elec_bspline_weights_float(ORDER, tz, wz, NULL);
+        float *w = weights + (size_t)atom * 3 * ORDER;
+#pragma unroll
+        for (int j = 0; j < ORDER; j++) {
+            w[j] = a.w * wx[j];
+            w[ORDER + j] = wy[j];
+            w[2 * ORDER + j] = wz[j];
+        }
+        int cell = x0 + g.K.x * (y0 + g.K.y * z0);
+        int slot = atomicAdd(&cell_count[cell], 1);
+        if (slot < ELEC__SPME_CELL_CAPACITY)
+            cell_atoms[(size_t)cell * ELEC__SPME_CELL_CAPACITY + slot] = atom;
+        else
+            overflow_atoms[atomicAdd(overflow_count, 1)] = atom;
+        q = a.w;
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, (double)q * q);
+}
+
+/* Accumulation, one thread per grid point and no atomics: point k gathers
+   from the atoms placed in cells k + j (mod K), j = 0 .. order-1 per axis,
+   each with weight wx[jx] wy[jy] wz[jz] (the atom in cell k0 reaches the
+   points k0 - j).  Writes every point, so the grid needs no zeroing.
+   Consecutive threads take consecutive x: the cell counts they read are
+   coalesced. */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_spread_gather(float *grid, elec__spme_geometry g,
+                           const int *cell_count, const int *cell_atoms,
+                           const float *weights, int points) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= points) return;
+    int kx = p % g.K.x, rest = p / g.K.x;
+    int ky = rest % g.K.y, kz = rest / g.K.y;
+    float sum = 0.0f;
+    for (int jz = 0; jz < ORDER; jz++) {
+        int cz = kz + jz;
+        if (cz >= g.K.z) cz -= g.K.z;
+        for (int jy = 0; jy < ORDER; jy++) {
+            int cy = ky + jy;
+            if (cy >= g.K.y) cy -= g.K.y;
+            int row = g.K.x * (cy + g.K.y * cz);
+#pragma unroll
+            for (int jx = 0; jx < ORDER; jx++) {
+                int cx = kx + jx;
+                if (cx >= g.K.x) cx -= g.K.x;
+                int cell = cx + row;
+                int count = min(cell_count[cell], ELEC__SPME_CELL_CAPACITY);
+                for (int s = 0; s < count; s++) {
+                    int atom = cell_atoms[(size_t)cell * ELEC__SPME_CELL_CAPACITY + s];
+                    const float *w = weights + (size_t)atom * 3 * ORDER;
+                    sum = fmaf(w[jx] * w[ORDER + jy], w[2 * ORDER + jz], sum);
+                }
+            }
+        }
+    }
+    grid[p] = sum;
+}
+
+/* Overflow: the atoms that found their cell full, spread with atomics from
+   their stored weights, one thread per atom and x offset.  Their number is
+   known only on the device: a fixed grid strides over it. */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_spread_overflow(float *grid, const float4 *xyzq,
+                             elec__spme_geometry g, const int *overflow_count,
+                             const int *overflow_atoms, const float *weights) {
+    int total = *overflow_count * ORDER;
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < total;
+         e += gridDim.x * blockDim.x) {
+        int atom = overflow_atoms[e / ORDER], jx = e % ORDER;
+        float4 a = xyzq[atom];
+        float t;
+        int x = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &t) - jx;
+        int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &t);
+        int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &t);
+        if (x < 0) x += g.K.x;
+        const float *w = weights + (size_t)atom * 3 * ORDER;
+        float qx = w[jx];
+        for (int jz = 0; jz < ORDER; jz++) {
+            int z = z0 - jz;
+            if (z < 0) z += g.K.z;
+            for (int jy = 0; jy < ORDER; jy++) {
+                int y = y0 - jy;
+                if (y < 0) y += g.K.y;
+                atomicAdd(&grid[x + g.K.x * (y + g.K.y * z)],
+                          qx * w[ORDER + jy] * w[2 * ORDER + jz]);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------- solve */
+
+/* The half spectrum of the R2C transform, Kz x Ky x (Kx/2 + 1), times the
+   influence function, in place, fused with the energy: E_rec = 1/2 sum
+   over the full spectrum theta |F|^2, where each stored mx stands for mx
+   and Kx - mx (weight 2) except mx = 0 and, for even Kx, mx = Kx/2.  A
+   fixed grid strides over the spectrum so that one atomic per block
+   suffices. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
+                   int count, double *sums) {
+    const int half_x = kx / 2 + 1;
+    double energy = 0.0;
+    for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < count;
+         m += gridDim.x * blockDim.x) {
+        cufftComplex c = spectrum[m];
+        float th = theta[m];
+        int mx = m % half_x;
+        float weight = mx == 0 || 2 * mx == kx ? 1.0f : 2.0f;
+        energy += (double)(weight * th * fmaf(c.x, c.x, c.y * c.y));
+        c.x *= th;
+        c.y *= th;
+        spectrum[m] = c;
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_RECIPROCAL, energy);
+}
+
+/* ------------------------------------------------------------ gather */
+
+/* Forces (and potentials) from the convolved grid, Essmann eq. 4.9: lane
+   jx of an atom's group sums its x plane of the stencil,
+       A  = sum wy wz conv,  By = sum dwy wz conv,  Bz = sum wy dwz conv,
+   so that its share is phi = wx A, dE/du = (dwx A, wx By, wx Bz); the
+   group's shares are added by shuffles.  Lane 0 adds the real-space
+   force of the atom (real: unscaled force and potential, NULL when the
+   real part was not computed) and writes scale (F_mesh + F_real) once:
+   no atomics, no zeroing.  potential (unscaled, mesh + real + excluded)
+   only for the host API. */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
+                    elec__spme_geometry g, const float4 *real, float scale,
+                    float *forces, float *potential) {
+    const int lanes = elec__spme_lanes<ORDER>::value;
+    int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    int atom = thread / lanes, jx = thread % lanes;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float du = 0.0f, dv = 0.0f, dw = 0.0f, phi = 0.0f;
+    if (atom < n) a = xyzq[atom];
+    if (atom < n && jx < ORDER) {
+        float tx, ty, tz;
+        float wx[ORDER], wy[ORDER], wz[ORDER], dwx[ORDER], dwy[ORDER], dwz[ORDER];
+        int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
+        int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &ty);
+        int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &tz);
+        elec_bspline_weights_float(ORDER, tx, wx, dwx);
+        elec_bspline_weights_float(ORDER, ty, wy, dwy);
+        elec_bspline_weights_float(ORDER, tz, wz, dwz);
+        int x = x0 - jx;
+        if (x < 0) x += g.K.x;
+        float sum_a = 0.0f, sum_y = 0.0f, sum_z = 0.0f;
+#pragma unroll
+        for (int jz = 0; jz < ORDER; jz++) {
+            int z = z0 - jz;
+            if (z < 0) z += g.K.z;
+            float row_w = 0.0f, row_dw = 0.0f;
+#pragma unroll
+            for (int jy = 0; jy < ORDER; jy++) {
+                int y = y0 - jy;
+                if (y < 0) y += g.K.y;
+                float v = conv[x + g.K.x * (y + g.K.y * z)];
+                row_w = fmaf(wy[jy], v, row_w);
+                row_dw = fmaf(dwy[jy], v, row_dw);
+            }
+            sum_a = fmaf(wz[jz], row_w, sum_a);
+            sum_y = fmaf(wz[jz], row_dw, sum_y);
+            sum_z = fmaf(dwz[jz], row_w, sum_z);
+        }
+        float my_w = elec__spme_pick<ORDER>(wx, jx);
+        float my_dw = elec__spme_pick<ORDER>(dwx, jx);
+        du = my_dw * sum_a;
+        dv = my_w * sum_y;
+        dw = my_w * sum_z;
+        phi = my_w * sum_a;
+    }
+#pragma unroll
+    for (int o = lanes / 2; o > 0; o >>= 1) {
+        du += __shfl_xor_sync(0xffffffffu, du, o);
+        dv += __shfl_xor_sync(0xffffffffu, dv, o);
+        dw += __shfl_xor_sync(0xffffffffu, dw, o);
+        phi += __shfl_xor_sync(0xffffffffu, phi, o);
+    }
+    if (atom < n && jx == 0) {
+        float fx = -a.w * g.grid_per_length.x * du;
+        float fy = -a.w * g.grid_per_length.y * dv;
+        float fz = -a.w * g.grid_per_length.z * dw;
+        if (real) {
+            float4 r = real[atom];
+            fx += r.x;
+            fy += r.y;
+            fz += r.z;
+            phi += r.w;
+        }
+        if (forces) {
+            forces[3 * (size_t)atom] = scale * fx;
+            forces[3 * (size_t)atom + 1] = scale * fy;
+            forces[3 * (size_t)atom + 2] = scale * fz;
+        }
+        if (potential) potential[atom] = phi;
+    }
+}
+
+/* -------------------------------------------------------- real space */
+
+/* x wrapped into [0, L) in float, exactly as the cell kernels store it:
+   an atom's cell and its stored coordinate always agree. */
+__device__ __forceinline__ float elec__spme_wrap(float x, float length,
+                                                 float inv_length) {
+    float w = x - length * floorf(x * inv_length);
+    if (w >= length) w -= length;
+    return w < 0.0f ? 0.0f : w;
+}
+
+__device__ __forceinline__ int elec__spme_cell_index(float4 w,
+                                                     elec__spme_cells c) {
+    int cx = min((int)(w.x * c.per_length.x), c.n.x - 1);
+    int cy = min((int)(w.y * c.per_length.y), c.n.y - 1);
+    int cz = min((int)(w.z * c.per_length.z), c.n.z - 1);
+    return cx + c.n.x * (cy + c.n.y * cz);
+}
+
+__device__ __forceinline__ float4 elec__spme_wrapped(float4 a,
+                                                     elec__spme_geometry g) {
+    return make_float4(elec__spme_wrap(a.x, g.length.x, g.inv_length.x),
+                       elec__spme_wrap(a.y, g.length.y, g.inv_length.y),
+                       elec__spme_wrap(a.z, g.length.z, g.inv_length.z), a.w);
+}
+
+/* Cell list, step 1: each atom's cell and its slot in it (atomics on the
+   per-cell counters, zeroed first). */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
+                         elec__spme_cells c, int *cell_count, int *atom_cell,
+                         int *atom_slot) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int cell = elec__spme_cell_index(elec__spme_wrapped(xyzq[i], g), c);
+    atom_cell[i] = cell;
+    atom_slot[i] = atomicAdd(&cell_count[cell], 1);
+}
+
+/* Step 2: exclusive prefix sum of the counts into start[0 .. cells], in
+   one block (cells number thousands): each thread sums a contiguous run,
+   the block scans the run sums (Hillis-Steele in shared memory), and each
+   thread writes its run's starts. */
+#define ELEC__SPME_SCAN_THREADS 1024
+__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
+elec__k_spme_cells_scan(const int *count, int *start, int cells) {
+    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
+    const int t = threadIdx.x;
+    int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
+    int first = min(t * per, cells), last = min(first + per, cells), s = 0;
+    for (int i = first; i < last; i++) s += count[i];
+    run_sums[t] = s;
+    __syncthreads();
+    for (int offset = 1; offset < ELEC__SPME_SCAN_THREADS; offset <<= 1) {
+        int v = t >= offset ? run_sums[t - offset] : 0;
+        __syncthreads();
+        run_sums[t] += v;
+        __syncthreads();
+    }
+    s = t > 0 ? run_sums[t - 1] : 0;
+    for (int i = first; i < last; i++) {
+        start[i] = s;
+        s += count[i];
+    }
+    if (t == ELEC__SPME_SCAN_THREADS - 1) start[cells] = run_sums[t];
+}
+
+/* Step 3: atoms in cell order, wrapped, with their original index. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
+                           const int *start, const int *atom_cell,
+                           const int *atom_slot, float4 *sorted,
+                           int *sorted_index) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int p = start[atom_cell[i]] + atom_slot[i];
+    sorted[p] = elec__spme_wrapped(xyzq[i], g);
+    sorted_index[p] = i;
+}
+
+/* Whether j is on atom i's exclusion list list[begin .. end) (a few
+   entries: a linear scan). */
+__device__ __forceinline__ bool elec__spme_excluded(const int *list, int begin,
+                                                    int end, int j) {
+    for (int k = begin; k < end; k++)
+        if (list[k] == j) return true;
+    return false;
+}
+
+/* Per-lane sums of one atom's real-space interactions. */
+typedef struct elec__spme_pair_sums {
+    float fx, fy, fz, phi;       /* force / q_i and potential, unscaled */
+    double real, excluded;       /* energies, half of each pair         */
+} elec__spme_pair_sums;
+
+/* One pair at separation d = r_i - r_j (r2 < rc^2, not excluded):
+   phi_i += q_j erfc(alpha r)/r, and -dE/dr_i / q_i =
+   q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2)) d / r^2.
+   erfcf is CUDA's (a few ulp); __expf is MUFU.EX2, relative error about
+   (2 + 1.16 |x|) ulp, under 1e-6 for alpha^2 r^2 < 10 (alpha rc is about
+   3.1 at tolerance 1e-5), and the term it scales falls with it. */
+__device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
+                                                float qi, float qj, float dx,
+                                                float dy, float dz, float r2,
+                                                float alpha, float gauss) {
+    float inv_r = rsqrtf(r2), r = r2 * inv_r;
+    float screened = erfcf(alpha * r) * inv_r;
+    float f = qj * fmaf(gauss, __expf(-alpha * alpha * r2), screened) *
+              inv_r * inv_r;
+    s->fx = fmaf(f, dx, s->fx);
+    s->fy = fmaf(f, dy, s->fy);
+    s->fz = fmaf(f, dz, s->fz);
+    s->phi = fmaf(qj, screened, s->phi);
+    s->real += 0.5 * (double)(qi * qj * screened);
+}
+
+/* Atom i's excluded pairs, spread over the warp's lanes: the smooth part
+   erf(alpha r)/r that the reciprocal sum contains, subtracted (minimum
+   image; its r -> 0 limit 2 alpha/sqrt(pi) when the atoms coincide).
+   -dE/dr_i / q_i = q_j (2 alpha/sqrt(pi) exp(-alpha^2 r^2) - erf(alpha r)/r)
+   d / r^2.  Half the pair's energy: the partner's warp adds the other. */
+__device__ __forceinline__ void elec__spme_excluded_pairs(
+    elec__spme_pair_sums *s, float4 a, const float4 *xyzq, const int *list,
+    int begin, int end, int lane, elec__spme_geometry g, float alpha,
+    float gauss) {
+    for (int k = begin + lane; k < end; k += 32) {
+        float4 b = xyzq[list[k]];
+        float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+        dx -= g.length.x * rintf(dx * g.inv_length.x);
+        dy -= g.length.y * rintf(dy * g.inv_length.y);
+        dz -= g.length.z * rintf(dz * g.inv_length.z);
+        float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz)), smooth = gauss;
+        if (r2 > 1e-16f) {
+            float inv_r = rsqrtf(r2), r = r2 * inv_r;
+            smooth = erff(alpha * r) * inv_r;
+            float f = b.w * (gauss * expf(-alpha * alpha * r2) - smooth) *
+                      inv_r * inv_r;
+            s->fx = fmaf(f, dx, s->fx);
+            s->fy = fmaf(f, dy, s->fy);
+            s->fz = fmaf(f, dz, s->fz);
+        }
+        s->phi -= b.w * smooth;
+        s->excluded -= 0.5 * (double)(a.w * b.w * smooth);
+    }
+}
+
+/* The warp's sums of atom i added up; lane 0 writes (q_i F, phi). */
+__device__ __forceinline__ void elec__spme_pair_finish(elec__spme_pair_sums *s,
+                                                       float qi, int i,
+                                                       float4 *out) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        s->fx += __shfl_xor_sync(0xffffffffu, s->fx, o);
+        s->fy += __shfl_xor_sync(0xffffffffu, s->fy, o);
+        s->fz += __shfl_xor_sync(0xffffffffu, s->fz, o);
+        s->phi += __shfl_xor_sync(0xffffffffu, s->phi, o);
+    }
+    if ((threadIdx.x & 31) == 0 && out)
+        out[i] = make_float4(qi * s->fx, qi * s->fy, qi * s->fz, s->phi);
+    s->fx = s->fy = s->fz = s->phi = 0.0f;
+}
+
+/* Real space over the cell list: one warp per atom (in cell order, so a
+   warp's neighbours are its predecessor's), its lanes striding over the
+   atoms of the 27 neighbouring cells, whose periodic image shift is fixed
+   per cell; every pair is visited from both atoms, each warp owns its
+   atom's sums (no atomics) and counts half the energy.  A fixed grid of
+   warps strides over the atoms, so that the energies take one atomic per
+   block.  out[i] = (force, potential) unscaled, NULL = energy only. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK, 4)
+elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
+                        const int *start, const float4 *xyzq, int n,
+                        elec__spme_geometry g, elec__spme_cells c,
+                        const int *excl_start, const int *excl_list,
+                        float cutoff2, float alpha, float gauss, float4 *out,
+                        double *sums) {
+    const int lane = threadIdx.x & 31;
+    const int warps = gridDim.x * (blockDim.x >> 5);
+    elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    for (int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; p < n;
+         p += warps) {
+        float4 a = sorted[p];
+        int i = sorted_index[p];
+        int eb = excl_start[i], ee = excl_start[i + 1];
+        int cx = min((int)(a.x * c.per_length.x), c.n.x - 1);
+        int cy = min((int)(a.y * c.per_length.y), c.n.y - 1);
+        int cz = min((int)(a.z * c.per_length.z), c.n.z - 1);
+        for (int oz = -1; oz <= 1; oz++) {
+            int nz = cz + oz;
+            float sz = 0.0f;
+            if (nz < 0) { nz += c.n.z; sz = -g.length.z; }
+            else if (nz >= c.n.z) { nz -= c.n.z; sz = g.length.z; }
+            for (int oy = -1; oy <= 1; oy++) {
+                int ny = cy + oy;
+                float sy = 0.0f;
+                if (ny < 0) { ny += c.n.y; sy = -g.length.y; }
+                else if (ny >= c.n.y) { ny -= c.n.y; sy = g.length.y; }
+                for (int ox = -1; ox <= 1; ox++) {
+                    int nx = cx + ox;
+                    float sx = 0.0f;
+                    if (nx < 0) { nx += c.n.x; sx = -g.length.x; }
+                    else if (nx >= c.n.x) { nx -= c.n.x; sx = g.length.x; }
+                    /* the image of cell (nx, ny, nz) next to atom i: b + s */
+                    float ax = a.x - sx, ay = a.y - sy, az = a.z - sz;
+                    int cell = nx + c.n.x * (ny + c.n.y * nz);
+                    int end = start[cell + 1];
+                    for (int k = start[cell] + lane; k < end; k += 32) {
+                        float4 b = sorted[k];
+                        float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
+                        float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+                        if (r2 >= cutoff2 || k == p) continue;
+                        if (ee > eb &&
+                            elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
+                            continue;
+                        elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
+                    }
+                }
+            }
+        }
+        elec__spme_excluded_pairs(&s, a, xyzq, excl_list, eb, ee, lane, g,
+                                  alpha, gauss);
+        elec__spme_pair_finish(&s, a.w, i, out);
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
+}
+
+/* Real space for boxes too small for 3 cells of the cutoff per axis: one
+   warp per atom over every other atom, minimum image per pair. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK, 4)
+elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
+                      const int *excl_start, const int *excl_list,
+                      float cutoff2, float alpha, float gauss, float4 *out,
+                      double *sums) {
+    const int lane = threadIdx.x & 31;
+    const int warps = gridDim.x * (blockDim.x >> 5);
+    elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n;
+         i += warps) {
+        float4 a = elec__spme_wrapped(xyzq[i], g);
+        int eb = excl_start[i], ee = excl_start[i + 1];
+        for (int j = lane; j < n; j += 32) {
+            float4 b = xyzq[j];
+            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+            dx -= g.length.x * rintf(dx * g.inv_length.x);
+            dy -= g.length.y * rintf(dy * g.inv_length.y);
+            dz -= g.length.z * rintf(dz * g.inv_length.z);
+            float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+            if (r2 >= cutoff2 || j == i) continue;
+            if (ee > eb && elec__spme_excluded(excl_list, eb, ee, j)) continue;
+            elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
+        }
+        elec__spme_excluded_pairs(&s, a, xyzq, excl_list, eb, ee, lane, g,
+                                  alpha, gauss);
+        elec__spme_pair_finish(&s, a.w, i, out);
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
+}
+
+/* ------------------------------------------------------- SPME host side */
+
+#define ELEC__CUFFT_TRY(call)                                                \
+    do {                                                                     \
+        cufftResult elec__r = (call);                                        \
+        if (elec__r != CUFFT_SUCCESS) {                                      \
+            status = elec__cufft_fail(err, elec__r, #call, __LINE__);        \
+            goto cleanup;                                                    \
+        }                                                                    \
+    } while (0)
+
+static elec_status elec__cufft_fail(elec_error *err, cufftResult r,
+                                    const char *call, int line) {
+    const char *name;
+    switch (r) {
+    case CUFFT_INVALID_PLAN: name = "CUFFT_INVALID_PLAN"; break;
+    case CUFFT_ALLOC_FAILED: name = "CUFFT_ALLOC_FAILED"; break;
+    case CUFFT_INVALID_TYPE: name = "CUFFT_INVALID_TYPE"; break;
+    case CUFFT_INVALID_VALUE: name = "CUFFT_INVALID_VALUE"; break;
+    case CUFFT_INTERNAL_ERROR: name = "CUFFT_INTERNAL_ERROR"; break;
+    case CUFFT_EXEC_FAILED: name = "CUFFT_EXEC_FAILED"; break;
+    case CUFFT_SETUP_FAILED: name = "CUFFT_SETUP_FAILED"; break;
+    case CUFFT_INVALID_SIZE: name = "CUFFT_INVALID_SIZE"; break;
+    case CUFFT_UNALIGNED_DATA: name = "CUFFT_UNALIGNED_DATA"; break;
+    case CUFFT_INVALID_DEVICE: name = "CUFFT_INVALID_DEVICE"; break;
+    case CUFFT_NOT_SUPPORTED: name = "CUFFT_NOT_SUPPORTED"; break;
+    default: name = "cuFFT error"; break;
+    }
+    (void)cudaGetLastError();
+    return elec__fail(err, r == CUFFT_ALLOC_FAILED ? ELEC_ERR_NO_MEMORY
+                                                   : ELEC_ERR_CUDA,
+                      0, "%s failed (elec_cuda.cuh:%d): %s (%d)", call, line,
+                      name, (int)r);
+}
+
+/* What one evaluation computes (the bench times the parts alone). */
+#define ELEC__SPME_DO_RECIPROCAL 1
+#define ELEC__SPME_DO_REAL 2
+/* Events a timed evaluation records, in this order on one stream: start,
+   spread, forward FFT, solve, backward FFT, real space, gather. */
+#define ELEC__SPME_MARKS 7
+
+struct elec_cuda_spme_handle {
+    int device;
+    elec_spme_params p;      /* resolved; excluded_pairs not kept         */
+    elec_box box;
+    size_t max_atoms;
+    int sm_count;
+    elec__spme_geometry g;
+    int grid_points;         /* Kx Ky Kz                                  */
+    int spectrum_points;     /* Kz Ky (Kx/2 + 1)                          */
+    cufftHandle forward, backward;
+    int has_forward, has_backward;
+    cudaStream_t side;       /* the real-space chain                      */
+    cudaEvent_t fork, join;
+    float *grid;             /* charges, then the convolution             */
+    cufftComplex *spectrum;
+    float *theta;            /* half spectrum                             */
+    double *sums;            /* ELEC__SPME_SUMS raw energy sums           */
+    /* gather spreading */
+    int *grid_cell_count;    /* grid_points counters, then the overflow's */
+    int *grid_cell_atoms;    /* grid_points x ELEC__SPME_CELL_CAPACITY    */
+    int *overflow_atoms;
+    float *weights;          /* max_atoms x 3 x order                     */
+    /* real space */
+    int use_cells;
+    elec__spme_cells cells;
+    int cell_count;
+    int *cell_counts, *cell_start, *atom_cell, *atom_slot, *sorted_index;
+    float4 *sorted;
+    float4 *real;            /* per atom: force (unscaled), potential     */
+    int *excl_start, *excl_list;
+};
+
+ELEC_DEF void elec_cuda_spme_destroy(elec_cuda_spme_handle *h) {
+    int caller_device = 0;
+    if (!h) return;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    cudaSetDevice(h->device);
+    if (h->has_forward) cufftDestroy(h->forward);
+    if (h->has_backward) cufftDestroy(h->backward);
+    if (h->side) cudaStreamDestroy(h->side);
+    if (h->fork) cudaEventDestroy(h->fork);
+    if (h->join) cudaEventDestroy(h->join);
+    cudaFree(h->grid);
+    cudaFree(h->spectrum);
+    cudaFree(h->theta);
+    cudaFree(h->sums);
+    cudaFree(h->grid_cell_count);
+    cudaFree(h->grid_cell_atoms);
+    cudaFree(h->overflow_atoms);
+    cudaFree(h->weights);
+    cudaFree(h->cell_counts);
+    cudaFree(h->cell_start);
+    cudaFree(h->atom_cell);
+    cudaFree(h->atom_slot);
+    cudaFree(h->sorted_index);
+    cudaFree(h->sorted);
+    cudaFree(h->real);
+    cudaFree(h->excl_start);
+    cudaFree(h->excl_list);
+    (void)cudaGetLastError();
+    cudaSetDevice(caller_device);
+    ELEC_FREE(h);
+}
+
+/* The influence function on the half spectrum, in double, rounded to
+   float: theta(m) = exp(-pi^2 mt^2/alpha^2) / (pi V mt^2 Bx By Bz). */
+static elec_status elec__spme_theta(const elec_cuda_spme_handle *h, float *theta,
+                                    elec_error *err) {
+    const double pi = 3.14159265358979323846;
+    const int *K = h->p.grid;
+    const int half_x = K[0] / 2 + 1;
+    const double volume = h->box.length[0] * h->box.length[1] * h->box.length[2];
+    double *moduli[3];
+    int axis, mx, my, mz;
+    moduli[0] = (double *)ELEC_MALLOC((size_t)(K[0] + K[1] + K[2]) * sizeof(double));
+    if (!moduli[0])
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    moduli[1] = moduli[0] + K[0];
+    moduli[2] = moduli[1] + K[1];
+    for (axis = 0; axis < 3; axis++)
+        elec_spme_bspline_moduli(h->p.order, K[axis], moduli[axis]);
+    for (mz = 0; mz < K[2]; mz++)
+        for (my = 0; my < K[1]; my++)
+            for (mx = 0; mx < half_x; mx++) {
+                double fx = mx / h->box.length[0];
+                double fy = (my <= K[1] / 2 ? my : my - K[1]) / h->box.length[1];
+                double fz = (mz <= K[2] / 2 ? mz : mz - K[2]) / h->box.length[2];
+                double m2 = fx * fx + fy * fy + fz * fz;
+                size_t index = (size_t)mx + (size_t)half_x * ((size_t)my + (size_t)K[1] * mz);
+                theta[index] =
+                    m2 == 0.0 ? 0.0f
+                              : (float)(exp(-pi * pi * m2 / (h->p.alpha * h->p.alpha)) /
+                                        (pi * volume * m2 * moduli[0][mx] *
+                                         moduli[1][my] * moduli[2][mz]));
+            }
+    ELEC_FREE(moduli[0]);
+    return ELEC_OK;
+}
+
+/* The excluded pairs as a per-atom list (CSR: atom i's partners are
+   list[start[i] .. start[i+1])), each pair on both atoms' lists, a pair
+   given twice kept twice (as the CPU reference counts it). */
+static elec_status elec__spme_exclusions(const elec_spme_params *p,
+                                         size_t atoms, int **start_out,
+                                         int **list_out, elec_error *err) {
+    size_t e, i, pairs = p->excluded_pair_count;
+    int *start = (int *)ELEC_MALLOC((atoms + 1) * sizeof(int));
+    int *list = (int *)ELEC_MALLOC((2 * pairs + 1) * sizeof(int));
+    int *fill = (int *)ELEC_MALLOC((atoms + 1) * sizeof(int));
+    if (!start || !list || !fill) {
+        ELEC_FREE(start);
+        ELEC_FREE(list);
+        ELEC_FREE(fill);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    }
+    memset(start, 0, (atoms + 1) * sizeof(int));
+    for (e = 0; e < pairs; e++) {
+        start[p->excluded_pairs[2 * e] + 1]++;
+        start[p->excluded_pairs[2 * e + 1] + 1]++;
+    }
+    for (i = 0; i < atoms; i++) start[i + 1] += start[i];
+    memcpy(fill, start, (atoms + 1) * sizeof(int));
+    for (e = 0; e < pairs; e++) {
+        size_t a = p->excluded_pairs[2 * e], b = p->excluded_pairs[2 * e + 1];
+        list[fill[a]++] = (int)b;
+        list[fill[b]++] = (int)a;
+    }
+    ELEC_FREE(fill);
+    *start_out = start;
+    *list_out = list;
+    return ELEC_OK;
+}
+
+/* Blocks for a fixed grid that strides over its work: enough to fill the
+   device, few enough that each block's one energy atomic is cheap. */
+static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads) {
+    size_t needed = (threads + ELEC__SPME_BLOCK - 1) / ELEC__SPME_BLOCK;
+    size_t most = 8 * (size_t)h->sm_count;
+    if (needed < 1) needed = 1;
+    return (unsigned)(needed < most ? needed : most);
+}
+
+ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
+                                           size_t max_atoms,
+                                           const elec_spme_params *params,
+                                           int device, elec_cuda_spme_handle **out,
+                                           elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec_cuda_spme_handle *h = NULL;
+    float *host_theta = NULL;
+    int *host_excl_start = NULL, *host_excl_list = NULL;
+    elec_spme_params resolved;
+    int caller_device = 0, devices, axis;
+    size_t grid_points, spectrum_points, pairs;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if (max_atoms == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "max_atoms is 0: the handle needs room for an atom");
+    if (max_atoms > ((size_t)1 << 27))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "max_atoms %zu: the GPU SPME takes at most %zu atoms",
+                          max_atoms, (size_t)1 << 27);
+    if ((status = elec_spme_params_resolve(params, box, max_atoms, &resolved,
+                                           err)) != ELEC_OK)
+        return status;
+    pairs = resolved.excluded_pair_count;
+    if (pairs > (size_t)INT_MAX / 2 - 1)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu excluded pairs: at most %d", pairs, INT_MAX / 2 - 1);
+    grid_points = (size_t)resolved.grid[0] * resolved.grid[1] * resolved.grid[2];
+    spectrum_points =
+        (size_t)(resolved.grid[0] / 2 + 1) * resolved.grid[1] * resolved.grid[2];
+    if (grid_points > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "grid %d x %d x %d: the GPU SPME takes at most 2^31 "
+                          "points", resolved.grid[0], resolved.grid[1],
+                          resolved.grid[2]);
+    devices = elec_cuda_device_count();
+    if (devices == 0)
+        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0,
+                          "no CUDA device is present (or no driver)");
+    if (device < -1 || device >= devices)
+        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0,
+                          "GPU %d asked for; %d present", device, devices);
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    h = (elec_cuda_spme_handle *)ELEC_MALLOC(sizeof *h);
+    if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    memset(h, 0, sizeof *h);
+    h->p = resolved;
+    h->device = device == -1 ? caller_device : device;
+    h->box = *box;
+    h->max_atoms = max_atoms;
+    h->grid_points = (int)grid_points;
+    h->spectrum_points = (int)spectrum_points;
+    h->g.K = make_int3(h->p.grid[0], h->p.grid[1], h->p.grid[2]);
+    h->g.length = make_float3((float)box->length[0], (float)box->length[1],
+                              (float)box->length[2]);
+    h->g.inv_length = make_float3((float)(1.0 / box->length[0]),
+                                  (float)(1.0 / box->length[1]),
+                                  (float)(1.0 / box->length[2]));
+    h->g.grid_per_length = make_float3((float)(h->p.grid[0] / box->length[0]),
+                                       (float)(h->p.grid[1] / box->length[1]),
+                                       (float)(h->p.grid[2] / box->length[2]));
+    /* Cells at least the cutoff long, 3 or more per axis (so that the 27
+       neighbours are distinct cells), at most 128 per axis. */
+    h->use_cells = 1;
+    {
+        int n[3];
+        for (axis = 0; axis < 3; axis++) {
+            n[axis] = (int)floor(box->length[axis] / h->p.cutoff);
+            if (n[axis] > 128) n[axis] = 128;
+            if (n[axis] < 3) h->use_cells = 0;
+        }
+        h->cells.n = make_int3(n[0], n[1], n[2]);
+        h->cells.per_length = make_float3((float)(n[0] / box->length[0]),
+                                          (float)(n[1] / box->length[1]),
+                                          (float)(n[2] / box->length[2]));
+        h->cell_count = h->use_cells ? n[0] * n[1] * n[2] : 0;
+    }
+    status = elec__spme_exclusions(&h->p, max_atoms, &host_excl_start,
+                                   &host_excl_list, err);
+    if (status != ELEC_OK) goto cleanup;
+    h->p.excluded_pairs = NULL; /* the caller's array: not kept */
+    host_theta = (float *)ELEC_MALLOC(spectrum_points * sizeof(float));
+    if (!host_theta) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
+    }
+    if ((status = elec__spme_theta(h, host_theta, err)) != ELEC_OK) goto cleanup;
+
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
+                                          cudaDevAttrMultiProcessorCount,
+                                          h->device));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid, grid_points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->spectrum,
+                              spectrum_points * sizeof(cufftComplex)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->theta, spectrum_points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->sums, ELEC__SPME_SUMS * sizeof(double)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->real, max_atoms * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->excl_start,
+                              (max_atoms + 1) * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->excl_list,
+                              (2 * pairs + 1) * sizeof(int)));
+    if (h->p.spread == ELEC_SPME_SPREAD_GATHER) {
+        /* one more counter after the cells': the overflow count */
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid_cell_count,
+                                  (grid_points + 1) * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid_cell_atoms,
+                                  grid_points * ELEC__SPME_CELL_CAPACITY *
+                                      sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->overflow_atoms,
+                                  max_atoms * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->weights,
+                                  max_atoms * 3 * h->p.order * sizeof(float)));
+    }
+    if (h->use_cells) {
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->cell_counts,
+                                  h->cell_count * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->cell_start,
+                                  (h->cell_count + 1) * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->atom_cell, max_atoms * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->atom_slot, max_atoms * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->sorted_index,
+                                  max_atoms * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->sorted, max_atoms * sizeof(float4)));
+    }
+    ELEC__CUDA_TRY(cudaMemcpy(h->theta, host_theta, spectrum_points * sizeof(float),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_start, host_excl_start,
+                              (max_atoms + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list,
+                              (2 * pairs + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__SPME_SUMS * sizeof(double)));
+    /* cuFFT takes the slowest dimension first: (Kz, Ky, Kx). */
+    ELEC__CUFFT_TRY(cufftPlan3d(&h->forward, h->p.grid[2], h->p.grid[1],
+                                h->p.grid[0], CUFFT_R2C));
+    h->has_forward = 1;
+    ELEC__CUFFT_TRY(cufftPlan3d(&h->backward, h->p.grid[2], h->p.grid[1],
+                                h->p.grid[0], CUFFT_C2R));
+    h->has_backward = 1;
+    *out = h;
+    h = NULL;
+    elec__ok(err);
+cleanup:
+    ELEC_FREE(host_theta);
+    ELEC_FREE(host_excl_start);
+    ELEC_FREE(host_excl_list);
+    if (h) {
+        cudaSetDevice(caller_device); /* destroy switches to h->device itself */
+        elec_cuda_spme_destroy(h);
+    }
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* The reciprocal chain up to the convolved grid, on one stream. */
+template <int ORDER>
+static elec_status elec__spme_spread(elec_cuda_spme_handle *h, const float4 *xyzq,
+                                     int n, cudaStream_t stream,
+                                     elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int block = ELEC__SPME_BLOCK;
+    if (h->p.spread == ELEC_SPME_SPREAD_GATHER) {
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->grid_cell_count, 0,
+                                       ((size_t)h->grid_points + 1) * sizeof(int),
+                                       stream));
+        elec__k_spme_place<ORDER><<<(n + block - 1) / block, block, 0, stream>>>(
+            xyzq, n, h->g, h->grid_cell_count, h->grid_cell_atoms,
+            h->grid_cell_count + h->grid_points, h->overflow_atoms, h->weights,
+            h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        elec__k_spme_spread_gather<ORDER>
+            <<<(h->grid_points + block - 1) / block, block, 0, stream>>>(
+                h->grid, h->g, h->grid_cell_count, h->grid_cell_atoms,
+                h->weights, h->grid_points);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        elec__k_spme_spread_overflow<ORDER>
+            <<<2 * h->sm_count, block, 0, stream>>>(
+                h->grid, xyzq, h->g, h->grid_cell_count + h->grid_points,
+                h->overflow_atoms, h->weights);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    } else {
+        const int lanes = elec__spme_lanes<ORDER>::value;
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->grid, 0,
+                                       (size_t)h->grid_points * sizeof(float),
+                                       stream));
+        elec__k_spme_spread_atomic<ORDER>
+            <<<(unsigned)(((size_t)n * lanes + block - 1) / block), block, 0,
+               stream>>>(h->grid, xyzq, n, h->g, h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+cleanup:
+    return status;
+}
+
+template <int ORDER>
+static elec_status elec__spme_gather(elec_cuda_spme_handle *h, const float4 *xyzq,
+                                     int n, const float4 *real, float *forces,
+                                     float *potential, cudaStream_t stream,
+                                     elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int block = ELEC__SPME_BLOCK, lanes = elec__spme_lanes<ORDER>::value;
+    elec__k_spme_gather<ORDER>
+        <<<(unsigned)(((size_t)n * lanes + block - 1) / block), block, 0,
+           stream>>>(h->grid, xyzq, n, h->g, real, (float)h->p.scale, forces,
+                     potential);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* The order is a template argument of the stencil kernels (their weight
+   arrays stay in registers): one switch per launch site. */
+#define ELEC__SPME_BY_ORDER(call_of_order)                                   \
+    switch (h->p.order) {                                                    \
+    case 4: status = call_of_order(4); break;                                \
+    case 5: status = call_of_order(5); break;                                \
+    case 6: status = call_of_order(6); break;                                \
+    case 7: status = call_of_order(7); break;                                \
+    default: status = call_of_order(8); break;                               \
+    }
+
+/* The real-space chain on one stream: cell list and pairs, or all pairs. */
+static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq, int n,
+                                   int want_atoms, cudaStream_t stream,
+                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int block = ELEC__SPME_BLOCK;
+    const unsigned atom_blocks = (unsigned)((n + block - 1) / block);
+    const float cutoff2 = (float)(h->p.cutoff * h->p.cutoff);
+    const float alpha = (float)h->p.alpha;
+    const float gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
+    float4 *out = want_atoms ? h->real : NULL;
+    if (h->use_cells) {
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0,
+                                       (size_t)h->cell_count * sizeof(int), stream));
+        elec__k_spme_cells_count<<<atom_blocks, block, 0, stream>>>(
+            xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        elec__k_spme_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+            h->cell_counts, h->cell_start, h->cell_count);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        elec__k_spme_cells_scatter<<<atom_blocks, block, 0, stream>>>(
+            xyzq, n, h->g, h->cell_start, h->atom_cell, h->atom_slot, h->sorted,
+            h->sorted_index);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        elec__k_spme_real_cells<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
+                                  stream>>>(
+            h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells,
+            h->excl_start, h->excl_list, cutoff2, alpha, gauss, out, h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    } else {
+        elec__k_spme_real_all<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
+                                stream>>>(
+            xyzq, n, h->g, h->excl_start, h->excl_list, cutoff2, alpha, gauss,
+            out, h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+cleanup:
+    return status;
+}
+
+/* One evaluation.  what: ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL.
+   marks NULL: the real-space chain runs on the side stream, forked from
+   and joined back into `stream` by events (graph capture follows both).
+   marks given: everything in order on `stream`, with an event recorded
+   before and after each stage (ELEC__SPME_MARKS), for the bench.
+   potential: unscaled mesh + real + excluded parts (host API). */
+static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xyzq,
+                                      size_t n, float *forces, float *potential,
+                                      cudaStream_t stream, int what,
+                                      cudaEvent_t *marks, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int count = (int)n;
+    const int do_real = (what & ELEC__SPME_DO_REAL) != 0;
+    const int do_reciprocal = (what & ELEC__SPME_DO_RECIPROCAL) != 0;
+    const int want_atoms = forces != NULL || potential != NULL;
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__SPME_SUMS * sizeof(double),
+                                   stream));
+    if (n == 0) goto cleanup;
+    if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
+    if (do_real && !marks) {
+        ELEC__CUDA_TRY(cudaEventRecord(h->fork, stream));
+        ELEC__CUDA_TRY(cudaStreamWaitEvent(h->side, h->fork, 0));
+        status = elec__spme_real(h, xyzq, count, want_atoms, h->side, err);
+        if (status != ELEC_OK) goto cleanup;
+        ELEC__CUDA_TRY(cudaEventRecord(h->join, h->side));
+    }
+    if (do_reciprocal) {
+#define ELEC__SPME_SPREAD_CALL(order) \
+    elec__spme_spread<order>(h, xyzq, count, stream, err)
+        ELEC__SPME_BY_ORDER(ELEC__SPME_SPREAD_CALL)
+#undef ELEC__SPME_SPREAD_CALL
+        if (status != ELEC_OK) goto cleanup;
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[1], stream));
+        ELEC__CUFFT_TRY(cufftSetStream(h->forward, stream));
+        ELEC__CUFFT_TRY(cufftSetStream(h->backward, stream));
+        ELEC__CUFFT_TRY(cufftExecR2C(h->forward, h->grid, h->spectrum));
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[2], stream));
+        elec__k_spme_solve<<<elec__spme_blocks(h, (size_t)h->spectrum_points),
+                             ELEC__SPME_BLOCK, 0, stream>>>(
+            h->spectrum, h->theta, h->g.K.x, h->spectrum_points, h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[3], stream));
+        ELEC__CUFFT_TRY(cufftExecC2R(h->backward, h->spectrum, h->grid));
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[4], stream));
+    }
+    if (do_real) {
+        if (marks) {
+            status = elec__spme_real(h, xyzq, count, want_atoms, stream, err);
+            if (status != ELEC_OK) goto cleanup;
+            ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
+        } else {
+            ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
+        }
+    }
+    if (do_reciprocal && want_atoms) {
+        const float4 *real = do_real ? h->real : NULL;
+#define ELEC__SPME_GATHER_CALL(order) \
+    elec__spme_gather<order>(h, xyzq, count, real, forces, potential, stream, err)
+        ELEC__SPME_BY_ORDER(ELEC__SPME_GATHER_CALL)
+#undef ELEC__SPME_GATHER_CALL
+        if (status != ELEC_OK) goto cleanup;
+    }
+    if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
+cleanup:
+    return status;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ELEC_DEF elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
+                                            const float4 *d_xyzq, size_t n,
+                                            float *d_forces,
+                                            cudaStream_t stream,
+                                            elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (n > h->max_atoms)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu atoms: the handle was created for at most %zu",
+                          n, h->max_atoms);
+    if (n > 0 && !d_xyzq)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    status = elec__spme_enqueue(h, d_xyzq, n, d_forces, NULL, stream,
+                                ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
+                                NULL, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* The terms from the raw device sums: the factors that need no atoms. */
+static void elec__spme_terms(const elec_cuda_spme_handle *h, const double *sums,
+                             elec_ewald_terms *t) {
+    const double pi = 3.14159265358979323846, s = h->p.scale, a = h->p.alpha;
+    const double volume = h->box.length[0] * h->box.length[1] * h->box.length[2];
+    double charge = sums[ELEC__SPME_SUM_CHARGE];
+    t->real = s * sums[ELEC__SPME_SUM_REAL];
+    t->reciprocal = s * 0.5 * sums[ELEC__SPME_SUM_RECIPROCAL];
+    t->self = -s * a / sqrt(pi) * sums[ELEC__SPME_SUM_CHARGE2];
+    t->excluded = s * sums[ELEC__SPME_SUM_EXCLUDED];
+    t->background = -s * pi * charge * charge / (2.0 * a * a * volume);
+    t->total = t->real + t->reciprocal + t->self + t->excluded + t->background;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
+                                           elec_ewald_terms *terms,
+                                           cudaStream_t stream,
+                                           elec_error *err) {
+    elec_status status = ELEC_OK;
+    double sums[ELEC__SPME_SUMS];
+    int caller_device = 0;
+    if (!h || !terms)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or terms is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums,
+                                   cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    elec__spme_terms(h, sums, terms);
+    elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
+                                    const elec_box *box,
+                                    const elec_spme_params *params,
+                                    elec_ewald_terms *energy, double *forces,
+                                    double *potential, elec_error *err) {
+    const double pi = 3.14159265358979323846;
+    elec_status status;
+    elec_spme_params p;
+    elec_cuda_spme_handle *h = NULL;
+    float4 *host_xyzq = NULL, *d_xyzq = NULL;
+    float *host_out = NULL, *d_forces = NULL, *d_potential = NULL;
+    double charge = 0.0, volume;
+    size_t n, i;
+    int caller_device = 0;
+    cudaStream_t stream = NULL;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    n = atoms->count;
+    if ((status = elec_spme_params_resolve(params, box, n, &p, err)) != ELEC_OK)
+        return status;
+    volume = box->length[0] * box->length[1] * box->length[2];
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    host_xyzq = (float4 *)ELEC_MALLOC((n + 1) * sizeof(float4));
+    host_out = (float *)ELEC_MALLOC((3 * n + 1) * sizeof(float));
+    if (!host_xyzq || !host_out) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
+    }
+    /* Wrapped into [0, L) in double (as the CPU reference does), then
+       rounded: float keeps ~1e-7 of the box edge. */
+    for (i = 0; i < n; i++) {
+        double x[3], q;
+        int axis;
+        elec_atoms_get(atoms, i, x, &q, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double l = box->length[axis], f = floor(x[axis] / l);
+            if (fabs(f) > 1000.0) {
+                status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                    "atom %zu lies %.0f box lengths outside "
+                                    "the box along axis %d", i, fabs(f), axis);
+                goto cleanup;
+            }
+            x[axis] -= l * f;
+            if (x[axis] >= l) x[axis] -= l;
+        }
+        host_xyzq[i] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
+        charge += (double)(float)q;
+    }
+    status = elec_cuda_spme_create(box, n ? n : 1, params, -1, &h, err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyzq, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_forces, (3 * n + 1) * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_potential, (n + 1) * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyzq, host_xyzq, n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    status = elec__spme_enqueue(h, d_xyzq, n, forces ? d_forces : NULL,
+                                potential ? d_potential : NULL, stream,
+                                ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
+                                NULL, err);
+    if (status != ELEC_OK) goto cleanup;
+    if ((status = elec_cuda_spme_energy(h, energy, stream, err)) != ELEC_OK)
+        goto cleanup;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    if (forces) {
+        ELEC__CUDA_TRY(cudaMemcpy(host_out, d_forces, 3 * n * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+        for (i = 0; i < 3 * n; i++) forces[i] = host_out[i];
+    }
+    if (potential) {
+        /* self and background parts in double: -2 alpha q_i/sqrt(pi) and
+           -pi Q/(alpha^2 V), Q of the float charges the device summed */
+        ELEC__CUDA_TRY(cudaMemcpy(host_out, d_potential, n * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+        for (i = 0; i < n; i++)
+            potential[i] = p.scale * (host_out[i] -
+                                      2.0 * p.alpha / sqrt(pi) * host_xyzq[i].w -
+                                      pi * charge / (p.alpha * p.alpha * volume));
+    }
+    elec__ok(err);
+cleanup:
+    if (stream) cudaStreamDestroy(stream);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    cudaFree(d_potential);
+    elec_cuda_spme_destroy(h);
+    ELEC_FREE(host_xyzq);
+    ELEC_FREE(host_out);
     cudaSetDevice(caller_device);
     return status;
 }
