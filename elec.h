@@ -373,6 +373,107 @@ ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                elec_ewald_params *resolved,
                                                elec_error *err);
 
+/* Multilevel summation (Hardy, Stone and Schulten 2009; Skeel et al. 2002):
+   1/r = [1/r - g_0(r)] + [g_0(r) - g_1(r)] + ... + g_{L-1}(r), with
+   g_l(r) = gamma(r / (2^l a)) / (2^l a) smooth and gamma(rho) = 1/rho for
+   rho >= 1.  The first bracket (short range, zero beyond the cutoff a) is
+   summed exactly over pairs; bracket l, zero beyond 2^(l+1) a, is summed
+   between the charges of a lattice of spacing 2^l h, interpolated from and
+   to the atoms (anterpolation, restriction, lattice cutoff, prolongation,
+   interpolation); the last smooth part is summed directly on the coarsest
+   lattice.  Non-periodic. */
+typedef enum elec_msm_interpolation {
+    ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic, exact for quadratics  */
+    ELEC_MSM_QUINTIC    /* C1 quintic, exact for quartics                   */
+} elec_msm_interpolation;
+
+typedef struct elec_msm_params {
+    double scale;   /* 0 = 1: e/A (maps) or e^2/A (energies)                */
+    double cutoff;  /* a (A); 0 = 12                                        */
+    double spacing; /* h, the finest lattice spacing (A); 0 = 2             */
+    elec_msm_interpolation interpolation;
+    int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = 2 (C2)   */
+    int max_top_points; /* coarsest lattice summed directly once it has at
+                           most this many points; 0 = 4096                 */
+    elec_progress_fn progress;
+    void *progress_user;
+} elec_msm_params;
+
+ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
+ELEC_API elec_status elec_msm_params_check(const elec_msm_params *p,
+                                           elec_error *err);
+
+/* The softened 1/rho of MSM splitting: for rho < 1 the Taylor expansion of
+   (1 + (rho^2 - 1))^(-1/2) about rho = 1 to order p, sum_k C(-1/2, k)
+   (rho^2 - 1)^k, which joins 1/rho with p continuous derivatives
+   (p = 2: gamma = 15/8 - 5/4 rho^2 + 3/8 rho^4). */
+ELEC_HD static inline double elec_msm_gamma(double rho, int p) {
+    double s = rho * rho - 1.0, term = 1.0, sum = 1.0, c = 1.0;
+    int k;
+    if (rho >= 1.0) return 1.0 / rho;
+    for (k = 1; k <= p; k++) {
+        c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
+        term *= s;
+        sum += c * term;
+    }
+    return sum;
+}
+
+/* d gamma / d rho. */
+ELEC_HD static inline double elec_msm_gamma_derivative(double rho, int p) {
+    double s = rho * rho - 1.0, term = 1.0, sum = 0.0, c = 1.0;
+    int k;
+    if (rho >= 1.0) return -1.0 / (rho * rho);
+    for (k = 1; k <= p; k++) {
+        c *= -(2.0 * k - 1.0) / (2.0 * k);
+        sum += c * k * term * 2.0 * rho; /* d/drho (rho^2 - 1)^k */
+        term *= s;
+    }
+    return sum;
+}
+
+/* Interpolating basis functions of MSM (Hardy's thesis; the cubic is seed
+   004 eq. 2), nonzero for |t| < 2 (cubic) or 3 (quintic), with Phi(0) = 1,
+   Phi(k) = 0 at other integers, sum_k Phi(t - k) = 1, continuous first
+   derivative. */
+ELEC_HD static inline double elec_msm_basis(double t, int quintic) {
+    double a = t < 0 ? -t : t;
+    if (!quintic) {
+        if (a <= 1.0) return (1.0 - a) * (1.0 + a - 1.5 * a * a);
+        if (a <= 2.0) return -0.5 * (a - 1.0) * (2.0 - a) * (2.0 - a);
+        return 0.0;
+    }
+    if (a <= 1.0) return (1.0 - a * a) * (2.0 - a) * (6.0 + 3.0 * a - 5.0 * a * a) / 12.0;
+    if (a <= 2.0)
+        return -(a - 1.0) * (2.0 - a) * (3.0 - a) * (4.0 + 9.0 * a - 5.0 * a * a) / 24.0;
+    if (a <= 3.0)
+        return (a - 1.0) * (a - 2.0) * (3.0 - a) * (3.0 - a) * (4.0 - a) / 24.0;
+    return 0.0;
+}
+
+/* d Phi / dt, by the product rule on the same pieces. */
+ELEC_HD static inline double elec_msm_basis_derivative(double t, int quintic) {
+    double a = t < 0 ? -t : t, sign = t < 0 ? -1.0 : 1.0, d;
+    if (!quintic) {
+        if (a <= 1.0) d = -(1.0 + a - 1.5 * a * a) + (1.0 - a) * (1.0 - 3.0 * a);
+        else if (a <= 2.0)
+            d = -0.5 * (2.0 - a) * (2.0 - a) + (a - 1.0) * (2.0 - a);
+        else d = 0.0;
+        return sign * d;
+    }
+    if (a <= 1.0) {
+        double u = 1.0 - a * a, v = 2.0 - a, w = 6.0 + 3.0 * a - 5.0 * a * a;
+        d = (-2.0 * a * v * w - u * w + u * v * (3.0 - 10.0 * a)) / 12.0;
+    } else if (a <= 2.0) {
+        double u = a - 1.0, v = 2.0 - a, w = 3.0 - a, z = 4.0 + 9.0 * a - 5.0 * a * a;
+        d = -(v * w * z - u * w * z - u * v * z + u * v * w * (9.0 - 10.0 * a)) / 24.0;
+    } else if (a <= 3.0) {
+        double u = a - 1.0, v = a - 2.0, w = 3.0 - a, z = 4.0 - a;
+        d = (v * w * w * z + u * w * w * z - 2.0 * u * v * w * z - u * v * w * w) / 24.0;
+    } else d = 0.0;
+    return sign * d;
+}
+
 /* Smooth particle mesh Ewald (Essmann et al. 1995; on GPUs after Harvey
    and De Fabritiis 2009): the terms of elec_ewald_terms with the
    reciprocal sum interpolated on a grid by B-splines and done by FFT; the
@@ -1082,6 +1183,47 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                atom_count, err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
     *resolved = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
+    elec_msm_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.cutoff == 0.0) r.cutoff = 12.0;
+    if (r.spacing == 0.0) r.spacing = 2.0;
+    if (r.splitting == 0) r.splitting = 2;
+    if (r.max_top_points == 0) r.max_top_points = 4096;
+    return r;
+}
+
+ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
+                                           elec_error *err) {
+    elec_msm_params r = elec_msm_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff %g A must be positive", r.cutoff);
+    if (!(r.spacing > 0.0) || !(r.spacing <= r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM spacing %g A must be positive and at most the "
+                          "cutoff (%g A)", r.spacing, r.cutoff);
+    if (r.cutoff / r.spacing > 64.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff / spacing = %g: at most 64 (the lattice "
+                          "stencils grow as its cube)", r.cutoff / r.spacing);
+    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_QUINTIC)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown MSM interpolation %d", (int)r.interpolation);
+    if (r.splitting < 1 || r.splitting > 6)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM splitting order %d: use 1 to 6", r.splitting);
+    if (r.max_top_points < 8)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "max_top_points %d: at least 8", r.max_top_points);
     elec__ok(err);
     return ELEC_OK;
 }

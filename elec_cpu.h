@@ -81,6 +81,25 @@ ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
                                              double *forces, elec_error *err);
 
+/* Multilevel summation (elec.h, elec_msm_params), non-periodic, in double
+   precision: the potential on a lattice (float map, like DCS), at points,
+   and the energy scale * sum_{i<j} q_i q_j / r_ij with its forces.  Costs
+   grow with atoms + points (the lattice stencils are fixed), not their
+   product.  The coincident rule of elec.h applies to maps and points. */
+ELEC_API elec_status elec_cpu_msm_map(const elec_atoms *atoms,
+                                      const elec_lattice *lattice,
+                                      const elec_msm_params *params,
+                                      float *map, elec_error *err);
+ELEC_API elec_status elec_cpu_msm_points(const elec_atoms *atoms,
+                                         const double *points,
+                                         size_t point_count,
+                                         const elec_msm_params *params,
+                                         double *potential, elec_error *err);
+ELEC_API elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
+                                         const elec_msm_params *params,
+                                         double *energy, double *forces,
+                                         elec_error *err);
+
 /* Exact Ewald sum (elec.h, elec_ewald_params) in an orthorhombic box, in
    double precision: the energy terms, and where the arrays are given the
    forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
@@ -1075,37 +1094,44 @@ cleanup:
 
 /* ----------------------------------------------------------------- SPME */
 
-#ifdef ELEC_WITH_FFTW
-/* A cell list for pairs within a cutoff in a periodic box: cells at least
-   the cutoff long, atoms sorted by cell (counting sort); cell c holds
-   atom[start[c] .. start[c+1]). */
+/* A cell list: a box region (origin, length) cut into cells at least
+   min_cell long, atoms sorted by cell (counting sort); cell c holds atoms
+   atom[start[c] .. start[c+1]).  Positions outside the region fall in the
+   nearest cell, so a point just outside still finds its neighbours. */
 typedef struct elec__cells {
     int n[3];
+    double origin[3], length[3];
     size_t *start, *atom;
 } elec__cells;
 
-static size_t elec__cell_of(const elec__cells *c, const double *x,
-                            const double length[3]) {
-    int ijk[3], axis;
+static void elec__cell_ijk(const elec__cells *c, const double *x, int ijk[3]) {
+    int axis;
     for (axis = 0; axis < 3; axis++) {
-        ijk[axis] = (int)(x[axis] / length[axis] * c->n[axis]);
-        if (ijk[axis] >= c->n[axis]) ijk[axis] = c->n[axis] - 1;
-        if (ijk[axis] < 0) ijk[axis] = 0;
+        double f = (x[axis] - c->origin[axis]) / c->length[axis] * c->n[axis];
+        ijk[axis] = f < 0.0 ? 0 : f >= c->n[axis] ? c->n[axis] - 1 : (int)f;
     }
+}
+
+static size_t elec__cell_of(const elec__cells *c, const double *x) {
+    int ijk[3];
+    elec__cell_ijk(c, x, ijk);
     return (size_t)ijk[0] + (size_t)c->n[0] * (ijk[1] + (size_t)c->n[1] * ijk[2]);
 }
 
-/* Builds the list for wrapped positions; 0 when the box is under three
-   cells along an axis (then every pair is its own neighbour: use all
-   pairs). */
-static int elec__cells_build(const double *x, size_t n, const double length[3],
-                             double cutoff, elec__cells *c) {
+/* Builds the list; returns 0 (and builds nothing) when an axis would have
+   fewer than min_cells cells, -1 when memory runs out. */
+static int elec__cells_build(const double *x, size_t n, const double origin[3],
+                             const double length[3], double min_cell,
+                             int min_cells, elec__cells *c) {
     size_t cells, i;
     int axis;
     memset(c, 0, sizeof *c);
     for (axis = 0; axis < 3; axis++) {
-        c->n[axis] = (int)floor(length[axis] / cutoff);
-        if (c->n[axis] < 3) return 0;
+        c->origin[axis] = origin[axis];
+        c->length[axis] = length[axis];
+        c->n[axis] = (int)floor(length[axis] / min_cell);
+        if (c->n[axis] < 1) c->n[axis] = 1;
+        if (c->n[axis] < min_cells) return 0;
         if (c->n[axis] > 256) c->n[axis] = 256;
     }
     cells = (size_t)c->n[0] * c->n[1] * c->n[2];
@@ -1113,11 +1139,11 @@ static int elec__cells_build(const double *x, size_t n, const double length[3],
     c->atom = (size_t *)ELEC_MALLOC((n + 1) * sizeof *c->atom);
     if (!c->start || !c->atom) return -1;
     memset(c->start, 0, (cells + 1) * sizeof *c->start);
-    for (i = 0; i < n; i++) c->start[elec__cell_of(c, x + 3 * i, length) + 1]++;
+    for (i = 0; i < n; i++) c->start[elec__cell_of(c, x + 3 * i) + 1]++;
     for (i = 0; i < cells; i++) c->start[i + 1] += c->start[i];
     for (i = 0; i < n; i++) {
-        /* start[cell] is used as the fill cursor and restored below */
-        size_t cell = elec__cell_of(c, x + 3 * i, length);
+        /* start[cell] serves as the fill cursor, restored below */
+        size_t cell = elec__cell_of(c, x + 3 * i);
         c->atom[c->start[cell]++] = i;
     }
     for (i = cells; i > 0; i--) c->start[i] = c->start[i - 1];
@@ -1130,6 +1156,595 @@ static void elec__cells_free(elec__cells *c) {
     ELEC_FREE(c->atom);
 }
 
+/* Cell (home + offset) along each axis, wrapped when periodic; -1 when it
+   falls off a non-periodic region. */
+static long elec__cell_neighbour(const elec__cells *c, const int home[3],
+                                 int dx, int dy, int dz, int periodic) {
+    int ijk[3], axis;
+    ijk[0] = home[0] + dx;
+    ijk[1] = home[1] + dy;
+    ijk[2] = home[2] + dz;
+    for (axis = 0; axis < 3; axis++) {
+        if (periodic) ijk[axis] = (ijk[axis] + c->n[axis]) % c->n[axis];
+        else if (ijk[axis] < 0 || ijk[axis] >= c->n[axis]) return -1;
+    }
+    return (long)ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
+}
+
+/* ------------------------------------------------------------------ MSM */
+
+#define ELEC__MSM_MAX_LEVELS 32
+
+/* One lattice of the hierarchy: points lo .. lo + n - 1 along each axis at
+   spacing h 2^level, indices absolute (point m sits at m * spacing from
+   the reference point), x fastest. */
+typedef struct elec__msm_grid {
+    long lo[3];
+    int n[3];
+    double *q, *e; /* charges and potentials */
+} elec__msm_grid;
+
+typedef struct elec__msm {
+    elec_msm_params p;
+    int quintic, support; /* the basis is nonzero for |t| < support */
+    int levels;           /* lattices 0 .. levels-1; the last is the top */
+    elec__msm_grid grid[ELEC__MSM_MAX_LEVELS];
+    int radius;           /* lattice-cutoff stencil radius, in points */
+    double *stencil;      /* g_0 at k h for |k_axis| <= radius */
+} elec__msm;
+
+static long elec__floor_div(long a, long b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static size_t elec__msm_points(const elec__msm_grid *g) {
+    return (size_t)g->n[0] * g->n[1] * g->n[2];
+}
+
+static size_t elec__msm_at(const elec__msm_grid *g, long i, long j, long k) {
+    return (size_t)(i - g->lo[0]) +
+           (size_t)g->n[0] * ((size_t)(j - g->lo[1]) +
+                              (size_t)g->n[1] * (size_t)(k - g->lo[2]));
+}
+
+static void elec__msm_free(elec__msm *m) {
+    int l;
+    for (l = 0; l < m->levels; l++) {
+        ELEC_FREE(m->grid[l].q);
+        ELEC_FREE(m->grid[l].e);
+    }
+    ELEC_FREE(m->stencil);
+}
+
+/* The lattice kernel of level 0 between points r apart:
+   g_0(r) = gamma(r/a)/a - gamma(r/2a)/(2a), zero from r = 2a on; level l's
+   is g_0 / 2^l at the same offset in points (spacing and cutoff both
+   double from level to level). */
+static double elec__msm_g0(const elec__msm *m, double r) {
+    const double a = m->p.cutoff;
+    return elec_msm_gamma(r / a, m->p.splitting) / a -
+           elec_msm_gamma(r / (2.0 * a), m->p.splitting) / (2.0 * a);
+}
+
+/* Lattices over the region lo..hi (relative coordinates) that holds every
+   atom and every point the potential is wanted at: level 0 covers each
+   position's basis support, each coarser level the restriction stencils
+   of the one below, until a lattice has at most max_top_points points. */
+static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
+                                   const double lo[3], const double hi[3],
+                                   elec_error *err) {
+    const int s = p->interpolation == ELEC_MSM_QUINTIC ? 3 : 2;
+    long first[3], last[3];
+    int axis, l;
+    size_t side, k;
+    memset(m, 0, sizeof *m);
+    m->p = *p;
+    m->quintic = p->interpolation == ELEC_MSM_QUINTIC;
+    m->support = s;
+    for (axis = 0; axis < 3; axis++) {
+        first[axis] = (long)floor(lo[axis] / p->spacing) - s + 1;
+        last[axis] = (long)floor(hi[axis] / p->spacing) + s;
+    }
+    for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
+        elec__msm_grid *g = &m->grid[l];
+        size_t count;
+        for (axis = 0; axis < 3; axis++) {
+            g->lo[axis] = first[axis];
+            g->n[axis] = (int)(last[axis] - first[axis] + 1);
+        }
+        count = elec__msm_points(g);
+        g->q = (double *)ELEC_MALLOC(count * sizeof *g->q);
+        g->e = (double *)ELEC_MALLOC(count * sizeof *g->e);
+        m->levels = l + 1;
+        if (!g->q || !g->e)
+            return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                              "no memory for an MSM lattice of %zu points", count);
+        memset(g->q, 0, count * sizeof *g->q);
+        memset(g->e, 0, count * sizeof *g->e);
+        if (count <= (size_t)p->max_top_points) break;
+        for (axis = 0; axis < 3; axis++) {
+            first[axis] = elec__floor_div(first[axis], 2) - s;
+            last[axis] = -elec__floor_div(-last[axis], 2) + s;
+        }
+        if ((size_t)(last[0] - first[0] + 1) * (size_t)(last[1] - first[1] + 1) *
+                (size_t)(last[2] - first[2] + 1) >= count)
+            break; /* no longer shrinking: this one is the top */
+    }
+    m->radius = (int)ceil(2.0 * p->cutoff / p->spacing);
+    side = 2 * (size_t)m->radius + 1;
+    m->stencil = (double *)ELEC_MALLOC(side * side * side * sizeof *m->stencil);
+    if (!m->stencil)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for stencils");
+    for (k = 0; k < side * side * side; k++) {
+        double dx = (double)((long)(k % side) - m->radius);
+        double dy = (double)((long)(k / side % side) - m->radius);
+        double dz = (double)((long)(k / side / side) - m->radius);
+        m->stencil[k] = elec__msm_g0(m, p->spacing * sqrt(dx * dx + dy * dy + dz * dz));
+    }
+    return ELEC_OK;
+}
+
+/* The 2 * support basis weights along one axis for a position t (in
+   lattice units): points first .. first + 2s - 1, weight Phi(t - m). */
+static long elec__msm_weights(const elec__msm *m, double t, double *w,
+                              double *dw) {
+    long first = (long)floor(t) - m->support + 1, k;
+    for (k = 0; k < 2 * m->support; k++) {
+        w[k] = elec_msm_basis(t - (double)(first + k), m->quintic);
+        if (dw) dw[k] = elec_msm_basis_derivative(t - (double)(first + k), m->quintic);
+    }
+    return first;
+}
+
+/* Stage 1, anterpolation: q_0(m) = sum_j q_j Phi(x_j/h - m) (per axis). */
+static void elec__msm_anterpolate(elec__msm *m, const double *x,
+                                  const double *q, size_t n) {
+    elec__msm_grid *g = &m->grid[0];
+    const int width = 2 * m->support;
+    size_t j;
+    for (j = 0; j < n; j++) {
+        double w[3][6];
+        long first[3];
+        int a, b, c, axis;
+        for (axis = 0; axis < 3; axis++)
+            first[axis] = elec__msm_weights(m, x[3 * j + axis] / m->p.spacing,
+                                            w[axis], NULL);
+        for (c = 0; c < width; c++)
+            for (b = 0; b < width; b++)
+                for (a = 0; a < width; a++)
+                    g->q[elec__msm_at(g, first[0] + a, first[1] + b, first[2] + c)] +=
+                        q[j] * w[0][a] * w[1][b] * w[2][c];
+    }
+}
+
+/* Stages 2 and 4: restriction q_{l+1}(M) += Phi(m/2 - M) q_l(m) and its
+   transpose, prolongation e_l(m) += sum_M Phi(m/2 - M) e_{l+1}(M). */
+static void elec__msm_transfer(elec__msm *m, int fine_level, int restrict_up) {
+    elec__msm_grid *f = &m->grid[fine_level], *c = &m->grid[fine_level + 1];
+    const int width = 2 * m->support;
+    long i, j, k;
+    for (k = f->lo[2]; k < f->lo[2] + f->n[2]; k++)
+        for (j = f->lo[1]; j < f->lo[1] + f->n[1]; j++)
+            for (i = f->lo[0]; i < f->lo[0] + f->n[0]; i++) {
+                double w[3][6], sum = 0.0;
+                long first[3], fine[3];
+                int a, b, cc, axis;
+                size_t at = elec__msm_at(f, i, j, k);
+                fine[0] = i;
+                fine[1] = j;
+                fine[2] = k;
+                if (restrict_up && f->q[at] == 0.0) continue;
+                for (axis = 0; axis < 3; axis++)
+                    first[axis] = elec__msm_weights(m, 0.5 * (double)fine[axis],
+                                                    w[axis], NULL);
+                for (cc = 0; cc < width; cc++)
+                    for (b = 0; b < width; b++)
+                        for (a = 0; a < width; a++) {
+                            double weight = w[0][a] * w[1][b] * w[2][cc];
+                            size_t to;
+                            if (weight == 0.0) continue;
+                            to = elec__msm_at(c, first[0] + a, first[1] + b,
+                                              first[2] + cc);
+                            if (restrict_up) c->q[to] += weight * f->q[at];
+                            else sum += weight * c->e[to];
+                        }
+                if (!restrict_up) f->e[at] += sum;
+            }
+}
+
+/* Stage 3 below the top: e_l(m) = 2^-l sum_k g_0(|k| h) q_l(m + k). */
+static void elec__msm_lattice_cutoff(elec__msm *m, int level) {
+    elec__msm_grid *g = &m->grid[level];
+    const long r = m->radius, side = 2 * r + 1;
+    const double factor = 1.0 / (double)(1L << level);
+    long at;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic)
+#endif
+    for (at = 0; at < (long)elec__msm_points(g); at++) {
+        long i = at % g->n[0], j = at / g->n[0] % g->n[1], k = at / g->n[0] / g->n[1];
+        long di, dj, dk;
+        double sum = 0.0;
+        for (dk = -r; dk <= r; dk++) {
+            if (k + dk < 0 || k + dk >= g->n[2]) continue;
+            for (dj = -r; dj <= r; dj++) {
+                const double *row, *q;
+                long lo, hi;
+                if (j + dj < 0 || j + dj >= g->n[1]) continue;
+                row = m->stencil + ((dk + r) * side + (dj + r)) * side + r;
+                q = g->q + (size_t)g->n[0] * ((size_t)(j + dj) +
+                                              (size_t)g->n[1] * (size_t)(k + dk));
+                lo = i - r < 0 ? -i : -r;
+                hi = i + r >= g->n[0] ? g->n[0] - 1 - i : r;
+                for (di = lo; di <= hi; di++) sum += row[di] * q[i + di];
+            }
+        }
+        g->e[at] = factor * sum;
+    }
+}
+
+/* Stage 3 at the top: the remaining smooth part gamma(r/a_L)/a_L summed
+   directly between all of the top lattice's points. */
+static void elec__msm_top(elec__msm *m) {
+    const int top = m->levels - 1;
+    elec__msm_grid *g = &m->grid[top];
+    const double scale = (double)(1L << top);
+    const double h = m->p.spacing * scale, a = m->p.cutoff * scale;
+    const long count = (long)elec__msm_points(g);
+    long at;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic)
+#endif
+    for (at = 0; at < count; at++) {
+        long i = at % g->n[0], j = at / g->n[0] % g->n[1], k = at / g->n[0] / g->n[1];
+        long other;
+        double sum = 0.0;
+        for (other = 0; other < count; other++) {
+            double dx, dy, dz, r;
+            if (g->q[other] == 0.0) continue;
+            dx = (double)(other % g->n[0] - i);
+            dy = (double)(other / g->n[0] % g->n[1] - j);
+            dz = (double)(other / g->n[0] / g->n[1] - k);
+            r = h * sqrt(dx * dx + dy * dy + dz * dz);
+            sum += g->q[other] * elec_msm_gamma(r / a, m->p.splitting) / a;
+        }
+        g->e[at] += sum;
+    }
+}
+
+/* Stages 1 to 4: charges in, lattice potentials e_0 out. */
+static void elec__msm_long_range(elec__msm *m, const double *x, const double *q,
+                                 size_t n) {
+    int l;
+    elec__msm_anterpolate(m, x, q, n);
+    for (l = 0; l + 1 < m->levels; l++) elec__msm_transfer(m, l, 1);
+    for (l = 0; l + 1 < m->levels; l++) elec__msm_lattice_cutoff(m, l);
+    elec__msm_top(m);
+    for (l = m->levels - 2; l >= 0; l--) elec__msm_transfer(m, l, 0);
+}
+
+/* Stage 5, interpolation: phi(x) = sum_m Phi(x/h - m) e_0(m), and its
+   gradient when grad is not NULL. */
+static double elec__msm_interpolate(const elec__msm *m, const double *x,
+                                    double *grad) {
+    const elec__msm_grid *g = &m->grid[0];
+    const int width = 2 * m->support;
+    double w[3][6], dw[3][6], phi = 0.0;
+    long first[3];
+    int a, b, c, axis;
+    for (axis = 0; axis < 3; axis++)
+        first[axis] = elec__msm_weights(m, x[axis] / m->p.spacing, w[axis],
+                                        grad ? dw[axis] : NULL);
+    if (grad) grad[0] = grad[1] = grad[2] = 0.0;
+    for (c = 0; c < width; c++)
+        for (b = 0; b < width; b++)
+            for (a = 0; a < width; a++) {
+                double e = g->e[elec__msm_at(g, first[0] + a, first[1] + b, first[2] + c)];
+                phi += w[0][a] * w[1][b] * w[2][c] * e;
+                if (grad) {
+                    grad[0] += dw[0][a] * w[1][b] * w[2][c] * e / m->p.spacing;
+                    grad[1] += w[0][a] * dw[1][b] * w[2][c] * e / m->p.spacing;
+                    grad[2] += w[0][a] * w[1][b] * dw[2][c] * e / m->p.spacing;
+                }
+            }
+    return phi;
+}
+
+/* The short-range part at a point: sum over atoms within the cutoff of
+   q (1/r - gamma(r/a)/a).  An atom closer than ELEC_COINCIDENT_DISTANCE is
+   left out altogether: its smooth part, which the lattices carry, is taken
+   back out. */
+static double elec__msm_short_at(const elec__msm *m, const elec__cells *cells,
+                                 const double *x, const double *q,
+                                 const double *point) {
+    const double a = m->p.cutoff, a2 = a * a;
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double sum = 0.0;
+    int home[3], dx, dy, dz;
+    elec__cell_ijk(cells, point, home);
+    for (dz = -1; dz <= 1; dz++)
+        for (dy = -1; dy <= 1; dy++)
+            for (dx = -1; dx <= 1; dx++) {
+                long cell = elec__cell_neighbour(cells, home, dx, dy, dz, 0);
+                size_t k;
+                if (cell < 0) continue;
+                for (k = cells->start[cell]; k < cells->start[cell + 1]; k++) {
+                    size_t j = cells->atom[k];
+                    double r2 = elec_distance2(point, x + 3 * j), r;
+                    if (r2 >= a2) continue;
+                    r = sqrt(r2);
+                    if (r2 < c2)
+                        sum -= q[j] * elec_msm_gamma(r / a, m->p.splitting) / a;
+                    else
+                        sum += q[j] * (1.0 / r - elec_msm_gamma(r / a, m->p.splitting) / a);
+                }
+            }
+    return sum;
+}
+
+/* Atoms relative to reference, widening lo..hi to hold them. */
+static elec_status elec__msm_gather(const elec_atoms *atoms,
+                                    const double reference[3], double **x,
+                                    double **q, double lo[3], double hi[3],
+                                    elec_error *err) {
+    size_t i;
+    int axis;
+    *x = (double *)ELEC_MALLOC((3 * atoms->count + 3) * sizeof **x);
+    *q = (double *)ELEC_MALLOC((atoms->count + 1) * sizeof **q);
+    if (!*x || !*q)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for atoms");
+    for (i = 0; i < atoms->count; i++) {
+        elec_atoms_get(atoms, i, *x + 3 * i, *q + i, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            (*x)[3 * i + axis] -= reference[axis];
+            if ((*x)[3 * i + axis] < lo[axis]) lo[axis] = (*x)[3 * i + axis];
+            if ((*x)[3 * i + axis] > hi[axis]) hi[axis] = (*x)[3 * i + axis];
+        }
+    }
+    return ELEC_OK;
+}
+
+/* Where the potential is wanted: point index -> position relative to the
+   reference.  Lattice points and plain arrays. */
+typedef struct elec__msm_points_of {
+    const elec_lattice *lattice; /* or NULL: points */
+    const double *points;
+    double reference[3];
+} elec__msm_points_of;
+
+static void elec__msm_point(const elec__msm_points_of *s, size_t index,
+                            double *point) {
+    int axis;
+    if (s->lattice) {
+        const elec_lattice *l = s->lattice;
+        size_t i = index % (size_t)l->dims[0];
+        size_t j = index / (size_t)l->dims[0] % (size_t)l->dims[1];
+        size_t k = index / (size_t)l->dims[0] / (size_t)l->dims[1];
+        elec_lattice_point(l, (int)i, (int)j, (int)k, point);
+    } else {
+        for (axis = 0; axis < 3; axis++) point[axis] = s->points[3 * index + axis];
+    }
+    for (axis = 0; axis < 3; axis++) point[axis] -= s->reference[axis];
+}
+
+/* The potential at count points spanning lo..hi (relative coordinates):
+   the lattice hierarchy once, then per point interpolation plus the
+   short-range sum, in blocks with progress between them. */
+static elec_status elec__msm_potential(const elec_atoms *atoms,
+                                       const elec_msm_params *params,
+                                       const elec__msm_points_of *where,
+                                       const double lo_points[3],
+                                       const double hi_points[3], size_t count,
+                                       double *out_double, float *out_float,
+                                       elec_error *err) {
+    elec_msm_params p = elec_msm_params_resolved(params);
+    elec__msm m;
+    elec__cells cells;
+    double *x = NULL, *q = NULL, lo[3], hi[3], extent[3];
+    elec_status s;
+    size_t done = 0, block = count / 64 + 1;
+    int axis;
+    memset(&m, 0, sizeof m);
+    memset(&cells, 0, sizeof cells);
+    for (axis = 0; axis < 3; axis++) {
+        lo[axis] = lo_points[axis];
+        hi[axis] = hi_points[axis];
+    }
+    if ((s = elec__msm_gather(atoms, where->reference, &x, &q, lo, hi, err)) != ELEC_OK)
+        goto cleanup;
+    if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
+    elec__msm_long_range(&m, x, q, atoms->count);
+    for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
+    if (elec__cells_build(x, atoms->count, lo, extent, p.cutoff, 1, &cells) < 0) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+        goto cleanup;
+    }
+    while (done < count) {
+        long i, end = (long)(done + block < count ? done + block : count);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+        for (i = (long)done; i < end; i++) {
+            double point[3], phi;
+            elec__msm_point(where, (size_t)i, point);
+            phi = p.scale * (elec__msm_interpolate(&m, point, NULL) +
+                             elec__msm_short_at(&m, &cells, x, q, point));
+            if (out_double) out_double[i] = phi;
+            else out_float[i] = (float)phi;
+        }
+        done = (size_t)end;
+        if (p.progress && p.progress((double)done / (double)count, p.progress_user)) {
+            s = elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                           "MSM cancelled by the progress callback");
+            goto cleanup;
+        }
+    }
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    elec__cells_free(&cells);
+    elec__msm_free(&m);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    return s;
+}
+
+ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
+                                      const elec_lattice *lattice,
+                                      const elec_msm_params *params,
+                                      float *map, elec_error *err) {
+    elec__msm_points_of where;
+    double lo[3], hi[3];
+    elec_status s;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    where.lattice = lattice;
+    where.points = NULL;
+    for (axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+        where.reference[axis] = lattice->origin[axis] + half;
+        lo[axis] = -half;
+        hi[axis] = half;
+    }
+    return elec__msm_potential(atoms, params, &where, lo, hi,
+                               elec_lattice_size(lattice), NULL, map, err);
+}
+
+ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
+                                         const double *points,
+                                         size_t point_count,
+                                         const elec_msm_params *params,
+                                         double *potential, elec_error *err) {
+    elec__msm_points_of where;
+    double lo[3], hi[3];
+    elec_status s;
+    size_t i;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec__cpu_points_check(points, point_count, potential, err)) != ELEC_OK)
+        return s;
+    if (point_count == 0) {
+        elec__ok(err);
+        return ELEC_OK;
+    }
+    where.lattice = NULL;
+    where.points = points;
+    for (axis = 0; axis < 3; axis++) {
+        lo[axis] = hi[axis] = points[axis];
+        for (i = 1; i < point_count; i++) {
+            double v = points[3 * i + axis];
+            lo[axis] = v < lo[axis] ? v : lo[axis];
+            hi[axis] = v > hi[axis] ? v : hi[axis];
+        }
+        where.reference[axis] = 0.5 * (lo[axis] + hi[axis]);
+        lo[axis] -= where.reference[axis];
+        hi[axis] -= where.reference[axis];
+    }
+    return elec__msm_potential(atoms, params, &where, lo, hi, point_count,
+                               potential, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
+                                         const elec_msm_params *params,
+                                         double *energy, double *forces,
+                                         elec_error *err) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    elec_msm_params p;
+    elec__msm m;
+    elec__cells cells;
+    double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], extent[3];
+    double long_range = 0.0, short_range = 0.0, self = 0.0;
+    elec_status s;
+    size_t i, n;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    p = elec_msm_params_resolved(params);
+    n = atoms->count;
+    memset(&m, 0, sizeof m);
+    memset(&cells, 0, sizeof cells);
+    elec_atoms_bounds(atoms, lo, hi);
+    for (axis = 0; axis < 3; axis++) {
+        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
+        lo[axis] = hi[axis] = 0.0;
+    }
+    if ((s = elec__msm_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
+        goto cleanup;
+    if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
+    elec__msm_long_range(&m, x, q, n);
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    for (i = 0; i < n; i++) {
+        double grad[3];
+        long_range += q[i] * elec__msm_interpolate(&m, x + 3 * i, forces ? grad : NULL);
+        self += q[i] * q[i];
+        if (forces)
+            for (axis = 0; axis < 3; axis++) forces[3 * i + axis] -= q[i] * grad[axis];
+    }
+    /* each atom's own smooth part, gamma(0)/a, is no interaction */
+    long_range = 0.5 * long_range -
+                 0.5 * self * elec_msm_gamma(0.0, p.splitting) / p.cutoff;
+    for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
+    if (elec__cells_build(x, n, lo, extent, p.cutoff, 1, &cells) < 0) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) {
+        int home[3], dx, dy, dz;
+        elec__cell_ijk(&cells, x + 3 * i, home);
+        for (dz = -1; dz <= 1; dz++)
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    long cell = elec__cell_neighbour(&cells, home, dx, dy, dz, 0);
+                    size_t k;
+                    if (cell < 0) continue;
+                    for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
+                        size_t j = cells.atom[k];
+                        double d[3], r2, r, rho, f;
+                        if (j <= i) continue;
+                        for (axis = 0; axis < 3; axis++)
+                            d[axis] = x[3 * i + axis] - x[3 * j + axis];
+                        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        if (r2 >= p.cutoff * p.cutoff) continue;
+                        if (r2 < c2) {
+                            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                           "atoms %zu and %zu coincide: their "
+                                           "energy is infinite", i, j);
+                            goto cleanup;
+                        }
+                        r = sqrt(r2);
+                        rho = r / p.cutoff;
+                        short_range += q[i] * q[j] *
+                                       (1.0 / r - elec_msm_gamma(rho, p.splitting) / p.cutoff);
+                        if (!forces) continue;
+                        /* -d/dr [1/r - gamma(r/a)/a] = 1/r^2 + gamma'(r/a)/a^2 */
+                        f = q[i] * q[j] *
+                            (1.0 / r2 + elec_msm_gamma_derivative(rho, p.splitting) /
+                                            (p.cutoff * p.cutoff)) / r;
+                        for (axis = 0; axis < 3; axis++) {
+                            forces[3 * i + axis] += f * d[axis];
+                            forces[3 * j + axis] -= f * d[axis];
+                        }
+                    }
+                }
+    }
+    *energy = p.scale * (long_range + short_range);
+    for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    elec__cells_free(&cells);
+    elec__msm_free(&m);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    return s;
+}
+
+#ifdef ELEC_WITH_FFTW
 /* Real space of SPME: pairs i < j at minimum-image distance under the
    cutoff (the cutoff is at most half the box), excluded pairs left out. */
 static elec_status elec__spme_real(const double *x, const double *q, size_t n,
@@ -1143,13 +1758,14 @@ static elec_status elec__spme_real(const double *x, const double *q, size_t n,
     elec__cells c;
     double sum = 0.0;
     size_t i, j;
-    int built = elec__cells_build(x, n, length, p->cutoff, &c);
+    const double zero[3] = {0.0, 0.0, 0.0};
+    int built = elec__cells_build(x, n, zero, length, p->cutoff, 3, &c);
     if (built < 0) {
         elec__cells_free(&c);
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
     }
     for (i = 0; i < n; i++) {
-        int cx, cy, cz, home[3], axis;
+        int cx, cy, cz, home[3];
         if (!built) { /* all pairs */
             for (j = i + 1; j < n; j++) {
                 double d[3], r2;
@@ -1163,24 +1779,12 @@ static elec_status elec__spme_real(const double *x, const double *q, size_t n,
             }
             continue;
         }
-        {
-            size_t cell = elec__cell_of(&c, x + 3 * i, length);
-            home[0] = (int)(cell % c.n[0]);
-            home[1] = (int)(cell / c.n[0] % c.n[1]);
-            home[2] = (int)(cell / c.n[0] / c.n[1]);
-        }
+        elec__cell_ijk(&c, x + 3 * i, home);
         for (cz = -1; cz <= 1; cz++)
             for (cy = -1; cy <= 1; cy++)
                 for (cx = -1; cx <= 1; cx++) {
-                    int ijk[3];
-                    size_t cell, a;
-                    ijk[0] = home[0] + cx;
-                    ijk[1] = home[1] + cy;
-                    ijk[2] = home[2] + cz;
-                    for (axis = 0; axis < 3; axis++)
-                        ijk[axis] = (ijk[axis] + c.n[axis]) % c.n[axis];
-                    cell = (size_t)ijk[0] +
-                           (size_t)c.n[0] * (ijk[1] + (size_t)c.n[1] * ijk[2]);
+                    size_t cell = (size_t)elec__cell_neighbour(&c, home, cx, cy,
+                                                               cz, 1), a;
                     for (a = c.start[cell]; a < c.start[cell + 1]; a++) {
                         double d[3], r2;
                         j = c.atom[a];
