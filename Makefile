@@ -42,7 +42,7 @@ ELECMAP_SRC = examples/elecmap.cu
 TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
-.PHONY: all run test test-gpu bench install clean tour md
+.PHONY: all run test test-gpu bench install clean tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -98,6 +98,12 @@ $(BUILD)/md_loop: examples/md_loop.cu $(HEADERS) | $(BUILD)
 
 md: $(BUILD)/md_loop
 	$(BUILD)/md_loop
+
+$(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(FFTW_LIBS) -lm
+
+msm-table: $(BUILD)/msm_error_table
+	$(BUILD)/msm_error_table
 
 bench: $(BUILD)/bench
 	$(BUILD)/bench
