@@ -1,0 +1,533 @@
+/* GPU smooth particle mesh Ewald: against the exact Ewald sum (elec_cpu_ewald
+   at the same alpha and cutoff, its reciprocal sum converged to 1e-12), the
+   Madelung constant of rock salt, itself (the device-pointer API run again
+   and replayed from a CUDA graph, both spreading schemes) and bad input.
+   Without a GPU the GPU cases skip and say so; `make test-gpu` sets
+   ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/test.h"
+#include "tests/systems.h"
+
+#define NACL_MADELUNG 1.747564594633182
+
+#define REQUIRE_GPU()                                                         \
+    do {                                                                      \
+        if (elec_cuda_device_count() == 0) {                                  \
+            if (getenv("ELEC_REQUIRE_GPU")) {                                 \
+                EXPECT(0, "no CUDA device, and ELEC_REQUIRE_GPU is set");     \
+                return;                                                       \
+            }                                                                 \
+            SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
+        }                                                                     \
+    } while (0)
+
+static double relative(double got, double want) {
+    return fabs(got - want) / fabs(want);
+}
+
+static double rel_rms(const double *got, const double *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+static elec_box cube(double edge) {
+    elec_box b;
+    b.length[0] = b.length[1] = b.length[2] = edge;
+    return b;
+}
+
+/* Subtracts the mean charge: a neutral system. */
+static void neutralise(test_system *s) {
+    double mean = 0.0;
+    for (size_t i = 0; i < s->count; i++) mean += s->charge[i];
+    mean /= (double)s->count;
+    for (size_t i = 0; i < s->count; i++) s->charge[i] -= mean;
+}
+
+static const char *spread_name(elec_spme_spread s) {
+    return s == ELEC_SPME_SPREAD_GATHER ? "gather" : "atomic";
+}
+
+/* The exact Ewald reference of a system at the SPME's alpha and cutoff. */
+typedef struct reference {
+    elec_ewald_terms terms;
+    double *forces, *potential;
+} reference;
+
+static int ewald_reference(const elec_atoms *atoms, const elec_box *box,
+                           const elec_spme_params *resolved, reference *ref) {
+    elec_ewald_params e = {0};
+    elec_error err;
+    size_t n = atoms->count;
+    e.alpha = resolved->alpha;
+    e.cutoff = resolved->cutoff;
+    e.tolerance = 1e-12; /* kmax: the reciprocal sum converged far below float */
+    e.scale = resolved->scale;
+    e.excluded_pairs = resolved->excluded_pairs;
+    e.excluded_pair_count = resolved->excluded_pair_count;
+    ref->forces = (double *)malloc(3 * n * sizeof(double));
+    ref->potential = (double *)malloc(n * sizeof(double));
+    elec_status s = elec_cpu_ewald(atoms, box, &e, &ref->terms, ref->forces,
+                                   ref->potential, &err);
+    EXPECT(s == ELEC_OK, "Ewald reference: %s", err.message);
+    return s == ELEC_OK;
+}
+
+static void reference_free(reference *ref) {
+    free(ref->forces);
+    free(ref->potential);
+}
+
+/* The GPU SPME of one setting against the reference.  rec_tolerance bounds
+   the reciprocal energy's relative error (0 = print only), force_tolerance
+   the forces' and potentials' relative RMS error. */
+static void check_against_ewald(const char *what, const elec_atoms *atoms,
+                                const elec_box *box, const elec_spme_params *p,
+                                const reference *ref, double rec_tolerance,
+                                double force_tolerance) {
+    size_t n = atoms->count;
+    double *forces = (double *)malloc(3 * n * sizeof(double));
+    double *potential = (double *)malloc(n * sizeof(double));
+    elec_ewald_terms t;
+    elec_error err;
+    elec_spme_params r;
+    elec_status s = elec_spme_params_resolve(p, box, n, &r, &err);
+    EXPECT(s == ELEC_OK, "%s: params: %s", what, err.message);
+    s = elec_cuda_spme(atoms, box, p, &t, forces, potential, &err);
+    EXPECT(s == ELEC_OK, "%s: %s", what, err.message);
+    if (s == ELEC_OK) {
+        double e_rec = relative(t.reciprocal, ref->terms.reciprocal);
+        double e_real = relative(t.real, ref->terms.real);
+        double e_total = relative(t.total, ref->terms.total);
+        double e_force = rel_rms(forces, ref->forces, 3 * n);
+        double e_phi = rel_rms(potential, ref->potential, n);
+        printf("     %-34s order %d grid %3d %3d %3d %-6s: reciprocal %.2e "
+               "real %.2e total %.2e forces %.2e potential %.2e\n",
+               what, r.order, r.grid[0], r.grid[1], r.grid[2],
+               spread_name(r.spread), e_rec, e_real, e_total, e_force, e_phi);
+        if (rec_tolerance > 0.0)
+            EXPECT(e_rec <= rec_tolerance, "%s %s: reciprocal %.17g vs %.17g "
+                   "(relative %.3e > %.1e)", what, spread_name(r.spread),
+                   t.reciprocal, ref->terms.reciprocal, e_rec, rec_tolerance);
+        /* The real-space sum is the same formula on both sides: float pair
+           terms (~1e-7 each, random in sign over 1e5 pairs) and positions
+           rounded to float (1e-6 A) keep it near 1e-7; 1e-5 leaves room
+           for a pair at the cutoff that float puts on the other side. */
+        EXPECT(e_real <= 1e-5, "%s: real %.17g vs %.17g (relative %.3e)", what,
+               t.real, ref->terms.real, e_real);
+        /* self, excluded and background: sums of float charges in double,
+           and the excluded pairs' erf in float */
+        EXPECT(relative(t.self, ref->terms.self) <= 1e-6, "%s: self %.17g vs %.17g",
+               what, t.self, ref->terms.self);
+        EXPECT(fabs(t.excluded - ref->terms.excluded) <=
+                   1e-6 * fabs(ref->terms.excluded) + 1e-12,
+               "%s: excluded %.17g vs %.17g", what, t.excluded,
+               ref->terms.excluded);
+        EXPECT(fabs(t.background - ref->terms.background) <=
+                   1e-5 * fabs(ref->terms.background) + 1e-9 * fabs(ref->terms.self),
+               "%s: background %.17g vs %.17g", what, t.background,
+               ref->terms.background);
+        EXPECT(e_force <= force_tolerance, "%s %s: forces relative RMS %.3e > %.1e",
+               what, spread_name(r.spread), e_force, force_tolerance);
+        EXPECT(e_phi <= force_tolerance, "%s %s: potential relative RMS %.3e > %.1e",
+               what, spread_name(r.spread), e_phi, force_tolerance);
+    }
+    free(forces);
+    free(potential);
+}
+
+/* Both spreading schemes at two settings:
+   - order 6, 0.5 A: the interpolation error of SPME (~(h alpha)^6) is below
+     1e-6, so what is left is float: grid values and FFT (eps 6e-8 times
+     log2 of the grid size, ~1e-6 of the largest Fourier coefficients),
+     B-spline weights and fractional coordinates (u to 6e-8 of K).  1e-5
+     for the reciprocal energy and the forces is the task's bound; the
+     measured values are printed.
+   - order 4, 1 A: the interpolation error dominates, ~1e-4 relative in the
+     forces at alpha 0.35 (Essmann et al. fig. 1), bound 5e-4. */
+static void check_settings(const char *what, const elec_atoms *atoms,
+                           const elec_box *box, const size_t *pairs,
+                           size_t pair_count) {
+    elec_spme_params fine = {0}, coarse = {0}, r;
+    reference ref;
+    elec_error err;
+    fine.order = 6;
+    fine.grid_spacing = 0.5;
+    fine.excluded_pairs = coarse.excluded_pairs = pairs;
+    fine.excluded_pair_count = coarse.excluded_pair_count = pair_count;
+    fine.scale = coarse.scale = ELEC_COULOMB;
+    if (elec_spme_params_resolve(&fine, box, atoms->count, &r, &err) != ELEC_OK) {
+        EXPECT(0, "%s: %s", what, err.message);
+        return;
+    }
+    /* the same alpha and cutoff everywhere: that of the default tolerance */
+    fine.alpha = coarse.alpha = r.alpha;
+    fine.cutoff = coarse.cutoff = r.cutoff;
+    if (!ewald_reference(atoms, box, &r, &ref)) return;
+    for (int spread = 0; spread < 2; spread++) {
+        fine.spread = coarse.spread = (elec_spme_spread)spread;
+        check_against_ewald(what, atoms, box, &fine, &ref, 1e-5, 1e-5);
+        check_against_ewald(what, atoms, box, &coarse, &ref, 0.0, 5e-4);
+    }
+    reference_free(&ref);
+}
+
+TEST(rock_salt_energy_gives_madelung_constant) {
+    REQUIRE_GPU();
+    /* 2 x 2 x 2 conventional cells, 64 ions, a = 5.64 A: E per ion pair is
+       -M / r0, r0 = a/2.  Tight settings: order 8, 0.25 A, tolerance 1e-9,
+       cutoff half the box.  The total is -19.8 e^2/A, the self term -31 and
+       the reciprocal +11: float grid values and FFT carry ~1e-7 of the
+       reciprocal energy, the self term is exact (charges +-1 in double),
+       the real-space terms are ~1e-4 (erfc(2.4)), and the ions sit where
+       the force vanishes, so their float positions err only to second
+       order.  1e-6 is the task's bound; measured value printed. */
+    const double a = 5.64;
+    test_system salt = test_system_nacl(2, a);
+    elec_atoms atoms = test_system_atoms(&salt);
+    elec_box box = cube(2.0 * a);
+    elec_spme_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    p.order = 8;
+    p.grid_spacing = 0.25;
+    p.cutoff = a;
+    p.tolerance = 1e-9;
+    for (int spread = 0; spread < 2; spread++) {
+        p.spread = (elec_spme_spread)spread;
+        elec_status s = elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err);
+        EXPECT(s == ELEC_OK, "%s", err.message);
+        if (s != ELEC_OK) break;
+        double per_pair = t.total / 32.0, want = -NACL_MADELUNG / (0.5 * a);
+        printf("     %s: energy per ion pair %.12f, -M/r0 %.12f, relative %.2e\n",
+               spread_name(p.spread), per_pair, want, relative(per_pair, want));
+        EXPECT(relative(per_pair, want) <= 1e-6, "%s: %.12f vs %.12f",
+               spread_name(p.spread), per_pair, want);
+    }
+    test_system_free(&salt);
+}
+
+TEST(random_neutral_system_matches_ewald) {
+    REQUIRE_GPU();
+    /* 2000 atoms in a 30 A box (seed 5), neutralised: cutoff 9, three cells
+       per axis, the cell-list path */
+    test_system sys = test_system_random(2000, 30.0, 5);
+    neutralise(&sys);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(30.0);
+    check_settings("random 2000, neutral", &atoms, &box, NULL, 0);
+    test_system_free(&sys);
+}
+
+TEST(charged_system_matches_ewald) {
+    REQUIRE_GPU();
+    /* net charge +100 e over 1000 atoms: the background term and its
+       potential */
+    test_system sys = test_system_random(1000, 30.0, 9);
+    neutralise(&sys);
+    for (size_t i = 0; i < sys.count; i++) sys.charge[i] += 0.1;
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(30.0);
+    check_settings("random 1000, charge +100", &atoms, &box, NULL, 0);
+    test_system_free(&sys);
+}
+
+/* The 3 pairs of each water molecule (O, H1, H2 consecutive). */
+static size_t *water_exclusions(size_t molecules) {
+    size_t *pairs = (size_t *)malloc(6 * molecules * sizeof(size_t));
+    for (size_t m = 0; m < molecules; m++) {
+        size_t o = 3 * m;
+        pairs[6 * m + 0] = o;
+        pairs[6 * m + 1] = o + 1;
+        pairs[6 * m + 2] = o;
+        pairs[6 * m + 3] = o + 2;
+        pairs[6 * m + 4] = o + 1;
+        pairs[6 * m + 5] = o + 2;
+    }
+    return pairs;
+}
+
+TEST(water_with_exclusions_matches_ewald) {
+    REQUIRE_GPU();
+    /* 1000 SPC/E molecules (31 A box: the cell list) and 216 (18.6 A box:
+       fewer than 3 cells of 9 A, the all-pairs kernel) */
+    static const size_t sizes[2] = {1000, 216};
+    for (int k = 0; k < 2; k++) {
+        test_system water = test_system_water(sizes[k], 3);
+        size_t *pairs = water_exclusions(sizes[k]);
+        elec_atoms atoms = test_system_atoms(&water);
+        elec_box box = cube(water.box[0]);
+        char what[64];
+        snprintf(what, sizeof what, "water %zu, exclusions", sizes[k]);
+        check_settings(what, &atoms, &box, pairs, 3 * sizes[k]);
+        free(pairs);
+        test_system_free(&water);
+    }
+}
+
+TEST(gather_spreading_with_crowded_cells_matches_atomic) {
+    REQUIRE_GPU();
+    /* 300 of 1000 atoms within 0.2 A of one point: their grid cell holds
+       far more than its slots, the overflow path.  Both schemes add the
+       same float products in another order: 1e-6 relative. */
+    test_system sys = test_system_random(1000, 30.0, 13);
+    test_rng rng = test_rng_seeded(14);
+    for (size_t i = 0; i < 300; i++)
+        for (int axis = 0; axis < 3; axis++)
+            sys.xyz[3 * i + axis] = 12.3 + 0.2 * test_uniform(&rng);
+    neutralise(&sys);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(30.0);
+    elec_spme_params p = {0};
+    elec_ewald_terms t[2];
+    elec_error err;
+    double *forces[2];
+    for (int spread = 0; spread < 2; spread++) {
+        forces[spread] = (double *)malloc(3 * sys.count * sizeof(double));
+        p.spread = (elec_spme_spread)spread;
+        elec_status s = elec_cuda_spme(&atoms, &box, &p, &t[spread],
+                                       forces[spread], NULL, &err);
+        EXPECT(s == ELEC_OK, "%s: %s", spread_name(p.spread), err.message);
+    }
+    double e_rec = relative(t[1].reciprocal, t[0].reciprocal);
+    double e_force = rel_rms(forces[1], forces[0], 3 * sys.count);
+    printf("     gather vs atomic: reciprocal %.2e, forces %.2e\n", e_rec, e_force);
+    EXPECT(e_rec <= 1e-6, "reciprocal %.17g vs %.17g", t[1].reciprocal,
+           t[0].reciprocal);
+    EXPECT(e_force <= 1e-6, "forces relative RMS %.3e", e_force);
+    free(forces[0]);
+    free(forces[1]);
+    test_system_free(&sys);
+}
+
+#define CUDA_OK(call)                                                         \
+    do {                                                                      \
+        cudaError_t e_ = (call);                                              \
+        EXPECT(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));   \
+    } while (0)
+
+static double terms_difference(const elec_ewald_terms *a,
+                               const elec_ewald_terms *b) {
+    double worst = 0.0;
+    const double *x = &a->real, *y = &b->real;
+    for (int k = 0; k < 6; k++) {
+        double d = relative(x[k], y[k] != 0.0 ? y[k] : 1.0);
+        if (y[k] == 0.0) d = fabs(x[k]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+static double float_rel_rms(const float *got, const float *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += (double)want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+TEST(device_api_repeats_and_replays_from_a_graph) {
+    REQUIRE_GPU();
+    /* Atomics add in a different order on every run (the spreading, the
+       cell slots), so runs agree to float rounding, not bit for bit:
+       1e-6 relative in the energy terms and the forces. */
+    const size_t n = 2000, max_atoms = 2500;
+    for (int spread = 0; spread < 2; spread++) {
+        test_system sys = test_system_random(n, 30.0, 21);
+        neutralise(&sys);
+        elec_box box = cube(30.0);
+        elec_spme_params p = {0};
+        elec_cuda_spme_handle *h = NULL;
+        elec_error err;
+        elec_ewald_terms first, again, replay, one_shot;
+        float4 *host = (float4 *)malloc(n * sizeof(float4));
+        float *f_first = (float *)malloc(3 * n * sizeof(float));
+        float *f_again = (float *)malloc(3 * n * sizeof(float));
+        float *f_replay = (float *)malloc(3 * n * sizeof(float));
+        double *f_one_shot = (double *)malloc(3 * n * sizeof(double));
+        float4 *d_xyzq = NULL;
+        float *d_forces = NULL;
+        cudaStream_t stream = NULL;
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        p.scale = ELEC_COULOMB;
+        p.spread = (elec_spme_spread)spread;
+        for (size_t i = 0; i < n; i++)
+            host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                                  (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+        elec_status s = elec_cuda_spme_create(&box, max_atoms, &p, -1, &h, &err);
+        EXPECT(s == ELEC_OK, "create: %s", err.message);
+        if (s != ELEC_OK) break;
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+        CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK,
+               "compute: %s", err.message);
+        EXPECT(elec_cuda_spme_energy(h, &first, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_first, d_forces, 3 * n * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        for (int run = 0; run < 3; run++) {
+            EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err) ==
+                       ELEC_OK, "compute %d: %s", run, err.message);
+            EXPECT(elec_cuda_spme_energy(h, &again, stream, &err) == ELEC_OK, "%s",
+                   err.message);
+            CUDA_OK(cudaMemcpy(f_again, d_forces, 3 * n * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+            EXPECT(terms_difference(&again, &first) <= 1e-6,
+                   "%s run %d: energy terms differ by %.3e", spread_name(p.spread),
+                   run, terms_difference(&again, &first));
+            EXPECT(float_rel_rms(f_again, f_first, 3 * n) <= 1e-6,
+                   "%s run %d: forces differ by %.3e", spread_name(p.spread), run,
+                   float_rel_rms(f_again, f_first, 3 * n));
+        }
+        /* energy only: the same energy, forces untouched */
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, NULL, stream, &err) == ELEC_OK,
+               "energy-only compute: %s", err.message);
+        EXPECT(elec_cuda_spme_energy(h, &again, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(terms_difference(&again, &first) <= 1e-6,
+               "energy-only: terms differ by %.3e", terms_difference(&again, &first));
+
+        /* one compute captured in a graph, replayed over a poisoned buffer */
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        s = elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err);
+        EXPECT(s == ELEC_OK, "captured compute: %s", err.message);
+        CUDA_OK(cudaStreamEndCapture(stream, &graph));
+        if (graph) CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        CUDA_OK(cudaMemset(d_forces, 0xff, 3 * n * sizeof(float))); /* NaN */
+        for (int launch = 0; launch < 2 && exec; launch++)
+            CUDA_OK(cudaGraphLaunch(exec, stream));
+        EXPECT(elec_cuda_spme_energy(h, &replay, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_replay, d_forces, 3 * n * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        EXPECT(exec != NULL, "the graph was not instantiated");
+        EXPECT(terms_difference(&replay, &first) <= 1e-6,
+               "%s graph: energy terms differ by %.3e", spread_name(p.spread),
+               terms_difference(&replay, &first));
+        EXPECT(float_rel_rms(f_replay, f_first, 3 * n) <= 1e-6,
+               "%s graph: forces differ by %.3e", spread_name(p.spread),
+               float_rel_rms(f_replay, f_first, 3 * n));
+
+        /* the host API on the same atoms: the same numbers */
+        elec_atoms atoms = test_system_atoms(&sys);
+        EXPECT(elec_cuda_spme(&atoms, &box, &p, &one_shot, f_one_shot, NULL, &err) ==
+                   ELEC_OK, "one-shot: %s", err.message);
+        for (size_t i = 0; i < 3 * n; i++) f_again[i] = (float)f_one_shot[i];
+        EXPECT(terms_difference(&one_shot, &first) <= 1e-6,
+               "one-shot: energy terms differ by %.3e",
+               terms_difference(&one_shot, &first));
+        EXPECT(float_rel_rms(f_again, f_first, 3 * n) <= 1e-6,
+               "one-shot: forces differ by %.3e", float_rel_rms(f_again, f_first, 3 * n));
+        printf("     %s: total %.10f kcal/mol; graph replay differs by %.1e, "
+               "forces %.1e\n", spread_name(p.spread), first.total,
+               terms_difference(&replay, &first),
+               float_rel_rms(f_replay, f_first, 3 * n));
+
+        /* more atoms than the handle holds */
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, max_atoms + 1, d_forces, stream,
+                                      &err) == ELEC_ERR_INVALID_ARG,
+               "n > max_atoms accepted");
+        EXPECT(elec_cuda_spme_compute(h, NULL, n, d_forces, stream, &err) ==
+                   ELEC_ERR_INVALID_ARG, "NULL coordinates accepted");
+        if (exec) cudaGraphExecDestroy(exec);
+        if (graph) cudaGraphDestroy(graph);
+        cudaFree(d_xyzq);
+        cudaFree(d_forces);
+        cudaStreamDestroy(stream);
+        elec_cuda_spme_destroy(h);
+        free(host);
+        free(f_first);
+        free(f_again);
+        free(f_replay);
+        free(f_one_shot);
+        test_system_free(&sys);
+    }
+}
+
+TEST(bad_input_gives_named_errors) {
+    /* Parameters are checked before any GPU is looked for: these run on
+       every machine. */
+    test_system sys = test_system_random(10, 20.0, 1);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(20.0), flat = cube(20.0), negative = cube(20.0);
+    elec_spme_params p = {0}, small_grid = {0}, bad_tolerance = {0};
+    elec_ewald_terms t;
+    elec_cuda_spme_handle *h = NULL;
+    elec_error err;
+    flat.length[2] = 0.0;
+    negative.length[0] = -20.0;
+    small_grid.grid[0] = small_grid.grid[1] = small_grid.grid[2] = 3; /* < order 4 */
+    bad_tolerance.tolerance = 1.5;
+    EXPECT(elec_cuda_spme_create(&flat, 10, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "zero box edge accepted");
+    EXPECT(elec_cuda_spme_create(&negative, 10, &p, -1, &h, &err) ==
+               ELEC_ERR_INVALID_ARG, "negative box edge accepted");
+    EXPECT(elec_cuda_spme_create(&box, 10, &small_grid, -1, &h, &err) ==
+               ELEC_ERR_INVALID_ARG, "grid 3 with order 4 accepted");
+    EXPECT(strstr(err.message, "order") != NULL, "message: %s", err.message);
+    EXPECT(elec_cuda_spme_create(&box, 10, &bad_tolerance, -1, &h, &err) ==
+               ELEC_ERR_INVALID_ARG, "tolerance 1.5 accepted");
+    EXPECT(elec_cuda_spme_create(&box, 0, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "max_atoms 0 accepted");
+    EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL out accepted");
+    EXPECT(elec_cuda_spme(&atoms, &flat, &p, &t, NULL, NULL, &err) ==
+               ELEC_ERR_INVALID_ARG, "one-shot: zero box edge accepted");
+    EXPECT(elec_cuda_spme(&atoms, &box, &small_grid, &t, NULL, NULL, &err) ==
+               ELEC_ERR_INVALID_ARG, "one-shot: small grid accepted");
+    EXPECT(elec_cuda_spme(&atoms, &box, &p, NULL, NULL, NULL, &err) ==
+               ELEC_ERR_INVALID_ARG, "one-shot: NULL energy accepted");
+    EXPECT(elec_cuda_spme_compute(NULL, NULL, 0, NULL, 0, &err) ==
+               ELEC_ERR_INVALID_ARG, "NULL handle accepted");
+    {
+        /* an excluded pair naming an atom past max_atoms */
+        size_t pair[2] = {3, 10};
+        elec_spme_params q = {0};
+        q.excluded_pairs = pair;
+        q.excluded_pair_count = 1;
+        EXPECT(elec_cuda_spme_create(&box, 10, &q, -1, &h, &err) ==
+                   ELEC_ERR_INVALID_ARG, "exclusion of atom 10 of 10 accepted");
+    }
+    if (elec_cuda_device_count() == 0) {
+        EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
+               "no GPU: create gave %s", elec_status_string(err.status));
+    } else {
+        elec_status s = elec_cuda_spme_create(&box, 10, &p, -1, &h, &err);
+        EXPECT(s == ELEC_OK, "create: %s", err.message);
+        if (s == ELEC_OK) {
+            EXPECT(elec_cuda_spme_compute(h, NULL, 11, NULL, 0, &err) ==
+                       ELEC_ERR_INVALID_ARG, "n > max_atoms accepted");
+            EXPECT(strstr(err.message, "at most 10") != NULL, "message: %s",
+                   err.message);
+            elec_cuda_spme_destroy(h);
+        }
+        EXPECT(elec_cuda_spme_create(&box, 10, &p, 1 << 20, &h, &err) ==
+                   ELEC_ERR_NO_DEVICE, "GPU 2^20 accepted");
+    }
+    test_system_free(&sys);
+}
+
+int main(void) {
+    RUN(bad_input_gives_named_errors);
+    RUN(rock_salt_energy_gives_madelung_constant);
+    RUN(random_neutral_system_matches_ewald);
+    RUN(charged_system_matches_ewald);
+    RUN(water_with_exclusions_matches_ewald);
+    RUN(gather_spreading_with_crowded_cells_matches_atomic);
+    RUN(device_api_repeats_and_replays_from_a_graph);
+    return test_summary();
+}
