@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { METHOD_DCS, METHOD_MDH } map_method;
+typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM } map_method;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } map_device;
 
 typedef struct options {
@@ -35,6 +35,8 @@ typedef struct options {
     int units_kT;
     double temperature;
     double ionic_strength, kappa;
+    double msm_cutoff, msm_spacing;
+    int msm_quintic;
     elec_dcs_variant variant;
     int gpus;
     int quiet;
@@ -48,8 +50,12 @@ static void usage(FILE *out) {
 "The electrostatic potential of the atoms of a PQR file on a lattice, as an\n"
 "OpenDX map (APBS, VMD, PyMOL and Chimera read it).\n"
 "\n"
-"  --method dcs|mdh      direct Coulomb sum (default), or multiple\n"
-"                        Debye-Hueckel (screened, with atom radii)\n"
+"  --method dcs|mdh|msm  direct Coulomb sum (default), multiple\n"
+"                        Debye-Hueckel (screened, with atom radii), or\n"
+"                        multilevel summation (CPU; cost atoms + points)\n"
+"  --msm-cutoff A        MSM short-range cutoff in A (default 12)\n"
+"  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
+"  --msm-quintic         MSM C1 quintic interpolation (default C1 cubic)\n"
 "  --spacing H           lattice spacing in A (default 0.5)\n"
 "  --padding P           margin around the molecule in A (default 10)\n"
 "  --dims NX NY NZ       explicit point counts (instead of padding)\n"
@@ -116,10 +122,17 @@ static int parse_options(int argc, char **argv, options *o) {
             a = argv[++i];
             if (!strcmp(a, "dcs")) o->method = METHOD_DCS;
             else if (!strcmp(a, "mdh")) o->method = METHOD_MDH;
+            else if (!strcmp(a, "msm")) o->method = METHOD_MSM;
             else {
-                fprintf(stderr, "elecmap: unknown method '%s' (dcs or mdh)\n", a);
+                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh or msm)\n", a);
                 return 0;
             }
+        } else if (!strcmp(a, "--msm-cutoff")) {
+            DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
+        } else if (!strcmp(a, "--msm-spacing")) {
+            DOUBLE_ARG(o->msm_spacing, "spacing in A");
+        } else if (!strcmp(a, "--msm-quintic")) {
+            o->msm_quintic = 1;
         } else if (!strcmp(a, "--spacing")) {
             DOUBLE_ARG(o->spacing, "spacing in A");
         } else if (!strcmp(a, "--padding")) {
@@ -208,6 +221,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->input = o->demo ? NULL : files[0];
     o->output = o->demo ? files[0] : files[1];
     if (!(o->spacing > 0.0) || !(o->padding >= 0.0) || !(o->temperature > 0.0) ||
+        !(o->msm_cutoff >= 0.0) || !(o->msm_spacing >= 0.0) ||
         !(o->ionic_strength >= 0.0) || !(o->kappa >= 0.0)) {
         fprintf(stderr, "elecmap: spacing and temperature must be positive; padding, "
                         "ionic strength and kappa zero or positive\n");
@@ -362,6 +376,16 @@ int main(int argc, char **argv) {
             snprintf(device_name, sizeof device_name, "%s", name);
     }
 #endif
+    if (o.method == METHOD_MSM) {
+        if (o.device == DEVICE_GPU) {
+            fprintf(stderr, "elecmap: --gpu: MSM runs on the CPU in this version\n");
+            free(map);
+            elec_structure_free(&mol);
+            return 1;
+        }
+        use_gpu = 0;
+        snprintf(device_name, sizeof device_name, "CPU");
+    }
     if (o.device == DEVICE_GPU && !use_gpu) {
 #ifdef ELEC_WITH_CUDA
         fprintf(stderr, "elecmap: --gpu: no CUDA device is present\n");
@@ -389,6 +413,17 @@ int main(int argc, char **argv) {
         else
 #endif
             s = elec_cpu_dcs_map(&atoms, &lattice, &dp, map, &err);
+    } else if (o.method == METHOD_MSM) {
+        elec_msm_params sp = {0};
+        sp.scale = scale;
+        sp.cutoff = o.msm_cutoff;
+        sp.spacing = o.msm_spacing;
+        sp.interpolation = o.msm_quintic ? ELEC_MSM_QUINTIC : ELEC_MSM_CUBIC;
+        if (!o.quiet) {
+            sp.progress = show_progress;
+            sp.progress_user = &progress;
+        }
+        s = elec_cpu_msm_map(&atoms, &lattice, &sp, map, &err);
     } else {
         /* MDH at every lattice point: the points API over the lattice. */
         elec_mdh_params mp = {0};
@@ -456,12 +491,21 @@ int main(int argc, char **argv) {
             printf("  method     DCS (direct Coulomb sum)%s%s\n", use_gpu ? ", GPU kernel " : "",
                    use_gpu ? elec_dcs_variant_name(elec_dcs_params_resolved(&chosen).variant) : "");
         }
-        else
+        else if (o.method == METHOD_MSM) {
+            elec_msm_params chosen = {0}, r;
+            chosen.cutoff = o.msm_cutoff;
+            chosen.spacing = o.msm_spacing;
+            r = elec_msm_params_resolved(&chosen);
+            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
+                   r.cutoff, r.spacing, o.msm_quintic ? "C1 quintic" : "C1 cubic");
+        } else
             printf("  method     MDH (multiple Debye-Hueckel), kappa %.4f /A\n",
                    o.kappa > 0 ? o.kappa
                                : elec_kappa_from_ionic_strength(o.ionic_strength, 78.54, o.temperature));
         printf("  device     %s\n", device_name);
-        printf("  time       %.3f s, %.3e atom evaluations/s\n", seconds, evals / (seconds > 0 ? seconds : 1e-9));
+        printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
+               evals / (seconds > 0 ? seconds : 1e-9),
+               o.method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
         printf("  potential  min %.4g, max %.4g %s\n", lo, hi, o.units_kT ? "kT/e" : "kcal/(mol e)");
     }
     free(map);
