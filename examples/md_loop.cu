@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
     double *d_energy, first_total = 0.0, last_total = 0.0, momentum[3] = {0, 0, 0}, total_mass = 0.0;
     elec_box box = {{edge, edge, edge}};
     elec_spme_params p = {0};
-    elec_cuda_spme *spme = NULL;
+    elec_cuda_spme_handle *spme = NULL;
     elec_error err;
     cudaStream_t stream;
     unsigned long long rng = 7;
