@@ -127,7 +127,7 @@ ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            elec_error *err);
 /* One evaluation, asynchronous in `stream`: d_xyzq are n float4 records
    (x, y, z, q) in A and e, anywhere (wrapped on the device), indexed as the
-   excluded pairs are; d_forces receives 3n floats, interleaved, -dE/dr
+   excluded pairs are (pairs naming an atom at or past n are left out); d_forces receives 3n floats, interleaved, -dE/dr
    times scale (NULL = energy only).  The energy terms are summed in the
    handle (zeroed at the start of each compute): elec_cuda_spme_energy. */
 ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
@@ -1657,13 +1657,17 @@ __device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
    erf(alpha r)/r that the reciprocal sum contains, subtracted (minimum
    image; its r -> 0 limit 2 alpha/sqrt(pi) when the atoms coincide).
    -dE/dr_i / q_i = q_j (2 alpha/sqrt(pi) exp(-alpha^2 r^2) - erf(alpha r)/r)
-   d / r^2.  Half the pair's energy: the partner's warp adds the other. */
+   d / r^2.  Half the pair's energy: the partner's warp adds the other.
+   The lists were checked against max_atoms: a compute with fewer atoms
+   skips partners at or past n (their positions are not given). */
 __device__ __forceinline__ void elec__spme_excluded_pairs(
-    elec__spme_pair_sums *s, float4 a, const float4 *xyzq, const int *list,
-    int begin, int end, int lane, elec__spme_geometry g, float alpha,
-    float gauss) {
+    elec__spme_pair_sums *s, float4 a, const float4 *xyzq, int n,
+    const int *list, int begin, int end, int lane, elec__spme_geometry g,
+    float alpha, float gauss) {
     for (int k = begin + lane; k < end; k += 32) {
-        float4 b = xyzq[list[k]];
+        int j = list[k];
+        if (j >= n) continue; /* a partner past this compute's n atoms */
+        float4 b = xyzq[j];
         float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
         dx -= g.length.x * rintf(dx * g.inv_length.x);
         dy -= g.length.y * rintf(dy * g.inv_length.y);
@@ -1756,7 +1760,7 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
                 }
             }
         }
-        elec__spme_excluded_pairs(&s, a, xyzq, excl_list, eb, ee, lane, g,
+        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
                                   alpha, gauss);
         elec__spme_pair_finish(&s, a.w, i, out);
     }
@@ -1789,7 +1793,7 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
             if (ee > eb && elec__spme_excluded(excl_list, eb, ee, j)) continue;
             elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
         }
-        elec__spme_excluded_pairs(&s, a, xyzq, excl_list, eb, ee, lane, g,
+        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
                                   alpha, gauss);
         elec__spme_pair_finish(&s, a.w, i, out);
     }
