@@ -42,7 +42,7 @@ ELECMAP_SRC = examples/elecmap.cu
 TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
-.PHONY: all run test test-gpu bench install clean tour md msm-table
+.PHONY: all run test test-gpu bench bench-peer install clean tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -105,8 +105,16 @@ $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
 
-bench: $(BUILD)/bench
+$(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench $(BUILD)/bench_spme
 	$(BUILD)/bench
+	$(BUILD)/bench_spme
+
+# torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
+bench-peer:
+	python3 bench/peer_torchpme.py
 
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
