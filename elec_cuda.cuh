@@ -1663,7 +1663,7 @@ __device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
 __device__ __forceinline__ void elec__spme_excluded_pairs(
     elec__spme_pair_sums *s, float4 a, const float4 *xyzq, int n,
     const int *list, int begin, int end, int lane, elec__spme_geometry g,
-    float alpha, float gauss) {
+    float alpha, float gauss, double alpha_exact) {
     for (int k = begin + lane; k < end; k += 32) {
         int j = list[k];
         if (j >= n) continue; /* a partner past this compute's n atoms */
@@ -1683,7 +1683,16 @@ __device__ __forceinline__ void elec__spme_excluded_pairs(
             s->fz = fmaf(f, dz, s->fz);
         }
         s->phi -= b.w * smooth;
-        s->excluded -= 0.5 * (double)(a.w * b.w * smooth);
+        {
+            /* The energy in double: excluded pairs are close (1 A in
+               water) and their erf terms, summed over every molecule,
+               nearly cancel the self energy; float erf (2 ulp) would leave
+               ~1e-6 of that large sum in a small total. */
+            double rd = sqrt((double)dx * dx + (double)dy * dy + (double)dz * dz);
+            double smooth_exact = rd > 1e-8 ? erf(alpha_exact * rd) / rd
+                                            : 1.1283791670955126 * alpha_exact;
+            s->excluded -= 0.5 * (double)a.w * (double)b.w * smooth_exact;
+        }
     }
 }
 
@@ -1715,7 +1724,8 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
                         const int *start, const float4 *xyzq, int n,
                         elec__spme_geometry g, elec__spme_cells c,
                         const int *excl_start, const int *excl_list,
-                        float cutoff2, float alpha, float gauss, float4 *out,
+                        float cutoff2, float alpha, float gauss,
+                        double alpha_exact, float4 *out,
                         double *sums) {
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
@@ -1761,7 +1771,7 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
             }
         }
         elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
-                                  alpha, gauss);
+                                  alpha, gauss, alpha_exact);
         elec__spme_pair_finish(&s, a.w, i, out);
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
@@ -1773,7 +1783,8 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK, 4)
 elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
                       const int *excl_start, const int *excl_list,
-                      float cutoff2, float alpha, float gauss, float4 *out,
+                      float cutoff2, float alpha, float gauss,
+                      double alpha_exact, float4 *out,
                       double *sums) {
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
@@ -1794,7 +1805,7 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
             elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
         }
         elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
-                                  alpha, gauss);
+                                  alpha, gauss, alpha_exact);
         elec__spme_pair_finish(&s, a.w, i, out);
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
@@ -2239,12 +2250,13 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
         elec__k_spme_real_cells<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
                                   stream>>>(
             h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells,
-            h->excl_start, h->excl_list, cutoff2, alpha, gauss, out, h->sums);
+            h->excl_start, h->excl_list, cutoff2, alpha, gauss, h->p.alpha, out,
+            h->sums);
         ELEC__CUDA_TRY(cudaGetLastError());
     } else {
         elec__k_spme_real_all<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
                                 stream>>>(
-            xyzq, n, h->g, h->excl_start, h->excl_list, cutoff2, alpha, gauss,
+            xyzq, n, h->g, h->excl_start, h->excl_list, cutoff2, alpha, gauss, h->p.alpha,
             out, h->sums);
         ELEC__CUDA_TRY(cudaGetLastError());
     }
