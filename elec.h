@@ -1033,6 +1033,43 @@ static double elec__ewald_alpha(double cutoff, double tolerance) {
     return hi;
 }
 
+/* The Ewald splitting shared by the exact sum and SPME: scale (0 = 1),
+   real-space cutoff (0 = default_cutoff; at most max_cutoff), tolerance
+   (0 = default_tolerance, in (0, 1)) and alpha (0 = from the cutoff and
+   tolerance), checked and resolved in place. */
+static elec_status elec__splitting_resolve(double *scale, double *cutoff,
+                                           double *tolerance, double *alpha,
+                                           double default_cutoff,
+                                           double max_cutoff,
+                                           double default_tolerance,
+                                           elec_error *err) {
+    if (*scale == 0.0) *scale = 1.0;
+    if (*cutoff == 0.0) *cutoff = default_cutoff;
+    if (*tolerance == 0.0) *tolerance = default_tolerance;
+    if (!elec__finite(*scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(*cutoff > 0.0) || !(*cutoff <= max_cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cutoff %g A must be positive and at most %g A",
+                          *cutoff, max_cutoff);
+    if (!(*tolerance > 0.0 && *tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "tolerance %g must lie in (0, 1)", *tolerance);
+    if (!(*alpha >= 0.0) || !elec__finite(*alpha))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "alpha %g must be zero (automatic) or positive",
+                          *alpha);
+    if (*alpha == 0.0) *alpha = elec__ewald_alpha(*cutoff, *tolerance);
+    return ELEC_OK;
+}
+
+static double elec__shortest_edge(const elec_box *box) {
+    double shortest = box->length[0];
+    if (box->length[1] < shortest) shortest = box->length[1];
+    if (box->length[2] < shortest) shortest = box->length[2];
+    return shortest;
+}
+
 ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                const elec_box *box,
                                                size_t atom_count,
@@ -1044,25 +1081,12 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
-    shortest = box->length[0];
-    if (box->length[1] < shortest) shortest = box->length[1];
-    if (box->length[2] < shortest) shortest = box->length[2];
-    if (r.scale == 0.0) r.scale = 1.0;
-    if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
-    if (r.tolerance == 0.0) r.tolerance = 1e-12;
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "cutoff %g A must be positive", r.cutoff);
-    if (!(r.tolerance > 0.0 && r.tolerance < 1.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "tolerance %g must lie in (0, 1)", r.tolerance);
-    if (!(r.alpha >= 0.0) || !elec__finite(r.alpha))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "alpha %g must be zero (automatic) or positive",
-                          r.alpha);
-    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha(r.cutoff, r.tolerance);
+    shortest = elec__shortest_edge(box);
+    /* longer cutoffs than half the box are fine here: more images */
+    if (elec__splitting_resolve(&r.scale, &r.cutoff, &r.tolerance, &r.alpha,
+                                0.5 * shortest, 1e3 * shortest, 1e-12,
+                                err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
     for (axis = 0; axis < 3; axis++) {
         if (r.kmax[axis] < 0 || r.kmax[axis] > 1000)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -1134,28 +1158,14 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
     if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
-    shortest = box->length[0];
-    if (box->length[1] < shortest) shortest = box->length[1];
-    if (box->length[2] < shortest) shortest = box->length[2];
-    if (r.scale == 0.0) r.scale = 1.0;
-    if (r.cutoff == 0.0) r.cutoff = 9.0 < 0.5 * shortest ? 9.0 : 0.5 * shortest;
-    if (r.tolerance == 0.0) r.tolerance = 1e-5;
+    shortest = elec__shortest_edge(box);
     if (r.order == 0) r.order = 4;
     if (r.grid_spacing == 0.0) r.grid_spacing = 1.0;
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.cutoff > 0.0) || !(r.cutoff <= 0.5 * shortest))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "cutoff %g A must be positive and at most half the "
-                          "shortest box edge (%g A)", r.cutoff, 0.5 * shortest);
-    if (!(r.tolerance > 0.0 && r.tolerance < 1.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "tolerance %g must lie in (0, 1)", r.tolerance);
-    if (!(r.alpha >= 0.0) || !elec__finite(r.alpha))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "alpha %g must be zero (automatic) or positive",
-                          r.alpha);
-    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha(r.cutoff, r.tolerance);
+    /* minimum image in real space: the cutoff is at most half the box */
+    if (elec__splitting_resolve(&r.scale, &r.cutoff, &r.tolerance, &r.alpha,
+                                9.0 < 0.5 * shortest ? 9.0 : 0.5 * shortest,
+                                0.5 * shortest, 1e-5, err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
     if (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "B-spline order %d: use 4 to %d", r.order,
