@@ -514,6 +514,15 @@ TEST(bad_input_gives_named_errors) {
     EXPECT(elec_cuda_spme_compute(NULL, NULL, 0, NULL, 0, &err) ==
                ELEC_ERR_INVALID_ARG, "NULL handle accepted");
     {
+        /* an atom 50,000 boxes away: its float coordinate would be noise */
+        double keep = sys.xyz[4];
+        sys.xyz[4] = 1e6;
+        EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err) ==
+                   ELEC_ERR_INVALID_ARG, "an atom 1e6 A away accepted");
+        EXPECT(strstr(err.message, "box lengths") != NULL, "message: %s", err.message);
+        sys.xyz[4] = keep;
+    }
+    {
         /* an excluded pair naming an atom past max_atoms */
         size_t pair[2] = {3, 10};
         elec_spme_params q = {0};
