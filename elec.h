@@ -373,6 +373,67 @@ ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                elec_ewald_params *resolved,
                                                elec_error *err);
 
+/* ------------------------------------------------ spatial bins, cutoffs */
+
+/* Fixed-depth bins as a GPU wants them (seed 000): the region cut into
+   cubic bins of edge `length`, each holding up to ELEC_BIN_DEPTH atoms as
+   (x, y, z, q) floats relative to the region's corner: 8 x 16 = 128 bytes
+   a bin, read by a warp in one go.  Empty slots have q = 0 (and a far-away
+   position, so they add nothing whatever the kernel).  Atoms of a bin that
+   is already full go to an overflow list (indices into the atoms), summed
+   separately; atoms outside the region are counted and left out (the
+   caller makes the region cover everything that can contribute). */
+#define ELEC_BIN_DEPTH 8
+typedef struct elec_bins {
+    int dims[3];
+    double origin[3];  /* corner of bin (0, 0, 0) */
+    double length;     /* bin edge (A) */
+    float *slots;      /* dims[0]*dims[1]*dims[2]*ELEC_BIN_DEPTH*4 floats */
+    size_t *overflow;  /* atoms that did not fit */
+    size_t overflow_count;
+    size_t outside_count;
+} elec_bins;
+
+/* Bin edge for atoms at `density` (atoms/A^3) filling bins to `fill` of
+   ELEC_BIN_DEPTH on average: cbrt(fill * depth / density).  VMD msmpot's
+   defaults, 0.1 /A^3 and 0.75, give 3.91 A. */
+ELEC_API double elec_bin_length(double density, double fill);
+/* Bins over the box origin .. origin + extent (A). */
+ELEC_API elec_status elec_bins_build(const elec_atoms *atoms,
+                                     const double origin[3],
+                                     const double extent[3], double length,
+                                     elec_bins *out, elec_error *err);
+ELEC_API void elec_bins_free(elec_bins *bins);
+/* Bin offsets (di, dj, dk) whose bins can hold an atom within `cutoff` of
+   some point of a block region of `region` A a side starting at a bin
+   corner: the neighbourhood a GPU block streams (its offsets live in
+   constant memory).  Writes up to capacity triples, returns how many
+   there are. */
+ELEC_API size_t elec_bin_neighbourhood(double length, double region,
+                                       double cutoff, int *offsets,
+                                       size_t capacity);
+
+/* Smoothed short-range potentials for cutoff maps: q S(r) for r < a. */
+typedef enum elec_cutoff_kind {
+    ELEC_CUTOFF_MSM = 0, /* default: MSM's short range 1/r - gamma(r/a)/a */
+    ELEC_CUTOFF_SHIFTED  /* shifted Coulomb (1 - r^2/a^2)^2 / r           */
+} elec_cutoff_kind;
+
+typedef struct elec_cutoff_params {
+    double scale;          /* 0 = 1: e/A                                   */
+    double cutoff;         /* a (A); 0 = 12                                */
+    elec_cutoff_kind kind;
+    int splitting;         /* ELEC_CUTOFF_MSM's gamma order; 0 = 2 (C2)    */
+    double bin_length;     /* GPU bins (A); 0 = elec_bin_length(0.1, 0.75)  */
+    elec_gpu_set gpus;     /* the first device is used                     */
+    elec_progress_fn progress;
+    void *progress_user;
+} elec_cutoff_params;
+
+ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
+ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
+                                              elec_error *err);
+
 /* Multilevel summation (Hardy, Stone and Schulten 2009; Skeel et al. 2002):
    1/r = [1/r - g_0(r)] + [g_0(r) - g_1(r)] + ... + g_{L-1}(r), with
    g_l(r) = gamma(r / (2^l a)) / (2^l a) smooth and gamma(rho) = 1/rho for
@@ -472,6 +533,20 @@ ELEC_HD static inline double elec_msm_basis_derivative(double t, int quintic) {
         d = (v * w * w * z + u * w * w * z - 2.0 * u * v * w * z - u * v * w * w) / 24.0;
     } else d = 0.0;
     return sign * d;
+}
+
+/* The smoothed short-range potential of a unit charge at distance r
+   (r > 0): 0 from the cutoff a on. */
+ELEC_HD static inline double elec_cutoff_term(double r, double a,
+                                              elec_cutoff_kind kind,
+                                              int splitting) {
+    double s;
+    if (r >= a) return 0.0;
+    if (kind == ELEC_CUTOFF_SHIFTED) {
+        s = 1.0 - (r * r) / (a * a);
+        return s * s / r;
+    }
+    return 1.0 / r - elec_msm_gamma(r / a, splitting) / a;
 }
 
 /* Smooth particle mesh Ewald (Essmann et al. 1995; on GPUs after Harvey
@@ -1193,6 +1268,172 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                atom_count, err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
     *resolved = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF double elec_bin_length(double density, double fill) {
+    if (!(density > 0.0) || !(fill > 0.0)) return 0.0;
+    return cbrt(fill * ELEC_BIN_DEPTH / density);
+}
+
+ELEC_DEF void elec_bins_free(elec_bins *bins) {
+    if (!bins) return;
+    ELEC_FREE(bins->slots);
+    ELEC_FREE(bins->overflow);
+    memset(bins, 0, sizeof *bins);
+}
+
+ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
+                                     const double origin[3],
+                                     const double extent[3], double length,
+                                     elec_bins *out, elec_error *err) {
+    size_t bins = 1, i, overflow_capacity = 16;
+    unsigned char *filled = NULL; /* atoms in each bin so far */
+    elec_status s;
+    int axis;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bins is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!(length > 0.0) || !elec__finite(length))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin length %g A must be positive", length);
+    for (axis = 0; axis < 3; axis++) {
+        double n = ceil(extent[axis] / length);
+        if (!(extent[axis] >= 0.0) || !elec__finite(origin[axis]) || n > 65536.0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "bin region along axis %d: origin %g, extent %g A",
+                              axis, origin[axis], extent[axis]);
+        out->dims[axis] = n < 1.0 ? 1 : (int)n;
+        out->origin[axis] = origin[axis];
+        bins *= (size_t)out->dims[axis];
+    }
+    if (bins > (size_t)1 << 31)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", bins);
+    out->length = length;
+    out->slots = (float *)ELEC_MALLOC(bins * ELEC_BIN_DEPTH * 4 * sizeof(float));
+    out->overflow = (size_t *)ELEC_MALLOC(overflow_capacity * sizeof(size_t));
+    filled = (unsigned char *)ELEC_MALLOC(bins);
+    if (!out->slots || !out->overflow || !filled) {
+        elec_bins_free(out);
+        ELEC_FREE(filled);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu bins", bins);
+    }
+    memset(filled, 0, bins);
+    for (i = 0; i < bins * ELEC_BIN_DEPTH; i++) {
+        /* empty: no charge, and far enough that any kernel adds nothing */
+        out->slots[4 * i] = out->slots[4 * i + 1] = out->slots[4 * i + 2] = -1e30f;
+        out->slots[4 * i + 3] = 0.0f;
+    }
+    for (i = 0; i < atoms->count; i++) {
+        double p[3], q;
+        int ijk[3], inside = 1;
+        size_t bin, slot;
+        elec_atoms_get(atoms, i, p, &q, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double t = floor((p[axis] - origin[axis]) / length);
+            if (t < 0.0 || t >= out->dims[axis]) inside = 0;
+            ijk[axis] = inside ? (int)t : 0;
+        }
+        if (!inside) {
+            out->outside_count++;
+            continue;
+        }
+        if (q == 0.0) continue; /* adds nothing anywhere */
+        bin = (size_t)ijk[0] + (size_t)out->dims[0] * (ijk[1] + (size_t)out->dims[1] * ijk[2]);
+        slot = filled[bin];
+        if (slot < ELEC_BIN_DEPTH) {
+            float *f = out->slots + 4 * (bin * ELEC_BIN_DEPTH + slot);
+            filled[bin]++;
+            f[0] = (float)(p[0] - origin[0]);
+            f[1] = (float)(p[1] - origin[1]);
+            f[2] = (float)(p[2] - origin[2]);
+            f[3] = (float)q;
+        } else { /* the bin is full */
+            if (out->overflow_count == overflow_capacity) {
+                size_t *grown = (size_t *)ELEC_MALLOC(2 * overflow_capacity * sizeof(size_t));
+                if (!grown) {
+                    elec_bins_free(out);
+                    ELEC_FREE(filled);
+                    return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
+                }
+                memcpy(grown, out->overflow, overflow_capacity * sizeof(size_t));
+                ELEC_FREE(out->overflow);
+                out->overflow = grown;
+                overflow_capacity *= 2;
+            }
+            out->overflow[out->overflow_count++] = i;
+        }
+    }
+    ELEC_FREE(filled);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF size_t elec_bin_neighbourhood(double length, double region,
+                                       double cutoff, int *offsets,
+                                       size_t capacity) {
+    /* A bin (di, dj, dk) away from the region's first bin is needed when the
+       shortest distance between the bin's box and the region's box is under
+       the cutoff. */
+    const int reach = (int)ceil((cutoff + region) / length) + 1;
+    size_t count = 0;
+    int di, dj, dk, axis;
+    for (dk = -reach; dk <= reach; dk++)
+        for (dj = -reach; dj <= reach; dj++)
+            for (di = -reach; di <= reach; di++) {
+                int d[3];
+                double gap2 = 0.0;
+                d[0] = di;
+                d[1] = dj;
+                d[2] = dk;
+                for (axis = 0; axis < 3; axis++) {
+                    /* bin spans [d L, (d+1) L); the region [0, region] */
+                    double lo = d[axis] * length, hi = lo + length, gap = 0.0;
+                    if (hi < 0.0) gap = -hi;
+                    else if (lo > region) gap = lo - region;
+                    gap2 += gap * gap;
+                }
+                if (gap2 >= cutoff * cutoff) continue;
+                if (count < capacity) {
+                    offsets[3 * count] = di;
+                    offsets[3 * count + 1] = dj;
+                    offsets[3 * count + 2] = dk;
+                }
+                count++;
+            }
+    return count;
+}
+
+ELEC_DEF elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p) {
+    elec_cutoff_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.cutoff == 0.0) r.cutoff = 12.0;
+    if (r.splitting == 0) r.splitting = 2;
+    if (r.bin_length == 0.0) r.bin_length = elec_bin_length(0.1, 0.75);
+    return r;
+}
+
+ELEC_DEF elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
+                                              elec_error *err) {
+    elec_cutoff_params r = elec_cutoff_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cutoff %g A must be positive", r.cutoff);
+    if ((int)r.kind < 0 || r.kind > ELEC_CUTOFF_SHIFTED)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown cutoff kind %d",
+                          (int)r.kind);
+    if (r.splitting < 1 || r.splitting > 6)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "splitting order %d: use 1 to 6", r.splitting);
+    if (!(r.bin_length > 0.0) || !elec__finite(r.bin_length))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin length %g A must be positive", r.bin_length);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     elec__ok(err);
     return ELEC_OK;
 }

@@ -81,6 +81,19 @@ ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
                                              double *forces, elec_error *err);
 
+/* Cutoff maps (elec.h, elec_cutoff_params): phi(p) = scale * sum over
+   atoms within the cutoff of q S(r), S the chosen smoothed short-range
+   potential.  The float path sums over a cell list; the double reference
+   over every atom. */
+ELEC_API elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
+                                         const elec_lattice *lattice,
+                                         const elec_cutoff_params *params,
+                                         float *map, elec_error *err);
+ELEC_API elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
+                                                const elec_lattice *lattice,
+                                                const elec_cutoff_params *params,
+                                                double *map, elec_error *err);
+
 /* Multilevel summation (elec.h, elec_msm_params), non-periodic, in double
    precision: the potential on a lattice (float map, like DCS), at points,
    and the energy scale * sum_{i<j} q_i q_j / r_ij with its forces.  Costs
@@ -1171,6 +1184,155 @@ static long elec__cell_neighbour(const elec__cells *c, const int home[3],
     return (long)ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
 }
 
+/* ---------------------------------------------------------- cutoff maps */
+
+/* The short-range part at a point: sum over atoms within the cutoff a of
+   q S(r).  An atom closer than ELEC_COINCIDENT_DISTANCE is left out; with
+   take_back_smooth (MSM, whose lattices carry every atom's smooth part)
+   its smooth part gamma(r/a)/a is taken back out too. */
+static double elec__short_range_at(const elec__cells *cells, const double *x,
+                                   const double *q, const double *point,
+                                   double a, elec_cutoff_kind kind,
+                                   int splitting, int take_back_smooth) {
+    const double a2 = a * a;
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double sum = 0.0;
+    int home[3], dx, dy, dz;
+    elec__cell_ijk(cells, point, home);
+    for (dz = -1; dz <= 1; dz++)
+        for (dy = -1; dy <= 1; dy++)
+            for (dx = -1; dx <= 1; dx++) {
+                long cell = elec__cell_neighbour(cells, home, dx, dy, dz, 0);
+                size_t k;
+                if (cell < 0) continue;
+                for (k = cells->start[cell]; k < cells->start[cell + 1]; k++) {
+                    size_t j = cells->atom[k];
+                    double r2 = elec_distance2(point, x + 3 * j), r;
+                    if (r2 >= a2) continue;
+                    r = sqrt(r2);
+                    if (r2 >= c2)
+                        sum += q[j] * elec_cutoff_term(r, a, kind, splitting);
+                    else if (take_back_smooth)
+                        sum -= q[j] * elec_msm_gamma(r / a, splitting) / a;
+                }
+            }
+    return sum;
+}
+
+
+ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
+                                         const elec_lattice *lattice,
+                                         const elec_cutoff_params *params,
+                                         float *map, elec_error *err) {
+    elec_cutoff_params p;
+    elec__cells cells;
+    double *x = NULL, *q = NULL, lo[3], hi[3], extent[3], centre[3];
+    elec_status s;
+    size_t count, done = 0, block, i;
+    int axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_cutoff_params_resolved(params);
+    memset(&cells, 0, sizeof cells);
+    for (axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+        centre[axis] = lattice->origin[axis] + half;
+        lo[axis] = -half;
+        hi[axis] = half;
+    }
+    x = (double *)ELEC_MALLOC((3 * atoms->count + 3) * sizeof *x);
+    q = (double *)ELEC_MALLOC((atoms->count + 1) * sizeof *q);
+    if (!x || !q) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for atoms");
+        goto cleanup;
+    }
+    for (i = 0; i < atoms->count; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        for (axis = 0; axis < 3; axis++) x[3 * i + axis] -= centre[axis];
+    }
+    /* cells over the lattice and a cutoff around it: atoms beyond add
+       nothing, and a point's cell is then never clamped */
+    for (axis = 0; axis < 3; axis++) {
+        lo[axis] -= p.cutoff;
+        extent[axis] = hi[axis] + p.cutoff - lo[axis];
+    }
+    if (elec__cells_build(x, atoms->count, lo, extent, p.cutoff, 1, &cells) < 0) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+        goto cleanup;
+    }
+    count = elec_lattice_size(lattice);
+    block = count / 64 + 1;
+    while (done < count) {
+        long k, end = (long)(done + block < count ? done + block : count);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 256)
+#endif
+        for (k = (long)done; k < end; k++) {
+            size_t ii = (size_t)k % (size_t)lattice->dims[0];
+            size_t jj = (size_t)k / (size_t)lattice->dims[0] % (size_t)lattice->dims[1];
+            size_t kk = (size_t)k / (size_t)lattice->dims[0] / (size_t)lattice->dims[1];
+            double point[3];
+            point[0] = ii * lattice->spacing[0] - 0.5 * (lattice->dims[0] - 1) * lattice->spacing[0];
+            point[1] = jj * lattice->spacing[1] - 0.5 * (lattice->dims[1] - 1) * lattice->spacing[1];
+            point[2] = kk * lattice->spacing[2] - 0.5 * (lattice->dims[2] - 1) * lattice->spacing[2];
+            map[k] = (float)(p.scale * elec__short_range_at(&cells, x, q, point, p.cutoff,
+                                                            p.kind, p.splitting, 0));
+        }
+        done = (size_t)end;
+        if (p.progress && p.progress((double)done / (double)count, p.progress_user)) {
+            s = elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                           "cutoff map cancelled by the progress callback");
+            goto cleanup;
+        }
+    }
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    elec__cells_free(&cells);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    return s;
+}
+
+ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
+                                                const elec_lattice *lattice,
+                                                const elec_cutoff_params *params,
+                                                double *map, elec_error *err) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    elec_cutoff_params p;
+    elec_status s;
+    long k, count;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_cutoff_params_resolved(params);
+    count = (long)elec_lattice_size(lattice);
+    /* the reference: every atom at every point, through the view */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+    for (k = 0; k < count; k++) {
+        double point[3], sum = 0.0;
+        size_t j;
+        elec_lattice_point(lattice, (int)(k % lattice->dims[0]),
+                           (int)(k / lattice->dims[0] % lattice->dims[1]),
+                           (int)(k / lattice->dims[0] / lattice->dims[1]), point);
+        for (j = 0; j < atoms->count; j++) {
+            double at[3], q, r2;
+            elec_atoms_get(atoms, j, at, &q, NULL);
+            r2 = elec_distance2(point, at);
+            if (r2 >= c2)
+                sum += q * elec_cutoff_term(sqrt(r2), p.cutoff, p.kind, p.splitting);
+        }
+        map[k] = p.scale * sum;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
 /* ------------------------------------------------------------------ MSM */
 
 #define ELEC__MSM_MAX_LEVELS 32
@@ -1450,38 +1612,6 @@ static double elec__msm_interpolate(const elec__msm *m, const double *x,
     return phi;
 }
 
-/* The short-range part at a point: sum over atoms within the cutoff of
-   q (1/r - gamma(r/a)/a).  An atom closer than ELEC_COINCIDENT_DISTANCE is
-   left out altogether: its smooth part, which the lattices carry, is taken
-   back out. */
-static double elec__msm_short_at(const elec__msm *m, const elec__cells *cells,
-                                 const double *x, const double *q,
-                                 const double *point) {
-    const double a = m->p.cutoff, a2 = a * a;
-    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
-    double sum = 0.0;
-    int home[3], dx, dy, dz;
-    elec__cell_ijk(cells, point, home);
-    for (dz = -1; dz <= 1; dz++)
-        for (dy = -1; dy <= 1; dy++)
-            for (dx = -1; dx <= 1; dx++) {
-                long cell = elec__cell_neighbour(cells, home, dx, dy, dz, 0);
-                size_t k;
-                if (cell < 0) continue;
-                for (k = cells->start[cell]; k < cells->start[cell + 1]; k++) {
-                    size_t j = cells->atom[k];
-                    double r2 = elec_distance2(point, x + 3 * j), r;
-                    if (r2 >= a2) continue;
-                    r = sqrt(r2);
-                    if (r2 < c2)
-                        sum -= q[j] * elec_msm_gamma(r / a, m->p.splitting) / a;
-                    else
-                        sum += q[j] * (1.0 / r - elec_msm_gamma(r / a, m->p.splitting) / a);
-                }
-            }
-    return sum;
-}
-
 /* Atoms relative to reference, widening lo..hi to hold them. */
 static elec_status elec__msm_gather(const elec_atoms *atoms,
                                     const double reference[3], double **x,
@@ -1568,7 +1698,8 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
             double point[3], phi;
             elec__msm_point(where, (size_t)i, point);
             phi = p.scale * (elec__msm_interpolate(&m, point, NULL) +
-                             elec__msm_short_at(&m, &cells, x, q, point));
+                             elec__short_range_at(&cells, x, q, point, p.cutoff,
+                                                  ELEC_CUTOFF_MSM, p.splitting, 1));
             if (out_double) out_double[i] = phi;
             else out_float[i] = (float)phi;
         }

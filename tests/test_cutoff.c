@@ -1,0 +1,192 @@
+/* Spatial bins and cutoff maps on the CPU: bins hold every atom once (slot,
+   overflow or outside), neighbourhoods miss no bin within reach, and the
+   cell-list cutoff map equals the direct double sum with the same S(r). */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "tests/test.h"
+#include "tests/systems.h"
+
+static size_t bins_count(const elec_bins *b) {
+    return (size_t)b->dims[0] * b->dims[1] * b->dims[2];
+}
+
+static size_t occupied_slots(const elec_bins *b) {
+    size_t i, n = 0;
+    for (i = 0; i < bins_count(b) * ELEC_BIN_DEPTH; i++)
+        if (b->slots[4 * i + 3] != 0.0f) n++;
+    return n;
+}
+
+TEST(bin_length_follows_density_and_fill) {
+    /* cbrt(0.75 * 8 / 0.1) = cbrt(60) */
+    EXPECT(fabs(elec_bin_length(0.1, 0.75) - cbrt(60.0)) < 1e-12, "%g",
+           elec_bin_length(0.1, 0.75));
+    EXPECT(elec_bin_length(0.0, 0.75) == 0.0, "zero density has no bin length");
+}
+
+TEST(every_atom_lands_in_a_slot_the_overflow_or_outside) {
+    test_system s = test_system_random(5000, 30.0, 51);
+    elec_atoms atoms = test_system_atoms(&s);
+    const double origin[3] = {2.0, 2.0, 2.0}, extent[3] = {24.0, 24.0, 24.0};
+    elec_bins b;
+    elec_error err;
+    size_t outside = 0, i;
+    EXPECT(elec_bins_build(&atoms, origin, extent, 4.0, &b, &err) == ELEC_OK, "%s", err.message);
+    for (i = 0; i < s.count; i++) {
+        int axis, in = 1;
+        for (axis = 0; axis < 3; axis++)
+            if (s.xyz[3 * i + axis] < 2.0 || s.xyz[3 * i + axis] >= 26.0) in = 0;
+        outside += !in;
+    }
+    printf("     %zu in slots, %zu overflow, %zu outside\n", occupied_slots(&b),
+           b.overflow_count, b.outside_count);
+    EXPECT(b.outside_count == outside, "outside %zu, want %zu", b.outside_count, outside);
+    EXPECT(occupied_slots(&b) + b.overflow_count + b.outside_count == s.count,
+           "atoms lost or doubled");
+    EXPECT(b.dims[0] == 6 && b.dims[1] == 6 && b.dims[2] == 6, "dims %d", b.dims[0]);
+    elec_bins_free(&b);
+    test_system_free(&s);
+}
+
+TEST(an_overfull_bin_spills_into_the_overflow) {
+    /* 30 atoms in one bin: 8 slots, 22 overflow; the rest empty */
+    double xyz[90], q[30];
+    elec_atoms atoms;
+    const double origin[3] = {0, 0, 0}, extent[3] = {8, 8, 8};
+    elec_bins b;
+    elec_error err;
+    int i;
+    for (i = 0; i < 30; i++) {
+        xyz[3 * i] = 1.0 + 0.01 * i;
+        xyz[3 * i + 1] = 1.5;
+        xyz[3 * i + 2] = 2.5;
+        q[i] = i % 2 ? 0.5 : -0.5;
+    }
+    atoms = elec_atoms_from_xyz(30, xyz, q, NULL);
+    EXPECT(elec_bins_build(&atoms, origin, extent, 4.0, &b, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(occupied_slots(&b) == ELEC_BIN_DEPTH, "slots %zu", occupied_slots(&b));
+    EXPECT(b.overflow_count == 30 - ELEC_BIN_DEPTH, "overflow %zu", b.overflow_count);
+    elec_bins_free(&b);
+    atoms.count = 0; /* and an empty system */
+    EXPECT(elec_bins_build(&atoms, origin, extent, 4.0, &b, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(occupied_slots(&b) == 0 && b.overflow_count == 0, "empty system");
+    elec_bins_free(&b);
+}
+
+TEST(neighbourhood_holds_every_bin_within_the_cutoff) {
+    /* Brute force: for points of a 4 A region and atoms around it, the
+       bin of every atom within the cutoff of some point is listed. */
+    const double length = 4.0, region = 4.0, cutoff = 12.0;
+    int offsets[3 * 2000];
+    size_t count = elec_bin_neighbourhood(length, region, cutoff, offsets, 2000), k;
+    test_rng rng = test_rng_seeded(52);
+    int missed = 0, trial;
+    printf("     %zu bins in the neighbourhood\n", count);
+    EXPECT(count <= 2000, "%zu offsets", count);
+    for (trial = 0; trial < 20000; trial++) {
+        double p[3], a[3], d2 = 0.0;
+        int bin[3], axis, found = 0;
+        for (axis = 0; axis < 3; axis++) {
+            p[axis] = region * test_uniform(&rng);
+            a[axis] = -cutoff - 2.0 + (region + 2 * cutoff + 4.0) * test_uniform(&rng);
+            d2 += (p[axis] - a[axis]) * (p[axis] - a[axis]);
+            bin[axis] = (int)floor(a[axis] / length);
+        }
+        if (d2 >= cutoff * cutoff) continue;
+        for (k = 0; k < count && !found; k++)
+            found = offsets[3 * k] == bin[0] && offsets[3 * k + 1] == bin[1] &&
+                    offsets[3 * k + 2] == bin[2];
+        missed += !found;
+    }
+    EXPECT(missed == 0, "%d atoms within the cutoff in bins not listed", missed);
+}
+
+/* Cutoff map (cell list) against the direct double sum.  Both sum the
+   same double terms; the map is stored in float: 1e-6 relative RMS. */
+static void check_cutoff_map(const test_system *s, elec_cutoff_kind kind, const char *what) {
+    elec_atoms atoms = test_system_atoms(s);
+    elec_lattice l;
+    elec_cutoff_params p = {0};
+    elec_error err;
+    size_t n;
+    float *map;
+    double *ref, e;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        l.dims[axis] = 29;
+        l.origin[axis] = -3.0 + 0.31 * axis;
+        l.spacing[axis] = (s->box[axis] + 6.0) / 28.0;
+    }
+    n = elec_lattice_size(&l);
+    map = (float *)malloc(n * sizeof *map);
+    ref = (double *)malloc(n * sizeof *ref);
+    p.kind = kind;
+    p.cutoff = 10.0;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_cutoff_map_double(&atoms, &l, &p, ref, &err) == ELEC_OK, "%s", err.message);
+    e = test_rel_rms_float(map, ref, n);
+    printf("     %-8s %-7s relative RMS %.2e\n", what, kind == ELEC_CUTOFF_MSM ? "msm" : "shifted", e);
+    EXPECT(e <= 1e-6, "%s: %.3e", what, e);
+    free(map);
+    free(ref);
+}
+
+TEST(cutoff_map_equals_the_direct_cutoff_sum) {
+    test_system random = test_system_random(3000, 30.0, 53);
+    test_system water = test_system_water(800, 54);
+    test_system salt = test_system_nacl(3, 5.64);
+    int kind;
+    for (kind = 0; kind <= 1; kind++) {
+        check_cutoff_map(&random, (elec_cutoff_kind)kind, "random");
+        check_cutoff_map(&water, (elec_cutoff_kind)kind, "water");
+        check_cutoff_map(&salt, (elec_cutoff_kind)kind, "NaCl");
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
+TEST(smoothed_potentials_vanish_at_the_cutoff) {
+    /* Both S(r) reach 0 at r = a and are 0 beyond; MSM's equals
+       1/r - gamma(r/a)/a below it. */
+    EXPECT(fabs(elec_cutoff_term(12.0 - 1e-9, 12.0, ELEC_CUTOFF_MSM, 2)) < 1e-9, "msm at a");
+    EXPECT(fabs(elec_cutoff_term(12.0 - 1e-9, 12.0, ELEC_CUTOFF_SHIFTED, 2)) < 1e-9, "shifted at a");
+    EXPECT(elec_cutoff_term(13.0, 12.0, ELEC_CUTOFF_MSM, 2) == 0.0, "msm beyond a");
+    EXPECT(fabs(elec_cutoff_term(3.0, 12.0, ELEC_CUTOFF_MSM, 2) -
+                (1.0 / 3.0 - elec_msm_gamma(0.25, 2) / 12.0)) < 1e-15, "msm formula");
+    EXPECT(fabs(elec_cutoff_term(3.0, 12.0, ELEC_CUTOFF_SHIFTED, 2) -
+                (1.0 - 9.0 / 144.0) * (1.0 - 9.0 / 144.0) / 3.0) < 1e-15, "shifted formula");
+}
+
+TEST(bad_input_is_refused) {
+    double xyz[3] = {0, 0, 0}, q[1] = {1};
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{4, 4, 4}, {0, 0, 0}, {1, 1, 1}};
+    const double origin[3] = {0, 0, 0}, extent[3] = {4, 4, 4};
+    elec_cutoff_params p = {0};
+    elec_bins b;
+    elec_error err;
+    float map[64];
+    EXPECT(elec_bins_build(&atoms, origin, extent, 0.0, &b, &err) == ELEC_ERR_INVALID_ARG, "zero bin");
+    p.cutoff = -2.0;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "negative cutoff");
+    p.cutoff = 0.0;
+    p.kind = (elec_cutoff_kind)7;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "unknown kind");
+    p.kind = ELEC_CUTOFF_MSM;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL map");
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(test_all_finite_float(map, 64), "an atom on a lattice point leaves the map finite");
+}
+
+int main(void) {
+    RUN(bin_length_follows_density_and_fill);
+    RUN(every_atom_lands_in_a_slot_the_overflow_or_outside);
+    RUN(an_overfull_bin_spills_into_the_overflow);
+    RUN(neighbourhood_holds_every_bin_within_the_cutoff);
+    RUN(cutoff_map_equals_the_direct_cutoff_sum);
+    RUN(smoothed_potentials_vanish_at_the_cutoff);
+    RUN(bad_input_is_refused);
+    return test_summary();
+}
