@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM } map_method;
+typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM, METHOD_CUTOFF } map_method;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } map_device;
 
 typedef struct options {
@@ -36,7 +36,7 @@ typedef struct options {
     double temperature;
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
-    int msm_quintic;
+    int msm_quintic, shifted;
     elec_dcs_variant variant;
     int gpus;
     int quiet;
@@ -50,10 +50,14 @@ static void usage(FILE *out) {
 "The electrostatic potential of the atoms of a PQR file on a lattice, as an\n"
 "OpenDX map (APBS, VMD, PyMOL and Chimera read it).\n"
 "\n"
-"  --method dcs|mdh|msm  direct Coulomb sum (default), multiple\n"
-"                        Debye-Hueckel (screened, with atom radii), or\n"
-"                        multilevel summation (CPU; cost atoms + points)\n"
-"  --msm-cutoff A        MSM short-range cutoff in A (default 12)\n"
+"  --method dcs|mdh|msm|cutoff\n"
+"                        direct Coulomb sum (default), multiple\n"
+"                        Debye-Hueckel (screened, with atom radii),\n"
+"                        multilevel summation (CPU; cost atoms + points),\n"
+"                        or the short-range part alone within a cutoff\n"
+"  --shifted             cutoff map: shifted Coulomb (1-r^2/a^2)^2/r\n"
+"                        instead of MSM's short range\n"
+"  --msm-cutoff A        MSM (and cutoff map) cutoff in A (default 12)\n"
 "  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
 "  --msm-quintic         MSM C1 quintic interpolation (default C1 cubic)\n"
 "  --spacing H           lattice spacing in A (default 0.5)\n"
@@ -123,8 +127,9 @@ static int parse_options(int argc, char **argv, options *o) {
             if (!strcmp(a, "dcs")) o->method = METHOD_DCS;
             else if (!strcmp(a, "mdh")) o->method = METHOD_MDH;
             else if (!strcmp(a, "msm")) o->method = METHOD_MSM;
+            else if (!strcmp(a, "cutoff")) o->method = METHOD_CUTOFF;
             else {
-                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh or msm)\n", a);
+                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh, msm or cutoff)\n", a);
                 return 0;
             }
         } else if (!strcmp(a, "--msm-cutoff")) {
@@ -133,6 +138,8 @@ static int parse_options(int argc, char **argv, options *o) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
         } else if (!strcmp(a, "--msm-quintic")) {
             o->msm_quintic = 1;
+        } else if (!strcmp(a, "--shifted")) {
+            o->shifted = 1;
         } else if (!strcmp(a, "--spacing")) {
             DOUBLE_ARG(o->spacing, "spacing in A");
         } else if (!strcmp(a, "--padding")) {
@@ -376,9 +383,10 @@ int main(int argc, char **argv) {
             snprintf(device_name, sizeof device_name, "%s", name);
     }
 #endif
-    if (o.method == METHOD_MSM) {
+    if (o.method == METHOD_MSM || o.method == METHOD_CUTOFF) {
         if (o.device == DEVICE_GPU) {
-            fprintf(stderr, "elecmap: --gpu: MSM runs on the CPU in this version\n");
+            fprintf(stderr, "elecmap: --gpu: %s runs on the CPU in this version\n",
+                    o.method == METHOD_MSM ? "MSM" : "the cutoff map");
             free(map);
             elec_structure_free(&mol);
             return 1;
@@ -424,6 +432,16 @@ int main(int argc, char **argv) {
             sp.progress_user = &progress;
         }
         s = elec_cpu_msm_map(&atoms, &lattice, &sp, map, &err);
+    } else if (o.method == METHOD_CUTOFF) {
+        elec_cutoff_params cp = {0};
+        cp.scale = scale;
+        cp.cutoff = o.msm_cutoff;
+        cp.kind = o.shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
+        if (!o.quiet) {
+            cp.progress = show_progress;
+            cp.progress_user = &progress;
+        }
+        s = elec_cpu_cutoff_map(&atoms, &lattice, &cp, map, &err);
     } else {
         /* MDH at every lattice point: the points API over the lattice. */
         elec_mdh_params mp = {0};
@@ -498,6 +516,10 @@ int main(int argc, char **argv) {
             r = elec_msm_params_resolved(&chosen);
             printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
                    r.cutoff, r.spacing, o.msm_quintic ? "C1 quintic" : "C1 cubic");
+        } else if (o.method == METHOD_CUTOFF) {
+            printf("  method     cutoff map, %s within %g A\n",
+                   o.shifted ? "shifted Coulomb" : "MSM short range",
+                   o.msm_cutoff > 0 ? o.msm_cutoff : 12.0);
         } else
             printf("  method     MDH (multiple Debye-Hueckel), kappa %.4f /A\n",
                    o.kappa > 0 ? o.kappa
