@@ -93,6 +93,17 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err);
+/* Cutoff map on the GPU (seed 000 figures 7-9): as elec_cpu_cutoff_map, on
+   the first GPU of params->gpus.  Atoms go into fixed-depth bins of
+   params->bin_length (elec_bins_build); each block of 8x8x8 lattice points
+   streams the bins of its neighbourhood through shared memory, and the
+   atoms that overflow their bin are summed on the CPU (in double) while
+   the kernel runs.  ELEC_ERR_UNSUPPORTED when bins are so small against
+   the cutoff that a block's neighbourhood is too large (use longer bins). */
+ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
+                                          const elec_lattice *lattice,
+                                          const elec_cutoff_params *params,
+                                          float *map, elec_error *err);
 
 /* Smooth particle mesh Ewald on one GPU (elec.h, elec_spme_params; Essmann
    et al. 1995, on GPUs after Harvey and De Fabritiis 2009): the terms,
@@ -484,6 +495,132 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
         int p = first + m * blockDim.x;
         if (p < point_count) potential[p] = v[m];
     }
+}
+
+/* --------------------------------------------------------- cutoff kernel */
+
+/* Cutoff maps after seed 000 (Rodrigues et al., figures 7-9; Hardy et al.):
+   atoms sit in fixed-depth bins (elec_bins, ELEC_BIN_DEPTH float4 records
+   each, positions relative to the bin grid's corner); each block of
+   ELEC__CUTOFF_THREADS threads computes a cube of 8x8x8 lattice points,
+   each thread 4 points of a column in y (dx^2 + dz^2 reused 4 times), and
+   streams the bins of its neighbourhood (elec_bin_neighbourhood) through
+   shared memory, ELEC__CUTOFF_TILE_BINS bins at a time: one record per
+   thread, 128 bytes per bin read by 8 neighbouring threads.
+
+   The neighbourhood offsets live in global memory, not constant memory: the
+   DCS chunk already takes 64,000 of constant memory's 65,536 bytes, and
+   only the loading threads read an offset (once per tile), so the
+   read-only cache serves them as well.  Coordinates are relative to the
+   bins' corner (the lattice's point (0,0,0) minus the cutoff on every
+   axis), so float coordinates stay within the lattice's extent plus twice
+   the cutoff. */
+#define ELEC__CUTOFF_EDGE 8          /* lattice points per block edge     */
+#define ELEC__CUTOFF_THREADS_Y 2     /* threads 8 x 2 x 8 = 128           */
+#define ELEC__CUTOFF_POINTS_Y 4      /* points per thread, 2 apart in y   */
+#define ELEC__CUTOFF_THREADS 128
+#define ELEC__CUTOFF_TILE_BINS (ELEC__CUTOFF_THREADS / ELEC_BIN_DEPTH)
+#define ELEC__CUTOFF_MAX_NEIGHBOURS 16384
+#define ELEC__CUTOFF_MAX_ORDER 6     /* elec_cutoff_params_check's limit  */
+
+/* Everything a cutoff launch needs besides its arrays. */
+typedef struct elec__cutoff_args {
+    /* MSM: gamma(rho)/a = sum_k coeff[k] (rho^2 - 1)^k, the Taylor
+       coefficients C(-1/2, k) of elec_msm_gamma over a, zero past the
+       splitting order; shifted Coulomb leaves them unused. */
+    float coeff[ELEC__CUTOFF_MAX_ORDER + 1];
+    float cutoff2, inv_cutoff2, coincident2;
+    double first[3];   /* lattice point (0,0,0) relative to the bins' corner */
+    double spacing[3];
+    double bin_length;
+    int bins[3];       /* bin grid dimensions */
+    int pitch, rows;   /* padded points per row, rows per slice */
+    int neighbour_count;
+} elec__cutoff_args;
+
+/* q S(r) of one pair, or 0 beyond the cutoff and for coincident atoms
+   (elec_cutoff_term; same rule as the CPU).  Empty slots and bins outside
+   the grid sit at -1e30: r2 overflows to inf, and the select (not a
+   multiplication by q = 0) keeps inf and NaN out of the sum. */
+template <int KIND>
+__device__ __forceinline__ float elec__cutoff_pair(float r2, float q,
+                                                   const elec__cutoff_args &a) {
+    float rinv = elec__rsqrt_sfu(r2);
+    float s;
+    if (KIND == ELEC_CUTOFF_SHIFTED) {
+        float w = fmaf(-r2, a.inv_cutoff2, 1.0f); /* 1 - r^2/a^2 */
+        s = w * w * rinv;
+    } else {
+        /* 1/r - gamma(r/a)/a, gamma by Horner in rho^2 - 1 (elec.h) */
+        float t = fmaf(r2, a.inv_cutoff2, -1.0f), g = a.coeff[ELEC__CUTOFF_MAX_ORDER];
+#pragma unroll
+        for (int k = ELEC__CUTOFF_MAX_ORDER - 1; k >= 0; k--) g = fmaf(g, t, a.coeff[k]);
+        s = rinv - g;
+    }
+    return r2 < a.cutoff2 && r2 >= a.coincident2 ? q * s : 0.0f;
+}
+
+/* One block: 8x8x8 points of the padded lattice.  Thread (x, y, z) owns
+   points (x, y + 2m, z), m = 0..3. */
+template <int KIND>
+__global__ void __launch_bounds__(ELEC__CUTOFF_THREADS)
+elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
+                       elec__cutoff_args args) {
+    __shared__ float4 tile[ELEC__CUTOFF_THREADS];
+    const int t = threadIdx.x + ELEC__CUTOFF_EDGE *
+                                    (threadIdx.y + ELEC__CUTOFF_THREADS_Y * threadIdx.z);
+    const int i = blockIdx.x * ELEC__CUTOFF_EDGE + threadIdx.x;
+    const int j = blockIdx.y * ELEC__CUTOFF_EDGE + threadIdx.y;
+    const int k = blockIdx.z * ELEC__CUTOFF_EDGE + threadIdx.z;
+    const int block[3] = {(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z};
+    int home[3];
+    float px, py[ELEC__CUTOFF_POINTS_Y], pz, v[ELEC__CUTOFF_POINTS_Y];
+    /* Positions in double, rounded once: as the bins' records are. */
+    px = (float)(args.first[0] + i * args.spacing[0]);
+    pz = (float)(args.first[2] + k * args.spacing[2]);
+#pragma unroll
+    for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++) {
+        py[m] = (float)(args.first[1] +
+                        (j + m * ELEC__CUTOFF_THREADS_Y) * args.spacing[1]);
+        v[m] = 0.0f;
+    }
+    /* The bin holding the block's first point: the neighbourhood's origin. */
+    for (int axis = 0; axis < 3; axis++)
+        home[axis] = (int)floor((args.first[axis] + block[axis] * ELEC__CUTOFF_EDGE *
+                                                        args.spacing[axis]) /
+                                args.bin_length);
+    for (int base = 0; base < args.neighbour_count; base += ELEC__CUTOFF_TILE_BINS) {
+        const int n = base + t / ELEC_BIN_DEPTH;
+        float4 record = make_float4(-1e30f, -1e30f, -1e30f, 0.0f);
+        if (n < args.neighbour_count) {
+            const int4 d = __ldg(neighbours + n);
+            const int bx = home[0] + d.x, by = home[1] + d.y, bz = home[2] + d.z;
+            if (bx >= 0 && bx < args.bins[0] && by >= 0 && by < args.bins[1] &&
+                bz >= 0 && bz < args.bins[2]) /* else skipped: no such bin */
+                record = __ldg(bins + ((size_t)bx + (size_t)args.bins[0] *
+                                                        ((size_t)by + (size_t)args.bins[1] * bz)) *
+                                          ELEC_BIN_DEPTH +
+                               t % ELEC_BIN_DEPTH);
+        }
+        __syncthreads();
+        tile[t] = record;
+        /* a tile of empty slots costs one barrier, nothing more */
+        if (!__syncthreads_or(record.w != 0.0f)) continue;
+        for (int a = 0; a < ELEC__CUTOFF_THREADS; a++) {
+            const float4 atom = tile[a];
+            const float dx = atom.x - px, dz = atom.z - pz;
+            const float dxz = fmaf(dx, dx, dz * dz);
+#pragma unroll
+            for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++) {
+                const float dy = atom.y - py[m];
+                v[m] += elec__cutoff_pair<KIND>(fmaf(dy, dy, dxz), atom.w, args);
+            }
+        }
+    }
+#pragma unroll
+    for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++)
+        map[(size_t)i + (size_t)args.pitch *
+                            ((size_t)(j + m * ELEC__CUTOFF_THREADS_Y) + (size_t)args.rows * k)] = v[m];
 }
 
 /* ------------------------------------------------------------ host side */
@@ -1141,6 +1278,202 @@ cleanup:
     ELEC_FREE(host_xyza);
     ELEC_FREE(host_points);
     ELEC_FREE(host_b);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* Overflow atoms (those whose bin was full) summed on the CPU in double,
+   while the kernel runs: each adds q S(r) (elec_cutoff_term, the
+   coincident rule applied) to the lattice points within the cutoff. */
+static void elec__cutoff_overflow(const elec_atoms *atoms, const elec_bins *bins,
+                                  const elec_lattice *l, const elec_cutoff_params *p,
+                                  double *sum) {
+    const double a = p->cutoff;
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    for (size_t o = 0; o < bins->overflow_count; o++) {
+        double at[3], q;
+        int lo[3], hi[3], axis;
+        elec_atoms_get(atoms, bins->overflow[o], at, &q, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double u = (at[axis] - l->origin[axis]) / l->spacing[axis];
+            double reach = a / l->spacing[axis];
+            double first = ceil(u - reach), last = floor(u + reach);
+            lo[axis] = first < 0.0 ? 0 : (int)first;
+            hi[axis] = last > l->dims[axis] - 1.0 ? l->dims[axis] - 1 : (int)last;
+        }
+        for (int k = lo[2]; k <= hi[2]; k++)
+            for (int j = lo[1]; j <= hi[1]; j++)
+                for (int i = lo[0]; i <= hi[0]; i++) {
+                    double point[3], r2;
+                    elec_lattice_point(l, i, j, k, point);
+                    r2 = elec_distance2(point, at);
+                    if (r2 >= c2 && r2 < a * a)
+                        sum[(size_t)i + (size_t)l->dims[0] *
+                                            ((size_t)j + (size_t)l->dims[1] * k)] +=
+                            q * elec_cutoff_term(sqrt(r2), a, p->kind, p->splitting);
+                }
+    }
+}
+
+ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
+                                          const elec_lattice *lattice,
+                                          const elec_cutoff_params *params,
+                                          float *map, elec_error *err) {
+    elec_status status;
+    elec_cutoff_params p;
+    elec__cutoff_args args;
+    elec_bins bins;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+    int *offsets = NULL;
+    int4 *host_neighbours = NULL, *d_neighbours = NULL;
+    float4 *d_bins = NULL;
+    float *d_map = NULL;
+    double *overflow = NULL, region, reach, spacing_max = 0.0, c = 1.0;
+    size_t count, nx, ny, nz, bin_count, padded;
+    cudaStream_t stream = NULL;
+    dim3 grid, block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
+
+    memset(&bins, 0, sizeof bins);
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_cutoff_params_resolved(params);
+    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+    if (nx > (size_t)INT_MAX - ELEC__CUTOFF_EDGE ||
+        ny > 65535 * ELEC__CUTOFF_EDGE || nz > 65535 * ELEC__CUTOFF_EDGE)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "lattice %zu x %zu x %zu: at most %d points along y and z",
+                          nx, ny, nz, 65535 * ELEC__CUTOFF_EDGE);
+
+    /* A block's points span 7 spacings per axis (the widest sets a cube),
+       starting anywhere inside their first bin: the region from that bin's
+       corner is one bin longer.  The cutoff gets a margin for the rounding
+       of the block's first bin. */
+    for (int axis = 0; axis < 3; axis++)
+        if (lattice->spacing[axis] > spacing_max) spacing_max = lattice->spacing[axis];
+    region = (ELEC__CUTOFF_EDGE - 1) * spacing_max + p.bin_length;
+    /* elec_bin_neighbourhood tries (2 reach + 1)^3 offsets: bound it first */
+    reach = ceil((p.cutoff + region) / p.bin_length) + 1.0;
+    count = !(2.0 * reach + 1.0 <= 64.0)
+                ? (size_t)-1
+                : elec_bin_neighbourhood(p.bin_length, region, p.cutoff + 1e-6, NULL, 0);
+    if (count > ELEC__CUTOFF_MAX_NEIGHBOURS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "bins of %g A against a cutoff of %g A and lattice "
+                          "spacing %g A: a block needs more than %d neighbour "
+                          "bins; use a longer params.bin_length",
+                          p.bin_length, p.cutoff, spacing_max,
+                          ELEC__CUTOFF_MAX_NEIGHBOURS);
+
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+
+    /* Host side: the neighbourhood and the bins over the lattice padded by
+       the cutoff (atoms beyond add nothing anywhere). */
+    offsets = (int *)ELEC_MALLOC(3 * (count + 1) * sizeof *offsets);
+    host_neighbours = (int4 *)ELEC_MALLOC((count + 1) * sizeof *host_neighbours);
+    if (!offsets || !host_neighbours) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
+    }
+    elec_bin_neighbourhood(p.bin_length, region, p.cutoff + 1e-6, offsets, count);
+    for (size_t n = 0; n < count; n++)
+        host_neighbours[n] = make_int4(offsets[3 * n], offsets[3 * n + 1],
+                                       offsets[3 * n + 2], 0);
+    {
+        double origin[3], extent[3];
+        for (int axis = 0; axis < 3; axis++) {
+            origin[axis] = lattice->origin[axis] - p.cutoff;
+            extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p.cutoff;
+        }
+        if ((status = elec_bins_build(atoms, origin, extent, p.bin_length, &bins, err)) != ELEC_OK)
+            goto cleanup;
+    }
+    bin_count = (size_t)bins.dims[0] * bins.dims[1] * bins.dims[2];
+
+    memset(&args, 0, sizeof args);
+    for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
+        if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
+        args.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
+    }
+    args.cutoff2 = (float)(p.cutoff * p.cutoff);
+    args.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
+    args.coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    for (int axis = 0; axis < 3; axis++) {
+        args.first[axis] = p.cutoff; /* lattice origin - bins' corner */
+        args.spacing[axis] = lattice->spacing[axis];
+        args.bins[axis] = bins.dims[axis];
+    }
+    args.bin_length = p.bin_length;
+    args.pitch = elec__round_up((int)nx, ELEC__CUTOFF_EDGE);
+    args.rows = elec__round_up((int)ny, ELEC__CUTOFF_EDGE);
+    args.neighbour_count = (int)count;
+    padded = (size_t)args.pitch * args.rows * elec__round_up((int)nz, ELEC__CUTOFF_EDGE);
+    grid = dim3(args.pitch / ELEC__CUTOFF_EDGE, args.rows / ELEC__CUTOFF_EDGE,
+                elec__round_up((int)nz, ELEC__CUTOFF_EDGE) / ELEC__CUTOFF_EDGE);
+
+    /* Device side: upload, launch, and sum the overflow meanwhile. */
+    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_bins, bin_count * ELEC_BIN_DEPTH * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_neighbours, (count + 1) * sizeof(int4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_map, padded * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_bins, bins.slots,
+                                   bin_count * ELEC_BIN_DEPTH * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_neighbours, host_neighbours, count * sizeof(int4),
+                                   cudaMemcpyHostToDevice, stream));
+    if (p.kind == ELEC_CUTOFF_SHIFTED)
+        elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED>
+            <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+    else
+        elec__k_cutoff_lattice<ELEC_CUTOFF_MSM>
+            <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    if (bins.overflow_count > 0) {
+        overflow = (double *)ELEC_MALLOC(nx * ny * nz * sizeof *overflow);
+        if (!overflow) {
+            status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the overflow sum");
+            goto cleanup;
+        }
+        memset(overflow, 0, nx * ny * nz * sizeof *overflow);
+        elec__cutoff_overflow(atoms, &bins, lattice, &p, overflow);
+    }
+    /* Copy back without the padding (after the host's share: a copy into
+       pageable memory returns only when done). */
+    for (size_t k = 0; k < nz; k++)
+        ELEC__CUDA_TRY(cudaMemcpy2DAsync(map + k * nx * ny, nx * sizeof(float),
+                                         d_map + k * (size_t)args.pitch * args.rows,
+                                         args.pitch * sizeof(float),
+                                         nx * sizeof(float), ny,
+                                         cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (overflow || p.scale != 1.0)
+        for (size_t n = 0; n < nx * ny * nz; n++)
+            map[n] = (float)(p.scale * ((double)map[n] + (overflow ? overflow[n] : 0.0)));
+    if (p.progress && p.progress(1.0, p.progress_user)) {
+        status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                            "cutoff map cancelled by the progress callback");
+        goto cleanup;
+    }
+    elec__ok(err);
+    status = ELEC_OK;
+
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    cudaFree(d_bins);
+    cudaFree(d_neighbours);
+    cudaFree(d_map);
+    (void)cudaGetLastError();
+    elec_bins_free(&bins);
+    ELEC_FREE(offsets);
+    ELEC_FREE(host_neighbours);
+    ELEC_FREE(overflow);
     cudaSetDevice(caller_device);
     return status;
 }

@@ -1,0 +1,311 @@
+/* GPU cutoff maps (elec_cuda_cutoff_map) against the CPU double-precision
+   direct sum with the same smoothed S(r) (elec_cpu_cutoff_map_double):
+   both kinds, awkward lattice sizes, an overfull bin (the CPU overflow
+   path), atoms outside the lattice, an empty system and bad input.
+   Without a GPU each GPU test skips and says so; `make test-gpu` sets
+   ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/test.h"
+#include "tests/systems.h"
+
+/* Float rounding: positions are rounded to float relative to the bins'
+   corner (at most ~60 A here: 1.9e-6 A, 4e-7 of r at 5 A), rsqrt carries
+   2^-22.9, and each point sums ~500-700 terms within 12 A in float
+   (~sqrt(700) ulp = 1.6e-6 of the terms' size).  The map is dominated by
+   points near atoms, where those relative errors carry over: the target
+   of 1e-5 relative RMS holds with margin. */
+#define CUTOFF_REL_RMS_TOLERANCE 1e-5
+
+#define REQUIRE_GPU()                                                         \
+    do {                                                                      \
+        if (elec_cuda_device_count() == 0) {                                  \
+            if (getenv("ELEC_REQUIRE_GPU")) {                                 \
+                EXPECT(0, "no CUDA device, and ELEC_REQUIRE_GPU is set");     \
+                return;                                                       \
+            }                                                                 \
+            SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
+        }                                                                     \
+    } while (0)
+
+/* 37 x 29 x 23 points (no count a multiple of the 8-point blocks) over
+   the box +-3 A, spacings differing per axis; shifted by a quarter spacing
+   so that no crystal ion sits on a lattice point. */
+static elec_lattice awkward_lattice(const double box[3]) {
+    elec_lattice l;
+    l.dims[0] = 37;
+    l.dims[1] = 29;
+    l.dims[2] = 23;
+    for (int axis = 0; axis < 3; axis++) {
+        l.spacing[axis] = (box[axis] + 6.0) / (l.dims[axis] - 1);
+        l.origin[axis] = -3.0 + 0.25 * l.spacing[axis];
+    }
+    return l;
+}
+
+static const char *kind_name(elec_cutoff_kind kind) {
+    return kind == ELEC_CUTOFF_SHIFTED ? "shifted" : "msm";
+}
+
+/* The GPU map against the double reference; returns the GPU map (caller
+   frees) so tests can compare maps with each other. */
+static float *check_cutoff(const elec_atoms *atoms, const elec_lattice *l,
+                           const elec_cutoff_params *p, const char *what) {
+    size_t n = elec_lattice_size(l);
+    float *map = (float *)malloc(n * sizeof *map);
+    double *ref = (double *)malloc(n * sizeof *ref);
+    elec_error err;
+    elec_status s;
+    for (size_t i = 0; i < n; i++) map[i] = NAN; /* every point must be written */
+    s = elec_cpu_cutoff_map_double(atoms, l, p, ref, &err);
+    EXPECT(s == ELEC_OK, "%s reference: %s", what, err.message);
+    s = elec_cuda_cutoff_map(atoms, l, p, map, &err);
+    EXPECT(s == ELEC_OK, "%s %s: %s", what, kind_name(p->kind), err.message);
+    if (s == ELEC_OK) {
+        double e = test_rel_rms_float(map, ref, n);
+        printf("     %-10s %-7s relative RMS error %.2e (max |diff| %.2e)\n", what,
+               kind_name(p->kind), e, test_max_abs_diff_float(map, ref, n));
+        EXPECT(test_all_finite_float(map, n), "%s: map not finite", what);
+        EXPECT(e <= CUTOFF_REL_RMS_TOLERANCE, "%s %s: relative RMS %.3e", what,
+               kind_name(p->kind), e);
+    }
+    free(ref);
+    return map;
+}
+
+TEST(gpu_cutoff_map_matches_double_reference) {
+    REQUIRE_GPU();
+    test_system random = test_system_random(3000, 30.0, 61);
+    test_system water = test_system_water(800, 62);
+    test_system salt = test_system_nacl(3, 5.64);
+    test_system *systems[3] = {&random, &water, &salt};
+    const char *names[3] = {"random", "water", "NaCl"};
+    for (int s = 0; s < 3; s++) {
+        elec_atoms atoms = test_system_atoms(systems[s]);
+        elec_lattice l = awkward_lattice(systems[s]->box);
+        for (int kind = 0; kind <= 1; kind++) {
+            elec_cutoff_params p = {0}; /* cutoff 12 A, C2 splitting, 3.91 A bins */
+            p.kind = (elec_cutoff_kind)kind;
+            free(check_cutoff(&atoms, &l, &p, names[s]));
+        }
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
+TEST(gpu_cutoff_map_follows_its_parameters) {
+    /* Other splitting orders, a shorter cutoff, short and long bins, and
+       a scale: each changes the kernel's arguments or neighbourhood. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(3000, 30.0, 63);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = awkward_lattice(sys.box);
+    const int splitting[4] = {1, 3, 6, 2};
+    const double cutoff[4] = {12.0, 8.0, 10.0, 12.0};
+    const double bin_length[4] = {0.0, 2.5, 6.0, 4.0};
+    for (int c = 0; c < 4; c++) {
+        elec_cutoff_params p = {0};
+        char what[32];
+        p.splitting = splitting[c];
+        p.cutoff = cutoff[c];
+        p.bin_length = bin_length[c];
+        p.scale = c == 3 ? ELEC_COULOMB : 0.0;
+        snprintf(what, sizeof what, "C%d a=%g", splitting[c], cutoff[c]);
+        free(check_cutoff(&atoms, &l, &p, what));
+    }
+    test_system_free(&sys);
+}
+
+TEST(an_overfull_bin_is_summed_through_the_overflow) {
+    /* 300 atoms within 0.5 A of one point (at a lattice cell's centre, so
+       no atom comes closer than ~0.4 A to a lattice point) fill their bin
+       8 times over: the rest go to the overflow, summed on the CPU. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(2300, 30.0, 64);
+    elec_lattice l;
+    test_rng rng = test_rng_seeded(65);
+    double centre[3];
+    for (int axis = 0; axis < 3; axis++) {
+        l.dims[axis] = 31;
+        l.origin[axis] = -3.0;
+        l.spacing[axis] = 1.2;
+        centre[axis] = l.origin[axis] + 15.5 * l.spacing[axis];
+    }
+    for (size_t i = 2000; i < 2300; i++) {
+        double d[3], len2;
+        do {
+            len2 = 0.0;
+            for (int axis = 0; axis < 3; axis++) {
+                d[axis] = 2.0 * test_uniform(&rng) - 1.0;
+                len2 += d[axis] * d[axis];
+            }
+        } while (len2 > 1.0);
+        for (int axis = 0; axis < 3; axis++)
+            sys.xyz[3 * i + axis] = centre[axis] + 0.5 * d[axis];
+    }
+    elec_atoms atoms = test_system_atoms(&sys);
+    {
+        /* the bins the GPU path builds: check the overflow is exercised */
+        elec_cutoff_params r = elec_cutoff_params_resolved(NULL);
+        double origin[3], extent[3];
+        elec_bins b;
+        elec_error err;
+        for (int axis = 0; axis < 3; axis++) {
+            origin[axis] = l.origin[axis] - r.cutoff;
+            extent[axis] = (l.dims[axis] - 1) * l.spacing[axis] + 2.0 * r.cutoff;
+        }
+        EXPECT(elec_bins_build(&atoms, origin, extent, r.bin_length, &b, &err) == ELEC_OK,
+               "%s", err.message);
+        printf("     %zu atoms overflow their bins\n", b.overflow_count);
+        EXPECT(b.overflow_count >= 300 - 8 * ELEC_BIN_DEPTH, "overflow %zu", b.overflow_count);
+        elec_bins_free(&b);
+    }
+    for (int kind = 0; kind <= 1; kind++) {
+        elec_cutoff_params p = {0};
+        p.kind = (elec_cutoff_kind)kind;
+        free(check_cutoff(&atoms, &l, &p, "overfull"));
+    }
+    test_system_free(&sys);
+}
+
+TEST(atoms_outside_the_lattice_count_only_within_the_cutoff) {
+    /* In order: 1000 atoms inside the lattice (the first exactly on a
+       lattice point: the coincident rule leaves it out there); 200 outside
+       it but within the cutoff (1 to 11 A beyond a face: they must count);
+       200 far away (1e3 to 1e5 A: they must change nothing, bit for bit,
+       as the bins then hold the very same records). */
+    REQUIRE_GPU();
+    const size_t inside = 1000, near = 200, far = 200;
+    test_system sys = test_system_random(inside + near + far, 20.0, 66);
+    test_rng rng = test_rng_seeded(67);
+    elec_lattice l;
+    for (int axis = 0; axis < 3; axis++) {
+        l.dims[axis] = 21 + 2 * axis;
+        l.origin[axis] = 0.0;
+        l.spacing[axis] = 20.0 / (l.dims[axis] - 1);
+    }
+    elec_lattice_point(&l, 7, 9, 11, sys.xyz);
+    for (size_t i = inside; i < inside + near; i++) {
+        int axis = (int)(i % 3);
+        double beyond = 1.0 + 10.0 * test_uniform(&rng);
+        sys.xyz[3 * i + axis] = i % 2 ? -beyond : 20.0 + beyond;
+    }
+    for (size_t i = inside + near; i < inside + near + far; i++)
+        for (int axis = 0; axis < 3; axis++)
+            sys.xyz[3 * i + axis] = (i % 2 ? -1.0 : 1.0) *
+                                    pow(10.0, 3.0 + 2.0 * test_uniform(&rng));
+    for (int kind = 0; kind <= 1; kind++) {
+        elec_cutoff_params p = {0};
+        elec_atoms all = test_system_atoms(&sys), without_far = all, only_inside = all;
+        size_t n = elec_lattice_size(&l), differ = 0;
+        double d2 = 0.0, m2 = 0.0;
+        p.kind = (elec_cutoff_kind)kind;
+        without_far.count = inside + near;
+        only_inside.count = inside;
+        float *map = check_cutoff(&all, &l, &p, "all");
+        float *nearby = check_cutoff(&without_far, &l, &p, "no far");
+        float *inner = check_cutoff(&only_inside, &l, &p, "inside");
+        for (size_t i = 0; i < n; i++) {
+            differ += map[i] != nearby[i];
+            d2 += ((double)inner[i] - nearby[i]) * ((double)inner[i] - nearby[i]);
+            m2 += (double)nearby[i] * nearby[i];
+        }
+        EXPECT(differ == 0, "far atoms changed %zu points", differ);
+        printf("     atoms just outside the lattice change it by %.2e (relative RMS)\n",
+               sqrt(d2 / m2));
+        EXPECT(sqrt(d2 / m2) > 1e-3, "atoms outside the lattice within the cutoff ignored");
+        free(map);
+        free(nearby);
+        free(inner);
+    }
+    test_system_free(&sys);
+}
+
+TEST(an_empty_system_gives_a_zero_map) {
+    REQUIRE_GPU();
+    elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
+    double xyz[6] = {1, 2, 3, 4, 5, 6}, q[2] = {0, 0};
+    elec_atoms uncharged = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_lattice l = {{13, 9, 17}, {0, 0, 0}, {0.5, 0.7, 0.3}};
+    size_t n = elec_lattice_size(&l), nonzero = 0;
+    float *map = (float *)malloc(n * sizeof *map);
+    elec_cutoff_params p = {0};
+    elec_error err;
+    for (size_t i = 0; i < n; i++) map[i] = NAN;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    for (size_t i = 0; i < n; i++) nonzero += map[i] != 0.0f;
+    EXPECT(nonzero == 0, "%zu nonzero points without atoms", nonzero);
+    for (size_t i = 0; i < n; i++) map[i] = NAN;
+    EXPECT(elec_cuda_cutoff_map(&uncharged, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += map[i] != 0.0f;
+    EXPECT(nonzero == 0, "%zu nonzero points from uncharged atoms", nonzero);
+    free(map);
+}
+
+static int count_calls(double fraction, void *user) {
+    (void)fraction;
+    ++*(int *)user;
+    return 0;
+}
+
+TEST(progress_is_reported) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(500, 10.0, 68);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = {{11, 11, 11}, {0, 0, 0}, {1, 1, 1}};
+    float map[11 * 11 * 11];
+    elec_cutoff_params p = {0};
+    elec_error err;
+    int calls = 0;
+    p.progress = count_calls;
+    p.progress_user = &calls;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(calls >= 1, "progress called %d times", calls);
+    test_system_free(&sys);
+}
+
+TEST(bad_input_is_refused_without_a_gpu) {
+    /* Checked before any GPU is looked for: runs everywhere. */
+    double xyz[3] = {0, 0, 0}, q[1] = {1};
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{4, 4, 4}, {0, 0, 0}, {1, 1, 1}};
+    elec_cutoff_params p = {0};
+    elec_error err;
+    float map[64];
+    p.cutoff = -2.0;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "negative cutoff: %s", err.message);
+    p.cutoff = 0.0;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL map: %s", err.message);
+    p.kind = (elec_cutoff_kind)7;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "unknown kind: %s", err.message);
+    p.kind = ELEC_CUTOFF_MSM;
+    EXPECT(elec_cuda_cutoff_map(NULL, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL atoms: %s", err.message);
+    l.spacing[1] = 0.0;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "zero spacing: %s", err.message);
+    l.spacing[1] = 1.0;
+    /* bins of 0.1 A against a 12 A cutoff: ~10^6 neighbour bins a block */
+    p.bin_length = 0.1;
+    EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "tiny bins: %s", err.message);
+    printf("     tiny bins: %s\n", err.message);
+}
+
+int main(void) {
+    RUN(bad_input_is_refused_without_a_gpu);
+    RUN(gpu_cutoff_map_matches_double_reference);
+    RUN(gpu_cutoff_map_follows_its_parameters);
+    RUN(an_overfull_bin_is_summed_through_the_overflow);
+    RUN(atoms_outside_the_lattice_count_only_within_the_cutoff);
+    RUN(an_empty_system_gives_a_zero_map);
+    RUN(progress_is_reported);
+    return test_summary();
+}
