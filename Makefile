@@ -32,7 +32,7 @@ HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
 CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme
+GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff
 
 ifeq ($(HAVE_NVCC),)
 ELECMAP_SRC = examples/elecmap.c
@@ -80,6 +80,9 @@ $(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h $(HEADERS) | $
 
 $(BUILD)/test_gpu_spme: tests/test_gpu_spme.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_spme.cu $(CUDA_LIBS)
+
+$(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 
 test: $(TEST_BINS)
 	@sh tests/run.sh $(TEST_BINS)

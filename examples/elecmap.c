@@ -55,6 +55,7 @@ static void usage(FILE *out) {
 "                        Debye-Hueckel (screened, with atom radii),\n"
 "                        multilevel summation (CPU; cost atoms + points),\n"
 "                        or the short-range part alone within a cutoff\n"
+"                        (MSM on the CPU; the others on the GPU too)\n"
 "  --shifted             cutoff map: shifted Coulomb (1-r^2/a^2)^2/r\n"
 "                        instead of MSM's short range\n"
 "  --msm-cutoff A        MSM (and cutoff map) cutoff in A (default 12)\n"
@@ -383,10 +384,9 @@ int main(int argc, char **argv) {
             snprintf(device_name, sizeof device_name, "%s", name);
     }
 #endif
-    if (o.method == METHOD_MSM || o.method == METHOD_CUTOFF) {
+    if (o.method == METHOD_MSM) {
         if (o.device == DEVICE_GPU) {
-            fprintf(stderr, "elecmap: --gpu: %s runs on the CPU in this version\n",
-                    o.method == METHOD_MSM ? "MSM" : "the cutoff map");
+            fprintf(stderr, "elecmap: --gpu: MSM runs on the CPU in this version\n");
             free(map);
             elec_structure_free(&mol);
             return 1;
@@ -441,7 +441,11 @@ int main(int argc, char **argv) {
             cp.progress = show_progress;
             cp.progress_user = &progress;
         }
-        s = elec_cpu_cutoff_map(&atoms, &lattice, &cp, map, &err);
+#ifdef ELEC_WITH_CUDA
+        if (use_gpu) s = elec_cuda_cutoff_map(&atoms, &lattice, &cp, map, &err);
+        else
+#endif
+            s = elec_cpu_cutoff_map(&atoms, &lattice, &cp, map, &err);
     } else {
         /* MDH at every lattice point: the points API over the lattice. */
         elec_mdh_params mp = {0};
