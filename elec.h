@@ -377,7 +377,8 @@ ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
 
 /* Fixed-depth bins as a GPU wants them (seed 000): the region cut into
    cubic bins of edge `length`, each holding up to ELEC_BIN_DEPTH atoms as
-   (x, y, z, q) floats relative to the region's corner: 8 x 16 = 128 bytes
+   (x, y, z, q) floats relative to the bin grid's centre (half the largest
+   coordinate of the corner, so half the rounding): 8 x 16 = 128 bytes
    a bin, read by a warp in one go.  Empty slots have q = 0 (and a far-away
    position, so they add nothing whatever the kernel).  Atoms of a bin that
    is already full go to an overflow list (indices into the atoms), summed
@@ -387,6 +388,7 @@ ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
 typedef struct elec_bins {
     int dims[3];
     double origin[3];  /* corner of bin (0, 0, 0) */
+    double centre[3];  /* middle of the bin grid: records are relative to it */
     double length;     /* bin edge (A) */
     float *slots;      /* dims[0]*dims[1]*dims[2]*ELEC_BIN_DEPTH*4 floats */
     size_t *overflow;  /* atoms that did not fit */
@@ -1311,6 +1313,8 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
     if (bins > (size_t)1 << 31)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", bins);
     out->length = length;
+    for (axis = 0; axis < 3; axis++)
+        out->centre[axis] = origin[axis] + 0.5 * out->dims[axis] * length;
     out->slots = (float *)ELEC_MALLOC(bins * ELEC_BIN_DEPTH * 4 * sizeof(float));
     out->overflow = (size_t *)ELEC_MALLOC(overflow_capacity * sizeof(size_t));
     filled = (unsigned char *)ELEC_MALLOC(bins);
@@ -1345,9 +1349,9 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
         if (slot < ELEC_BIN_DEPTH) {
             float *f = out->slots + 4 * (bin * ELEC_BIN_DEPTH + slot);
             filled[bin]++;
-            f[0] = (float)(p[0] - origin[0]);
-            f[1] = (float)(p[1] - origin[1]);
-            f[2] = (float)(p[2] - origin[2]);
+            f[0] = (float)(p[0] - out->centre[0]);
+            f[1] = (float)(p[1] - out->centre[1]);
+            f[2] = (float)(p[2] - out->centre[2]);
             f[3] = (float)q;
         } else { /* the bin is full */
             if (out->overflow_count == overflow_capacity) {

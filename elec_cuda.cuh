@@ -501,7 +501,7 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
 
 /* Cutoff maps after seed 000 (Rodrigues et al., figures 7-9; Hardy et al.):
    atoms sit in fixed-depth bins (elec_bins, ELEC_BIN_DEPTH float4 records
-   each, positions relative to the bin grid's corner); each block of
+   each, positions relative to the bin grid's centre); each block of
    ELEC__CUTOFF_THREADS threads computes a cube of 8x8x8 lattice points,
    each thread 4 points of a column in y (dx^2 + dz^2 reused 4 times), and
    streams the bins of its neighbourhood (elec_bin_neighbourhood) through
@@ -511,10 +511,11 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
    The neighbourhood offsets live in global memory, not constant memory: the
    DCS chunk already takes 64,000 of constant memory's 65,536 bytes, and
    only the loading threads read an offset (once per tile), so the
-   read-only cache serves them as well.  Coordinates are relative to the
-   bins' corner (the lattice's point (0,0,0) minus the cutoff on every
-   axis), so float coordinates stay within the lattice's extent plus twice
-   the cutoff. */
+   read-only cache serves them as well.  Bin indices are found from
+   positions relative to the bins' corner (the lattice's point (0,0,0)
+   minus the cutoff on every axis); distances from positions relative to
+   the bins' centre, so float coordinates stay within half the lattice's
+   extent plus the cutoff. */
 #define ELEC__CUTOFF_EDGE 8          /* lattice points per block edge     */
 #define ELEC__CUTOFF_THREADS_Y 2     /* threads 8 x 2 x 8 = 128           */
 #define ELEC__CUTOFF_POINTS_Y 4      /* points per thread, 2 apart in y   */
@@ -531,6 +532,8 @@ typedef struct elec__cutoff_args {
     float coeff[ELEC__CUTOFF_MAX_ORDER + 1];
     float cutoff2, inv_cutoff2, coincident2;
     double first[3];   /* lattice point (0,0,0) relative to the bins' corner */
+    double centre[3];  /* the bins' centre relative to their corner: records
+                          and points are taken relative to it in float */
     double spacing[3];
     double bin_length;
     int bins[3];       /* bin grid dimensions */
@@ -576,11 +579,11 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
     int home[3];
     float px, py[ELEC__CUTOFF_POINTS_Y], pz, v[ELEC__CUTOFF_POINTS_Y];
     /* Positions in double, rounded once: as the bins' records are. */
-    px = (float)(args.first[0] + i * args.spacing[0]);
-    pz = (float)(args.first[2] + k * args.spacing[2]);
+    px = (float)(args.first[0] + i * args.spacing[0] - args.centre[0]);
+    pz = (float)(args.first[2] + k * args.spacing[2] - args.centre[2]);
 #pragma unroll
     for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++) {
-        py[m] = (float)(args.first[1] +
+        py[m] = (float)(args.first[1] - args.centre[1] +
                         (j + m * ELEC__CUTOFF_THREADS_Y) * args.spacing[1]);
         v[m] = 0.0f;
     }
@@ -1392,8 +1395,11 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
             goto cleanup;
     }
     bin_count = (size_t)bins.dims[0] * bins.dims[1] * bins.dims[2];
-
     memset(&args, 0, sizeof args);
+    /* the records are relative to the bins' centre (elec_bins) */
+    for (int axis = 0; axis < 3; axis++)
+        args.centre[axis] = bins.centre[axis] - bins.origin[axis];
+
     for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
         if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
         args.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
