@@ -523,6 +523,8 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
 #define ELEC__CUTOFF_TILE_BINS (ELEC__CUTOFF_THREADS / ELEC_BIN_DEPTH)
 #define ELEC__CUTOFF_MAX_NEIGHBOURS 16384
 #define ELEC__CUTOFF_MAX_ORDER 6     /* elec_cutoff_params_check's limit  */
+#define ELEC__CUTOFF_LAYERS 4        /* bin layers on the GPU at most     */
+#define ELEC__CUTOFF_HOST_OVERFLOW 256 /* overflow the host sums alone    */
 
 /* Everything a cutoff launch needs besides its arrays. */
 typedef struct elec__cutoff_args {
@@ -539,6 +541,7 @@ typedef struct elec__cutoff_args {
     int bins[3];       /* bin grid dimensions */
     int pitch, rows;   /* padded points per row, rows per slice */
     int neighbour_count;
+    int accumulate;    /* add to the map (a later layer of bins) */
 } elec__cutoff_args;
 
 /* q S(r) of one pair, or 0 beyond the cutoff and for coincident atoms
@@ -622,8 +625,12 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
     }
 #pragma unroll
     for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++)
-        map[(size_t)i + (size_t)args.pitch *
-                            ((size_t)(j + m * ELEC__CUTOFF_THREADS_Y) + (size_t)args.rows * k)] = v[m];
+    {
+        float *out = map + (size_t)i + (size_t)args.pitch *
+                                           ((size_t)(j + m * ELEC__CUTOFF_THREADS_Y) +
+                                            (size_t)args.rows * k);
+        *out = args.accumulate ? *out + v[m] : v[m];
+    }
 }
 
 /* ------------------------------------------------------------ host side */
@@ -1327,9 +1334,13 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     elec__cutoff_args args;
     elec_bins bins;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
-    int *offsets = NULL;
+    int *offsets = NULL, layer;
     int4 *host_neighbours = NULL, *d_neighbours = NULL;
     float4 *d_bins = NULL;
+    elec_bins spill;            /* a later layer: the previous one's overflow */
+    elec_atoms spilled;         /* view of the atoms the current bins hold   */
+    double *spill_xyz = NULL, *spill_q = NULL;
+    double origin[3], extent[3];
     float *d_map = NULL;
     double *overflow = NULL, region, reach, spacing_max = 0.0, c = 1.0;
     size_t count, nx, ny, nz, bin_count, padded;
@@ -1337,6 +1348,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     dim3 grid, block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
 
     memset(&bins, 0, sizeof bins);
+    memset(&spill, 0, sizeof spill);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
     if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
@@ -1385,15 +1397,13 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     for (size_t n = 0; n < count; n++)
         host_neighbours[n] = make_int4(offsets[3 * n], offsets[3 * n + 1],
                                        offsets[3 * n + 2], 0);
-    {
-        double origin[3], extent[3];
-        for (int axis = 0; axis < 3; axis++) {
-            origin[axis] = lattice->origin[axis] - p.cutoff;
-            extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p.cutoff;
-        }
-        if ((status = elec_bins_build(atoms, origin, extent, p.bin_length, &bins, err)) != ELEC_OK)
-            goto cleanup;
+    for (int axis = 0; axis < 3; axis++) {
+        origin[axis] = lattice->origin[axis] - p.cutoff;
+        extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p.cutoff;
     }
+    if ((status = elec_bins_build(atoms, origin, extent, p.bin_length, &bins, err)) != ELEC_OK)
+        goto cleanup;
+    spilled = *atoms;
     bin_count = (size_t)bins.dims[0] * bins.dims[1] * bins.dims[2];
     memset(&args, 0, sizeof args);
     /* the records are relative to the bins' centre (elec_bins) */
@@ -1431,13 +1441,53 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                    cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_neighbours, host_neighbours, count * sizeof(int4),
                                    cudaMemcpyHostToDevice, stream));
-    if (p.kind == ELEC_CUTOFF_SHIFTED)
-        elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED>
-            <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
-    else
-        elec__k_cutoff_lattice<ELEC_CUTOFF_MSM>
-            <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
-    ELEC__CUDA_TRY(cudaGetLastError());
+    /* Layers: while many atoms overflow their bins (liquid water at the
+       default fill overflows ~4 %: far too many for the host), bin the
+       overflow again and run the kernel once more, adding to the map; the
+       few left after ELEC__CUTOFF_LAYERS layers are summed on the host
+       while the GPU works. */
+    for (layer = 0;; layer++) {
+        if (p.kind == ELEC_CUTOFF_SHIFTED)
+            elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED>
+                <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+        else
+            elec__k_cutoff_lattice<ELEC_CUTOFF_MSM>
+                <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        if (bins.overflow_count <= ELEC__CUTOFF_HOST_OVERFLOW || layer + 1 == ELEC__CUTOFF_LAYERS)
+            break;
+        /* the next layer holds this one's overflow */
+        {
+            size_t m = bins.overflow_count;
+            double *xyz = (double *)ELEC_MALLOC(3 * m * sizeof *xyz);
+            double *q = (double *)ELEC_MALLOC(m * sizeof *q);
+            if (!xyz || !q) {
+                ELEC_FREE(xyz);
+                ELEC_FREE(q);
+                status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
+                goto cleanup;
+            }
+            for (size_t a = 0; a < m; a++)
+                elec_atoms_get(&spilled, bins.overflow[a], xyz + 3 * a, q + a, NULL);
+            ELEC__CUDA_TRY(cudaStreamSynchronize(stream)); /* d_bins is free again */
+            elec_bins_free(&spill);
+            ELEC_FREE(spill_xyz);
+            ELEC_FREE(spill_q);
+            spill_xyz = xyz;
+            spill_q = q;
+            spilled = elec_atoms_from_xyz(m, spill_xyz, spill_q, NULL);
+            if ((status = elec_bins_build(&spilled, origin, extent, p.bin_length, &spill,
+                                          err)) != ELEC_OK)
+                goto cleanup;
+            elec_bins_free(&bins);
+            bins = spill;
+            memset(&spill, 0, sizeof spill);
+        }
+        ELEC__CUDA_TRY(cudaMemcpyAsync(d_bins, bins.slots,
+                                       bin_count * ELEC_BIN_DEPTH * sizeof(float4),
+                                       cudaMemcpyHostToDevice, stream));
+        args.accumulate = 1;
+    }
     if (bins.overflow_count > 0) {
         overflow = (double *)ELEC_MALLOC(nx * ny * nz * sizeof *overflow);
         if (!overflow) {
@@ -1445,7 +1495,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
             goto cleanup;
         }
         memset(overflow, 0, nx * ny * nz * sizeof *overflow);
-        elec__cutoff_overflow(atoms, &bins, lattice, &p, overflow);
+        elec__cutoff_overflow(&spilled, &bins, lattice, &p, overflow);
     }
     /* Copy back without the padding (after the host's share: a copy into
        pageable memory returns only when done). */
@@ -1477,6 +1527,9 @@ cleanup:
     cudaFree(d_map);
     (void)cudaGetLastError();
     elec_bins_free(&bins);
+    elec_bins_free(&spill);
+    ELEC_FREE(spill_xyz);
+    ELEC_FREE(spill_q);
     ELEC_FREE(offsets);
     ELEC_FREE(host_neighbours);
     ELEC_FREE(overflow);
