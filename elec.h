@@ -570,8 +570,9 @@ typedef struct elec_spme_params {
     double cutoff;       /* real-space cutoff (A); 0 = 9, or half the
                             shortest box edge if that is less              */
     double tolerance;    /* 0 = 1e-5: alpha is the smallest with
-                            erfc(alpha rc) / rc <= tolerance (as OpenMM and
-                            GROMACS choose it)                              */
+                            erfc(alpha rc) / rc <= tolerance, the knob of
+                            the design (GROMACS's ewald-rtol bounds
+                            erfc(alpha rc) itself; OpenMM's is close)      */
     double alpha;        /* Ewald coefficient (1/A); 0 = from tolerance      */
     int order;           /* B-spline order 4 to 8; 0 = 4                     */
     int grid[3];         /* grid points per axis; 0 = the smallest size with
@@ -713,6 +714,12 @@ static inline void elec__ok(elec_error *err) {
         err->line = 0;
         err->message[0] = '\0';
     }
+}
+
+/* qsort/bsearch order of size_t keys. */
+static inline int elec__size_order(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 static inline int elec__finite(double v) {
@@ -1076,7 +1083,7 @@ static elec_status elec__box_check(const elec_box *box, elec_error *err) {
     return ELEC_OK;
 }
 
-/* Excluded pairs name two different atoms that exist. */
+/* Excluded pairs name two different atoms that exist, each pair once. */
 static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
                                           size_t atom_count, elec_error *err) {
     size_t e;
@@ -1092,6 +1099,23 @@ static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "excluded pair %zu pairs atom %zu with itself", e,
                               pairs[2 * e]);
+    }
+    if (count > 1) { /* a pair listed twice would be corrected twice */
+        size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
+        if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        for (e = 0; e < count; e++) {
+            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
+            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
+        }
+        qsort(keys, count, sizeof *keys, elec__size_order);
+        for (e = 1; e < count; e++)
+            if (keys[e] == keys[e - 1]) {
+                size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
+                ELEC_FREE(keys);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "the pair (%zu, %zu) is excluded twice", i, j);
+            }
+        ELEC_FREE(keys);
     }
     return ELEC_OK;
 }
@@ -1136,7 +1160,16 @@ static elec_status elec__splitting_resolve(double *scale, double *cutoff,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "alpha %g must be zero (automatic) or positive",
                           *alpha);
-    if (*alpha == 0.0) *alpha = elec__ewald_alpha(*cutoff, *tolerance);
+    if (*alpha == 0.0) {
+        /* erfc(alpha rc) <= tolerance rc has alpha = 0 for a solution once
+           tolerance rc >= 1: no splitting at all */
+        if (*tolerance * *cutoff >= 1.0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "tolerance %g with cutoff %g A: erfc(alpha rc)/rc "
+                              "<= tolerance needs tolerance * cutoff < 1",
+                              *tolerance, *cutoff);
+        *alpha = elec__ewald_alpha(*cutoff, *tolerance);
+    }
     return ELEC_OK;
 }
 
@@ -1243,6 +1276,9 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                 9.0 < 0.5 * shortest ? 9.0 : 0.5 * shortest,
                                 0.5 * shortest, 1e-5, err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
+    if ((int)r.spread < 0 || r.spread > ELEC_SPME_SPREAD_GATHER)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown SPME spreading scheme %d", (int)r.spread);
     if (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "B-spline order %d: use 4 to %d", r.order,
@@ -1258,7 +1294,8 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                   "a %g A edge at %g A spacing needs over 4096 "
                                   "grid points", box->length[axis],
                                   r.grid_spacing);
-            r.grid[axis] = elec_fft_friendly_size((int)minimum);
+            r.grid[axis] = elec_fft_friendly_size(
+                (int)minimum < r.order ? r.order : (int)minimum);
         }
         if (r.grid[axis] < r.order || r.grid[axis] > 4096)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,

@@ -130,7 +130,11 @@ ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
    FFTs by FFTW3: the same terms, forces and potentials as elec_cpu_ewald,
    the reciprocal sum interpolated (Essmann et al. 1995, eqs. 4.7-4.9) and
    the real-space sum over a cell list.  Needs FFTW3 at build time
-   (-DELEC_WITH_FFTW, -lfftw3); without it returns ELEC_ERR_UNSUPPORTED. */
+   (-DELEC_WITH_FFTW, -lfftw3); without it returns ELEC_ERR_UNSUPPORTED.
+   FFTW's planner is global state: call it from one thread at a time, or
+   call fftw_make_planner_thread_safe() once first.  Two atoms at one place
+   that are not an excluded pair are an error (ELEC_ERR_INVALID_ARG), here
+   and in elec_cpu_ewald. */
 ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
                                    const elec_box *box,
                                    const elec_spme_params *params,
@@ -773,11 +777,8 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
 
 #define ELEC__PI 3.14159265358979323846
 
-/* Excluded pairs as sorted keys min * n + max, for a binary search. */
-static int elec__ewald_key_order(const void *a, const void *b) {
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return x < y ? -1 : x > y;
-}
+/* Excluded pairs as sorted keys min * n + max, for a binary search
+   (elec__size_order). */
 
 static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
     return i < j ? i * n + j : j * n + i;
@@ -787,7 +788,7 @@ static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
                                 size_t j, size_t n) {
     size_t key = elec__ewald_key(i, j, n);
     return count > 0 &&
-           bsearch(&key, keys, count, sizeof key, elec__ewald_key_order) != NULL;
+           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
 }
 
 /* d = a - b, shifted to the nearest image. */
@@ -990,6 +991,49 @@ static double elec__ewald_reciprocal(const double *x, const double *q, size_t n,
     return energy;
 }
 
+/* Two atoms at one place (nearest image closer than
+   ELEC_COINCIDENT_DISTANCE) that are not an excluded pair: their energy is
+   infinite, an error to report, not a number.  Sorting by x and comparing
+   neighbours within the distance keeps it O(n log n). */
+typedef struct elec__sorted_x { double x; size_t i; } elec__sorted_x;
+static int elec__sorted_x_order(const void *a, const void *b) {
+    double x = ((const elec__sorted_x *)a)->x, y = ((const elec__sorted_x *)b)->x;
+    return x < y ? -1 : x > y;
+}
+static elec_status elec__periodic_coincident(const double *x, size_t n,
+                                             const double length[3], size_t count,
+                                             const size_t *keys, elec_error *err) {
+    const double limit = ELEC_COINCIDENT_DISTANCE;
+    elec__sorted_x *order;
+    size_t a, b;
+    if (n < 2) return ELEC_OK;
+    order = (elec__sorted_x *)ELEC_MALLOC(n * sizeof *order);
+    if (!order) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+    for (a = 0; a < n; a++) {
+        order[a].x = x[3 * a];
+        order[a].i = a;
+    }
+    qsort(order, n, sizeof *order, elec__sorted_x_order);
+    for (a = 0; a < n; a++)
+        /* neighbours in x, and across the periodic seam at x = L */
+        for (b = a + 1; b < a + n; b++) {
+            size_t i = order[a].i, j = order[b % n].i;
+            double gap = order[b % n].x - order[a].x + (b >= n ? length[0] : 0.0), d[3];
+            if (gap >= limit) break;
+            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < limit * limit &&
+                !elec__ewald_excluded(keys, count, i, j, n)) {
+                ELEC_FREE(order);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atoms %zu and %zu coincide (closer than %g A) and "
+                                  "are not an excluded pair: their energy is infinite",
+                                  i < j ? i : j, i < j ? j : i, limit);
+            }
+        }
+    ELEC_FREE(order);
+    return ELEC_OK;
+}
+
 /* The terms that need no pair sum, then everything times scale: self
    -alpha/sqrt(pi) sum q^2 and background -pi Q^2/(2 alpha^2 V), with their
    potentials -2 alpha q_i/sqrt(pi) and -pi Q/(alpha^2 V). */
@@ -1081,10 +1125,13 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     for (i = 0; i < keys_count; i++)
         keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
                                   p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, keys_count, sizeof *keys, elec__ewald_key_order);
+    qsort(keys, keys_count, sizeof *keys, elec__size_order);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     if (potential) memset(potential, 0, n * sizeof *potential);
 
+    if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count,
+                                       keys, err)) != ELEC_OK)
+        goto cleanup;
     t.real = elec__ewald_real(x, q, n, box->length, &p, keys, forces, potential);
     t.reciprocal = elec__ewald_reciprocal(x, q, n, box->length, &p, scratch,
                                           forces, potential);
@@ -1142,10 +1189,9 @@ static int elec__cells_build(const double *x, size_t n, const double origin[3],
     for (axis = 0; axis < 3; axis++) {
         c->origin[axis] = origin[axis];
         c->length[axis] = length[axis];
-        c->n[axis] = (int)floor(length[axis] / min_cell);
-        if (c->n[axis] < 1) c->n[axis] = 1;
+        double cells = floor(length[axis] / min_cell);
+        c->n[axis] = cells > 256.0 ? 256 : cells < 1.0 ? 1 : (int)cells;
         if (c->n[axis] < min_cells) return 0;
-        if (c->n[axis] > 256) c->n[axis] = 256;
     }
     cells = (size_t)c->n[0] * c->n[1] * c->n[2];
     c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
@@ -1404,8 +1450,17 @@ static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
     m->quintic = p->interpolation == ELEC_MSM_QUINTIC;
     m->support = s;
     for (axis = 0; axis < 3; axis++) {
-        first[axis] = (long)floor(lo[axis] / p->spacing) - s + 1;
-        last[axis] = (long)floor(hi[axis] / p->spacing) + s;
+        /* the region in lattice points, bounded before any cast */
+        if ((hi[axis] - lo[axis]) / p->spacing > 1048576.0 ||
+            fabs(lo[axis]) / p->spacing > 1e9 || fabs(hi[axis]) / p->spacing > 1e9)
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "atoms and points span %g A along axis %d: over "
+                              "2^20 MSM lattice points at %g A", hi[axis] - lo[axis],
+                              axis, p->spacing);
+        /* one point more each way than the support needs: a position that
+           rounds across a lattice line still finds its points */
+        first[axis] = (long)floor(lo[axis] / p->spacing) - s;
+        last[axis] = (long)floor(hi[axis] / p->spacing) + s + 1;
     }
     for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
         elec__msm_grid *g = &m->grid[l];
@@ -2127,10 +2182,13 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
     for (i = 0; i < p.excluded_pair_count; i++)
         keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
                                   p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__ewald_key_order);
+    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     if (potential) memset(potential, 0, n * sizeof *potential);
 
+    if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count,
+                                       keys, err)) != ELEC_OK)
+        goto cleanup;
     s = elec__spme_real(x, q, n, box->length, &p, keys, &t.real, forces,
                         potential, err);
     if (s != ELEC_OK) goto cleanup;

@@ -137,7 +137,9 @@ ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            int device, elec_cuda_spme_handle **out,
                                            elec_error *err);
 /* One evaluation, asynchronous in `stream`: d_xyzq are n float4 records
-   (x, y, z, q) in A and e, anywhere (wrapped on the device), indexed as the
+   (x, y, z, q) in A and e, anywhere (wrapped on the device, in float: keep
+   them within a few box lengths, as MD codes do, or wrap them yourself;
+   each box length of offset costs ~1e-7 of the box in precision), indexed as the
    excluded pairs are (pairs naming an atom at or past n are left out); d_forces receives 3n floats, interleaved, -dE/dr
    times scale (NULL = energy only).  The energy terms are summed in the
    handle (zeroed at the start of each compute): elec_cuda_spme_energy. */
@@ -2172,7 +2174,10 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
                         float4 b = sorted[k];
                         float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
                         float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-                        if (r2 >= cutoff2 || k == p) continue;
+                        /* r2 == 0: two atoms at one place, not excluded;
+                           the CPU paths report it, here it is left out
+                           rather than turned into inf and NaN */
+                        if (r2 >= cutoff2 || k == p || r2 == 0.0f) continue;
                         if (ee > eb &&
                             elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
                             continue;
@@ -2211,7 +2216,7 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
             dy -= g.length.y * rintf(dy * g.inv_length.y);
             dz -= g.length.z * rintf(dz * g.inv_length.z);
             float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            if (r2 >= cutoff2 || j == i) continue;
+            if (r2 >= cutoff2 || j == i || r2 == 0.0f) continue; /* as above */
             if (ee > eb && elec__spme_excluded(excl_list, eb, ee, j)) continue;
             elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
         }
@@ -2479,10 +2484,10 @@ ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
            with one neighbour each way; else all pairs. */
         int n[3], reach = 2;
         for (axis = 0; axis < 3; axis++)
-            if ((int)floor(2.0 * box->length[axis] / h->p.cutoff) < 5) reach = 1;
+            if (floor(2.0 * box->length[axis] / h->p.cutoff) < 5.0) reach = 1;
         for (axis = 0; axis < 3; axis++) {
-            n[axis] = (int)floor(reach * box->length[axis] / h->p.cutoff);
-            if (n[axis] > 128) n[axis] = 128;
+            double cells = floor(reach * box->length[axis] / h->p.cutoff);
+            n[axis] = cells > 128.0 ? 128 : (int)cells;
             if (n[axis] < 2 * reach + 1) h->use_cells = 0;
         }
         h->cells.reach = reach;

@@ -312,7 +312,33 @@ TEST(direct_coulomb_energy_of_a_few_charges) {
            "coincident charges must be an error");
 }
 
+TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
+    /* Two atoms at one place (here through the periodic wrap) that are not
+       excluded have infinite energy: an error, not a number.  A pair
+       excluded twice would be corrected twice. */
+    double xyz[9] = {0, 1, 1, 10, 1, 1, 5, 5, 5}, q[3] = {1, -1, 0.5};
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, NULL);
+    elec_box box = cube(10.0);
+    elec_ewald_params p = {0};
+    elec_ewald_terms e;
+    elec_error err;
+    const size_t pair[2] = {0, 1}, twice[4] = {0, 2, 2, 0};
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "coincident atoms: %s", err.message);
+    p.excluded_pairs = pair;
+    p.excluded_pair_count = 1;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
+           "an excluded coincident pair is fine: %s", err.message);
+    EXPECT(e.total == e.total, "finite energy");
+    xyz[3] = 3.0;
+    p.excluded_pairs = twice;
+    p.excluded_pair_count = 2;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "a pair excluded twice: %s", err.message);
+}
+
 int main(void) {
+    RUN(coincident_atoms_and_doubled_exclusions_are_refused);
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);

@@ -199,7 +199,33 @@ TEST(bad_parameters_are_refused) {
            "one charge has no energy: %g", e);
 }
 
+TEST(awkward_lattices_and_far_points_are_safe) {
+    /* A lattice whose first point rounds across a lattice line (found by
+       review under AddressSanitizer), and points 2^33 A away. */
+    double xyz[3] = {0.0, 0.0, 0.0}, q[1] = {1.0}, far[6] = {0, 0, 0, 8589934592.0, 0, 0}, phi[2];
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{49, 12, 44}, {-268.74243907928468, 4.8047236442565922, -420.10829191207887},
+                      {0.6, 0.3, 0.1}};
+    elec_msm_params p = {0};
+    elec_error err;
+    size_t n = elec_lattice_size(&l);
+    float *map = (float *)malloc(n * sizeof *map);
+    int axis;
+    for (axis = 0; axis < 3; axis++)
+        xyz[axis] = l.origin[axis] + 0.5 * (l.dims[axis] - 1) * l.spacing[axis];
+    p.spacing = 1.2;
+    p.cutoff = 3.0;
+    p.interpolation = ELEC_MSM_QUINTIC;
+    EXPECT(elec_cpu_msm_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(test_all_finite_float(map, n), "map not finite");
+    xyz[0] = xyz[1] = xyz[2] = 0.0;
+    EXPECT(elec_cpu_msm_points(&atoms, far, 2, NULL, phi, &err) == ELEC_ERR_UNSUPPORTED,
+           "points 2^33 A apart: %s", err.message);
+    free(map);
+}
+
 int main(void) {
+    RUN(awkward_lattices_and_far_points_are_safe);
     RUN(bases_interpolate_and_reproduce_polynomials);
     RUN(softened_one_over_r_joins_smoothly);
     RUN(map_meets_msmpot_target_and_quintic_improves_it);

@@ -237,6 +237,26 @@ TEST(bad_input_is_refused_with_a_reason) {
     xyz[3] = 2 + 3 * 20.0; /* three boxes away: fine, wrapped */
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK, "%s",
            err.message);
+    p.tolerance = 0.2; /* tolerance * cutoff >= 1: no alpha satisfies it */
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance 0.2 with a 9 A cutoff: %s", err.message);
+    p.tolerance = 0.0;
+    p.spread = (elec_spme_spread)7;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "spreading scheme 7: %s", err.message);
+    p.spread = ELEC_SPME_SPREAD_ATOMIC;
+    xyz[3] = 1.0 + 20.0; /* atom 1 onto atom 0 through the wrap */
+    xyz[4] = xyz[5] = 1.0;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "coincident atoms: %s", err.message);
+    {
+        /* a 3 A box: the default grid still fits the order */
+        elec_box tiny = {{3, 3, 3}};
+        double one[6] = {0.5, 0.5, 0.5, 2.0, 2.0, 2.0};
+        elec_atoms pair = elec_atoms_from_xyz(2, one, q, NULL);
+        EXPECT(elec_cpu_spme(&pair, &tiny, NULL, &e, NULL, NULL, &err) == ELEC_OK,
+               "3 A box with defaults: %s", err.message);
+    }
 }
 
 int main(void) {
