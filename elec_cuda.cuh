@@ -96,9 +96,10 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
 /* Cutoff map on the GPU (seed 000 figures 7-9): as elec_cpu_cutoff_map, on
    the first GPU of params->gpus.  Atoms go into fixed-depth bins of
    params->bin_length (elec_bins_build); each block of 8x8x8 lattice points
-   streams the bins of its neighbourhood through shared memory, and the
-   atoms that overflow their bin are summed on the CPU (in double) while
-   the kernel runs.  ELEC_ERR_UNSUPPORTED when bins are so small against
+   streams the bins of its neighbourhood through shared memory.  Atoms that
+   overflow their bin are binned again into further layers, each a kernel
+   pass adding to the map; the last few (at most 256) are added on the CPU
+   (in double).  ELEC_ERR_UNSUPPORTED when bins are so small against
    the cutoff that a block's neighbourhood is too large (use longer bins). */
 ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                           const elec_lattice *lattice,
@@ -544,6 +545,7 @@ typedef struct elec__cutoff_args {
     int pitch, rows;   /* padded points per row, rows per slice */
     int neighbour_count;
     int accumulate;    /* add to the map (a later layer of bins) */
+    float scale;       /* params.scale, applied as the map is written */
 } elec__cutoff_args;
 
 /* q S(r) of one pair, or 0 beyond the cutoff and for coincident atoms
@@ -631,7 +633,7 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
         float *out = map + (size_t)i + (size_t)args.pitch *
                                            ((size_t)(j + m * ELEC__CUTOFF_THREADS_Y) +
                                             (size_t)args.rows * k);
-        *out = args.accumulate ? *out + v[m] : v[m];
+        *out = args.accumulate ? *out + args.scale * v[m] : args.scale * v[m];
     }
 }
 
@@ -1299,7 +1301,7 @@ cleanup:
    coincident rule applied) to the lattice points within the cutoff. */
 static void elec__cutoff_overflow(const elec_atoms *atoms, const elec_bins *bins,
                                   const elec_lattice *l, const elec_cutoff_params *p,
-                                  double *sum) {
+                                  float *map) {
     const double a = p->cutoff;
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     for (size_t o = 0; o < bins->overflow_count; o++) {
@@ -1320,9 +1322,10 @@ static void elec__cutoff_overflow(const elec_atoms *atoms, const elec_bins *bins
                     elec_lattice_point(l, i, j, k, point);
                     r2 = elec_distance2(point, at);
                     if (r2 >= c2 && r2 < a * a)
-                        sum[(size_t)i + (size_t)l->dims[0] *
+                        map[(size_t)i + (size_t)l->dims[0] *
                                             ((size_t)j + (size_t)l->dims[1] * k)] +=
-                            q * elec_cutoff_term(sqrt(r2), a, p->kind, p->splitting);
+                            (float)(p->scale * q *
+                                    elec_cutoff_term(sqrt(r2), a, p->kind, p->splitting));
                 }
     }
 }
@@ -1344,7 +1347,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     double *spill_xyz = NULL, *spill_q = NULL;
     double origin[3], extent[3];
     float *d_map = NULL;
-    double *overflow = NULL, region, reach, spacing_max = 0.0, c = 1.0;
+    double region, reach, spacing_max = 0.0, c = 1.0;
     size_t count, nx, ny, nz, bin_count, padded;
     cudaStream_t stream = NULL;
     dim3 grid, block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
@@ -1425,6 +1428,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
         args.bins[axis] = bins.dims[axis];
     }
     args.bin_length = p.bin_length;
+    args.scale = (float)p.scale;
     args.pitch = elec__round_up((int)nx, ELEC__CUTOFF_EDGE);
     args.rows = elec__round_up((int)ny, ELEC__CUTOFF_EDGE);
     args.neighbour_count = (int)count;
@@ -1446,8 +1450,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     /* Layers: while many atoms overflow their bins (liquid water at the
        default fill overflows ~4 %: far too many for the host), bin the
        overflow again and run the kernel once more, adding to the map; the
-       few left after ELEC__CUTOFF_LAYERS layers are summed on the host
-       while the GPU works. */
+       few left after ELEC__CUTOFF_LAYERS layers are added on the host at
+       the points within their cutoff. */
     for (layer = 0;; layer++) {
         if (p.kind == ELEC_CUTOFF_SHIFTED)
             elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED>
@@ -1490,17 +1494,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                        cudaMemcpyHostToDevice, stream));
         args.accumulate = 1;
     }
-    if (bins.overflow_count > 0) {
-        overflow = (double *)ELEC_MALLOC(nx * ny * nz * sizeof *overflow);
-        if (!overflow) {
-            status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the overflow sum");
-            goto cleanup;
-        }
-        memset(overflow, 0, nx * ny * nz * sizeof *overflow);
-        elec__cutoff_overflow(&spilled, &bins, lattice, &p, overflow);
-    }
-    /* Copy back without the padding (after the host's share: a copy into
-       pageable memory returns only when done). */
+    /* Copy back without the padding; the kernel applied the scale. */
     for (size_t k = 0; k < nz; k++)
         ELEC__CUDA_TRY(cudaMemcpy2DAsync(map + k * nx * ny, nx * sizeof(float),
                                          d_map + k * (size_t)args.pitch * args.rows,
@@ -1508,9 +1502,9 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                          nx * sizeof(float), ny,
                                          cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    if (overflow || p.scale != 1.0)
-        for (size_t n = 0; n < nx * ny * nz; n++)
-            map[n] = (float)(p.scale * ((double)map[n] + (overflow ? overflow[n] : 0.0)));
+    /* The last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW), added
+       on the host at the points within their cutoff. */
+    elec__cutoff_overflow(&spilled, &bins, lattice, &p, map);
     if (p.progress && p.progress(1.0, p.progress_user)) {
         status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
                             "cutoff map cancelled by the progress callback");
@@ -1534,7 +1528,6 @@ cleanup:
     ELEC_FREE(spill_q);
     ELEC_FREE(offsets);
     ELEC_FREE(host_neighbours);
-    ELEC_FREE(overflow);
     cudaSetDevice(caller_device);
     return status;
 }
