@@ -75,13 +75,13 @@ $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 
-$(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu.cu $(CUDA_LIBS)
 
-$(BUILD)/test_gpu_spme: tests/test_gpu_spme.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_gpu_spme: tests/test_gpu_spme.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_spme.cu $(CUDA_LIBS)
 
-$(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 
 test: $(TEST_BINS)
@@ -90,7 +90,7 @@ test: $(TEST_BINS)
 test-gpu: $(GPU_TESTS)
 	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)
 
-$(BUILD)/bench: bench/bench.cu tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/bench: bench/bench.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench.cu $(CUDA_LIBS)
 
 $(BUILD)/dcs_tour: examples/dcs_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
@@ -108,7 +108,7 @@ $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
 
-$(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)
 
 bench: $(BUILD)/bench $(BUILD)/bench_spme

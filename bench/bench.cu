@@ -20,19 +20,11 @@
 #include "elec_cpu.h"
 #include "elec_cuda.cuh"
 #include "tests/systems.h"
+#include "tests/gpu.h"
 
 #include <algorithm>
 #include <time.h>
 
-#define CHECK(call)                                                          \
-    do {                                                                     \
-        cudaError_t e_ = (call);                                             \
-        if (e_ != cudaSuccess) {                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                    cudaGetErrorString(e_));                                 \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
 
 static double wall_seconds(void) {
     struct timespec t;
@@ -65,22 +57,22 @@ static double measure_rsqrt_ceiling(int sms) {
     float *out;
     cudaEvent_t start, stop;
     double times[7];
-    CHECK(cudaMalloc(&out, (size_t)blocks * block * sizeof(float)));
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaMalloc(&out, (size_t)blocks * block * sizeof(float)));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     rsqrt_ceiling_kernel<<<blocks, block>>>(out, steps, 0.5f);
-    CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaGetLastError());
     for (int r = 0; r < 7; r++) {
         float ms;
-        CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaEventRecord(start));
         rsqrt_ceiling_kernel<<<blocks, block>>>(out, steps, 0.5f);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         times[r] = ms * 1e-3;
     }
-    CHECK(cudaFree(out));
+    CUDA_CHECK(cudaFree(out));
     return (double)blocks * block * steps * 8 / median(times, 7);
 }
 
@@ -95,20 +87,20 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
     const float3 corner = make_float3(-256.0f, -64.0f, -16.0f);
     cudaEvent_t start, stop;
     double times[5];
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
         slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
-    CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaGetLastError());
     for (int r = 0; r < 5; r++) {
         float ms;
-        CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaEventRecord(start));
         elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
             slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         times[r] = ms * 1e-3;
     }
     return (double)pitch * rows * slices_n * atoms / median(times, 5);
@@ -125,10 +117,10 @@ static void hybrid_split_sweep(double ceiling) {
                                64.0f * (float)test_uniform(&rng) - 32.0f,
                                (float)test_uniform(&rng) - 0.5f);
     float4 *d_atoms;
-    CHECK(cudaMalloc(&d_atoms, sizeof chunk));
-    CHECK(cudaMemcpy(d_atoms, chunk, sizeof chunk, cudaMemcpyHostToDevice));
-    CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
-    CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_atoms, sizeof chunk));
+    CUDA_CHECK(cudaMemcpy(d_atoms, chunk, sizeof chunk, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
+    CUDA_CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
     printf("\nVolume kernel alone: %d x %d x %d points, %d atoms (shared-memory tiles)\n",
            pitch, rows, slices_n, ELEC__DCS_CHUNK);
     printf("  points/thread  rsqrt on FMA pipe  atom evals/s  / ceiling\n");
@@ -150,8 +142,8 @@ static void hybrid_split_sweep(double ceiling) {
     SPLIT(32, 4);
     SPLIT(32, 6);
 #undef SPLIT
-    CHECK(cudaFree(slices));
-    CHECK(cudaFree(d_atoms));
+    CUDA_CHECK(cudaFree(slices));
+    CUDA_CHECK(cudaFree(d_atoms));
 }
 
 /* -------------------------------------------------- MDH kernel alone */
@@ -166,15 +158,15 @@ static double time_mdh_kernel(int points, int atoms) {
     test_rng rng = test_rng_seeded(99);
     float4 *h = (float4 *)malloc((size_t)(points > atoms ? points : atoms) * sizeof(float4));
     float *hb = (float *)malloc((size_t)atoms * sizeof(float));
-    CHECK(cudaMalloc(&d_points, (size_t)points * sizeof(float4)));
-    CHECK(cudaMalloc(&d_atoms, (size_t)atoms * sizeof(float4)));
-    CHECK(cudaMalloc(&d_b, (size_t)atoms * sizeof(float)));
-    CHECK(cudaMalloc(&d_out, (size_t)points * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_points, (size_t)points * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc(&d_atoms, (size_t)atoms * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc(&d_b, (size_t)atoms * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_out, (size_t)points * sizeof(float)));
     for (int i = 0; i < points; i++)
         h[i] = make_float4(140.0f * (float)test_uniform(&rng) - 70.0f,
                            140.0f * (float)test_uniform(&rng) - 70.0f,
                            140.0f * (float)test_uniform(&rng) - 70.0f, 0.0f);
-    CHECK(cudaMemcpy(d_points, h, (size_t)points * sizeof(float4), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_points, h, (size_t)points * sizeof(float4), cudaMemcpyHostToDevice));
     for (int i = 0; i < atoms; i++) {
         h[i] = make_float4(100.0f * (float)test_uniform(&rng) - 50.0f,
                            100.0f * (float)test_uniform(&rng) - 50.0f,
@@ -182,26 +174,26 @@ static double time_mdh_kernel(int points, int atoms) {
                            (float)test_uniform(&rng) - 0.5f);
         hb[i] = 0.2f * (float)test_uniform(&rng);
     }
-    CHECK(cudaMemcpy(d_atoms, h, (size_t)atoms * sizeof(float4), cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(d_b, hb, (size_t)atoms * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaMemcpy(d_atoms, h, (size_t)atoms * sizeof(float4), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_b, hb, (size_t)atoms * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     unsigned blocks = (unsigned)((points + block * POINTS - 1) / (block * POINTS));
     for (int r = -1; r < 5; r++) {
         float ms;
-        CHECK(cudaEventRecord(start));
+        CUDA_CHECK(cudaEventRecord(start));
         elec__k_mdh_points<POINTS><<<blocks, block, block * (sizeof(float4) + sizeof(float))>>>(
             d_out, d_points, points, d_atoms, d_b, atoms, 0.15f, 1e-8f);
-        CHECK(cudaGetLastError());
-        CHECK(cudaEventRecord(stop));
-        CHECK(cudaEventSynchronize(stop));
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         if (r >= 0) times[r] = ms * 1e-3;
     }
-    CHECK(cudaFree(d_points));
-    CHECK(cudaFree(d_atoms));
-    CHECK(cudaFree(d_b));
-    CHECK(cudaFree(d_out));
+    CUDA_CHECK(cudaFree(d_points));
+    CUDA_CHECK(cudaFree(d_atoms));
+    CUDA_CHECK(cudaFree(d_b));
+    CUDA_CHECK(cudaFree(d_out));
     free(h);
     free(hb);
     return (double)points * atoms / median(times, 5);
@@ -233,7 +225,7 @@ int main(void) {
         fprintf(stderr, "bench: no CUDA device\n");
         return 1;
     }
-    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("elec bench on %s (%d SMs, %d device(s)), CUDA runtime %d\n",
            prop.name, prop.multiProcessorCount, devices, CUDART_VERSION);
 

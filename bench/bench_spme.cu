@@ -25,18 +25,10 @@
 #include "elec_cpu.h"
 #include "elec_cuda.cuh"
 #include "tests/systems.h"
+#include "tests/gpu.h"
 
 #include <algorithm>
 
-#define CHECK(call)                                                          \
-    do {                                                                     \
-        cudaError_t e_ = (call);                                             \
-        if (e_ != cudaSuccess) {                                             \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                    cudaGetErrorString(e_));                                 \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
 
 #define CHECK_ELEC(call)                                                     \
     do {                                                                     \
@@ -84,7 +76,7 @@ static void step(bench_state *b, int what) {
         CHECK_ELEC(elec_cuda_spme_compute(b->h, b->xyzq, b->n, b->forces,
                                           b->stream, err));
         break;
-    case STEP_GRAPH: CHECK(cudaGraphLaunch(b->graph, b->stream)); break;
+    case STEP_GRAPH: CUDA_CHECK(cudaGraphLaunch(b->graph, b->stream)); break;
     case STEP_RECIPROCAL:
         CHECK_ELEC(elec__spme_enqueue(b->h, b->xyzq, b->n, b->forces, NULL,
                                       b->stream, ELEC__SPME_DO_RECIPROCAL, NULL,
@@ -105,20 +97,20 @@ static void step(bench_state *b, int what) {
 static double time_step(bench_state *b, int what) {
     cudaEvent_t start, stop;
     double times[BATCHES];
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < WARMUP; i++) step(b, what);
     for (int r = 0; r < BATCHES; r++) {
         float ms;
-        CHECK(cudaEventRecord(start, b->stream));
+        CUDA_CHECK(cudaEventRecord(start, b->stream));
         for (int i = 0; i < BATCH; i++) step(b, what);
-        CHECK(cudaEventRecord(stop, b->stream));
-        CHECK(cudaEventSynchronize(stop));
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        CUDA_CHECK(cudaEventRecord(stop, b->stream));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         times[r] = 1e3 * ms / BATCH;
     }
-    CHECK(cudaEventDestroy(start));
-    CHECK(cudaEventDestroy(stop));
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
     return median(times, BATCHES);
 }
 
@@ -127,17 +119,17 @@ static void time_stages(bench_state *b, double stage[6]) {
     enum { RUNS = 50 };
     cudaEvent_t marks[ELEC__SPME_MARKS];
     static double times[6][RUNS];
-    for (int m = 0; m < ELEC__SPME_MARKS; m++) CHECK(cudaEventCreate(&marks[m]));
+    for (int m = 0; m < ELEC__SPME_MARKS; m++) CUDA_CHECK(cudaEventCreate(&marks[m]));
     for (int r = -WARMUP; r < RUNS; r++) {
         float ms[ELEC__SPME_MARKS - 1];
         CHECK_ELEC(elec__spme_enqueue(b->h, b->xyzq, b->n, b->forces, NULL,
                                       b->stream,
                                       ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
                                       marks, err));
-        CHECK(cudaEventSynchronize(marks[ELEC__SPME_MARKS - 1]));
+        CUDA_CHECK(cudaEventSynchronize(marks[ELEC__SPME_MARKS - 1]));
         if (r < 0) continue;
         for (int m = 0; m + 1 < ELEC__SPME_MARKS; m++)
-            CHECK(cudaEventElapsedTime(&ms[m], marks[m], marks[m + 1]));
+            CUDA_CHECK(cudaEventElapsedTime(&ms[m], marks[m], marks[m + 1]));
         times[0][r] = ms[0];          /* spread              */
         times[1][r] = ms[1] + ms[3];  /* FFT forward + back  */
         times[2][r] = ms[2];          /* solve               */
@@ -146,7 +138,7 @@ static void time_stages(bench_state *b, double stage[6]) {
         times[5][r] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4] + ms[5];
     }
     for (int k = 0; k < 6; k++) stage[k] = 1e3 * median(times[k], RUNS);
-    for (int m = 0; m < ELEC__SPME_MARKS; m++) CHECK(cudaEventDestroy(marks[m]));
+    for (int m = 0; m < ELEC__SPME_MARKS; m++) CUDA_CHECK(cudaEventDestroy(marks[m]));
 }
 
 int main(void) {
@@ -186,9 +178,9 @@ int main(void) {
         for (int a = 0; a < 3; a++) box.length[a] = sys->box[a];
         float4 *d_xyzq;
         float *d_forces;
-        CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
-        CHECK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
-        CHECK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_CHECK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+        CUDA_CHECK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
         for (int spread = 0; spread < 2; spread++) {
             elec_spme_params p = {0};
             bench_state b;
@@ -207,11 +199,11 @@ int main(void) {
             b.xyzq = d_xyzq;
             b.n = n;
             b.forces = d_forces;
-            CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
-            CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeGlobal));
+            CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+            CUDA_CHECK(cudaStreamBeginCapture(b.stream, cudaStreamCaptureModeGlobal));
             CHECK_ELEC(elec_cuda_spme_compute(b.h, d_xyzq, n, d_forces, b.stream, err));
-            CHECK(cudaStreamEndCapture(b.stream, &graph));
-            CHECK(cudaGraphInstantiate(&b.graph, graph, 0));
+            CUDA_CHECK(cudaStreamEndCapture(b.stream, &graph));
+            CUDA_CHECK(cudaGraphInstantiate(&b.graph, graph, 0));
             if (cufftSetStream(b.h->forward, b.stream) != CUFFT_SUCCESS ||
                 cufftSetStream(b.h->backward, b.stream) != CUFFT_SUCCESS) {
                 fprintf(stderr, "cufftSetStream failed\n");
@@ -240,13 +232,13 @@ int main(void) {
                    "%.4e), alpha %.4f /A, %s real space\n", "",
                    terms.total, terms.real, terms.reciprocal, terms.self,
                    b.h->p.alpha, b.h->use_cells ? "cell-list" : "all-pairs");
-            CHECK(cudaGraphExecDestroy(b.graph));
-            CHECK(cudaGraphDestroy(graph));
-            CHECK(cudaStreamDestroy(b.stream));
+            CUDA_CHECK(cudaGraphExecDestroy(b.graph));
+            CUDA_CHECK(cudaGraphDestroy(graph));
+            CUDA_CHECK(cudaStreamDestroy(b.stream));
             elec_cuda_spme_destroy(b.h);
         }
-        CHECK(cudaFree(d_xyzq));
-        CHECK(cudaFree(d_forces));
+        CUDA_CHECK(cudaFree(d_xyzq));
+        CUDA_CHECK(cudaFree(d_forces));
         free(host);
     }
     printf("\nfull/graph: real space overlaps the reciprocal chain (a forked "

@@ -7,6 +7,7 @@
 #include "elec_cuda.cuh"
 #include "tests/test.h"
 #include "tests/systems.h"
+#include "tests/gpu.h"
 
 /* Float rounding over the sum: each term carries ~1 ulp of float (6e-8)
    from rsqrt and the coordinate differences, and the per-chunk float sums
@@ -14,16 +15,6 @@
    this stays well under the issue's target of 1e-5 for 1e4 atoms. */
 #define GPU_REL_RMS_TOLERANCE 1e-5
 
-#define REQUIRE_GPU()                                                         \
-    do {                                                                      \
-        if (elec_cuda_device_count() == 0) {                                  \
-            if (getenv("ELEC_REQUIRE_GPU")) {                                 \
-                EXPECT(0, "no CUDA device, and ELEC_REQUIRE_GPU is set");     \
-                return;                                                       \
-            }                                                                 \
-            SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
-        }                                                                     \
-    } while (0)
 
 /* A lattice with awkward counts (no dimension a multiple of any tile) over
    the region of a cube of the given edge. */

@@ -10,6 +10,7 @@
 #include "elec_cuda.cuh"
 #include "tests/test.h"
 #include "tests/systems.h"
+#include "tests/gpu.h"
 
 /* Float rounding: positions are rounded to float relative to the bins'
    corner (at most ~60 A here: 1.9e-6 A, 4e-7 of r at 5 A), rsqrt carries
@@ -19,16 +20,6 @@
    of 1e-5 relative RMS holds with margin. */
 #define CUTOFF_REL_RMS_TOLERANCE 1e-5
 
-#define REQUIRE_GPU()                                                         \
-    do {                                                                      \
-        if (elec_cuda_device_count() == 0) {                                  \
-            if (getenv("ELEC_REQUIRE_GPU")) {                                 \
-                EXPECT(0, "no CUDA device, and ELEC_REQUIRE_GPU is set");     \
-                return;                                                       \
-            }                                                                 \
-            SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
-        }                                                                     \
-    } while (0)
 
 /* 37 x 29 x 23 points (no count a multiple of the 8-point blocks) over
    the box +-3 A, spacings differing per axis; shifted by a quarter spacing

@@ -10,19 +10,10 @@
 #include "elec_cuda.cuh"
 #include "tests/test.h"
 #include "tests/systems.h"
+#include "tests/gpu.h"
 
 #define NACL_MADELUNG 1.747564594633182
 
-#define REQUIRE_GPU()                                                         \
-    do {                                                                      \
-        if (elec_cuda_device_count() == 0) {                                  \
-            if (getenv("ELEC_REQUIRE_GPU")) {                                 \
-                EXPECT(0, "no CUDA device, and ELEC_REQUIRE_GPU is set");     \
-                return;                                                       \
-            }                                                                 \
-            SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
-        }                                                                     \
-    } while (0)
 
 static double relative(double got, double want) {
     return fabs(got - want) / fabs(want);
