@@ -552,7 +552,7 @@ typedef struct elec__cutoff_args {
    (elec_cutoff_term; same rule as the CPU).  Empty slots and bins outside
    the grid sit at -1e30: r2 overflows to inf, and the select (not a
    multiplication by q = 0) keeps inf and NaN out of the sum. */
-template <int KIND>
+template <int KIND, int ORDER>
 __device__ __forceinline__ float elec__cutoff_pair(float r2, float q,
                                                    const elec__cutoff_args &a) {
     float rinv = elec__rsqrt_sfu(r2);
@@ -561,10 +561,12 @@ __device__ __forceinline__ float elec__cutoff_pair(float r2, float q,
         float w = fmaf(-r2, a.inv_cutoff2, 1.0f); /* 1 - r^2/a^2 */
         s = w * w * rinv;
     } else {
-        /* 1/r - gamma(r/a)/a, gamma by Horner in rho^2 - 1 (elec.h) */
-        float t = fmaf(r2, a.inv_cutoff2, -1.0f), g = a.coeff[ELEC__CUTOFF_MAX_ORDER];
+        /* 1/r - gamma(r/a)/a, gamma by Horner in rho^2 - 1 (elec.h), to
+           the splitting order only: a compile-time ORDER saves the FMAs of
+           the zero coefficients above it */
+        float t = fmaf(r2, a.inv_cutoff2, -1.0f), g = a.coeff[ORDER];
 #pragma unroll
-        for (int k = ELEC__CUTOFF_MAX_ORDER - 1; k >= 0; k--) g = fmaf(g, t, a.coeff[k]);
+        for (int k = ORDER - 1; k >= 0; k--) g = fmaf(g, t, a.coeff[k]);
         s = rinv - g;
     }
     return r2 < a.cutoff2 && r2 >= a.coincident2 ? q * s : 0.0f;
@@ -572,7 +574,7 @@ __device__ __forceinline__ float elec__cutoff_pair(float r2, float q,
 
 /* One block: 8x8x8 points of the padded lattice.  Thread (x, y, z) owns
    points (x, y + 2m, z), m = 0..3. */
-template <int KIND>
+template <int KIND, int ORDER>
 __global__ void __launch_bounds__(ELEC__CUTOFF_THREADS)
 elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
                        elec__cutoff_args args) {
@@ -623,7 +625,7 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
 #pragma unroll
             for (int m = 0; m < ELEC__CUTOFF_POINTS_Y; m++) {
                 const float dy = atom.y - py[m];
-                v[m] += elec__cutoff_pair<KIND>(fmaf(dy, dy, dxz), atom.w, args);
+                v[m] += elec__cutoff_pair<KIND, ORDER>(fmaf(dy, dy, dxz), atom.w, args);
             }
         }
     }
@@ -1346,6 +1348,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     elec_atoms spilled;         /* view of the atoms the current bins hold   */
     double *spill_xyz = NULL, *spill_q = NULL;
     double origin[3], extent[3];
+    void (*kernel)(float *, const float4 *, const int4 *, elec__cutoff_args);
     float *d_map = NULL;
     double region, reach, spacing_max = 0.0, c = 1.0;
     size_t count, nx, ny, nz, bin_count, padded;
@@ -1452,13 +1455,17 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
        overflow again and run the kernel once more, adding to the map; the
        few left after ELEC__CUTOFF_LAYERS layers are added on the host at
        the points within their cutoff. */
+    switch (p.kind == ELEC_CUTOFF_SHIFTED ? 0 : p.splitting) {
+    case 0: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED, 0>; break;
+    case 1: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 1>; break;
+    case 2: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 2>; break;
+    case 3: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 3>; break;
+    case 4: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 4>; break;
+    case 5: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 5>; break;
+    default: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 6>; break;
+    }
     for (layer = 0;; layer++) {
-        if (p.kind == ELEC_CUTOFF_SHIFTED)
-            elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED>
-                <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
-        else
-            elec__k_cutoff_lattice<ELEC_CUTOFF_MSM>
-                <<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+        kernel<<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
         ELEC__CUDA_TRY(cudaGetLastError());
         if (bins.overflow_count <= ELEC__CUTOFF_HOST_OVERFLOW || layer + 1 == ELEC__CUTOFF_LAYERS)
             break;
