@@ -37,6 +37,7 @@ typedef struct options {
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
     int msm_quintic, shifted;
+    int method_given; /* --method on the command line */
     elec_dcs_variant variant;
     int gpus;
     int quiet;
@@ -124,6 +125,7 @@ static int parse_options(int argc, char **argv, options *o) {
             exit(0);
         } else if (!strcmp(a, "--method")) {
             NEED(1);
+            o->method_given = 1;
             a = argv[++i];
             if (!strcmp(a, "dcs")) o->method = METHOD_DCS;
             else if (!strcmp(a, "mdh")) o->method = METHOD_MDH;
@@ -384,6 +386,19 @@ int main(int argc, char **argv) {
             snprintf(device_name, sizeof device_name, "%s", name);
     }
 #endif
+    /* Without a GPU the direct sum costs atoms x points evaluations at
+       about 5e8 a second; past half a minute, MSM (cost atoms + points) is
+       the default, and elecmap says so.  On a GPU the direct sum stays the
+       default: MSM runs on the CPU in this version. */
+    if (!o.method_given && !use_gpu &&
+        (double)atoms.count * (double)points / 5e8 > 30.0) {
+        o.method = METHOD_MSM;
+        if (!o.quiet)
+            fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.0f s "
+                            "by the direct sum on the CPU: using MSM (--method dcs "
+                            "to insist)\n", atoms.count, points,
+                    (double)atoms.count * (double)points / 5e8);
+    }
     if (o.method == METHOD_MSM) {
         if (o.device == DEVICE_GPU) {
             fprintf(stderr, "elecmap: --gpu: MSM runs on the CPU in this version\n");
