@@ -42,6 +42,7 @@ ELECMAP_SRC = examples/elecmap.cu
 TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
+# test_cli wraps tests/test_cli.sh, which runs the built tools
 .PHONY: all run test test-gpu bench bench-peer install clean tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
@@ -84,8 +85,12 @@ $(BUILD)/test_gpu_spme: tests/test_gpu_spme.cu tests/test.h tests/systems.h test
 $(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 
-test: $(TEST_BINS)
-	@sh tests/run.sh $(TEST_BINS)
+$(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy | $(BUILD)
+	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
+	chmod +x $@
+
+test: $(TEST_BINS) $(BUILD)/test_cli
+	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli
 
 test-gpu: $(GPU_TESTS)
 	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)
