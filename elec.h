@@ -446,8 +446,11 @@ ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
    interpolation); the last smooth part is summed directly on the coarsest
    lattice.  Non-periodic. */
 typedef enum elec_msm_interpolation {
-    ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic, exact for quadratics  */
-    ELEC_MSM_QUINTIC    /* C1 quintic, exact for quartics                   */
+    ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic (order 4), exact for
+                           quadratics                                      */
+    ELEC_MSM_QUINTIC,   /* C1 quintic (order 6), exact for quartics         */
+    ELEC_MSM_SEPTIC,    /* C1 septic (order 8), exact for sextics           */
+    ELEC_MSM_NONIC      /* C1 nonic (order 10), exact for octics            */
 } elec_msm_interpolation;
 
 typedef struct elec_msm_params {
@@ -495,46 +498,109 @@ ELEC_HD static inline double elec_msm_gamma_derivative(double rho, int p) {
     return sum;
 }
 
-/* Interpolating basis functions of MSM (Hardy's thesis; the cubic is seed
-   004 eq. 2), nonzero for |t| < 2 (cubic) or 3 (quintic), with Phi(0) = 1,
-   Phi(k) = 0 at other integers, sum_k Phi(t - k) = 1, continuous first
-   derivative. */
-ELEC_HD static inline double elec_msm_basis(double t, int quintic) {
-    double a = t < 0 ? -t : t;
-    if (!quintic) {
-        if (a <= 1.0) return (1.0 - a) * (1.0 + a - 1.5 * a * a);
-        if (a <= 2.0) return -0.5 * (a - 1.0) * (2.0 - a) * (2.0 - a);
-        return 0.0;
+/* Interpolating basis functions of MSM: the C1 piecewise polynomials of
+   Hardy's thesis (2006) of odd degree 2s - 1, nonzero for |t| < s, with
+   Phi(0) = 1, Phi(k) = 0 at other integers and sum_k k^d Phi(t - k) = t^d
+   for d <= 2s - 2.  On the unit interval between lattice points 0 and 1
+   the interpolant is the polynomial that takes the data at points
+   -(s-2) .. s-1 and, at 0 and 1, the derivative of the degree 2s - 2
+   Lagrange polynomial through the 2s - 1 points centred there: s = 2 is
+   Skeel's C1 cubic (seed 004 eq. 2, Catmull-Rom), s = 3 the C1 quintic of
+   NAMD and VMD, s = 4 and 5 the orders 8 and 10 of NAMD and LAMMPS.
+
+   elec__msm_pieces gives that polynomial's weights: w_j(t) for point
+   j - (s - 1), j = 0 .. 2s - 1, t in [0, 1], as integer coefficients of
+   t^0 .. t^(2s-1) over a common denominator (derived in exact rational
+   arithmetic; tests/test_msm.c checks the properties above). */
+static inline const double *elec__msm_pieces(int interpolation,
+                                             double *denominator) {
+    static const double cubic[] = {
+        0, -1, 2, -1,  2, 0, -5, 3,  0, 1, 4, -3,  0, 0, -1, 1};
+    static const double quintic[] = {
+        0, 2, -3, -1, 3, -1,       0, -16, 26, -1, -14, 5,
+        24, 0, -50, 10, 26, -10,   0, 16, 36, -14, -24, 10,
+        0, -2, -11, 7, 11, -5,     0, 0, 2, -1, -2, 1};
+    static const double septic[] = {
+        0, -12, 16, 11, -20, 2, 4, -1,
+        0, 108, -138, -92, 165, -23, -27, 7,
+        0, -540, 792, 111, -510, 90, 78, -21,
+        720, 0, -1400, 140, 805, -175, -125, 35,
+        0, 540, 960, -335, -720, 190, 120, -35,
+        0, -108, -306, 204, 375, -117, -69, 21,
+        0, 12, 88, -43, -110, 38, 22, -7,
+        0, 0, -12, 4, 15, -5, -3, 1};
+    static const double nonic[] = {
+        0, 144, -180, -160, 245, 7, -70, 10, 5, -1,
+        0, -1536, 1808, 1692, -2436, -63, 672, -102, -44, 9,
+        0, 8064, -9216, -8168, 11788, -308, -2744, 448, 172, -36,
+        0, -32256, 44352, 10640, -30128, 2492, 6328, -1120, -392, 84,
+        40320, 0, -75544, 4536, 43806, -6174, -9156, 1764, 574, -126,
+        0, 32256, 50400, -18200, -38360, 7798, 8680, -1820, -560, 126,
+        0, -8064, -16128, 12488, 21196, -5572, -5432, 1232, 364, -84,
+        0, 1536, 5696, -3312, -7728, 2268, 2184, -528, -152, 36,
+        0, -144, -1332, 520, 1813, -497, -518, 130, 37, -9,
+        0, 0, 144, -36, -196, 49, 56, -14, -4, 1};
+    switch (interpolation) {
+    case 1: *denominator = 24.0; return quintic;
+    case 2: *denominator = 720.0; return septic;
+    case 3: *denominator = 40320.0; return nonic;
+    default: *denominator = 2.0; return cubic;
     }
-    if (a <= 1.0) return (1.0 - a * a) * (2.0 - a) * (6.0 + 3.0 * a - 5.0 * a * a) / 12.0;
-    if (a <= 2.0)
-        return -(a - 1.0) * (2.0 - a) * (3.0 - a) * (4.0 + 9.0 * a - 5.0 * a * a) / 24.0;
-    if (a <= 3.0)
-        return (a - 1.0) * (a - 2.0) * (3.0 - a) * (3.0 - a) * (4.0 - a) / 24.0;
-    return 0.0;
 }
 
-/* d Phi / dt, by the product rule on the same pieces. */
-ELEC_HD static inline double elec_msm_basis_derivative(double t, int quintic) {
-    double a = t < 0 ? -t : t, sign = t < 0 ? -1.0 : 1.0, d;
-    if (!quintic) {
-        if (a <= 1.0) d = -(1.0 + a - 1.5 * a * a) + (1.0 - a) * (1.0 - 3.0 * a);
-        else if (a <= 2.0)
-            d = -0.5 * (2.0 - a) * (2.0 - a) + (a - 1.0) * (2.0 - a);
-        else d = 0.0;
-        return sign * d;
+/* Points on each side of a position: s = 2 (cubic) .. 5 (nonic). */
+static inline int elec_msm_support(int interpolation) {
+    return interpolation + 2;
+}
+
+/* Weight (and, where dweight is not NULL, d/dt) of point j - (s - 1) for
+   a position t in [0, 1] past point 0: Horner on the piece's row. */
+static inline double elec__msm_piece(int interpolation, int j, double t,
+                                     double *dweight) {
+    double denominator, value = 0.0, slope = 0.0;
+    const double *row = elec__msm_pieces(interpolation, &denominator);
+    const int width = 2 * elec_msm_support(interpolation);
+    int power;
+    row += j * width;
+    for (power = width - 1; power >= 0; power--) {
+        slope = slope * t + value;
+        value = value * t + row[power];
     }
-    if (a <= 1.0) {
-        double u = 1.0 - a * a, v = 2.0 - a, w = 6.0 + 3.0 * a - 5.0 * a * a;
-        d = (-2.0 * a * v * w - u * w + u * v * (3.0 - 10.0 * a)) / 12.0;
-    } else if (a <= 2.0) {
-        double u = a - 1.0, v = 2.0 - a, w = 3.0 - a, z = 4.0 + 9.0 * a - 5.0 * a * a;
-        d = -(v * w * z - u * w * z - u * v * z + u * v * w * (9.0 - 10.0 * a)) / 24.0;
-    } else if (a <= 3.0) {
-        double u = a - 1.0, v = a - 2.0, w = 3.0 - a, z = 4.0 - a;
-        d = (v * w * w * z + u * w * w * z - 2.0 * u * v * w * z - u * v * w * w) / 24.0;
-    } else d = 0.0;
-    return sign * d;
+    if (dweight) *dweight = slope / denominator;
+    return value / denominator;
+}
+
+/* The 2s weights along one axis for a position t in lattice units: point
+   first + k gets w[k] = Phi(t - first - k) (dw[k] = Phi', where dw is not
+   NULL).  Returns first = floor(t) - (s - 1). */
+static inline long elec_msm_axis_weights(double t, int interpolation,
+                                         double *w, double *dw) {
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(t);
+    int k;
+    for (k = 0; k < 2 * s; k++)
+        w[k] = elec__msm_piece(interpolation, k, t - cell, dw ? dw + k : NULL);
+    return (long)cell - (s - 1);
+}
+
+/* Phi(t) itself (and d Phi / dt): the piece of the interval holding |t|. */
+static inline double elec_msm_basis(double t, int interpolation) {
+    const double a = t < 0 ? -t : t;
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(a);
+    if (cell >= s) return 0.0;
+    /* t - j = a on [cell, cell + 1] for the point j = -cell */
+    return elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, NULL);
+}
+
+static inline double elec_msm_basis_derivative(double t, int interpolation) {
+    const double a = t < 0 ? -t : t;
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(a);
+    double slope;
+    if (cell >= s) return 0.0;
+    elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, &slope);
+    return t < 0 ? -slope : slope;
 }
 
 /* The smoothed short-range potential of a unit charge at distance r
@@ -1507,7 +1573,7 @@ ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "MSM cutoff / spacing = %g: at most 64 (the lattice "
                           "stencils grow as its cube)", r.cutoff / r.spacing);
-    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_QUINTIC)
+    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_NONIC)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown MSM interpolation %d", (int)r.interpolation);
     if (r.splitting < 1 || r.splitting > 6)

@@ -1394,7 +1394,7 @@ typedef struct elec__msm_grid {
 
 typedef struct elec__msm {
     elec_msm_params p;
-    int quintic, support; /* the basis is nonzero for |t| < support */
+    int interpolation, support; /* the basis is nonzero for |t| < support */
     int levels;           /* lattices 0 .. levels-1; the last is the top */
     elec__msm_grid grid[ELEC__MSM_MAX_LEVELS];
     int radius;           /* lattice-cutoff stencil radius, in points */
@@ -1441,13 +1441,13 @@ static double elec__msm_g0(const elec__msm *m, double r) {
 static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
                                    const double lo[3], const double hi[3],
                                    elec_error *err) {
-    const int s = p->interpolation == ELEC_MSM_QUINTIC ? 3 : 2;
+    const int s = elec_msm_support((int)p->interpolation);
     long first[3], last[3];
     int axis, l;
     size_t side, k;
     memset(m, 0, sizeof *m);
     m->p = *p;
-    m->quintic = p->interpolation == ELEC_MSM_QUINTIC;
+    m->interpolation = (int)p->interpolation;
     m->support = s;
     for (axis = 0; axis < 3; axis++) {
         /* the region in lattice points, bounded before any cast */
@@ -1503,14 +1503,10 @@ static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
 
 /* The 2 * support basis weights along one axis for a position t (in
    lattice units): points first .. first + 2s - 1, weight Phi(t - m). */
+#define ELEC__MSM_MAX_WIDTH 10
 static long elec__msm_weights(const elec__msm *m, double t, double *w,
                               double *dw) {
-    long first = (long)floor(t) - m->support + 1, k;
-    for (k = 0; k < 2 * m->support; k++) {
-        w[k] = elec_msm_basis(t - (double)(first + k), m->quintic);
-        if (dw) dw[k] = elec_msm_basis_derivative(t - (double)(first + k), m->quintic);
-    }
-    return first;
+    return elec_msm_axis_weights(t, m->interpolation, w, dw);
 }
 
 /* Stage 1, anterpolation: q_0(m) = sum_j q_j Phi(x_j/h - m) (per axis). */
@@ -1520,7 +1516,7 @@ static void elec__msm_anterpolate(elec__msm *m, const double *x,
     const int width = 2 * m->support;
     size_t j;
     for (j = 0; j < n; j++) {
-        double w[3][6];
+        double w[3][ELEC__MSM_MAX_WIDTH];
         long first[3];
         int a, b, c, axis;
         for (axis = 0; axis < 3; axis++)
@@ -1543,7 +1539,7 @@ static void elec__msm_transfer(elec__msm *m, int fine_level, int restrict_up) {
     for (k = f->lo[2]; k < f->lo[2] + f->n[2]; k++)
         for (j = f->lo[1]; j < f->lo[1] + f->n[1]; j++)
             for (i = f->lo[0]; i < f->lo[0] + f->n[0]; i++) {
-                double w[3][6], sum = 0.0;
+                double w[3][ELEC__MSM_MAX_WIDTH], sum = 0.0;
                 long first[3], fine[3];
                 int a, b, cc, axis;
                 size_t at = elec__msm_at(f, i, j, k);
@@ -1646,7 +1642,7 @@ static double elec__msm_interpolate(const elec__msm *m, const double *x,
                                     double *grad) {
     const elec__msm_grid *g = &m->grid[0];
     const int width = 2 * m->support;
-    double w[3][6], dw[3][6], phi = 0.0;
+    double w[3][ELEC__MSM_MAX_WIDTH], dw[3][ELEC__MSM_MAX_WIDTH], phi = 0.0;
     long first[3];
     int a, b, c, axis;
     for (axis = 0; axis < 3; axis++)

@@ -15,6 +15,7 @@
 
 int main(void) {
     const double spacings[4] = {2.5, 2.0, 1.5, 1.0}, cutoffs[3] = {8.0, 12.0, 16.0};
+    const char *const names[4] = {"C1 cubic", "C1 quintic", "C1 septic", "C1 nonic"};
     test_system s = test_system_random(3000, 40.0, 41);
     elec_atoms atoms;
     elec_lattice l;
@@ -41,14 +42,14 @@ int main(void) {
     printf("MSM map error (relative RMS vs the exact sum), 3000 random atoms, 40 A cube\n\n");
     printf("| interpolation, splitting | a (A) | h = 2.5 | h = 2.0 | h = 1.5 | h = 1.0 |\n");
     printf("|---|---|---|---|---|---|\n");
-    for (order = 0; order < 2; order++)
+    for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++)
         for (c = 0; c < 3; c++) {
-            printf("| %s | %.0f |", order ? "C1 quintic, C3" : "C1 cubic, C2", cutoffs[c]);
+            printf("| %s, C%d | %.0f |", names[order], order + 2, cutoffs[c]);
             for (h = 0; h < 4; h++) {
                 elec_msm_params p = {0};
                 double num = 0.0, den = 0.0;
-                p.interpolation = order ? ELEC_MSM_QUINTIC : ELEC_MSM_CUBIC;
-                p.splitting = order ? 3 : 2;
+                p.interpolation = (elec_msm_interpolation)order;
+                p.splitting = order + 2; /* smoother splitting for higher orders */
                 p.cutoff = cutoffs[c];
                 p.spacing = spacings[h];
                 if (elec_cpu_msm_map(&atoms, &l, &p, map, &err) != ELEC_OK) {

@@ -36,7 +36,7 @@ typedef struct options {
     double temperature;
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
-    int msm_quintic, shifted;
+    int msm_order, shifted; /* msm_order: 4, 6, 8 or 10 (0 = 4) */
     int method_given; /* --method on the command line */
     elec_dcs_variant variant;
     int gpus;
@@ -61,7 +61,9 @@ static void usage(FILE *out) {
 "                        instead of MSM's short range\n"
 "  --msm-cutoff A        MSM (and cutoff map) cutoff in A (default 12)\n"
 "  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
-"  --msm-quintic         MSM C1 quintic interpolation (default C1 cubic)\n"
+"  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
+"                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
+"                        is made smoother with it (C2, C3, C4, C5)\n"
 "  --spacing H           lattice spacing in A (default 0.5)\n"
 "  --padding P           margin around the molecule in A (default 10)\n"
 "  --dims NX NY NZ       explicit point counts (instead of padding)\n"
@@ -139,8 +141,14 @@ static int parse_options(int argc, char **argv, options *o) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
-        } else if (!strcmp(a, "--msm-quintic")) {
-            o->msm_quintic = 1;
+        } else if (!strcmp(a, "--msm-order")) {
+            double order;
+            DOUBLE_ARG(order, "order 4, 6, 8 or 10");
+            if (order != 4 && order != 6 && order != 8 && order != 10) {
+                fprintf(stderr, "elecmap: --msm-order %g: use 4, 6, 8 or 10\n", order);
+                return 0;
+            }
+            o->msm_order = (int)order;
         } else if (!strcmp(a, "--shifted")) {
             o->shifted = 1;
         } else if (!strcmp(a, "--spacing")) {
@@ -248,6 +256,22 @@ static int parse_options(int argc, char **argv, options *o) {
    waters (one on each point of a 3.1 A grid within 15 A, none closer than
    2.8 A to an ion, orientations varied by grid position), written as PQR
    text and read back through the same reader a file goes through. */
+/* --msm-order's interpolation, and its name with the splitting it gets. */
+static elec_msm_interpolation msm_interpolation(const options *o) {
+    switch (o->msm_order) {
+    case 6: return ELEC_MSM_QUINTIC;
+    case 8: return ELEC_MSM_SEPTIC;
+    case 10: return ELEC_MSM_NONIC;
+    default: return ELEC_MSM_CUBIC;
+    }
+}
+
+static const char *msm_order_name(const options *o) {
+    static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
+                                        "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};
+    return names[msm_interpolation(o)];
+}
+
 static char *demo_pqr(size_t *length) {
     const double grid = 3.1, droplet = 15.0;
     const int half = 5; /* grid points -5..5 per axis */
@@ -441,7 +465,8 @@ int main(int argc, char **argv) {
         sp.scale = scale;
         sp.cutoff = o.msm_cutoff;
         sp.spacing = o.msm_spacing;
-        sp.interpolation = o.msm_quintic ? ELEC_MSM_QUINTIC : ELEC_MSM_CUBIC;
+        sp.interpolation = msm_interpolation(&o);
+        sp.splitting = (int)sp.interpolation + 2;
         if (!o.quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;
@@ -534,7 +559,7 @@ int main(int argc, char **argv) {
             chosen.spacing = o.msm_spacing;
             r = elec_msm_params_resolved(&chosen);
             printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
-                   r.cutoff, r.spacing, o.msm_quintic ? "C1 quintic" : "C1 cubic");
+                   r.cutoff, r.spacing, msm_order_name(&o));
         } else if (o.method == METHOD_CUTOFF) {
             printf("  method     cutoff map, %s within %g A\n",
                    o.shifted ? "shifted Coulomb" : "MSM short range",

@@ -46,25 +46,60 @@ static elec_lattice lattice_over(double edge) {
     return l;
 }
 
+static const char *const ORDER_NAMES[] = {"cubic", "quintic", "septic", "nonic"};
+
 TEST(bases_interpolate_and_reproduce_polynomials) {
-    /* Phi(0) = 1, Phi(k) = 0, and sum_k Phi(t - k) k^d = t^d for d up to 2
-       (cubic) or 4 (quintic): exact in exact arithmetic, 1e-12 here. */
-    int quintic, degree;
-    for (quintic = 0; quintic <= 1; quintic++) {
-        EXPECT(elec_msm_basis(0.0, quintic) == 1.0, "Phi(0)");
-        EXPECT(elec_msm_basis(1.0, quintic) == 0.0 && elec_msm_basis(2.0, quintic) == 0.0,
-               "Phi at integers");
-        for (degree = 0; degree <= (quintic ? 4 : 2); degree++) {
+    /* For s = 2 .. 5 points a side: Phi(0) = 1, Phi(k) = 0 at the other
+       integers, sum_k Phi(t - k) k^d = t^d for d up to 2s - 2 (exact in
+       exact arithmetic; the error is taken relative to 7^d, the size of the
+       largest term, and held to 1e-13). */
+    int order, degree, k;
+    for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++) {
+        const int s = elec_msm_support(order);
+        EXPECT(fabs(elec_msm_basis(0.0, order) - 1.0) < 1e-15, "%s: Phi(0)", ORDER_NAMES[order]);
+        for (k = 1; k <= s + 1; k++)
+            EXPECT(fabs(elec_msm_basis((double)k, order)) < 1e-15 &&
+                       fabs(elec_msm_basis(-(double)k, order)) < 1e-15,
+                   "%s: Phi(%d) = %.3e", ORDER_NAMES[order], k, elec_msm_basis(k, order));
+        for (degree = 0; degree <= 2 * s - 2; degree++) {
             double worst = 0.0, t;
             for (t = 0.0; t <= 1.0; t += 1.0 / 64.0) {
-                double sum = 0.0;
-                int k;
-                for (k = -4; k <= 5; k++) sum += elec_msm_basis(t - k, quintic) * pow(k, degree);
-                if (fabs(sum - pow(t, degree)) > worst) worst = fabs(sum - pow(t, degree));
+                double sum = 0.0, error;
+                for (k = -6; k <= 7; k++) sum += elec_msm_basis(t - k, order) * pow(k, degree);
+                error = fabs(sum - pow(t, degree)) / pow(7.0, degree);
+                if (error > worst) worst = error;
             }
-            EXPECT(worst <= 1e-12, "%s, degree %d: error %.3e", quintic ? "quintic" : "cubic",
+            EXPECT(worst <= 1e-13, "%s, degree %d: relative error %.3e", ORDER_NAMES[order],
                    degree, worst);
         }
+    }
+}
+
+TEST(bases_are_c1_and_match_their_derivatives) {
+    /* Value and slope agree from both sides of every knot (C1: a Lagrange
+       basis would jump in slope), and Phi' is the derivative of Phi (a
+       central difference of step 1e-5 is good to ~1e-9). */
+    int order, knot;
+    for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++) {
+        const int s = elec_msm_support(order);
+        double worst_jump = 0.0, worst_slope = 0.0, t;
+        for (knot = -s; knot <= s; knot++) {
+            double left = knot - 1e-12, right = knot + 1e-12;
+            double jump = fabs(elec_msm_basis(left, order) - elec_msm_basis(right, order));
+            double kink = fabs(elec_msm_basis_derivative(left, order) -
+                               elec_msm_basis_derivative(right, order));
+            if (jump > worst_jump) worst_jump = jump;
+            if (kink > worst_jump) worst_jump = kink;
+        }
+        for (t = -s - 0.5; t <= s + 0.5; t += 0.0371) {
+            double d = 1e-5;
+            double numeric = (elec_msm_basis(t + d, order) - elec_msm_basis(t - d, order)) / (2 * d);
+            double slope_error = fabs(numeric - elec_msm_basis_derivative(t, order));
+            if (slope_error > worst_slope) worst_slope = slope_error;
+        }
+        EXPECT(worst_jump < 1e-9, "%s: value or slope jumps by %.3e at a knot",
+               ORDER_NAMES[order], worst_jump);
+        EXPECT(worst_slope < 1e-7, "%s: Phi' off by %.3e", ORDER_NAMES[order], worst_slope);
     }
 }
 
@@ -100,6 +135,30 @@ TEST(map_meets_msmpot_target_and_quintic_improves_it) {
     /* measured 2.4x better; hold it to 1.5x */
     EXPECT(e_quintic <= e_cubic / 1.5, "quintic %.3e vs cubic %.3e", e_quintic, e_cubic);
     EXPECT(e_fine <= 2e-4, "quintic, h = 1.5 A, C3: %.3e", e_fine);
+    test_system_free(&s);
+}
+
+TEST(orders_eight_and_ten_go_below_1e_5) {
+    /* At a = 12 A, h = 1.5 A (bench/msm_error_table: quintic C3 4.4e-5,
+       septic C4 1.3e-5, nonic C5 5.3e-6): each order beats the one below
+       and nonic reaches 1e-5, twice its measured error. */
+    test_system s = test_system_random(3000, 40.0, 41);
+    elec_lattice l = lattice_over(40.0);
+    double errors[4];
+    int order;
+    make_neutral(&s);
+    for (order = ELEC_MSM_QUINTIC; order <= ELEC_MSM_NONIC; order++) {
+        elec_msm_params p = {0};
+        p.interpolation = (elec_msm_interpolation)order;
+        p.splitting = order + 2;
+        p.spacing = 1.5;
+        errors[order] = map_error(&s, &l, &p);
+    }
+    printf("     h = 1.5 A: quintic C3 %.2e, septic C4 %.2e, nonic C5 %.2e\n",
+           errors[1], errors[2], errors[3]);
+    EXPECT(errors[2] < errors[1] / 2, "septic %.3e vs quintic %.3e", errors[2], errors[1]);
+    EXPECT(errors[3] < errors[2], "nonic %.3e vs septic %.3e", errors[3], errors[2]);
+    EXPECT(errors[3] <= 1e-5, "nonic: %.3e", errors[3]);
     test_system_free(&s);
 }
 
@@ -227,8 +286,10 @@ TEST(awkward_lattices_and_far_points_are_safe) {
 int main(void) {
     RUN(awkward_lattices_and_far_points_are_safe);
     RUN(bases_interpolate_and_reproduce_polynomials);
+    RUN(bases_are_c1_and_match_their_derivatives);
     RUN(softened_one_over_r_joins_smoothly);
     RUN(map_meets_msmpot_target_and_quintic_improves_it);
+    RUN(orders_eight_and_ten_go_below_1e_5);
     RUN(map_of_water_and_a_crystal_meets_the_target);
     RUN(energy_and_forces_match_the_direct_sum);
     RUN(points_equal_the_map_and_coincident_atoms_are_left_out);
