@@ -453,6 +453,21 @@ typedef enum elec_msm_interpolation {
     ELEC_MSM_NONIC      /* C1 nonic (order 10), exact for octics            */
 } elec_msm_interpolation;
 
+/* Seconds each stage of a GPU MSM map took (elec_cuda_msm_map fills it
+   where params.times is not NULL, timing the stages with CUDA events). */
+typedef struct elec_msm_times {
+    double setup;          /* host: checks, bins, lattices, uploads        */
+    double short_range;    /* the cutoff kernel over every layer of bins   */
+    double anterpolation;  /* stage 1: charges -> finest lattice           */
+    double restriction;    /* stage 2, every level                         */
+    double lattice_cutoff; /* stage 3 below the top, every level           */
+    double top;            /* stage 3 at the top: the direct sum           */
+    double prolongation;   /* stage 4, every level                         */
+    double interpolation;  /* stage 5: finest lattice -> map points        */
+    double copy_back;      /* the map to the host and the last overflow    */
+    double total;          /* the whole call                               */
+} elec_msm_times;
+
 typedef struct elec_msm_params {
     double scale;   /* 0 = 1: e/A (maps) or e^2/A (energies)                */
     double cutoff;  /* a (A); 0 = 12                                        */
@@ -461,6 +476,8 @@ typedef struct elec_msm_params {
     int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = 2 (C2)   */
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
+    elec_gpu_set gpus;  /* GPU calls: the first device is used             */
+    elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
     elec_progress_fn progress;
     void *progress_user;
 } elec_msm_params;
@@ -790,6 +807,70 @@ static inline int elec__size_order(const void *a, const void *b) {
 
 static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
+}
+
+/* The lattices of a non-periodic MSM hierarchy (elec_cpu.h, elec_cuda.cuh)
+   over the region lo..hi (coordinates relative to a reference point) that
+   holds every atom and every point the potential is wanted at: level l has
+   points lo[l] .. lo[l] + n[l] - 1 per axis at spacing h 2^l, point m at
+   m h 2^l from the reference.  Level 0 covers each position's basis
+   support with a point to spare each way (a position that rounds across a
+   lattice line still finds its points), each coarser level the restriction
+   stencils of the one below, until a lattice has at most max_top_points
+   points or stops shrinking: that one is the top, summed directly. */
+#define ELEC__MSM_MAX_LEVELS 32
+typedef struct elec__msm_shape {
+    long lo[ELEC__MSM_MAX_LEVELS][3];
+    int n[ELEC__MSM_MAX_LEVELS][3];
+    int levels;
+} elec__msm_shape;
+
+static inline size_t elec__msm_shape_points(const elec__msm_shape *s, int level) {
+    return (size_t)s->n[level][0] * (size_t)s->n[level][1] * (size_t)s->n[level][2];
+}
+
+static inline long elec__floor_div(long a, long b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
+                                             const double lo[3],
+                                             const double hi[3],
+                                             elec__msm_shape *shape,
+                                             elec_error *err) {
+    const int s = elec_msm_support((int)p->interpolation);
+    long first[3], last[3];
+    int axis, l;
+    memset(shape, 0, sizeof *shape);
+    for (axis = 0; axis < 3; axis++) {
+        /* the region in lattice points, bounded before any cast */
+        if ((hi[axis] - lo[axis]) / p->spacing > 1048576.0 ||
+            fabs(lo[axis]) / p->spacing > 1e9 || fabs(hi[axis]) / p->spacing > 1e9)
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "atoms and points span %g A along axis %d: over "
+                              "2^20 MSM lattice points at %g A", hi[axis] - lo[axis],
+                              axis, p->spacing);
+        first[axis] = (long)floor(lo[axis] / p->spacing) - s;
+        last[axis] = (long)floor(hi[axis] / p->spacing) + s + 1;
+    }
+    for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
+        size_t count;
+        for (axis = 0; axis < 3; axis++) {
+            shape->lo[l][axis] = first[axis];
+            shape->n[l][axis] = (int)(last[axis] - first[axis] + 1);
+        }
+        shape->levels = l + 1;
+        count = elec__msm_shape_points(shape, l);
+        if (count <= (size_t)p->max_top_points) break;
+        for (axis = 0; axis < 3; axis++) {
+            first[axis] = elec__floor_div(first[axis], 2) - s;
+            last[axis] = -elec__floor_div(-last[axis], 2) + s;
+        }
+        if ((size_t)(last[0] - first[0] + 1) * (size_t)(last[1] - first[1] + 1) *
+                (size_t)(last[2] - first[2] + 1) >= count)
+            break; /* no longer shrinking: this one is the top */
+    }
+    return ELEC_OK;
 }
 
 #endif /* ELEC__PRIVATE_DONE */

@@ -1381,7 +1381,6 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
 
 /* ------------------------------------------------------------------ MSM */
 
-#define ELEC__MSM_MAX_LEVELS 32
 
 /* One lattice of the hierarchy: points lo .. lo + n - 1 along each axis at
    spacing h 2^level, indices absolute (point m sits at m * spacing from
@@ -1400,10 +1399,6 @@ typedef struct elec__msm {
     int radius;           /* lattice-cutoff stencil radius, in points */
     double *stencil;      /* g_0 at k h for |k_axis| <= radius */
 } elec__msm;
-
-static long elec__floor_div(long a, long b) {
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
 
 static size_t elec__msm_points(const elec__msm_grid *g) {
     return (size_t)g->n[0] * g->n[1] * g->n[2];
@@ -1434,42 +1429,27 @@ static double elec__msm_g0(const elec__msm *m, double r) {
            elec_msm_gamma(r / (2.0 * a), m->p.splitting) / (2.0 * a);
 }
 
-/* Lattices over the region lo..hi (relative coordinates) that holds every
-   atom and every point the potential is wanted at: level 0 covers each
-   position's basis support, each coarser level the restriction stencils
-   of the one below, until a lattice has at most max_top_points points. */
+/* The lattices of elec__msm_shape_of (elec.h), allocated, and the
+   lattice-cutoff stencil. */
 static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
                                    const double lo[3], const double hi[3],
                                    elec_error *err) {
-    const int s = elec_msm_support((int)p->interpolation);
-    long first[3], last[3];
+    elec__msm_shape shape;
+    elec_status status;
     int axis, l;
     size_t side, k;
     memset(m, 0, sizeof *m);
     m->p = *p;
     m->interpolation = (int)p->interpolation;
-    m->support = s;
-    for (axis = 0; axis < 3; axis++) {
-        /* the region in lattice points, bounded before any cast */
-        if ((hi[axis] - lo[axis]) / p->spacing > 1048576.0 ||
-            fabs(lo[axis]) / p->spacing > 1e9 || fabs(hi[axis]) / p->spacing > 1e9)
-            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                              "atoms and points span %g A along axis %d: over "
-                              "2^20 MSM lattice points at %g A", hi[axis] - lo[axis],
-                              axis, p->spacing);
-        /* one point more each way than the support needs: a position that
-           rounds across a lattice line still finds its points */
-        first[axis] = (long)floor(lo[axis] / p->spacing) - s;
-        last[axis] = (long)floor(hi[axis] / p->spacing) + s + 1;
-    }
-    for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
+    m->support = elec_msm_support(m->interpolation);
+    if ((status = elec__msm_shape_of(p, lo, hi, &shape, err)) != ELEC_OK) return status;
+    for (l = 0; l < shape.levels; l++) {
         elec__msm_grid *g = &m->grid[l];
-        size_t count;
+        size_t count = elec__msm_shape_points(&shape, l);
         for (axis = 0; axis < 3; axis++) {
-            g->lo[axis] = first[axis];
-            g->n[axis] = (int)(last[axis] - first[axis] + 1);
+            g->lo[axis] = shape.lo[l][axis];
+            g->n[axis] = shape.n[l][axis];
         }
-        count = elec__msm_points(g);
         g->q = (double *)ELEC_MALLOC(count * sizeof *g->q);
         g->e = (double *)ELEC_MALLOC(count * sizeof *g->e);
         m->levels = l + 1;
@@ -1478,14 +1458,6 @@ static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
                               "no memory for an MSM lattice of %zu points", count);
         memset(g->q, 0, count * sizeof *g->q);
         memset(g->e, 0, count * sizeof *g->e);
-        if (count <= (size_t)p->max_top_points) break;
-        for (axis = 0; axis < 3; axis++) {
-            first[axis] = elec__floor_div(first[axis], 2) - s;
-            last[axis] = -elec__floor_div(-last[axis], 2) + s;
-        }
-        if ((size_t)(last[0] - first[0] + 1) * (size_t)(last[1] - first[1] + 1) *
-                (size_t)(last[2] - first[2] + 1) >= count)
-            break; /* no longer shrinking: this one is the top */
     }
     m->radius = (int)ceil(2.0 * p->cutoff / p->spacing);
     side = 2 * (size_t)m->radius + 1;
