@@ -819,6 +819,7 @@ static inline int elec__finite(double v) {
    stencils of the one below, until a lattice has at most max_top_points
    points or stops shrinking: that one is the top, summed directly. */
 #define ELEC__MSM_MAX_LEVELS 32
+#define ELEC__MSM_MAX_POINTS 268435456.0 /* 2^28 on the finest lattice */
 typedef struct elec__msm_shape {
     long lo[ELEC__MSM_MAX_LEVELS][3];
     int n[ELEC__MSM_MAX_LEVELS][3];
@@ -853,6 +854,16 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
         first[axis] = (long)floor(lo[axis] / p->spacing) - s;
         last[axis] = (long)floor(hi[axis] / p->spacing) + s + 1;
     }
+    /* A few atoms far from the rest would stretch the finest lattice over
+       empty space (and a lattice-cutoff pass over it): refused with the
+       reason rather than attempted with gigabytes. */
+    if ((double)(last[0] - first[0] + 1) * (double)(last[1] - first[1] + 1) *
+            (double)(last[2] - first[2] + 1) > ELEC__MSM_MAX_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "atoms and points span %g x %g x %g A: over %.0f MSM "
+                          "lattice points at %g A (far-away atoms? use DCS, or a "
+                          "coarser spacing)", hi[0] - lo[0], hi[1] - lo[1],
+                          hi[2] - lo[2], ELEC__MSM_MAX_POINTS, p->spacing);
     for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
         size_t count;
         for (axis = 0; axis < 3; axis++) {

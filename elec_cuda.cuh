@@ -106,6 +106,16 @@ ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                           const elec_cutoff_params *params,
                                           float *map, elec_error *err);
 
+/* Multilevel summation map on the GPU (elec.h, elec_msm_params; seed 002):
+   as elec_cpu_msm_map, every stage on the first GPU of params->gpus, in
+   float (the CPU path is double): the short range by the cutoff kernel,
+   the lattice hierarchy by a kernel per stage and level.  Where
+   params->times is given, each stage's seconds come back in it. */
+ELEC_API elec_status elec_cuda_msm_map(const elec_atoms *atoms,
+                                       const elec_lattice *lattice,
+                                       const elec_msm_params *params,
+                                       float *map, elec_error *err);
+
 /* Smooth particle mesh Ewald on one GPU (elec.h, elec_spme_params; Essmann
    et al. 1995, on GPUs after Harvey and De Fabritiis 2009): the terms,
    forces and potentials of elec_cpu_spme, in float with energies summed in
@@ -1332,36 +1342,77 @@ static void elec__cutoff_overflow(const elec_atoms *atoms, const elec_bins *bins
     }
 }
 
-ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
-                                          const elec_lattice *lattice,
-                                          const elec_cutoff_params *params,
-                                          float *map, elec_error *err) {
-    elec_status status;
+/* A cutoff map under way on one device: the padded map in device memory,
+   and what the host still owes it (the last layer's overflow atoms). */
+typedef struct elec__cutoff_job {
     elec_cutoff_params p;
     elec__cutoff_args args;
-    elec_bins bins;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
-    int *offsets = NULL, layer;
-    int4 *host_neighbours = NULL, *d_neighbours = NULL;
-    float4 *d_bins = NULL;
-    elec_bins spill;            /* a later layer: the previous one's overflow */
-    elec_atoms spilled;         /* view of the atoms the current bins hold   */
-    double *spill_xyz = NULL, *spill_q = NULL;
-    double origin[3], extent[3];
-    void (*kernel)(float *, const float4 *, const int4 *, elec__cutoff_args);
-    float *d_map = NULL;
-    double region, reach, spacing_max = 0.0, c = 1.0;
-    size_t count, nx, ny, nz, bin_count, padded;
-    cudaStream_t stream = NULL;
-    dim3 grid, block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
+    elec_bins bins;      /* the last layer's bins: its overflow is the host's */
+    elec_atoms spilled;  /* view of the atoms those bins hold                 */
+    double *spill_xyz, *spill_q;
+    double origin[3], extent[3]; /* the bins' region                          */
+    unsigned grid[3];    /* blocks of the kernel                            */
+    int4 *host_neighbours, *d_neighbours;
+    float4 *d_bins;
+    float *d_map;        /* args.pitch x args.rows x padded z, scaled       */
+    size_t padded;
+} elec__cutoff_job;
 
-    memset(&bins, 0, sizeof bins);
-    memset(&spill, 0, sizeof spill);
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
-    if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
-    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_cutoff_params_resolved(params);
+static void elec__cutoff_job_free(elec__cutoff_job *job) {
+    cudaFree(job->d_bins);
+    cudaFree(job->d_neighbours);
+    cudaFree(job->d_map);
+    (void)cudaGetLastError();
+    elec_bins_free(&job->bins);
+    ELEC_FREE(job->host_neighbours);
+    ELEC_FREE(job->spill_xyz);
+    ELEC_FREE(job->spill_q);
+    memset(job, 0, sizeof *job);
+}
+
+/* The bins of the overflow of job->bins: the next layer. */
+static elec_status elec__cutoff_next_layer(elec__cutoff_job *job, const double origin[3],
+                                           const double extent[3], elec_error *err) {
+    size_t m = job->bins.overflow_count;
+    double *xyz = (double *)ELEC_MALLOC(3 * m * sizeof *xyz);
+    double *q = (double *)ELEC_MALLOC(m * sizeof *q);
+    elec_bins next;
+    elec_status status;
+    if (!xyz || !q) {
+        ELEC_FREE(xyz);
+        ELEC_FREE(q);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
+    }
+    for (size_t a = 0; a < m; a++)
+        elec_atoms_get(&job->spilled, job->bins.overflow[a], xyz + 3 * a, q + a, NULL);
+    ELEC_FREE(job->spill_xyz);
+    ELEC_FREE(job->spill_q);
+    job->spill_xyz = xyz;
+    job->spill_q = q;
+    job->spilled = elec_atoms_from_xyz(m, xyz, q, NULL);
+    status = elec_bins_build(&job->spilled, origin, extent, job->p.bin_length, &next, err);
+    elec_bins_free(&job->bins);
+    job->bins = next;
+    if (status != ELEC_OK) memset(&job->bins, 0, sizeof job->bins);
+    return status;
+}
+
+/* Host side: checks the lattice against the kernel's limits, bins the
+   atoms, and fills the launch arguments.  Parameters already checked and
+   resolved. */
+static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms *atoms,
+                                        const elec_lattice *lattice,
+                                        const elec_cutoff_params *p, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__cutoff_args *args = &job->args;
+    int *offsets = NULL;
+    int4 *host_neighbours = NULL;
+    double origin[3], extent[3];
+    double region, reach, spacing_max = 0.0, c = 1.0;
+    size_t count, nx, ny, nz;
+
+    memset(job, 0, sizeof *job);
+    job->p = *p;
     nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     if (nx > (size_t)INT_MAX - ELEC__CUTOFF_EDGE ||
         ny > 65535 * ELEC__CUTOFF_EDGE || nz > 65535 * ELEC__CUTOFF_EDGE)
@@ -1375,23 +1426,19 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
        of the block's first bin. */
     for (int axis = 0; axis < 3; axis++)
         if (lattice->spacing[axis] > spacing_max) spacing_max = lattice->spacing[axis];
-    region = (ELEC__CUTOFF_EDGE - 1) * spacing_max + p.bin_length;
+    region = (ELEC__CUTOFF_EDGE - 1) * spacing_max + p->bin_length;
     /* elec_bin_neighbourhood tries (2 reach + 1)^3 offsets: bound it first */
-    reach = ceil((p.cutoff + region) / p.bin_length) + 1.0;
+    reach = ceil((p->cutoff + region) / p->bin_length) + 1.0;
     count = !(2.0 * reach + 1.0 <= 64.0)
                 ? (size_t)-1
-                : elec_bin_neighbourhood(p.bin_length, region, p.cutoff + 1e-6, NULL, 0);
+                : elec_bin_neighbourhood(p->bin_length, region, p->cutoff + 1e-6, NULL, 0);
     if (count > ELEC__CUTOFF_MAX_NEIGHBOURS)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "bins of %g A against a cutoff of %g A and lattice "
                           "spacing %g A: a block needs more than %d neighbour "
                           "bins; use a longer params.bin_length",
-                          p.bin_length, p.cutoff, spacing_max,
+                          p->bin_length, p->cutoff, spacing_max,
                           ELEC__CUTOFF_MAX_NEIGHBOURS);
-
-    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
-    if (status != ELEC_OK) return status;
-    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
     /* Host side: the neighbourhood and the bins over the lattice padded by
        the cutoff (atoms beyond add nothing anywhere). */
@@ -1401,61 +1448,82 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
         goto cleanup;
     }
-    elec_bin_neighbourhood(p.bin_length, region, p.cutoff + 1e-6, offsets, count);
+    elec_bin_neighbourhood(p->bin_length, region, p->cutoff + 1e-6, offsets, count);
     for (size_t n = 0; n < count; n++)
         host_neighbours[n] = make_int4(offsets[3 * n], offsets[3 * n + 1],
                                        offsets[3 * n + 2], 0);
     for (int axis = 0; axis < 3; axis++) {
-        origin[axis] = lattice->origin[axis] - p.cutoff;
-        extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p.cutoff;
+        origin[axis] = lattice->origin[axis] - p->cutoff;
+        extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p->cutoff;
     }
-    if ((status = elec_bins_build(atoms, origin, extent, p.bin_length, &bins, err)) != ELEC_OK)
+    if ((status = elec_bins_build(atoms, origin, extent, p->bin_length, &job->bins, err)) !=
+        ELEC_OK)
         goto cleanup;
-    spilled = *atoms;
-    bin_count = (size_t)bins.dims[0] * bins.dims[1] * bins.dims[2];
-    memset(&args, 0, sizeof args);
+    job->spilled = *atoms;
     /* the records are relative to the bins' centre (elec_bins) */
     for (int axis = 0; axis < 3; axis++)
-        args.centre[axis] = bins.centre[axis] - bins.origin[axis];
-
+        args->centre[axis] = job->bins.centre[axis] - job->bins.origin[axis];
     for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
         if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
-        args.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
+        args->coeff[k] = k <= p->splitting ? (float)(c / p->cutoff) : 0.0f;
     }
-    args.cutoff2 = (float)(p.cutoff * p.cutoff);
-    args.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
-    args.coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    args->cutoff2 = (float)(p->cutoff * p->cutoff);
+    args->inv_cutoff2 = (float)(1.0 / (p->cutoff * p->cutoff));
+    args->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
     for (int axis = 0; axis < 3; axis++) {
-        args.first[axis] = p.cutoff; /* lattice origin - bins' corner */
-        args.spacing[axis] = lattice->spacing[axis];
-        args.bins[axis] = bins.dims[axis];
+        args->first[axis] = p->cutoff; /* lattice origin - bins' corner */
+        args->spacing[axis] = lattice->spacing[axis];
+        args->bins[axis] = job->bins.dims[axis];
     }
-    args.bin_length = p.bin_length;
-    args.scale = (float)p.scale;
-    args.pitch = elec__round_up((int)nx, ELEC__CUTOFF_EDGE);
-    args.rows = elec__round_up((int)ny, ELEC__CUTOFF_EDGE);
-    args.neighbour_count = (int)count;
-    padded = (size_t)args.pitch * args.rows * elec__round_up((int)nz, ELEC__CUTOFF_EDGE);
-    grid = dim3(args.pitch / ELEC__CUTOFF_EDGE, args.rows / ELEC__CUTOFF_EDGE,
-                elec__round_up((int)nz, ELEC__CUTOFF_EDGE) / ELEC__CUTOFF_EDGE);
+    args->bin_length = p->bin_length;
+    args->scale = (float)p->scale;
+    args->pitch = elec__round_up((int)nx, ELEC__CUTOFF_EDGE);
+    args->rows = elec__round_up((int)ny, ELEC__CUTOFF_EDGE);
+    args->neighbour_count = (int)count;
+    job->padded = (size_t)args->pitch * args->rows * elec__round_up((int)nz, ELEC__CUTOFF_EDGE);
+    job->grid[0] = (unsigned)(args->pitch / ELEC__CUTOFF_EDGE);
+    job->grid[1] = (unsigned)(args->rows / ELEC__CUTOFF_EDGE);
+    job->grid[2] = (unsigned)(elec__round_up((int)nz, ELEC__CUTOFF_EDGE) / ELEC__CUTOFF_EDGE);
+    for (int axis = 0; axis < 3; axis++) {
+        job->origin[axis] = origin[axis];
+        job->extent[axis] = extent[axis];
+    }
+    job->host_neighbours = host_neighbours;
+    host_neighbours = NULL;
+    status = ELEC_OK;
+cleanup:
+    ELEC_FREE(offsets);
+    ELEC_FREE(host_neighbours);
+    return status;
+}
 
-    /* Device side: upload, launch, and sum the overflow meanwhile. */
-    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_bins, bin_count * ELEC_BIN_DEPTH * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_neighbours, (count + 1) * sizeof(int4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_map, padded * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_bins, bins.slots,
+/* Uploads the bins and launches the kernel on stream (the current device)
+   once per layer of bins. */
+static elec_status elec__cutoff_launch(elec__cutoff_job *job, cudaStream_t stream,
+                                       elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec_cutoff_params *p = &job->p;
+    elec__cutoff_args *args = &job->args;
+    const size_t count = (size_t)args->neighbour_count;
+    const size_t bin_count = (size_t)job->bins.dims[0] * job->bins.dims[1] * job->bins.dims[2];
+    void (*kernel)(float *, const float4 *, const int4 *, elec__cutoff_args);
+    dim3 block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
+    dim3 grid(job->grid[0], job->grid[1], job->grid[2]);
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_bins,
+                              bin_count * ELEC_BIN_DEPTH * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_neighbours, (count + 1) * sizeof(int4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_map, job->padded * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_bins, job->bins.slots,
                                    bin_count * ELEC_BIN_DEPTH * sizeof(float4),
                                    cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_neighbours, host_neighbours, count * sizeof(int4),
+    ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_neighbours, job->host_neighbours, count * sizeof(int4),
                                    cudaMemcpyHostToDevice, stream));
     /* Layers: while many atoms overflow their bins (liquid water at the
        default fill overflows ~4 %: far too many for the host), bin the
        overflow again and run the kernel once more, adding to the map; the
        few left after ELEC__CUTOFF_LAYERS layers are added on the host at
-       the points within their cutoff. */
-    switch (p.kind == ELEC_CUTOFF_SHIFTED ? 0 : p.splitting) {
+       the points within their cutoff (elec__cutoff_finish). */
+    switch (p->kind == ELEC_CUTOFF_SHIFTED ? 0 : p->splitting) {
     case 0: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED, 0>; break;
     case 1: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 1>; break;
     case 2: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 2>; break;
@@ -1464,54 +1532,77 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     case 5: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 5>; break;
     default: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 6>; break;
     }
-    for (layer = 0;; layer++) {
-        kernel<<<grid, block, 0, stream>>>(d_map, d_bins, d_neighbours, args);
+    for (int layer = 0;; layer++) {
+        kernel<<<grid, block, 0, stream>>>(job->d_map, job->d_bins, job->d_neighbours, *args);
         ELEC__CUDA_TRY(cudaGetLastError());
-        if (bins.overflow_count <= ELEC__CUTOFF_HOST_OVERFLOW || layer + 1 == ELEC__CUTOFF_LAYERS)
+        if (job->bins.overflow_count <= ELEC__CUTOFF_HOST_OVERFLOW ||
+            layer + 1 == ELEC__CUTOFF_LAYERS)
             break;
-        /* the next layer holds this one's overflow */
-        {
-            size_t m = bins.overflow_count;
-            double *xyz = (double *)ELEC_MALLOC(3 * m * sizeof *xyz);
-            double *q = (double *)ELEC_MALLOC(m * sizeof *q);
-            if (!xyz || !q) {
-                ELEC_FREE(xyz);
-                ELEC_FREE(q);
-                status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
-                goto cleanup;
-            }
-            for (size_t a = 0; a < m; a++)
-                elec_atoms_get(&spilled, bins.overflow[a], xyz + 3 * a, q + a, NULL);
-            ELEC__CUDA_TRY(cudaStreamSynchronize(stream)); /* d_bins is free again */
-            elec_bins_free(&spill);
-            ELEC_FREE(spill_xyz);
-            ELEC_FREE(spill_q);
-            spill_xyz = xyz;
-            spill_q = q;
-            spilled = elec_atoms_from_xyz(m, spill_xyz, spill_q, NULL);
-            if ((status = elec_bins_build(&spilled, origin, extent, p.bin_length, &spill,
-                                          err)) != ELEC_OK)
-                goto cleanup;
-            elec_bins_free(&bins);
-            bins = spill;
-            memset(&spill, 0, sizeof spill);
-        }
-        ELEC__CUDA_TRY(cudaMemcpyAsync(d_bins, bins.slots,
+        ELEC__CUDA_TRY(cudaStreamSynchronize(stream)); /* d_bins is free again */
+        if ((status = elec__cutoff_next_layer(job, job->origin, job->extent, err)) != ELEC_OK)
+            goto cleanup;
+        ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_bins, job->bins.slots,
                                        bin_count * ELEC_BIN_DEPTH * sizeof(float4),
                                        cudaMemcpyHostToDevice, stream));
-        args.accumulate = 1;
+        args->accumulate = 1;
     }
-    /* Copy back without the padding; the kernel applied the scale. */
+cleanup:
+    return status;
+}
+
+/* Copies the map back without the padding (the kernel applied the scale)
+   and adds the last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW)
+   on the host at the points within their cutoff. */
+static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice *lattice,
+                                       float *map, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     for (size_t k = 0; k < nz; k++)
         ELEC__CUDA_TRY(cudaMemcpy2DAsync(map + k * nx * ny, nx * sizeof(float),
-                                         d_map + k * (size_t)args.pitch * args.rows,
-                                         args.pitch * sizeof(float),
+                                         job->d_map + k * (size_t)job->args.pitch *
+                                                          job->args.rows,
+                                         job->args.pitch * sizeof(float),
                                          nx * sizeof(float), ny,
                                          cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    /* The last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW), added
-       on the host at the points within their cutoff. */
-    elec__cutoff_overflow(&spilled, &bins, lattice, &p, map);
+    elec__cutoff_overflow(&job->spilled, &job->bins, lattice, &job->p, map);
+cleanup:
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
+                                          const elec_lattice *lattice,
+                                          const elec_cutoff_params *params,
+                                          float *map, elec_error *err) {
+    elec_status status;
+    elec_cutoff_params p;
+    elec__cutoff_job job;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+    cudaStream_t stream = NULL;
+
+    memset(&job, 0, sizeof job);
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_cutoff_params_resolved(params);
+    /* the kernel's limits first: refused without looking for a GPU */
+    if ((status = elec__cutoff_prepare(&job, atoms, lattice, &p, err)) != ELEC_OK) {
+        elec__cutoff_job_free(&job);
+        return status;
+    }
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) {
+        elec__cutoff_job_free(&job);
+        return status;
+    }
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+
+    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
+        goto cleanup;
     if (p.progress && p.progress(1.0, p.progress_user)) {
         status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
                             "cutoff map cancelled by the progress callback");
@@ -1525,16 +1616,580 @@ cleanup:
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
     }
-    cudaFree(d_bins);
-    cudaFree(d_neighbours);
-    cudaFree(d_map);
+    elec__cutoff_job_free(&job);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* ------------------------------------------------------------- MSM map */
+
+/* Multilevel summation on the GPU (elec.h; Hardy, Stone and Schulten 2009,
+   seed 002): every stage on the device, in float, so that a large map
+   never waits on the host.
+     short range     the cutoff kernel above, MSM kind, into the padded map
+     anterpolation   one thread per atom, 2s x 2s x 2s atomic adds
+     restriction     one thread per coarse point, gathering the fine points
+                     of its stencil: q_{l+1}(M) = sum_m Phi(m/2 - M) q_l(m)
+     lattice cutoff  one thread per point, the stencil g_0(|k| h) / 2^l
+                     (one octant, by symmetry) read through the read-only
+                     cache by a whole warp at once, rows cut to the sphere
+                     of radius 2a beyond which g_0 is zero
+     top             one thread per point, direct sum in double
+     prolongation    one thread per fine point, gathering its coarse points
+     interpolation   one thread per map point, adding to the short range;
+                     the per-axis weights come from host tables (a map is
+                     a lattice: weights repeat along every axis)
+   The basis (elec__msm_pieces) and the half-point weights Phi(d/2) the
+   transfers use travel in the launch arguments. */
+/* kernels and their templated launchers: C++ linkage inside the
+   extern "C" block of the host side */
+extern "C++" {
+#define ELEC__MSM_MAX_S 5
+#define ELEC__MSM_BLOCK 128
+
+typedef struct elec__msm_basis_args {
+    /* w_j(t) = sum_p coeff[j][p] t^p over [0, 1], j = 0 .. 2s-1 */
+    float coeff[2 * ELEC__MSM_MAX_S][2 * ELEC__MSM_MAX_S];
+    /* Phi(d / 2) for d = -(2s-1) .. 2s-1, at d + 2s - 1 */
+    float half[4 * ELEC__MSM_MAX_S - 1];
+} elec__msm_basis_args;
+
+/* One lattice of the hierarchy on the device. */
+typedef struct elec__msm_level_args {
+    int lo[3], n[3];
+} elec__msm_level_args;
+
+static elec__msm_basis_args elec__msm_basis_of(int interpolation) {
+    elec__msm_basis_args b;
+    double denominator;
+    const double *rows = elec__msm_pieces(interpolation, &denominator);
+    const int s = elec_msm_support(interpolation);
+    memset(&b, 0, sizeof b);
+    for (int j = 0; j < 2 * s; j++)
+        for (int p = 0; p < 2 * s; p++)
+            b.coeff[j][p] = (float)(rows[j * 2 * s + p] / denominator);
+    for (int d = -(2 * s - 1); d <= 2 * s - 1; d++)
+        b.half[d + 2 * s - 1] = (float)elec_msm_basis(0.5 * d, interpolation);
+    return b;
+}
+
+/* The 2S weights of a position t (lattice units); returns the first point. */
+template <int S>
+__device__ __forceinline__ int elec__msm_weights_device(float t, const elec__msm_basis_args &b,
+                                                        float w[2 * S]) {
+    const float cell = floorf(t), u = t - cell;
+#pragma unroll
+    for (int j = 0; j < 2 * S; j++) {
+        float v = b.coeff[j][2 * S - 1];
+#pragma unroll
+        for (int p = 2 * S - 2; p >= 0; p--) v = fmaf(v, u, b.coeff[j][p]);
+        w[j] = v;
+    }
+    return (int)cell - (S - 1);
+}
+
+__device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g, int i, int j,
+                                                  int k) {
+    return (size_t)(i - g.lo[0]) +
+           (size_t)g.n[0] * ((size_t)(j - g.lo[1]) + (size_t)g.n[1] * (size_t)(k - g.lo[2]));
+}
+
+/* Stage 1: q_0(m) += q_j Phi(x_j/h - m), atoms relative to the reference. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_anterpolate(float *q0, elec__msm_level_args g, const float4 *atoms, int n,
+                        float inv_h, elec__msm_basis_args b) {
+    const int a = blockIdx.x * blockDim.x + threadIdx.x;
+    float wx[2 * S], wy[2 * S], wz[2 * S];
+    if (a >= n) return;
+    const float4 atom = atoms[a];
+    const int fx = elec__msm_weights_device<S>(atom.x * inv_h, b, wx);
+    const int fy = elec__msm_weights_device<S>(atom.y * inv_h, b, wy);
+    const int fz = elec__msm_weights_device<S>(atom.z * inv_h, b, wz);
+    for (int c = 0; c < 2 * S; c++)
+        for (int bb = 0; bb < 2 * S; bb++) {
+            const float qyz = atom.w * wy[bb] * wz[c];
+            float *row = q0 + elec__msm_index(g, fx, fy + bb, fz + c);
+#pragma unroll
+            for (int i = 0; i < 2 * S; i++) atomicAdd(row + i, qyz * wx[i]);
+        }
+}
+
+/* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
+   clipped to the fine lattice. */
+__device__ __forceinline__ void elec__msm_fine_range(int coarse, int lo, int n, int S,
+                                                     int *first, int *last) {
+    *first = max(2 * coarse - (2 * S - 1), lo);
+    *last = min(2 * coarse + (2 * S - 1), lo + n - 1);
+}
+
+/* Stage 2: one thread per coarse point gathers its fine points. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_restrict(float *coarse, elec__msm_level_args cg, const float *fine,
+                     elec__msm_level_args fg, elec__msm_basis_args b) {
+    const size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)cg.n[0] * cg.n[1] * cg.n[2]) return;
+    const int M[3] = {cg.lo[0] + (int)(at % cg.n[0]), cg.lo[1] + (int)(at / cg.n[0] % cg.n[1]),
+                      cg.lo[2] + (int)(at / cg.n[0] / cg.n[1])};
+    int first[3], last[3];
+    float sum = 0.0f;
+    for (int axis = 0; axis < 3; axis++)
+        elec__msm_fine_range(M[axis], fg.lo[axis], fg.n[axis], S, first + axis, last + axis);
+    for (int k = first[2]; k <= last[2]; k++) {
+        const float wz = b.half[k - 2 * M[2] + 2 * S - 1];
+        if (wz == 0.0f) continue;
+        for (int j = first[1]; j <= last[1]; j++) {
+            const float wyz = wz * b.half[j - 2 * M[1] + 2 * S - 1];
+            const float *row = fine + elec__msm_index(fg, first[0], j, k);
+            if (wyz == 0.0f) continue;
+            for (int i = first[0]; i <= last[0]; i++)
+                sum += wyz * b.half[i - 2 * M[0] + 2 * S - 1] * row[i - first[0]];
+        }
+    }
+    coarse[at] = sum;
+}
+
+/* Stage 4: e_l(m) += sum_M Phi(m/2 - M) e_{l+1}(M), one thread per fine
+   point; an even m sees one coarse point, an odd one 2S. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_prolong(float *fine, elec__msm_level_args fg, const float *coarse,
+                    elec__msm_level_args cg, elec__msm_basis_args b) {
+    const size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)fg.n[0] * fg.n[1] * fg.n[2]) return;
+    const int m[3] = {fg.lo[0] + (int)(at % fg.n[0]), fg.lo[1] + (int)(at / fg.n[0] % fg.n[1]),
+                      fg.lo[2] + (int)(at / fg.n[0] / fg.n[1])};
+    int first[3], last[3];
+    float sum = 0.0f;
+    for (int axis = 0; axis < 3; axis++) {
+        /* 2M within m -+ (2S - 1) */
+        first[axis] = -((2 * S - 1 - m[axis]) >> 1); /* ceil((m - 2S + 1) / 2) */
+        last[axis] = (m[axis] + 2 * S - 1) >> 1;     /* floor((m + 2S - 1) / 2) */
+    }
+    for (int K = first[2]; K <= last[2]; K++) {
+        const float wz = b.half[m[2] - 2 * K + 2 * S - 1];
+        if (wz == 0.0f) continue;
+        for (int J = first[1]; J <= last[1]; J++) {
+            const float wyz = wz * b.half[m[1] - 2 * J + 2 * S - 1];
+            if (wyz == 0.0f) continue;
+            for (int I = first[0]; I <= last[0]; I++)
+                sum += wyz * b.half[m[0] - 2 * I + 2 * S - 1] *
+                       coarse[elec__msm_index(cg, I, J, K)];
+        }
+    }
+    fine[at] += sum;
+}
+
+/* Stage 3 below the top: e(m) = factor sum_k g_0(|k| h) q(m + k), the
+   stencil's octant at |k_x| + (r+1)(|k_y| + (r+1)|k_z|); each row cut to
+   the sphere |k| < 2a/h beyond which g_0 is zero: spans[|k_y| + (r+1)|k_z|]
+   is the row's last |k_x| inside it, -1 for a row wholly outside.  A
+   table, not a square root per row: a kernel that cut its rows with
+   min(r, (int)sqrtf(rest) + 1) summed wrongly on an H100 (nvcc 13.0, -O3;
+   2.9e-1 relative error at a = 8 A, h = 2 A) while a copy computing the
+   same span behind a runtime flag summed right; the table sidesteps it
+   and saves the square root. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_lattice_cutoff(float *e, const float *q, elec__msm_level_args g,
+                           const float *stencil, const int *spans, int r, float factor) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y, k = blockIdx.z;
+    const int side = r + 1;
+    float sum = 0.0f;
+    if (i >= g.n[0]) return;
+    for (int dk = max(-r, -k); dk <= min(r, g.n[2] - 1 - k); dk++)
+        for (int dj = max(-r, -j); dj <= min(r, g.n[1] - 1 - j); dj++) {
+            const int span = __ldg(spans + abs(dj) + side * abs(dk));
+            if (span < 0) continue;
+            const float *row = stencil + (size_t)side * (abs(dj) + side * abs(dk));
+            const float *qrow = q + (size_t)g.n[0] * ((size_t)(j + dj) + (size_t)g.n[1] * (k + dk));
+            const int lo = max(-span, -i), hi = min(span, g.n[0] - 1 - i);
+            for (int di = lo; di <= hi; di++) sum += __ldg(row + abs(di)) * __ldg(qrow + i + di);
+        }
+    e[i + (size_t)g.n[0] * (j + (size_t)g.n[1] * k)] = factor * sum;
+}
+
+/* Stage 3 at the top: gamma(r/a_L)/a_L between all points, in double. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_top(float *e, const float *q, elec__msm_level_args g, double h, double a,
+                int splitting) {
+    const int count = g.n[0] * g.n[1] * g.n[2];
+    const int at = blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= count) return;
+    const int i = at % g.n[0], j = at / g.n[0] % g.n[1], k = at / g.n[0] / g.n[1];
+    double sum = 0.0;
+    for (int other = 0; other < count; other++) {
+        const double charge = q[other];
+        if (charge == 0.0) continue;
+        const double dx = other % g.n[0] - i, dy = other / g.n[0] % g.n[1] - j,
+                     dz = other / g.n[0] / g.n[1] - k;
+        sum += charge * elec_msm_gamma(h * sqrt(dx * dx + dy * dy + dz * dz) / a, splitting) / a;
+    }
+    e[at] = (float)sum;
+}
+
+/* Stage 5: map(p) += scale sum Phi e_0, one thread per map point; axis
+   tables: first point and 2S weights per map index. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_interpolate(float *map, int pitch, int rows, int nx, int ny, int nz,
+                        const float *e0, elec__msm_level_args g, const int *first_x,
+                        const int *first_y, const int *first_z, const float *wx,
+                        const float *wy, const float *wz, float scale) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y, k = blockIdx.z;
+    float w[2 * S], sum = 0.0f;
+    if (i >= nx || j >= ny || k >= nz) return;
+#pragma unroll
+    for (int a = 0; a < 2 * S; a++) w[a] = __ldg(wx + (size_t)i * 2 * S + a);
+    const int fx = first_x[i], fy = first_y[j], fz = first_z[k];
+    for (int c = 0; c < 2 * S; c++)
+        for (int bb = 0; bb < 2 * S; bb++) {
+            const float wyz = __ldg(wy + (size_t)j * 2 * S + bb) * __ldg(wz + (size_t)k * 2 * S + c);
+            const float *row = e0 + elec__msm_index(g, fx, fy + bb, fz + c);
+            float part = 0.0f;
+#pragma unroll
+            for (int a = 0; a < 2 * S; a++) part = fmaf(w[a], __ldg(row + a), part);
+            sum = fmaf(wyz, part, sum);
+        }
+    map[i + (size_t)pitch * (j + (size_t)rows * k)] += scale * sum;
+}
+
+/* The interpolation table of one map axis: for each map index, the first
+   finest-lattice point and its 2s weights. */
+static void elec__msm_axis_table(const elec_lattice *l, int axis, double reference,
+                                 const elec_msm_params *p, int *first, float *w) {
+    const int s = elec_msm_support((int)p->interpolation);
+    double weights[2 * ELEC__MSM_MAX_S];
+    for (int i = 0; i < l->dims[axis]; i++) {
+        double x = l->origin[axis] + i * l->spacing[axis] - reference;
+        first[i] = (int)elec_msm_axis_weights(x / p->spacing, (int)p->interpolation, weights,
+                                              NULL);
+        for (int a = 0; a < 2 * s; a++) w[(size_t)i * 2 * s + a] = (float)weights[a];
+    }
+}
+
+/* Records an event of the stage timings (when they are wanted). */
+#define ELEC__MSM_MARK(index)                                                \
+    do {                                                                     \
+        if (p.times) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));  \
+    } while (0)
+
+template <int S>
+static elec_status elec__msm_launch_stages(const elec_msm_params &p,
+                                           const elec__msm_shape &shape, float *const *d_q,
+                                           float *const *d_e, const float4 *d_atoms,
+                                           size_t n, const float *d_stencil,
+                                           const int *d_spans, int radius,
+                                           cudaStream_t stream, cudaEvent_t *marks,
+                                           elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__msm_basis_args b = elec__msm_basis_of((int)p.interpolation);
+    const int top = shape.levels - 1;
+    elec__msm_level_args g[ELEC__MSM_MAX_LEVELS];
+    for (int l = 0; l < shape.levels; l++)
+        for (int axis = 0; axis < 3; axis++) {
+            g[l].lo[axis] = (int)shape.lo[l][axis];
+            g[l].n[axis] = shape.n[l][axis];
+        }
+    if (n > 0) {
+        elec__k_msm_anterpolate<S><<<(unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                                     ELEC__MSM_BLOCK, 0, stream>>>(
+            d_q[0], g[0], d_atoms, (int)n, (float)(1.0 / p.spacing), b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__MSM_MARK(2);
+    for (int l = 0; l < top; l++) {
+        size_t count = elec__msm_shape_points(&shape, l + 1);
+        elec__k_msm_restrict<S><<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                                  ELEC__MSM_BLOCK, 0, stream>>>(d_q[l + 1], g[l + 1], d_q[l],
+                                                                g[l], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__MSM_MARK(3);
+    for (int l = 0; l < top; l++) {
+        dim3 grid((g[l].n[0] + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, g[l].n[1], g[l].n[2]);
+        elec__k_msm_lattice_cutoff<<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
+            d_e[l], d_q[l], g[l], d_stencil, d_spans, radius, 1.0f / (float)(1L << l));
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__MSM_MARK(4);
+    {
+        size_t count = elec__msm_shape_points(&shape, top);
+        elec__k_msm_top<<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                          ELEC__MSM_BLOCK, 0, stream>>>(
+            d_e[top], d_q[top], g[top], p.spacing * (double)(1L << top),
+            p.cutoff * (double)(1L << top), p.splitting);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__MSM_MARK(5);
+    for (int l = top - 1; l >= 0; l--) {
+        size_t count = elec__msm_shape_points(&shape, l);
+        elec__k_msm_prolong<S><<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                                 ELEC__MSM_BLOCK, 0, stream>>>(d_e[l], g[l], d_e[l + 1],
+                                                               g[l + 1], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__MSM_MARK(6);
+cleanup:
+    return status;
+}
+
+template <int S>
+static elec_status elec__msm_launch_interpolation(const elec__cutoff_job &job,
+                                                  const elec_lattice *l, const float *d_e0,
+                                                  const elec__msm_shape &shape,
+                                                  const int *d_first, const float *d_w,
+                                                  float scale, cudaStream_t stream,
+                                                  elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__msm_level_args g;
+    const int nx = l->dims[0], ny = l->dims[1], nz = l->dims[2];
+    dim3 grid((nx + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ny, nz);
+    for (int axis = 0; axis < 3; axis++) {
+        g.lo[axis] = (int)shape.lo[0][axis];
+        g.n[axis] = shape.n[0][axis];
+    }
+    elec__k_msm_interpolate<S><<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
+        job.d_map, job.args.pitch, job.args.rows, nx, ny, nz, d_e0, g, d_first,
+        d_first + nx, d_first + nx + ny, d_w, d_w + (size_t)nx * 2 * S,
+        d_w + (size_t)(nx + ny) * 2 * S, scale);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+} /* extern "C++" */
+
+static double elec__msm_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_lattice *lattice,
+                                       const elec_msm_params *params, float *map,
+                                       elec_error *err) {
+    elec_status status;
+    elec_msm_params p;
+    elec_cutoff_params cp;
+    elec__cutoff_job job;
+    elec__msm_shape shape;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, radius = 0;
+    const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
+              nz = lattice ? lattice->dims[2] : 0;
+    cudaStream_t stream = NULL;
+    cudaEvent_t marks[9];
+    int marks_made = 0, s;
+    double reference[3], lo[3], hi[3], started = elec__msm_clock();
+    float4 *host_atoms = NULL, *d_atoms = NULL;
+    float *host_stencil = NULL, *d_stencil = NULL, *d_lattices = NULL, *host_w = NULL;
+    int *host_spans = NULL, *d_spans = NULL;
+    float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS], *d_w = NULL;
+    int *host_first = NULL, *d_first = NULL;
+    size_t total_points = 0, n = 0, side = 0;
+
+    memset(&job, 0, sizeof job);
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    p = elec_msm_params_resolved(params);
+    s = elec_msm_support((int)p.interpolation);
+    n = atoms->count;
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+
+    /* Host: atoms relative to the map's centre, the hierarchy's shape, the
+       stencil of level 0 and the map's interpolation tables. */
+    for (int axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+        reference[axis] = lattice->origin[axis] + half;
+        lo[axis] = -half;
+        hi[axis] = half;
+    }
+    host_atoms = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_atoms);
+    if (!host_atoms) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
+        goto cleanup;
+    }
+    for (size_t a = 0; a < n; a++) {
+        double x[3], q;
+        elec_atoms_get(atoms, a, x, &q, NULL);
+        for (int axis = 0; axis < 3; axis++) {
+            x[axis] -= reference[axis];
+            lo[axis] = x[axis] < lo[axis] ? x[axis] : lo[axis];
+            hi[axis] = x[axis] > hi[axis] ? x[axis] : hi[axis];
+        }
+        host_atoms[a] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
+    }
+    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK) goto cleanup;
+    if (shape.n[0][1] > 65535 || shape.n[0][2] > 65535 || ny > 65535 || nz > 65535) {
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "MSM on the GPU: at most 65535 map or lattice points "
+                            "along y and z");
+        goto cleanup;
+    }
+    for (int l = 0; l < shape.levels; l++) total_points += elec__msm_shape_points(&shape, l);
+    radius = (int)ceil(2.0 * p.cutoff / p.spacing);
+    side = (size_t)radius + 1;
+    host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
+    host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
+    host_first = (int *)ELEC_MALLOC((size_t)(nx + ny + nz) * sizeof *host_first);
+    host_w = (float *)ELEC_MALLOC((size_t)(nx + ny + nz) * 2 * s * sizeof *host_w);
+    if (!host_stencil || !host_spans || !host_first || !host_w) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM tables");
+        goto cleanup;
+    }
+    for (size_t k = 0; k < side * side * side; k++) {
+        /* g_0(r) = gamma(r/a)/a - gamma(r/2a)/(2a) (elec_cpu.h's stencil) */
+        double dx = (double)(k % side), dy = (double)(k / side % side),
+               dz = (double)(k / side / side);
+        double r = p.spacing * sqrt(dx * dx + dy * dy + dz * dz);
+        host_stencil[k] = (float)(elec_msm_gamma(r / p.cutoff, p.splitting) / p.cutoff -
+                                  elec_msm_gamma(r / (2.0 * p.cutoff), p.splitting) /
+                                      (2.0 * p.cutoff));
+    }
+    for (size_t row = 0; row < side * side; row++) {
+        /* the last |k_x| with |k| h < 2a, or -1 */
+        const double reach = 2.0 * p.cutoff / p.spacing;
+        const double dy = (double)(row % side), dz = (double)(row / side);
+        int last = -1;
+        while (last + 1 <= radius &&
+               (last + 1.0) * (last + 1.0) + dy * dy + dz * dz < reach * reach)
+            last++;
+        host_spans[row] = last;
+    }
+    elec__msm_axis_table(lattice, 0, reference[0], &p, host_first, host_w);
+    elec__msm_axis_table(lattice, 1, reference[1], &p, host_first + nx,
+                         host_w + (size_t)nx * 2 * s);
+    elec__msm_axis_table(lattice, 2, reference[2], &p, host_first + nx + ny,
+                         host_w + (size_t)(nx + ny) * 2 * s);
+
+    /* The short range's bins (MSM kind of the cutoff map). */
+    memset(&cp, 0, sizeof cp);
+    cp.scale = p.scale;
+    cp.cutoff = p.cutoff;
+    cp.kind = ELEC_CUTOFF_MSM;
+    cp.splitting = p.splitting;
+    cp = elec_cutoff_params_resolved(&cp);
+    if ((status = elec__cutoff_prepare(&job, atoms, lattice, &cp, err)) != ELEC_OK)
+        goto cleanup;
+
+    /* Device: buffers and uploads, then the stages in order on one stream
+       (events between them when times are wanted). */
+    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_lattices, 2 * total_points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_stencil, side * side * side * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_spans, side * side * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_first, (size_t)(nx + ny + nz) * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_w, (size_t)(nx + ny + nz) * 2 * s * sizeof(float)));
+    {
+        float *next = d_lattices;
+        for (int l = 0; l < shape.levels; l++) {
+            d_q[l] = next;
+            d_e[l] = next + elec__msm_shape_points(&shape, l);
+            next = d_e[l] + elec__msm_shape_points(&shape, l);
+        }
+    }
+    ELEC__CUDA_TRY(cudaMemsetAsync(d_lattices, 0, 2 * total_points * sizeof(float), stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_stencil, host_stencil, side * side * side * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_first, host_first, (size_t)(nx + ny + nz) * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_w, host_w, (size_t)(nx + ny + nz) * 2 * s * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+    if (p.times) {
+        memset(p.times, 0, sizeof *p.times);
+        for (; marks_made < 9; marks_made++)
+            ELEC__CUDA_TRY(cudaEventCreate(&marks[marks_made]));
+        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+        p.times->setup = elec__msm_clock() - started;
+        ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
+    }
+    /* Short range into the padded map (uploads the bins, one pass a layer). */
+    if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
+    ELEC__MSM_MARK(1);
+    switch (s) {
+    case 2: status = elec__msm_launch_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, marks, err); break;
+    case 3: status = elec__msm_launch_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, marks, err); break;
+    case 4: status = elec__msm_launch_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, marks, err); break;
+    default: status = elec__msm_launch_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                 d_spans, radius, stream, marks, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    switch (s) {
+    case 2: status = elec__msm_launch_interpolation<2>(job, lattice, d_e[0], shape, d_first,
+                                                       d_w, (float)p.scale, stream, err); break;
+    case 3: status = elec__msm_launch_interpolation<3>(job, lattice, d_e[0], shape, d_first,
+                                                       d_w, (float)p.scale, stream, err); break;
+    case 4: status = elec__msm_launch_interpolation<4>(job, lattice, d_e[0], shape, d_first,
+                                                       d_w, (float)p.scale, stream, err); break;
+    default: status = elec__msm_launch_interpolation<5>(job, lattice, d_e[0], shape, d_first,
+                                                        d_w, (float)p.scale, stream, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__MSM_MARK(7);
+    if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
+        goto cleanup;
+    ELEC__MSM_MARK(8);
+    if (p.times) {
+        double *fields[7] = {&p.times->short_range, &p.times->anterpolation,
+                             &p.times->restriction, &p.times->lattice_cutoff, &p.times->top,
+                             &p.times->prolongation, &p.times->interpolation};
+        float ms;
+        ELEC__CUDA_TRY(cudaEventSynchronize(marks[8]));
+        for (int m = 0; m < 7; m++) {
+            ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
+            *fields[m] = 1e-3 * ms;
+        }
+        p.times->copy_back = 0.0;
+    }
+    if (p.progress && p.progress(1.0, p.progress_user)) {
+        status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                            "MSM map cancelled by the progress callback");
+        goto cleanup;
+    }
+    if (p.times) {
+        p.times->total = elec__msm_clock() - started;
+        p.times->copy_back = p.times->total - p.times->setup - p.times->short_range -
+                             p.times->anterpolation - p.times->restriction -
+                             p.times->lattice_cutoff - p.times->top - p.times->prolongation -
+                             p.times->interpolation;
+    }
+    elec__ok(err);
+    status = ELEC_OK;
+
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    for (int m = 0; m < marks_made; m++) cudaEventDestroy(marks[m]);
+    elec__cutoff_job_free(&job);
+    cudaFree(d_atoms);
+    cudaFree(d_lattices);
+    cudaFree(d_stencil);
+    cudaFree(d_spans);
+    cudaFree(d_first);
+    cudaFree(d_w);
     (void)cudaGetLastError();
-    elec_bins_free(&bins);
-    elec_bins_free(&spill);
-    ELEC_FREE(spill_xyz);
-    ELEC_FREE(spill_q);
-    ELEC_FREE(offsets);
-    ELEC_FREE(host_neighbours);
+    ELEC_FREE(host_atoms);
+    ELEC_FREE(host_stencil);
+    ELEC_FREE(host_spans);
+    ELEC_FREE(host_first);
+    ELEC_FREE(host_w);
     cudaSetDevice(caller_device);
     return status;
 }

@@ -280,6 +280,12 @@ TEST(awkward_lattices_and_far_points_are_safe) {
     xyz[0] = xyz[1] = xyz[2] = 0.0;
     EXPECT(elec_cpu_msm_points(&atoms, far, 2, NULL, phi, &err) == ELEC_ERR_UNSUPPORTED,
            "points 2^33 A apart: %s", err.message);
+    /* 1e4 A apart: fine as coordinates, but 10^11 lattice points */
+    far[3] = 1e4;
+    far[4] = 1e4;
+    far[5] = 1e4;
+    EXPECT(elec_cpu_msm_points(&atoms, far, 2, NULL, phi, &err) == ELEC_ERR_UNSUPPORTED,
+           "points 1e4 A apart: %s", err.message);
     free(map);
 }
 

@@ -1,0 +1,294 @@
+/* GPU MSM maps (elec_cuda_msm_map) against the CPU's double-precision MSM
+   (elec_cpu_msm_map_double's stages, through elec_cpu_msm_points at the
+   map's points) and against the exact direct sum: every interpolation
+   order, other cutoffs and spacings, an overfull bin, far-away atoms, an
+   empty system, stage times and bad input.  Without a GPU each GPU test
+   skips and says so; `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then a
+   missing GPU is a failure. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/test.h"
+#include "tests/systems.h"
+#include "tests/gpu.h"
+
+/* The GPU computes every stage in float, the CPU in double, with the same
+   method, so the two differ by rounding alone: the short range as the
+   cutoff map's 1e-5 (tests/test_gpu_cutoff.cu), the lattice sums of up to
+   (2 * 12/2 + 1)^3 = 15,625 terms each at sqrt(15625) ulp = 7.5e-6 of the
+   lattice potential, the rest far below.  2e-5 relative RMS holds that with
+   margin and still catches any wrong weight, index or level (each worth
+   1e-3 or more). */
+#define GPU_VS_CPU_TOLERANCE 2e-5
+/* msmpot's target for its defaults (issue: 0.5 % relative error). */
+#define MSMPOT_TARGET 5e-3
+
+static void make_neutral(test_system *s) {
+    double total = 0.0;
+    for (size_t i = 0; i < s->count; i++) total += s->charge[i];
+    for (size_t i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
+}
+
+/* 41 x 37 x 29 points over the box +-4 A, a quarter spacing off the atoms'
+   grid (no count a multiple of any block). */
+static elec_lattice awkward_lattice(const double box[3]) {
+    elec_lattice l;
+    l.dims[0] = 41;
+    l.dims[1] = 37;
+    l.dims[2] = 29;
+    for (int axis = 0; axis < 3; axis++) {
+        l.spacing[axis] = (box[axis] + 8.0) / (l.dims[axis] - 1);
+        l.origin[axis] = -4.0 + 0.25 * l.spacing[axis];
+    }
+    return l;
+}
+
+/* The CPU MSM at the map's points, in double. */
+static double *cpu_msm(const elec_atoms *atoms, const elec_lattice *l,
+                       const elec_msm_params *p) {
+    size_t n = elec_lattice_size(l);
+    double *points = (double *)malloc(3 * n * sizeof *points);
+    double *phi = (double *)malloc(n * sizeof *phi);
+    elec_error err;
+    for (size_t i = 0; i < n; i++)
+        elec_lattice_point(l, (int)(i % l->dims[0]), (int)(i / l->dims[0] % l->dims[1]),
+                           (int)(i / l->dims[0] / l->dims[1]), points + 3 * i);
+    EXPECT(elec_cpu_msm_points(atoms, points, n, p, phi, &err) == ELEC_OK, "CPU MSM: %s",
+           err.message);
+    free(points);
+    return phi;
+}
+
+/* On a mismatch, which part differs: the short range alone (GPU cutoff
+   map against the CPU's double one) or the rest. */
+static void explain(const elec_atoms *atoms, const elec_lattice *l, const elec_msm_params *p,
+                    const float *map, const double *ref) {
+    elec_msm_params r = elec_msm_params_resolved(p);
+    elec_cutoff_params cp = {0};
+    size_t n = elec_lattice_size(l);
+    float *gpu_short = (float *)malloc(n * sizeof *gpu_short);
+    double *cpu_short = (double *)malloc(n * sizeof *cpu_short);
+    double d2 = 0.0, m2 = 0.0;
+    elec_error err;
+    cp.scale = r.scale;
+    cp.cutoff = r.cutoff;
+    cp.splitting = r.splitting;
+    if (elec_cuda_cutoff_map(atoms, l, &cp, gpu_short, &err) == ELEC_OK &&
+        elec_cpu_cutoff_map_double(atoms, l, &cp, cpu_short, &err) == ELEC_OK) {
+        printf("     short range alone: GPU vs CPU %.2e\n",
+               test_rel_rms_float(gpu_short, cpu_short, n));
+        for (size_t i = 0; i < n; i++) {
+            double long_gpu = (double)map[i] - gpu_short[i], long_cpu = ref[i] - cpu_short[i];
+            d2 += (long_gpu - long_cpu) * (long_gpu - long_cpu);
+            m2 += long_cpu * long_cpu;
+        }
+        printf("     long range alone: GPU vs CPU %.2e\n", sqrt(d2 / m2));
+    }
+    free(gpu_short);
+    free(cpu_short);
+}
+
+/* GPU map vs the CPU's MSM; returns the relative RMS difference (and the
+   GPU map in *out when wanted). */
+static double gpu_vs_cpu(const elec_atoms *atoms, const elec_lattice *l,
+                         const elec_msm_params *p, const char *what, float **out) {
+    size_t n = elec_lattice_size(l);
+    float *map = (float *)malloc(n * sizeof *map);
+    double *ref = cpu_msm(atoms, l, p), e = INFINITY;
+    elec_error err;
+    for (size_t i = 0; i < n; i++) map[i] = NAN; /* every point must be written */
+    elec_status s = elec_cuda_msm_map(atoms, l, p, map, &err);
+    EXPECT(s == ELEC_OK, "%s: %s", what, err.message);
+    if (s == ELEC_OK) {
+        e = test_rel_rms_float(map, ref, n);
+        printf("     %-22s GPU vs CPU MSM %.2e (max |diff| %.2e)\n", what, e,
+               test_max_abs_diff_float(map, ref, n));
+        EXPECT(test_all_finite_float(map, n), "%s: map not finite", what);
+        EXPECT(e <= GPU_VS_CPU_TOLERANCE, "%s: relative RMS %.3e", what, e);
+        if (e > GPU_VS_CPU_TOLERANCE) explain(atoms, l, p, map, ref);
+    }
+    free(ref);
+    if (out) *out = map;
+    else free(map);
+    return e;
+}
+
+TEST(gpu_msm_matches_cpu_msm_and_the_exact_sum) {
+    REQUIRE_GPU();
+    test_system random = test_system_random(3000, 30.0, 71);
+    test_system water = test_system_water(800, 72);
+    test_system salt = test_system_nacl(3, 5.64);
+    test_system *systems[3] = {&random, &water, &salt};
+    const char *names[3] = {"random", "water", "NaCl"};
+    make_neutral(&random);
+    for (int s = 0; s < 3; s++) {
+        elec_atoms atoms = test_system_atoms(systems[s]);
+        elec_lattice l = awkward_lattice(systems[s]->box);
+        size_t n = elec_lattice_size(&l);
+        double *exact = (double *)malloc(n * sizeof *exact);
+        float *map = NULL;
+        elec_error err;
+        gpu_vs_cpu(&atoms, &l, NULL, names[s], &map); /* the defaults */
+        EXPECT(elec_cpu_dcs_map_double(&atoms, &l, NULL, exact, &err) == ELEC_OK, "%s",
+               err.message);
+        if (map) {
+            double e = test_rel_rms_float(map, exact, n);
+            printf("     %-22s GPU MSM vs exact sum %.2e\n", names[s], e);
+            EXPECT(e <= MSMPOT_TARGET, "%s: %.3e against the exact sum", names[s], e);
+        }
+        free(map);
+        free(exact);
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
+TEST(every_order_and_other_parameters_match_the_cpu) {
+    /* Each order has its own kernels (2s weights per axis); other cutoffs,
+       spacings, splittings, a small top lattice (more levels) and a scale
+       change the stencil, the level count and the arguments. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(2000, 30.0, 73);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = awkward_lattice(sys.box);
+    make_neutral(&sys);
+    for (int order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++) {
+        elec_msm_params p = {0};
+        char what[40];
+        p.interpolation = (elec_msm_interpolation)order;
+        p.splitting = order + 2;
+        snprintf(what, sizeof what, "order %d, C%d", 2 * elec_msm_support(order), order + 2);
+        gpu_vs_cpu(&atoms, &l, &p, what, NULL);
+    }
+    {
+        const double cutoff[3] = {8.0, 10.0, 12.0}, spacing[3] = {1.5, 2.5, 2.0};
+        const int top[3] = {0, 0, 8};
+        for (int c = 0; c < 3; c++) {
+            elec_msm_params p = {0};
+            char what[40];
+            p.cutoff = cutoff[c];
+            p.spacing = spacing[c];
+            p.max_top_points = top[c];
+            p.splitting = c + 1;
+            p.scale = c == 2 ? ELEC_COULOMB : 0.0;
+            snprintf(what, sizeof what, "a=%g h=%g C%d top %d", cutoff[c], spacing[c], c + 1,
+                     top[c]);
+            gpu_vs_cpu(&atoms, &l, &p, what, NULL);
+        }
+    }
+    test_system_free(&sys);
+}
+
+TEST(overfull_bins_and_far_atoms_are_summed) {
+    /* 300 atoms within 0.15 A of one point overfill their bin (the
+       overflow layers and the host), and a few atoms 20-40 A beyond the
+       map stretch the hierarchy, which must reach them; atoms 1e4 A away
+       would need a lattice of 10^11 points: refused, with the reason. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(2300, 30.0, 74);
+    test_rng rng = test_rng_seeded(75);
+    elec_lattice l = awkward_lattice(sys.box);
+    double centre[3];
+    float *map = (float *)malloc(elec_lattice_size(&l) * sizeof *map);
+    elec_error err;
+    elec_lattice_point(&l, 7, 9, 11, centre);
+    for (size_t i = 0; i < 300; i++)
+        for (int axis = 0; axis < 3; axis++)
+            sys.xyz[3 * i + axis] = centre[axis] + 0.25 * l.spacing[axis] +
+                                    0.3 * (test_uniform(&rng) - 0.5);
+    for (size_t i = 300; i < 304; i++)
+        for (int axis = 0; axis < 3; axis++)
+            sys.xyz[3 * i + axis] = i % 2 ? -20.0 - 20.0 * test_uniform(&rng)
+                                          : 50.0 + 20.0 * test_uniform(&rng);
+    make_neutral(&sys);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_msm_params p = {0};
+    p.max_top_points = 512;
+    gpu_vs_cpu(&atoms, &l, &p, "overfull + far", NULL);
+    sys.xyz[0] = sys.xyz[1] = sys.xyz[2] = 1e4;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "an atom 1e4 A away: %s", err.message);
+    printf("     an atom 1e4 A away: %s\n", err.message);
+    free(map);
+    test_system_free(&sys);
+}
+
+TEST(an_empty_system_gives_a_zero_map) {
+    REQUIRE_GPU();
+    elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
+    elec_lattice l = {{13, 9, 17}, {0, 0, 0}, {0.5, 0.7, 0.3}};
+    size_t n = elec_lattice_size(&l), nonzero = 0;
+    float *map = (float *)malloc(n * sizeof *map);
+    elec_error err;
+    for (size_t i = 0; i < n; i++) map[i] = NAN;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, NULL, map, &err) == ELEC_OK, "%s", err.message);
+    for (size_t i = 0; i < n; i++) nonzero += map[i] != 0.0f;
+    EXPECT(nonzero == 0, "%zu nonzero points without atoms", nonzero);
+    free(map);
+}
+
+TEST(stage_times_add_up_to_the_call) {
+    REQUIRE_GPU();
+    test_system sys = test_system_water(3000, 76);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = awkward_lattice(sys.box);
+    float *map = (float *)malloc(elec_lattice_size(&l) * sizeof *map);
+    elec_msm_times t;
+    elec_msm_params p = {0};
+    elec_error err;
+    double sum;
+    p.times = &t;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    sum = t.setup + t.short_range + t.anterpolation + t.restriction + t.lattice_cutoff +
+          t.top + t.prolongation + t.interpolation + t.copy_back;
+    printf("     stages: setup %.1f, short range %.2f, anterpolation %.2f, restriction %.2f,"
+           " lattice cutoff %.2f, top %.2f, prolongation %.2f, interpolation %.2f,"
+           " copy %.1f; total %.1f ms\n",
+           1e3 * t.setup, 1e3 * t.short_range, 1e3 * t.anterpolation, 1e3 * t.restriction,
+           1e3 * t.lattice_cutoff, 1e3 * t.top, 1e3 * t.prolongation, 1e3 * t.interpolation,
+           1e3 * t.copy_back, 1e3 * t.total);
+    EXPECT(t.short_range > 0.0 && t.lattice_cutoff > 0.0 && t.interpolation > 0.0 &&
+               t.setup > 0.0 && t.copy_back >= 0.0,
+           "a stage took no time");
+    EXPECT(fabs(sum - t.total) <= 1e-6 * t.total + 1e-9, "stages %.6f s vs total %.6f s", sum,
+           t.total);
+    free(map);
+    test_system_free(&sys);
+}
+
+TEST(bad_input_is_refused_without_a_gpu) {
+    /* Checked before any GPU is looked for: runs everywhere. */
+    double xyz[3] = {0, 0, 0}, q[1] = {1};
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{4, 4, 4}, {0, 0, 0}, {1, 1, 1}};
+    elec_msm_params p = {0};
+    elec_error err;
+    float map[64];
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL map: %s", err.message);
+    EXPECT(elec_cuda_msm_map(NULL, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL atoms: %s", err.message);
+    p.spacing = -1.0;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "negative spacing: %s", err.message);
+    p.spacing = 0.0;
+    p.interpolation = (elec_msm_interpolation)9;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "unknown interpolation: %s", err.message);
+    p.interpolation = ELEC_MSM_CUBIC;
+    l.dims[2] = 0;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
+           "empty lattice: %s", err.message);
+}
+
+int main(void) {
+    RUN(bad_input_is_refused_without_a_gpu);
+    RUN(gpu_msm_matches_cpu_msm_and_the_exact_sum);
+    RUN(every_order_and_other_parameters_match_the_cpu);
+    RUN(overfull_bins_and_far_atoms_are_summed);
+    RUN(an_empty_system_gives_a_zero_map);
+    RUN(stage_times_add_up_to_the_call);
+    return test_summary();
+}
