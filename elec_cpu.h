@@ -1977,10 +1977,13 @@ typedef struct elec__pmsm {
 } elec__pmsm;
 
 /* The most points one axis of the finest lattice may have, the most one
-   lattice may have, and the most kernel values one stencil may take. */
+   lattice may have, and the most kernel values all stencils together may
+   take (a cube at cutoff / spacing 64 takes 2e7; only a box far longer
+   along one axis than the others, whose short axes' stencils widen with
+   the cutoff level after level, comes near). */
 #define ELEC__PMSM_MAX_AXIS_POINTS 65536.0
 #define ELEC__PMSM_MAX_POINTS ((size_t)1 << 27)
-#define ELEC__PMSM_MAX_STENCIL 1e9
+#define ELEC__PMSM_MAX_STENCIL 1e8
 
 static long elec__pmsm_wrap(long i, long n) {
     long r = i % n;
@@ -2024,24 +2027,26 @@ static elec_status elec__pmsm_axis_points(double length, double spacing,
     return ELEC_OK;
 }
 
+/* Kernel values level l's stencil takes: (2 reach + 1) per axis. */
+static double elec__pmsm_stencil_evaluations(const elec__pmsm *m, int l) {
+    const double a = m->p.cutoff * (double)(1L << l);
+    double evaluations = 1.0;
+    int axis;
+    for (axis = 0; axis < 3; axis++)
+        evaluations *= 2.0 * ceil(2.0 * a / m->level[l].h[axis]) + 1.0;
+    return evaluations;
+}
+
 /* Level l's stencil K_l(|(dx h_x, dy h_y, dz h_z)|) for |d_axis| <= the
    reach ceil(2 a_l / h_axis), folded modulo n where 2 reach + 1 > n. */
 static elec_status elec__pmsm_stencil(elec__pmsm *m, int l, elec_error *err) {
     elec__pmsm_level *g = &m->level[l];
     const double a = m->p.cutoff * (double)(1L << l);
     long reach[3], dx, dy, dz;
-    double evaluations = 1.0;
     size_t size = 1;
     int axis;
     for (axis = 0; axis < 3; axis++) {
-        double r = ceil(2.0 * a / g->h[axis]);
-        evaluations *= 2.0 * r + 1.0;
-        if (evaluations > ELEC__PMSM_MAX_STENCIL)
-            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                              "periodic MSM level %d: the box is too elongated "
-                              "for cutoff %g A (stencil over 1e9 points)", l,
-                              m->p.cutoff);
-        reach[axis] = (long)r;
+        reach[axis] = (long)ceil(2.0 * a / g->h[axis]);
         if (2 * reach[axis] + 1 > g->n[axis]) {
             g->stencil_first[axis] = 0;
             g->stencil_width[axis] = g->n[axis];
@@ -2083,6 +2088,7 @@ static elec_status elec__pmsm_stencil(elec__pmsm *m, int l, elec_error *err) {
 static elec_status elec__pmsm_setup(elec__pmsm *m, const elec_msm_params *p,
                                     const elec_box *box, elec_error *err) {
     int finest[3], axis, l, most = 1;
+    double evaluations = 0.0;
     elec_status s;
     memset(m, 0, sizeof *m);
     m->p = *p;
@@ -2102,12 +2108,24 @@ static elec_status elec__pmsm_setup(elec__pmsm *m, const elec_msm_params *p,
     while ((1 << m->levels) < most) m->levels++;
     for (l = 0; l < m->levels; l++) {
         elec__pmsm_level *g = &m->level[l];
-        size_t count;
         for (axis = 0; axis < 3; axis++) {
             g->n[axis] = finest[axis] >> l > 1 ? finest[axis] >> l : 1;
             g->h[axis] = box->length[axis] / g->n[axis];
         }
-        count = elec__pmsm_points(g);
+        evaluations += elec__pmsm_stencil_evaluations(m, l);
+    }
+    if (evaluations > ELEC__PMSM_MAX_STENCIL) {
+        const int levels = m->levels;
+        m->levels = 0; /* nothing allocated yet */
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM: the box %g x %g x %g A is too elongated "
+                          "for cutoff %g A (%d levels, stencils of %.2g points)",
+                          box->length[0], box->length[1], box->length[2],
+                          p->cutoff, levels, evaluations);
+    }
+    for (l = 0; l < m->levels; l++) {
+        elec__pmsm_level *g = &m->level[l];
+        size_t count = elec__pmsm_points(g);
         g->q = (double *)ELEC_MALLOC(count * sizeof *g->q);
         g->e = (double *)ELEC_MALLOC(count * sizeof *g->e);
         if (!g->q || !g->e)
