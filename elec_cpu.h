@@ -118,9 +118,11 @@ ELEC_API elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
    (tinfoil) convention of elec_cpu_ewald, background term of a net charge
    included, so the two agree to MSM's accuracy.  forces (-dE/dr, 3 per
    atom) and potential (dE/dq_i, so that sum q_i phi_i / 2 = E) may be
-   NULL.  Atoms anywhere: positions are wrapped into the box.  The finest
-   lattice has 2^k points per axis at spacing L/2^k <= params->spacing;
-   the cutoff may exceed half the box (every image within it is summed).
+   NULL.  Atoms anywhere within 1000 box lengths (as elec_cpu_ewald):
+   positions are wrapped into the box.  The finest lattice has 2^k points
+   per axis at spacing L/2^k <= params->spacing; the cutoff may exceed
+   half the box (every image within it is summed).  progress and
+   max_top_points are not used (the top is always one point).
    Two atoms (or an atom and another's image) at one place are an error;
    ELEC_ERR_UNSUPPORTED where the lattices or stencils would be too big. */
 ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
