@@ -444,7 +444,7 @@ ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
    between the charges of a lattice of spacing 2^l h, interpolated from and
    to the atoms (anterpolation, restriction, lattice cutoff, prolongation,
    interpolation); the last smooth part is summed directly on the coarsest
-   lattice.  Non-periodic. */
+   lattice.  Non-periodic, but for elec_cpu_msm_periodic_energy (elec_cpu.h). */
 typedef enum elec_msm_interpolation {
     ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic (order 4), exact for
                            quadratics                                      */

@@ -113,6 +113,25 @@ ELEC_API elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
                                          double *energy, double *forces,
                                          elec_error *err);
 
+/* Periodic multilevel summation in an orthorhombic box, double precision:
+   the energy scale * E of the infinite periodic system with the Ewald
+   (tinfoil) convention of elec_cpu_ewald, background term of a net charge
+   included, so the two agree to MSM's accuracy.  forces (-dE/dr, 3 per
+   atom) and potential (dE/dq_i, so that sum q_i phi_i / 2 = E) may be
+   NULL.  Atoms anywhere within 1000 box lengths (as elec_cpu_ewald):
+   positions are wrapped into the box.  The finest lattice has 2^k points
+   per axis at spacing L/2^k <= params->spacing; the cutoff may exceed
+   half the box (every image within it is summed).  progress and
+   max_top_points are not used (the top is always one point).
+   Two atoms (or an atom and another's image) at one place are an error;
+   ELEC_ERR_UNSUPPORTED where the lattices or stencils would be too big. */
+ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
+                                                  const elec_box *box,
+                                                  const elec_msm_params *params,
+                                                  double *energy, double *forces,
+                                                  double *potential,
+                                                  elec_error *err);
+
 /* Exact Ewald sum (elec.h, elec_ewald_params) in an orthorhombic box, in
    double precision: the energy terms, and where the arrays are given the
    forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
@@ -1895,6 +1914,541 @@ cleanup:
     elec__msm_free(&m);
     ELEC_FREE(x);
     ELEC_FREE(q);
+    return s;
+}
+
+/* --------------------------------------------------------- periodic MSM */
+
+/* Periodic MSM splits the Ewald-convention periodic Coulomb sum as
+   1/r = [1/r - g_0] + K_0 + K_1 + ... + K_{L-1} + g_L, summed over every
+   image, with g_l(r) = gamma(r / a_l) / a_l, a_l = 2^l a, and the lattice
+   kernel K_l = g_l - g_{l+1}, zero from 2 a_l on.  The finest lattice has
+   2^k_d points along axis d; every level halves each axis that still has
+   more than one point.  Once all axes are down to one point the smooth
+   rest g_L is (to far below the method's error, as a_L >= (a/h) L_d) the
+   constant that gives the periodic potential zero mean: Ewald's
+   convention, whose background term it reproduces for a net charge. */
+
+/* A lattice of the periodic hierarchy: n points per axis at spacing
+   h = L / n, indices taken modulo n.  Its stencil of K_l covers offsets
+   stencil_first .. stencil_first + stencil_width - 1 per axis; along an
+   axis where the kernel's reach is wider than the lattice, the offsets are
+   folded modulo n (first 0, width n), which sums the periodic images. */
+typedef struct elec__pmsm_level {
+    int n[3];
+    double h[3];
+    long stencil_first[3];
+    int stencil_width[3];
+    double *q, *e, *stencil;
+} elec__pmsm_level;
+
+typedef struct elec__pmsm {
+    elec_msm_params p;
+    int interpolation, support;
+    int levels; /* lattices 0 .. levels-1 carry K_0 .. K_{levels-1} */
+    double length[3];
+    elec__pmsm_level level[ELEC__MSM_MAX_LEVELS];
+} elec__pmsm;
+
+/* The most points one axis of the finest lattice may have, the most one
+   lattice may have, and the most kernel values all stencils together may
+   take (a cube at cutoff / spacing 64 takes 2e7; only a box far longer
+   along one axis than the others, whose short axes' stencils widen with
+   the cutoff level after level, comes near). */
+#define ELEC__PMSM_MAX_AXIS_POINTS 65536.0
+#define ELEC__PMSM_MAX_POINTS ((size_t)1 << 27)
+#define ELEC__PMSM_MAX_STENCIL 1e8
+
+static long elec__pmsm_wrap(long i, long n) {
+    long r = i % n;
+    return r < 0 ? r + n : r;
+}
+
+static size_t elec__pmsm_points(const elec__pmsm_level *g) {
+    return (size_t)g->n[0] * (size_t)g->n[1] * (size_t)g->n[2];
+}
+
+static void elec__pmsm_free(elec__pmsm *m) {
+    int l;
+    for (l = 0; l < m->levels; l++) {
+        ELEC_FREE(m->level[l].q);
+        ELEC_FREE(m->level[l].e);
+        ELEC_FREE(m->level[l].stencil);
+    }
+}
+
+/* K_l(r) = gamma(r/a_l)/a_l - gamma(r/2a_l)/(2a_l), zero from r = 2 a_l
+   on (there both terms are 1/r; taking the zero avoids their rounding). */
+static double elec__pmsm_kernel(const elec__pmsm *m, int level, double r) {
+    const double a = m->p.cutoff * (double)(1L << level);
+    if (r >= 2.0 * a) return 0.0;
+    return elec_msm_gamma(r / a, m->p.splitting) / a -
+           elec_msm_gamma(r / (2.0 * a), m->p.splitting) / (2.0 * a);
+}
+
+/* Points along one axis of the finest lattice: the smallest power of two
+   with L / n <= h, so the spacing is at most the one asked for. */
+static elec_status elec__pmsm_axis_points(double length, double spacing,
+                                          int axis, int *points,
+                                          elec_error *err) {
+    int n = 1;
+    if (length / spacing > ELEC__PMSM_MAX_AXIS_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "box edge %d is %g A: over 2^16 periodic MSM lattice "
+                          "points at %g A", axis, length, spacing);
+    while (length / n > spacing) n *= 2;
+    *points = n;
+    return ELEC_OK;
+}
+
+/* Kernel values level l's stencil takes: (2 reach + 1) per axis. */
+static double elec__pmsm_stencil_evaluations(const elec__pmsm *m, int l) {
+    const double a = m->p.cutoff * (double)(1L << l);
+    double evaluations = 1.0;
+    int axis;
+    for (axis = 0; axis < 3; axis++)
+        evaluations *= 2.0 * ceil(2.0 * a / m->level[l].h[axis]) + 1.0;
+    return evaluations;
+}
+
+/* Level l's stencil K_l(|(dx h_x, dy h_y, dz h_z)|) for |d_axis| <= the
+   reach ceil(2 a_l / h_axis), folded modulo n where 2 reach + 1 > n. */
+static elec_status elec__pmsm_stencil(elec__pmsm *m, int l, elec_error *err) {
+    elec__pmsm_level *g = &m->level[l];
+    const double a = m->p.cutoff * (double)(1L << l);
+    long reach[3], dx, dy, dz;
+    size_t size = 1;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        reach[axis] = (long)ceil(2.0 * a / g->h[axis]);
+        if (2 * reach[axis] + 1 > g->n[axis]) {
+            g->stencil_first[axis] = 0;
+            g->stencil_width[axis] = g->n[axis];
+        } else {
+            g->stencil_first[axis] = -reach[axis];
+            g->stencil_width[axis] = (int)(2 * reach[axis] + 1);
+        }
+        size *= (size_t)g->stencil_width[axis];
+    }
+    g->stencil = (double *)ELEC_MALLOC(size * sizeof *g->stencil);
+    if (!g->stencil)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for a periodic MSM stencil of %zu points", size);
+    memset(g->stencil, 0, size * sizeof *g->stencil);
+    for (dz = -reach[2]; dz <= reach[2]; dz++)
+        for (dy = -reach[1]; dy <= reach[1]; dy++)
+            for (dx = -reach[0]; dx <= reach[0]; dx++) {
+                const long d[3] = {dx, dy, dz};
+                double r2 = 0.0;
+                long slot[3];
+                for (axis = 0; axis < 3; axis++) {
+                    double along = (double)d[axis] * g->h[axis];
+                    r2 += along * along;
+                    /* a folded axis (first 0) adds image offsets together */
+                    slot[axis] = g->stencil_first[axis] == 0
+                                     ? elec__pmsm_wrap(d[axis], g->n[axis])
+                                     : d[axis] - g->stencil_first[axis];
+                }
+                g->stencil[slot[0] + g->stencil_width[0] *
+                                         (slot[1] + (long)g->stencil_width[1] * slot[2])] +=
+                    elec__pmsm_kernel(m, l, sqrt(r2));
+            }
+    return ELEC_OK;
+}
+
+/* Lattices 0 .. levels-1 (level l: n_d >> l points, at least 1), each with
+   zeroed charges and potentials and its stencil; levels = the largest k_d,
+   so the lattice after the last would be one point: the top. */
+static elec_status elec__pmsm_setup(elec__pmsm *m, const elec_msm_params *p,
+                                    const elec_box *box, elec_error *err) {
+    int finest[3], axis, l, most = 1;
+    double evaluations = 0.0;
+    elec_status s;
+    memset(m, 0, sizeof *m);
+    m->p = *p;
+    m->interpolation = (int)p->interpolation;
+    m->support = elec_msm_support(m->interpolation);
+    for (axis = 0; axis < 3; axis++) {
+        m->length[axis] = box->length[axis];
+        s = elec__pmsm_axis_points(box->length[axis], p->spacing, axis,
+                                   &finest[axis], err);
+        if (s != ELEC_OK) return s;
+        if (finest[axis] > most) most = finest[axis];
+    }
+    if ((size_t)finest[0] * (size_t)finest[1] * (size_t)finest[2] > ELEC__PMSM_MAX_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM lattice %d x %d x %d: over 2^27 points",
+                          finest[0], finest[1], finest[2]);
+    while ((1 << m->levels) < most) m->levels++;
+    for (l = 0; l < m->levels; l++) {
+        elec__pmsm_level *g = &m->level[l];
+        for (axis = 0; axis < 3; axis++) {
+            g->n[axis] = finest[axis] >> l > 1 ? finest[axis] >> l : 1;
+            g->h[axis] = box->length[axis] / g->n[axis];
+        }
+        evaluations += elec__pmsm_stencil_evaluations(m, l);
+    }
+    if (evaluations > ELEC__PMSM_MAX_STENCIL) {
+        const int levels = m->levels;
+        m->levels = 0; /* nothing allocated yet */
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM: the box %g x %g x %g A is too elongated "
+                          "for cutoff %g A (%d levels, stencils of %.2g points)",
+                          box->length[0], box->length[1], box->length[2],
+                          p->cutoff, levels, evaluations);
+    }
+    for (l = 0; l < m->levels; l++) {
+        elec__pmsm_level *g = &m->level[l];
+        size_t count = elec__pmsm_points(g);
+        g->q = (double *)ELEC_MALLOC(count * sizeof *g->q);
+        g->e = (double *)ELEC_MALLOC(count * sizeof *g->e);
+        if (!g->q || !g->e)
+            return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                              "no memory for a periodic MSM lattice of %zu points",
+                              count);
+        memset(g->q, 0, count * sizeof *g->q);
+        memset(g->e, 0, count * sizeof *g->e);
+        if ((s = elec__pmsm_stencil(m, l, err)) != ELEC_OK) return s;
+    }
+    return ELEC_OK;
+}
+
+/* The finest lattice's points around a position, wrapped: per axis the
+   2s weights Phi(x/h - m) (and d/dx where dw is not NULL) and indices. */
+static void elec__pmsm_atom_weights(const elec__pmsm *m, const double *x,
+                                    double w[3][ELEC__MSM_MAX_WIDTH],
+                                    double dw[3][ELEC__MSM_MAX_WIDTH],
+                                    long index[3][ELEC__MSM_MAX_WIDTH]) {
+    const elec__pmsm_level *g = &m->level[0];
+    int axis, k;
+    for (axis = 0; axis < 3; axis++) {
+        long first = elec_msm_axis_weights(x[axis] / g->h[axis], m->interpolation,
+                                           w[axis], dw ? dw[axis] : NULL);
+        for (k = 0; k < 2 * m->support; k++) {
+            index[axis][k] = elec__pmsm_wrap(first + k, g->n[axis]);
+            if (dw) dw[axis][k] /= g->h[axis];
+        }
+    }
+}
+
+/* Stage 1, anterpolation: q_0(m) = sum_j q_j Phi(x_j/h - m), m modulo n. */
+static void elec__pmsm_anterpolate(elec__pmsm *m, const double *x,
+                                   const double *q, size_t count) {
+    elec__pmsm_level *g = &m->level[0];
+    const int width = 2 * m->support;
+    size_t j;
+    for (j = 0; j < count; j++) {
+        double w[3][ELEC__MSM_MAX_WIDTH];
+        long index[3][ELEC__MSM_MAX_WIDTH];
+        int a, b, c;
+        elec__pmsm_atom_weights(m, x + 3 * j, w, NULL, index);
+        for (c = 0; c < width; c++)
+            for (b = 0; b < width; b++)
+                for (a = 0; a < width; a++)
+                    g->q[index[0][a] + g->n[0] * (index[1][b] + g->n[1] * index[2][c])] +=
+                        q[j] * w[0][a] * w[1][b] * w[2][c];
+    }
+}
+
+/* The coarse points fine point i feeds along one axis, wrapped, with
+   weights Phi(i/2 - M); along an axis already at one point the transfer is
+   the identity (weight 1 to point 0, the rest 0).  Returns how many. */
+static int elec__pmsm_transfer_weights(const elec__pmsm *m, int fine_level,
+                                       int axis, long i, double *w, long *index) {
+    const int fine_n = m->level[fine_level].n[axis];
+    const int coarse_n = m->level[fine_level + 1].n[axis];
+    long first;
+    int k;
+    if (fine_n == coarse_n) {
+        w[0] = 1.0;
+        index[0] = i;
+        return 1;
+    }
+    first = elec_msm_axis_weights(0.5 * (double)i, m->interpolation, w, NULL);
+    for (k = 0; k < 2 * m->support; k++) index[k] = elec__pmsm_wrap(first + k, coarse_n);
+    return 2 * m->support;
+}
+
+/* Stages 2 and 4: restriction q_{l+1}(M) += Phi(m/2 - M) q_l(m) and its
+   transpose, prolongation e_l(m) += sum_M Phi(m/2 - M) e_{l+1}(M), with
+   M modulo the coarse lattice. */
+static void elec__pmsm_transfer(elec__pmsm *m, int fine_level, int restrict_up) {
+    elec__pmsm_level *f = &m->level[fine_level], *c = &m->level[fine_level + 1];
+    long i, j, k;
+    for (k = 0; k < f->n[2]; k++)
+        for (j = 0; j < f->n[1]; j++)
+            for (i = 0; i < f->n[0]; i++) {
+                double w[3][ELEC__MSM_MAX_WIDTH], sum = 0.0;
+                long index[3][ELEC__MSM_MAX_WIDTH];
+                const long fine[3] = {i, j, k};
+                const size_t at = (size_t)i + (size_t)f->n[0] * ((size_t)j + (size_t)f->n[1] * (size_t)k);
+                int width[3], a, b, cc, axis;
+                if (restrict_up && f->q[at] == 0.0) continue;
+                for (axis = 0; axis < 3; axis++)
+                    width[axis] = elec__pmsm_transfer_weights(m, fine_level, axis,
+                                                              fine[axis], w[axis],
+                                                              index[axis]);
+                for (cc = 0; cc < width[2]; cc++)
+                    for (b = 0; b < width[1]; b++)
+                        for (a = 0; a < width[0]; a++) {
+                            const double weight = w[0][a] * w[1][b] * w[2][cc];
+                            const size_t to = (size_t)index[0][a] +
+                                              (size_t)c->n[0] * ((size_t)index[1][b] +
+                                                                 (size_t)c->n[1] * (size_t)index[2][cc]);
+                            if (restrict_up) c->q[to] += weight * f->q[at];
+                            else sum += weight * c->e[to];
+                        }
+                if (!restrict_up) f->e[at] += sum;
+            }
+}
+
+/* Stage 3: e_l(m) = sum_k K_l(|k h_l|) q_l(m + k), indices modulo n (the
+   folded stencil already holds the images along short axes). */
+static void elec__pmsm_lattice_cutoff(elec__pmsm *m, int level) {
+    elec__pmsm_level *g = &m->level[level];
+    const int *w = g->stencil_width;
+    long at;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic)
+#endif
+    for (at = 0; at < (long)elec__pmsm_points(g); at++) {
+        const long i = at % g->n[0], j = at / g->n[0] % g->n[1],
+                   k = at / g->n[0] / g->n[1];
+        const long start = elec__pmsm_wrap(i + g->stencil_first[0], g->n[0]);
+        double sum = 0.0;
+        long c, b, a;
+        for (c = 0; c < w[2]; c++) {
+            const long kk = elec__pmsm_wrap(k + g->stencil_first[2] + c, g->n[2]);
+            for (b = 0; b < w[1]; b++) {
+                const long jj = elec__pmsm_wrap(j + g->stencil_first[1] + b, g->n[1]);
+                const double *row = g->stencil + w[0] * (b + (long)w[1] * c);
+                const double *q = g->q + g->n[0] * (jj + (long)g->n[1] * kk);
+                long ii = start;
+                for (a = 0; a < w[0]; a++) {
+                    sum += row[a] * q[ii];
+                    if (++ii == g->n[0]) ii = 0;
+                }
+            }
+        }
+        g->e[at] = sum;
+    }
+}
+
+/* Stages 1 to 4: charges in, finest lattice potentials e_0 out (the top's
+   constant is added at the atoms, elec__pmsm_top_constant). */
+static void elec__pmsm_long_range(elec__pmsm *m, const double *x,
+                                  const double *q, size_t count) {
+    int l;
+    if (m->levels == 0) return;
+    elec__pmsm_anterpolate(m, x, q, count);
+    for (l = 0; l + 1 < m->levels; l++) elec__pmsm_transfer(m, l, 1);
+    for (l = 0; l < m->levels; l++) elec__pmsm_lattice_cutoff(m, l);
+    for (l = m->levels - 2; l >= 0; l--) elec__pmsm_transfer(m, l, 0);
+}
+
+/* Stage 5, interpolation: phi(x) = sum_m Phi(x/h - m) e_0(m) and, where
+   grad is not NULL, its gradient. */
+static double elec__pmsm_interpolate(const elec__pmsm *m, const double *x,
+                                     double *grad) {
+    const elec__pmsm_level *g = &m->level[0];
+    const int width = 2 * m->support;
+    double w[3][ELEC__MSM_MAX_WIDTH], dw[3][ELEC__MSM_MAX_WIDTH], phi = 0.0;
+    long index[3][ELEC__MSM_MAX_WIDTH];
+    int a, b, c;
+    if (grad) grad[0] = grad[1] = grad[2] = 0.0;
+    if (m->levels == 0) return 0.0;
+    elec__pmsm_atom_weights(m, x, w, dw, index);
+    for (c = 0; c < width; c++)
+        for (b = 0; b < width; b++)
+            for (a = 0; a < width; a++) {
+                const double e =
+                    g->e[index[0][a] + g->n[0] * (index[1][b] + g->n[1] * index[2][c])];
+                phi += w[0][a] * w[1][b] * w[2][c] * e;
+                if (grad) {
+                    grad[0] += dw[0][a] * w[1][b] * w[2][c] * e;
+                    grad[1] += w[0][a] * dw[1][b] * w[2][c] * e;
+                    grad[2] += w[0][a] * w[1][b] * dw[2][c] * e;
+                }
+            }
+    return phi;
+}
+
+/* The top: the smooth rest g_L(r) = gamma(r/a_L)/a_L summed over all
+   images is, in the zero-mean (Ewald) convention, the constant
+   C_L = -(1/V) int (1/r - g_L) d^3r = -(4 pi a_L^2 / V) int_0^1 (rho -
+   rho^2 gamma(rho)) d rho, the integrand vanishing from rho = 1 on.
+   gamma is a polynomial below 1: composite Simpson with 2000 intervals
+   is exact to rounding for the low orders and far below MSM's error for
+   the rest.  (Ewald's background term is this constant's erfc analogue.) */
+static double elec__pmsm_top_constant(double a_top, double volume, int splitting) {
+    const int intervals = 2000;
+    const double step = 1.0 / intervals;
+    double sum = 0.0;
+    int k;
+    for (k = 0; k <= intervals; k++) {
+        const double rho = k * step;
+        const double weight = (k == 0 || k == intervals) ? 1.0 : (k % 2 ? 4.0 : 2.0);
+        sum += weight * (rho - rho * rho * elec_msm_gamma(rho, splitting));
+    }
+    return -4.0 * ELEC__PI * a_top * a_top * (sum * step / 3.0) / volume;
+}
+
+/* Short range: at each atom i, phi_i = sum over atoms j and images n,
+   (j, n) != (i, 0), with |r_i - r_j - nL| < a of q_j (1/r - gamma(r/a)/a),
+   and the force on i from them.  A cell list of the wrapped atoms, each
+   cell at least a long (one cell where the box is shorter); a neighbour
+   cell offset past the box edge is an image, so looping over offsets up
+   to ceil(a / cell edge) visits every (atom, image) within a exactly once,
+   however small the box.  Each atom sums all its own partners (no i < j
+   halving), which keeps the threads apart; the caller halves the energy.
+   The first coincident pair found goes to bad (i, j). */
+static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
+                                  const double length[3], const elec_msm_params *p,
+                                  double *phi, double *forces, size_t bad[2]) {
+    const double a = p->cutoff, a2 = a * a;
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    const double zero[3] = {0.0, 0.0, 0.0};
+    elec__cells cells;
+    long reach[3], i;
+    int axis, coincident = 0;
+    if (elec__cells_build(x, n, zero, length, a, 1, &cells) < 0) {
+        elec__cells_free(&cells);
+        return -1;
+    }
+    for (axis = 0; axis < 3; axis++)
+        reach[axis] = (long)ceil(a / (length[axis] / cells.n[axis]));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16)
+#endif
+    for (i = 0; i < (long)n; i++) {
+        const double *xi = x + 3 * i;
+        double sum = 0.0, force[3] = {0.0, 0.0, 0.0};
+        long offset[3];
+        int home[3];
+        elec__cell_ijk(&cells, xi, home);
+        for (offset[2] = -reach[2]; offset[2] <= reach[2]; offset[2]++)
+            for (offset[1] = -reach[1]; offset[1] <= reach[1]; offset[1]++)
+                for (offset[0] = -reach[0]; offset[0] <= reach[0]; offset[0]++) {
+                    double shift[3];
+                    long cell[3];
+                    int is_image = 0;
+                    size_t k, c;
+                    for (axis = 0; axis < 3; axis++) {
+                        const long raw = home[axis] + offset[axis];
+                        const long image = elec__floor_div(raw, cells.n[axis]);
+                        cell[axis] = raw - image * cells.n[axis];
+                        shift[axis] = (double)image * length[axis];
+                        is_image |= image != 0;
+                    }
+                    c = (size_t)cell[0] +
+                        (size_t)cells.n[0] * ((size_t)cell[1] + (size_t)cells.n[1] * (size_t)cell[2]);
+                    for (k = cells.start[c]; k < cells.start[c + 1]; k++) {
+                        const size_t j = cells.atom[k];
+                        double d[3], r2, r, rho, f;
+                        if (j == (size_t)i && !is_image) continue;
+                        for (axis = 0; axis < 3; axis++)
+                            d[axis] = xi[axis] - x[3 * j + axis] - shift[axis];
+                        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        if (r2 >= a2) continue;
+                        if (r2 < c2) {
+#ifdef _OPENMP
+#pragma omp critical(elec__pmsm_coincident)
+#endif
+                            if (!coincident) {
+                                coincident = 1;
+                                bad[0] = (size_t)i;
+                                bad[1] = j;
+                            }
+                            continue;
+                        }
+                        r = sqrt(r2);
+                        rho = r / a;
+                        sum += q[j] * (1.0 / r - elec_msm_gamma(rho, p->splitting) / a);
+                        if (!forces || j == (size_t)i) continue; /* images: +n, -n cancel */
+                        /* -d/dr [1/r - gamma(r/a)/a] = 1/r^2 + gamma'(r/a)/a^2 */
+                        f = q[i] * q[j] *
+                            (1.0 / r2 + elec_msm_gamma_derivative(rho, p->splitting) / a2) / r;
+                        for (axis = 0; axis < 3; axis++) force[axis] += f * d[axis];
+                    }
+                }
+        phi[i] += sum;
+        if (forces)
+            for (axis = 0; axis < 3; axis++) forces[3 * i + axis] += force[axis];
+    }
+    elec__cells_free(&cells);
+    return coincident;
+}
+
+ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
+                                                  const elec_box *box,
+                                                  const elec_msm_params *params,
+                                                  double *energy, double *forces,
+                                                  double *potential,
+                                                  elec_error *err) {
+    elec_msm_params p;
+    elec__pmsm m;
+    double *x = NULL, *q = NULL, *phi = NULL;
+    double total_charge = 0.0, top, self, sum = 0.0;
+    size_t i, n, bad[2] = {0, 0};
+    elec_status s;
+    int axis, found;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    p = elec_msm_params_resolved(params);
+    n = atoms->count;
+    memset(&m, 0, sizeof m);
+    x = (double *)ELEC_MALLOC((3 * n + 3) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    phi = (double *)ELEC_MALLOC((n + 1) * sizeof *phi);
+    if (!x || !q || !phi) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
+        goto cleanup;
+    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__pmsm_setup(&m, &p, box, err)) != ELEC_OK) goto cleanup;
+    elec__pmsm_long_range(&m, x, q, n);
+    memset(phi, 0, (n + 1) * sizeof *phi);
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    found = elec__pmsm_short_range(x, q, n, box->length, &p, phi, forces, bad);
+    if (found < 0) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+        goto cleanup;
+    }
+    if (found) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "atom %zu and atom %zu (or an image) coincide: their "
+                       "energy is infinite", bad[0], bad[1]);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) total_charge += q[i];
+    top = total_charge * elec__pmsm_top_constant(p.cutoff * (double)(1L << m.levels),
+                                                 box->length[0] * box->length[1] *
+                                                     box->length[2],
+                                                 p.splitting);
+    /* the lattices and the top carry each atom's own smooth part,
+       sum_l K_l(0) + g_L(0) = g_0(0) = gamma(0)/a: no interaction */
+    self = elec_msm_gamma(0.0, p.splitting) / p.cutoff;
+    for (i = 0; i < n; i++) {
+        double grad[3];
+        phi[i] += elec__pmsm_interpolate(&m, x + 3 * i, forces ? grad : NULL) + top -
+                  q[i] * self;
+        sum += q[i] * phi[i];
+        if (forces)
+            for (axis = 0; axis < 3; axis++) forces[3 * i + axis] -= q[i] * grad[axis];
+    }
+    /* E = 1/2 sum_i q_i phi_i: phi is linear in the charges */
+    *energy = p.scale * 0.5 * sum;
+    for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
+    for (i = 0; i < n && potential; i++) potential[i] = p.scale * phi[i];
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    elec__pmsm_free(&m);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(phi);
     return s;
 }
 

@@ -1,6 +1,7 @@
 /* Multilevel summation on the CPU: its building blocks (the interpolating
    bases, the softened 1/r), then maps, energies and forces against the
-   exact direct sums, at VMD msmpot's defaults and at higher order. */
+   exact direct sums, at VMD msmpot's defaults and at higher order; and
+   periodic MSM against the exact Ewald sum and Madelung constants. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -289,6 +290,290 @@ TEST(awkward_lattices_and_far_points_are_safe) {
     free(map);
 }
 
+/* ------------------------------------------------------- periodic MSM */
+
+/* Rock salt, exact (as in tests/test_ewald.c): per ion pair E = -M / r0,
+   r0 the cation-anion distance. */
+#define NACL_MADELUNG 1.747564594633182
+/* One charge per cube of edge L in a neutralising background (the Ewald
+   convention): E = -xi / (2 L) per charge, xi the Wigner-lattice constant
+   of the simple cubic lattice (Nijboer and De Wette 1957). */
+#define SIMPLE_CUBIC_WIGNER 2.837297479480620
+
+/* Periodic MSM against the exact Ewald sum (tolerance 1e-10, far below
+   MSM's errors): energy relative to |E|, forces and potentials relative
+   RMS, and the forces' plain RMS difference (for a crystal, whose exact
+   forces vanish). */
+typedef struct periodic_errors {
+    double energy, forces, potential, force_rms, msm_energy, ewald_energy;
+} periodic_errors;
+
+static elec_box periodic_box(double x, double y, double z) {
+    elec_box b;
+    b.length[0] = x;
+    b.length[1] = y;
+    b.length[2] = z;
+    return b;
+}
+
+static periodic_errors periodic_vs_ewald(const test_system *s, const elec_box *box,
+                                         const elec_msm_params *p, const char *what) {
+    elec_atoms atoms = test_system_atoms(s);
+    elec_ewald_params ewald = {0};
+    elec_ewald_terms truth;
+    elec_error err;
+    periodic_errors out;
+    size_t n = s->count, i;
+    double *f = (double *)malloc(3 * n * sizeof *f), *fe = (double *)malloc(3 * n * sizeof *fe);
+    double *phi = (double *)malloc(n * sizeof *phi), *phie = (double *)malloc(n * sizeof *phie);
+    double num = 0.0, den = 0.0, pnum = 0.0, pden = 0.0;
+    ewald.tolerance = 1e-10;
+    EXPECT(elec_cpu_ewald(&atoms, box, &ewald, &truth, fe, phie, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, box, p, &out.msm_energy, f, phi, &err) == ELEC_OK,
+           "%s: %s", what, err.message);
+    for (i = 0; i < 3 * n; i++) {
+        num += (f[i] - fe[i]) * (f[i] - fe[i]);
+        den += fe[i] * fe[i];
+    }
+    for (i = 0; i < n; i++) {
+        pnum += (phi[i] - phie[i]) * (phi[i] - phie[i]);
+        pden += phie[i] * phie[i];
+    }
+    out.ewald_energy = truth.total;
+    out.energy = fabs(out.msm_energy - truth.total) / fabs(truth.total);
+    out.forces = sqrt(num / den);
+    out.force_rms = sqrt(num / (3.0 * (double)n));
+    out.potential = sqrt(pnum / pden);
+    printf("     %s: E %.10f vs Ewald %.10f: energy %.2e, forces %.2e, potentials %.2e\n", what,
+           out.msm_energy, truth.total, out.energy, out.forces, out.potential);
+    free(f);
+    free(fe);
+    free(phi);
+    free(phie);
+    return out;
+}
+
+TEST(periodic_msm_matches_ewald_for_random_charges_and_water) {
+    /* At the defaults (h = 2, a = 12, C1 cubic, C2 splitting) MSM's map
+       error is 8.2e-4 relative RMS (README's table, make msm-table); the
+       periodic lattices here are a little finer (h = 1.56 and 1.16).  The
+       potentials
+       at the atoms measure 9.2e-4 (random) and 3.4e-4 (water), forces 1.2e-3
+       and 3.5e-4, and each is held to about twice that.  The energy of
+       random charges in [-1, 1] is a small difference of large terms
+       (|E| = 3.5 against sum |q phi| / 2 = 53), so its relative error,
+       3.2e-3, is the potential error magnified; water's is 6.9e-5. */
+    test_system random = test_system_random(400, 25.0, 7);
+    test_system water = test_system_water(216, 3);
+    elec_box random_box = periodic_box(25.0, 25.0, 25.0);
+    elec_box water_box = periodic_box(water.box[0], water.box[1], water.box[2]);
+    periodic_errors e;
+    make_neutral(&random);
+    e = periodic_vs_ewald(&random, &random_box, NULL, "random, seed 7");
+    EXPECT(e.energy <= 7e-3, "random: energy %.3e", e.energy);
+    EXPECT(e.forces <= 2.5e-3, "random: forces %.3e", e.forces);
+    EXPECT(e.potential <= 2e-3, "random: potentials %.3e", e.potential);
+    e = periodic_vs_ewald(&water, &water_box, NULL, "water, 216 molecules, seed 3");
+    EXPECT(e.energy <= 1.5e-4, "water: energy %.3e", e.energy);
+    EXPECT(e.forces <= 7e-4, "water: forces %.3e", e.forces);
+    EXPECT(e.potential <= 7e-4, "water: potentials %.3e", e.potential);
+    test_system_free(&random);
+    test_system_free(&water);
+}
+
+TEST(periodic_msm_gives_the_madelung_energy_of_rock_salt) {
+    /* 3 x 3 x 3 cells, 216 ions; the exact truth is the Madelung constant
+       (energy per pair -M/r0, potential at an ion -q M/r0, no forces).
+       Measured at the defaults: energy 1.3e-4 and potentials 1.5e-4
+       relative, forces 1.0e-3 of the nearest-neighbour force 1/r0^2 (the
+       lattice, 1.06 A apart, does not share the crystal's symmetry);
+       held to about twice that. */
+    const double a = 5.64, r0 = a / 2.0;
+    test_system salt = test_system_nacl(3, a);
+    elec_box box = periodic_box(3.0 * a, 3.0 * a, 3.0 * a);
+    periodic_errors e = periodic_vs_ewald(&salt, &box, NULL, "rock salt, 3^3 cells");
+    const double pairs = (double)salt.count / 2.0, want = -NACL_MADELUNG / r0;
+    const double energy_error = fabs(e.msm_energy / pairs - want) / fabs(want);
+    printf("     E/pair %.8f, -M/r0 %.8f: %.2e; force RMS %.2e of 1/r0^2\n", e.msm_energy / pairs,
+           want, energy_error, e.force_rms * r0 * r0);
+    EXPECT(energy_error <= 3e-4, "energy per pair off by %.3e", energy_error);
+    EXPECT(e.potential <= 3e-4, "potentials off by %.3e", e.potential);
+    EXPECT(e.force_rms * r0 * r0 <= 2e-3, "forces %.3e of 1/r0^2", e.force_rms * r0 * r0);
+    test_system_free(&salt);
+}
+
+TEST(periodic_msm_quintic_at_finer_spacing_improves_the_error) {
+    /* README's table: C1 quintic with C3 splitting at h = 1.5 has a map
+       error of 4.4e-5 against 8.2e-4 at the defaults.  On the random
+       system of the test above, measured: energy 3.2e-3 -> 5.0e-5, forces
+       1.2e-3 -> 1.1e-5, potentials 9.2e-4 -> 1.2e-5; held to about twice
+       those, and to a gain of at least 20 in forces and potentials. */
+    test_system s = test_system_random(400, 25.0, 7);
+    elec_box box = periodic_box(25.0, 25.0, 25.0);
+    elec_msm_params p = {0};
+    periodic_errors cubic, quintic;
+    make_neutral(&s);
+    cubic = periodic_vs_ewald(&s, &box, NULL, "cubic C2, h = 2");
+    p.interpolation = ELEC_MSM_QUINTIC;
+    p.splitting = 3;
+    p.spacing = 1.5;
+    quintic = periodic_vs_ewald(&s, &box, &p, "quintic C3, h = 1.5");
+    EXPECT(quintic.energy <= 1e-4, "quintic: energy %.3e", quintic.energy);
+    EXPECT(quintic.forces <= 2.2e-5, "quintic: forces %.3e", quintic.forces);
+    EXPECT(quintic.potential <= 2.5e-5, "quintic: potentials %.3e", quintic.potential);
+    EXPECT(quintic.forces * 20.0 <= cubic.forces && quintic.potential * 20.0 <= cubic.potential,
+           "quintic forces %.3e, potentials %.3e against cubic %.3e, %.3e", quintic.forces,
+           quintic.potential, cubic.forces, cubic.potential);
+    test_system_free(&s);
+}
+
+TEST(periodic_msm_with_a_net_charge_matches_ewald_with_its_background) {
+    /* One extra +1 e on a neutral random system: the total charge's smooth
+       part on the one-point top is the zero-mean constant, 0.5 Q^2 C_L =
+       -1.55 e^2/A here (a_L = 192 A), which Ewald's background term
+       mirrors; without it the energy would be off by 45 %.  Measured:
+       energy 2.2e-3, forces 1.2e-3, potentials 9.3e-4 (as for the neutral
+       system); held to about twice that. */
+    test_system s = test_system_random(300, 22.0, 11);
+    elec_box box = periodic_box(22.0, 22.0, 22.0);
+    periodic_errors e;
+    make_neutral(&s);
+    s.charge[0] += 1.0;
+    e = periodic_vs_ewald(&s, &box, NULL, "net charge +1");
+    EXPECT(e.energy <= 5e-3, "energy %.3e", e.energy);
+    EXPECT(e.forces <= 2.5e-3, "forces %.3e", e.forces);
+    EXPECT(e.potential <= 2e-3, "potentials %.3e", e.potential);
+    test_system_free(&s);
+}
+
+TEST(periodic_msm_sums_images_beyond_the_minimum_image) {
+    /* Boxes shorter than the cutoff a = 12 A, whose short-range sums reach
+       several images and whose stencils fold over the lattice more than
+       once: a 10 A cube; an 8 x 30 x 12 A box, atoms put 17 A beyond its
+       x edge (wrapped back); one ion in a 1.8 A cube, smaller than the
+       spacing, so no lattice at all: all the smooth part is the top, and
+       the truth is the Wigner constant.  Measured energy, forces,
+       potentials: 4.7e-4, 6.9e-4, 5.0e-4 (cube) and 5.8e-4, 4.3e-4,
+       1.3e-3 (box); the lone ion 1.0e-4 (the top's constant leaves out
+       g_L's variation over the box, which falls with smoother splitting:
+       1.4e-5 at C3).  Held to about twice those. */
+    test_system cube = test_system_random(60, 10.0, 9);
+    test_system slab = test_system_random(200, 1.0, 12);
+    elec_box cube_box = periodic_box(10.0, 10.0, 10.0), slab_box = periodic_box(8.0, 30.0, 12.0);
+    elec_box tiny = periodic_box(1.8, 1.8, 1.8);
+    double xyz[3] = {0.3, 0.5, 0.7}, q[1] = {1.0}, e, want = -SIMPLE_CUBIC_WIGNER / (2.0 * 1.8);
+    elec_atoms ion = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_error err;
+    periodic_errors c;
+    size_t i;
+    make_neutral(&cube);
+    make_neutral(&slab);
+    for (i = 0; i < slab.count; i++) {
+        slab.xyz[3 * i] = 8.0 * slab.xyz[3 * i] + 17.0;
+        slab.xyz[3 * i + 1] *= 30.0;
+        slab.xyz[3 * i + 2] *= 12.0;
+    }
+    c = periodic_vs_ewald(&cube, &cube_box, NULL, "10 A cube");
+    EXPECT(c.energy <= 1e-3 && c.forces <= 1.4e-3 && c.potential <= 1e-3,
+           "cube: energy %.3e, forces %.3e, potentials %.3e", c.energy, c.forces, c.potential);
+    c = periodic_vs_ewald(&slab, &slab_box, NULL, "8 x 30 x 12 A box, atoms outside");
+    EXPECT(c.energy <= 1.2e-3 && c.forces <= 1e-3 && c.potential <= 2.7e-3,
+           "box: energy %.3e, forces %.3e, potentials %.3e", c.energy, c.forces, c.potential);
+    EXPECT(elec_cpu_msm_periodic_energy(&ion, &tiny, NULL, &e, NULL, NULL, &err) == ELEC_OK,
+           "%s", err.message);
+    printf("     one ion, 1.8 A cube: %.10f, -xi/2L %.10f: %.2e\n", e, want, fabs(e - want) / -want);
+    EXPECT(fabs(e - want) <= 2e-4 * -want, "one ion: %.10f, want %.10f", e, want);
+    test_system_free(&cube);
+    test_system_free(&slab);
+}
+
+TEST(periodic_msm_forces_are_the_gradient_of_its_energy) {
+    /* Forces are -dE/dr of the MSM energy itself (not only close to
+       Ewald's): central differences, step 1e-5 A, on a few coordinates of
+       a 40-atom system in a 12 A cube.  Measured 7e-10 of the largest
+       force; held to 1e-8 (the basis is only C1, so a lattice line inside
+       the step would make the difference O(step) there). */
+    test_system s = test_system_random(40, 12.0, 21);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = periodic_box(12.0, 12.0, 12.0);
+    double f[120], e_plus, e_minus, scale = 0.0, worst = 0.0, e;
+    const double step = 1e-5;
+    elec_error err;
+    size_t i, c;
+    make_neutral(&s);
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e, f, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (i = 0; i < 120; i++) scale = fabs(f[i]) > scale ? fabs(f[i]) : scale;
+    for (c = 0; c < 120; c += 13) {
+        const double keep = s.xyz[c];
+        double numeric;
+        s.xyz[c] = keep + step;
+        elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e_plus, NULL, NULL, &err);
+        s.xyz[c] = keep - step;
+        elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e_minus, NULL, NULL, &err);
+        s.xyz[c] = keep;
+        numeric = -(e_plus - e_minus) / (2.0 * step);
+        if (fabs(numeric - f[c]) > worst) worst = fabs(numeric - f[c]);
+    }
+    printf("     largest difference %.2e of the largest force %.2e\n", worst, scale);
+    EXPECT(worst <= 1e-8 * scale, "forces differ from -dE/dr by %.3e", worst);
+    test_system_free(&s);
+}
+
+TEST(periodic_msm_refuses_bad_input) {
+    double xyz[6] = {1.0, 1.0, 1.0, 3.0, 1.0, 1.0}, q[2] = {1.0, -1.0}, e, f[6], phi[2];
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = periodic_box(10.0, 10.0, 10.0);
+    elec_msm_params p = {0};
+    elec_error err;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, NULL, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "NULL energy");
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, NULL, NULL, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "NULL box");
+    EXPECT(elec_cpu_msm_periodic_energy(NULL, &box, NULL, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "NULL atoms");
+    box.length[1] = 0.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "zero box edge");
+    box.length[1] = -10.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "negative box edge");
+    box.length[1] = NAN;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "NaN box edge");
+    box.length[1] = 10.0;
+    p.spacing = 20.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "spacing over the cutoff");
+    p.spacing = 0.0;
+    p.splitting = 9;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "splitting 9");
+    p.splitting = 0;
+    box.length[0] = 1e6; /* 2^19 points along x */
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_UNSUPPORTED, "a 1e6 A edge: %s", err.message);
+    box.length[0] = 1e5; /* 2^16 points, and stencils widening along y, z */
+    box.length[1] = box.length[2] = 1.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_UNSUPPORTED, "a 1e5 x 1 x 1 A box: %s", err.message);
+    printf("     %s\n", err.message);
+    box.length[0] = box.length[1] = box.length[2] = 10.0;
+    xyz[3] = 11.0; /* the other atom's image */
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "an atom on another's image");
+    printf("     %s\n", err.message);
+    xyz[3] = 1e5; /* 10^4 boxes away */
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+               ELEC_ERR_INVALID_ARG, "an atom 10^4 boxes away");
+    xyz[3] = 3.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK &&
+               e < 0.0, "forces and potentials are optional: %s", err.message);
+    atoms.count = 0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK &&
+               e == 0.0, "no atoms, no energy: %g", e);
+}
+
 int main(void) {
     RUN(awkward_lattices_and_far_points_are_safe);
     RUN(bases_interpolate_and_reproduce_polynomials);
@@ -300,5 +585,12 @@ int main(void) {
     RUN(energy_and_forces_match_the_direct_sum);
     RUN(points_equal_the_map_and_coincident_atoms_are_left_out);
     RUN(bad_parameters_are_refused);
+    RUN(periodic_msm_matches_ewald_for_random_charges_and_water);
+    RUN(periodic_msm_gives_the_madelung_energy_of_rock_salt);
+    RUN(periodic_msm_quintic_at_finer_spacing_improves_the_error);
+    RUN(periodic_msm_with_a_net_charge_matches_ewald_with_its_background);
+    RUN(periodic_msm_sums_images_beyond_the_minimum_image);
+    RUN(periodic_msm_forces_are_the_gradient_of_its_energy);
+    RUN(periodic_msm_refuses_bad_input);
     return test_summary();
 }
