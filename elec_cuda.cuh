@@ -589,8 +589,10 @@ __global__ void __launch_bounds__(ELEC__CUTOFF_THREADS)
 elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
                        elec__cutoff_args args) {
     __shared__ float4 tile[ELEC__CUTOFF_THREADS];
+    __shared__ unsigned char near_warps[ELEC__CUTOFF_THREADS];
     const int t = threadIdx.x + ELEC__CUTOFF_EDGE *
                                     (threadIdx.y + ELEC__CUTOFF_THREADS_Y * threadIdx.z);
+    const int warp = t / 32; /* its points: all x and y, z planes 2w, 2w+1 */
     const int i = blockIdx.x * ELEC__CUTOFF_EDGE + threadIdx.x;
     const int j = blockIdx.y * ELEC__CUTOFF_EDGE + threadIdx.y;
     const int k = blockIdx.z * ELEC__CUTOFF_EDGE + threadIdx.z;
@@ -606,6 +608,22 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
                         (j + m * ELEC__CUTOFF_THREADS_Y) * args.spacing[1]);
         v[m] = 0.0f;
     }
+    /* Each warp's points span a box: x and y the block's 8 points, z its
+       two planes.  Atoms of a tile farther than the cutoff from a warp's
+       box are skipped by that warp (a warp-uniform branch): the block's
+       neighbourhood holds them for the other warps, and for the corners
+       of bins that only graze the sphere.  The margin keeps float rounding
+       of the box from dropping a pair the pair test would keep. */
+    float box_lo[3], box_hi[3];
+    for (int axis = 0; axis < 3; axis++) {
+        const int first_point = block[axis] * ELEC__CUTOFF_EDGE;
+        box_lo[axis] = (float)(args.first[axis] + first_point * args.spacing[axis] -
+                               args.centre[axis]);
+        box_hi[axis] = (float)(args.first[axis] +
+                               (first_point + ELEC__CUTOFF_EDGE - 1) * args.spacing[axis] -
+                               args.centre[axis]);
+    }
+    const float reach2 = args.cutoff2 * 1.0001f + 1e-4f;
     /* The bin holding the block's first point: the neighbourhood's origin. */
     for (int axis = 0; axis < 3; axis++)
         home[axis] = (int)floor((args.first[axis] + block[axis] * ELEC__CUTOFF_EDGE *
@@ -624,11 +642,26 @@ elec__k_cutoff_lattice(float *map, const float4 *bins, const int4 *neighbours,
                                           ELEC_BIN_DEPTH +
                                t % ELEC_BIN_DEPTH);
         }
+        /* which warps' boxes this record is within the cutoff of */
+        unsigned near = 0;
+        if (record.w != 0.0f) {
+            const float ex = fmaxf(fmaxf(box_lo[0] - record.x, record.x - box_hi[0]), 0.0f);
+            const float ey = fmaxf(fmaxf(box_lo[1] - record.y, record.y - box_hi[1]), 0.0f);
+            const float exy2 = fmaf(ex, ex, ey * ey);
+            for (int w = 0; w < ELEC__CUTOFF_THREADS / 32; w++) {
+                const float lo = box_lo[2] + 2 * w * (float)args.spacing[2];
+                const float hi = lo + (float)args.spacing[2];
+                const float ez = fmaxf(fmaxf(lo - record.z, record.z - hi), 0.0f);
+                near |= (fmaf(ez, ez, exy2) < reach2) << w;
+            }
+        }
         __syncthreads();
         tile[t] = record;
+        near_warps[t] = (unsigned char)near;
         /* a tile of empty slots costs one barrier, nothing more */
-        if (!__syncthreads_or(record.w != 0.0f)) continue;
+        if (!__syncthreads_or(near != 0)) continue;
         for (int a = 0; a < ELEC__CUTOFF_THREADS; a++) {
+            if (!((near_warps[a] >> warp) & 1)) continue; /* warp-uniform */
             const float4 atom = tile[a];
             const float dx = atom.x - px, dz = atom.z - pz;
             const float dxz = fmaf(dx, dx, dz * dz);
@@ -1553,20 +1586,81 @@ cleanup:
 /* Copies the map back without the padding (the kernel applied the scale)
    and adds the last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW)
    on the host at the points within their cutoff. */
+/* Slices [first, first + count) of the padded device map, unpadded, to
+   host memory at `to` (asynchronous on stream). */
+static elec_status elec__cutoff_copy_slices(const elec__cutoff_job *job, size_t nx, size_t ny,
+                                            size_t first, size_t count, float *to,
+                                            cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    for (size_t k = 0; k < count; k++)
+        ELEC__CUDA_TRY(cudaMemcpy2DAsync(to + k * nx * ny, nx * sizeof(float),
+                                         job->d_map + (first + k) * (size_t)job->args.pitch *
+                                                          job->args.rows,
+                                         job->args.pitch * sizeof(float), nx * sizeof(float),
+                                         ny, cudaMemcpyDeviceToHost, stream));
+cleanup:
+    return status;
+}
+
+/* Copies the map back without the padding (the kernel applied the scale)
+   and adds the last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW)
+   on the host at the points within their cutoff.  Large maps go through
+   two pinned buffers of ~16 MB: the DMA of one chunk of slices overlaps
+   the host's copy of the other into the caller's (pageable) map, which a
+   direct copy would stage through the driver at a few GB/s. */
+#define ELEC__STAGING_BYTES ((size_t)16 << 20)
 static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice *lattice,
                                        float *map, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
     const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
-    for (size_t k = 0; k < nz; k++)
-        ELEC__CUDA_TRY(cudaMemcpy2DAsync(map + k * nx * ny, nx * sizeof(float),
-                                         job->d_map + k * (size_t)job->args.pitch *
-                                                          job->args.rows,
-                                         job->args.pitch * sizeof(float),
-                                         nx * sizeof(float), ny,
-                                         cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    const size_t slice = nx * ny, per_chunk =
+        slice * sizeof(float) >= ELEC__STAGING_BYTES ? 1 : ELEC__STAGING_BYTES / (slice * sizeof(float));
+    const size_t chunks = (nz + per_chunk - 1) / per_chunk;
+    float *staging[2] = {NULL, NULL};
+    cudaEvent_t copied[2] = {NULL, NULL};
+    if (chunks < 3 || cudaMallocHost((void **)&staging[0], 2 * per_chunk * slice * sizeof(float)) !=
+                          cudaSuccess) {
+        (void)cudaGetLastError();
+        staging[0] = NULL;
+        if ((status = elec__cutoff_copy_slices(job, nx, ny, 0, nz, map, stream, err)) != ELEC_OK)
+            goto cleanup;
+        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    } else {
+        staging[1] = staging[0] + per_chunk * slice;
+        ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[0], cudaEventDisableTiming));
+        ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[1], cudaEventDisableTiming));
+        for (size_t c = 0; c <= chunks; c++) {
+            /* issue chunk c while the host empties chunk c - 1 */
+            if (c < chunks) {
+                const size_t first = c * per_chunk;
+                const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
+                if ((status = elec__cutoff_copy_slices(job, nx, ny, first, count, staging[c % 2],
+                                                       stream, err)) != ELEC_OK)
+                    goto cleanup;
+                ELEC__CUDA_TRY(cudaEventRecord(copied[c % 2], stream));
+            }
+            if (c > 0) {
+                const size_t done = c - 1, first = done * per_chunk;
+                const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
+                const float *from = staging[done % 2];
+                float *to = map + first * slice;
+                ELEC__CUDA_TRY(cudaEventSynchronize(copied[done % 2]));
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+                for (long k = 0; k < (long)count; k++)
+                    memcpy(to + (size_t)k * slice, from + (size_t)k * slice, slice * sizeof(float));
+            }
+        }
+    }
     elec__cutoff_overflow(&job->spilled, &job->bins, lattice, &job->p, map);
 cleanup:
+    if (staging[0]) {
+        cudaStreamSynchronize(stream);
+        cudaFreeHost(staging[0]);
+    }
+    if (copied[0]) cudaEventDestroy(copied[0]);
+    if (copied[1]) cudaEventDestroy(copied[1]);
     return status;
 }
 

@@ -215,6 +215,19 @@ TEST(atoms_outside_the_lattice_count_only_within_the_cutoff) {
     test_system_free(&sys);
 }
 
+TEST(a_large_map_comes_back_through_the_staging_buffers) {
+    /* 232 x 236 x 240 points (50 MB, more than three 16 MB chunks): the
+       copy back goes through the pinned double buffer, every slice to its
+       place; 60 atoms keep the reference cheap. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(60, 100.0, 69);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = {{232, 236, 240}, {-8.0, -9.0, -10.0}, {0.5, 0.5, 0.5}};
+    elec_cutoff_params p = {0};
+    free(check_cutoff(&atoms, &l, &p, "50 MB map"));
+    test_system_free(&sys);
+}
+
 TEST(an_empty_system_gives_a_zero_map) {
     REQUIRE_GPU();
     elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
@@ -296,6 +309,7 @@ int main(void) {
     RUN(gpu_cutoff_map_follows_its_parameters);
     RUN(an_overfull_bin_is_summed_through_the_overflow);
     RUN(atoms_outside_the_lattice_count_only_within_the_cutoff);
+    RUN(a_large_map_comes_back_through_the_staging_buffers);
     RUN(an_empty_system_gives_a_zero_map);
     RUN(progress_is_reported);
     return test_summary();
