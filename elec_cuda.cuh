@@ -115,6 +115,15 @@ ELEC_API elec_status elec_cuda_msm_map(const elec_atoms *atoms,
                                        const elec_lattice *lattice,
                                        const elec_msm_params *params,
                                        float *map, elec_error *err);
+/* MSM energy and forces on the GPU: elec_cpu_msm_energy's method and
+   output (non-periodic; scale * sum_{i<j} q_i q_j / r_ij and -dE/dr, 3 per
+   atom, forces may be NULL), every stage on the first GPU of
+   params->gpus in float, potentials summed on the host in double.  Atoms
+   within ELEC_COINCIDENT_DISTANCE of each other are an error. */
+ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
+                                          const elec_msm_params *params,
+                                          double *energy, double *forces,
+                                          elec_error *err);
 
 /* Smooth particle mesh Ewald on one GPU (elec.h, elec_spme_params; Essmann
    et al. 1995, on GPUs after Harvey and De Fabritiis 2009): the terms,
@@ -2056,6 +2065,31 @@ cleanup:
 
 } /* extern "C++" */
 
+/* The lattice-cutoff stencil's octant, g_0(|k| h) at k = (dx, dy, dz) >= 0
+   (elec_cpu.h's stencil), and each row's last dx inside |k| h < 2a (-1
+   for none): (radius + 1)^3 and (radius + 1)^2 entries. */
+static void elec__msm_stencil(const elec_msm_params *p, int radius, float *stencil,
+                              int *spans) {
+    const size_t side = (size_t)radius + 1;
+    const double reach = 2.0 * p->cutoff / p->spacing;
+    for (size_t k = 0; k < side * side * side; k++) {
+        double dx = (double)(k % side), dy = (double)(k / side % side),
+               dz = (double)(k / side / side);
+        double r = p->spacing * sqrt(dx * dx + dy * dy + dz * dz);
+        stencil[k] = (float)(elec_msm_gamma(r / p->cutoff, p->splitting) / p->cutoff -
+                             elec_msm_gamma(r / (2.0 * p->cutoff), p->splitting) /
+                                 (2.0 * p->cutoff));
+    }
+    for (size_t row = 0; row < side * side; row++) {
+        const double dy = (double)(row % side), dz = (double)(row / side);
+        int last = -1;
+        while (last + 1 <= radius &&
+               (last + 1.0) * (last + 1.0) + dy * dy + dz * dz < reach * reach)
+            last++;
+        spans[row] = last;
+    }
+}
+
 static double elec__msm_clock(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -2137,25 +2171,7 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM tables");
         goto cleanup;
     }
-    for (size_t k = 0; k < side * side * side; k++) {
-        /* g_0(r) = gamma(r/a)/a - gamma(r/2a)/(2a) (elec_cpu.h's stencil) */
-        double dx = (double)(k % side), dy = (double)(k / side % side),
-               dz = (double)(k / side / side);
-        double r = p.spacing * sqrt(dx * dx + dy * dy + dz * dz);
-        host_stencil[k] = (float)(elec_msm_gamma(r / p.cutoff, p.splitting) / p.cutoff -
-                                  elec_msm_gamma(r / (2.0 * p.cutoff), p.splitting) /
-                                      (2.0 * p.cutoff));
-    }
-    for (size_t row = 0; row < side * side; row++) {
-        /* the last |k_x| with |k| h < 2a, or -1 */
-        const double reach = 2.0 * p.cutoff / p.spacing;
-        const double dy = (double)(row % side), dz = (double)(row / side);
-        int last = -1;
-        while (last + 1 <= radius &&
-               (last + 1.0) * (last + 1.0) + dy * dy + dz * dz < reach * reach)
-            last++;
-        host_spans[row] = last;
-    }
+    elec__msm_stencil(&p, radius, host_stencil, host_spans);
     elec__msm_axis_table(lattice, 0, reference[0], &p, host_first, host_w);
     elec__msm_axis_table(lattice, 1, reference[1], &p, host_first + nx,
                          host_w + (size_t)nx * 2 * s);
@@ -2284,6 +2300,420 @@ cleanup:
     ELEC_FREE(host_spans);
     ELEC_FREE(host_first);
     ELEC_FREE(host_w);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* ------------------------------------------------------- MSM energies */
+
+/* Energies and forces by MSM on the GPU (elec_cpu_msm_energy's method,
+   non-periodic): the lattice hierarchy as for maps, then
+     at atoms     one thread per atom: potential and gradient interpolated
+                  from the finest lattice (weights and their slopes);
+     short range  one thread per atom over the 27 cells around its own
+                  (cells at least a long, atoms sorted by cell on the
+                  host): potential q_j (1/r - gamma(r/a)/a) and force.
+   Each pair is seen from both ends (no atomics on forces); the host sums
+   the per-atom potentials in double. */
+extern "C++" {
+
+template <int S>
+__device__ __forceinline__ int elec__msm_slopes_device(float t, const elec__msm_basis_args &b,
+                                                       float w[2 * S], float dw[2 * S]) {
+    const float cell = floorf(t), u = t - cell;
+#pragma unroll
+    for (int j = 0; j < 2 * S; j++) {
+        float v = b.coeff[j][2 * S - 1], d = 0.0f;
+#pragma unroll
+        for (int p = 2 * S - 2; p >= 0; p--) {
+            d = fmaf(d, u, v); /* Horner's derivative */
+            v = fmaf(v, u, b.coeff[j][p]);
+        }
+        w[j] = v;
+        dw[j] = d;
+    }
+    return (int)cell - (S - 1);
+}
+
+/* Stage 5 at the atoms: phi and grad phi from e_0. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_at_atoms(const float4 *atoms, int n, const float *e0, elec__msm_level_args g,
+                     float inv_h, elec__msm_basis_args b, float *phi, float4 *grad) {
+    const int a = blockIdx.x * blockDim.x + threadIdx.x;
+    float wx[2 * S], wy[2 * S], wz[2 * S], dx[2 * S], dy[2 * S], dz[2 * S];
+    float sum = 0.0f, gx = 0.0f, gy = 0.0f, gz = 0.0f;
+    if (a >= n) return;
+    const float4 atom = atoms[a];
+    const int fx = elec__msm_slopes_device<S>(atom.x * inv_h, b, wx, dx);
+    const int fy = elec__msm_slopes_device<S>(atom.y * inv_h, b, wy, dy);
+    const int fz = elec__msm_slopes_device<S>(atom.z * inv_h, b, wz, dz);
+    for (int c = 0; c < 2 * S; c++)
+        for (int bb = 0; bb < 2 * S; bb++) {
+            const float *row = e0 + elec__msm_index(g, fx, fy + bb, fz + c);
+            float v = 0.0f, vx = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 2 * S; i++) {
+                const float e = __ldg(row + i);
+                v = fmaf(wx[i], e, v);
+                vx = fmaf(dx[i], e, vx);
+            }
+            sum += wy[bb] * wz[c] * v;
+            gx += wy[bb] * wz[c] * vx;
+            gy += dy[bb] * wz[c] * v;
+            gz += wy[bb] * dz[c] * v;
+        }
+    phi[a] = sum;
+    grad[a] = make_float4(gx * inv_h, gy * inv_h, gz * inv_h, 0.0f);
+}
+
+/* Everything the short-range pass needs besides its arrays. */
+typedef struct elec__msm_short_args {
+    float coeff[ELEC__CUTOFF_MAX_ORDER + 1]; /* gamma/a = sum coeff_k (rho^2-1)^k */
+    int order;                               /* the splitting */
+    float cutoff2, inv_cutoff2, coincident2;
+    int cells[3];
+} elec__msm_short_args;
+
+/* One thread per atom (in cell order): q_j S(r) summed into phi, and the
+   force q_i q_j (1/r^3 + 2 G'(t)/a^3) (x_i - x_j), with S = 1/r - G(t)/a,
+   G(t) = gamma at t = rho^2 - 1 (elec_msm_gamma's Taylor series). */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int n,
+                  elec__msm_short_args s, float *phi, float4 *force, int *coincident) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float4 me = atoms[i];
+    const int cell = cell_of[i]; /* the host's: no float rounding across a cell face */
+    const int home[3] = {cell % s.cells[0], cell / s.cells[0] % s.cells[1],
+                         cell / s.cells[0] / s.cells[1]};
+    float sum = 0.0f, fx = 0.0f, fy = 0.0f, fz = 0.0f;
+    for (int cz = max(home[2] - 1, 0); cz <= min(home[2] + 1, s.cells[2] - 1); cz++)
+        for (int cy = max(home[1] - 1, 0); cy <= min(home[1] + 1, s.cells[1] - 1); cy++) {
+            const int row = s.cells[0] * (cy + s.cells[1] * cz);
+            const int first = start[row + max(home[0] - 1, 0)];
+            const int last = start[row + min(home[0] + 1, s.cells[0] - 1) + 1];
+            for (int j = first; j < last; j++) {
+                const float4 other = __ldg(atoms + j);
+                const float rx = me.x - other.x, ry = me.y - other.y, rz = me.z - other.z;
+                const float r2 = fmaf(rx, rx, fmaf(ry, ry, rz * rz));
+                if (j == i || r2 >= s.cutoff2) continue;
+                if (r2 < s.coincident2) {
+                    atomicMin(coincident, min(i, j));
+                    continue;
+                }
+                const float rinv = rsqrtf(r2), t = fmaf(r2, s.inv_cutoff2, -1.0f);
+                float g = s.coeff[s.order], slope = 0.0f;
+                for (int k = s.order - 1; k >= 0; k--) {
+                    slope = fmaf(slope, t, g);
+                    g = fmaf(g, t, s.coeff[k]);
+                }
+                sum = fmaf(other.w, rinv - g, sum);
+                const float f = other.w * (rinv * rinv * rinv + 2.0f * slope * s.inv_cutoff2);
+                fx = fmaf(f, rx, fx);
+                fy = fmaf(f, ry, fy);
+                fz = fmaf(f, rz, fz);
+            }
+        }
+    phi[i] = sum;
+    force[i] = make_float4(me.w * fx, me.w * fy, me.w * fz, 0.0f);
+}
+
+template <int S>
+static elec_status elec__msm_launch_at_atoms(const float4 *d_atoms, int n, const float *d_e0,
+                                             const elec__msm_shape &shape,
+                                             const elec_msm_params &p, float *d_phi,
+                                             float4 *d_grad, cudaStream_t stream,
+                                             elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__msm_level_args g;
+    for (int axis = 0; axis < 3; axis++) {
+        g.lo[axis] = (int)shape.lo[0][axis];
+        g.n[axis] = shape.n[0][axis];
+    }
+    elec__k_msm_at_atoms<S><<<(n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ELEC__MSM_BLOCK, 0,
+                              stream>>>(d_atoms, n, d_e0, g, (float)(1.0 / p.spacing),
+                                        elec__msm_basis_of((int)p.interpolation), d_phi,
+                                        d_grad);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+} /* extern "C++" */
+
+/* Atoms sorted by cells at least `length` long over lo..hi (counting
+   sort): order[k] is the k-th atom, start[c] .. start[c+1] cell c's. */
+static elec_status elec__msm_cells(const double *x, size_t n, const double lo[3],
+                                   const double hi[3], double length, int cells[3],
+                                   size_t **order, int **start, int **sorted_cell,
+                                   elec_error *err) {
+    size_t total = 1;
+    int *cell_of = NULL;
+    for (int axis = 0; axis < 3; axis++) {
+        double count = floor((hi[axis] - lo[axis]) / length);
+        cells[axis] = count < 1.0 ? 1 : count > 1024.0 ? 1024 : (int)count;
+        total *= (size_t)cells[axis];
+    }
+    *order = (size_t *)ELEC_MALLOC((n + 1) * sizeof **order);
+    *start = (int *)ELEC_MALLOC((total + 1) * sizeof **start);
+    cell_of = (int *)ELEC_MALLOC((n + 1) * sizeof *cell_of);
+    *sorted_cell = (int *)ELEC_MALLOC((n + 1) * sizeof **sorted_cell);
+    if (!*order || !*start || !cell_of || !*sorted_cell) {
+        ELEC_FREE(cell_of);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu cells", total);
+    }
+    memset(*start, 0, (total + 1) * sizeof **start);
+    for (size_t a = 0; a < n; a++) {
+        int c[3];
+        for (int axis = 0; axis < 3; axis++) {
+            double u = floor((x[3 * a + axis] - lo[axis]) / (hi[axis] - lo[axis]) * cells[axis]);
+            c[axis] = u < 0.0 ? 0 : u >= cells[axis] ? cells[axis] - 1 : (int)u;
+        }
+        cell_of[a] = c[0] + cells[0] * (c[1] + cells[1] * c[2]);
+        (*start)[cell_of[a] + 1]++;
+    }
+    for (size_t c = 0; c < total; c++) (*start)[c + 1] += (*start)[c];
+    {
+        int *next = (int *)ELEC_MALLOC((total + 1) * sizeof *next);
+        if (!next) {
+            ELEC_FREE(cell_of);
+            return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+        }
+        memcpy(next, *start, total * sizeof *next);
+        for (size_t a = 0; a < n; a++) {
+            (*sorted_cell)[next[cell_of[a]]] = cell_of[a];
+            (*order)[next[cell_of[a]]++] = a;
+        }
+        ELEC_FREE(next);
+    }
+    ELEC_FREE(cell_of);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
+                                          const elec_msm_params *params, double *energy,
+                                          double *forces, elec_error *err) {
+    elec_status status;
+    elec_msm_params p;
+    elec__msm_shape shape;
+    elec__msm_short_args sa;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, radius, s, n_int;
+    int found = INT_MAX;
+    cudaStream_t stream = NULL;
+    double reference[3], lo[3], hi[3], cell_lo[3], cell_hi[3], c = 1.0;
+    double long_range = 0.0, short_range = 0.0, self = 0.0;
+    double *x = NULL;
+    size_t *order = NULL, n, total_points = 0, side;
+    int *start = NULL, *d_start = NULL, *d_coincident = NULL, *host_spans = NULL,
+        *d_spans = NULL, *sorted_cell = NULL, *d_cell = NULL;
+    float4 *host_atoms = NULL, *d_atoms = NULL, *d_grad = NULL, *d_force = NULL,
+           *host_grad = NULL, *host_force = NULL;
+    float *d_lattices = NULL, *d_stencil = NULL, *host_stencil = NULL, *d_phi = NULL,
+          *d_short = NULL, *host_phi = NULL, *host_short = NULL;
+    float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS];
+
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
+    if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    p = elec_msm_params_resolved(params);
+    p.times = NULL; /* stage times are the maps' */
+    s = elec_msm_support((int)p.interpolation);
+    n = atoms->count;
+    if (n > (size_t)INT_MAX / 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
+                          INT_MAX / 2);
+    n_int = (int)n;
+    *energy = 0.0;
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    if (n == 0) {
+        elec__ok(err);
+        return ELEC_OK;
+    }
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+
+    /* Host: atoms relative to their bounding box's centre, sorted by cell;
+       the hierarchy's shape and stencil. */
+    elec_atoms_bounds(atoms, lo, hi);
+    for (int axis = 0; axis < 3; axis++) {
+        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
+        cell_lo[axis] = lo[axis] - reference[axis];
+        cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
+        lo[axis] = cell_lo[axis];
+        hi[axis] = hi[axis] - reference[axis];
+    }
+    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK) return status;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    host_atoms = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_atoms);
+    host_phi = (float *)ELEC_MALLOC((n + 1) * sizeof *host_phi);
+    host_short = (float *)ELEC_MALLOC((n + 1) * sizeof *host_short);
+    host_grad = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_grad);
+    host_force = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_force);
+    radius = (int)ceil(2.0 * p.cutoff / p.spacing);
+    side = (size_t)radius + 1;
+    host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
+    host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
+    if (!x || !host_atoms || !host_phi || !host_short || !host_grad || !host_force ||
+        !host_stencil || !host_spans) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
+        goto cleanup;
+    }
+    for (size_t a = 0; a < n; a++) {
+        elec_atoms_get(atoms, a, x + 3 * a, NULL, NULL);
+        for (int axis = 0; axis < 3; axis++) x[3 * a + axis] -= reference[axis];
+    }
+    if ((status = elec__msm_cells(x, n, cell_lo, cell_hi, p.cutoff, sa.cells, &order, &start,
+                                  &sorted_cell, err)) != ELEC_OK)
+        goto cleanup;
+    for (size_t k = 0; k < n; k++) {
+        const size_t a = order[k];
+        double q;
+        elec_atoms_get(atoms, a, NULL, &q, NULL);
+        host_atoms[k] = make_float4((float)x[3 * a], (float)x[3 * a + 1], (float)x[3 * a + 2],
+                                    (float)q);
+        self += q * q;
+    }
+    for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
+        if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
+        sa.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
+    }
+    sa.order = p.splitting;
+    sa.cutoff2 = (float)(p.cutoff * p.cutoff);
+    sa.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
+    sa.coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    for (int l = 0; l < shape.levels; l++) total_points += elec__msm_shape_points(&shape, l);
+    elec__msm_stencil(&p, radius, host_stencil, host_spans);
+
+    /* Device. */
+    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_start, ((size_t)sa.cells[0] * sa.cells[1] *
+                                                      sa.cells[2] + 1) * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_lattices, 2 * total_points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_stencil, side * side * side * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_spans, side * side * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, (n + 1) * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_short, (n + 1) * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grad, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_force, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_coincident, sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_cell, (n + 1) * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_cell, sorted_cell, n * sizeof(int), cudaMemcpyHostToDevice,
+                                   stream));
+    {
+        float *next = d_lattices;
+        for (int l = 0; l < shape.levels; l++) {
+            d_q[l] = next;
+            d_e[l] = next + elec__msm_shape_points(&shape, l);
+            next = d_e[l] + elec__msm_shape_points(&shape, l);
+        }
+    }
+    ELEC__CUDA_TRY(cudaMemsetAsync(d_lattices, 0, 2 * total_points * sizeof(float), stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_coincident, &found, sizeof(int), cudaMemcpyHostToDevice,
+                                   stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_start, start,
+                                   ((size_t)sa.cells[0] * sa.cells[1] * sa.cells[2] + 1) *
+                                       sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_stencil, host_stencil, side * side * side * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+    switch (s) {
+    case 2: status = elec__msm_launch_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, NULL, err); break;
+    case 3: status = elec__msm_launch_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, NULL, err); break;
+    case 4: status = elec__msm_launch_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                d_spans, radius, stream, NULL, err); break;
+    default: status = elec__msm_launch_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
+                                                 d_spans, radius, stream, NULL, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    switch (s) {
+    case 2: status = elec__msm_launch_at_atoms<2>(d_atoms, n_int, d_e[0], shape, p, d_phi,
+                                                  d_grad, stream, err); break;
+    case 3: status = elec__msm_launch_at_atoms<3>(d_atoms, n_int, d_e[0], shape, p, d_phi,
+                                                  d_grad, stream, err); break;
+    case 4: status = elec__msm_launch_at_atoms<4>(d_atoms, n_int, d_e[0], shape, p, d_phi,
+                                                  d_grad, stream, err); break;
+    default: status = elec__msm_launch_at_atoms<5>(d_atoms, n_int, d_e[0], shape, p, d_phi,
+                                                   d_grad, stream, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    elec__k_msm_short<<<(n_int + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ELEC__MSM_BLOCK, 0,
+                        stream>>>(d_atoms, d_start, d_cell, n_int, sa, d_short, d_force,
+                                  d_coincident);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    ELEC__CUDA_TRY(cudaMemcpyAsync(host_phi, d_phi, n * sizeof(float), cudaMemcpyDeviceToHost,
+                                   stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(host_short, d_short, n * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(host_grad, d_grad, n * sizeof(float4),
+                                   cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(host_force, d_force, n * sizeof(float4),
+                                   cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(&found, d_coincident, sizeof(int), cudaMemcpyDeviceToHost,
+                                   stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (found != INT_MAX) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "atom %zu and another coincide: their energy is infinite",
+                            order[found]);
+        goto cleanup;
+    }
+    /* E = 1/2 sum q_i (phi_long + phi_short) less each atom's own smooth
+       part gamma(0)/a (elec_cpu_msm_energy); forces -q grad phi_long plus
+       the pairs'. */
+    for (size_t k = 0; k < n; k++) {
+        const size_t a = order[k];
+        const double q = host_atoms[k].w;
+        long_range += q * host_phi[k];
+        short_range += q * host_short[k];
+        if (forces) {
+            forces[3 * a] = p.scale * ((double)host_force[k].x - q * host_grad[k].x);
+            forces[3 * a + 1] = p.scale * ((double)host_force[k].y - q * host_grad[k].y);
+            forces[3 * a + 2] = p.scale * ((double)host_force[k].z - q * host_grad[k].z);
+        }
+    }
+    *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
+                         0.5 * self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
+    elec__ok(err);
+    status = ELEC_OK;
+
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    cudaFree(d_atoms);
+    cudaFree(d_start);
+    cudaFree(d_lattices);
+    cudaFree(d_stencil);
+    cudaFree(d_spans);
+    cudaFree(d_phi);
+    cudaFree(d_short);
+    cudaFree(d_grad);
+    cudaFree(d_force);
+    cudaFree(d_coincident);
+    cudaFree(d_cell);
+    (void)cudaGetLastError();
+    ELEC_FREE(x);
+    ELEC_FREE(sorted_cell);
+    ELEC_FREE(order);
+    ELEC_FREE(start);
+    ELEC_FREE(host_atoms);
+    ELEC_FREE(host_phi);
+    ELEC_FREE(host_short);
+    ELEC_FREE(host_grad);
+    ELEC_FREE(host_force);
+    ELEC_FREE(host_stencil);
+    ELEC_FREE(host_spans);
     cudaSetDevice(caller_device);
     return status;
 }

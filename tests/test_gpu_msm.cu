@@ -258,6 +258,98 @@ TEST(stage_times_add_up_to_the_call) {
     test_system_free(&sys);
 }
 
+/* GPU MSM energy and forces against the CPU's (same method, double):
+   float rounding of ~700 short-range terms and of the lattice sums, as for
+   maps: 2e-5 relative (energy; forces as RMS over the RMS force). */
+#define ENERGY_TOLERANCE 2e-5
+
+static void energy_vs_cpu(const elec_atoms *atoms, const elec_msm_params *p, const char *what) {
+    size_t n = atoms->count;
+    double *f_gpu = (double *)malloc(3 * n * sizeof *f_gpu);
+    double *f_cpu = (double *)malloc(3 * n * sizeof *f_cpu);
+    double e_gpu = 0.0, e_cpu = 0.0, d2 = 0.0, m2 = 0.0;
+    elec_error err;
+    EXPECT(elec_cpu_msm_energy(atoms, p, &e_cpu, f_cpu, &err) == ELEC_OK, "%s CPU: %s", what,
+           err.message);
+    EXPECT(elec_cuda_msm_energy(atoms, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s GPU: %s", what,
+           err.message);
+    for (size_t i = 0; i < 3 * n; i++) {
+        d2 += (f_gpu[i] - f_cpu[i]) * (f_gpu[i] - f_cpu[i]);
+        m2 += f_cpu[i] * f_cpu[i];
+    }
+    printf("     %-16s energy %.8f vs CPU %.8f (%.2e), forces %.2e\n", what, e_gpu, e_cpu,
+           fabs(e_gpu - e_cpu) / fabs(e_cpu), sqrt(d2 / m2));
+    EXPECT(fabs(e_gpu - e_cpu) <= ENERGY_TOLERANCE * fabs(e_cpu), "%s: energy %.10f vs %.10f",
+           what, e_gpu, e_cpu);
+    EXPECT(sqrt(d2 / m2) <= ENERGY_TOLERANCE, "%s: forces %.3e", what, sqrt(d2 / m2));
+    free(f_gpu);
+    free(f_cpu);
+}
+
+TEST(gpu_msm_energy_and_forces_match_the_cpu) {
+    REQUIRE_GPU();
+    test_system random = test_system_random(3000, 30.0, 81);
+    test_system water = test_system_water(1000, 82);
+    test_system salt = test_system_nacl(3, 5.64);
+    elec_atoms atoms;
+    make_neutral(&random);
+    atoms = test_system_atoms(&random);
+    energy_vs_cpu(&atoms, NULL, "random");
+    atoms = test_system_atoms(&water);
+    energy_vs_cpu(&atoms, NULL, "water");
+    atoms = test_system_atoms(&salt);
+    energy_vs_cpu(&atoms, NULL, "NaCl");
+    atoms = test_system_atoms(&random);
+    for (int order = ELEC_MSM_QUINTIC; order <= ELEC_MSM_NONIC; order++) {
+        elec_msm_params p = {0};
+        char what[32];
+        p.interpolation = (elec_msm_interpolation)order;
+        p.splitting = order + 2;
+        p.spacing = 1.5;
+        p.cutoff = 10.0;
+        p.scale = ELEC_COULOMB;
+        snprintf(what, sizeof what, "random, order %d", 2 * elec_msm_support(order));
+        energy_vs_cpu(&atoms, &p, what);
+    }
+    {
+        /* and the method's own error, against the exact pair sum */
+        double exact = 0.0, e = 0.0;
+        elec_error err;
+        EXPECT(elec_cpu_coulomb_energy(&atoms, 1.0, &exact, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cuda_msm_energy(&atoms, NULL, &e, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        printf("     random: GPU MSM %.8f vs exact %.8f (%.2e)\n", e, exact,
+               fabs(e - exact) / fabs(exact));
+        EXPECT(fabs(e - exact) <= 5e-3 * fabs(exact), "GPU MSM energy %.8f vs exact %.8f", e,
+               exact);
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
+TEST(gpu_msm_energy_edge_cases) {
+    REQUIRE_GPU();
+    double xyz[9] = {0, 0, 0, 3, 0, 0, 3, 0, 0}, q[3] = {1, -1, 0.5}, e = 1.0, f[9];
+    elec_atoms atoms = elec_atoms_from_xyz(0, xyz, q, NULL);
+    elec_error err;
+    EXPECT(elec_cuda_msm_energy(&atoms, NULL, &e, f, &err) == ELEC_OK && e == 0.0,
+           "no atoms: %s, E = %g", err.message, e);
+    atoms.count = 2; /* a pair 3 A apart: E = -1/3 up to MSM's error */
+    EXPECT(elec_cuda_msm_energy(&atoms, NULL, &e, f, &err) == ELEC_OK, "%s", err.message);
+    printf("     ion pair at 3 A: %.6f (exact %.6f)\n", e, -1.0 / 3.0);
+    EXPECT(fabs(e + 1.0 / 3.0) < 1e-3, "ion pair: %.6f", e);
+    EXPECT(fabs(f[0] - 1.0 / 9.0) < 1e-3 && fabs(f[3] + 1.0 / 9.0) < 1e-3,
+           "ion pair forces %.6f %.6f", f[0], f[3]);
+    atoms.count = 3; /* two atoms on one spot */
+    EXPECT(elec_cuda_msm_energy(&atoms, NULL, &e, f, &err) == ELEC_ERR_INVALID_ARG,
+           "coincident atoms: %s", err.message);
+    printf("     coincident atoms: %s\n", err.message);
+    EXPECT(elec_cuda_msm_energy(&atoms, NULL, NULL, f, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL energy: %s", err.message);
+}
+
 TEST(bad_input_is_refused_without_a_gpu) {
     /* Checked before any GPU is looked for: runs everywhere. */
     double xyz[3] = {0, 0, 0}, q[1] = {1};
@@ -290,5 +382,7 @@ int main(void) {
     RUN(overfull_bins_and_far_atoms_are_summed);
     RUN(an_empty_system_gives_a_zero_map);
     RUN(stage_times_add_up_to_the_call);
+    RUN(gpu_msm_energy_and_forces_match_the_cpu);
+    RUN(gpu_msm_energy_edge_cases);
     return test_summary();
 }
