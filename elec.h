@@ -765,6 +765,10 @@ ELEC_API void elec_free(void *ptr);
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #ifndef ELEC_MALLOC
 #define ELEC_MALLOC(size) malloc(size)
 #define ELEC_FREE(ptr) free(ptr)
@@ -1486,7 +1490,9 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
                                      const double extent[3], double length,
                                      elec_bins *out, elec_error *err) {
     size_t bins = 1, i, overflow_capacity = 16;
-    unsigned char *filled = NULL; /* atoms in each bin so far */
+    unsigned char *filled = NULL;  /* atoms in each bin so far */
+    unsigned char *spilled = NULL; /* atoms whose bin was full */
+    long *bin_of = NULL, atom, slot_index;
     elec_status s;
     int axis;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bins is NULL");
@@ -1518,52 +1524,103 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
         ELEC_FREE(filled);
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu bins", bins);
     }
+    bin_of = (long *)ELEC_MALLOC((atoms->count + 1) * sizeof *bin_of);
+    spilled = (unsigned char *)ELEC_MALLOC(atoms->count + 1);
+    if (!bin_of || !spilled) {
+        elec_bins_free(out);
+        ELEC_FREE(filled);
+        ELEC_FREE(bin_of);
+        ELEC_FREE(spilled);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to bin %zu atoms",
+                          atoms->count);
+    }
     memset(filled, 0, bins);
-    for (i = 0; i < bins * ELEC_BIN_DEPTH; i++) {
-        /* empty: no charge, and far enough that any kernel adds nothing */
-        out->slots[4 * i] = out->slots[4 * i + 1] = out->slots[4 * i + 2] = -1e30f;
-        out->slots[4 * i + 3] = 0.0f;
+    memset(spilled, 0, atoms->count + 1);
+    /* Empty slots: no charge, and far enough that any kernel adds nothing. */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (slot_index = 0; slot_index < (long)(bins * ELEC_BIN_DEPTH); slot_index++) {
+        float *f = out->slots + 4 * slot_index;
+        f[0] = f[1] = f[2] = -1e30f;
+        f[3] = 0.0f;
+    }
+    /* Pass 1: each atom's bin; -1 outside the region, -2 uncharged (it
+       adds nothing anywhere). */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (atom = 0; atom < (long)atoms->count; atom++) {
+        double p[3], q;
+        long ijk[3];
+        int inside = 1, ax;
+        elec_atoms_get(atoms, (size_t)atom, p, &q, NULL);
+        for (ax = 0; ax < 3; ax++) {
+            double t = floor((p[ax] - origin[ax]) / length);
+            if (!(t >= 0.0 && t < out->dims[ax])) inside = 0;
+            ijk[ax] = inside ? (long)t : 0;
+        }
+        bin_of[atom] = !inside ? -1
+                       : q == 0.0 ? -2
+                                  : ijk[0] + (long)out->dims[0] *
+                                                 (ijk[1] + (long)out->dims[1] * ijk[2]);
+    }
+    /* Pass 2: each thread fills the bins of its own slab of z layers,
+       taking atoms in index order, so that every bin (and the overflow)
+       comes out as a serial pass would leave it. */
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        long layer = (long)out->dims[0] * out->dims[1], first = 0, last = out->dims[2];
+        size_t k;
+#ifdef _OPENMP
+        {
+            long threads = omp_get_num_threads(), me = omp_get_thread_num();
+            first = out->dims[2] * me / threads;
+            last = out->dims[2] * (me + 1) / threads;
+        }
+#endif
+        for (k = 0; k < atoms->count; k++) {
+            long bin = bin_of[k], z;
+            if (bin < 0) continue;
+            z = bin / layer;
+            if (z < first || z >= last) continue;
+            if (filled[bin] < ELEC_BIN_DEPTH) {
+                double p[3], q;
+                float *f = out->slots + 4 * ((size_t)bin * ELEC_BIN_DEPTH + filled[bin]);
+                elec_atoms_get(atoms, k, p, &q, NULL);
+                filled[bin]++;
+                f[0] = (float)(p[0] - out->centre[0]);
+                f[1] = (float)(p[1] - out->centre[1]);
+                f[2] = (float)(p[2] - out->centre[2]);
+                f[3] = (float)q;
+            } else {
+                spilled[k] = 1; /* the bin is full */
+            }
+        }
     }
     for (i = 0; i < atoms->count; i++) {
-        double p[3], q;
-        int ijk[3], inside = 1;
-        size_t bin, slot;
-        elec_atoms_get(atoms, i, p, &q, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            double t = floor((p[axis] - origin[axis]) / length);
-            if (t < 0.0 || t >= out->dims[axis]) inside = 0;
-            ijk[axis] = inside ? (int)t : 0;
-        }
-        if (!inside) {
-            out->outside_count++;
-            continue;
-        }
-        if (q == 0.0) continue; /* adds nothing anywhere */
-        bin = (size_t)ijk[0] + (size_t)out->dims[0] * (ijk[1] + (size_t)out->dims[1] * ijk[2]);
-        slot = filled[bin];
-        if (slot < ELEC_BIN_DEPTH) {
-            float *f = out->slots + 4 * (bin * ELEC_BIN_DEPTH + slot);
-            filled[bin]++;
-            f[0] = (float)(p[0] - out->centre[0]);
-            f[1] = (float)(p[1] - out->centre[1]);
-            f[2] = (float)(p[2] - out->centre[2]);
-            f[3] = (float)q;
-        } else { /* the bin is full */
-            if (out->overflow_count == overflow_capacity) {
-                size_t *grown = (size_t *)ELEC_MALLOC(2 * overflow_capacity * sizeof(size_t));
-                if (!grown) {
-                    elec_bins_free(out);
-                    ELEC_FREE(filled);
-                    return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
-                }
-                memcpy(grown, out->overflow, overflow_capacity * sizeof(size_t));
-                ELEC_FREE(out->overflow);
-                out->overflow = grown;
-                overflow_capacity *= 2;
+        if (bin_of[i] == -1) out->outside_count++;
+        if (!spilled[i]) continue;
+        if (out->overflow_count == overflow_capacity) {
+            size_t *grown = (size_t *)ELEC_MALLOC(2 * overflow_capacity * sizeof(size_t));
+            if (!grown) {
+                elec_bins_free(out);
+                ELEC_FREE(filled);
+                ELEC_FREE(bin_of);
+                ELEC_FREE(spilled);
+                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
             }
-            out->overflow[out->overflow_count++] = i;
+            memcpy(grown, out->overflow, overflow_capacity * sizeof(size_t));
+            ELEC_FREE(out->overflow);
+            out->overflow = grown;
+            overflow_capacity *= 2;
         }
+        out->overflow[out->overflow_count++] = i;
     }
+    ELEC_FREE(bin_of);
+    ELEC_FREE(spilled);
     ELEC_FREE(filled);
     elec__ok(err);
     return ELEC_OK;
