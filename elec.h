@@ -456,15 +456,19 @@ typedef enum elec_msm_interpolation {
 /* Seconds each stage of a GPU MSM map took (elec_cuda_msm_map fills it
    where params.times is not NULL, timing the stages with CUDA events). */
 typedef struct elec_msm_times {
-    double setup;          /* host: checks, bins, lattices, uploads        */
-    double short_range;    /* the cutoff kernel over every layer of bins   */
+    double setup;          /* host: checks, bins, lattices, the hierarchy's
+                              buffers and uploads                          */
+    double short_range;    /* the map's device buffer, the bins' upload and
+                              the cutoff kernel over every layer of bins
+                              (with the host's binning of each overflow)   */
     double anterpolation;  /* stage 1: charges -> finest lattice           */
     double restriction;    /* stage 2, every level                         */
     double lattice_cutoff; /* stage 3 below the top, every level           */
     double top;            /* stage 3 at the top: the direct sum           */
     double prolongation;   /* stage 4, every level                         */
     double interpolation;  /* stage 5: finest lattice -> map points        */
-    double copy_back;      /* the map to the host and the last overflow    */
+    double copy_back;      /* the rest: pinned staging buffers, the map to
+                              the host, the last overflow, progress        */
     double total;          /* the whole call                               */
 } elec_msm_times;
 

@@ -1401,10 +1401,12 @@ typedef struct elec__cutoff_job {
 } elec__cutoff_job;
 
 static void elec__cutoff_job_free(elec__cutoff_job *job) {
-    cudaFree(job->d_bins);
-    cudaFree(job->d_neighbours);
-    cudaFree(job->d_map);
-    (void)cudaGetLastError();
+    /* only what was allocated: cudaFree(NULL) would start CUDA on a call
+       refused before any GPU was looked for */
+    if (job->d_bins) cudaFree(job->d_bins);
+    if (job->d_neighbours) cudaFree(job->d_neighbours);
+    if (job->d_map) cudaFree(job->d_map);
+    if (job->d_bins || job->d_neighbours || job->d_map) (void)cudaGetLastError();
     elec_bins_free(&job->bins);
     ELEC_FREE(job->host_neighbours);
     ELEC_FREE(job->spill_xyz);
@@ -2126,6 +2128,11 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     p = elec_msm_params_resolved(params);
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
+    if (n > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM on the GPU: %zu atoms and %d + %d + %d map points along "
+                          "the axes: at most %d and %d", n, nx, ny, nz, INT_MAX / 2,
+                          INT_MAX / 16);
     status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
     if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
@@ -2185,8 +2192,15 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     cp.kind = ELEC_CUTOFF_MSM;
     cp.splitting = p.splitting;
     cp = elec_cutoff_params_resolved(&cp);
-    if ((status = elec__cutoff_prepare(&job, atoms, lattice, &cp, err)) != ELEC_OK)
-        goto cleanup;
+    /* msmpot's bins, made longer where a long cutoff would give a block
+       more neighbour bins than the kernel takes (past a = 48 A or so) */
+    while ((status = elec__cutoff_prepare(&job, atoms, lattice, &cp, err)) ==
+               ELEC_ERR_UNSUPPORTED &&
+           job.args.neighbour_count == 0 && cp.bin_length < cp.cutoff) {
+        elec__cutoff_job_free(&job);
+        cp.bin_length *= 1.25;
+    }
+    if (status != ELEC_OK) goto cleanup;
 
     /* Device: buffers and uploads, then the stages in order on one stream
        (events between them when times are wanted). */
@@ -2372,12 +2386,16 @@ typedef struct elec__msm_short_args {
     float coeff[ELEC__CUTOFF_MAX_ORDER + 1]; /* gamma/a = sum coeff_k (rho^2-1)^k */
     int order;                               /* the splitting */
     float cutoff2, inv_cutoff2, coincident2;
+    float length[3];                         /* cell edges */
     int cells[3];
 } elec__msm_short_args;
 
 /* One thread per atom (in cell order): q_j S(r) summed into phi, and the
    force q_i q_j (1/r^3 + 2 G'(t)/a^3) (x_i - x_j), with S = 1/r - G(t)/a,
-   G(t) = gamma at t = rho^2 - 1 (elec_msm_gamma's Taylor series). */
+   G(t) = gamma at t = rho^2 - 1 (elec_msm_gamma's Taylor series).
+   Positions are float relative to each atom's own cell corner, and a pair's
+   difference adds the cells' offset: the precision of a difference does not
+   fall with the distance from the system's centre. */
 __global__ void __launch_bounds__(ELEC__MSM_BLOCK)
 elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int n,
                   elec__msm_short_args s, float *phi, float4 *force, int *coincident) {
@@ -2395,7 +2413,13 @@ elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int
             const int last = start[row + min(home[0] + 1, s.cells[0] - 1) + 1];
             for (int j = first; j < last; j++) {
                 const float4 other = __ldg(atoms + j);
-                const float rx = me.x - other.x, ry = me.y - other.y, rz = me.z - other.z;
+                const int oc = __ldg(cell_of + j);
+                const float rx = me.x - other.x +
+                                 (float)(home[0] - oc % s.cells[0]) * s.length[0];
+                const float ry = me.y - other.y +
+                                 (float)(home[1] - oc / s.cells[0] % s.cells[1]) * s.length[1];
+                const float rz = me.z - other.z +
+                                 (float)(home[2] - oc / s.cells[0] / s.cells[1]) * s.length[2];
                 const float r2 = fmaf(rx, rx, fmaf(ry, ry, rz * rz));
                 if (j == i || r2 >= s.cutoff2) continue;
                 if (r2 < s.coincident2) {
@@ -2508,7 +2532,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     int *start = NULL, *d_start = NULL, *d_coincident = NULL, *host_spans = NULL,
         *d_spans = NULL, *sorted_cell = NULL, *d_cell = NULL;
     float4 *host_atoms = NULL, *d_atoms = NULL, *d_grad = NULL, *d_force = NULL,
-           *host_grad = NULL, *host_force = NULL;
+           *host_grad = NULL, *host_force = NULL, *host_local = NULL, *d_local = NULL;
     float *d_lattices = NULL, *d_stencil = NULL, *host_stencil = NULL, *d_phi = NULL,
           *d_short = NULL, *host_phi = NULL, *host_short = NULL;
     float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS];
@@ -2551,12 +2575,13 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     host_short = (float *)ELEC_MALLOC((n + 1) * sizeof *host_short);
     host_grad = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_grad);
     host_force = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_force);
+    host_local = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_local);
     radius = (int)ceil(2.0 * p.cutoff / p.spacing);
     side = (size_t)radius + 1;
     host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
     host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
     if (!x || !host_atoms || !host_phi || !host_short || !host_grad || !host_force ||
-        !host_stencil || !host_spans) {
+        !host_local || !host_stencil || !host_spans) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
         goto cleanup;
     }
@@ -2573,13 +2598,27 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
         elec_atoms_get(atoms, a, NULL, &q, NULL);
         host_atoms[k] = make_float4((float)x[3 * a], (float)x[3 * a + 1], (float)x[3 * a + 2],
                                     (float)q);
-        self += q * q;
+        {
+            const int cell = sorted_cell[k];
+            const int c[3] = {cell % sa.cells[0], cell / sa.cells[0] % sa.cells[1],
+                              cell / sa.cells[0] / sa.cells[1]};
+            double local[3];
+            for (int axis = 0; axis < 3; axis++)
+                local[axis] = x[3 * a + axis] -
+                              (cell_lo[axis] + c[axis] * (cell_hi[axis] - cell_lo[axis]) /
+                                                   sa.cells[axis]);
+            host_local[k] = make_float4((float)local[0], (float)local[1], (float)local[2],
+                                        (float)q);
+        }
+        self += (double)host_atoms[k].w * host_atoms[k].w; /* the charges summed below */
     }
     for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
         if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
         sa.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
     }
     sa.order = p.splitting;
+    for (int axis = 0; axis < 3; axis++)
+        sa.length[axis] = (float)((cell_hi[axis] - cell_lo[axis]) / sa.cells[axis]);
     sa.cutoff2 = (float)(p.cutoff * p.cutoff);
     sa.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
     sa.coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
@@ -2601,6 +2640,9 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_force, (n + 1) * sizeof(float4)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_coincident, sizeof(int)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_cell, (n + 1) * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_local, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_local, host_local, n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_cell, sorted_cell, n * sizeof(int), cudaMemcpyHostToDevice,
                                    stream));
     {
@@ -2647,7 +2689,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     }
     if (status != ELEC_OK) goto cleanup;
     elec__k_msm_short<<<(n_int + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ELEC__MSM_BLOCK, 0,
-                        stream>>>(d_atoms, d_start, d_cell, n_int, sa, d_short, d_force,
+                        stream>>>(d_local, d_start, d_cell, n_int, sa, d_short, d_force,
                                   d_coincident);
     ELEC__CUDA_TRY(cudaGetLastError());
     ELEC__CUDA_TRY(cudaMemcpyAsync(host_phi, d_phi, n * sizeof(float), cudaMemcpyDeviceToHost,
@@ -2702,6 +2744,7 @@ cleanup:
     cudaFree(d_force);
     cudaFree(d_coincident);
     cudaFree(d_cell);
+    cudaFree(d_local);
     (void)cudaGetLastError();
     ELEC_FREE(x);
     ELEC_FREE(sorted_cell);
@@ -2712,6 +2755,7 @@ cleanup:
     ELEC_FREE(host_short);
     ELEC_FREE(host_grad);
     ELEC_FREE(host_force);
+    ELEC_FREE(host_local);
     ELEC_FREE(host_stencil);
     ELEC_FREE(host_spans);
     cudaSetDevice(caller_device);

@@ -329,6 +329,44 @@ TEST(gpu_msm_energy_and_forces_match_the_cpu) {
     test_system_free(&salt);
 }
 
+TEST(gpu_msm_energy_keeps_its_precision_far_from_the_centre) {
+    /* Two clusters 3000 A apart: float positions relative to the system's
+       centre would carry 1.2e-4 A of rounding into every pair distance
+       (forces off by ~1e-4); relative to each atom's cell they do not. */
+    REQUIRE_GPU();
+    test_system a = test_system_random(200, 15.0, 83), both = test_system_random(400, 15.0, 84);
+    elec_msm_params p = {0};
+    for (size_t i = 0; i < 200; i++)
+        for (int axis = 0; axis < 3; axis++) {
+            both.xyz[3 * i + axis] = a.xyz[3 * i + axis];
+            both.xyz[3 * (i + 200) + axis] = a.xyz[3 * i + axis] + (axis == 0 ? 3000.0 : 0.0);
+            both.charge[i] = a.charge[i];
+            both.charge[i + 200] = -a.charge[i];
+        }
+    p.cutoff = 8.0;
+    p.spacing = 2.5;
+    elec_atoms atoms = test_system_atoms(&both);
+    energy_vs_cpu(&atoms, &p, "3000 A apart");
+    test_system_free(&a);
+    test_system_free(&both);
+}
+
+TEST(a_long_cutoff_gets_longer_bins) {
+    /* a = 60 A against 1 A map spacing: msmpot's 3.91 A bins would give a
+       block more neighbour bins than the kernel takes; the map call makes
+       them longer instead of refusing what the CPU accepts. */
+    REQUIRE_GPU();
+    test_system sys = test_system_random(1000, 30.0, 85);
+    elec_lattice l = awkward_lattice(sys.box);
+    elec_msm_params p = {0};
+    make_neutral(&sys);
+    p.cutoff = 60.0;
+    p.spacing = 4.0;
+    elec_atoms atoms = test_system_atoms(&sys);
+    gpu_vs_cpu(&atoms, &l, &p, "a = 60 A, h = 4 A", NULL);
+    test_system_free(&sys);
+}
+
 TEST(gpu_msm_energy_edge_cases) {
     REQUIRE_GPU();
     double xyz[9] = {0, 0, 0, 3, 0, 0, 3, 0, 0}, q[3] = {1, -1, 0.5}, e = 1.0, f[9];
@@ -383,6 +421,8 @@ int main(void) {
     RUN(an_empty_system_gives_a_zero_map);
     RUN(stage_times_add_up_to_the_call);
     RUN(gpu_msm_energy_and_forces_match_the_cpu);
+    RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);
+    RUN(a_long_cutoff_gets_longer_bins);
     RUN(gpu_msm_energy_edge_cases);
     return test_summary();
 }
