@@ -143,7 +143,11 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
        elec_cuda_spme_destroy(h);
    compute only enqueues work on `stream` (no allocation, no host transfer,
    no synchronisation), so it can be captured in a CUDA graph.  One compute
-   at a time per handle: the handle's buffers are its scratch. */
+   at a time per handle: the handle's buffers are its scratch.  Two atoms
+   closer than ELEC_COINCIDENT_DISTANCE that are not an excluded pair have
+   infinite energy: compute leaves the pair out, and the next
+   elec_cuda_spme_energy (and the one-shot elec_cuda_spme) returns
+   ELEC_ERR_INVALID_ARG, as the CPU paths do. */
 typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
 
 /* Plans, grids, the influence function and buffers for up to max_atoms
@@ -2806,6 +2810,8 @@ cleanup:
 #define ELEC__SPME_SUM_CHARGE 2     /* sum q                                  */
 #define ELEC__SPME_SUM_CHARGE2 3    /* sum q^2                                */
 #define ELEC__SPME_SUM_EXCLUDED 4   /* -sum over excluded pairs q q erf/r     */
+#define ELEC__SPME_SUM_COINCIDENT 5 /* pairs (seen from both atoms) closer than
+                                       ELEC_COINCIDENT_DISTANCE, not excluded  */
 #define ELEC__SPME_SUMS 8
 
 /* Atoms a spreading slot of the gather scheme holds per grid cell: at 0.1
@@ -3331,6 +3337,20 @@ __device__ __forceinline__ void elec__spme_pair_finish(elec__spme_pair_sums *s,
     s->fx = s->fy = s->fz = s->phi = 0.0f;
 }
 
+/* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
+   excluded pair: their energy is infinite.  The real-space kernels leave
+   such a pair out rather than turn it into inf and NaN, and count it in a
+   register; each thread adds its count once at the end (an atomic in the
+   pair loop slows the loop by half), so that elec_cuda_spme_energy reports
+   it as the CPU paths do. */
+__device__ __forceinline__ bool elec__spme_coincident(float r2) {
+    return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+}
+
+__device__ __forceinline__ void elec__spme_coincident_add(double *sums, int count) {
+    if (count) atomicAdd(sums + ELEC__SPME_SUM_COINCIDENT, (double)count);
+}
+
 /* Real space over the cell list: one warp per atom (in cell order, so a
    warp's neighbours are its predecessor's), its lanes striding over the
    atoms of the 27 neighbouring cells, whose periodic image shift is fixed
@@ -3349,6 +3369,7 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    int coincident = 0;
     for (int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; p < n;
          p += warps) {
         float4 a = sorted[p];
@@ -3397,13 +3418,11 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
                         float4 b = sorted[k];
                         float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
                         float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-                        /* r2 == 0: two atoms at one place, not excluded;
-                           the CPU paths report it, here it is left out
-                           rather than turned into inf and NaN */
-                        if (r2 >= cutoff2 || k == p || r2 == 0.0f) continue;
+                        if (r2 >= cutoff2 || k == p) continue;
                         if (ee > eb &&
                             elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
                             continue;
+                        if (elec__spme_coincident(r2)) { coincident++; continue; }
                         elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
                     }
                 }
@@ -3415,6 +3434,7 @@ elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
     elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
+    elec__spme_coincident_add(sums, coincident);
 }
 
 /* Real space for boxes too small for 3 cells of the cutoff per axis: one
@@ -3428,6 +3448,7 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
     const int lane = threadIdx.x & 31;
     const int warps = gridDim.x * (blockDim.x >> 5);
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    int coincident = 0;
     for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n;
          i += warps) {
         float4 a = elec__spme_wrapped(xyzq[i], g);
@@ -3439,8 +3460,9 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
             dy -= g.length.y * rintf(dy * g.inv_length.y);
             dz -= g.length.z * rintf(dz * g.inv_length.z);
             float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            if (r2 >= cutoff2 || j == i || r2 == 0.0f) continue; /* as above */
+            if (r2 >= cutoff2 || j == i) continue;
             if (ee > eb && elec__spme_excluded(excl_list, eb, ee, j)) continue;
+            if (elec__spme_coincident(r2)) { coincident++; continue; }
             elec__spme_pair(&s, a.w, b.w, dx, dy, dz, r2, alpha, gauss);
         }
         elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
@@ -3449,6 +3471,7 @@ elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
     elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
+    elec__spme_coincident_add(sums, coincident);
 }
 
 /* ------------------------------------------------------- SPME host side */
@@ -4034,6 +4057,13 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums,
                                    cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (sums[ELEC__SPME_SUM_COINCIDENT] > 0.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "%.0f pair(s) of atoms closer than %g A and not excluded: "
+                            "their energy is infinite (the last compute left them out)",
+                            0.5 * sums[ELEC__SPME_SUM_COINCIDENT], ELEC_COINCIDENT_DISTANCE);
+        goto cleanup;
+    }
     elec__spme_terms(h, sums, terms);
     elec__ok(err);
 cleanup:

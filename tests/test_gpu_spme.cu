@@ -580,6 +580,34 @@ TEST(gpu_matches_cpu_spme) {
     test_system_free(&water);
 }
 
+TEST(coincident_atoms_are_reported_unless_excluded) {
+    /* Two atoms at one place: an error (infinite energy), as on the CPU,
+       not a silent omission; as an excluded pair the same pair is fine
+       (its interaction is removed by definition). Also in a box too small
+       for the cell list (the all-pairs kernel). */
+    REQUIRE_GPU();
+    const double edges[2] = {30.0, 8.0};
+    for (int e = 0; e < 2; e++) {
+        double xyz[12] = {1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 5.0, 5.0, 5.0, 6.5, 5.0, 5.0};
+        double q[4] = {0.5, -0.5, 1.0, -1.0};
+        size_t pair[2] = {0, 1};
+        elec_atoms atoms = elec_atoms_from_xyz(4, xyz, q, NULL);
+        elec_box box = cube(edges[e]);
+        elec_spme_params p = {0};
+        elec_ewald_terms t;
+        elec_error err;
+        p.cutoff = edges[e] < 20.0 ? 3.9 : 9.0;
+        EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+               "box %g: coincident atoms not reported (%s)", edges[e], err.message);
+        printf("     box %g A: %s\n", edges[e], err.message);
+        p.excluded_pairs = pair;
+        p.excluded_pair_count = 1;
+        EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_OK,
+               "box %g, excluded pair: %s", edges[e], err.message);
+        EXPECT(t.total == t.total && fabs(t.total) < 1e6, "box %g: E = %g", edges[e], t.total);
+    }
+}
+
 int main(void) {
     RUN(bad_input_gives_named_errors);
     RUN(rock_salt_energy_gives_madelung_constant);
@@ -589,5 +617,6 @@ int main(void) {
     RUN(gather_spreading_with_crowded_cells_matches_atomic);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(gpu_matches_cpu_spme);
+    RUN(coincident_atoms_are_reported_unless_excluded);
     return test_summary();
 }
