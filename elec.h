@@ -468,7 +468,9 @@ typedef struct elec_msm_times {
     double prolongation;   /* stage 4, every level                         */
     double interpolation;  /* stage 5: finest lattice -> map points        */
     double copy_back;      /* the rest: pinned staging buffers, the map to
-                              the host, the last overflow, progress        */
+                              the host, progress, and what the host's sum
+                              of the last overflow atoms (run while the GPU
+                              works) takes beyond the GPU stages          */
     double total;          /* the whole call                               */
 } elec_msm_times;
 

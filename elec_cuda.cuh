@@ -98,8 +98,8 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
    params->bin_length (elec_bins_build); each block of 8x8x8 lattice points
    streams the bins of its neighbourhood through shared memory.  Atoms that
    overflow their bin are binned again into further layers, each a kernel
-   pass adding to the map; the last few (at most 256) are added on the CPU
-   (in double).  ELEC_ERR_UNSUPPORTED when bins are so small against
+   pass adding to the map; the last few (at most 256) are summed on the CPU
+   (in double) while the GPU works, as in seed 000.  ELEC_ERR_UNSUPPORTED when bins are so small against
    the cutoff that a block's neighbourhood is too large (use longer bins). */
 ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                           const elec_lattice *lattice,
@@ -1354,40 +1354,6 @@ cleanup:
     return status;
 }
 
-/* Overflow atoms (those whose bin was full) summed on the CPU in double,
-   while the kernel runs: each adds q S(r) (elec_cutoff_term, the
-   coincident rule applied) to the lattice points within the cutoff. */
-static void elec__cutoff_overflow(const elec_atoms *atoms, const elec_bins *bins,
-                                  const elec_lattice *l, const elec_cutoff_params *p,
-                                  float *map) {
-    const double a = p->cutoff;
-    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
-    for (size_t o = 0; o < bins->overflow_count; o++) {
-        double at[3], q;
-        int lo[3], hi[3], axis;
-        elec_atoms_get(atoms, bins->overflow[o], at, &q, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            double u = (at[axis] - l->origin[axis]) / l->spacing[axis];
-            double reach = a / l->spacing[axis];
-            double first = ceil(u - reach), last = floor(u + reach);
-            lo[axis] = first < 0.0 ? 0 : (int)first;
-            hi[axis] = last > l->dims[axis] - 1.0 ? l->dims[axis] - 1 : (int)last;
-        }
-        for (int k = lo[2]; k <= hi[2]; k++)
-            for (int j = lo[1]; j <= hi[1]; j++)
-                for (int i = lo[0]; i <= hi[0]; i++) {
-                    double point[3], r2;
-                    elec_lattice_point(l, i, j, k, point);
-                    r2 = elec_distance2(point, at);
-                    if (r2 >= c2 && r2 < a * a)
-                        map[(size_t)i + (size_t)l->dims[0] *
-                                            ((size_t)j + (size_t)l->dims[1] * k)] +=
-                            (float)(p->scale * q *
-                                    elec_cutoff_term(sqrt(r2), a, p->kind, p->splitting));
-                }
-    }
-}
-
 /* A cutoff map under way on one device: the padded map in device memory,
    and what the host still owes it (the last layer's overflow atoms). */
 typedef struct elec__cutoff_job {
@@ -1402,6 +1368,9 @@ typedef struct elec__cutoff_job {
     float4 *d_bins;
     float *d_map;        /* args.pitch x args.rows x padded z, scaled       */
     size_t padded;
+    unsigned char *touched; /* z-slices of the caller's map that hold the
+                               host's share (the copy back adds to them);
+                               NULL = no share                             */
 } elec__cutoff_job;
 
 static void elec__cutoff_job_free(elec__cutoff_job *job) {
@@ -1415,7 +1384,78 @@ static void elec__cutoff_job_free(elec__cutoff_job *job) {
     ELEC_FREE(job->host_neighbours);
     ELEC_FREE(job->spill_xyz);
     ELEC_FREE(job->spill_q);
+    ELEC_FREE(job->touched);
     memset(job, 0, sizeof *job);
+}
+
+/* One overflow atom of the host's share: where it is and the lattice
+   points within its cutoff (inclusive index ranges, empty if lo > hi). */
+typedef struct elec__cutoff_spill {
+    double at[3], q;
+    int lo[3], hi[3];
+} elec__cutoff_spill;
+
+/* The host's share of a cutoff map: the last layer's overflow atoms (at
+   most ELEC__CUTOFF_HOST_OVERFLOW), summed in double on the CPU while the
+   GPU runs the kernel, as in seed 000.  Each adds q S(r)
+   (elec_cutoff_term, the coincident rule applied) to the lattice points
+   within its cutoff.  The sums go straight into the caller's map: the
+   z-slices they reach are zeroed and marked in job->touched, and the copy
+   back adds the device's map to those slices instead of overwriting them.
+   Threads own whole z-slices, so no two write one point. */
+static elec_status elec__cutoff_host_share(elec__cutoff_job *job, const elec_lattice *l,
+                                           float *map, elec_error *err) {
+    const elec_cutoff_params *p = &job->p;
+    const double a = p->cutoff;
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    const size_t m = job->bins.overflow_count, nx = l->dims[0], ny = l->dims[1];
+    const long nz = (long)l->dims[2];
+    elec__cutoff_spill *spill;
+    if (m == 0) return ELEC_OK;
+    spill = (elec__cutoff_spill *)ELEC_MALLOC(m * sizeof *spill);
+    job->touched = (unsigned char *)ELEC_MALLOC((size_t)nz);
+    if (!spill || !job->touched) {
+        ELEC_FREE(spill);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu overflow atoms summed on the host", m);
+    }
+    memset(job->touched, 0, (size_t)nz);
+    for (size_t o = 0; o < m; o++) {
+        elec__cutoff_spill *sp = &spill[o];
+        elec_atoms_get(&job->spilled, job->bins.overflow[o], sp->at, &sp->q, NULL);
+        for (int axis = 0; axis < 3; axis++) {
+            double u = (sp->at[axis] - l->origin[axis]) / l->spacing[axis];
+            double reach = a / l->spacing[axis];
+            double first = ceil(u - reach), last = floor(u + reach);
+            sp->lo[axis] = first < 0.0 ? 0 : (int)first;
+            sp->hi[axis] = last > l->dims[axis] - 1.0 ? (int)l->dims[axis] - 1 : (int)last;
+        }
+        for (int k = sp->lo[2]; k <= sp->hi[2]; k++) job->touched[k] = 1;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 4)
+#endif
+    for (long k = 0; k < nz; k++) {
+        float *slice = map + (size_t)k * nx * ny;
+        if (!job->touched[k]) continue;
+        memset(slice, 0, nx * ny * sizeof(float));
+        for (size_t o = 0; o < m; o++) {
+            const elec__cutoff_spill *sp = &spill[o];
+            if (k < sp->lo[2] || k > sp->hi[2]) continue;
+            for (int j = sp->lo[1]; j <= sp->hi[1]; j++)
+                for (int i = sp->lo[0]; i <= sp->hi[0]; i++) {
+                    double point[3], r2;
+                    elec_lattice_point(l, i, j, (int)k, point);
+                    r2 = elec_distance2(point, sp->at);
+                    if (r2 >= c2 && r2 < a * a)
+                        slice[(size_t)i + nx * (size_t)j] +=
+                            (float)(p->scale * sp->q *
+                                    elec_cutoff_term(sqrt(r2), a, p->kind, p->splitting));
+                }
+        }
+    }
+    ELEC_FREE(spill);
+    return ELEC_OK;
 }
 
 /* The bins of the overflow of job->bins: the next layer. */
@@ -1569,8 +1609,8 @@ static elec_status elec__cutoff_launch(elec__cutoff_job *job, cudaStream_t strea
     /* Layers: while many atoms overflow their bins (liquid water at the
        default fill overflows ~4 %: far too many for the host), bin the
        overflow again and run the kernel once more, adding to the map; the
-       few left after ELEC__CUTOFF_LAYERS layers are added on the host at
-       the points within their cutoff (elec__cutoff_finish). */
+       few left after ELEC__CUTOFF_LAYERS layers are the host's share,
+       summed while the kernel runs (elec__cutoff_host_share). */
     switch (p->kind == ELEC_CUTOFF_SHIFTED ? 0 : p->splitting) {
     case 0: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED, 0>; break;
     case 1: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 1>; break;
@@ -1598,9 +1638,6 @@ cleanup:
     return status;
 }
 
-/* Copies the map back without the padding (the kernel applied the scale)
-   and adds the last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW)
-   on the host at the points within their cutoff. */
 /* Slices [first, first + count) of the padded device map, unpadded, to
    host memory at `to` (asynchronous on stream). */
 static elec_status elec__cutoff_copy_slices(const elec__cutoff_job *job, size_t nx, size_t ny,
@@ -1617,63 +1654,91 @@ cleanup:
     return status;
 }
 
-/* Copies the map back without the padding (the kernel applied the scale)
-   and adds the last few overflow atoms (at most ELEC__CUTOFF_HOST_OVERFLOW)
-   on the host at the points within their cutoff.  Large maps go through
-   two pinned buffers of ~16 MB: the DMA of one chunk of slices overlaps
-   the host's copy of the other into the caller's (pageable) map, which a
-   direct copy would stage through the driver at a few GB/s. */
+/* Slices [first, first + count) of the map from `from` (staging, unpadded)
+   into the caller's map: a copy, or an add where the slice holds the
+   host's share (job->touched). */
+static void elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size_t first,
+                                 size_t count, const float *from, float *map) {
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long k = 0; k < (long)count; k++) {
+        const float *src = from + (size_t)k * slice;
+        float *dst = map + (first + (size_t)k) * slice;
+        if (job->touched && job->touched[first + (size_t)k]) {
+            for (size_t e = 0; e < slice; e++) dst[e] += src[e];
+        } else {
+            memcpy(dst, src, slice * sizeof(float));
+        }
+    }
+}
+
+/* Copies the map back without the padding (the kernel applied the scale),
+   adding it to the slices that hold the host's share.  Large maps go
+   through two pinned buffers of ~16 MB: the DMA of one chunk of slices
+   overlaps the host's copy of the other into the caller's (pageable) map,
+   which a direct copy would stage through the driver at a few GB/s.  A
+   small map without a host share is copied directly; with one, through one
+   pageable buffer. */
 #define ELEC__STAGING_BYTES ((size_t)16 << 20)
 static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice *lattice,
                                        float *map, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
     const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
-    const size_t slice = nx * ny, per_chunk =
-        slice * sizeof(float) >= ELEC__STAGING_BYTES ? 1 : ELEC__STAGING_BYTES / (slice * sizeof(float));
-    const size_t chunks = (nz + per_chunk - 1) / per_chunk;
-    float *staging[2] = {NULL, NULL};
+    const size_t slice = nx * ny;
+    size_t per_chunk = slice * sizeof(float) >= ELEC__STAGING_BYTES
+                           ? 1 : ELEC__STAGING_BYTES / (slice * sizeof(float));
+    size_t chunks = (nz + per_chunk - 1) / per_chunk;
+    float *pinned = NULL, *pageable = NULL, *staging[2] = {NULL, NULL};
     cudaEvent_t copied[2] = {NULL, NULL};
-    if (chunks < 3 || cudaMallocHost((void **)&staging[0], 2 * per_chunk * slice * sizeof(float)) !=
-                          cudaSuccess) {
-        (void)cudaGetLastError();
-        staging[0] = NULL;
-        if ((status = elec__cutoff_copy_slices(job, nx, ny, 0, nz, map, stream, err)) != ELEC_OK)
-            goto cleanup;
-        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (chunks >= 3 && cudaMallocHost((void **)&pinned, 2 * per_chunk * slice * sizeof(float)) ==
+                           cudaSuccess) {
+        staging[0] = pinned;
     } else {
-        staging[1] = staging[0] + per_chunk * slice;
-        ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[0], cudaEventDisableTiming));
-        ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[1], cudaEventDisableTiming));
-        for (size_t c = 0; c <= chunks; c++) {
-            /* issue chunk c while the host empties chunk c - 1 */
-            if (c < chunks) {
-                const size_t first = c * per_chunk;
-                const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
-                if ((status = elec__cutoff_copy_slices(job, nx, ny, first, count, staging[c % 2],
-                                                       stream, err)) != ELEC_OK)
-                    goto cleanup;
-                ELEC__CUDA_TRY(cudaEventRecord(copied[c % 2], stream));
-            }
-            if (c > 0) {
-                const size_t done = c - 1, first = done * per_chunk;
-                const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
-                const float *from = staging[done % 2];
-                float *to = map + first * slice;
-                ELEC__CUDA_TRY(cudaEventSynchronize(copied[done % 2]));
-#ifdef _OPENMP
-#pragma omp parallel for
-#endif
-                for (long k = 0; k < (long)count; k++)
-                    memcpy(to + (size_t)k * slice, from + (size_t)k * slice, slice * sizeof(float));
-            }
+        (void)cudaGetLastError();
+        if (!job->touched) {
+            if ((status = elec__cutoff_copy_slices(job, nx, ny, 0, nz, map, stream, err)) !=
+                ELEC_OK)
+                goto cleanup;
+            ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+            goto cleanup;
+        }
+        if (chunks < 3) { /* small: the whole map in one chunk */
+            per_chunk = nz;
+            chunks = 1;
+        }
+        pageable = (float *)ELEC_MALLOC(2 * per_chunk * slice * sizeof(float));
+        if (!pageable) {
+            status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                                "no memory to stage the map's copy back");
+            goto cleanup;
+        }
+        staging[0] = pageable;
+    }
+    staging[1] = staging[0] + per_chunk * slice;
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[0], cudaEventDisableTiming));
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[1], cudaEventDisableTiming));
+    for (size_t c = 0; c <= chunks; c++) {
+        /* issue chunk c while the host empties chunk c - 1 */
+        if (c < chunks) {
+            const size_t first = c * per_chunk;
+            const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
+            if ((status = elec__cutoff_copy_slices(job, nx, ny, first, count, staging[c % 2],
+                                                   stream, err)) != ELEC_OK)
+                goto cleanup;
+            ELEC__CUDA_TRY(cudaEventRecord(copied[c % 2], stream));
+        }
+        if (c > 0) {
+            const size_t done = c - 1, first = done * per_chunk;
+            const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
+            ELEC__CUDA_TRY(cudaEventSynchronize(copied[done % 2]));
+            elec__cutoff_unstage(job, slice, first, count, staging[done % 2], map);
         }
     }
-    elec__cutoff_overflow(&job->spilled, &job->bins, lattice, &job->p, map);
 cleanup:
-    if (staging[0]) {
-        cudaStreamSynchronize(stream);
-        cudaFreeHost(staging[0]);
-    }
+    if (staging[0]) cudaStreamSynchronize(stream);
+    if (pinned) cudaFreeHost(pinned);
+    ELEC_FREE(pageable);
     if (copied[0]) cudaEventDestroy(copied[0]);
     if (copied[1]) cudaEventDestroy(copied[1]);
     return status;
@@ -1710,6 +1775,7 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
     if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
         goto cleanup;
     if (p.progress && p.progress(1.0, p.progress_user)) {
@@ -2269,6 +2335,8 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     }
     if (status != ELEC_OK) goto cleanup;
     ELEC__MSM_MARK(7);
+    /* the host sums its share of the short range while the GPU works */
+    if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
     if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
         goto cleanup;
     ELEC__MSM_MARK(8);
