@@ -408,8 +408,9 @@ ELEC_API elec_status elec_bins_build(const elec_atoms *atoms,
 ELEC_API void elec_bins_free(elec_bins *bins);
 /* Bin offsets (di, dj, dk) whose bins can hold an atom within `cutoff` of
    some point of a block region of `region` A a side starting at a bin
-   corner: the neighbourhood a GPU block streams (its offsets live in
-   constant memory).  Writes up to capacity triples, returns how many
+   corner: the neighbourhood a GPU block streams (one table of offsets for
+   every block, read through the read-only cache: elec_cuda.cuh says why
+   not constant memory).  Writes up to capacity triples, returns how many
    there are. */
 ELEC_API size_t elec_bin_neighbourhood(double length, double region,
                                        double cutoff, int *offsets,
@@ -479,7 +480,8 @@ typedef struct elec_msm_params {
     double cutoff;  /* a (A); 0 = 12                                        */
     double spacing; /* h, the finest lattice spacing (A); 0 = 2             */
     elec_msm_interpolation interpolation;
-    int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = 2 (C2)   */
+    int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = C2 with
+                       the cubic, C3 quintic, C4 septic, C5 nonic            */
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
     elec_gpu_set gpus;  /* GPU calls: the first device is used             */
@@ -1504,6 +1506,8 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bins is NULL");
     memset(out, 0, sizeof *out);
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!origin || !extent)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bin region: origin or extent is NULL");
     if (!(length > 0.0) || !elec__finite(length))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "bin length %g A must be positive", length);
@@ -1707,7 +1711,13 @@ ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
     if (r.scale == 0.0) r.scale = 1.0;
     if (r.cutoff == 0.0) r.cutoff = 12.0;
     if (r.spacing == 0.0) r.spacing = 2.0;
-    if (r.splitting == 0) r.splitting = 2;
+    /* C2 with the cubic, one order more per step up in interpolation: the
+       pairs of the README's error table (a smoother gamma than the basis
+       can follow gains nothing, a rougher one spoils the higher order) */
+    if (r.splitting == 0)
+        r.splitting = (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC
+                          ? 2 + (int)r.interpolation
+                          : 2;
     if (r.max_top_points == 0) r.max_top_points = 4096;
     return r;
 }

@@ -97,10 +97,12 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
    the first GPU of params->gpus.  Atoms go into fixed-depth bins of
    params->bin_length (elec_bins_build); each block of 8x8x8 lattice points
    streams the bins of its neighbourhood through shared memory.  Atoms that
-   overflow their bin are binned again into further layers, each a kernel
-   pass adding to the map; the last few (at most 256) are summed on the CPU
-   (in double) while the GPU works, as in seed 000.  ELEC_ERR_UNSUPPORTED when bins are so small against
-   the cutoff that a block's neighbourhood is too large (use longer bins). */
+   overflow their bin are binned again into further layers (4 in all at
+   most, fewer once 256 or fewer atoms are left over), each a kernel pass
+   adding to the map; those left over are summed on the CPU (in double)
+   while the GPU works, as in seed 000.  ELEC_ERR_UNSUPPORTED when bins are
+   so small against the cutoff that a block's neighbourhood is too large
+   (use longer bins). */
 ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                           const elec_lattice *lattice,
                                           const elec_cutoff_params *params,
@@ -549,8 +551,9 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
 #define ELEC__CUTOFF_TILE_BINS (ELEC__CUTOFF_THREADS / ELEC_BIN_DEPTH)
 #define ELEC__CUTOFF_MAX_NEIGHBOURS 16384
 #define ELEC__CUTOFF_MAX_ORDER 6     /* elec_cutoff_params_check's limit  */
-#define ELEC__CUTOFF_LAYERS 4        /* bin layers on the GPU at most     */
-#define ELEC__CUTOFF_HOST_OVERFLOW 256 /* overflow the host sums alone    */
+#define ELEC__CUTOFF_LAYERS 4        /* bin layers on the GPU at most, in all */
+#define ELEC__CUTOFF_HOST_OVERFLOW 256 /* overflow left to the host without
+                                          another layer                    */
 
 /* Everything a cutoff launch needs besides its arrays. */
 typedef struct elec__cutoff_args {
@@ -958,13 +961,14 @@ cleanup:
     return status;
 }
 
-/* Lattice points within ELEC_COINCIDENT_DISTANCE of an atom: their values
-   from the lattice kernels are not finite (r = 0) or carry the excluded
-   term, so they are recomputed with the points kernel, which applies the
-   rule.  Found by rounding each atom to its nearest lattice point. */
-static size_t elec__dcs_coincident_points(const elec_atoms *atoms,
-                                          const elec_lattice *l,
-                                          size_t *index, size_t capacity) {
+/* Lattice points within ELEC_COINCIDENT_DISTANCE of an atom, found by
+   rounding each atom to its nearest lattice point: up to capacity of them
+   into index (and the atom of each into atom, unless NULL); returns how
+   many there are.  DCS recomputes their values with the points kernel,
+   which applies the rule (the lattice kernels give r = 0 there); MSM maps
+   take the atom's smooth part back out (elec__msm_take_back). */
+static size_t elec__coincident_points(const elec_atoms *atoms, const elec_lattice *l,
+                                      size_t *index, size_t *atom, size_t capacity) {
     size_t found = 0;
     const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     for (size_t n = 0; n < atoms->count; n++) {
@@ -979,10 +983,12 @@ static size_t elec__dcs_coincident_points(const elec_atoms *atoms,
         if (!inside) continue;
         elec_lattice_point(l, ijk[0], ijk[1], ijk[2], lattice_point);
         if (elec_distance2(p, lattice_point) >= limit2) continue;
-        if (found < capacity)
+        if (found < capacity) {
             index[found] = (size_t)ijk[0] +
                            (size_t)l->dims[0] *
                                ((size_t)ijk[1] + (size_t)l->dims[1] * ijk[2]);
+            if (atom) atom[found] = n;
+        }
         found++;
     }
     return found;
@@ -999,7 +1005,7 @@ static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
                                             const double centre[3],
                                             float *map, elec_error *err) {
     elec_status status = ELEC_OK;
-    size_t count = elec__dcs_coincident_points(atoms, l, NULL, 0);
+    size_t count = elec__coincident_points(atoms, l, NULL, NULL, 0);
     size_t *index = NULL;
     double *xyz = NULL;
     float *value = NULL;
@@ -1012,7 +1018,7 @@ static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
                             "no memory for %zu coincident points", count);
         goto cleanup;
     }
-    elec__dcs_coincident_points(atoms, l, index, count);
+    elec__coincident_points(atoms, l, index, NULL, count);
     for (size_t c = 0; c < count; c++) {
         size_t i = index[c] % l->dims[0];
         size_t j = index[c] / l->dims[0] % l->dims[1];
@@ -1396,7 +1402,8 @@ typedef struct elec__cutoff_spill {
 } elec__cutoff_spill;
 
 /* The host's share of a cutoff map: the last layer's overflow atoms (at
-   most ELEC__CUTOFF_HOST_OVERFLOW), summed in double on the CPU while the
+   most ELEC__CUTOFF_HOST_OVERFLOW, unless clusters overfill a bin more
+   than ELEC__CUTOFF_LAYERS times over), summed in double on the CPU while the
    GPU runs the kernel, as in seed 000.  Each adds q S(r)
    (elec_cutoff_term, the coincident rule applied) to the lattice points
    within its cutoff.  The sums go straight into the caller's map: the
@@ -1608,9 +1615,10 @@ static elec_status elec__cutoff_launch(elec__cutoff_job *job, cudaStream_t strea
                                    cudaMemcpyHostToDevice, stream));
     /* Layers: while many atoms overflow their bins (liquid water at the
        default fill overflows ~4 %: far too many for the host), bin the
-       overflow again and run the kernel once more, adding to the map; the
-       few left after ELEC__CUTOFF_LAYERS layers are the host's share,
-       summed while the kernel runs (elec__cutoff_host_share). */
+       overflow again and run the kernel once more, adding to the map, until
+       ELEC__CUTOFF_HOST_OVERFLOW atoms or fewer are left over or
+       ELEC__CUTOFF_LAYERS layers have run; those left over are the host's
+       share, summed while the kernel runs (elec__cutoff_host_share). */
     switch (p->kind == ELEC_CUTOFF_SHIFTED ? 0 : p->splitting) {
     case 0: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_SHIFTED, 0>; break;
     case 1: kernel = elec__k_cutoff_lattice<ELEC_CUTOFF_MSM, 1>; break;
@@ -2168,6 +2176,60 @@ static double elec__msm_clock(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The coincident rule in an MSM map: at a map point within
+   ELEC_COINCIDENT_DISTANCE of an atom the pair is left out, but the
+   lattices carry every atom's smooth part gamma(r/a)/a, which must come
+   back out (elec_cpu_msm_map does so in its short-range sum).  The GPU's
+   short-range pass only leaves the pair out; these are the points and what
+   each gains, -scale q gamma(r/a)/a, found on the host while the GPU works
+   and added once the map is back. */
+typedef struct elec__msm_take_back {
+    size_t count;
+    size_t *index; /* map points */
+    float *value;  /* scaled, to add at each */
+} elec__msm_take_back;
+
+static void elec__msm_take_back_free(elec__msm_take_back *t) {
+    ELEC_FREE(t->index);
+    ELEC_FREE(t->value);
+    memset(t, 0, sizeof *t);
+}
+
+static elec_status elec__msm_take_back_find(const elec_atoms *atoms, const elec_lattice *l,
+                                            const elec_msm_params *p, elec__msm_take_back *t,
+                                            elec_error *err) {
+    size_t *atom = NULL;
+    memset(t, 0, sizeof *t);
+    t->count = elec__coincident_points(atoms, l, NULL, NULL, 0);
+    if (t->count == 0) return ELEC_OK;
+    t->index = (size_t *)ELEC_MALLOC(t->count * sizeof *t->index);
+    t->value = (float *)ELEC_MALLOC(t->count * sizeof *t->value);
+    atom = (size_t *)ELEC_MALLOC(t->count * sizeof *atom);
+    if (!t->index || !t->value || !atom) {
+        ELEC_FREE(atom);
+        elec__msm_take_back_free(t);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for coincident points");
+    }
+    elec__coincident_points(atoms, l, t->index, atom, t->count);
+    for (size_t c = 0; c < t->count; c++) {
+        const size_t i = t->index[c] % l->dims[0], j = t->index[c] / l->dims[0] % l->dims[1],
+                     k = t->index[c] / l->dims[0] / l->dims[1];
+        double x[3], point[3], q;
+        elec_atoms_get(atoms, atom[c], x, &q, NULL);
+        elec_lattice_point(l, (int)i, (int)j, (int)k, point);
+        t->value[c] = (float)(-p->scale * q *
+                              elec_msm_gamma(sqrt(elec_distance2(x, point)) / p->cutoff,
+                                             p->splitting) /
+                              p->cutoff);
+    }
+    ELEC_FREE(atom);
+    return ELEC_OK;
+}
+
+static void elec__msm_take_back_apply(const elec__msm_take_back *t, float *map) {
+    for (size_t c = 0; c < t->count; c++) map[t->index[c]] += t->value[c];
+}
+
 ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_lattice *lattice,
                                        const elec_msm_params *params, float *map,
                                        elec_error *err) {
@@ -2189,6 +2251,7 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS], *d_w = NULL;
     int *host_first = NULL, *d_first = NULL;
     size_t total_points = 0, n = 0, side = 0;
+    elec__msm_take_back take_back = {0, NULL, NULL};
 
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
@@ -2335,10 +2398,14 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     }
     if (status != ELEC_OK) goto cleanup;
     ELEC__MSM_MARK(7);
-    /* the host sums its share of the short range while the GPU works */
+    /* the host's share of the short range, and the points where atoms sit,
+       while the GPU works */
     if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__msm_take_back_find(atoms, lattice, &p, &take_back, err)) != ELEC_OK)
+        goto cleanup;
     if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
         goto cleanup;
+    elec__msm_take_back_apply(&take_back, map);
     ELEC__MSM_MARK(8);
     if (p.times) {
         double *fields[7] = {&p.times->short_range, &p.times->anterpolation,
@@ -2386,6 +2453,7 @@ cleanup:
     ELEC_FREE(host_spans);
     ELEC_FREE(host_first);
     ELEC_FREE(host_w);
+    elec__msm_take_back_free(&take_back);
     cudaSetDevice(caller_device);
     return status;
 }

@@ -38,6 +38,8 @@ typedef struct options {
     double msm_cutoff, msm_spacing;
     int msm_order, shifted; /* msm_order: 4, 6, 8 or 10 (0 = 4) */
     int method_given; /* --method on the command line */
+    double msm_above; /* seconds of direct sum past which MSM is chosen;
+                         0 = 30 on the CPU, 1 on the GPU */
     elec_dcs_variant variant;
     int gpus;
     int quiet;
@@ -59,9 +61,12 @@ static void usage(FILE *out) {
 "                        the GPU where there is one.  Without --method, MSM\n"
 "                        is chosen when the direct sum would take over 30 s\n"
 "                        (CPU) or 1 s (GPU)\n"
+"  --msm-above S         choose MSM past S seconds of estimated direct sum\n"
+"                        instead (without --method)\n"
 "  --shifted             cutoff map: shifted Coulomb (1-r^2/a^2)^2/r\n"
 "                        instead of MSM's short range\n"
-"  --msm-cutoff A        MSM (and cutoff map) cutoff in A (default 12)\n"
+"  --cutoff A            MSM's and the cutoff map's cutoff in A (default 12;\n"
+"                        --msm-cutoff is the same)\n"
 "  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
@@ -139,7 +144,14 @@ static int parse_options(int argc, char **argv, options *o) {
                 fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh, msm or cutoff)\n", a);
                 return 0;
             }
-        } else if (!strcmp(a, "--msm-cutoff")) {
+        } else if (!strcmp(a, "--msm-above")) {
+            DOUBLE_ARG(o->msm_above, "time in seconds");
+            if (!(o->msm_above > 0.0)) {
+                fprintf(stderr, "elecmap: --msm-above %g: give a time above 0 s\n",
+                        o->msm_above);
+                return 0;
+            }
+        } else if (!strcmp(a, "--cutoff") || !strcmp(a, "--msm-cutoff")) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
@@ -418,12 +430,13 @@ int main(int argc, char **argv) {
        relative error ~1e-3 at its defaults) is the default, and elecmap
        says so. */
     {
-        const double rate = use_gpu ? 3.9e12 : 5e8, limit = use_gpu ? 1.0 : 30.0;
+        const double rate = use_gpu ? 3.9e12 : 5e8;
+        const double limit = o.msm_above > 0.0 ? o.msm_above : use_gpu ? 1.0 : 30.0;
         const double seconds = (double)atoms.count * (double)points / rate;
         if (!o.method_given && seconds > limit) {
             o.method = METHOD_MSM;
             if (!o.quiet)
-                fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.0f s "
+                fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
                                 "by the direct sum on the %s: using MSM (relative error "
                                 "~1e-3; --method dcs to insist)\n", atoms.count, points,
                         seconds, use_gpu ? "GPU" : "CPU");
@@ -461,8 +474,7 @@ int main(int argc, char **argv) {
         sp.scale = scale;
         sp.cutoff = o.msm_cutoff;
         sp.spacing = o.msm_spacing;
-        sp.interpolation = msm_interpolation(&o);
-        sp.splitting = (int)sp.interpolation + 2;
+        sp.interpolation = msm_interpolation(&o); /* splitting: its default pair */
         if (!o.quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;

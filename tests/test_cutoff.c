@@ -169,6 +169,10 @@ TEST(bad_input_is_refused) {
     elec_error err;
     float map[64];
     EXPECT(elec_bins_build(&atoms, origin, extent, 0.0, &b, &err) == ELEC_ERR_INVALID_ARG, "zero bin");
+    EXPECT(elec_bins_build(&atoms, NULL, extent, 4.0, &b, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL origin");
+    EXPECT(elec_bins_build(&atoms, origin, NULL, 4.0, &b, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL extent");
     p.cutoff = -2.0;
     EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "negative cutoff");
     p.cutoff = 0.0;
