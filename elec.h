@@ -406,6 +406,34 @@ ELEC_API elec_status elec_bins_build(const elec_atoms *atoms,
                                      const double extent[3], double length,
                                      elec_bins *out, elec_error *err);
 ELEC_API void elec_bins_free(elec_bins *bins);
+/* A cell list for CPU loops over neighbours (counting sort): the region
+   origin .. origin + length cut into cells at least min_cell long per axis
+   (at most ELEC_CELLS_MAX_PER_AXIS of them, longer past that), the atoms
+   sorted by cell: cell c = i + n[0] (j + n[1] k) holds the atoms
+   atom[start[c]] .. atom[start[c + 1] - 1].  Positions outside the region
+   fall in the nearest cell, so a point just outside still finds its
+   neighbours; with cells at least a cutoff long, every atom within the
+   cutoff of a point lies in the 27 cells around the point's cell. */
+#define ELEC_CELLS_MAX_PER_AXIS 256
+typedef struct elec_cells {
+    int n[3];                    /* cells per axis                          */
+    double origin[3], length[3]; /* the region                              */
+    size_t *start;               /* n[0] n[1] n[2] + 1 offsets into atom    */
+    size_t *atom;                /* atom indices, sorted by cell            */
+} elec_cells;
+
+/* Cell list of `count` positions xyz (x0 y0 z0 x1 ...). */
+ELEC_API elec_status elec_cells_build(const double *xyz, size_t count,
+                                      const double origin[3], const double length[3],
+                                      double min_cell, elec_cells *out, elec_error *err);
+ELEC_API void elec_cells_free(elec_cells *cells);
+/* The cell of position x, per axis (clamped into the region). */
+ELEC_API void elec_cells_ijk(const elec_cells *cells, const double x[3], int ijk[3]);
+/* Index of cell home + (dx, dy, dz), wrapped around the region when
+   periodic; -1 when it falls off a non-periodic region. */
+ELEC_API long elec_cells_neighbour(const elec_cells *cells, const int home[3], int dx,
+                                   int dy, int dz, int periodic);
+
 /* Bin offsets (di, dj, dk) whose bins can hold an atom within `cutoff` of
    some point of a block region of `region` A a side starting at a bin
    corner: the neighbourhood a GPU block streams (one table of offsets for
@@ -1484,6 +1512,89 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
 ELEC_DEF double elec_bin_length(double density, double fill) {
     if (!(density > 0.0) || !(fill > 0.0)) return 0.0;
     return cbrt(fill * ELEC_BIN_DEPTH / density);
+}
+
+ELEC_DEF void elec_cells_ijk(const elec_cells *c, const double x[3], int ijk[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        double f = (x[axis] - c->origin[axis]) / c->length[axis] * c->n[axis];
+        ijk[axis] = f < 0.0 ? 0 : f >= c->n[axis] ? c->n[axis] - 1 : (int)f;
+    }
+}
+
+static size_t elec__cells_index(const elec_cells *c, const double *x) {
+    int ijk[3];
+    elec_cells_ijk(c, x, ijk);
+    return (size_t)ijk[0] + (size_t)c->n[0] * (ijk[1] + (size_t)c->n[1] * ijk[2]);
+}
+
+ELEC_DEF elec_status elec_cells_build(const double *xyz, size_t count,
+                                      const double origin[3], const double length[3],
+                                      double min_cell, elec_cells *c, elec_error *err) {
+    size_t cells = 1, i;
+    int axis;
+    if (!c) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cells is NULL");
+    memset(c, 0, sizeof *c);
+    if ((!xyz && count > 0) || !origin || !length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cell list: positions, origin or length is NULL");
+    if (!(min_cell > 0.0) || !elec__finite(min_cell))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cell length %g A must be positive",
+                          min_cell);
+    for (axis = 0; axis < 3; axis++) {
+        double n = floor(length[axis] / min_cell);
+        if (!(length[axis] > 0.0) || !elec__finite(length[axis]) ||
+            !elec__finite(origin[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "cell region along axis %d: origin %g, length %g A", axis,
+                              origin[axis], length[axis]);
+        c->origin[axis] = origin[axis];
+        c->length[axis] = length[axis];
+        c->n[axis] = n > ELEC_CELLS_MAX_PER_AXIS ? ELEC_CELLS_MAX_PER_AXIS
+                     : n < 1.0                   ? 1
+                                                 : (int)n;
+        cells *= (size_t)c->n[axis];
+    }
+    c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
+    c->atom = (size_t *)ELEC_MALLOC((count + 1) * sizeof *c->atom);
+    if (!c->start || !c->atom) {
+        elec_cells_free(c);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a cell list of %zu atoms",
+                          count);
+    }
+    memset(c->start, 0, (cells + 1) * sizeof *c->start);
+    for (i = 0; i < count; i++) c->start[elec__cells_index(c, xyz + 3 * i) + 1]++;
+    for (i = 0; i < cells; i++) c->start[i + 1] += c->start[i];
+    for (i = 0; i < count; i++) {
+        /* start[cell] serves as the fill cursor, restored below */
+        size_t cell = elec__cells_index(c, xyz + 3 * i);
+        c->atom[c->start[cell]++] = i;
+    }
+    for (i = cells; i > 0; i--) c->start[i] = c->start[i - 1];
+    c->start[0] = 0;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF void elec_cells_free(elec_cells *c) {
+    if (!c) return;
+    ELEC_FREE(c->start);
+    ELEC_FREE(c->atom);
+    c->start = NULL;
+    c->atom = NULL;
+}
+
+ELEC_DEF long elec_cells_neighbour(const elec_cells *c, const int home[3], int dx, int dy,
+                                   int dz, int periodic) {
+    int ijk[3], axis;
+    ijk[0] = home[0] + dx;
+    ijk[1] = home[1] + dy;
+    ijk[2] = home[2] + dz;
+    for (axis = 0; axis < 3; axis++) {
+        if (periodic) ijk[axis] = ((ijk[axis] % c->n[axis]) + c->n[axis]) % c->n[axis];
+        else if (ijk[axis] < 0 || ijk[axis] >= c->n[axis]) return -1;
+    }
+    return (long)ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
 }
 
 ELEC_DEF void elec_bins_free(elec_bins *bins) {

@@ -1173,89 +1173,13 @@ cleanup:
 
 /* ----------------------------------------------------------------- SPME */
 
-/* A cell list: a box region (origin, length) cut into cells at least
-   min_cell long, atoms sorted by cell (counting sort); cell c holds atoms
-   atom[start[c] .. start[c+1]).  Positions outside the region fall in the
-   nearest cell, so a point just outside still finds its neighbours. */
-typedef struct elec__cells {
-    int n[3];
-    double origin[3], length[3];
-    size_t *start, *atom;
-} elec__cells;
-
-static void elec__cell_ijk(const elec__cells *c, const double *x, int ijk[3]) {
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        double f = (x[axis] - c->origin[axis]) / c->length[axis] * c->n[axis];
-        ijk[axis] = f < 0.0 ? 0 : f >= c->n[axis] ? c->n[axis] - 1 : (int)f;
-    }
-}
-
-static size_t elec__cell_of(const elec__cells *c, const double *x) {
-    int ijk[3];
-    elec__cell_ijk(c, x, ijk);
-    return (size_t)ijk[0] + (size_t)c->n[0] * (ijk[1] + (size_t)c->n[1] * ijk[2]);
-}
-
-/* Builds the list; returns 0 (and builds nothing) when an axis would have
-   fewer than min_cells cells, -1 when memory runs out. */
-static int elec__cells_build(const double *x, size_t n, const double origin[3],
-                             const double length[3], double min_cell,
-                             int min_cells, elec__cells *c) {
-    size_t cells, i;
-    int axis;
-    memset(c, 0, sizeof *c);
-    for (axis = 0; axis < 3; axis++) {
-        c->origin[axis] = origin[axis];
-        c->length[axis] = length[axis];
-        double cells = floor(length[axis] / min_cell);
-        c->n[axis] = cells > 256.0 ? 256 : cells < 1.0 ? 1 : (int)cells;
-        if (c->n[axis] < min_cells) return 0;
-    }
-    cells = (size_t)c->n[0] * c->n[1] * c->n[2];
-    c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
-    c->atom = (size_t *)ELEC_MALLOC((n + 1) * sizeof *c->atom);
-    if (!c->start || !c->atom) return -1;
-    memset(c->start, 0, (cells + 1) * sizeof *c->start);
-    for (i = 0; i < n; i++) c->start[elec__cell_of(c, x + 3 * i) + 1]++;
-    for (i = 0; i < cells; i++) c->start[i + 1] += c->start[i];
-    for (i = 0; i < n; i++) {
-        /* start[cell] serves as the fill cursor, restored below */
-        size_t cell = elec__cell_of(c, x + 3 * i);
-        c->atom[c->start[cell]++] = i;
-    }
-    for (i = cells; i > 0; i--) c->start[i] = c->start[i - 1];
-    c->start[0] = 0;
-    return 1;
-}
-
-static void elec__cells_free(elec__cells *c) {
-    ELEC_FREE(c->start);
-    ELEC_FREE(c->atom);
-}
-
-/* Cell (home + offset) along each axis, wrapped when periodic; -1 when it
-   falls off a non-periodic region. */
-static long elec__cell_neighbour(const elec__cells *c, const int home[3],
-                                 int dx, int dy, int dz, int periodic) {
-    int ijk[3], axis;
-    ijk[0] = home[0] + dx;
-    ijk[1] = home[1] + dy;
-    ijk[2] = home[2] + dz;
-    for (axis = 0; axis < 3; axis++) {
-        if (periodic) ijk[axis] = (ijk[axis] + c->n[axis]) % c->n[axis];
-        else if (ijk[axis] < 0 || ijk[axis] >= c->n[axis]) return -1;
-    }
-    return (long)ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
-}
-
 /* ---------------------------------------------------------- cutoff maps */
 
 /* The short-range part at a point: sum over atoms within the cutoff a of
    q S(r).  An atom closer than ELEC_COINCIDENT_DISTANCE is left out; with
    take_back_smooth (MSM, whose lattices carry every atom's smooth part)
    its smooth part gamma(r/a)/a is taken back out too. */
-static double elec__short_range_at(const elec__cells *cells, const double *x,
+static double elec__short_range_at(const elec_cells *cells, const double *x,
                                    const double *q, const double *point,
                                    double a, elec_cutoff_kind kind,
                                    int splitting, int take_back_smooth) {
@@ -1263,11 +1187,11 @@ static double elec__short_range_at(const elec__cells *cells, const double *x,
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     double sum = 0.0;
     int home[3], dx, dy, dz;
-    elec__cell_ijk(cells, point, home);
+    elec_cells_ijk(cells, point, home);
     for (dz = -1; dz <= 1; dz++)
         for (dy = -1; dy <= 1; dy++)
             for (dx = -1; dx <= 1; dx++) {
-                long cell = elec__cell_neighbour(cells, home, dx, dy, dz, 0);
+                long cell = elec_cells_neighbour(cells, home, dx, dy, dz, 0);
                 size_t k;
                 if (cell < 0) continue;
                 for (k = cells->start[cell]; k < cells->start[cell + 1]; k++) {
@@ -1290,7 +1214,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
                                          const elec_cutoff_params *params,
                                          float *map, elec_error *err) {
     elec_cutoff_params p;
-    elec__cells cells;
+    elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], extent[3], centre[3];
     elec_status s;
     size_t count, done = 0, block, i;
@@ -1323,10 +1247,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
         lo[axis] -= p.cutoff;
         extent[axis] = hi[axis] + p.cutoff - lo[axis];
     }
-    if (elec__cells_build(x, atoms->count, lo, extent, p.cutoff, 1, &cells) < 0) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+    if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
         goto cleanup;
-    }
     count = elec_lattice_size(lattice);
     block = count / 64 + 1;
     while (done < count) {
@@ -1355,7 +1277,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
-    elec__cells_free(&cells);
+    elec_cells_free(&cells);
     ELEC_FREE(x);
     ELEC_FREE(q);
     return s;
@@ -1711,7 +1633,7 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
                                        elec_error *err) {
     elec_msm_params p = elec_msm_params_resolved(params);
     elec__msm m;
-    elec__cells cells;
+    elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], extent[3];
     elec_status s;
     size_t done = 0, block = count / 64 + 1;
@@ -1727,10 +1649,8 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, atoms->count);
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
-    if (elec__cells_build(x, atoms->count, lo, extent, p.cutoff, 1, &cells) < 0) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
+    if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
         goto cleanup;
-    }
     while (done < count) {
         long i, end = (long)(done + block < count ? done + block : count);
 #ifdef _OPENMP
@@ -1755,7 +1675,7 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
-    elec__cells_free(&cells);
+    elec_cells_free(&cells);
     elec__msm_free(&m);
     ELEC_FREE(x);
     ELEC_FREE(q);
@@ -1828,7 +1748,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     elec_msm_params p;
     elec__msm m;
-    elec__cells cells;
+    elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], extent[3];
     double long_range = 0.0, short_range = 0.0, self = 0.0;
     elec_status s;
@@ -1862,17 +1782,14 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     long_range = 0.5 * long_range -
                  0.5 * self * elec_msm_gamma(0.0, p.splitting) / p.cutoff;
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
-    if (elec__cells_build(x, n, lo, extent, p.cutoff, 1, &cells) < 0) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
-        goto cleanup;
-    }
+    if ((s = elec_cells_build(x, n, lo, extent, p.cutoff, &cells, err)) != ELEC_OK) goto cleanup;
     for (i = 0; i < n; i++) {
         int home[3], dx, dy, dz;
-        elec__cell_ijk(&cells, x + 3 * i, home);
+        elec_cells_ijk(&cells, x + 3 * i, home);
         for (dz = -1; dz <= 1; dz++)
             for (dy = -1; dy <= 1; dy++)
                 for (dx = -1; dx <= 1; dx++) {
-                    long cell = elec__cell_neighbour(&cells, home, dx, dy, dz, 0);
+                    long cell = elec_cells_neighbour(&cells, home, dx, dy, dz, 0);
                     size_t k;
                     if (cell < 0) continue;
                     for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
@@ -1910,7 +1827,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
-    elec__cells_free(&cells);
+    elec_cells_free(&cells);
     elec__msm_free(&m);
     ELEC_FREE(x);
     ELEC_FREE(q);
@@ -2308,13 +2225,10 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
     const double a = p->cutoff, a2 = a * a;
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     const double zero[3] = {0.0, 0.0, 0.0};
-    elec__cells cells;
+    elec_cells cells;
     long reach[3], i;
     int axis, coincident = 0;
-    if (elec__cells_build(x, n, zero, length, a, 1, &cells) < 0) {
-        elec__cells_free(&cells);
-        return -1;
-    }
+    if (elec_cells_build(x, n, zero, length, a, &cells, NULL) != ELEC_OK) return -1;
     for (axis = 0; axis < 3; axis++)
         reach[axis] = (long)ceil(a / (length[axis] / cells.n[axis]));
 #ifdef _OPENMP
@@ -2325,7 +2239,7 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
         double sum = 0.0, force[3] = {0.0, 0.0, 0.0};
         long offset[3];
         int home[3];
-        elec__cell_ijk(&cells, xi, home);
+        elec_cells_ijk(&cells, xi, home);
         for (offset[2] = -reach[2]; offset[2] <= reach[2]; offset[2]++)
             for (offset[1] = -reach[1]; offset[1] <= reach[1]; offset[1]++)
                 for (offset[0] = -reach[0]; offset[0] <= reach[0]; offset[0]++) {
@@ -2375,7 +2289,7 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
         if (forces)
             for (axis = 0; axis < 3; axis++) forces[3 * i + axis] += force[axis];
     }
-    elec__cells_free(&cells);
+    elec_cells_free(&cells);
     return coincident;
 }
 
@@ -2463,15 +2377,15 @@ static elec_status elec__spme_real(const double *x, const double *q, size_t n,
                                    elec_error *err) {
     const double rc2 = p->cutoff * p->cutoff;
     const size_t key_count = p->excluded_pair_count;
-    elec__cells c;
+    elec_cells c;
     double sum = 0.0;
     size_t i, j;
     const double zero[3] = {0.0, 0.0, 0.0};
-    int built = elec__cells_build(x, n, zero, length, p->cutoff, 3, &c);
-    if (built < 0) {
-        elec__cells_free(&c);
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
-    }
+    elec_status status = elec_cells_build(x, n, zero, length, p->cutoff, &c, err);
+    /* fewer than 3 cells along an axis: the 27 neighbours would repeat
+       cells (and count pairs twice), so all pairs instead */
+    int built = status == ELEC_OK && c.n[0] >= 3 && c.n[1] >= 3 && c.n[2] >= 3;
+    if (status != ELEC_OK) return status;
     for (i = 0; i < n; i++) {
         int cx, cy, cz, home[3];
         if (!built) { /* all pairs */
@@ -2487,11 +2401,11 @@ static elec_status elec__spme_real(const double *x, const double *q, size_t n,
             }
             continue;
         }
-        elec__cell_ijk(&c, x + 3 * i, home);
+        elec_cells_ijk(&c, x + 3 * i, home);
         for (cz = -1; cz <= 1; cz++)
             for (cy = -1; cy <= 1; cy++)
                 for (cx = -1; cx <= 1; cx++) {
-                    size_t cell = (size_t)elec__cell_neighbour(&c, home, cx, cy,
+                    size_t cell = (size_t)elec_cells_neighbour(&c, home, cx, cy,
                                                                cz, 1), a;
                     for (a = c.start[cell]; a < c.start[cell + 1]; a++) {
                         double d[3], r2;
@@ -2507,7 +2421,7 @@ static elec_status elec__spme_real(const double *x, const double *q, size_t n,
                     }
                 }
     }
-    elec__cells_free(&c);
+    elec_cells_free(&c);
     *energy = sum;
     return ELEC_OK;
 }

@@ -2606,52 +2606,35 @@ cleanup:
 
 } /* extern "C++" */
 
-/* Atoms sorted by cells at least `length` long over lo..hi (counting
-   sort): order[k] is the k-th atom, start[c] .. start[c+1] cell c's. */
+/* Atoms sorted by cells at least `length` long over lo..hi (elec_cells):
+   order[k] is the k-th atom, start[c] .. start[c+1] cell c's, in the int
+   arrays the device takes, and sorted_cell[k] the cell of the k-th. */
 static elec_status elec__msm_cells(const double *x, size_t n, const double lo[3],
                                    const double hi[3], double length, int cells[3],
                                    size_t **order, int **start, int **sorted_cell,
                                    elec_error *err) {
-    size_t total = 1;
-    int *cell_of = NULL;
-    for (int axis = 0; axis < 3; axis++) {
-        double count = floor((hi[axis] - lo[axis]) / length);
-        cells[axis] = count < 1.0 ? 1 : count > 1024.0 ? 1024 : (int)count;
-        total *= (size_t)cells[axis];
-    }
-    *order = (size_t *)ELEC_MALLOC((n + 1) * sizeof **order);
+    elec_cells c;
+    elec_status status;
+    size_t total;
+    const double extent[3] = {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]};
+    if ((status = elec_cells_build(x, n, lo, extent, length, &c, err)) != ELEC_OK) return status;
+    total = (size_t)c.n[0] * c.n[1] * c.n[2];
     *start = (int *)ELEC_MALLOC((total + 1) * sizeof **start);
-    cell_of = (int *)ELEC_MALLOC((n + 1) * sizeof *cell_of);
     *sorted_cell = (int *)ELEC_MALLOC((n + 1) * sizeof **sorted_cell);
-    if (!*order || !*start || !cell_of || !*sorted_cell) {
-        ELEC_FREE(cell_of);
+    if (!*start || !*sorted_cell) {
+        elec_cells_free(&c);
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu cells", total);
     }
-    memset(*start, 0, (total + 1) * sizeof **start);
-    for (size_t a = 0; a < n; a++) {
-        int c[3];
-        for (int axis = 0; axis < 3; axis++) {
-            double u = floor((x[3 * a + axis] - lo[axis]) / (hi[axis] - lo[axis]) * cells[axis]);
-            c[axis] = u < 0.0 ? 0 : u >= cells[axis] ? cells[axis] - 1 : (int)u;
-        }
-        cell_of[a] = c[0] + cells[0] * (c[1] + cells[1] * c[2]);
-        (*start)[cell_of[a] + 1]++;
+    for (size_t cell = 0; cell <= total; cell++) {
+        (*start)[cell] = (int)c.start[cell];
+        if (cell < total)
+            for (size_t k = c.start[cell]; k < c.start[cell + 1]; k++)
+                (*sorted_cell)[k] = (int)cell;
     }
-    for (size_t c = 0; c < total; c++) (*start)[c + 1] += (*start)[c];
-    {
-        int *next = (int *)ELEC_MALLOC((total + 1) * sizeof *next);
-        if (!next) {
-            ELEC_FREE(cell_of);
-            return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
-        }
-        memcpy(next, *start, total * sizeof *next);
-        for (size_t a = 0; a < n; a++) {
-            (*sorted_cell)[next[cell_of[a]]] = cell_of[a];
-            (*order)[next[cell_of[a]]++] = a;
-        }
-        ELEC_FREE(next);
-    }
-    ELEC_FREE(cell_of);
+    for (int axis = 0; axis < 3; axis++) cells[axis] = c.n[axis];
+    *order = c.atom; /* the caller's now */
+    c.atom = NULL;
+    elec_cells_free(&c);
     return ELEC_OK;
 }
 
@@ -2661,7 +2644,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     elec_status status;
     elec_msm_params p;
     elec__msm_shape shape;
-    elec__msm_short_args sa;
+    elec__msm_short_args sa = {};
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, radius, s, n_int;
     int found = INT_MAX;
     cudaStream_t stream = NULL;

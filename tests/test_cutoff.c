@@ -49,6 +49,79 @@ TEST(every_atom_lands_in_a_slot_the_overflow_or_outside) {
     test_system_free(&s);
 }
 
+TEST(the_cell_list_finds_every_neighbour_once) {
+    /* 3000 atoms in a 30 A cube (some outside the 24 A region: they fall
+       in the nearest cell), cells of at least 5 A: every atom listed once,
+       in its own cell, and for a sample of points every atom within 5 A
+       is in the 27 cells around the point's cell; periodic wrapping and
+       falling off a non-periodic region; bad input refused. */
+    test_system s = test_system_random(3000, 30.0, 52);
+    const double origin[3] = {3.0, 3.0, 3.0}, length[3] = {24.0, 24.0, 21.0};
+    elec_cells c;
+    elec_error err;
+    size_t i, j, listed = 0, missed = 0, *seen = (size_t *)calloc(s.count, sizeof *seen);
+    long cell;
+    int home[3] = {0, 0, 0};
+    EXPECT(elec_cells_build(s.xyz, s.count, origin, length, 5.0, &c, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(c.n[0] == 4 && c.n[1] == 4 && c.n[2] == 4, "cells %d %d %d", c.n[0], c.n[1], c.n[2]);
+    for (cell = 0; cell < 64; cell++)
+        for (i = c.start[cell]; i < c.start[cell + 1]; i++) {
+            int ijk[3];
+            elec_cells_ijk(&c, s.xyz + 3 * c.atom[i], ijk);
+            EXPECT(ijk[0] + 4 * (ijk[1] + 4 * ijk[2]) == cell, "atom %zu in cell %ld",
+                   c.atom[i], cell);
+            seen[c.atom[i]]++;
+            listed++;
+        }
+    for (i = 0; i < s.count; i++) EXPECT(seen[i] == 1, "atom %zu listed %zu times", i, seen[i]);
+    EXPECT(listed == s.count, "%zu listed of %zu", listed, s.count);
+    for (j = 0; j < s.count; j += 37) { /* points: every 37th atom's place */
+        int dx, dy, dz;
+        size_t near = 0, found = 0;
+        elec_cells_ijk(&c, s.xyz + 3 * j, home);
+        for (i = 0; i < s.count; i++) {
+            const double *a = s.xyz + 3 * i, *b = s.xyz + 3 * j;
+            near += (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                        (a[2] - b[2]) * (a[2] - b[2]) < 25.0 &&
+                    a[0] >= 3.0 && a[0] < 27.0 && a[1] >= 3.0 && a[1] < 27.0 &&
+                    a[2] >= 3.0 && a[2] < 24.0 && b[0] >= 3.0 && b[0] < 27.0 &&
+                    b[1] >= 3.0 && b[1] < 27.0 && b[2] >= 3.0 && b[2] < 24.0;
+        }
+        for (dz = -1; dz <= 1; dz++)
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    long nb = elec_cells_neighbour(&c, home, dx, dy, dz, 0);
+                    if (nb < 0) continue;
+                    for (i = c.start[nb]; i < c.start[nb + 1]; i++) {
+                        const double *a = s.xyz + 3 * c.atom[i], *b = s.xyz + 3 * j;
+                        found += (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
+                                         (a[2] - b[2]) * (a[2] - b[2]) < 25.0 &&
+                                 a[0] >= 3.0 && a[0] < 27.0 && a[1] >= 3.0 && a[1] < 27.0 &&
+                                 a[2] >= 3.0 && a[2] < 24.0 && b[0] >= 3.0 && b[0] < 27.0 &&
+                                 b[1] >= 3.0 && b[1] < 27.0 && b[2] >= 3.0 && b[2] < 24.0;
+                    }
+                }
+        missed += near - found;
+    }
+    EXPECT(missed == 0, "%zu neighbours within 5 A missed", missed);
+    home[0] = 0;
+    home[1] = 3;
+    home[2] = 2;
+    EXPECT(elec_cells_neighbour(&c, home, -1, 1, 0, 1) == 3 + 4 * (0 + 4 * 2), "periodic wrap");
+    EXPECT(elec_cells_neighbour(&c, home, -1, 0, 0, 0) == -1, "off the region");
+    elec_cells_free(&c);
+    EXPECT(elec_cells_build(s.xyz, s.count, origin, length, 0.0, &c, &err) ==
+               ELEC_ERR_INVALID_ARG, "zero cell length");
+    EXPECT(elec_cells_build(s.xyz, s.count, NULL, length, 5.0, &c, &err) ==
+               ELEC_ERR_INVALID_ARG, "NULL origin");
+    EXPECT(elec_cells_build(NULL, 0, origin, length, 5.0, &c, &err) == ELEC_OK,
+           "no atoms: %s", err.message);
+    elec_cells_free(&c);
+    free(seen);
+    test_system_free(&s);
+}
+
 TEST(an_overfull_bin_spills_into_the_overflow) {
     /* 30 atoms in one bin: 8 slots, 22 overflow; the rest empty */
     double xyz[90], q[30];
@@ -187,6 +260,7 @@ TEST(bad_input_is_refused) {
 int main(void) {
     RUN(bin_length_follows_density_and_fill);
     RUN(every_atom_lands_in_a_slot_the_overflow_or_outside);
+    RUN(the_cell_list_finds_every_neighbour_once);
     RUN(an_overfull_bin_spills_into_the_overflow);
     RUN(neighbourhood_holds_every_bin_within_the_cutoff);
     RUN(cutoff_map_equals_the_direct_cutoff_sum);
