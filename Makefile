@@ -2,6 +2,7 @@
 #   make run        elecmap on its built-in input (the README's main command)
 #   make test       every test; GPU tests skip, saying so, without a GPU
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
+#   make sanitize   the CPU tests under ASan and UBSan
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
 #   make install    headers and elecmap under PREFIX (default /usr/local)
 
@@ -43,7 +44,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu bench bench-peer install clean tour md msm-table
+.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -96,6 +97,20 @@ test: $(TEST_BINS) $(BUILD)/test_cli
 
 test-gpu: $(GPU_TESTS)
 	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)
+
+# The CPU tests under AddressSanitizer and UndefinedBehaviorSanitizer
+# (serial: the sanitizers do not see through OpenMP's runtime), in their
+# own build folder; any report fails the test it comes from.
+SANITIZE_BUILD = $(BUILD)/sanitize
+SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
+$(SANITIZE_BUILD):
+	mkdir -p $(SANITIZE_BUILD)
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(SANITIZE_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
+$(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+sanitize: $(SANITIZE_TESTS)
+	@sh tests/run.sh $(SANITIZE_TESTS)
 
 $(BUILD)/bench: bench/bench.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench.cu $(CUDA_LIBS)
