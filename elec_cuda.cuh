@@ -1223,7 +1223,10 @@ static void elec__points_centre(const double *points, size_t count,
                                 double centre[3]) {
     for (int axis = 0; axis < 3; axis++) {
         double lo = points[axis], hi = points[axis];
-        for (size_t i = 1; i < count; i++) {
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : lo) reduction(max : hi)
+#endif
+        for (long i = 1; i < (long)count; i++) {
             double v = points[3 * i + axis];
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
@@ -1250,10 +1253,17 @@ static elec_status elec__cuda_points_check(const elec_atoms *atoms,
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "the GPU points path takes at most %d points and atoms",
                           INT_MAX / 2);
-    for (size_t i = 0; i < 3 * count; i++)
-        if (!elec__finite(points[i]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "point %zu is not finite", i / 3);
+    {
+        long first_bad = LONG_MAX; /* the first coordinate that is not finite */
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : first_bad)
+#endif
+        for (long i = 0; i < (long)(3 * count); i++)
+            if (!elec__finite(points[i]) && i < first_bad) first_bad = i;
+        if (first_bad != LONG_MAX)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "point %ld is not finite",
+                              first_bad / 3);
+    }
     status = elec__cuda_gpu_list(gpus ? gpus : &current, devices, &device_count,
                                  err);
     *device = devices[0];
@@ -1286,6 +1296,15 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     return ELEC_OK;
 }
 
+/* Chunks of points for the MDH pipeline: enough that the host's work on
+   one (conversion, upload, copy back, scale) hides behind the kernel of
+   another, few enough that each kernel still fills the GPU several times
+   over (and the two streams let one kernel's tail overlap the next).  On
+   an H100, 1e6 points x 2e5 atoms: 0.151 s unchunked, 0.134 s in 4
+   chunks, 0.138 s in 8, 0.145-0.167 s in 16. */
+#define ELEC__MDH_CHUNKS 4
+#define ELEC__MDH_MIN_CHUNK ((size_t)1 << 17)
+
 ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           const double *points,
                                           size_t point_count,
@@ -1298,9 +1317,9 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     int device = 0, caller_device = 0;
     float4 *host_xyza = NULL, *host_points = NULL, *d_xyza = NULL, *d_points = NULL;
     float *host_b = NULL, *d_b = NULL, *d_potential = NULL;
+    cudaStream_t streams[2] = {NULL, NULL};
     double centre[3];
-    size_t n = 0;
-    unsigned blocks;
+    size_t n = 0, chunk, chunks;
 
     if ((status = elec_mdh_params_check(params, err)) != ELEC_OK) return status;
     p = elec_mdh_params_resolved(params);
@@ -1311,7 +1330,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
 
     elec__points_centre(points, point_count, centre);
     host_xyza = elec__cuda_gather_xyzq(atoms, centre);
-    host_points = elec__cuda_gather_points(points, point_count, centre);
+    host_points = (float4 *)ELEC_MALLOC(point_count * sizeof(float4));
     host_b = (float *)ELEC_MALLOC((atoms->count + 1) * sizeof(float));
     if (!host_xyza || !host_points || !host_b) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
@@ -1324,31 +1343,71 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
         host_b[n] = (float)(p.kappa * sigma * log2e);
     }
     ELEC__CUDA_TRY(cudaSetDevice(device));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyza, (atoms->count + 1) * sizeof(float4)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_b, (atoms->count + 1) * sizeof(float)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, point_count * sizeof(float4)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_potential, point_count * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMemcpy(d_xyza, host_xyza, atoms->count * sizeof(float4),
-                              cudaMemcpyHostToDevice));
-    ELEC__CUDA_TRY(cudaMemcpy(d_b, host_b, atoms->count * sizeof(float),
-                              cudaMemcpyHostToDevice));
-    ELEC__CUDA_TRY(cudaMemcpy(d_points, host_points,
-                              point_count * sizeof(float4),
-                              cudaMemcpyHostToDevice));
-    blocks = (unsigned)((point_count + block * points_per_thread - 1) /
-                        (block * points_per_thread));
-    elec__k_mdh_points<points_per_thread>
-        <<<blocks, block, block * (sizeof(float4) + sizeof(float))>>>(
-            d_potential, d_points, (int)point_count, d_xyza, d_b,
-            (int)atoms->count, (float)(p.kappa * log2e),
-            (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE));
-    ELEC__CUDA_TRY(cudaGetLastError());
-    ELEC__CUDA_TRY(cudaMemcpy(potential, d_potential, point_count * sizeof(float),
-                              cudaMemcpyDeviceToHost));
-    for (n = 0; n < point_count; n++)
-        potential[n] = (float)(p.scale * potential[n]);
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyza, host_xyza, atoms->count * sizeof(float4),
+                                   cudaMemcpyHostToDevice, streams[0]));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_b, host_b, atoms->count * sizeof(float),
+                                   cudaMemcpyHostToDevice, streams[0]));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(streams[0])); /* both streams read them */
+
+    /* The pipeline: chunk c is converted, uploaded and launched on stream
+       c % 2, then chunk c - 1 is brought back (the copy to pageable memory
+       returns once it is done) and scaled while chunk c computes. */
+    chunk = (point_count + ELEC__MDH_CHUNKS - 1) / ELEC__MDH_CHUNKS;
+    if (chunk < ELEC__MDH_MIN_CHUNK) chunk = ELEC__MDH_MIN_CHUNK;
+    chunks = (point_count + chunk - 1) / chunk;
+    for (size_t c = 0; c <= chunks; c++) {
+        if (c < chunks) {
+            const size_t first = c * chunk;
+            const size_t count = first + chunk <= point_count ? chunk : point_count - first;
+            const unsigned blocks = (unsigned)((count + block * points_per_thread - 1) /
+                                               (block * points_per_thread));
+            cudaStream_t stream = streams[c % 2];
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+            for (long i = 0; i < (long)count; i++) {
+                const double *x = points + 3 * (first + (size_t)i);
+                host_points[first + (size_t)i] =
+                    make_float4((float)(x[0] - centre[0]), (float)(x[1] - centre[1]),
+                                (float)(x[2] - centre[2]), 0.0f);
+            }
+            ELEC__CUDA_TRY(cudaMemcpyAsync(d_points + first, host_points + first,
+                                           count * sizeof(float4), cudaMemcpyHostToDevice,
+                                           stream));
+            elec__k_mdh_points<points_per_thread>
+                <<<blocks, block, block * (sizeof(float4) + sizeof(float)), stream>>>(
+                    d_potential + first, d_points + first, (int)count, d_xyza, d_b,
+                    (int)atoms->count, (float)(p.kappa * log2e),
+                    (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE));
+            ELEC__CUDA_TRY(cudaGetLastError());
+        }
+        if (c > 0) {
+            const size_t first = (c - 1) * chunk;
+            const size_t count = first + chunk <= point_count ? chunk : point_count - first;
+            ELEC__CUDA_TRY(cudaMemcpyAsync(potential + first, d_potential + first,
+                                           count * sizeof(float), cudaMemcpyDeviceToHost,
+                                           streams[(c - 1) % 2]));
+            ELEC__CUDA_TRY(cudaStreamSynchronize(streams[(c - 1) % 2]));
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+            for (long i = 0; i < (long)count; i++)
+                potential[first + (size_t)i] = (float)(p.scale * potential[first + (size_t)i]);
+        }
+    }
     elec__ok(err);
 cleanup:
+    for (int k = 0; k < 2; k++)
+        if (streams[k]) {
+            cudaStreamSynchronize(streams[k]);
+            cudaStreamDestroy(streams[k]);
+        }
     cudaFree(d_xyza);
     cudaFree(d_b);
     cudaFree(d_points);
