@@ -1518,7 +1518,8 @@ ELEC_DEF void elec_cells_ijk(const elec_cells *c, const double x[3], int ijk[3])
     int axis;
     for (axis = 0; axis < 3; axis++) {
         double f = (x[axis] - c->origin[axis]) / c->length[axis] * c->n[axis];
-        ijk[axis] = f < 0.0 ? 0 : f >= c->n[axis] ? c->n[axis] - 1 : (int)f;
+        /* written so that NaN lands in cell 0 rather than in (int)NaN */
+        ijk[axis] = !(f >= 0.0) ? 0 : f >= c->n[axis] ? c->n[axis] - 1 : (int)f;
     }
 }
 
@@ -1555,6 +1556,10 @@ ELEC_DEF elec_status elec_cells_build(const double *xyz, size_t count,
                                                  : (int)n;
         cells *= (size_t)c->n[axis];
     }
+    for (i = 0; i < 3 * count; i++)
+        if (!elec__finite(xyz[i]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "cell list: position of atom %zu is not finite", i / 3);
     c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
     c->atom = (size_t *)ELEC_MALLOC((count + 1) * sizeof *c->atom);
     if (!c->start || !c->atom) {

@@ -1774,7 +1774,8 @@ static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice
             per_chunk = nz;
             chunks = 1;
         }
-        pageable = (float *)ELEC_MALLOC(2 * per_chunk * slice * sizeof(float));
+        pageable = (float *)ELEC_MALLOC((chunks == 1 ? 1 : 2) * per_chunk * slice *
+                                        sizeof(float));
         if (!pageable) {
             status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                                 "no memory to stage the map's copy back");
@@ -1782,7 +1783,7 @@ static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice
         }
         staging[0] = pageable;
     }
-    staging[1] = staging[0] + per_chunk * slice;
+    staging[1] = chunks == 1 ? staging[0] : staging[0] + per_chunk * slice;
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[0], cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&copied[1], cudaEventDisableTiming));
     for (size_t c = 0; c <= chunks; c++) {

@@ -115,6 +115,9 @@ TEST(the_cell_list_finds_every_neighbour_once) {
                ELEC_ERR_INVALID_ARG, "zero cell length");
     EXPECT(elec_cells_build(s.xyz, s.count, NULL, length, 5.0, &c, &err) ==
                ELEC_ERR_INVALID_ARG, "NULL origin");
+    s.xyz[7] = NAN;
+    EXPECT(elec_cells_build(s.xyz, s.count, origin, length, 5.0, &c, &err) ==
+               ELEC_ERR_INVALID_ARG, "a position that is not a number");
     EXPECT(elec_cells_build(NULL, 0, origin, length, 5.0, &c, &err) == ELEC_OK,
            "no atoms: %s", err.message);
     elec_cells_free(&c);

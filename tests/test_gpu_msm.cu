@@ -307,8 +307,9 @@ TEST(stage_times_fit_within_the_call) {
     EXPECT(t.setup + gpu_stages <= t.total && t.copy_back >= 0.0,
            "setup %.6f s + GPU stages %.6f s exceed the call's %.6f s", t.setup, gpu_stages,
            t.total);
-    EXPECT(t.total <= wall && t.total >= 0.9 * wall, "the call says %.6f s, the test saw %.6f s",
-           t.total, wall);
+    /* the call's clock stops before its cleanup (frees, stream teardown) */
+    EXPECT(t.total <= wall && wall - t.total <= 0.1 * wall + 2e-3,
+           "the call says %.6f s, the test saw %.6f s", t.total, wall);
     free(map);
     test_system_free(&sys);
 }
