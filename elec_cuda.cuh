@@ -785,15 +785,22 @@ static float4 *elec__cuda_gather_xyzq(const elec_atoms *atoms,
     return out;
 }
 
-static float4 *elec__cuda_gather_points(const double *points, size_t count,
-                                        const double reference[3]) {
-    size_t i;
-    float4 *out = (float4 *)ELEC_MALLOC((count ? count : 1) * sizeof(float4));
-    if (!out) return NULL;
-    for (i = 0; i < count; i++)
+/* Points x y z (double) as float4 relative to reference, into out. */
+static void elec__cuda_convert_points(const double *points, size_t count,
+                                      const double reference[3], float4 *out) {
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long i = 0; i < (long)count; i++)
         out[i] = make_float4((float)(points[3 * i] - reference[0]),
                              (float)(points[3 * i + 1] - reference[1]),
                              (float)(points[3 * i + 2] - reference[2]), 0.0f);
+}
+
+static float4 *elec__cuda_gather_points(const double *points, size_t count,
+                                        const double reference[3]) {
+    float4 *out = (float4 *)ELEC_MALLOC((count ? count : 1) * sizeof(float4));
+    if (out) elec__cuda_convert_points(points, count, reference, out);
     return out;
 }
 
@@ -1368,15 +1375,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
             const unsigned blocks = (unsigned)((count + block * points_per_thread - 1) /
                                                (block * points_per_thread));
             cudaStream_t stream = streams[c % 2];
-#ifdef _OPENMP
-#pragma omp parallel for
-#endif
-            for (long i = 0; i < (long)count; i++) {
-                const double *x = points + 3 * (first + (size_t)i);
-                host_points[first + (size_t)i] =
-                    make_float4((float)(x[0] - centre[0]), (float)(x[1] - centre[1]),
-                                (float)(x[2] - centre[2]), 0.0f);
-            }
+            elec__cuda_convert_points(points + 3 * first, count, centre, host_points + first);
             ELEC__CUDA_TRY(cudaMemcpyAsync(d_points + first, host_points + first,
                                            count * sizeof(float4), cudaMemcpyHostToDevice,
                                            stream));
@@ -2120,7 +2119,7 @@ static void elec__msm_axis_table(const elec_lattice *l, int axis, double referen
     } while (0)
 
 template <int S>
-static elec_status elec__msm_launch_stages(const elec_msm_params &p,
+static elec_status elec__msm_stages(const elec_msm_params &p,
                                            const elec__msm_shape &shape, float *const *d_q,
                                            float *const *d_e, const float4 *d_atoms,
                                            size_t n, const float *d_stencil,
@@ -2177,6 +2176,27 @@ static elec_status elec__msm_launch_stages(const elec_msm_params &p,
     ELEC__MSM_MARK(6);
 cleanup:
     return status;
+}
+
+/* Stages 1-4 for the support of p.interpolation (2 to 5 points each way:
+   the template's compile-time basis width). */
+static elec_status elec__msm_launch_stages(const elec_msm_params &p,
+                                           const elec__msm_shape &shape, float *const *d_q,
+                                           float *const *d_e, const float4 *d_atoms,
+                                           size_t n, const float *d_stencil,
+                                           const int *d_spans, int radius,
+                                           cudaStream_t stream, cudaEvent_t *marks,
+                                           elec_error *err) {
+    switch (elec_msm_support((int)p.interpolation)) {
+    case 2: return elec__msm_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+                                       radius, stream, marks, err);
+    case 3: return elec__msm_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+                                       radius, stream, marks, err);
+    case 4: return elec__msm_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+                                       radius, stream, marks, err);
+    default: return elec__msm_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+                                        radius, stream, marks, err);
+    }
 }
 
 template <int S>
@@ -2435,16 +2455,8 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     /* Short range into the padded map (uploads the bins, one pass a layer). */
     if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
     ELEC__MSM_MARK(1);
-    switch (s) {
-    case 2: status = elec__msm_launch_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, marks, err); break;
-    case 3: status = elec__msm_launch_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, marks, err); break;
-    case 4: status = elec__msm_launch_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, marks, err); break;
-    default: status = elec__msm_launch_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                 d_spans, radius, stream, marks, err); break;
-    }
+    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans, radius,
+                                     stream, marks, err);
     if (status != ELEC_OK) goto cleanup;
     switch (s) {
     case 2: status = elec__msm_launch_interpolation<2>(job, lattice, d_e[0], shape, d_first,
@@ -2849,16 +2861,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                    cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
                                    cudaMemcpyHostToDevice, stream));
-    switch (s) {
-    case 2: status = elec__msm_launch_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, NULL, err); break;
-    case 3: status = elec__msm_launch_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, NULL, err); break;
-    case 4: status = elec__msm_launch_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                d_spans, radius, stream, NULL, err); break;
-    default: status = elec__msm_launch_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil,
-                                                 d_spans, radius, stream, NULL, err); break;
-    }
+    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans, radius,
+                                     stream, NULL, err);
     if (status != ELEC_OK) goto cleanup;
     switch (s) {
     case 2: status = elec__msm_launch_at_atoms<2>(d_atoms, n_int, d_e[0], shape, p, d_phi,
