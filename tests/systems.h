@@ -69,6 +69,30 @@ static inline test_system sys__alloc(size_t n) {
     return s;
 }
 
+/* Shifts every charge by the mean, so that the system is neutral. */
+static inline void test_system_make_neutral(test_system *s) {
+    double total = 0.0;
+    size_t i;
+    for (i = 0; i < s->count; i++) total += s->charge[i];
+    for (i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
+}
+
+/* A lattice of dims points per axis over the box [0, box] widened by
+   `margin` on every side, shifted by a quarter spacing so that no atom on
+   a grid of the box (a crystal's ions) sits on a point; tests choose dims
+   that are no multiple of a kernel's block. */
+static inline elec_lattice test_lattice_around(const double box[3], const int dims[3],
+                                               double margin) {
+    elec_lattice l;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        l.dims[axis] = dims[axis];
+        l.spacing[axis] = (box[axis] + 2.0 * margin) / (dims[axis] - 1);
+        l.origin[axis] = -margin + 0.25 * l.spacing[axis];
+    }
+    return l;
+}
+
 static inline void test_system_free(test_system *s) {
     free(s->xyz);
     free(s->charge);

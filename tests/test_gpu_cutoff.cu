@@ -25,15 +25,8 @@
    the box +-3 A, spacings differing per axis; shifted by a quarter spacing
    so that no crystal ion sits on a lattice point. */
 static elec_lattice awkward_lattice(const double box[3]) {
-    elec_lattice l;
-    l.dims[0] = 37;
-    l.dims[1] = 29;
-    l.dims[2] = 23;
-    for (int axis = 0; axis < 3; axis++) {
-        l.spacing[axis] = (box[axis] + 6.0) / (l.dims[axis] - 1);
-        l.origin[axis] = -3.0 + 0.25 * l.spacing[axis];
-    }
-    return l;
+    const int dims[3] = {37, 29, 23};
+    return test_lattice_around(box, dims, 3.0);
 }
 
 static const char *kind_name(elec_cutoff_kind kind) {

@@ -27,24 +27,11 @@
 /* msmpot's target for its defaults (issue: 0.5 % relative error). */
 #define MSMPOT_TARGET 5e-3
 
-static void make_neutral(test_system *s) {
-    double total = 0.0;
-    for (size_t i = 0; i < s->count; i++) total += s->charge[i];
-    for (size_t i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
-}
-
 /* 41 x 37 x 29 points over the box +-4 A, a quarter spacing off the atoms'
    grid (no count a multiple of any block). */
 static elec_lattice awkward_lattice(const double box[3]) {
-    elec_lattice l;
-    l.dims[0] = 41;
-    l.dims[1] = 37;
-    l.dims[2] = 29;
-    for (int axis = 0; axis < 3; axis++) {
-        l.spacing[axis] = (box[axis] + 8.0) / (l.dims[axis] - 1);
-        l.origin[axis] = -4.0 + 0.25 * l.spacing[axis];
-    }
-    return l;
+    const int dims[3] = {41, 37, 29};
+    return test_lattice_around(box, dims, 4.0);
 }
 
 /* The CPU MSM at the map's points, in double. */
@@ -124,7 +111,7 @@ TEST(gpu_msm_matches_cpu_msm_and_the_exact_sum) {
     test_system salt = test_system_nacl(3, 5.64);
     test_system *systems[3] = {&random, &water, &salt};
     const char *names[3] = {"random", "water", "NaCl"};
-    make_neutral(&random);
+    test_system_make_neutral(&random);
     for (int s = 0; s < 3; s++) {
         elec_atoms atoms = test_system_atoms(systems[s]);
         elec_lattice l = awkward_lattice(systems[s]->box);
@@ -156,7 +143,7 @@ TEST(every_order_and_other_parameters_match_the_cpu) {
     test_system sys = test_system_random(2000, 30.0, 73);
     elec_atoms atoms = test_system_atoms(&sys);
     elec_lattice l = awkward_lattice(sys.box);
-    make_neutral(&sys);
+    test_system_make_neutral(&sys);
     for (int order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++) {
         elec_msm_params p = {0};
         char what[40];
@@ -205,7 +192,7 @@ TEST(overfull_bins_and_far_atoms_are_summed) {
         for (int axis = 0; axis < 3; axis++)
             sys.xyz[3 * i + axis] = i % 2 ? -20.0 - 20.0 * test_uniform(&rng)
                                           : 50.0 + 20.0 * test_uniform(&rng);
-    make_neutral(&sys);
+    test_system_make_neutral(&sys);
     elec_atoms atoms = test_system_atoms(&sys);
     elec_msm_params p = {0};
     p.max_top_points = 512;
@@ -348,7 +335,7 @@ TEST(gpu_msm_energy_and_forces_match_the_cpu) {
     test_system water = test_system_water(1000, 82);
     test_system salt = test_system_nacl(3, 5.64);
     elec_atoms atoms;
-    make_neutral(&random);
+    test_system_make_neutral(&random);
     atoms = test_system_atoms(&random);
     energy_vs_cpu(&atoms, NULL, "random");
     atoms = test_system_atoms(&water);
@@ -415,7 +402,7 @@ TEST(a_long_cutoff_gets_longer_bins) {
     test_system sys = test_system_random(1000, 30.0, 85);
     elec_lattice l = awkward_lattice(sys.box);
     elec_msm_params p = {0};
-    make_neutral(&sys);
+    test_system_make_neutral(&sys);
     p.cutoff = 60.0;
     p.spacing = 4.0;
     elec_atoms atoms = test_system_atoms(&sys);
@@ -476,7 +463,7 @@ static void stages_against_the_cpu(const elec_msm_params *params, const char *wh
         *d_scratch, *d_phi;
     int *d_spans;
     size_t total = 0, biggest = 0;
-    make_neutral(&sys);
+    test_system_make_neutral(&sys);
     p = elec_msm_params_resolved(params);
     for (size_t i = 0; i < sys.count; i++) {
         for (int axis = 0; axis < 3; axis++) {
@@ -517,8 +504,8 @@ static void stages_against_the_cpu(const elec_msm_params *params, const char *wh
         next = d_e[l] + elec__msm_shape_points(&shape, l);
     }
     /* GPU: every stage, as elec_cuda_msm_map runs them */
-    EXPECT(elec__msm_launch_stages<S>(p, shape, d_q, d_e, d_atoms, sys.count, d_stencil,
-                                      d_spans, radius, 0, NULL, &err) == ELEC_OK,
+    EXPECT(elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, sys.count, d_stencil, d_spans,
+                                   radius, 0, NULL, &err) == ELEC_OK,
            "%s", err.message);
     EXPECT(elec__msm_launch_at_atoms<S>(d_atoms, (int)sys.count, d_e[0], shape, p, d_phi,
                                         d_grad, 0, &err) == ELEC_OK, "%s", err.message);

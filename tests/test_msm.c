@@ -12,13 +12,6 @@
    cubic, C2 splitting): 0.5 % relative RMS error in the map. */
 #define MSMPOT_TARGET 5e-3
 
-static void make_neutral(test_system *s) {
-    double total = 0.0;
-    size_t i;
-    for (i = 0; i < s->count; i++) total += s->charge[i];
-    for (i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
-}
-
 /* MSM map error (relative RMS against the double-precision direct sum). */
 static double map_error(const test_system *s, const elec_lattice *l,
                         const elec_msm_params *p) {
@@ -122,7 +115,7 @@ TEST(map_meets_msmpot_target_and_quintic_improves_it) {
     elec_lattice l = lattice_over(40.0);
     elec_msm_params cubic = {0}, quintic = {0}, fine = {0};
     double e_cubic, e_quintic, e_fine;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     quintic.interpolation = ELEC_MSM_QUINTIC;
     fine.interpolation = ELEC_MSM_QUINTIC;
     fine.spacing = 1.5;
@@ -147,7 +140,7 @@ TEST(orders_eight_and_ten_go_below_1e_5) {
     elec_lattice l = lattice_over(40.0);
     double errors[4];
     int order;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     for (order = ELEC_MSM_QUINTIC; order <= ELEC_MSM_NONIC; order++) {
         elec_msm_params p = {0};
         p.interpolation = (elec_msm_interpolation)order;
@@ -227,7 +220,7 @@ TEST(energy_and_forces_match_the_direct_sum) {
     const test_system *systems[3] = {&random, &water, &salt};
     const char *names[3] = {"random", "water", "NaCl"};
     int k, q;
-    make_neutral(&random);
+    test_system_make_neutral(&random);
     for (k = 0; k < 3; k++) {
         double energy[2], forces[2];
         for (q = 0; q <= 1; q++) {
@@ -263,7 +256,7 @@ TEST(forces_are_the_gradient_of_the_energy) {
     elec_atoms atoms = test_system_atoms(&s);
     const double step = 1e-5;
     int order;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order += 3) {
         elec_msm_params p = {0};
         double f[180], e, e_plus, e_minus, scale = 0.0, worst = 0.0;
@@ -447,7 +440,7 @@ TEST(periodic_msm_matches_ewald_for_random_charges_and_water) {
     elec_box random_box = periodic_box(25.0, 25.0, 25.0);
     elec_box water_box = periodic_box(water.box[0], water.box[1], water.box[2]);
     periodic_errors e;
-    make_neutral(&random);
+    test_system_make_neutral(&random);
     e = periodic_vs_ewald(&random, &random_box, NULL, "random, seed 7");
     EXPECT(e.energy <= 7e-3, "random: energy %.3e", e.energy);
     EXPECT(e.forces <= 2.5e-3, "random: forces %.3e", e.forces);
@@ -491,7 +484,7 @@ TEST(periodic_msm_quintic_at_finer_spacing_improves_the_error) {
     elec_box box = periodic_box(25.0, 25.0, 25.0);
     elec_msm_params p = {0};
     periodic_errors cubic, quintic;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     cubic = periodic_vs_ewald(&s, &box, NULL, "cubic C2, h = 2");
     p.interpolation = ELEC_MSM_QUINTIC;
     p.splitting = 3;
@@ -516,7 +509,7 @@ TEST(periodic_msm_with_a_net_charge_matches_ewald_with_its_background) {
     test_system s = test_system_random(300, 22.0, 11);
     elec_box box = periodic_box(22.0, 22.0, 22.0);
     periodic_errors e;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     s.charge[0] += 1.0;
     e = periodic_vs_ewald(&s, &box, NULL, "net charge +1");
     EXPECT(e.energy <= 5e-3, "energy %.3e", e.energy);
@@ -545,8 +538,8 @@ TEST(periodic_msm_sums_images_beyond_the_minimum_image) {
     elec_error err;
     periodic_errors c;
     size_t i;
-    make_neutral(&cube);
-    make_neutral(&slab);
+    test_system_make_neutral(&cube);
+    test_system_make_neutral(&slab);
     for (i = 0; i < slab.count; i++) {
         slab.xyz[3 * i] = 8.0 * slab.xyz[3 * i] + 17.0;
         slab.xyz[3 * i + 1] *= 30.0;
@@ -579,7 +572,7 @@ TEST(periodic_msm_forces_are_the_gradient_of_its_energy) {
     const double step = 1e-5;
     elec_error err;
     size_t i, c;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, &e, f, NULL, &err) == ELEC_OK, "%s",
            err.message);
     for (i = 0; i < 120; i++) scale = fabs(f[i]) > scale ? fabs(f[i]) : scale;

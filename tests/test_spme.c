@@ -36,13 +36,6 @@ static elec_box box_of(const test_system *s) {
     return b;
 }
 
-static void make_neutral(test_system *s) {
-    double total = 0.0;
-    size_t i;
-    for (i = 0; i < s->count; i++) total += s->charge[i];
-    for (i = 0; i < s->count; i++) s->charge[i] -= total / (double)s->count;
-}
-
 /* The exact sum at the SPME's resolved alpha and cutoff, its reciprocal
    sum converged to 1e-12. */
 static void ewald_reference(const elec_atoms *atoms, const elec_box *box,
@@ -133,7 +126,7 @@ TEST(spme_matches_exact_ewald_on_random_neutral_atoms) {
        catches a broken mesh, not interpolation error. */
     REQUIRE_FFTW();
     test_system s = test_system_random(1000, 24.0, 31);
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     compare("random neutral", &s, 6, FINE, NULL, 0, 1e-6, 1e-5);
     compare("random neutral", &s, 4, 1.0, NULL, 0, ORDER4_ENERGY, 5e-4);
     test_system_free(&s);
@@ -180,7 +173,7 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     double f[120], phi[40], num = 0.0, den = 0.0, half_q_phi = 0.0;
     const double h = 1e-5;
     size_t i;
-    make_neutral(&s);
+    test_system_make_neutral(&s);
     p.cutoff = 5.0;
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, f, phi, &err) == ELEC_OK, "%s", err.message);
     for (i = 0; i < 120; i++) {
