@@ -33,7 +33,7 @@ HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
 CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm
+GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb
 
 ifeq ($(HAVE_NVCC),)
 ELECMAP_SRC = examples/elecmap.c
@@ -87,6 +87,8 @@ $(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h 
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 $(BUILD)/test_gpu_msm: tests/test_gpu_msm.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_msm.cu $(CUDA_LIBS)
+$(BUILD)/test_gpu_alpb: tests/test_gpu_alpb.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_alpb.cu $(CUDA_LIBS)
 
 $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy | $(BUILD)
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
