@@ -150,9 +150,13 @@ msm-table: $(BUILD)/msm_error_table
 $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)
 
-bench: $(BUILD)/bench $(BUILD)/bench_spme
+$(BUILD)/bench_alpb: bench/bench_alpb.cu tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_alpb.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb
 	$(BUILD)/bench
 	$(BUILD)/bench_spme
+	$(BUILD)/bench_alpb
 
 # torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
 bench-peer:
