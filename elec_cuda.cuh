@@ -1239,22 +1239,31 @@ cleanup:
     return status;
 }
 
+/* The points' bounding box (count > 0). */
+static void elec__points_box(const double *points, size_t count, double lo[3],
+                             double hi[3]) {
+    for (int axis = 0; axis < 3; axis++) {
+        double low = points[axis], high = points[axis];
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : low) reduction(max : high)
+#endif
+        for (long i = 1; i < (long)count; i++) {
+            double v = points[3 * i + axis];
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+        lo[axis] = low;
+        hi[axis] = high;
+    }
+}
+
 /* Centre of the points' bounding box: the reference the points APIs take
    coordinates relative to, so that floats keep their precision. */
 static void elec__points_centre(const double *points, size_t count,
                                 double centre[3]) {
-    for (int axis = 0; axis < 3; axis++) {
-        double lo = points[axis], hi = points[axis];
-#ifdef _OPENMP
-#pragma omp parallel for reduction(min : lo) reduction(max : hi)
-#endif
-        for (long i = 1; i < (long)count; i++) {
-            double v = points[3 * i + axis];
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
-        centre[axis] = 0.5 * (lo + hi);
-    }
+    double lo[3], hi[3];
+    elec__points_box(points, count, lo, hi);
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
 }
 
 /* Checks shared by the points APIs; picks the first device of the set. */
@@ -4944,20 +4953,8 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
     mode = elec__alpb_mode(&k);
 
     /* points relative to the centre of the vertices' box */
-    for (int axis = 0; axis < 3; axis++) {
-        double low = vertices[axis], high = vertices[axis];
-#ifdef _OPENMP
-#pragma omp parallel for reduction(min : low) reduction(max : high)
-#endif
-        for (long i = 1; i < (long)count; i++) {
-            double v = vertices[3 * i + axis];
-            low = v < low ? v : low;
-            high = v > high ? v : high;
-        }
-        lo[axis] = low;
-        hi[axis] = high;
-        centre[axis] = 0.5 * (low + high);
-    }
+    elec__points_box(vertices, count, lo, hi);
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
     host_points = (float4 *)ELEC_MALLOC(count * sizeof(float4));
     if (!host_points) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu points", count);

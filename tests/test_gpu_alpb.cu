@@ -178,14 +178,8 @@ static int host_walk(const alpb_case *c, const elec_alpb_params *p, float *out) 
     }
     elec_alpb_kernel_setup(&r, &k);
     elec__alpb_call_setup(&r, &k, c->h.net_charge, &a);
-    for (int axis = 0; axis < 3; axis++) {
-        lo[axis] = hi[axis] = c->surf.xyz[axis];
-        for (size_t i = 1; i < n; i++) {
-            lo[axis] = fmin(lo[axis], c->surf.xyz[3 * i + axis]);
-            hi[axis] = fmax(hi[axis], c->surf.xyz[3 * i + axis]);
-        }
-        centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    }
+    elec__points_box(c->surf.xyz, n, lo, hi); /* the call's reference point */
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
     elec__alpb_points(c->surf.xyz, c->surf.normal, n, r.proj, centre, P);
     elec__alpb_points(c->surf.xyz, c->surf.normal, n, r.ion_exclusion, centre, P_ion);
     host = malloc(elec__alpb_layout_bytes(&c->h, packed));
