@@ -41,7 +41,8 @@
 
    Contents, in reading order: status codes, units, atoms, lattices and
    boxes, shared inline math (ELEC_HD), method parameters, PQR and OpenDX
-   I/O.  Version and licence at the bottom. */
+   I/O, ALPB surface potentials (the HCP hierarchy, surfaces: search
+   ">>alpb").  Version and licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
 
@@ -864,7 +865,7 @@ typedef struct elec_hcp {
 } elec_hcp;
 
 /* Component indices of every atom of a PQR structure (arrays of
-   structure->count, any may be NULL), per the research notes' 3.1:
+   structure->count ints, any may be NULL), per the research notes' 3.1:
    a residue starts where (chain, residue number, insertion code, residue
    name) changes or after a TER record; a chain at a new chain identifier,
    after TER, or where the residue number decreases (APBS's files without

@@ -4723,10 +4723,14 @@ static void elec__alpb_layout(const elec_hcp *h, int charges, int packed,
     size_t at = 0, i;
     int level;
     if (packed) {
-        for (i = 0; i < n; i++, at += 4) {
-            for (int k = 0; k < 3; k++) f[at + k] = (float)(h->xyz[3 * i + k] - centre[k]);
-            f[at + 3] = (float)h->charge[i];
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+        for (long a = 0; a < (long)n; a++) {
+            for (int k = 0; k < 3; k++) f[4 * a + k] = (float)(h->xyz[3 * a + k] - centre[k]);
+            f[4 * a + 3] = (float)h->charge[a];
         }
+        at = 4 * n;
         layout->packed.atoms = (const float4 *)df;
         for (level = 0; level < ELEC_HCP_LEVELS; level++) {
             const size_t m = h->count[level + 1];
@@ -4751,9 +4755,12 @@ static void elec__alpb_layout(const elec_hcp *h, int charges, int packed,
     for (level = 0; level < ELEC_HCP_LEVELS; level++) floats += 11 * h->count[level + 1];
     int *ints = (int *)(f + floats);
     const int *di = (const int *)(df + floats);
-    for (i = 0; i < n; i++) {
-        for (int k = 0; k < 3; k++) f[k * n + i] = (float)(h->xyz[3 * i + k] - centre[k]);
-        f[3 * n + i] = (float)h->charge[i];
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long a = 0; a < (long)n; a++) {
+        for (int k = 0; k < 3; k++) f[k * n + a] = (float)(h->xyz[3 * a + k] - centre[k]);
+        f[3 * n + a] = (float)h->charge[a];
     }
     layout->soa.x = df;
     layout->soa.y = df + n;
