@@ -4,7 +4,7 @@
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
-#   make install    headers and elecmap under PREFIX (default /usr/local)
+#   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
 
 CC      ?= cc
 CXX     ?= c++
@@ -23,6 +23,13 @@ ifeq ($(HAVE_FFTW),1)
 FFTW_FLAGS = -DELEC_WITH_FFTW
 FFTW_LIBS = -lfftw3
 endif
+# libpng: elecsurf's .png pictures (the example, not the headers); without
+# it elecsurf refuses .png output, saying why.
+HAVE_PNG := $(shell printf '\043include <png.h>\nint main(void){return 0;}' | $(CC) -x c - -lpng -o /dev/null 2>/dev/null && echo 1)
+ifeq ($(HAVE_PNG),1)
+PNG_FLAGS = -DELECSURF_WITH_PNG
+PNG_LIBS = -lpng
+endif
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(FFTW_FLAGS) -I.
 NVCCFLAGS ?= -O3
 ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(FFTW_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
@@ -32,8 +39,8 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_header_only
+GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb
 
 ifeq ($(HAVE_NVCC),)
 ELECMAP_SRC = examples/elecmap.c
@@ -46,7 +53,7 @@ endif
 # test_cli wraps tests/test_cli.sh, which runs the built tools
 .PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table
 
-all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
+all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -64,6 +71,14 @@ ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecenergy.c $(CUDA_LIBS)
+endif
+
+# elecsurf likewise; PNG output where libpng is installed.
+$(BUILD)/elecsurf: examples/elecsurf.c $(HEADERS) | $(BUILD)
+ifeq ($(HAVE_NVCC),)
+	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(FFTW_LIBS) $(PNG_LIBS) -lm
+else
+	$(NVCC) $(ALL_NVCCFLAGS) $(PNG_FLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecsurf.c $(CUDA_LIBS) $(PNG_LIBS)
 endif
 
 run: $(BUILD)/elecmap
@@ -87,8 +102,10 @@ $(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h 
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 $(BUILD)/test_gpu_msm: tests/test_gpu_msm.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_msm.cu $(CUDA_LIBS)
+$(BUILD)/test_gpu_alpb: tests/test_gpu_alpb.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_alpb.cu $(CUDA_LIBS)
 
-$(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy | $(BUILD)
+$(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf | $(BUILD)
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
 	chmod +x $@
 
@@ -133,9 +150,13 @@ msm-table: $(BUILD)/msm_error_table
 $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)
 
-bench: $(BUILD)/bench $(BUILD)/bench_spme
+$(BUILD)/bench_alpb: bench/bench_alpb.cu tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_alpb.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb
 	$(BUILD)/bench
 	$(BUILD)/bench_spme
+	$(BUILD)/bench_alpb
 
 # torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
 bench-peer:
@@ -144,10 +165,10 @@ bench-peer:
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
 
-install: $(BUILD)/elecmap $(BUILD)/elecenergy
+install: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include
-	install -m 755 $(BUILD)/elecmap $(BUILD)/elecenergy $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(DESTDIR)$(PREFIX)/bin
 
 clean:
 	rm -rf $(BUILD)

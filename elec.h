@@ -41,7 +41,8 @@
 
    Contents, in reading order: status codes, units, atoms, lattices and
    boxes, shared inline math (ELEC_HD), method parameters, PQR and OpenDX
-   I/O.  Version and licence at the bottom. */
+   I/O, ALPB surface potentials (the HCP hierarchy, surfaces: search
+   ">>alpb").  Version and licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
 
@@ -726,6 +727,10 @@ typedef struct elec_atom_label {
     char chain;           /* chain identifier; ' ' when the file has none  */
     char insertion_code;  /* ' ' when none                                 */
     char is_hetatm;       /* 1 for HETATM records                          */
+    char after_ter;       /* 1 when a TER record came since the atom before */
+    char after_end_of_complex; /* 1 when a "REMARK END-OF-COMPLEX" came since
+                                  the atom before (NAB's convention): the
+                                  HCP hierarchy starts a complex there      */
     int serial;           /* atom serial number as written                 */
     int residue_number;
 } elec_atom_label;
@@ -776,6 +781,266 @@ ELEC_API elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 
 ELEC_API void *elec_malloc(size_t size);
 ELEC_API void elec_free(void *ptr);
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* ALPB, the analytical linearized Poisson-Boltzmann potential (Sigalov,
+   Fenley and Onufriev 2006; GEM: Gordon, Fenley and Onufriev 2008), at
+   points on or outside a molecule's surface, summed over every atom or
+   through the hierarchical charge partitioning (HCP) of Anandakrishnan and
+   Onufriev (2010), as seed 003 (Daga and Feng 2012) does on a GPU.
+
+   At P = v + p n (a surface vertex v moved p A along its outward unit
+   normal n), with beta = eps_in / eps_out, alpha = ELEC_ALPB_ALPHA and
+   r = A + p, A the molecule's electrostatic size:
+       phi(P) = scale sum_i q_i / (eps_out (1 + alpha beta))
+                      [(1 + alpha) / d_i - alpha (1 - beta) / r]            (E1)
+   d_i = |P - x_i|.  Seed 003's eq. 1 prints the prefactor 1/eps_in: it is
+   1/eps_out (a central charge must give q / (eps_out r) outside, and the
+   potential must vanish as eps_out grows), as in GEM's code.  E1 keeps the
+   monopole of the sphere's exact (Kirkwood) solution and replaces its
+   higher coefficients by one constant: exact for a central charge and for
+   eps_in = eps_out.  Since r is the same for every vertex, E1 is a Coulomb
+   sum at the points, scaled, plus a constant: the exact sum without salt
+   runs on the DCS points path.
+
+   Salt (inverse Debye length kappa, ion-exclusion radius s; P' = v + s n,
+   d'_i = |P' - x_i|, r' = A + s) follows GEM's regions, which are E1 at
+   kappa = 0 and the exact Debye-Hueckel potential of a central ion outside
+   an exclusion sphere of radius A + s (research notes on seed 003, 2.3):
+     p > s (region 3):       q (1+alpha)/(eps_out (1+alpha beta))
+                               exp(-kappa (d - d')) / (d (1 + kappa d'))
+                             - Q alpha (1-beta)/(eps_out (1+alpha beta))
+                               exp(-kappa (r - r')) / (r (1 + kappa r'))
+     0 <= p <= s (region 2): q (1+alpha)/(eps_out (1+alpha beta))
+                               (1/d - kappa / (1 + kappa d'))
+                             - Q alpha (1-beta)/(eps_out (1+alpha beta))
+                               (1/r - kappa / (1 + kappa r'))
+   (Q the net charge), continuous at p = 0 and at p = s.  gem_compat
+   reproduces GEM 2.x as coded: at p <= 0 its region 1, the ALPB "inside"
+   form with every atom's Born radius 3A/4 and without the alpha beta / A
+   term, which at p = 0 is E1 without its constant term (GEM's default
+   output is shifted by + scale alpha (1-beta) Q / (eps_out (1+alpha beta)
+   A) from E1's), and kappa = 0.316 sqrt(salt) as GEM computes it.
+
+   HCP: atoms < residues < chains < complexes.  A component far from P
+   (the distance from P to the mean of its atom positions above the
+   level's threshold: residues h[0], chains h[1], complexes h[2]) is
+   represented by one charge (its net charge at its centre of charge) or
+   two (its positive charges at their centre, its negative charges at
+   theirs), each taken through the same kernel as an atom; a near one by
+   its children, down to the atoms.  Both keep the monopole and the dipole
+   (2 charges: of every component, neutral ones included), so the error of
+   a far component falls as R^-3; every level keeps the net charge, so
+   E1's constant term is exact under HCP too. */
+#define ELEC_ALPB_ALPHA 0.571412 /* GEM's ALPHA_OF, Sigalov et al. 2005 */
+#define ELEC_HCP_LEVELS 3        /* residues, chains, complexes */
+
+/* The hierarchy, built once from a structure or from component indices a
+   host code passes, shared by the CPU and GPU paths.  Atoms are copied in
+   hierarchy order: the atoms of a residue are contiguous, the residues of
+   a chain, the chains of a complex.  Level l = 1 (residues), 2 (chains),
+   3 (complexes) is stored at index l - 1. */
+typedef struct elec_hcp {
+    size_t count[ELEC_HCP_LEVELS + 1]; /* atoms, residues, chains, complexes */
+    double *xyz;        /* 3 per atom, interleaved                           */
+    double *charge;     /* per atom (e)                                      */
+    double *radius;     /* per atom (A; 0 where the atoms had none)          */
+    size_t *atom_index; /* per atom: its index in the caller's atoms         */
+    /* count[l] + 1 per level: component c of level l holds the components
+       first[l-1][c] .. first[l-1][c+1] - 1 of level l - 1 (level 0: atoms) */
+    size_t *first[ELEC_HCP_LEVELS];
+    /* 3 per component: the mean of its atom positions (the distance test) */
+    double *centre[ELEC_HCP_LEVELS];
+    /* 12 per component: x y z q of the one-charge approximation (the net
+       charge at the centre of charge; at the centre when |Q| <= 1e-5 e,
+       where the centre of charge is undefined), then of the two-charge one
+       (the positive charges at their centre; the negative ones at theirs;
+       an empty side is a zero charge at the centre) */
+    double *approx[ELEC_HCP_LEVELS];
+    double net_charge;  /* sum of the charges (e)                            */
+    double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
+                           undefined (no radii, or every radius zero)      */
+    void *block;        /* the allocation the arrays live in                 */
+} elec_hcp;
+
+/* Component indices of every atom of a PQR structure (arrays of
+   structure->count ints, any may be NULL), per the research notes' 3.1:
+   a residue starts where (chain, residue number, insertion code, residue
+   name) changes or after a TER record; a chain at a new chain identifier,
+   after TER, or where the residue number decreases (APBS's files without
+   chain identifiers); a complex after "REMARK END-OF-COMPLEX" (else the
+   structure is one complex).  Indices count from 0 in file order; counts
+   (may be NULL) gets the number of residues, chains and complexes. */
+ELEC_API elec_status elec_structure_components(const elec_structure *structure,
+                                               int *residue_of, int *chain_of,
+                                               int *complex_of, size_t counts[3],
+                                               elec_error *err);
+/* The hierarchy of atoms whose residue, chain and complex are given per
+   atom as indices >= 0 (NULL residue: every atom is its own residue; NULL
+   chain: one chain per complex; NULL complex: one complex).  Atoms with
+   one residue index must share their chain, and atoms of one chain their
+   complex (ELEC_ERR_INVALID_ARG names the first that does not).  Indices
+   need not be contiguous nor sorted: components are ordered by index. */
+ELEC_API elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_of,
+                                    const int *chain_of, const int *complex_of,
+                                    elec_hcp *out, elec_error *err);
+/* elec_structure_components, then elec_hcp_build. */
+ELEC_API elec_status elec_hcp_from_structure(const elec_structure *structure,
+                                             elec_hcp *out, elec_error *err);
+ELEC_API void elec_hcp_free(elec_hcp *hcp);
+
+/* A_det = sqrt(5 / (2 M)) det(I)^(1/6) (GEM's estimate_A, Amber's
+   gb_elsize): each atom a uniform sphere of its radius r_i and mass r_i^3,
+   M their sum, I the inertia tensor about the centre of mass with each
+   atom's own 2/5 m r^2 added.  Exact for a sphere; one atom gives its
+   radius.  ELEC_ERR_INVALID_ARG without atoms or radii, or when every
+   radius is zero. */
+ELEC_API elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
+                                    elec_error *err);
+
+/* The GPU ladder of ALPB (elec_cuda.cuh), after seed 003; every rung takes
+   the exact sum (every component opened) and HCP.  The CPU ignores it. */
+typedef enum elec_alpb_variant {
+    ELEC_ALPB_FASTEST = 0, /* default: the exact sum without salt on the DCS
+                              points kernel, else ELEC_ALPB_PACKED         */
+    ELEC_ALPB_SIMPLE,      /* one thread per vertex walks the hierarchy, the
+                              seed's kernel before its shared-memory step:
+                              the vertex re-read from global memory at
+                              every level                                 */
+    ELEC_ALPB_REGISTERS,   /* the vertex read once, kept in registers (the
+                              seed's shared-memory step)                  */
+    ELEC_ALPB_SORTED,      /* vertices sorted along a Morton curve, so the
+                              32 threads of a warp are neighbours and take
+                              the same branches                           */
+    ELEC_ALPB_PACKED,      /* sorted, complexes and chains staged in shared
+                              memory, a residue's centre and charges one
+                              48-byte record                              */
+    ELEC_ALPB_VARIANT_COUNT
+} elec_alpb_variant;
+
+ELEC_API const char *elec_alpb_variant_name(elec_alpb_variant variant);
+
+typedef struct elec_alpb_params {
+    double scale;         /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)          */
+    double eps_in;        /* solute dielectric; 0 = 1                         */
+    double eps_out;       /* solvent dielectric; 0 = 80                       */
+    double electrostatic_size; /* A (A); 0 = the hierarchy's A_det          */
+    double proj;          /* p (A): the potential at v + p n; 0 = on the
+                             vertex; negative only with gem_compat          */
+    double salt;          /* 1:1 salt (mol/L); 0 = none                       */
+    double kappa;         /* 1/A; 0 = from salt: elec_kappa_from_ionic_strength
+                             (salt, eps_out, temperature), with gem_compat
+                             GEM's 0.316 sqrt(salt)                          */
+    double temperature;   /* K, for kappa from salt; 0 = 298.15               */
+    double ion_exclusion; /* s (A); 0 = 2, GEM's                              */
+    int gem_compat;       /* 1: GEM's formulas, region 1 at p <= 0 included   */
+    int exact;            /* 1: every atom, no HCP                            */
+    int hcp_charges;      /* charges per far component, 1 or 2; 0 = 2         */
+    double hcp_h[ELEC_HCP_LEVELS]; /* thresholds (A) of residues, chains,
+                             complexes; 0 = 20, 70, 150 (the research notes'
+                             measurements: <= 1 % relative RMS; the seed
+                             used 10, 70 with 1 charge)                     */
+    elec_alpb_variant variant; /* GPU kernel; 0 = ELEC_ALPB_FASTEST          */
+    elec_gpu_set gpus;    /* the first device is used                        */
+} elec_alpb_params;
+
+/* Fills every zero field of in with its default and checks the result for
+   this hierarchy: ELEC_ERR_INVALID_ARG names the field (and a zero
+   electrostatic_size where the hierarchy's A_det is undefined, a
+   negative proj without gem_compat).  kappa comes back resolved. */
+ELEC_API elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
+                                              const elec_hcp *hcp,
+                                              elec_alpb_params *out,
+                                              elec_error *err);
+
+/* The constants of one call's kernel, from resolved params: what an atom
+   or an HCP charge q at distances d (from P) and d_ion (from P') adds is
+   q * elec_alpb_term(k, d, d_ion); the call then adds Q * k.constant and
+   multiplies by scale. */
+typedef struct elec_alpb_kernel {
+    int region;          /* 1 (gem_compat, p <= 0), 2 (p <= s), 3 (p > s)   */
+    double front;        /* (1 + alpha) / (eps_out (1 + alpha beta))        */
+    double kappa;        /* 1/A                                             */
+    double inv_eps_in;   /* region 1: 1 / eps_in                            */
+    double born;         /* region 1: (1/eps_in - 1/eps_out) A / (1 + alpha beta) */
+    double born_offset;  /* region 1: (A^2 - r0^2)(A^2 - r^2), r0 = A/2     */
+    double size2;        /* region 1: A^2                                   */
+    double constant;     /* per e of net charge                             */
+} elec_alpb_kernel;
+ELEC_API void elec_alpb_kernel_setup(const elec_alpb_params *resolved,
+                                     elec_alpb_kernel *kernel);
+/* The same constants in float, for the GPU's kernels. */
+typedef struct elec_alpb_kernel_float {
+    int region;
+    float front, kappa, inv_eps_in, born, born_offset, size2, constant;
+} elec_alpb_kernel_float;
+
+/* One charge's term (see elec_alpb_kernel), written once for the CPU
+   reference (double) and the GPU (float). */
+#define ELEC__ALPB_TERM(type, SQRT, EXP)                                      \
+    if (k->region == 1) {                                                     \
+        type t = k->inv_eps_in / d - k->born / SQRT(k->born_offset + k->size2 * d * d); \
+        if (k->kappa > 0) t -= k->front * k->kappa / (1 + k->kappa * d_ion);  \
+        return t;                                                             \
+    }                                                                         \
+    if (k->kappa == 0) return k->front / d;                                   \
+    if (k->region == 3)                                                       \
+        return k->front * EXP(-k->kappa * (d - d_ion)) /                      \
+               (d * (1 + k->kappa * d_ion));                                  \
+    return k->front * (1 / d - k->kappa / (1 + k->kappa * d_ion));
+ELEC_HD static inline double elec_alpb_term(const elec_alpb_kernel *k, double d,
+                                            double d_ion) {
+    ELEC__ALPB_TERM(double, sqrt, exp)
+}
+ELEC_HD static inline float elec_alpb_term_float(const elec_alpb_kernel_float *k,
+                                                 float d, float d_ion) {
+    ELEC__ALPB_TERM(float, sqrtf, expf)
+}
+
+/* Surface points: vertices with outward unit normals (normal may be NULL:
+   points without), and triangles where the surface is a mesh. */
+typedef struct elec_surface {
+    size_t count;
+    double *xyz;            /* 3 per vertex                                */
+    double *normal;         /* 3 per vertex, unit and outward, or NULL     */
+    size_t triangle_count;
+    size_t *triangles;      /* 3 vertex indices per triangle, counter-
+                               clockwise seen from outside; NULL if none   */
+} elec_surface;
+
+/* An MSMS surface: the .vert file (two '#' lines, a count line, then
+   x y z nx ny nz and three integers per vertex; normals renormalised) and,
+   where face_path is not NULL, the .face file (two '#' lines, a count
+   line, then three 1-based vertex numbers and two integers per triangle). */
+ELEC_API elec_status elec_read_msms(const char *vert_path, const char *face_path,
+                                    elec_surface *out, elec_error *err);
+/* A point list: one point a line, x y z or x y z nx ny nz (every line the
+   same; normals renormalised), blank lines and '#' comments allowed. */
+ELEC_API elec_status elec_read_points(const char *path, elec_surface *out,
+                                      elec_error *err);
+ELEC_API elec_status elec_parse_points(const char *text, size_t length,
+                                       elec_surface *out, elec_error *err);
+/* The contact surface of the research notes' 2.6: atom i carries
+   max(1, round(density 4 pi r_i^2)) Fibonacci directions u, its vertex
+   x_i + r_i u with normal u kept where the probe sphere touching it,
+   centred at x_i + (r_i + probe) u, keeps at least r_j + probe from every
+   other atom j (re-entrant patches are left out).  density 0 = 3 per A^2,
+   probe 0 = 1.5 A.  Needs radii. */
+ELEC_API elec_status elec_surface_contact(const elec_atoms *atoms, double density,
+                                          double probe, elec_surface *out,
+                                          elec_error *err);
+/* A closed triangulated surface for viewing: the level 1 of the Gaussian
+   (blobby) density sum_i exp(-blobbiness (|x - x_i|^2 / r_i^2 - 1)),
+   which passes through an isolated atom's sphere, by marching tetrahedra
+   (each cube of a lattice of the given spacing cut into six tetrahedra
+   around its diagonal: no case table, no ambiguous case, the mesh closed
+   by construction), with normals from the density's gradient.  spacing 0
+   = 0.6 A, blobbiness 0 = 2.  Needs radii. */
+ELEC_API elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
+                                       double blobbiness, elec_surface *out,
+                                       elec_error *err);
+ELEC_API void elec_surface_free(elec_surface *surface);
 
 #ifdef __cplusplus
 }
@@ -922,6 +1187,64 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
             break; /* no longer shrinking: this one is the top */
     }
     return ELEC_OK;
+}
+
+/* ---- >>alpb what the CPU and GPU ALPB calls share */
+
+/* Resolves the params and checks the vertices (finite) and normals
+   (finite and not zero, scaled to unit length where used; required where
+   the potential is taken off the
+   vertex, p != 0, or where salt needs P' = v + s n). */
+static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *vertices,
+                                             const double *normals, size_t count,
+                                             const void *potential,
+                                             const elec_alpb_params *params,
+                                             elec_alpb_params *resolved,
+                                             elec_alpb_kernel *kernel, elec_error *err) {
+    elec_status s = elec_alpb_params_resolve(params, hcp, resolved, err);
+    size_t i;
+    if (s != ELEC_OK) return s;
+    if (count > 0 && (!vertices || !potential))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertices or potential is NULL");
+    if (count > 0 && !normals && (resolved->proj != 0.0 || resolved->kappa > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "the vertices have no normals, and %s needs them (the "
+                          "potential is taken at v + %s n)",
+                          resolved->proj != 0.0 ? "proj != 0" : "salt",
+                          resolved->proj != 0.0 ? "p" : "s");
+    for (i = 0; i < 3 * count; i++)
+        if (!elec__finite(vertices[i]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertex %zu is not finite", i / 3);
+    for (i = 0; normals && i < count; i++) {
+        const double *n = normals + 3 * i;
+        double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+        if (!elec__finite(length2) || !(length2 > 0.0))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "normal %zu is zero or not finite", i);
+    }
+    elec_alpb_kernel_setup(resolved, kernel);
+    return ELEC_OK;
+}
+
+/* v + shift n / |n| of vertex i (v itself where there are no normals). */
+static inline void elec__alpb_point(const double *vertices, const double *normals,
+                                    size_t i, double shift, double out[3]) {
+    double scale = 0.0;
+    int a;
+    if (normals && shift != 0.0) {
+        const double *n = normals + 3 * i;
+        scale = shift / sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    }
+    for (a = 0; a < 3; a++)
+        out[a] = vertices[3 * i + a] + (scale != 0.0 ? scale * normals[3 * i + a] : 0.0);
+}
+
+/* The exact sum without salt is a Coulomb sum at the points times
+   kernel->front plus a constant (E1; also GEM's region 1 at p = 0, whose
+   constant is zero): the DCS points path computes it. */
+static inline int elec__alpb_is_coulomb(const elec_alpb_params *r,
+                                        const elec_alpb_kernel *k) {
+    return r->exact && k->kappa == 0.0 && (k->region != 1 || r->proj == 0.0);
 }
 
 #endif /* ELEC__PRIVATE_DONE */
@@ -2376,6 +2699,7 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
     long line_number = 0;
     const char *p = text, *end = text + length;
     char why[224];
+    char after_ter = 0, after_end_of_complex = 0; /* for the next atom */
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if (!text && length)
@@ -2421,8 +2745,19 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             memcpy(s.xyz + 3 * s.count, a.xyz, sizeof a.xyz);
             s.charge[s.count] = a.charge;
             s.radius[s.count] = a.radius;
+            a.label.after_ter = after_ter;
+            a.label.after_end_of_complex = after_end_of_complex;
+            after_ter = after_end_of_complex = 0;
             s.label[s.count] = a.label;
             s.count++;
+        } else if (n >= 3 && memcmp(p, "TER", 3) == 0 &&
+                   (n == 3 || elec__pqr_space(p[3]))) {
+            after_ter = 1;
+        } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
+            elec__pqr_token t[4];
+            size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);
+            for (k = 0; k < words && k < 4; k++)
+                if (elec__pqr_is(&t[k], "END-OF-COMPLEX")) after_end_of_complex = 1;
         } else if (n >= 6 && memcmp(p, "CRYST1", 6) == 0) {
             double cell[6];
             if (!elec__pqr_cryst1(p, n, cell, why, sizeof why)) {
@@ -2843,6 +3178,1303 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 }
 
 /* ELEC_IO_END */
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+ELEC_DEF elec_status elec_structure_components(const elec_structure *s,
+                                               int *residue_of, int *chain_of,
+                                               int *complex_of, size_t counts[3],
+                                               elec_error *err) {
+    size_t i;
+    int residue = -1, chain = -1, complex_index = 0;
+    if (!s || (s->count > 0 && !s->label))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "the structure is NULL or has no atom labels");
+    if (s->count > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: at most %d", s->count, INT_MAX);
+    for (i = 0; i < s->count; i++) {
+        const elec_atom_label *a = &s->label[i], *b = i ? &s->label[i - 1] : NULL;
+        int new_complex = b && a->after_end_of_complex;
+        int new_chain = !b || new_complex || a->after_ter || a->chain != b->chain ||
+                        a->residue_number < b->residue_number;
+        int new_residue = new_chain || a->residue_number != b->residue_number ||
+                          a->insertion_code != b->insertion_code ||
+                          strcmp(a->residue_name, b->residue_name) != 0;
+        complex_index += new_complex;
+        chain += new_chain;
+        residue += new_residue;
+        if (residue_of) residue_of[i] = residue;
+        if (chain_of) chain_of[i] = chain;
+        if (complex_of) complex_of[i] = complex_index;
+    }
+    if (counts) {
+        counts[0] = (size_t)(residue + 1);
+        counts[1] = (size_t)(chain + 1);
+        counts[2] = s->count ? (size_t)complex_index + 1 : 0;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
+                                    elec_error *err) {
+    double mass = 0.0, centre[3] = {0.0, 0.0, 0.0}, I[3][3], det;
+    size_t i;
+    int a, b;
+    elec_status s;
+    if (!size) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "size is NULL");
+    *size = 0.0;
+    if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
+    if (atoms->count == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "A_det of no atoms");
+    for (i = 0; i < atoms->count; i++) {
+        double x[3], r, m;
+        elec_atoms_get(atoms, i, x, NULL, &r);
+        m = r * r * r;
+        mass += m;
+        for (a = 0; a < 3; a++) centre[a] += m * x[a];
+    }
+    if (!(mass > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "every atom radius is zero: the electrostatic size A_det "
+                          "is undefined (give it)");
+    for (a = 0; a < 3; a++) centre[a] /= mass;
+    memset(I, 0, sizeof I);
+    for (i = 0; i < atoms->count; i++) {
+        double x[3], r, m, r2;
+        elec_atoms_get(atoms, i, x, NULL, &r);
+        m = r * r * r;
+        for (a = 0; a < 3; a++) x[a] -= centre[a];
+        r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+        for (a = 0; a < 3; a++)
+            for (b = 0; b < 3; b++)
+                I[a][b] += m * ((a == b ? r2 + 0.4 * r * r : 0.0) - x[a] * x[b]);
+    }
+    det = I[0][0] * (I[1][1] * I[2][2] - I[1][2] * I[2][1]) -
+          I[0][1] * (I[1][0] * I[2][2] - I[1][2] * I[2][0]) +
+          I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
+    if (!(det > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "the inertia tensor is singular: A_det is undefined");
+    *size = sqrt(2.5 / mass) * pow(det, 1.0 / 6.0);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* One atom's keys for ordering atoms into the hierarchy. */
+typedef struct elec__hcp_key {
+    int complex_index, chain, residue;
+    size_t atom;
+} elec__hcp_key;
+
+static int elec__hcp_key_order(const void *pa, const void *pb) {
+    const elec__hcp_key *a = (const elec__hcp_key *)pa, *b = (const elec__hcp_key *)pb;
+    if (a->complex_index != b->complex_index) return a->complex_index < b->complex_index ? -1 : 1;
+    if (a->chain != b->chain) return a->chain < b->chain ? -1 : 1;
+    if (a->residue != b->residue) return a->residue < b->residue ? -1 : 1;
+    return a->atom < b->atom ? -1 : a->atom > b->atom;
+}
+
+static int elec__int_order(const void *pa, const void *pb) {
+    int a = *(const int *)pa, b = *(const int *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* An index that names two components (after the atoms were ordered, each
+   residue or chain value must make one run); -1 when every one is unique. */
+static long elec__hcp_repeated(int *values, size_t n) {
+    size_t i;
+    qsort(values, n, sizeof *values, elec__int_order);
+    for (i = 1; i < n; i++)
+        if (values[i] == values[i - 1]) return values[i];
+    return -1;
+}
+
+/* The first atom of component c of level l (l = 0: atom c itself). */
+static size_t elec__hcp_first_atom(const elec_hcp *h, int level, size_t c) {
+    while (level > 0) {
+        c = h->first[level - 1][c];
+        level--;
+    }
+    return c;
+}
+
+/* Centre and both approximations of one component from its atoms
+   [begin, end): research notes 3.2 (NAB's hcp.c). */
+static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
+                                double centre[3], double approx[12]) {
+    double q = 0.0, qx[3] = {0, 0, 0}, plus = 0.0, px[3] = {0, 0, 0};
+    double minus = 0.0, mx[3] = {0, 0, 0};
+    size_t i;
+    int a;
+    for (a = 0; a < 3; a++) centre[a] = 0.0;
+    for (i = begin; i < end; i++) {
+        const double *x = h->xyz + 3 * i, c = h->charge[i];
+        q += c;
+        if (c > 0.0) plus += c;
+        else minus += c;
+        for (a = 0; a < 3; a++) {
+            centre[a] += x[a];
+            qx[a] += c * x[a];
+            if (c > 0.0) px[a] += c * x[a];
+            else mx[a] += c * x[a];
+        }
+    }
+    for (a = 0; a < 3; a++) {
+        centre[a] /= (double)(end - begin);
+        /* the centre of charge is undefined for a neutral component */
+        approx[a] = fabs(q) > 1e-5 ? qx[a] / q : centre[a];
+        approx[4 + a] = plus > 0.0 ? px[a] / plus : centre[a];
+        approx[8 + a] = minus < 0.0 ? mx[a] / minus : centre[a];
+    }
+    approx[3] = q;
+    approx[7] = plus;
+    approx[11] = minus;
+}
+
+ELEC_DEF void elec_hcp_free(elec_hcp *h) {
+    if (!h) return;
+    ELEC_FREE(h->block);
+    memset(h, 0, sizeof *h);
+}
+
+ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_of,
+                                    const int *chain_of, const int *complex_of,
+                                    elec_hcp *out, elec_error *err) {
+    static const char *const level_name[ELEC_HCP_LEVELS + 1] = {"atom", "residue",
+                                                                "chain", "complex"};
+    static const char *const level_plural[ELEC_HCP_LEVELS + 1] = {"atoms", "residues",
+                                                                  "chains", "complexes"};
+    elec__hcp_key *key = NULL;
+    int *values = NULL;
+    size_t n, i, bytes, count[ELEC_HCP_LEVELS + 1];
+    elec_hcp h;
+    char *mem;
+    int level;
+    elec_status s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    n = atoms->count;
+    if (n == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the hierarchy needs at least one");
+    if (n > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
+                          INT_MAX);
+    key = (elec__hcp_key *)ELEC_MALLOC(n * sizeof *key);
+    values = (int *)ELEC_MALLOC(n * sizeof *values);
+    if (!key || !values) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) {
+        key[i].residue = residue_of ? residue_of[i] : (int)i;
+        key[i].complex_index = complex_of ? complex_of[i] : 0;
+        key[i].chain = chain_of ? chain_of[i] : key[i].complex_index;
+        key[i].atom = i;
+        if (key[i].residue < 0 || key[i].chain < 0 || key[i].complex_index < 0) {
+            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "atom %zu: component indices must be >= 0 (residue %d, "
+                           "chain %d, complex %d)", i, key[i].residue, key[i].chain,
+                           key[i].complex_index);
+            goto cleanup;
+        }
+    }
+    qsort(key, n, sizeof *key, elec__hcp_key_order);
+    /* components are runs of equal keys; a residue (chain) index in two
+       runs spans two chains (complexes): the levels do not nest */
+    for (level = 1; level <= ELEC_HCP_LEVELS; level++) {
+        size_t runs = 0;
+        long repeated;
+        for (i = 0; i < n; i++) {
+            int starts = i == 0 || key[i].complex_index != key[i - 1].complex_index ||
+                         (level <= 2 && key[i].chain != key[i - 1].chain) ||
+                         (level == 1 && key[i].residue != key[i - 1].residue);
+            if (starts)
+                values[runs++] = level == 1 ? key[i].residue
+                                 : level == 2 ? key[i].chain : key[i].complex_index;
+        }
+        count[level] = runs;
+        repeated = level < ELEC_HCP_LEVELS ? elec__hcp_repeated(values, runs) : -1;
+        if (repeated >= 0) {
+            for (i = 0; i < n; i++) /* name an atom of it for the message */
+                if ((level == 1 ? key[i].residue : key[i].chain) == (int)repeated) break;
+            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "%s %ld spans two %s (atom %zu is in %s %d): the levels "
+                           "must nest", level_name[level], repeated, level_plural[level + 1],
+                           key[i].atom, level_name[level + 1],
+                           level == 1 ? key[i].chain : key[i].complex_index);
+            goto cleanup;
+        }
+    }
+    count[0] = n;
+    memset(&h, 0, sizeof h);
+    memcpy(h.count, count, sizeof count);
+    bytes = n * (5 * sizeof(double) + sizeof(size_t));
+    for (level = 1; level <= ELEC_HCP_LEVELS; level++)
+        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 15 * sizeof(double);
+    h.block = ELEC_MALLOC(bytes);
+    if (!h.block) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the hierarchy of %zu atoms",
+                       n);
+        goto cleanup;
+    }
+    mem = (char *)h.block;
+    h.xyz = (double *)mem;
+    h.charge = h.xyz + 3 * n;
+    h.radius = h.charge + n;
+    mem = (char *)(h.radius + n);
+    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        h.centre[level] = (double *)mem;
+        h.approx[level] = h.centre[level] + 3 * count[level + 1];
+        mem = (char *)(h.approx[level] + 12 * count[level + 1]);
+    }
+    h.atom_index = (size_t *)mem;
+    mem = (char *)(h.atom_index + n);
+    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        h.first[level] = (size_t *)mem;
+        mem = (char *)(h.first[level] + count[level + 1] + 1);
+    }
+    {
+        size_t c[ELEC_HCP_LEVELS] = {0, 0, 0};
+        for (i = 0; i < n; i++) {
+            double r;
+            int new_complex = i == 0 || key[i].complex_index != key[i - 1].complex_index;
+            int new_chain = new_complex || key[i].chain != key[i - 1].chain;
+            int new_residue = new_chain || key[i].residue != key[i - 1].residue;
+            if (new_complex) h.first[2][c[2]++] = c[1];
+            if (new_chain) h.first[1][c[1]++] = c[0];
+            if (new_residue) h.first[0][c[0]++] = i;
+            h.atom_index[i] = key[i].atom;
+            elec_atoms_get(atoms, key[i].atom, h.xyz + 3 * i, h.charge + i, &r);
+            h.radius[i] = r;
+            h.net_charge += h.charge[i];
+        }
+        h.first[0][count[1]] = n;
+        h.first[1][count[2]] = count[1];
+        h.first[2][count[3]] = count[2];
+    }
+    for (level = 1; level <= ELEC_HCP_LEVELS; level++) {
+        long c;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+        for (c = 0; c < (long)count[level]; c++)
+            elec__hcp_represent(&h, elec__hcp_first_atom(&h, level, (size_t)c),
+                                elec__hcp_first_atom(&h, level, (size_t)c + 1),
+                                h.centre[level - 1] + 3 * c, h.approx[level - 1] + 12 * c);
+    }
+    if (atoms->radius) {
+        elec_atoms view = elec_atoms_from_xyz(n, h.xyz, h.charge, h.radius);
+        if (elec_alpb_size(&view, &h.size, NULL) != ELEC_OK) h.size = 0.0;
+    }
+    *out = h;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    ELEC_FREE(key);
+    ELEC_FREE(values);
+    return s;
+}
+
+ELEC_DEF elec_status elec_hcp_from_structure(const elec_structure *structure,
+                                             elec_hcp *out, elec_error *err) {
+    int *index = NULL;
+    elec_atoms atoms;
+    elec_status s;
+    size_t n;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!structure) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "structure is NULL");
+    n = structure->count;
+    if (n == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the hierarchy needs at least one");
+    index = (int *)ELEC_MALLOC(3 * n * sizeof *index);
+    if (!index) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
+    s = elec_structure_components(structure, index, index + n, index + 2 * n, NULL, err);
+    if (s == ELEC_OK) {
+        atoms = elec_structure_atoms(structure);
+        s = elec_hcp_build(&atoms, index, index + n, index + 2 * n, out, err);
+    }
+    ELEC_FREE(index);
+    return s;
+}
+
+ELEC_DEF const char *elec_alpb_variant_name(elec_alpb_variant v) {
+    switch (v) {
+    case ELEC_ALPB_FASTEST: return "fastest";
+    case ELEC_ALPB_SIMPLE: return "simple";
+    case ELEC_ALPB_REGISTERS: return "registers";
+    case ELEC_ALPB_SORTED: return "sorted";
+    case ELEC_ALPB_PACKED: return "packed";
+    case ELEC_ALPB_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+/* A value that must be finite and positive (allow_zero: or zero). */
+static elec_status elec__positive(double v, int allow_zero, const char *what,
+                                  elec_error *err) {
+    if (elec__finite(v) && (v > 0.0 || (allow_zero && v == 0.0))) return ELEC_OK;
+    return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g must be %s", what, v,
+                      allow_zero ? "zero or positive" : "positive");
+}
+
+ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
+                                              const elec_hcp *hcp,
+                                              elec_alpb_params *out,
+                                              elec_error *err) {
+    static const double default_h[ELEC_HCP_LEVELS] = {20.0, 70.0, 150.0};
+    static const char *const h_name[ELEC_HCP_LEVELS] = {
+        "hcp_h[0] (residues)", "hcp_h[1] (chains)", "hcp_h[2] (complexes)"};
+    elec_alpb_params r;
+    int level;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    if (!hcp || hcp->count[0] == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the hierarchy is NULL or empty");
+    if (in) r = *in;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.eps_in == 0.0) r.eps_in = 1.0;
+    if (r.eps_out == 0.0) r.eps_out = 80.0;
+    if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
+    if (r.ion_exclusion == 0.0) r.ion_exclusion = 2.0;
+    if (r.hcp_charges == 0) r.hcp_charges = 2;
+    for (level = 0; level < ELEC_HCP_LEVELS; level++)
+        if (r.hcp_h[level] == 0.0) r.hcp_h[level] = default_h[level];
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (elec__positive(r.eps_in, 0, "eps_in", err) ||
+        elec__positive(r.eps_out, 0, "eps_out", err) ||
+        elec__positive(r.electrostatic_size, 1, "electrostatic_size (A)", err) ||
+        elec__positive(r.salt, 1, "salt (mol/L)", err) ||
+        elec__positive(r.kappa, 1, "kappa (1/A)", err) ||
+        elec__positive(r.temperature, 0, "temperature (K)", err) ||
+        elec__positive(r.ion_exclusion, 0, "ion_exclusion (A)", err))
+        return ELEC_ERR_INVALID_ARG;
+    if (r.electrostatic_size == 0.0) {
+        if (!(hcp->size > 0.0))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "electrostatic_size is 0 (A_det) and A_det is undefined: "
+                              "the atoms have no radii or every radius is zero");
+        r.electrostatic_size = hcp->size;
+    }
+    if (!elec__finite(r.proj))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "proj is not finite");
+    if (r.proj < 0.0 && !r.gem_compat)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "proj %g < 0: ALPB's surface formula holds on and outside the "
+                          "surface (negative projections only with gem_compat)", r.proj);
+    if (!(r.electrostatic_size + r.proj > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "proj %g reaches past the centre of the equivalent sphere "
+                          "(A = %g)", r.proj, r.electrostatic_size);
+    if (r.gem_compat != 0 && r.gem_compat != 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "gem_compat %d: use 0 or 1",
+                          r.gem_compat);
+    if (r.exact != 0 && r.exact != 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "exact %d: use 0 or 1", r.exact);
+    if (r.hcp_charges != 1 && r.hcp_charges != 2)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "hcp_charges %d: use 1 or 2 (0 = 2)", r.hcp_charges);
+    for (level = 0; level < ELEC_HCP_LEVELS; level++)
+        if (!(r.hcp_h[level] > 0.0)) /* +infinity is allowed: never approximated */
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g must be positive",
+                              h_name[level], r.hcp_h[level]);
+    if ((int)r.variant < 0 || r.variant >= ELEC_ALPB_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown ALPB variant %d",
+                          (int)r.variant);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (r.kappa == 0.0 && r.salt > 0.0)
+        r.kappa = r.gem_compat ? 0.316 * sqrt(r.salt) /* GEM's defines.h */
+                               : elec_kappa_from_ionic_strength(r.salt, r.eps_out,
+                                                                r.temperature);
+    *out = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF void elec_alpb_kernel_setup(const elec_alpb_params *r, elec_alpb_kernel *k) {
+    const double a = ELEC_ALPB_ALPHA, b = r->eps_in / r->eps_out;
+    const double A = r->electrostatic_size, kappa = r->kappa;
+    const double inv = 1.0 / ((1.0 + a * b) * r->eps_out);
+    const double radius = A + r->proj, radius_ion = A + r->ion_exclusion;
+    const double outer = a * (1.0 - b) * inv; /* E1's second term per e */
+    memset(k, 0, sizeof *k);
+    k->front = (1.0 + a) * inv;
+    k->kappa = kappa;
+    /* GEM's regions (research notes 2.3); E1 mode takes region 2 at p = 0 */
+    if (r->proj > r->ion_exclusion) {
+        k->region = 3;
+        k->constant = -outer * exp(-kappa * (radius - radius_ion)) /
+                      (radius * (1.0 + kappa * radius_ion));
+    } else if (r->proj > 0.0 || !r->gem_compat) {
+        k->region = 2;
+        k->constant = outer * (-1.0 / radius + kappa / (1.0 + kappa * radius_ion));
+    } else {
+        k->region = 1;
+        k->inv_eps_in = 1.0 / r->eps_in;
+        k->born = (1.0 / r->eps_in - 1.0 / r->eps_out) * A / (1.0 + a * b);
+        k->born_offset = 0.75 * A * A * (A * A - radius * radius); /* r0 = A/2 */
+        k->size2 = A * A;
+        k->constant = outer * kappa / (1.0 + kappa * radius_ion);
+    }
+}
+
+/* ---- >>alpb surfaces: readers, the contact surface, the viewing mesh */
+
+ELEC_DEF void elec_surface_free(elec_surface *s) {
+    if (!s) return;
+    ELEC_FREE(s->xyz);
+    ELEC_FREE(s->normal);
+    ELEC_FREE(s->triangles);
+    memset(s, 0, sizeof *s);
+}
+
+/* Room for count vertices (with normals when asked) in a new surface. */
+static elec_status elec__surface_alloc(elec_surface *s, size_t count, int normals,
+                                       elec_error *err) {
+    memset(s, 0, sizeof *s);
+    if (count > SIZE_MAX / (3 * sizeof(double)))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "%zu vertices do not fit", count);
+    s->xyz = (double *)ELEC_MALLOC((3 * count + 1) * sizeof(double));
+    s->normal = normals ? (double *)ELEC_MALLOC((3 * count + 1) * sizeof(double)) : NULL;
+    if (!s->xyz || (normals && !s->normal)) {
+        elec_surface_free(s);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu vertices", count);
+    }
+    s->count = count;
+    return ELEC_OK;
+}
+
+/* Scales a normal to unit length; 0 when it is zero. */
+static int elec__unit(double *n) {
+    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (!(length > 0.0)) return 0;
+    n[0] /= length;
+    n[1] /= length;
+    n[2] /= length;
+    return 1;
+}
+
+/* Reads the numbers of tokens t[0..n) into v; on failure writes why. */
+static int elec__surface_numbers(const elec__pqr_token *t, size_t n, double *v,
+                                 char *why, size_t why_size) {
+    static const char *const field[6] = {"x", "y", "z", "normal x", "normal y",
+                                         "normal z"};
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!elec__pqr_real(t[i].p, t[i].n, i < 6 ? field[i] : "value", &v[i], why,
+                            why_size))
+            return 0;
+    return 1;
+}
+
+/* Lines of a text in memory, with their numbers (1-based). */
+typedef struct elec__lines {
+    const char *p, *end;
+    long number;
+} elec__lines;
+
+/* The next line's tokens (at most max); -1 at the end of the text. */
+static long elec__next_line(elec__lines *c, elec__pqr_token *t, size_t max) {
+    const char *newline, *line_end;
+    long n;
+    if (c->p >= c->end) return -1;
+    newline = (const char *)memchr(c->p, '\n', (size_t)(c->end - c->p));
+    line_end = newline ? newline : c->end;
+    n = (long)elec__pqr_split(c->p, line_end, t, max);
+    c->p = newline ? newline + 1 : c->end;
+    c->number++;
+    return n;
+}
+
+ELEC_DEF elec_status elec_parse_points(const char *text, size_t length,
+                                       elec_surface *out, elec_error *err) {
+    elec__lines c;
+    elec__pqr_token t[8];
+    size_t capacity = 0, count = 0, width = 0;
+    double *xyz = NULL, *normal = NULL;
+    char why[200];
+    long n;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!text && length) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "text is NULL");
+    c.p = text;
+    c.end = text + length;
+    c.number = 0;
+    while ((n = elec__next_line(&c, t, 8)) >= 0) {
+        double v[6];
+        if (n == 0 || t[0].p[0] == '#') continue;
+        if ((n != 3 && n != 6) || (width && (size_t)n != width)) {
+            ELEC_FREE(xyz);
+            ELEC_FREE(normal);
+            if (n != 3 && n != 6)
+                return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                                  "line %ld: %ld fields where x y z or x y z nx ny nz "
+                                  "are expected", c.number, n);
+            return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                              "line %ld: %ld fields where the lines before have %zu "
+                              "(every point with a normal, or none)", c.number, n, width);
+        }
+        if (!elec__surface_numbers(t, (size_t)n, v, why, sizeof why) ||
+            (n == 6 && !elec__unit(v + 3))) {
+            ELEC_FREE(xyz);
+            ELEC_FREE(normal);
+            return elec__fail(err, ELEC_ERR_PARSE, c.number, "line %ld: %s", c.number,
+                              n == 6 && elec__surface_numbers(t, 6, v, why, sizeof why)
+                                  ? "the normal is zero" : why);
+        }
+        width = (size_t)n;
+        if (count == capacity) {
+            size_t grown = capacity ? 2 * capacity : 1024;
+            double *x2 = (double *)ELEC_MALLOC(3 * grown * sizeof(double));
+            double *n2 = width == 6 ? (double *)ELEC_MALLOC(3 * grown * sizeof(double)) : NULL;
+            if (!x2 || (width == 6 && !n2)) {
+                ELEC_FREE(x2);
+                ELEC_FREE(n2);
+                ELEC_FREE(xyz);
+                ELEC_FREE(normal);
+                return elec__fail(err, ELEC_ERR_NO_MEMORY, c.number,
+                                  "no memory for %zu points", grown);
+            }
+            if (count) memcpy(x2, xyz, 3 * count * sizeof(double));
+            if (count && n2) memcpy(n2, normal, 3 * count * sizeof(double));
+            ELEC_FREE(xyz);
+            ELEC_FREE(normal);
+            xyz = x2;
+            normal = n2;
+            capacity = grown;
+        }
+        memcpy(xyz + 3 * count, v, 3 * sizeof(double));
+        if (width == 6) memcpy(normal + 3 * count, v + 3, 3 * sizeof(double));
+        count++;
+    }
+    if (count == 0)
+        return elec__fail(err, ELEC_ERR_PARSE, 0, "no points in %ld lines", c.number);
+    out->count = count;
+    out->xyz = xyz;
+    out->normal = normal;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_read_points(const char *path, elec_surface *out,
+                                      elec_error *err) {
+    char *text;
+    size_t length;
+    elec_status s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec__pqr_read_file(path, &text, &length, err)) != ELEC_OK) return s;
+    s = elec_parse_points(text, length, out, err);
+    ELEC_FREE(text);
+    return s;
+}
+
+/* MSMS's header: '#' lines, then a line whose first field is the count. */
+static elec_status elec__msms_count(elec__lines *c, const char *path, size_t *count,
+                                    elec_error *err) {
+    elec__pqr_token t[4];
+    long n;
+    while ((n = elec__next_line(c, t, 4)) >= 0) {
+        long long v;
+        if (n == 0 || t[0].p[0] == '#') continue;
+        if (elec__pqr_integer(t[0].p, t[0].n, (long long)INT_MAX, &v) !=
+                ELEC__PQR_NUMBER_OK || v < 1)
+            return elec__fail(err, ELEC_ERR_PARSE, c->number,
+                              "%s: line %ld: '%.*s%s' is not a count", path, c->number,
+                              ELEC__PQR_QUOTE(t[0].p, t[0].n));
+        *count = (size_t)v;
+        return ELEC_OK;
+    }
+    return elec__fail(err, ELEC_ERR_PARSE, c->number, "%s: no count line", path);
+}
+
+static elec_status elec__msms_faces(const char *path, elec_surface *s, elec_error *err) {
+    elec__lines c;
+    elec__pqr_token t[6];
+    char *text;
+    size_t length, count = 0, f = 0;
+    elec_status st;
+    if ((st = elec__pqr_read_file(path, &text, &length, err)) != ELEC_OK) return st;
+    c.p = text;
+    c.end = text + length;
+    c.number = 0;
+    if ((st = elec__msms_count(&c, path, &count, err)) != ELEC_OK) goto done;
+    s->triangles = (size_t *)ELEC_MALLOC(3 * count * sizeof(size_t));
+    if (!s->triangles) {
+        st = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu triangles", count);
+        goto done;
+    }
+    while (f < count) {
+        long n = elec__next_line(&c, t, 6), k;
+        if (n < 0) break;
+        if (n == 0 || t[0].p[0] == '#') continue;
+        if (n < 3) {
+            st = elec__fail(err, ELEC_ERR_PARSE, c.number,
+                            "%s: line %ld: %ld fields where three vertex numbers are "
+                            "expected", path, c.number, n);
+            goto done;
+        }
+        for (k = 0; k < 3; k++) {
+            long long v;
+            if (elec__pqr_integer(t[k].p, t[k].n, (long long)INT_MAX, &v) !=
+                    ELEC__PQR_NUMBER_OK || v < 1 || (size_t)v > s->count) {
+                st = elec__fail(err, ELEC_ERR_PARSE, c.number,
+                                "%s: line %ld: vertex number '%.*s%s' is not one of the "
+                                "%zu vertices", path, c.number,
+                                ELEC__PQR_QUOTE(t[k].p, t[k].n), s->count);
+                goto done;
+            }
+            s->triangles[3 * f + (size_t)k] = (size_t)v - 1;
+        }
+        f++;
+    }
+    if (f < count) {
+        st = elec__fail(err, ELEC_ERR_PARSE, c.number,
+                        "%s: the file ends after %zu of %zu triangles", path, f, count);
+        goto done;
+    }
+    s->triangle_count = count;
+done:
+    ELEC_FREE(text);
+    return st;
+}
+
+ELEC_DEF elec_status elec_read_msms(const char *vert_path, const char *face_path,
+                                    elec_surface *out, elec_error *err) {
+    elec__lines c;
+    elec__pqr_token t[10];
+    char *text = NULL, why[200];
+    size_t length, count = 0, v = 0;
+    elec_surface s;
+    elec_status st;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    memset(&s, 0, sizeof s);
+    if ((st = elec__pqr_read_file(vert_path, &text, &length, err)) != ELEC_OK) return st;
+    c.p = text;
+    c.end = text + length;
+    c.number = 0;
+    if ((st = elec__msms_count(&c, vert_path, &count, err)) != ELEC_OK) goto done;
+    if ((st = elec__surface_alloc(&s, count, 1, err)) != ELEC_OK) goto done;
+    while (v < count) {
+        double values[6];
+        long n = elec__next_line(&c, t, 10);
+        if (n < 0) break;
+        if (n == 0 || t[0].p[0] == '#') continue;
+        if (n < 6) {
+            st = elec__fail(err, ELEC_ERR_PARSE, c.number,
+                            "%s: line %ld: %ld fields where x y z nx ny nz are expected",
+                            vert_path, c.number, n);
+            goto done;
+        }
+        if (!elec__surface_numbers(t, 6, values, why, sizeof why) ||
+            !elec__unit(values + 3)) {
+            st = elec__fail(err, ELEC_ERR_PARSE, c.number, "%s: line %ld: %s", vert_path,
+                            c.number,
+                            elec__surface_numbers(t, 6, values, why, sizeof why)
+                                ? "the normal is zero" : why);
+            goto done;
+        }
+        memcpy(s.xyz + 3 * v, values, 3 * sizeof(double));
+        memcpy(s.normal + 3 * v, values + 3, 3 * sizeof(double));
+        v++;
+    }
+    if (v < count) {
+        st = elec__fail(err, ELEC_ERR_PARSE, c.number,
+                        "%s: the file ends after %zu of %zu vertices", vert_path, v, count);
+        goto done;
+    }
+    if (face_path && (st = elec__msms_faces(face_path, &s, err)) != ELEC_OK) goto done;
+    *out = s;
+    memset(&s, 0, sizeof s);
+    elec__ok(err);
+done:
+    elec_surface_free(&s);
+    ELEC_FREE(text);
+    return st;
+}
+
+/* The atoms' positions and radii gathered once, for the surface builders;
+   the largest radius comes back. */
+static elec_status elec__surface_atoms(const elec_atoms *atoms, double **xyz,
+                                       double **radius, double *largest,
+                                       elec_error *err) {
+    size_t i;
+    elec_status s;
+    *xyz = *radius = NULL;
+    *largest = 0.0;
+    if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
+    if (atoms->count == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "no atoms: no surface");
+    *xyz = (double *)ELEC_MALLOC(3 * atoms->count * sizeof(double));
+    *radius = (double *)ELEC_MALLOC(atoms->count * sizeof(double));
+    if (!*xyz || !*radius) {
+        ELEC_FREE(*xyz);
+        ELEC_FREE(*radius);
+        *xyz = *radius = NULL;
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms",
+                          atoms->count);
+    }
+    for (i = 0; i < atoms->count; i++) {
+        elec_atoms_get(atoms, i, *xyz + 3 * i, NULL, *radius + i);
+        if ((*radius)[i] > *largest) *largest = (*radius)[i];
+    }
+    return ELEC_OK;
+}
+
+/* A cell list of the atoms over their bounding box widened by pad. */
+static elec_status elec__surface_cells(const double *xyz, size_t n, double pad,
+                                       double cell, elec_cells *cells, elec_error *err) {
+    double lo[3], hi[3], length[3];
+    size_t i;
+    int a;
+    for (a = 0; a < 3; a++) lo[a] = hi[a] = xyz[a];
+    for (i = 1; i < n; i++)
+        for (a = 0; a < 3; a++) {
+            if (xyz[3 * i + a] < lo[a]) lo[a] = xyz[3 * i + a];
+            if (xyz[3 * i + a] > hi[a]) hi[a] = xyz[3 * i + a];
+        }
+    for (a = 0; a < 3; a++) {
+        lo[a] -= pad;
+        length[a] = hi[a] - lo[a] + pad;
+        if (length[a] < cell) length[a] = cell; /* flat or one atom */
+    }
+    return elec_cells_build(xyz, n, lo, length, cell, cells, err);
+}
+
+/* Fibonacci direction k of n on the unit sphere (research notes 2.6). */
+static void elec__fibonacci(size_t k, size_t n, double u[3]) {
+    const double golden_turn = 3.14159265358979323846 * (1.0 + sqrt(5.0));
+    double z = 1.0 - 2.0 * ((double)k + 0.5) / (double)n;
+    double t = golden_turn * ((double)k + 0.5), s = sqrt(1.0 - z * z);
+    u[0] = s * cos(t);
+    u[1] = s * sin(t);
+    u[2] = z;
+}
+
+ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double density,
+                                          double probe, elec_surface *out,
+                                          elec_error *err) {
+    const double four_pi = 4.0 * 3.14159265358979323846;
+    double *xyz = NULL, *radius = NULL, largest;
+    size_t *first = NULL, n, i, total, kept = 0;
+    unsigned char *keep = NULL;
+    elec_cells cells;
+    elec_status s;
+    long atom;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    memset(&cells, 0, sizeof cells);
+    if (density == 0.0) density = 3.0;
+    if (probe == 0.0) probe = 1.5;
+    if (!(density > 0.0) || !(density <= 1e4))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "density %g per A^2: use a value in (0, 1e4]", density);
+    if (!(probe > 0.0) || !elec__finite(probe))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "probe %g A must be positive",
+                          probe);
+    if ((s = elec__surface_atoms(atoms, &xyz, &radius, &largest, err)) != ELEC_OK)
+        return s;
+    n = atoms->count;
+    first = (size_t *)ELEC_MALLOC((n + 1) * sizeof *first);
+    if (!first) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        goto cleanup;
+    }
+    first[0] = 0;
+    for (i = 0; i < n; i++) {
+        double points = floor(density * four_pi * radius[i] * radius[i] + 0.5);
+        if (points > 1e7) {
+            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "atom %zu: radius %g A at %g per A^2 is over 1e7 points", i,
+                           radius[i], density);
+            goto cleanup;
+        }
+        first[i + 1] = first[i] + (points < 1.0 ? 1 : (size_t)points);
+    }
+    total = first[n];
+    keep = (unsigned char *)ELEC_MALLOC(total + 1);
+    if (!keep) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu candidate points",
+                       total);
+        goto cleanup;
+    }
+    /* every atom that can hold a probe touching atom i lies within
+       r_i + r_j + 2 probe <= 2 (largest + probe) of it */
+    if ((s = elec__surface_cells(xyz, n, 0.0, 2.0 * (largest + probe), &cells, err)) !=
+        ELEC_OK)
+        goto cleanup;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+    for (atom = 0; atom < (long)n; atom++) {
+        const size_t me = (size_t)atom, m = first[me + 1] - first[me];
+        int home[3], dx, dy, dz;
+        size_t k;
+        elec_cells_ijk(&cells, xyz + 3 * me, home);
+        for (k = 0; k < m; k++) {
+            double u[3], c[3];
+            int buried = 0, a;
+            elec__fibonacci(k, m, u);
+            for (a = 0; a < 3; a++) c[a] = xyz[3 * me + a] + (radius[me] + probe) * u[a];
+            for (dz = -1; dz <= 1 && !buried; dz++)
+                for (dy = -1; dy <= 1 && !buried; dy++)
+                    for (dx = -1; dx <= 1 && !buried; dx++) {
+                        long cell = elec_cells_neighbour(&cells, home, dx, dy, dz, 0);
+                        size_t j;
+                        if (cell < 0) continue;
+                        for (j = cells.start[cell]; j < cells.start[cell + 1]; j++) {
+                            size_t other = cells.atom[j];
+                            double reach = radius[other] + probe;
+                            if (other != me &&
+                                elec_distance2(c, xyz + 3 * other) < reach * reach) {
+                                buried = 1;
+                                break;
+                            }
+                        }
+                    }
+            keep[first[me] + k] = (unsigned char)!buried;
+        }
+    }
+    for (i = 0; i < total; i++) kept += keep[i];
+    if ((s = elec__surface_alloc(out, kept, 1, err)) != ELEC_OK) goto cleanup;
+    kept = 0;
+    for (i = 0; i < n; i++) {
+        size_t k, m = first[i + 1] - first[i];
+        for (k = 0; k < m; k++) {
+            int a;
+            if (!keep[first[i] + k]) continue;
+            elec__fibonacci(k, m, out->normal + 3 * kept);
+            for (a = 0; a < 3; a++)
+                out->xyz[3 * kept + a] = xyz[3 * i + a] + radius[i] * out->normal[3 * kept + a];
+            kept++;
+        }
+    }
+    elec__ok(err);
+cleanup:
+    elec_cells_free(&cells);
+    ELEC_FREE(xyz);
+    ELEC_FREE(radius);
+    ELEC_FREE(first);
+    ELEC_FREE(keep);
+    return s;
+}
+
+/* The viewing mesh.  Cube corner c (bits: x 1, y 2, z 4) of cube (i, j, k)
+   is lattice point (i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1)).  The
+   six tetrahedra of a cube (Kuhn's) follow the monotone paths from corner 0
+   to corner 7, so every two corners of one are ordered and an edge is
+   named by its lower lattice point and its offset (1..7): neighbouring
+   cubes cut their shared faces alike and share the vertices of them. */
+static const unsigned char elec__kuhn[6][4] = {{0, 1, 3, 7}, {0, 1, 5, 7}, {0, 2, 3, 7},
+                                               {0, 2, 6, 7}, {0, 4, 5, 7}, {0, 4, 6, 7}};
+
+/* Vertices by edge: open addressing, keys stored + 1 (0 = empty). */
+typedef struct elec__edge_map {
+    unsigned long long *key;
+    size_t *vertex;
+    size_t capacity, used;
+} elec__edge_map;
+
+static int elec__edge_map_grow(elec__edge_map *m) {
+    size_t capacity = m->capacity ? 2 * m->capacity : 4096, i;
+    unsigned long long *key = (unsigned long long *)ELEC_MALLOC(capacity * sizeof *key);
+    size_t *vertex = (size_t *)ELEC_MALLOC(capacity * sizeof *vertex);
+    if (!key || !vertex) {
+        ELEC_FREE(key);
+        ELEC_FREE(vertex);
+        return 0;
+    }
+    memset(key, 0, capacity * sizeof *key);
+    for (i = 0; i < m->capacity; i++) {
+        size_t slot;
+        if (!m->key[i]) continue;
+        slot = (size_t)(m->key[i] * 0x9E3779B97F4A7C15ULL >> 17) & (capacity - 1);
+        while (key[slot]) slot = (slot + 1) & (capacity - 1);
+        key[slot] = m->key[i];
+        vertex[slot] = m->vertex[i];
+    }
+    ELEC_FREE(m->key);
+    ELEC_FREE(m->vertex);
+    m->key = key;
+    m->vertex = vertex;
+    m->capacity = capacity;
+    return 1;
+}
+
+/* The slot of edge e: where it is, or the empty one where it goes. */
+static size_t elec__edge_map_slot(const elec__edge_map *m, unsigned long long e) {
+    size_t slot = (size_t)((e + 1) * 0x9E3779B97F4A7C15ULL >> 17) & (m->capacity - 1);
+    while (m->key[slot] && m->key[slot] != e + 1) slot = (slot + 1) & (m->capacity - 1);
+    return slot;
+}
+
+/* A growing array of vertices and triangles. */
+typedef struct elec__mesh_build {
+    elec__edge_map edges;
+    double *xyz;
+    size_t *triangles;
+    size_t vertices, vertex_capacity, triangle_count, triangle_capacity;
+} elec__mesh_build;
+
+static int elec__grow_array(void **p, size_t *capacity, size_t needed, size_t unit) {
+    size_t grown;
+    void *q;
+    if (needed <= *capacity) return 1;
+    grown = *capacity ? 2 * *capacity : 4096;
+    while (grown < needed) grown *= 2;
+    q = ELEC_MALLOC(grown * unit);
+    if (!q) return 0;
+    if (*capacity) memcpy(q, *p, *capacity * unit);
+    ELEC_FREE(*p);
+    *p = q;
+    *capacity = grown;
+    return 1;
+}
+
+/* The lattice of the mesh and its values. */
+typedef struct elec__mesh_grid {
+    int n[3];
+    double origin[3], h;
+    const float *f;
+} elec__mesh_grid;
+
+static size_t elec__mesh_point(const elec__mesh_grid *g, int i, int j, int k) {
+    return (size_t)i + (size_t)g->n[0] * ((size_t)j + (size_t)g->n[1] * (size_t)k);
+}
+
+/* The vertex where the level 1 crosses the edge from lattice point p (of
+   cube corner bits lower) by offset bits: made once, found after. */
+static long elec__mesh_vertex(elec__mesh_build *b, const elec__mesh_grid *g, int i,
+                              int j, int k, int lower, int offset) {
+    int a[3], c[3], axis;
+    size_t p, q, slot;
+    unsigned long long e;
+    double fp, fq, t;
+    for (axis = 0; axis < 3; axis++) {
+        a[axis] = (lower >> axis & 1);
+        c[axis] = a[axis] + (offset >> axis & 1);
+    }
+    p = elec__mesh_point(g, i + a[0], j + a[1], k + a[2]);
+    q = elec__mesh_point(g, i + c[0], j + c[1], k + c[2]);
+    e = 7ULL * (unsigned long long)p + (unsigned long long)(offset - 1);
+    if (2 * (b->edges.used + 1) > b->edges.capacity && !elec__edge_map_grow(&b->edges))
+        return -1;
+    slot = elec__edge_map_slot(&b->edges, e);
+    if (b->edges.key[slot]) return (long)b->edges.vertex[slot];
+    if (!elec__grow_array((void **)&b->xyz, &b->vertex_capacity, 3 * (b->vertices + 1),
+                          sizeof(double)))
+        return -1;
+    /* the crossing by linear interpolation of ln F (an atom's ln F is
+       quadratic along the edge, F itself Gaussian: 6 times closer at
+       0.2 A), kept off the end points so that two edges never give one
+       position */
+    fp = log(g->f[p] > 1e-30f ? (double)g->f[p] : 1e-30);
+    fq = log(g->f[q] > 1e-30f ? (double)g->f[q] : 1e-30);
+    t = (0.0 - fp) / (fq - fp);
+    t = t < 1e-3 ? 1e-3 : t > 1.0 - 1e-3 ? 1.0 - 1e-3 : t;
+    for (axis = 0; axis < 3; axis++)
+        b->xyz[3 * b->vertices + (size_t)axis] =
+            g->origin[axis] + g->h * ((double)((axis == 0 ? i : axis == 1 ? j : k) +
+                                               a[axis]) + t * (c[axis] - a[axis]));
+    b->edges.key[slot] = e + 1;
+    b->edges.vertex[slot] = b->vertices;
+    b->edges.used++;
+    return (long)b->vertices++;
+}
+
+/* The vertex on the edge between cube corners u and v (ordered by the
+   Kuhn path, so one is a subset of the other). */
+static long elec__mesh_edge(elec__mesh_build *b, const elec__mesh_grid *g, int i, int j,
+                            int k, int u, int v) {
+    int lower = (u & v) == u ? u : v, upper = lower == u ? v : u;
+    return elec__mesh_vertex(b, g, i, j, k, lower, upper ^ lower);
+}
+
+/* Adds triangle (a, b, c), turned so that it faces `outward`. */
+static int elec__mesh_triangle(elec__mesh_build *b, long v0, long v1, long v2,
+                               const double outward[3]) {
+    const double *p = b->xyz + 3 * v0, *q = b->xyz + 3 * v1, *r = b->xyz + 3 * v2;
+    double u[3], w[3], n[3];
+    int a;
+    if (v0 < 0 || v1 < 0 || v2 < 0) return 0;
+    for (a = 0; a < 3; a++) {
+        u[a] = q[a] - p[a];
+        w[a] = r[a] - p[a];
+    }
+    n[0] = u[1] * w[2] - u[2] * w[1];
+    n[1] = u[2] * w[0] - u[0] * w[2];
+    n[2] = u[0] * w[1] - u[1] * w[0];
+    if (!elec__grow_array((void **)&b->triangles, &b->triangle_capacity,
+                          3 * (b->triangle_count + 1), sizeof(size_t)))
+        return 0;
+    if (n[0] * outward[0] + n[1] * outward[1] + n[2] * outward[2] < 0.0) {
+        long swap = v1;
+        v1 = v2;
+        v2 = swap;
+    }
+    b->triangles[3 * b->triangle_count] = (size_t)v0;
+    b->triangles[3 * b->triangle_count + 1] = (size_t)v1;
+    b->triangles[3 * b->triangle_count + 2] = (size_t)v2;
+    b->triangle_count++;
+    return 1;
+}
+
+/* The triangles of one tetrahedron (cube corners t[0..3]); 0 when out of
+   memory. */
+static int elec__mesh_tetrahedron(elec__mesh_build *b, const elec__mesh_grid *g, int i,
+                                  int j, int k, const unsigned char t[4]) {
+    int in[4], inside = 0, m, a;
+    double outward[3] = {0, 0, 0};
+    for (m = 0; m < 4; m++) {
+        int c = t[m];
+        in[m] = g->f[elec__mesh_point(g, i + (c & 1), j + (c >> 1 & 1),
+                                      k + (c >> 2 & 1))] >= 1.0f;
+        inside += in[m];
+    }
+    if (inside == 0 || inside == 4) return 1;
+    /* outward: from the inside corners' mean to the outside corners' */
+    for (m = 0; m < 4; m++)
+        for (a = 0; a < 3; a++)
+            outward[a] += (t[m] >> a & 1) * (in[m] ? -1.0 / inside : 1.0 / (4 - inside));
+    if (inside == 1 || inside == 3) {
+        int odd = 0, o[3], n = 0;
+        for (m = 0; m < 4; m++)
+            if (in[m] == (inside == 1)) odd = m;
+        for (m = 0; m < 4; m++)
+            if (m != odd) o[n++] = t[m];
+        return elec__mesh_triangle(b, elec__mesh_edge(b, g, i, j, k, t[odd], o[0]),
+                                   elec__mesh_edge(b, g, i, j, k, t[odd], o[1]),
+                                   elec__mesh_edge(b, g, i, j, k, t[odd], o[2]), outward);
+    } else {
+        int p[2], q[2], np = 0, nq = 0;
+        long ac, ad, bd, bc;
+        for (m = 0; m < 4; m++) {
+            if (in[m]) p[np++] = t[m];
+            else q[nq++] = t[m];
+        }
+        /* the quadrilateral (p0 q0) (p0 q1) (p1 q1) (p1 q0), in two */
+        ac = elec__mesh_edge(b, g, i, j, k, p[0], q[0]);
+        ad = elec__mesh_edge(b, g, i, j, k, p[0], q[1]);
+        bd = elec__mesh_edge(b, g, i, j, k, p[1], q[1]);
+        bc = elec__mesh_edge(b, g, i, j, k, p[1], q[0]);
+        return elec__mesh_triangle(b, ac, ad, bd, outward) &&
+               elec__mesh_triangle(b, ac, bd, bc, outward);
+    }
+}
+
+/* The density's gradient at x over the cell list's atoms (d/dx of
+   exp(-s (d^2/r^2 - 1)) is -2 s (x - x_i)/r^2 times it). */
+static void elec__mesh_gradient(const elec_cells *cells, const double *xyz,
+                                const double *radius, double blobbiness, double reach2,
+                                const double *x, double g[3]) {
+    int home[3], dx, dy, dz, a;
+    g[0] = g[1] = g[2] = 0.0;
+    elec_cells_ijk(cells, x, home);
+    for (dz = -1; dz <= 1; dz++)
+        for (dy = -1; dy <= 1; dy++)
+            for (dx = -1; dx <= 1; dx++) {
+                long cell = elec_cells_neighbour(cells, home, dx, dy, dz, 0);
+                size_t m;
+                if (cell < 0) continue;
+                for (m = cells->start[cell]; m < cells->start[cell + 1]; m++) {
+                    size_t atom = cells->atom[m];
+                    double r2 = radius[atom] * radius[atom], d2, w;
+                    if (r2 == 0.0) continue;
+                    d2 = elec_distance2(x, xyz + 3 * atom) / r2;
+                    if (d2 > reach2) continue;
+                    w = -2.0 * blobbiness / r2 * exp(-blobbiness * (d2 - 1.0));
+                    for (a = 0; a < 3; a++) g[a] += w * (x[a] - xyz[3 * atom + a]);
+                }
+            }
+}
+
+#define ELEC__MESH_MAX_POINTS 134217728.0 /* 2^27 lattice points: 512 MB of floats */
+
+ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
+                                       double blobbiness, elec_surface *out,
+                                       elec_error *err) {
+    double *xyz = NULL, *radius = NULL, largest, lo[3], hi[3], reach2, pad;
+    float *f = NULL;
+    elec__mesh_build b;
+    elec__mesh_grid g;
+    elec_cells cells;
+    elec_status s;
+    size_t n, i, points;
+    int axis;
+    long v;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    memset(&b, 0, sizeof b);
+    memset(&cells, 0, sizeof cells);
+    if (spacing == 0.0) spacing = 0.6;
+    if (blobbiness == 0.0) blobbiness = 2.0;
+    if (!(spacing > 0.0) || !elec__finite(spacing))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "mesh spacing %g A must be positive",
+                          spacing);
+    if (!(blobbiness > 0.0) || !(blobbiness <= 100.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "blobbiness %g: use (0, 100]",
+                          blobbiness);
+    if ((s = elec__surface_atoms(atoms, &xyz, &radius, &largest, err)) != ELEC_OK) return s;
+    n = atoms->count;
+    if (!(largest > 0.0)) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "every atom radius is zero: no surface to mesh");
+        goto cleanup;
+    }
+    /* an atom adds under 1e-4 beyond sqrt(1 + ln(1e4) / s) radii */
+    reach2 = 1.0 + 9.21034 / blobbiness;
+    pad = largest * sqrt(reach2) + 2.0 * spacing;
+    for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
+    for (i = 1; i < n; i++)
+        for (axis = 0; axis < 3; axis++) {
+            if (xyz[3 * i + axis] < lo[axis]) lo[axis] = xyz[3 * i + axis];
+            if (xyz[3 * i + axis] > hi[axis]) hi[axis] = xyz[3 * i + axis];
+        }
+    {
+        double total = 1.0;
+        for (axis = 0; axis < 3; axis++) {
+            double count = ceil((hi[axis] - lo[axis] + 2.0 * pad) / spacing) + 1.0;
+            total *= count;
+            g.n[axis] = count > 1e6 ? 1000000 : (int)count;
+            g.origin[axis] = lo[axis] - pad;
+        }
+        if (total > ELEC__MESH_MAX_POINTS) {
+            s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                           "a mesh at %g A spacing over %g x %g x %g A needs %.3g lattice "
+                           "points (at most %.3g): use a larger spacing", spacing,
+                           hi[0] - lo[0] + 2 * pad, hi[1] - lo[1] + 2 * pad,
+                           hi[2] - lo[2] + 2 * pad, total, ELEC__MESH_MAX_POINTS);
+            goto cleanup;
+        }
+    }
+    g.h = spacing;
+    points = (size_t)g.n[0] * (size_t)g.n[1] * (size_t)g.n[2];
+    f = (float *)ELEC_MALLOC(points * sizeof *f);
+    if (!f) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu lattice points", points);
+        goto cleanup;
+    }
+    g.f = f;
+    memset(f, 0, points * sizeof *f);
+    /* The density, atom by atom over the lattice points within its reach;
+       each thread owns a slab of z layers and takes the atoms in order, so
+       every sum comes out the same whatever the thread count. */
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        int first = 0, last = g.n[2];
+        size_t atom;
+#ifdef _OPENMP
+        {
+            int threads = omp_get_num_threads(), me = omp_get_thread_num();
+            first = (int)((long)g.n[2] * me / threads);
+            last = (int)((long)g.n[2] * (me + 1) / threads);
+        }
+#endif
+        for (atom = 0; atom < n; atom++) {
+            const double *x = xyz + 3 * atom, r2 = radius[atom] * radius[atom];
+            int lo_i[3], hi_i[3], ii, jj, kk, ax;
+            if (r2 == 0.0) continue;
+            for (ax = 0; ax < 3; ax++) {
+                double reach = radius[atom] * sqrt(reach2);
+                lo_i[ax] = (int)ceil((x[ax] - reach - g.origin[ax]) / g.h);
+                hi_i[ax] = (int)floor((x[ax] + reach - g.origin[ax]) / g.h);
+                if (lo_i[ax] < 0) lo_i[ax] = 0;
+                if (hi_i[ax] > g.n[ax] - 1) hi_i[ax] = g.n[ax] - 1;
+            }
+            if (lo_i[2] < first) lo_i[2] = first;
+            if (hi_i[2] > last - 1) hi_i[2] = last - 1;
+            for (kk = lo_i[2]; kk <= hi_i[2]; kk++)
+                for (jj = lo_i[1]; jj <= hi_i[1]; jj++)
+                    for (ii = lo_i[0]; ii <= hi_i[0]; ii++) {
+                        double p[3], d2;
+                        p[0] = g.origin[0] + g.h * ii;
+                        p[1] = g.origin[1] + g.h * jj;
+                        p[2] = g.origin[2] + g.h * kk;
+                        d2 = elec_distance2(p, x) / r2;
+                        if (d2 <= reach2)
+                            f[elec__mesh_point(&g, ii, jj, kk)] +=
+                                (float)exp(-blobbiness * (d2 - 1.0));
+                    }
+        }
+    }
+    {
+        int ci, cj, ck, t;
+        for (ck = 0; ck + 1 < g.n[2]; ck++)
+            for (cj = 0; cj + 1 < g.n[1]; cj++)
+                for (ci = 0; ci + 1 < g.n[0]; ci++) {
+                    int corner, inside = 0;
+                    for (corner = 0; corner < 8; corner++)
+                        inside += f[elec__mesh_point(&g, ci + (corner & 1),
+                                                     cj + (corner >> 1 & 1),
+                                                     ck + (corner >> 2 & 1))] >= 1.0f;
+                    if (inside == 0 || inside == 8) continue;
+                    for (t = 0; t < 6; t++)
+                        if (!elec__mesh_tetrahedron(&b, &g, ci, cj, ck, elec__kuhn[t])) {
+                            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                                           "no memory for the mesh (%zu vertices)",
+                                           b.vertices);
+                            goto cleanup;
+                        }
+                }
+    }
+    if (b.triangle_count == 0) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "the mesh is empty: spacing %g A is too coarse for these atoms",
+                       spacing);
+        goto cleanup;
+    }
+    /* outward normals: minus the density's gradient, from the atoms */
+    if ((s = elec__surface_cells(xyz, n, 0.0, largest * sqrt(reach2), &cells, err)) !=
+        ELEC_OK)
+        goto cleanup;
+    out->normal = (double *)ELEC_MALLOC((3 * b.vertices + 1) * sizeof(double));
+    if (!out->normal) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu normals", b.vertices);
+        goto cleanup;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 256)
+#endif
+    for (v = 0; v < (long)b.vertices; v++) {
+        double *nv = out->normal + 3 * v;
+        elec__mesh_gradient(&cells, xyz, radius, blobbiness, reach2, b.xyz + 3 * v, nv);
+        nv[0] = -nv[0];
+        nv[1] = -nv[1];
+        nv[2] = -nv[2];
+        if (!elec__unit(nv)) { /* flat density: there is no direction; say up */
+            nv[0] = nv[1] = 0.0;
+            nv[2] = 1.0;
+        }
+    }
+    out->count = b.vertices;
+    out->xyz = b.xyz;
+    out->triangle_count = b.triangle_count;
+    out->triangles = b.triangles;
+    b.xyz = NULL;
+    b.triangles = NULL;
+    elec__ok(err);
+cleanup:
+    if (s != ELEC_OK) elec_surface_free(out);
+    elec_cells_free(&cells);
+    ELEC_FREE(b.edges.key);
+    ELEC_FREE(b.edges.vertex);
+    ELEC_FREE(b.xyz);
+    ELEC_FREE(b.triangles);
+    ELEC_FREE(xyz);
+    ELEC_FREE(radius);
+    ELEC_FREE(f);
+    return s;
+}
 
 #ifdef __cplusplus
 }

@@ -160,6 +160,28 @@ ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
                                    elec_ewald_terms *energy, double *forces,
                                    double *potential, elec_error *err);
 
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* ALPB at surface vertices (elec.h: elec_alpb_params, elec_hcp): the
+   potential at v + p n of every vertex (xyz interleaved, count of them),
+   exact (params->exact) or by HCP's top-down walk (research notes 3.3:
+   complexes, chains, residues, atoms; a component farther than its
+   level's threshold from the point, squared distances compared strictly,
+   adds its one or two charges).  normals (unit, outward, 3 per vertex) may
+   be NULL where p = 0 and there is no salt.  The exact sum without salt
+   runs on elec_cpu_dcs_points (float terms in the float call, double in
+   the double one); everything else is summed in double.  potential gets
+   count values; it is not touched when the call fails. */
+ELEC_API elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                   const double *normals, size_t count,
+                                   const elec_alpb_params *params, float *potential,
+                                   elec_error *err);
+ELEC_API elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params,
+                                          double *potential, elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -2645,6 +2667,132 @@ cleanup:
     ELEC_FREE(keys);
     return s;
 #endif
+}
+
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* What one vertex's sum needs: the hierarchy, the kernel, the squared
+   thresholds (+infinity: always opened) and the charges per component. */
+typedef struct elec__alpb_walk {
+    const elec_hcp *h;
+    elec_alpb_kernel k;
+    double h2[ELEC_HCP_LEVELS];
+    int charges;
+} elec__alpb_walk;
+
+/* q times the kernel of a charge at x, seen from P (and P' for salt). */
+static double elec__alpb_charge(const elec__alpb_walk *w, const double *x, double q,
+                                const double P[3], const double P_ion[3]) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double d2 = elec_distance2(P, x);
+    if (d2 < c2 || q == 0.0) return 0.0;
+    return q * elec_alpb_term(&w->k, sqrt(d2),
+                              w->k.kappa > 0.0 ? sqrt(elec_distance2(P_ion, x)) : 0.0);
+}
+
+/* The one or two charges of component c of level l (1..3). */
+static double elec__alpb_approx(const elec__alpb_walk *w, int level, size_t c,
+                                const double P[3], const double P_ion[3]) {
+    const double *a = w->h->approx[level - 1] + 12 * c;
+    if (w->charges == 1) return elec__alpb_charge(w, a, a[3], P, P_ion);
+    return elec__alpb_charge(w, a + 4, a[7], P, P_ion) +
+           elec__alpb_charge(w, a + 8, a[11], P, P_ion);
+}
+
+/* Component c of level l seen from P: its charges when it is far, else its
+   children (research notes 3.3, NAB's nbond_hcp). */
+static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c,
+                                   const double P[3], const double P_ion[3]) {
+    const elec_hcp *h = w->h;
+    double sum = 0.0;
+    size_t child;
+    if (elec_distance2(P, h->centre[level - 1] + 3 * c) > w->h2[level - 1])
+        return elec__alpb_approx(w, level, c, P, P_ion);
+    for (child = h->first[level - 1][c]; child < h->first[level - 1][c + 1]; child++)
+        sum += level == 1 ? elec__alpb_charge(w, h->xyz + 3 * child, h->charge[child], P,
+                                              P_ion)
+                          : elec__alpb_component(w, level - 1, child, P, P_ion);
+    return sum;
+}
+
+static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                  const double *normals, size_t count,
+                                  const elec_alpb_params *params, float *outf,
+                                  double *outd, elec_error *err) {
+    elec_alpb_params r;
+    elec__alpb_walk w;
+    elec_status s;
+    long v;
+    int level;
+    s = elec__alpb_prepare(hcp, vertices, normals, count,
+                           outf ? (const void *)outf : (const void *)outd, params, &r,
+                           &w.k, err);
+    if (s != ELEC_OK || count == 0) return s;
+    if (elec__alpb_is_coulomb(&r, &w.k)) {
+        /* E1 = scale front sum q / d + scale Q constant: the DCS points path */
+        elec_atoms atoms = elec_atoms_from_xyz(hcp->count[0], hcp->xyz, hcp->charge, NULL);
+        elec_dcs_params dp;
+        const double shift = r.scale * hcp->net_charge * w.k.constant;
+        double *points = (double *)ELEC_MALLOC(3 * count * sizeof(double));
+        size_t i;
+        if (!points) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", count);
+        for (i = 0; i < count; i++) elec__alpb_point(vertices, normals, i, r.proj, points + 3 * i);
+        memset(&dp, 0, sizeof dp);
+        dp.scale = r.scale * w.k.front;
+        s = outf ? elec_cpu_dcs_points(&atoms, points, count, &dp, outf, err)
+                 : elec_cpu_dcs_points_double(&atoms, points, count, &dp, outd, err);
+        ELEC_FREE(points);
+        if (s != ELEC_OK) return s;
+        for (i = 0; i < count; i++) {
+            if (outf) outf[i] = (float)(outf[i] + shift);
+            else outd[i] += shift;
+        }
+        return ELEC_OK;
+    }
+    w.h = hcp;
+    w.charges = r.hcp_charges;
+    for (level = 0; level < ELEC_HCP_LEVELS; level++)
+        w.h2[level] = r.exact ? HUGE_VAL : r.hcp_h[level] * r.hcp_h[level];
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+    for (v = 0; v < (long)count; v++) {
+        double P[3], P_ion[3], sum = 0.0, phi;
+        size_t c;
+        elec__alpb_point(vertices, normals, (size_t)v, r.proj, P);
+        elec__alpb_point(vertices, normals, (size_t)v, r.ion_exclusion, P_ion);
+        for (c = 0; c < hcp->count[ELEC_HCP_LEVELS]; c++)
+            sum += elec__alpb_component(&w, ELEC_HCP_LEVELS, c, P, P_ion);
+        phi = r.scale * (sum + hcp->net_charge * w.k.constant);
+        if (outf) outf[v] = (float)phi;
+        else outd[v] = phi;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                   const double *normals, size_t count,
+                                   const elec_alpb_params *params, float *potential,
+                                   elec_error *err) {
+    float none;
+    if (count > 0 && !potential)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
+    return elec__cpu_alpb(hcp, vertices, normals, count, params,
+                          potential ? potential : &none, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params,
+                                          double *potential, elec_error *err) {
+    double none;
+    if (count > 0 && !potential)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
+    (void)none;
+    return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
+                          potential ? potential : &none, err);
 }
 
 #ifdef __cplusplus

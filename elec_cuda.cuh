@@ -191,6 +191,21 @@ ELEC_API elec_status elec_cuda_spme(const elec_atoms *atoms,
                                     elec_ewald_terms *energy, double *forces,
                                     double *potential, elec_error *err);
 
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* ALPB at surface vertices on the first GPU of params->gpus (elec.h:
+   elec_alpb_params, elec_hcp): elec_cpu_alpb's potential in float, by the
+   rung params->variant names (the ladder is described with the kernels).
+   The exact sum without salt runs on the DCS points kernel by default.
+   The hierarchy and the points are uploaded each call.  Refusals of bad
+   input (named, as on the CPU) come before any CUDA call; without a GPU,
+   ELEC_ERR_NO_DEVICE. */
+ELEC_API elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
+                                    const double *normals, size_t count,
+                                    const elec_alpb_params *params, float *potential,
+                                    elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -1224,22 +1239,31 @@ cleanup:
     return status;
 }
 
+/* The points' bounding box (count > 0). */
+static void elec__points_box(const double *points, size_t count, double lo[3],
+                             double hi[3]) {
+    for (int axis = 0; axis < 3; axis++) {
+        double low = points[axis], high = points[axis];
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : low) reduction(max : high)
+#endif
+        for (long i = 1; i < (long)count; i++) {
+            double v = points[3 * i + axis];
+            low = v < low ? v : low;
+            high = v > high ? v : high;
+        }
+        lo[axis] = low;
+        hi[axis] = high;
+    }
+}
+
 /* Centre of the points' bounding box: the reference the points APIs take
    coordinates relative to, so that floats keep their precision. */
 static void elec__points_centre(const double *points, size_t count,
                                 double centre[3]) {
-    for (int axis = 0; axis < 3; axis++) {
-        double lo = points[axis], hi = points[axis];
-#ifdef _OPENMP
-#pragma omp parallel for reduction(min : lo) reduction(max : hi)
-#endif
-        for (long i = 1; i < (long)count; i++) {
-            double v = points[3 * i + axis];
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
-        centre[axis] = 0.5 * (lo + hi);
-    }
+    double lo[3], hi[3];
+    elec__points_box(points, count, lo, hi);
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
 }
 
 /* Checks shared by the points APIs; picks the first device of the set. */
@@ -4353,6 +4377,698 @@ cleanup:
     elec_cuda_spme_destroy(h);
     ELEC_FREE(host_xyzq);
     ELEC_FREE(host_out);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+/* ALPB at surface vertices (elec.h, elec_alpb_params, elec_hcp), after
+   seed 003 (Daga and Feng 2012): each thread computes one vertex's
+   potential by HCP's top-down walk over complexes, chains, residues and
+   atoms (research notes 3.3), with the thresholds +infinity for the exact
+   sum.  The ladder (params.variant), each rung a kernel or a change of
+   input beside the one before:
+     simple     the seed's kernel before its shared-memory step: the arrays
+                flattened to one array per field (the seed's SoA), the
+                vertex read again from global memory at every level
+                (complex, chain, residue, the atoms of a residue)
+     registers  the vertex read once and kept in registers: the seed's
+                step (it copied the vertex to shared memory, which on its
+                GT200 had no cache behind it)
+     sorted     the registers kernel over vertices sorted along a Morton
+                curve (10 bits per axis, CUB's radix sort on the device),
+                so that the 32 threads of a warp are neighbours, open the
+                same components and read the same records in step (one
+                broadcast load instead of up to 32); results are written
+                back in the caller's order
+     packed     sorted, and each component one 48-byte record of three
+                float4 (centre with its first child's index, its one or two
+                charges), atoms float4: one vector load where the SoA rungs
+                issue three or four; the complexes' and chains' records
+                staged in shared memory per block
+   The default (ELEC_ALPB_FASTEST) runs the exact sum without salt on the
+   DCS points kernel (E1 is a Coulomb sum plus a constant), everything else
+   on packed.  Kernels compute in float: a term is q rsqrt(d^2) (no salt,
+   the Coulomb form of E1 and of GEM's regions 2 and 3) or
+   q elec_alpb_term_float (salt, region 1); a residue's atoms are summed
+   apart before joining the vertex's sum. */
+#include <cub/device/device_radix_sort.cuh>
+
+#define ELEC__ALPB_BLOCK 128
+#define ELEC__ALPB_COULOMB 0 /* term q / d: E1 without salt (front applied after) */
+#define ELEC__ALPB_GENERAL 1 /* term q elec_alpb_term_float(d, d')               */
+/* shared memory for the complexes' and chains' records of the packed
+   rung: 1000 records of 48 bytes; past that they are read from global */
+#define ELEC__ALPB_TOP_RECORDS 1000
+
+/* One level of the hierarchy as the seed flattened it: one array a field. */
+typedef struct elec__alpb_soa_level {
+    const float *cx, *cy, *cz;         /* centre (the distance test)          */
+    const float *ax, *ay, *az, *aq;    /* first charge: the one-charge
+                                          approximation or the positive one  */
+    const float *bx, *by, *bz, *bq;    /* second charge: the negative one (0
+                                          with one charge)                   */
+    const int *first;                  /* children of c: first[c] .. first[c+1]-1 */
+} elec__alpb_soa_level;
+
+typedef struct elec__alpb_soa {
+    elec__alpb_soa_level level[ELEC_HCP_LEVELS]; /* residues, chains, complexes */
+    const float *x, *y, *z, *q;                   /* atoms                       */
+    int complexes;
+} elec__alpb_soa;
+
+/* The same as records: per component three float4, centre (w: the index
+   of its first child, as int bits), first charge, second charge, and one
+   more record whose w ends the last component's children. */
+typedef struct elec__alpb_packed {
+    const float4 *level[ELEC_HCP_LEVELS];
+    const float4 *atoms;
+    int complexes, chains;
+} elec__alpb_packed;
+
+/* What every vertex's sum shares. */
+typedef struct elec__alpb_call {
+    elec_alpb_kernel_float k;
+    float h2[ELEC_HCP_LEVELS]; /* squared thresholds; +infinity: always opened */
+    float coincident2;
+    float factor, shift, scale; /* phi = scale (factor sum + shift)          */
+} elec__alpb_call;
+
+/* The int whose bits a float holds (records keep indices in their w). */
+ELEC_HD inline int elec__float_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_int(f);
+#else
+    int i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+#endif
+}
+
+/* The walks below are written for host and device (ELEC_HD): each kernel
+   is one of them per thread, and tests run them on the CPU over the very
+   layout a call uploads (no GPU needed to check the layout and the walk). */
+
+/* A charge c (x, y, z, q) seen from P (and P' = v + s n for salt). */
+template <int MODE>
+ELEC_HD inline float elec__alpb_charge(const elec__alpb_call &a, float4 c, float4 P,
+                                       float4 P_ion) {
+    float dx = P.x - c.x, dy = P.y - c.y, dz = P.z - c.z;
+    float d2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+    if (MODE == ELEC__ALPB_COULOMB) {
+#ifdef __CUDA_ARCH__
+        return c.w * (d2 >= a.coincident2 ? elec__rsqrt_sfu(d2) : 0.0f);
+#else
+        return c.w * (d2 >= a.coincident2 ? 1.0f / sqrtf(d2) : 0.0f);
+#endif
+    }
+    if (!(d2 >= a.coincident2) || c.w == 0.0f) return 0.0f;
+    float d_ion = 0.0f;
+    if (a.k.kappa > 0.0f) {
+        float ex = P_ion.x - c.x, ey = P_ion.y - c.y, ez = P_ion.z - c.z;
+        d_ion = sqrtf(fmaf(ex, ex, fmaf(ey, ey, ez * ez)));
+    }
+    return c.w * elec_alpb_term_float(&a.k, sqrtf(d2), d_ion);
+}
+
+ELEC_HD inline bool elec__alpb_far(float4 P, float x, float y, float z, float h2) {
+    float dx = P.x - x, dy = P.y - y, dz = P.z - z;
+    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > h2; /* strict, as NAB and GEM */
+}
+
+/* The vertex again from global memory (simple rung): volatile, so that the
+   compiler keeps each read where the seed's kernel had it. */
+ELEC_HD inline float4 elec__alpb_reread(const float4 *p) {
+    const volatile float *f = (const volatile float *)p;
+    return make_float4(f[0], f[1], f[2], f[3]);
+}
+
+template <int MODE, int CHARGES>
+ELEC_HD inline float elec__alpb_soa_approx(const elec__alpb_call &a,
+                                           const elec__alpb_soa_level &l, int c, float4 P,
+                                           float4 P_ion) {
+    float t = elec__alpb_charge<MODE>(a, make_float4(l.ax[c], l.ay[c], l.az[c], l.aq[c]), P,
+                                      P_ion);
+    if (CHARGES == 2)
+        t += elec__alpb_charge<MODE>(a, make_float4(l.bx[c], l.by[c], l.bz[c], l.bq[c]), P,
+                                     P_ion);
+    return t;
+}
+
+/* One vertex over the flattened arrays: point mine (and P_ion), the vertex
+   read again at every level when REREAD.  Returns the potential. */
+template <int MODE, int CHARGES, int REREAD>
+ELEC_HD inline float elec__alpb_soa_walk(const elec__alpb_soa &s, const elec__alpb_call &a,
+                                         const float4 *mine, float4 P_ion) {
+    const elec__alpb_soa_level &residues = s.level[0], &chains = s.level[1],
+                               &complexes = s.level[2];
+    float4 P = *mine;
+    float sum = 0.0f;
+    for (int c = 0; c < s.complexes; c++) {
+        if (REREAD) P = elec__alpb_reread(mine);
+        if (elec__alpb_far(P, complexes.cx[c], complexes.cy[c], complexes.cz[c], a.h2[2])) {
+            sum += elec__alpb_soa_approx<MODE, CHARGES>(a, complexes, c, P, P_ion);
+            continue;
+        }
+        for (int ch = complexes.first[c]; ch < complexes.first[c + 1]; ch++) {
+            if (REREAD) P = elec__alpb_reread(mine);
+            if (elec__alpb_far(P, chains.cx[ch], chains.cy[ch], chains.cz[ch], a.h2[1])) {
+                sum += elec__alpb_soa_approx<MODE, CHARGES>(a, chains, ch, P, P_ion);
+                continue;
+            }
+            for (int r = chains.first[ch]; r < chains.first[ch + 1]; r++) {
+                if (REREAD) P = elec__alpb_reread(mine);
+                if (elec__alpb_far(P, residues.cx[r], residues.cy[r], residues.cz[r],
+                                   a.h2[0])) {
+                    sum += elec__alpb_soa_approx<MODE, CHARGES>(a, residues, r, P, P_ion);
+                    continue;
+                }
+                float part = 0.0f;
+                if (REREAD) P = elec__alpb_reread(mine);
+                for (int at = residues.first[r]; at < residues.first[r + 1]; at++)
+                    part += elec__alpb_charge<MODE>(
+                        a, make_float4(s.x[at], s.y[at], s.z[at], s.q[at]), P, P_ion);
+                sum += part;
+            }
+        }
+    }
+    return a.scale * fmaf(a.factor, sum, a.shift);
+}
+
+/* Rungs simple (REREAD 1) and registers (0; with order, sorted): thread i
+   computes point i and writes it to phi[order ? order[i] : i]. */
+template <int MODE, int CHARGES, int REREAD>
+__global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
+elec__k_alpb_soa(float *phi, const float4 *points, const float4 *points_ion,
+                 const int *order, int count, elec__alpb_soa s, elec__alpb_call a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    phi[order ? order[i] : i] = elec__alpb_soa_walk<MODE, CHARGES, REREAD>(
+        s, a, points + i, points_ion ? points_ion[i] : points[i]);
+}
+
+/* A packed component: centre (and first child), charges. */
+template <int MODE, int CHARGES>
+ELEC_HD inline float elec__alpb_record_approx(const elec__alpb_call &a, const float4 *record,
+                                              float4 P, float4 P_ion) {
+    float t = elec__alpb_charge<MODE>(a, record[1], P, P_ion);
+    if (CHARGES == 2) t += elec__alpb_charge<MODE>(a, record[2], P, P_ion);
+    return t;
+}
+
+/* One vertex over the records (complexes' and chains' from wherever the
+   caller has them).  A record's w holds its first child's index as int
+   bits; the next record's w ends its children. */
+template <int MODE, int CHARGES>
+ELEC_HD inline float elec__alpb_packed_walk(const elec__alpb_packed &s, const float4 *complexes,
+                                            const float4 *chains, const elec__alpb_call &a,
+                                            float4 P, float4 P_ion) {
+    const float4 *residues = s.level[0];
+    float sum = 0.0f;
+    for (int c = 0; c < s.complexes; c++) {
+        float4 centre = complexes[3 * c];
+        if (elec__alpb_far(P, centre.x, centre.y, centre.z, a.h2[2])) {
+            sum += elec__alpb_record_approx<MODE, CHARGES>(a, complexes + 3 * c, P, P_ion);
+            continue;
+        }
+        int ch_end = elec__float_bits(complexes[3 * c + 3].w);
+        for (int ch = elec__float_bits(centre.w); ch < ch_end; ch++) {
+            float4 chain = chains[3 * ch];
+            if (elec__alpb_far(P, chain.x, chain.y, chain.z, a.h2[1])) {
+                sum += elec__alpb_record_approx<MODE, CHARGES>(a, chains + 3 * ch, P, P_ion);
+                continue;
+            }
+            int r = elec__float_bits(chain.w), r_end = elec__float_bits(chains[3 * ch + 3].w);
+            float4 residue = residues[3 * r];
+            for (; r < r_end; r++) {
+                float4 next = residues[3 * r + 3]; /* its w ends this residue's atoms */
+                if (elec__alpb_far(P, residue.x, residue.y, residue.z, a.h2[0])) {
+                    sum += elec__alpb_record_approx<MODE, CHARGES>(a, residues + 3 * r, P,
+                                                                   P_ion);
+                } else {
+                    float part = 0.0f;
+                    int end = elec__float_bits(next.w);
+                    for (int at = elec__float_bits(residue.w); at < end; at++)
+                        part += elec__alpb_charge<MODE>(a, s.atoms[at], P, P_ion);
+                    sum += part;
+                }
+                residue = next;
+            }
+        }
+    }
+    return a.scale * fmaf(a.factor, sum, a.shift);
+}
+
+/* Rung packed: the complexes' and chains' records staged in shared memory
+   (TOP_SHARED) when they fit, else read from global memory. */
+template <int MODE, int CHARGES, int TOP_SHARED>
+__global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
+elec__k_alpb_packed(float *phi, const float4 *points, const float4 *points_ion,
+                    const int *order, int count, elec__alpb_packed s, elec__alpb_call a) {
+    extern __shared__ float4 elec__alpb_top[];
+    const float4 *complexes = s.level[2], *chains = s.level[1];
+    if (TOP_SHARED) {
+        const int top = 3 * (s.complexes + 1), middle = 3 * (s.chains + 1);
+        for (int k = threadIdx.x; k < top + middle; k += blockDim.x)
+            elec__alpb_top[k] = k < top ? complexes[k] : chains[k - top];
+        __syncthreads();
+        complexes = elec__alpb_top;
+        chains = elec__alpb_top + top;
+    }
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    phi[order[i]] = elec__alpb_packed_walk<MODE, CHARGES>(
+        s, complexes, chains, a, points[i], points_ion ? points_ion[i] : points[i]);
+}
+
+/* Interleaves the low 10 bits of v with two zero bits each. */
+__device__ __forceinline__ unsigned elec__spread_bits(unsigned v) {
+    v &= 0x3ffu;
+    v = (v | (v << 16)) & 0x030000ffu;
+    v = (v | (v << 8)) & 0x0300f00fu;
+    v = (v | (v << 4)) & 0x030c30c3u;
+    v = (v | (v << 2)) & 0x09249249u;
+    return v;
+}
+
+/* Morton code of each point over the box lo .. lo + 1023 / scale. */
+__global__ void elec__k_alpb_morton(unsigned *code, int *index, const float4 *points,
+                                    int count, float3 lo, float scale) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    float4 p = points[i];
+    unsigned x = (unsigned)fminf(fmaxf((p.x - lo.x) * scale, 0.0f), 1023.0f);
+    unsigned y = (unsigned)fminf(fmaxf((p.y - lo.y) * scale, 0.0f), 1023.0f);
+    unsigned z = (unsigned)fminf(fmaxf((p.z - lo.z) * scale, 0.0f), 1023.0f);
+    code[i] = elec__spread_bits(x) | elec__spread_bits(y) << 1 | elec__spread_bits(z) << 2;
+    index[i] = i;
+}
+
+/* The points in sorted order: out[i] = in[order[i]]. */
+__global__ void elec__k_alpb_gather(float4 *out, const float4 *in, const int *order,
+                                    int count) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) out[i] = in[order[i]];
+}
+
+/* ---------------------------------------------------- ALPB launchers */
+
+/* The hierarchy on the device, in the layout the rung reads. */
+typedef struct elec__alpb_device {
+    void *d_block;
+    elec__alpb_soa soa;
+    elec__alpb_packed packed;
+} elec__alpb_device;
+
+/* One charge of an approximation as (x, y, z, q) relative to centre: the
+   one-charge approximation or the positive charge (which 0), the negative
+   one (which 1; zero with one charge). */
+static void elec__alpb_host_charge(const elec_hcp *h, int level, size_t c, int charges,
+                                   int which, const double centre[3], float out[4]) {
+    const double *a = h->approx[level] + 12 * c;
+    const double *q = charges == 1 ? a : a + 4 + 4 * which;
+    int k;
+    if (charges == 1 && which == 1) {
+        out[0] = out[1] = out[2] = out[3] = 0.0f;
+        return;
+    }
+    for (k = 0; k < 3; k++) out[k] = (float)(q[k] - centre[k]);
+    out[3] = (float)q[3];
+}
+
+/* Bytes of the hierarchy as the packed rung (packed) or the others read it. */
+static size_t elec__alpb_layout_bytes(const elec_hcp *h, int packed) {
+    size_t floats = 4 * h->count[0], ints = 0;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
+        floats += packed ? 12 * (h->count[level + 1] + 1) : 11 * h->count[level + 1];
+        ints += packed ? 0 : h->count[level + 1] + 1;
+    }
+    return floats * sizeof(float) + ints * sizeof(int);
+}
+
+/* Lays the hierarchy out in host (elec__alpb_layout_bytes of it),
+   positions relative to centre, and sets layout's pointers as if the
+   buffer sat at base: the device buffer it is copied to, or host itself
+   for the walks on the CPU. */
+static void elec__alpb_layout(const elec_hcp *h, int charges, int packed,
+                              const double centre[3], void *host, const void *base,
+                              elec__alpb_device *layout) {
+    const size_t n = h->count[0];
+    const float *df = (const float *)base;
+    float *f = (float *)host;
+    size_t at = 0, i;
+    int level;
+    if (packed) {
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+        for (long a = 0; a < (long)n; a++) {
+            for (int k = 0; k < 3; k++) f[4 * a + k] = (float)(h->xyz[3 * a + k] - centre[k]);
+            f[4 * a + 3] = (float)h->charge[a];
+        }
+        at = 4 * n;
+        layout->packed.atoms = (const float4 *)df;
+        for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+            const size_t m = h->count[level + 1];
+            layout->packed.level[level] = (const float4 *)(df + at);
+            for (i = 0; i <= m; i++, at += 12) {
+                int first = (int)h->first[level][i];
+                for (int k = 0; k < 12; k++) f[at + k] = 0.0f;
+                if (i < m) {
+                    for (int k = 0; k < 3; k++)
+                        f[at + k] = (float)(h->centre[level][3 * i + k] - centre[k]);
+                    elec__alpb_host_charge(h, level, i, charges, 0, centre, f + at + 4);
+                    elec__alpb_host_charge(h, level, i, charges, 1, centre, f + at + 8);
+                }
+                memcpy(f + at + 3, &first, sizeof first); /* the sentinel's ends the last */
+            }
+        }
+        layout->packed.complexes = (int)h->count[3];
+        layout->packed.chains = (int)h->count[2];
+        return;
+    }
+    size_t floats = 4 * n, int_at = 0;
+    for (level = 0; level < ELEC_HCP_LEVELS; level++) floats += 11 * h->count[level + 1];
+    int *ints = (int *)(f + floats);
+    const int *di = (const int *)(df + floats);
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long a = 0; a < (long)n; a++) {
+        for (int k = 0; k < 3; k++) f[k * n + a] = (float)(h->xyz[3 * a + k] - centre[k]);
+        f[3 * n + a] = (float)h->charge[a];
+    }
+    layout->soa.x = df;
+    layout->soa.y = df + n;
+    layout->soa.z = df + 2 * n;
+    layout->soa.q = df + 3 * n;
+    at = 4 * n;
+    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        const size_t m = h->count[level + 1];
+        elec__alpb_soa_level *l = &layout->soa.level[level];
+        const float **field[11] = {&l->cx, &l->cy, &l->cz, &l->ax, &l->ay, &l->az,
+                                   &l->aq, &l->bx, &l->by, &l->bz, &l->bq};
+        for (int k = 0; k < 11; k++) *field[k] = df + at + (size_t)k * m;
+        for (i = 0; i < m; i++) {
+            float c[8];
+            for (int k = 0; k < 3; k++)
+                f[at + (size_t)k * m + i] = (float)(h->centre[level][3 * i + k] - centre[k]);
+            elec__alpb_host_charge(h, level, i, charges, 0, centre, c);
+            elec__alpb_host_charge(h, level, i, charges, 1, centre, c + 4);
+            for (int k = 0; k < 8; k++) f[at + (size_t)(3 + k) * m + i] = c[k];
+        }
+        at += 11 * m;
+        l->first = di + int_at;
+        for (i = 0; i <= m; i++) ints[int_at++] = (int)h->first[level][i];
+    }
+    layout->soa.complexes = (int)h->count[3];
+}
+
+/* The rung's layout, built on the host and uploaded. */
+static elec_status elec__alpb_upload(const elec_hcp *h, int charges, int packed,
+                                     const double centre[3], elec__alpb_device *dev,
+                                     elec_error *err) {
+    elec_status status = ELEC_OK;
+    const size_t bytes = elec__alpb_layout_bytes(h, packed);
+    void *host = ELEC_MALLOC(bytes);
+    memset(dev, 0, sizeof *dev);
+    if (!host) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the hierarchy");
+    ELEC__CUDA_TRY(cudaMalloc(&dev->d_block, bytes));
+    elec__alpb_layout(h, charges, packed, centre, host, dev->d_block, dev);
+    ELEC__CUDA_TRY(cudaMemcpy(dev->d_block, host, bytes, cudaMemcpyHostToDevice));
+cleanup:
+    ELEC_FREE(host);
+    if (status != ELEC_OK) {
+        cudaFree(dev->d_block);
+        dev->d_block = NULL;
+    }
+    return status;
+}
+
+/* Launches the rung's kernel template for the call's mode and charges. */
+template <int MODE, int CHARGES>
+static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t shared,
+                              cudaStream_t stream, float *phi, const float4 *P,
+                              const float4 *P_ion, const int *order, int count,
+                              const elec__alpb_device &dev, const elec__alpb_call &a) {
+    switch (variant) {
+    case ELEC_ALPB_SIMPLE:
+        elec__k_alpb_soa<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+            phi, P, P_ion, NULL, count, dev.soa, a);
+        break;
+    case ELEC_ALPB_REGISTERS:
+    case ELEC_ALPB_SORTED:
+        elec__k_alpb_soa<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+            phi, P, P_ion, order, count, dev.soa, a);
+        break;
+    default:
+        if (shared)
+            elec__k_alpb_packed<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, shared, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        else
+            elec__k_alpb_packed<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        break;
+    }
+}
+
+/* The call's constants in float, and which term the kernels use. */
+static int elec__alpb_mode(const elec_alpb_kernel *k) {
+    return k->kappa > 0.0 || k->region == 1 ? ELEC__ALPB_GENERAL : ELEC__ALPB_COULOMB;
+}
+
+static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_kernel *k,
+                                  double net_charge, elec__alpb_call *a) {
+    memset(a, 0, sizeof *a);
+    a->k.region = k->region;
+    a->k.front = (float)k->front;
+    a->k.kappa = (float)k->kappa;
+    a->k.inv_eps_in = (float)k->inv_eps_in;
+    a->k.born = (float)k->born;
+    a->k.born_offset = (float)k->born_offset;
+    a->k.size2 = (float)k->size2;
+    a->k.constant = (float)k->constant;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++)
+        a->h2[level] = r->exact ? INFINITY : (float)(r->hcp_h[level] * r->hcp_h[level]);
+    a->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    a->scale = (float)r->scale;
+    /* the Coulomb form sums q / d and multiplies by front once */
+    a->factor = elec__alpb_mode(k) == ELEC__ALPB_COULOMB ? (float)k->front : 1.0f;
+    a->shift = (float)(net_charge * k->constant);
+}
+
+/* The evaluation points v + shift n relative to centre, as float4 (the
+   host's one pass over the caller's arrays). */
+static void elec__alpb_points(const double *vertices, const double *normals, size_t count,
+                              double shift, const double centre[3], float4 *out) {
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long i = 0; i < (long)count; i++) {
+        double P[3];
+        elec__alpb_point(vertices, normals, (size_t)i, shift, P);
+        out[i] = make_float4((float)(P[0] - centre[0]), (float)(P[1] - centre[1]),
+                             (float)(P[2] - centre[2]), 0.0f);
+    }
+}
+
+/* The exact sum without salt on the DCS points path: scale (front sum q/d
+   + Q constant). */
+static elec_status elec__alpb_on_dcs(int device, const elec_hcp *h, const double *vertices,
+                                     const double *normals, size_t count,
+                                     const elec_alpb_params *r, const elec_alpb_kernel *k,
+                                     float *potential, elec_error *err) {
+    elec_atoms atoms = elec_atoms_from_xyz(h->count[0], h->xyz, h->charge, NULL);
+    double *points = (double *)ELEC_MALLOC(3 * count * sizeof(double)), centre[3];
+    const double factor = r->scale * k->front, shift = r->scale * h->net_charge * k->constant;
+    elec_status status;
+    if (!points) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu points", count);
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long i = 0; i < (long)count; i++)
+        elec__alpb_point(vertices, normals, (size_t)i, r->proj, points + 3 * i);
+    elec__points_centre(points, count, centre);
+    status = elec__cuda_points_on(device, &atoms, points, count, centre, potential, err);
+    ELEC_FREE(points);
+    if (status != ELEC_OK) return status;
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (long i = 0; i < (long)count; i++)
+        potential[i] = (float)(factor * potential[i] + shift);
+    return ELEC_OK;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
+                                    const double *normals, size_t count,
+                                    const elec_alpb_params *params, float *potential,
+                                    elec_error *err) {
+    elec_status status;
+    elec_alpb_params r;
+    elec_alpb_kernel k;
+    elec__alpb_call a;
+    elec__alpb_device dev;
+    elec_alpb_variant variant;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode;
+    double lo[3], hi[3], centre[3];
+    float4 *host_points = NULL, *d_points = NULL, *d_points_ion = NULL, *d_sorted = NULL;
+    float *d_phi = NULL;
+    int *d_order = NULL, *d_index = NULL;
+    unsigned *d_code = NULL, *d_code_sorted = NULL;
+    void *d_scratch = NULL;
+    size_t scratch_bytes = 0, shared = 0;
+    cudaStream_t stream = NULL;
+    int sorted;
+    unsigned blocks;
+
+    memset(&dev, 0, sizeof dev);
+    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, err);
+    if (status != ELEC_OK) return status;
+    if (count > (size_t)INT_MAX / 2 || hcp->count[0] > (size_t)INT_MAX / 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the GPU ALPB takes at most %d vertices and atoms", INT_MAX / 2);
+    if ((status = elec__cuda_gpu_list(&r.gpus, devices, &device_count, err)) != ELEC_OK)
+        return status;
+    if (count == 0) {
+        elec__ok(err);
+        return ELEC_OK;
+    }
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    variant = r.variant;
+    if (variant == ELEC_ALPB_FASTEST) {
+        if (elec__alpb_is_coulomb(&r, &k)) {
+            status = elec__alpb_on_dcs(devices[0], hcp, vertices, normals, count, &r, &k,
+                                       potential, err);
+            cudaSetDevice(caller_device);
+            if (status == ELEC_OK) elec__ok(err);
+            return status;
+        }
+        variant = ELEC_ALPB_PACKED;
+    }
+    sorted = variant == ELEC_ALPB_SORTED || variant == ELEC_ALPB_PACKED;
+
+    elec__alpb_call_setup(&r, &k, hcp->net_charge, &a);
+    mode = elec__alpb_mode(&k);
+
+    /* points relative to the centre of the vertices' box */
+    elec__points_box(vertices, count, lo, hi);
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
+    host_points = (float4 *)ELEC_MALLOC(count * sizeof(float4));
+    if (!host_points) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu points", count);
+        goto cleanup;
+    }
+    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    status = elec__alpb_upload(hcp, r.hcp_charges, variant == ELEC_ALPB_PACKED, centre, &dev, err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, count * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, count * sizeof(float)));
+    elec__alpb_points(vertices, normals, count, r.proj, centre, host_points);
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_points, host_points, count * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    if (k.kappa > 0.0) {
+        /* P' = v + s n: the host buffer is reused once the copy is done */
+        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_points_ion, count * sizeof(float4)));
+        elec__alpb_points(vertices, normals, count, r.ion_exclusion, centre, host_points);
+        ELEC__CUDA_TRY(cudaMemcpyAsync(d_points_ion, host_points, count * sizeof(float4),
+                                       cudaMemcpyHostToDevice, stream));
+    }
+    blocks = (unsigned)((count + ELEC__ALPB_BLOCK - 1) / ELEC__ALPB_BLOCK);
+    if (sorted) {
+        /* Morton order of the points: codes, CUB's radix sort, then the
+           points (and P') gathered in that order */
+        const double extent = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), hi[2] - lo[2]);
+        const float3 box_lo = make_float3((float)(lo[0] - centre[0]) - 1e-3f,
+                                          (float)(lo[1] - centre[1]) - 1e-3f,
+                                          (float)(lo[2] - centre[2]) - 1e-3f);
+        const float scale = (float)(1023.0 / (extent + 2e-3));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code, count * sizeof(unsigned)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code_sorted, count * sizeof(unsigned)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_index, count * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_order, count * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_sorted, count * sizeof(float4)));
+        elec__k_alpb_morton<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_code, d_index, d_points,
+                                                                    (int)count, box_lo, scale);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(NULL, scratch_bytes, d_code,
+                                                       d_code_sorted, d_index, d_order,
+                                                       (int)count, 0, 30, stream));
+        ELEC__CUDA_TRY(cudaMalloc(&d_scratch, scratch_bytes));
+        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(d_scratch, scratch_bytes, d_code,
+                                                       d_code_sorted, d_index, d_order,
+                                                       (int)count, 0, 30, stream));
+        elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_sorted, d_points,
+                                                                    d_order, (int)count);
+        ELEC__CUDA_TRY(cudaGetLastError());
+        {   /* the sorted points take the unsorted ones' place */
+            float4 *swap = d_points;
+            d_points = d_sorted;
+            d_sorted = swap;
+        }
+        if (d_points_ion) {
+            elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                d_sorted, d_points_ion, d_order, (int)count);
+            ELEC__CUDA_TRY(cudaGetLastError());
+            float4 *swap = d_points_ion;
+            d_points_ion = d_sorted;
+            d_sorted = swap;
+        }
+    }
+    if (variant == ELEC_ALPB_PACKED &&
+        hcp->count[3] + hcp->count[2] + 2 <= ELEC__ALPB_TOP_RECORDS)
+        shared = 3 * (hcp->count[3] + hcp->count[2] + 2) * sizeof(float4);
+    {
+        const int general = mode == ELEC__ALPB_GENERAL;
+        const int *order = sorted ? d_order : NULL;
+        if (general && r.hcp_charges == 1)
+            elec__alpb_launch<ELEC__ALPB_GENERAL, 1>(variant, blocks, shared, stream, d_phi,
+                                                     d_points, d_points_ion, order,
+                                                     (int)count, dev, a);
+        else if (general)
+            elec__alpb_launch<ELEC__ALPB_GENERAL, 2>(variant, blocks, shared, stream, d_phi,
+                                                     d_points, d_points_ion, order,
+                                                     (int)count, dev, a);
+        else if (r.hcp_charges == 1)
+            elec__alpb_launch<ELEC__ALPB_COULOMB, 1>(variant, blocks, shared, stream, d_phi,
+                                                     d_points, d_points_ion, order,
+                                                     (int)count, dev, a);
+        else
+            elec__alpb_launch<ELEC__ALPB_COULOMB, 2>(variant, blocks, shared, stream, d_phi,
+                                                     d_points, d_points_ion, order,
+                                                     (int)count, dev, a);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    ELEC__CUDA_TRY(cudaMemcpyAsync(potential, d_phi, count * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    elec__ok(err);
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    cudaFree(dev.d_block);
+    cudaFree(d_points);
+    cudaFree(d_points_ion);
+    cudaFree(d_sorted);
+    cudaFree(d_phi);
+    cudaFree(d_order);
+    cudaFree(d_index);
+    cudaFree(d_code);
+    cudaFree(d_code_sorted);
+    cudaFree(d_scratch);
+    ELEC_FREE(host_points);
     cudaSetDevice(caller_device);
     return status;
 }

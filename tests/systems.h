@@ -222,4 +222,25 @@ static inline test_system test_system_nacl(int cells, double a) {
     return s;
 }
 
+/* n points on a sphere of the given radius about centre, spread by the
+   Fibonacci spiral, with their outward unit normals (3 n values each):
+   the surfaces of the ALPB tests. */
+static inline void test_sphere_points(size_t n, const double centre[3], double radius,
+                                      double *xyz, double *normal) {
+    const double turn = 3.14159265358979323846 * (1.0 + sqrt(5.0));
+    size_t k;
+    for (k = 0; k < n; k++) {
+        double z = 1.0 - 2.0 * ((double)k + 0.5) / (double)n, s = sqrt(1.0 - z * z);
+        double t = turn * ((double)k + 0.5), u[3];
+        int axis;
+        u[0] = s * cos(t);
+        u[1] = s * sin(t);
+        u[2] = z;
+        for (axis = 0; axis < 3; axis++) {
+            xyz[3 * k + axis] = centre[axis] + radius * u[axis];
+            if (normal) normal[3 * k + axis] = u[axis];
+        }
+    }
+}
+
 #endif /* ELEC_TEST_SYSTEMS_H */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The command-line tools as a user runs them: elecmap on its built-in input
 # (DCS, MSM and cutoff maps, the automatic choice of MSM)
-# and on a real structure, elecenergy's JSON, and their refusals of bad
-# input.  Prints one line per check and the harness's tally line.
+# and on a real structure, elecenergy's JSON, elecsurf's three outputs,
+# and their refusals of bad input.  Prints one line per check and the harness's tally line.
 # Usage: tests/test_cli.sh BUILD_DIR
 build=${1:-build}
 dir=$(mktemp -d)
@@ -105,6 +105,86 @@ else
     skip "elecmap_maps_fasciculin_with_mdh: $fas2 absent"
     skip "elecenergy_prints_json_with_the_total: $fas2 absent"
     skip "elecenergy_asks_for_a_box: $fas2 absent"
+fi
+
+# ---------------------------------------------------------------- elecsurf
+# One +1 ion of radius 12 (A_det = 12) and points on its sphere: every
+# potential is the research notes' central-ion value, 0.345900 kcal/(mol e)
+# (E1), 0.539696 x 332.0/332.0636 in GEM mode (GEM's constant), in input
+# order with the normals echoed.
+printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 12.0000\n' > "$dir/ion.pqr"
+awk 'BEGIN { n = 40; for (k = 0; k < n; k++) { z = 1 - 2 * (k + 0.5) / n; s = sqrt(1 - z * z); t = 3.14159265358979 * (1 + sqrt(5)) * (k + 0.5);
+      printf "%.9f %.9f %.9f %.9f %.9f %.9f\n", 1 + 12 * s * cos(t), 2 + 12 * s * sin(t), 3 + 12 * z, s * cos(t), s * sin(t), z } }' > "$dir/sphere.txt"
+if "$build/elecsurf" --cpu --exact --units kcal --surface "$dir/sphere.txt" "$dir/ion.pqr" "$dir/ion.txt" > "$dir/out" 2>&1 &&
+   [ "$(grep -vc '^#' "$dir/ion.txt")" -eq 40 ] &&
+   awk '!/^#/ { if ($7 < 0.3458995 || $7 > 0.3459005) bad++ } END { exit bad > 0 }' "$dir/ion.txt" &&
+   grep -v '^#' "$dir/ion.txt" | paste -d' ' "$dir/sphere.txt" - | awk '{ if ($1 - $7 > 1e-4 || $7 - $1 > 1e-4 || $6 - $12 > 1e-5 || $12 - $6 > 1e-5) bad++ } END { exit bad > 0 }' &&
+   grep -q "A = 12.000 A (A_det)" "$dir/out" && grep -q "method     ALPB, eps 1/80, p 0 A, no salt, exact" "$dir/out"; then
+    ok "elecsurf_central_ion_on_a_point_list_is_the_research_value"
+else fail "elecsurf_central_ion_on_a_point_list_is_the_research_value: $(cat "$dir/out"; head -3 "$dir/ion.txt")"; fi
+if "$build/elecsurf" --cpu --gem --units kcal --surface "$dir/sphere.txt" "$dir/ion.pqr" "$dir/gem.txt" > "$dir/out" 2>&1 &&
+   awk '!/^#/ { want = 0.539696 * 332.0 / 332.0636; if ($7 - want > 1e-6 || want - $7 > 1e-6) bad++ } END { exit bad > 0 }' "$dir/gem.txt"; then
+    ok "elecsurf_gem_mode_gives_gems_central_ion"
+else fail "elecsurf_gem_mode_gives_gems_central_ion: $(cat "$dir/out"; head -3 "$dir/gem.txt")"; fi
+
+# A PLY mesh: its header's counts match its body, and every vertex has a
+# colour and a potential.
+if "$build/elecsurf" --cpu --density 1 "$dir/ion.pqr" "$dir/ion.ply" > "$dir/out" 2>&1; then
+    vertices=$(sed -n 's/^element vertex \([0-9]*\)$/\1/p' "$dir/ion.ply")
+    faces=$(sed -n 's/^element face \([0-9]*\)$/\1/p' "$dir/ion.ply")
+    body=$(sed '1,/^end_header$/d' "$dir/ion.ply" | wc -l)
+    if [ -n "$vertices" ] && [ -n "$faces" ] && [ "$body" -eq $((vertices + faces)) ] &&
+       grep -q "^property float potential$" "$dir/ion.ply" &&
+       grep -q "surface    mesh, $vertices vertices, $faces triangles" "$dir/out"; then
+        ok "elecsurf_writes_a_ply_mesh_with_potentials"
+    else fail "elecsurf_writes_a_ply_mesh_with_potentials: $vertices $faces $body"; fi
+else fail "elecsurf_writes_a_ply_mesh_with_potentials: $(cat "$dir/out")"; fi
+
+# PNG where libpng was found at build time, else a refusal that says so.
+if "$build/elecsurf" --cpu --density 1 --size 96 "$dir/ion.pqr" "$dir/ion.png" > "$dir/out" 2>&1; then
+    if [ "$(head -c 8 "$dir/ion.png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then
+        ok "elecsurf_renders_a_png"
+    else fail "elecsurf_renders_a_png: not a PNG"; fi
+elif grep -q "built without libpng" "$dir/out" && [ ! -e "$dir/ion.png" ]; then
+    ok "elecsurf_renders_a_png (refused: built without libpng)"
+else fail "elecsurf_renders_a_png: $(cat "$dir/out")"; fi
+
+# Refusals: named, nonzero status, and no output file (not even a partial
+# or temporary one).
+printf '1 2 3 0 0 1\n4 5 x 0 0 1\n' > "$dir/bad.txt"
+printf '1 2 3\n4 5 6\n' > "$dir/bare.txt"
+refused() { # name, expected status, expected message, output, args...
+    name=$1; want=$2; message=$3; output=$4; shift 4
+    "$build/elecsurf" --cpu "$@" "$output" > "$dir/out" 2>&1
+    rc=$?
+    if [ $rc -eq "$want" ] && grep -q "$message" "$dir/out" && [ ! -e "$output" ] && [ ! -e "$output.tmp" ]; then
+        ok "$name"
+    else fail "$name: status $rc, $(cat "$dir/out")"; fi
+}
+refused elecsurf_refuses_a_malformed_point_list 1 "line 2: z 'x' is not a number" "$dir/r1.txt" \
+    --surface "$dir/bad.txt" "$dir/ion.pqr"
+refused elecsurf_refuses_a_negative_projection_outside_gem_mode 1 "proj -1 < 0" "$dir/r2.txt" \
+    --proj -1 --surface "$dir/sphere.txt" "$dir/ion.pqr"
+refused elecsurf_refuses_points_without_normals_off_the_surface 1 "no normals" "$dir/r3.txt" \
+    --proj 1.4 --surface "$dir/bare.txt" "$dir/ion.pqr"
+printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 0.0000\n' > "$dir/flat.pqr"
+refused elecsurf_refuses_zero_radii_without_a_size 1 "every radius is zero" "$dir/r4.txt" \
+    --surface "$dir/sphere.txt" "$dir/flat.pqr"
+refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt or .png" "$dir/r5.dx" \
+    "$dir/ion.pqr"
+refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-charges 3 "$dir/ion.pqr"
+
+# A real structure: the contact surface's point count (research notes 4)
+# and the hierarchy in the summary.
+lzt=../shared/data/structures/2LZT-ASP66.pqr
+if [ -r "$lzt" ]; then
+    if "$build/elecsurf" --cpu "$lzt" "$dir/lzt.txt" > "$dir/out" 2>&1 &&
+       grep -q "atoms      1960 (net charge +8.0000 e), 129 residues, 1 chains, 1 complexes" "$dir/out" &&
+       grep -q "surface    contact, 5289 points" "$dir/out" && [ "$(grep -vc '^#' "$dir/lzt.txt")" -eq 5289 ]; then
+        ok "elecsurf_maps_lysozymes_contact_surface"
+    else fail "elecsurf_maps_lysozymes_contact_surface: $(cat "$dir/out")"; fi
+else
+    skip "elecsurf_maps_lysozymes_contact_surface: $lzt absent"
 fi
 echo "tally: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

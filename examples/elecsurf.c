@@ -1,0 +1,816 @@
+/* elecsurf - the ALPB electrostatic potential on a molecule's surface.
+
+   elecsurf [options] input.pqr output.ply|output.txt|output.png
+
+   The potential of the analytical linearized Poisson-Boltzmann model at
+   the vertices of a surface (a closed mesh, the contact surface, or an
+   MSMS .vert file or point list given), exact or by hierarchical charge
+   partitioning; written as a coloured PLY mesh, a text table, or a PNG
+   picture with a colour bar.  Built as C for the CPU alone, or by nvcc
+   (-x cu -DELEC_WITH_CUDA) with the GPU path, which is then the default
+   when a GPU is present; PNG output needs libpng (-DELECSURF_WITH_PNG
+   -lpng, which the Makefile adds where libpng is installed).  Run with
+   --help for the options and their defaults. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#ifdef ELEC_WITH_CUDA
+#include "elec_cuda.cuh"
+#endif
+#ifdef ELECSURF_WITH_PNG
+#include <png.h>
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef enum { SURFACE_DEFAULT, SURFACE_MESH, SURFACE_CONTACT, SURFACE_FILE } surface_kind;
+typedef enum { OUTPUT_PLY, OUTPUT_TXT, OUTPUT_PNG } output_kind;
+typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } run_device;
+
+typedef struct options {
+    const char *input, *output, *surface_file;
+    surface_kind surface;
+    output_kind kind;
+    run_device device;
+    double density, probe, temperature, range;
+    elec_alpb_params alpb;
+    int units_kT, quiet, size, view_axis, view_sign;
+} options;
+
+static void usage(FILE *out) {
+    fprintf(out,
+"usage: elecsurf [options] input.pqr output.ply|output.txt|output.png\n"
+"\n"
+"The ALPB electrostatic potential (analytical linearized Poisson-Boltzmann)\n"
+"on the surface of the atoms of a PQR file, exact or by hierarchical charge\n"
+"partitioning (HCP).  The output's extension picks its kind: .ply (the\n"
+"surface with a per-vertex potential and red-white-blue colours), .txt\n"
+"(x y z [nx ny nz] potential, one line per point, in order), .png (a\n"
+"picture of the coloured surface with a colour bar).\n"
+"\n"
+"  --surface mesh|contact|FILE\n"
+"                        a closed triangulated surface (marching tetrahedra\n"
+"                        over a Gaussian density; default for .ply and .png),\n"
+"                        the contact surface (default for .txt), or a file:\n"
+"                        MSMS .vert (with its .face beside it, if there) or\n"
+"                        a point list, x y z [nx ny nz] a line\n"
+"  --density D           surface points per A^2 (default 3; the mesh's\n"
+"                        lattice spacing is 1/sqrt(D))\n"
+"  --probe R             contact surface probe radius in A (default 1.5)\n"
+"  --proj P              the potential at P A along each normal (default 0)\n"
+"  --eps-in E            solute dielectric (default 1)\n"
+"  --eps-out E           solvent dielectric (default 80)\n"
+"  --salt M              1:1 salt in mol/L (default 0)\n"
+"  --A A                 electrostatic size in A (default: A_det, computed)\n"
+"  --exact               every atom, no HCP\n"
+"  --hcp-charges 1|2     charges per far component (default 2)\n"
+"  --hcp H1[,H2[,H3]]    HCP thresholds of residues, chains, complexes in A\n"
+"                        (default 20,70,150; 'inf' never approximates)\n"
+"  --gem                 GEM's formulas (its region 1 at p <= 0, its kappa\n"
+"                        0.316 sqrt(M), its 332.0 with --units kcal)\n"
+"  --gpu | --cpu         where to compute (default: the GPU when present)\n"
+"  --variant NAME        GPU kernel: simple, registers, sorted, packed, or\n"
+"                        fastest (default)\n"
+"  --units kT|kcal       kT/e (default) or kcal/(mol e)\n"
+"  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
+"  --range R             .ply and .png colours saturate at +-R (default: the\n"
+"                        95th percentile of |potential|)\n"
+"  --size N              .png picture of N x N pixels (default 480)\n"
+"  --view [-]x|y|z       .png: look along this axis (default -z: from +z)\n"
+"  --quiet               no summary\n"
+"  --help                this text\n");
+}
+
+static int parse_double(const char *text, double *value) {
+    char *end;
+    *value = strtod(text, &end);
+    return end != text && *end == '\0' && elec__finite(*value);
+}
+
+static int has_extension(const char *path, const char *ext) {
+    size_t n = strlen(path), m = strlen(ext);
+    return n > m && strcmp(path + n - m, ext) == 0;
+}
+
+/* Parses argv into o; returns 0 with a message on stderr when it cannot. */
+static int parse_options(int argc, char **argv, options *o) {
+    int i, positional = 0;
+    const char *files[2] = {NULL, NULL};
+    memset(o, 0, sizeof *o);
+    o->units_kT = 1;
+    o->temperature = ELEC_ROOM_TEMPERATURE;
+    o->size = 480;
+    o->view_axis = 2;
+    o->view_sign = -1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = argc - i - 1;
+#define NEED(n)                                                               \
+    if (more < (n)) {                                                         \
+        fprintf(stderr, "elecsurf: %s needs a value\n", a);                   \
+        return 0;                                                             \
+    }
+#define DOUBLE_ARG(target, what)                                              \
+    do {                                                                      \
+        NEED(1);                                                              \
+        if (!parse_double(argv[++i], &(target))) {                            \
+            fprintf(stderr, "elecsurf: %s: '%s' is not a %s\n", a, argv[i],   \
+                    what);                                                    \
+            return 0;                                                         \
+        }                                                                     \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--surface")) {
+            NEED(1);
+            a = argv[++i];
+            if (!strcmp(a, "mesh")) o->surface = SURFACE_MESH;
+            else if (!strcmp(a, "contact")) o->surface = SURFACE_CONTACT;
+            else {
+                o->surface = SURFACE_FILE;
+                o->surface_file = a;
+            }
+        } else if (!strcmp(a, "--density")) {
+            DOUBLE_ARG(o->density, "density per A^2");
+            if (!(o->density > 0.0)) {
+                fprintf(stderr, "elecsurf: --density %g: give a positive density\n", o->density);
+                return 0;
+            }
+        } else if (!strcmp(a, "--probe")) {
+            DOUBLE_ARG(o->probe, "radius in A");
+            if (!(o->probe > 0.0)) {
+                fprintf(stderr, "elecsurf: --probe %g: give a positive radius\n", o->probe);
+                return 0;
+            }
+        } else if (!strcmp(a, "--proj")) {
+            DOUBLE_ARG(o->alpb.proj, "length in A");
+        } else if (!strcmp(a, "--eps-in")) {
+            DOUBLE_ARG(o->alpb.eps_in, "dielectric constant");
+        } else if (!strcmp(a, "--eps-out")) {
+            DOUBLE_ARG(o->alpb.eps_out, "dielectric constant");
+        } else if (!strcmp(a, "--salt")) {
+            DOUBLE_ARG(o->alpb.salt, "concentration in mol/L");
+        } else if (!strcmp(a, "--A")) {
+            DOUBLE_ARG(o->alpb.electrostatic_size, "size in A");
+            if (!(o->alpb.electrostatic_size > 0.0)) {
+                fprintf(stderr, "elecsurf: --A %g: give a positive size\n",
+                        o->alpb.electrostatic_size);
+                return 0;
+            }
+        } else if (!strcmp(a, "--exact")) {
+            o->alpb.exact = 1;
+        } else if (!strcmp(a, "--hcp-charges")) {
+            NEED(1);
+            a = argv[++i];
+            if (strcmp(a, "1") && strcmp(a, "2")) {
+                fprintf(stderr, "elecsurf: --hcp-charges '%s': use 1 or 2\n", a);
+                return 0;
+            }
+            o->alpb.hcp_charges = a[0] - '0';
+        } else if (!strcmp(a, "--hcp")) {
+            char copy[256], *token, *rest;
+            int level = 0;
+            NEED(1);
+            snprintf(copy, sizeof copy, "%s", argv[++i]);
+            for (token = strtok_r(copy, ",", &rest); token; token = strtok_r(NULL, ",", &rest)) {
+                double h;
+                if (level == ELEC_HCP_LEVELS ||
+                    (!parse_double(token, &h) && strcmp(token, "inf")) ||
+                    (strcmp(token, "inf") && !(h > 0.0))) {
+                    fprintf(stderr, "elecsurf: --hcp '%s': give 1 to 3 positive thresholds "
+                                    "in A (or inf), comma-separated\n", argv[i]);
+                    return 0;
+                }
+                o->alpb.hcp_h[level++] = strcmp(token, "inf") ? h : HUGE_VAL;
+            }
+            if (level == 0) {
+                fprintf(stderr, "elecsurf: --hcp needs thresholds\n");
+                return 0;
+            }
+        } else if (!strcmp(a, "--gem")) {
+            o->alpb.gem_compat = 1;
+        } else if (!strcmp(a, "--gpu")) {
+            o->device = DEVICE_GPU;
+        } else if (!strcmp(a, "--cpu")) {
+            o->device = DEVICE_CPU;
+        } else if (!strcmp(a, "--variant")) {
+            int v, found = 0;
+            NEED(1);
+            a = argv[++i];
+            for (v = 0; v < ELEC_ALPB_VARIANT_COUNT; v++)
+                if (!strcmp(a, elec_alpb_variant_name((elec_alpb_variant)v))) {
+                    o->alpb.variant = (elec_alpb_variant)v;
+                    found = 1;
+                }
+            if (!found) {
+                fprintf(stderr, "elecsurf: unknown GPU kernel '%s' (simple, registers, sorted, "
+                                "packed, fastest)\n", a);
+                return 0;
+            }
+        } else if (!strcmp(a, "--units")) {
+            NEED(1);
+            a = argv[++i];
+            if (!strcmp(a, "kT")) o->units_kT = 1;
+            else if (!strcmp(a, "kcal")) o->units_kT = 0;
+            else {
+                fprintf(stderr, "elecsurf: unknown units '%s' (kT or kcal)\n", a);
+                return 0;
+            }
+        } else if (!strcmp(a, "--temperature")) {
+            DOUBLE_ARG(o->temperature, "temperature in K");
+            if (!(o->temperature > 0.0)) {
+                fprintf(stderr, "elecsurf: --temperature %g: give a positive temperature\n",
+                        o->temperature);
+                return 0;
+            }
+        } else if (!strcmp(a, "--range")) {
+            DOUBLE_ARG(o->range, "potential");
+            if (!(o->range > 0.0)) {
+                fprintf(stderr, "elecsurf: --range %g: give a positive range\n", o->range);
+                return 0;
+            }
+        } else if (!strcmp(a, "--size")) {
+            double size;
+            DOUBLE_ARG(size, "size in pixels");
+            if (!(size >= 64 && size <= 8192) || size != (int)size) {
+                fprintf(stderr, "elecsurf: --size %g: use 64 to 8192 pixels\n", size);
+                return 0;
+            }
+            o->size = (int)size;
+        } else if (!strcmp(a, "--view")) {
+            NEED(1);
+            a = argv[++i];
+            o->view_sign = a[0] == '-' ? -1 : 1; /* -z: along -z, from +z */
+            if (a[0] == '-' || a[0] == '+') a++;
+            if (strlen(a) != 1 || a[0] < 'x' || a[0] > 'z') {
+                fprintf(stderr, "elecsurf: --view '%s': use x, y, z or -x, -y, -z\n", argv[i]);
+                return 0;
+            }
+            o->view_axis = a[0] - 'x';
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "elecsurf: unknown option '%s' (see --help)\n", a);
+            return 0;
+        } else {
+            if (positional == 2) {
+                fprintf(stderr, "elecsurf: too many file names ('%s')\n", a);
+                return 0;
+            }
+            files[positional++] = a;
+        }
+#undef NEED
+#undef DOUBLE_ARG
+    }
+    if (positional != 2) {
+        fprintf(stderr, "elecsurf: need an input PQR file and an output file\n");
+        usage(stderr);
+        return 0;
+    }
+    o->input = files[0];
+    o->output = files[1];
+    if (has_extension(o->output, ".ply")) o->kind = OUTPUT_PLY;
+    else if (has_extension(o->output, ".txt")) o->kind = OUTPUT_TXT;
+    else if (has_extension(o->output, ".png")) o->kind = OUTPUT_PNG;
+    else {
+        fprintf(stderr, "elecsurf: '%s': the output must end in .ply, .txt or .png\n",
+                o->output);
+        return 0;
+    }
+#ifndef ELECSURF_WITH_PNG
+    if (o->kind == OUTPUT_PNG) {
+        fprintf(stderr, "elecsurf: '%s': this elecsurf was built without libpng, so it "
+                        "cannot write PNG (install libpng-dev and rebuild, or write .ply "
+                        "or .txt)\n", o->output);
+        return 0;
+    }
+#endif
+    if (o->surface == SURFACE_DEFAULT)
+        o->surface = o->kind == OUTPUT_TXT ? SURFACE_CONTACT : SURFACE_MESH;
+    return 1;
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ----------------------------------------------------------- surfaces */
+
+/* The surface the options name; err says why not. */
+static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_surface *s,
+                                double *mesh_spacing, elec_error *err) {
+    const double density = o->density > 0.0 ? o->density : 3.0;
+    if (o->surface == SURFACE_CONTACT)
+        return elec_surface_contact(atoms, density, o->probe, s, err);
+    if (o->surface == SURFACE_MESH) {
+        /* 1/sqrt(density), coarser where the lattice would pass 2e7 points */
+        double lo[3], hi[3], volume = 1.0, spacing = 1.0 / sqrt(density);
+        int axis;
+        elec_atoms_bounds(atoms, lo, hi);
+        for (axis = 0; axis < 3; axis++) volume *= hi[axis] - lo[axis] + 12.0;
+        if (volume / (spacing * spacing * spacing) > 2e7) spacing = cbrt(volume / 2e7);
+        *mesh_spacing = spacing;
+        return elec_surface_mesh(atoms, spacing, 0.0, s, err);
+    }
+    if (has_extension(o->surface_file, ".vert")) {
+        /* the .face file beside it, where there is one */
+        size_t n = strlen(o->surface_file);
+        char *face = (char *)malloc(n + 1);
+        FILE *f;
+        elec_status st;
+        if (!face) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        memcpy(face, o->surface_file, n - 5);
+        strcpy(face + n - 5, ".face");
+        f = fopen(face, "r");
+        if (f) fclose(f);
+        st = elec_read_msms(o->surface_file, f ? face : NULL, s, err);
+        free(face);
+        return st;
+    }
+    return elec_read_points(o->surface_file, s, err);
+}
+
+/* -------------------------------------------------------------- colours */
+
+/* Red (negative) - white - blue (positive) over -range .. range. */
+static void colour_of(double phi, double range, unsigned char rgb[3]) {
+    double t = phi / range;
+    t = t < -1.0 ? -1.0 : t > 1.0 ? 1.0 : t;
+    if (t < 0.0) {
+        rgb[0] = 255;
+        rgb[1] = rgb[2] = (unsigned char)(255.0 * (1.0 + t) + 0.5);
+    } else {
+        rgb[0] = rgb[1] = (unsigned char)(255.0 * (1.0 - t) + 0.5);
+        rgb[2] = 255;
+    }
+}
+
+static int abs_order(const void *a, const void *b) {
+    double x = fabs(*(const float *)a), y = fabs(*(const float *)b);
+    return (x > y) - (x < y);
+}
+
+/* The colour range: --range, else the 95th percentile of |phi| (a few
+   exposed charges would otherwise wash the rest out to white). */
+static double colour_range(const options *o, const float *phi, size_t n) {
+    float *sorted;
+    double r;
+    if (o->range > 0.0) return o->range;
+    sorted = (float *)malloc(n * sizeof *sorted);
+    if (!sorted) return 1.0;
+    memcpy(sorted, phi, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, abs_order);
+    r = fabs(sorted[(size_t)(0.95 * (double)(n - 1))]);
+    free(sorted);
+    return r > 0.0 ? r : 1.0;
+}
+
+/* -------------------------------------------------------------- output */
+
+/* Output is written to <path>.tmp and renamed over path once complete, so
+   that a failure leaves no partial file.  (A shared write-to-temp-and-
+   rename helper is coming to elec.h: these two functions are where
+   elecsurf switches to it.) */
+static FILE *output_open(const char *path, char *tmp, size_t size) {
+    snprintf(tmp, size, "%s.tmp", path);
+    return fopen(tmp, "wb");
+}
+
+static int output_close(FILE *f, const char *tmp, const char *path, int ok) {
+    ok = !ferror(f) && ok;
+    ok = fclose(f) == 0 && ok;
+    if (ok && rename(tmp, path) == 0) return 1;
+    remove(tmp);
+    return 0;
+}
+
+static int write_txt(FILE *f, const options *o, const elec_surface *s, const float *phi) {
+    size_t i;
+    fprintf(f, "# elecsurf: ALPB potential in %s at each point moved %g A along its normal\n",
+            o->units_kT ? "kT/e" : "kcal/(mol e)", o->alpb.proj);
+    fprintf(f, s->normal ? "# x y z nx ny nz potential\n" : "# x y z potential\n");
+    for (i = 0; i < s->count; i++) {
+        const double *x = s->xyz + 3 * i;
+        if (s->normal)
+            fprintf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2], s->normal[3 * i],
+                    s->normal[3 * i + 1], s->normal[3 * i + 2], (double)phi[i]);
+        else
+            fprintf(f, "%.4f %.4f %.4f %.6g\n", x[0], x[1], x[2], (double)phi[i]);
+    }
+    return 1;
+}
+
+static int write_ply(FILE *f, const options *o, const elec_surface *s, const float *phi,
+                     double range) {
+    size_t i;
+    fprintf(f, "ply\nformat ascii 1.0\n");
+    fprintf(f, "comment elecsurf: ALPB potential in %s; colours red (-%g) white blue (+%g)\n",
+            o->units_kT ? "kT/e" : "kcal/(mol e)", range, range);
+    fprintf(f, "element vertex %zu\nproperty float x\nproperty float y\nproperty float z\n",
+            s->count);
+    if (s->normal) fprintf(f, "property float nx\nproperty float ny\nproperty float nz\n");
+    fprintf(f, "property uchar red\nproperty uchar green\nproperty uchar blue\n"
+               "property float potential\n");
+    if (s->triangle_count)
+        fprintf(f, "element face %zu\nproperty list uchar int vertex_indices\n",
+                s->triangle_count);
+    fprintf(f, "end_header\n");
+    for (i = 0; i < s->count; i++) {
+        unsigned char rgb[3];
+        colour_of(phi[i], range, rgb);
+        fprintf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1], s->xyz[3 * i + 2]);
+        if (s->normal)
+            fprintf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
+                    s->normal[3 * i + 2]);
+        fprintf(f, " %d %d %d %.6g\n", rgb[0], rgb[1], rgb[2], (double)phi[i]);
+    }
+    for (i = 0; i < s->triangle_count; i++)
+        fprintf(f, "3 %zu %zu %zu\n", s->triangles[3 * i], s->triangles[3 * i + 1],
+                s->triangles[3 * i + 2]);
+    return 1;
+}
+
+/* ------------------------------------------------------------ the picture */
+
+#ifdef ELECSURF_WITH_PNG
+/* A 5 x 7 font for the colour bar's labels: rows top to bottom, 5 bits
+   each, the leftmost pixel the highest bit. */
+static const struct glyph {
+    char c;
+    unsigned char row[7];
+} font[] = {
+    {'0', {14, 17, 19, 21, 25, 17, 14}}, {'1', {4, 12, 4, 4, 4, 4, 14}},
+    {'2', {14, 17, 1, 2, 4, 8, 31}},     {'3', {30, 1, 1, 14, 1, 1, 30}},
+    {'4', {2, 6, 10, 18, 31, 2, 2}},     {'5', {31, 16, 30, 1, 1, 17, 14}},
+    {'6', {6, 8, 16, 30, 17, 17, 14}},   {'7', {31, 1, 2, 4, 8, 8, 8}},
+    {'8', {14, 17, 17, 14, 17, 17, 14}}, {'9', {14, 17, 17, 15, 1, 2, 12}},
+    {'.', {0, 0, 0, 0, 0, 12, 12}},      {'-', {0, 0, 0, 31, 0, 0, 0}},
+    {'+', {0, 4, 4, 31, 4, 4, 0}},       {'e', {0, 0, 14, 17, 31, 16, 14}},
+    {'k', {16, 16, 18, 20, 24, 20, 18}}, {'T', {31, 4, 4, 4, 4, 4, 4}},
+    {'/', {1, 2, 2, 4, 8, 8, 16}},       {'c', {0, 0, 14, 16, 16, 17, 14}},
+    {'a', {0, 0, 14, 1, 15, 17, 15}},    {'l', {12, 4, 4, 4, 4, 4, 14}},
+    {'m', {0, 0, 26, 21, 21, 17, 17}},   {'o', {0, 0, 14, 17, 17, 17, 14}},
+    {'(', {2, 4, 8, 8, 8, 4, 2}},        {')', {8, 4, 2, 2, 2, 4, 8}},
+};
+
+typedef struct picture {
+    int w, h;
+    unsigned char *rgb;
+    float *depth;
+} picture;
+
+static void put_pixel(picture *p, int x, int y, const unsigned char c[3]) {
+    if (x < 0 || y < 0 || x >= p->w || y >= p->h) return;
+    memcpy(p->rgb + 3 * ((size_t)y * p->w + x), c, 3);
+}
+
+/* Text at (x, y) (top left), each font pixel a scale x scale square. */
+static void draw_text(picture *p, int x, int y, int scale, const char *text,
+                      const unsigned char c[3]) {
+    for (; *text; text++, x += 6 * scale) {
+        size_t g;
+        for (g = 0; g < sizeof font / sizeof font[0]; g++)
+            if (font[g].c == *text) break;
+        if (g == sizeof font / sizeof font[0]) continue; /* a blank */
+        for (int row = 0; row < 7; row++)
+            for (int col = 0; col < 5; col++)
+                if (font[g].row[row] >> (4 - col) & 1)
+                    for (int dy = 0; dy < scale; dy++)
+                        for (int dx = 0; dx < scale; dx++)
+                            put_pixel(p, x + col * scale + dx, y + row * scale + dy, c);
+    }
+}
+
+/* What the renderer needs of a vertex: screen x, y, depth (larger is
+   nearer), the normal in view space, the potential. */
+typedef struct screen_vertex {
+    double x, y, z, n[3], phi;
+} screen_vertex;
+
+/* Lambert shading of the potential's colour: ambient 0.35, diffuse 0.65
+   from a light above left of the viewer. */
+static void shade(double phi, const double n[3], double range, unsigned char out[3]) {
+    static const double light[3] = {-0.3939, 0.3939, 0.8305}; /* unit */
+    unsigned char base[3];
+    double len = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), lambert;
+    int k;
+    colour_of(phi, range, base);
+    lambert = len > 0.0 ? (n[0] * light[0] + n[1] * light[1] + n[2] * light[2]) / len : 1.0;
+    if (lambert < 0.0) lambert = 0.0;
+    for (k = 0; k < 3; k++) out[k] = (unsigned char)(base[k] * (0.35 + 0.65 * lambert) + 0.5);
+}
+
+/* One triangle by its edge functions, potential and normal interpolated
+   per pixel, through the depth buffer. */
+static void draw_triangle(picture *p, const screen_vertex *a, const screen_vertex *b,
+                          const screen_vertex *c, double range) {
+    double area = (b->x - a->x) * (c->y - a->y) - (b->y - a->y) * (c->x - a->x);
+    int x0, x1, y0, y1, x, y;
+    if (fabs(area) < 1e-12) return;
+    x0 = (int)floor(fmin(a->x, fmin(b->x, c->x)));
+    x1 = (int)ceil(fmax(a->x, fmax(b->x, c->x)));
+    y0 = (int)floor(fmin(a->y, fmin(b->y, c->y)));
+    y1 = (int)ceil(fmax(a->y, fmax(b->y, c->y)));
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 > p->w - 1) x1 = p->w - 1;
+    if (y1 > p->h - 1) y1 = p->h - 1;
+    for (y = y0; y <= y1; y++)
+        for (x = x0; x <= x1; x++) {
+            double px = x + 0.5, py = y + 0.5;
+            double wa = ((b->x - px) * (c->y - py) - (b->y - py) * (c->x - px)) / area;
+            double wb = ((c->x - px) * (a->y - py) - (c->y - py) * (a->x - px)) / area;
+            double wc = 1.0 - wa - wb, z, n[3];
+            size_t at = (size_t)y * p->w + x;
+            unsigned char rgb[3];
+            int k;
+            if (wa < 0.0 || wb < 0.0 || wc < 0.0) continue;
+            z = wa * a->z + wb * b->z + wc * c->z;
+            if (z <= p->depth[at]) continue;
+            p->depth[at] = (float)z;
+            for (k = 0; k < 3; k++) n[k] = wa * a->n[k] + wb * b->n[k] + wc * c->n[k];
+            shade(wa * a->phi + wb * b->phi + wc * c->phi, n, range, rgb);
+            memcpy(p->rgb + 3 * at, rgb, 3);
+        }
+}
+
+/* A point of a surface without triangles: a shaded disc. */
+static void draw_disc(picture *p, const screen_vertex *v, double radius, double range) {
+    unsigned char rgb[3];
+    int x, y;
+    shade(v->phi, v->n, range, rgb);
+    for (y = (int)floor(v->y - radius); y <= (int)ceil(v->y + radius); y++)
+        for (x = (int)floor(v->x - radius); x <= (int)ceil(v->x + radius); x++) {
+            double dx = x + 0.5 - v->x, dy = y + 0.5 - v->y;
+            size_t at;
+            if (x < 0 || y < 0 || x >= p->w || y >= p->h || dx * dx + dy * dy > radius * radius)
+                continue;
+            at = (size_t)y * p->w + x;
+            if (v->z <= p->depth[at]) continue;
+            p->depth[at] = (float)v->z;
+            memcpy(p->rgb + 3 * at, rgb, 3);
+        }
+}
+
+/* Renders the surface (orthographic, looking along the --view axis) into
+   the left part of the picture and a colour bar with its labels into the
+   right part. */
+static int render(picture *p, const options *o, const elec_surface *s, const float *phi,
+                  double range, double point_spacing) {
+    const unsigned char background[3] = {28, 30, 38}, ink[3] = {235, 235, 235};
+    const int bar_room = 12 * o->size / 80 + 40; /* the bar and its labels */
+    const int view_w = o->size - bar_room, text = o->size >= 400 ? 2 : 1;
+    screen_vertex *v = (screen_vertex *)malloc((s->count + 1) * sizeof *v);
+    double lo[2] = {0, 0}, hi[2] = {0, 0}, scale;
+    int right, up, axis = o->view_axis, k;
+    size_t i;
+    if (!v) return 0;
+    p->w = p->h = o->size;
+    p->rgb = (unsigned char *)malloc((size_t)p->w * p->h * 3);
+    p->depth = (float *)malloc((size_t)p->w * p->h * sizeof(float));
+    if (!p->rgb || !p->depth) {
+        free(v);
+        return 0;
+    }
+    for (i = 0; i < (size_t)p->w * p->h; i++) {
+        memcpy(p->rgb + 3 * i, background, 3);
+        p->depth[i] = -1e30f;
+    }
+    /* view space: right, up, toward the viewer (a right-handed frame) */
+    right = (axis + 1) % 3;
+    up = (axis + 2) % 3;
+    for (i = 0; i < s->count; i++) {
+        const double *x = s->xyz + 3 * i;
+        double sx = o->view_sign < 0 ? x[right] : -x[right];
+        for (k = 0; k < 2; k++) {
+            double c = k == 0 ? sx : x[up];
+            if (i == 0 || c < lo[k]) lo[k] = c;
+            if (i == 0 || c > hi[k]) hi[k] = c;
+        }
+    }
+    scale = 0.92 * fmin(view_w / fmax(hi[0] - lo[0], 1e-9), p->h / fmax(hi[1] - lo[1], 1e-9));
+    for (i = 0; i < s->count; i++) {
+        const double *x = s->xyz + 3 * i, *n = s->normal ? s->normal + 3 * i : NULL;
+        double flip = o->view_sign < 0 ? 1.0 : -1.0;
+        v[i].x = view_w / 2.0 + scale * (flip * x[right] - 0.5 * (lo[0] + hi[0]));
+        v[i].y = p->h / 2.0 - scale * (x[up] - 0.5 * (lo[1] + hi[1]));
+        v[i].z = flip * x[axis];
+        v[i].n[0] = n ? flip * n[right] : 0.0;
+        v[i].n[1] = n ? n[up] : 0.0;
+        v[i].n[2] = n ? flip * n[axis] : 1.0;
+        v[i].phi = phi[i];
+    }
+    if (s->triangle_count)
+        for (i = 0; i < s->triangle_count; i++)
+            draw_triangle(p, &v[s->triangles[3 * i]], &v[s->triangles[3 * i + 1]],
+                          &v[s->triangles[3 * i + 2]], range);
+    else
+        for (i = 0; i < s->count; i++) draw_disc(p, &v[i], fmax(1.0, scale * point_spacing), range);
+    free(v);
+    {   /* the colour bar: +range at the top, -range at the bottom */
+        const int bx = view_w + 8, bw = o->size / 40 + 6, top = p->h / 8, bottom = p->h - p->h / 8;
+        char label[32];
+        for (int y = top; y <= bottom; y++) {
+            unsigned char c[3];
+            colour_of(range * (1.0 - 2.0 * (y - top) / (double)(bottom - top)), range, c);
+            for (int x = bx; x < bx + bw; x++) put_pixel(p, x, y, c);
+        }
+        snprintf(label, sizeof label, "%+.3g", range);
+        draw_text(p, bx + bw + 4, top - 3 * text, text, label, ink);
+        draw_text(p, bx + bw + 4, (top + bottom) / 2 - 3 * text, text, "0", ink);
+        snprintf(label, sizeof label, "%+.3g", -range);
+        draw_text(p, bx + bw + 4, bottom - 3 * text, text, label, ink);
+        draw_text(p, bx - 2, bottom + 6 * text, text, o->units_kT ? "kT/e" : "kcal/mol/e", ink);
+    }
+    return 1;
+}
+
+static int write_png(FILE *f, const picture *p) {
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    int y;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, &info);
+        return 0;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return 0;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)p->w, (png_uint_32)p->h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (y = 0; y < p->h; y++) png_write_row(png, p->rgb + 3 * (size_t)y * p->w);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return 1;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv) {
+    options o;
+    elec_structure mol;
+    elec_surface surf;
+    elec_hcp hcp;
+    elec_atoms atoms;
+    elec_alpb_params resolved;
+    elec_error err;
+    elec_status s;
+    float *phi = NULL;
+    double surface_seconds, seconds, start, lo = 0.0, hi = 0.0, sum = 0.0, sum2 = 0.0;
+    double mesh_spacing = 0.0, range = 1.0;
+    char device_name[128] = "CPU", tmp[4096];
+    int use_gpu = 0, ok = 0;
+    size_t i;
+    FILE *out;
+
+    if (!parse_options(argc, argv, &o)) return 2;
+    memset(&surf, 0, sizeof surf);
+    memset(&hcp, 0, sizeof hcp);
+    if ((s = elec_read_pqr(o.input, &mol, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        return 1;
+    }
+    atoms = elec_structure_atoms(&mol);
+    o.alpb.scale = o.units_kT ? elec_kT_scale(o.temperature)
+                   : o.alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
+    o.alpb.temperature = o.temperature;
+    if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
+        (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        goto done;
+    }
+    start = seconds_now();
+    if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: surface: %s\n", err.message);
+        goto done;
+    }
+    surface_seconds = seconds_now() - start;
+    if (surf.count == 0) {
+        fprintf(stderr, "elecsurf: the surface has no points\n");
+        goto done;
+    }
+    if (o.kind == OUTPUT_PNG && surf.count > 0 && !surf.triangle_count && !surf.normal)
+        fprintf(stderr, "elecsurf: the points have no normals: the picture is unshaded\n");
+    phi = (float *)malloc(surf.count * sizeof *phi);
+    if (!phi) {
+        fprintf(stderr, "elecsurf: no memory for %zu potentials\n", surf.count);
+        goto done;
+    }
+#ifdef ELEC_WITH_CUDA
+    if (o.device != DEVICE_CPU && elec_cuda_device_count() > 0) {
+        use_gpu = 1;
+        elec_cuda_device_name(0, device_name, sizeof device_name, NULL);
+    }
+#endif
+    if (o.device == DEVICE_GPU && !use_gpu) {
+#ifdef ELEC_WITH_CUDA
+        fprintf(stderr, "elecsurf: --gpu: no CUDA device is present\n");
+#else
+        fprintf(stderr, "elecsurf: --gpu: this elecsurf was built without CUDA\n");
+#endif
+        goto done;
+    }
+    start = seconds_now();
+#ifdef ELEC_WITH_CUDA
+    if (use_gpu)
+        s = elec_cuda_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o.alpb, phi, &err);
+    else
+#endif
+        s = elec_cpu_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o.alpb, phi, &err);
+    seconds = seconds_now() - start;
+    if (s != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
+        goto done;
+    }
+    for (i = 0; i < surf.count; i++) {
+        if (i == 0 || phi[i] < lo) lo = phi[i];
+        if (i == 0 || phi[i] > hi) hi = phi[i];
+        sum += phi[i];
+        sum2 += (double)phi[i] * phi[i];
+    }
+    if (o.kind != OUTPUT_TXT) range = colour_range(&o, phi, surf.count);
+    out = output_open(o.output, tmp, sizeof tmp);
+    if (!out) {
+        fprintf(stderr, "elecsurf: cannot open '%s' for writing\n", tmp);
+        goto done;
+    }
+    if (o.kind == OUTPUT_TXT) ok = write_txt(out, &o, &surf, phi);
+    else if (o.kind == OUTPUT_PLY) ok = write_ply(out, &o, &surf, phi, range);
+#ifdef ELECSURF_WITH_PNG
+    else {
+        picture pic;
+        memset(&pic, 0, sizeof pic);
+        ok = render(&pic, &o, &surf, phi, range,
+                    1.0 / sqrt(o.density > 0.0 ? o.density : 3.0)) &&
+             write_png(out, &pic);
+        free(pic.rgb);
+        free(pic.depth);
+    }
+#endif
+    if (!output_close(out, tmp, o.output, ok)) {
+        fprintf(stderr, "elecsurf: error writing '%s'\n", o.output);
+        ok = 0;
+        goto done;
+    }
+    if (!o.quiet) {
+        const char *unit = o.units_kT ? "kT/e" : "kcal/(mol e)";
+        printf("elecsurf: %s -> %s\n", o.input, o.output);
+        printf("  atoms      %zu (net charge %+.4f e), %zu residues, %zu chains, %zu complexes\n",
+               hcp.count[0], hcp.net_charge, hcp.count[1], hcp.count[2], hcp.count[3]);
+        printf("  size       A = %.3f A (%s)\n", resolved.electrostatic_size,
+               o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        if (o.surface == SURFACE_MESH)
+            printf("  surface    mesh, %zu vertices, %zu triangles (spacing %.3g A), %.3f s\n",
+                   surf.count, surf.triangle_count, mesh_spacing, surface_seconds);
+        else if (o.surface == SURFACE_CONTACT)
+            printf("  surface    contact, %zu points (density %g per A^2, probe %g A), %.3f s\n",
+                   surf.count, o.density > 0.0 ? o.density : 3.0,
+                   o.probe > 0.0 ? o.probe : 1.5, surface_seconds);
+        else
+            printf("  surface    %s, %zu points%s%s\n", o.surface_file, surf.count,
+                   surf.normal ? " with normals" : "",
+                   surf.triangle_count ? " and triangles" : "");
+        printf("  method     ALPB%s, eps %g/%g, p %g A, ", resolved.gem_compat ? " (GEM's formulas)" : "",
+               resolved.eps_in, resolved.eps_out, resolved.proj);
+        if (resolved.kappa > 0.0) printf("salt %g M (kappa %.4f /A), ", resolved.salt, resolved.kappa);
+        else printf("no salt, ");
+        if (resolved.exact) printf("exact\n");
+        else
+            printf("HCP %d charge%s, thresholds %g/%g/%g A\n", resolved.hcp_charges,
+                   resolved.hcp_charges == 1 ? "" : "s", resolved.hcp_h[0], resolved.hcp_h[1],
+                   resolved.hcp_h[2]);
+#ifdef ELEC_WITH_CUDA
+        if (use_gpu) {
+            elec_alpb_variant v = o.alpb.variant;
+            const char *kernel = v != ELEC_ALPB_FASTEST ? elec_alpb_variant_name(v)
+                                 : resolved.exact && resolved.kappa == 0.0 &&
+                                           (!resolved.gem_compat || resolved.proj >= 0.0)
+                                     ? "DCS points"
+                                     : elec_alpb_variant_name(ELEC_ALPB_PACKED);
+            printf("  device     %s, kernel %s\n", device_name, kernel);
+        } else
+#endif
+            printf("  device     %s\n", device_name);
+        printf("  time       %.4f s, %.3e atom evaluations/s (the exact sum's count)\n", seconds,
+               (double)surf.count * (double)hcp.count[0] / (seconds > 0 ? seconds : 1e-9));
+        printf("  potential  min %.4g, max %.4g, RMS %.4g %s; sum over the %zu points %.6g\n", lo,
+               hi, sqrt(sum2 / (double)surf.count), unit, surf.count, sum);
+    }
+done:
+    free(phi);
+    elec_surface_free(&surf);
+    elec_hcp_free(&hcp);
+    elec_structure_free(&mol);
+    return ok ? 0 : 1;
+}
