@@ -677,11 +677,14 @@ ELEC_HD static inline double elec_cutoff_term(double r, double a,
    is at most half the shortest box edge).  One accuracy knob: tolerance. */
 /* GPU charge spreading (the CPU ignores it). */
 typedef enum elec_spme_spread {
-    ELEC_SPME_SPREAD_ATOMIC = 0, /* default: each atom adds its order^3
-                                    weights with atomics (particle-centric) */
-    ELEC_SPME_SPREAD_GATHER      /* seed 001: atoms placed in per-cell
-                                    slots, each grid point gathers from its
-                                    neighbourhood; overflow by atomics      */
+    ELEC_SPME_SPREAD_CHARGEMAP = 0, /* default: the charge map's B-splines
+                                       (elec_cuda.cuh's charge-mapping rung
+                                       ELEC__SPME_CHARGEMAP_VARIANT)         */
+    ELEC_SPME_SPREAD_GATHER,        /* seed 001: atoms placed in per-cell
+                                       slots, each grid point gathers from
+                                       its neighbourhood; overflow by
+                                       atomics                               */
+    ELEC_SPME_SPREAD_ATOMIC = ELEC_SPME_SPREAD_CHARGEMAP /* its former name */
 } elec_spme_spread;
 
 typedef struct elec_spme_params {
