@@ -4,6 +4,7 @@
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
+#   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make install    headers and elecmap under PREFIX (default /usr/local)
 
 CC      ?= cc
@@ -33,7 +34,7 @@ HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
 CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_chargemap $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm
+GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
 ELECMAP_SRC = examples/elecmap.c
@@ -44,7 +45,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table
+.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour chargemap-tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -87,6 +88,9 @@ $(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h 
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
 $(BUILD)/test_gpu_msm: tests/test_gpu_msm.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_msm.cu $(CUDA_LIBS)
+
+$(BUILD)/test_gpu_chargemap: tests/test_gpu_chargemap.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_chargemap.cu $(CUDA_LIBS)
 
 $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy | $(BUILD)
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
@@ -133,9 +137,13 @@ msm-table: $(BUILD)/msm_error_table
 $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)
 
-bench: $(BUILD)/bench $(BUILD)/bench_spme
+$(BUILD)/bench_chargemap: bench/bench_chargemap.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_chargemap.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_chargemap
 	$(BUILD)/bench
 	$(BUILD)/bench_spme
+	$(BUILD)/bench_chargemap
 
 # torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
 bench-peer:
@@ -143,6 +151,12 @@ bench-peer:
 
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
+
+$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/chargemap_tour.cu $(CUDA_LIBS)
+
+chargemap-tour: $(BUILD)/chargemap_tour
+	$(BUILD)/chargemap_tour
 
 install: $(BUILD)/elecmap $(BUILD)/elecenergy
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin

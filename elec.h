@@ -890,9 +890,10 @@ typedef struct elec_chargemap_times {
 } elec_chargemap_times;
 
 typedef struct elec_chargemap_params {
-    elec_chargemap_basis basis;
     int order;         /* stencil width: Skeel 4 (default), 6, 8 or 10;
                           B-spline 4 (default) to 8                         */
+    elec_chargemap_basis basis; /* 0 = Skeel (C++ takes {0} for a struct
+                                   whose first field is not an enum)        */
     int periodic;      /* 0: the lattice is a map; 1: one period of a grid  */
     int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
                           a power of two; 0 = the smallest power of two
