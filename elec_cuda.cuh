@@ -4569,6 +4569,19 @@ __device__ __forceinline__ float4 elec__chargemap_record(const elec__chargemap_g
     return make_float4(u[0], u[1], u[2], a.w);
 }
 
+/* Atom i's record, its charge in *q; 0 (and the atom counted) where it
+   lies outside a map. */
+__device__ __forceinline__ int elec__chargemap_take(const float4 *xyzq, int i,
+                                                    const elec__chargemap_geometry &g,
+                                                    int *status, float4 *r, float *q) {
+    const float4 a = xyzq[i];
+    int outside = 0;
+    *r = elec__chargemap_record(g, a, &outside);
+    *q = a.w;
+    if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+    return !outside;
+}
+
 /* A point index k0 + offset + m on the grid: wrapped where periodic (a
    map's indices are in range: the atom was inside). */
 __device__ __forceinline__ int elec__chargemap_wrap(int p, int K) {
@@ -4662,14 +4675,9 @@ elec__k_chargemap_pc_baseline(float *grid, const float4 *xyzq, int n, elec__char
                               elec__msm_basis_args b, int *status, double *sums) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     float q = 0.0f;
-    if (i < n) {
-        const float4 a = xyzq[i];
-        int outside = 0;
-        const float4 r = elec__chargemap_record(g, a, &outside);
-        q = a.w;
-        if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
-        else elec__chargemap_add_record<BASIS, W>(grid, r, g, b);
-    }
+    float4 r;
+    if (i < n && elec__chargemap_take(xyzq, i, g, status, &r, &q))
+        elec__chargemap_add_record<BASIS, W>(grid, r, g, b);
     elec__chargemap_sums(sums, q);
 }
 
@@ -4685,32 +4693,25 @@ elec__k_chargemap_place(const float4 *xyzq, int n, elec__chargemap_geometry g,
                         elec__chargemap_bins bins, int *status, double *sums) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     float q = 0.0f;
-    if (i < n) {
-        const float4 a = xyzq[i];
-        int outside = 0;
-        const float4 r = elec__chargemap_record(g, a, &outside);
-        q = a.w;
-        if (outside) {
-            atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+    float4 r;
+    if (i < n && elec__chargemap_take(xyzq, i, g, status, &r, &q)) {
+        const int bin = elec__chargemap_bin_of(r, g);
+        int *counter = LAYOUT == ELEC__CM_BIN_STRUCT
+                           ? (int *)(bins.bins + (size_t)bin * (bins.S + 1))
+                           : bins.count + bin;
+        const int slot = atomicAdd(counter, 1);
+        if (slot >= bins.S) {
+            bins.overflow[atomicAdd(status + ELEC__CM_OVERFLOW, 1)] = r;
+        } else if (LAYOUT == ELEC__CM_BIN_STRUCT) {
+            bins.bins[(size_t)bin * (bins.S + 1) + 1 + slot] = r;
+        } else if (LAYOUT == ELEC__CM_SLOT_AOS) {
+            bins.rec[(size_t)slot * bins.M + bin] = r;
         } else {
-            const int bin = elec__chargemap_bin_of(r, g);
-            int *counter = LAYOUT == ELEC__CM_BIN_STRUCT
-                               ? (int *)(bins.bins + (size_t)bin * (bins.S + 1))
-                               : bins.count + bin;
-            const int slot = atomicAdd(counter, 1);
-            if (slot >= bins.S) {
-                bins.overflow[atomicAdd(status + ELEC__CM_OVERFLOW, 1)] = r;
-            } else if (LAYOUT == ELEC__CM_BIN_STRUCT) {
-                bins.bins[(size_t)bin * (bins.S + 1) + 1 + slot] = r;
-            } else if (LAYOUT == ELEC__CM_SLOT_AOS) {
-                bins.rec[(size_t)slot * bins.M + bin] = r;
-            } else {
-                const size_t at = (size_t)slot * bins.M + bin, plane = (size_t)bins.S * bins.M;
-                bins.soa[at] = r.x;
-                bins.soa[plane + at] = r.y;
-                bins.soa[2 * plane + at] = r.z;
-                bins.soa[3 * plane + at] = r.w;
-            }
+            const size_t at = (size_t)slot * bins.M + bin, plane = (size_t)bins.S * bins.M;
+            bins.soa[at] = r.x;
+            bins.soa[plane + at] = r.y;
+            bins.soa[2 * plane + at] = r.z;
+            bins.soa[3 * plane + at] = r.w;
         }
     }
     elec__chargemap_sums(sums, q);
@@ -4852,15 +4853,31 @@ __device__ __forceinline__ float elec__chargemap_gc_weight(float u, int c, int m
     }
 }
 
-/* GC_BASELINE (Alg. 5) and GC_COMPUTE_EFFICIENT: a thread per point reads
-   the whole struct of each of the 64 bins that reach it and sums their
-   atoms' terms in a register; one store, no atomics, no zeroing. */
+/* A record's term at the point it reaches by pieces (mx, my, mz) from
+   its cell (cx, cy, cz). */
 template <int BASIS, int W, int ONE_PIECE>
+__device__ __forceinline__ float elec__chargemap_gc_term(float4 r, int cx, int cy, int cz, int mx,
+                                                         int my, int mz,
+                                                         const elec__msm_basis_args &b) {
+    return r.w * elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.x, cx, mx, b) *
+           elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.y, cy, my, b) *
+           elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.z, cz, mz, b);
+}
+
+/* A thread per point visits the 64 bins that reach it and sums their
+   atoms' terms in a register; one store, no atomics, no zeroing.
+     GC_BASELINE (Alg. 5)    bin structs, each copied whole (counter,
+                             slots, ghosts), one basis piece per axis;
+     GC_COMPUTE_EFFICIENT    the same with every piece and a select;
+     GC_REDUCED_READS        (Alg. 6) slot-major records: the count, then
+                             the valid records only (LAYOUT SLOT_AOS). */
+template <int BASIS, int W, int ONE_PIECE, int LAYOUT>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_gc_struct(float *grid, const float4 *bins, int S, elec__chargemap_geometry g,
-                            elec__msm_basis_args b) {
+elec__k_chargemap_gc(float *grid, const float4 *bins, const int *counts, const float4 *rec,
+                     int S, elec__chargemap_geometry g, elec__msm_basis_args b) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= g.K[0] * g.K[1] * g.K[2]) return;
+    const int M = g.K[0] * g.K[1] * g.K[2];
+    if (p >= M) return;
     const int point[3] = {p % g.K[0], p / g.K[0] % g.K[1], p / g.K[0] / g.K[1]};
     float sum = 0.0f;
     for (int mz = 0; mz < W; mz++) {
@@ -4872,20 +4889,24 @@ elec__k_chargemap_gc_struct(float *grid, const float4 *bins, int S, elec__charge
             for (int mx = 0; mx < W; mx++) {
                 const int cx = elec__chargemap_remote(point[0], mx, g.offset, g.K[0], g.periodic);
                 if (cx < 0) continue;
-                const float4 *bin = bins + (size_t)(cx + g.K[0] * (cy + g.K[1] * cz)) * (S + 1);
-                float4 mine[ELEC__CHARGEMAP_MAX_SLOTS + 1];
+                const int bin = cx + g.K[0] * (cy + g.K[1] * cz);
+                if constexpr (LAYOUT == ELEC__CM_BIN_STRUCT) {
+                    float4 mine[ELEC__CHARGEMAP_MAX_SLOTS + 1];
 #pragma unroll
-                for (int s = 0; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
-                    if (s <= S) mine[s] = bin[s];
-                const int count = min(__float_as_int(mine[0].x), S);
+                    for (int s = 0; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+                        if (s <= S) mine[s] = bins[(size_t)bin * (S + 1) + s];
+                    const int count = min(__float_as_int(mine[0].x), S);
 #pragma unroll
-                for (int s = 1; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
-                    if (s <= count) {
-                        const float4 r = mine[s];
-                        sum += r.w * elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.x, cx, mx, b) *
-                               elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.y, cy, my, b) *
-                               elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.z, cz, mz, b);
-                    }
+                    for (int s = 1; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+                        if (s <= count)
+                            sum += elec__chargemap_gc_term<BASIS, W, ONE_PIECE>(mine[s], cx, cy,
+                                                                               cz, mx, my, mz, b);
+                } else {
+                    const int count = min(counts[bin], S);
+                    for (int s = 0; s < count; s++)
+                        sum += elec__chargemap_gc_term<BASIS, W, ONE_PIECE>(
+                            rec[(size_t)s * M + bin], cx, cy, cz, mx, my, mz, b);
+                }
             }
         }
     }
@@ -4938,48 +4959,10 @@ __global__ void elec__k_chargemap_gc_shared(float *grid, const float4 *bins, int
                 const int cx = elec__chargemap_remote(point[0], mx, g.offset, g.K[0], g.periodic);
                 const int cy = elec__chargemap_remote(point[1], my, g.offset, g.K[1], g.periodic);
                 const int cz = elec__chargemap_remote(point[2], mz, g.offset, g.K[2], g.periodic);
-                for (int s = 1; s <= count; s++) {
-                    const float4 rec = bin[s];
-                    sum += rec.w * elec__chargemap_gc_weight<BASIS, W, 0>(rec.x, cx, mx, b) *
-                           elec__chargemap_gc_weight<BASIS, W, 0>(rec.y, cy, my, b) *
-                           elec__chargemap_gc_weight<BASIS, W, 0>(rec.z, cz, mz, b);
-                }
+                for (int s = 1; s <= count; s++)
+                    sum += elec__chargemap_gc_term<BASIS, W, 0>(bin[s], cx, cy, cz, mx, my, mz, b);
             }
     grid[point[0] + g.K[0] * (point[1] + g.K[1] * point[2])] = sum;
-}
-
-/* GC_REDUCED_READS (Alg. 6): GC_COMPUTE_EFFICIENT over the slot-major
-   records: a count, then the valid records only. */
-template <int BASIS, int W>
-__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_gc_reduced(float *grid, const int *counts, const float4 *rec, int S,
-                             elec__chargemap_geometry g, elec__msm_basis_args b) {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    const int M = g.K[0] * g.K[1] * g.K[2];
-    if (p >= M) return;
-    const int point[3] = {p % g.K[0], p / g.K[0] % g.K[1], p / g.K[0] / g.K[1]};
-    float sum = 0.0f;
-    for (int mz = 0; mz < W; mz++) {
-        const int cz = elec__chargemap_remote(point[2], mz, g.offset, g.K[2], g.periodic);
-        if (cz < 0) continue;
-        for (int my = 0; my < W; my++) {
-            const int cy = elec__chargemap_remote(point[1], my, g.offset, g.K[1], g.periodic);
-            if (cy < 0) continue;
-            for (int mx = 0; mx < W; mx++) {
-                const int cx = elec__chargemap_remote(point[0], mx, g.offset, g.K[0], g.periodic);
-                if (cx < 0) continue;
-                const int bin = cx + g.K[0] * (cy + g.K[1] * cz);
-                const int count = min(counts[bin], S);
-                for (int s = 0; s < count; s++) {
-                    const float4 r = rec[(size_t)s * M + bin];
-                    sum += r.w * elec__chargemap_gc_weight<BASIS, W, 0>(r.x, cx, mx, b) *
-                           elec__chargemap_gc_weight<BASIS, W, 0>(r.y, cy, my, b) *
-                           elec__chargemap_gc_weight<BASIS, W, 0>(r.z, cz, mz, b);
-                }
-            }
-        }
-    }
-    grid[p] = sum;
 }
 
 /* ----------------------------------------- beyond the seed: the tile sort */
@@ -5053,12 +5036,8 @@ elec__k_chargemap_tile_count(const float4 *xyzq, int n, elec__chargemap_geometry
     float q = 0.0f;
     elec__chargemap_release_next();
     if (i < n) {
-        const float4 a = xyzq[i];
-        int outside = 0;
-        float4 r = elec__chargemap_record(g, a, &outside);
-        q = a.w;
-        if (outside) {
-            atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+        float4 r;
+        if (!elec__chargemap_take(xyzq, i, g, status, &r, &q)) {
             r.x = -1.0f;
         } else {
             int tx[2], ty[2], tz[2];
@@ -5168,51 +5147,21 @@ elec__k_chargemap_tile_owner(float *grid, const float4 *copies, const int *tile_
     }
 }
 
-/* PC_SORTED_LANES: the tile-sorted atoms (no halo copies) with a group of
-   lanes per atom, lane jx adding its x plane by global atomics (GROMACS's
-   layout): sorted atoms and neighbouring lanes keep a warp's atomics in
-   few L2 sectors.  The grid is zeroed first. */
-template <int BASIS, int W>
-__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_sorted_lanes(float *grid, const float4 *sorted, const int *tile_start,
-                               int tiles, elec__chargemap_geometry g, elec__msm_basis_args b) {
-    const int lanes = elec__spme_lanes<W>::value;
-    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
-    const int total = tile_start[tiles];
-    const long atom = thread / lanes;
-    const int jx = (int)(thread % lanes);
-    if (atom >= total || jx >= W) return;
-    const float4 r = sorted[atom];
-    const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
-    float wx[W], wy[W], wz[W];
-    elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
-    elec__chargemap_weights<BASIS, W>(r.y - (float)ky, b, wy);
-    elec__chargemap_weights<BASIS, W>(r.z - (float)kz, b, wz);
-    const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]);
-    const float qx = r.w * elec__spme_pick<W>(wx, jx);
-#pragma unroll
-    for (int mz = 0; mz < W; mz++) {
-        const int z = elec__chargemap_wrap(kz + g.offset + mz, g.K[2]);
-        const float qxz = qx * wz[mz];
-#pragma unroll
-        for (int my = 0; my < W; my++) {
-            const int y = elec__chargemap_wrap(ky + g.offset + my, g.K[1]);
-            atomicAdd(grid + x + g.K[0] * (y + g.K[1] * z), qxz * wy[my]);
-        }
-    }
-}
-
-/* PC_FIXED_POINT: PC_SORTED_LANES's terms rounded to 2^-32 e and added as
+/* PC_SORTED_LANES (FIXED 0): the tile-sorted atoms (no halo copies) with
+   a group of lanes per atom, lane jx adding its x plane by global atomics
+   (GROMACS's layout): sorted atoms and neighbouring lanes keep a warp's
+   atomics in few L2 sectors; the grid is zeroed first.
+   PC_FIXED_POINT (FIXED 1): the same terms rounded to 2^-32 e and added as
    64-bit integers (OpenMM): integer addition is associative, so the grid
    is bit-identical whatever the order of the atoms and of the atomics.
    Each term is a float computed from its own atom alone; |term| <= |q|,
    so a point can hold up to 2^31 e.  The 64-bit atomics are native
    (RED.E.ADD.64). */
-template <int BASIS, int W>
+template <int BASIS, int W, int FIXED>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_fixed_lanes(long long *fixed, const float4 *sorted, const int *tile_start,
-                              int tiles, elec__chargemap_geometry g, elec__msm_basis_args b) {
+elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
+                        const int *tile_start, int tiles, elec__chargemap_geometry g,
+                        elec__msm_basis_args b) {
     const int lanes = elec__spme_lanes<W>::value;
     const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
     elec__chargemap_wait_prior();
@@ -5235,10 +5184,14 @@ elec__k_chargemap_fixed_lanes(long long *fixed, const float4 *sorted, const int 
 #pragma unroll
         for (int my = 0; my < W; my++) {
             const int y = elec__chargemap_wrap(ky + g.offset + my, g.K[1]);
-            /* exact scaling by 2^32, then the nearest integer */
-            const long long v = __float2ll_rn(qxz * wy[my] * 4294967296.0f);
-            atomicAdd((unsigned long long *)(fixed + x + g.K[0] * (y + g.K[1] * z)),
-                      (unsigned long long)v);
+            const int point = x + g.K[0] * (y + g.K[1] * z);
+            if constexpr (FIXED) {
+                /* exact scaling by 2^32, then the nearest integer */
+                const long long v = __float2ll_rn(qxz * wy[my] * 4294967296.0f);
+                atomicAdd((unsigned long long *)(fixed + point), (unsigned long long)v);
+            } else {
+                atomicAdd(grid + point, qxz * wy[my]);
+            }
         }
     }
 }
@@ -5482,17 +5435,17 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
         break;
     case ELEC_CHARGEMAP_PC_SORTED_LANES:
         ELEC__CUDA_TRY(elec__chargemap_launch(
-            elec__k_chargemap_sorted_lanes<BASIS, W>,
+            elec__k_chargemap_lanes<BASIS, W, 0>,
             dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid,
-            (const float4 *)h->copies, (const int *)h->tile_start, h->tiles.count, h->g,
-            h->basis));
+            (long long *)NULL, (const float4 *)h->copies, (const int *)h->tile_start,
+            h->tiles.count, h->g, h->basis));
         break;
     case ELEC_CHARGEMAP_PC_FIXED_POINT:
         ELEC__CUDA_TRY(elec__chargemap_launch(
-            elec__k_chargemap_fixed_lanes<BASIS, W>,
-            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, pdl, h->fixed,
-            (const float4 *)h->copies, (const int *)h->tile_start, h->tiles.count, h->g,
-            h->basis));
+            elec__k_chargemap_lanes<BASIS, W, 1>,
+            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, pdl,
+            (float *)NULL, h->fixed, (const float4 *)h->copies, (const int *)h->tile_start,
+            h->tiles.count, h->g, h->basis));
         ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_fixed_convert, points, block, 0,
                                               stream, pdl, grid, h->fixed, h->points));
         break;
@@ -5518,14 +5471,14 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
                     counts, (const float *)h->bins.soa, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_GC_BASELINE:
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_gc_struct<BASIS, W, 1>,
-                                                      points, block, 0, stream, 0, grid, bins, S,
-                                                      h->g, h->basis));
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 1, ELEC__CM_BIN_STRUCT>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT:
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_gc_struct<BASIS, W, 0>,
-                                                      points, block, 0, stream, 0, grid, bins, S,
-                                                      h->g, h->basis));
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_BIN_STRUCT>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_GC_SHARED: {
                 const dim3 b3(h->gc_block[0], h->gc_block[1], h->gc_block[2]);
@@ -5537,9 +5490,9 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
                 break;
             }
             default: /* GC_REDUCED_READS */
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_gc_reduced<BASIS, W>,
-                                                      points, block, 0, stream, 0, grid, counts,
-                                                      rec, S, h->g, h->basis));
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_SLOT_AOS>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
             }
             ELEC__CHARGEMAP_MARK(3);

@@ -31,17 +31,6 @@
 #include <algorithm>
 
 
-#define CHECK_ELEC(call)                                                     \
-    do {                                                                     \
-        elec_error err_;                                                     \
-        elec_error *err = &err_;                                             \
-        elec_status s_ = (call);                                             \
-        if (s_ != ELEC_OK) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                    err_.message);                                           \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
 
 #define BATCH 50
 #define BATCHES 20

@@ -176,6 +176,19 @@ static void moments(const double *grid, const elec_lattice *l, double m[3][3][3]
             }
 }
 
+/* The 27 moments of a map against the point charges' (want), to 1e-10
+   of the moments of |q| (scale): double sums of N order^3 terms. */
+static void expect_moments(const char *basis, int order, double got[3][3][3],
+                           double want[3][3][3], double scale[3][3][3]) {
+    int a, b, c;
+    for (c = 0; c < 3; c++)
+        for (b = 0; b < 3; b++)
+            for (a = 0; a < 3; a++)
+                EXPECT(fabs(got[a][b][c] - want[a][b][c]) <= 1e-10 * scale[a][b][c],
+                       "%s order %d moment x^%d y^%d z^%d: %.12g, want %.12g", basis, order, a,
+                       b, c, got[a][b][c], want[a][b][c]);
+}
+
 /* Skeel's C1 family reproduces polynomials of degree order - 2 >= 2:
    sum_g Phi(u - g) g^d = u^d for d <= 2 along each axis, so the 27 mixed
    moments of the map are those of the point charges (in grid units).
@@ -210,12 +223,8 @@ TEST(skeel_basis_keeps_first_and_second_moments) {
                         scale[a][b][c] += fabs(s.charge[i]) * mono;
                     }
         }
-        for (c = 0; c < 3; c++)
-            for (b = 0; b < 3; b++)
-                for (a = 0; a < 3; a++)
-                    EXPECT(fabs(got[a][b][c] - want[a][b][c]) <= 1e-10 * scale[a][b][c],
-                           "order %d moment x^%d y^%d z^%d: %.12g, want %.12g", order, a, b, c,
-                           got[a][b][c], want[a][b][c]);
+        expect_moments(p.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel" : "B-spline", order, got,
+                       want, scale);
     }
     free(grid);
     test_system_free(&s);
@@ -260,12 +269,8 @@ TEST(bspline_basis_has_known_shift_and_variance) {
                         scale[a][b][c] += fabs(s.charge[i]) * pow(40.0, a + b + c);
                     }
         }
-        for (c = 0; c < 3; c++)
-            for (b = 0; b < 3; b++)
-                for (a = 0; a < 3; a++)
-                    EXPECT(fabs(got[a][b][c] - want[a][b][c]) <= 1e-10 * scale[a][b][c],
-                           "order %d moment x^%d y^%d z^%d: %.12g, want %.12g", order, a, b, c,
-                           got[a][b][c], want[a][b][c]);
+        expect_moments(p.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel" : "B-spline", order, got,
+                       want, scale);
     }
     free(grid);
     test_system_free(&s);
