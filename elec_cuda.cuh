@@ -2013,8 +2013,11 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
 /* Stage 1, anterpolation q_0(m) = sum_j q_j Phi(x_j/h - m), is a charge
    map (the charge-mapping section at the end of this file): Skeel's C1
    basis of the interpolation's order on the finest lattice, by the rung
-   below (flip it to compare rungs; bench/RESULTS.md has the ladder). */
+   below (flip it here or with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare
+   rungs; bench/RESULTS.md has the ladder). */
+#ifndef ELEC__MSM_CHARGEMAP_VARIANT
 #define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#endif
 
 /* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
    clipped to the fine lattice. */
@@ -3176,9 +3179,12 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
 
 /* The default spreading is a charge map (the charge-mapping section at the
    end of this file): B-splines of the SPME order on the periodic grid, q
-   and q^2 summed by its first kernel, by the rung below (flip it to
-   compare rungs: bench_spme's spread column shows the effect). */
+   and q^2 summed by its first kernel, by the rung below (flip it here or
+   with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs: bench_spme's
+   spread column shows the effect). */
+#ifndef ELEC__SPME_CHARGEMAP_VARIANT
 #define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#endif
 
 /* --------------------------------------- spreading: gather (seed 001) */
 
@@ -5052,11 +5058,11 @@ elec__k_chargemap_tile_count(const float4 *xyzq, int n, elec__chargemap_geometry
         records[i] = r;
     }
     elec__chargemap_sums(sums, q);
+    /* every thread's atomics ordered before the block's ticket */
+    __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
+    if (threadIdx.x == 0)
         last_block = atomicAdd(status + ELEC__CM_TICKET, 1) == (int)gridDim.x - 1;
-    }
     __syncthreads();
     if (!last_block) return;
     __threadfence();
@@ -5210,7 +5216,8 @@ elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
 /* ---------------------------------------------------- host side: plans */
 
 /* Programmatic dependent launch between the sort's and the map's kernels
-   (sm_90): 1 on, 0 off (every launch then waits for the one before). */
+   (sm_90): 1 on, 0 off (every launch then waits for the one before; or
+   -DELEC__CHARGEMAP_PDL=0). */
 #ifndef ELEC__CHARGEMAP_PDL
 #define ELEC__CHARGEMAP_PDL 1
 #endif
