@@ -2799,9 +2799,9 @@ static void elec__chargemap_cpu_baseline(const elec_chargemap_params *p,
 }
 
 /* Alg. 2: the weights and wrapped indices of each axis once per atom, then
-   only multiply-adds; z_first..z_last restricts the atoms' stencils to a
-   slab of planes stored from plane z_first on (the binned rung's private
-   slab; the whole grid otherwise). */
+   only multiply-adds; into the whole grid (z_first LONG_MIN), or into a
+   slab of unwrapped planes stored from plane z_first on (the binned
+   rung's private slab). */
 static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec_lattice *l,
                                       const double *u, const double *q, const size_t *order,
                                       size_t first, size_t last, long z_first, float *out) {
@@ -2814,8 +2814,10 @@ static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec
         long zz;
         int a, b, c;
         elec__chargemap_stencil_of(p, l, u + 3 * i, &s);
-        /* the slab's planes are unwrapped: plane first_z + c */
-        zz = (long)floor(u[3 * i + 2]) + elec__chargemap_offset(p) - z_first;
+        /* a slab's planes are unwrapped: the stencil's first plane less
+           the slab's, then one after another */
+        zz = z_first == LONG_MIN ? 0
+                                 : (long)floor(u[3 * i + 2]) + elec__chargemap_offset(p) - z_first;
         for (c = 0; c < width; c++) {
             const size_t plane = (size_t)(z_first == LONG_MIN ? s.index[2][c] : zz + c);
             const float qz = (float)q[i] * s.wf[2][c];
@@ -2874,9 +2876,11 @@ static elec_status elec__chargemap_cpu_binned(const elec_chargemap_params *p,
             if (k0 < lo) lo = k0;
             if (k0 > hi) hi = k0;
         }
+        z_lo[t] = 0;
+        z_hi[t] = -1;
+        if (first == last) continue; /* no atoms: no slab */
         z_lo[t] = lo + offset;
         z_hi[t] = hi + offset + p->order - 1;
-        if (first == last) continue; /* no atoms: no slab */
         slab[t] = (float *)ELEC_MALLOC((size_t)(z_hi[t] - z_lo[t] + 1) * plane_points *
                                        sizeof(float));
         if (!slab[t]) {

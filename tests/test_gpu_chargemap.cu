@@ -189,6 +189,43 @@ TEST(every_rung_matches_the_double_reference) {
     test_system_free(&sys);
 }
 
+/* Atoms exactly on points, Skeel's cubic: t = 0 gives the weights 0, 1, 0,
+   0 exactly (the pieces' constant terms), so every rung puts each whole
+   charge on its point and exactly nothing elsewhere. */
+TEST(atoms_on_points_put_their_whole_charge_there) {
+    REQUIRE_GPU();
+    const int dims[3] = {24, 20, 22};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    const size_t points = elec_lattice_size(&l);
+    /* points (4, 6, 8), (15, 2, 18), (20, 17, 1): stencils inside the map */
+    double xyz[9] = {2.0, 3.0, 4.0, 7.5, 1.0, 9.0, 10.0, 8.5, 0.5}, q[3] = {0.75, -0.5, 1.25};
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, NULL);
+    float *got = (float *)malloc(points * sizeof(float));
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            elec_chargemap_params p = {0};
+            elec_error err;
+            size_t wrong = 0;
+            p.periodic = periodic;
+            p.variant = (elec_chargemap_variant)v;
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+                   elec_chargemap_variant_name(p.variant), err.message);
+            for (size_t g = 0; g < points; g++) {
+                double want = 0.0;
+                for (int a = 0; a < 3; a++) {
+                    const size_t at = (size_t)(xyz[3 * a] / 0.5) +
+                                      24 * ((size_t)(xyz[3 * a + 1] / 0.5) +
+                                            20 * (size_t)(xyz[3 * a + 2] / 0.5));
+                    if (g == at) want = q[a];
+                }
+                wrong += got[g] != (float)want;
+            }
+            EXPECT(wrong == 0, "%s, %s: %zu points differ from the charges on them",
+                   elec_chargemap_variant_name(p.variant), periodic ? "periodic" : "map", wrong);
+        }
+    free(got);
+}
+
 /* The total: sum_g rho_g (in double) is sum q, to the points' bounds
    summed; atoms of charges in [0.1, 1] so that the total is large. */
 TEST(total_charge_is_kept) {
@@ -498,6 +535,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
 
 int main(void) {
     RUN(every_rung_matches_the_double_reference);
+    RUN(atoms_on_points_put_their_whole_charge_there);
     RUN(total_charge_is_kept);
     RUN(overfull_bins_overflow_and_are_counted);
     RUN(atoms_outside_a_map_are_refused);
