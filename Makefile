@@ -4,6 +4,7 @@
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
+#   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
 
 CC      ?= cc
@@ -39,8 +40,8 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
+GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
 ELECMAP_SRC = examples/elecmap.c
@@ -51,7 +52,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table
+.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour chargemap-tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -105,6 +106,9 @@ $(BUILD)/test_gpu_msm: tests/test_gpu_msm.cu tests/test.h tests/systems.h tests/
 $(BUILD)/test_gpu_alpb: tests/test_gpu_alpb.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_alpb.cu $(CUDA_LIBS)
 
+$(BUILD)/test_gpu_chargemap: tests/test_gpu_chargemap.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_chargemap.cu $(CUDA_LIBS)
+
 $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf | $(BUILD)
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
 	chmod +x $@
@@ -153,10 +157,14 @@ $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) 
 $(BUILD)/bench_alpb: bench/bench_alpb.cu tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_alpb.cu $(CUDA_LIBS)
 
-bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb
+$(BUILD)/bench_chargemap: bench/bench_chargemap.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_chargemap.cu $(CUDA_LIBS)
+
+bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb $(BUILD)/bench_chargemap
 	$(BUILD)/bench
 	$(BUILD)/bench_spme
 	$(BUILD)/bench_alpb
+	$(BUILD)/bench_chargemap
 
 # torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
 bench-peer:
@@ -164,6 +172,12 @@ bench-peer:
 
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
+
+$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/chargemap_tour.cu $(CUDA_LIBS)
+
+chargemap-tour: $(BUILD)/chargemap_tour
+	$(BUILD)/chargemap_tour
 
 install: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin

@@ -678,11 +678,14 @@ ELEC_HD static inline double elec_cutoff_term(double r, double a,
    is at most half the shortest box edge).  One accuracy knob: tolerance. */
 /* GPU charge spreading (the CPU ignores it). */
 typedef enum elec_spme_spread {
-    ELEC_SPME_SPREAD_ATOMIC = 0, /* default: each atom adds its order^3
-                                    weights with atomics (particle-centric) */
-    ELEC_SPME_SPREAD_GATHER      /* seed 001: atoms placed in per-cell
-                                    slots, each grid point gathers from its
-                                    neighbourhood; overflow by atomics      */
+    ELEC_SPME_SPREAD_CHARGEMAP = 0, /* default: the charge map's B-splines
+                                       (elec_cuda.cuh's charge-mapping rung
+                                       ELEC__SPME_CHARGEMAP_VARIANT)         */
+    ELEC_SPME_SPREAD_GATHER,        /* seed 001: atoms placed in per-cell
+                                       slots, each grid point gathers from
+                                       its neighbourhood; overflow by
+                                       atomics                               */
+    ELEC_SPME_SPREAD_ATOMIC = ELEC_SPME_SPREAD_CHARGEMAP /* its former name */
 } elec_spme_spread;
 
 typedef struct elec_spme_params {
@@ -1041,6 +1044,152 @@ ELEC_API elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
                                        double blobbiness, elec_surface *out,
                                        elec_error *err);
 ELEC_API void elec_surface_free(elec_surface *surface);
+
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+/* Charge mapping (seed 004, Sanaullah et al. 2016): each atom's charge
+   spread on the points of a lattice by a separable basis,
+       rho(g) = sum_a q_a phi(u_a,x - g_x) phi(u_a,y - g_y) phi(u_a,z - g_z),
+   u = (x - origin) / spacing the atom's position in grid units (seed eq. 1).
+   rho is in e per point: sum_g rho(g) = sum_a q_a.  The first step of
+   SPME (its Q grid) and of MSM (anterpolation).
+
+   Bases (params.basis, params.order = the stencil width per axis):
+     ELEC_CHARGEMAP_SKEEL    Skeel's C1 cubic (order 4, the default; seed
+                             eqs. 2-3, MSM's cubic): an atom in cell
+                             k0 = floor(u) puts phi_j(t), t = u - k0, on the
+                             points k0 - 1 + j, j = 0..3.  Interpolating
+                             (an atom on a point puts its whole charge
+                             there) and exact for quadratics: the first and
+                             second moments of the charge are kept.  Orders
+                             6, 8 and 10 are MSM's C1 quintic, septic and
+                             nonic (elec_msm_interpolation), exact to
+                             degree order - 2.
+     ELEC_CHARGEMAP_BSPLINE  cardinal B-spline M_n of order n = 4..8 (SPME's
+                             convention, elec_bspline_weights): point
+                             k0 - j gets M_n(t + j), j = 0..n-1.  Positive
+                             weights, smooth to degree n - 2, not
+                             interpolating: the mapped charge is centred
+                             n/2 points below the atom (mean g = u - n/2 per
+                             axis) with variance n/12 point^2.
+   Lattices: an elec_lattice, x fastest as every elec map.  params.periodic
+   0: a map; an atom whose stencil leaves the lattice is refused
+   (ELEC_ERR_INVALID_ARG, naming it), as NAMD and LAMMPS refuse.  1: one
+   period of a periodic grid, box = dims * spacing from the origin
+   (elec_chargemap_periodic_lattice builds it from an elec_box); atoms
+   anywhere are wrapped.
+
+   The GPU ladder (params.variant; elec_cuda.cuh; examples/chargemap_tour.cu
+   prints it as a table).  The seed's rungs, PC = particle-centric (atomics
+   on the grid), GC = grid-centric (each point gathers, no atomics); bins
+   are grid cells with bin_capacity slots, atoms past it go to an overflow
+   list mapped by atomics afterwards: */
+typedef enum elec_chargemap_variant {
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_OWNER               */
+    ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
+                                            the caller's order, order^3 global
+                                            atomics                           */
+    ELEC_CHARGEMAP_PC_BINNED,            /* Alg. 4: atoms placed in bin
+                                            structs {count, slots} (ghosts:
+                                            q = 0), a thread per bin          */
+    ELEC_CHARGEMAP_PC_REDUCED_READS,     /* Fig. 4a: counts apart, records
+                                            slot-major (slot s of bin b at
+                                            s M + b): valid slots only        */
+    ELEC_CHARGEMAP_PC_COALESCED,         /* Fig. 4b: the records as four
+                                            slot-major arrays (x, y, z, q)    */
+    ELEC_CHARGEMAP_GC_BASELINE,          /* Alg. 5: a thread per point reads
+                                            the order^3 bins that reach it,
+                                            one basis piece per axis chosen by
+                                            branches                          */
+    ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT, /* every piece, then selects         */
+    ELEC_CHARGEMAP_GC_SHARED,            /* a block's bins through shared
+                                            memory                            */
+    ELEC_CHARGEMAP_GC_REDUCED_READS,     /* Alg. 6: slot-major bins, valid
+                                            slots only                        */
+    /* beyond the seed, for today's GPUs: */
+    ELEC_CHARGEMAP_PC_SORTED_LANES,      /* atoms sorted by tile on the GPU,
+                                            order lanes per atom (GROMACS):
+                                            neighbouring atomics             */
+    ELEC_CHARGEMAP_TILE_OWNER,           /* atoms sorted by tile with a copy
+                                            in each tile they reach; a block
+                                            sums its tile in shared memory and
+                                            stores each point once: no global
+                                            atomics, no zeroing, no capacity */
+    ELEC_CHARGEMAP_PC_FIXED_POINT,       /* sorted lanes adding q w w w 2^32
+                                            as 64-bit integers (OpenMM): the
+                                            grid is bit-identical whatever the
+                                            atom order                        */
+    ELEC_CHARGEMAP_VARIANT_COUNT
+} elec_chargemap_variant;
+
+/* The CPU ladder (seed section III; elec_cpu_chargemap, float grid). */
+typedef enum elec_chargemap_cpu_variant {
+    ELEC_CHARGEMAP_CPU_FASTEST = 0, /* default: CPU_BINNED                  */
+    ELEC_CHARGEMAP_CPU_BASELINE,    /* Alg. 1: the wrap and the basis
+                                       function (branches on |xi|) at each
+                                       of the order^3 points                */
+    ELEC_CHARGEMAP_CPU_PRECOMPUTED, /* Alg. 2: weights and wrapped indices
+                                       per axis first, then multiply-adds  */
+    ELEC_CHARGEMAP_CPU_BINNED,      /* Alg. 2 over atoms sorted by cell,
+                                       OpenMP threads owning z-slabs of the
+                                       grid (a private slab with a halo,
+                                       halos added after)                   */
+    ELEC_CHARGEMAP_CPU_VARIANT_COUNT
+} elec_chargemap_cpu_variant;
+
+typedef enum elec_chargemap_basis {
+    ELEC_CHARGEMAP_SKEEL = 0, /* default: Skeel's C1 cubic (orders 6-10: MSM's
+                                 C1 family)                                */
+    ELEC_CHARGEMAP_BSPLINE    /* cardinal B-spline (SPME)                   */
+} elec_chargemap_basis;
+
+/* Seconds of a GPU call's stages (elec_cuda_chargemap fills it where
+   params.times is not NULL, with CUDA events). */
+typedef struct elec_chargemap_times {
+    double bin;      /* placement into bins, or the sort by tile           */
+    double zero;     /* zeroing the grid (atomic rungs)                    */
+    double map;      /* the rung's mapping kernel                          */
+    double overflow; /* the atoms that did not fit a bin, by atomics       */
+    double total;    /* the device part: bin + zero + map + overflow       */
+    size_t overflow_atoms; /* atoms that went to the overflow list         */
+} elec_chargemap_times;
+
+typedef struct elec_chargemap_params {
+    int order;         /* stencil width: Skeel 4 (default), 6, 8 or 10;
+                          B-spline 4 (default) to 8                         */
+    elec_chargemap_basis basis; /* 0 = Skeel (C++ takes {0} for a struct
+                                   whose first field is not an enum)        */
+    int periodic;      /* 0: the lattice is a map; 1: one period of a grid  */
+    int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
+                          a power of two; 0 = the smallest power of two
+                          >= l + 4 sqrt(l) + 2, l the mean atoms per cell  */
+    int tile[3];       /* TILE_OWNER's tile (points per axis, each at least
+                          order - 1); 0 = chosen by the GPU call (16 or 8
+                          per axis, so that every SM has a tile)           */
+    elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
+    elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
+    elec_chargemap_times *times;            /* GPU one-shot calls: out      */
+    elec_gpu_set gpus; /* the first device is used                         */
+} elec_chargemap_params;
+
+ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);
+ELEC_API const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant variant);
+/* Defaults and checks in one place: every zero field resolved (variants
+   FASTEST made concrete, bin_capacity from atom_count and the lattice),
+   ELEC_ERR_INVALID_ARG naming what is out of range (order for the basis,
+   dims below the order, a periodic grid over 2^31 points, a tile shorter
+   than order - 1, unknown variants).  The methods call it once. */
+ELEC_API elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
+                                                   const elec_lattice *lattice,
+                                                   size_t atom_count,
+                                                   elec_chargemap_params *out,
+                                                   elec_error *err);
+/* One period of a periodic grid over a box: dims = grid, or where grid is
+   NULL or zero ceil(L / spacing) points per axis (spacing 0 = 1 A);
+   spacing L / dims, origin 0. */
+ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
+                                                     const int grid[3], double spacing,
+                                                     elec_lattice *out, elec_error *err);
 
 #ifdef __cplusplus
 }
@@ -4475,6 +4624,149 @@ cleanup:
     ELEC_FREE(f);
     return s;
 }
+
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+ELEC_DEF const char *elec_chargemap_variant_name(elec_chargemap_variant v) {
+    switch (v) {
+    case ELEC_CHARGEMAP_FASTEST: return "fastest";
+    case ELEC_CHARGEMAP_PC_BASELINE: return "pc-baseline";
+    case ELEC_CHARGEMAP_PC_BINNED: return "pc-binned";
+    case ELEC_CHARGEMAP_PC_REDUCED_READS: return "pc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_COALESCED: return "pc-coalesced";
+    case ELEC_CHARGEMAP_GC_BASELINE: return "gc-baseline";
+    case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT: return "gc-compute-efficient";
+    case ELEC_CHARGEMAP_GC_SHARED: return "gc-shared";
+    case ELEC_CHARGEMAP_GC_REDUCED_READS: return "gc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_SORTED_LANES: return "pc-sorted-lanes";
+    case ELEC_CHARGEMAP_TILE_OWNER: return "tile-owner";
+    case ELEC_CHARGEMAP_PC_FIXED_POINT: return "pc-fixed-point";
+    case ELEC_CHARGEMAP_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant v) {
+    switch (v) {
+    case ELEC_CHARGEMAP_CPU_FASTEST: return "fastest";
+    case ELEC_CHARGEMAP_CPU_BASELINE: return "baseline";
+    case ELEC_CHARGEMAP_CPU_PRECOMPUTED: return "precomputed";
+    case ELEC_CHARGEMAP_CPU_BINNED: return "binned";
+    case ELEC_CHARGEMAP_CPU_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
+                                                   const elec_lattice *lattice,
+                                                   size_t atom_count,
+                                                   elec_chargemap_params *out,
+                                                   elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    elec_chargemap_params r;
+    double points;
+    int axis, tiles_given = 0;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "params out is NULL");
+    if (elec_lattice_check(lattice, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (in) r = *in;
+    else memset(&r, 0, sizeof r);
+    if ((int)r.basis < 0 || r.basis > ELEC_CHARGEMAP_BSPLINE)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping basis %d",
+                          (int)r.basis);
+    if (r.order == 0) r.order = 4;
+    if (r.basis == ELEC_CHARGEMAP_SKEEL &&
+        (r.order < 4 || r.order > 10 || r.order % 2 != 0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "Skeel basis order %d: use 4 (C1 cubic), 6, 8 or 10", r.order);
+    if (r.basis == ELEC_CHARGEMAP_BSPLINE &&
+        (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "B-spline order %d: use 4 to %d",
+                          r.order, ELEC_MAX_SPLINE_ORDER);
+    if (r.periodic != 0 && r.periodic != 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "periodic is %d: use 0 or 1",
+                          r.periodic);
+    for (axis = 0; axis < 3; axis++)
+        if (lattice->dims[axis] < r.order)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "lattice has %d points along %c: order %d needs at least %d",
+                              lattice->dims[axis], axis_name[axis], r.order, r.order);
+    /* kernels index points with int */
+    points = (double)lattice->dims[0] * lattice->dims[1] * lattice->dims[2];
+    if (points >= 2147483648.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "lattice %d x %d x %d: charge maps take under 2^31 points",
+                          lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
+                          (int)r.variant);
+    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_TILE_OWNER;
+    if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);
+    if (r.cpu_variant == ELEC_CHARGEMAP_CPU_FASTEST) r.cpu_variant = ELEC_CHARGEMAP_CPU_BINNED;
+    if (r.bin_capacity < 0 || r.bin_capacity > 16)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin capacity %d: use 0 (automatic) or 1 to 16", r.bin_capacity);
+    if (r.bin_capacity == 0) {
+        /* mean atoms per cell l, and 4 standard deviations of a Poisson
+           count past it: overflow stays rare where the density is even */
+        double l = (double)atom_count / points, want = l + 4.0 * sqrt(l) + 2.0;
+        r.bin_capacity = want > 16.0 ? 16 : (int)ceil(want);
+    }
+    {
+        int s = 1;
+        while (s < r.bin_capacity) s *= 2;
+        r.bin_capacity = s;
+    }
+    for (axis = 0; axis < 3; axis++) {
+        if (r.tile[axis] != 0) tiles_given++;
+        if (r.tile[axis] < 0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "tile[%d] = %d is negative", axis,
+                              r.tile[axis]);
+    }
+    if (tiles_given != 0 && tiles_given != 3)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "tile: give all three edges or none (%d, %d, %d)", r.tile[0],
+                          r.tile[1], r.tile[2]);
+    for (axis = 0; axis < 3 && tiles_given; axis++) {
+        /* a stencil of `order` points then spans at most two tiles */
+        if (r.tile[axis] < r.order - 1 || r.tile[axis] > lattice->dims[axis] ||
+            r.tile[axis] > 64)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "tile %d along %c: use %d (order - 1) to %d points",
+                              r.tile[axis], axis_name[axis], r.order - 1,
+                              lattice->dims[axis] < 64 ? lattice->dims[axis] : 64);
+    }
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
+                                                     const int grid[3], double spacing,
+                                                     elec_lattice *out, elec_error *err) {
+    int axis;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice out is NULL");
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (spacing == 0.0) spacing = 1.0;
+    if (!(spacing > 0.0) || !elec__finite(spacing))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid spacing %g A must be positive",
+                          spacing);
+    for (axis = 0; axis < 3; axis++) {
+        double n = grid && grid[axis] ? (double)grid[axis]
+                                      : ceil(box->length[axis] / spacing - 1e-9);
+        if (!(n >= 1.0) || n > 1048576.0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "%g grid points along axis %d: use 1 to 2^20", n, axis);
+        out->dims[axis] = (int)n;
+        out->spacing[axis] = box->length[axis] / n;
+        out->origin[axis] = 0.0;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
 
 #ifdef __cplusplus
 }

@@ -182,6 +182,29 @@ ELEC_API elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *ver
                                           const elec_alpb_params *params,
                                           double *potential, elec_error *err);
 
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+/* Charge mapping (elec.h, elec_chargemap_params): rho(g) = sum_a q_a
+   phi phi phi on the lattice, e per point, x fastest.  params.cpu_variant
+   picks the rung of the seed's CPU ladder (float grid; CPU_BINNED, the
+   default, in OpenMP threads).  ELEC_ERR_INVALID_ARG for an atom whose
+   stencil leaves a non-periodic lattice, naming it; a periodic lattice
+   wraps atoms within 1000 periods of it. */
+ELEC_API elec_status elec_cpu_chargemap(const elec_atoms *atoms,
+                                        const elec_lattice *lattice,
+                                        const elec_chargemap_params *params,
+                                        float *grid, elec_error *err);
+/* The double-precision reference (Alg. 2, serial): the truth of the tests.
+   Where given, abs_sum[g] = sum_a |q_a phi phi phi| and contributions[g] =
+   the number of terms added to point g: a float path's error at g is at
+   most (contributions + c) 2^-24 abs_sum (recursive summation in any
+   order, c ulps for the weights and products). */
+ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
+                                               const elec_lattice *lattice,
+                                               const elec_chargemap_params *params,
+                                               double *grid, double *abs_sum,
+                                               int *contributions, elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -2793,6 +2816,351 @@ ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *ver
     (void)none;
     return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
                           potential ? potential : &none, err);
+}
+
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+#define ELEC__CHARGEMAP_MAX_ORDER 10
+
+/* An atom in cell k0 = floor(u) reaches the points k0 + offset ..
+   k0 + offset + order - 1: Skeel's C1 family is centred (offset
+   -(order/2 - 1)), the B-spline sits below the atom (offset -(order - 1)). */
+static int elec__chargemap_offset(const elec_chargemap_params *p) {
+    return p->basis == ELEC_CHARGEMAP_SKEEL ? -(p->order / 2 - 1) : -(p->order - 1);
+}
+
+/* One axis of an atom's stencil at grid coordinate u: the weights of the
+   points first .. first + order - 1 in ascending order; returns first.
+   Skeel: elec_msm_axis_weights (point first + k gets Phi(u - first - k));
+   B-spline: point k0 - j gets M_n(t + j) (elec_bspline_weights). */
+static long elec__chargemap_axis(const elec_chargemap_params *p, double u, double *w) {
+    double k0, b[ELEC_MAX_SPLINE_ORDER];
+    int m;
+    if (p->basis == ELEC_CHARGEMAP_SKEEL)
+        return elec_msm_axis_weights(u, (p->order - 4) / 2, w, NULL);
+    k0 = floor(u);
+    elec_bspline_weights(p->order, u - k0, b, NULL);
+    for (m = 0; m < p->order; m++) w[m] = b[p->order - 1 - m];
+    return (long)k0 - (p->order - 1);
+}
+
+/* The weight an atom at u gives the point g, from the signed distance
+   xi = u - g alone, as the seed's Alg. 1 evaluates it: Skeel's Phi by its
+   pieces (elec_msm_basis, branches on |xi|, eq. 2), the B-spline M_n(xi). */
+static double elec__chargemap_basis_at(const elec_chargemap_params *p, double xi) {
+    double k, b[ELEC_MAX_SPLINE_ORDER];
+    if (p->basis == ELEC_CHARGEMAP_SKEEL) return elec_msm_basis(xi, (p->order - 4) / 2);
+    if (!(xi > 0.0 && xi < p->order)) return 0.0;
+    k = floor(xi);
+    elec_bspline_weights(p->order, xi - k, b, NULL); /* b[j] = M_n(t + j) */
+    return b[(int)k];
+}
+
+/* A point index along one axis: wrapped on a periodic grid. */
+static long elec__chargemap_point(const elec_chargemap_params *p, long i, int n) {
+    return p->periodic ? elec__pmsm_wrap(i, n) : i;
+}
+
+/* The atoms in grid units, u = (x - origin) / spacing (3 per atom), and
+   their charges.  Periodic: positions wrapped into the period first
+   (elec__periodic_gather).  Non-periodic: an atom whose stencil leaves the
+   lattice is refused, by name. */
+static elec_status elec__chargemap_gather(const elec_atoms *atoms, const elec_lattice *l,
+                                          const elec_chargemap_params *p, double *u,
+                                          double *q, elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    const int offset = elec__chargemap_offset(p);
+    size_t i;
+    int axis;
+    if (p->periodic) {
+        elec_box period;
+        elec_status s;
+        for (axis = 0; axis < 3; axis++)
+            period.length[axis] = l->dims[axis] * l->spacing[axis];
+        if ((s = elec__periodic_gather(atoms, &period, u, q, err)) != ELEC_OK) return s;
+    } else {
+        for (i = 0; i < atoms->count; i++) elec_atoms_get(atoms, i, u + 3 * i, q + i, NULL);
+    }
+    for (i = 0; i < atoms->count; i++)
+        for (axis = 0; axis < 3; axis++) {
+            double x = u[3 * i + axis], first;
+            u[3 * i + axis] = (x - l->origin[axis]) / l->spacing[axis];
+            if (p->periodic) continue;
+            first = floor(u[3 * i + axis]) + offset;
+            if (!(first >= 0.0 && first + p->order <= l->dims[axis]))
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atom %zu at %g A along %c: its %d-point stencil (points "
+                                  "%.0f to %.0f) leaves the lattice (points 0 to %d); pad the "
+                                  "lattice, or map periodically", i, x, axis_name[axis],
+                                  p->order, first, first + p->order - 1,
+                                  l->dims[axis] - 1);
+        }
+    return ELEC_OK;
+}
+
+/* One atom's stencil: per axis the wrapped point indices and the weights
+   (float for the float paths). */
+typedef struct elec__chargemap_stencil {
+    long index[3][ELEC__CHARGEMAP_MAX_ORDER];
+    double w[3][ELEC__CHARGEMAP_MAX_ORDER];
+    float wf[3][ELEC__CHARGEMAP_MAX_ORDER];
+} elec__chargemap_stencil;
+
+static void elec__chargemap_stencil_of(const elec_chargemap_params *p, const elec_lattice *l,
+                                       const double *u, elec__chargemap_stencil *s) {
+    int axis, k;
+    for (axis = 0; axis < 3; axis++) {
+        long first = elec__chargemap_axis(p, u[axis], s->w[axis]);
+        for (k = 0; k < p->order; k++) {
+            s->index[axis][k] = elec__chargemap_point(p, first + k, l->dims[axis]);
+            s->wf[axis][k] = (float)s->w[axis][k];
+        }
+    }
+}
+
+/* Alg. 1, the seed's baseline: at each of the order^3 points the wrap and
+   three basis-function calls (192 for the cubic), float sums. */
+static void elec__chargemap_cpu_baseline(const elec_chargemap_params *p,
+                                         const elec_lattice *l, const double *u,
+                                         const double *q, size_t n, float *grid) {
+    const int offset = elec__chargemap_offset(p);
+    const size_t nx = (size_t)l->dims[0], ny = (size_t)l->dims[1];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        const double *x = u + 3 * i;
+        const long z0 = (long)floor(x[2]) + offset, y0 = (long)floor(x[1]) + offset,
+                   x0 = (long)floor(x[0]) + offset;
+        const float charge = (float)q[i];
+        long z, y, xx;
+        for (z = z0; z < z0 + p->order; z++)
+            for (y = y0; y < y0 + p->order; y++)
+                for (xx = x0; xx < x0 + p->order; xx++) {
+                    const size_t gz = (size_t)elec__chargemap_point(p, z, l->dims[2]);
+                    const size_t gy = (size_t)elec__chargemap_point(p, y, l->dims[1]);
+                    const size_t gx = (size_t)elec__chargemap_point(p, xx, l->dims[0]);
+                    const float wz = (float)elec__chargemap_basis_at(p, x[2] - (double)z);
+                    const float wy = (float)elec__chargemap_basis_at(p, x[1] - (double)y);
+                    const float wx = (float)elec__chargemap_basis_at(p, x[0] - (double)xx);
+                    grid[gx + nx * (gy + ny * gz)] += charge * wz * wy * wx;
+                }
+    }
+}
+
+/* Alg. 2: the weights and wrapped indices of each axis once per atom, then
+   only multiply-adds; into the whole grid (z_first LONG_MIN), or into a
+   slab of unwrapped planes stored from plane z_first on (the binned
+   rung's private slab). */
+static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec_lattice *l,
+                                      const double *u, const double *q, const size_t *order,
+                                      size_t first, size_t last, long z_first, float *out) {
+    const size_t nx = (size_t)l->dims[0], ny = (size_t)l->dims[1];
+    const int width = p->order;
+    size_t k;
+    for (k = first; k < last; k++) {
+        const size_t i = order ? order[k] : k;
+        elec__chargemap_stencil s;
+        long zz;
+        int a, b, c;
+        elec__chargemap_stencil_of(p, l, u + 3 * i, &s);
+        /* a slab's planes are unwrapped: the stencil's first plane less
+           the slab's, then one after another */
+        zz = z_first == LONG_MIN ? 0
+                                 : (long)floor(u[3 * i + 2]) + elec__chargemap_offset(p) - z_first;
+        for (c = 0; c < width; c++) {
+            const size_t plane = (size_t)(z_first == LONG_MIN ? s.index[2][c] : zz + c);
+            const float qz = (float)q[i] * s.wf[2][c];
+            for (b = 0; b < width; b++) {
+                float *row = out + nx * ((size_t)s.index[1][b] + ny * plane);
+                const float qzy = qz * s.wf[1][b];
+                for (a = 0; a < width; a++) row[s.index[0][a]] += qzy * s.wf[0][a];
+            }
+        }
+    }
+}
+
+/* CPU_BINNED: atoms sorted by cell (elec_cells_build over the grid in
+   grid units), OpenMP threads each taking a run of cell layers along z and
+   adding its atoms into a private slab of the planes they reach (its
+   layers plus order - 1 planes of halo); the slabs are then summed plane
+   by plane into the grid, in parallel over planes, in a fixed order. */
+static elec_status elec__chargemap_cpu_binned(const elec_chargemap_params *p,
+                                              const elec_lattice *l, const double *u,
+                                              const double *q, size_t n, float *grid,
+                                              elec_error *err) {
+    const double zero[3] = {0.0, 0.0, 0.0};
+    const double extent[3] = {(double)l->dims[0], (double)l->dims[1], (double)l->dims[2]};
+    const size_t plane_points = (size_t)l->dims[0] * l->dims[1];
+    const int offset = elec__chargemap_offset(p);
+    elec_cells cells;
+    elec_status s;
+    int threads = 1, t, failed = 0;
+    float **slab = NULL;
+    long *z_lo = NULL, *z_hi = NULL, z;
+    if ((s = elec_cells_build(u, n, zero, extent, 1.0, &cells, err)) != ELEC_OK) return s;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    if (threads > cells.n[2]) threads = cells.n[2];
+    if (threads < 1) threads = 1;
+    slab = (float **)ELEC_MALLOC((size_t)threads * sizeof *slab);
+    z_lo = (long *)ELEC_MALLOC((size_t)threads * sizeof *z_lo);
+    z_hi = (long *)ELEC_MALLOC((size_t)threads * sizeof *z_hi);
+    if (!slab || !z_lo || !z_hi) {
+        failed = 1;
+        goto done;
+    }
+    for (t = 0; t < threads; t++) slab[t] = NULL;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(|| : failed)
+#endif
+    for (t = 0; t < threads; t++) {
+        const size_t layer = (size_t)cells.n[0] * cells.n[1];
+        const size_t first = cells.start[layer * (size_t)(cells.n[2] * t / threads)];
+        const size_t last = cells.start[layer * (size_t)(cells.n[2] * (t + 1) / threads)];
+        long lo = LONG_MAX, hi = LONG_MIN;
+        size_t k;
+        for (k = first; k < last; k++) {
+            long k0 = (long)floor(u[3 * cells.atom[k] + 2]);
+            if (k0 < lo) lo = k0;
+            if (k0 > hi) hi = k0;
+        }
+        z_lo[t] = 0;
+        z_hi[t] = -1;
+        if (first == last) continue; /* no atoms: no slab */
+        z_lo[t] = lo + offset;
+        z_hi[t] = hi + offset + p->order - 1;
+        slab[t] = (float *)ELEC_MALLOC((size_t)(z_hi[t] - z_lo[t] + 1) * plane_points *
+                                       sizeof(float));
+        if (!slab[t]) {
+            failed = 1;
+            continue;
+        }
+        memset(slab[t], 0, (size_t)(z_hi[t] - z_lo[t] + 1) * plane_points * sizeof(float));
+        elec__chargemap_cpu_atoms(p, l, u, q, cells.atom, first, last, z_lo[t], slab[t]);
+    }
+    if (failed) goto done;
+    /* each grid plane: the sum of the slab planes that land on it (a slab
+       longer than the period lands on some twice) */
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (z = 0; z < l->dims[2]; z++) {
+        float *out = grid + (size_t)z * plane_points;
+        int th;
+        memset(out, 0, plane_points * sizeof(float));
+        for (th = 0; th < threads; th++) {
+            long zz;
+            if (!slab[th]) continue;
+            for (zz = z_lo[th]; zz <= z_hi[th]; zz++) {
+                const float *in;
+                size_t g;
+                if (elec__chargemap_point(p, zz, l->dims[2]) != z) continue;
+                in = slab[th] + (size_t)(zz - z_lo[th]) * plane_points;
+                for (g = 0; g < plane_points; g++) out[g] += in[g];
+            }
+        }
+    }
+done:
+    if (slab)
+        for (t = 0; t < threads; t++) ELEC_FREE(slab[t]);
+    ELEC_FREE(slab);
+    ELEC_FREE(z_lo);
+    ELEC_FREE(z_hi);
+    elec_cells_free(&cells);
+    if (failed)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %d grid slabs", threads);
+    return ELEC_OK;
+}
+
+/* Checks, resolved params and the atoms in grid units (u, q allocated). */
+static elec_status elec__chargemap_cpu_setup(const elec_atoms *atoms, const elec_lattice *l,
+                                             const elec_chargemap_params *params,
+                                             const void *grid, elec_chargemap_params *p,
+                                             double **u, double **q, elec_error *err) {
+    elec_status s;
+    size_t n;
+    *u = *q = NULL;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid is NULL");
+    if ((s = elec_chargemap_params_resolve(params, l, atoms->count, p, err)) != ELEC_OK)
+        return s;
+    n = atoms->count;
+    *u = (double *)ELEC_MALLOC((3 * n + 1) * sizeof **u);
+    *q = (double *)ELEC_MALLOC((n + 1) * sizeof **q);
+    if (!*u || !*q) {
+        ELEC_FREE(*u);
+        ELEC_FREE(*q);
+        *u = *q = NULL;
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
+    }
+    if ((s = elec__chargemap_gather(atoms, l, p, *u, *q, err)) != ELEC_OK) {
+        ELEC_FREE(*u);
+        ELEC_FREE(*q);
+        *u = *q = NULL;
+    }
+    return s;
+}
+
+ELEC_DEF elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
+                                               const elec_lattice *lattice,
+                                               const elec_chargemap_params *params,
+                                               double *grid, double *abs_sum,
+                                               int *contributions, elec_error *err) {
+    elec_chargemap_params p;
+    double *u, *q;
+    size_t i, points;
+    elec_status s = elec__chargemap_cpu_setup(atoms, lattice, params, grid, &p, &u, &q, err);
+    if (s != ELEC_OK) return s;
+    points = elec_lattice_size(lattice);
+    memset(grid, 0, points * sizeof *grid);
+    if (abs_sum) memset(abs_sum, 0, points * sizeof *abs_sum);
+    if (contributions) memset(contributions, 0, points * sizeof *contributions);
+    for (i = 0; i < atoms->count; i++) {
+        const size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1];
+        elec__chargemap_stencil st;
+        int a, b, c;
+        elec__chargemap_stencil_of(&p, lattice, u + 3 * i, &st);
+        for (c = 0; c < p.order; c++)
+            for (b = 0; b < p.order; b++)
+                for (a = 0; a < p.order; a++) {
+                    const size_t g = (size_t)st.index[0][a] +
+                                     nx * ((size_t)st.index[1][b] + ny * (size_t)st.index[2][c]);
+                    const double v = q[i] * st.w[0][a] * st.w[1][b] * st.w[2][c];
+                    grid[g] += v;
+                    if (abs_sum) abs_sum[g] += fabs(v);
+                    if (contributions) contributions[g]++;
+                }
+    }
+    ELEC_FREE(u);
+    ELEC_FREE(q);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cpu_chargemap(const elec_atoms *atoms, const elec_lattice *lattice,
+                                        const elec_chargemap_params *params, float *grid,
+                                        elec_error *err) {
+    elec_chargemap_params p;
+    double *u, *q;
+    elec_status s = elec__chargemap_cpu_setup(atoms, lattice, params, grid, &p, &u, &q, err);
+    if (s != ELEC_OK) return s;
+    switch (p.cpu_variant) {
+    case ELEC_CHARGEMAP_CPU_BASELINE:
+        memset(grid, 0, elec_lattice_size(lattice) * sizeof *grid);
+        elec__chargemap_cpu_baseline(&p, lattice, u, q, atoms->count, grid);
+        break;
+    case ELEC_CHARGEMAP_CPU_PRECOMPUTED:
+        memset(grid, 0, elec_lattice_size(lattice) * sizeof *grid);
+        elec__chargemap_cpu_atoms(&p, lattice, u, q, NULL, 0, atoms->count, LONG_MIN, grid);
+        break;
+    default:
+        s = elec__chargemap_cpu_binned(&p, lattice, u, q, atoms->count, grid, err);
+        break;
+    }
+    ELEC_FREE(u);
+    ELEC_FREE(q);
+    if (s == ELEC_OK) elec__ok(err);
+    return s;
 }
 
 #ifdef __cplusplus

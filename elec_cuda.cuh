@@ -206,6 +206,54 @@ ELEC_API elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err);
 
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+/* Charge mapping on one GPU (elec.h, elec_chargemap_params; seed 004):
+   the charge per lattice point by the rung params.variant of the GPU
+   ladder (elec.h lists it; the comment at the top of the implementation
+   says what bounds each rung).  Host arrays in and out:
+       elec_cuda_chargemap(&atoms, &lattice, &p, grid, &err);
+   positions are converted to grid units in double on the host.  An MD code
+   keeps a handle, whose buffers are allocated once, and its float4 atoms
+   (x, y, z, q in A and e, any order) on the device:
+       elec_cuda_chargemap_handle *h;
+       elec_cuda_chargemap_create(&lattice, max_atoms, &p, -1, &h, &err);
+       each step:  elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err);
+       when wanted: elec_cuda_chargemap_finish(h, stream, &err);  (syncs)
+       elec_cuda_chargemap_destroy(h);
+   compute only enqueues on `stream` (no allocation, no host transfer, no
+   synchronisation: it can be captured in a CUDA graph); one compute at a
+   time per handle.  Its atoms need finite positions; on a map, atoms whose
+   stencil leaves the lattice are left out and counted, and finish returns
+   ELEC_ERR_INVALID_ARG saying how many (the host API refuses them before
+   any work, by name).  The seed's rungs (pc-binned to gc-reduced-reads)
+   are written for order 4, both bases; the other rungs take every order. */
+typedef struct elec_cuda_chargemap_handle elec_cuda_chargemap_handle;
+
+ELEC_API elec_status elec_cuda_chargemap(const elec_atoms *atoms,
+                                         const elec_lattice *lattice,
+                                         const elec_chargemap_params *params,
+                                         float *grid, elec_error *err);
+/* Buffers for up to max_atoms atoms on `device` (-1 = the current one). */
+ELEC_API elec_status elec_cuda_chargemap_create(const elec_lattice *lattice,
+                                                size_t max_atoms,
+                                                const elec_chargemap_params *params,
+                                                int device,
+                                                elec_cuda_chargemap_handle **out,
+                                                elec_error *err);
+/* d_grid: the lattice's points, x fastest, every one written. */
+ELEC_API elec_status elec_cuda_chargemap_compute(elec_cuda_chargemap_handle *h,
+                                                 const float4 *d_xyzq, size_t n,
+                                                 float *d_grid, cudaStream_t stream,
+                                                 elec_error *err);
+/* Waits for the last compute; ELEC_ERR_INVALID_ARG when atoms were left
+   out of a map.  overflow_atoms (may be NULL): atoms the last compute put
+   on the seed rungs' overflow list. */
+ELEC_API elec_status elec_cuda_chargemap_finish(elec_cuda_chargemap_handle *h,
+                                                size_t *overflow_atoms,
+                                                cudaStream_t stream, elec_error *err);
+ELEC_API void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h);
+
 #ifdef __cplusplus
 }
 #endif
@@ -280,6 +328,21 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
     return elec__fail(err, s, 0, "%s failed (elec_cuda.cuh:%d): %s", call,
                       line, cudaGetErrorString(e));
 }
+
+/* ------------------------------------------- >>charges forward declarations */
+
+/* SPME's spreading and MSM's anterpolation are charge maps: the
+   charge-mapping section at the end of this file defines these. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+static elec_status elec__chargemap_enqueue(elec_cuda_chargemap_handle *h, const float4 *xyzq,
+                                           int n, float *grid, cudaStream_t stream,
+                                           cudaEvent_t *marks, elec_error *err);
+static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums);
+#ifdef __cplusplus
+}
+#endif
 
 /* ------------------------------------------------------------ DCS kernels */
 
@@ -798,6 +861,17 @@ static float4 *elec__cuda_gather_xyzq(const elec_atoms *atoms,
                              (float)(p[2] - reference[2]), (float)q);
     }
     return out;
+}
+
+/* *x wrapped into [0, period) in double (SPME's and the charge map's host
+   APIs); 0 when it lies more than 1000 periods away, where wrapping
+   starts to cost the coordinate its precision (the caller refuses it). */
+static int elec__cuda_wrap_into(double *x, double period) {
+    const double f = floor(*x / period);
+    if (fabs(f) > 1000.0) return 0;
+    *x -= period * f;
+    if (*x >= period) *x -= period; /* rounding */
+    return 1;
 }
 
 /* Points x y z (double) as float4 relative to reference, into out. */
@@ -1960,26 +2034,14 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
            (size_t)g.n[0] * ((size_t)(j - g.lo[1]) + (size_t)g.n[1] * (size_t)(k - g.lo[2]));
 }
 
-/* Stage 1: q_0(m) += q_j Phi(x_j/h - m), atoms relative to the reference. */
-template <int S>
-__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
-elec__k_msm_anterpolate(float *q0, elec__msm_level_args g, const float4 *atoms, int n,
-                        float inv_h, elec__msm_basis_args b) {
-    const int a = blockIdx.x * blockDim.x + threadIdx.x;
-    float wx[2 * S], wy[2 * S], wz[2 * S];
-    if (a >= n) return;
-    const float4 atom = atoms[a];
-    const int fx = elec__msm_weights_device<S>(atom.x * inv_h, b, wx);
-    const int fy = elec__msm_weights_device<S>(atom.y * inv_h, b, wy);
-    const int fz = elec__msm_weights_device<S>(atom.z * inv_h, b, wz);
-    for (int c = 0; c < 2 * S; c++)
-        for (int bb = 0; bb < 2 * S; bb++) {
-            const float qyz = atom.w * wy[bb] * wz[c];
-            float *row = q0 + elec__msm_index(g, fx, fy + bb, fz + c);
-#pragma unroll
-            for (int i = 0; i < 2 * S; i++) atomicAdd(row + i, qyz * wx[i]);
-        }
-}
+/* Stage 1, anterpolation q_0(m) = sum_j q_j Phi(x_j/h - m), is a charge
+   map (the charge-mapping section at the end of this file): Skeel's C1
+   basis of the interpolation's order on the finest lattice, by the rung
+   below (flip it here or with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare
+   rungs; bench/RESULTS.md has the ladder). */
+#ifndef ELEC__MSM_CHARGEMAP_VARIANT
+#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#endif
 
 /* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
    clipped to the fine lattice. */
@@ -2146,7 +2208,8 @@ template <int S>
 static elec_status elec__msm_stages(const elec_msm_params &p,
                                            const elec__msm_shape &shape, float *const *d_q,
                                            float *const *d_e, const float4 *d_atoms,
-                                           size_t n, const float *d_stencil,
+                                           size_t n, elec_cuda_chargemap_handle *anterpolation,
+                                           const float *d_stencil,
                                            const int *d_spans, int radius,
                                            cudaStream_t stream, cudaEvent_t *marks,
                                            elec_error *err) {
@@ -2160,10 +2223,9 @@ static elec_status elec__msm_stages(const elec_msm_params &p,
             g[l].n[axis] = shape.n[l][axis];
         }
     if (n > 0) {
-        elec__k_msm_anterpolate<S><<<(unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
-                                     ELEC__MSM_BLOCK, 0, stream>>>(
-            d_q[0], g[0], d_atoms, (int)n, (float)(1.0 / p.spacing), b);
-        ELEC__CUDA_TRY(cudaGetLastError());
+        status = elec__chargemap_enqueue(anterpolation, d_atoms, (int)n, d_q[0], stream, NULL,
+                                         err);
+        if (status != ELEC_OK) goto cleanup;
     }
     ELEC__MSM_MARK(2);
     for (int l = 0; l < top; l++) {
@@ -2207,18 +2269,19 @@ cleanup:
 static elec_status elec__msm_launch_stages(const elec_msm_params &p,
                                            const elec__msm_shape &shape, float *const *d_q,
                                            float *const *d_e, const float4 *d_atoms,
-                                           size_t n, const float *d_stencil,
+                                           size_t n, elec_cuda_chargemap_handle *anterpolation,
+                                           const float *d_stencil,
                                            const int *d_spans, int radius,
                                            cudaStream_t stream, cudaEvent_t *marks,
                                            elec_error *err) {
     switch (elec_msm_support((int)p.interpolation)) {
-    case 2: return elec__msm_stages<2>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+    case 2: return elec__msm_stages<2>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
                                        radius, stream, marks, err);
-    case 3: return elec__msm_stages<3>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+    case 3: return elec__msm_stages<3>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
                                        radius, stream, marks, err);
-    case 4: return elec__msm_stages<4>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+    case 4: return elec__msm_stages<4>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
                                        radius, stream, marks, err);
-    default: return elec__msm_stages<5>(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans,
+    default: return elec__msm_stages<5>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
                                         radius, stream, marks, err);
     }
 }
@@ -2248,6 +2311,28 @@ cleanup:
 }
 
 } /* extern "C++" */
+
+/* Stage 1's charge map on `device`: Skeel's C1 basis of the
+   interpolation's order over the finest lattice (points lo .. lo + n - 1
+   at spacing h from the reference point, which the atoms are relative
+   to), for up to n atoms. */
+static elec_status elec__msm_anterpolation_plan(const elec_msm_params *p,
+                                                const elec__msm_shape *shape, size_t n,
+                                                int device, elec_cuda_chargemap_handle **out,
+                                                elec_error *err) {
+    elec_lattice l;
+    elec_chargemap_params cp;
+    memset(&cp, 0, sizeof cp);
+    for (int axis = 0; axis < 3; axis++) {
+        l.dims[axis] = shape->n[0][axis];
+        l.spacing[axis] = p->spacing;
+        l.origin[axis] = (double)shape->lo[0][axis] * p->spacing;
+    }
+    cp.basis = ELEC_CHARGEMAP_SKEEL;
+    cp.order = 2 * elec_msm_support((int)p->interpolation);
+    cp.variant = ELEC__MSM_CHARGEMAP_VARIANT;
+    return elec_cuda_chargemap_create(&l, n ? n : 1, &cp, device, out, err);
+}
 
 /* The lattice-cutoff stencil's octant, g_0(|k| h) at k = (dx, dy, dz) >= 0
    (elec_cpu.h's stencil), and each row's last dx inside |k| h < 2a (-1
@@ -2353,6 +2438,7 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     float *host_stencil = NULL, *d_stencil = NULL, *d_lattices = NULL, *host_w = NULL;
     int *host_spans = NULL, *d_spans = NULL;
     float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS], *d_w = NULL;
+    elec_cuda_chargemap_handle *anterpolation = NULL;
     int *host_first = NULL, *d_first = NULL;
     size_t total_points = 0, n = 0, side = 0;
     elec__msm_take_back take_back = {0, NULL, NULL};
@@ -2442,6 +2528,8 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     /* Device: buffers and uploads, then the stages in order on one stream
        (events between them when times are wanted). */
     ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    status = elec__msm_anterpolation_plan(&p, &shape, n, devices[0], &anterpolation, err);
+    if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_lattices, 2 * total_points * sizeof(float)));
@@ -2479,7 +2567,8 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     /* Short range into the padded map (uploads the bins, one pass a layer). */
     if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
     ELEC__MSM_MARK(1);
-    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans, radius,
+    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil,
+                                     d_spans, radius,
                                      stream, marks, err);
     if (status != ELEC_OK) goto cleanup;
     switch (s) {
@@ -2536,6 +2625,7 @@ cleanup:
         cudaStreamDestroy(stream);
     }
     for (int m = 0; m < marks_made; m++) cudaEventDestroy(marks[m]);
+    elec_cuda_chargemap_destroy(anterpolation);
     elec__cutoff_job_free(&job);
     cudaFree(d_atoms);
     cudaFree(d_lattices);
@@ -2755,6 +2845,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     float *d_lattices = NULL, *d_stencil = NULL, *host_stencil = NULL, *d_phi = NULL,
           *d_short = NULL, *host_phi = NULL, *host_short = NULL;
     float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS];
+    elec_cuda_chargemap_handle *anterpolation = NULL;
 
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
@@ -2846,6 +2937,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 
     /* Device. */
     ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
+    status = elec__msm_anterpolation_plan(&p, &shape, n, devices[0], &anterpolation, err);
+    if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&d_start, ((size_t)sa.cells[0] * sa.cells[1] *
@@ -2885,7 +2978,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                    cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
                                    cudaMemcpyHostToDevice, stream));
-    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, d_stencil, d_spans, radius,
+    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil,
+                                     d_spans, radius,
                                      stream, NULL, err);
     if (status != ELEC_OK) goto cleanup;
     switch (s) {
@@ -2944,6 +3038,7 @@ cleanup:
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
     }
+    elec_cuda_chargemap_destroy(anterpolation);
     cudaFree(d_atoms);
     cudaFree(d_start);
     cudaFree(d_lattices);
@@ -3067,25 +3162,31 @@ __device__ static void elec__spme_block_add(double *target, double v) {
 }
 
 /* Grid coordinate of x along one axis: u = K x / L with x wrapped into
-   [0, L); returns k0 = floor(u) in [0, K) and sets t = u - k0.  A
-   fraction that rounds up to 1 (x just below 0 or L) gives u = K: point 0,
-   t = 0, which is where it belongs. */
-__device__ __forceinline__ int elec__spme_grid_point(float x, float inv_length,
-                                                     int K, float *t) {
+   [0, L), in [0, K): a fraction that rounds up to 1 (x just below 0 or L)
+   gives u = K, point 0, which is where it belongs.  elec__spme_grid_point
+   returns k0 = floor(u) and sets t = u - k0. */
+__device__ __forceinline__ float elec__spme_grid_coordinate(float x, float inv_length,
+                                                            int K) {
     float f = x * inv_length;
     f -= floorf(f);
     float u = f * (float)K;
+    return u >= (float)K ? 0.0f : u;
+}
+
+__device__ __forceinline__ int elec__spme_grid_point(float x, float inv_length,
+                                                     int K, float *t) {
+    float u = elec__spme_grid_coordinate(x, inv_length, K);
     int k0 = (int)u;
     *t = u - (float)k0;
-    if (k0 >= K) k0 -= K;
     return k0;
 }
 
-/* Lanes per atom in the spreading and gathering kernels: one lane per x
-   offset of the atom's order^3 stencil, rounded up to a power of two so
-   that a group never straddles a warp (shuffle reductions). */
+/* Lanes per atom in the spreading and gathering kernels (and the charge
+   maps' lane kernels, up to order 10): one lane per x offset of the
+   atom's order^3 stencil, rounded up to a power of two so that a group
+   never straddles a warp (shuffle reductions). */
 template <int ORDER> struct elec__spme_lanes {
-    enum { value = ORDER <= 4 ? 4 : 8 };
+    enum { value = ORDER <= 4 ? 4 : ORDER <= 8 ? 8 : 16 };
 };
 
 /* w[j] of a register array at a lane-dependent j, by selects (an indexed
@@ -3098,50 +3199,16 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
     return v;
 }
 
-/* ------------------------------------------------- spreading: atomics */
+/* ------------------------------------------- spreading: the charge map */
 
-/* Particle-centric spreading: lane jx of an atom's group adds the order^2
-   values of its x plane of the stencil with atomics (red.global.add.f32:
-   the grid must be zeroed first).  The lanes of a group write
-   neighbouring x points, so a warp's atomics fall in few sectors.  Also
-   sums q and q^2 (self and background terms). */
-template <int ORDER>
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_spread_atomic(float *grid, const float4 *xyzq, int n,
-                           elec__spme_geometry g, double *sums) {
-    const int lanes = elec__spme_lanes<ORDER>::value;
-    int thread = blockIdx.x * blockDim.x + threadIdx.x;
-    int atom = thread / lanes, jx = thread % lanes;
-    float q = 0.0f;
-    if (atom < n && jx < ORDER) {
-        float4 a = xyzq[atom];
-        float tx, ty, tz, wx[ORDER], wy[ORDER], wz[ORDER];
-        int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
-        int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &ty);
-        int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &tz);
-        elec_bspline_weights_float(ORDER, tx, wx, NULL);
-        elec_bspline_weights_float(ORDER, ty, wy, NULL);
-        elec_bspline_weights_float(ORDER, tz, wz, NULL);
-        int x = x0 - jx;
-        if (x < 0) x += g.K.x;
-        float qx = a.w * elec__spme_pick<ORDER>(wx, jx);
-#pragma unroll
-        for (int jz = 0; jz < ORDER; jz++) {
-            int z = z0 - jz;
-            if (z < 0) z += g.K.z;
-            float qxz = qx * wz[jz];
-#pragma unroll
-            for (int jy = 0; jy < ORDER; jy++) {
-                int y = y0 - jy;
-                if (y < 0) y += g.K.y;
-                atomicAdd(&grid[x + g.K.x * (y + g.K.y * z)], qxz * wy[jy]);
-            }
-        }
-        if (jx == 0) q = a.w;
-    }
-    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q);
-    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, (double)q * q);
-}
+/* The default spreading is a charge map (the charge-mapping section at the
+   end of this file): B-splines of the SPME order on the periodic grid, q
+   and q^2 summed by its first kernel, by the rung below (flip it here or
+   with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs: bench_spme's
+   spread column shows the effect). */
+#ifndef ELEC__SPME_CHARGEMAP_VARIANT
+#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#endif
 
 /* --------------------------------------- spreading: gather (seed 001) */
 
@@ -3750,6 +3817,7 @@ struct elec_cuda_spme_handle {
     cufftComplex *spectrum;
     float *theta;            /* half spectrum                             */
     double *sums;            /* ELEC__SPME_SUMS raw energy sums           */
+    elec_cuda_chargemap_handle *chargemap; /* the default spreading     */
     /* gather spreading */
     int *grid_cell_count;    /* grid_points counters, then the overflow's */
     int *grid_cell_atoms;    /* grid_points x ELEC__SPME_CELL_CAPACITY    */
@@ -3772,6 +3840,8 @@ ELEC_DEF void elec_cuda_spme_destroy(elec_cuda_spme_handle *h) {
     cudaSetDevice(h->device);
     if (h->has_forward) cufftDestroy(h->forward);
     if (h->has_backward) cufftDestroy(h->backward);
+    elec_cuda_chargemap_destroy(h->chargemap);
+    cudaSetDevice(h->device);
     if (h->side) cudaStreamDestroy(h->side);
     if (h->fork) cudaEventDestroy(h->fork);
     if (h->join) cudaEventDestroy(h->join);
@@ -3988,6 +4058,21 @@ ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
                               (max_atoms + 1) * sizeof(int)));
     ELEC__CUDA_TRY(cudaMalloc((void **)&h->excl_list,
                               (2 * pairs + 1) * sizeof(int)));
+    if (h->p.spread == ELEC_SPME_SPREAD_CHARGEMAP) {
+        elec_lattice grid_lattice;
+        elec_chargemap_params cp;
+        memset(&cp, 0, sizeof cp);
+        cp.basis = ELEC_CHARGEMAP_BSPLINE;
+        cp.order = h->p.order;
+        cp.periodic = 1;
+        cp.variant = ELEC__SPME_CHARGEMAP_VARIANT;
+        status = elec_chargemap_periodic_lattice(box, h->p.grid, 0.0, &grid_lattice, err);
+        if (status == ELEC_OK)
+            status = elec_cuda_chargemap_create(&grid_lattice, max_atoms, &cp, h->device,
+                                                &h->chargemap, err);
+        if (status != ELEC_OK) goto cleanup;
+        elec__chargemap_set_sums(h->chargemap, h->sums);
+    }
     if (h->p.spread == ELEC_SPME_SPREAD_GATHER) {
         /* one more counter after the cells': the overflow count */
         ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid_cell_count,
@@ -4069,14 +4154,7 @@ static elec_status elec__spme_spread(elec_cuda_spme_handle *h, const float4 *xyz
                 h->overflow_atoms, h->weights);
         ELEC__CUDA_TRY(cudaGetLastError());
     } else {
-        const int lanes = elec__spme_lanes<ORDER>::value;
-        ELEC__CUDA_TRY(cudaMemsetAsync(h->grid, 0,
-                                       (size_t)h->grid_points * sizeof(float),
-                                       stream));
-        elec__k_spme_spread_atomic<ORDER>
-            <<<(unsigned)(((size_t)n * lanes + block - 1) / block), block, 0,
-               stream>>>(h->grid, xyzq, n, h->g, h->sums);
-        ELEC__CUDA_TRY(cudaGetLastError());
+        status = elec__chargemap_enqueue(h->chargemap, xyzq, n, h->grid, stream, NULL, err);
     }
 cleanup:
     return status;
@@ -4322,17 +4400,14 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
         double x[3], q;
         int axis;
         elec_atoms_get(atoms, i, x, &q, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            double l = box->length[axis], f = floor(x[axis] / l);
-            if (fabs(f) > 1000.0) {
+        for (axis = 0; axis < 3; axis++)
+            if (!elec__cuda_wrap_into(&x[axis], box->length[axis])) {
                 status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                     "atom %zu lies %.0f box lengths outside "
-                                    "the box along axis %d", i, fabs(f), axis);
+                                    "the box along axis %d", i,
+                                    fabs(floor(x[axis] / box->length[axis])), axis);
                 goto cleanup;
             }
-            x[axis] -= l * f;
-            if (x[axis] >= l) x[axis] -= l;
-        }
         host_xyzq[i] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
         charge += (double)(float)q;
     }
@@ -5076,6 +5151,1515 @@ cleanup:
 #ifdef __cplusplus
 }
 #endif
+
+
+/* ============================================================ >>charges charge mapping */
+/* Charge mapping on the GPU (elec.h; seed 004, Sanaullah et al. 2016):
+   rho(g) = sum_a q_a phi phi phi, e per lattice point.  Every rung below
+   computes the same grid from the same per-axis weights
+   (elec__chargemap_weights: Skeel's C1 family through MSM's
+   elec__msm_weights_device, B-splines through elec_bspline_weights_float,
+   the functions of the CPU paths) and the same grid coordinates (periodic:
+   SPME's elec__spme_grid_coordinate).
+
+   What bounds each rung on an H100 (ApoA1-size: 92,224 atoms, 112 x 112 x
+   80 = 1.0e6 points, 5.9e6 atom-point terms at order 4; the grid is 4 MB
+   and stays in the 50 MB L2):
+   - every rung that adds with global atomics (the PC rungs, sorted lanes,
+     fixed point, the binned rungs' overflow) makes 64 atomics per atom:
+     the L2's atomic units bound it.  The notes measured 1.9e11 red.f32/s
+     for stencil-clustered addresses (31.7 us for these 5.9e6 adds): about
+     2,900 atoms/us whatever the rung around them.  Zeroing the grid first
+     costs another 4 MB write (~1.5 us).
+   - the seed's binned rungs add a placement pass (one atomic per atom on
+     the bin counters) and, for the bin structs, zeroing the whole bin
+     array (80 B a bin at 4 slots: 80 MB for 1e6 bins, ~27 us of DRAM):
+     the seed's "reads ghost particles" cost, here as writes.
+   - the GC rungs need no atomics and store each point once, but each
+     point reads the order^3 = 64 bins that reach it: 64 counters plus
+     their slots per point (1e6 points x 64 x 16 B: ~1 GB through L1/L2),
+     the read traffic Table III of the seed shows.
+   - TILE_OWNER (the default) is bounded by shared memory: atoms are sorted
+     by tile (8 or 16 points a side) on the device with a copy in each tile
+     their stencil reaches (1.7 copies per atom at 16^3, 2.6 at 8^3: the
+     halo), and a block adds its copies' in-tile terms into the tile in
+     shared memory, then stores the tile once: no global atomics, no
+     zeroing, no bin capacity.  On sm_90 a shared-memory float atomicAdd
+     is a compare-and-swap loop (LDS, FADD, ATOMS.CAST.SPIN: checked in
+     the SASS of nvcc 13.0), so each term costs two shared-memory
+     operations, and random addresses cost bank conflicts: about 5.9e6 x 2
+     shared operations / (132 SMs x 32 lanes a clock) = 2.8e3 clocks
+     (1.5 us) with no conflicts, a few us with them.  The sort is two
+     atom-parallel kernels (count with one atomic per copy on the tile
+     counters, the last block scanning the counts; scatter with one atomic
+     per copy on the tile cursors): ~1.5 MB read and written each, L2
+     resident.  Three kernels in all; the second and third start early by
+     programmatic dependent launch (griddepcontrol), so the launch gaps
+     (~2 us each otherwise) overlap the previous kernel's tail.
+   bench/bench_chargemap.cu measures these bounds on the device (atomic
+   rates random and sorted, a bare tile kernel, the launch floor). */
+
+#ifndef ELEC__CHARGEMAP_MAX_ORDER
+#define ELEC__CHARGEMAP_MAX_ORDER 10
+#endif
+#define ELEC__CHARGEMAP_BLOCK 256
+#define ELEC__CHARGEMAP_MAX_SLOTS 16 /* elec_chargemap_params_resolve's limit */
+
+/* The plan's status words (device ints). */
+#define ELEC__CM_OVERFLOW 0     /* records on the overflow list (binned rungs)  */
+#define ELEC__CM_OUTSIDE 1      /* atoms whose stencil left a map, being counted */
+#define ELEC__CM_TICKET 2       /* blocks of the tile count kernel finished      */
+#define ELEC__CM_OUTSIDE_SEEN 3 /* OUTSIDE of the last tile sort (its last block
+                                   moves it here and clears OUTSIDE)            */
+#define ELEC__CM_STATUS 4
+
+/* Lattice and basis as the kernels take them.  u, an atom's grid
+   coordinate along an axis, is computed three ways:
+     maps (device API)        u = x inv_spacing + base, base = -origin/h;
+     periodic (device API)    u = elec__spme_grid_coordinate(x - origin,
+                              inv_period, K): SPME's wrap, u in [0, K);
+     host API (grid_units)    u = x: the host converted in double.
+   An atom in cell k0 = (int)u, t = u - k0, puts w[m](t) on the point
+   k0 + offset + m, m = 0 .. width-1 (wrapped on a periodic grid). */
+typedef struct elec__chargemap_geometry {
+    int K[3];
+    float inv_spacing[3], base[3];   /* maps                        */
+    float inv_period[3], origin[3];  /* periodic                    */
+    int periodic, grid_units;
+    int width, offset;
+} elec__chargemap_geometry;
+
+/* Tiles of the sorted rungs: T points per axis, n tiles per axis, the last
+   one taking the rest (T to 2T - 1 points); L the longest per axis. */
+typedef struct elec__chargemap_tiling {
+    int T[3], n[3], L[3];
+    int count;
+} elec__chargemap_tiling;
+
+/* Bins of the seed's rungs: M = K0 K1 K2 bins (the grid's cells), S slots
+   each; records (u, q).  BIN_STRUCT: bin b is (S + 1) float4 from b (S + 1),
+   the first holding the count (int bits of .x), empty slots zero (ghosts,
+   q = 0).  Slot-major: counts apart, slot s of bin b at s M + b, as float4
+   records (AOS) or four float arrays (SOA: x, y, z, q one after another). */
+typedef struct elec__chargemap_bins {
+    float4 *bins;
+    int *count;
+    float4 *rec;
+    float *soa;
+    float4 *overflow;
+    int S, M;
+} elec__chargemap_bins;
+
+/* PDL (sm_90): a kernel launched with programmatic stream serialization
+   may be scheduled while the kernel before it drains; it waits here,
+   before it touches memory, until that kernel has finished and its writes
+   are visible.  release_next lets the next kernel be scheduled early. */
+__device__ __forceinline__ void elec__chargemap_wait_prior(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void elec__chargemap_release_next(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* An atom's record (u_x, u_y, u_z, q); *outside set when its stencil
+   leaves a map.  Explicit _rn operations: no contraction may differ
+   between the kernels that recompute it. */
+__device__ __forceinline__ float4 elec__chargemap_record(const elec__chargemap_geometry &g,
+                                                        float4 a, int *outside) {
+    const float x[3] = {a.x, a.y, a.z};
+    float u[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        if (g.periodic && !g.grid_units) {
+            u[axis] = elec__spme_grid_coordinate(__fsub_rn(x[axis], g.origin[axis]),
+                                                 g.inv_period[axis], g.K[axis]);
+            continue;
+        }
+        u[axis] = g.grid_units ? x[axis]
+                               : __fadd_rn(__fmul_rn(x[axis], g.inv_spacing[axis]), g.base[axis]);
+        if (!g.periodic) {
+            /* written so that NaN is outside */
+            const float first = floorf(u[axis]) + (float)g.offset;
+            if (!(first >= 0.0f && first + (float)g.width <= (float)g.K[axis])) *outside = 1;
+        }
+    }
+    return make_float4(u[0], u[1], u[2], a.w);
+}
+
+/* Atom i's record, its charge in *q; 0 (and the atom counted) where it
+   lies outside a map. */
+__device__ __forceinline__ int elec__chargemap_take(const float4 *xyzq, int i,
+                                                    const elec__chargemap_geometry &g,
+                                                    int *status, float4 *r, float *q) {
+    const float4 a = xyzq[i];
+    int outside = 0;
+    *r = elec__chargemap_record(g, a, &outside);
+    *q = a.w;
+    if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+    return !outside;
+}
+
+/* A point index k0 + offset + m on the grid: wrapped where periodic (a
+   map's indices are in range: the atom was inside). */
+__device__ __forceinline__ int elec__chargemap_wrap(int p, int K) {
+    return p < 0 ? p + K : p >= K ? p - K : p;
+}
+
+/* The weights w[m] of the points k0 + offset + m for t in [0, 1).  Skeel:
+   MSM's device pieces (offset -(W/2 - 1)); B-spline: point k0 - j gets
+   M_n(t + j) (offset -(W - 1)), reversed into ascending order. */
+template <int BASIS, int W>
+__device__ __forceinline__ void elec__chargemap_weights(float t, const elec__msm_basis_args &b,
+                                                        float w[W]) {
+    if constexpr (BASIS == ELEC_CHARGEMAP_SKEEL) {
+        (void)elec__msm_weights_device<W / 2>(t, b, w);
+    } else {
+        float r[W];
+        (void)b;
+        elec_bspline_weights_float(W, t, r, NULL);
+#pragma unroll
+        for (int m = 0; m < W; m++) w[m] = r[W - 1 - m];
+    }
+}
+
+/* The one weight w[m](t) alone, as the seed's Alg. 5 evaluates it for a
+   bin that reaches the point by piece m: Skeel by Horner on row m (a
+   row chosen at run time), the B-spline by the recursion and an indexed
+   pick (a local array). */
+template <int BASIS, int W>
+__device__ __forceinline__ float elec__chargemap_piece(int m, float t,
+                                                       const elec__msm_basis_args &b) {
+    if constexpr (BASIS == ELEC_CHARGEMAP_SKEEL) {
+        float v = b.coeff[m][W - 1];
+        for (int p = W - 2; p >= 0; p--) v = fmaf(v, t, b.coeff[m][p]);
+        return v;
+    } else {
+        float r[W];
+        (void)b;
+        elec_bspline_weights_float(W, t, r, NULL);
+        return r[W - 1 - m];
+    }
+}
+
+/* SPME's sums of q and q^2 (self and background terms), where the caller
+   asked for them: every thread of the block calls it. */
+__device__ __forceinline__ void elec__chargemap_sums(double *sums, float q) {
+    if (!sums) return;
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, (double)q * q);
+}
+
+/* One record's order^3 terms by global atomics, loops z, y, x as the
+   seed's Alg. 3: the per-axis indices and weights first. */
+template <int BASIS, int W>
+__device__ __forceinline__ void elec__chargemap_add_record(float *grid, float4 r,
+                                                           const elec__chargemap_geometry &g,
+                                                           const elec__msm_basis_args &b) {
+    const float u[3] = {r.x, r.y, r.z};
+    float w[3][W];
+    int index[3][W];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        const int k0 = (int)u[axis];
+        elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
+#pragma unroll
+        for (int m = 0; m < W; m++)
+            index[axis][m] = elec__chargemap_wrap(k0 + g.offset + m, g.K[axis]);
+    }
+#pragma unroll
+    for (int c = 0; c < W; c++)
+#pragma unroll
+        for (int bb = 0; bb < W; bb++) {
+            const float qzy = r.w * w[2][c] * w[1][bb];
+            float *row = grid + g.K[0] * (index[1][bb] + g.K[1] * index[2][c]);
+#pragma unroll
+            for (int a = 0; a < W; a++) atomicAdd(row + index[0][a], qzy * w[0][a]);
+        }
+}
+
+/* The bin of a record (the cell of its point k0). */
+__device__ __forceinline__ int elec__chargemap_bin_of(float4 r, const elec__chargemap_geometry &g) {
+    return (int)r.x + g.K[0] * ((int)r.y + g.K[1] * (int)r.z);
+}
+
+/* ------------------------------------------------ PC: the seed's Alg. 3 */
+
+/* PC_BASELINE: a thread per atom in the caller's order, 64 atomics (on a
+   zeroed grid).  Neighbouring threads write far-apart points. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_baseline(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
+                              elec__msm_basis_args b, int *status, double *sums) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    float4 r;
+    if (i < n && elec__chargemap_take(xyzq, i, g, status, &r, &q))
+        elec__chargemap_add_record<BASIS, W>(grid, r, g, b);
+    elec__chargemap_sums(sums, q);
+}
+
+/* ------------------------------------------- placement into the bins */
+
+enum { ELEC__CM_BIN_STRUCT = 0, ELEC__CM_SLOT_AOS, ELEC__CM_SLOT_SOA };
+
+/* Each atom takes a slot of its bin (an atomic on the bin's counter);
+   past S slots its record goes to the overflow list. */
+template <int LAYOUT>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_place(const float4 *xyzq, int n, elec__chargemap_geometry g,
+                        elec__chargemap_bins bins, int *status, double *sums) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    float4 r;
+    if (i < n && elec__chargemap_take(xyzq, i, g, status, &r, &q)) {
+        const int bin = elec__chargemap_bin_of(r, g);
+        int *counter = LAYOUT == ELEC__CM_BIN_STRUCT
+                           ? (int *)(bins.bins + (size_t)bin * (bins.S + 1))
+                           : bins.count + bin;
+        const int slot = atomicAdd(counter, 1);
+        if (slot >= bins.S) {
+            bins.overflow[atomicAdd(status + ELEC__CM_OVERFLOW, 1)] = r;
+        } else if (LAYOUT == ELEC__CM_BIN_STRUCT) {
+            bins.bins[(size_t)bin * (bins.S + 1) + 1 + slot] = r;
+        } else if (LAYOUT == ELEC__CM_SLOT_AOS) {
+            bins.rec[(size_t)slot * bins.M + bin] = r;
+        } else {
+            const size_t at = (size_t)slot * bins.M + bin, plane = (size_t)bins.S * bins.M;
+            bins.soa[at] = r.x;
+            bins.soa[plane + at] = r.y;
+            bins.soa[2 * plane + at] = r.z;
+            bins.soa[3 * plane + at] = r.w;
+        }
+    }
+    elec__chargemap_sums(sums, q);
+}
+
+/* The overflow list by atomics, after the rung's kernel (its length is
+   known on the device only: a fixed grid strides over it). */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_overflow(float *grid, const float4 *overflow, const int *status,
+                           elec__chargemap_geometry g, elec__msm_basis_args b) {
+    const int total = status[ELEC__CM_OVERFLOW];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+        elec__chargemap_add_record<BASIS, W>(grid, overflow[i], g, b);
+}
+
+/* ------------------------------------------ PC: the seed's Alg. 4, Fig. 4 */
+
+/* A bin's cell and the wrapped indices of the points it reaches, once per
+   bin (seed Alg. 4, lines 3-6). */
+template <int W>
+__device__ __forceinline__ void elec__chargemap_bin_points(int bin, const elec__chargemap_geometry &g,
+                                                           int cell[3], int index[3][W]) {
+    cell[0] = bin % g.K[0];
+    cell[1] = bin / g.K[0] % g.K[1];
+    cell[2] = bin / g.K[0] / g.K[1];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++)
+#pragma unroll
+        for (int m = 0; m < W; m++)
+            index[axis][m] = elec__chargemap_wrap(cell[axis] + g.offset + m, g.K[axis]);
+}
+
+/* A record of the bin at `cell`: its weights from t = u - cell, 64
+   atomics on the bin's points. */
+template <int BASIS, int W>
+__device__ __forceinline__ void elec__chargemap_add_binned(float *grid, float4 r, const int cell[3],
+                                                           const int index[3][W], int K0, int K1,
+                                                           const elec__msm_basis_args &b) {
+    float wx[W], wy[W], wz[W];
+    elec__chargemap_weights<BASIS, W>(r.x - (float)cell[0], b, wx);
+    elec__chargemap_weights<BASIS, W>(r.y - (float)cell[1], b, wy);
+    elec__chargemap_weights<BASIS, W>(r.z - (float)cell[2], b, wz);
+#pragma unroll
+    for (int c = 0; c < W; c++)
+#pragma unroll
+        for (int bb = 0; bb < W; bb++) {
+            const float qzy = r.w * wz[c] * wy[bb];
+            float *row = grid + K0 * (index[1][bb] + K1 * index[2][c]);
+#pragma unroll
+            for (int a = 0; a < W; a++) atomicAdd(row + index[0][a], qzy * wx[a]);
+        }
+}
+
+/* PC_BINNED (Alg. 4): a thread per bin copies its whole struct, counter,
+   slots and ghosts (the thread cannot start before all of it arrives),
+   then adds its atoms.  Neighbouring threads are neighbouring bins: their
+   points overlap 75 %, so their atomics meet in L2. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_binned(float *grid, const float4 *bins, int S, elec__chargemap_geometry g,
+                            elec__msm_basis_args b) {
+    const int bin = blockIdx.x * blockDim.x + threadIdx.x;
+    float4 mine[ELEC__CHARGEMAP_MAX_SLOTS + 1];
+    int cell[3], index[3][W];
+    if (bin >= g.K[0] * g.K[1] * g.K[2]) return;
+#pragma unroll
+    for (int s = 0; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+        if (s <= S) mine[s] = bins[(size_t)bin * (S + 1) + s];
+    const int count = min(__float_as_int(mine[0].x), S);
+    elec__chargemap_bin_points<W>(bin, g, cell, index);
+#pragma unroll
+    for (int s = 1; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+        if (s <= count) elec__chargemap_add_binned<BASIS, W>(grid, mine[s], cell, index, g.K[0],
+                                                              g.K[1], b);
+}
+
+/* PC_REDUCED_READS (Fig. 4a): counts apart, records slot-major: a thread
+   reads its count, then only its valid records, each one 16-byte load
+   that the warp's neighbouring bins make contiguous. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_reduced(float *grid, const int *counts, const float4 *rec, int S,
+                             elec__chargemap_geometry g, elec__msm_basis_args b) {
+    const int bin = blockIdx.x * blockDim.x + threadIdx.x;
+    const int M = g.K[0] * g.K[1] * g.K[2];
+    int cell[3], index[3][W];
+    if (bin >= M) return;
+    const int count = min(counts[bin], S);
+    elec__chargemap_bin_points<W>(bin, g, cell, index);
+    for (int s = 0; s < count; s++)
+        elec__chargemap_add_binned<BASIS, W>(grid, rec[(size_t)s * M + bin], cell, index, g.K[0],
+                                             g.K[1], b);
+}
+
+/* PC_COALESCED (Fig. 4b): the same records as four slot-major arrays,
+   each field one coalesced 4-byte load. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_coalesced(float *grid, const int *counts, const float *soa, int S,
+                               elec__chargemap_geometry g, elec__msm_basis_args b) {
+    const int bin = blockIdx.x * blockDim.x + threadIdx.x;
+    const int M = g.K[0] * g.K[1] * g.K[2];
+    const size_t plane = (size_t)S * M;
+    int cell[3], index[3][W];
+    if (bin >= M) return;
+    const int count = min(counts[bin], S);
+    elec__chargemap_bin_points<W>(bin, g, cell, index);
+    for (int s = 0; s < count; s++) {
+        const size_t at = (size_t)s * M + bin;
+        const float4 r = make_float4(soa[at], soa[plane + at], soa[2 * plane + at],
+                                     soa[3 * plane + at]);
+        elec__chargemap_add_binned<BASIS, W>(grid, r, cell, index, g.K[0], g.K[1], b);
+    }
+}
+
+/* ------------------------------------------ GC: the seed's Alg. 5, 6 */
+
+/* The cell from which a point p is reached by piece m (p = c + offset + m),
+   or -1 off a map. */
+__device__ __forceinline__ int elec__chargemap_remote(int p, int m, int offset, int K, int periodic) {
+    const int c = p - offset - m;
+    if (periodic) return elec__chargemap_wrap(c, K);
+    return c >= 0 && c < K ? c : -1;
+}
+
+/* The weight of piece m for a record in cell c along one axis: the piece
+   alone (GC_BASELINE) or all pieces and a select (the others). */
+template <int BASIS, int W, int ONE_PIECE>
+__device__ __forceinline__ float elec__chargemap_gc_weight(float u, int c, int m,
+                                                           const elec__msm_basis_args &b) {
+    const float t = u - (float)c;
+    if constexpr (ONE_PIECE) {
+        return elec__chargemap_piece<BASIS, W>(m, t, b);
+    } else {
+        float w[W];
+        elec__chargemap_weights<BASIS, W>(t, b, w);
+        return elec__spme_pick<W>(w, m);
+    }
+}
+
+/* A record's term at the point it reaches by pieces (mx, my, mz) from
+   its cell (cx, cy, cz). */
+template <int BASIS, int W, int ONE_PIECE>
+__device__ __forceinline__ float elec__chargemap_gc_term(float4 r, int cx, int cy, int cz, int mx,
+                                                         int my, int mz,
+                                                         const elec__msm_basis_args &b) {
+    return r.w * elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.x, cx, mx, b) *
+           elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.y, cy, my, b) *
+           elec__chargemap_gc_weight<BASIS, W, ONE_PIECE>(r.z, cz, mz, b);
+}
+
+/* A thread per point visits the 64 bins that reach it and sums their
+   atoms' terms in a register; one store, no atomics, no zeroing.
+     GC_BASELINE (Alg. 5)    bin structs, each copied whole (counter,
+                             slots, ghosts), one basis piece per axis;
+     GC_COMPUTE_EFFICIENT    the same with every piece and a select;
+     GC_REDUCED_READS        (Alg. 6) slot-major records: the count, then
+                             the valid records only (LAYOUT SLOT_AOS). */
+template <int BASIS, int W, int ONE_PIECE, int LAYOUT>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_gc(float *grid, const float4 *bins, const int *counts, const float4 *rec,
+                     int S, elec__chargemap_geometry g, elec__msm_basis_args b) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    const int M = g.K[0] * g.K[1] * g.K[2];
+    if (p >= M) return;
+    const int point[3] = {p % g.K[0], p / g.K[0] % g.K[1], p / g.K[0] / g.K[1]};
+    float sum = 0.0f;
+    for (int mz = 0; mz < W; mz++) {
+        const int cz = elec__chargemap_remote(point[2], mz, g.offset, g.K[2], g.periodic);
+        if (cz < 0) continue;
+        for (int my = 0; my < W; my++) {
+            const int cy = elec__chargemap_remote(point[1], my, g.offset, g.K[1], g.periodic);
+            if (cy < 0) continue;
+            for (int mx = 0; mx < W; mx++) {
+                const int cx = elec__chargemap_remote(point[0], mx, g.offset, g.K[0], g.periodic);
+                if (cx < 0) continue;
+                const int bin = cx + g.K[0] * (cy + g.K[1] * cz);
+                if constexpr (LAYOUT == ELEC__CM_BIN_STRUCT) {
+                    float4 mine[ELEC__CHARGEMAP_MAX_SLOTS + 1];
+#pragma unroll
+                    for (int s = 0; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+                        if (s <= S) mine[s] = bins[(size_t)bin * (S + 1) + s];
+                    const int count = min(__float_as_int(mine[0].x), S);
+#pragma unroll
+                    for (int s = 1; s <= ELEC__CHARGEMAP_MAX_SLOTS; s++)
+                        if (s <= count)
+                            sum += elec__chargemap_gc_term<BASIS, W, ONE_PIECE>(mine[s], cx, cy,
+                                                                               cz, mx, my, mz, b);
+                } else {
+                    const int count = min(counts[bin], S);
+                    for (int s = 0; s < count; s++)
+                        sum += elec__chargemap_gc_term<BASIS, W, ONE_PIECE>(
+                            rec[(size_t)s * M + bin], cx, cy, cz, mx, my, mz, b);
+                }
+            }
+        }
+    }
+    grid[p] = sum;
+}
+
+/* GC_SHARED: a block of points (blockDim = its tile) loads the bin structs
+   that reach any of its points, (T + W - 1) per axis, into shared memory
+   together, then each thread runs GC_COMPUTE_EFFICIENT's loop from there.
+   Bins off a map are loaded empty. */
+template <int BASIS, int W>
+__global__ void elec__k_chargemap_gc_shared(float *grid, const float4 *bins, int S,
+                                            elec__chargemap_geometry g, elec__msm_basis_args b) {
+    extern __shared__ float4 region[];
+    const int side[3] = {(int)blockDim.x + W - 1, (int)blockDim.y + W - 1,
+                         (int)blockDim.z + W - 1};
+    const int origin[3] = {(int)(blockIdx.x * blockDim.x), (int)(blockIdx.y * blockDim.y),
+                           (int)(blockIdx.z * blockDim.z)};
+    const int regions = side[0] * side[1] * side[2];
+    const int thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const int threads = blockDim.x * blockDim.y * blockDim.z;
+    /* region cell r along an axis is the cell origin - offset - (W - 1) + r */
+    for (int k = thread; k < regions * (S + 1); k += threads) {
+        const int r = k / (S + 1), s = k % (S + 1);
+        const int rc[3] = {r % side[0], r / side[0] % side[1], r / side[0] / side[1]};
+        int cell[3], inside = 1;
+        for (int axis = 0; axis < 3; axis++) {
+            cell[axis] = elec__chargemap_remote(origin[axis] + rc[axis], W - 1, g.offset,
+                                                g.K[axis], g.periodic);
+            if (cell[axis] < 0) inside = 0;
+        }
+        region[k] = inside ? bins[(size_t)(cell[0] + g.K[0] * (cell[1] + g.K[1] * cell[2])) *
+                                      (S + 1) + s]
+                           : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    __syncthreads();
+    const int point[3] = {origin[0] + (int)threadIdx.x, origin[1] + (int)threadIdx.y,
+                          origin[2] + (int)threadIdx.z};
+    if (point[0] >= g.K[0] || point[1] >= g.K[1] || point[2] >= g.K[2]) return;
+    float sum = 0.0f;
+    for (int mz = 0; mz < W; mz++)
+        for (int my = 0; my < W; my++)
+            for (int mx = 0; mx < W; mx++) {
+                /* the region cell of point - offset - m */
+                const int r = ((int)threadIdx.x + W - 1 - mx) +
+                              side[0] * (((int)threadIdx.y + W - 1 - my) +
+                                         side[1] * ((int)threadIdx.z + W - 1 - mz));
+                const float4 *bin = region + (size_t)r * (S + 1);
+                const int count = min(__float_as_int(bin[0].x), S);
+                const int cx = elec__chargemap_remote(point[0], mx, g.offset, g.K[0], g.periodic);
+                const int cy = elec__chargemap_remote(point[1], my, g.offset, g.K[1], g.periodic);
+                const int cz = elec__chargemap_remote(point[2], mz, g.offset, g.K[2], g.periodic);
+                for (int s = 1; s <= count; s++)
+                    sum += elec__chargemap_gc_term<BASIS, W, 0>(bin[s], cx, cy, cz, mx, my, mz, b);
+            }
+    grid[point[0] + g.K[0] * (point[1] + g.K[1] * point[2])] = sum;
+}
+
+/* ----------------------------------------- beyond the seed: the tile sort */
+
+/* The tiles an atom adds to along one axis: with halo, those of its
+   stencil's first and last points (at most two, as tiles are at least
+   order - 1 long); without, the tile of its cell.  Returns how many. */
+__device__ __forceinline__ int elec__chargemap_tiles_of(float u, int axis, int halo,
+                                                        const elec__chargemap_geometry &g,
+                                                        const elec__chargemap_tiling &tl,
+                                                        int tiles[2]) {
+    const int k0 = (int)u, T = tl.T[axis], n = tl.n[axis];
+    if (!halo) {
+        tiles[0] = min(k0 / T, n - 1);
+        return 1;
+    }
+    const int first = elec__chargemap_wrap(k0 + g.offset, g.K[axis]);
+    const int last = elec__chargemap_wrap(k0 + g.offset + g.width - 1, g.K[axis]);
+    tiles[0] = min(first / T, n - 1);
+    tiles[1] = min(last / T, n - 1);
+    return tiles[0] == tiles[1] ? 1 : 2;
+}
+
+/* The last block of the count kernel: an exclusive scan of the tile counts
+   into start[0 .. tiles] (and the scatter's cursors), counts and the
+   ticket cleared for the next call, the outside count handed over.  One
+   block: fine for thousands of tiles (each thread sums a contiguous run,
+   the block scans the runs' sums). */
+__device__ void elec__chargemap_scan_tiles(int *count, int *start, int *cursor, int tiles,
+                                           int *status) {
+    __shared__ int run[ELEC__CHARGEMAP_BLOCK];
+    const int t = threadIdx.x, threads = blockDim.x;
+    const int per = (tiles + threads - 1) / threads;
+    const int first = min(t * per, tiles), last = min(first + per, tiles);
+    int s = 0;
+    for (int k = first; k < last; k++) s += __ldcg(count + k); /* the atomics' sums, in L2 */
+    run[t] = s;
+    __syncthreads();
+    for (int offset = 1; offset < threads; offset <<= 1) {
+        const int v = t >= offset ? run[t - offset] : 0;
+        __syncthreads();
+        run[t] += v;
+        __syncthreads();
+    }
+    s = t > 0 ? run[t - 1] : 0;
+    for (int k = first; k < last; k++) {
+        const int c = __ldcg(count + k);
+        start[k] = s;
+        cursor[k] = s;
+        count[k] = 0;
+        s += c;
+    }
+    if (t == threads - 1) start[tiles] = run[t];
+    if (t == 0) {
+        status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
+        status[ELEC__CM_TICKET] = 0;
+    }
+}
+
+/* Sort, pass 1: each atom's record (u, q; u.x = -1 outside a map) and one
+   atomic per copy on the counters of the tiles it adds to; the last block
+   to finish (a ticket after a fence: every block's atomics are done)
+   scans the counts.  Triggers the scatter's launch at once. */
+template <int HALO>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_tile_count(const float4 *xyzq, int n, elec__chargemap_geometry g,
+                             elec__chargemap_tiling tl, float4 *records, int *tile_count,
+                             int *tile_start, int *tile_cursor, int *status, double *sums) {
+    __shared__ int last_block;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float q = 0.0f;
+    elec__chargemap_release_next();
+    if (i < n) {
+        float4 r;
+        if (!elec__chargemap_take(xyzq, i, g, status, &r, &q)) {
+            r.x = -1.0f;
+        } else {
+            int tx[2], ty[2], tz[2];
+            const int nx = elec__chargemap_tiles_of(r.x, 0, HALO, g, tl, tx);
+            const int ny = elec__chargemap_tiles_of(r.y, 1, HALO, g, tl, ty);
+            const int nz = elec__chargemap_tiles_of(r.z, 2, HALO, g, tl, tz);
+            for (int c = 0; c < nz; c++)
+                for (int bb = 0; bb < ny; bb++)
+                    for (int a2 = 0; a2 < nx; a2++)
+                        atomicAdd(tile_count + tx[a2] + tl.n[0] * (ty[bb] + tl.n[1] * tz[c]), 1);
+        }
+        records[i] = r;
+    }
+    elec__chargemap_sums(sums, q);
+    /* every thread's atomics ordered before the block's ticket */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last_block = atomicAdd(status + ELEC__CM_TICKET, 1) == (int)gridDim.x - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    elec__chargemap_scan_tiles(tile_count, tile_start, tile_cursor, tl.count, status);
+}
+
+/* Sort, pass 2: each copy to the next place of its tile's segment (an
+   atomic on the tile's cursor: the order within a tile is arbitrary). */
+template <int HALO>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_tile_scatter(const float4 *records, int n, elec__chargemap_geometry g,
+                               elec__chargemap_tiling tl, int *tile_cursor, float4 *copies) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    elec__chargemap_wait_prior();
+    elec__chargemap_release_next();
+    if (i >= n) return;
+    const float4 r = records[i];
+    if (r.x < 0.0f) return; /* outside a map */
+    int tx[2], ty[2], tz[2];
+    const int nx = elec__chargemap_tiles_of(r.x, 0, HALO, g, tl, tx);
+    const int ny = elec__chargemap_tiles_of(r.y, 1, HALO, g, tl, ty);
+    const int nz = elec__chargemap_tiles_of(r.z, 2, HALO, g, tl, tz);
+    for (int c = 0; c < nz; c++)
+        for (int bb = 0; bb < ny; bb++)
+            for (int a = 0; a < nx; a++)
+                copies[atomicAdd(tile_cursor + tx[a] + tl.n[0] * (ty[bb] + tl.n[1] * tz[c]), 1)] = r;
+}
+
+/* ------------------------------------------ beyond the seed: the rungs */
+
+/* TILE_OWNER: a block per tile.  Its copies (every atom that reaches the
+   tile) add their in-tile terms into the tile in shared memory, a group
+   of lanes per copy, lane jx owning the copy's x plane (neighbouring
+   lanes, neighbouring banks); then each point is stored once, rows of the
+   tile as contiguous runs.  No zeroing of the grid, no global atomics. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_tile_owner(float *grid, const float4 *copies, const int *tile_start,
+                             elec__chargemap_geometry g, elec__chargemap_tiling tl,
+                             elec__msm_basis_args b) {
+    extern __shared__ float tile[];
+    const int lanes = elec__spme_lanes<W>::value;
+    const int id = blockIdx.x;
+    const int at[3] = {id % tl.n[0], id / tl.n[0] % tl.n[1], id / tl.n[0] / tl.n[1]};
+    int t0[3], len[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        t0[axis] = at[axis] * tl.T[axis];
+        len[axis] = at[axis] == tl.n[axis] - 1 ? g.K[axis] - t0[axis] : tl.T[axis];
+    }
+    const int points = len[0] * len[1] * len[2];
+    elec__chargemap_wait_prior();
+    for (int k = threadIdx.x; k < points; k += blockDim.x) tile[k] = 0.0f;
+    __syncthreads();
+    const int first = tile_start[id], last = tile_start[id + 1];
+    const int jx = threadIdx.x % lanes, groups = blockDim.x / lanes;
+    for (int c = first + (int)threadIdx.x / lanes; c < last; c += groups) {
+        const float4 r = copies[c];
+        if (jx >= W) continue;
+        const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
+        const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]) - t0[0];
+        if (x < 0 || x >= len[0]) continue; /* this lane's plane is another tile's */
+        float wx[W], wy[W], wz[W];
+        elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
+        elec__chargemap_weights<BASIS, W>(r.y - (float)ky, b, wy);
+        elec__chargemap_weights<BASIS, W>(r.z - (float)kz, b, wz);
+        const float qx = r.w * elec__spme_pick<W>(wx, jx);
+#pragma unroll
+        for (int mz = 0; mz < W; mz++) {
+            const int z = elec__chargemap_wrap(kz + g.offset + mz, g.K[2]) - t0[2];
+            if (z < 0 || z >= len[2]) continue;
+            const float qxz = qx * wz[mz];
+#pragma unroll
+            for (int my = 0; my < W; my++) {
+                const int y = elec__chargemap_wrap(ky + g.offset + my, g.K[1]) - t0[1];
+                if (y < 0 || y >= len[1]) continue;
+                atomicAdd(tile + x + len[0] * (y + len[1] * z), qxz * wy[my]);
+            }
+        }
+    }
+    __syncthreads();
+    /* rows: warp w stores rows w, w + warps, ... */
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    for (int row = warp; row < len[1] * len[2]; row += warps) {
+        const int y = row % len[1], z = row / len[1];
+        float *out = grid + t0[0] + g.K[0] * ((t0[1] + y) + g.K[1] * (t0[2] + z));
+        for (int x = lane; x < len[0]; x += 32) out[x] = tile[x + len[0] * row];
+    }
+}
+
+/* PC_SORTED_LANES (FIXED 0): the tile-sorted atoms (no halo copies) with
+   a group of lanes per atom, lane jx adding its x plane by global atomics
+   (GROMACS's layout): sorted atoms and neighbouring lanes keep a warp's
+   atomics in few L2 sectors; the grid is zeroed first.
+   PC_FIXED_POINT (FIXED 1): the same terms rounded to 2^-32 e and added as
+   64-bit integers (OpenMM): integer addition is associative, so the grid
+   is bit-identical whatever the order of the atoms and of the atomics.
+   Each term is a float computed from its own atom alone; |term| <= |q|,
+   so a point can hold up to 2^31 e.  The 64-bit atomics are native
+   (RED.E.ADD.64). */
+template <int BASIS, int W, int FIXED>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
+                        const int *tile_start, int tiles, elec__chargemap_geometry g,
+                        elec__msm_basis_args b) {
+    const int lanes = elec__spme_lanes<W>::value;
+    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    elec__chargemap_wait_prior();
+    const int total = tile_start[tiles];
+    const long atom = thread / lanes;
+    const int jx = (int)(thread % lanes);
+    if (atom >= total || jx >= W) return;
+    const float4 r = sorted[atom];
+    const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
+    float wx[W], wy[W], wz[W];
+    elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
+    elec__chargemap_weights<BASIS, W>(r.y - (float)ky, b, wy);
+    elec__chargemap_weights<BASIS, W>(r.z - (float)kz, b, wz);
+    const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]);
+    const float qx = r.w * elec__spme_pick<W>(wx, jx);
+#pragma unroll
+    for (int mz = 0; mz < W; mz++) {
+        const int z = elec__chargemap_wrap(kz + g.offset + mz, g.K[2]);
+        const float qxz = qx * wz[mz];
+#pragma unroll
+        for (int my = 0; my < W; my++) {
+            const int y = elec__chargemap_wrap(ky + g.offset + my, g.K[1]);
+            const int point = x + g.K[0] * (y + g.K[1] * z);
+            if constexpr (FIXED) {
+                /* exact scaling by 2^32, then the nearest integer */
+                const long long v = __float2ll_rn(qxz * wy[my] * 4294967296.0f);
+                atomicAdd((unsigned long long *)(fixed + point), (unsigned long long)v);
+            } else {
+                atomicAdd(grid + point, qxz * wy[my]);
+            }
+        }
+    }
+}
+
+/* The fixed-point grid to floats (times 2^-32, in double: exact), and
+   cleared for the next call. */
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    elec__chargemap_wait_prior();
+    if (p >= points) return;
+    grid[p] = (float)((double)fixed[p] * (1.0 / 4294967296.0));
+    fixed[p] = 0;
+}
+
+/* ---------------------------------------------------- host side: plans */
+
+/* Programmatic dependent launch between the sort's and the map's kernels
+   (sm_90): 1 on, 0 off (every launch then waits for the one before; or
+   -DELEC__CHARGEMAP_PDL=0). */
+#ifndef ELEC__CHARGEMAP_PDL
+#define ELEC__CHARGEMAP_PDL 1
+#endif
+
+struct elec_cuda_chargemap_handle {
+    int device, sm_count, max_shared;
+    elec_chargemap_params p;   /* resolved                                    */
+    elec_lattice lattice;
+    size_t max_atoms;
+    int points;                /* K0 K1 K2                                    */
+    elec__chargemap_geometry g;
+    elec__msm_basis_args basis;
+    elec__chargemap_tiling tiles;
+    int use_pdl;
+    double *sums;              /* SPME's q and q^2 sums (device), or NULL     */
+    int *status;               /* ELEC__CM_STATUS ints                        */
+    elec__chargemap_bins bins; /* the seed's binned rungs                     */
+    int gc_block[3];           /* GC_SHARED's block of points                 */
+    size_t gc_shared_bytes, tile_shared_bytes;
+    float4 *records, *copies;  /* the sorted rungs                            */
+    int *tile_count, *tile_start, *tile_cursor;
+    long long *fixed;          /* PC_FIXED_POINT                              */
+    const float4 *xyzq;        /* the current call's atoms (PC_BASELINE)      */
+    int n;
+};
+
+static int elec__chargemap_is_binned(elec_chargemap_variant v) {
+    return v >= ELEC_CHARGEMAP_PC_BINNED && v <= ELEC_CHARGEMAP_GC_REDUCED_READS;
+}
+
+static int elec__chargemap_is_sorted(elec_chargemap_variant v) {
+    return v == ELEC_CHARGEMAP_PC_SORTED_LANES || v == ELEC_CHARGEMAP_TILE_OWNER ||
+           v == ELEC_CHARGEMAP_PC_FIXED_POINT;
+}
+
+static int elec__chargemap_layout(elec_chargemap_variant v) {
+    switch (v) {
+    case ELEC_CHARGEMAP_PC_REDUCED_READS:
+    case ELEC_CHARGEMAP_GC_REDUCED_READS: return ELEC__CM_SLOT_AOS;
+    case ELEC_CHARGEMAP_PC_COALESCED: return ELEC__CM_SLOT_SOA;
+    default: return ELEC__CM_BIN_STRUCT;
+    }
+}
+
+/* Tiles of T points per axis over K: floor(K / T) of them, the last one
+   taking the rest. */
+static elec__chargemap_tiling elec__chargemap_tiling_of(const int K[3], const int T[3]) {
+    elec__chargemap_tiling tl;
+    tl.count = 1;
+    for (int axis = 0; axis < 3; axis++) {
+        tl.T[axis] = T[axis];
+        tl.n[axis] = K[axis] / T[axis] < 1 ? 1 : K[axis] / T[axis];
+        tl.L[axis] = K[axis] - (tl.n[axis] - 1) * T[axis];
+        tl.count *= tl.n[axis];
+    }
+    return tl;
+}
+
+/* TILE_OWNER's tile: the caller's, or the largest of 16^3, 16^2 x 8,
+   16 x 8^2, 8^3 that still gives every SM a tile (fewer halo copies: 1.7
+   per atom at 16^3 against 2.6 at 8^3) and fits in shared memory; a basis
+   wider than 9 points needs tiles of at least its width - 1: 16. */
+static elec__chargemap_tiling elec__chargemap_choose_tiles(const elec_cuda_chargemap_handle *h) {
+    static const int candidates[4][3] = {{16, 16, 16}, {16, 16, 8}, {16, 8, 8}, {8, 8, 8}};
+    elec__chargemap_tiling best;
+    int found = 0;
+    if (h->p.tile[0] > 0) return elec__chargemap_tiling_of(h->g.K, h->p.tile);
+    for (int c = 0; c < 4; c++) {
+        elec__chargemap_tiling tl = elec__chargemap_tiling_of(h->g.K, candidates[c]);
+        const size_t bytes = (size_t)tl.L[0] * tl.L[1] * tl.L[2] * sizeof(float);
+        if (candidates[c][2] < h->g.width - 1 || bytes > (size_t)h->max_shared) continue;
+        best = tl;
+        found = 1;
+        if (tl.count >= h->sm_count) break;
+    }
+    if (!found) { /* width 10 on a grid that tiles of 16 do not fit: 16^3 anyway */
+        const int sixteen[3] = {16, 16, 16};
+        best = elec__chargemap_tiling_of(h->g.K, sixteen);
+    }
+    return best;
+}
+
+/* Kernels with PDL where asked (their first act is to wait for the kernel
+   before them), plain stream order otherwise. */
+template <typename... Params, typename... Args>
+static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                          size_t shared, cudaStream_t stream, int pdl,
+                                          Args... args) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[1] = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = stream;
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+static unsigned elec__chargemap_blocks(size_t threads) {
+    return (unsigned)((threads + ELEC__CHARGEMAP_BLOCK - 1) / ELEC__CHARGEMAP_BLOCK);
+}
+
+/* Shared-memory limits of the templated kernels that use more than the
+   default 48 KB. */
+template <int BASIS, int W>
+static elec_status elec__chargemap_configure_t(elec_cuda_chargemap_handle *h, elec_error *err) {
+    elec_status status = ELEC_OK;
+    if (h->p.variant == ELEC_CHARGEMAP_TILE_OWNER && h->tile_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_tile_owner<BASIS, W>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->tile_shared_bytes));
+    if constexpr (W == 4) {
+        if (h->p.variant == ELEC_CHARGEMAP_GC_SHARED && h->gc_shared_bytes > 48 * 1024)
+            ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_gc_shared<BASIS, W>,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)h->gc_shared_bytes));
+    }
+cleanup:
+    return status;
+}
+
+/* Stage 1: the atoms into the rung's layout (bins, or the tile sort); the
+   status words the rung counts in, zeroed where the rung does not clear
+   them itself. */
+template <int BASIS, int W>
+static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, const float4 *xyzq,
+                                             int n, cudaStream_t stream, int pdl,
+                                             elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec_chargemap_variant v = h->p.variant;
+    const dim3 block(ELEC__CHARGEMAP_BLOCK), atoms(elec__chargemap_blocks((size_t)n));
+    h->xyzq = xyzq;
+    h->n = n;
+    if (elec__chargemap_is_sorted(v)) {
+        const int halo = v == ELEC_CHARGEMAP_TILE_OWNER;
+        /* the first kernel waits for everything before it in the stream (no
+           PDL: the previous call's map may still read the sort's arrays) */
+        if (halo) {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_count<1>, atoms, block, 0, stream, 0, xyzq, n, h->g,
+                h->tiles, h->records, h->tile_count, h->tile_start, h->tile_cursor, h->status,
+                h->sums));
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_scatter<1>, atoms, block, 0, stream, pdl,
+                (const float4 *)h->records, n, h->g, h->tiles, h->tile_cursor, h->copies));
+        } else {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_count<0>, atoms, block, 0, stream, 0, xyzq, n, h->g,
+                h->tiles, h->records, h->tile_count, h->tile_start, h->tile_cursor, h->status,
+                h->sums));
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_scatter<0>, atoms, block, 0, stream, pdl,
+                (const float4 *)h->records, n, h->g, h->tiles, h->tile_cursor, h->copies));
+        }
+        goto cleanup;
+    }
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream)); /* overflow, outside */
+    if (v == ELEC_CHARGEMAP_PC_BASELINE) goto cleanup;
+    switch (elec__chargemap_layout(v)) {
+    case ELEC__CM_BIN_STRUCT:
+        /* counters and ghosts: the whole array */
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.bins, 0,
+                                       (size_t)h->points * (h->bins.S + 1) * sizeof(float4),
+                                       stream));
+        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_BIN_STRUCT>, atoms,
+                                              block, 0, stream, 0, xyzq, n, h->g, h->bins,
+                                              h->status, h->sums));
+        break;
+    case ELEC__CM_SLOT_AOS:
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.count, 0, (size_t)h->points * sizeof(int), stream));
+        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_SLOT_AOS>, atoms,
+                                              block, 0, stream, 0, xyzq, n, h->g, h->bins,
+                                              h->status, h->sums));
+        break;
+    default:
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.count, 0, (size_t)h->points * sizeof(int), stream));
+        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_SLOT_SOA>, atoms,
+                                              block, 0, stream, 0, xyzq, n, h->g, h->bins,
+                                              h->status, h->sums));
+        break;
+    }
+cleanup:
+    return status;
+}
+
+#define ELEC__CHARGEMAP_MARK(index)                                          \
+    do {                                                                     \
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));    \
+    } while (0)
+
+/* Stage 2: the grid from the prepared layout: zeroing (atomic rungs),
+   the rung's kernel, the overflow (binned rungs).  Marks 2, 3, 4 after
+   each, where given. */
+template <int BASIS, int W>
+static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *grid,
+                                         cudaStream_t stream, int pdl, cudaEvent_t *marks,
+                                         elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec_chargemap_variant v = h->p.variant;
+    const dim3 block(ELEC__CHARGEMAP_BLOCK), points(elec__chargemap_blocks((size_t)h->points));
+    const int lanes = elec__spme_lanes<W>::value;
+    const int zero = v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_BINNED ||
+                     v == ELEC_CHARGEMAP_PC_REDUCED_READS || v == ELEC_CHARGEMAP_PC_COALESCED ||
+                     v == ELEC_CHARGEMAP_PC_SORTED_LANES;
+    if (zero)
+        ELEC__CUDA_TRY(cudaMemsetAsync(grid, 0, (size_t)h->points * sizeof(float), stream));
+    ELEC__CHARGEMAP_MARK(2);
+    switch (v) {
+    case ELEC_CHARGEMAP_PC_BASELINE:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_pc_baseline<BASIS, W>, dim3(elec__chargemap_blocks((size_t)h->n)),
+            block, 0, stream, 0, grid, h->xyzq, h->n, h->g, h->basis, h->status, h->sums));
+        break;
+    case ELEC_CHARGEMAP_TILE_OWNER:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_tile_owner<BASIS, W>, dim3(h->tiles.count), block,
+            h->tile_shared_bytes, stream, pdl, grid, (const float4 *)h->copies,
+            (const int *)h->tile_start, h->g, h->tiles, h->basis));
+        break;
+    case ELEC_CHARGEMAP_PC_SORTED_LANES:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_lanes<BASIS, W, 0>,
+            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid,
+            (long long *)NULL, (const float4 *)h->copies, (const int *)h->tile_start,
+            h->tiles.count, h->g, h->basis));
+        break;
+    case ELEC_CHARGEMAP_PC_FIXED_POINT:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_lanes<BASIS, W, 1>,
+            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, pdl,
+            (float *)NULL, h->fixed, (const float4 *)h->copies, (const int *)h->tile_start,
+            h->tiles.count, h->g, h->basis));
+        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_fixed_convert, points, block, 0,
+                                              stream, pdl, grid, h->fixed, h->points));
+        break;
+    default:
+        if constexpr (W == 4) {
+            const int S = h->bins.S;
+            const float4 *bins = h->bins.bins, *rec = h->bins.rec;
+            const int *counts = h->bins.count;
+            switch (v) {
+            case ELEC_CHARGEMAP_PC_BINNED:
+                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_pc_binned<BASIS, W>,
+                                                      points, block, 0, stream, 0, grid, bins, S,
+                                                      h->g, h->basis));
+                break;
+            case ELEC_CHARGEMAP_PC_REDUCED_READS:
+                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_pc_reduced<BASIS, W>,
+                                                      points, block, 0, stream, 0, grid, counts,
+                                                      rec, S, h->g, h->basis));
+                break;
+            case ELEC_CHARGEMAP_PC_COALESCED:
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_pc_coalesced<BASIS, W>, points, block, 0, stream, 0, grid,
+                    counts, (const float *)h->bins.soa, S, h->g, h->basis));
+                break;
+            case ELEC_CHARGEMAP_GC_BASELINE:
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 1, ELEC__CM_BIN_STRUCT>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
+                break;
+            case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT:
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_BIN_STRUCT>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
+                break;
+            case ELEC_CHARGEMAP_GC_SHARED: {
+                const dim3 b3(h->gc_block[0], h->gc_block[1], h->gc_block[2]);
+                const dim3 g3((h->g.K[0] + b3.x - 1) / b3.x, (h->g.K[1] + b3.y - 1) / b3.y,
+                              (h->g.K[2] + b3.z - 1) / b3.z);
+                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_gc_shared<BASIS, W>, g3,
+                                                      b3, h->gc_shared_bytes, stream, 0, grid,
+                                                      bins, S, h->g, h->basis));
+                break;
+            }
+            default: /* GC_REDUCED_READS */
+                ELEC__CUDA_TRY(elec__chargemap_launch(
+                    elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_SLOT_AOS>, points, block, 0,
+                    stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
+                break;
+            }
+            ELEC__CHARGEMAP_MARK(3);
+            ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_overflow<BASIS, W>,
+                                                  dim3(2 * h->sm_count), block, 0, stream, 0,
+                                                  grid, (const float4 *)h->bins.overflow,
+                                                  (const int *)h->status, h->g, h->basis));
+            ELEC__CHARGEMAP_MARK(4);
+            goto cleanup;
+        } else {
+            /* create refuses it; a handle never gets here */
+            status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "%s is written for order 4", elec_chargemap_variant_name(v));
+            goto cleanup;
+        }
+    }
+    ELEC__CHARGEMAP_MARK(3);
+    ELEC__CHARGEMAP_MARK(4);
+cleanup:
+    return status;
+}
+
+/* A call of a templated stage for the plan's basis and order. */
+#define ELEC__CHARGEMAP_DISPATCH(h, CALL)                                      \
+    do {                                                                       \
+        if ((h)->p.basis == ELEC_CHARGEMAP_SKEEL) {                            \
+            switch ((h)->p.order) {                                            \
+            case 4: status = CALL(ELEC_CHARGEMAP_SKEEL, 4); break;             \
+            case 6: status = CALL(ELEC_CHARGEMAP_SKEEL, 6); break;             \
+            case 8: status = CALL(ELEC_CHARGEMAP_SKEEL, 8); break;             \
+            default: status = CALL(ELEC_CHARGEMAP_SKEEL, 10); break;           \
+            }                                                                  \
+        } else {                                                               \
+            switch ((h)->p.order) {                                            \
+            case 4: status = CALL(ELEC_CHARGEMAP_BSPLINE, 4); break;           \
+            case 5: status = CALL(ELEC_CHARGEMAP_BSPLINE, 5); break;           \
+            case 6: status = CALL(ELEC_CHARGEMAP_BSPLINE, 6); break;           \
+            case 7: status = CALL(ELEC_CHARGEMAP_BSPLINE, 7); break;           \
+            default: status = CALL(ELEC_CHARGEMAP_BSPLINE, 8); break;          \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+extern "C" {
+
+/* The two stages apart (the bench times the map alone). */
+static elec_status elec__chargemap_prepare(elec_cuda_chargemap_handle *h, const float4 *xyzq,
+                                           int n, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+#define ELEC__CHARGEMAP_PREPARE_CALL(B, W)                                     \
+    elec__chargemap_prepare_t<B, W>(h, xyzq, n, stream, h->use_pdl, err)
+    ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_PREPARE_CALL);
+#undef ELEC__CHARGEMAP_PREPARE_CALL
+    return status;
+}
+
+static elec_status elec__chargemap_map(elec_cuda_chargemap_handle *h, float *grid,
+                                       cudaStream_t stream, cudaEvent_t *marks,
+                                       elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int pdl = marks ? 0 : h->use_pdl; /* timed stages: plain order */
+#define ELEC__CHARGEMAP_MAP_CALL(B, W) elec__chargemap_map_t<B, W>(h, grid, stream, pdl, marks, err)
+    ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_MAP_CALL);
+#undef ELEC__CHARGEMAP_MAP_CALL
+    return status;
+}
+
+/* One mapping, enqueued on `stream`: marks (5 events, or NULL) are
+   recorded at the start and after the binning, the zeroing, the map and
+   the overflow. */
+static elec_status elec__chargemap_enqueue(elec_cuda_chargemap_handle *h, const float4 *xyzq,
+                                           int n, float *grid, cudaStream_t stream,
+                                           cudaEvent_t *marks, elec_error *err) {
+    elec_status status = ELEC_OK;
+    ELEC__CHARGEMAP_MARK(0);
+    if (n == 0) {
+        /* nothing to sort: a zero grid, and no atom left out */
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, ELEC__CM_STATUS * sizeof(int), stream));
+        ELEC__CHARGEMAP_MARK(1);
+        ELEC__CUDA_TRY(cudaMemsetAsync(grid, 0, (size_t)h->points * sizeof(float), stream));
+        for (int m = 2; m < 5; m++) ELEC__CHARGEMAP_MARK(m);
+        goto cleanup;
+    }
+    if (marks) {
+        /* the sort's second kernel in plain order too */
+        const int pdl = h->use_pdl;
+        h->use_pdl = 0;
+        status = elec__chargemap_prepare(h, xyzq, n, stream, err);
+        h->use_pdl = pdl;
+    } else {
+        status = elec__chargemap_prepare(h, xyzq, n, stream, err);
+    }
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CHARGEMAP_MARK(1);
+    status = elec__chargemap_map(h, grid, stream, marks, err);
+cleanup:
+    return status;
+}
+
+static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums) {
+    h->sums = sums;
+}
+
+ELEC_DEF void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h) {
+    int caller_device = 0;
+    if (!h) return;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    cudaSetDevice(h->device);
+    cudaFree(h->status);
+    cudaFree(h->bins.bins);
+    cudaFree(h->bins.count);
+    cudaFree(h->bins.rec);
+    cudaFree(h->bins.soa);
+    cudaFree(h->bins.overflow);
+    cudaFree(h->records);
+    cudaFree(h->copies);
+    cudaFree(h->tile_count);
+    cudaFree(h->tile_start);
+    cudaFree(h->tile_cursor);
+    cudaFree(h->fixed);
+    (void)cudaGetLastError();
+    cudaSetDevice(caller_device);
+    ELEC_FREE(h);
+}
+
+/* The kernels' geometry of a lattice (elec__chargemap_geometry). */
+static elec__chargemap_geometry elec__chargemap_geometry_of(const elec_lattice *l,
+                                                            const elec_chargemap_params *p) {
+    elec__chargemap_geometry g;
+    memset(&g, 0, sizeof g);
+    for (int axis = 0; axis < 3; axis++) {
+        g.K[axis] = l->dims[axis];
+        g.inv_spacing[axis] = (float)(1.0 / l->spacing[axis]);
+        g.base[axis] = (float)(-l->origin[axis] / l->spacing[axis]);
+        g.inv_period[axis] = (float)(1.0 / (l->dims[axis] * l->spacing[axis]));
+        g.origin[axis] = (float)l->origin[axis];
+    }
+    g.periodic = p->periodic;
+    g.width = p->order;
+    g.offset = p->basis == ELEC_CHARGEMAP_SKEEL ? -(p->order / 2 - 1) : -(p->order - 1);
+    return g;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
+                                                const elec_chargemap_params *params, int device,
+                                                elec_cuda_chargemap_handle **out,
+                                                elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_chargemap_params resolved;
+    int caller_device = 0, devices;
+    size_t M;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if (max_atoms == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "max_atoms is 0: the handle needs room for an atom");
+    /* 8 halo copies an atom at most, indexed by int */
+    if (max_atoms > ((size_t)1 << 27))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "max_atoms %zu: the GPU charge map takes at most %zu atoms", max_atoms,
+                          (size_t)1 << 27);
+    if ((status = elec_chargemap_params_resolve(params, lattice, max_atoms, &resolved, err)) !=
+        ELEC_OK)
+        return status;
+    if (elec__chargemap_is_binned(resolved.variant) && resolved.order != 4)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s is the seed's rung, written for order 4 (its cubic): order %d "
+                          "runs on pc-baseline, pc-sorted-lanes, tile-owner or pc-fixed-point",
+                          elec_chargemap_variant_name(resolved.variant), resolved.order);
+    devices = elec_cuda_device_count();
+    if (devices == 0)
+        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0, "no CUDA device is present (or no driver)");
+    if (device < -1 || device >= devices)
+        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0, "GPU %d asked for; %d present", device,
+                          devices);
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    h = (elec_cuda_chargemap_handle *)ELEC_MALLOC(sizeof *h);
+    if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    memset(h, 0, sizeof *h);
+    h->device = device == -1 ? caller_device : device;
+    h->p = resolved;
+    h->lattice = *lattice;
+    h->max_atoms = max_atoms;
+    h->points = (int)elec_lattice_size(lattice);
+    h->g = elec__chargemap_geometry_of(lattice, &resolved);
+    if (resolved.basis == ELEC_CHARGEMAP_SKEEL)
+        h->basis = elec__msm_basis_of((resolved.order - 4) / 2);
+    else
+        memset(&h->basis, 0, sizeof h->basis);
+    h->use_pdl = ELEC__CHARGEMAP_PDL;
+    M = (size_t)h->points;
+
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count, cudaDevAttrMultiProcessorCount,
+                                          h->device));
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                          h->device));
+    {
+        int major = 0;
+        ELEC__CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h->device));
+        if (major < 9) h->use_pdl = 0; /* griddepcontrol is sm_90's */
+    }
+    ELEC__CUDA_TRY(cudaMalloc((void **)&h->status, ELEC__CM_STATUS * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMemset(h->status, 0, ELEC__CM_STATUS * sizeof(int)));
+    if (elec__chargemap_is_binned(resolved.variant)) {
+        const int S = resolved.bin_capacity;
+        h->bins.S = S;
+        h->bins.M = h->points;
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.overflow, max_atoms * sizeof(float4)));
+        switch (elec__chargemap_layout(resolved.variant)) {
+        case ELEC__CM_BIN_STRUCT:
+            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.bins, M * (S + 1) * sizeof(float4)));
+            break;
+        case ELEC__CM_SLOT_AOS:
+            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.count, M * sizeof(int)));
+            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.rec, M * S * sizeof(float4)));
+            break;
+        default:
+            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.count, M * sizeof(int)));
+            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.soa, 4 * M * S * sizeof(float)));
+            break;
+        }
+        if (resolved.variant == ELEC_CHARGEMAP_GC_SHARED) {
+            /* 8 x 4 x 4 points a block, halved (z, y, x) until the bins that
+               reach them fit in shared memory */
+            static const int shapes[5][3] = {{8, 4, 4}, {8, 4, 2}, {8, 2, 2}, {4, 2, 2},
+                                             {2, 2, 2}};
+            int k;
+            for (k = 0; k < 5; k++) {
+                h->gc_shared_bytes = (size_t)(shapes[k][0] + 3) * (shapes[k][1] + 3) *
+                                     (shapes[k][2] + 3) * (S + 1) * sizeof(float4);
+                if (h->gc_shared_bytes <= (size_t)h->max_shared) break;
+            }
+            if (k == 5) {
+                status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                    "gc-shared: %d slots a bin do not fit in shared memory",
+                                    S);
+                goto cleanup;
+            }
+            for (int axis = 0; axis < 3; axis++) h->gc_block[axis] = shapes[k][axis];
+        }
+    }
+    if (elec__chargemap_is_sorted(resolved.variant)) {
+        const int halo = resolved.variant == ELEC_CHARGEMAP_TILE_OWNER;
+        h->tiles = elec__chargemap_choose_tiles(h);
+        h->tile_shared_bytes = (size_t)h->tiles.L[0] * h->tiles.L[1] * h->tiles.L[2] * sizeof(float);
+        if (halo && h->tile_shared_bytes > (size_t)h->max_shared) {
+            status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "tile-owner: a tile of up to %d x %d x %d points needs %zu "
+                                "bytes of shared memory, over the device's %d: smaller tiles",
+                                h->tiles.L[0], h->tiles.L[1], h->tiles.L[2],
+                                h->tile_shared_bytes, h->max_shared);
+            goto cleanup;
+        }
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->records, max_atoms * sizeof(float4)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->copies, (halo ? 8 : 1) * max_atoms * sizeof(float4)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_count, (size_t)h->tiles.count * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMemset(h->tile_count, 0, (size_t)h->tiles.count * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_start,
+                                  ((size_t)h->tiles.count + 1) * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMemset(h->tile_start, 0, ((size_t)h->tiles.count + 1) * sizeof(int)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_cursor, (size_t)h->tiles.count * sizeof(int)));
+    }
+    if (resolved.variant == ELEC_CHARGEMAP_PC_FIXED_POINT) {
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->fixed, M * sizeof(long long)));
+        ELEC__CUDA_TRY(cudaMemset(h->fixed, 0, M * sizeof(long long)));
+    }
+#define ELEC__CHARGEMAP_CONFIGURE_CALL(B, W) elec__chargemap_configure_t<B, W>(h, err)
+    ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_CONFIGURE_CALL);
+#undef ELEC__CHARGEMAP_CONFIGURE_CALL
+    if (status != ELEC_OK) goto cleanup;
+    *out = h;
+    h = NULL;
+    elec__ok(err);
+cleanup:
+    if (h) {
+        cudaSetDevice(caller_device);
+        elec_cuda_chargemap_destroy(h);
+    }
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_compute(elec_cuda_chargemap_handle *h,
+                                                 const float4 *d_xyzq, size_t n, float *d_grid,
+                                                 cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (n > h->max_atoms)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu atoms: the handle was created for at most %zu", n, h->max_atoms);
+    if ((n > 0 && !d_xyzq) || !d_grid)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq or d_grid is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    status = elec__chargemap_enqueue(h, d_xyzq, (int)n, d_grid, stream, NULL, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_finish(elec_cuda_chargemap_handle *h,
+                                                size_t *overflow_atoms, cudaStream_t stream,
+                                                elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0, words[ELEC__CM_STATUS], outside;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(words, h->status, sizeof words, cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    outside = elec__chargemap_is_sorted(h->p.variant) ? words[ELEC__CM_OUTSIDE_SEEN]
+                                                       : words[ELEC__CM_OUTSIDE];
+    if (overflow_atoms)
+        *overflow_atoms = elec__chargemap_is_binned(h->p.variant) ? (size_t)words[ELEC__CM_OVERFLOW]
+                                                                  : 0;
+    if (outside > 0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "%d atom(s) of the last compute lie where their %d-point stencils "
+                            "leave the lattice: they were left out (pad the lattice)",
+                            outside, h->p.order);
+        goto cleanup;
+    }
+    elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lattice *lattice,
+                                         const elec_chargemap_params *params, float *grid,
+                                         elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    elec_status status;
+    elec_chargemap_params p;
+    elec_cuda_chargemap_handle *h = NULL;
+    float4 *host = NULL, *d_xyzq = NULL;
+    float *d_grid = NULL;
+    cudaStream_t stream = NULL;
+    cudaEvent_t marks[5];
+    int marks_made = 0, caller_device = 0;
+    double abs_charge = 0.0;
+    size_t n, overflow = 0;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid is NULL");
+    if ((status = elec_chargemap_params_resolve(params, lattice, atoms->count, &p, err)) !=
+        ELEC_OK)
+        return status;
+    n = atoms->count;
+    if (n > ((size_t)1 << 27))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the GPU charge map takes at most %zu", n, (size_t)1 << 27);
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    host = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host);
+    if (!host) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
+    /* Grid units in double (x - origin) / h, periodic ones wrapped into
+       [0, K), then rounded once to float; a map's atoms checked with the
+       float the device will see. */
+    for (size_t i = 0; i < n; i++) {
+        double x[3], q;
+        float u[3];
+        elec_atoms_get(atoms, i, x, &q, NULL);
+        for (int axis = 0; axis < 3; axis++) {
+            double d = x[axis] - lattice->origin[axis];
+            const double period = lattice->dims[axis] * lattice->spacing[axis];
+            if (p.periodic && !elec__cuda_wrap_into(&d, period)) {
+                status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                    "atom %zu lies over 1000 periods from the grid along %c",
+                                    i, axis_name[axis]);
+                goto cleanup;
+            }
+            u[axis] = (float)(d / lattice->spacing[axis]);
+            if (p.periodic) {
+                if (u[axis] >= (float)lattice->dims[axis]) u[axis] = 0.0f; /* K is point 0 */
+            } else {
+                const float first = floorf(u[axis]) + (float)(p.basis == ELEC_CHARGEMAP_SKEEL
+                                                                  ? -(p.order / 2 - 1)
+                                                                  : -(p.order - 1));
+                if (!(first >= 0.0f && first + p.order <= (float)lattice->dims[axis])) {
+                    status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                        "atom %zu at %g A along %c: its %d-point stencil "
+                                        "leaves the lattice (points 0 to %d); pad the "
+                                        "lattice, or map periodically", i, x[axis],
+                                        axis_name[axis], p.order, lattice->dims[axis] - 1);
+                    goto cleanup;
+                }
+            }
+        }
+        host[i] = make_float4(u[0], u[1], u[2], (float)q);
+        abs_charge += fabs(q);
+    }
+    if (p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT && abs_charge >= 2147483648.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "pc-fixed-point holds up to 2^31 e a point: sum |q| = %g e", abs_charge);
+        goto cleanup;
+    }
+    status = elec_cuda_chargemap_create(lattice, n ? n : 1, &p, -1, &h, err);
+    if (status != ELEC_OK) goto cleanup;
+    h->g.grid_units = 1;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyzq, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grid, (size_t)h->points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice,
+                                   stream));
+    if (p.times)
+        for (; marks_made < 5; marks_made++) ELEC__CUDA_TRY(cudaEventCreate(&marks[marks_made]));
+    status = elec__chargemap_enqueue(h, d_xyzq, (int)n, d_grid, stream, p.times ? marks : NULL,
+                                     err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemcpyAsync(grid, d_grid, (size_t)h->points * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
+    if ((status = elec_cuda_chargemap_finish(h, &overflow, stream, err)) != ELEC_OK) goto cleanup;
+    if (p.times) {
+        double *fields[4] = {&p.times->bin, &p.times->zero, &p.times->map, &p.times->overflow};
+        float ms;
+        for (int m = 0; m < 4; m++) {
+            ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
+            *fields[m] = 1e-3 * ms;
+        }
+        ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[0], marks[4]));
+        p.times->total = 1e-3 * ms;
+        p.times->overflow_atoms = overflow;
+    }
+    elec__ok(err);
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    for (int m = 0; m < marks_made; m++) cudaEventDestroy(marks[m]);
+    cudaFree(d_xyzq);
+    cudaFree(d_grid);
+    (void)cudaGetLastError();
+    elec_cuda_chargemap_destroy(h);
+    ELEC_FREE(host);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+} /* extern "C" */
 
 #endif /* ELEC_CUDA_IMPLEMENTATION_DONE */
 #endif /* ELEC_CUDA_IMPLEMENTATION */

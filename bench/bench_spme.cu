@@ -5,7 +5,8 @@
      DHFR-size   23,558 atoms, 62.23 A cube, grid 64^3;
      ApoA1-size  92,224 atoms, 108.86 x 108.86 x 77.76 A, grid at 1 A;
      1M atoms    a 215.44 A cube, grid at 1 A.
-   For each, and each spreading scheme (atomic, gather):
+   For each, and each spreading scheme (cmap: the charge map's rung that
+   elec_cuda.cuh's ELEC__SPME_CHARGEMAP_VARIANT picks; gather: seed 001):
      full     one evaluation (energy and forces) through
               elec_cuda_spme_compute on a stream: 50 back to back between
               two CUDA events, divided by 50; the median of 20 such batches;
@@ -30,17 +31,6 @@
 #include <algorithm>
 
 
-#define CHECK_ELEC(call)                                                     \
-    do {                                                                     \
-        elec_error err_;                                                     \
-        elec_error *err = &err_;                                             \
-        elec_status s_ = (call);                                             \
-        if (s_ != ELEC_OK) {                                                 \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,    \
-                    err_.message);                                           \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
 
 #define BATCH 50
 #define BATCHES 20
@@ -225,7 +215,7 @@ int main(void) {
                      b.h->p.grid[2]);
             printf("%-8s %8zu %-12s %-6s | %8.1f %8.1f %8.1f | %7.1f %7.1f %7.1f "
                    "%7.1f %8.1f %8.1f | %8.1f\n",
-                   sys->name, n, grid, spread ? "gather" : "atomic", full, graphed,
+                   sys->name, n, grid, spread ? "gather" : "cmap", full, graphed,
                    recip, stage[0], stage[1], stage[2], stage[3], stage[4],
                    stage[5], fft);
             printf("%-8s   E = %.6e kcal/mol (real %.4e, reciprocal %.4e, self "

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM, METHOD_CUTOFF } map_method;
+typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM, METHOD_CUTOFF, METHOD_CHARGES } map_method;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } map_device;
 
 typedef struct options {
@@ -41,6 +41,9 @@ typedef struct options {
     double msm_above; /* seconds of direct sum past which MSM is chosen;
                          0 = 30 on the CPU, 1 on the GPU */
     elec_dcs_variant variant;
+    elec_chargemap_basis charge_basis;     /* --method charges */
+    int charge_order;                      /* 0 = the basis's default */
+    elec_chargemap_variant charge_variant; /* GPU rung; 0 = fastest */
     int gpus;
     int quiet;
 } options;
@@ -53,11 +56,13 @@ static void usage(FILE *out) {
 "The electrostatic potential of the atoms of a PQR file on a lattice, as an\n"
 "OpenDX map (APBS, VMD, PyMOL and Chimera read it).\n"
 "\n"
-"  --method dcs|mdh|msm|cutoff\n"
+"  --method dcs|mdh|msm|cutoff|charges\n"
 "                        direct Coulomb sum (default), multiple\n"
 "                        Debye-Hueckel (screened, with atom radii),\n"
 "                        multilevel summation (cost atoms + points), or\n"
-"                        the short-range part alone within a cutoff; all on\n"
+"                        the short-range part alone within a cutoff; or the\n"
+"                        charge on each lattice point (e), mapped by a basis;\n"
+"                        all on\n"
 "                        the GPU where there is one.  Without --method, MSM\n"
 "                        is chosen when the direct sum would take over 30 s\n"
 "                        (CPU) or 1 s (GPU)\n"
@@ -78,7 +83,13 @@ static void usage(FILE *out) {
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
 "  --gpus N|all          GPUs to spread DCS slices over (default 1)\n"
 "  --variant NAME        DCS GPU kernel: simple, const, unroll4,\n"
-"                        unroll8-coalesced, volume, hybrid-rsqrt (default)\n"
+"                        unroll8-coalesced, volume, hybrid-rsqrt (default);\n"
+"                        charges: a rung of the charge-mapping ladder\n"
+"                        (pc-baseline ... tile-owner, the default)\n"
+"  --basis skeel|bspline charges: Skeel's C1 cubic (default; orders 6, 8, 10:\n"
+"                        MSM's C1 family) or a B-spline (SPME's: the charge\n"
+"                        sits order/2 points below each atom)\n"
+"  --order N             charges: the basis's order (stencil width)\n"
 "  --units kT|kcal       kT/e (default, as APBS writes) or kcal/(mol e)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --ionic-strength I    mol/L, MDH screening (default 0.15)\n"
@@ -140,8 +151,10 @@ static int parse_options(int argc, char **argv, options *o) {
             else if (!strcmp(a, "mdh")) o->method = METHOD_MDH;
             else if (!strcmp(a, "msm")) o->method = METHOD_MSM;
             else if (!strcmp(a, "cutoff")) o->method = METHOD_CUTOFF;
+            else if (!strcmp(a, "charges")) o->method = METHOD_CHARGES;
             else {
-                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh, msm or cutoff)\n", a);
+                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh, msm, cutoff or "
+                                "charges)\n", a);
                 return 0;
             }
         } else if (!strcmp(a, "--msm-above")) {
@@ -208,8 +221,29 @@ static int parse_options(int argc, char **argv, options *o) {
                     o->variant = (elec_dcs_variant)v;
                     found = 1;
                 }
+            for (v = 0; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++)
+                if (!strcmp(a, elec_chargemap_variant_name((elec_chargemap_variant)v))) {
+                    o->charge_variant = (elec_chargemap_variant)v;
+                    found = 1;
+                }
             if (!found) {
-                fprintf(stderr, "elecmap: unknown DCS variant '%s'\n", a);
+                fprintf(stderr, "elecmap: unknown variant '%s' (a DCS kernel or a "
+                                "charge-mapping rung)\n", a);
+                return 0;
+            }
+        } else if (!strcmp(a, "--basis")) {
+            NEED(1);
+            a = argv[++i];
+            if (!strcmp(a, "skeel")) o->charge_basis = ELEC_CHARGEMAP_SKEEL;
+            else if (!strcmp(a, "bspline")) o->charge_basis = ELEC_CHARGEMAP_BSPLINE;
+            else {
+                fprintf(stderr, "elecmap: unknown basis '%s' (skeel or bspline)\n", a);
+                return 0;
+            }
+        } else if (!strcmp(a, "--order")) {
+            NEED(1);
+            if (!parse_int(argv[++i], &o->charge_order)) {
+                fprintf(stderr, "elecmap: --order: '%s' is not a positive count\n", argv[i]);
                 return 0;
             }
         } else if (!strcmp(a, "--units")) {
@@ -484,6 +518,17 @@ int main(int argc, char **argv) {
         else
 #endif
             s = elec_cpu_msm_map(&atoms, &lattice, &sp, map, &err);
+    } else if (o.method == METHOD_CHARGES) {
+        /* the charge on each lattice point, e (no scale, no units) */
+        elec_chargemap_params hp = {0};
+        hp.basis = o.charge_basis;
+        hp.order = o.charge_order;
+        hp.variant = o.charge_variant;
+#ifdef ELEC_WITH_CUDA
+        if (use_gpu) s = elec_cuda_chargemap(&atoms, &lattice, &hp, map, &err);
+        else
+#endif
+            s = elec_cpu_chargemap(&atoms, &lattice, &hp, map, &err);
     } else if (o.method == METHOD_CUTOFF) {
         elec_cutoff_params cp = {0};
         cp.scale = scale;
@@ -541,7 +586,9 @@ int main(int argc, char **argv) {
         if (p == 0 || map[p] > hi) hi = map[p];
     }
     s = elec_write_dx(o.output, &lattice, map,
-                      o.units_kT ? "elecmap potential in kT/e" : "elecmap potential in kcal/(mol e)",
+                      o.method == METHOD_CHARGES ? "elecmap charge per point in e"
+                      : o.units_kT               ? "elecmap potential in kT/e"
+                                                 : "elecmap potential in kcal/(mol e)",
                       &err);
     if (s != ELEC_OK) {
         fprintf(stderr, "elecmap: %s: %s\n", o.output, err.message);
@@ -572,6 +619,16 @@ int main(int argc, char **argv) {
             r = elec_msm_params_resolved(&chosen);
             printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
                    r.cutoff, r.spacing, msm_order_name(&o));
+        } else if (o.method == METHOD_CHARGES) {
+            elec_chargemap_params chosen = {0}, r;
+            chosen.basis = o.charge_basis;
+            chosen.order = o.charge_order;
+            chosen.variant = o.charge_variant;
+            if (elec_chargemap_params_resolve(&chosen, &lattice, atoms.count, &r, NULL) == ELEC_OK)
+                printf("  method     charge mapping, %s order %d%s%s\n",
+                       r.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel C1" : "B-spline", r.order,
+                       use_gpu ? ", GPU rung " : "",
+                       use_gpu ? elec_chargemap_variant_name(r.variant) : "");
         } else if (o.method == METHOD_CUTOFF) {
             printf("  method     cutoff map, %s within %g A\n",
                    o.shifted ? "shifted Coulomb" : "MSM short range",
@@ -581,10 +638,20 @@ int main(int argc, char **argv) {
                    o.kappa > 0 ? o.kappa
                                : elec_kappa_from_ionic_strength(o.ionic_strength, 78.54, o.temperature));
         printf("  device     %s\n", device_name);
+        if (o.method == METHOD_CHARGES)
+            printf("  time       %.3f s, %.3g atoms mapped per us\n", seconds,
+                   atoms.count / (seconds > 0 ? seconds * 1e6 : 1e-3));
+        else
         printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
                evals / (seconds > 0 ? seconds : 1e-9),
                o.method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
-        printf("  potential  min %.4g, max %.4g %s\n", lo, hi, o.units_kT ? "kT/e" : "kcal/(mol e)");
+        if (o.method == METHOD_CHARGES) {
+            double total = 0.0;
+            for (p = 0; p < points; p++) total += map[p];
+            printf("  charge     min %.4g, max %.4g, total %+.4f e\n", lo, hi, total);
+        } else
+            printf("  potential  min %.4g, max %.4g %s\n", lo, hi,
+                   o.units_kT ? "kT/e" : "kcal/(mol e)");
     }
     free(map);
     elec_structure_free(&mol);

@@ -88,6 +88,24 @@ large_ok=$?
 if [ $small_ok -eq 0 ] && [ $large_ok -eq 0 ]; then ok "elecmap_chooses_msm_for_large_maps_and_says_so"
 else fail "elecmap_chooses_msm_for_large_maps_and_says_so: $(cat "$dir/out" "$dir/err")"; fi
 
+# elecmap --method charges: the charge per point sums to the net charge
+# (float sums over the map: 1e-3 e), both bases; a bad basis is a usage error
+charges_ok=1
+for basis in skeel bspline; do
+    "$build/elecmap" --cpu --spacing 1 --method charges --basis $basis --demo "$dir/q.dx" \
+        > "$dir/out" 2>&1 || charges_ok=0
+    net=$(sed -n 's/^  atoms .*net charge \([-+0-9.]*\) e.*/\1/p' "$dir/out")
+    got=$(sed -n 's/^  charge .*total \([-+0-9.]*\) e.*/\1/p' "$dir/out")
+    sum=$(dx_values "$dir/q.dx" | awk '{ s += $1 } END { printf "%.6f", s }')
+    awk -v a="$net" -v b="$got" -v c="$sum" 'BEGIN { d = a - b; e = a - c;
+        exit !(a != "" && b != "" && d < 1e-3 && d > -1e-3 && e < 1e-3 && e > -1e-3) }' ||
+        charges_ok=0
+done
+"$build/elecmap" --cpu --method charges --basis cubic --demo "$dir/q.dx" > "$dir/out" 2>&1
+[ $? -eq 2 ] || charges_ok=0
+if [ $charges_ok -eq 1 ]; then ok "elecmap_maps_charges_that_sum_to_the_net_charge"
+else fail "elecmap_maps_charges_that_sum_to_the_net_charge: $(cat "$dir/out")"; fi
+
 # a real structure when the shared data are there
 fas2=../shared/data/structures/fas2.pqr
 if [ -r "$fas2" ]; then
@@ -98,6 +116,13 @@ if [ -r "$fas2" ]; then
        grep -q '"total": -' "$dir/json" && grep -q '"method": "spme"' "$dir/json"; then
         ok "elecenergy_prints_json_with_the_total"
     else fail "elecenergy_prints_json_with_the_total: $(cat "$dir/json")"; fi
+    if "$build/elecmap" --cpu --spacing 1 --method charges "$fas2" "$dir/q.dx" > "$dir/out" 2>&1; then
+        net=$(sed -n 's/^  atoms .*net charge \([-+0-9.]*\) e.*/\1/p' "$dir/out")
+        got=$(sed -n 's/^  charge .*total \([-+0-9.]*\) e.*/\1/p' "$dir/out")
+        if awk -v a="$net" -v b="$got" 'BEGIN { d = a - b; exit !(a != "" && d < 1e-3 && d > -1e-3) }'
+        then ok "elecmap_maps_fasciculins_charges"
+        else fail "elecmap_maps_fasciculins_charges: net $net, mapped $got"; fi
+    else fail "elecmap_maps_fasciculins_charges: $(cat "$dir/out")"; fi
     "$build/elecenergy" --method ewald "$fas2" > "$dir/out" 2>&1
     [ $? -eq 1 ] && grep -q "no periodic box" "$dir/out" && ok "elecenergy_asks_for_a_box" ||
         fail "elecenergy_asks_for_a_box: $(cat "$dir/out")"
@@ -105,6 +130,7 @@ else
     skip "elecmap_maps_fasciculin_with_mdh: $fas2 absent"
     skip "elecenergy_prints_json_with_the_total: $fas2 absent"
     skip "elecenergy_asks_for_a_box: $fas2 absent"
+    skip "elecmap_maps_fasciculins_charges: $fas2 absent"
 fi
 
 # ---------------------------------------------------------------- elecsurf

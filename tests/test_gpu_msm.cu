@@ -503,9 +503,15 @@ static void stages_against_the_cpu(const elec_msm_params *params, const char *wh
         d_e[l] = next + elec__msm_shape_points(&shape, l);
         next = d_e[l] + elec__msm_shape_points(&shape, l);
     }
-    /* GPU: every stage, as elec_cuda_msm_map runs them */
-    EXPECT(elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, sys.count, d_stencil, d_spans,
-                                   radius, 0, NULL, &err) == ELEC_OK,
+    /* GPU: every stage, as elec_cuda_msm_map runs them (anterpolation by
+       the charge map) */
+    elec_cuda_chargemap_handle *anterpolation = NULL;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    EXPECT(elec__msm_anterpolation_plan(&p, &shape, sys.count, device, &anterpolation, &err) ==
+               ELEC_OK, "%s", err.message);
+    EXPECT(elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, sys.count, anterpolation,
+                                   d_stencil, d_spans, radius, 0, NULL, &err) == ELEC_OK,
            "%s", err.message);
     EXPECT(elec__msm_launch_at_atoms<S>(d_atoms, (int)sys.count, d_e[0], shape, p, d_phi,
                                         d_grad, 0, &err) == ELEC_OK, "%s", err.message);
@@ -575,6 +581,7 @@ static void stages_against_the_cpu(const elec_msm_params *params, const char *wh
         free(phi);
         free(grad);
     }
+    elec_cuda_chargemap_destroy(anterpolation);
     cudaFree(d_atoms);
     cudaFree(d_grad);
     cudaFree(d_phi);

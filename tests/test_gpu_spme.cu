@@ -44,7 +44,7 @@ static void neutralise(test_system *s) {
 }
 
 static const char *spread_name(elec_spme_spread s) {
-    return s == ELEC_SPME_SPREAD_GATHER ? "gather" : "atomic";
+    return s == ELEC_SPME_SPREAD_GATHER ? "gather" : "charge map";
 }
 
 /* The exact Ewald reference of a system at the SPME's alpha and cutoff. */

@@ -1,0 +1,476 @@
+/* bench/bench_chargemap.cu - the charge-mapping benchmark (make bench).
+
+   Part 0, what the goal rests on (research notes 7.5), on the GPU it runs on:
+     a. global float atomics, 64 a stencil with the indices computed in the
+        kernel, for 92,224 atoms in random and in cell-sorted order, into
+        112 x 112 x 80 and 128^3 grids, a thread per atom and 4 lanes per
+        atom: the ceiling of every rung that adds with global atomics;
+     b. a bare tile kernel: 8^3 and 16^3 tiles summed in shared memory
+        from their halo copies (built on the host), float atomicAdd (on
+        sm_90 a compare-and-swap loop: LDS, FADD, ATOMS.CAST.SPIN, as the
+        SASS of nvcc 13.0 shows) against a 32-bit integer add (native
+        ATOMS.ADD): the ceiling of TILE_OWNER's map;
+     c. the launch floor: an empty kernel back to back, three empty
+        kernels in a CUDA graph, and three chained with programmatic
+        dependent launch.
+   Part 1, the ladder: every rung on the issue's systems (synthetic, 0.1
+   atoms/A^3, charges uniform in [-1, 1] less their mean, random order):
+     ApoA1-size  92,224 atoms, 108.86 x 108.86 x 77.76 A, 112x112x80 and 56x56x40;
+     DMPC-size   68,484 atoms, 93.6 x 93.6 x 76.0 A, 64^3;
+     1M atoms    1,000,000 atoms, 215.44 A cube, 216^3;
+   Skeel's cubic, and B-spline order 4 on ApoA1 at 112x112x80.  Per rung:
+     map    the rung's mapping on data already in its layout (grid zeroing
+            for the atomic rungs, the kernel, the overflow pass), as the
+            seed measures;
+     e2e    elec_cuda_chargemap_compute from device float4 atoms in random
+            order: placement or sort, zeroing, map, overflow; no host
+            transfer;
+     graph  the same compute captured once in a CUDA graph and replayed;
+   in us, medians of batches of back-to-back calls between CUDA events
+   (fewer calls for the slow rungs), and PPUS = atoms / us; e2e/graph PPUS
+   against the seed's best K40m figure, 201.8.  Goals on an H100: ApoA1
+   112x112x80 e2e >= 10,000 PPUS (<= 9.2 us), map >= 20,000 PPUS; 1M on
+   216^3 e2e >= 20,000 PPUS.  Record the output in bench/RESULTS.md.
+   The bench calls elec_cuda.cuh's private stages to time the map alone. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/systems.h"
+#include "tests/gpu.h"
+
+#include <algorithm>
+#include <vector>
+
+
+#define SEED_K40M_BEST 201.8
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median us of one call of `step`: a timing call first sets the batch so
+   that a batch takes about 2 ms (1 to 50 calls), then 15 batches. */
+template <typename F>
+static double time_us(cudaStream_t stream, F step) {
+    cudaEvent_t start, stop;
+    float ms;
+    int batch;
+    std::vector<double> times;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    for (int i = 0; i < 3; i++) step();
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    step();
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    batch = ms > 2.0f ? 1 : std::min(50, (int)(2.0f / std::max(ms, 1e-3f)));
+    const int batches = ms > 50.0f ? 3 : 15;
+    for (int r = 0; r < batches; r++) {
+        CUDA_CHECK(cudaEventRecord(start, stream));
+        for (int i = 0; i < batch; i++) step();
+        CUDA_CHECK(cudaEventRecord(stop, stream));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        times.push_back(1e3 * ms / batch);
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    return median(times);
+}
+
+/* Synthetic atoms at 0.1 /A^3: positions uniform in the box, charges
+   uniform in [-1, 1] less their mean. */
+static std::vector<float4> atoms_in_box(size_t n, const double box[3], unsigned long long seed) {
+    std::vector<float4> a(n);
+    test_rng rng = test_rng_seeded(seed);
+    double mean = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        a[i].x = (float)(box[0] * test_uniform(&rng));
+        a[i].y = (float)(box[1] * test_uniform(&rng));
+        a[i].z = (float)(box[2] * test_uniform(&rng));
+        a[i].w = (float)(2.0 * test_uniform(&rng) - 1.0);
+        mean += a[i].w;
+    }
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) a[i].w = (float)(a[i].w - mean);
+    return a;
+}
+
+/* The same atoms ordered by their grid cell (z, y, x) for a K-point grid. */
+static std::vector<float4> cell_sorted(std::vector<float4> a, const double box[3], const int K[3]) {
+    auto cell = [&](const float4 &p) {
+        long c[3] = {(long)(p.x / box[0] * K[0]), (long)(p.y / box[1] * K[1]),
+                     (long)(p.z / box[2] * K[2])};
+        return c[0] + K[0] * (c[1] + (long)K[1] * c[2]);
+    };
+    std::stable_sort(a.begin(), a.end(),
+                     [&](const float4 &p, const float4 &q) { return cell(p) < cell(q); });
+    return a;
+}
+
+/* ------------------------------------------------ part 0: the ceilings */
+
+/* a. 64 atomics an atom, indices from the atom's cell (a 4^3 stencil
+   around it, wrapped), value q: a thread per atom, or 4 lanes per atom
+   (lane = x offset, 16 atomics each). */
+__global__ void ceiling_atomics(float *grid, const float4 *atoms, int n, int3 K, float3 scale,
+                                int lanes) {
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const int atom = thread / lanes, lane = thread % lanes;
+    if (atom >= n) return;
+    const float4 a = atoms[atom];
+    const int cx = min((int)(a.x * scale.x), K.x - 1), cy = min((int)(a.y * scale.y), K.y - 1),
+              cz = min((int)(a.z * scale.z), K.z - 1);
+    for (int dz = -1; dz <= 2; dz++)
+        for (int dy = -1; dy <= 2; dy++)
+            for (int dx = -1; dx <= 2; dx++) {
+                if (lanes > 1 && dx + 1 != lane) continue;
+                const int x = (cx + dx + K.x) % K.x, y = (cy + dy + K.y) % K.y,
+                          z = (cz + dz + K.z) % K.z;
+                atomicAdd(grid + x + K.x * (y + K.y * z), a.w);
+            }
+}
+
+/* b. A bare tile kernel: block = tile of T^3 points; its copies (the atoms
+   whose 4^3 stencil reaches it, as cells relative to the tile's corner)
+   add q to the in-tile points of their stencil in shared memory, then the
+   tile is stored once.  INT: 32-bit integer adds (native) of q * 2^20. */
+template <int INT>
+__global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, int3 K, int T,
+                             int3 tiles) {
+    extern __shared__ float tile_f[];
+    int *tile_i = (int *)tile_f;
+    const int id = blockIdx.x;
+    const int t0[3] = {id % tiles.x * T, id / tiles.x % tiles.y * T, id / tiles.x / tiles.y * T};
+    const int points = T * T * T;
+    for (int k = threadIdx.x; k < points; k += blockDim.x) tile_f[k] = 0.0f;
+    __syncthreads();
+    for (int c = start[id] + threadIdx.x / 4; c < start[id + 1]; c += blockDim.x / 4) {
+        const int4 r = copies[c];      /* cell relative to the tile, q bits */
+        const int x = r.x - 1 + (int)(threadIdx.x % 4);
+        if (x < 0 || x >= T) continue;
+        const float q = __int_as_float(r.w);
+        for (int dz = -1; dz <= 2; dz++) {
+            const int z = r.z + dz;
+            if (z < 0 || z >= T) continue;
+            for (int dy = -1; dy <= 2; dy++) {
+                const int y = r.y + dy;
+                if (y < 0 || y >= T) continue;
+                if (INT) atomicAdd(tile_i + x + T * (y + T * z), (int)(q * 1048576.0f));
+                else atomicAdd(tile_f + x + T * (y + T * z), q);
+            }
+        }
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < points; k += blockDim.x) {
+        const int x = k % T, y = k / T % T, z = k / T / T;
+        grid[t0[0] + x + K.x * ((t0[1] + y) + K.y * (t0[2] + z))] =
+            INT ? (float)tile_i[k] : tile_f[k];
+    }
+}
+
+__global__ void empty_kernel(int *flag) {
+    if (flag && threadIdx.x == 1024) *flag = 1;
+}
+
+__global__ void empty_kernel_pdl(int *flag) {
+    elec__chargemap_wait_prior();
+    elec__chargemap_release_next();
+    if (flag && threadIdx.x == 1024) *flag = 1;
+}
+
+static void part0(cudaStream_t stream) {
+    const size_t n = 92224;
+    const double box[3] = {108.86, 108.86, 77.76};
+    std::vector<float4> random = atoms_in_box(n, box, 7);
+    float4 *d_atoms;
+    float *d_grid;
+    CUDA_CHECK(cudaMalloc((void **)&d_atoms, n * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc((void **)&d_grid, (size_t)128 * 128 * 128 * sizeof(float)));
+    printf("Part 0: the ceilings\n");
+    printf("a. global float atomics, 64 a stencil, indices in the kernel, %zu atoms:\n", n);
+    printf("   %-12s %-12s %-6s %9s %12s %9s\n", "grid", "atom order", "lanes", "time us",
+           "atomics/s", "PPUS");
+    static const int grids[2][3] = {{112, 112, 80}, {128, 128, 128}};
+    for (int g = 0; g < 2; g++) {
+        const int *K = grids[g];
+        std::vector<float4> sorted = cell_sorted(random, box, K);
+        for (int order = 0; order < 2; order++)
+            for (int lanes = 1; lanes <= 4; lanes *= 4) {
+                char name[32];
+                CUDA_CHECK(cudaMemcpy(d_atoms, (order ? sorted : random).data(),
+                                      n * sizeof(float4), cudaMemcpyHostToDevice));
+                const int3 k3 = make_int3(K[0], K[1], K[2]);
+                const float3 s3 = make_float3((float)(K[0] / box[0]), (float)(K[1] / box[1]),
+                                              (float)(K[2] / box[2]));
+                const double us = time_us(stream, [&] {
+                    ceiling_atomics<<<(unsigned)((n * lanes + 255) / 256), 256, 0, stream>>>(
+                        d_grid, d_atoms, (int)n, k3, s3, lanes);
+                    CUDA_CHECK(cudaGetLastError());
+                });
+                snprintf(name, sizeof name, "%dx%dx%d", K[0], K[1], K[2]);
+                printf("   %-12s %-12s %-6d %9.2f %12.3e %9.0f\n", name,
+                       order ? "cell-sorted" : "random", lanes, us, 64.0 * n / (us * 1e-6),
+                       n / us);
+            }
+    }
+
+    printf("b. a bare tile kernel, 112x112x80, halo copies sorted by tile (4 lanes a copy):\n");
+    printf("   %-6s %-10s %9s %9s %9s\n", "tile", "adds", "copies", "time us", "PPUS");
+    {
+        const int K[3] = {112, 112, 80};
+        for (int T = 8; T <= 16; T *= 2) {
+            const int tiles[3] = {K[0] / T, K[1] / T, K[2] / T};
+            const int count = tiles[0] * tiles[1] * tiles[2];
+            std::vector<std::vector<int4>> per(count);
+            for (size_t i = 0; i < n; i++) {
+                const int c[3] = {std::min((int)(random[i].x / box[0] * K[0]), K[0] - 1),
+                                  std::min((int)(random[i].y / box[1] * K[1]), K[1] - 1),
+                                  std::min((int)(random[i].z / box[2] * K[2]), K[2] - 1)};
+                int lo[3], hi[3];
+                for (int a = 0; a < 3; a++) { /* the tiles of points c-1 and c+2, wrapped */
+                    lo[a] = ((c[a] - 1 + K[a]) % K[a]) / T;
+                    hi[a] = ((c[a] + 2) % K[a]) / T;
+                }
+                for (int tz = 0; tz < 2; tz++)
+                    for (int ty = 0; ty < 2; ty++)
+                        for (int tx = 0; tx < 2; tx++) {
+                            const int t[3] = {tx ? hi[0] : lo[0], ty ? hi[1] : lo[1],
+                                              tz ? hi[2] : lo[2]};
+                            if ((tx && hi[0] == lo[0]) || (ty && hi[1] == lo[1]) ||
+                                (tz && hi[2] == lo[2]))
+                                continue;
+                            int rel[3];
+                            for (int a = 0; a < 3; a++) {
+                                rel[a] = c[a] - t[a] * T;
+                                if (rel[a] < -2) rel[a] += K[a]; /* wrapped neighbours */
+                                if (rel[a] > T + 1) rel[a] -= K[a];
+                            }
+                            int bits;
+                            memcpy(&bits, &random[i].w, sizeof bits);
+                            per[t[0] + tiles[0] * (t[1] + tiles[1] * t[2])].push_back(
+                                make_int4(rel[0], rel[1], rel[2], bits));
+                        }
+            }
+            std::vector<int4> copies;
+            std::vector<int> start(count + 1, 0);
+            for (int t = 0; t < count; t++) {
+                start[t] = (int)copies.size();
+                copies.insert(copies.end(), per[t].begin(), per[t].end());
+            }
+            start[count] = (int)copies.size();
+            int4 *d_copies;
+            int *d_start;
+            CUDA_CHECK(cudaMalloc((void **)&d_copies, copies.size() * sizeof(int4)));
+            CUDA_CHECK(cudaMalloc((void **)&d_start, start.size() * sizeof(int)));
+            CUDA_CHECK(cudaMemcpy(d_copies, copies.data(), copies.size() * sizeof(int4),
+                                  cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(d_start, start.data(), start.size() * sizeof(int),
+                                  cudaMemcpyHostToDevice));
+            const size_t shared = (size_t)T * T * T * sizeof(float);
+            for (int integer = 0; integer < 2; integer++) {
+                const int3 k3 = make_int3(K[0], K[1], K[2]), t3 = make_int3(tiles[0], tiles[1],
+                                                                            tiles[2]);
+                const double us = time_us(stream, [&] {
+                    if (integer)
+                        ceiling_tile<1><<<count, 256, shared, stream>>>(d_grid, d_copies, d_start,
+                                                                        k3, T, t3);
+                    else
+                        ceiling_tile<0><<<count, 256, shared, stream>>>(d_grid, d_copies, d_start,
+                                                                        k3, T, t3);
+                    CUDA_CHECK(cudaGetLastError());
+                });
+                printf("   %-6d %-10s %9zu %9.2f %9.0f\n", T, integer ? "int32" : "float CAS",
+                       copies.size(), us, n / us);
+            }
+            CUDA_CHECK(cudaFree(d_copies));
+            CUDA_CHECK(cudaFree(d_start));
+        }
+    }
+
+    printf("c. the launch floor:\n");
+    {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        const double one = time_us(stream, [&] {
+            empty_kernel<<<1, 32, 0, stream>>>(NULL);
+            CUDA_CHECK(cudaGetLastError());
+        });
+        const double wide = time_us(stream, [&] {
+            empty_kernel<<<132 * 4, 256, 0, stream>>>(NULL);
+            CUDA_CHECK(cudaGetLastError());
+        });
+        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        for (int k = 0; k < 3; k++) empty_kernel<<<132 * 4, 256, 0, stream>>>(NULL);
+        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        const double graphed = time_us(stream, [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        const double pdl = time_us(stream, [&] {
+            empty_kernel<<<132 * 4, 256, 0, stream>>>(NULL);
+            CUDA_CHECK(cudaGetLastError());
+            for (int k = 0; k < 2; k++)
+                CUDA_CHECK(elec__chargemap_launch(empty_kernel_pdl, dim3(132 * 4), dim3(256), 0,
+                                                  stream, 1, (int *)NULL));
+        });
+        printf("   empty kernel, 1 block, back to back      %7.2f us\n", one);
+        printf("   empty kernel, 528 blocks, back to back   %7.2f us\n", wide);
+        printf("   3 empty kernels (528 blocks) in a graph  %7.2f us\n", graphed);
+        printf("   3 empty kernels chained by PDL           %7.2f us\n", pdl);
+        CUDA_CHECK(cudaGraphExecDestroy(exec));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+    }
+    printf("d. shared-memory float atomicAdd on sm_90: LDS + FADD + ATOMS.CAST.SPIN (a CAS\n"
+           "   loop; nvdisasm of nvcc 13.0 output); 32-bit integer: ATOMS.ADD; global float:\n"
+           "   REDG.E.ADD.F32\n\n");
+    CUDA_CHECK(cudaFree(d_atoms));
+    CUDA_CHECK(cudaFree(d_grid));
+}
+
+/* -------------------------------------------------- part 1: the ladder */
+
+typedef struct bench_system {
+    const char *name;
+    size_t atoms;
+    double box[3];
+    int grid[3];
+} bench_system;
+
+static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStream_t stream,
+                   int with_seed_rungs) {
+    const size_t n = sys->atoms;
+    std::vector<float4> host = atoms_in_box(n, sys->box, 2024);
+    elec_box box;
+    elec_lattice lattice;
+    float4 *d_xyzq;
+    float *d_grid;
+    for (int a = 0; a < 3; a++) box.length[a] = sys->box[a];
+    CHECK_ELEC(elec_chargemap_periodic_lattice(&box, sys->grid, 0.0, &lattice, err));
+    CUDA_CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc((void **)&d_grid, elec_lattice_size(&lattice) * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d_xyzq, host.data(), n * sizeof(float4), cudaMemcpyHostToDevice));
+    printf("%s: %zu atoms, %dx%dx%d, %s order 4\n", sys->name, n, sys->grid[0], sys->grid[1],
+           sys->grid[2], basis == ELEC_CHARGEMAP_SKEEL ? "Skeel" : "B-spline");
+    printf("  %-22s %9s %9s %9s | %9s %9s %9s | %8s  %s\n", "rung", "map us", "e2e us",
+           "graph us", "PPUS map", "PPUS e2e", "PPUS grph", "vs K40m", "notes");
+    for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+        const elec_chargemap_variant variant = (elec_chargemap_variant)v;
+        const int seed_rung = v >= ELEC_CHARGEMAP_PC_BINNED && v <= ELEC_CHARGEMAP_GC_REDUCED_READS;
+        elec_chargemap_params p = {0};
+        elec_cuda_chargemap_handle *h = NULL;
+        elec_error e;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        char notes[160] = "";
+        if (seed_rung && !with_seed_rungs) continue;
+        p.basis = basis;
+        p.periodic = 1;
+        p.variant = variant;
+        if (elec_cuda_chargemap_create(&lattice, n, &p, -1, &h, &e) != ELEC_OK) {
+            printf("  %-22s skipped: %s\n", elec_chargemap_variant_name(variant), e.message);
+            continue;
+        }
+        CHECK_ELEC(elec__chargemap_prepare(h, d_xyzq, (int)n, stream, err));
+        const double map = time_us(stream, [&] {
+            CHECK_ELEC(elec__chargemap_map(h, d_grid, stream, NULL, err));
+        });
+        const double e2e = time_us(stream, [&] {
+            CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
+        });
+        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
+        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        const double graphed = time_us(stream, [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        {
+            size_t overflow = 0;
+            CHECK_ELEC(elec_cuda_chargemap_finish(h, &overflow, stream, err));
+            if (elec__chargemap_is_binned(variant))
+                snprintf(notes, sizeof notes, "%d slots, %zu overflow", h->bins.S, overflow);
+            if (elec__chargemap_is_sorted(variant))
+                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d)", h->tiles.T[0], h->tiles.T[1],
+                         h->tiles.T[2], h->tiles.count);
+        }
+        if (variant == ELEC_CHARGEMAP_TILE_OWNER && h->use_pdl) {
+            /* the same graph without programmatic dependent launch */
+            cudaGraph_t plain;
+            cudaGraphExec_t plain_exec;
+            h->use_pdl = 0;
+            CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+            CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
+            CUDA_CHECK(cudaStreamEndCapture(stream, &plain));
+            CUDA_CHECK(cudaGraphInstantiate(&plain_exec, plain, 0));
+            const double no_pdl = time_us(stream, [&] {
+                CUDA_CHECK(cudaGraphLaunch(plain_exec, stream));
+            });
+            h->use_pdl = 1;
+            size_t used = strlen(notes);
+            snprintf(notes + used, sizeof notes - used, "; graph without PDL %.2f us", no_pdl);
+            CUDA_CHECK(cudaGraphExecDestroy(plain_exec));
+            CUDA_CHECK(cudaGraphDestroy(plain));
+        }
+        printf("  %-22s %9.2f %9.2f %9.2f | %9.0f %9.0f %9.0f | %7.1fx  %s\n",
+               elec_chargemap_variant_name(variant), map, e2e, graphed, n / map, n / e2e,
+               n / graphed, n / std::min(e2e, graphed) / SEED_K40M_BEST, notes);
+        CUDA_CHECK(cudaGraphExecDestroy(exec));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+        elec_cuda_chargemap_destroy(h);
+    }
+    /* the seed's baseline on atoms in cell order (real files are partly
+       ordered by residue) */
+    {
+        elec_chargemap_params p = {0};
+        elec_cuda_chargemap_handle *h = NULL;
+        std::vector<float4> sorted = cell_sorted(host, sys->box, sys->grid);
+        CUDA_CHECK(cudaMemcpy(d_xyzq, sorted.data(), n * sizeof(float4), cudaMemcpyHostToDevice));
+        p.basis = basis;
+        p.periodic = 1;
+        p.variant = ELEC_CHARGEMAP_PC_BASELINE;
+        CHECK_ELEC(elec_cuda_chargemap_create(&lattice, n, &p, -1, &h, err));
+        const double e2e = time_us(stream, [&] {
+            CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
+        });
+        printf("  %-22s %9s %9.2f %9s | %9s %9.0f %9s |           atoms in cell order\n",
+               "pc-baseline, sorted", "", e2e, "", "", n / e2e, "");
+        elec_cuda_chargemap_destroy(h);
+    }
+    printf("\n");
+    CUDA_CHECK(cudaFree(d_xyzq));
+    CUDA_CHECK(cudaFree(d_grid));
+}
+
+int main(int argc, char **argv) {
+    static const bench_system systems[4] = {
+        {"ApoA1-size", 92224, {108.86, 108.86, 77.76}, {112, 112, 80}},
+        {"ApoA1-size", 92224, {108.86, 108.86, 77.76}, {56, 56, 40}},
+        {"DMPC-size", 68484, {93.6, 93.6, 76.0}, {64, 64, 64}},
+        {"1M atoms", 1000000, {215.44, 215.44, 215.44}, {216, 216, 216}},
+    };
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* ApoA1 only */
+    char name[256];
+    cudaStream_t stream;
+    if (elec_cuda_device_count() == 0) {
+        printf("bench_chargemap: no CUDA device here; nothing to measure\n");
+        return 0;
+    }
+    CHECK_ELEC(elec_cuda_device_name(0, name, sizeof name, err));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    printf("elec charge-mapping benchmark on %s\n\n", name);
+    part0(stream);
+    printf("Part 1: the ladder (us per call, medians; PPUS = atoms per us; vs K40m = the\n"
+           "best of e2e and graph over the seed's 201.8 PPUS)\n\n");
+    ladder(&systems[0], ELEC_CHARGEMAP_SKEEL, stream, 1);
+    ladder(&systems[0], ELEC_CHARGEMAP_BSPLINE, stream, 1);
+    if (!quick) {
+        ladder(&systems[1], ELEC_CHARGEMAP_SKEEL, stream, 1);
+        ladder(&systems[2], ELEC_CHARGEMAP_SKEEL, stream, 1);
+        ladder(&systems[3], ELEC_CHARGEMAP_SKEEL, stream, 1);
+    }
+    printf("goals (H100): ApoA1 112x112x80 e2e >= 10,000 PPUS (<= 9.2 us) and map >= 20,000\n"
+           "PPUS; 1M atoms on 216^3 e2e >= 20,000 PPUS (<= 50 us).\n");
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    return 0;
+}

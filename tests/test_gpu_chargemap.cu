@@ -1,0 +1,546 @@
+/* Charge mapping on the GPU (elec_cuda_chargemap, seed 004): every rung
+   of the ladder, both bases, on maps and periodic grids, against the
+   double CPU reference point by point; the total charge; overfull bins
+   and the overflow count; refusal of atoms outside a map (host API by
+   name, device API by count); periodic images; the fixed-point rung
+   bit-identical under shuffling and repetition; the device-pointer API
+   repeated and replayed from a CUDA graph.  Without a GPU every case
+   skips and says so; make test-gpu sets ELEC_REQUIRE_GPU=1, and then a
+   missing GPU is a failure.
+
+   Geometry: spacings of 0.5 A and positions rounded so that x / h is a
+   float, periods of 2^k A over 2^m points: the grid coordinates the GPU
+   computes are then exactly the reference's, and what is left is float
+   arithmetic: per point, (m_g + c) 2^-24 A_g for the sums (recursive
+   summation in any order, atomics included; A_g = sum |q w w w|, m_g the
+   terms, c = max(8, 2 order) ulps for the three products) plus 3 e_w
+   max|q| per term for the weights, e_w the largest absolute error of the
+   float weight functions, measured here on the host over 2^16 t in
+   [0, 1) against double and doubled (the device evaluates the same
+   operations, but may contract the B-spline recursion's products into
+   other fused multiply-adds than the host compiler), and
+   2^-33 per term for the fixed-point rung's rounding to 2^-32 e. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/test.h"
+#include "tests/systems.h"
+#include "tests/gpu.h"
+
+#include <algorithm>
+
+#define CUDA_OK(call) EXPECT((call) == cudaSuccess, "%s failed", #call)
+
+static elec_lattice lattice_of(const int dims[3], double spacing, double origin) {
+    elec_lattice l;
+    for (int axis = 0; axis < 3; axis++) {
+        l.dims[axis] = dims[axis];
+        l.spacing[axis] = spacing;
+        l.origin[axis] = origin;
+    }
+    return l;
+}
+
+/* Positions moved to the nearest x with x / h a float (h a power of two:
+   x itself is then a float too). */
+static void snap(test_system *s, double h) {
+    for (size_t i = 0; i < 3 * s->count; i++) s->xyz[i] = (double)(float)(s->xyz[i] / h) * h;
+}
+
+/* The largest absolute error of the float weights against double, over
+   2^16 positions t in [0, 1): Skeel by Horner on the float coefficients
+   (elec__msm_basis_of, as elec__msm_weights_device), B-splines by
+   elec_bspline_weights_float. */
+static double weight_error(elec_chargemap_basis basis, int order) {
+    double worst = 0.0;
+    for (int k = 0; k < 65536; k++) {
+        const double t = (k + 0.5) / 65536.0;
+        double wd[ELEC__CHARGEMAP_MAX_ORDER];
+        float wf[ELEC__CHARGEMAP_MAX_ORDER];
+        if (basis == ELEC_CHARGEMAP_SKEEL) {
+            const int interpolation = (order - 4) / 2;
+            const elec__msm_basis_args b = elec__msm_basis_of(interpolation);
+            elec_msm_axis_weights(t, interpolation, wd, NULL);
+            for (int j = 0; j < order; j++) {
+                float v = b.coeff[j][order - 1];
+                for (int p = order - 2; p >= 0; p--) v = fmaf(v, (float)t, b.coeff[j][p]);
+                wf[j] = v;
+            }
+        } else {
+            elec_bspline_weights(order, t, wd, NULL);
+            elec_bspline_weights_float(order, (float)t, wf, NULL);
+        }
+        for (int j = 0; j < order; j++) worst = std::max(worst, fabs((double)wf[j] - wd[j]));
+    }
+    return 2.0 * worst;
+}
+
+/* A GPU map against the reference; returns the worst |f - d| / bound. */
+static double check(const char *what, const float *got, const double *want, const double *abs_sum,
+                    const int *terms, size_t points, int order, double weight_err,
+                    double max_q, int fixed_point) {
+    const double c = std::max(8, 2 * order);
+    double worst = 0.0;
+    size_t at = 0;
+    for (size_t g = 0; g < points; g++) {
+        double bound = (terms[g] + c) * ldexp(1.0, -24) * abs_sum[g] +
+                       terms[g] * 3.0 * weight_err * max_q + 1e-30;
+        if (fixed_point) bound += terms[g] * ldexp(1.0, -33);
+        const double r = fabs((double)got[g] - want[g]) / bound;
+        if (!(r <= worst)) {
+            worst = r;
+            at = g;
+        }
+    }
+    EXPECT(worst <= 1.0, "%s: point %zu: %.9g vs %.17g (%.2f of the bound, %d terms)", what, at,
+           (double)got[at], want[at], worst, terms[at]);
+    return worst;
+}
+
+typedef struct reference {
+    elec_lattice lattice;
+    size_t points;
+    double *want, *abs_sum;
+    int *terms;
+} reference;
+
+static int reference_of(const elec_atoms *atoms, const elec_lattice *l,
+                        const elec_chargemap_params *p, reference *r) {
+    elec_error err;
+    r->lattice = *l;
+    r->points = elec_lattice_size(l);
+    r->want = (double *)malloc(r->points * sizeof(double));
+    r->abs_sum = (double *)malloc(r->points * sizeof(double));
+    r->terms = (int *)malloc(r->points * sizeof(int));
+    elec_status s = elec_cpu_chargemap_double(atoms, l, p, r->want, r->abs_sum, r->terms, &err);
+    EXPECT(s == ELEC_OK, "reference: %s", err.message);
+    return s == ELEC_OK;
+}
+
+static void reference_free(reference *r) {
+    free(r->want);
+    free(r->abs_sum);
+    free(r->terms);
+}
+
+static double max_charge(const test_system *s) {
+    double m = 0.0;
+    for (size_t i = 0; i < s->count; i++) m = std::max(m, fabs(s->charge[i]));
+    return m;
+}
+
+/* Every rung, Skeel and B-spline order 4, a map and a periodic grid whose
+   point counts are no multiple of any tile; then every order the rungs
+   beyond the seed take. */
+TEST(every_rung_matches_the_double_reference) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(3000, 15.0, 31);
+    /* atoms at 5 to 20 A: grid coordinates 10 to 40, inside the map for
+       every order; the period (30 points, 15 A) wraps them */
+    const int map_dims[3] = {51, 47, 49}, grid_dims[3] = {30, 30, 30};
+    elec_atoms atoms;
+    double worst_all = 0.0;
+    for (size_t i = 0; i < 3 * sys.count; i++) sys.xyz[i] += 5.0;
+    snap(&sys, 0.5);
+    atoms = test_system_atoms(&sys);
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int basis = 0; basis < 2; basis++) {
+            static const int skeel_orders[4] = {4, 6, 8, 10}, bspline_orders[5] = {4, 5, 6, 7, 8};
+            const int *orders = basis ? bspline_orders : skeel_orders;
+            const int order_count = basis ? 5 : 4;
+            for (int k = 0; k < order_count; k++) {
+                elec_chargemap_params p = {0};
+                elec_lattice l = lattice_of(periodic ? grid_dims : map_dims, 0.5, 0.0);
+                reference r;
+                p.basis = (elec_chargemap_basis)basis;
+                p.order = orders[k];
+                p.periodic = periodic;
+                if (!reference_of(&atoms, &l, &p, &r)) continue;
+                const double e_w = weight_error(p.basis, p.order);
+                float *got = (float *)malloc(r.points * sizeof(float));
+                for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+                    elec_error err;
+                    char what[128];
+                    p.variant = (elec_chargemap_variant)v;
+                    snprintf(what, sizeof what, "%s, %s order %d, %s",
+                             elec_chargemap_variant_name(p.variant), basis ? "B-spline" : "Skeel",
+                             p.order, periodic ? "periodic" : "map");
+                    const bool seed_rung = v >= ELEC_CHARGEMAP_PC_BINNED &&
+                                           v <= ELEC_CHARGEMAP_GC_REDUCED_READS;
+                    elec_status s = elec_cuda_chargemap(&atoms, &l, &p, got, &err);
+                    if (seed_rung && p.order != 4) {
+                        EXPECT(s == ELEC_ERR_UNSUPPORTED, "%s: accepted (%s)", what,
+                               elec_status_string(s));
+                        continue;
+                    }
+                    EXPECT(s == ELEC_OK, "%s: %s", what, err.message);
+                    if (s != ELEC_OK) continue;
+                    worst_all = std::max(
+                        worst_all, check(what, got, r.want, r.abs_sum, r.terms, r.points, p.order,
+                                         e_w, max_charge(&sys),
+                                         v == ELEC_CHARGEMAP_PC_FIXED_POINT));
+                }
+                free(got);
+                reference_free(&r);
+            }
+        }
+    printf("     worst of every rung: %.3f of the float bound\n", worst_all);
+    test_system_free(&sys);
+}
+
+/* Atoms exactly on points, Skeel's cubic: t = 0 gives the weights 0, 1, 0,
+   0 exactly (the pieces' constant terms), so every rung puts each whole
+   charge on its point and exactly nothing elsewhere. */
+TEST(atoms_on_points_put_their_whole_charge_there) {
+    REQUIRE_GPU();
+    const int dims[3] = {24, 20, 22};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    const size_t points = elec_lattice_size(&l);
+    /* points (4, 6, 8), (15, 2, 18), (20, 17, 1): stencils inside the map */
+    double xyz[9] = {2.0, 3.0, 4.0, 7.5, 1.0, 9.0, 10.0, 8.5, 0.5}, q[3] = {0.75, -0.5, 1.25};
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, NULL);
+    float *got = (float *)malloc(points * sizeof(float));
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            elec_chargemap_params p = {0};
+            elec_error err;
+            size_t wrong = 0;
+            p.periodic = periodic;
+            p.variant = (elec_chargemap_variant)v;
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+                   elec_chargemap_variant_name(p.variant), err.message);
+            for (size_t g = 0; g < points; g++) {
+                double want = 0.0;
+                for (int a = 0; a < 3; a++) {
+                    const size_t at = (size_t)(xyz[3 * a] / 0.5) +
+                                      24 * ((size_t)(xyz[3 * a + 1] / 0.5) +
+                                            20 * (size_t)(xyz[3 * a + 2] / 0.5));
+                    if (g == at) want = q[a];
+                }
+                wrong += got[g] != (float)want;
+            }
+            EXPECT(wrong == 0, "%s, %s: %zu points differ from the charges on them",
+                   elec_chargemap_variant_name(p.variant), periodic ? "periodic" : "map", wrong);
+        }
+    free(got);
+}
+
+/* The total: sum_g rho_g (in double) is sum q, to the points' bounds
+   summed; atoms of charges in [0.1, 1] so that the total is large. */
+TEST(total_charge_is_kept) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(20000, 32.0, 37);
+    const int dims[3] = {64, 64, 64};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    double want = 0.0;
+    snap(&sys, 0.5);
+    for (size_t i = 0; i < sys.count; i++) {
+        sys.charge[i] = 0.1 + 0.9 * fabs(sys.charge[i]);
+        want += sys.charge[i];
+    }
+    elec_atoms atoms = test_system_atoms(&sys);
+    for (int basis = 0; basis < 2; basis++) {
+        elec_chargemap_params p = {0};
+        reference r;
+        p.basis = (elec_chargemap_basis)basis;
+        p.periodic = 1;
+        if (!reference_of(&atoms, &l, &p, &r)) continue;
+        const double e_w = weight_error(p.basis, 4);
+        float *got = (float *)malloc(r.points * sizeof(float));
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            elec_error err;
+            double total = 0.0, bound = 0.0;
+            p.variant = (elec_chargemap_variant)v;
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+                   elec_chargemap_variant_name(p.variant), err.message);
+            for (size_t g = 0; g < r.points; g++) {
+                total += got[g];
+                bound += (r.terms[g] + 8.0) * ldexp(1.0, -24) * r.abs_sum[g] +
+                         r.terms[g] * (3.0 * e_w + ldexp(1.0, -33));
+            }
+            EXPECT(fabs(total - want) <= bound, "%s, basis %d: total %.9g, want %.9g (bound %.2e)",
+                   elec_chargemap_variant_name(p.variant), basis, total, want, bound);
+        }
+        free(got);
+        reference_free(&r);
+    }
+    test_system_free(&sys);
+}
+
+/* One slot a bin and 40 atoms in one cell (and a random rest): the seed's
+   rungs put what does not fit on the overflow list, map it by atomics,
+   and count it as the host predicts from the same grid coordinates. */
+TEST(overfull_bins_overflow_and_are_counted) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(600, 12.0, 41);
+    const int dims[3] = {24, 24, 24};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    for (size_t i = 0; i < 40; i++) /* 40 atoms in the cell [5.0, 5.5)^3 */
+        for (int axis = 0; axis < 3; axis++) sys.xyz[3 * i + axis] = 5.0 + 0.0123 * (double)i;
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_chargemap_params p = {0};
+    reference r;
+    p.periodic = 1;
+    p.bin_capacity = 1;
+    if (!reference_of(&atoms, &l, &p, &r)) return;
+    /* the host's count: atoms past the first of each cell */
+    size_t predicted = 0;
+    {
+        int *count = (int *)calloc(r.points, sizeof(int));
+        for (size_t i = 0; i < sys.count; i++) {
+            int cell[3];
+            for (int axis = 0; axis < 3; axis++) cell[axis] = (int)(float)(sys.xyz[3 * i + axis] / 0.5);
+            if (count[cell[0] + 24 * (cell[1] + 24 * cell[2])]++ >= 1) predicted++;
+        }
+        free(count);
+    }
+    float *got = (float *)malloc(r.points * sizeof(float));
+    const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+    for (int v = ELEC_CHARGEMAP_PC_BINNED; v <= ELEC_CHARGEMAP_GC_REDUCED_READS; v++) {
+        elec_chargemap_times times;
+        elec_error err;
+        memset(&times, 0, sizeof times);
+        p.variant = (elec_chargemap_variant)v;
+        p.times = &times;
+        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        check(elec_chargemap_variant_name(p.variant), got, r.want, r.abs_sum, r.terms, r.points, 4,
+              e_w, max_charge(&sys), 0);
+        EXPECT(times.overflow_atoms == predicted, "%s: %zu atoms overflowed, the host counts %zu",
+               elec_chargemap_variant_name(p.variant), times.overflow_atoms, predicted);
+        EXPECT(times.total > 0.0 && times.map > 0.0 && times.bin > 0.0,
+               "%s: stage times %g %g %g", elec_chargemap_variant_name(p.variant), times.total,
+               times.map, times.bin);
+    }
+    free(got);
+    reference_free(&r);
+    test_system_free(&sys);
+}
+
+/* A map refuses an atom whose stencil leaves it: the host API by name,
+   before any work; the device API leaves it out and finish says so. */
+TEST(atoms_outside_a_map_are_refused) {
+    REQUIRE_GPU();
+    const int dims[3] = {16, 16, 16};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    float host[8] = {4.0f, 4.0f, 4.0f, 1.0f, 4.0f, 0.25f, 4.0f, -1.0f}; /* y = 0.25: cell 0 */
+    double xyz[6] = {4.0, 4.0, 4.0, 4.0, 0.25, 4.0}, q[2] = {1.0, -1.0};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    float grid[16 * 16 * 16];
+    for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+        elec_chargemap_params p = {0};
+        elec_cuda_chargemap_handle *h = NULL;
+        elec_error err;
+        float4 *d_xyzq = NULL;
+        float *d_grid = NULL;
+        p.variant = (elec_chargemap_variant)v;
+        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, grid, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "atom 1"), "%s host API: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        EXPECT(elec_cuda_chargemap_create(&l, 2, &p, -1, &h, &err) == ELEC_OK, "%s: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        if (!h) continue;
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, sizeof host));
+        CUDA_OK(cudaMalloc((void **)&d_grid, sizeof grid));
+        CUDA_OK(cudaMemcpy(d_xyzq, host, sizeof host, cudaMemcpyHostToDevice));
+        EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, 2, d_grid, 0, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "1 atom"), "%s device API: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        /* the next call, with the inside atom alone, is clean */
+        EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, 1, d_grid, 0, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK, "%s: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        cudaFree(d_xyzq);
+        cudaFree(d_grid);
+        elec_cuda_chargemap_destroy(h);
+    }
+}
+
+/* A periodic grid maps atoms and their images alike (the host wraps in
+   double; periods of 16 A keep the wrapped positions exact). */
+TEST(periodic_images_map_alike) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(2000, 16.0, 43);
+    const int dims[3] = {32, 32, 32};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    test_system moved = test_system_random(2000, 16.0, 43);
+    for (size_t i = 0; i < 3 * sys.count; i++)
+        moved.xyz[i] = sys.xyz[i] + 16.0 * (double)((int)(i % 5) - 2);
+    elec_atoms images = test_system_atoms(&moved);
+    elec_chargemap_params p = {0};
+    reference r;
+    p.periodic = 1;
+    if (!reference_of(&atoms, &l, &p, &r)) return;
+    float *got = (float *)malloc(r.points * sizeof(float));
+    const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+    for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+        elec_error err;
+        p.variant = (elec_chargemap_variant)v;
+        EXPECT(elec_cuda_chargemap(&images, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+               elec_chargemap_variant_name(p.variant), err.message);
+        check(elec_chargemap_variant_name(p.variant), got, r.want, r.abs_sum, r.terms, r.points,
+              4, e_w, max_charge(&sys), v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+    }
+    free(got);
+    reference_free(&r);
+    test_system_free(&sys);
+    test_system_free(&moved);
+}
+
+/* The fixed-point rung adds integers: the same grid, bit for bit, for the
+   atoms in another order and for every repetition; and no atoms give a
+   zero grid on every rung. */
+TEST(fixed_point_is_bit_identical_whatever_the_order) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(5000, 20.0, 47);
+    const int dims[3] = {40, 40, 40};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    const size_t points = elec_lattice_size(&l);
+    float *first = (float *)malloc(points * sizeof(float));
+    float *again = (float *)malloc(points * sizeof(float));
+    elec_chargemap_params p = {0};
+    elec_error err;
+    test_rng rng = test_rng_seeded(5);
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    p.periodic = 1;
+    p.variant = ELEC_CHARGEMAP_PC_FIXED_POINT;
+    for (int basis = 0; basis < 2; basis++) {
+        p.basis = (elec_chargemap_basis)basis;
+        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, first, &err) == ELEC_OK, "%s", err.message);
+        for (int run = 0; run < 3; run++) {
+            for (size_t i = sys.count - 1; i > 0; i--) { /* Fisher-Yates */
+                size_t j = (size_t)(test_uniform(&rng) * (double)(i + 1));
+                for (int axis = 0; axis < 3; axis++)
+                    std::swap(sys.xyz[3 * i + axis], sys.xyz[3 * j + axis]);
+                std::swap(sys.charge[i], sys.charge[j]);
+            }
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, again, &err) == ELEC_OK, "%s",
+                   err.message);
+            EXPECT(memcmp(first, again, points * sizeof(float)) == 0,
+                   "basis %d, shuffle %d: the fixed-point grid changed", basis, run);
+        }
+    }
+    {
+        elec_atoms none = elec_atoms_from_xyz(0, NULL, NULL, NULL);
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            size_t nonzero = 0;
+            p.variant = (elec_chargemap_variant)v;
+            p.basis = ELEC_CHARGEMAP_SKEEL;
+            for (size_t g = 0; g < points; g++) again[g] = 1.0f;
+            EXPECT(elec_cuda_chargemap(&none, &l, &p, again, &err) == ELEC_OK, "%s: %s",
+                   elec_chargemap_variant_name(p.variant), err.message);
+            for (size_t g = 0; g < points; g++) nonzero += again[g] != 0.0f;
+            EXPECT(nonzero == 0, "%s: %zu nonzero points without atoms",
+                   elec_chargemap_variant_name(p.variant), nonzero);
+        }
+    }
+    free(first);
+    free(again);
+    test_system_free(&sys);
+}
+
+/* The device-pointer API (positions in A on the device; the kernels make
+   the grid coordinates: exact at h = 0.5, origin 0 and a 16 A period of
+   32 points), repeated, and replayed from a CUDA graph over a poisoned grid:
+   within the float bound of the reference every time. */
+TEST(device_api_repeats_and_replays_from_a_graph) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(4000, 16.0, 53);
+    const int dims[3] = {32, 32, 32};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    for (size_t i = 0; i < 3 * sys.count; i++) sys.xyz[i] += 2.0; /* 2 to 18 A */
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    const size_t n = sys.count;
+    float4 *host = (float4 *)malloc(n * sizeof(float4));
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    for (int periodic = 0; periodic < 2; periodic++) {
+        elec_chargemap_params p = {0};
+        reference r;
+        elec_lattice ll = l;
+        if (!periodic) /* a map around the atoms: 0 to 19.5 A */
+            for (int axis = 0; axis < 3; axis++) ll.dims[axis] = 40;
+        p.periodic = periodic;
+        if (!reference_of(&atoms, &ll, &p, &r)) continue;
+        const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+        float *got = (float *)malloc(r.points * sizeof(float));
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            elec_cuda_chargemap_handle *h = NULL;
+            elec_error err;
+            float4 *d_xyzq = NULL;
+            float *d_grid = NULL;
+            cudaStream_t stream = NULL;
+            cudaGraph_t graph = NULL;
+            cudaGraphExec_t exec = NULL;
+            char what[96];
+            p.variant = (elec_chargemap_variant)v;
+            snprintf(what, sizeof what, "%s, %s", elec_chargemap_variant_name(p.variant),
+                     periodic ? "periodic" : "map");
+            EXPECT(elec_cuda_chargemap_create(&ll, n + 100, &p, -1, &h, &err) == ELEC_OK,
+                   "%s: %s", what, err.message);
+            if (!h) continue;
+            CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+            CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+            CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+            CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+            for (int run = 0; run < 3; run++) {
+                EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err) ==
+                           ELEC_OK, "%s run %d: %s", what, run, err.message);
+                EXPECT(elec_cuda_chargemap_finish(h, NULL, stream, &err) == ELEC_OK, "%s: %s",
+                       what, err.message);
+                CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
+                                   cudaMemcpyDeviceToHost));
+                check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
+                      v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+            }
+            CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+            EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err) == ELEC_OK,
+                   "%s captured: %s", what, err.message);
+            CUDA_OK(cudaStreamEndCapture(stream, &graph));
+            if (graph) CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+            EXPECT(exec != NULL, "%s: the graph was not instantiated", what);
+            CUDA_OK(cudaMemset(d_grid, 0xff, r.points * sizeof(float))); /* NaN */
+            for (int launch = 0; launch < 2 && exec; launch++)
+                CUDA_OK(cudaGraphLaunch(exec, stream));
+            CUDA_OK(cudaStreamSynchronize(stream));
+            CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
+            if (exec)
+                check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
+                      v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+            EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n + 101, d_grid, stream, &err) ==
+                       ELEC_ERR_INVALID_ARG, "%s: more atoms than the handle accepted", what);
+            if (exec) cudaGraphExecDestroy(exec);
+            if (graph) cudaGraphDestroy(graph);
+            cudaStreamDestroy(stream);
+            cudaFree(d_xyzq);
+            cudaFree(d_grid);
+            elec_cuda_chargemap_destroy(h);
+        }
+        free(got);
+        reference_free(&r);
+    }
+    free(host);
+    test_system_free(&sys);
+}
+
+int main(void) {
+    RUN(every_rung_matches_the_double_reference);
+    RUN(atoms_on_points_put_their_whole_charge_there);
+    RUN(total_charge_is_kept);
+    RUN(overfull_bins_overflow_and_are_counted);
+    RUN(atoms_outside_a_map_are_refused);
+    RUN(periodic_images_map_alike);
+    RUN(fixed_point_is_bit_identical_whatever_the_order);
+    RUN(device_api_repeats_and_replays_from_a_graph);
+    return test_summary();
+}
