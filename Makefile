@@ -75,6 +75,7 @@ $(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUIL
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
+	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 
 $(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
