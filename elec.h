@@ -185,6 +185,17 @@ typedef struct elec_box {
 ELEC_API size_t elec_lattice_size(const elec_lattice *lattice);
 ELEC_API elec_status elec_lattice_check(const elec_lattice *lattice,
                                         elec_error *err);
+/* The most points a map may have unless the method's params say otherwise
+   (max_points, in elec_dcs_params, elec_cutoff_params and elec_msm_params):
+   2^28, a map of 1 GiB in float.  Map methods refuse a larger lattice before
+   they allocate or compute anything; raise the cap in the params (elecmap:
+   --max-points). */
+#define ELEC_DEFAULT_MAX_LATTICE_POINTS ((size_t)1 << 28)
+/* elec_lattice_check, and at most max_points points
+   (0 = ELEC_DEFAULT_MAX_LATTICE_POINTS). */
+ELEC_API elec_status elec_lattice_check_points(const elec_lattice *lattice,
+                                               size_t max_points,
+                                               elec_error *err);
 /* The lattice of the given spacing that covers the atoms' bounding box plus
    padding on every side, centred on it. */
 ELEC_API elec_status elec_lattice_around(const elec_atoms *atoms,
@@ -298,6 +309,7 @@ typedef struct elec_dcs_params {
     elec_gpu_set gpus;        /* GPU map slices go round-robin over these    */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
 } elec_dcs_params;
 
 /* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,
@@ -459,6 +471,7 @@ typedef struct elec_cutoff_params {
     elec_gpu_set gpus;     /* the first device is used                     */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
 } elec_cutoff_params;
 
 ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
@@ -516,6 +529,7 @@ typedef struct elec_msm_params {
     elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
 } elec_msm_params;
 
 ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
@@ -922,6 +936,66 @@ static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
 }
 
+/* Whether an MDH sum stays finite in a type whose largest value is
+   max_value (FLT_MAX for the float paths, CPU and GPU; DBL_MAX for the
+   double reference), checked before any work.  A term is q e^(kappa
+   (sigma - r)) / ((1 + kappa sigma) r) (seed 000 eq. 2) and the coincident
+   rule keeps r >= ELEC_COINCIDENT_DISTANCE, so |term| <= |q| e^(kappa
+   sigma) / ((1 + kappa sigma) ELEC_COINCIDENT_DISTANCE); the exponential is
+   formed first, so e^(kappa sigma) itself must be finite too.  Refused,
+   with the atom that breaks it, when the exponential, the sum of these
+   bounds (as the kernels add it, before the scale) or scale times it could
+   pass max_value / 2 (room for the float rounding of the kernels).  In log space, so that the check
+   cannot overflow itself.  Only absurd screening trips it: at 10 M salt
+   (kappa ~1 /A) and radii of 3 A a sum of 10^9 unit charges stays 10^20
+   below float's range. */
+static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
+                                                const elec_mdh_params *resolved,
+                                                double max_value,
+                                                elec_error *err) {
+    const double kappa = resolved->kappa, room = log(max_value / 2.0);
+    const double log_r = log(ELEC_COINCIDENT_DISTANCE);
+    double largest = -HUGE_VAL, sum = 0.0; /* sum of e^(L_j - largest) */
+    size_t j, worst = 0;
+    for (j = 0; j < atoms->count; j++) {
+        double q, sigma, ks, term;
+        elec_atoms_get(atoms, j, NULL, &q, &sigma);
+        ks = kappa * sigma;
+        if (ks > room)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "MDH: kappa %g /A times atom %zu's radius %g A is "
+                              "%g: e^%g is beyond the range of the result (the "
+                              "Debye length would be %.3g A)", kappa, j, sigma, ks,
+                              ks, 1.0 / kappa);
+        if (q == 0.0) continue;
+        term = log(fabs(q)) + ks - log1p(ks) - log_r;
+        if (term > largest) {
+            sum = sum * exp(largest - term) + 1.0;
+            largest = term;
+            worst = j;
+        } else {
+            sum += exp(term - largest);
+        }
+    }
+    if (sum > 0.0) {
+        /* the sum as the kernels add it (unscaled, in float on the GPU),
+           and scaled */
+        double unscaled = largest + log(sum);
+        double bound = unscaled + log(fabs(resolved->scale));
+        if (unscaled > bound) bound = unscaled;
+        if (bound > room) {
+            double q, sigma;
+            elec_atoms_get(atoms, worst, NULL, &q, &sigma);
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "MDH: with kappa %g /A the potential could reach "
+                              "e^%.0f, beyond the range of the result (atom %zu: "
+                              "charge %g, radius %g A)", kappa, bound, worst, q,
+                              sigma);
+        }
+    }
+    return ELEC_OK;
+}
+
 /* The lattices of a non-periodic MSM hierarchy (elec_cpu.h, elec_cuda.cuh)
    over the region lo..hi (coordinates relative to a reference point) that
    holds every atom and every point the potential is wanted at: level l has
@@ -1192,6 +1266,22 @@ ELEC_DEF elec_status elec_lattice_check(const elec_lattice *l,
                           "lattice: %d x %d x %d points is too many",
                           l->dims[0], l->dims[1], l->dims[2]);
     elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_lattice_check_points(const elec_lattice *l,
+                                               size_t max_points,
+                                               elec_error *err) {
+    elec_status s = elec_lattice_check(l, err);
+    if (s != ELEC_OK) return s;
+    if (max_points == 0) max_points = ELEC_DEFAULT_MAX_LATTICE_POINTS;
+    if (elec_lattice_size(l) > max_points)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "lattice: %d x %d x %d = %zu points, over the limit of "
+                          "%zu (max_points%s)", l->dims[0], l->dims[1], l->dims[2],
+                          elec_lattice_size(l), max_points,
+                          max_points == ELEC_DEFAULT_MAX_LATTICE_POINTS
+                              ? "; by default 2^28, a 1 GiB float map" : "");
     return ELEC_OK;
 }
 
@@ -1477,11 +1567,11 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
             /* exp(-(pi n / (alpha L))^2) <= tolerance */
             double n = r.alpha * box->length[axis] * sqrt(-log(r.tolerance)) /
                        3.14159265358979323846;
-            r.kmax[axis] = (int)ceil(n);
-            if (r.kmax[axis] > 1000)
+            if (!(n <= 1000.0)) /* before the cast: a huge box overflows int */
                 return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                   "alpha %g needs more than 1000 reciprocal "
                                   "vectors along axis %d", r.alpha, axis);
+            r.kmax[axis] = (int)ceil(n);
         }
     }
     if (r.n2_limit < 0)
