@@ -52,14 +52,14 @@ $(BUILD):
 	mkdir -p $(BUILD)
 
 # elecmap is one source; under nvcc it gains the GPU path.
-$(BUILD)/elecmap: examples/elecmap.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecmap: examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(FFTW_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
 endif
 
-$(BUILD)/elecenergy: examples/elecenergy.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecenergy: examples/elecenergy.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
 else
