@@ -502,7 +502,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
        refused, with both estimates, rather than left to run for minutes. */
     if (!o->method_given && c.direct > limit) {
         int invalid = elec_msm_params_check(&msm, &msm_err) != ELEC_OK;
-        int impossible = !invalid && c.msm_finest > 268435456.0; /* MSM's 2^28 cap */
+        int impossible = !invalid && c.msm_finest > ELEC__MSM_MAX_POINTS; /* its own cap */
         if (!invalid && !impossible && c.msm < c.direct) {
             o->method = METHOD_MSM;
             if (!o->quiet)
