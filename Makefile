@@ -3,9 +3,14 @@
 #   make test       every test; GPU tests skip, saying so, without a GPU
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
+#   make sanitize-gpu  the GPU tests under compute-sanitizer's four tools
+#   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
+# Switches: CUDA=0 builds for the CPU alone even where nvcc is present;
+# HAVE_FFTW= builds without FFTW3 (the CPU SPME then reports
+# ELEC_ERR_UNSUPPORTED and its tests skip); CC=clang another compiler.
 
 CC      ?= cc
 CXX     ?= c++
@@ -35,7 +40,10 @@ ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(FFTW_FLAGS) 
 NVCCFLAGS ?= -O3
 ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(FFTW_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
 CUDA_LIBS = -lcufft $(FFTW_LIBS)
-HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# nvcc is used when it answers --version as CUDA's compiler: a missing or
+# stand-in NVCC (NVCC=false, NVCC=none) builds for the CPU, as CUDA=0 does.
+CUDA ?= 1
+HAVE_NVCC := $(if $(filter 0 no off,$(CUDA)),,$(shell $(NVCC) --version 2>/dev/null | grep -qi cuda && echo 1))
 
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
@@ -44,15 +52,13 @@ CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_
 GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
-ELECMAP_SRC = examples/elecmap.c
 TEST_BINS = $(CPU_TESTS)
 else
-ELECMAP_SRC = examples/elecmap.cu
 TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour chargemap-tour md msm-table
+.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -60,14 +66,14 @@ $(BUILD):
 	mkdir -p $(BUILD)
 
 # elecmap is one source; under nvcc it gains the GPU path.
-$(BUILD)/elecmap: examples/elecmap.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecmap: examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(FFTW_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
 endif
 
-$(BUILD)/elecenergy: examples/elecenergy.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecenergy: examples/elecenergy.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
 else
@@ -91,6 +97,7 @@ $(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUIL
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
+	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 
 $(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
@@ -132,6 +139,34 @@ $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c 
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
 	@sh tests/run.sh $(SANITIZE_TESTS)
+
+# The GPU tests under compute-sanitizer: memcheck with --leak-check full,
+# racecheck, synccheck and initcheck, each over every GPU test; any report,
+# a failed test or a non-zero exit fails it (tests/sanitize_gpu.sh).  For
+# a subset: SANITIZE_GPU_TOOLS="memcheck synccheck", SANITIZE_GPU_TESTS=
+# "build/test_gpu", and ELEC_TEST_ONLY=mdh (tests whose name holds it).
+COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(dir $(shell command -v $(NVCC) 2>/dev/null))compute-sanitizer)
+SANITIZE_GPU_TOOLS ?= memcheck racecheck synccheck initcheck
+SANITIZE_GPU_TESTS ?= $(GPU_TESTS)
+sanitize-gpu: $(SANITIZE_GPU_TESTS)
+	@COMPUTE_SANITIZER="$(COMPUTE_SANITIZER)" SANITIZE_GPU_TOOLS="$(SANITIZE_GPU_TOOLS)" \
+	    SANITIZE_GPU_LOGS=$(BUILD)/sanitize-gpu sh tests/sanitize_gpu.sh $(SANITIZE_GPU_TESTS)
+
+# The parsers under libFuzzer with ASan and UBSan (clang; on Debian the
+# fuzzer runtime is in libclang-rt-14-dev): the PQR reader, the DX reader
+# and the command lines of elecmap and elecenergy, FUZZ_SECONDS each,
+# seeded from ../shared/data/structures, maps elecmap writes and
+# tests/fuzz/seeds (tests/fuzz/run.sh).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD = $(BUILD)/fuzz
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
+$(FUZZ_BUILD):
+	mkdir -p $(FUZZ_BUILD)
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)
+	$(FUZZ_CC) -std=c99 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -o $@ tests/fuzz/fuzz_$*.c -lm
+fuzz: $(FUZZERS) $(BUILD)/elecmap
+	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/elecmap $(FUZZERS)
 
 $(BUILD)/bench: bench/bench.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench.cu $(CUDA_LIBS)

@@ -186,6 +186,17 @@ typedef struct elec_box {
 ELEC_API size_t elec_lattice_size(const elec_lattice *lattice);
 ELEC_API elec_status elec_lattice_check(const elec_lattice *lattice,
                                         elec_error *err);
+/* The most points a map may have unless the method's params say otherwise
+   (max_points, in elec_dcs_params, elec_cutoff_params and elec_msm_params):
+   2^28, a map of 1 GiB in float.  Map methods refuse a larger lattice before
+   they allocate or compute anything; raise the cap in the params (elecmap:
+   --max-points). */
+#define ELEC_DEFAULT_MAX_LATTICE_POINTS ((size_t)1 << 28)
+/* elec_lattice_check, and at most max_points points
+   (0 = ELEC_DEFAULT_MAX_LATTICE_POINTS). */
+ELEC_API elec_status elec_lattice_check_points(const elec_lattice *lattice,
+                                               size_t max_points,
+                                               elec_error *err);
 /* The lattice of the given spacing that covers the atoms' bounding box plus
    padding on every side, centred on it. */
 ELEC_API elec_status elec_lattice_around(const elec_atoms *atoms,
@@ -299,6 +310,7 @@ typedef struct elec_dcs_params {
     elec_gpu_set gpus;        /* GPU map slices go round-robin over these    */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
 } elec_dcs_params;
 
 /* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,
@@ -460,6 +472,7 @@ typedef struct elec_cutoff_params {
     elec_gpu_set gpus;     /* the first device is used                     */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
 } elec_cutoff_params;
 
 ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
@@ -517,6 +530,7 @@ typedef struct elec_msm_params {
     elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
     elec_progress_fn progress;
     void *progress_user;
+    size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
 } elec_msm_params;
 
 ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
@@ -778,9 +792,71 @@ ELEC_API elec_status elec_write_dx(const char *path,
                                    const float *map, const char *comment,
                                    elec_error *err);
 /* Reads an OpenDX map into a new array (x fastest), allocated with
-   ELEC_MALLOC: release it with elec_free. */
+   ELEC_MALLOC: release it with elec_free.  The header's item count must
+   match its counts and fit in the bytes that follow it, or the file is
+   refused before the map is allocated. */
 ELEC_API elec_status elec_read_dx(const char *path, elec_lattice *lattice,
                                   float **map, elec_error *err);
+/* The same from text in memory (length bytes; need not end in '\0'). */
+ELEC_API elec_status elec_parse_dx(const char *text, size_t length,
+                                   elec_lattice *lattice, float **map,
+                                   elec_error *err);
+
+/* The largest file elec_read_pqr and elec_read_dx read: 1 GiB (a PQR file
+   of about 13 million atoms, a map of about 7 x 10^7 values).  A larger
+   regular file is refused before it is read, a stream (a pipe, a device)
+   once it has given this much; any file is refused at the first byte that
+   no text file has (NUL and other control characters but tab, CR and LF),
+   so that /dev/zero or a binary file is refused at once.  Define it before
+   including elec.h to change it, or read the file yourself and call
+   elec_parse_pqr / elec_parse_dx. */
+#ifndef ELEC_MAX_INPUT_BYTES
+#define ELEC_MAX_INPUT_BYTES ((size_t)1 << 30)
+#endif
+
+/* Output files, written whole or not at all, for elec_write_dx and any
+   writer of another format:
+
+       elec_output *out;
+       if (elec_output_open(path, &out, err) != ELEC_OK) return ...;
+       elec_output_printf(out, "%d\n", n);        buffered; a failure is
+       elec_output_write(out, bytes, size);       kept for the commit
+       return elec_output_commit(out, err);       or elec_output_abort(out)
+
+   elec_output_open creates a temporary file beside path (in the same
+   directory, so that the rename stays on one file system; its name starts
+   with "." and ends in ".tmp").  elec_output_commit writes what is
+   buffered, fsyncs the file and renames it over path; elec_output_abort
+   removes it.  Either ends the output and frees it.  Until the rename the
+   old file at path is untouched, and after any failure (a full disk, a
+   file-size limit, an error from the caller's writer) it is still there,
+   whole, or there is none: the library only ever removes the temporary
+   file it created.  A path that exists and is not a regular file (a
+   device such as /dev/null or /dev/stdout, a pipe) is written straight
+   through, never replaced and never removed.  A symbolic link at path is
+   replaced by the new file (the file it named is left as it was), and an
+   existing file's permission bits carry over to the new one. */
+typedef struct elec_output elec_output;
+
+ELEC_API elec_status elec_output_open(const char *path, elec_output **out,
+                                      elec_error *err);
+ELEC_API void elec_output_write(elec_output *out, const void *data,
+                                size_t size);
+ELEC_API void elec_output_printf(elec_output *out, const char *format, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+ELEC_API elec_status elec_output_commit(elec_output *out, elec_error *err);
+ELEC_API void elec_output_abort(elec_output *out); /* out may be NULL */
+
+/* What a tool checks before a long computation, so that it does not fail
+   at the end: that path can be written (for a new or regular file, a
+   temporary file is made beside it and removed again; otherwise the path
+   itself must be writable) and, when input is not NULL, that path is not
+   the input file itself (the same device and inode, however named). */
+ELEC_API elec_status elec_output_check(const char *path, const char *input,
+                                       elec_error *err);
 
 ELEC_API void *elec_malloc(size_t size);
 ELEC_API void elec_free(void *ptr);
@@ -1219,6 +1295,17 @@ ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
 #include <omp.h>
 #endif
 
+/* File I/O uses POSIX where there is one (the size of a file before
+   reading it, fsync and an atomic rename for outputs); elsewhere, or with
+   ELEC_NO_POSIX defined, ISO C stdio alone (see elec_output_open). */
+#if (defined(__unix__) || defined(__APPLE__)) && !defined(ELEC_NO_POSIX)
+#define ELEC__POSIX 1
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#endif
+
 #ifndef ELEC_MALLOC
 #define ELEC_MALLOC(size) malloc(size)
 #define ELEC_FREE(ptr) free(ptr)
@@ -1261,6 +1348,66 @@ static inline int elec__size_order(const void *a, const void *b) {
 
 static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
+}
+
+/* Whether an MDH sum stays finite in a type whose largest value is
+   max_value (FLT_MAX for the float paths, CPU and GPU; DBL_MAX for the
+   double reference), checked before any work.  A term is q e^(kappa
+   (sigma - r)) / ((1 + kappa sigma) r) (seed 000 eq. 2) and the coincident
+   rule keeps r >= ELEC_COINCIDENT_DISTANCE, so |term| <= |q| e^(kappa
+   sigma) / ((1 + kappa sigma) ELEC_COINCIDENT_DISTANCE); the exponential is
+   formed first, so e^(kappa sigma) itself must be finite too.  Refused,
+   with the atom that breaks it, when the exponential, the sum of these
+   bounds (as the kernels add it, before the scale) or scale times it could
+   pass max_value / 2 (room for the float rounding of the kernels).  In log space, so that the check
+   cannot overflow itself.  Only absurd screening trips it: at 10 M salt
+   (kappa ~1 /A) and radii of 3 A a sum of 10^9 unit charges stays 10^20
+   below float's range. */
+static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
+                                                const elec_mdh_params *resolved,
+                                                double max_value,
+                                                elec_error *err) {
+    const double kappa = resolved->kappa, room = log(max_value / 2.0);
+    const double log_r = log(ELEC_COINCIDENT_DISTANCE);
+    double largest = -HUGE_VAL, sum = 0.0; /* sum of e^(L_j - largest) */
+    size_t j, worst = 0;
+    for (j = 0; j < atoms->count; j++) {
+        double q, sigma, ks, term;
+        elec_atoms_get(atoms, j, NULL, &q, &sigma);
+        ks = kappa * sigma;
+        if (ks > room)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "MDH: kappa %g /A times atom %zu's radius %g A is "
+                              "%g: e^%g is beyond the range of the result (the "
+                              "Debye length would be %.3g A)", kappa, j, sigma, ks,
+                              ks, 1.0 / kappa);
+        if (q == 0.0) continue;
+        term = log(fabs(q)) + ks - log1p(ks) - log_r;
+        if (term > largest) {
+            sum = sum * exp(largest - term) + 1.0;
+            largest = term;
+            worst = j;
+        } else {
+            sum += exp(term - largest);
+        }
+    }
+    if (sum > 0.0) {
+        /* the sum as the kernels add it (unscaled, in float on the GPU),
+           and scaled */
+        double unscaled = largest + log(sum);
+        double bound = unscaled + log(fabs(resolved->scale));
+        if (unscaled > bound) bound = unscaled;
+        if (bound > room) {
+            double q, sigma;
+            elec_atoms_get(atoms, worst, NULL, &q, &sigma);
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "MDH: with kappa %g /A the potential could reach "
+                              "e^%.0f, beyond the range of the result (atom %zu: "
+                              "charge %g, radius %g A)", kappa, bound, worst, q,
+                              sigma);
+        }
+    }
+    return ELEC_OK;
 }
 
 /* The lattices of a non-periodic MSM hierarchy (elec_cpu.h, elec_cuda.cuh)
@@ -1594,6 +1741,22 @@ ELEC_DEF elec_status elec_lattice_check(const elec_lattice *l,
     return ELEC_OK;
 }
 
+ELEC_DEF elec_status elec_lattice_check_points(const elec_lattice *l,
+                                               size_t max_points,
+                                               elec_error *err) {
+    elec_status s = elec_lattice_check(l, err);
+    if (s != ELEC_OK) return s;
+    if (max_points == 0) max_points = ELEC_DEFAULT_MAX_LATTICE_POINTS;
+    if (elec_lattice_size(l) > max_points)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "lattice: %d x %d x %d = %zu points, over the limit of "
+                          "%zu (max_points%s)", l->dims[0], l->dims[1], l->dims[2],
+                          elec_lattice_size(l), max_points,
+                          max_points == ELEC_DEFAULT_MAX_LATTICE_POINTS
+                              ? "; by default 2^28, a 1 GiB float map" : "");
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_lattice_around(const elec_atoms *atoms,
                                          double spacing, double padding,
                                          elec_lattice *out, elec_error *err) {
@@ -1876,11 +2039,11 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
             /* exp(-(pi n / (alpha L))^2) <= tolerance */
             double n = r.alpha * box->length[axis] * sqrt(-log(r.tolerance)) /
                        3.14159265358979323846;
-            r.kmax[axis] = (int)ceil(n);
-            if (r.kmax[axis] > 1000)
+            if (!(n <= 1000.0)) /* before the cast: a huge box overflows int */
                 return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                   "alpha %g needs more than 1000 reciprocal "
                                   "vectors along axis %d", r.alpha, axis);
+            r.kmax[axis] = (int)ceil(n);
         }
     }
     if (r.n2_limit < 0)
@@ -2536,59 +2699,518 @@ static int elec__pqr_residue(const char *p, size_t n, elec_atom_label *label,
                          why_size);
 }
 
-/* Reads a whole file into a new '\0'-terminated buffer. */
-static elec_status elec__pqr_read_file(const char *path, char **text,
-                                       size_t *length, elec_error *err) {
-    FILE *f;
+/* Whether a byte can stand in a text file (PQR, OpenDX): not NUL or
+   another control character, but tab, carriage return and line feed. */
+static int elec__text_byte(unsigned char b) {
+    return !((b < 0x20 && b != '\t' && b != '\r' && b != '\n') || b == 0x7f);
+}
+
+/* Refuses text[from, to) at its first byte that no text file has, naming
+   its line and column (counted from the start of the text). */
+static elec_status elec__text_check(const char *path, const char *text,
+                                    size_t from, size_t to, const char *what,
+                                    elec_error *err) {
+    size_t i, line_start = 0;
+    long line = 1;
+    for (i = from; i < to; i++)
+        if (!elec__text_byte((unsigned char)text[i])) break;
+    if (i == to) return ELEC_OK;
+    for (to = 0; to < i; to++)
+        if (text[to] == '\n') {
+            line++;
+            line_start = to + 1;
+        }
+    (void)path;
+    return elec__fail(err, ELEC_ERR_PARSE, line,
+                      "line %ld: binary data (byte 0x%02x at column %zu): not "
+                      "%s text file", line, (unsigned char)text[i],
+                      i - line_start + 1, what);
+}
+
+static elec_status elec__text_too_large(const char *path, const char *what,
+                                        elec_error *err) {
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "'%s' is larger than %zu bytes, the limit for %s input "
+                      "(ELEC_MAX_INPUT_BYTES)", path, (size_t)ELEC_MAX_INPUT_BYTES,
+                      what);
+}
+
+/* Reads a whole text file into a new '\0'-terminated buffer: refused when
+   larger than ELEC_MAX_INPUT_BYTES (a regular file before any of it is
+   read) or at its first byte that no text file has, so that neither a
+   huge file nor /dev/zero is read to the end.  what names the format in
+   messages ("a PQR"). */
+static elec_status elec__read_text(const char *path, const char *what,
+                                   char **text, size_t *length,
+                                   elec_error *err) {
+    const size_t limit = (size_t)ELEC_MAX_INPUT_BYTES;
     char *buf = NULL;
-    size_t cap = 0, len = 0;
+    size_t cap = (size_t)1 << 16, len = 0;
+    elec_status s = ELEC_OK;
+#ifdef ELEC__POSIX
+    struct stat st;
+    int fd;
+#else
+    FILE *f;
+#endif
     *text = NULL;
     *length = 0;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
+#ifdef ELEC__POSIX
+    fd = open(path, O_RDONLY | O_NOCTTY);
+    if (fd < 0)
+        return elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s': %s", path,
+                          strerror(errno));
+    if (fstat(fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            close(fd);
+            return elec__fail(err, ELEC_ERR_IO, 0,
+                              "cannot read '%s': it is a directory", path);
+        }
+        if (S_ISREG(st.st_mode)) {
+            if ((unsigned long long)st.st_size > (unsigned long long)limit) {
+                close(fd);
+                return elec__text_too_large(path, what, err);
+            }
+            cap = (size_t)st.st_size + 1; /* one read, and one to see the end */
+        }
+    }
+#else
     f = fopen(path, "rb");
     if (!f)
         return elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s': %s", path,
                           strerror(errno));
-    for (;;) {
+#endif
+    buf = (char *)ELEC_MALLOC(cap + 1);
+    if (!buf) s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                             "no memory for %zu bytes of '%s'", cap, path);
+    while (s == ELEC_OK) {
         size_t got;
-        if (len == cap) {
-            size_t new_cap = cap ? 2 * cap : (size_t)1 << 16;
+        if (len == cap) { /* a stream, or a file that grew: double, to the limit */
+            size_t new_cap = cap < limit / 2 ? 2 * cap : limit + 1;
             char *grown;
-            if (new_cap <= cap || new_cap == SIZE_MAX) {
-                fclose(f);
-                ELEC_FREE(buf);
-                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                                  "'%s' is too large to read", path);
+            if (len > limit) {
+                s = elec__text_too_large(path, what, err);
+                break;
             }
             grown = (char *)ELEC_MALLOC(new_cap + 1);
             if (!grown) {
-                fclose(f);
-                ELEC_FREE(buf);
-                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                                  "no memory for %zu bytes of '%s'", new_cap,
-                                  path);
+                s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                               "no memory for %zu bytes of '%s'", new_cap, path);
+                break;
             }
-            if (len) memcpy(grown, buf, len);
+            memcpy(grown, buf, len);
             ELEC_FREE(buf);
             buf = grown;
             cap = new_cap;
         }
-        got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) {
-            if (ferror(f)) {
-                fclose(f);
-                ELEC_FREE(buf);
-                return elec__fail(err, ELEC_ERR_IO, 0, "error reading '%s'",
-                                  path);
+#ifdef ELEC__POSIX
+        {
+            ssize_t r = read(fd, buf + len, cap - len);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) {
+                s = elec__fail(err, ELEC_ERR_IO, 0, "error reading '%s': %s",
+                               path, strerror(errno));
+                break;
             }
-            if (feof(f)) break;
+            got = (size_t)r;
         }
+#else
+        got = fread(buf + len, 1, cap - len, f);
+        if (got == 0 && ferror(f)) {
+            s = elec__fail(err, ELEC_ERR_IO, 0, "error reading '%s'", path);
+            break;
+        }
+#endif
+        if (got == 0) break; /* the end */
+        s = elec__text_check(path, buf, len, len + got, what, err);
+        len += got;
+        if (s == ELEC_OK && len > limit) s = elec__text_too_large(path, what, err);
     }
+#ifdef ELEC__POSIX
+    close(fd);
+#else
     fclose(f);
+#endif
+    if (s != ELEC_OK) {
+        ELEC_FREE(buf);
+        return s;
+    }
     buf[len] = '\0';
     *text = buf;
     *length = len;
+    return ELEC_OK;
+}
+
+/* --------------------------------------------------------------- outputs */
+
+#define ELEC__OUTPUT_BUFFER ((size_t)1 << 16)
+
+struct elec_output {
+    char *path;   /* where the file goes */
+    char *temp;   /* the temporary file written, renamed over path; NULL
+                     when path is written straight through */
+    int replaces; /* a file was at path: it is kept until the rename */
+    int error;    /* errno of the first failed write, -1 for one without
+                     an errno; 0 while all is well */
+    size_t used;  /* bytes in buffer */
+#ifdef ELEC__POSIX
+    int fd;
+#else
+    FILE *file;
+#endif
+    char buffer[ELEC__OUTPUT_BUFFER];
+};
+
+static void elec__output_free(elec_output *out) {
+    ELEC_FREE(out->path);
+    ELEC_FREE(out->temp);
+    ELEC_FREE(out);
+}
+
+/* A copy of the n bytes at p followed by the strings a and b. */
+static char *elec__concat(const char *p, size_t n, const char *a,
+                          const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = (char *)ELEC_MALLOC(n + na + nb + 1);
+    if (!s) return NULL;
+    memcpy(s, p, n);
+    memcpy(s + n, a, na);
+    memcpy(s + n + na, b, nb + 1);
+    return s;
+}
+
+/* The temporary file for path: ".NAME.elec-PID-N.tmp" in path's directory
+   (".elec-PID-N.tmp" where that name is too long), created exclusively,
+   so that it is new and no one else's.  Returns its name, or NULL with
+   errno set. */
+#ifdef ELEC__POSIX
+static char *elec__output_temp(const char *path, unsigned mode, int *fd) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    int attempt, short_name = 0;
+    for (attempt = 0; attempt < 100; attempt++) {
+        char suffix[64];
+        char *temp;
+        snprintf(suffix, sizeof suffix, ".elec-%ld-%d.tmp", (long)getpid(),
+                 attempt);
+        temp = short_name ? elec__concat(path, dir, suffix, "")
+                          : elec__concat(path, dir, ".", path + dir);
+        if (temp && !short_name) {
+            char *whole = elec__concat(temp, strlen(temp), suffix, "");
+            ELEC_FREE(temp);
+            temp = whole;
+        }
+        if (!temp) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        *fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY, (mode_t)mode);
+        if (*fd >= 0) return temp;
+        ELEC_FREE(temp);
+        if (errno == ENAMETOOLONG && !short_name) short_name = 1;
+        else if (errno != EEXIST) return NULL;
+    }
+    errno = EEXIST;
+    return NULL;
+}
+#endif
+
+ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
+                                      elec_error *err) {
+    elec_output *o;
+    size_t n;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if (!path || !*path)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL or empty");
+    n = strlen(path);
+    if (path[n - 1] == '/')
+        return elec__fail(err, ELEC_ERR_IO, 0,
+                          "cannot write '%s': it names a directory", path);
+    o = (elec_output *)ELEC_MALLOC(sizeof *o);
+    if (!o) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to write '%s'", path);
+    o->temp = NULL;
+    o->replaces = 0;
+    o->error = 0;
+    o->used = 0;
+    o->path = elec__concat(path, n, "", "");
+    if (!o->path) {
+        elec__output_free(o);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to write '%s'", path);
+    }
+#ifdef ELEC__POSIX
+    {
+        struct stat st;
+        int exists = stat(path, &st) == 0;
+        if (exists && S_ISDIR(st.st_mode)) {
+            elec__output_free(o);
+            return elec__fail(err, ELEC_ERR_IO, 0,
+                              "cannot write '%s': it is a directory", path);
+        }
+        if (exists && !S_ISREG(st.st_mode)) {
+            /* a device or a pipe: written where it is, never replaced */
+            o->fd = open(path, O_WRONLY | O_NOCTTY);
+            if (o->fd < 0) {
+                int e = errno;
+                elec__output_free(o);
+                return elec__fail(err, ELEC_ERR_IO, 0,
+                                  "cannot open '%s' for writing: %s", path,
+                                  strerror(e));
+            }
+        } else {
+            /* as fopen(path, "w") would: a file there must be writable */
+            if (exists && access(path, W_OK) != 0) {
+                int e = errno;
+                elec__output_free(o);
+                return elec__fail(err, ELEC_ERR_IO, 0,
+                                  "cannot open '%s' for writing: %s", path,
+                                  strerror(e));
+            }
+            o->replaces = exists;
+            /* 0666 as fopen gives a new file (less the umask), or the
+               permission bits of the file it replaces */
+            o->temp = elec__output_temp(path, exists ? (unsigned)(st.st_mode & 0777)
+                                                     : 0666u, &o->fd);
+            if (!o->temp) {
+                int e = errno;
+                elec__output_free(o);
+                return elec__fail(err, ELEC_ERR_IO, 0,
+                                  "cannot create a file beside '%s' to write "
+                                  "it: %s", path, strerror(e));
+            }
+            /* open() applied the umask; an existing file's bits are kept whole */
+            if (exists) (void)chmod(o->temp, st.st_mode & 0777);
+        }
+    }
+#else
+    {
+        /* ISO C alone: a temporary name beside path, checked by opening it
+           for reading (not atomic), no fsync, and no way to tell a device
+           from a file. */
+        int attempt;
+        o->file = NULL;
+        for (attempt = 0; attempt < 100 && !o->file; attempt++) {
+            char suffix[32];
+            FILE *probe;
+            snprintf(suffix, sizeof suffix, ".elec-%d.tmp", attempt);
+            ELEC_FREE(o->temp);
+            o->temp = elec__concat(path, n, suffix, "");
+            if (!o->temp) break;
+            probe = fopen(o->temp, "rb");
+            if (probe) {
+                fclose(probe);
+                continue;
+            }
+            o->file = fopen(o->temp, "wb");
+            if (!o->file) break;
+        }
+        if (!o->file) {
+            int e = errno;
+            elec__output_free(o);
+            return elec__fail(err, ELEC_ERR_IO, 0,
+                              "cannot create a file beside '%s' to write it: %s",
+                              path, strerror(e));
+        }
+    }
+#endif
+    *out = o;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* Writes what is buffered; a failure is kept in out->error. */
+static void elec__output_flush(elec_output *out) {
+    size_t done = 0;
+    if (out->error) {
+        out->used = 0;
+        return;
+    }
+    while (done < out->used) {
+#ifdef ELEC__POSIX
+        ssize_t r = write(out->fd, out->buffer + done, out->used - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            out->error = r < 0 ? errno : -1;
+            break;
+        }
+        done += (size_t)r;
+#else
+        size_t r = fwrite(out->buffer + done, 1, out->used - done, out->file);
+        if (r == 0) {
+            out->error = errno ? errno : -1;
+            break;
+        }
+        done += r;
+#endif
+    }
+    out->used = 0;
+}
+
+ELEC_DEF void elec_output_write(elec_output *out, const void *data,
+                                size_t size) {
+    const char *p = (const char *)data;
+    if (!out || out->error) return;
+    while (size) {
+        size_t room = ELEC__OUTPUT_BUFFER - out->used;
+        size_t n = size < room ? size : room;
+        memcpy(out->buffer + out->used, p, n);
+        out->used += n;
+        p += n;
+        size -= n;
+        if (out->used == ELEC__OUTPUT_BUFFER) elec__output_flush(out);
+        if (out->error) return;
+    }
+}
+
+ELEC_DEF void elec_output_printf(elec_output *out, const char *format, ...) {
+    va_list args;
+    int n;
+    size_t room;
+    if (!out || out->error) return;
+    room = ELEC__OUTPUT_BUFFER - out->used;
+    va_start(args, format);
+    n = vsnprintf(out->buffer + out->used, room, format, args);
+    va_end(args);
+    if (n < 0) {
+        out->error = -1;
+        return;
+    }
+    if ((size_t)n < room) { /* it fitted */
+        out->used += (size_t)n;
+        return;
+    }
+    /* flush and format again: into the buffer, or a block of its own */
+    elec__output_flush(out);
+    if (out->error) return;
+    if ((size_t)n < ELEC__OUTPUT_BUFFER) {
+        va_start(args, format);
+        vsnprintf(out->buffer, ELEC__OUTPUT_BUFFER, format, args);
+        va_end(args);
+        out->used = (size_t)n;
+    } else {
+        char *big = (char *)ELEC_MALLOC((size_t)n + 1);
+        if (!big) {
+            out->error = ENOMEM;
+            return;
+        }
+        va_start(args, format);
+        vsnprintf(big, (size_t)n + 1, format, args);
+        va_end(args);
+        elec_output_write(out, big, (size_t)n);
+        ELEC_FREE(big);
+    }
+}
+
+ELEC_DEF void elec_output_abort(elec_output *out) {
+    if (!out) return;
+#ifdef ELEC__POSIX
+    close(out->fd);
+#else
+    fclose(out->file);
+#endif
+    if (out->temp) remove(out->temp); /* ours: created exclusively */
+    elec__output_free(out);
+}
+
+ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
+    int e;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    elec__output_flush(out);
+#ifdef ELEC__POSIX
+    /* A regular file's data must be on disk before the rename makes it the
+       file at path; a device or pipe may not support fsync at all. */
+    if (!out->error && out->temp && fsync(out->fd) != 0) out->error = errno;
+    if (close(out->fd) != 0 && !out->error) out->error = errno;
+    out->fd = -1;
+#else
+    if (fflush(out->file) != 0 && !out->error) out->error = errno ? errno : -1;
+    if (fclose(out->file) != 0 && !out->error) out->error = errno ? errno : -1;
+    out->file = NULL;
+#endif
+    if (!out->error && out->temp && rename(out->temp, out->path) != 0) {
+#ifdef ELEC__POSIX
+        out->error = errno ? errno : -1;
+#else
+        /* ISO C leaves rename over an existing file to the system (Windows
+           refuses it): there, the old file goes just before the rename */
+        if (remove(out->path) != 0 || rename(out->temp, out->path) != 0)
+            out->error = errno ? errno : -1;
+#endif
+    }
+    e = out->error;
+    if (e) {
+        elec__fail(err, ELEC_ERR_IO, 0, "error writing '%s': %s%s", out->path,
+                   e > 0 ? strerror(e) : "write failed",
+                   !out->temp     ? ""
+                   : out->replaces ? " (the file that was there is unchanged)"
+                                   : " (no file was left)");
+        if (out->temp) remove(out->temp);
+        elec__output_free(out);
+        return ELEC_ERR_IO;
+    }
+#ifdef ELEC__POSIX
+    if (out->temp) {
+        /* the rename itself on disk: fsync the directory (best effort) */
+        const char *slash = strrchr(out->path, '/');
+        char *dir = slash ? elec__concat(out->path, (size_t)(slash - out->path) + 1, ".", "")
+                          : elec__concat(".", 1, "", "");
+        int fd = dir ? open(dir, O_RDONLY | O_NOCTTY) : -1;
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+        ELEC_FREE(dir);
+    }
+#endif
+    elec__output_free(out);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
+                                       elec_error *err) {
+    elec_output *out;
+    elec_status s;
+    if (!path || !*path)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL or empty");
+#ifdef ELEC__POSIX
+    {
+        struct stat st, in;
+        if (stat(path, &st) == 0) {
+            if (input && stat(input, &in) == 0 && in.st_dev == st.st_dev &&
+                in.st_ino == st.st_ino)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "'%s' is the input file '%s': writing it would "
+                                  "destroy the input", path, input);
+            if (S_ISDIR(st.st_mode))
+                return elec__fail(err, ELEC_ERR_IO, 0,
+                                  "cannot write '%s': it is a directory", path);
+            if (!S_ISREG(st.st_mode)) {
+                /* opening a pipe could wait for a reader: ask instead */
+                if (access(path, W_OK) != 0)
+                    return elec__fail(err, ELEC_ERR_IO, 0,
+                                      "cannot write '%s': %s", path,
+                                      strerror(errno));
+                elec__ok(err);
+                return ELEC_OK;
+            }
+        } else if (errno != ENOENT) {
+            return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
+                              strerror(errno));
+        }
+    }
+#else
+    if (input && strcmp(path, input) == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "'%s' is the input file: writing it would destroy "
+                          "the input", path);
+#endif
+    /* a new or regular file: make the temporary file it would be written to */
+    s = elec_output_open(path, &out, err);
+    if (s != ELEC_OK) return s;
+    elec_output_abort(out);
+    elec__ok(err);
     return ELEC_OK;
 }
 
@@ -2938,7 +3560,7 @@ ELEC_DEF elec_status elec_read_pqr(const char *path, elec_structure *out,
     elec_status s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
-    s = elec__pqr_read_file(path, &text, &length, err);
+    s = elec__read_text(path, "a PQR", &text, &length, err);
     if (s != ELEC_OK) return s;
     s = elec_parse_pqr(text, length, out, err);
     ELEC_FREE(text);
@@ -2988,7 +3610,7 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                                    const elec_lattice *lattice,
                                    const float *map, const char *comment,
                                    elec_error *err) {
-    FILE *f;
+    elec_output *f;
     size_t total, index, on_line = 0;
     int i, j, k, axis;
     char number[3][32];
@@ -3007,34 +3629,32 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                               index, index % nx, index / nx % ny,
                               index / (nx * ny), (double)map[index]);
         }
-    f = fopen(path, "w");
-    if (!f)
-        return elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s' for writing: %s",
-                          path, strerror(errno));
+    s = elec_output_open(path, &f, err);
+    if (s != ELEC_OK) return s;
     while (comment && *comment) {
         const char *newline = strchr(comment, '\n');
         size_t n = newline ? (size_t)(newline - comment) : strlen(comment);
         while (n && comment[n - 1] == '\r') n--;
-        fprintf(f, "# %.*s\n", (int)n, comment);
+        elec_output_printf(f, "# %.*s\n", (int)n, comment);
         if (!newline) break;
         comment = newline + 1;
     }
-    fprintf(f, "object 1 class gridpositions counts %d %d %d\n",
-            lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    elec_output_printf(f, "object 1 class gridpositions counts %d %d %d\n",
+                       lattice->dims[0], lattice->dims[1], lattice->dims[2]);
     for (axis = 0; axis < 3; axis++) elec__dx_double(lattice->origin[axis], number[axis]);
-    fprintf(f, "origin %s %s %s\n", number[0], number[1], number[2]);
+    elec_output_printf(f, "origin %s %s %s\n", number[0], number[1], number[2]);
     for (axis = 0; axis < 3; axis++) {
         int other;
         for (other = 0; other < 3; other++) {
             if (other == axis) elec__dx_double(lattice->spacing[axis], number[other]);
             else strcpy(number[other], "0.000000e+00");
         }
-        fprintf(f, "delta %s %s %s\n", number[0], number[1], number[2]);
+        elec_output_printf(f, "delta %s %s %s\n", number[0], number[1], number[2]);
     }
-    fprintf(f, "object 2 class gridconnections counts %d %d %d\n",
-            lattice->dims[0], lattice->dims[1], lattice->dims[2]);
-    fprintf(f, "object 3 class array type double rank 0 items %zu data follows\n",
-            total);
+    elec_output_printf(f, "object 2 class gridconnections counts %d %d %d\n",
+                       lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    elec_output_printf(f, "object 3 class array type double rank 0 items %zu data "
+                          "follows\n", total);
     /* The file lists z fastest; the map stores x fastest.  %.8e keeps 9
        significant digits, enough for every float to read back exactly. */
     for (i = 0; i < lattice->dims[0]; i++)
@@ -3042,28 +3662,18 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
             for (k = 0; k < lattice->dims[2]; k++) {
                 index = (size_t)i + (size_t)lattice->dims[0] *
                                         ((size_t)j + (size_t)lattice->dims[1] * (size_t)k);
-                fprintf(f, on_line == 2 ? "%.8e\n" : "%.8e ", (double)map[index]);
+                elec_output_printf(f, on_line == 2 ? "%.8e\n" : "%.8e ",
+                                   (double)map[index]);
                 on_line = on_line == 2 ? 0 : on_line + 1;
             }
-    if (on_line) fputc('\n', f);
-    fputs("attribute \"dep\" string \"positions\"\n"
-          "object \"regular positions regular connections\" class field\n"
-          "component \"positions\" value 1\n"
-          "component \"connections\" value 2\n"
-          "component \"data\" value 3\n",
-          f);
-    if (ferror(f)) {
-        fclose(f);
-        remove(path);
-        return elec__fail(err, ELEC_ERR_IO, 0, "error writing '%s'", path);
-    }
-    if (fclose(f) != 0) {
-        remove(path);
-        return elec__fail(err, ELEC_ERR_IO, 0, "error closing '%s': %s", path,
-                          strerror(errno));
-    }
-    elec__ok(err);
-    return ELEC_OK;
+    if (on_line) elec_output_write(f, "\n", 1);
+    elec_output_printf(f, "%s",
+                       "attribute \"dep\" string \"positions\"\n"
+                       "object \"regular positions regular connections\" class field\n"
+                       "component \"positions\" value 1\n"
+                       "component \"connections\" value 2\n"
+                       "component \"data\" value 3\n");
+    return elec_output_commit(f, err);
 }
 
 /* A cursor over a file's text that hands out lines and counts them. */
@@ -3246,6 +3856,14 @@ static elec_status elec__dx_parse(const char *text, size_t length,
                           "line %ld: items %lld differs from counts %d x %d x "
                           "%d = %zu", c.line, items, lattice->dims[0],
                           lattice->dims[1], lattice->dims[2], total);
+    /* Each value takes a character and a separator (the last no
+       separator): a header that claims more than the rest of the file can
+       hold is refused before the map is allocated. */
+    if (total - 1 > (size_t)(c.end - c.p) / 2)
+        return elec__fail(err, ELEC_ERR_PARSE, c.line,
+                          "line %ld: items %zu need at least %zu bytes of "
+                          "values, and %zu bytes follow the header", c.line,
+                          total, 2 * total - 1, (size_t)(c.end - c.p));
     values = (float *)ELEC_MALLOC(total * sizeof(float));
     if (!values)
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
@@ -3305,25 +3923,39 @@ static elec_status elec__dx_parse(const char *text, size_t length,
     return ELEC_OK;
 }
 
-ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
-                                  float **map, elec_error *err) {
-    char *text;
-    size_t length;
+ELEC_DEF elec_status elec_parse_dx(const char *text, size_t length,
+                                   elec_lattice *lattice, float **map,
+                                   elec_error *err) {
     elec_lattice l;
     elec_status s;
     if (!lattice || !map)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "lattice or map is NULL");
     *map = NULL;
-    s = elec__pqr_read_file(path, &text, &length, err);
-    if (s != ELEC_OK) return s;
+    if (!text && length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "text is NULL");
     memset(&l, 0, sizeof l);
-    s = elec__dx_parse(text, length, &l, map, err);
-    ELEC_FREE(text);
+    s = elec__dx_parse(text ? text : "", length, &l, map, err);
     if (s != ELEC_OK) return s;
     *lattice = l;
     elec__ok(err);
     return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
+                                  float **map, elec_error *err) {
+    char *text;
+    size_t length;
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "lattice or map is NULL");
+    *map = NULL;
+    s = elec__read_text(path, "an OpenDX", &text, &length, err);
+    if (s != ELEC_OK) return s;
+    s = elec_parse_dx(text, length, lattice, map, err);
+    ELEC_FREE(text);
+    return s;
 }
 
 /* ELEC_IO_END */

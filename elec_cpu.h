@@ -437,7 +437,8 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     double *sums;
     float *xs;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (s != ELEC_OK) return s;
     if ((s = elec_dcs_params_check(params, err)) != ELEC_OK) return s;
     if (!mapf && !mapd)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
@@ -728,6 +729,8 @@ static elec_status elec__cpu_mdh_points(const elec_atoms *atoms,
         return s;
     if ((s = elec_mdh_params_check(params, err)) != ELEC_OK) return s;
     p = elec_mdh_params_resolved(params);
+    s = elec__mdh_range_check(atoms, &p, outf ? (double)FLT_MAX : DBL_MAX, err);
+    if (s != ELEC_OK) return s;
     job.points = points;
     job.count = count;
     job.point = outf ? elec__cpu_mdh_point_float : elec__cpu_mdh_point_double;
@@ -1265,7 +1268,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     size_t count, done = 0, block, i;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (s != ELEC_OK) return s;
     if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     p = elec_cutoff_params_resolved(params);
@@ -1337,7 +1341,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
     elec_status s;
     long k, count;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (s != ELEC_OK) return s;
     if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     p = elec_cutoff_params_resolved(params);
@@ -1736,7 +1741,8 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
     elec_status s;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
+    s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (s != ELEC_OK) return s;
     if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     where.lattice = lattice;

@@ -588,11 +588,14 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
                 float dx = pt[m].x - a.x, dy = pt[m].y - a.y,
                       dz = pt[m].z - a.z;
                 float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-                float rinv = elec__rsqrt_sfu(r2);
+                /* the coincident rule on rinv, not on the charge: an atom
+                   exactly on the point has r2 = 0 and rsqrt = inf, and
+                   0 * inf would be NaN; with rinv = 0, r = 0 and the term
+                   is 0 * 2^b */
+                float rinv = r2 >= coincident2 ? elec__rsqrt_sfu(r2) : 0.0f;
                 float r = r2 * rinv;
                 float screen = elec__exp2_sfu(fmaf(-kappa_log2e, r, b));
-                float weight = r2 >= coincident2 ? a.w : 0.0f;
-                v[m] = fmaf(weight * rinv, screen, v[m]);
+                v[m] = fmaf(a.w * rinv, screen, v[m]);
             }
         }
     }
@@ -1157,7 +1160,8 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     size_t nx, ny, nz;
 
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (status != ELEC_OK) return status;
     if ((status = elec_dcs_params_check(params, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     if (atoms->count > (size_t)INT_MAX)
@@ -1431,6 +1435,8 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
                                      potential, &device, err);
     if (status != ELEC_OK || point_count == 0) return status;
+    status = elec__mdh_range_check(atoms, &p, (double)FLT_MAX, err);
+    if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
     elec__points_centre(points, point_count, centre);
@@ -1921,7 +1927,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
 
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (status != ELEC_OK) return status;
     if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     p = elec_cutoff_params_resolved(params);
@@ -2445,7 +2452,8 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
 
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
+    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (status != ELEC_OK) return status;
     if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     p = elec_msm_params_resolved(params);

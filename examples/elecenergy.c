@@ -14,7 +14,13 @@
      --json                       one JSON object (field "total" = the energy)
 
    Built as C for the CPU, or by nvcc (-x cu -DELEC_WITH_CUDA) with the GPU
-   SPME, which is then the default where a GPU is present. */
+   SPME, which is then the default where a GPU is present.
+
+   elecenergy_parse reads the command line and does nothing else (no file
+   is touched), so that tests/fuzz/fuzz_elecenergy_options.c can call it;
+   define ELECENERGY_NO_MAIN to include this file without its main.  The
+   forces file is checked before the computation (writable, not the input)
+   and written whole or not at all (elec_output_open). */
 #define _POSIX_C_SOURCE 200809L
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
@@ -22,6 +28,7 @@
 #ifdef ELEC_WITH_CUDA
 #include "elec_cuda.cuh"
 #endif
+#include "examples/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,63 +59,64 @@ static void usage(FILE *out) {
 "Energies are in kcal/mol (Coulomb constant 332.0636 kcal A/(mol e^2)).\n");
 }
 
-static int number(const char *text, double *v) {
-    char *end;
-    *v = strtod(text, &end);
-    return end != text && *end == '\0' && elec__finite(*v);
-}
+/* What elecenergy_parse found: run, print the help, or a usage error (its
+   message already written). */
+enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR };
 
-static int parse(int argc, char **argv, options *o) {
+/* Parses argv into o, writing any complaint to messages; touches no file
+   and never exits.  Integer options are checked as numbers in range before
+   they become ints. */
+static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
     int i, axis;
     memset(o, 0, sizeof *o);
     o->method = METHOD_SPME;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = argc - i - 1;
-        double v;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
+            return PARSE_HELP;
         } else if (!strcmp(a, "--method") && more >= 1) {
             a = argv[++i];
             if (!strcmp(a, "direct")) o->method = METHOD_DIRECT;
             else if (!strcmp(a, "ewald")) o->method = METHOD_EWALD;
             else if (!strcmp(a, "spme")) o->method = METHOD_SPME;
             else {
-                fprintf(stderr, "elecenergy: unknown method '%s'\n", a);
-                return 0;
+                fprintf(messages, "elecenergy: unknown method '%s'\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--box") && more >= 3) {
             for (axis = 0; axis < 3; axis++)
-                if (!number(argv[++i], &o->box[axis])) {
-                    fprintf(stderr, "elecenergy: --box: '%s' is not a number\n", argv[i]);
-                    return 0;
+                if (!cli_number(argv[++i], &o->box[axis])) {
+                    fprintf(messages, "elecenergy: --box: '%s' is not a number\n", argv[i]);
+                    return PARSE_ERROR;
                 }
             o->has_box = 1;
         } else if (!strcmp(a, "--cutoff") && more >= 1) {
-            if (!number(argv[++i], &o->cutoff) || o->cutoff <= 0) {
-                fprintf(stderr, "elecenergy: --cutoff: '%s' is not a positive length\n", argv[i]);
-                return 0;
+            if (!cli_number(argv[++i], &o->cutoff) || o->cutoff <= 0) {
+                fprintf(messages, "elecenergy: --cutoff: '%s' is not a positive length\n",
+                        argv[i]);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--tolerance") && more >= 1) {
-            if (!number(argv[++i], &o->tolerance) || !(o->tolerance > 0 && o->tolerance < 1)) {
-                fprintf(stderr, "elecenergy: --tolerance: '%s' must lie in (0, 1)\n", argv[i]);
-                return 0;
+            if (!cli_number(argv[++i], &o->tolerance) ||
+                !(o->tolerance > 0 && o->tolerance < 1)) {
+                fprintf(messages, "elecenergy: --tolerance: '%s' must lie in (0, 1)\n",
+                        argv[i]);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--order") && more >= 1) {
-            if (!number(argv[++i], &v) || v != (int)v) {
-                fprintf(stderr, "elecenergy: --order: '%s' is not an integer\n", argv[i]);
-                return 0;
+            if (!cli_count(argv[++i], 4, ELEC_MAX_SPLINE_ORDER, &o->order)) {
+                fprintf(messages, "elecenergy: --order: '%s' is not an order of 4 to %d\n",
+                        argv[i], ELEC_MAX_SPLINE_ORDER);
+                return PARSE_ERROR;
             }
-            o->order = (int)v;
         } else if (!strcmp(a, "--grid") && more >= 3) {
-            for (axis = 0; axis < 3; axis++) {
-                if (!number(argv[++i], &v) || v != (int)v || v < 1) {
-                    fprintf(stderr, "elecenergy: --grid: '%s' is not a count\n", argv[i]);
-                    return 0;
+            for (axis = 0; axis < 3; axis++)
+                if (!cli_count(argv[++i], 1, 1e6, &o->grid[axis])) {
+                    fprintf(messages, "elecenergy: --grid: '%s' is not a count of 1 to "
+                                      "1000000\n", argv[i]);
+                    return PARSE_ERROR;
                 }
-                o->grid[axis] = (int)v;
-            }
         } else if (!strcmp(a, "--gpu")) {
             o->gpu = 1;
         } else if (!strcmp(a, "--cpu")) {
@@ -118,24 +126,24 @@ static int parse(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "elecenergy: unknown option '%s', or it lacks its value(s)\n", a);
-            return 0;
+            fprintf(messages, "elecenergy: unknown option '%s', or it lacks its value(s)\n", a);
+            return PARSE_ERROR;
         } else if (!o->input) {
             o->input = a;
         } else {
-            fprintf(stderr, "elecenergy: one input file only ('%s')\n", a);
-            return 0;
+            fprintf(messages, "elecenergy: one input file only ('%s')\n", a);
+            return PARSE_ERROR;
         }
     }
     if (!o->input) {
-        usage(stderr);
-        return 0;
+        usage(messages);
+        return PARSE_ERROR;
     }
     if (o->gpu && o->cpu) {
-        fprintf(stderr, "elecenergy: --gpu and --cpu exclude each other\n");
-        return 0;
+        fprintf(messages, "elecenergy: --gpu and --cpu exclude each other\n");
+        return PARSE_ERROR;
     }
-    return 1;
+    return PARSE_RUN;
 }
 
 static double now(void) {
@@ -144,20 +152,22 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int write_forces(const char *path, const double *f, size_t n) {
-    FILE *out = fopen(path, "w");
+/* The forces, one atom a line, whole or not at all. */
+static elec_status write_forces(const char *path, const double *f, size_t n,
+                                elec_error *err) {
+    elec_output *out;
     size_t i;
-    int ok;
-    if (!out) return 0;
-    fprintf(out, "# atom fx fy fz (kcal/(mol A))\n");
+    elec_status s = elec_output_open(path, &out, err);
+    if (s != ELEC_OK) return s;
+    elec_output_printf(out, "# atom fx fy fz (kcal/(mol A))\n");
     for (i = 0; i < n; i++)
-        fprintf(out, "%zu %.10e %.10e %.10e\n", i + 1, f[3 * i], f[3 * i + 1], f[3 * i + 2]);
-    ok = !ferror(out);
-    return fclose(out) == 0 && ok;
+        elec_output_printf(out, "%zu %.10e %.10e %.10e\n", i + 1, f[3 * i], f[3 * i + 1],
+                           f[3 * i + 2]);
+    return elec_output_commit(out, err);
 }
 
-int main(int argc, char **argv) {
-    options o;
+static int elecenergy_run(const options *opt) {
+    options o = *opt;
     elec_structure mol;
     elec_atoms atoms;
     elec_box box;
@@ -168,7 +178,10 @@ int main(int argc, char **argv) {
     int grid[3] = {0, 0, 0}, order = 0, kmax[3] = {0, 0, 0};
     const char *device = "CPU", *method_name;
 
-    if (!parse(argc, argv, &o)) return 2;
+    if (o.forces_path && (s = elec_output_check(o.forces_path, o.input, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecenergy: --forces: %s\n", err.message);
+        return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
+    }
     if ((s = elec_read_pqr(o.input, &mol, &err)) != ELEC_OK) {
         fprintf(stderr, "elecenergy: %s: %s\n", o.input, err.message);
         return 1;
@@ -256,19 +269,22 @@ int main(int argc, char **argv) {
         elec_structure_free(&mol);
         return 1;
     }
-    if (forces && !write_forces(o.forces_path, forces, mol.count)) {
-        fprintf(stderr, "elecenergy: cannot write forces to '%s'\n", o.forces_path);
+    if (forces && write_forces(o.forces_path, forces, mol.count, &err) != ELEC_OK) {
+        fprintf(stderr, "elecenergy: --forces: %s\n", err.message);
         free(forces);
         elec_structure_free(&mol);
         return 1;
     }
 
     if (o.json) {
-        printf("{\"input\": \"%s\", \"atoms\": %zu, \"method\": \"%s\", \"device\": \"%s\", "
+        /* the file name is the one string not ours: escaped */
+        printf("{\"input\": ");
+        cli_json_string(stdout, o.input);
+        printf(", \"atoms\": %zu, \"method\": \"%s\", \"device\": \"%s\", "
                "\"units\": \"kcal/mol\", \"total\": %.10f, \"terms\": {\"real\": %.10f, "
                "\"reciprocal\": %.10f, \"self\": %.10f, \"excluded\": %.10f, "
                "\"background\": %.10f}, \"parameters\": {",
-               o.input, mol.count, method_name, device, t.total, t.real, t.reciprocal,
+               mol.count, method_name, device, t.total, t.real, t.reciprocal,
                t.self, t.excluded, t.background);
         if (o.method == METHOD_DIRECT)
             printf("\"coulomb_constant\": %.4f", ELEC_COULOMB);
@@ -299,3 +315,14 @@ int main(int argc, char **argv) {
     elec_structure_free(&mol);
     return 0;
 }
+
+#ifndef ELECENERGY_NO_MAIN
+int main(int argc, char **argv) {
+    options o;
+    switch (elecenergy_parse(argc, argv, &o, stderr)) {
+    case PARSE_HELP: usage(stdout); return 0;
+    case PARSE_ERROR: return 2;
+    default: return elecenergy_run(&o);
+    }
+}
+#endif

@@ -5,7 +5,18 @@
 
    Built as C for the CPU alone, or by nvcc (-x cu -DELEC_WITH_CUDA) with the
    GPU path, which is then the default when a GPU is present.  Run with
-   --help for the options and their defaults. */
+   --help for the options and their defaults.
+
+   Before any work it checks that the output can be written (and is not
+   the input), that the lattice is within --max-points, and what the map
+   will cost: a direct sum past --max-work atom-point pairs is refused, and
+   without --method it chooses between the direct sum and MSM from their
+   estimated times, refusing inputs where neither is quick (atoms all at
+   one point, a box far larger than the atoms need).
+
+   elecmap_parse reads the command line and does nothing else (no file is
+   touched), so that tests/fuzz/fuzz_elecmap_options.c can call it; define
+   ELECMAP_NO_MAIN to include this file without its main. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
@@ -13,6 +24,7 @@
 #ifdef ELEC_WITH_CUDA
 #include "elec_cuda.cuh"
 #endif
+#include "examples/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +56,19 @@ typedef struct options {
     elec_chargemap_basis charge_basis;     /* --method charges */
     int charge_order;                      /* 0 = the basis's default */
     elec_chargemap_variant charge_variant; /* GPU rung; 0 = fastest */
-    int gpus;
+    int gpus;         /* --gpus: a count, ELEC_ALL_GPUS, or 0 when not given */
     int quiet;
+    size_t max_points; /* lattice points; ELEC_DEFAULT_MAX_LATTICE_POINTS */
+    double max_work;   /* atom-point pairs of a direct sum; 0 = per device */
 } options;
+
+/* What elecmap_parse found: run, print the help, or a usage error (its
+   message already written). */
+enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR };
+
+/* --max-work's defaults: about an hour of DCS at the rates below. */
+#define MAX_WORK_CPU 2e12
+#define MAX_WORK_GPU 1e16
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -76,6 +98,11 @@ static void usage(FILE *out) {
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
 "                        is made smoother with it (C2, C3, C4, C5)\n"
+"  --max-work N          refuse a direct sum (DCS, MDH) of more than N\n"
+"                        atom-point pairs (default 2e12 on the CPU, 1e16 on\n"
+"                        the GPU: about an hour of DCS)\n"
+"  --max-points N        refuse lattices of more than N points (default\n"
+"                        268435456 = 2^28, a 1 GiB map)\n"
 "  --spacing H           lattice spacing in A (default 0.5)\n"
 "  --padding P           margin around the molecule in A (default 10)\n"
 "  --dims NX NY NZ       explicit point counts (instead of padding)\n"
@@ -99,22 +126,9 @@ static void usage(FILE *out) {
 "  --help                this text\n");
 }
 
-static int parse_double(const char *text, double *value) {
-    char *end;
-    *value = strtod(text, &end);
-    return end != text && *end == '\0' && elec__finite(*value);
-}
-
-static int parse_int(const char *text, int *value) {
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v < 1 || v > 100000) return 0;
-    *value = (int)v;
-    return 1;
-}
-
-/* Parses argv into o; returns 0 with a message on stderr when it cannot. */
-static int parse_options(int argc, char **argv, options *o) {
+/* Parses argv into o, writing any complaint to messages; touches no file
+   and never exits. */
+static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     int i, positional = 0;
     const char *files[2] = {NULL, NULL};
     memset(o, 0, sizeof *o);
@@ -123,26 +137,26 @@ static int parse_options(int argc, char **argv, options *o) {
     o->units_kT = 1;
     o->temperature = ELEC_ROOM_TEMPERATURE;
     o->ionic_strength = 0.15;
+    o->max_points = ELEC_DEFAULT_MAX_LATTICE_POINTS;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = argc - i - 1;
 #define NEED(n)                                                               \
     if (more < (n)) {                                                         \
-        fprintf(stderr, "elecmap: %s needs %d value(s)\n", a, (n));           \
-        return 0;                                                             \
+        fprintf(messages, "elecmap: %s needs %d value(s)\n", a, (n));         \
+        return PARSE_ERROR;                                                   \
     }
 #define DOUBLE_ARG(target, what)                                              \
     do {                                                                      \
         NEED(1);                                                              \
-        if (!parse_double(argv[++i], &(target))) {                            \
-            fprintf(stderr, "elecmap: %s: '%s' is not a %s\n", a, argv[i],    \
+        if (!cli_number(argv[++i], &(target))) {                              \
+            fprintf(messages, "elecmap: %s: '%s' is not a %s\n", a, argv[i],  \
                     what);                                                    \
-            return 0;                                                         \
+            return PARSE_ERROR;                                               \
         }                                                                     \
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
+            return PARSE_HELP;
         } else if (!strcmp(a, "--method")) {
             NEED(1);
             o->method_given = 1;
@@ -153,16 +167,30 @@ static int parse_options(int argc, char **argv, options *o) {
             else if (!strcmp(a, "cutoff")) o->method = METHOD_CUTOFF;
             else if (!strcmp(a, "charges")) o->method = METHOD_CHARGES;
             else {
-                fprintf(stderr, "elecmap: unknown method '%s' (dcs, mdh, msm, cutoff or "
-                                "charges)\n", a);
-                return 0;
+                fprintf(messages, "elecmap: unknown method '%s' (dcs, mdh, msm, cutoff or "
+                                  "charges)\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--msm-above")) {
             DOUBLE_ARG(o->msm_above, "time in seconds");
             if (!(o->msm_above > 0.0)) {
-                fprintf(stderr, "elecmap: --msm-above %g: give a time above 0 s\n",
+                fprintf(messages, "elecmap: --msm-above %g: give a time above 0 s\n",
                         o->msm_above);
-                return 0;
+                return PARSE_ERROR;
+            }
+        } else if (!strcmp(a, "--max-work")) {
+            DOUBLE_ARG(o->max_work, "number of atom-point pairs");
+            if (!(o->max_work >= 1.0)) {
+                fprintf(messages, "elecmap: --max-work %g: give at least 1\n", o->max_work);
+                return PARSE_ERROR;
+            }
+        } else if (!strcmp(a, "--max-points")) {
+            NEED(1);
+            /* up to 2^53, where a double still counts every point */
+            if (!cli_size(argv[++i], 1.0, 9007199254740992.0, &o->max_points)) {
+                fprintf(messages, "elecmap: --max-points: '%s' is not a count of 1 to 2^53\n",
+                        argv[i]);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--cutoff") || !strcmp(a, "--msm-cutoff")) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
@@ -172,8 +200,8 @@ static int parse_options(int argc, char **argv, options *o) {
             double order;
             DOUBLE_ARG(order, "order 4, 6, 8 or 10");
             if (order != 4 && order != 6 && order != 8 && order != 10) {
-                fprintf(stderr, "elecmap: --msm-order %g: use 4, 6, 8 or 10\n", order);
-                return 0;
+                fprintf(messages, "elecmap: --msm-order %g: use 4, 6, 8 or 10\n", order);
+                return PARSE_ERROR;
             }
             o->msm_order = (int)order;
         } else if (!strcmp(a, "--shifted")) {
@@ -186,19 +214,19 @@ static int parse_options(int argc, char **argv, options *o) {
             int axis;
             NEED(3);
             for (axis = 0; axis < 3; axis++)
-                if (!parse_int(argv[++i], &o->dims[axis])) {
-                    fprintf(stderr, "elecmap: --dims: '%s' is not a count of 1 to 100000\n",
+                if (!cli_count(argv[++i], 1, 100000, &o->dims[axis])) {
+                    fprintf(messages, "elecmap: --dims: '%s' is not a count of 1 to 100000\n",
                             argv[i]);
-                    return 0;
+                    return PARSE_ERROR;
                 }
             o->explicit_dims = 1;
         } else if (!strcmp(a, "--origin")) {
             int axis;
             NEED(3);
             for (axis = 0; axis < 3; axis++)
-                if (!parse_double(argv[++i], &o->origin[axis])) {
-                    fprintf(stderr, "elecmap: --origin: '%s' is not a number\n", argv[i]);
-                    return 0;
+                if (!cli_number(argv[++i], &o->origin[axis])) {
+                    fprintf(messages, "elecmap: --origin: '%s' is not a number\n", argv[i]);
+                    return PARSE_ERROR;
                 }
             o->explicit_origin = 1;
         } else if (!strcmp(a, "--gpu")) {
@@ -208,9 +236,10 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--gpus")) {
             NEED(1);
             if (!strcmp(argv[++i], "all")) o->gpus = ELEC_ALL_GPUS;
-            else if (!parse_int(argv[i], &o->gpus)) {
-                fprintf(stderr, "elecmap: --gpus: '%s' is not a count or 'all'\n", argv[i]);
-                return 0;
+            else if (!cli_count(argv[i], 1, 64, &o->gpus)) {
+                fprintf(messages, "elecmap: --gpus: '%s' is not a count of 1 to 64 or 'all'\n",
+                        argv[i]);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--variant")) {
             int v, found = 0;
@@ -227,9 +256,9 @@ static int parse_options(int argc, char **argv, options *o) {
                     found = 1;
                 }
             if (!found) {
-                fprintf(stderr, "elecmap: unknown variant '%s' (a DCS kernel or a "
-                                "charge-mapping rung)\n", a);
-                return 0;
+                fprintf(messages, "elecmap: unknown variant '%s' (a DCS kernel or a "
+                                  "charge-mapping rung)\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--basis")) {
             NEED(1);
@@ -237,14 +266,14 @@ static int parse_options(int argc, char **argv, options *o) {
             if (!strcmp(a, "skeel")) o->charge_basis = ELEC_CHARGEMAP_SKEEL;
             else if (!strcmp(a, "bspline")) o->charge_basis = ELEC_CHARGEMAP_BSPLINE;
             else {
-                fprintf(stderr, "elecmap: unknown basis '%s' (skeel or bspline)\n", a);
-                return 0;
+                fprintf(messages, "elecmap: unknown basis '%s' (skeel or bspline)\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--order")) {
             NEED(1);
-            if (!parse_int(argv[++i], &o->charge_order)) {
-                fprintf(stderr, "elecmap: --order: '%s' is not a positive count\n", argv[i]);
-                return 0;
+            if (!cli_count(argv[++i], 1, 64, &o->charge_order)) {
+                fprintf(messages, "elecmap: --order: '%s' is not a count of 1 to 64\n", argv[i]);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--units")) {
             NEED(1);
@@ -252,8 +281,8 @@ static int parse_options(int argc, char **argv, options *o) {
             if (!strcmp(a, "kT")) o->units_kT = 1;
             else if (!strcmp(a, "kcal")) o->units_kT = 0;
             else {
-                fprintf(stderr, "elecmap: unknown units '%s' (kT or kcal)\n", a);
-                return 0;
+                fprintf(messages, "elecmap: unknown units '%s' (kT or kcal)\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--temperature")) {
             DOUBLE_ARG(o->temperature, "temperature in K");
@@ -266,12 +295,12 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "elecmap: unknown option '%s' (see --help)\n", a);
-            return 0;
+            fprintf(messages, "elecmap: unknown option '%s' (see --help)\n", a);
+            return PARSE_ERROR;
         } else {
             if (positional == 2) {
-                fprintf(stderr, "elecmap: too many file names ('%s')\n", a);
-                return 0;
+                fprintf(messages, "elecmap: too many file names ('%s')\n", a);
+                return PARSE_ERROR;
             }
             files[positional++] = a;
         }
@@ -279,25 +308,29 @@ static int parse_options(int argc, char **argv, options *o) {
 #undef DOUBLE_ARG
     }
     if (o->demo ? positional != 1 : positional != 2) {
-        fprintf(stderr, o->demo ? "elecmap: --demo takes one file name, the output map\n"
-                                : "elecmap: need an input PQR file and an output DX file\n");
-        usage(stderr);
-        return 0;
+        fprintf(messages, o->demo ? "elecmap: --demo takes one file name, the output map\n"
+                                  : "elecmap: need an input PQR file and an output DX file\n");
+        usage(messages);
+        return PARSE_ERROR;
     }
     o->input = o->demo ? NULL : files[0];
     o->output = o->demo ? files[0] : files[1];
     if (!(o->spacing > 0.0) || !(o->padding >= 0.0) || !(o->temperature > 0.0) ||
         !(o->msm_cutoff >= 0.0) || !(o->msm_spacing >= 0.0) ||
         !(o->ionic_strength >= 0.0) || !(o->kappa >= 0.0)) {
-        fprintf(stderr, "elecmap: spacing and temperature must be positive; padding, "
-                        "ionic strength and kappa zero or positive\n");
-        return 0;
+        fprintf(messages, "elecmap: spacing and temperature must be positive; padding, "
+                          "cutoff, MSM spacing, ionic strength and kappa zero or positive\n");
+        return PARSE_ERROR;
     }
     if (o->explicit_origin && !o->explicit_dims) {
-        fprintf(stderr, "elecmap: --origin needs --dims\n");
-        return 0;
+        fprintf(messages, "elecmap: --origin needs --dims\n");
+        return PARSE_ERROR;
     }
-    return 1;
+    if (o->device == DEVICE_CPU && o->gpus) {
+        fprintf(messages, "elecmap: --gpus and --cpu exclude each other\n");
+        return PARSE_ERROR;
+    }
+    return PARSE_RUN;
 }
 
 /* The built-in input: a Na+ Cl- pair 6 A apart in a droplet of SPC/E-like
@@ -370,13 +403,14 @@ typedef struct progress_state {
     double start;
     int shown;
     int percent; /* last shown */
+    double base, share; /* this call's part of the whole: base + share x */
 } progress_state;
 
 /* Progress on stderr, only for maps that take more than a second, and only
    when the whole percentage changes. */
 static int show_progress(double fraction, void *user) {
     progress_state *p = (progress_state *)user;
-    int percent = (int)(100.0 * fraction);
+    int percent = (int)(100.0 * (p->base + p->share * fraction));
     if (seconds_now() - p->start < 1.0 && !p->shown) return 0;
     if (p->shown && percent == p->percent) return 0;
     fprintf(stderr, "\relecmap: %3d%% done", percent);
@@ -386,8 +420,234 @@ static int show_progress(double fraction, void *user) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    options o;
+/* ------------------------------------------------------------ estimates */
+
+/* Rates that turn work into estimated seconds: DCS atom-point pairs on
+   the CPU (this machine's OpenMP float path) and on an H100
+   (bench/RESULTS.md); MDH pairs (an exponential each: 6x the CPU's DCS
+   cost, 2.4x the GPU's); MSM short-range pairs within the cutoff, and
+   lattice operations (the lattice-cutoff stencil, anterpolation,
+   interpolation), measured with elecmap's defaults on concentrated and
+   on sparse inputs.  Rough, within a factor of 2-3: enough to tell
+   seconds from hours. */
+typedef struct device_rates {
+    double dcs, mdh, msm_short, msm_lattice;
+} device_rates;
+static const device_rates cpu_rates = {5e8, 1e8, 1.5e8, 6e8};
+static const device_rates gpu_rates = {3.9e12, 1.6e12, 6e11, 8e11};
+
+/* What a map will cost, in estimated seconds, before it is computed. */
+typedef struct map_cost {
+    double direct;          /* the direct sum (DCS, or MDH when chosen) */
+    double msm, msm_short, msm_lattice;
+    double msm_finest;      /* points of MSM's finest lattice */
+    double short_pairs;     /* atom-point pairs within MSM's cutoff */
+    double span[3];         /* of the atoms and the map together (A) */
+    double atom_span[3];    /* of the atoms alone */
+} map_cost;
+
+static map_cost estimate_cost(const elec_atoms *atoms, const elec_lattice *l,
+                              const options *o, const device_rates *rate) {
+    elec_msm_params chosen = {0}, r;
+    map_cost c;
+    double lo[3], hi[3], box_lo[3], box_hi[3], sphere, stencil, support;
+    const double points = (double)elec_lattice_size(l);
+    size_t j;
+    int axis;
+    memset(&c, 0, sizeof c);
+    chosen.cutoff = o->msm_cutoff;
+    chosen.spacing = o->msm_spacing;
+    r = elec_msm_params_resolved(&chosen);
+    support = (double)elec_msm_support((int)msm_interpolation(o));
+    c.direct = (double)atoms->count * points /
+               (o->method_given && o->method == METHOD_MDH ? rate->mdh : rate->dcs);
+    elec_atoms_bounds(atoms, lo, hi);
+    for (axis = 0; axis < 3; axis++) {
+        c.atom_span[axis] = hi[axis] - lo[axis];
+        box_lo[axis] = l->origin[axis];
+        box_hi[axis] = l->origin[axis] + (l->dims[axis] - 1) * l->spacing[axis];
+        if (lo[axis] > box_lo[axis]) lo[axis] = box_lo[axis];
+        if (hi[axis] < box_hi[axis]) hi[axis] = box_hi[axis];
+        c.span[axis] = hi[axis] - lo[axis];
+    }
+    /* The short range: each atom meets the map points within the cutoff of
+       it, the sphere's points or, near the map's edges, the part of its
+       bounding cube inside the map if that is fewer. */
+    sphere = 4.0 / 3.0 * 3.141592653589793 * r.cutoff * r.cutoff * r.cutoff /
+             (l->spacing[0] * l->spacing[1] * l->spacing[2]);
+    for (j = 0; j < atoms->count; j++) {
+        double x[3], q, in_box = 1.0;
+        elec_atoms_get(atoms, j, x, &q, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double a = x[axis] - r.cutoff > box_lo[axis] ? x[axis] - r.cutoff : box_lo[axis];
+            double b = x[axis] + r.cutoff < box_hi[axis] ? x[axis] + r.cutoff : box_hi[axis];
+            in_box *= b >= a ? floor((b - a) / l->spacing[axis]) + 1.0 : 0.0;
+        }
+        c.short_pairs += in_box < sphere ? in_box : sphere;
+    }
+    /* The lattices: the finest covers atoms and map with the basis's
+       support to spare, the coarser ones add 1/8 + 1/64 + ... of it; each
+       point sums a stencil of the points within 2a at its level's spacing
+       (the cutoff and the spacing double together). */
+    c.msm_finest = 1.0;
+    for (axis = 0; axis < 3; axis++)
+        c.msm_finest *= floor(c.span[axis] / r.spacing) + 2.0 * support + 2.0;
+    stencil = 4.0 / 3.0 * 3.141592653589793 * pow(2.0 * r.cutoff / r.spacing, 3.0);
+    c.msm_short = c.short_pairs / rate->msm_short;
+    c.msm_lattice = (8.0 / 7.0 * c.msm_finest * stencil +
+                     (points + (double)atoms->count) * pow(2.0 * support, 3.0)) /
+                    rate->msm_lattice;
+    c.msm = c.msm_short + c.msm_lattice;
+    return c;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static int fail(const char *what, const elec_error *err) {
+    fprintf(stderr, "elecmap: %s%s%s\n", what ? what : "", what ? ": " : "",
+            err->message);
+    return 1;
+}
+
+/* Chooses the method (when --method did not) and refuses what would take
+   too long; returns 0 to go on, else the exit status. */
+static int choose_method(options *o, const elec_atoms *atoms,
+                         const elec_lattice *l, int use_gpu) {
+    const device_rates *rate = use_gpu ? &gpu_rates : &cpu_rates;
+    const char *device = use_gpu ? "GPU" : "CPU";
+    const size_t points = elec_lattice_size(l);
+    const double pairs = (double)atoms->count * (double)points;
+    const double limit = o->msm_above > 0.0 ? o->msm_above : use_gpu ? 1.0 : 30.0;
+    const double max_work = o->max_work > 0.0 ? o->max_work
+                            : use_gpu         ? MAX_WORK_GPU
+                                              : MAX_WORK_CPU;
+    map_cost c = estimate_cost(atoms, l, o, rate);
+    elec_msm_params msm = {0};
+    elec_error msm_err;
+    msm.cutoff = o->msm_cutoff;
+    msm.spacing = o->msm_spacing;
+    msm.interpolation = msm_interpolation(o);
+    /* The direct sum costs atoms x points; MSM costs its short range (atoms
+       times the points within the cutoff) and its lattices.  Past half a
+       minute on the CPU, or a second on the GPU, MSM (relative error ~1e-3
+       at its defaults) is the default where it is estimated faster.  Where
+       it is not, the atoms sit within the cutoff of most points (all at
+       one point, say) or the lattices span far more than the atoms need:
+       refused, with both estimates, rather than left to run for minutes. */
+    if (!o->method_given && c.direct > limit) {
+        int invalid = elec_msm_params_check(&msm, &msm_err) != ELEC_OK;
+        int impossible = !invalid && c.msm_finest > ELEC__MSM_MAX_POINTS; /* its own cap */
+        if (!invalid && !impossible && c.msm < c.direct) {
+            o->method = METHOD_MSM;
+            if (!o->quiet)
+                fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
+                                "by the direct sum on the %s: using MSM (about %.2g s, "
+                                "relative error ~1e-3; --method dcs to insist)\n",
+                        atoms->count, points, c.direct, device, c.msm);
+            return 0;
+        }
+        fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s by the "
+                        "direct sum on the %s, and MSM ", atoms->count, points,
+                c.direct, device);
+        if (invalid)
+            fprintf(stderr, "cannot run with these options: %s", msm_err.message);
+        else if (impossible)
+            fprintf(stderr, "cannot help: its finest lattice would need %.3g points at "
+                            "%g A to span the %.4g x %.4g x %.4g A of the atoms and the "
+                            "map", c.msm_finest, o->msm_spacing > 0 ? o->msm_spacing : 2.0,
+                    c.span[0], c.span[1], c.span[2]);
+        else if (c.msm_short >= c.msm_lattice)
+            fprintf(stderr, "about %.2g s: it gains nothing here, each atom being within "
+                            "its cutoff of %.0f%% of the points on average (the %zu atoms "
+                            "span only %.3g x %.3g x %.3g A)", c.msm,
+                    100.0 * c.short_pairs / (pairs > 0 ? pairs : 1), atoms->count,
+                    c.atom_span[0], c.atom_span[1], c.atom_span[2]);
+        else
+            fprintf(stderr, "about %.2g s: its lattices (%.3g points) must fill the %.4g x "
+                            "%.4g x %.4g A of the atoms and the map, far more than %zu "
+                            "atoms need", c.msm, c.msm_finest, c.span[0], c.span[1],
+                    c.span[2], atoms->count);
+        fprintf(stderr, ".\nelecmap: refused: give --method dcs or --method msm to run "
+                        "one anyway, or a coarser --spacing\n");
+        return 1;
+    }
+    if (o->method == METHOD_DCS || o->method == METHOD_MDH) {
+        if (pairs > max_work) {
+            fprintf(stderr, "elecmap: %zu atoms x %zu points = %.3g pairs by the direct "
+                            "sum (%s), about %.2g s on the %s: over --max-work %.3g; raise "
+                            "it, or use --method msm\n", atoms->count, points, pairs,
+                    o->method == METHOD_DCS ? "DCS" : "MDH", c.direct, device, max_work);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* MDH at every lattice point: the points API over slabs of z-planes, so
+   that the point coordinates (24 bytes a point) never take more than
+   about 400 MB whatever the lattice. */
+static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
+                           elec_mdh_params *mp, progress_state *progress,
+                           int use_gpu, float *map, elec_error *err) {
+    const size_t plane = (size_t)l->dims[0] * (size_t)l->dims[1];
+    const size_t points = elec_lattice_size(l);
+    size_t planes = ((size_t)1 << 24) / plane, k0;
+    double *xyz;
+    elec_status s = ELEC_OK;
+    if (planes < 1) planes = 1;
+    if (planes > (size_t)l->dims[2]) planes = (size_t)l->dims[2];
+    xyz = (double *)malloc(3 * planes * plane * sizeof *xyz);
+    if (!xyz) {
+        snprintf(err->message, sizeof err->message, "no memory for %zu points",
+                 planes * plane);
+        return ELEC_ERR_NO_MEMORY;
+    }
+    for (k0 = 0; k0 < (size_t)l->dims[2] && s == ELEC_OK; k0 += planes) {
+        size_t k1 = k0 + planes < (size_t)l->dims[2] ? k0 + planes : (size_t)l->dims[2];
+        size_t n = (k1 - k0) * plane, p = 0, k;
+        int i, j;
+        for (k = k0; k < k1; k++)
+            for (j = 0; j < l->dims[1]; j++)
+                for (i = 0; i < l->dims[0]; i++, p++)
+                    elec_lattice_point(l, i, j, (int)k, xyz + 3 * p);
+        progress->base = (double)(k0 * plane) / (double)points;
+        progress->share = (double)n / (double)points;
+#ifdef ELEC_WITH_CUDA
+        if (use_gpu) s = elec_cuda_mdh_points(atoms, xyz, n, mp, map + k0 * plane, err);
+        else
+#endif
+            s = elec_cpu_mdh_points(atoms, xyz, n, mp, map + k0 * plane, err);
+    }
+    (void)use_gpu;
+    free(xyz);
+    return s;
+}
+
+/* The lattice the options describe around the atoms, within
+   --max-points. */
+static elec_status build_lattice(const options *o, const elec_atoms *atoms,
+                                 elec_lattice *lattice, elec_error *err) {
+    elec_status s;
+    if (o->explicit_dims) {
+        int axis;
+        double lo[3], hi[3];
+        elec_atoms_bounds(atoms, lo, hi);
+        for (axis = 0; axis < 3; axis++) {
+            lattice->dims[axis] = o->dims[axis];
+            lattice->spacing[axis] = o->spacing;
+            lattice->origin[axis] = o->explicit_origin
+                ? o->origin[axis]
+                : 0.5 * (lo[axis] + hi[axis]) - 0.5 * (o->dims[axis] - 1) * o->spacing;
+        }
+        s = ELEC_OK;
+    } else {
+        s = elec_lattice_around(atoms, o->spacing, o->padding, lattice, err);
+    }
+    if (s != ELEC_OK) return s;
+    return elec_lattice_check_points(lattice, o->max_points, err);
+}
+
+static int elecmap_run(options *o) {
     elec_structure mol;
     elec_atoms atoms;
     elec_lattice lattice;
@@ -396,48 +656,70 @@ int main(int argc, char **argv) {
     float *map = NULL;
     double scale, start, seconds, lo = 0.0, hi = 0.0;
     size_t points, p;
-    int use_gpu = 0;
+    int use_gpu = 0, status;
     char device_name[128] = "CPU";
-    progress_state progress = {0.0, 0, -1};
+    progress_state progress = {0.0, 0, -1, 0.0, 1.0};
 
-    if (!parse_options(argc, argv, &o)) return 2;
+    /* Everything that needs no computing first: the output, the device. */
+    s = elec_output_check(o->output, o->input, &err);
+    if (s != ELEC_OK) {
+        fprintf(stderr, "elecmap: %s\n", err.message);
+        return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
+    }
+#ifdef ELEC_WITH_CUDA
+    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
+#endif
+    if ((o->device == DEVICE_GPU || o->gpus) && !use_gpu) {
+#ifdef ELEC_WITH_CUDA
+        fprintf(stderr, "elecmap: %s: no CUDA device is present (--cpu to compute on "
+                        "the CPU)\n", o->gpus ? "--gpus" : "--gpu");
+#else
+        fprintf(stderr, "elecmap: %s: this elecmap was built without CUDA\n",
+                o->gpus ? "--gpus" : "--gpu");
+#endif
+        return 1;
+    }
 
-    if (o.demo) {
+    if (o->demo) {
         size_t length = 0;
         char *text = demo_pqr(&length);
         if (!text) { fprintf(stderr, "elecmap: out of memory\n"); return 1; }
         s = elec_parse_pqr(text, length, &mol, &err);
         free(text);
     } else {
-        s = elec_read_pqr(o.input, &mol, &err);
+        s = elec_read_pqr(o->input, &mol, &err);
     }
-    if (s != ELEC_OK) {
-        fprintf(stderr, "elecmap: %s: %s\n", o.demo ? "demo input" : o.input, err.message);
-        return 1;
-    }
+    if (s != ELEC_OK) return fail(o->demo ? "demo input" : o->input, &err);
     atoms = elec_structure_atoms(&mol);
 
-    if (o.explicit_dims) {
-        int axis;
+    s = build_lattice(o, &atoms, &lattice, &err);
+    if (s != ELEC_OK) {
         double lo3[3], hi3[3];
         elec_atoms_bounds(&atoms, lo3, hi3);
-        for (axis = 0; axis < 3; axis++) {
-            lattice.dims[axis] = o.dims[axis];
-            lattice.spacing[axis] = o.spacing;
-            lattice.origin[axis] = o.explicit_origin
-                ? o.origin[axis]
-                : 0.5 * (lo3[axis] + hi3[axis]) - 0.5 * (o.dims[axis] - 1) * o.spacing;
-        }
-        s = elec_lattice_check(&lattice, &err);
-    } else {
-        s = elec_lattice_around(&atoms, o.spacing, o.padding, &lattice, &err);
-    }
-    if (s != ELEC_OK) {
-        fprintf(stderr, "elecmap: lattice: %s\n", err.message);
+        fprintf(stderr, "elecmap: %s: the atoms span %.4g x %.4g x %.4g A; a coarser "
+                        "--spacing%s\n", err.message, hi3[0] - lo3[0], hi3[1] - lo3[1],
+                hi3[2] - lo3[2], s == ELEC_ERR_UNSUPPORTED ? ", or --max-points" : "");
         elec_structure_free(&mol);
         return 1;
     }
     points = elec_lattice_size(&lattice);
+
+#ifdef ELEC_WITH_CUDA
+    if (use_gpu) {
+        char name[96] = "GPU";
+        int gpus = o->gpus == ELEC_ALL_GPUS ? elec_cuda_device_count()
+                                            : (o->gpus > 1 && o->method == METHOD_DCS ? o->gpus : 1);
+        elec_cuda_device_name(0, name, sizeof name, NULL);
+        if (gpus > 1 && o->method == METHOD_DCS)
+            snprintf(device_name, sizeof device_name, "%d x %s", gpus, name);
+        else
+            snprintf(device_name, sizeof device_name, "%s", name);
+    }
+#endif
+    if ((status = choose_method(o, &atoms, &lattice, use_gpu)) != 0) {
+        elec_structure_free(&mol);
+        return status;
+    }
     map = (float *)malloc(points * sizeof *map);
     if (!map) {
         fprintf(stderr, "elecmap: no memory for a map of %zu points\n", points);
@@ -445,56 +727,15 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-#ifdef ELEC_WITH_CUDA
-    if (o.device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
-    if (use_gpu) {
-        char name[96] = "GPU";
-        int gpus = o.gpus == ELEC_ALL_GPUS ? elec_cuda_device_count()
-                                           : (o.gpus > 1 && o.method == METHOD_DCS ? o.gpus : 1);
-        elec_cuda_device_name(0, name, sizeof name, NULL);
-        if (gpus > 1 && o.method == METHOD_DCS)
-            snprintf(device_name, sizeof device_name, "%d x %s", gpus, name);
-        else
-            snprintf(device_name, sizeof device_name, "%s", name);
-    }
-#endif
-    /* The direct sum costs atoms x points evaluations: about 5e8 a second
-       on the CPU, 3.9e12 on an H100 (bench/RESULTS.md).  Past half a
-       minute on the CPU, or a second on the GPU, MSM (cost atoms + points,
-       relative error ~1e-3 at its defaults) is the default, and elecmap
-       says so. */
-    {
-        const double rate = use_gpu ? 3.9e12 : 5e8;
-        const double limit = o.msm_above > 0.0 ? o.msm_above : use_gpu ? 1.0 : 30.0;
-        const double seconds = (double)atoms.count * (double)points / rate;
-        if (!o.method_given && seconds > limit) {
-            o.method = METHOD_MSM;
-            if (!o.quiet)
-                fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
-                                "by the direct sum on the %s: using MSM (relative error "
-                                "~1e-3; --method dcs to insist)\n", atoms.count, points,
-                        seconds, use_gpu ? "GPU" : "CPU");
-        }
-    }
-    if (o.device == DEVICE_GPU && !use_gpu) {
-#ifdef ELEC_WITH_CUDA
-        fprintf(stderr, "elecmap: --gpu: no CUDA device is present\n");
-#else
-        fprintf(stderr, "elecmap: --gpu: this elecmap was built without CUDA\n");
-#endif
-        free(map);
-        elec_structure_free(&mol);
-        return 1;
-    }
-
-    scale = o.units_kT ? elec_kT_scale(o.temperature) : ELEC_COULOMB;
+    scale = o->units_kT ? elec_kT_scale(o->temperature) : ELEC_COULOMB;
     progress.start = start = seconds_now();
-    if (o.method == METHOD_DCS) {
+    if (o->method == METHOD_DCS) {
         elec_dcs_params dp = {0};
         dp.scale = scale;
-        dp.variant = o.variant;
-        dp.gpus.count = o.gpus;
-        if (!o.quiet) {
+        dp.variant = o->variant;
+        dp.gpus.count = o->gpus;
+        dp.max_points = o->max_points;
+        if (!o->quiet) {
             dp.progress = show_progress;
             dp.progress_user = &progress;
         }
@@ -503,13 +744,14 @@ int main(int argc, char **argv) {
         else
 #endif
             s = elec_cpu_dcs_map(&atoms, &lattice, &dp, map, &err);
-    } else if (o.method == METHOD_MSM) {
+    } else if (o->method == METHOD_MSM) {
         elec_msm_params sp = {0};
         sp.scale = scale;
-        sp.cutoff = o.msm_cutoff;
-        sp.spacing = o.msm_spacing;
-        sp.interpolation = msm_interpolation(&o); /* splitting: its default pair */
-        if (!o.quiet) {
+        sp.cutoff = o->msm_cutoff;
+        sp.spacing = o->msm_spacing;
+        sp.interpolation = msm_interpolation(o); /* splitting: its default pair */
+        sp.max_points = o->max_points;
+        if (!o->quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;
         }
@@ -518,23 +760,24 @@ int main(int argc, char **argv) {
         else
 #endif
             s = elec_cpu_msm_map(&atoms, &lattice, &sp, map, &err);
-    } else if (o.method == METHOD_CHARGES) {
+    } else if (o->method == METHOD_CHARGES) {
         /* the charge on each lattice point, e (no scale, no units) */
         elec_chargemap_params hp = {0};
-        hp.basis = o.charge_basis;
-        hp.order = o.charge_order;
-        hp.variant = o.charge_variant;
+        hp.basis = o->charge_basis;
+        hp.order = o->charge_order;
+        hp.variant = o->charge_variant;
 #ifdef ELEC_WITH_CUDA
         if (use_gpu) s = elec_cuda_chargemap(&atoms, &lattice, &hp, map, &err);
         else
 #endif
             s = elec_cpu_chargemap(&atoms, &lattice, &hp, map, &err);
-    } else if (o.method == METHOD_CUTOFF) {
+    } else if (o->method == METHOD_CUTOFF) {
         elec_cutoff_params cp = {0};
         cp.scale = scale;
-        cp.cutoff = o.msm_cutoff;
-        cp.kind = o.shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
-        if (!o.quiet) {
+        cp.cutoff = o->msm_cutoff;
+        cp.kind = o->shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
+        cp.max_points = o->max_points;
+        if (!o->quiet) {
             cp.progress = show_progress;
             cp.progress_user = &progress;
         }
@@ -544,39 +787,27 @@ int main(int argc, char **argv) {
 #endif
             s = elec_cpu_cutoff_map(&atoms, &lattice, &cp, map, &err);
     } else {
-        /* MDH at every lattice point: the points API over the lattice. */
         elec_mdh_params mp = {0};
-        double *xyz = (double *)malloc(3 * points * sizeof *xyz);
-        int i, j, k;
         mp.scale = scale;
-        mp.kappa = o.kappa;
-        mp.ionic_strength = o.ionic_strength;
-        mp.temperature = o.temperature;
-        if (!o.quiet) {
+        mp.kappa = o->kappa;
+        mp.ionic_strength = o->ionic_strength;
+        mp.temperature = o->temperature;
+        if (!o->quiet) {
             mp.progress = show_progress;
             mp.progress_user = &progress;
         }
-        if (!xyz) {
-            s = ELEC_ERR_NO_MEMORY;
-            snprintf(err.message, sizeof err.message, "no memory for %zu points", points);
-        } else {
-            p = 0;
-            for (k = 0; k < lattice.dims[2]; k++)
-                for (j = 0; j < lattice.dims[1]; j++)
-                    for (i = 0; i < lattice.dims[0]; i++, p++)
-                        elec_lattice_point(&lattice, i, j, k, xyz + 3 * p);
-#ifdef ELEC_WITH_CUDA
-            if (use_gpu) s = elec_cuda_mdh_points(&atoms, xyz, points, &mp, map, &err);
-            else
-#endif
-                s = elec_cpu_mdh_points(&atoms, xyz, points, &mp, map, &err);
-            free(xyz);
-        }
+        s = mdh_map(&atoms, &lattice, &mp, &progress, use_gpu, map, &err);
     }
     seconds = seconds_now() - start;
     if (progress.shown) fprintf(stderr, "\n");
+    if (s == ELEC_OK)
+        s = elec_write_dx(o->output, &lattice, map,
+                          o->method == METHOD_CHARGES ? "elecmap charge per point in e"
+                          : o->units_kT               ? "elecmap potential in kT/e"
+                                                      : "elecmap potential in kcal/(mol e)",
+                          &err);
     if (s != ELEC_OK) {
-        fprintf(stderr, "elecmap: %s\n", err.message);
+        fail(NULL, &err);
         free(map);
         elec_structure_free(&mol);
         return 1;
@@ -585,75 +816,74 @@ int main(int argc, char **argv) {
         if (p == 0 || map[p] < lo) lo = map[p];
         if (p == 0 || map[p] > hi) hi = map[p];
     }
-    s = elec_write_dx(o.output, &lattice, map,
-                      o.method == METHOD_CHARGES ? "elecmap charge per point in e"
-                      : o.units_kT               ? "elecmap potential in kT/e"
-                                                 : "elecmap potential in kcal/(mol e)",
-                      &err);
-    if (s != ELEC_OK) {
-        fprintf(stderr, "elecmap: %s: %s\n", o.output, err.message);
-        free(map);
-        elec_structure_free(&mol);
-        return 1;
-    }
-    if (!o.quiet) {
+    if (!o->quiet) {
         double evals = (double)points * (double)atoms.count;
-        printf("elecmap: %s -> %s\n", o.demo ? "(built-in demo)" : o.input, o.output);
         double net = 0.0;
+        printf("elecmap: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
         for (p = 0; p < mol.count; p++) net += mol.charge[p];
         printf("  atoms      %zu (net charge %+.4f e)\n", atoms.count, net);
         printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, %.3f)\n",
                lattice.dims[0], lattice.dims[1], lattice.dims[2], points,
                lattice.spacing[0], lattice.origin[0], lattice.origin[1], lattice.origin[2]);
-        if (o.method == METHOD_DCS)
+        if (o->method == METHOD_DCS)
         {
             elec_dcs_params chosen = {0};
-            chosen.variant = o.variant;
+            chosen.variant = o->variant;
             printf("  method     DCS (direct Coulomb sum)%s%s\n", use_gpu ? ", GPU kernel " : "",
                    use_gpu ? elec_dcs_variant_name(elec_dcs_params_resolved(&chosen).variant) : "");
         }
-        else if (o.method == METHOD_MSM) {
+        else if (o->method == METHOD_MSM) {
             elec_msm_params chosen = {0}, r;
-            chosen.cutoff = o.msm_cutoff;
-            chosen.spacing = o.msm_spacing;
+            chosen.cutoff = o->msm_cutoff;
+            chosen.spacing = o->msm_spacing;
             r = elec_msm_params_resolved(&chosen);
             printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
-                   r.cutoff, r.spacing, msm_order_name(&o));
-        } else if (o.method == METHOD_CHARGES) {
+                   r.cutoff, r.spacing, msm_order_name(o));
+        } else if (o->method == METHOD_CHARGES) {
             elec_chargemap_params chosen = {0}, r;
-            chosen.basis = o.charge_basis;
-            chosen.order = o.charge_order;
-            chosen.variant = o.charge_variant;
+            chosen.basis = o->charge_basis;
+            chosen.order = o->charge_order;
+            chosen.variant = o->charge_variant;
             if (elec_chargemap_params_resolve(&chosen, &lattice, atoms.count, &r, NULL) == ELEC_OK)
                 printf("  method     charge mapping, %s order %d%s%s\n",
                        r.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel C1" : "B-spline", r.order,
                        use_gpu ? ", GPU rung " : "",
                        use_gpu ? elec_chargemap_variant_name(r.variant) : "");
-        } else if (o.method == METHOD_CUTOFF) {
+        } else if (o->method == METHOD_CUTOFF) {
             printf("  method     cutoff map, %s within %g A\n",
-                   o.shifted ? "shifted Coulomb" : "MSM short range",
-                   o.msm_cutoff > 0 ? o.msm_cutoff : 12.0);
+                   o->shifted ? "shifted Coulomb" : "MSM short range",
+                   o->msm_cutoff > 0 ? o->msm_cutoff : 12.0);
         } else
             printf("  method     MDH (multiple Debye-Hueckel), kappa %.4f /A\n",
-                   o.kappa > 0 ? o.kappa
-                               : elec_kappa_from_ionic_strength(o.ionic_strength, 78.54, o.temperature));
+                   o->kappa > 0 ? o->kappa
+                                : elec_kappa_from_ionic_strength(o->ionic_strength, 78.54, o->temperature));
         printf("  device     %s\n", device_name);
-        if (o.method == METHOD_CHARGES)
-            printf("  time       %.3f s, %.3g atoms mapped per us\n", seconds,
-                   atoms.count / (seconds > 0 ? seconds * 1e6 : 1e-3));
-        else
-        printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
-               evals / (seconds > 0 ? seconds : 1e-9),
-               o.method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
-        if (o.method == METHOD_CHARGES) {
+        if (o->method == METHOD_CHARGES) {
             double total = 0.0;
             for (p = 0; p < points; p++) total += map[p];
+            printf("  time       %.3f s, %.3g atoms mapped per us\n", seconds,
+                   atoms.count / (seconds > 0 ? seconds * 1e6 : 1e-3));
             printf("  charge     min %.4g, max %.4g, total %+.4f e\n", lo, hi, total);
-        } else
+        } else {
+            printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
+                   evals / (seconds > 0 ? seconds : 1e-9),
+                   o->method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
             printf("  potential  min %.4g, max %.4g %s\n", lo, hi,
-                   o.units_kT ? "kT/e" : "kcal/(mol e)");
+                   o->units_kT ? "kT/e" : "kcal/(mol e)");
+        }
     }
     free(map);
     elec_structure_free(&mol);
     return 0;
 }
+
+#ifndef ELECMAP_NO_MAIN
+int main(int argc, char **argv) {
+    options o;
+    switch (elecmap_parse(argc, argv, &o, stderr)) {
+    case PARSE_HELP: usage(stdout); return 0;
+    case PARSE_ERROR: return 2;
+    default: return elecmap_run(&o);
+    }
+}
+#endif

@@ -4,7 +4,8 @@
    device is present, and fails it instead when ELEC_REQUIRE_GPU is set
    (make test-gpu sets it).  CUDA_CHECK(call): a CUDA runtime call in a
    benchmark or example, which prints the call and exits on failure;
-   CHECK_ELEC(call) the same for an elec call. */
+   CHECK_ELEC(call) the same for an elec call.
+   gpu_test_summary(): the GPU tests' last call. */
 #ifndef ELEC_TESTS_GPU_H
 #define ELEC_TESTS_GPU_H
 
@@ -21,6 +22,20 @@
             SKIP("no CUDA device here (run make test-gpu on a GPU machine)"); \
         }                                                                     \
     } while (0)
+
+/* The tally, after every device's context is destroyed: compute-sanitizer
+   reports as leaks the device memory still allocated when a context ends,
+   so the GPU tests end with this (make sanitize-gpu runs memcheck with
+   --leak-check full).  Only with tests/test.h (the benchmarks have none). */
+#ifdef ELEC_TEST_H
+static inline int gpu_test_summary(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) == cudaSuccess)
+        for (int d = 0; d < count; d++)
+            if (cudaSetDevice(d) == cudaSuccess) cudaDeviceReset();
+    return test_summary();
+}
+#endif
 
 #define CUDA_CHECK(call)                                                     \
     do {                                                                     \

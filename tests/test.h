@@ -22,8 +22,17 @@ static const char *test__current_name;
 
 #define TEST(name) static void name(void)
 
+/* ELEC_TEST_ONLY=text runs only the tests whose name holds text (the
+   others are not run and not counted): make sanitize-gpu uses it to keep
+   the slow tools to a few tests. */
+static int test__selected(const char *name) {
+    const char *only = getenv("ELEC_TEST_ONLY");
+    return !only || !*only || strstr(name, only) != NULL;
+}
+
 #define RUN(name)                                                            \
     do {                                                                     \
+        if (!test__selected(#name)) break;                                   \
         test__current_name = #name;                                          \
         test__current_failed = test__current_skipped = 0;                    \
         name();                                                              \

@@ -621,6 +621,85 @@ TEST(dcs_map_of_a_real_protein_matches_double) {
     elec_structure_free(&mol);
 }
 
+TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
+    /* kappa 50 /A (a Debye length of 0.02 A) with a 2 A radius: at 0.1 A
+       from the atom the term is e^(50 x 1.9) = e^95 / 101, past FLT_MAX
+       (e^88.7).  The float path used to return ELEC_OK with inf in the
+       result; it now refuses before computing.  The double path holds it
+       (e^95 is far inside double's range) and gives the exact term. */
+    double xyz[3] = {0.0, 0.0, 0.0}, q = 1.0, radius = 2.0;
+    double pts[6] = {0.1, 0.0, 0.0, 5.0, 0.0, 0.0}, phi[2];
+    float phif[2] = {0.0f, 0.0f};
+    elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, &radius);
+    elec_mdh_params mp;
+    elec_error err;
+    elec_status s;
+    memset(&mp, 0, sizeof mp);
+    mp.kappa = 50.0;
+    s = elec_cpu_mdh_points(&atom, pts, 2, &mp, phif, &err);
+    EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "kappa"),
+           "float MDH at kappa 50: status %d (%s), values %g %g", (int)s,
+           err.message, phif[0], phif[1]);
+    s = elec_cpu_mdh_points_double(&atom, pts, 2, &mp, phi, &err);
+    EXPECT(s == ELEC_OK, "double MDH at kappa 50: %s", err.message);
+    /* the points are re-centred before the sum: r to a few 1e-16, times
+       kappa = 50 in the exponent, is 1e-14 relative; 1e-12 holds it */
+    if (s == ELEC_OK)
+        EXPECT(elec__finite(phi[0]) &&
+                   fabs(phi[0] - elec_mdh_term(1.0, 2.0, 50.0, 0.1)) <=
+                       1e-12 * elec_mdh_term(1.0, 2.0, 50.0, 0.1),
+               "double MDH at 0.1 A: %.17g, want %.17g", phi[0],
+               elec_mdh_term(1.0, 2.0, 50.0, 0.1));
+    /* kappa sigma past double's exponent range: refused by both */
+    mp.kappa = 400.0;
+    s = elec_cpu_mdh_points_double(&atom, pts, 2, &mp, phi, &err);
+    EXPECT(s == ELEC_ERR_INVALID_ARG, "double MDH at kappa 400: status %d", (int)s);
+    /* strong but physical screening (10 M salt, kappa ~1 /A) computes */
+    memset(&mp, 0, sizeof mp);
+    mp.ionic_strength = 10.0;
+    s = elec_cpu_mdh_points(&atom, pts, 2, &mp, phif, &err);
+    EXPECT(s == ELEC_OK && test_all_finite_float(phif, 2),
+           "float MDH at 10 M: status %d (%s)", (int)s, err.message);
+}
+
+TEST(maps_past_the_lattice_cap_are_refused_before_any_work) {
+    /* 2^28 + 1 points is one past the default: refused by every CPU map
+       method without touching the (absent) map; max_points lets a smaller
+       cap refuse a small lattice, and the same lattice pass under it. */
+    double xyz[3] = {0.0, 0.0, 0.0}, q = 1.0;
+    elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, NULL);
+    elec_lattice big = {{16385, 16384, 1}, {0, 0, 0}, {1, 1, 1}};
+    elec_lattice small = {{4, 4, 4}, {-2, -2, -2}, {1, 1, 1}};
+    static float map[64];
+    float *none = map; /* never written for the big lattice: 64 floats */
+    elec_dcs_params dp;
+    elec_cutoff_params cp;
+    elec_msm_params mp;
+    elec_error err;
+    memset(&dp, 0, sizeof dp);
+    memset(&cp, 0, sizeof cp);
+    memset(&mp, 0, sizeof mp);
+    EXPECT(elec_lattice_size(&big) == ELEC_DEFAULT_MAX_LATTICE_POINTS + 16384,
+           "lattice size %zu", elec_lattice_size(&big));
+    EXPECT(elec_cpu_dcs_map(&atom, &big, &dp, none, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "over the limit"),
+           "DCS: %s", err.message);
+    EXPECT(elec_cpu_cutoff_map(&atom, &big, &cp, none, &err) == ELEC_ERR_UNSUPPORTED,
+           "cutoff: %s", err.message);
+    EXPECT(elec_cpu_msm_map(&atom, &big, &mp, none, &err) == ELEC_ERR_UNSUPPORTED,
+           "MSM: %s", err.message);
+    EXPECT(elec_cpu_dcs_map(&atom, &big, NULL, none, &err) == ELEC_ERR_UNSUPPORTED,
+           "DCS, NULL params: %s", err.message);
+    dp.max_points = 63;
+    EXPECT(elec_cpu_dcs_map(&atom, &small, &dp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "64 points under a cap of 63: %s", err.message);
+    dp.max_points = 64;
+    EXPECT(elec_cpu_dcs_map(&atom, &small, &dp, map, &err) == ELEC_OK,
+           "64 points under a cap of 64: %s", err.message);
+    EXPECT(elec_lattice_check_points(&big, (size_t)1 << 29, &err) == ELEC_OK,
+           "a raised cap: %s", err.message);
+}
+
 int main(void) {
     RUN(dcs_double_matches_two_charges);
     RUN(dcs_float_map_matches_double);
@@ -634,6 +713,8 @@ int main(void) {
     RUN(progress_reports_and_cancels);
     RUN(scale_multiplies_results);
     RUN(dcs_map_of_a_real_protein_matches_double);
+    RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
+    RUN(maps_past_the_lattice_cap_are_refused_before_any_work);
     (void)test_rng_seeded; /* test.h helpers this file does not need */
     (void)test_uniform;
     return test_summary();

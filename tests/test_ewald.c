@@ -271,6 +271,19 @@ TEST(bad_input_is_refused_with_a_reason) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "atom excluded from itself: %s", err.message);
     p.excluded_pair_count = 0;
+    {
+        /* an edge of 9e19 A with a 9 A cutoff: kmax would be ~1e19, past
+           int; refused before the conversion (found by make fuzz; UBSan
+           in make sanitize reports the cast if it comes back) */
+        elec_box huge = cube(60.0);
+        elec_ewald_params r;
+        huge.length[0] = 9e19;
+        p.cutoff = 9.0;
+        EXPECT(elec_ewald_params_resolve(&p, &huge, 2, &r, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "reciprocal vectors"),
+               "a 9e19 A edge: %s", err.message);
+        p.cutoff = 0.0;
+    }
     xyz[4] = NAN;
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NaN coordinate");

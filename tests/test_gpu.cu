@@ -218,6 +218,65 @@ TEST(mdh_at_lattice_faces_matches_double_reference) {
     test_system_free(&water);
 }
 
+TEST(mdh_atom_on_a_point_leaves_that_point_finite) {
+    REQUIRE_GPU();
+    /* An atom exactly on a point: r^2 = 0, rsqrt(0) = inf.  The coincident
+       rule must give that point the sum over the other atoms, not
+       0 * inf = NaN.  Float terms with rsqrt.approx and ex2.approx: a few
+       float ulps each, 1e-5 relative covers two terms. */
+    double xyz[9] = {2.0, 3.5, 3.5, 0.3, 0.7, 0.2, 4.1, 3.3, 2.9};
+    double q[3] = {1.0, -0.5, 0.25}, radius[3] = {1.5, 1.8, 2.0};
+    double pts[6] = {2.0, 3.5, 3.5, 1.0, 1.0, 1.0}, want = 0.0;
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, radius);
+    elec_mdh_params p = {0};
+    elec_error err;
+    float got[2] = {NAN, NAN};
+    p.kappa = 0.1;
+    for (int a = 1; a < 3; a++)
+        want += elec_mdh_term(q[a], radius[a], 0.1, sqrt(elec_distance2(pts, xyz + 3 * a)));
+    elec_status s = elec_cuda_mdh_points(&atoms, pts, 2, &p, got, &err);
+    EXPECT(s == ELEC_OK, "%s", err.message);
+    EXPECT(test_all_finite_float(got, 2), "values %g %g", got[0], got[1]);
+    EXPECT(fabs(got[0] - want) <= 1e-5 * fabs(want), "%.9g at the atom, want %.9g",
+           got[0], want);
+}
+
+TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
+    REQUIRE_GPU();
+    /* As the CPU test: kappa 50 /A and a 2 A radius make e^95 at 0.1 A,
+       past float; refused before any GPU work instead of inf in the map. */
+    double xyz[3] = {0.0, 0.0, 0.0}, q = 1.0, radius = 2.0;
+    double pts[6] = {0.1, 0.0, 0.0, 5.0, 0.0, 0.0};
+    float got[2] = {0.0f, 0.0f};
+    elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, &radius);
+    elec_mdh_params p = {0};
+    elec_error err;
+    p.kappa = 50.0;
+    elec_status s = elec_cuda_mdh_points(&atom, pts, 2, &p, got, &err);
+    EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "kappa"),
+           "status %d (%s), values %g %g", (int)s, err.message, got[0], got[1]);
+}
+
+TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
+    REQUIRE_GPU();
+    /* 2^28 + 16384 points, one z-plane: refused before a byte is allocated
+       (the map passed has room for none of it) */
+    double xyz[3] = {0.0, 0.0, 0.0}, q = 1.0;
+    elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, NULL);
+    elec_lattice big = {{16385, 16384, 1}, {0, 0, 0}, {1, 1, 1}};
+    float map[1];
+    elec_dcs_params dp = {0};
+    elec_cutoff_params cp = {0};
+    elec_msm_params mp = {0};
+    elec_error err;
+    EXPECT(elec_cuda_dcs_map(&atom, &big, &dp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "DCS: %s", err.message);
+    EXPECT(elec_cuda_cutoff_map(&atom, &big, &cp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "cutoff: %s", err.message);
+    EXPECT(elec_cuda_msm_map(&atom, &big, &mp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "MSM: %s", err.message);
+}
+
 TEST(dcs_map_of_a_real_protein_matches_reference) {
     REQUIRE_GPU();
     elec_structure mol;
@@ -266,7 +325,10 @@ int main(void) {
     RUN(atom_on_a_lattice_point_leaves_that_point_finite);
     RUN(dcs_points_match_double_reference);
     RUN(mdh_at_lattice_faces_matches_double_reference);
+    RUN(mdh_atom_on_a_point_leaves_that_point_finite);
+    RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
+    RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
     RUN(dcs_map_of_a_real_protein_matches_reference);
     RUN(gpu_paths_refuse_bad_input);
-    return test_summary();
+    return gpu_test_summary();
 }

@@ -329,5 +329,5 @@ int main(void) {
     RUN(a_large_map_comes_back_through_the_staging_buffers);
     RUN(an_empty_system_gives_a_zero_map);
     RUN(progress_is_reported);
-    return test_summary();
+    return gpu_test_summary();
 }

@@ -646,5 +646,5 @@ int main(void) {
     RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);
     RUN(a_long_cutoff_gets_longer_bins);
     RUN(gpu_msm_energy_edge_cases);
-    return test_summary();
+    return gpu_test_summary();
 }

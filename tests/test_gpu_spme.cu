@@ -618,5 +618,5 @@ int main(void) {
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(gpu_matches_cpu_spme);
     RUN(coincident_atoms_are_reported_unless_excluded);
-    return test_summary();
+    return gpu_test_summary();
 }

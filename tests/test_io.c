@@ -4,12 +4,24 @@
    build/, the real structures are read from ../shared/data/structures when
    that directory exists.  ELEC_TEST_QUICK=1 leaves out the 2,000,000-atom
    read (for valgrind, where it takes minutes). */
+#define _XOPEN_SOURCE 700 /* mkdtemp, setrlimit, mknod, fork: the
+                             output tests below */
 #define ELEC_IMPLEMENTATION
 #include "elec.h"
 #include "tests/test.h"
 #include "tests/systems.h" /* test_rng */
 
+#include <dirent.h>
 #include <float.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/sysmacros.h> /* makedev */
+#endif
 
 /* ------------------------------------------------------------- helpers */
 
@@ -694,6 +706,390 @@ TEST(dx_writer_refuses_non_finite_values_and_bad_paths) {
            status, err.message);
 }
 
+/* ------------------------------------------------- inputs and outputs */
+
+/* A fresh directory under build/ for one test, and its removal with
+   whatever the test left in it (only plain names: the tests make no
+   subdirectories). */
+static char *scratch_dir(void) {
+    static char name[64];
+    strcpy(name, "build/test_io_XXXXXX");
+    return mkdtemp(name);
+}
+
+static void scratch_remove(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512];
+    if (!d) return;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        remove(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* How many names in dir, and how many of them start with '.' (the
+   temporary files of elec_output_open). */
+static int names_in(const char *dir, int *hidden) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    *hidden = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        n++;
+        if (e->d_name[0] == '.') ++*hidden;
+    }
+    closedir(d);
+    return n;
+}
+
+static elec_lattice small_lattice(float *map) {
+    elec_lattice lat;
+    int i;
+    memset(&lat, 0, sizeof lat);
+    for (i = 0; i < 3; i++) {
+        lat.dims[i] = 2;
+        lat.spacing[i] = 1.0;
+    }
+    for (i = 0; i < 8; i++) map[i] = (float)(i - 3.5);
+    return lat;
+}
+
+TEST(output_is_renamed_into_place_whole_or_not_at_all) {
+    char *dir = scratch_dir(), path[256], *text;
+    elec_output *out;
+    elec_error err;
+    struct stat st;
+    int hidden, status;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/map.dx", dir);
+    EXPECT(write_file(path, "old contents\n", 13), "cannot write %s", path);
+    chmod(path, 0640);
+
+    /* before the commit the old file is untouched; abort leaves it whole
+       and removes only the temporary file */
+    status = (int)elec_output_open(path, &out, &err);
+    EXPECT(status == ELEC_OK, "open: %s", err.message);
+    if (status != ELEC_OK) {
+        scratch_remove(dir);
+        return;
+    }
+    elec_output_printf(out, "new %s %d\n", "contents", 42);
+    EXPECT(names_in(dir, &hidden) == 2 && hidden == 1,
+           "while writing: the file and one temporary file (%d hidden)", hidden);
+    text = read_text(path);
+    EXPECT(text && !strcmp(text, "old contents\n"), "before the commit: '%s'", text);
+    free(text);
+    elec_output_abort(out);
+    text = read_text(path);
+    EXPECT(text && !strcmp(text, "old contents\n"), "after abort: '%s'", text);
+    free(text);
+    EXPECT(names_in(dir, &hidden) == 1 && hidden == 0, "abort left %d hidden files",
+           hidden);
+
+    /* a commit replaces it whole, keeping its permission bits */
+    status = (int)elec_output_open(path, &out, &err);
+    EXPECT(status == ELEC_OK, "open: %s", err.message);
+    if (status == ELEC_OK) {
+        size_t i;
+        for (i = 0; i < 20000; i++) elec_output_printf(out, "%08zu\n", i); /* > buffer */
+        status = (int)elec_output_commit(out, &err);
+        EXPECT(status == ELEC_OK, "commit: %s", err.message);
+    }
+    text = read_text(path);
+    EXPECT(text && strlen(text) == 20000 * 9 && !strncmp(text, "00000000\n", 9) &&
+               !strcmp(text + 19999 * 9, "00019999\n"),
+           "after the commit: %zu bytes", text ? strlen(text) : 0);
+    free(text);
+    EXPECT(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640,
+           "mode %o after the commit, want 640", (unsigned)(st.st_mode & 0777));
+    EXPECT(names_in(dir, &hidden) == 1 && hidden == 0, "commit left %d hidden files",
+           hidden);
+    /* a name of 250 bytes has no room for the temporary file's longer
+       name: the shorter one is used */
+    {
+        char longname[512];
+        size_t n = (size_t)snprintf(longname, sizeof longname, "%s/", dir);
+        memset(longname + n, 'a', 250);
+        longname[n + 250] = '\0';
+        status = (int)elec_output_open(longname, &out, &err);
+        EXPECT(status == ELEC_OK, "a 250-byte name: %s", err.message);
+        if (status == ELEC_OK) {
+            elec_output_write(out, "x\n", 2);
+            EXPECT(elec_output_commit(out, &err) == ELEC_OK, "%s", err.message);
+        }
+        text = read_text(longname);
+        EXPECT(text && !strcmp(text, "x\n"), "the 250-byte name holds '%s'", text);
+        free(text);
+        EXPECT(names_in(dir, &hidden) == 2 && hidden == 0, "%d hidden files", hidden);
+    }
+    scratch_remove(dir);
+}
+
+TEST(a_write_that_fails_midway_leaves_the_old_file_whole) {
+    /* A file-size limit (ulimit -f) stops the write part way, as a full
+       disk would: the DX writer reports it and the old map stays, whole;
+       the temporary file is gone.  SIGXFSZ is ignored, so that the write
+       fails with EFBIG instead of the signal ending the test. */
+    char *dir = scratch_dir(), path[256], *text;
+    struct rlimit old_limit, limit;
+    void (*old_handler)(int);
+    elec_lattice lat;
+    float *map;
+    elec_error err;
+    size_t i, n = 40 * 40 * 40;
+    int hidden, status;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/map.dx", dir);
+    EXPECT(write_file(path, "the old map\n", 12), "cannot write %s", path);
+    map = (float *)malloc(n * sizeof *map);
+    memset(&lat, 0, sizeof lat);
+    for (i = 0; i < 3; i++) {
+        lat.dims[i] = 40;
+        lat.spacing[i] = 0.5;
+    }
+    for (i = 0; i < n; i++) map[i] = (float)i; /* ~1 MB of text */
+    if (getrlimit(RLIMIT_FSIZE, &old_limit) != 0) {
+        free(map);
+        scratch_remove(dir);
+        SKIP("getrlimit(RLIMIT_FSIZE) failed");
+    }
+    limit = old_limit;
+    limit.rlim_cur = 100000; /* bytes */
+    old_handler = signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) {
+        signal(SIGXFSZ, old_handler);
+        free(map);
+        scratch_remove(dir);
+        SKIP("setrlimit(RLIMIT_FSIZE) failed");
+    }
+    status = (int)elec_write_dx(path, &lat, map, NULL, &err);
+    setrlimit(RLIMIT_FSIZE, &old_limit);
+    signal(SIGXFSZ, old_handler);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "unchanged"),
+           "status %d: %s", status, err.message);
+    text = read_text(path);
+    EXPECT(text && !strcmp(text, "the old map\n"), "the old file now: %.40s", text);
+    free(text);
+    EXPECT(names_in(dir, &hidden) == 1 && hidden == 0,
+           "%d temporary files left behind", hidden);
+    /* and a new path: no file at all afterwards */
+    snprintf(path, sizeof path, "%s/new.dx", dir);
+    setrlimit(RLIMIT_FSIZE, &limit);
+    signal(SIGXFSZ, SIG_IGN);
+    status = (int)elec_write_dx(path, &lat, map, NULL, &err);
+    setrlimit(RLIMIT_FSIZE, &old_limit);
+    signal(SIGXFSZ, old_handler);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "no file was left"),
+           "new path: status %d: %s", status, err.message);
+    EXPECT(names_in(dir, &hidden) == 1 && hidden == 0, "new path left %d names",
+           names_in(dir, &hidden));
+    free(map);
+    scratch_remove(dir);
+}
+
+/* Writes the small map to a device node: a full one must fail with the
+   node left in place, a null one succeed with it still a device. */
+static void check_device_outputs(const char *full, const char *null_device) {
+    float map[8];
+    elec_lattice lat = small_lattice(map);
+    elec_error err;
+    struct stat st;
+    int status = (int)elec_write_dx(full, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "No space"),
+           "%s: status %d: %s", full, status, err.message);
+    EXPECT(stat(full, &st) == 0 && S_ISCHR(st.st_mode),
+           "%s is no longer a character device", full);
+    status = (int)elec_write_dx(null_device, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_OK, "%s: %s", null_device, err.message);
+    EXPECT(stat(null_device, &st) == 0 && S_ISCHR(st.st_mode),
+           "%s is no longer a character device", null_device);
+    EXPECT(elec_output_check(full, NULL, &err) == ELEC_OK, "check %s: %s", full,
+           err.message);
+}
+
+TEST(device_outputs_are_written_in_place_and_never_removed) {
+    /* As root, nodes made by mknod in a scratch directory (the real /dev
+       is not put at risk); otherwise /dev/full and /dev/null themselves,
+       which only root could remove. */
+    if (geteuid() == 0) {
+#ifdef __linux__
+        char *dir = scratch_dir(), full[256], null_device[256];
+        EXPECT(dir != NULL, "mkdtemp failed");
+        if (!dir) return;
+        snprintf(full, sizeof full, "%s/full", dir);
+        snprintf(null_device, sizeof null_device, "%s/null", dir);
+        if (mknod(full, S_IFCHR | 0666, makedev(1, 7)) != 0 ||
+            mknod(null_device, S_IFCHR | 0666, makedev(1, 3)) != 0) {
+            int e = errno;
+            scratch_remove(dir);
+            SKIP("running as root, but mknod failed (%s): no node to write to",
+                 strerror(e));
+        }
+        printf("     device nodes made by mknod in %s\n", dir);
+        check_device_outputs(full, null_device);
+        scratch_remove(dir);
+#else
+        SKIP("running as root, and mknod's device numbers are Linux's");
+#endif
+    } else {
+        printf("     not root: no mknod; /dev/full and /dev/null themselves\n");
+        check_device_outputs("/dev/full", "/dev/null");
+    }
+}
+
+TEST(a_pipe_output_is_written_through_and_kept) {
+    char *dir = scratch_dir(), fifo[256];
+    float map[8];
+    elec_lattice lat = small_lattice(map);
+    elec_error err;
+    struct stat st;
+    pid_t child;
+    int status, child_status = 0;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    if (mkfifo(fifo, 0600) != 0) {
+        scratch_remove(dir);
+        SKIP("mkfifo failed: %s", strerror(errno));
+    }
+    /* the check must not wait for a reader */
+    EXPECT(elec_output_check(fifo, NULL, &err) == ELEC_OK, "check: %s", err.message);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) { /* the reader: exits 0 when it read a DX header */
+        char buf[4096];
+        FILE *f = fopen(fifo, "r");
+        size_t got = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        buf[got] = '\0';
+        _exit(strstr(buf, "object 3 class array") ? 0 : 1);
+    }
+    EXPECT(child > 0, "fork failed");
+    if (child <= 0) {
+        scratch_remove(dir);
+        return;
+    }
+    status = (int)elec_write_dx(fifo, &lat, map, NULL, &err);
+    EXPECT(status == ELEC_OK, "writing to the pipe: %s", err.message);
+    waitpid(child, &child_status, 0);
+    EXPECT(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+           "the reader did not get the map");
+    EXPECT(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), "the pipe is gone");
+    scratch_remove(dir);
+}
+
+TEST(output_check_refuses_the_input_and_what_cannot_be_written) {
+    char *dir = scratch_dir(), input[256], same[256], other[256], missing[256];
+    elec_error err;
+    int status, hidden;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    snprintf(input, sizeof input, "%s/in.pqr", dir);
+    snprintf(same, sizeof same, "%s/./in.pqr", dir); /* another name, same file */
+    snprintf(other, sizeof other, "%s/out.dx", dir);
+    snprintf(missing, sizeof missing, "%s/no_such_dir/out.dx", dir);
+    EXPECT(write_file(input, "ATOM 1 N ALA 1 0 0 0 1 1.5\n", 27), "write");
+    status = (int)elec_output_check(same, input, &err);
+    EXPECT(status == ELEC_ERR_INVALID_ARG && strstr(err.message, "input"),
+           "the input under another name: %d %s", status, err.message);
+    status = (int)elec_output_check(other, input, &err);
+    EXPECT(status == ELEC_OK, "a new file beside it: %s", err.message);
+    status = (int)elec_output_check(missing, input, &err);
+    EXPECT(status == ELEC_ERR_IO, "a missing directory: %d %s", status, err.message);
+    status = (int)elec_output_check(dir, NULL, &err);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "directory"),
+           "a directory: %d %s", status, err.message);
+    EXPECT(names_in(dir, &hidden) == 1 && hidden == 0,
+           "the checks left %d temporary files", hidden);
+    if (geteuid() != 0) {
+        /* an unwritable directory (root writes anywhere: not tested there) */
+        chmod(dir, 0555);
+        status = (int)elec_output_check(other, NULL, &err);
+        EXPECT(status == ELEC_ERR_IO, "read-only directory: %d %s", status, err.message);
+        chmod(dir, 0755);
+    }
+    scratch_remove(dir);
+}
+
+TEST(inputs_too_large_or_binary_are_refused_before_reading_them) {
+    char *dir = scratch_dir(), path[256];
+    elec_structure s;
+    elec_lattice lat;
+    float *map = NULL;
+    elec_error err;
+    FILE *f;
+    int status;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    /* a sparse file one byte past the limit: refused from its size, at
+       once, without a byte read */
+    snprintf(path, sizeof path, "%s/huge.pqr", dir);
+    f = fopen(path, "wb");
+    if (f && fseek(f, (long)ELEC_MAX_INPUT_BYTES, SEEK_SET) == 0) fputc('\n', f);
+    if (f) fclose(f);
+    status = (int)elec_read_pqr(path, &s, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED && strstr(err.message, "ELEC_MAX_INPUT_BYTES"),
+           "1 GiB + 1 byte PQR: %d %s", status, err.message);
+    status = (int)elec_read_dx(path, &lat, &map, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED && map == NULL,
+           "1 GiB + 1 byte DX: %d %s", status, err.message);
+    remove(path);
+    /* /dev/zero: binary at its first byte, refused after one read */
+    status = (int)elec_read_pqr("/dev/zero", &s, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 1 && strstr(err.message, "binary"),
+           "/dev/zero as PQR: %d %s", status, err.message);
+    status = (int)elec_read_dx("/dev/zero", &lat, &map, &err);
+    EXPECT(status == ELEC_ERR_PARSE && strstr(err.message, "binary"),
+           "/dev/zero as DX: %d %s", status, err.message);
+    /* a NUL on line 3 */
+    snprintf(path, sizeof path, "%s/nul.pqr", dir);
+    EXPECT(write_file(path, "REMARK a\nREMARK b\nATOM\0 1\n", 26), "write");
+    status = (int)elec_read_pqr(path, &s, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 3 && strstr(err.message, "column 5"),
+           "NUL on line 3: %d line %ld %s", status, err.line, err.message);
+    status = (int)elec_read_pqr(dir, &s, &err);
+    EXPECT(status == ELEC_ERR_IO && strstr(err.message, "directory"),
+           "a directory as input: %d %s", status, err.message);
+    scratch_remove(dir);
+}
+
+TEST(dx_header_claiming_more_values_than_its_file_holds_is_refused) {
+    /* 1000^3 items in a 229-byte file: refused before a 4 GB allocation,
+       from the bytes that follow the header (2 a value at least) */
+    static const char text[] =
+        "object 1 class gridpositions counts 1000 1000 1000\n"
+        "origin 0 0 0\ndelta 1 0 0\ndelta 0 1 0\ndelta 0 0 1\n"
+        "object 2 class gridconnections counts 1000 1000 1000\n"
+        "object 3 class array type double rank 0 items 1000000000 data follows\n"
+        "1 2 3\n";
+    elec_lattice lat;
+    float *map = (float *)&lat;
+    elec_error err;
+    int status = (int)elec_parse_dx(text, sizeof text - 1, &lat, &map, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 7 && strstr(err.message, "items") &&
+               map == NULL,
+           "status %d line %ld: %s", status, err.line, err.message);
+    /* the same counts with the values there would be read: the limit is
+       the file, not a number (a 2 x 2 x 2 map from memory reads fine) */
+    {
+        static const char ok[] =
+            "object 1 class gridpositions counts 2 2 2\n"
+            "origin 0 0 0\ndelta 1 0 0\ndelta 0 1 0\ndelta 0 0 1\n"
+            "object 3 class array type float rank 0 items 8 data follows\n"
+            "1 2 3 4 5 6 7 8";
+        status = (int)elec_parse_dx(ok, sizeof ok - 1, &lat, &map, &err);
+        EXPECT(status == ELEC_OK && map && map[1] == 5.0f, "%d %s", status, err.message);
+        if (status == ELEC_OK) elec_free(map);
+    }
+}
+
 TEST(status_string_names_every_code) {
     int s;
     for (s = 0; s < ELEC_STATUS_COUNT; s++) {
@@ -717,6 +1113,13 @@ int main(void) {
     RUN(dx_reader_takes_float_type_one_value_a_line_no_trailer);
     RUN(dx_malformed_input_fails_with_line);
     RUN(dx_writer_refuses_non_finite_values_and_bad_paths);
+    RUN(output_is_renamed_into_place_whole_or_not_at_all);
+    RUN(a_write_that_fails_midway_leaves_the_old_file_whole);
+    RUN(device_outputs_are_written_in_place_and_never_removed);
+    RUN(a_pipe_output_is_written_through_and_kept);
+    RUN(output_check_refuses_the_input_and_what_cannot_be_written);
+    RUN(inputs_too_large_or_binary_are_refused_before_reading_them);
+    RUN(dx_header_claiming_more_values_than_its_file_holds_is_refused);
     RUN(status_string_names_every_code);
     return test_summary();
 }

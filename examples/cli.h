@@ -1,0 +1,81 @@
+/* examples/cli.h - what elecmap and elecenergy share: numbers and counts
+   from the command line, checked whole and in range before any conversion
+   (so that "--order 1e10" is an error, never an undefined cast), and JSON
+   strings.  Each tool includes it once, after elec.h. */
+#ifndef ELEC_EXAMPLES_CLI_H
+#define ELEC_EXAMPLES_CLI_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A finite number spelled by the whole of text. */
+static inline int cli_number(const char *text, double *value) {
+    char *end;
+    *value = strtod(text, &end);
+    return end != text && *end == '\0' && elec__finite(*value);
+}
+
+/* A whole number in [lo, hi], checked as a double before it becomes an
+   int; lo and hi must themselves fit in an int. */
+static inline int cli_count(const char *text, double lo, double hi, int *value) {
+    double v;
+    if (!cli_number(text, &v) || v != floor(v) || v < lo || v > hi) return 0;
+    *value = (int)v;
+    return 1;
+}
+
+/* The same for a size_t (hi at most 2^53, where doubles still count
+   exactly). */
+static inline int cli_size(const char *text, double lo, double hi, size_t *value) {
+    double v;
+    if (!cli_number(text, &v) || v != floor(v) || v < lo || v > hi) return 0;
+    *value = (size_t)v;
+    return 1;
+}
+
+/* The length of the UTF-8 sequence at s (1 to 4 bytes) if it is a valid
+   one, else 0. */
+static inline size_t cli_utf8_length(const unsigned char *s) {
+    size_t n, i;
+    unsigned long c;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) n = 2, c = s[0] & 0x1f;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef) n = 3, c = s[0] & 0x0f;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4) n = 4, c = s[0] & 0x07;
+    else return 0;
+    for (i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0; /* also stops at the '\0' */
+        c = (c << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+        (c >= 0xd800 && c <= 0xdfff))
+        return 0; /* overlong, past Unicode, or a surrogate */
+    return n;
+}
+
+/* s as a JSON string, quotes included: '"' and '\' escaped, control
+   characters as \uXXXX, and bytes that are not UTF-8 (a file name may be
+   any bytes) as U+FFFD, so that the output is always valid JSON. */
+static inline void cli_json_string(FILE *out, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', out);
+    while (*p) {
+        size_t n = cli_utf8_length(p);
+        if (n == 0) {
+            fputs("\\ufffd", out);
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            fputc('\\', out);
+            fputc(*p++, out);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            fprintf(out, "\\u%04x", *p++);
+        } else {
+            fwrite(p, 1, n, out);
+            p += n;
+        }
+    }
+    fputc('"', out);
+}
+
+#endif
