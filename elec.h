@@ -4551,7 +4551,7 @@ ELEC_DEF elec_status elec_read_points(const char *path, elec_surface *out,
     elec_status s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
-    if ((s = elec__pqr_read_file(path, &text, &length, err)) != ELEC_OK) return s;
+    if ((s = elec__read_text(path, "a point list", &text, &length, err)) != ELEC_OK) return s;
     s = elec_parse_points(text, length, out, err);
     ELEC_FREE(text);
     return s;
@@ -4582,7 +4582,7 @@ static elec_status elec__msms_faces(const char *path, elec_surface *s, elec_erro
     char *text;
     size_t length, count = 0, f = 0;
     elec_status st;
-    if ((st = elec__pqr_read_file(path, &text, &length, err)) != ELEC_OK) return st;
+    if ((st = elec__read_text(path, "an MSMS .face", &text, &length, err)) != ELEC_OK) return st;
     c.p = text;
     c.end = text + length;
     c.number = 0;
@@ -4638,7 +4638,7 @@ ELEC_DEF elec_status elec_read_msms(const char *vert_path, const char *face_path
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
-    if ((st = elec__pqr_read_file(vert_path, &text, &length, err)) != ELEC_OK) return st;
+    if ((st = elec__read_text(vert_path, "an MSMS .vert", &text, &length, err)) != ELEC_OK) return st;
     c.p = text;
     c.end = text + length;
     c.number = 0;
