@@ -44,7 +44,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table
+.PHONY: all run test test-gpu sanitize bench bench-peer install clean tour md msm-table spme-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(TEST_BINS)
 
@@ -129,6 +129,14 @@ $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $
 
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
+
+# SPME's a-priori mesh error (the table in elec.h), and its anisotropy check
+$(BUILD)/spme_error_table: bench/spme_error_table.c elec.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ bench/spme_error_table.c -lm
+
+spme-table: $(BUILD)/spme_error_table
+	$(BUILD)/spme_error_table
+	$(BUILD)/spme_error_table --check
 
 $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)

@@ -90,7 +90,7 @@ static void check_against_ewald(const char *what, const elec_atoms *atoms,
     elec_ewald_terms t;
     elec_error err;
     elec_spme_params r;
-    elec_status s = elec_spme_params_resolve(p, box, n, &r, &err);
+    elec_status s = elec_spme_params_resolve(p, box, atoms, &r, &err);
     EXPECT(s == ELEC_OK, "%s: params: %s", what, err.message);
     s = elec_cuda_spme(atoms, box, p, &t, forces, potential, &err);
     EXPECT(s == ELEC_OK, "%s: %s", what, err.message);
@@ -166,14 +166,19 @@ static void check_settings(const char *what, const elec_atoms *atoms,
     elec_error err;
     fine.order = 6;
     fine.grid_spacing = 0.5;
+    /* a fixed splitting, the former defaults: cutoff 9 A, alpha 0.3077 /A
+       (erfc(alpha rc)/rc = 1e-5), so that the mesh's error is the
+       interpolation's at alpha h = 0.15 */
+    fine.cutoff = 9.0;
+    fine.alpha = 0.3077;
     fine.excluded_pairs = coarse.excluded_pairs = pairs;
     fine.excluded_pair_count = coarse.excluded_pair_count = pair_count;
     fine.scale = coarse.scale = ELEC_COULOMB;
-    if (elec_spme_params_resolve(&fine, box, atoms->count, &r, &err) != ELEC_OK) {
+    if (elec_spme_params_resolve(&fine, box, atoms, &r, &err) != ELEC_OK) {
         EXPECT(0, "%s: %s", what, err.message);
         return;
     }
-    /* the same alpha and cutoff everywhere: that of the default tolerance */
+    /* the same alpha and cutoff everywhere */
     fine.alpha = coarse.alpha = r.alpha;
     fine.cutoff = coarse.cutoff = r.cutoff;
     if (!ewald_reference(atoms, box, &r, &ref)) return;
@@ -352,7 +357,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     /* Atomics add in a different order on every run (the spreading, the
        cell slots), so runs agree to float rounding, not bit for bit:
        1e-6 relative in the energy terms and the forces. */
-    const size_t n = 2000, max_atoms = 2500;
+    const size_t n = 2000;
     for (int spread = 0; spread < 2; spread++) {
         test_system sys = test_system_random(n, 30.0, 21);
         neutralise(&sys);
@@ -376,7 +381,8 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         for (size_t i = 0; i < n; i++)
             host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
                                   (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
-        elec_status s = elec_cuda_spme_create(&box, max_atoms, &p, -1, &h, &err);
+        elec_atoms start = test_system_atoms(&sys);
+        elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s != ELEC_OK) break;
         CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -449,7 +455,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
                float_rel_rms(f_replay, f_first, 3 * n));
 
         /* more atoms than the handle holds */
-        EXPECT(elec_cuda_spme_compute(h, d_xyzq, max_atoms + 1, d_forces, stream,
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, n + 1, d_forces, stream,
                                       &err) == ELEC_ERR_INVALID_ARG,
                "n > max_atoms accepted");
         EXPECT(elec_cuda_spme_compute(h, NULL, n, d_forces, stream, &err) ==
@@ -483,18 +489,32 @@ TEST(bad_input_gives_named_errors) {
     negative.length[0] = -20.0;
     small_grid.grid[0] = small_grid.grid[1] = small_grid.grid[2] = 3; /* < order 4 */
     bad_tolerance.tolerance = 1.5;
-    EXPECT(elec_cuda_spme_create(&flat, 10, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+    elec_atoms none = test_system_atoms(&sys);
+    none.count = 0;
+    EXPECT(elec_cuda_spme_create(&flat, &atoms, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
            "zero box edge accepted");
-    EXPECT(elec_cuda_spme_create(&negative, 10, &p, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&negative, &atoms, &p, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "negative box edge accepted");
-    EXPECT(elec_cuda_spme_create(&box, 10, &small_grid, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &small_grid, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "grid 3 with order 4 accepted");
     EXPECT(strstr(err.message, "order") != NULL, "message: %s", err.message);
-    EXPECT(elec_cuda_spme_create(&box, 10, &bad_tolerance, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &bad_tolerance, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "tolerance 1.5 accepted");
-    EXPECT(elec_cuda_spme_create(&box, 0, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
-           "max_atoms 0 accepted");
-    EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
+    {
+        /* under float's floor: refused by name, before any GPU is sought */
+        elec_spme_params tight = {0};
+        tight.tolerance = ELEC_SPME_GPU_FLOAT_FLOOR;
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &tight, -1, &h, &err) ==
+                       ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+               "tolerance at the float floor accepted by create: %s", err.message);
+        tight.tolerance = 1e-7;
+        EXPECT(elec_cuda_spme(&atoms, &box, &tight, &t, NULL, NULL, &err) ==
+                       ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+               "one-shot tolerance 1e-7 accepted: %s", err.message);
+    }
+    EXPECT(elec_cuda_spme_create(&box, &none, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "no atoms accepted");
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL out accepted");
     EXPECT(elec_cuda_spme(&atoms, &flat, &p, &t, NULL, NULL, &err) ==
                ELEC_ERR_INVALID_ARG, "one-shot: zero box edge accepted");
@@ -519,14 +539,14 @@ TEST(bad_input_gives_named_errors) {
         elec_spme_params q = {0};
         q.excluded_pairs = pair;
         q.excluded_pair_count = 1;
-        EXPECT(elec_cuda_spme_create(&box, 10, &q, -1, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &q, -1, &h, &err) ==
                    ELEC_ERR_INVALID_ARG, "exclusion of atom 10 of 10 accepted");
     }
     if (elec_cuda_device_count() == 0) {
-        EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
                "no GPU: create gave %s", elec_status_string(err.status));
     } else {
-        elec_status s = elec_cuda_spme_create(&box, 10, &p, -1, &h, &err);
+        elec_status s = elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s == ELEC_OK) {
             EXPECT(elec_cuda_spme_compute(h, NULL, 11, NULL, 0, &err) ==
@@ -535,7 +555,7 @@ TEST(bad_input_gives_named_errors) {
                    err.message);
             elec_cuda_spme_destroy(h);
         }
-        EXPECT(elec_cuda_spme_create(&box, 10, &p, 1 << 20, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, 1 << 20, &h, &err) ==
                    ELEC_ERR_NO_DEVICE, "GPU 2^20 accepted");
     }
     test_system_free(&sys);

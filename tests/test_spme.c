@@ -74,13 +74,18 @@ static void compare(const char *what, const test_system *s, int order,
     double *f = (double *)malloc(3 * s->count * sizeof *f);
     double *fe = (double *)malloc(3 * s->count * sizeof *fe);
     double e_err, f_err;
+    /* the mesh's own error at a fixed splitting: the former defaults,
+       cutoff 9 A and alpha 0.3077 /A (erfc(alpha rc)/rc = 1e-5), against
+       the exact sum at the same alpha and cutoff */
     p.order = order;
     p.grid_spacing = spacing;
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
     p.excluded_pairs = excluded;
     p.excluded_pair_count = excluded_count;
-    EXPECT(elec_spme_params_resolve(&p, &box, s->count, &resolved, &err) == ELEC_OK,
+    EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &resolved, &err) == ELEC_OK,
            "%s", err.message);
-    EXPECT(elec_cpu_spme(&atoms, &box, &p, &spme, f, NULL, &err) == ELEC_OK, "%s",
+    EXPECT(elec_cpu_spme(&atoms, &box, &resolved, &spme, f, NULL, &err) == ELEC_OK, "%s",
            err.message);
     ewald_reference(&atoms, &box, &resolved, &exact, fe);
     e_err = relative(spme.total, exact.total);
@@ -167,14 +172,18 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     test_system s = test_system_random(40, 12.0, 34);
     elec_atoms atoms = test_system_atoms(&s);
     elec_box box = box_of(&s);
-    elec_spme_params p = {0};
+    elec_spme_params p = {0}, chosen = {0};
     elec_ewald_terms e, up, down;
     elec_error err;
     double f[120], phi[40], num = 0.0, den = 0.0, half_q_phi = 0.0;
     const double h = 1e-5;
     size_t i;
     test_system_make_neutral(&s);
-    p.cutoff = 5.0;
+    /* resolved once: the choice reads the positions, and a derivative
+       needs the same parameters on both sides (as an MD loop does) */
+    chosen.cutoff = 5.0;
+    EXPECT(elec_spme_params_resolve(&chosen, &box, &atoms, &p, &err) == ELEC_OK, "%s",
+           err.message);
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, f, phi, &err) == ELEC_OK, "%s", err.message);
     for (i = 0; i < 120; i++) {
         double keep = s.xyz[i], grad;
@@ -230,9 +239,22 @@ TEST(bad_input_is_refused_with_a_reason) {
     xyz[3] = 2 + 3 * 20.0; /* three boxes away: fine, wrapped */
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK, "%s",
            err.message);
-    p.tolerance = 0.2; /* tolerance * cutoff >= 1: no alpha satisfies it */
+    p.tolerance = -1e-4;
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
-           "tolerance 0.2 with a 9 A cutoff: %s", err.message);
+           "tolerance -1e-4: %s", err.message);
+    p.tolerance = 1.0;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance 1: %s", err.message);
+    p.tolerance = nan("");
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance NaN: %s", err.message);
+    p.tolerance = 0.1 * ELEC_SPME_TOLERANCE_FLOOR;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "below") != NULL,
+           "tolerance under the floor: %s", err.message);
+    p.tolerance = 0.2; /* loose but valid */
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
+           "tolerance 0.2: %s", err.message);
     p.tolerance = 0.0;
     p.spread = (elec_spme_spread)7;
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
