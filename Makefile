@@ -32,7 +32,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm
 
 ifeq ($(HAVE_NVCC),)

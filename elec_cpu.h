@@ -138,7 +138,7 @@ ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
    (dE/dq_i, so that sum q_i phi_i / 2 = E).  forces and potential may be
    NULL.  Atoms anywhere: positions are wrapped into the box.  Cost: pairs
    times images plus atoms times reciprocal vectors (over OpenMP threads);
-   a reference, not an MD engine.  Work past ELEC_EWALD_MAX_WORK is
+   a reference, not an MD engine.  Work past ELEC_EWALD_MAX_SECONDS is
    refused (ELEC_ERR_UNSUPPORTED, saying how long it would take);
    params->progress hears of the rest about every 1 % and may cancel
    (ELEC_ERR_CANCELLED).  energy->error is the estimate's energy. */
@@ -150,7 +150,7 @@ ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
 /* The exact forces on some atoms only (every atom acting on them): the
    reference for systems too large for the all-pairs sum.  forces[3 c ..
    3 c + 2] is the force on atom which[c]; the work is count x atoms x
-   images plus atoms x vectors (ELEC_EWALD_MAX_WORK applies). */
+   images plus atoms x vectors (ELEC_EWALD_MAX_SECONDS applies). */
 ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
                                               const elec_box *box,
                                               const elec_ewald_params *params,
@@ -885,7 +885,7 @@ static int elec__ewald_step(elec__ewald_progress *g, double work) {
         g->done += work;
         if (g->fn && !g->cancelled && g->done >= g->next) {
             g->next = g->done + 0.01 * g->total;
-            if (g->fn(g->total > 0.0 ? g->done / g->total : 1.0, g->user) != 0)
+            if (g->fn(g->total > g->done ? g->done / g->total : 1.0, g->user) != 0)
                 g->cancelled = 1;
         }
         stop = g->cancelled;
@@ -902,6 +902,18 @@ static double elec__ewald_images(const double length[3], double cutoff, int imag
         count *= 2.0 * images[axis] + 1.0;
     }
     return count;
+}
+
+/* Estimated seconds per atom pair of the real-space sum (its images looked
+   at, 2 ns each, and the share within the cutoff, 100 ns each) and per
+   atom and reciprocal vector (20 ns): ELEC_EWALD_MAX_SECONDS's rates, the
+   units of the progress reports. */
+#define ELEC__EWALD_VECTOR_SECONDS 20e-9
+static double elec__ewald_pair_seconds(const double length[3], double cutoff) {
+    int images[3];
+    double volume = length[0] * length[1] * length[2];
+    return 2e-9 * elec__ewald_images(length, cutoff, images) +
+           100e-9 * 4.18879 * cutoff * cutoff * cutoff / volume;
 }
 
 /* Per-thread accumulators of `count` forces and potentials, one block of
@@ -943,9 +955,10 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
                                elec__ewald_progress *g) {
     const double rc2 = p->cutoff * p->cutoff;
     int images[3];
-    double energy = 0.0, per_pair = elec__ewald_images(length, p->cutoff, images);
+    double energy = 0.0, per_pair = elec__ewald_pair_seconds(length, p->cutoff);
     long li;
     (void)threads; /* without OpenMP */
+    elec__ewald_images(length, p->cutoff, images);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads) reduction(+ : energy)
 #endif
@@ -1135,7 +1148,8 @@ static elec_status elec__ewald_reciprocal(const double *x, const double *q, size
                     }
                 }
             }
-            stop = elec__ewald_step(g, (double)(2 * kmax[2] + 1) * (double)n);
+            stop = elec__ewald_step(g, ELEC__EWALD_VECTOR_SECONDS * (2 * kmax[2] + 1) *
+                                           (double)n);
         }
     }
     ELEC_FREE(tables);
@@ -1258,28 +1272,28 @@ static elec_status elec__ewald_reciprocal_pass(const double *x, const double *q,
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "the Ewald sum was cancelled at %.0f %%",
                           100.0 * g->done / g->total);
+    if (g->fn) g->fn(1.0, g->user); /* done (a stop asked now comes too late) */
     return ELEC_OK;
 }
 
-/* The exact sum's work in terms (atom-vector plus pair-image, each pass
-   over the atoms counted once more for the forces on `targets` atoms),
-   refused past ELEC_EWALD_MAX_WORK with how long it would take at 2.5 ns a
-   term (one core, measured here: 1000 atoms at 27 images and 57^3 / 2
-   vectors, 2.1 to 2.6 ns). */
+/* The exact sum's estimated time on one core (ELEC_EWALD_MAX_SECONDS says
+   the rates) for `pairs` atom pairs (forces on some atoms: those atoms
+   times all), refused past the limit; the progress callback counts in
+   the same units. */
 static elec_status elec__ewald_work(const elec_ewald_params *p, const elec_box *box,
-                                    size_t n, double pairs, double *work,
+                                    size_t n, double pairs, double *seconds,
                                     elec_error *err) {
-    int images[3];
-    double vectors = 0.5 * (2.0 * p->kmax[0] + 1.0) * (2.0 * p->kmax[1] + 1.0) *
-                     (2.0 * p->kmax[2] + 1.0);
-    *work = (double)n * vectors + pairs * elec__ewald_images(box->length, p->cutoff, images);
-    if (*work > ELEC_EWALD_MAX_WORK)
+    /* the rows the reciprocal pass loops over: nx >= 0, all ny, nz */
+    double vectors = (p->kmax[0] + 1.0) * (2.0 * p->kmax[1] + 1.0) * (2.0 * p->kmax[2] + 1.0);
+    *seconds = ELEC__EWALD_VECTOR_SECONDS * (double)n * vectors +
+               pairs * elec__ewald_pair_seconds(box->length, p->cutoff);
+    if (*seconds > ELEC_EWALD_MAX_SECONDS)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "exact Ewald of %zu atoms at tolerance %g: %.2g terms (%.0f "
-                          "vectors, cutoff %g A), about %.0f s on one core, past "
-                          "ELEC_EWALD_MAX_WORK (%.0g): loosen the tolerance, or use SPME",
-                          n, p->tolerance, *work, vectors, p->cutoff, *work * 2.5e-9,
-                          ELEC_EWALD_MAX_WORK);
+                          "exact Ewald of %zu atoms at tolerance %g (%.0f reciprocal "
+                          "vectors, cutoff %g A) would take about %.0f s on one core, past "
+                          "ELEC_EWALD_MAX_SECONDS (%.0f): loosen the tolerance, or use SPME",
+                          n, p->tolerance, vectors, p->cutoff, *seconds,
+                          ELEC_EWALD_MAX_SECONDS);
     return ELEC_OK;
 }
 
@@ -1367,7 +1381,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
     elec__ewald_progress g;
     elec_status s;
     size_t n, i, *keys = NULL;
-    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused;
+    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused, per_pair;
     int threads = elec__ewald_threads(), images[3];
     long li;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -1404,6 +1418,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
     /* real space: each chosen atom against every atom and image */
     rc2 = p.cutoff * p.cutoff;
     elec__ewald_images(box->length, p.cutoff, images);
+    per_pair = elec__ewald_pair_seconds(box->length, p.cutoff);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -1439,8 +1454,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
                             f[3 * c + 2] += force * r[2];
                         }
             }
-            stop = elec__ewald_step(&g, (double)n * (2.0 * images[0] + 1.0) *
-                                            (2.0 * images[1] + 1.0) * (2.0 * images[2] + 1.0));
+            stop = elec__ewald_step(&g, (double)n * per_pair);
         }
     }
     s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, which, count, block, threads,
