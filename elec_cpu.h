@@ -2015,9 +2015,11 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
     double lo[3], hi[3];
     elec_status s;
     int axis;
+    elec_msm_params p;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec_lattice_check(lattice, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
+    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     where.lattice = lattice;
     where.points = NULL;
@@ -2027,8 +2029,8 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
         lo[axis] = -half;
         hi[axis] = half;
     }
-    return elec__msm_potential(atoms, params, &where, lo, hi,
-                               elec_lattice_size(lattice), NULL, map, err);
+    return elec__msm_potential(atoms, &p, &where, lo, hi, elec_lattice_size(lattice), NULL,
+                               map, err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
@@ -2041,8 +2043,10 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
     elec_status s;
     size_t i;
     int axis;
+    elec_msm_params p;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    p = elec__msm_params_for_points(params, point_count, atoms->count);
+    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, point_count, potential, err)) != ELEC_OK)
         return s;
     if (point_count == 0) {
@@ -2062,8 +2066,7 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
         lo[axis] -= where.reference[axis];
         hi[axis] -= where.reference[axis];
     }
-    return elec__msm_potential(atoms, params, &where, lo, hi, point_count,
-                               potential, NULL, err);
+    return elec__msm_potential(atoms, &p, &where, lo, hi, point_count, potential, NULL, err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,

@@ -2358,10 +2358,12 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_lattice_check(lattice, err)) != ELEC_OK) return status;
-    if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
-    if ((status = elec__cuda_msm_float_floor(params, err)) != ELEC_OK) return status;
+    /* the very choice elec_cpu_msm_map makes for this lattice */
+    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
+    if ((status = elec_msm_params_check(&p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_msm_params_resolved(params);
+    p = elec_msm_params_resolved(&p);
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)

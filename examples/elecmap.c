@@ -36,6 +36,7 @@ typedef struct options {
     double temperature;
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
+    double tolerance; /* MSM's relative RMS error target; 0 = its defaults */
     int msm_order, shifted; /* msm_order: 4, 6, 8 or 10 (0 = 4) */
     int method_given; /* --method on the command line */
     double msm_above; /* seconds of direct sum past which MSM is chosen;
@@ -68,6 +69,10 @@ static void usage(FILE *out) {
 "  --cutoff A            MSM's and the cutoff map's cutoff in A (default 12;\n"
 "                        --msm-cutoff is the same)\n"
 "  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
+"  --tolerance T         MSM's relative RMS error against the direct sum (with\n"
+"                        --method msm, or when MSM is chosen): picks the\n"
+"                        spacing, cutoff and order not given, the cheapest\n"
+"                        that meets T by the measured error table (1e-7 to 1)\n"
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
 "                        is made smoother with it (C2, C3, C4, C5)\n"
@@ -155,6 +160,13 @@ static int parse_options(int argc, char **argv, options *o) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
+        } else if (!strcmp(a, "--tolerance")) {
+            DOUBLE_ARG(o->tolerance, "relative error");
+            if (!(o->tolerance > 0.0 && o->tolerance < 1.0)) {
+                fprintf(stderr, "elecmap: --tolerance %g: give a relative error in (0, 1)\n",
+                        o->tolerance);
+                return 0;
+            }
         } else if (!strcmp(a, "--msm-order")) {
             double order;
             DOUBLE_ARG(order, "order 4, 6, 8 or 10");
@@ -280,10 +292,10 @@ static elec_msm_interpolation msm_interpolation(const options *o) {
     }
 }
 
-static const char *msm_order_name(const options *o) {
+static const char *msm_order_name(elec_msm_interpolation interpolation) {
     static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
                                         "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};
-    return names[msm_interpolation(o)];
+    return names[interpolation];
 }
 
 static char *demo_pqr(size_t *length) {
@@ -438,8 +450,9 @@ int main(int argc, char **argv) {
             if (!o.quiet)
                 fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
                                 "by the direct sum on the %s: using MSM (relative error "
-                                "~1e-3; --method dcs to insist)\n", atoms.count, points,
-                        seconds, use_gpu ? "GPU" : "CPU");
+                                "%s%.0e; --method dcs to insist)\n", atoms.count, points,
+                        seconds, use_gpu ? "GPU" : "CPU", o.tolerance > 0.0 ? "<= " : "~",
+                        o.tolerance > 0.0 ? o.tolerance : 1e-3);
         }
     }
     if (o.device == DEVICE_GPU && !use_gpu) {
@@ -475,6 +488,7 @@ int main(int argc, char **argv) {
         sp.cutoff = o.msm_cutoff;
         sp.spacing = o.msm_spacing;
         sp.interpolation = msm_interpolation(&o); /* splitting: its default pair */
+        sp.tolerance = o.tolerance;
         if (!o.quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;
@@ -569,9 +583,13 @@ int main(int argc, char **argv) {
             elec_msm_params chosen = {0}, r;
             chosen.cutoff = o.msm_cutoff;
             chosen.spacing = o.msm_spacing;
-            r = elec_msm_params_resolved(&chosen);
-            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
-                   r.cutoff, r.spacing, msm_order_name(&o));
+            chosen.interpolation = msm_interpolation(&o);
+            chosen.tolerance = o.tolerance;
+            chosen.points_per_atom = (double)points / (double)(atoms.count ? atoms.count : 1);
+            r = elec_msm_params_resolved(&chosen); /* what the map call chose */
+            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s, "
+                   "expected relative error %.1e\n", r.cutoff, r.spacing,
+                   msm_order_name(r.interpolation), r.estimate.force);
         } else if (o.method == METHOD_CUTOFF) {
             printf("  method     cutoff map, %s within %g A\n",
                    o.shifted ? "shifted Coulomb" : "MSM short range",

@@ -483,21 +483,39 @@ TEST(ewald_refuses_bad_tolerances) {
 
 /* ------------------------------------------------------------------ MSM */
 
+/* Relative RMS difference of a float map from its double reference. */
+static double map_error(const float *map, const double *ref, size_t n) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        num += ((double)map[i] - ref[i]) * ((double)map[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    return sqrt(num / den);
+}
+
+static const char *msm_name(elec_msm_interpolation i) {
+    return i == ELEC_MSM_CUBIC ? "cubic" : i == ELEC_MSM_QUINTIC ? "quintic"
+                                : i == ELEC_MSM_SEPTIC ? "septic" : "nonic";
+}
+
 TEST(msm_tolerance_holds_for_maps_and_forces) {
-    /* T = 1e-3, 1e-4, 1e-5: the map of 600 random charges (neutral, 24 A
-       cube) against the double direct sum, the forces of the same atoms
-       and of 300 water molecules against the direct pair forces, and the
-       periodic forces of the water against exact Ewald; each at most T
-       (the choice aims at half of it by a fit that held the measured
-       table within 0.87 to 1.2). */
+    /* T = 1e-3, 1e-4, 1e-5: maps of 600 random charges (neutral, 24 A
+       cube) and of 300 water molecules against the double direct sum; the
+       forces of the same atoms against the direct pair forces, and the
+       water's periodic forces against exact Ewald; each at most T (the
+       choice aims at a third of T by a fit that held the measured table
+       within 0.87 to 1.2; water's maps err 2.4 times more than the
+       table's random charges).  Maps count their points per atom in the
+       cost, so they choose otherwise than forces do. */
     static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
     test_system random = test_system_random(600, 24.0, 51);
     test_system water = test_system_water(300, 52);
     elec_atoms ra, wa = test_system_atoms(&water);
     elec_box wbox = box_of(&water);
     const int dims[3] = {21, 23, 22};
-    elec_lattice l;
-    double *ref_map, *rf = (double *)malloc(3 * random.count * sizeof *rf);
+    elec_lattice rl, wl;
+    double *ref_r, *ref_w, *rf = (double *)malloc(3 * random.count * sizeof *rf);
     double *wf = (double *)malloc(3 * water.count * sizeof *wf);
     double *pf = (double *)malloc(3 * water.count * sizeof *pf);
     double *got = (double *)malloc(3 * water.count * sizeof *got);
@@ -506,15 +524,18 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
     elec_ewald_terms te;
     elec_error err;
     double energy;
-    size_t i, points;
+    size_t points;
     int k;
     test_system_make_neutral(&random);
     ra = test_system_atoms(&random);
-    l = test_lattice_around(random.box, dims, 2.0);
-    points = elec_lattice_size(&l);
-    ref_map = (double *)malloc(points * sizeof *ref_map);
+    rl = test_lattice_around(random.box, dims, 2.0);
+    wl = test_lattice_around(water.box, dims, 2.0);
+    points = elec_lattice_size(&rl);
+    ref_r = (double *)malloc(points * sizeof *ref_r);
+    ref_w = (double *)malloc(points * sizeof *ref_w);
     map = (float *)malloc(points * sizeof *map);
-    EXPECT(elec_cpu_dcs_map_double(&ra, &l, NULL, ref_map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_dcs_map_double(&ra, &rl, NULL, ref_r, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_dcs_map_double(&wa, &wl, NULL, ref_w, &err) == ELEC_OK, "%s", err.message);
     EXPECT(elec_cpu_coulomb_energy(&ra, 1.0, &energy, rf, &err) == ELEC_OK, "%s", err.message);
     EXPECT(elec_cpu_coulomb_energy(&wa, 1.0, &energy, wf, &err) == ELEC_OK, "%s", err.message);
     {
@@ -524,19 +545,17 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
                err.message);
     }
     for (k = 0; k < 3; k++) {
-        elec_msm_params p = {0}, r;
-        double e_map, e_rf, e_wf, e_pf;
+        elec_msm_params p = {0}, r, m;
+        double e_rmap, e_wmap, e_rf, e_wf, e_pf;
         p.tolerance = tolerances[k];
         EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK, "%s", err.message);
-        EXPECT(elec_cpu_msm_map(&ra, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
-        {
-            double num = 0.0, den = 0.0;
-            for (i = 0; i < points; i++) {
-                num += ((double)map[i] - ref_map[i]) * ((double)map[i] - ref_map[i]);
-                den += ref_map[i] * ref_map[i];
-            }
-            e_map = sqrt(num / den);
-        }
+        m = p;
+        m.points_per_atom = (double)points / (double)random.count;
+        m = elec_msm_params_resolved(&m);
+        EXPECT(elec_cpu_msm_map(&ra, &rl, &p, map, &err) == ELEC_OK, "%s", err.message);
+        e_rmap = map_error(map, ref_r, points);
+        EXPECT(elec_cpu_msm_map(&wa, &wl, &p, map, &err) == ELEC_OK, "%s", err.message);
+        e_wmap = map_error(map, ref_w, points);
         EXPECT(elec_cpu_msm_energy(&ra, &p, &energy, got_r, &err) == ELEC_OK, "%s",
                err.message);
         e_rf = rel_rms(got_r, rf, 3 * random.count);
@@ -545,19 +564,19 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
         EXPECT(elec_cpu_msm_periodic_energy(&wa, &wbox, &p, &energy, got, NULL, &err) ==
                    ELEC_OK, "%s", err.message);
         e_pf = rel_rms(got, pf, 3 * water.count);
-        printf("     MSM T %.0e: %s h %.2f a %.1f (fit %.1e) | map %.1e, forces random %.1e, "
-               "water %.1e, periodic water %.1e\n", tolerances[k],
-               r.interpolation == ELEC_MSM_CUBIC     ? "cubic"
-               : r.interpolation == ELEC_MSM_QUINTIC ? "quintic"
-               : r.interpolation == ELEC_MSM_SEPTIC  ? "septic"
-                                                     : "nonic",
-               r.spacing, r.cutoff, r.estimate.force, e_map, e_rf, e_wf, e_pf);
-        EXPECT(e_map <= tolerances[k], "map %.3e > %g", e_map, tolerances[k]);
+        printf("     MSM T %.0e: maps %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e | "
+               "forces %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e, periodic "
+               "water %.1e\n", tolerances[k], msm_name(m.interpolation), m.spacing, m.cutoff,
+               m.estimate.force, e_rmap, e_wmap, msm_name(r.interpolation), r.spacing,
+               r.cutoff, r.estimate.force, e_rf, e_wf, e_pf);
+        EXPECT(e_rmap <= tolerances[k], "random map %.3e > %g", e_rmap, tolerances[k]);
+        EXPECT(e_wmap <= tolerances[k], "water map %.3e > %g", e_wmap, tolerances[k]);
         EXPECT(e_rf <= tolerances[k], "random forces %.3e > %g", e_rf, tolerances[k]);
         EXPECT(e_wf <= tolerances[k], "water forces %.3e > %g", e_wf, tolerances[k]);
         EXPECT(e_pf <= tolerances[k], "periodic water forces %.3e > %g", e_pf, tolerances[k]);
     }
-    free(ref_map);
+    free(ref_r);
+    free(ref_w);
     free(map);
     free(rf);
     free(wf);
@@ -596,9 +615,9 @@ TEST(msm_refuses_bad_tolerances) {
     EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK && r.estimate.force > 1e-3,
            "both fixed: %s (fit %g)", err.message, r.estimate.force);
     p.cutoff = 0.0;
-    p.tolerance = 1e-7;
+    p.tolerance = 3e-7;
     EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_ERR_UNSUPPORTED,
-           "1e-7 at h 2.5 accepted (fit %g)", r.estimate.force);
+           "3e-7 at h 2.5 accepted (fit %g)", r.estimate.force);
     printf("     %s\n", err.message);
 }
 
