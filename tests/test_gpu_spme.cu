@@ -628,6 +628,212 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
     }
 }
 
+/* ------------------------------------------------- the accuracy knob */
+
+/* The systems of tests/test_tolerance.c that the GPU sweeps: random
+   neutral, random charged, water with exclusions, displaced rock salt. */
+typedef struct knob_system {
+    const char *name;
+    test_system s;
+    size_t *pairs;
+    size_t pair_count;
+} knob_system;
+
+static knob_system knob_make(int which) {
+    knob_system k;
+    memset(&k, 0, sizeof k);
+    if (which == 0) {
+        k.name = "random neutral";
+        k.s = test_system_random(1000, 24.0, 31);
+        neutralise(&k.s);
+    } else if (which == 1) {
+        k.name = "random charged";
+        k.s = test_system_random(600, 21.0, 32);
+    } else if (which == 2) {
+        k.name = "water";
+        k.s = test_system_water(343, 33);
+        k.pairs = water_exclusions(343);
+        k.pair_count = 3 * 343;
+    } else {
+        test_rng rng = test_rng_seeded(35);
+        k.name = "rock salt";
+        k.s = test_system_nacl(3, 5.64);
+        for (size_t i = 0; i < 3 * k.s.count; i++)
+            k.s.xyz[i] += 0.1 * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
+    }
+    return k;
+}
+
+static void knob_free(knob_system *k) {
+    free(k->pairs);
+    test_system_free(&k->s);
+}
+
+TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
+    /* The MD handle at T = 1e-3 .. 1e-6: its positions come in float, so
+       the truth is the exact sum at those (rounded) positions, and what
+       remains beside the method's error is float arithmetic, reasoned at
+       ELEC_SPME_GPU_FLOAT_FLOOR (5e-7): the GPU's forces against the CPU's
+       double SPME with the very same parameters measure it (printed as
+       "float").  Each T: measured <= T, and float <= 2
+       ELEC_SPME_GPU_FLOAT_FLOOR (if not, the floor in elec.h is to be
+       raised to what this prints). */
+    static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
+    REQUIRE_GPU();
+    double x0[3] = {1, 1, 1}, q0 = 0.0;
+    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
+    elec_box probe_box = cube(10.0);
+    elec_ewald_terms probe_terms;
+    int have_cpu = elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL,
+                                 NULL) != ELEC_ERR_UNSUPPORTED;
+    double worst_float = 0.0;
+    for (int which = 0; which < 4; which++) {
+        knob_system k = knob_make(which);
+        const size_t n = k.s.count;
+        elec_box box = cube(k.s.box[0]);
+        float4 *host = (float4 *)malloc(n * sizeof(float4));
+        double *xyz = (double *)malloc(3 * n * sizeof(double));
+        double *exact = (double *)malloc(3 * n * sizeof(double));
+        double *cpu = (double *)malloc(3 * n * sizeof(double));
+        double *gpu = (double *)malloc(3 * n * sizeof(double));
+        float *f = (float *)malloc(3 * n * sizeof(float));
+        float4 *d_xyzq = NULL;
+        float *d_forces = NULL;
+        double previous = 1.0;
+        elec_error err;
+        for (size_t i = 0; i < n; i++) {
+            double p[3];
+            for (int a = 0; a < 3; a++) {
+                p[a] = k.s.xyz[3 * i + a] - box.length[a] * floor(k.s.xyz[3 * i + a] / box.length[a]);
+                xyz[3 * i + a] = (double)(float)p[a];
+            }
+            host[i] = make_float4((float)p[0], (float)p[1], (float)p[2], (float)k.s.charge[i]);
+        }
+        elec_atoms rounded = elec_atoms_from_xyz(n, xyz, k.s.charge, NULL);
+        {
+            elec_ewald_params e = {0};
+            elec_ewald_terms t;
+            e.tolerance = 1e-13;
+            e.excluded_pairs = k.pairs;
+            e.excluded_pair_count = k.pair_count;
+            EXPECT(elec_cpu_ewald(&rounded, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+                   err.message);
+        }
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+        CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+        for (int t = 0; t < 4; t++) {
+            elec_spme_params p = {0}, r;
+            elec_cuda_spme_handle *h = NULL;
+            elec_atoms start = elec_atoms_from_xyzq_float(n, (const float *)host);
+            double measured, float_part = 0.0;
+            p.tolerance = tolerances[t];
+            p.excluded_pairs = k.pairs;
+            p.excluded_pair_count = k.pair_count;
+            elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
+            EXPECT(s == ELEC_OK, "%s at %g: %s", k.name, tolerances[t], err.message);
+            if (s != ELEC_OK) continue;
+            EXPECT(elec_cuda_spme_params(h, &r, &err) == ELEC_OK, "%s", err.message);
+            EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, 0, &err) == ELEC_OK, "%s",
+                   err.message);
+            CUDA_OK(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < 3 * n; i++) gpu[i] = f[i];
+            measured = rel_rms(gpu, exact, 3 * n);
+            if (have_cpu) {
+                EXPECT(elec_cpu_spme(&rounded, &box, &r, &probe_terms, cpu, NULL, &err) ==
+                           ELEC_OK, "%s", err.message);
+                float_part = rel_rms(gpu, cpu, 3 * n);
+                if (float_part > worst_float) worst_float = float_part;
+            }
+            printf("     %-14s T %.0e: cutoff %4.1f alpha %.3f order %d grid %3d^3 | force "
+                   "%.2e (estimate %.2e), float %.2e\n", k.name, tolerances[t], r.cutoff,
+                   r.alpha, r.order, r.grid[0], measured, r.estimate.force, float_part);
+            EXPECT(measured <= tolerances[t], "%s at %g: measured %.3e", k.name, tolerances[t],
+                   measured);
+            EXPECT(measured <= previous, "%s at %g: measured %.3e grew from %.3e", k.name,
+                   tolerances[t], measured, previous);
+            EXPECT(float_part <= 2.0 * ELEC_SPME_GPU_FLOAT_FLOOR,
+                   "%s at %g: float arithmetic %.3e: raise ELEC_SPME_GPU_FLOAT_FLOOR (%g) to it",
+                   k.name, tolerances[t], float_part, ELEC_SPME_GPU_FLOAT_FLOOR);
+            previous = measured;
+            elec_cuda_spme_destroy(h);
+        }
+        cudaFree(d_xyzq);
+        cudaFree(d_forces);
+        free(host);
+        free(xyz);
+        free(exact);
+        free(cpu);
+        free(gpu);
+        free(f);
+        knob_free(&k);
+    }
+    printf("     measured float arithmetic floor (the largest above): %.2e; "
+           "ELEC_SPME_GPU_FLOAT_FLOOR %.1e\n", worst_float, ELEC_SPME_GPU_FLOAT_FLOOR);
+}
+
+TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
+    /* elec_cuda_spme rounds double positions to float itself: that is
+       part of its error, estimated per system (estimate.float_floor: the
+       force change of rounding every coordinate, plus float arithmetic).
+       For T = 1e-3 .. 1e-6: refused by name under 1.5 times that floor,
+       else within T of the exact sum at the double positions.  The
+       measured floor (the GPU against the CPU's double SPME with the same
+       parameters) is printed beside the estimate. */
+    static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
+    REQUIRE_GPU();
+    for (int which = 0; which < 4; which++) {
+        knob_system k = knob_make(which);
+        const size_t n = k.s.count;
+        elec_atoms atoms = test_system_atoms(&k.s);
+        elec_box box = cube(k.s.box[0]);
+        double *exact = (double *)malloc(3 * n * sizeof(double));
+        double *gpu = (double *)malloc(3 * n * sizeof(double));
+        double *cpu = (double *)malloc(3 * n * sizeof(double));
+        elec_ewald_terms t;
+        elec_error err;
+        {
+            elec_ewald_params e = {0};
+            e.tolerance = 1e-13;
+            e.excluded_pairs = k.pairs;
+            e.excluded_pair_count = k.pair_count;
+            EXPECT(elec_cpu_ewald(&atoms, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+                   err.message);
+        }
+        for (int i = 0; i < 4; i++) {
+            elec_spme_params p = {0}, r;
+            p.tolerance = tolerances[i];
+            p.excluded_pairs = k.pairs;
+            p.excluded_pair_count = k.pair_count;
+            EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+                   err.message);
+            elec_status s = elec_cuda_spme(&atoms, &box, &r, &t, gpu, NULL, &err);
+            if (tolerances[i] < 1.5 * r.estimate.float_floor) {
+                EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+                       "%s at %g under the floor %.2e: %s", k.name, tolerances[i],
+                       r.estimate.float_floor, err.message);
+                printf("     %-14s T %.0e: refused (estimated floor %.2e)\n", k.name,
+                       tolerances[i], r.estimate.float_floor);
+                continue;
+            }
+            EXPECT(s == ELEC_OK, "%s at %g: %s", k.name, tolerances[i], err.message);
+            if (s != ELEC_OK) continue;
+            double measured = rel_rms(gpu, exact, 3 * n), floor_measured = 0.0;
+            if (elec_cpu_spme(&atoms, &box, &r, &t, cpu, NULL, &err) == ELEC_OK)
+                floor_measured = rel_rms(gpu, cpu, 3 * n);
+            printf("     %-14s T %.0e: force %.2e (estimate %.2e); float floor measured %.2e, "
+                   "estimated %.2e\n", k.name, tolerances[i], measured, r.estimate.force,
+                   floor_measured, r.estimate.float_floor);
+            EXPECT(measured <= tolerances[i], "%s at %g: measured %.3e", k.name, tolerances[i],
+                   measured);
+        }
+        free(exact);
+        free(gpu);
+        free(cpu);
+        knob_free(&k);
+    }
+}
+
 int main(void) {
     RUN(bad_input_gives_named_errors);
     RUN(rock_salt_energy_gives_madelung_constant);
@@ -638,5 +844,7 @@ int main(void) {
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(gpu_matches_cpu_spme);
     RUN(coincident_atoms_are_reported_unless_excluded);
+    RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
+    RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return test_summary();
 }
