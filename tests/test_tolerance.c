@@ -154,6 +154,7 @@ TEST(spme_tolerance_holds_on_five_systems) {
         double *exact = (double *)malloc(3 * n * sizeof *exact);
         double *f = (double *)malloc(3 * n * sizeof *f), previous = 1.0;
         elec_ewald_terms te, ts;
+        memset(&ts, 0, sizeof ts);
         if (!exact_ewald(&c, exact, &te)) {
             free(exact);
             free(f);
@@ -218,6 +219,7 @@ TEST(spme_perfect_crystals_give_their_madelung_energy_at_the_default) {
         elec_spme_params r;
         elec_ewald_terms t;
         elec_error err;
+        memset(&t, 0, sizeof t);
         if (crystal == 0) {
             s = test_system_nacl(3, 5.64);
             madelung = 1.747564594633182;
