@@ -149,7 +149,7 @@ static void time_stages(bench_state *b, double stage[6]) {
    defaults.  Water rather than the uniform random charges above: random
    positions put pairs of atoms a hundredth of an angstrom apart, whose
    forces dominate any relative error and which float coordinates cannot
-   resolve (the floor estimate of such a system is 1e-4 or more); water has
+   resolve (their estimated floor: 3e-5 at DHFR size, 2e-4 at ApoA1 size); water has
    a solvated protein's density and no such pairs.  The handle takes float
    coordinates, so the reference is the exact sum at those same (rounded)
    positions, computed on the CPU for 1000 atoms spread over the box (every
