@@ -1523,6 +1523,8 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     const size_t n = atoms->count;
     const double volume = box->length[0] * box->length[1] * box->length[2];
     double reach = ELEC__PROBE_REACH, *x = NULL, *q = NULL, *round2 = NULL, *sorted;
+    double *per_atom, *rows;
+    long *row;
     double force2 = 0.0, change2 = 0.0, sk[ELEC__SK_BINS];
     long sampled_count = 0;
     size_t *excl_start = NULL, *excl_list = NULL, i, stride;
@@ -1598,107 +1600,123 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     memcpy(q, sorted + 3 * n, n * sizeof *q);
     memcpy(round2, sorted + 4 * n, n * sizeof *round2);
     ELEC_FREE(sorted);
+    /* a hashed sample for s(k) (a stride would alias with molecules' atom
+       order: every third atom of water is an oxygen), each sampled atom
+       its own row; every atom its own force and rounding sums: the totals
+       are added in one order whatever the threads, so that two calls on
+       the same atoms (the CPU's and the GPU's) choose alike */
     stride = n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
+    row = (long *)ELEC_MALLOC(n * sizeof *row);
+    per_atom = (double *)ELEC_MALLOC(2 * n * sizeof *per_atom);
+    for (i = 0; row && i < n; i++)
+        row[i] = (unsigned long)((cells.atom[i] * 2654435761UL) & 0xffffffffUL) <
+                         0x100000000UL / stride
+                     ? sampled_count++
+                     : -1;
+    rows = (double *)ELEC_MALLOC(((size_t)sampled_count * ELEC__SK_BINS + 1) * sizeof *rows);
+    if (!row || !per_atom || !rows) {
+        elec_cells_free(&cells);
+        ELEC_FREE(row);
+        ELEC_FREE(per_atom);
+        ELEC_FREE(rows);
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                            "no memory for the error estimate of %zu atoms", n);
+        goto cleanup;
+    }
+    memset(rows, 0, (size_t)sampled_count * ELEC__SK_BINS * sizeof *rows);
     {
         long li;
         const double r2max = reach * reach, shift_force = 1.0 / r2max;
         double inverse_bin[ELEC__SK_BINS];
         for (b = 0; b < ELEC__SK_BINS; b++) inverse_bin[b] = 1.0 / (b + 0.5);
 #ifdef _OPENMP
-#pragma omp parallel
+#pragma omp parallel for schedule(dynamic, 64)
 #endif
-        {
-            double local[ELEC__SK_BINS];
-            int bin;
-            memset(local, 0, sizeof local);
-#ifdef _OPENMP
-#pragma omp for reduction(+ : force2, change2, sampled_count) schedule(dynamic, 64)
-#endif
-            for (li = 0; li < (long)n; li++) {
-                const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
-                const double *xi = x + 3 * ai;
-                double f[3] = {0.0, 0.0, 0.0}, change = 0.0;
-                int home[3], from[3], count[3], cx, cy, cz, c;
-                /* a hashed sample (a stride would alias with molecules'
-                   atom order: every third atom of water is an oxygen) */
-                int sampled = (unsigned long)((oi * 2654435761UL) & 0xffffffffUL) <
-                              0x100000000UL / stride;
-                elec_cells_ijk(&cells, xi, home);
-                for (c = 0; c < 3; c++) {
-                    count[c] = elec__cells_offsets(&cells, c, &from[c]);
-                    if (cells.n[c] < 3) home[c] = 0;
-                }
-                for (cz = 0; cz < count[2]; cz++)
-                    for (cy = 0; cy < count[1]; cy++)
-                        for (cx = 0; cx < count[0]; cx++) {
-                            int off[3], wrap[3], cell_ijk[3];
-                            double shift[3];
-                            long cell;
-                            size_t k;
-                            off[0] = from[0] + cx;
-                            off[1] = from[1] + cy;
-                            off[2] = from[2] + cz;
-                            /* the image of the neighbour cell next to home:
-                               a shift of a box length where its index
-                               wraps (every cell is visited, and the
-                               nearest image taken per pair, along an axis
-                               of fewer than three) */
-                            for (c = 0; c < 3; c++) {
-                                int at = home[c] + off[c];
-                                wrap[c] = cells.n[c] >= 3;
-                                cell_ijk[c] = at < 0 ? at + cells.n[c]
-                                              : at >= cells.n[c] ? at - cells.n[c] : at;
-                                shift[c] = !wrap[c] ? 0.0
-                                           : at < 0 ? box->length[c]
-                                           : at >= cells.n[c] ? -box->length[c] : 0.0;
-                            }
-                            cell = elec_cells_neighbour(&cells, cell_ijk, 0, 0, 0, 1);
-                            for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
-                                size_t j = k, e; /* sorted */
-                                double d[3], r2, qq, g, r;
-                                int excluded = 0, a;
-                                if (j == ai) continue;
-                                for (a = 0; a < 3; a++) {
-                                    d[a] = xi[a] - x[3 * j + a] + shift[a];
-                                    if (!wrap[a])
-                                        d[a] -= box->length[a] * floor(d[a] / box->length[a] + 0.5);
-                                }
-                                r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                                if (r2 >= r2max || r2 == 0.0) continue;
-                                qq = q[ai] * q[j];
-                                r = sqrt(r2);
-                                if (sampled) {
-                                    /* sin((b + 1/2) t) / ((b + 1/2) t) by the
-                                       three-term recurrence, t = step r */
-                                    double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
-                                    double w = qq * (1.0 - r2 / r2max) * (1.0 - r2 / r2max) / t;
-                                    double prev = -sin(0.5 * t), cur = -prev;
-                                    for (bin = 0; bin < ELEC__SK_BINS; bin++) {
-                                        double next = c2 * cur - prev;
-                                        local[bin] += w * cur * inverse_bin[bin];
-                                        prev = cur;
-                                        cur = next;
-                                    }
-                                }
-                                for (e = excl_start[oi]; e < excl_start[oi + 1]; e++)
-                                    if (excl_list[e] == cells.atom[j]) excluded = 1;
-                                if (excluded) continue;
-                                g = qq * (1.0 / r2 - shift_force) / r;
-                                for (a = 0; a < 3; a++) f[a] += g * d[a];
-                                change += 6.0 * qq * qq / (r2 * r2 * r2) *
-                                          (round2[ai] + round2[j]);
-                            }
-                        }
-                sampled_count += sampled;
-                force2 += f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
-                change2 += change;
+        for (li = 0; li < (long)n; li++) {
+            const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
+            const double *xi = x + 3 * ai;
+            double f[3] = {0.0, 0.0, 0.0}, change = 0.0;
+            double *local = row[ai] >= 0 ? rows + (size_t)row[ai] * ELEC__SK_BINS : NULL;
+            int home[3], from[3], count[3], cx, cy, cz, c, bin, sampled = local != NULL;
+            elec_cells_ijk(&cells, xi, home);
+            for (c = 0; c < 3; c++) {
+                count[c] = elec__cells_offsets(&cells, c, &from[c]);
+                if (cells.n[c] < 3) home[c] = 0;
             }
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            for (bin = 0; bin < ELEC__SK_BINS; bin++) sk[bin] += local[bin];
+            for (cz = 0; cz < count[2]; cz++)
+                for (cy = 0; cy < count[1]; cy++)
+                    for (cx = 0; cx < count[0]; cx++) {
+                        int off[3], wrap[3], cell_ijk[3];
+                        double shift[3];
+                        long cell;
+                        size_t k;
+                        off[0] = from[0] + cx;
+                        off[1] = from[1] + cy;
+                        off[2] = from[2] + cz;
+                        /* the image of the neighbour cell next to home:
+                           a shift of a box length where its index
+                           wraps (every cell is visited, and the
+                           nearest image taken per pair, along an axis
+                           of fewer than three) */
+                        for (c = 0; c < 3; c++) {
+                            int at = home[c] + off[c];
+                            wrap[c] = cells.n[c] >= 3;
+                            cell_ijk[c] = at < 0 ? at + cells.n[c]
+                                          : at >= cells.n[c] ? at - cells.n[c] : at;
+                            shift[c] = !wrap[c] ? 0.0
+                                       : at < 0 ? box->length[c]
+                                       : at >= cells.n[c] ? -box->length[c] : 0.0;
+                        }
+                        cell = elec_cells_neighbour(&cells, cell_ijk, 0, 0, 0, 1);
+                        for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
+                            size_t j = k, e; /* sorted */
+                            double d[3], r2, qq, g, r;
+                            int excluded = 0, a;
+                            if (j == ai) continue;
+                            for (a = 0; a < 3; a++) {
+                                d[a] = xi[a] - x[3 * j + a] + shift[a];
+                                if (!wrap[a])
+                                    d[a] -= box->length[a] * floor(d[a] / box->length[a] + 0.5);
+                            }
+                            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                            if (r2 >= r2max || r2 == 0.0) continue;
+                            qq = q[ai] * q[j];
+                            r = sqrt(r2);
+                            if (sampled) {
+                                /* sin((b + 1/2) t) / ((b + 1/2) t) by the
+                                   three-term recurrence, t = step r */
+                                double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
+                                double w = qq * (1.0 - r2 / r2max) * (1.0 - r2 / r2max) / t;
+                                double prev = -sin(0.5 * t), cur = -prev;
+                                for (bin = 0; bin < ELEC__SK_BINS; bin++) {
+                                    double next = c2 * cur - prev;
+                                    local[bin] += w * cur * inverse_bin[bin];
+                                    prev = cur;
+                                    cur = next;
+                                }
+                            }
+                            for (e = excl_start[oi]; e < excl_start[oi + 1]; e++)
+                                if (excl_list[e] == cells.atom[j]) excluded = 1;
+                            if (excluded) continue;
+                            g = qq * (1.0 / r2 - shift_force) / r;
+                            for (a = 0; a < 3; a++) f[a] += g * d[a];
+                            change += 6.0 * qq * qq / (r2 * r2 * r2) *
+                                      (round2[ai] + round2[j]);
+                        }
+                    }
+            per_atom[2 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
+            per_atom[2 * ai + 1] = change;
         }
     }
+    for (i = 0; i < n; i++) {
+        force2 += per_atom[2 * i];
+        change2 += per_atom[2 * i + 1];
+    }
+    for (i = 0; i < (size_t)sampled_count; i++)
+        for (b = 0; b < ELEC__SK_BINS; b++) sk[b] += rows[i * ELEC__SK_BINS + b];
+    ELEC_FREE(row);
+    ELEC_FREE(per_atom);
+    ELEC_FREE(rows);
     elec_cells_free(&cells);
     {
         const double sampled = sampled_count > 0 ? (double)sampled_count : 1.0;

@@ -3470,8 +3470,9 @@ typedef struct elec__spme_pair_sums {
    phi_i += q_j erfc(alpha r)/r, and -dE/dr_i / q_i =
    q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2)) d / r^2.
    erfcf is CUDA's (a few ulp); __expf is MUFU.EX2, relative error about
-   (2 + 1.16 |x|) ulp, under 1e-6 for alpha^2 r^2 < 10 (alpha rc is about
-   3.1 at tolerance 1e-5), and the term it scales falls with it. */
+   (2 + 1.16 |x|) ulp: under 1e-6 for alpha^2 r^2 < 10, ~2e-6 at the
+   cutoff of the tightest choices (alpha rc ~ 4.5), where the term it
+   scales has fallen to exp(-20). */
 __device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
                                                 float qj, float dx,
                                                 float dy, float dz, float r2,
