@@ -367,8 +367,8 @@ ELEC_API elec_status elec_mdh_params_check(const elec_mdh_params *p,
      molecules and ionic crystals carry less error than random charges);
      MSM: a fit to the measured table of the README (make msm-table).
    The relative errors divide by force_rms, the RMS force estimated from a
-   shifted-force Coulomb sum over neighbours within 8 A (within 2 to 6 %
-   of the exact RMS force for random charges, water and a rock-salt
+   shifted-force Coulomb sum over neighbours within 6 A (0.89 to 0.99 of
+   the exact RMS force for random charges, water and a displaced rock-salt
    crystal), or a tenth of the force between two RMS charges at the mean
    spacing where that is larger (forces that cancel, as in a perfect
    crystal, have no relative error to speak of). */
@@ -1466,13 +1466,14 @@ static double elec__shortest_edge(const elec_box *box) {
 /* What the estimates need of the atoms (elec__charge_stats_of):
    - count, sum q^2, sum q^4, sum q;
    - force_rms: the RMS force of a shifted-force Coulomb sum, pairs within
-     `reach` (8 A, less in a small box) of q_i q_j (1/r^2 - 1/reach^2),
+     `reach` (6 A, less in a small box) of q_i q_j (1/r^2 - 1/reach^2),
      excluded pairs left out.  Shifting the force to zero at the reach
      keeps a sphere's shell of cut molecules from adding noise; measured
-     against the exact Ewald forces it gives 0.98 (1000 random charges),
-     0.99 (600, charged), 0.95 (SPC/E water, exclusions), 0.94 (rock salt
+     against the exact Ewald forces it gives 0.96 (1000 random charges),
+     0.99 (600, charged), 0.91 (SPC/E water, exclusions), 0.89 (rock salt
      displaced by 0.1 A RMS), 0.99 (1500 random, non-cubic box): slightly
-     low, so that relative errors read slightly high.  Floored at a tenth of
+     low, so that relative errors read slightly high (8 A gave 0.94 to
+     0.995 at 2.4 times the pairs).  Floored at a tenth of
      the force between two RMS charges at the mean spacing, so that a
      perfect crystal's vanishing forces do not make every error infinite;
    - float_floor: the relative force change when every coordinate is
