@@ -69,7 +69,7 @@ endif
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
 
-$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
@@ -105,7 +105,7 @@ SANITIZE_BUILD = $(BUILD)/sanitize
 SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
 $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
-$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(SANITIZE_BUILD)
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm

@@ -251,21 +251,6 @@ TEST(charged_system_matches_ewald) {
     test_system_free(&sys);
 }
 
-/* The 3 pairs of each water molecule (O, H1, H2 consecutive). */
-static size_t *water_exclusions(size_t molecules) {
-    size_t *pairs = (size_t *)malloc(6 * molecules * sizeof(size_t));
-    for (size_t m = 0; m < molecules; m++) {
-        size_t o = 3 * m;
-        pairs[6 * m + 0] = o;
-        pairs[6 * m + 1] = o + 1;
-        pairs[6 * m + 2] = o;
-        pairs[6 * m + 3] = o + 2;
-        pairs[6 * m + 4] = o + 1;
-        pairs[6 * m + 5] = o + 2;
-    }
-    return pairs;
-}
-
 TEST(water_with_exclusions_matches_ewald) {
     REQUIRE_GPU();
     /* 1000 SPC/E molecules (31 A box: the cell list) and 216 (18.6 A box:
@@ -273,7 +258,7 @@ TEST(water_with_exclusions_matches_ewald) {
     static const size_t sizes[2] = {1000, 216};
     for (int k = 0; k < 2; k++) {
         test_system water = test_system_water(sizes[k], 3);
-        size_t *pairs = water_exclusions(sizes[k]);
+        size_t *pairs = test_water_exclusions(sizes[k]);
         elec_atoms atoms = test_system_atoms(&water);
         elec_box box = cube(water.box[0]);
         char what[64];
@@ -575,7 +560,7 @@ TEST(gpu_matches_cpu_spme) {
         ELEC_ERR_UNSUPPORTED)
         SKIP("built without FFTW3: no CPU SPME to compare with");
     test_system water = test_system_water(1000, 8);
-    size_t *pairs = water_exclusions(1000);
+    size_t *pairs = test_water_exclusions(1000);
     elec_atoms atoms = test_system_atoms(&water);
     elec_box box = cube(water.box[0]);
     elec_spme_params p = {0};
@@ -630,45 +615,6 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
 
 /* ------------------------------------------------- the accuracy knob */
 
-/* The systems of tests/test_tolerance.c that the GPU sweeps: random
-   neutral, random charged, water with exclusions, displaced rock salt. */
-typedef struct knob_system {
-    const char *name;
-    test_system s;
-    size_t *pairs;
-    size_t pair_count;
-} knob_system;
-
-static knob_system knob_make(int which) {
-    knob_system k;
-    memset(&k, 0, sizeof k);
-    if (which == 0) {
-        k.name = "random neutral";
-        k.s = test_system_random(1000, 24.0, 31);
-        neutralise(&k.s);
-    } else if (which == 1) {
-        k.name = "random charged";
-        k.s = test_system_random(600, 21.0, 32);
-    } else if (which == 2) {
-        k.name = "water";
-        k.s = test_system_water(343, 33);
-        k.pairs = water_exclusions(343);
-        k.pair_count = 3 * 343;
-    } else {
-        test_rng rng = test_rng_seeded(35);
-        k.name = "rock salt";
-        k.s = test_system_nacl(3, 5.64);
-        for (size_t i = 0; i < 3 * k.s.count; i++)
-            k.s.xyz[i] += 0.1 * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
-    }
-    return k;
-}
-
-static void knob_free(knob_system *k) {
-    free(k->pairs);
-    test_system_free(&k->s);
-}
-
 TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
     /* The MD handle at T = 1e-3 .. 1e-6: its positions come in float, so
        the truth is the exact sum at those (rounded) positions, and what
@@ -689,7 +635,7 @@ TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
                                  NULL) != ELEC_ERR_UNSUPPORTED;
     double worst_float = 0.0;
     for (int which = 0; which < 4; which++) {
-        knob_system k = knob_make(which);
+        test_knob_system k = test_knob_system_make(which);
         const size_t n = k.s.count;
         elec_box box = cube(k.s.box[0]);
         float4 *host = (float4 *)malloc(n * sizeof(float4));
@@ -773,7 +719,7 @@ TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
         free(cpu);
         free(gpu);
         free(f);
-        knob_free(&k);
+        test_knob_system_free(&k);
     }
     printf("     measured float arithmetic floor (the largest above): %.2e; "
            "ELEC_SPME_GPU_FLOAT_FLOOR %.1e\n", worst_float, ELEC_SPME_GPU_FLOAT_FLOOR);
@@ -790,7 +736,7 @@ TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
     static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
     REQUIRE_GPU();
     for (int which = 0; which < 4; which++) {
-        knob_system k = knob_make(which);
+        test_knob_system k = test_knob_system_make(which);
         const size_t n = k.s.count;
         elec_atoms atoms = test_system_atoms(&k.s);
         elec_box box = cube(k.s.box[0]);
@@ -837,7 +783,7 @@ TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
         free(exact);
         free(gpu);
         free(cpu);
-        knob_free(&k);
+        test_knob_system_free(&k);
     }
 }
 

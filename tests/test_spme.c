@@ -7,33 +7,14 @@
 #include "elec_cpu.h"
 #include "tests/test.h"
 #include "tests/systems.h"
+#include "tests/fftw.h"
 
 #define NACL_MADELUNG 1.747564594633182
 #define FINE 0.4           /* A: the fine grid of the order-6 comparisons */
 #define ORDER4_ENERGY 1e-2 /* see spme_matches_exact_ewald_on_random_neutral_atoms */
 
-#define REQUIRE_FFTW()                                                        \
-    do {                                                                      \
-        double x0[3] = {1, 1, 1}, q0 = 0.0;                                   \
-        elec_atoms one = elec_atoms_from_xyz(1, x0, &q0, NULL);               \
-        elec_box b0 = {{10, 10, 10}};                                         \
-        elec_ewald_terms t0;                                                  \
-        if (elec_cpu_spme(&one, &b0, NULL, &t0, NULL, NULL, NULL) ==          \
-            ELEC_ERR_UNSUPPORTED)                                             \
-            SKIP("built without FFTW3 (the Makefile finds it; "               \
-                 "apt-get install libfftw3-dev)");                            \
-    } while (0)
-
 static double relative(double got, double want) {
     return fabs(got - want) / fabs(want);
-}
-
-static elec_box box_of(const test_system *s) {
-    elec_box b;
-    b.length[0] = s->box[0];
-    b.length[1] = s->box[1];
-    b.length[2] = s->box[2];
-    return b;
 }
 
 /* The exact sum at the SPME's resolved alpha and cutoff, its reciprocal
@@ -67,7 +48,7 @@ static void compare(const char *what, const test_system *s, int order,
                     double spacing, const size_t *excluded, size_t excluded_count,
                     double energy_limit, double force_limit) {
     elec_atoms atoms = test_system_atoms(s);
-    elec_box box = box_of(s);
+    elec_box box = test_system_box(s);
     elec_spme_params p = {0}, resolved;
     elec_ewald_terms spme, exact;
     elec_error err;
@@ -106,7 +87,7 @@ TEST(rock_salt_gives_the_madelung_constant) {
     const double a = 5.64, r0 = a / 2.0;
     test_system salt = test_system_nacl(2, a);
     elec_atoms atoms = test_system_atoms(&salt);
-    elec_box box = box_of(&salt);
+    elec_box box = test_system_box(&salt);
     elec_spme_params p = {0};
     elec_ewald_terms e;
     elec_error err;
@@ -171,7 +152,7 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     REQUIRE_FFTW();
     test_system s = test_system_random(40, 12.0, 34);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = box_of(&s);
+    elec_box box = test_system_box(&s);
     elec_spme_params p = {0}, chosen = {0};
     elec_ewald_terms e, up, down;
     elec_error err;

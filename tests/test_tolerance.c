@@ -16,26 +16,7 @@
 #include "elec_cpu.h"
 #include "tests/test.h"
 #include "tests/systems.h"
-
-#define REQUIRE_FFTW()                                                        \
-    do {                                                                      \
-        double x0[3] = {1, 1, 1}, q0 = 0.0;                                   \
-        elec_atoms one = elec_atoms_from_xyz(1, x0, &q0, NULL);               \
-        elec_box b0 = {{10, 10, 10}};                                         \
-        elec_ewald_terms t0;                                                  \
-        if (elec_cpu_spme(&one, &b0, NULL, &t0, NULL, NULL, NULL) ==          \
-            ELEC_ERR_UNSUPPORTED)                                             \
-            SKIP("built without FFTW3 (the Makefile finds it; "               \
-                 "apt-get install libfftw3-dev)");                            \
-    } while (0)
-
-static elec_box box_of(const test_system *s) {
-    elec_box b;
-    b.length[0] = s->box[0];
-    b.length[1] = s->box[1];
-    b.length[2] = s->box[2];
-    return b;
-}
+#include "tests/fftw.h"
 
 static double rel_rms(const double *got, const double *want, size_t n) {
     double num = 0.0, den = 0.0;
@@ -49,79 +30,12 @@ static double rel_rms(const double *got, const double *want, size_t n) {
 
 /* ------------------------------------------------------------- systems */
 
-typedef struct case_system {
-    const char *name;
-    test_system s;
-    size_t *pairs; /* excluded pairs (water), or NULL */
-    size_t pair_count;
-} case_system;
-
-/* The water molecules' three pairs each, excluded as MD codes do. */
-static size_t *water_pairs(size_t molecules) {
-    size_t *pairs = (size_t *)malloc(6 * molecules * sizeof *pairs), m;
-    for (m = 0; m < molecules; m++) {
-        size_t o = 3 * m, list[6];
-        list[0] = o;
-        list[1] = o + 1;
-        list[2] = o;
-        list[3] = o + 2;
-        list[4] = o + 1;
-        list[5] = o + 2;
-        memcpy(pairs + 6 * m, list, sizeof list);
-    }
-    return pairs;
-}
-
-/* The five systems: random neutral charges; random charges with a net
-   charge (+11.6 e here: the background term); SPC/E water with its
-   exclusions; rock salt with every ion displaced by 0.1 A RMS (a crystal
-   at room temperature: at the perfect sites the exact forces vanish and a
-   relative force error means nothing); random charges in a box of three
-   different edges. */
-static case_system make_case(int which) {
-    case_system c;
-    memset(&c, 0, sizeof c);
-    if (which == 0) {
-        c.name = "random neutral";
-        c.s = test_system_random(1000, 24.0, 31);
-        test_system_make_neutral(&c.s);
-    } else if (which == 1) {
-        c.name = "random charged";
-        c.s = test_system_random(600, 21.0, 32);
-    } else if (which == 2) {
-        c.name = "water";
-        c.s = test_system_water(343, 33);
-        c.pairs = water_pairs(343);
-        c.pair_count = 3 * 343;
-    } else if (which == 3) {
-        test_rng rng = test_rng_seeded(35);
-        size_t i;
-        c.name = "rock salt";
-        c.s = test_system_nacl(3, 5.64);
-        /* uniform in +-0.1 sqrt(3) A per axis: 0.1 A RMS */
-        for (i = 0; i < 3 * c.s.count; i++)
-            c.s.xyz[i] += 0.1 * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
-    } else {
-        const double edges[3] = {31.7, 27.3, 35.9};
-        size_t i;
-        c.name = "non-cubic";
-        c.s = test_system_random(1500, 1.0, 36);
-        for (i = 0; i < 3 * c.s.count; i++) c.s.xyz[i] *= edges[i % 3];
-        memcpy(c.s.box, edges, sizeof edges);
-        test_system_make_neutral(&c.s);
-    }
-    return c;
-}
-
-static void case_free(case_system *c) {
-    free(c->pairs);
-    test_system_free(&c->s);
-}
+/* test_knob_system (tests/systems.h): the five systems. */
 
 /* The exact forces and energy: Ewald at tolerance 1e-13. */
-static int exact_ewald(const case_system *c, double *forces, elec_ewald_terms *t) {
+static int exact_ewald(const test_knob_system *c, double *forces, elec_ewald_terms *t) {
     elec_atoms atoms = test_system_atoms(&c->s);
-    elec_box box = box_of(&c->s);
+    elec_box box = test_system_box(&c->s);
     elec_ewald_params e = {0};
     elec_error err;
     elec_status s;
@@ -147,9 +61,9 @@ TEST(spme_tolerance_holds_on_five_systems) {
     int which, k;
     REQUIRE_FFTW();
     for (which = 0; which < 5; which++) {
-        case_system c = make_case(which);
+        test_knob_system c = test_knob_system_make(which);
         elec_atoms atoms = test_system_atoms(&c.s);
-        elec_box box = box_of(&c.s);
+        elec_box box = test_system_box(&c.s);
         size_t n = c.s.count;
         double *exact = (double *)malloc(3 * n * sizeof *exact);
         double *f = (double *)malloc(3 * n * sizeof *f), previous = 1.0;
@@ -158,7 +72,7 @@ TEST(spme_tolerance_holds_on_five_systems) {
         if (!exact_ewald(&c, exact, &te)) {
             free(exact);
             free(f);
-            case_free(&c);
+            test_knob_system_free(&c);
             continue;
         }
         for (k = 0; k < 5; k++) {
@@ -199,7 +113,7 @@ TEST(spme_tolerance_holds_on_five_systems) {
         }
         free(exact);
         free(f);
-        case_free(&c);
+        test_knob_system_free(&c);
     }
 }
 
@@ -249,7 +163,7 @@ TEST(spme_perfect_crystals_give_their_madelung_energy_at_the_default) {
             r0 = 0.5 * sqrt(3.0) * a;
         }
         atoms = test_system_atoms(&s);
-        box = box_of(&s);
+        box = test_system_box(&s);
         EXPECT(elec_spme_params_resolve(NULL, &box, &atoms, &r, &err) == ELEC_OK, "%s",
                err.message);
         EXPECT(elec_cpu_spme(&atoms, &box, &r, &t, NULL, NULL, &err) == ELEC_OK, "%s",
@@ -273,7 +187,7 @@ TEST(spme_explicit_settings_override_the_choice) {
        still filled; cutoff alone: the rest chosen around it */
     test_system s = test_system_random(300, 20.0, 41);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = box_of(&s);
+    elec_box box = test_system_box(&s);
     elec_spme_params p = {0}, r;
     elec_error err;
     test_system_make_neutral(&s);
@@ -301,7 +215,7 @@ TEST(spme_explicit_settings_override_the_choice) {
 TEST(spme_refuses_tolerances_it_cannot_meet) {
     test_system s = test_system_random(200, 16.0, 42);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = box_of(&s);
+    elec_box box = test_system_box(&s);
     elec_spme_params p = {0}, r;
     elec_error err;
     static const double bad[4] = {-1e-4, 1.0, 2.0, 1e-13};
@@ -339,9 +253,9 @@ TEST(ewald_tolerance_bounds_its_truncation) {
        most T (it runs well under: kmax is a box around the sphere the
        estimate needs, and alpha meets its half of T in quadrature). */
     static const double tolerances[4] = {1e-4, 1e-6, 1e-8, 1e-10};
-    case_system c = make_case(2);
+    test_knob_system c = test_knob_system_make(2);
     elec_atoms atoms = test_system_atoms(&c.s);
-    elec_box box = box_of(&c.s);
+    elec_box box = test_system_box(&c.s);
     size_t n = c.s.count;
     double *exact = (double *)malloc(3 * n * sizeof *exact);
     double *f = (double *)malloc(3 * n * sizeof *f);
@@ -370,7 +284,7 @@ TEST(ewald_tolerance_bounds_its_truncation) {
         }
     free(exact);
     free(f);
-    case_free(&c);
+    test_knob_system_free(&c);
 }
 
 static int count_and_cancel(double fraction, void *user) {
@@ -390,7 +304,7 @@ static int count_only(double fraction, void *user) {
 TEST(ewald_runaway_work_is_refused_and_long_sums_report_progress) {
     test_system s = test_system_random(2000, 30.0, 43);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = box_of(&s);
+    elec_box box = test_system_box(&s);
     elec_ewald_params p = {0};
     elec_ewald_terms t;
     elec_error err;
@@ -437,9 +351,9 @@ TEST(ewald_forces_at_chosen_atoms_match_the_whole_sum) {
     /* elec_cpu_ewald_forces_at (the large systems' reference): the same
        forces as the whole sum at the chosen atoms, exclusions included;
        the sums differ in order only (1e-12). */
-    case_system c = make_case(2);
+    test_knob_system c = test_knob_system_make(2);
     elec_atoms atoms = test_system_atoms(&c.s);
-    elec_box box = box_of(&c.s);
+    elec_box box = test_system_box(&c.s);
     size_t n = c.s.count, which[5] = {0, 1, 2, 500, 1028}, k;
     double *all = (double *)malloc(3 * n * sizeof *all), some[15], want[15];
     elec_ewald_params p = {0};
@@ -460,7 +374,7 @@ TEST(ewald_forces_at_chosen_atoms_match_the_whole_sum) {
     EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 5, some, &err) ==
                ELEC_ERR_INVALID_ARG, "atom %zu of %zu accepted", n, n);
     free(all);
-    case_free(&c);
+    test_knob_system_free(&c);
 }
 
 TEST(ewald_refuses_bad_tolerances) {
@@ -485,17 +399,6 @@ TEST(ewald_refuses_bad_tolerances) {
 
 /* ------------------------------------------------------------------ MSM */
 
-/* Relative RMS difference of a float map from its double reference. */
-static double map_error(const float *map, const double *ref, size_t n) {
-    double num = 0.0, den = 0.0;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        num += ((double)map[i] - ref[i]) * ((double)map[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return sqrt(num / den);
-}
-
 static const char *msm_name(elec_msm_interpolation i) {
     return i == ELEC_MSM_CUBIC ? "cubic" : i == ELEC_MSM_QUINTIC ? "quintic"
                                 : i == ELEC_MSM_SEPTIC ? "septic" : "nonic";
@@ -514,7 +417,7 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
     test_system random = test_system_random(600, 24.0, 51);
     test_system water = test_system_water(300, 52);
     elec_atoms ra, wa = test_system_atoms(&water);
-    elec_box wbox = box_of(&water);
+    elec_box wbox = test_system_box(&water);
     const int dims[3] = {21, 23, 22};
     elec_lattice rl, wl;
     double *ref_r, *ref_w, *rf = (double *)malloc(3 * random.count * sizeof *rf);
@@ -555,9 +458,9 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
         m.points_per_atom = (double)points / (double)random.count;
         m = elec_msm_params_resolved(&m);
         EXPECT(elec_cpu_msm_map(&ra, &rl, &p, map, &err) == ELEC_OK, "%s", err.message);
-        e_rmap = map_error(map, ref_r, points);
+        e_rmap = test_rel_rms_float(map, ref_r, points);
         EXPECT(elec_cpu_msm_map(&wa, &wl, &p, map, &err) == ELEC_OK, "%s", err.message);
-        e_wmap = map_error(map, ref_w, points);
+        e_wmap = test_rel_rms_float(map, ref_w, points);
         EXPECT(elec_cpu_msm_energy(&ra, &p, &energy, got_r, &err) == ELEC_OK, "%s",
                err.message);
         e_rf = rel_rms(got_r, rf, 3 * random.count);
