@@ -48,7 +48,7 @@ HAVE_NVCC := $(if $(filter 0 no off,$(CUDA)),,$(shell $(NVCC) --version 2>/dev/n
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
@@ -58,7 +58,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table
+.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -91,7 +91,7 @@ endif
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
 
-$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
@@ -133,7 +133,7 @@ SANITIZE_BUILD = $(BUILD)/sanitize
 SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
 $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
-$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h $(HEADERS) | $(SANITIZE_BUILD)
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
@@ -185,6 +185,14 @@ $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $
 
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
+
+# SPME's a-priori mesh error (the table in elec.h), and its anisotropy check
+$(BUILD)/spme_error_table: bench/spme_error_table.c elec.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ bench/spme_error_table.c -lm
+
+spme-table: $(BUILD)/spme_error_table
+	$(BUILD)/spme_error_table
+	$(BUILD)/spme_error_table --check
 
 $(BUILD)/bench_spme: bench/bench_spme.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ bench/bench_spme.cu $(CUDA_LIBS)

@@ -137,13 +137,25 @@ ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
    forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
    (dE/dq_i, so that sum q_i phi_i / 2 = E).  forces and potential may be
    NULL.  Atoms anywhere: positions are wrapped into the box.  Cost: pairs
-   times images plus atoms times reciprocal vectors; a reference, not an MD
-   engine. */
+   times images plus atoms times reciprocal vectors (over OpenMP threads);
+   a reference, not an MD engine.  Work past ELEC_EWALD_MAX_SECONDS is
+   refused (ELEC_ERR_UNSUPPORTED, saying how long it would take);
+   params->progress hears of the rest about every 1 % and may cancel
+   (ELEC_ERR_CANCELLED).  energy->error is the estimate's energy. */
 ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
                                     const elec_box *box,
                                     const elec_ewald_params *params,
                                     elec_ewald_terms *energy, double *forces,
                                     double *potential, elec_error *err);
+/* The exact forces on some atoms only (every atom acting on them): the
+   reference for systems too large for the all-pairs sum.  forces[3 c ..
+   3 c + 2] is the force on atom which[c]; the work is count x atoms x
+   images plus atoms x vectors (ELEC_EWALD_MAX_SECONDS applies). */
+ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
+                                              const elec_box *box,
+                                              const elec_ewald_params *params,
+                                              const size_t *which, size_t count,
+                                              double *forces, elec_error *err);
 
 /* Smooth particle mesh Ewald (elec.h, elec_spme_params), double precision,
    FFTs by FFTW3: the same terms, forces and potentials as elec_cpu_ewald,
@@ -868,6 +880,17 @@ static void elec__ewald_nearest(const double *a, const double *b,
     }
 }
 
+/* The real-space pair force's magnitude over r: -dE/dr_i = f r, r = r_i -
+   r_j, f = q_i q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2))
+   / r^2; the screened potential erfc(alpha r)/r in *screened. */
+static double elec__ewald_pair_force(double qq, double r2, double alpha,
+                                     double *screened) {
+    const double gauss = 2.0 * alpha / sqrt(ELEC__PI);
+    double dist = sqrt(r2);
+    *screened = erfc(alpha * dist) / dist;
+    return qq * (*screened + gauss * exp(-alpha * alpha * r2)) / r2;
+}
+
 /* One real-space pair at separation r = r_i - r_j (r2 = |r|^2 > 0): adds
    weight * q_i q_j erfc(alpha r)/r to the returned energy, the potentials
    q_j erfc/r at i and q_i erfc/r at j (one of them when i == j, an atom and
@@ -877,59 +900,150 @@ static double elec__ewald_pair(const double *q, size_t i, size_t j,
                                const double r[3], double r2, double alpha,
                                double weight, double *forces,
                                double *potential) {
-    const double gauss = 2.0 * alpha / sqrt(ELEC__PI);
-    double dist = sqrt(r2), screened = erfc(alpha * dist) / dist;
+    double screened, f = elec__ewald_pair_force(q[i] * q[j], r2, alpha, &screened);
     int axis;
     if (potential) {
         potential[i] += q[j] * screened;
         if (i != j) potential[j] += q[i] * screened;
     }
-    if (forces && i != j) {
-        double f = q[i] * q[j] * (screened + gauss * exp(-alpha * alpha * r2)) / r2;
+    if (forces && i != j)
         for (axis = 0; axis < 3; axis++) {
             forces[3 * i + axis] += f * r[axis];
             forces[3 * j + axis] -= f * r[axis];
         }
-    }
     return weight * q[i] * q[j] * screened;
+}
+
+/* Progress of the exact sum over its work (atom-pair-image and
+   atom-vector terms), reported about every 1 % from the thread that gets
+   there; the caller's callback may stop it. */
+typedef struct elec__ewald_progress {
+    elec_progress_fn fn;
+    void *user;
+    double done, total, next;
+    int cancelled;
+} elec__ewald_progress;
+
+static int elec__ewald_step(elec__ewald_progress *g, double work) {
+    int stop;
+#ifdef _OPENMP
+#pragma omp critical(elec__ewald_progress)
+#endif
+    {
+        g->done += work;
+        if (g->fn && !g->cancelled && g->done >= g->next) {
+            g->next = g->done + 0.01 * g->total;
+            if (g->fn(g->total > g->done ? g->done / g->total : 1.0, g->user) != 0)
+                g->cancelled = 1;
+        }
+        stop = g->cancelled;
+    }
+    return stop;
+}
+
+/* Images per axis within the cutoff, and their count. */
+static double elec__ewald_images(const double length[3], double cutoff, int images[3]) {
+    double count = 1.0;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        images[axis] = (int)ceil(cutoff / length[axis]);
+        count *= 2.0 * images[axis] + 1.0;
+    }
+    return count;
+}
+
+/* Estimated seconds per atom pair of the real-space sum (its images looked
+   at, 2 ns each, and the share within the cutoff, 100 ns each) and per
+   atom and reciprocal vector (20 ns): ELEC_EWALD_MAX_SECONDS's rates, the
+   units of the progress reports. */
+#define ELEC__EWALD_VECTOR_SECONDS 20e-9
+static double elec__ewald_pair_seconds(const double length[3], double cutoff) {
+    int images[3];
+    double volume = length[0] * length[1] * length[2];
+    return 2e-9 * elec__ewald_images(length, cutoff, images) +
+           100e-9 * 4.18879 * cutoff * cutoff * cutoff / volume;
+}
+
+/* Per-thread accumulators of `count` forces and potentials, one block of
+   4 count doubles per thread (NULL when neither is wanted), merged into
+   the caller's arrays at the end. */
+static int elec__ewald_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int elec__ewald_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static void elec__ewald_merge(double *forces, double *potential, const double *block,
+                              size_t count, int threads) {
+    size_t i;
+    int t;
+    for (t = 0; t < threads && block; t++) {
+        const double *f = block + (size_t)t * 4 * count, *phi = f + 3 * count;
+        for (i = 0; i < 3 * count && forces; i++) forces[i] += f[i];
+        for (i = 0; i < count && potential; i++) potential[i] += phi[i];
+    }
 }
 
 /* Real-space sum over pairs (i <= j) and every image within the cutoff,
    the nearest image of an excluded pair left out; a pair of an atom with
-   its own images counts half.  Forces and potentials are unscaled. */
+   its own images counts half.  Forces and potentials are unscaled; block
+   holds the threads' accumulators (elec__ewald_merge).  Rows of i shared
+   among the threads. */
 static double elec__ewald_real(const double *x, const double *q, size_t n,
-                               const double length[3],
-                               const elec_ewald_params *p, const size_t *keys,
-                               double *forces, double *potential) {
+                               const double length[3], const elec_ewald_params *p,
+                               const size_t *keys, double *block, int threads,
+                               elec__ewald_progress *g) {
     const double rc2 = p->cutoff * p->cutoff;
-    int images[3], axis;
-    double energy = 0.0;
-    size_t i, j;
-    for (axis = 0; axis < 3; axis++)
-        images[axis] = (int)ceil(p->cutoff / length[axis]);
-    for (i = 0; i < n; i++)
-        for (j = i; j < n; j++) {
-            double d[3];
-            int sx, sy, sz;
-            int excluded = i != j && elec__ewald_excluded(
-                                         keys, p->excluded_pair_count, i, j, n);
-            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
-            for (sx = -images[0]; sx <= images[0]; sx++)
-                for (sy = -images[1]; sy <= images[1]; sy++)
-                    for (sz = -images[2]; sz <= images[2]; sz++) {
-                        double r[3], r2;
-                        int nearest = sx == 0 && sy == 0 && sz == 0;
-                        if (nearest && (i == j || excluded)) continue;
-                        r[0] = d[0] + sx * length[0];
-                        r[1] = d[1] + sy * length[1];
-                        r[2] = d[2] + sz * length[2];
-                        r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                        if (r2 >= rc2) continue;
-                        energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
-                                                   i == j ? 0.5 : 1.0, forces,
-                                                   potential);
-                    }
+    int images[3];
+    double energy = 0.0, per_pair = elec__ewald_pair_seconds(length, p->cutoff);
+    long li;
+    (void)threads; /* without OpenMP */
+    elec__ewald_images(length, p->cutoff, images);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#endif
+    {
+        double *f = block ? block + (size_t)elec__ewald_thread() * 4 * n : NULL;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 8)
+#endif
+        for (li = 0; li < (long)n; li++) {
+            size_t i = (size_t)li, j;
+            if (stop) continue;
+            for (j = i; j < n; j++) {
+                double d[3];
+                int sx, sy, sz;
+                int excluded = i != j && elec__ewald_excluded(keys, p->excluded_pair_count,
+                                                              i, j, n);
+                elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+                for (sx = -images[0]; sx <= images[0]; sx++)
+                    for (sy = -images[1]; sy <= images[1]; sy++)
+                        for (sz = -images[2]; sz <= images[2]; sz++) {
+                            double r[3], r2;
+                            int nearest = sx == 0 && sy == 0 && sz == 0;
+                            if (nearest && (i == j || excluded)) continue;
+                            r[0] = d[0] + sx * length[0];
+                            r[1] = d[1] + sy * length[1];
+                            r[2] = d[2] + sz * length[2];
+                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                            if (r2 >= rc2) continue;
+                            energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
+                                                       i == j ? 0.5 : 1.0, f,
+                                                       f ? f + 3 * n : NULL);
+                        }
+            }
+            stop = elec__ewald_step(g, (double)(n - i) * per_pair);
         }
+    }
     return energy;
 }
 
@@ -992,32 +1106,59 @@ static void elec__ewald_phases(const double *x, size_t n, int axis,
 }
 
 /* Reciprocal sum over half the k vectors (k and -k give the same term):
-   E = sum_half A(k) |S(k)|^2 with A = 4 pi exp(-k^2/(4 alpha^2)) / (k^2 V). */
-static double elec__ewald_reciprocal(const double *x, const double *q, size_t n,
-                                     const double length[3],
-                                     const elec_ewald_params *p,
-                                     double *scratch, double *forces,
-                                     double *potential) {
+   E = sum_half A(k) |S(k)|^2 with A = 4 pi exp(-k^2/(4 alpha^2)) / (k^2 V).
+   S(k) is summed over every atom; forces and potentials go to the atoms of
+   `which` (NULL: all n), into the threads' accumulators of block (by
+   position in which).  Rows (nx, ny) shared among the threads; tables of
+   exp(i k.r) per axis built once. */
+static elec_status elec__ewald_reciprocal(const double *x, const double *q, size_t n,
+                                          const double length[3],
+                                          const elec_ewald_params *p,
+                                          const size_t *which, size_t count,
+                                          double *block, int threads,
+                                          elec__ewald_progress *g, double *energy_out) {
     const double volume = length[0] * length[1] * length[2];
     const int *kmax = p->kmax;
-    double *re[3], *im[3], *phase_re, *phase_im, energy = 0.0;
-    int axis, nx, ny, nz;
-    size_t a;
-    double *next = scratch;
-    for (axis = 0; axis < 3; axis++) {
-        re[axis] = next;
-        im[axis] = next + (size_t)(kmax[axis] + 1) * n;
-        next += 2 * (size_t)(kmax[axis] + 1) * n;
-        elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis],
-                           im[axis]);
+    const long rows = (long)(kmax[0] + 1) * (2 * kmax[1] + 1);
+    double *tables, *re[3], *im[3], *scratch, energy = 0.0;
+    size_t size = 0;
+    int axis;
+    long row;
+    for (axis = 0; axis < 3; axis++) size += 2 * (size_t)(kmax[axis] + 1) * n;
+    tables = (double *)ELEC_MALLOC((size + 1) * sizeof *tables);
+    scratch = (double *)ELEC_MALLOC((2 * n * (size_t)threads + 1) * sizeof *scratch);
+    if (!tables || !scratch) {
+        ELEC_FREE(tables);
+        ELEC_FREE(scratch);
+        return ELEC_ERR_NO_MEMORY;
     }
-    phase_re = next;
-    phase_im = next + n;
-    for (nx = 0; nx <= kmax[0]; nx++)
-        for (ny = -kmax[1]; ny <= kmax[1]; ny++)
+    size = 0;
+    for (axis = 0; axis < 3; axis++) {
+        re[axis] = tables + size;
+        im[axis] = tables + size + (size_t)(kmax[axis] + 1) * n;
+        size += 2 * (size_t)(kmax[axis] + 1) * n;
+        elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis], im[axis]);
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#endif
+    {
+        const int t = elec__ewald_thread();
+        double *phase_re = scratch + 2 * n * (size_t)t, *phase_im = phase_re + n;
+        double *f = block ? block + (size_t)t * 4 * count : NULL;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (row = 0; row < rows; row++) {
+            const int nx = (int)(row / (2 * kmax[1] + 1));
+            const int ny = (int)(row % (2 * kmax[1] + 1)) - kmax[1];
+            int nz;
+            if (stop) continue;
             for (nz = -kmax[2]; nz <= kmax[2]; nz++) {
                 double k[3], k2, weight, s_re = 0.0, s_im = 0.0;
                 int n2 = nx * nx + ny * ny + nz * nz;
+                size_t a, c;
                 if (nx == 0 && (ny < 0 || (ny == 0 && nz <= 0))) continue;
                 if (p->n2_limit > 0 && n2 >= p->n2_limit) continue;
                 k[0] = 2.0 * ELEC__PI * nx / length[0];
@@ -1040,22 +1181,29 @@ static double elec__ewald_reciprocal(const double *x, const double *q, size_t n,
                     s_im += q[a] * phase_im[a];
                 }
                 energy += weight * (s_re * s_re + s_im * s_im);
-                if (!forces && !potential) continue;
-                for (a = 0; a < n; a++) {
-                    if (potential)
-                        potential[a] += 2.0 * weight *
-                                        (phase_re[a] * s_re + phase_im[a] * s_im);
-                    if (forces) {
+                if (!f) continue;
+                for (c = 0; c < count; c++) {
+                    a = which ? which[c] : c;
+                    f[3 * count + c] +=
+                        2.0 * weight * (phase_re[a] * s_re + phase_im[a] * s_im);
+                    {
                         /* F = 2 q A k Im(exp(i k.r) S*) for the pair k, -k */
-                        double f = 2.0 * weight * q[a] *
-                                   (phase_im[a] * s_re - phase_re[a] * s_im);
-                        forces[3 * a] += f * k[0];
-                        forces[3 * a + 1] += f * k[1];
-                        forces[3 * a + 2] += f * k[2];
+                        double force = 2.0 * weight * q[a] *
+                                       (phase_im[a] * s_re - phase_re[a] * s_im);
+                        f[3 * c] += force * k[0];
+                        f[3 * c + 1] += force * k[1];
+                        f[3 * c + 2] += force * k[2];
                     }
                 }
             }
-    return energy;
+            stop = elec__ewald_step(g, ELEC__EWALD_VECTOR_SECONDS * (2 * kmax[2] + 1) *
+                                           (double)n);
+        }
+    }
+    ELEC_FREE(tables);
+    ELEC_FREE(scratch);
+    *energy_out = energy;
+    return g->cancelled ? ELEC_ERR_CANCELLED : ELEC_OK;
 }
 
 /* Two atoms at one place (nearest image closer than
@@ -1153,6 +1301,50 @@ static elec_status elec__periodic_gather(const elec_atoms *atoms,
     return ELEC_OK;
 }
 
+/* The reciprocal pass after the real-space one (unless that was
+   cancelled), failures turned into messages. */
+static elec_status elec__ewald_reciprocal_pass(const double *x, const double *q, size_t n,
+                                               const double length[3],
+                                               const elec_ewald_params *p,
+                                               const size_t *which, size_t count,
+                                               double *block, int threads,
+                                               elec__ewald_progress *g, double *energy,
+                                               elec_error *err) {
+    *energy = 0.0;
+    if (!g->cancelled &&
+        elec__ewald_reciprocal(x, q, n, length, p, which, count, block, threads, g,
+                               energy) == ELEC_ERR_NO_MEMORY)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for the reciprocal sum of %zu atoms", n);
+    if (g->cancelled)
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "the Ewald sum was cancelled at %.0f %%",
+                          100.0 * g->done / g->total);
+    if (g->fn) g->fn(1.0, g->user); /* done (a stop asked now comes too late) */
+    return ELEC_OK;
+}
+
+/* The exact sum's estimated time on one core (ELEC_EWALD_MAX_SECONDS says
+   the rates) for `pairs` atom pairs (forces on some atoms: those atoms
+   times all), refused past the limit; the progress callback counts in
+   the same units. */
+static elec_status elec__ewald_work(const elec_ewald_params *p, const elec_box *box,
+                                    size_t n, double pairs, double *seconds,
+                                    elec_error *err) {
+    /* the rows the reciprocal pass loops over: nx >= 0, all ny, nz */
+    double vectors = (p->kmax[0] + 1.0) * (2.0 * p->kmax[1] + 1.0) * (2.0 * p->kmax[2] + 1.0);
+    *seconds = ELEC__EWALD_VECTOR_SECONDS * (double)n * vectors +
+               pairs * elec__ewald_pair_seconds(box->length, p->cutoff);
+    if (*seconds > ELEC_EWALD_MAX_SECONDS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "exact Ewald of %zu atoms at tolerance %g (%.0f reciprocal "
+                          "vectors, cutoff %g A) would take about %.0f s on one core, past "
+                          "ELEC_EWALD_MAX_SECONDS (%.0f): loosen the tolerance, or use SPME",
+                          n, p->tolerance, vectors, p->cutoff, *seconds,
+                          ELEC_EWALD_MAX_SECONDS);
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                                     const elec_box *box,
                                     const elec_ewald_params *params,
@@ -1160,29 +1352,35 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                                     double *potential, elec_error *err) {
     elec_ewald_params p;
     elec_ewald_terms t;
+    elec__ewald_progress g;
     elec_status s;
-    size_t n, i, scratch_count, keys_count;
-    double *x = NULL, *q = NULL, *scratch = NULL;
+    size_t n, i, keys_count;
+    double *x = NULL, *q = NULL, *block = NULL, work;
     size_t *keys = NULL;
-    int axis;
+    int threads = elec__ewald_threads();
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if (!energy)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
-    if ((s = elec_ewald_params_resolve(params, box, n, &p, err)) != ELEC_OK)
-        return s;
     if (n > (size_t)1 << 26)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%zu atoms: the exact Ewald reference is O(N^2)", n);
+    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+        return s;
+    if ((s = elec__ewald_work(&p, box, n, 0.5 * (double)n * ((double)n + 1.0), &work,
+                              err)) != ELEC_OK)
+        return s;
+    memset(&g, 0, sizeof g);
+    g.fn = p.progress;
+    g.user = p.progress_user;
+    g.total = work;
     keys_count = p.excluded_pair_count;
-    scratch_count = 2 * n;
-    for (axis = 0; axis < 3; axis++)
-        scratch_count += 2 * (size_t)(p.kmax[axis] + 1) * n;
     x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
-    scratch = (double *)ELEC_MALLOC((scratch_count + 1) * sizeof *scratch);
     keys = (size_t *)ELEC_MALLOC((keys_count + 1) * sizeof *keys);
-    if (!x || !q || !scratch || !keys) {
+    if (forces || potential)
+        block = (double *)ELEC_MALLOC((4 * n * (size_t)threads + 1) * sizeof *block);
+    if (!x || !q || !keys || ((forces || potential) && !block)) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                        "no memory for the Ewald sum of %zu atoms", n);
         goto cleanup;
@@ -1195,27 +1393,154 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     qsort(keys, keys_count, sizeof *keys, elec__size_order);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     if (potential) memset(potential, 0, n * sizeof *potential);
+    if (block) memset(block, 0, 4 * n * (size_t)threads * sizeof *block);
 
     if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count,
                                        keys, err)) != ELEC_OK)
         goto cleanup;
-    t.real = elec__ewald_real(x, q, n, box->length, &p, keys, forces, potential);
-    t.reciprocal = elec__ewald_reciprocal(x, q, n, box->length, &p, scratch,
-                                          forces, potential);
+    t.real = elec__ewald_real(x, q, n, box->length, &p, keys, block, threads, &g);
+    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, NULL, n, block, threads, &g,
+                                    &t.reciprocal, err);
+    if (s != ELEC_OK) goto cleanup;
+    elec__ewald_merge(forces, potential, block, n, threads);
     t.excluded = elec__ewald_excluded_term(x, q, box->length, p.alpha,
                                            p.excluded_pairs,
                                            p.excluded_pair_count, forces,
                                            potential);
     elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
                        potential);
+    t.error = p.estimate.energy;
     *energy = t;
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
     ELEC_FREE(x);
     ELEC_FREE(q);
-    ELEC_FREE(scratch);
+    ELEC_FREE(block);
     ELEC_FREE(keys);
+    return s;
+}
+
+ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const elec_box *box,
+                                              const elec_ewald_params *params,
+                                              const size_t *which, size_t count,
+                                              double *forces, elec_error *err) {
+    elec_ewald_params p;
+    elec__ewald_progress g;
+    elec_status s;
+    size_t n, i, *keys = NULL;
+    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused, per_pair;
+    int threads = elec__ewald_threads(), images[3];
+    long li;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!forces || (count > 0 && !which))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "forces or which is NULL");
+    n = atoms->count;
+    for (i = 0; i < count; i++)
+        if (which[i] >= n)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "which[%zu] = %zu: there are %zu atoms", i, which[i], n);
+    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+        return s;
+    if ((s = elec__ewald_work(&p, box, n, (double)count * (double)n, &work, err)) != ELEC_OK)
+        return s;
+    memset(&g, 0, sizeof g);
+    g.fn = p.progress;
+    g.user = p.progress_user;
+    g.total = work;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    keys = (size_t *)ELEC_MALLOC((p.excluded_pair_count + 1) * sizeof *keys);
+    block = (double *)ELEC_MALLOC((4 * count * (size_t)threads + 1) * sizeof *block);
+    if (!x || !q || !keys || !block) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the Ewald forces of %zu atoms",
+                       n);
+        goto cleanup;
+    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
+    for (i = 0; i < p.excluded_pair_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
+    memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
+    memset(forces, 0, 3 * count * sizeof *forces);
+    /* real space: each chosen atom against every atom and image */
+    rc2 = p.cutoff * p.cutoff;
+    elec__ewald_images(box->length, p.cutoff, images);
+    per_pair = elec__ewald_pair_seconds(box->length, p.cutoff);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        double *f = block + (size_t)elec__ewald_thread() * 4 * count;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 4)
+#endif
+        for (li = 0; li < (long)count; li++) {
+            size_t c = (size_t)li, ai = which[c], j;
+            if (stop) continue;
+            for (j = 0; j < n; j++) {
+                double d[3];
+                int sx, sy, sz, excluded;
+                if (j == ai) continue; /* its own images pull both ways */
+                excluded = elec__ewald_excluded(keys, p.excluded_pair_count, ai, j, n);
+                elec__ewald_nearest(x + 3 * ai, x + 3 * j, box->length, d);
+                for (sx = -images[0]; sx <= images[0]; sx++)
+                    for (sy = -images[1]; sy <= images[1]; sy++)
+                        for (sz = -images[2]; sz <= images[2]; sz++) {
+                            double r[3], r2, force, screened;
+                            if (excluded && sx == 0 && sy == 0 && sz == 0) continue;
+                            r[0] = d[0] + sx * box->length[0];
+                            r[1] = d[1] + sy * box->length[1];
+                            r[2] = d[2] + sz * box->length[2];
+                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                            if (r2 >= rc2 || r2 == 0.0) continue;
+                            force = elec__ewald_pair_force(q[ai] * q[j], r2, p.alpha,
+                                                           &screened);
+                            f[3 * c] += force * r[0];
+                            f[3 * c + 1] += force * r[1];
+                            f[3 * c + 2] += force * r[2];
+                        }
+            }
+            stop = elec__ewald_step(&g, (double)n * per_pair);
+        }
+    }
+    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, which, count, block, threads,
+                                    &g, &unused, err);
+    if (s != ELEC_OK) goto cleanup;
+    elec__ewald_merge(forces, NULL, block, count, threads);
+    /* the excluded pairs' smooth parts, for the chosen atoms */
+    for (i = 0; i < p.excluded_pair_count; i++) {
+        size_t pi = p.excluded_pairs[2 * i], pj = p.excluded_pairs[2 * i + 1], c;
+        for (c = 0; c < count; c++)
+            if (which[c] == pi || which[c] == pj) {
+                size_t pair[2];
+                double two[6] = {0, 0, 0, 0, 0, 0};
+                pair[0] = which[c];
+                pair[1] = which[c] == pi ? pj : pi;
+                /* the one pair's forces, through a two-atom scratch */
+                {
+                    double xs[6], qs[2];
+                    size_t local[2] = {0, 1};
+                    memcpy(xs, x + 3 * pair[0], 3 * sizeof *xs);
+                    memcpy(xs + 3, x + 3 * pair[1], 3 * sizeof *xs);
+                    qs[0] = q[pair[0]];
+                    qs[1] = q[pair[1]];
+                    elec__ewald_excluded_term(xs, qs, box->length, p.alpha, local, 1, two, NULL);
+                }
+                forces[3 * c] += two[0];
+                forces[3 * c + 1] += two[1];
+                forces[3 * c + 2] += two[2];
+            }
+    }
+    for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(keys);
+    ELEC_FREE(block);
     return s;
 }
 
@@ -1740,10 +2065,12 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
     double lo[3], hi[3];
     elec_status s;
     int axis;
+    elec_msm_params p;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
+    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     where.lattice = lattice;
     where.points = NULL;
@@ -1753,8 +2080,8 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
         lo[axis] = -half;
         hi[axis] = half;
     }
-    return elec__msm_potential(atoms, params, &where, lo, hi,
-                               elec_lattice_size(lattice), NULL, map, err);
+    return elec__msm_potential(atoms, &p, &where, lo, hi, elec_lattice_size(lattice), NULL,
+                               map, err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
@@ -1767,8 +2094,10 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
     elec_status s;
     size_t i;
     int axis;
+    elec_msm_params p;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    p = elec__msm_params_for_points(params, point_count, atoms->count);
+    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, point_count, potential, err)) != ELEC_OK)
         return s;
     if (point_count == 0) {
@@ -1788,8 +2117,7 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
         lo[axis] -= where.reference[axis];
         hi[axis] -= where.reference[axis];
     }
-    return elec__msm_potential(atoms, params, &where, lo, hi, point_count,
-                               potential, NULL, err);
+    return elec__msm_potential(atoms, &p, &where, lo, hi, point_count, potential, NULL, err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
@@ -2654,7 +2982,7 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
     if (!energy)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
-    if ((s = elec_spme_params_resolve(params, box, n, &p, err)) != ELEC_OK)
+    if ((s = elec_spme_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
         return s;
     x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
@@ -2688,6 +3016,7 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
                                            potential);
     elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
                        potential);
+    t.error = p.estimate.energy;
     *energy = t;
     elec__ok(err);
 cleanup:

@@ -138,7 +138,7 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 
    An MD code keeps a handle and its coordinates on the GPU:
        elec_cuda_spme_handle *h;
-       elec_cuda_spme_create(&box, n, &p, -1, &h, &err);    plans, buffers
+       elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err); plans, buffers
        each step:
            elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err);
        elec_cuda_spme_energy(h, &terms, stream, &err);      when wanted
@@ -152,15 +152,23 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
    ELEC_ERR_INVALID_ARG, as the CPU paths do. */
 typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
 
-/* Plans, grids, the influence function and buffers for up to max_atoms
-   atoms in this box on `device` (-1 = the current device).  params are
-   resolved by elec_spme_params_resolve with atom_count = max_atoms; their
-   excluded pairs are copied (the caller's array may go).  ELEC_ERR_NO_DEVICE
-   without a GPU. */
+/* Plans, grids, the influence function and buffers for the atoms of a
+   host view in this box on `device` (-1 = the current device): its count is
+   the most a compute may take, and its charges and positions (a starting
+   configuration) are what params are resolved with, by the very
+   elec_spme_params_resolve of the CPU (the tolerance chooses alpha, cutoff,
+   order and grid here, once).  The excluded pairs are copied (the caller's
+   array may go).  Positions arrive in float at compute, so the floor is
+   float arithmetic's: a tolerance under 1.5 ELEC_SPME_GPU_FLOAT_FLOOR is
+   refused (ELEC_ERR_INVALID_ARG).  ELEC_ERR_NO_DEVICE without a GPU. */
 ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
-                                           size_t max_atoms,
+                                           const elec_atoms *atoms,
                                            const elec_spme_params *params,
                                            int device, elec_cuda_spme_handle **out,
+                                           elec_error *err);
+/* The parameters a handle computes with (resolved, estimate included). */
+ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
+                                           elec_spme_params *resolved,
                                            elec_error *err);
 /* One evaluation, asynchronous in `stream`: d_xyzq are n float4 records
    (x, y, z, q) in A and e, anywhere (wrapped on the device, in float: keep
@@ -184,7 +192,9 @@ ELEC_API void elec_cuda_spme_destroy(elec_cuda_spme_handle *h);
 /* Host arrays in and out, with the signature of elec_cpu_ewald: create,
    upload (positions wrapped into the box in double, then rounded to
    float), compute, download, destroy.  forces (3n, -dE/dr) and potential
-   (n, dE/dq_i) may be NULL. */
+   (n, dE/dq_i) may be NULL.  Rounding the positions is part of this path's
+   error: a tolerance under 1.5 times the estimate's float_floor (which
+   counts it, for these atoms) is refused. */
 ELEC_API elec_status elec_cuda_spme(const elec_atoms *atoms,
                                     const elec_box *box,
                                     const elec_spme_params *params,
@@ -2426,6 +2436,18 @@ static void elec__msm_take_back_apply(const elec__msm_take_back *t, float *map) 
     for (size_t c = 0; c < t->count; c++) map[t->index[c]] += t->value[c];
 }
 
+/* The GPU's float lattice sums agree with the CPU's double ones to ~1e-6:
+   a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is refused here rather
+   than answered with float rounding in place of the promised accuracy. */
+static elec_status elec__cuda_msm_float_floor(const elec_msm_params *p, elec_error *err) {
+    if (p && p->tolerance > 0.0 && p->tolerance < ELEC_MSM_GPU_TOLERANCE_FLOOR)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM tolerance %g on the GPU: below what its float lattice "
+                          "sums allow (ELEC_MSM_GPU_TOLERANCE_FLOOR, %g); use the CPU",
+                          p->tolerance, ELEC_MSM_GPU_TOLERANCE_FLOOR);
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_lattice *lattice,
                                        const elec_msm_params *params, float *map,
                                        elec_error *err) {
@@ -2454,9 +2476,12 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
-    if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
+    /* the very choice elec_cpu_msm_map makes for this lattice */
+    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
+    if ((status = elec_msm_params_check(&p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_msm_params_resolved(params);
+    p = elec_msm_params_resolved(&p);
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
@@ -2857,6 +2882,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(params, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     p = elec_msm_params_resolved(params);
     p.times = NULL; /* stage times are the maps' */
@@ -3543,8 +3569,9 @@ typedef struct elec__spme_pair_sums {
    phi_i += q_j erfc(alpha r)/r, and -dE/dr_i / q_i =
    q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2)) d / r^2.
    erfcf is CUDA's (a few ulp); __expf is MUFU.EX2, relative error about
-   (2 + 1.16 |x|) ulp, under 1e-6 for alpha^2 r^2 < 10 (alpha rc is about
-   3.1 at tolerance 1e-5), and the term it scales falls with it. */
+   (2 + 1.16 |x|) ulp: under 1e-6 for alpha^2 r^2 < 10, ~2e-6 at the
+   cutoff of the tightest choices (alpha rc ~ 4.5), where the term it
+   scales has fallen to exp(-20). */
 __device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
                                                 float qj, float dx,
                                                 float dy, float dz, float r2,
@@ -3953,30 +3980,27 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
     return (unsigned)(needed < most ? needed : most);
 }
 
-ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
-                                           size_t max_atoms,
-                                           const elec_spme_params *params,
-                                           int device, elec_cuda_spme_handle **out,
-                                           elec_error *err) {
+/* The handle of already resolved parameters (create and the one-shot call
+   resolve once, then come here). */
+static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
+                                          const elec_spme_params *resolved_params,
+                                          int device, elec_cuda_spme_handle **out,
+                                          elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_spme_handle *h = NULL;
     float *host_theta = NULL;
     int *host_excl_start = NULL, *host_excl_list = NULL;
-    elec_spme_params resolved;
+    elec_spme_params resolved = *resolved_params;
     int caller_device = 0, devices, axis;
     size_t grid_points, spectrum_points, pairs;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     *out = NULL;
     if (max_atoms == 0)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "max_atoms is 0: the handle needs room for an atom");
+                          "no atoms: the handle needs room for an atom");
     if (max_atoms > ((size_t)1 << 27))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "max_atoms %zu: the GPU SPME takes at most %zu atoms",
+                          "%zu atoms: the GPU SPME takes at most %zu atoms",
                           max_atoms, (size_t)1 << 27);
-    if ((status = elec_spme_params_resolve(params, box, max_atoms, &resolved,
-                                           err)) != ELEC_OK)
-        return status;
     pairs = resolved.excluded_pair_count;
     if (pairs > (size_t)INT_MAX / 2 - 1)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -4133,6 +4157,35 @@ cleanup:
     }
     cudaSetDevice(caller_device);
     return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
+                                           const elec_atoms *atoms,
+                                           const elec_spme_params *params,
+                                           int device, elec_cuda_spme_handle **out,
+                                           elec_error *err) {
+    elec_spme_params resolved;
+    elec_status status;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if ((status = elec_spme_params_resolve(params, box, atoms, &resolved, err)) != ELEC_OK)
+        return status;
+    if (resolved.tolerance < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "SPME tolerance %g on the GPU: below what its float arithmetic "
+                          "allows (1.5 x ELEC_SPME_GPU_FLOAT_FLOOR = %g); use the CPU",
+                          resolved.tolerance, 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR);
+    return elec__cuda_spme_create(box, atoms->count, &resolved, device, out, err);
+}
+
+ELEC_DEF elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
+                                           elec_spme_params *resolved,
+                                           elec_error *err) {
+    if (!h || !resolved)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or resolved is NULL");
+    *resolved = h->p;
+    elec__ok(err);
+    return ELEC_OK;
 }
 
 /* The reciprocal chain up to the convolved grid, on one stream. */
@@ -4344,6 +4397,7 @@ static void elec__spme_terms(const elec_cuda_spme_handle *h, const double *sums,
     t->excluded = s * sums[ELEC__SPME_SUM_EXCLUDED];
     t->background = -s * pi * charge * charge / (2.0 * a * a * volume);
     t->total = t->real + t->reciprocal + t->self + t->excluded + t->background;
+    t->error = h->p.estimate.energy;
 }
 
 ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
@@ -4392,8 +4446,14 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
-    if ((status = elec_spme_params_resolve(params, box, n, &p, err)) != ELEC_OK)
+    if ((status = elec_spme_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
         return status;
+    if (p.tolerance < 1.5 * p.estimate.float_floor)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "SPME tolerance %g on the GPU: below what float allows for these "
+                          "atoms (their positions rounded to float, and float arithmetic: "
+                          "relative force error about %.2g; 1.5 times that is the least); "
+                          "use the CPU", p.tolerance, p.estimate.float_floor);
     volume = box->length[0] * box->length[1] * box->length[2];
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     host_xyzq = (float4 *)ELEC_MALLOC((n + 1) * sizeof(float4));
@@ -4419,7 +4479,7 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
         host_xyzq[i] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
         charge += (double)(float)q;
     }
-    status = elec_cuda_spme_create(box, n ? n : 1, params, -1, &h, err);
+    status = elec__cuda_spme_create(box, n ? n : 1, &p, -1, &h, err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

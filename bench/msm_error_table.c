@@ -4,7 +4,10 @@
 
    3000 random atoms with charges in [-1, 1] (made neutral) in a 40 A cube,
    and a 33^3 map over it; error = relative RMS against the double DCS
-   sum.  Runs on the CPU (make msm-table). */
+   sum.  Runs on the CPU (make msm-table).  After the table, the least
+   squares fit log10(error) = c0 + c1 log10(h) + c2 log10(a) per
+   interpolation: the model elec.h's tolerance chooses by
+   (elec__msm_error_fit). */
 #define _POSIX_C_SOURCE 200809L
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
@@ -24,6 +27,7 @@ int main(void) {
     float *map;
     size_t n, i;
     int axis, h, c, order;
+    static double normal[4][3][4];
     for (i = 0; i < s.count; i++) total += s.charge[i];
     for (i = 0; i < s.count; i++) s.charge[i] -= total / (double)s.count;
     atoms = test_system_atoms(&s);
@@ -44,6 +48,7 @@ int main(void) {
     printf("|---|---|---|---|---|---|\n");
     for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++)
         for (c = 0; c < 3; c++) {
+            /* the normal equations of the fit, per interpolation */
             printf("| %s, C%d | %.0f |", names[order], order + 2, cutoffs[c]);
             for (h = 0; h < 4; h++) {
                 elec_msm_params p = {0};
@@ -62,9 +67,35 @@ int main(void) {
                 }
                 printf(" %.1e |", sqrt(num / den));
                 fflush(stdout);
+                {
+                    double row[3], y = log10(sqrt(num / den));
+                    int u, v;
+                    row[0] = 1.0;
+                    row[1] = log10(spacings[h]);
+                    row[2] = log10(cutoffs[c]);
+                    for (u = 0; u < 3; u++) {
+                        for (v = 0; v < 3; v++) normal[order][u][v] += row[u] * row[v];
+                        normal[order][u][3] += row[u] * y;
+                    }
+                }
             }
             printf("\n");
         }
+    printf("\nfit (elec.h, elec__msm_error_fit): log10(error) = c0 + c1 log10(h) + "
+           "c2 log10(a)\n");
+    for (order = ELEC_MSM_CUBIC; order <= ELEC_MSM_NONIC; order++) {
+        double (*m)[4] = normal[order];
+        int u, v, w;
+        for (u = 0; u < 3; u++) /* Gauss-Jordan on the 3 x 3 system */
+            for (v = 0; v < 3; v++) {
+                double f;
+                if (v == u) continue;
+                f = m[v][u] / m[u][u];
+                for (w = 0; w < 4; w++) m[v][w] -= f * m[u][w];
+            }
+        printf("    {%.4f, %.4f, %.4f}, /* %s */\n", m[0][3] / m[0][0], m[1][3] / m[1][1],
+               m[2][3] / m[2][2], names[order]);
+    }
     free(ref);
     free(map);
     test_system_free(&s);

@@ -6,9 +6,10 @@
                                   Ewald sum, or SPME (default spme)
      --box LX LY LZ               periodic box in A (default: CRYST1)
      --cutoff RC                  real-space cutoff (A)
-     --tolerance T                the accuracy knob: erfc(alpha rc)/rc <= T
-     --order N                    SPME B-spline order 4..8 (default 4)
-     --grid K1 K2 K3              SPME grid (default: 1 A spacing, FFT sizes)
+     --tolerance T                the accuracy knob: relative RMS force error
+                                  against exact Ewald (SPME 5e-4, Ewald 1e-12)
+     --order N                    SPME B-spline order 4..8 (default: chosen)
+     --grid K1 K2 K3              SPME grid (default: chosen, FFT sizes)
      --gpu | --cpu                where SPME runs (default: GPU when present)
      --forces FILE                write the forces, kcal/(mol A), one atom a line
      --json                       one JSON object (field "total" = the energy)
@@ -49,10 +50,11 @@ static void usage(FILE *out) {
 "usage: elecenergy [options] input.pqr\n"
 "  --method direct|ewald|spme   plain pair sum, exact Ewald, or SPME (default)\n"
 "  --box LX LY LZ               periodic box in A (default: the CRYST1 record)\n"
-"  --cutoff RC                  real-space cutoff in A (default 9, at most half the box)\n"
-"  --tolerance T                erfc(alpha rc)/rc <= T (default 1e-5; Ewald 1e-12)\n"
-"  --order N                    SPME B-spline order, 4 to 8 (default 4)\n"
-"  --grid K1 K2 K3              SPME grid (default: spacing <= 1 A, sizes 2^a 3^b 5^c 7^d)\n"
+"  --cutoff RC                  real-space cutoff in A (default: chosen; SPME at most half the box)\n"
+"  --tolerance T                relative RMS force error against exact Ewald (SPME 5e-4, Ewald 1e-12):\n"
+"                               chooses what is not given (alpha, cutoff, order, grid)\n"
+"  --order N                    SPME B-spline order, 4 to 8 (default: chosen)\n"
+"  --grid K1 K2 K3              SPME grid (default: chosen, sizes 2^a 3^b 5^c 7^d)\n"
 "  --gpu | --cpu                SPME on the GPU (default when present) or the CPU\n"
 "  --forces FILE                write forces in kcal/(mol A): index fx fy fz\n"
 "  --json                       print one JSON object; \"total\" is the energy\n"
@@ -174,7 +176,8 @@ static int elecenergy_run(const options *opt) {
     elec_ewald_terms t;
     elec_error err;
     elec_status s = ELEC_OK;
-    double *forces = NULL, seconds, alpha = 0.0, cutoff = 0.0;
+    double *forces = NULL, seconds, alpha = 0.0, cutoff = 0.0, tolerance = 0.0;
+    elec_error_estimate estimate;
     int grid[3] = {0, 0, 0}, order = 0, kmax[3] = {0, 0, 0};
     const char *device = "CPU", *method_name;
 
@@ -188,6 +191,7 @@ static int elecenergy_run(const options *opt) {
     }
     atoms = elec_structure_atoms(&mol);
     memset(&t, 0, sizeof t);
+    memset(&estimate, 0, sizeof estimate);
     if (o.method != METHOD_DIRECT) {
         if (o.has_box) {
             memcpy(box.length, o.box, sizeof box.length);
@@ -218,8 +222,10 @@ static int elecenergy_run(const options *opt) {
         p.scale = ELEC_COULOMB;
         p.cutoff = o.cutoff;
         p.tolerance = o.tolerance;
-        s = elec_ewald_params_resolve(&p, &box, atoms.count, &r, &err);
+        s = elec_ewald_params_resolve(&p, &box, &atoms, &r, &err);
         if (s == ELEC_OK) s = elec_cpu_ewald(&atoms, &box, &r, &t, forces, NULL, &err);
+        estimate = r.estimate;
+        tolerance = r.tolerance;
         alpha = r.alpha;
         cutoff = r.cutoff;
         memcpy(kmax, r.kmax, sizeof kmax);
@@ -232,7 +238,7 @@ static int elecenergy_run(const options *opt) {
         p.tolerance = o.tolerance;
         p.order = o.order;
         memcpy(p.grid, o.grid, sizeof p.grid);
-        s = elec_spme_params_resolve(&p, &box, atoms.count, &r, &err);
+        s = elec_spme_params_resolve(&p, &box, &atoms, &r, &err);
 #ifdef ELEC_WITH_CUDA
         use_gpu = !o.cpu && elec_cuda_device_count() > 0;
 #endif
@@ -257,6 +263,8 @@ static int elecenergy_run(const options *opt) {
 #endif
                 s = elec_cpu_spme(&atoms, &box, &r, &t, forces, NULL, &err);
         }
+        estimate = r.estimate;
+        tolerance = r.tolerance;
         alpha = r.alpha;
         cutoff = r.cutoff;
         order = r.order;
@@ -295,6 +303,16 @@ static int elecenergy_run(const options *opt) {
             printf(", \"kmax\": [%d, %d, %d]", kmax[0], kmax[1], kmax[2]);
         if (o.method == METHOD_SPME)
             printf(", \"order\": %d, \"grid\": [%d, %d, %d]", order, grid[0], grid[1], grid[2]);
+        if (o.method != METHOD_DIRECT)
+            /* what the tolerance promised and what the choice should give */
+            printf(", \"tolerance\": %.3e}, \"estimate\": {\"force_error\": %.3e, "
+                   "\"force_error_real\": %.3e, \"force_error_reciprocal\": %.3e, "
+                   "\"force_rms\": %.6e, \"energy_error\": %.3e, "
+                   "\"energy_error_relative\": %.3e, \"gpu_float_floor\": %.3e",
+                   tolerance, estimate.force, estimate.force_real, estimate.force_reciprocal,
+                   estimate.force_rms, estimate.energy,
+                   t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0,
+                   estimate.float_floor);
         printf("}, \"seconds\": %.6f}\n", seconds);
     } else {
         printf("elecenergy: %s, %zu atoms, method %s on the %s\n", o.input, mol.count,
@@ -308,6 +326,9 @@ static int elecenergy_run(const options *opt) {
                 printf(", kmax %d %d %d", kmax[0], kmax[1], kmax[2]);
             printf("\n  real %.6f  reciprocal %.6f  self %.6f  excluded %.6f  background %.6f\n",
                    t.real, t.reciprocal, t.self, t.excluded, t.background);
+            printf("  tolerance %.2e: estimated force error %.2e (relative RMS), energy "
+                   "error %.2e kcal/mol (%.1e relative)\n", tolerance, estimate.force,
+                   estimate.energy, t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0);
         }
         printf("  total %.6f kcal/mol (%.3f s)\n", t.total, seconds);
     }

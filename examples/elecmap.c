@@ -48,6 +48,7 @@ typedef struct options {
     double temperature;
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
+    double tolerance; /* MSM's relative RMS error target; 0 = its defaults */
     int msm_order, shifted; /* msm_order: 4, 6, 8 or 10 (0 = 4) */
     int method_given; /* --method on the command line */
     double msm_above; /* seconds of direct sum past which MSM is chosen;
@@ -95,6 +96,10 @@ static void usage(FILE *out) {
 "  --cutoff A            MSM's and the cutoff map's cutoff in A (default 12;\n"
 "                        --msm-cutoff is the same)\n"
 "  --msm-spacing H       MSM finest lattice spacing in A (default 2)\n"
+"  --tolerance T         MSM's relative RMS error against the direct sum (with\n"
+"                        --method msm, or when MSM is chosen): picks the\n"
+"                        spacing, cutoff and order not given, the cheapest\n"
+"                        that meets T by the measured error table (1e-7 to 1)\n"
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
 "                        is made smoother with it (C2, C3, C4, C5)\n"
@@ -196,6 +201,13 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
+        } else if (!strcmp(a, "--tolerance")) {
+            DOUBLE_ARG(o->tolerance, "relative error");
+            if (!(o->tolerance > 0.0 && o->tolerance < 1.0)) {
+                fprintf(messages, "elecmap: --tolerance %g: give a relative error in (0, 1)\n",
+                        o->tolerance);
+                return PARSE_ERROR;
+            }
         } else if (!strcmp(a, "--msm-order")) {
             double order;
             DOUBLE_ARG(order, "order 4, 6, 8 or 10");
@@ -347,10 +359,10 @@ static elec_msm_interpolation msm_interpolation(const options *o) {
     }
 }
 
-static const char *msm_order_name(const options *o) {
+static const char *msm_order_name(elec_msm_interpolation interpolation) {
     static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
                                         "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};
-    return names[msm_interpolation(o)];
+    return names[interpolation];
 }
 
 static char *demo_pqr(size_t *length) {
@@ -457,8 +469,11 @@ static map_cost estimate_cost(const elec_atoms *atoms, const elec_lattice *l,
     memset(&c, 0, sizeof c);
     chosen.cutoff = o->msm_cutoff;
     chosen.spacing = o->msm_spacing;
-    r = elec_msm_params_resolved(&chosen);
-    support = (double)elec_msm_support((int)msm_interpolation(o));
+    chosen.interpolation = msm_interpolation(o);
+    chosen.tolerance = o->tolerance;
+    chosen.points_per_atom = points / (double)(atoms->count ? atoms->count : 1);
+    r = elec_msm_params_resolved(&chosen); /* the cutoff, spacing and order MSM would use */
+    support = (double)elec_msm_support((int)r.interpolation);
     c.direct = (double)atoms->count * points /
                (o->method_given && o->method == METHOD_MDH ? rate->mdh : rate->dcs);
     elec_atoms_bounds(atoms, lo, hi);
@@ -527,6 +542,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
     msm.cutoff = o->msm_cutoff;
     msm.spacing = o->msm_spacing;
     msm.interpolation = msm_interpolation(o);
+    msm.tolerance = o->tolerance;
     /* The direct sum costs atoms x points; MSM costs its short range (atoms
        times the points within the cutoff) and its lattices.  Past half a
        minute on the CPU, or a second on the GPU, MSM (relative error ~1e-3
@@ -542,8 +558,10 @@ static int choose_method(options *o, const elec_atoms *atoms,
             if (!o->quiet)
                 fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
                                 "by the direct sum on the %s: using MSM (about %.2g s, "
-                                "relative error ~1e-3; --method dcs to insist)\n",
-                        atoms->count, points, c.direct, device, c.msm);
+                                "relative error %s%.0e; --method dcs to insist)\n",
+                        atoms->count, points, c.direct, device, c.msm,
+                        o->tolerance > 0.0 ? "<= " : "~",
+                        o->tolerance > 0.0 ? o->tolerance : 1e-3);
             return 0;
         }
         fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s by the "
@@ -751,6 +769,7 @@ static int elecmap_run(options *o) {
         sp.spacing = o->msm_spacing;
         sp.interpolation = msm_interpolation(o); /* splitting: its default pair */
         sp.max_points = o->max_points;
+        sp.tolerance = o->tolerance;
         if (!o->quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;
@@ -836,9 +855,13 @@ static int elecmap_run(options *o) {
             elec_msm_params chosen = {0}, r;
             chosen.cutoff = o->msm_cutoff;
             chosen.spacing = o->msm_spacing;
-            r = elec_msm_params_resolved(&chosen);
-            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s\n",
-                   r.cutoff, r.spacing, msm_order_name(o));
+            chosen.interpolation = msm_interpolation(o);
+            chosen.tolerance = o->tolerance;
+            chosen.points_per_atom = (double)points / (double)(atoms.count ? atoms.count : 1);
+            r = elec_msm_params_resolved(&chosen); /* what the map call chose */
+            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s, "
+                   "expected relative error %.1e\n", r.cutoff, r.spacing,
+                   msm_order_name(r.interpolation), r.estimate.force);
         } else if (o->method == METHOD_CHARGES) {
             elec_chargemap_params chosen = {0}, r;
             chosen.basis = o->charge_basis;

@@ -188,7 +188,16 @@ int main(int argc, char **argv) {
     p.cutoff = 9.0;
     p.tolerance = 1e-5;
     p.order = 4;
-    ELEC_CHECK(elec_cuda_spme_create(&box, n, &p, -1, &spme, &err));
+    {
+        /* the tolerance chooses alpha and the grid from the starting ions */
+        elec_atoms start = elec_atoms_from_xyzq_float((size_t)n, (const float *)xyzq);
+        elec_spme_params chosen;
+        ELEC_CHECK(elec_cuda_spme_create(&box, &start, &p, -1, &spme, &err));
+        ELEC_CHECK(elec_cuda_spme_params(spme, &chosen, &err));
+        printf("md_loop: SPME tolerance %.0e (relative RMS force error): alpha %.4f /A, "
+               "grid %d x %d x %d, estimated error %.1e\n", chosen.tolerance, chosen.alpha,
+               chosen.grid[0], chosen.grid[1], chosen.grid[2], chosen.estimate.force);
+    }
 
     const int threads = 128, blocks = (n + threads - 1) / threads;
     const float3 box3 = make_float3((float)edge, (float)edge, (float)edge);

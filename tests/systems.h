@@ -104,6 +104,15 @@ static inline elec_atoms test_system_atoms(const test_system *s) {
     return elec_atoms_from_xyz(s->count, s->xyz, s->charge, s->radius);
 }
 
+/* The periodic box of a system: its edges. */
+static inline elec_box test_system_box(const test_system *s) {
+    elec_box b;
+    b.length[0] = s->box[0];
+    b.length[1] = s->box[1];
+    b.length[2] = s->box[2];
+    return b;
+}
+
 /* ------------------------------------------------------------- systems */
 
 /* n atoms uniform in [0, edge)^3, charges uniform in [-1, 1], radii
@@ -241,6 +250,84 @@ static inline void test_sphere_points(size_t n, const double centre[3], double r
             if (normal) normal[3 * k + axis] = u[axis];
         }
     }
+}
+
+/* The three pairs of each water molecule of test_system_water (O, H1, H2
+   consecutive), flattened as the excluded pairs of Ewald and SPME take them;
+   NULL when the allocation fails.  The caller frees. */
+static inline size_t *test_water_exclusions(size_t molecules) {
+    size_t *pairs = (size_t *)malloc((6 * molecules + 1) * sizeof *pairs), m;
+    if (!pairs) return NULL;
+    for (m = 0; m < molecules; m++) {
+        size_t o = 3 * m;
+        pairs[6 * m] = o;
+        pairs[6 * m + 1] = o + 1;
+        pairs[6 * m + 2] = o;
+        pairs[6 * m + 3] = o + 2;
+        pairs[6 * m + 4] = o + 1;
+        pairs[6 * m + 5] = o + 2;
+    }
+    return pairs;
+}
+
+/* Every coordinate moved by a uniform amount in +-rms sqrt(3): rms A RMS
+   per axis (a crystal at room temperature: 0.1 A). */
+static inline void test_system_displace(test_system *s, double rms,
+                                        unsigned long long seed) {
+    test_rng rng = test_rng_seeded(seed);
+    size_t i;
+    for (i = 0; i < 3 * s->count; i++)
+        s->xyz[i] += rms * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
+}
+
+/* The systems the accuracy knob is held to (tests/test_tolerance.c and
+   tests/test_gpu_spme.cu): 0 random neutral charges (1000, 24 A cube);
+   1 random charges with a net charge (600, 21 A: +11.6 e); 2 SPC/E water
+   with its exclusions (343 molecules); 3 rock salt (3^3 cells) with every
+   ion displaced by 0.1 A RMS (at the perfect sites the exact forces
+   vanish and a relative force error means nothing); 4 random neutral
+   charges in a box of three different edges (1500, 31.7 x 27.3 x 35.9). */
+typedef struct test_knob_system {
+    const char *name;
+    test_system s;
+    size_t *pairs; /* excluded pairs (water), or NULL */
+    size_t pair_count;
+} test_knob_system;
+
+static inline test_knob_system test_knob_system_make(int which) {
+    test_knob_system c;
+    memset(&c, 0, sizeof c);
+    if (which == 0) {
+        c.name = "random neutral";
+        c.s = test_system_random(1000, 24.0, 31);
+        test_system_make_neutral(&c.s);
+    } else if (which == 1) {
+        c.name = "random charged";
+        c.s = test_system_random(600, 21.0, 32);
+    } else if (which == 2) {
+        c.name = "water";
+        c.s = test_system_water(343, 33);
+        c.pairs = test_water_exclusions(343);
+        c.pair_count = c.pairs ? 3 * 343 : 0;
+    } else if (which == 3) {
+        c.name = "rock salt";
+        c.s = test_system_nacl(3, 5.64);
+        test_system_displace(&c.s, 0.1, 35);
+    } else {
+        const double edges[3] = {31.7, 27.3, 35.9};
+        size_t i;
+        c.name = "non-cubic";
+        c.s = test_system_random(1500, 1.0, 36);
+        for (i = 0; i < 3 * c.s.count; i++) c.s.xyz[i] *= edges[i % 3];
+        memcpy(c.s.box, edges, sizeof edges);
+        test_system_make_neutral(&c.s);
+    }
+    return c;
+}
+
+static inline void test_knob_system_free(test_knob_system *c) {
+    free(c->pairs);
+    test_system_free(&c->s);
 }
 
 #endif /* ELEC_TEST_SYSTEMS_H */

@@ -107,6 +107,36 @@ done
 [ $? -eq 2 ] || charges_ok=0
 if [ $charges_ok -eq 1 ]; then ok "elecmap_maps_charges_that_sum_to_the_net_charge"
 else fail "elecmap_maps_charges_that_sum_to_the_net_charge: $(cat "$dir/out")"; fi
+# The accuracy knob from the command line: elecmap's MSM at --tolerance 1e-4
+# within 1e-4 of the direct sum (and says what it expects); elecenergy's
+# JSON carries the tolerance, the choice and the estimate, an estimate
+# within the tolerance; an exact Ewald sum past reach is refused at once.
+"$build/elecmap" --cpu --spacing 1.5 --method msm --tolerance 1e-4 --demo "$dir/msmt.dx" \
+    > "$dir/out" 2>&1 && grep -q "expected relative error" "$dir/out"
+msm_ok=$?
+et=$(dx_rel_rms "$dir/msmt.dx" "$dir/dcs.dx")
+if [ $msm_ok -eq 0 ] && awk -v e="$et" 'BEGIN { exit !(e <= 1e-4) }'; then
+    ok "elecmap_msm_tolerance_is_kept ($et)"
+else fail "elecmap_msm_tolerance_is_kept: $et $(cat "$dir/out")"; fi
+cat > "$dir/ions.pqr" <<'PQR'
+CRYST1   20.000   20.000   20.000  90.00  90.00  90.00 P 1           1
+ATOM      1  NA  ION     1       1.000   1.000   1.000  1.0000 1.0000
+ATOM      2  CL  ION     2       4.000   1.500   1.000 -1.0000 1.8000
+ATOM      3  NA  ION     3      12.000   7.000   3.000  1.0000 1.0000
+ATOM      4  CL  ION     4      12.500  10.000   4.000 -1.0000 1.8000
+ATOM      5  NA  ION     5       6.000  15.000  17.000  1.0000 1.0000
+ATOM      6  CL  ION     6       3.000  15.500  16.000 -1.0000 1.8000
+PQR
+if "$build/elecenergy" --cpu --method spme --tolerance 1e-5 --json "$dir/ions.pqr" > "$dir/json" 2>&1 &&
+   grep -q '"tolerance": 1.000e-05' "$dir/json" && grep -q '"estimate": {"force_error"' "$dir/json"; then
+    fe=$(sed -n 's/.*"force_error": \([0-9.e+-]*\).*/\1/p' "$dir/json")
+    if awk -v e="$fe" 'BEGIN { exit !(e > 0 && e <= 1e-5) }'; then
+        ok "elecenergy_json_has_the_choice_and_its_estimate ($fe)"
+    else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")"; fi
+else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")"; fi
+"$build/elecenergy" --cpu --method ewald --tolerance 1e-300 "$dir/ions.pqr" > "$dir/out" 2>&1
+[ $? -eq 1 ] && grep -q "below what it can meet" "$dir/out" && ok "elecenergy_refuses_a_tolerance_out_of_reach" ||
+    fail "elecenergy_refuses_a_tolerance_out_of_reach: $(cat "$dir/out")"
 
 # a real structure when the shared data are there
 fas2=../shared/data/structures/fas2.pqr

@@ -631,6 +631,81 @@ TEST(bad_input_is_refused_without_a_gpu) {
     l.dims[2] = 0;
     EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG,
            "empty lattice: %s", err.message);
+    /* under float's floor, refused by name on the GPU (the CPU takes it) */
+    l.dims[2] = 4;
+    p.tolerance = 0.5 * ELEC_MSM_GPU_TOLERANCE_FLOOR;
+    EXPECT(elec_cuda_msm_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "float") != NULL,
+           "map at %g: %s", p.tolerance, err.message);
+    {
+        double e;
+        EXPECT(elec_cuda_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "float") != NULL,
+               "energy at %g: %s", p.tolerance, err.message);
+    }
+}
+
+TEST(gpu_msm_keeps_the_tolerance) {
+    /* T = 1e-3, 1e-4, 1e-5 (the GPU's floor): the map of 600 random
+       charges and of 300 water molecules against the exact sum, and the
+       forces of the water against the exact pair forces, each within T:
+       the choice aims at a third of T, and the GPU adds float rounding
+       of ~1e-6 (GPU_VS_CPU_TOLERANCE's reasoning). */
+    static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
+    REQUIRE_GPU();
+    test_system random = test_system_random(600, 24.0, 51);
+    test_system water = test_system_water(300, 52);
+    test_system_make_neutral(&random);
+    elec_atoms ra = test_system_atoms(&random), wa = test_system_atoms(&water);
+    const int dims[3] = {21, 23, 22};
+    elec_lattice rl = test_lattice_around(random.box, dims, 2.0);
+    elec_lattice wl = test_lattice_around(water.box, dims, 2.0);
+    size_t points = elec_lattice_size(&rl);
+    double *ref_r = (double *)malloc(points * sizeof(double));
+    double *ref_w = (double *)malloc(points * sizeof(double));
+    double *wf = (double *)malloc(3 * water.count * sizeof(double));
+    double *got = (double *)malloc(3 * water.count * sizeof(double));
+    float *map = (float *)malloc(points * sizeof(float));
+    double energy;
+    elec_error err;
+    EXPECT(elec_cpu_dcs_map_double(&ra, &rl, NULL, ref_r, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_dcs_map_double(&wa, &wl, NULL, ref_w, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_coulomb_energy(&wa, 1.0, &energy, wf, &err) == ELEC_OK, "%s", err.message);
+    for (int k = 0; k < 3; k++) {
+        elec_msm_params p = {0};
+        double e_r = 1.0, e_w = 1.0, e_f = 1.0;
+        p.tolerance = tolerances[k];
+        if (elec_cuda_msm_map(&ra, &rl, &p, map, &err) == ELEC_OK)
+            e_r = test_rel_rms_float(map, ref_r, points);
+        else
+            EXPECT(0, "random map at %g: %s", tolerances[k], err.message);
+        if (elec_cuda_msm_map(&wa, &wl, &p, map, &err) == ELEC_OK)
+            e_w = test_rel_rms_float(map, ref_w, points);
+        else
+            EXPECT(0, "water map at %g: %s", tolerances[k], err.message);
+        if (elec_cuda_msm_energy(&wa, &p, &energy, got, &err) == ELEC_OK) {
+            double num = 0.0, den = 0.0;
+            for (size_t i = 0; i < 3 * water.count; i++) {
+                num += (got[i] - wf[i]) * (got[i] - wf[i]);
+                den += wf[i] * wf[i];
+            }
+            e_f = sqrt(num / den);
+        } else {
+            EXPECT(0, "water forces at %g: %s", tolerances[k], err.message);
+        }
+        printf("     GPU MSM T %.0e: random map %.2e, water map %.2e, water forces %.2e\n",
+               tolerances[k], e_r, e_w, e_f);
+        EXPECT(e_r <= tolerances[k], "random map %.3e > %g", e_r, tolerances[k]);
+        EXPECT(e_w <= tolerances[k], "water map %.3e > %g", e_w, tolerances[k]);
+        EXPECT(e_f <= tolerances[k], "water forces %.3e > %g", e_f, tolerances[k]);
+    }
+    free(ref_r);
+    free(ref_w);
+    free(wf);
+    free(got);
+    free(map);
+    test_system_free(&random);
+    test_system_free(&water);
 }
 
 int main(void) {
@@ -646,5 +721,6 @@ int main(void) {
     RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);
     RUN(a_long_cutoff_gets_longer_bins);
     RUN(gpu_msm_energy_edge_cases);
+    RUN(gpu_msm_keeps_the_tolerance);
     return gpu_test_summary();
 }

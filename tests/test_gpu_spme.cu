@@ -90,7 +90,7 @@ static void check_against_ewald(const char *what, const elec_atoms *atoms,
     elec_ewald_terms t;
     elec_error err;
     elec_spme_params r;
-    elec_status s = elec_spme_params_resolve(p, box, n, &r, &err);
+    elec_status s = elec_spme_params_resolve(p, box, atoms, &r, &err);
     EXPECT(s == ELEC_OK, "%s: params: %s", what, err.message);
     s = elec_cuda_spme(atoms, box, p, &t, forces, potential, &err);
     EXPECT(s == ELEC_OK, "%s: %s", what, err.message);
@@ -166,14 +166,19 @@ static void check_settings(const char *what, const elec_atoms *atoms,
     elec_error err;
     fine.order = 6;
     fine.grid_spacing = 0.5;
+    /* a fixed splitting, the former defaults: cutoff 9 A, alpha 0.3077 /A
+       (erfc(alpha rc)/rc = 1e-5), so that the mesh's error is the
+       interpolation's at alpha h = 0.15 */
+    fine.cutoff = 9.0;
+    fine.alpha = 0.3077;
     fine.excluded_pairs = coarse.excluded_pairs = pairs;
     fine.excluded_pair_count = coarse.excluded_pair_count = pair_count;
     fine.scale = coarse.scale = ELEC_COULOMB;
-    if (elec_spme_params_resolve(&fine, box, atoms->count, &r, &err) != ELEC_OK) {
+    if (elec_spme_params_resolve(&fine, box, atoms, &r, &err) != ELEC_OK) {
         EXPECT(0, "%s: %s", what, err.message);
         return;
     }
-    /* the same alpha and cutoff everywhere: that of the default tolerance */
+    /* the same alpha and cutoff everywhere */
     fine.alpha = coarse.alpha = r.alpha;
     fine.cutoff = coarse.cutoff = r.cutoff;
     if (!ewald_reference(atoms, box, &r, &ref)) return;
@@ -246,21 +251,6 @@ TEST(charged_system_matches_ewald) {
     test_system_free(&sys);
 }
 
-/* The 3 pairs of each water molecule (O, H1, H2 consecutive). */
-static size_t *water_exclusions(size_t molecules) {
-    size_t *pairs = (size_t *)malloc(6 * molecules * sizeof(size_t));
-    for (size_t m = 0; m < molecules; m++) {
-        size_t o = 3 * m;
-        pairs[6 * m + 0] = o;
-        pairs[6 * m + 1] = o + 1;
-        pairs[6 * m + 2] = o;
-        pairs[6 * m + 3] = o + 2;
-        pairs[6 * m + 4] = o + 1;
-        pairs[6 * m + 5] = o + 2;
-    }
-    return pairs;
-}
-
 TEST(water_with_exclusions_matches_ewald) {
     REQUIRE_GPU();
     /* 1000 SPC/E molecules (31 A box: the cell list) and 216 (18.6 A box:
@@ -268,7 +258,7 @@ TEST(water_with_exclusions_matches_ewald) {
     static const size_t sizes[2] = {1000, 216};
     for (int k = 0; k < 2; k++) {
         test_system water = test_system_water(sizes[k], 3);
-        size_t *pairs = water_exclusions(sizes[k]);
+        size_t *pairs = test_water_exclusions(sizes[k]);
         elec_atoms atoms = test_system_atoms(&water);
         elec_box box = cube(water.box[0]);
         char what[64];
@@ -352,7 +342,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     /* Atomics add in a different order on every run (the spreading, the
        cell slots), so runs agree to float rounding, not bit for bit:
        1e-6 relative in the energy terms and the forces. */
-    const size_t n = 2000, max_atoms = 2500;
+    const size_t n = 2000;
     for (int spread = 0; spread < 2; spread++) {
         test_system sys = test_system_random(n, 30.0, 21);
         neutralise(&sys);
@@ -376,7 +366,8 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         for (size_t i = 0; i < n; i++)
             host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
                                   (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
-        elec_status s = elec_cuda_spme_create(&box, max_atoms, &p, -1, &h, &err);
+        elec_atoms start = test_system_atoms(&sys);
+        elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s != ELEC_OK) break;
         CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -449,7 +440,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
                float_rel_rms(f_replay, f_first, 3 * n));
 
         /* more atoms than the handle holds */
-        EXPECT(elec_cuda_spme_compute(h, d_xyzq, max_atoms + 1, d_forces, stream,
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, n + 1, d_forces, stream,
                                       &err) == ELEC_ERR_INVALID_ARG,
                "n > max_atoms accepted");
         EXPECT(elec_cuda_spme_compute(h, NULL, n, d_forces, stream, &err) ==
@@ -483,18 +474,32 @@ TEST(bad_input_gives_named_errors) {
     negative.length[0] = -20.0;
     small_grid.grid[0] = small_grid.grid[1] = small_grid.grid[2] = 3; /* < order 4 */
     bad_tolerance.tolerance = 1.5;
-    EXPECT(elec_cuda_spme_create(&flat, 10, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+    elec_atoms none = test_system_atoms(&sys);
+    none.count = 0;
+    EXPECT(elec_cuda_spme_create(&flat, &atoms, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
            "zero box edge accepted");
-    EXPECT(elec_cuda_spme_create(&negative, 10, &p, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&negative, &atoms, &p, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "negative box edge accepted");
-    EXPECT(elec_cuda_spme_create(&box, 10, &small_grid, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &small_grid, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "grid 3 with order 4 accepted");
     EXPECT(strstr(err.message, "order") != NULL, "message: %s", err.message);
-    EXPECT(elec_cuda_spme_create(&box, 10, &bad_tolerance, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &bad_tolerance, -1, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "tolerance 1.5 accepted");
-    EXPECT(elec_cuda_spme_create(&box, 0, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
-           "max_atoms 0 accepted");
-    EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
+    {
+        /* under float's floor: refused by name, before any GPU is sought */
+        elec_spme_params tight = {0};
+        tight.tolerance = ELEC_SPME_GPU_FLOAT_FLOOR;
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &tight, -1, &h, &err) ==
+                       ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+               "tolerance at the float floor accepted by create: %s", err.message);
+        tight.tolerance = 1e-7;
+        EXPECT(elec_cuda_spme(&atoms, &box, &tight, &t, NULL, NULL, &err) ==
+                       ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+               "one-shot tolerance 1e-7 accepted: %s", err.message);
+    }
+    EXPECT(elec_cuda_spme_create(&box, &none, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "no atoms accepted");
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL out accepted");
     EXPECT(elec_cuda_spme(&atoms, &flat, &p, &t, NULL, NULL, &err) ==
                ELEC_ERR_INVALID_ARG, "one-shot: zero box edge accepted");
@@ -519,14 +524,14 @@ TEST(bad_input_gives_named_errors) {
         elec_spme_params q = {0};
         q.excluded_pairs = pair;
         q.excluded_pair_count = 1;
-        EXPECT(elec_cuda_spme_create(&box, 10, &q, -1, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &q, -1, &h, &err) ==
                    ELEC_ERR_INVALID_ARG, "exclusion of atom 10 of 10 accepted");
     }
     if (elec_cuda_device_count() == 0) {
-        EXPECT(elec_cuda_spme_create(&box, 10, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
                "no GPU: create gave %s", elec_status_string(err.status));
     } else {
-        elec_status s = elec_cuda_spme_create(&box, 10, &p, -1, &h, &err);
+        elec_status s = elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s == ELEC_OK) {
             EXPECT(elec_cuda_spme_compute(h, NULL, 11, NULL, 0, &err) ==
@@ -535,7 +540,7 @@ TEST(bad_input_gives_named_errors) {
                    err.message);
             elec_cuda_spme_destroy(h);
         }
-        EXPECT(elec_cuda_spme_create(&box, 10, &p, 1 << 20, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, 1 << 20, &h, &err) ==
                    ELEC_ERR_NO_DEVICE, "GPU 2^20 accepted");
     }
     test_system_free(&sys);
@@ -555,7 +560,7 @@ TEST(gpu_matches_cpu_spme) {
         ELEC_ERR_UNSUPPORTED)
         SKIP("built without FFTW3: no CPU SPME to compare with");
     test_system water = test_system_water(1000, 8);
-    size_t *pairs = water_exclusions(1000);
+    size_t *pairs = test_water_exclusions(1000);
     elec_atoms atoms = test_system_atoms(&water);
     elec_box box = cube(water.box[0]);
     elec_spme_params p = {0};
@@ -608,6 +613,180 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
     }
 }
 
+/* ------------------------------------------------- the accuracy knob */
+
+TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
+    /* The MD handle at T = 1e-3 .. 1e-6: its positions come in float, so
+       the truth is the exact sum at those (rounded) positions, and what
+       remains beside the method's error is float arithmetic, reasoned at
+       ELEC_SPME_GPU_FLOAT_FLOOR (5e-7): the GPU's forces against the CPU's
+       double SPME with the very same parameters measure it (printed as
+       "float").  Each T: measured <= T, and float <= 2
+       ELEC_SPME_GPU_FLOAT_FLOOR (if not, the floor in elec.h is to be
+       raised to what this prints); a T under 1.5 times the floor is
+       refused by name instead. */
+    static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
+    REQUIRE_GPU();
+    double x0[3] = {1, 1, 1}, q0 = 0.0;
+    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
+    elec_box probe_box = cube(10.0);
+    elec_ewald_terms probe_terms;
+    int have_cpu = elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL,
+                                 NULL) != ELEC_ERR_UNSUPPORTED;
+    double worst_float = 0.0;
+    for (int which = 0; which < 4; which++) {
+        test_knob_system k = test_knob_system_make(which);
+        const size_t n = k.s.count;
+        elec_box box = cube(k.s.box[0]);
+        float4 *host = (float4 *)malloc(n * sizeof(float4));
+        double *xyz = (double *)malloc(3 * n * sizeof(double));
+        double *exact = (double *)malloc(3 * n * sizeof(double));
+        double *cpu = (double *)malloc(3 * n * sizeof(double));
+        double *gpu = (double *)malloc(3 * n * sizeof(double));
+        float *f = (float *)malloc(3 * n * sizeof(float));
+        float4 *d_xyzq = NULL;
+        float *d_forces = NULL;
+        double previous = 1.0;
+        elec_error err;
+        for (size_t i = 0; i < n; i++) {
+            double p[3];
+            for (int a = 0; a < 3; a++) {
+                p[a] = k.s.xyz[3 * i + a] - box.length[a] * floor(k.s.xyz[3 * i + a] / box.length[a]);
+                xyz[3 * i + a] = (double)(float)p[a];
+            }
+            host[i] = make_float4((float)p[0], (float)p[1], (float)p[2], (float)k.s.charge[i]);
+        }
+        elec_atoms rounded = elec_atoms_from_xyz(n, xyz, k.s.charge, NULL);
+        {
+            elec_ewald_params e = {0};
+            elec_ewald_terms t;
+            e.tolerance = 1e-13;
+            e.excluded_pairs = k.pairs;
+            e.excluded_pair_count = k.pair_count;
+            EXPECT(elec_cpu_ewald(&rounded, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+                   err.message);
+        }
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+        CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+        for (int t = 0; t < 4; t++) {
+            elec_spme_params p = {0}, r;
+            elec_cuda_spme_handle *h = NULL;
+            elec_atoms start = elec_atoms_from_xyzq_float(n, (const float *)host);
+            double measured, float_part = 0.0;
+            p.tolerance = tolerances[t];
+            p.excluded_pairs = k.pairs;
+            p.excluded_pair_count = k.pair_count;
+            elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
+            if (tolerances[t] < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR) {
+                EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+                       "%s at %g, under the float floor: %s", k.name, tolerances[t],
+                       err.message);
+                continue;
+            }
+            EXPECT(s == ELEC_OK, "%s at %g: %s", k.name, tolerances[t], err.message);
+            if (s != ELEC_OK) continue;
+            EXPECT(elec_cuda_spme_params(h, &r, &err) == ELEC_OK, "%s", err.message);
+            EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, 0, &err) == ELEC_OK, "%s",
+                   err.message);
+            CUDA_OK(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < 3 * n; i++) gpu[i] = f[i];
+            measured = rel_rms(gpu, exact, 3 * n);
+            if (have_cpu) {
+                EXPECT(elec_cpu_spme(&rounded, &box, &r, &probe_terms, cpu, NULL, &err) ==
+                           ELEC_OK, "%s", err.message);
+                float_part = rel_rms(gpu, cpu, 3 * n);
+                if (float_part > worst_float) worst_float = float_part;
+            }
+            printf("     %-14s T %.0e: cutoff %4.1f alpha %.3f order %d grid %3d^3 | force "
+                   "%.2e (estimate %.2e), float %.2e\n", k.name, tolerances[t], r.cutoff,
+                   r.alpha, r.order, r.grid[0], measured, r.estimate.force, float_part);
+            EXPECT(measured <= tolerances[t], "%s at %g: measured %.3e", k.name, tolerances[t],
+                   measured);
+            EXPECT(measured <= previous, "%s at %g: measured %.3e grew from %.3e", k.name,
+                   tolerances[t], measured, previous);
+            EXPECT(float_part <= 2.0 * ELEC_SPME_GPU_FLOAT_FLOOR,
+                   "%s at %g: float arithmetic %.3e: raise ELEC_SPME_GPU_FLOAT_FLOOR (%g) to it",
+                   k.name, tolerances[t], float_part, ELEC_SPME_GPU_FLOAT_FLOOR);
+            previous = measured;
+            elec_cuda_spme_destroy(h);
+        }
+        cudaFree(d_xyzq);
+        cudaFree(d_forces);
+        free(host);
+        free(xyz);
+        free(exact);
+        free(cpu);
+        free(gpu);
+        free(f);
+        test_knob_system_free(&k);
+    }
+    printf("     measured float arithmetic floor (the largest above): %.2e; "
+           "ELEC_SPME_GPU_FLOAT_FLOOR %.1e\n", worst_float, ELEC_SPME_GPU_FLOAT_FLOOR);
+}
+
+TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
+    /* elec_cuda_spme rounds double positions to float itself: that is
+       part of its error, estimated per system (estimate.float_floor: the
+       force change of rounding every coordinate, plus float arithmetic).
+       For T = 1e-3 .. 1e-6: refused by name under 1.5 times that floor,
+       else within T of the exact sum at the double positions.  The
+       measured floor (the GPU against the CPU's double SPME with the same
+       parameters) is printed beside the estimate. */
+    static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
+    REQUIRE_GPU();
+    for (int which = 0; which < 4; which++) {
+        test_knob_system k = test_knob_system_make(which);
+        const size_t n = k.s.count;
+        elec_atoms atoms = test_system_atoms(&k.s);
+        elec_box box = cube(k.s.box[0]);
+        double *exact = (double *)malloc(3 * n * sizeof(double));
+        double *gpu = (double *)malloc(3 * n * sizeof(double));
+        double *cpu = (double *)malloc(3 * n * sizeof(double));
+        elec_ewald_terms t;
+        elec_error err;
+        {
+            elec_ewald_params e = {0};
+            e.tolerance = 1e-13;
+            e.excluded_pairs = k.pairs;
+            e.excluded_pair_count = k.pair_count;
+            EXPECT(elec_cpu_ewald(&atoms, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+                   err.message);
+        }
+        for (int i = 0; i < 4; i++) {
+            elec_spme_params p = {0}, r;
+            p.tolerance = tolerances[i];
+            p.excluded_pairs = k.pairs;
+            p.excluded_pair_count = k.pair_count;
+            EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+                   err.message);
+            elec_status s = elec_cuda_spme(&atoms, &box, &r, &t, gpu, NULL, &err);
+            if (tolerances[i] < 1.5 * r.estimate.float_floor) {
+                EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+                       "%s at %g under the floor %.2e: %s", k.name, tolerances[i],
+                       r.estimate.float_floor, err.message);
+                printf("     %-14s T %.0e: refused (estimated floor %.2e)\n", k.name,
+                       tolerances[i], r.estimate.float_floor);
+                continue;
+            }
+            EXPECT(s == ELEC_OK, "%s at %g: %s", k.name, tolerances[i], err.message);
+            if (s != ELEC_OK) continue;
+            double measured = rel_rms(gpu, exact, 3 * n), floor_measured = 0.0;
+            if (elec_cpu_spme(&atoms, &box, &r, &t, cpu, NULL, &err) == ELEC_OK)
+                floor_measured = rel_rms(gpu, cpu, 3 * n);
+            printf("     %-14s T %.0e: force %.2e (estimate %.2e); float floor measured %.2e, "
+                   "estimated %.2e\n", k.name, tolerances[i], measured, r.estimate.force,
+                   floor_measured, r.estimate.float_floor);
+            EXPECT(measured <= tolerances[i], "%s at %g: measured %.3e", k.name, tolerances[i],
+                   measured);
+        }
+        free(exact);
+        free(gpu);
+        free(cpu);
+        test_knob_system_free(&k);
+    }
+}
+
 int main(void) {
     RUN(bad_input_gives_named_errors);
     RUN(rock_salt_energy_gives_madelung_constant);
@@ -618,5 +797,7 @@ int main(void) {
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(gpu_matches_cpu_spme);
     RUN(coincident_atoms_are_reported_unless_excluded);
+    RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
+    RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return gpu_test_summary();
 }

@@ -7,33 +7,14 @@
 #include "elec_cpu.h"
 #include "tests/test.h"
 #include "tests/systems.h"
+#include "tests/fftw.h"
 
 #define NACL_MADELUNG 1.747564594633182
 #define FINE 0.4           /* A: the fine grid of the order-6 comparisons */
 #define ORDER4_ENERGY 1e-2 /* see spme_matches_exact_ewald_on_random_neutral_atoms */
 
-/* Whether the CPU SPME can run is a property of the build: without FFTW3
-   the tests that need it skip, saying so, and
-   cpu_spme_without_fftw_is_refused_with_a_reason checks the refusal; with
-   it, an ELEC_ERR_UNSUPPORTED is a failure, not a skip. */
-#ifdef ELEC_WITH_FFTW
-#define REQUIRE_FFTW() ((void)0)
-#else
-#define REQUIRE_FFTW()                                                        \
-    SKIP("built without FFTW3 (the Makefile finds it; "                       \
-         "apt-get install libfftw3-dev)")
-#endif
-
 static double relative(double got, double want) {
     return fabs(got - want) / fabs(want);
-}
-
-static elec_box box_of(const test_system *s) {
-    elec_box b;
-    b.length[0] = s->box[0];
-    b.length[1] = s->box[1];
-    b.length[2] = s->box[2];
-    return b;
 }
 
 /* The exact sum at the SPME's resolved alpha and cutoff, its reciprocal
@@ -68,7 +49,7 @@ static void compare(const char *what, const test_system *s, int order,
                     double spacing, const size_t *excluded, size_t excluded_count,
                     double energy_limit, double force_limit) {
     elec_atoms atoms = test_system_atoms(s);
-    elec_box box = box_of(s);
+    elec_box box = test_system_box(s);
     elec_spme_params p = {0}, resolved;
     /* Zeroed so that nothing is undefined where the call cannot succeed
        (a build without FFTW3); they are read only after it has. */
@@ -77,13 +58,18 @@ static void compare(const char *what, const test_system *s, int order,
     double *f = (double *)malloc(3 * s->count * sizeof *f);
     double *fe = (double *)malloc(3 * s->count * sizeof *fe);
     double e_err, f_err;
+    /* the mesh's own error at a fixed splitting: the former defaults,
+       cutoff 9 A and alpha 0.3077 /A (erfc(alpha rc)/rc = 1e-5), against
+       the exact sum at the same alpha and cutoff */
     p.order = order;
     p.grid_spacing = spacing;
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
     p.excluded_pairs = excluded;
     p.excluded_pair_count = excluded_count;
     /* The results are read only when the calls that fill them succeeded. */
-    if (elec_spme_params_resolve(&p, &box, s->count, &resolved, &err) != ELEC_OK ||
-        elec_cpu_spme(&atoms, &box, &p, &spme, f, NULL, &err) != ELEC_OK ||
+    if (elec_spme_params_resolve(&p, &box, &atoms, &resolved, &err) != ELEC_OK ||
+        elec_cpu_spme(&atoms, &box, &resolved, &spme, f, NULL, &err) != ELEC_OK ||
         !ewald_reference(&atoms, &box, &resolved, &exact, fe)) {
         EXPECT(0, "%s, order %d: %s", what, order, err.message);
         free(f);
@@ -108,7 +94,7 @@ TEST(rock_salt_gives_the_madelung_constant) {
     const double a = 5.64, r0 = a / 2.0;
     test_system salt = test_system_nacl(2, a);
     elec_atoms atoms = test_system_atoms(&salt);
-    elec_box box = box_of(&salt);
+    elec_box box = test_system_box(&salt);
     elec_spme_params p = {0};
     elec_ewald_terms e = {0}; /* see compare() */
     elec_error err;
@@ -176,16 +162,19 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     REQUIRE_FFTW();
     test_system s = test_system_random(40, 12.0, 34);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = box_of(&s);
-    elec_spme_params p = {0};
+    elec_box box = test_system_box(&s);
+    elec_spme_params p = {0}, chosen = {0};
     elec_ewald_terms e = {0}, up = {0}, down = {0}; /* see compare() */
     elec_error err;
     double f[120] = {0}, phi[40] = {0}, num = 0.0, den = 0.0, half_q_phi = 0.0;
     const double h = 1e-5;
     size_t i;
     test_system_make_neutral(&s);
-    p.cutoff = 5.0;
-    if (elec_cpu_spme(&atoms, &box, &p, &e, f, phi, &err) != ELEC_OK) {
+    /* resolved once: the choice reads the positions, and a derivative
+       needs the same parameters on both sides (as an MD loop does) */
+    chosen.cutoff = 5.0;
+    if (elec_spme_params_resolve(&chosen, &box, &atoms, &p, &err) != ELEC_OK ||
+        elec_cpu_spme(&atoms, &box, &p, &e, f, phi, &err) != ELEC_OK) {
         EXPECT(0, "%s", err.message);
         test_system_free(&s);
         return;
@@ -250,9 +239,22 @@ TEST(bad_input_is_refused_with_a_reason) {
     xyz[3] = 2 + 3 * 20.0; /* three boxes away: fine, wrapped */
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK, "%s",
            err.message);
-    p.tolerance = 0.2; /* tolerance * cutoff >= 1: no alpha satisfies it */
+    p.tolerance = -1e-4;
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
-           "tolerance 0.2 with a 9 A cutoff: %s", err.message);
+           "tolerance -1e-4: %s", err.message);
+    p.tolerance = 1.0;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance 1: %s", err.message);
+    p.tolerance = nan("");
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "tolerance NaN: %s", err.message);
+    p.tolerance = 0.1 * ELEC_SPME_TOLERANCE_FLOOR;
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "below") != NULL,
+           "tolerance under the floor: %s", err.message);
+    p.tolerance = 0.2; /* loose but valid */
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
+           "tolerance 0.2: %s", err.message);
     p.tolerance = 0.0;
     p.spread = (elec_spme_spread)7;
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
