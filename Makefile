@@ -7,6 +7,8 @@
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
+#   make contents   rewrites the contents block of each header (make test
+#                   fails while one is stale)
 #   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
 # Switches: CUDA=0 builds for the CPU alone even where nvcc is present;
 # HAVE_FFTW= builds without FFTW3 (the CPU SPME then reports
@@ -58,7 +60,8 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table
+.PRECIOUS: $(BUILD)/quickstart_%.c $(BUILD)/quickstart_elec_cuda.cu
+.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -116,12 +119,32 @@ $(BUILD)/test_gpu_alpb: tests/test_gpu_alpb.cu tests/test.h tests/systems.h test
 $(BUILD)/test_gpu_chargemap: tests/test_gpu_chargemap.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_chargemap.cu $(CUDA_LIBS)
 
+# The quick start at the top of each header, compiled as a reader would
+# paste it (tests/test_docs.sh reports them with the contents check).
+QUICKSTART_HEAD = printf '\043include <stdio.h>\n\043include <stdlib.h>\n\043include "elec.h"\n\043include "elec_cpu.h"\n'
+$(BUILD)/quickstart_%.c: %.h tools/contents.sh | $(BUILD)
+	{ $(QUICKSTART_HEAD); printf 'int main(void) {\n'; sh tools/contents.sh --quickstart $<; printf 'return 0;\n}\n'; } > $@
+$(BUILD)/quickstart_elec_cuda.cu: elec_cuda.cuh tools/contents.sh | $(BUILD)
+	{ $(QUICKSTART_HEAD); printf '\043include "elec_cuda.cuh"\nint main(void) {\n'; sh tools/contents.sh --quickstart $<; printf 'return 0;\n}\n'; } > $@
+$(BUILD)/quickstart_%.o: $(BUILD)/quickstart_%.c $(HEADERS)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(BUILD)/quickstart_elec_cuda.o: $(BUILD)/quickstart_elec_cuda.cu $(HEADERS)
+	$(NVCC) $(ALL_NVCCFLAGS) -c -o $@ $<
+QUICKSTARTS = $(BUILD)/quickstart_elec.o $(BUILD)/quickstart_elec_cpu.o $(if $(HAVE_NVCC),$(BUILD)/quickstart_elec_cuda.o)
+$(BUILD)/test_docs: tests/test_docs.sh tools/contents.sh $(HEADERS) $(QUICKSTARTS) | $(BUILD)
+	printf '#!/bin/sh\nexec sh tests/test_docs.sh $(BUILD) $(if $(HAVE_NVCC),cuda)\n' > $@
+	chmod +x $@
+
 $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf | $(BUILD)
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
 	chmod +x $@
 
-test: $(TEST_BINS) $(BUILD)/test_cli
-	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli
+test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_docs
+	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_docs
+
+# Rewrites the contents block at the top of each header (tools/contents.sh)
+contents:
+	sh tools/contents.sh --write $(HEADERS)
 
 test-gpu: $(GPU_TESTS)
 	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)

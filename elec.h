@@ -9,21 +9,26 @@
    (or define ELEC_ALL_IMPLEMENTATION before including all three headers).
    Everywhere else just include it.
 
-   Quick start: the potential of a PQR structure on a lattice, as an OpenDX map.
+   Quick start: the potential of a PQR structure on a lattice, as an OpenDX
+   map (tests/test_docs.sh compiles it).
 
        elec_structure mol;
        elec_error err;
-       if (elec_read_pqr("protein.pqr", &mol, &err) != ELEC_OK) {
-           fprintf(stderr, "%s\n", err.message); return 1;
-       }
-       elec_atoms atoms = elec_structure_atoms(&mol);
+       elec_atoms atoms;
        elec_lattice lat;
-       elec_lattice_around(&atoms, 0.5, 10.0, &lat, &err);   spacing, padding (A)
-       float *map = malloc(elec_lattice_size(&lat) * sizeof *map);
-       elec_dcs_params p = {0};                  every zero field is a default
-       p.scale = ELEC_COULOMB;                   kcal/(mol e) instead of e/A
-       elec_cpu_dcs_map(&atoms, &lat, &p, map, &err);         (elec_cpu.h)
+       elec_dcs_params p = {0};            // every zero field is a default
+       float *map;
+       if (elec_read_pqr("protein.pqr", &mol, &err) != ELEC_OK) {
+           fprintf(stderr, "%s\n", err.message);
+           return 1;
+       }
+       atoms = elec_structure_atoms(&mol);
+       elec_lattice_around(&atoms, 0.5, 10.0, &lat, &err); // spacing, padding (A)
+       map = (float *)malloc(elec_lattice_size(&lat) * sizeof *map);
+       p.scale = ELEC_COULOMB;             // kcal/(mol e) instead of e/A
+       elec_cpu_dcs_map(&atoms, &lat, &p, map, &err);      // elec_cpu.h
        elec_write_dx("phi.dx", &lat, map, "elec DCS", &err);
+       free(map);
        elec_structure_free(&mol);
 
    Options (define before including):
@@ -39,10 +44,55 @@
        optional elec_error (line number and a sentence).  No global state,
        no printing, no exit().
 
-   Contents, in reading order: status codes, units, atoms, lattices and
-   boxes, shared inline math (ELEC_HD), method parameters, PQR and OpenDX
-   I/O, ALPB surface potentials (the HCP hierarchy, surfaces: search
-   ">>alpb").  Version and licence at the bottom. */
+   Contents (tools/contents.sh; ">>tag" finds a section in all three headers):
+     >>common   atoms, lattices, shared math, bins
+                elec_status_string elec_kT_scale elec_atoms_from_xyz
+                elec_atoms_from_xyz_float elec_atoms_from_xyzq_float
+                elec_atoms_get elec_atoms_check elec_atoms_bounds
+                elec_lattice_size elec_lattice_check elec_lattice_check_points
+                elec_lattice_around elec_lattice_point elec_lattice_face_count
+                elec_lattice_face_points elec_distance2 elec_bspline_weights
+                elec_bspline_weights_float elec_msm_gamma
+                elec_msm_gamma_derivative elec_bin_length elec_bins_build
+                elec_bins_free elec_cells_build elec_cells_free elec_cells_ijk
+                elec_cells_neighbour elec_bin_neighbourhood elec_malloc
+                elec_free
+     >>io       I/O: PQR, OpenDX, output files
+                elec_read_pqr elec_parse_pqr elec_structure_free
+                elec_structure_atoms elec_structure_box elec_write_dx
+                elec_read_dx elec_parse_dx elec_output_open elec_output_write
+                elec_output_printf elec_output_commit elec_output_abort
+                elec_output_check
+     >>dcs      DCS: direct Coulomb summation
+                elec_dcs_variant_name elec_dcs_params_resolved
+                elec_dcs_params_check
+     >>mdh      MDH: multiple Debye-Hueckel
+                elec_mdh_term elec_kappa_from_ionic_strength
+                elec_mdh_params_resolved elec_mdh_params_check
+     >>cutoff   cutoff maps: smoothed short-range sums over spatial bins
+                elec_cutoff_params_resolved elec_cutoff_params_check
+                elec_cutoff_term
+     >>msm      MSM: multilevel summation
+                elec_msm_params_resolved elec_msm_params_check
+                elec_msm_params_resolve elec_msm_support elec_msm_axis_weights
+                elec_msm_basis elec_msm_basis_derivative
+     >>ewald    Ewald: the exact periodic sum
+                elec_ewald_params_resolve
+     >>spme     SPME: smooth particle mesh Ewald
+                elec_spme_params_resolve elec_fft_friendly_size
+                elec_spme_bspline_moduli
+     >>charges  charge mapping
+                elec_chargemap_variant_name elec_chargemap_cpu_variant_name
+                elec_chargemap_params_resolve elec_chargemap_periodic_lattice
+     >>alpb     ALPB surface potentials, HCP
+                elec_structure_components elec_hcp_build
+                elec_hcp_from_structure elec_hcp_free elec_alpb_size
+                elec_alpb_variant_name elec_alpb_params_resolve
+                elec_alpb_kernel_setup elec_alpb_term elec_alpb_term_float
+                elec_read_msms elec_read_points elec_parse_points
+                elec_surface_contact elec_surface_mesh elec_surface_free
+   (end of contents)
+   Version and licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
 
@@ -76,6 +126,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ----------------------------------------- >>common atoms, lattices, shared math, bins */
 
 /* ---------------------------------------------------------------- status */
 
@@ -229,15 +281,6 @@ ELEC_HD static inline double elec_distance2(const double a[3],
     return dx * dx + dy * dy + dz * dz;
 }
 
-/* Screened Coulomb kernel of multiple Debye-Hueckel, seed 000 eq. 2: an
-   atom of charge q and radius sigma in a solvent of inverse Debye length
-   kappa contributes q * exp(-kappa (r - sigma)) / ((1 + kappa sigma) r) at
-   distance r.  kappa = 0 gives the plain Coulomb q/r. */
-ELEC_HD static inline double elec_mdh_term(double q, double sigma,
-                                           double kappa, double r) {
-    return q * exp(-kappa * (r - sigma)) / ((1.0 + kappa * sigma) * r);
-}
-
 /* Cardinal B-splines (Essmann et al. 1995, eq. 4.1): M_2(x) = 1 - |x - 1|
    on [0, 2], M_n(x) = (x M_{n-1}(x) + (n - x) M_{n-1}(x - 1)) / (n - 1).
    For a point at grid coordinate u = k0 + t (k0 = floor(u)), the grid
@@ -276,24 +319,34 @@ ELEC_HD static inline void elec_bspline_weights_float(int order, float t,
     ELEC__BSPLINE_WEIGHTS(float)
 }
 
-/* ----------------------------------------------------------- parameters */
+/* The softened 1/rho of MSM splitting: for rho < 1 the Taylor expansion of
+   (1 + (rho^2 - 1))^(-1/2) about rho = 1 to order p, sum_k C(-1/2, k)
+   (rho^2 - 1)^k, which joins 1/rho with p continuous derivatives
+   (p = 2: gamma = 15/8 - 5/4 rho^2 + 3/8 rho^4). */
+ELEC_HD static inline double elec_msm_gamma(double rho, int p) {
+    double s = rho * rho - 1.0, term = 1.0, sum = 1.0, c = 1.0;
+    int k;
+    if (rho >= 1.0) return 1.0 / rho;
+    for (k = 1; k <= p; k++) {
+        c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
+        term *= s;
+        sum += c * term;
+    }
+    return sum;
+}
 
-/* DCS variants: the GPU optimisation ladder of seeds 000/003, each step a
-   short kernel beside its neighbour (elec_cuda.cuh).  The CPU ignores it. */
-typedef enum elec_dcs_variant {
-    ELEC_DCS_FASTEST = 0,       /* default: the fastest kernel below           */
-    ELEC_DCS_SIMPLE,            /* one point per thread, atoms in global memory */
-    ELEC_DCS_CONST,             /* atoms in constant memory, dz^2 precomputed   */
-    ELEC_DCS_UNROLL4,           /* unroll-and-jam x4: dy^2+dz^2 reused 4 times  */
-    ELEC_DCS_UNROLL8_COALESCED, /* x8, points a warp apart: coalesced stores    */
-    ELEC_DCS_VOLUME,            /* x8, whole volume per launch, atoms through
-                                   shared-memory tiles                          */
-    ELEC_DCS_HYBRID_RSQRT,      /* x32, 4 in 32 rsqrt on the FMA pipe: past the
-                                   SFU's rsqrt rate (the default)               */
-    ELEC_DCS_VARIANT_COUNT
-} elec_dcs_variant;
-
-ELEC_API const char *elec_dcs_variant_name(elec_dcs_variant variant);
+/* d gamma / d rho. */
+ELEC_HD static inline double elec_msm_gamma_derivative(double rho, int p) {
+    double s = rho * rho - 1.0, term = 1.0, sum = 0.0, c = 1.0;
+    int k;
+    if (rho >= 1.0) return -1.0 / (rho * rho);
+    for (k = 1; k <= p; k++) {
+        c *= -(2.0 * k - 1.0) / (2.0 * k);
+        sum += c * k * term * 2.0 * rho; /* d/drho (rho^2 - 1)^k */
+        term *= s;
+    }
+    return sum;
+}
 
 /* Spreading a GPU computation over several devices. */
 typedef struct elec_gpu_set {
@@ -302,71 +355,6 @@ typedef struct elec_gpu_set {
     const int *devices; /* device ordinals; NULL = 0 .. count-1             */
 } elec_gpu_set;
 #define ELEC_ALL_GPUS (-1)
-
-/* Direct Coulomb summation: phi(p) = scale * sum_j q_j / |p - r_j|. */
-typedef struct elec_dcs_params {
-    double scale;             /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)     */
-    elec_dcs_variant variant; /* GPU kernel; 0 = ELEC_DCS_FASTEST            */
-    elec_gpu_set gpus;        /* GPU map slices go round-robin over these    */
-    elec_progress_fn progress;
-    void *progress_user;
-    size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
-} elec_dcs_params;
-
-/* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,
-   kappa, |p - r_j|), sigma_j the atom's radius. */
-typedef struct elec_mdh_params {
-    double scale;  /* 0 = 1: e/A */
-    double kappa;  /* inverse Debye length (1/A); 0 = no screening, or ...  */
-    double ionic_strength; /* ... from this (mol/L) if kappa is 0: see
-                              elec_kappa_from_ionic_strength                 */
-    double temperature;    /* K, for kappa from ionic strength; 0 = 298.15  */
-    double dielectric;     /* solvent relative permittivity; 0 = 78.54      */
-    elec_gpu_set gpus;     /* the first device is used                       */
-    elec_progress_fn progress;
-    void *progress_user;
-} elec_mdh_params;
-
-/* Inverse Debye length kappa (1/A) of a 1:1 electrolyte of ionic strength I
-   (mol/L) in a solvent of relative permittivity eps at temperature T (K):
-   kappa^2 = 2 N_A e^2 I 1000 / (eps eps0 k T).  0.1 M, 78.54, 298.15 K
-   gives 0.1040 /A (a Debye length of 9.6 A). */
-ELEC_API double elec_kappa_from_ionic_strength(double ionic_strength,
-                                               double dielectric,
-                                               double temperature);
-
-/* The parameters with every zero field replaced by its default; methods
-   call these once, and tests and tools print them. */
-ELEC_API elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p);
-ELEC_API elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p);
-ELEC_API elec_status elec_dcs_params_check(const elec_dcs_params *p,
-                                           elec_error *err);
-ELEC_API elec_status elec_mdh_params_check(const elec_mdh_params *p,
-                                           elec_error *err);
-
-/* Exact Ewald summation of a periodic orthorhombic box (Essmann et al.
-   1995, eqs. 2.1-2.5): the double-precision truth of every periodic method.
-   E = E_real + E_reciprocal + E_self + E_excluded + E_background, with
-     E_real       = sum over pairs and images within the cutoff of
-                    q_i q_j erfc(alpha r)/r, excluded pairs' nearest image
-                    left out;
-     E_reciprocal = 1/(2V) sum_{k != 0} 4 pi/k^2 exp(-k^2/(4 alpha^2)) |S(k)|^2,
-                    S(k) = sum_j q_j exp(i k.r_j), k = 2 pi (nx/Lx, ny/Ly, nz/Lz);
-     E_self       = -alpha/sqrt(pi) sum_i q_i^2;
-     E_excluded   = -sum over excluded pairs q_i q_j erf(alpha r)/r (their
-                    smooth interaction, which the reciprocal sum includes);
-     E_background = -pi Q^2 / (2 alpha^2 V) for a net charge Q (a uniform
-                    neutralising background);
-   conducting ("tin-foil") boundary.  All terms are times scale.
-
-   The accuracy knob of the exact sum and of SPME is one number with one
-   meaning: `tolerance`, the relative RMS force error against the exact
-   (converged) Ewald sum,
-       sqrt(sum_i |F_i - F_i,exact|^2 / sum_i |F_i,exact|^2),
-   the quantity OpenMM's ewaldErrorTolerance approximates.  The resolve
-   functions choose the free parameters from a-priori estimates of that
-   error (elec_error_estimate says what they expect) and refuse a tolerance
-   they cannot meet. */
 
 /* What a choice of parameters is expected to give, filled by the resolve
    functions (ignored on input) from a-priori error estimates:
@@ -398,63 +386,6 @@ typedef struct elec_error_estimate {
                                 positions to float and float arithmetic
                                 alone give (the GPU's floor)             */
 } elec_error_estimate;
-
-/* Tightest tolerances: the exact sum's (double rounding of its terms) and
-   CPU SPME's (double rounding of grids and FFTs, ~1e-15 relative, well
-   below; grids past ELEC_SPME_MAX_GRID_POINTS come first on most boxes). */
-#define ELEC_EWALD_TOLERANCE_FLOOR 1e-14
-#define ELEC_SPME_TOLERANCE_FLOOR 1e-12
-/* The GPU SPME computes in float.  Its arithmetic alone (float pair terms
-   of erfcf and __expf, a few ulp each, summed ~40 to a warp lane; grid
-   values summed by float atomics and transformed by cuFFT, eps log2 K ~
-   1e-6 of the spectrum, little of it in the low modes that carry the
-   force) is reasoned to leave a relative RMS force error of about this
-   (to be measured: tests/test_gpu_spme.cu prints it); positions rounded to
-   float add estimate.float_floor's share (for double input).  The GPU
-   refuses tolerances under 1.5 times the floor that applies. */
-#define ELEC_SPME_GPU_FLOAT_FLOOR 5e-7
-/* Work limit of the exact sum, as its estimated time on one core: 20 ns
-   per atom and reciprocal vector, 2 ns per atom pair and image looked at,
-   100 ns per pair within the cutoff (erfc and exp), measured on 2000
-   atoms.  Past it elec_cpu_ewald refuses with ELEC_ERR_UNSUPPORTED and
-   says how long it would take. */
-#define ELEC_EWALD_MAX_SECONDS 300.0
-
-typedef struct elec_ewald_params {
-    double scale;      /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
-    double cutoff;     /* real-space cutoff (A); 0 = half the shortest edge;
-                          may exceed it (more images are summed)          */
-    double tolerance;  /* relative RMS force error of the truncations
-                          (above); 0 = 1e-12.  alpha is the smallest that
-                          meets half of it in real space, kmax the
-                          smallest that meets the other half; below
-                          ELEC_EWALD_TOLERANCE_FLOOR refused              */
-    double alpha;      /* Ewald coefficient (1/A); 0 = from tolerance      */
-    int kmax[3];       /* reciprocal vectors |n_axis| <= kmax[axis];
-                          0 = from alpha and tolerance                    */
-    int n2_limit;      /* if > 0 keep only |n|^2 < n2_limit (NIST: 27)     */
-    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened   */
-    size_t excluded_pair_count;
-    elec_progress_fn progress;    /* long sums report (and may cancel)    */
-    void *progress_user;
-    elec_error_estimate estimate; /* out: filled by the resolve           */
-} elec_ewald_params;
-
-typedef struct elec_ewald_terms {
-    double real, reciprocal, self, excluded, background, total;
-    double error; /* expected absolute error of total (the estimate's
-                     energy; Ewald and SPME fill it)                      */
-} elec_ewald_terms;
-
-/* The parameters with every zero field resolved for a box and its atoms
-   (alpha and kmax from the tolerance, the estimate filled);
-   ELEC_ERR_INVALID_ARG for out-of-range values (elec_cpu_ewald refuses
-   work past ELEC_EWALD_MAX_SECONDS, saying how long it would take). */
-ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
-                                               const elec_box *box,
-                                               const elec_atoms *atoms,
-                                               elec_ewald_params *resolved,
-                                               elec_error *err);
 
 /* ------------------------------------------------ spatial bins, cutoffs */
 
@@ -527,336 +458,10 @@ ELEC_API size_t elec_bin_neighbourhood(double length, double region,
                                        double cutoff, int *offsets,
                                        size_t capacity);
 
-/* Smoothed short-range potentials for cutoff maps: q S(r) for r < a. */
-typedef enum elec_cutoff_kind {
-    ELEC_CUTOFF_MSM = 0, /* default: MSM's short range 1/r - gamma(r/a)/a */
-    ELEC_CUTOFF_SHIFTED  /* shifted Coulomb (1 - r^2/a^2)^2 / r           */
-} elec_cutoff_kind;
+ELEC_API void *elec_malloc(size_t size);
+ELEC_API void elec_free(void *ptr);
 
-typedef struct elec_cutoff_params {
-    double scale;          /* 0 = 1: e/A                                   */
-    double cutoff;         /* a (A); 0 = 12                                */
-    elec_cutoff_kind kind;
-    int splitting;         /* ELEC_CUTOFF_MSM's gamma order; 0 = 2 (C2)    */
-    double bin_length;     /* GPU bins (A); 0 = elec_bin_length(0.1, 0.75)  */
-    elec_gpu_set gpus;     /* the first device is used                     */
-    elec_progress_fn progress;
-    void *progress_user;
-    size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
-} elec_cutoff_params;
-
-ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
-ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
-                                              elec_error *err);
-
-/* Multilevel summation (Hardy, Stone and Schulten 2009; Skeel et al. 2002):
-   1/r = [1/r - g_0(r)] + [g_0(r) - g_1(r)] + ... + g_{L-1}(r), with
-   g_l(r) = gamma(r / (2^l a)) / (2^l a) smooth and gamma(rho) = 1/rho for
-   rho >= 1.  The first bracket (short range, zero beyond the cutoff a) is
-   summed exactly over pairs; bracket l, zero beyond 2^(l+1) a, is summed
-   between the charges of a lattice of spacing 2^l h, interpolated from and
-   to the atoms (anterpolation, restriction, lattice cutoff, prolongation,
-   interpolation); the last smooth part is summed directly on the coarsest
-   lattice.  Non-periodic, but for elec_cpu_msm_periodic_energy (elec_cpu.h). */
-typedef enum elec_msm_interpolation {
-    ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic (order 4), exact for
-                           quadratics                                      */
-    ELEC_MSM_QUINTIC,   /* C1 quintic (order 6), exact for quartics         */
-    ELEC_MSM_SEPTIC,    /* C1 septic (order 8), exact for sextics           */
-    ELEC_MSM_NONIC      /* C1 nonic (order 10), exact for octics            */
-} elec_msm_interpolation;
-
-/* Seconds each stage of a GPU MSM map took (elec_cuda_msm_map fills it
-   where params.times is not NULL, timing the stages with CUDA events). */
-typedef struct elec_msm_times {
-    double setup;          /* host: checks, bins, lattices, the hierarchy's
-                              buffers and uploads                          */
-    double short_range;    /* the map's device buffer, the bins' upload and
-                              the cutoff kernel over every layer of bins
-                              (with the host's binning of each overflow)   */
-    double anterpolation;  /* stage 1: charges -> finest lattice           */
-    double restriction;    /* stage 2, every level                         */
-    double lattice_cutoff; /* stage 3 below the top, every level           */
-    double top;            /* stage 3 at the top: the direct sum           */
-    double prolongation;   /* stage 4, every level                         */
-    double interpolation;  /* stage 5: finest lattice -> map points        */
-    double copy_back;      /* the rest: pinned staging buffers, the map to
-                              the host, progress, and what the host's sum
-                              of the last overflow atoms (run while the GPU
-                              works) takes beyond the GPU stages          */
-    double total;          /* the whole call                               */
-} elec_msm_times;
-
-typedef struct elec_msm_params {
-    double scale;   /* 0 = 1: e/A (maps) or e^2/A (energies)                */
-    double tolerance; /* relative RMS error of potentials (maps, points) and
-                       forces against the exact sum; 0 = no target: the
-                       defaults below (msmpot's, ~1e-3).  Set, it chooses
-                       a, h and the interpolation (those left at 0; the
-                       interpolation's zero, cubic, reads as "choose") as
-                       the cheapest whose fitted error (elec.h,
-                       elec__msm_error_model: the README's table) is at
-                       most a third of it.  Refused where the table does not
-                       reach (below ELEC_MSM_TOLERANCE_FLOOR) and, on the
-                       GPU, below ELEC_MSM_GPU_TOLERANCE_FLOOR          */
-    double cutoff;  /* a (A); 0 = 12, or chosen from the tolerance          */
-    double spacing; /* h, the finest lattice spacing (A); 0 = 2, or chosen  */
-    elec_msm_interpolation interpolation;
-    int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = C2 with
-                       the cubic, C3 quintic, C4 septic, C5 nonic            */
-    int max_top_points; /* coarsest lattice summed directly once it has at
-                           most this many points; 0 = 4096                 */
-    elec_gpu_set gpus;  /* GPU calls: the first device is used             */
-    elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
-    elec_progress_fn progress;
-    void *progress_user;
-    double points_per_atom; /* the tolerance's cost model: points the
-                               potential is wanted at per atom; 0 = 1 (energies
-                               and forces), and the map and points calls set
-                               it from their lattice or point count        */
-    elec_error_estimate estimate; /* out: estimate.force is the fitted
-                                     relative error of the choice        */
-    size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
-} elec_msm_params;
-
-/* The measured table spans a in [8, 16] A, h in [1, 2.5] A: three times
-   the fit's best there (nonic, a 16, h 1: 5.3e-8) is the tightest
-   tolerance it can promise.  The GPU computes in float: its lattice sums
-   agree with the CPU's double ones to ~1e-6 (tests/test_gpu_msm.cu), so
-   tolerances under ten times that are refused there. */
-#define ELEC_MSM_TOLERANCE_FLOOR 2e-7
-#define ELEC_MSM_GPU_TOLERANCE_FLOOR 1e-5
-
-/* resolved: every zero field replaced by its default or, with a
-   tolerance, chosen (no checks); check: resolved and validated; resolve:
-   both, in the shape of the other methods. */
-ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
-ELEC_API elec_status elec_msm_params_check(const elec_msm_params *p,
-                                           elec_error *err);
-ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *p,
-                                             elec_msm_params *resolved,
-                                             elec_error *err);
-
-/* The softened 1/rho of MSM splitting: for rho < 1 the Taylor expansion of
-   (1 + (rho^2 - 1))^(-1/2) about rho = 1 to order p, sum_k C(-1/2, k)
-   (rho^2 - 1)^k, which joins 1/rho with p continuous derivatives
-   (p = 2: gamma = 15/8 - 5/4 rho^2 + 3/8 rho^4). */
-ELEC_HD static inline double elec_msm_gamma(double rho, int p) {
-    double s = rho * rho - 1.0, term = 1.0, sum = 1.0, c = 1.0;
-    int k;
-    if (rho >= 1.0) return 1.0 / rho;
-    for (k = 1; k <= p; k++) {
-        c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
-        term *= s;
-        sum += c * term;
-    }
-    return sum;
-}
-
-/* d gamma / d rho. */
-ELEC_HD static inline double elec_msm_gamma_derivative(double rho, int p) {
-    double s = rho * rho - 1.0, term = 1.0, sum = 0.0, c = 1.0;
-    int k;
-    if (rho >= 1.0) return -1.0 / (rho * rho);
-    for (k = 1; k <= p; k++) {
-        c *= -(2.0 * k - 1.0) / (2.0 * k);
-        sum += c * k * term * 2.0 * rho; /* d/drho (rho^2 - 1)^k */
-        term *= s;
-    }
-    return sum;
-}
-
-/* Interpolating basis functions of MSM: the C1 piecewise polynomials of
-   Hardy's thesis (2006) of odd degree 2s - 1, nonzero for |t| < s, with
-   Phi(0) = 1, Phi(k) = 0 at other integers and sum_k k^d Phi(t - k) = t^d
-   for d <= 2s - 2.  On the unit interval between lattice points 0 and 1
-   the interpolant is the polynomial that takes the data at points
-   -(s-2) .. s-1 and, at 0 and 1, the derivative of the degree 2s - 2
-   Lagrange polynomial through the 2s - 1 points centred there: s = 2 is
-   Skeel's C1 cubic (seed 004 eq. 2, Catmull-Rom), s = 3 the C1 quintic of
-   NAMD and VMD, s = 4 and 5 the orders 8 and 10 of NAMD and LAMMPS.
-
-   elec__msm_pieces gives that polynomial's weights: w_j(t) for point
-   j - (s - 1), j = 0 .. 2s - 1, t in [0, 1], as integer coefficients of
-   t^0 .. t^(2s-1) over a common denominator (derived in exact rational
-   arithmetic; tests/test_msm.c checks the properties above). */
-static inline const double *elec__msm_pieces(int interpolation,
-                                             double *denominator) {
-    static const double cubic[] = {
-        0, -1, 2, -1,  2, 0, -5, 3,  0, 1, 4, -3,  0, 0, -1, 1};
-    static const double quintic[] = {
-        0, 2, -3, -1, 3, -1,       0, -16, 26, -1, -14, 5,
-        24, 0, -50, 10, 26, -10,   0, 16, 36, -14, -24, 10,
-        0, -2, -11, 7, 11, -5,     0, 0, 2, -1, -2, 1};
-    static const double septic[] = {
-        0, -12, 16, 11, -20, 2, 4, -1,
-        0, 108, -138, -92, 165, -23, -27, 7,
-        0, -540, 792, 111, -510, 90, 78, -21,
-        720, 0, -1400, 140, 805, -175, -125, 35,
-        0, 540, 960, -335, -720, 190, 120, -35,
-        0, -108, -306, 204, 375, -117, -69, 21,
-        0, 12, 88, -43, -110, 38, 22, -7,
-        0, 0, -12, 4, 15, -5, -3, 1};
-    static const double nonic[] = {
-        0, 144, -180, -160, 245, 7, -70, 10, 5, -1,
-        0, -1536, 1808, 1692, -2436, -63, 672, -102, -44, 9,
-        0, 8064, -9216, -8168, 11788, -308, -2744, 448, 172, -36,
-        0, -32256, 44352, 10640, -30128, 2492, 6328, -1120, -392, 84,
-        40320, 0, -75544, 4536, 43806, -6174, -9156, 1764, 574, -126,
-        0, 32256, 50400, -18200, -38360, 7798, 8680, -1820, -560, 126,
-        0, -8064, -16128, 12488, 21196, -5572, -5432, 1232, 364, -84,
-        0, 1536, 5696, -3312, -7728, 2268, 2184, -528, -152, 36,
-        0, -144, -1332, 520, 1813, -497, -518, 130, 37, -9,
-        0, 0, 144, -36, -196, 49, 56, -14, -4, 1};
-    switch (interpolation) {
-    case 1: *denominator = 24.0; return quintic;
-    case 2: *denominator = 720.0; return septic;
-    case 3: *denominator = 40320.0; return nonic;
-    default: *denominator = 2.0; return cubic;
-    }
-}
-
-/* Points on each side of a position: s = 2 (cubic) .. 5 (nonic). */
-static inline int elec_msm_support(int interpolation) {
-    return interpolation + 2;
-}
-
-/* Weight (and, where dweight is not NULL, d/dt) of point j - (s - 1) for
-   a position t in [0, 1] past point 0: Horner on the piece's row. */
-static inline double elec__msm_piece(int interpolation, int j, double t,
-                                     double *dweight) {
-    double denominator, value = 0.0, slope = 0.0;
-    const double *row = elec__msm_pieces(interpolation, &denominator);
-    const int width = 2 * elec_msm_support(interpolation);
-    int power;
-    row += j * width;
-    for (power = width - 1; power >= 0; power--) {
-        slope = slope * t + value;
-        value = value * t + row[power];
-    }
-    if (dweight) *dweight = slope / denominator;
-    return value / denominator;
-}
-
-/* The 2s weights along one axis for a position t in lattice units: point
-   first + k gets w[k] = Phi(t - first - k) (dw[k] = Phi', where dw is not
-   NULL).  Returns first = floor(t) - (s - 1). */
-static inline long elec_msm_axis_weights(double t, int interpolation,
-                                         double *w, double *dw) {
-    const int s = elec_msm_support(interpolation);
-    const double cell = floor(t);
-    int k;
-    for (k = 0; k < 2 * s; k++)
-        w[k] = elec__msm_piece(interpolation, k, t - cell, dw ? dw + k : NULL);
-    return (long)cell - (s - 1);
-}
-
-/* Phi(t) itself (and d Phi / dt): the piece of the interval holding |t|. */
-static inline double elec_msm_basis(double t, int interpolation) {
-    const double a = t < 0 ? -t : t;
-    const int s = elec_msm_support(interpolation);
-    const double cell = floor(a);
-    if (cell >= s) return 0.0;
-    /* t - j = a on [cell, cell + 1] for the point j = -cell */
-    return elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, NULL);
-}
-
-static inline double elec_msm_basis_derivative(double t, int interpolation) {
-    const double a = t < 0 ? -t : t;
-    const int s = elec_msm_support(interpolation);
-    const double cell = floor(a);
-    double slope;
-    if (cell >= s) return 0.0;
-    elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, &slope);
-    return t < 0 ? -slope : slope;
-}
-
-/* The smoothed short-range potential of a unit charge at distance r
-   (r > 0): 0 from the cutoff a on. */
-ELEC_HD static inline double elec_cutoff_term(double r, double a,
-                                              elec_cutoff_kind kind,
-                                              int splitting) {
-    double s;
-    if (r >= a) return 0.0;
-    if (kind == ELEC_CUTOFF_SHIFTED) {
-        s = 1.0 - (r * r) / (a * a);
-        return s * s / r;
-    }
-    return 1.0 / r - elec_msm_gamma(r / a, splitting) / a;
-}
-
-/* Smooth particle mesh Ewald (Essmann et al. 1995; on GPUs after Harvey
-   and De Fabritiis 2009): the terms of elec_ewald_terms with the
-   reciprocal sum interpolated on a grid by B-splines and done by FFT; the
-   real-space sum over pairs within the cutoff (minimum image, so the cutoff
-   is at most half the shortest box edge).  One accuracy knob: tolerance. */
-/* GPU charge spreading (the CPU ignores it). */
-typedef enum elec_spme_spread {
-    ELEC_SPME_SPREAD_CHARGEMAP = 0, /* default: the charge map's B-splines
-                                       (elec_cuda.cuh's charge-mapping rung
-                                       ELEC__SPME_CHARGEMAP_VARIANT)         */
-    ELEC_SPME_SPREAD_GATHER,        /* seed 001: atoms placed in per-cell
-                                       slots, each grid point gathers from
-                                       its neighbourhood; overflow by
-                                       atomics                               */
-    ELEC_SPME_SPREAD_ATOMIC = ELEC_SPME_SPREAD_CHARGEMAP /* its former name */
-} elec_spme_spread;
-
-/* Grids past these are refused (a tolerance that needs one is refused
-   with the size it would need). */
-#define ELEC_SPME_MAX_GRID_AXIS 4096
-#define ELEC_SPME_MAX_GRID_POINTS 268435456.0 /* 2^28: 2 GB a double grid */
-
-typedef struct elec_spme_params {
-    double scale;        /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
-    double tolerance;    /* relative RMS force error against the exact
-                            Ewald sum (elec_ewald_params says how it is
-                            measured); 0 = 5e-4, OpenMM's default.  Chooses
-                            whichever of cutoff, alpha, order and grid are
-                            left at 0: the cheapest choice whose estimated
-                            error is at most 0.4 of it.  Refused below
-                            ELEC_SPME_TOLERANCE_FLOOR (and, on the GPU,
-                            below 1.5 times the float floor of the atoms
-                            given: estimate.float_floor)                  */
-    double cutoff;       /* real-space cutoff (A), at most half the shortest
-                            box edge; 0 = chosen (4 to 16 A)              */
-    double alpha;        /* Ewald coefficient (1/A); 0 = chosen             */
-    int order;           /* B-spline order 4 to 8; 0 = chosen (4, 6 or 8)  */
-    int grid[3];         /* grid points per axis; 0 = chosen, or from
-                            grid_spacing: sizes with factors 2, 3, 5, 7   */
-    double grid_spacing; /* A; 0 = chosen (set it to fix the grid by
-                            spacing: the smallest FFT-friendly sizes with
-                            a spacing no larger)                          */
-    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened     */
-    size_t excluded_pair_count;
-    elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
-    elec_error_estimate estimate; /* out: filled by the resolve             */
-} elec_spme_params;
-
-/* Resolves every zero field for a box and the atoms (their count, charges
-   and positions: the estimates read Q2, sum q^4, the RMS force and the
-   charge structure factor from them) and fills the estimate.  The choice
-   minimises an estimated cost per evaluation, calibrated on an H100 (ps:
-   22 per atom pair within the cutoff, 17 per atom and B-spline point,
-   (18 + 5.1 log2 K) per grid point for the two FFTs and the solve); CPU
-   and GPU paths call this one function and so compute with the same
-   parameters.  ELEC_ERR_INVALID_ARG for values out of range,
-   ELEC_ERR_UNSUPPORTED for a tolerance that needs a grid past the limits
-   above. */
-ELEC_API elec_status elec_spme_params_resolve(const elec_spme_params *p,
-                                              const elec_box *box,
-                                              const elec_atoms *atoms,
-                                              elec_spme_params *resolved,
-                                              elec_error *err);
-/* The smallest n >= minimum whose only prime factors are 2, 3, 5, 7. */
-ELEC_API int elec_fft_friendly_size(int minimum);
-/* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / K)|^2 for m = 0..K-1:
-   1/|b(m)|^2 of Essmann eq. 4.4, the factor the influence function
-   divides by.  Where it vanishes (odd orders at m = K/2) it takes the mean
-   of its neighbours, as MD codes do. */
-ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
-
-/* ------------------------------------------------------ structures, I/O */
+/* ------------------------------------------------- >>io I/O: PQR, OpenDX, output files */
 
 /* Per-atom labels from a PQR file, kept for selections and for the HCP
    hierarchy (atoms -> residues -> chains). */
@@ -980,8 +585,612 @@ ELEC_API void elec_output_abort(elec_output *out); /* out may be NULL */
 ELEC_API elec_status elec_output_check(const char *path, const char *input,
                                        elec_error *err);
 
-ELEC_API void *elec_malloc(size_t size);
-ELEC_API void elec_free(void *ptr);
+/* ------------------------------------------------- >>dcs DCS: direct Coulomb summation */
+
+/* DCS variants: the GPU optimisation ladder of seeds 000/003, each step a
+   short kernel beside its neighbour (elec_cuda.cuh).  The CPU ignores it. */
+typedef enum elec_dcs_variant {
+    ELEC_DCS_FASTEST = 0,       /* default: the fastest kernel below           */
+    ELEC_DCS_SIMPLE,            /* one point per thread, atoms in global memory */
+    ELEC_DCS_CONST,             /* atoms in constant memory, dz^2 precomputed   */
+    ELEC_DCS_UNROLL4,           /* unroll-and-jam x4: dy^2+dz^2 reused 4 times  */
+    ELEC_DCS_UNROLL8_COALESCED, /* x8, points a warp apart: coalesced stores    */
+    ELEC_DCS_VOLUME,            /* x8, whole volume per launch, atoms through
+                                   shared-memory tiles                          */
+    ELEC_DCS_HYBRID_RSQRT,      /* x32, 4 in 32 rsqrt on the FMA pipe: past the
+                                   SFU's rsqrt rate (the default)               */
+    ELEC_DCS_VARIANT_COUNT
+} elec_dcs_variant;
+
+ELEC_API const char *elec_dcs_variant_name(elec_dcs_variant variant);
+
+/* Direct Coulomb summation: phi(p) = scale * sum_j q_j / |p - r_j|. */
+typedef struct elec_dcs_params {
+    double scale;             /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)     */
+    elec_dcs_variant variant; /* GPU kernel; 0 = ELEC_DCS_FASTEST            */
+    elec_gpu_set gpus;        /* GPU map slices go round-robin over these    */
+    elec_progress_fn progress;
+    void *progress_user;
+    size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
+} elec_dcs_params;
+
+/* The parameters with every zero field replaced by its default; methods
+   call these once, and tests and tools print them. */
+ELEC_API elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p);
+ELEC_API elec_status elec_dcs_params_check(const elec_dcs_params *p,
+                                           elec_error *err);
+
+/* --------------------------------------------------- >>mdh MDH: multiple Debye-Hueckel */
+
+/* Screened Coulomb kernel of multiple Debye-Hueckel, seed 000 eq. 2: an
+   atom of charge q and radius sigma in a solvent of inverse Debye length
+   kappa contributes q * exp(-kappa (r - sigma)) / ((1 + kappa sigma) r) at
+   distance r.  kappa = 0 gives the plain Coulomb q/r. */
+ELEC_HD static inline double elec_mdh_term(double q, double sigma,
+                                           double kappa, double r) {
+    return q * exp(-kappa * (r - sigma)) / ((1.0 + kappa * sigma) * r);
+}
+
+/* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,
+   kappa, |p - r_j|), sigma_j the atom's radius. */
+typedef struct elec_mdh_params {
+    double scale;  /* 0 = 1: e/A */
+    double kappa;  /* inverse Debye length (1/A); 0 = no screening, or ...  */
+    double ionic_strength; /* ... from this (mol/L) if kappa is 0: see
+                              elec_kappa_from_ionic_strength                 */
+    double temperature;    /* K, for kappa from ionic strength; 0 = 298.15  */
+    double dielectric;     /* solvent relative permittivity; 0 = 78.54      */
+    elec_gpu_set gpus;     /* the first device is used                       */
+    elec_progress_fn progress;
+    void *progress_user;
+} elec_mdh_params;
+
+/* Inverse Debye length kappa (1/A) of a 1:1 electrolyte of ionic strength I
+   (mol/L) in a solvent of relative permittivity eps at temperature T (K):
+   kappa^2 = 2 N_A e^2 I 1000 / (eps eps0 k T).  0.1 M, 78.54, 298.15 K
+   gives 0.1040 /A (a Debye length of 9.6 A). */
+ELEC_API double elec_kappa_from_ionic_strength(double ionic_strength,
+                                               double dielectric,
+                                               double temperature);
+
+ELEC_API elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p);
+ELEC_API elec_status elec_mdh_params_check(const elec_mdh_params *p,
+                                           elec_error *err);
+
+/* ------------------- >>cutoff cutoff maps: smoothed short-range sums over spatial bins */
+
+/* Smoothed short-range potentials for cutoff maps: q S(r) for r < a. */
+typedef enum elec_cutoff_kind {
+    ELEC_CUTOFF_MSM = 0, /* default: MSM's short range 1/r - gamma(r/a)/a */
+    ELEC_CUTOFF_SHIFTED  /* shifted Coulomb (1 - r^2/a^2)^2 / r           */
+} elec_cutoff_kind;
+
+typedef struct elec_cutoff_params {
+    double scale;          /* 0 = 1: e/A                                   */
+    double cutoff;         /* a (A); 0 = 12                                */
+    elec_cutoff_kind kind;
+    int splitting;         /* ELEC_CUTOFF_MSM's gamma order; 0 = 2 (C2)    */
+    double bin_length;     /* GPU bins (A); 0 = elec_bin_length(0.1, 0.75)  */
+    elec_gpu_set gpus;     /* the first device is used                     */
+    elec_progress_fn progress;
+    void *progress_user;
+    size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
+} elec_cutoff_params;
+
+ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
+ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
+                                              elec_error *err);
+
+/* The smoothed short-range potential of a unit charge at distance r
+   (r > 0): 0 from the cutoff a on. */
+ELEC_HD static inline double elec_cutoff_term(double r, double a,
+                                              elec_cutoff_kind kind,
+                                              int splitting) {
+    double s;
+    if (r >= a) return 0.0;
+    if (kind == ELEC_CUTOFF_SHIFTED) {
+        s = 1.0 - (r * r) / (a * a);
+        return s * s / r;
+    }
+    return 1.0 / r - elec_msm_gamma(r / a, splitting) / a;
+}
+
+/* ----------------------------------------------------- >>msm MSM: multilevel summation */
+
+/* Multilevel summation (Hardy, Stone and Schulten 2009; Skeel et al. 2002):
+   1/r = [1/r - g_0(r)] + [g_0(r) - g_1(r)] + ... + g_{L-1}(r), with
+   g_l(r) = gamma(r / (2^l a)) / (2^l a) smooth and gamma(rho) = 1/rho for
+   rho >= 1.  The first bracket (short range, zero beyond the cutoff a) is
+   summed exactly over pairs; bracket l, zero beyond 2^(l+1) a, is summed
+   between the charges of a lattice of spacing 2^l h, interpolated from and
+   to the atoms (anterpolation, restriction, lattice cutoff, prolongation,
+   interpolation); the last smooth part is summed directly on the coarsest
+   lattice.  Non-periodic, but for elec_cpu_msm_periodic_energy (elec_cpu.h). */
+typedef enum elec_msm_interpolation {
+    ELEC_MSM_CUBIC = 0, /* default: Skeel's C1 cubic (order 4), exact for
+                           quadratics                                      */
+    ELEC_MSM_QUINTIC,   /* C1 quintic (order 6), exact for quartics         */
+    ELEC_MSM_SEPTIC,    /* C1 septic (order 8), exact for sextics           */
+    ELEC_MSM_NONIC      /* C1 nonic (order 10), exact for octics            */
+} elec_msm_interpolation;
+
+/* Seconds each stage of a GPU MSM map took (elec_cuda_msm_map fills it
+   where params.times is not NULL, timing the stages with CUDA events). */
+typedef struct elec_msm_times {
+    double setup;          /* host: checks, bins, lattices, the hierarchy's
+                              buffers and uploads                          */
+    double short_range;    /* the map's device buffer, the bins' upload and
+                              the cutoff kernel over every layer of bins
+                              (with the host's binning of each overflow)   */
+    double anterpolation;  /* stage 1: charges -> finest lattice           */
+    double restriction;    /* stage 2, every level                         */
+    double lattice_cutoff; /* stage 3 below the top, every level           */
+    double top;            /* stage 3 at the top: the direct sum           */
+    double prolongation;   /* stage 4, every level                         */
+    double interpolation;  /* stage 5: finest lattice -> map points        */
+    double copy_back;      /* the rest: pinned staging buffers, the map to
+                              the host, progress, and what the host's sum
+                              of the last overflow atoms (run while the GPU
+                              works) takes beyond the GPU stages          */
+    double total;          /* the whole call                               */
+} elec_msm_times;
+
+typedef struct elec_msm_params {
+    double scale;   /* 0 = 1: e/A (maps) or e^2/A (energies)                */
+    double tolerance; /* relative RMS error of potentials (maps, points) and
+                       forces against the exact sum; 0 = no target: the
+                       defaults below (msmpot's, ~1e-3).  Set, it chooses
+                       a, h and the interpolation (those left at 0; the
+                       interpolation's zero, cubic, reads as "choose") as
+                       the cheapest whose fitted error (elec.h,
+                       elec__msm_error_model: the README's table) is at
+                       most a third of it.  Refused where the table does not
+                       reach (below ELEC_MSM_TOLERANCE_FLOOR) and, on the
+                       GPU, below ELEC_MSM_GPU_TOLERANCE_FLOOR          */
+    double cutoff;  /* a (A); 0 = 12, or chosen from the tolerance          */
+    double spacing; /* h, the finest lattice spacing (A); 0 = 2, or chosen  */
+    elec_msm_interpolation interpolation;
+    int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = C2 with
+                       the cubic, C3 quintic, C4 septic, C5 nonic            */
+    int max_top_points; /* coarsest lattice summed directly once it has at
+                           most this many points; 0 = 4096                 */
+    elec_gpu_set gpus;  /* GPU calls: the first device is used             */
+    elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
+    elec_progress_fn progress;
+    void *progress_user;
+    double points_per_atom; /* the tolerance's cost model: points the
+                               potential is wanted at per atom; 0 = 1 (energies
+                               and forces), and the map and points calls set
+                               it from their lattice or point count        */
+    elec_error_estimate estimate; /* out: estimate.force is the fitted
+                                     relative error of the choice        */
+    size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
+} elec_msm_params;
+
+/* The measured table spans a in [8, 16] A, h in [1, 2.5] A: three times
+   the fit's best there (nonic, a 16, h 1: 5.3e-8) is the tightest
+   tolerance it can promise.  The GPU computes in float: its lattice sums
+   agree with the CPU's double ones to ~1e-6 (tests/test_gpu_msm.cu), so
+   tolerances under ten times that are refused there. */
+#define ELEC_MSM_TOLERANCE_FLOOR 2e-7
+#define ELEC_MSM_GPU_TOLERANCE_FLOOR 1e-5
+
+/* resolved: every zero field replaced by its default or, with a
+   tolerance, chosen (no checks); check: resolved and validated; resolve:
+   both, in the shape of the other methods. */
+ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
+ELEC_API elec_status elec_msm_params_check(const elec_msm_params *p,
+                                           elec_error *err);
+ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *p,
+                                             elec_msm_params *resolved,
+                                             elec_error *err);
+
+/* Interpolating basis functions of MSM: the C1 piecewise polynomials of
+   Hardy's thesis (2006) of odd degree 2s - 1, nonzero for |t| < s, with
+   Phi(0) = 1, Phi(k) = 0 at other integers and sum_k k^d Phi(t - k) = t^d
+   for d <= 2s - 2.  On the unit interval between lattice points 0 and 1
+   the interpolant is the polynomial that takes the data at points
+   -(s-2) .. s-1 and, at 0 and 1, the derivative of the degree 2s - 2
+   Lagrange polynomial through the 2s - 1 points centred there: s = 2 is
+   Skeel's C1 cubic (seed 004 eq. 2, Catmull-Rom), s = 3 the C1 quintic of
+   NAMD and VMD, s = 4 and 5 the orders 8 and 10 of NAMD and LAMMPS.
+
+   elec__msm_pieces gives that polynomial's weights: w_j(t) for point
+   j - (s - 1), j = 0 .. 2s - 1, t in [0, 1], as integer coefficients of
+   t^0 .. t^(2s-1) over a common denominator (derived in exact rational
+   arithmetic; tests/test_msm.c checks the properties above). */
+static inline const double *elec__msm_pieces(int interpolation,
+                                             double *denominator) {
+    static const double cubic[] = {
+        0, -1, 2, -1,  2, 0, -5, 3,  0, 1, 4, -3,  0, 0, -1, 1};
+    static const double quintic[] = {
+        0, 2, -3, -1, 3, -1,       0, -16, 26, -1, -14, 5,
+        24, 0, -50, 10, 26, -10,   0, 16, 36, -14, -24, 10,
+        0, -2, -11, 7, 11, -5,     0, 0, 2, -1, -2, 1};
+    static const double septic[] = {
+        0, -12, 16, 11, -20, 2, 4, -1,
+        0, 108, -138, -92, 165, -23, -27, 7,
+        0, -540, 792, 111, -510, 90, 78, -21,
+        720, 0, -1400, 140, 805, -175, -125, 35,
+        0, 540, 960, -335, -720, 190, 120, -35,
+        0, -108, -306, 204, 375, -117, -69, 21,
+        0, 12, 88, -43, -110, 38, 22, -7,
+        0, 0, -12, 4, 15, -5, -3, 1};
+    static const double nonic[] = {
+        0, 144, -180, -160, 245, 7, -70, 10, 5, -1,
+        0, -1536, 1808, 1692, -2436, -63, 672, -102, -44, 9,
+        0, 8064, -9216, -8168, 11788, -308, -2744, 448, 172, -36,
+        0, -32256, 44352, 10640, -30128, 2492, 6328, -1120, -392, 84,
+        40320, 0, -75544, 4536, 43806, -6174, -9156, 1764, 574, -126,
+        0, 32256, 50400, -18200, -38360, 7798, 8680, -1820, -560, 126,
+        0, -8064, -16128, 12488, 21196, -5572, -5432, 1232, 364, -84,
+        0, 1536, 5696, -3312, -7728, 2268, 2184, -528, -152, 36,
+        0, -144, -1332, 520, 1813, -497, -518, 130, 37, -9,
+        0, 0, 144, -36, -196, 49, 56, -14, -4, 1};
+    switch (interpolation) {
+    case 1: *denominator = 24.0; return quintic;
+    case 2: *denominator = 720.0; return septic;
+    case 3: *denominator = 40320.0; return nonic;
+    default: *denominator = 2.0; return cubic;
+    }
+}
+
+/* Points on each side of a position: s = 2 (cubic) .. 5 (nonic). */
+static inline int elec_msm_support(int interpolation) {
+    return interpolation + 2;
+}
+
+/* Weight (and, where dweight is not NULL, d/dt) of point j - (s - 1) for
+   a position t in [0, 1] past point 0: Horner on the piece's row. */
+static inline double elec__msm_piece(int interpolation, int j, double t,
+                                     double *dweight) {
+    double denominator, value = 0.0, slope = 0.0;
+    const double *row = elec__msm_pieces(interpolation, &denominator);
+    const int width = 2 * elec_msm_support(interpolation);
+    int power;
+    row += j * width;
+    for (power = width - 1; power >= 0; power--) {
+        slope = slope * t + value;
+        value = value * t + row[power];
+    }
+    if (dweight) *dweight = slope / denominator;
+    return value / denominator;
+}
+
+/* The 2s weights along one axis for a position t in lattice units: point
+   first + k gets w[k] = Phi(t - first - k) (dw[k] = Phi', where dw is not
+   NULL).  Returns first = floor(t) - (s - 1). */
+static inline long elec_msm_axis_weights(double t, int interpolation,
+                                         double *w, double *dw) {
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(t);
+    int k;
+    for (k = 0; k < 2 * s; k++)
+        w[k] = elec__msm_piece(interpolation, k, t - cell, dw ? dw + k : NULL);
+    return (long)cell - (s - 1);
+}
+
+/* Phi(t) itself (and d Phi / dt): the piece of the interval holding |t|. */
+static inline double elec_msm_basis(double t, int interpolation) {
+    const double a = t < 0 ? -t : t;
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(a);
+    if (cell >= s) return 0.0;
+    /* t - j = a on [cell, cell + 1] for the point j = -cell */
+    return elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, NULL);
+}
+
+static inline double elec_msm_basis_derivative(double t, int interpolation) {
+    const double a = t < 0 ? -t : t;
+    const int s = elec_msm_support(interpolation);
+    const double cell = floor(a);
+    double slope;
+    if (cell >= s) return 0.0;
+    elec__msm_piece(interpolation, s - 1 - (int)cell, a - cell, &slope);
+    return t < 0 ? -slope : slope;
+}
+
+/* ----------------------------------------------- >>ewald Ewald: the exact periodic sum */
+
+/* Exact Ewald summation of a periodic orthorhombic box (Essmann et al.
+   1995, eqs. 2.1-2.5): the double-precision truth of every periodic method.
+   E = E_real + E_reciprocal + E_self + E_excluded + E_background, with
+     E_real       = sum over pairs and images within the cutoff of
+                    q_i q_j erfc(alpha r)/r, excluded pairs' nearest image
+                    left out;
+     E_reciprocal = 1/(2V) sum_{k != 0} 4 pi/k^2 exp(-k^2/(4 alpha^2)) |S(k)|^2,
+                    S(k) = sum_j q_j exp(i k.r_j), k = 2 pi (nx/Lx, ny/Ly, nz/Lz);
+     E_self       = -alpha/sqrt(pi) sum_i q_i^2;
+     E_excluded   = -sum over excluded pairs q_i q_j erf(alpha r)/r (their
+                    smooth interaction, which the reciprocal sum includes);
+     E_background = -pi Q^2 / (2 alpha^2 V) for a net charge Q (a uniform
+                    neutralising background);
+   conducting ("tin-foil") boundary.  All terms are times scale.
+
+   The accuracy knob of the exact sum and of SPME is one number with one
+   meaning: `tolerance`, the relative RMS force error against the exact
+   (converged) Ewald sum,
+       sqrt(sum_i |F_i - F_i,exact|^2 / sum_i |F_i,exact|^2),
+   the quantity OpenMM's ewaldErrorTolerance approximates.  The resolve
+   functions choose the free parameters from a-priori estimates of that
+   error (elec_error_estimate says what they expect) and refuse a tolerance
+   they cannot meet. */
+
+/* Tightest tolerances: the exact sum's (double rounding of its terms) and
+   CPU SPME's (double rounding of grids and FFTs, ~1e-15 relative, well
+   below; grids past ELEC_SPME_MAX_GRID_POINTS come first on most boxes). */
+#define ELEC_EWALD_TOLERANCE_FLOOR 1e-14
+#define ELEC_SPME_TOLERANCE_FLOOR 1e-12
+/* Work limit of the exact sum, as its estimated time on one core: 20 ns
+   per atom and reciprocal vector, 2 ns per atom pair and image looked at,
+   100 ns per pair within the cutoff (erfc and exp), measured on 2000
+   atoms.  Past it elec_cpu_ewald refuses with ELEC_ERR_UNSUPPORTED and
+   says how long it would take. */
+#define ELEC_EWALD_MAX_SECONDS 300.0
+
+typedef struct elec_ewald_params {
+    double scale;      /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
+    double cutoff;     /* real-space cutoff (A); 0 = half the shortest edge;
+                          may exceed it (more images are summed)          */
+    double tolerance;  /* relative RMS force error of the truncations
+                          (above); 0 = 1e-12.  alpha is the smallest that
+                          meets half of it in real space, kmax the
+                          smallest that meets the other half; below
+                          ELEC_EWALD_TOLERANCE_FLOOR refused              */
+    double alpha;      /* Ewald coefficient (1/A); 0 = from tolerance      */
+    int kmax[3];       /* reciprocal vectors |n_axis| <= kmax[axis];
+                          0 = from alpha and tolerance                    */
+    int n2_limit;      /* if > 0 keep only |n|^2 < n2_limit (NIST: 27)     */
+    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened   */
+    size_t excluded_pair_count;
+    elec_progress_fn progress;    /* long sums report (and may cancel)    */
+    void *progress_user;
+    elec_error_estimate estimate; /* out: filled by the resolve           */
+} elec_ewald_params;
+
+typedef struct elec_ewald_terms {
+    double real, reciprocal, self, excluded, background, total;
+    double error; /* expected absolute error of total (the estimate's
+                     energy; Ewald and SPME fill it)                      */
+} elec_ewald_terms;
+
+/* The parameters with every zero field resolved for a box and its atoms
+   (alpha and kmax from the tolerance, the estimate filled);
+   ELEC_ERR_INVALID_ARG for out-of-range values (elec_cpu_ewald refuses
+   work past ELEC_EWALD_MAX_SECONDS, saying how long it would take). */
+ELEC_API elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
+                                               const elec_box *box,
+                                               const elec_atoms *atoms,
+                                               elec_ewald_params *resolved,
+                                               elec_error *err);
+
+/* --------------------------------------------- >>spme SPME: smooth particle mesh Ewald */
+
+/* Smooth particle mesh Ewald (Essmann et al. 1995; on GPUs after Harvey
+   and De Fabritiis 2009): the terms of elec_ewald_terms with the
+   reciprocal sum interpolated on a grid by B-splines and done by FFT; the
+   real-space sum over pairs within the cutoff (minimum image, so the cutoff
+   is at most half the shortest box edge).  One accuracy knob: tolerance. */
+/* GPU charge spreading (the CPU ignores it). */
+typedef enum elec_spme_spread {
+    ELEC_SPME_SPREAD_CHARGEMAP = 0, /* default: the charge map's B-splines
+                                       (elec_cuda.cuh's charge-mapping rung
+                                       ELEC__SPME_CHARGEMAP_VARIANT)         */
+    ELEC_SPME_SPREAD_GATHER,        /* seed 001: atoms placed in per-cell
+                                       slots, each grid point gathers from
+                                       its neighbourhood; overflow by
+                                       atomics                               */
+    ELEC_SPME_SPREAD_ATOMIC = ELEC_SPME_SPREAD_CHARGEMAP /* its former name */
+} elec_spme_spread;
+
+/* Grids past these are refused (a tolerance that needs one is refused
+   with the size it would need). */
+/* The GPU SPME computes in float.  Its arithmetic alone (float pair terms
+   of erfcf and __expf, a few ulp each, summed ~40 to a warp lane; grid
+   values summed by float atomics and transformed by cuFFT, eps log2 K ~
+   1e-6 of the spectrum, little of it in the low modes that carry the
+   force) is reasoned to leave a relative RMS force error of about this
+   (to be measured: tests/test_gpu_spme.cu prints it); positions rounded to
+   float add estimate.float_floor's share (for double input).  The GPU
+   refuses tolerances under 1.5 times the floor that applies. */
+#define ELEC_SPME_GPU_FLOAT_FLOOR 5e-7
+#define ELEC_SPME_MAX_GRID_AXIS 4096
+#define ELEC_SPME_MAX_GRID_POINTS 268435456.0 /* 2^28: 2 GB a double grid */
+
+typedef struct elec_spme_params {
+    double scale;        /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */
+    double tolerance;    /* relative RMS force error against the exact
+                            Ewald sum (elec_ewald_params says how it is
+                            measured); 0 = 5e-4, OpenMM's default.  Chooses
+                            whichever of cutoff, alpha, order and grid are
+                            left at 0: the cheapest choice whose estimated
+                            error is at most 0.4 of it.  Refused below
+                            ELEC_SPME_TOLERANCE_FLOOR (and, on the GPU,
+                            below 1.5 times the float floor of the atoms
+                            given: estimate.float_floor)                  */
+    double cutoff;       /* real-space cutoff (A), at most half the shortest
+                            box edge; 0 = chosen (4 to 16 A)              */
+    double alpha;        /* Ewald coefficient (1/A); 0 = chosen             */
+    int order;           /* B-spline order 4 to 8; 0 = chosen (4, 6 or 8)  */
+    int grid[3];         /* grid points per axis; 0 = chosen, or from
+                            grid_spacing: sizes with factors 2, 3, 5, 7   */
+    double grid_spacing; /* A; 0 = chosen (set it to fix the grid by
+                            spacing: the smallest FFT-friendly sizes with
+                            a spacing no larger)                          */
+    const size_t *excluded_pairs; /* atom index pairs (i, j), flattened     */
+    size_t excluded_pair_count;
+    elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
+    elec_error_estimate estimate; /* out: filled by the resolve             */
+} elec_spme_params;
+
+/* Resolves every zero field for a box and the atoms (their count, charges
+   and positions: the estimates read Q2, sum q^4, the RMS force and the
+   charge structure factor from them) and fills the estimate.  The choice
+   minimises an estimated cost per evaluation, calibrated on an H100 (ps:
+   22 per atom pair within the cutoff, 17 per atom and B-spline point,
+   (18 + 5.1 log2 K) per grid point for the two FFTs and the solve); CPU
+   and GPU paths call this one function and so compute with the same
+   parameters.  ELEC_ERR_INVALID_ARG for values out of range,
+   ELEC_ERR_UNSUPPORTED for a tolerance that needs a grid past the limits
+   above. */
+ELEC_API elec_status elec_spme_params_resolve(const elec_spme_params *p,
+                                              const elec_box *box,
+                                              const elec_atoms *atoms,
+                                              elec_spme_params *resolved,
+                                              elec_error *err);
+/* The smallest n >= minimum whose only prime factors are 2, 3, 5, 7. */
+ELEC_API int elec_fft_friendly_size(int minimum);
+/* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / K)|^2 for m = 0..K-1:
+   1/|b(m)|^2 of Essmann eq. 4.4, the factor the influence function
+   divides by.  Where it vanishes (odd orders at m = K/2) it takes the mean
+   of its neighbours, as MD codes do. */
+ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
+
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+/* Charge mapping (seed 004, Sanaullah et al. 2016): each atom's charge
+   spread on the points of a lattice by a separable basis,
+       rho(g) = sum_a q_a phi(u_a,x - g_x) phi(u_a,y - g_y) phi(u_a,z - g_z),
+   u = (x - origin) / spacing the atom's position in grid units (seed eq. 1).
+   rho is in e per point: sum_g rho(g) = sum_a q_a.  The first step of
+   SPME (its Q grid) and of MSM (anterpolation).
+
+   Bases (params.basis, params.order = the stencil width per axis):
+     ELEC_CHARGEMAP_SKEEL    Skeel's C1 cubic (order 4, the default; seed
+                             eqs. 2-3, MSM's cubic): an atom in cell
+                             k0 = floor(u) puts phi_j(t), t = u - k0, on the
+                             points k0 - 1 + j, j = 0..3.  Interpolating
+                             (an atom on a point puts its whole charge
+                             there) and exact for quadratics: the first and
+                             second moments of the charge are kept.  Orders
+                             6, 8 and 10 are MSM's C1 quintic, septic and
+                             nonic (elec_msm_interpolation), exact to
+                             degree order - 2.
+     ELEC_CHARGEMAP_BSPLINE  cardinal B-spline M_n of order n = 4..8 (SPME's
+                             convention, elec_bspline_weights): point
+                             k0 - j gets M_n(t + j), j = 0..n-1.  Positive
+                             weights, smooth to degree n - 2, not
+                             interpolating: the mapped charge is centred
+                             n/2 points below the atom (mean g = u - n/2 per
+                             axis) with variance n/12 point^2.
+   Lattices: an elec_lattice, x fastest as every elec map.  params.periodic
+   0: a map; an atom whose stencil leaves the lattice is refused
+   (ELEC_ERR_INVALID_ARG, naming it), as NAMD and LAMMPS refuse.  1: one
+   period of a periodic grid, box = dims * spacing from the origin
+   (elec_chargemap_periodic_lattice builds it from an elec_box); atoms
+   anywhere are wrapped.
+
+   The GPU ladder (params.variant; elec_cuda.cuh; examples/chargemap_tour.cu
+   prints it as a table).  The seed's rungs, PC = particle-centric (atomics
+   on the grid), GC = grid-centric (each point gathers, no atomics); bins
+   are grid cells with bin_capacity slots, atoms past it go to an overflow
+   list mapped by atomics afterwards: */
+typedef enum elec_chargemap_variant {
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_OWNER               */
+    ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
+                                            the caller's order, order^3 global
+                                            atomics                           */
+    ELEC_CHARGEMAP_PC_BINNED,            /* Alg. 4: atoms placed in bin
+                                            structs {count, slots} (ghosts:
+                                            q = 0), a thread per bin          */
+    ELEC_CHARGEMAP_PC_REDUCED_READS,     /* Fig. 4a: counts apart, records
+                                            slot-major (slot s of bin b at
+                                            s M + b): valid slots only        */
+    ELEC_CHARGEMAP_PC_COALESCED,         /* Fig. 4b: the records as four
+                                            slot-major arrays (x, y, z, q)    */
+    ELEC_CHARGEMAP_GC_BASELINE,          /* Alg. 5: a thread per point reads
+                                            the order^3 bins that reach it,
+                                            one basis piece per axis chosen by
+                                            branches                          */
+    ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT, /* every piece, then selects         */
+    ELEC_CHARGEMAP_GC_SHARED,            /* a block's bins through shared
+                                            memory                            */
+    ELEC_CHARGEMAP_GC_REDUCED_READS,     /* Alg. 6: slot-major bins, valid
+                                            slots only                        */
+    /* beyond the seed, for today's GPUs: */
+    ELEC_CHARGEMAP_PC_SORTED_LANES,      /* atoms sorted by tile on the GPU,
+                                            order lanes per atom (GROMACS):
+                                            neighbouring atomics             */
+    ELEC_CHARGEMAP_TILE_OWNER,           /* atoms sorted by tile with a copy
+                                            in each tile they reach; a block
+                                            sums its tile in shared memory and
+                                            stores each point once: no global
+                                            atomics, no zeroing, no capacity */
+    ELEC_CHARGEMAP_PC_FIXED_POINT,       /* sorted lanes adding q w w w 2^32
+                                            as 64-bit integers (OpenMM): the
+                                            grid is bit-identical whatever the
+                                            atom order                        */
+    ELEC_CHARGEMAP_VARIANT_COUNT
+} elec_chargemap_variant;
+
+/* The CPU ladder (seed section III; elec_cpu_chargemap, float grid). */
+typedef enum elec_chargemap_cpu_variant {
+    ELEC_CHARGEMAP_CPU_FASTEST = 0, /* default: CPU_BINNED                  */
+    ELEC_CHARGEMAP_CPU_BASELINE,    /* Alg. 1: the wrap and the basis
+                                       function (branches on |xi|) at each
+                                       of the order^3 points                */
+    ELEC_CHARGEMAP_CPU_PRECOMPUTED, /* Alg. 2: weights and wrapped indices
+                                       per axis first, then multiply-adds  */
+    ELEC_CHARGEMAP_CPU_BINNED,      /* Alg. 2 over atoms sorted by cell,
+                                       OpenMP threads owning z-slabs of the
+                                       grid (a private slab with a halo,
+                                       halos added after)                   */
+    ELEC_CHARGEMAP_CPU_VARIANT_COUNT
+} elec_chargemap_cpu_variant;
+
+typedef enum elec_chargemap_basis {
+    ELEC_CHARGEMAP_SKEEL = 0, /* default: Skeel's C1 cubic (orders 6-10: MSM's
+                                 C1 family)                                */
+    ELEC_CHARGEMAP_BSPLINE    /* cardinal B-spline (SPME)                   */
+} elec_chargemap_basis;
+
+/* Seconds of a GPU call's stages (elec_cuda_chargemap fills it where
+   params.times is not NULL, with CUDA events). */
+typedef struct elec_chargemap_times {
+    double bin;      /* placement into bins, or the sort by tile           */
+    double zero;     /* zeroing the grid (atomic rungs)                    */
+    double map;      /* the rung's mapping kernel                          */
+    double overflow; /* the atoms that did not fit a bin, by atomics       */
+    double total;    /* the device part: bin + zero + map + overflow       */
+    size_t overflow_atoms; /* atoms that went to the overflow list         */
+} elec_chargemap_times;
+
+typedef struct elec_chargemap_params {
+    int order;         /* stencil width: Skeel 4 (default), 6, 8 or 10;
+                          B-spline 4 (default) to 8                         */
+    elec_chargemap_basis basis; /* 0 = Skeel (C++ takes {0} for a struct
+                                   whose first field is not an enum)        */
+    int periodic;      /* 0: the lattice is a map; 1: one period of a grid  */
+    int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
+                          a power of two; 0 = the smallest power of two
+                          >= l + 4 sqrt(l) + 2, l the mean atoms per cell  */
+    int tile[3];       /* TILE_OWNER's tile (points per axis, each at least
+                          order - 1); 0 = chosen by the GPU call (16 or 8
+                          per axis, so that every SM has a tile)           */
+    elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
+    elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
+    elec_chargemap_times *times;            /* GPU one-shot calls: out      */
+    elec_gpu_set gpus; /* the first device is used                         */
+} elec_chargemap_params;
+
+ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);
+ELEC_API const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant variant);
+/* Defaults and checks in one place: every zero field resolved (variants
+   FASTEST made concrete, bin_capacity from atom_count and the lattice),
+   ELEC_ERR_INVALID_ARG naming what is out of range (order for the basis,
+   dims below the order, a periodic grid over 2^31 points, a tile shorter
+   than order - 1, unknown variants).  The methods call it once. */
+ELEC_API elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
+                                                   const elec_lattice *lattice,
+                                                   size_t atom_count,
+                                                   elec_chargemap_params *out,
+                                                   elec_error *err);
+/* One period of a periodic grid over a box: dims = grid, or where grid is
+   NULL or zero ceil(L / spacing) points per axis (spacing 0 = 1 A);
+   spacing L / dims, origin 0. */
+ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
+                                                     const int grid[3], double spacing,
+                                                     elec_lattice *out, elec_error *err);
 
 /* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
 
@@ -1243,152 +1452,6 @@ ELEC_API elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
                                        elec_error *err);
 ELEC_API void elec_surface_free(elec_surface *surface);
 
-/* ------------------------------------------------------------ >>charges charge mapping */
-
-/* Charge mapping (seed 004, Sanaullah et al. 2016): each atom's charge
-   spread on the points of a lattice by a separable basis,
-       rho(g) = sum_a q_a phi(u_a,x - g_x) phi(u_a,y - g_y) phi(u_a,z - g_z),
-   u = (x - origin) / spacing the atom's position in grid units (seed eq. 1).
-   rho is in e per point: sum_g rho(g) = sum_a q_a.  The first step of
-   SPME (its Q grid) and of MSM (anterpolation).
-
-   Bases (params.basis, params.order = the stencil width per axis):
-     ELEC_CHARGEMAP_SKEEL    Skeel's C1 cubic (order 4, the default; seed
-                             eqs. 2-3, MSM's cubic): an atom in cell
-                             k0 = floor(u) puts phi_j(t), t = u - k0, on the
-                             points k0 - 1 + j, j = 0..3.  Interpolating
-                             (an atom on a point puts its whole charge
-                             there) and exact for quadratics: the first and
-                             second moments of the charge are kept.  Orders
-                             6, 8 and 10 are MSM's C1 quintic, septic and
-                             nonic (elec_msm_interpolation), exact to
-                             degree order - 2.
-     ELEC_CHARGEMAP_BSPLINE  cardinal B-spline M_n of order n = 4..8 (SPME's
-                             convention, elec_bspline_weights): point
-                             k0 - j gets M_n(t + j), j = 0..n-1.  Positive
-                             weights, smooth to degree n - 2, not
-                             interpolating: the mapped charge is centred
-                             n/2 points below the atom (mean g = u - n/2 per
-                             axis) with variance n/12 point^2.
-   Lattices: an elec_lattice, x fastest as every elec map.  params.periodic
-   0: a map; an atom whose stencil leaves the lattice is refused
-   (ELEC_ERR_INVALID_ARG, naming it), as NAMD and LAMMPS refuse.  1: one
-   period of a periodic grid, box = dims * spacing from the origin
-   (elec_chargemap_periodic_lattice builds it from an elec_box); atoms
-   anywhere are wrapped.
-
-   The GPU ladder (params.variant; elec_cuda.cuh; examples/chargemap_tour.cu
-   prints it as a table).  The seed's rungs, PC = particle-centric (atomics
-   on the grid), GC = grid-centric (each point gathers, no atomics); bins
-   are grid cells with bin_capacity slots, atoms past it go to an overflow
-   list mapped by atomics afterwards: */
-typedef enum elec_chargemap_variant {
-    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_OWNER               */
-    ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
-                                            the caller's order, order^3 global
-                                            atomics                           */
-    ELEC_CHARGEMAP_PC_BINNED,            /* Alg. 4: atoms placed in bin
-                                            structs {count, slots} (ghosts:
-                                            q = 0), a thread per bin          */
-    ELEC_CHARGEMAP_PC_REDUCED_READS,     /* Fig. 4a: counts apart, records
-                                            slot-major (slot s of bin b at
-                                            s M + b): valid slots only        */
-    ELEC_CHARGEMAP_PC_COALESCED,         /* Fig. 4b: the records as four
-                                            slot-major arrays (x, y, z, q)    */
-    ELEC_CHARGEMAP_GC_BASELINE,          /* Alg. 5: a thread per point reads
-                                            the order^3 bins that reach it,
-                                            one basis piece per axis chosen by
-                                            branches                          */
-    ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT, /* every piece, then selects         */
-    ELEC_CHARGEMAP_GC_SHARED,            /* a block's bins through shared
-                                            memory                            */
-    ELEC_CHARGEMAP_GC_REDUCED_READS,     /* Alg. 6: slot-major bins, valid
-                                            slots only                        */
-    /* beyond the seed, for today's GPUs: */
-    ELEC_CHARGEMAP_PC_SORTED_LANES,      /* atoms sorted by tile on the GPU,
-                                            order lanes per atom (GROMACS):
-                                            neighbouring atomics             */
-    ELEC_CHARGEMAP_TILE_OWNER,           /* atoms sorted by tile with a copy
-                                            in each tile they reach; a block
-                                            sums its tile in shared memory and
-                                            stores each point once: no global
-                                            atomics, no zeroing, no capacity */
-    ELEC_CHARGEMAP_PC_FIXED_POINT,       /* sorted lanes adding q w w w 2^32
-                                            as 64-bit integers (OpenMM): the
-                                            grid is bit-identical whatever the
-                                            atom order                        */
-    ELEC_CHARGEMAP_VARIANT_COUNT
-} elec_chargemap_variant;
-
-/* The CPU ladder (seed section III; elec_cpu_chargemap, float grid). */
-typedef enum elec_chargemap_cpu_variant {
-    ELEC_CHARGEMAP_CPU_FASTEST = 0, /* default: CPU_BINNED                  */
-    ELEC_CHARGEMAP_CPU_BASELINE,    /* Alg. 1: the wrap and the basis
-                                       function (branches on |xi|) at each
-                                       of the order^3 points                */
-    ELEC_CHARGEMAP_CPU_PRECOMPUTED, /* Alg. 2: weights and wrapped indices
-                                       per axis first, then multiply-adds  */
-    ELEC_CHARGEMAP_CPU_BINNED,      /* Alg. 2 over atoms sorted by cell,
-                                       OpenMP threads owning z-slabs of the
-                                       grid (a private slab with a halo,
-                                       halos added after)                   */
-    ELEC_CHARGEMAP_CPU_VARIANT_COUNT
-} elec_chargemap_cpu_variant;
-
-typedef enum elec_chargemap_basis {
-    ELEC_CHARGEMAP_SKEEL = 0, /* default: Skeel's C1 cubic (orders 6-10: MSM's
-                                 C1 family)                                */
-    ELEC_CHARGEMAP_BSPLINE    /* cardinal B-spline (SPME)                   */
-} elec_chargemap_basis;
-
-/* Seconds of a GPU call's stages (elec_cuda_chargemap fills it where
-   params.times is not NULL, with CUDA events). */
-typedef struct elec_chargemap_times {
-    double bin;      /* placement into bins, or the sort by tile           */
-    double zero;     /* zeroing the grid (atomic rungs)                    */
-    double map;      /* the rung's mapping kernel                          */
-    double overflow; /* the atoms that did not fit a bin, by atomics       */
-    double total;    /* the device part: bin + zero + map + overflow       */
-    size_t overflow_atoms; /* atoms that went to the overflow list         */
-} elec_chargemap_times;
-
-typedef struct elec_chargemap_params {
-    int order;         /* stencil width: Skeel 4 (default), 6, 8 or 10;
-                          B-spline 4 (default) to 8                         */
-    elec_chargemap_basis basis; /* 0 = Skeel (C++ takes {0} for a struct
-                                   whose first field is not an enum)        */
-    int periodic;      /* 0: the lattice is a map; 1: one period of a grid  */
-    int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
-                          a power of two; 0 = the smallest power of two
-                          >= l + 4 sqrt(l) + 2, l the mean atoms per cell  */
-    int tile[3];       /* TILE_OWNER's tile (points per axis, each at least
-                          order - 1); 0 = chosen by the GPU call (16 or 8
-                          per axis, so that every SM has a tile)           */
-    elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
-    elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
-    elec_chargemap_times *times;            /* GPU one-shot calls: out      */
-    elec_gpu_set gpus; /* the first device is used                         */
-} elec_chargemap_params;
-
-ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);
-ELEC_API const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant variant);
-/* Defaults and checks in one place: every zero field resolved (variants
-   FASTEST made concrete, bin_capacity from atom_count and the lattice),
-   ELEC_ERR_INVALID_ARG naming what is out of range (order for the basis,
-   dims below the order, a periodic grid over 2^31 points, a tile shorter
-   than order - 1, unknown variants).  The methods call it once. */
-ELEC_API elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
-                                                   const elec_lattice *lattice,
-                                                   size_t atom_count,
-                                                   elec_chargemap_params *out,
-                                                   elec_error *err);
-/* One period of a periodic grid over a box: dims = grid, or where grid is
-   NULL or zero ceil(L / spacing) points per axis (spacing 0 = 1 A);
-   spacing L / dims, origin 0. */
-ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
-                                                     const int grid[3], double spacing,
-                                                     elec_lattice *out, elec_error *err);
-
 #ifdef __cplusplus
 }
 #endif
@@ -1472,6 +1535,8 @@ static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
 }
 
+/* ---- >>mdh */
+
 /* Whether an MDH sum stays finite in a type whose largest value is
    max_value (FLT_MAX for the float paths, CPU and GPU; DBL_MAX for the
    double reference), checked before any work.  A term is q e^(kappa
@@ -1531,6 +1596,8 @@ static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
     }
     return ELEC_OK;
 }
+
+/* ---- >>msm */
 
 /* The lattices of a non-periodic MSM hierarchy (elec_cpu.h, elec_cuda.cuh)
    over the region lo..hi (coordinates relative to a reference point) that
@@ -1607,6 +1674,18 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
     return ELEC_OK;
 }
 
+/* The parameters a map or a set of points asks of MSM: with a tolerance,
+   its cost model counts the points per atom (CPU and GPU alike). */
+static inline elec_msm_params elec__msm_params_for_points(const elec_msm_params *p,
+                                                          size_t points, size_t atoms) {
+    elec_msm_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.points_per_atom == 0.0)
+        r.points_per_atom = (double)points / (double)(atoms > 0 ? atoms : 1);
+    return r;
+}
+
 /* ---- >>alpb what the CPU and GPU ALPB calls share */
 
 /* Resolves the params and checks the vertices (finite) and normals
@@ -1665,18 +1744,6 @@ static inline int elec__alpb_is_coulomb(const elec_alpb_params *r,
     return r->exact && k->kappa == 0.0 && (k->region != 1 || r->proj == 0.0);
 }
 
-/* The parameters a map or a set of points asks of MSM: with a tolerance,
-   its cost model counts the points per atom (CPU and GPU alike). */
-static inline elec_msm_params elec__msm_params_for_points(const elec_msm_params *p,
-                                                          size_t points, size_t atoms) {
-    elec_msm_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    if (r.points_per_atom == 0.0)
-        r.points_per_atom = (double)points / (double)(atoms > 0 ? atoms : 1);
-    return r;
-}
-
 #endif /* ELEC__PRIVATE_DONE */
 #endif
 
@@ -1688,6 +1755,8 @@ static inline elec_msm_params elec__msm_params_for_points(const elec_msm_params 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* --------------------------------------------------- >>common what every method shares */
 
 ELEC_DEF void *elec_malloc(size_t size) { return ELEC_MALLOC(size); }
 ELEC_DEF void elec_free(void *ptr) { ELEC_FREE(ptr); }
@@ -1958,58 +2027,6 @@ ELEC_DEF void elec_lattice_face_points(const elec_lattice *l, double *xyz,
     }
 }
 
-/* ----------------------------------------------------------- parameters */
-
-ELEC_DEF const char *elec_dcs_variant_name(elec_dcs_variant v) {
-    switch (v) {
-    case ELEC_DCS_FASTEST: return "fastest";
-    case ELEC_DCS_SIMPLE: return "simple";
-    case ELEC_DCS_CONST: return "const";
-    case ELEC_DCS_UNROLL4: return "unroll4";
-    case ELEC_DCS_UNROLL8_COALESCED: return "unroll8-coalesced";
-    case ELEC_DCS_VOLUME: return "volume";
-    case ELEC_DCS_HYBRID_RSQRT: return "hybrid-rsqrt";
-    case ELEC_DCS_VARIANT_COUNT: break;
-    }
-    return "unknown";
-}
-
-ELEC_DEF double elec_kappa_from_ionic_strength(double ionic_strength,
-                                               double dielectric,
-                                               double temperature) {
-    /* SI: kappa^2 = 2 N_A e^2 (1000 I) / (eps eps0 kB T), in 1/m^2. */
-    const double avogadro = 6.02214076e23, charge = 1.602176634e-19;
-    const double eps0 = 8.8541878128e-12, boltzmann = 1.380649e-23;
-    double kappa2;
-    if (!(ionic_strength > 0.0) || !(dielectric > 0.0) || !(temperature > 0.0))
-        return 0.0;
-    kappa2 = 2.0 * avogadro * charge * charge * 1000.0 * ionic_strength /
-             (dielectric * eps0 * boltzmann * temperature);
-    return sqrt(kappa2) * 1e-10; /* 1/m -> 1/A */
-}
-
-ELEC_DEF elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p) {
-    elec_dcs_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    if (r.scale == 0.0) r.scale = 1.0;
-    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_HYBRID_RSQRT;
-    return r;
-}
-
-ELEC_DEF elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p) {
-    elec_mdh_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    if (r.scale == 0.0) r.scale = 1.0;
-    if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
-    if (r.dielectric == 0.0) r.dielectric = 78.54;
-    if (r.kappa == 0.0 && r.ionic_strength > 0.0)
-        r.kappa = elec_kappa_from_ionic_strength(r.ionic_strength,
-                                                 r.dielectric, r.temperature);
-    return r;
-}
-
 static elec_status elec__gpu_set_check(const elec_gpu_set *g, elec_error *err) {
     int i;
     if (g->count < ELEC_ALL_GPUS)
@@ -2022,19 +2039,6 @@ static elec_status elec__gpu_set_check(const elec_gpu_set *g, elec_error *err) {
                 return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                   "gpus.devices[%d] = %d is not a device",
                                   i, g->devices[i]);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_dcs_params_check(const elec_dcs_params *p,
-                                           elec_error *err) {
-    elec_dcs_params r = elec_dcs_params_resolved(p);
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if ((int)r.variant < 0 || r.variant >= ELEC_DCS_VARIANT_COUNT)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown DCS variant %d", (int)r.variant);
-    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    elec__ok(err);
     return ELEC_OK;
 }
 
@@ -2084,975 +2088,6 @@ static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
             }
         ELEC_FREE(keys);
     }
-    return ELEC_OK;
-}
-
-/* ---------------------------------------- a-priori errors of Ewald and SPME */
-
-#define ELEC__PI_ 3.14159265358979323846
-
-static double elec__shortest_edge(const elec_box *box) {
-    double shortest = box->length[0];
-    if (box->length[1] < shortest) shortest = box->length[1];
-    if (box->length[2] < shortest) shortest = box->length[2];
-    return shortest;
-}
-
-/* What the estimates need of the atoms (elec__charge_stats_of):
-   - count, sum q^2, sum q^4, sum q;
-   - force_rms: the RMS force of a shifted-force Coulomb sum, pairs within
-     `reach` (6 A, less in a small box) of q_i q_j (1/r^2 - 1/reach^2),
-     excluded pairs left out.  Shifting the force to zero at the reach
-     keeps a sphere's shell of cut molecules from adding noise; measured
-     against the exact Ewald forces it gives 0.96 (1000 random charges),
-     0.99 (600, charged), 0.91 (SPC/E water, exclusions), 0.89 (rock salt
-     displaced by 0.1 A RMS), 0.99 (1500 random, non-cubic box): slightly
-     low, so that relative errors read slightly high (8 A gave 0.94 to
-     0.995 at 2.4 times the pairs).  Floored at a tenth of
-     the force between two RMS charges at the mean spacing, so that a
-     perfect crystal's vanishing forces do not make every error infinite;
-   - float_floor: the relative force change when every coordinate is
-     rounded to float (RMS ulp/sqrt(12) each), through the pair forces'
-     derivatives 6 (q_i q_j)^2 / r^6 (Frobenius), with float arithmetic's
-     own ELEC_SPME_GPU_FLOAT_FLOOR added;
-   - s[b]: the charge structure factor |S(k)|^2 / Q2 at k = (b + 1/2)
-     ELEC__SK_STEP, from pairs within the reach weighted by (1 - r^2 /
-     reach^2)^2: s = 1 + sum_{i != j} q_i q_j W(r) sin(kr)/(kr) / Q2 (over
-     about 512 atoms i, a hashed sample, scaled up), at least 1e-3.  Random charges have
-     s = 1; neutral molecules and ionic crystals much less at small k,
-     which is where SPME's mesh error lives for fine grids. */
-#define ELEC__SK_BINS 24
-#define ELEC__SK_STEP 0.15
-#define ELEC__PROBE_REACH 6.0
-#define ELEC__SK_SAMPLE 512
-typedef struct elec__charge_stats {
-    size_t count;
-    double q2, q4, charge;
-    double force_rms, float_floor;
-    double s[ELEC__SK_BINS];
-} elec__charge_stats;
-
-/* Variance of a coordinate's rounding to float: (ulp / 2)^2 / 3. */
-static double elec__float_rounding2(double x) {
-    int e;
-    double ulp;
-    if (x == 0.0) return 0.0;
-    frexp(x, &e);
-    ulp = ldexp(1.0, e - 24);
-    return ulp * ulp / 12.0;
-}
-
-/* Distinct neighbour cells of a cell list along one axis: -1, 0, 1 where
-   there are three or more cells, else every cell once. */
-static int elec__cells_offsets(const elec_cells *c, int axis, int *from) {
-    if (c->n[axis] >= 3) {
-        *from = -1;
-        return 3;
-    }
-    *from = 0;
-    return c->n[axis];
-}
-
-static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
-                                         const size_t *pairs, size_t pair_count,
-                                         elec__charge_stats *st, elec_error *err) {
-    const size_t n = atoms->count;
-    const double volume = box->length[0] * box->length[1] * box->length[2];
-    double reach = ELEC__PROBE_REACH, *x = NULL, *q = NULL, *round2 = NULL, *sorted;
-    double *per_atom, *rows;
-    long *row;
-    double force2 = 0.0, change2 = 0.0, sk[ELEC__SK_BINS];
-    long sampled_count = 0;
-    size_t *excl_start = NULL, *excl_list = NULL, i, stride;
-    elec_cells cells;
-    elec_status status;
-    int axis, b;
-    memset(st, 0, sizeof *st);
-    memset(sk, 0, sizeof sk);
-    for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
-    st->count = n;
-    if (n == 0) return ELEC_OK;
-    if (0.5 * elec__shortest_edge(box) < reach) reach = 0.5 * elec__shortest_edge(box);
-    x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
-    q = (double *)ELEC_MALLOC(n * sizeof *q);
-    round2 = (double *)ELEC_MALLOC(n * sizeof *round2);
-    excl_start = (size_t *)ELEC_MALLOC((n + 1) * sizeof *excl_start);
-    excl_list = (size_t *)ELEC_MALLOC((2 * pair_count + 1) * sizeof *excl_list);
-    if (!x || !q || !round2 || !excl_start || !excl_list) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
-    }
-    for (i = 0; i < n; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
-        round2[i] = 0.0;
-        for (axis = 0; axis < 3; axis++) {
-            double l = box->length[axis], *v = x + 3 * i + axis;
-            *v -= l * floor(*v / l);
-            if (*v >= l) *v -= l;
-            round2[i] += elec__float_rounding2(*v);
-        }
-        round2[i] /= 3.0;
-        st->q2 += q[i] * q[i];
-        st->q4 += q[i] * q[i] * q[i] * q[i];
-        st->charge += q[i];
-    }
-    /* excluded partners of each atom (CSR; pairs were checked) */
-    memset(excl_start, 0, (n + 1) * sizeof *excl_start);
-    for (i = 0; i < pair_count; i++) {
-        excl_start[pairs[2 * i] + 1]++;
-        excl_start[pairs[2 * i + 1] + 1]++;
-    }
-    for (i = 0; i < n; i++) excl_start[i + 1] += excl_start[i];
-    for (i = 0; i < pair_count; i++) { /* start[a] as the fill cursor */
-        size_t a = pairs[2 * i], c = pairs[2 * i + 1];
-        excl_list[excl_start[a]++] = c;
-        excl_list[excl_start[c]++] = a;
-    }
-    for (i = n; i > 0; i--) excl_start[i] = excl_start[i - 1];
-    excl_start[0] = 0;
-    {
-        const double zero[3] = {0.0, 0.0, 0.0};
-        if ((status = elec_cells_build(x, n, zero, box->length, reach, &cells, err)) !=
-            ELEC_OK)
-            goto cleanup;
-    }
-    /* positions, charges and roundings in cell order, so that a cell's
-       atoms are read contiguously (cells.atom maps back) */
-    sorted = (double *)ELEC_MALLOC(5 * n * sizeof *sorted);
-    if (!sorted) {
-        elec_cells_free(&cells);
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
-    }
-    for (i = 0; i < n; i++) {
-        size_t a = cells.atom[i];
-        memcpy(sorted + 3 * i, x + 3 * a, 3 * sizeof *sorted);
-        sorted[3 * n + i] = q[a];
-        sorted[4 * n + i] = round2[a];
-    }
-    memcpy(x, sorted, 3 * n * sizeof *x);
-    memcpy(q, sorted + 3 * n, n * sizeof *q);
-    memcpy(round2, sorted + 4 * n, n * sizeof *round2);
-    ELEC_FREE(sorted);
-    /* a hashed sample for s(k) (a stride would alias with molecules' atom
-       order: every third atom of water is an oxygen), each sampled atom
-       its own row; every atom its own force and rounding sums: the totals
-       are added in one order whatever the threads, so that two calls on
-       the same atoms (the CPU's and the GPU's) choose alike */
-    stride = n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
-    row = (long *)ELEC_MALLOC(n * sizeof *row);
-    per_atom = (double *)ELEC_MALLOC(2 * n * sizeof *per_atom);
-    for (i = 0; row && i < n; i++)
-        row[i] = (unsigned long)((cells.atom[i] * 2654435761UL) & 0xffffffffUL) <
-                         0x100000000UL / stride
-                     ? sampled_count++
-                     : -1;
-    rows = (double *)ELEC_MALLOC(((size_t)sampled_count * ELEC__SK_BINS + 1) * sizeof *rows);
-    if (!row || !per_atom || !rows) {
-        elec_cells_free(&cells);
-        ELEC_FREE(row);
-        ELEC_FREE(per_atom);
-        ELEC_FREE(rows);
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
-    }
-    memset(rows, 0, (size_t)sampled_count * ELEC__SK_BINS * sizeof *rows);
-    {
-        long li;
-        const double r2max = reach * reach, shift_force = 1.0 / r2max;
-        double inverse_bin[ELEC__SK_BINS];
-        for (b = 0; b < ELEC__SK_BINS; b++) inverse_bin[b] = 1.0 / (b + 0.5);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 64)
-#endif
-        for (li = 0; li < (long)n; li++) {
-            const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
-            const double *xi = x + 3 * ai;
-            double f[3] = {0.0, 0.0, 0.0}, change = 0.0;
-            double *local = row[ai] >= 0 ? rows + (size_t)row[ai] * ELEC__SK_BINS : NULL;
-            int home[3], from[3], count[3], cx, cy, cz, c, bin, sampled = local != NULL;
-            elec_cells_ijk(&cells, xi, home);
-            for (c = 0; c < 3; c++) {
-                count[c] = elec__cells_offsets(&cells, c, &from[c]);
-                if (cells.n[c] < 3) home[c] = 0;
-            }
-            for (cz = 0; cz < count[2]; cz++)
-                for (cy = 0; cy < count[1]; cy++)
-                    for (cx = 0; cx < count[0]; cx++) {
-                        int off[3], wrap[3], cell_ijk[3];
-                        double shift[3];
-                        long cell;
-                        size_t k;
-                        off[0] = from[0] + cx;
-                        off[1] = from[1] + cy;
-                        off[2] = from[2] + cz;
-                        /* the image of the neighbour cell next to home:
-                           a shift of a box length where its index
-                           wraps (every cell is visited, and the
-                           nearest image taken per pair, along an axis
-                           of fewer than three) */
-                        for (c = 0; c < 3; c++) {
-                            int at = home[c] + off[c];
-                            wrap[c] = cells.n[c] >= 3;
-                            cell_ijk[c] = at < 0 ? at + cells.n[c]
-                                          : at >= cells.n[c] ? at - cells.n[c] : at;
-                            shift[c] = !wrap[c] ? 0.0
-                                       : at < 0 ? box->length[c]
-                                       : at >= cells.n[c] ? -box->length[c] : 0.0;
-                        }
-                        cell = elec_cells_neighbour(&cells, cell_ijk, 0, 0, 0, 1);
-                        for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
-                            size_t j = k, e; /* sorted */
-                            double d[3], r2, qq, g, r;
-                            int excluded = 0, a;
-                            if (j == ai) continue;
-                            for (a = 0; a < 3; a++) {
-                                d[a] = xi[a] - x[3 * j + a] + shift[a];
-                                if (!wrap[a])
-                                    d[a] -= box->length[a] * floor(d[a] / box->length[a] + 0.5);
-                            }
-                            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                            if (r2 >= r2max || r2 == 0.0) continue;
-                            qq = q[ai] * q[j];
-                            r = sqrt(r2);
-                            if (sampled) {
-                                /* sin((b + 1/2) t) / ((b + 1/2) t) by the
-                                   three-term recurrence, t = step r */
-                                double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
-                                double w = qq * (1.0 - r2 / r2max) * (1.0 - r2 / r2max) / t;
-                                double prev = -sin(0.5 * t), cur = -prev;
-                                for (bin = 0; bin < ELEC__SK_BINS; bin++) {
-                                    double next = c2 * cur - prev;
-                                    local[bin] += w * cur * inverse_bin[bin];
-                                    prev = cur;
-                                    cur = next;
-                                }
-                            }
-                            for (e = excl_start[oi]; e < excl_start[oi + 1]; e++)
-                                if (excl_list[e] == cells.atom[j]) excluded = 1;
-                            if (excluded) continue;
-                            g = qq * (1.0 / r2 - shift_force) / r;
-                            for (a = 0; a < 3; a++) f[a] += g * d[a];
-                            change += 6.0 * qq * qq / (r2 * r2 * r2) *
-                                      (round2[ai] + round2[j]);
-                        }
-                    }
-            per_atom[2 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
-            per_atom[2 * ai + 1] = change;
-        }
-    }
-    for (i = 0; i < n; i++) {
-        force2 += per_atom[2 * i];
-        change2 += per_atom[2 * i + 1];
-    }
-    for (i = 0; i < (size_t)sampled_count; i++)
-        for (b = 0; b < ELEC__SK_BINS; b++) sk[b] += rows[i * ELEC__SK_BINS + b];
-    ELEC_FREE(row);
-    ELEC_FREE(per_atom);
-    ELEC_FREE(rows);
-    elec_cells_free(&cells);
-    {
-        const double sampled = sampled_count > 0 ? (double)sampled_count : 1.0;
-        const double mean_q2 = st->q2 / (double)n;
-        const double floor_force = 0.1 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
-        st->force_rms = sqrt(force2 / (double)n);
-        st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
-        st->float_floor = sqrt(st->float_floor * st->float_floor +
-                               ELEC_SPME_GPU_FLOAT_FLOOR * ELEC_SPME_GPU_FLOAT_FLOOR);
-        if (st->force_rms < floor_force) st->force_rms = floor_force;
-        for (b = 0; b < ELEC__SK_BINS; b++) {
-            double s = st->q2 > 0.0 ? 1.0 + (double)n / sampled * sk[b] / st->q2 : 1.0;
-            st->s[b] = s > 1e-3 ? s : 1e-3;
-        }
-    }
-    status = ELEC_OK;
-cleanup:
-    ELEC_FREE(x);
-    ELEC_FREE(q);
-    ELEC_FREE(round2);
-    ELEC_FREE(excl_start);
-    ELEC_FREE(excl_list);
-    return status;
-}
-
-/* Kolafa and Perram's real-space errors (absolute, unscaled): the RMS force
-   error per atom and the total energy's, of pairs beyond the cutoff. */
-static double elec__real_force_error(const elec__charge_stats *st, double volume,
-                                     double rc, double alpha) {
-    if (st->count == 0) return 0.0;
-    return 2.0 * st->q2 / sqrt((double)st->count * rc * volume) * exp(-alpha * alpha * rc * rc);
-}
-static double elec__real_energy_error(const elec__charge_stats *st, double volume,
-                                      double rc, double alpha) {
-    return st->q2 * sqrt(rc / (2.0 * volume)) / (alpha * alpha * rc * rc) *
-           exp(-alpha * alpha * rc * rc);
-}
-
-/* generated by bench/spme_error_table.c (make spme-table): for p = 4, 6, 8
-   and x = alpha h = 0.025 * 2^(j/4), j = 0..26: log10 of I_int / alpha,
-   I_self / alpha^4, -2 E_bias / (Q2 alpha), I_pot alpha */
-static const float elec__spme_error_table[3][4][27] = {
-    { /* p = 4 */
-        {-12.3914f, -11.9393f, -11.4870f, -11.0343f, -10.5811f, -10.1273f, -9.6725f,
-         -9.2163f, -8.7583f, -8.2977f, -7.8333f, -7.3637f, -6.8868f, -6.3998f,
-         -5.8988f, -5.3787f, -4.8328f, -4.2535f, -3.6358f, -2.9884f, -2.3459f,
-         -1.7524f, -1.2320f, -0.7899f, -0.4242f, -0.1284f, 0.1067f},
-        {-12.7495f, -12.2976f, -11.8455f, -11.3931f, -10.9404f, -10.4873f, -10.0335f,
-         -9.5787f, -9.1226f, -8.6647f, -8.2041f, -7.7397f, -7.2701f, -6.7931f,
-         -6.3059f, -5.8047f, -5.2856f, -4.7468f, -4.1969f, -3.6658f, -3.2008f,
-         -2.8414f, -2.6032f, -2.4814f, -2.4605f, -2.5214f, -2.6462f},
-        {-7.7537f, -7.4525f, -7.1512f, -6.8498f, -6.5482f, -6.2464f, -5.9443f,
-         -5.6418f, -5.3386f, -5.0345f, -4.7291f, -4.4220f, -4.1123f, -3.7991f,
-         -3.4810f, -3.1561f, -2.8225f, -2.4791f, -2.1282f, -1.7773f, -1.4378f,
-         -1.1235f, -0.8462f, -0.6118f, -0.4198f, -0.2655f, -0.1430f},
-        {-16.0873f, -15.4849f, -14.8824f, -14.2796f, -13.6766f, -13.0733f, -12.4693f,
-         -11.8646f, -11.2587f, -10.6514f, -10.0417f, -9.4290f, -8.8118f, -8.1884f,
-         -7.5561f, -6.9114f, -6.2495f, -5.5645f, -4.8525f, -4.1192f, -3.3915f,
-         -2.7081f, -2.0952f, -1.5606f, -1.1017f, -0.7114f, -0.3805f}
-    },
-    { /* p = 6 */
-        {-20.3568f, -19.6025f, -18.8474f, -18.0912f, -17.3336f, -16.5740f, -15.8115f,
-         -15.0449f, -14.2729f, -13.4932f, -12.7030f, -11.8988f, -11.0755f, -10.2269f,
-         -9.3443f, -8.4159f, -7.4247f, -6.3516f, -5.2046f, -4.0715f, -3.0620f,
-         -2.2169f, -1.5297f, -0.9808f, -0.5484f, -0.2112f, 0.0498f},
-        {-20.6476f, -19.8937f, -19.1393f, -18.3841f, -17.6279f, -16.8701f, -16.1102f,
-         -15.3473f, -14.5802f, -13.8071f, -13.0257f, -12.2326f, -11.4234f, -10.5918f,
-         -9.7293f, -8.8246f, -7.8653f, -6.8507f, -5.8288f, -4.8999f, -4.1466f,
-         -3.5941f, -3.2294f, -3.0240f, -2.9471f, -2.9701f, -3.0687f},
-        {-11.7257f, -11.2735f, -10.8210f, -10.3682f, -9.9149f, -9.4607f, -9.0056f,
-         -8.5489f, -8.0902f, -7.6285f, -7.1627f, -6.6912f, -6.2116f, -5.7209f,
-         -5.2149f, -4.6879f, -4.1337f, -3.5506f, -2.9539f, -2.3765f, -1.8535f,
-         -1.4062f, -1.0391f, -0.7456f, -0.5146f, -0.3342f, -0.1937f},
-        {-24.1321f, -23.2277f, -22.3228f, -21.4171f, -20.5104f, -19.6021f, -18.6918f,
-         -17.7784f, -16.8609f, -15.9376f, -15.0061f, -14.0632f, -13.1047f, -12.1247f,
-         -11.1152f, -10.0655f, -8.9612f, -7.7868f, -6.5492f, -5.3233f, -4.2127f,
-         -3.2638f, -2.4733f, -1.8217f, -1.2865f, -0.8464f, -0.4825f}
-    },
-    { /* p = 8 */
-        {-27.9131f, -26.8552f, -25.7954f, -24.7332f, -23.6676f, -22.5972f, -21.5204f,
-         -20.4347f, -19.3373f, -18.2244f, -17.0913f, -15.9324f, -14.7401f, -13.5046f,
-         -12.2117f, -10.8393f, -9.3538f, -7.7308f, -6.0729f, -4.5890f, -3.3697f,
-         -2.4003f, -1.6404f, -1.0495f, -0.5927f, -0.2409f, 0.0293f},
-        {-28.1709f, -27.1142f, -26.0564f, -24.9968f, -23.9347f, -22.8692f, -21.7989f,
-         -20.7218f, -19.6353f, -18.5359f, -17.4187f, -16.2775f, -15.1040f, -13.8872f,
-         -12.6128f, -11.2611f, -9.8122f, -8.2937f, -6.8478f, -5.6331f, -4.7064f,
-         -4.0493f, -3.6189f, -3.3710f, -3.2657f, -3.2693f, -3.3546f},
-        {-15.4928f, -14.8892f, -14.2851f, -13.6800f, -13.0737f, -12.4657f, -11.8553f,
-         -11.2415f, -10.6231f, -9.9982f, -9.3644f, -8.7187f, -8.0568f, -7.3733f,
-         -6.6610f, -5.9101f, -5.1103f, -4.2697f, -3.4397f, -2.6871f, -2.0498f,
-         -1.5328f, -1.1233f, -0.8035f, -0.5556f, -0.3639f, -0.2157f},
-        {-31.7099f, -30.5026f, -29.2939f, -28.0834f, -26.8704f, -25.6536f, -24.4319f,
-         -23.2030f, -21.9645f, -20.7128f, -19.4432f, -18.1496f, -16.8243f, -15.4573f,
-         -14.0355f, -12.5402f, -10.9447f, -9.2297f, -7.4813f, -5.8934f, -4.5636f,
-         -3.4838f, -2.6148f, -1.9160f, -1.3519f, -0.8937f, -0.5182f}
-    }
-};
-
-/* One row of the table at x (linear in log x between points; the power law
-   of the first two points below them, the last value above). */
-static double elec__spme_table_at(int order_index, int row, double x) {
-    const float *t = elec__spme_error_table[order_index][row];
-    double j = 4.0 * log(x / 0.025) / log(2.0), f;
-    int i;
-    if (!(j < 26.0)) return pow(10.0, (double)t[26]);
-    if (j < 0.0) return pow(10.0, (double)t[0] + j * ((double)t[1] - (double)t[0]));
-    i = (int)j;
-    f = j - i;
-    return pow(10.0, (1.0 - f) * (double)t[i] + f * (double)t[i + 1]);
-}
-
-/* The four integrals of the mesh error for random charges, summed over the
-   axes (a third of the cubic value each: within 5 % of the anisotropic
-   integral, bench/spme_error_table.c --check).  Odd orders: the geometric
-   mean of the even neighbours (measured within 20 % for p = 5 and 7). */
-typedef struct elec__mesh_error {
-    double force_int, force_self, bias, pot; /* I_int, I_self, -2 E_bias/Q2, I_pot */
-} elec__mesh_error;
-static elec__mesh_error elec__mesh_integrals(int order, double alpha, const double h[3]) {
-    elec__mesh_error m = {0.0, 0.0, 0.0, 0.0};
-    if (order % 2) {
-        elec__mesh_error lo = elec__mesh_integrals(order - 1, alpha, h);
-        elec__mesh_error hi = elec__mesh_integrals(order + 1, alpha, h);
-        m.force_int = sqrt(lo.force_int * hi.force_int);
-        m.force_self = sqrt(lo.force_self * hi.force_self);
-        m.bias = sqrt(lo.bias * hi.bias);
-        m.pot = sqrt(lo.pot * hi.pot);
-        return m;
-    } else {
-        int axis, o = (order - 4) / 2;
-        for (axis = 0; axis < 3; axis++) {
-            double x = alpha * h[axis];
-            m.force_int += alpha * elec__spme_table_at(o, 0, x) / 3.0;
-            m.force_self += alpha * alpha * alpha * alpha * elec__spme_table_at(o, 1, x) / 3.0;
-            m.bias += alpha * elec__spme_table_at(o, 2, x) / 3.0;
-            m.pot += elec__spme_table_at(o, 3, x) / (3.0 * alpha);
-        }
-    }
-    return m;
-}
-
-/* How much of the random-charge mesh error a system keeps: its structure
-   factor s(k) averaged over the error's spectrum.  Along each axis the
-   error of a wave k comes from its aliases, ratio (kappa / (2 pi -
-   kappa))^(2p) + (kappa / (2 pi + kappa))^(2p) (kappa = k_a h) times the
-   force (2 pi / h - k_a)^2, on phi(k)^2 k^2 (forces); ratio^(1/2) on
-   phi(k) k^2 (the energy's mean part).  Checked with the exact s(k) of
-   SPC/E water and a displaced rock-salt crystal: the corrected estimate
-   within 0.8 to 2 (water) and 0.15 to 1.7 (crystal) of the measured force
-   error, where the random-charge one was within 0.1 to 1.1. */
-static void elec__structure_factors(const elec__charge_stats *st, int order,
-                                    double alpha, const double h[3], double *force,
-                                    double *energy) {
-    enum { BINS = 40, ANGLES = 6 };
-    double top = 10.0 * alpha, sf = 0.0, wf = 0.0, se = 0.0, we = 0.0;
-    int b, axis, a, i;
-    for (axis = 0; axis < 3; axis++)
-        if (1.7320508 * ELEC__PI_ / h[axis] < top) top = 1.7320508 * ELEC__PI_ / h[axis];
-    for (b = 0; b < BINS; b++) {
-        double k = (b + 0.5) * top / BINS, k2 = k * k;
-        double phi = 4.0 * ELEC__PI_ / k2 * exp(-k2 / (4.0 * alpha * alpha));
-        double af = 0.0, ae = 0.0, s, u = k / ELEC__SK_STEP - 0.5;
-        for (axis = 0; axis < 3; axis++)
-            for (a = 0; a < ANGLES; a++) {
-                double kappa = k * (a + 0.5) / ANGLES * h[axis], r1, r2, p1 = 1.0, p2 = 1.0;
-                if (kappa > ELEC__PI_) continue;
-                r1 = kappa / (2.0 * ELEC__PI_ - kappa);
-                r2 = kappa / (2.0 * ELEC__PI_ + kappa);
-                for (i = 0; i < order; i++) {
-                    p1 *= r1;
-                    p2 *= r2;
-                }
-                ae += p1 + p2;
-                af += (2.0 * ELEC__PI_ / h[axis] - k * (a + 0.5) / ANGLES) *
-                      (2.0 * ELEC__PI_ / h[axis] - k * (a + 0.5) / ANGLES) *
-                      (p1 * p1 + p2 * p2);
-            }
-        if (u <= 0.0) s = st->s[0];
-        else if (u >= ELEC__SK_BINS - 1) s = 1.0;
-        else {
-            int j = (int)u;
-            s = (1.0 - (u - j)) * st->s[j] + (u - j) * st->s[j + 1];
-        }
-        sf += k2 * phi * phi * af * s;
-        wf += k2 * phi * phi * af;
-        se += k2 * phi * ae * s;
-        we += k2 * phi * ae;
-    }
-    *force = wf > 0.0 ? sf / wf : 1.0;
-    *energy = we > 0.0 ? se / we : 1.0;
-}
-
-/* The SPME estimate of a full choice, errors unscaled except energy. */
-typedef struct elec__spme_errors {
-    double real, mesh; /* absolute RMS force errors per atom (e^2/A^2) */
-    double energy;     /* absolute, e^2/A */
-} elec__spme_errors;
-
-static void elec__spme_mesh_spacing(const elec_box *box, const int grid[3], double h[3]) {
-    int axis;
-    for (axis = 0; axis < 3; axis++) h[axis] = box->length[axis] / grid[axis];
-}
-
-static elec__spme_errors elec__spme_errors_of(const elec__charge_stats *st,
-                                              const elec_box *box, double rc,
-                                              double alpha, int order, const int grid[3],
-                                              const double structure[2]) {
-    const double volume = box->length[0] * box->length[1] * box->length[2];
-    elec__spme_errors e = {0.0, 0.0, 0.0};
-    elec__mesh_error m;
-    double h[3], n = (double)st->count, mesh2, bias, pair2, real_e;
-    if (st->count == 0) return e;
-    elec__spme_mesh_spacing(box, grid, h);
-    m = elec__mesh_integrals(order, alpha, h);
-    mesh2 = st->q2 * st->q2 / (n * volume) * m.force_int + st->q4 / n * m.force_self;
-    e.real = elec__real_force_error(st, volume, rc, alpha);
-    e.mesh = sqrt(structure[0] * mesh2);
-    bias = 0.5 * st->q2 * m.bias * structure[1];
-    pair2 = 0.5 * st->q2 * st->q2 / volume * m.pot * structure[0];
-    real_e = elec__real_energy_error(st, volume, rc, alpha);
-    e.energy = sqrt(bias * bias + pair2 + real_e * real_e);
-    return e;
-}
-
-/* The estimate struct of a choice (relative force errors, scaled energy). */
-static void elec__estimate_fill(const elec__charge_stats *st, double real, double reciprocal,
-                                double energy, double scale, elec_error_estimate *out) {
-    double f = st->force_rms > 0.0 ? st->force_rms : 1.0;
-    out->force_real = real / f;
-    out->force_reciprocal = reciprocal / f;
-    out->force = sqrt(real * real + reciprocal * reciprocal) / f;
-    out->energy = fabs(scale) * energy;
-    out->force_rms = fabs(scale) * st->force_rms;
-    out->float_floor = st->float_floor;
-}
-
-/* The tolerance shared by Ewald and SPME: 0 = the default, else finite in
-   [floor, 1). */
-static elec_status elec__tolerance_check(double *tolerance, double fallback,
-                                         double floor_value, const char *what,
-                                         elec_error *err) {
-    if (*tolerance == 0.0) *tolerance = fallback;
-    if (!(*tolerance > 0.0) || !(*tolerance < 1.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%s tolerance %g must lie in (0, 1) (0 = the default %g)",
-                          what, *tolerance, fallback);
-    if (*tolerance < floor_value)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%s tolerance %g is below what it can meet (%g: "
-                          "double rounding of its sums)", what, *tolerance, floor_value);
-    return ELEC_OK;
-}
-
-static elec_status elec__splitting_check(double *scale, double cutoff, double max_cutoff,
-                                         double alpha, elec_error *err) {
-    if (*scale == 0.0) *scale = 1.0;
-    if (!elec__finite(*scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(cutoff >= 0.0) || !(cutoff <= max_cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "cutoff %g A must be positive and at most %g A (0 = chosen)",
-                          cutoff, max_cutoff);
-    if (!(alpha >= 0.0) || !elec__finite(alpha))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "alpha %g must be zero (automatic) or positive", alpha);
-    return ELEC_OK;
-}
-
-/* Exact Ewald's reciprocal truncation: RMS force error per atom of leaving
-   out |k| >= kc (derived as Kolafa and Perram's real-space one). */
-static double elec__kspace_force_error(const elec__charge_stats *st, double volume,
-                                       double alpha, double kc) {
-    if (st->count == 0) return 0.0;
-    return st->q2 * sqrt(8.0 / ((double)st->count * volume * kc)) * alpha *
-           exp(-kc * kc / (4.0 * alpha * alpha));
-}
-static double elec__kspace_energy_error(const elec__charge_stats *st, double volume,
-                                        double alpha, double kc) {
-    return st->q2 * sqrt(4.0 / volume) * alpha * exp(-kc * kc / (4.0 * alpha * alpha)) /
-           pow(kc, 1.5);
-}
-
-ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
-                                               const elec_box *box,
-                                               const elec_atoms *atoms,
-                                               elec_ewald_params *resolved,
-                                               elec_error *err) {
-    elec_ewald_params r;
-    elec__charge_stats st;
-    elec_status status;
-    double shortest, volume, target, kc;
-    int axis;
-    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    memset(&r.estimate, 0, sizeof r.estimate);
-    shortest = elec__shortest_edge(box);
-    volume = box->length[0] * box->length[1] * box->length[2];
-    /* longer cutoffs than half the box are fine here: more images */
-    if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
-    if (elec__splitting_check(&r.scale, r.cutoff, 1e3 * shortest, r.alpha, err) != ELEC_OK ||
-        elec__tolerance_check(&r.tolerance, 1e-12, ELEC_EWALD_TOLERANCE_FLOOR,
-                              "Ewald", err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if (!(r.cutoff > 0.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cutoff %g A must be positive",
-                          r.cutoff);
-    for (axis = 0; axis < 3; axis++)
-        if (r.kmax[axis] < 0 || r.kmax[axis] > 1000)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "kmax[%d] = %d: use 0 (automatic) to 1000", axis,
-                              r.kmax[axis]);
-    if (r.n2_limit < 0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "n2_limit %d must be zero (none) or positive", r.n2_limit);
-    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
-                               err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        &st, err)) != ELEC_OK)
-        return status;
-    /* half the tolerance (in quadrature) to each truncation */
-    target = r.tolerance * st.force_rms / sqrt(2.0);
-    if (r.alpha == 0.0) {
-        /* the smallest alpha whose real-space error meets its share */
-        double lo = 0.0, hi = 1.0 / r.cutoff;
-        int i;
-        while (elec__real_force_error(&st, volume, r.cutoff, hi) > target && hi < 1e6) hi *= 2.0;
-        for (i = 0; i < 100; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (elec__real_force_error(&st, volume, r.cutoff, mid) > target) lo = mid;
-            else hi = mid;
-        }
-        r.alpha = hi;
-    }
-    {
-        /* the smallest kc whose truncation meets its share, then the box of
-           vectors holding that sphere */
-        double lo = 0.0, hi = 2.0 * r.alpha;
-        int i;
-        while (elec__kspace_force_error(&st, volume, r.alpha, hi) > target && hi < 1e6) hi *= 2.0;
-        for (i = 0; i < 100; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (mid > 0.0 && elec__kspace_force_error(&st, volume, r.alpha, mid) > target) lo = mid;
-            else hi = mid;
-        }
-        kc = hi;
-    }
-    for (axis = 0; axis < 3; axis++)
-        if (r.kmax[axis] == 0) {
-            double n = ceil(kc * box->length[axis] / (2.0 * ELEC__PI_));
-            if (!(n <= 1000.0)) /* NaN too, before the cast */
-                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                                  "Ewald tolerance %g with alpha %g needs more than "
-                                  "1000 reciprocal vectors along axis %d", r.tolerance,
-                                  r.alpha, axis);
-            r.kmax[axis] = n < 1.0 ? 1 : (int)n;
-        }
-    /* what was left out: every vector of |k| below the box's inscribed
-       sphere is in (and below sqrt(n2_limit) of the shortest unit) */
-    kc = 1e300;
-    for (axis = 0; axis < 3; axis++) {
-        double edge = 2.0 * ELEC__PI_ * (r.kmax[axis] + 1) / box->length[axis];
-        if (edge < kc) kc = edge;
-    }
-    if (r.n2_limit > 0) {
-        double longest = box->length[0];
-        for (axis = 1; axis < 3; axis++)
-            if (box->length[axis] > longest) longest = box->length[axis];
-        if (2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest < kc)
-            kc = 2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest;
-    }
-    {
-        double real = elec__real_force_error(&st, volume, r.cutoff, r.alpha);
-        double k_part = elec__kspace_force_error(&st, volume, r.alpha, kc);
-        double e_real = elec__real_energy_error(&st, volume, r.cutoff, r.alpha);
-        double e_k = elec__kspace_energy_error(&st, volume, r.alpha, kc);
-        elec__estimate_fill(&st, real, k_part, sqrt(e_real * e_real + e_k * e_k), r.scale,
-                            &r.estimate);
-    }
-    *resolved = r;
-    elec__ok(err);
-    return ELEC_OK;
-}
-
-ELEC_DEF int elec_fft_friendly_size(int minimum) {
-    int n = minimum < 1 ? 1 : minimum;
-    for (;; n++) {
-        int rest = n, f;
-        static const int factors[4] = {2, 3, 5, 7};
-        for (f = 0; f < 4; f++)
-            while (rest % factors[f] == 0) rest /= factors[f];
-        if (rest == 1) return n;
-    }
-}
-
-ELEC_DEF void elec_spme_bspline_moduli(int order, int grid, double *moduli) {
-    double w[ELEC_MAX_SPLINE_ORDER], at_integers[ELEC_MAX_SPLINE_ORDER];
-    const double two_pi = 6.28318530717958647692;
-    int m, k;
-    /* M_n(k + 1), k = 0..order-2: the weights at t = 0 (w[j] = M_n(j)). */
-    elec_bspline_weights(order, 0.0, w, NULL);
-    for (k = 0; k < order - 1; k++) at_integers[k] = w[k + 1];
-    for (m = 0; m < grid; m++) {
-        double re = 0.0, im = 0.0;
-        for (k = 0; k < order - 1; k++) {
-            re += at_integers[k] * cos(two_pi * m * k / grid);
-            im += at_integers[k] * sin(two_pi * m * k / grid);
-        }
-        moduli[m] = re * re + im * im;
-    }
-    for (m = 0; m < grid; m++)
-        if (moduli[m] < 1e-7)
-            moduli[m] = 0.5 * (moduli[(m - 1 + grid) % grid] +
-                               moduli[(m + 1) % grid]);
-}
-
-/* --------------------------------------------------------- SPME's choice */
-
-/* Estimated cost of one evaluation (ps), calibrated on an H100 at DHFR
-   size (bench/RESULTS.md: real space 161 us for 23,558 atoms x 305 pairs
-   within 9 A; spreading and gathering 26 us for 23,558 x 4^3 points; the
-   64^3 FFT pair 24 us and the solve 4.6 us). */
-static double elec__spme_cost(const elec__charge_stats *st, double volume, double rc,
-                              int order, const int grid[3]) {
-    const double n = (double)st->count;
-    const double points = (double)grid[0] * grid[1] * grid[2];
-    return n * (22.0 * n / volume * 4.18879 * rc * rc * rc + 17.2 * order * order * order) +
-           points * (18.0 + 5.1 * log(points) / log(2.0));
-}
-
-/* The grid of spacing at most h: the smallest FFT-friendly sizes, at least
-   the order; 0 when it passes the limits. */
-static int elec__spme_grid_of(const elec_box *box, double h, int order, int grid[3]) {
-    double points = 1.0;
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        double minimum = ceil(box->length[axis] / h - 1e-9);
-        if (minimum > ELEC_SPME_MAX_GRID_AXIS) return 0;
-        grid[axis] = elec_fft_friendly_size((int)minimum < order ? order : (int)minimum);
-        if (grid[axis] > ELEC_SPME_MAX_GRID_AXIS) return 0;
-        points *= grid[axis];
-    }
-    return points <= ELEC_SPME_MAX_GRID_POINTS;
-}
-
-/* The mesh's force error alone (the search needs nothing else): RMS per
-   atom, unscaled, for a structure factor weight. */
-static double elec__spme_mesh_force(const elec__charge_stats *st, double volume,
-                                    int order, double alpha, const double h[3],
-                                    double structure) {
-    elec__mesh_error m;
-    double n = (double)st->count;
-    if (order % 2)
-        return sqrt(elec__spme_mesh_force(st, volume, order - 1, alpha, h, structure) *
-                    elec__spme_mesh_force(st, volume, order + 1, alpha, h, structure));
-    {
-        int axis, o = (order - 4) / 2;
-        m.force_int = m.force_self = 0.0;
-        for (axis = 0; axis < 3; axis++) {
-            double x = alpha * h[axis];
-            m.force_int += elec__spme_table_at(o, 0, x);
-            m.force_self += elec__spme_table_at(o, 1, x);
-        }
-    }
-    return sqrt(structure * (st->q2 * st->q2 / (n * volume) * alpha * m.force_int +
-                             st->q4 / n * alpha * alpha * alpha * alpha * m.force_self) /
-                3.0);
-}
-
-/* The least estimated force error over alpha for a cutoff, order and grid
-   (or at the alpha given): golden section on log alpha, with the
-   structure factor's weight held at its value for the last best alpha and
-   refreshed once. */
-static double elec__spme_best_alpha(const elec__charge_stats *st, const elec_box *box,
-                                    double rc, int order, const int grid[3],
-                                    double fixed_alpha, double *alpha_out) {
-    const double volume = box->length[0] * box->length[1] * box->length[2];
-    const double g = 0.6180339887498949;
-    double h[3], best = fixed_alpha > 0.0 ? fixed_alpha : 3.0 / rc, sf = 1.0, se, real, mesh;
-    int pass, i;
-    if (st->count == 0) {
-        *alpha_out = best;
-        return 0.0;
-    }
-    elec__spme_mesh_spacing(box, grid, h);
-    for (pass = 0; pass < 2; pass++) {
-        double lo = log(0.5 / rc), hi = log(9.0 / rc), a, b, fa, fb;
-        elec__structure_factors(st, order, best, h, &sf, &se);
-        if (fixed_alpha > 0.0) break;
-#define ELEC__SPME_ERR2(la)                                                         \
-    (real = elec__real_force_error(st, volume, rc, exp(la)),                        \
-     mesh = elec__spme_mesh_force(st, volume, order, exp(la), h, sf),               \
-     real * real + mesh * mesh)
-        a = hi - g * (hi - lo);
-        b = lo + g * (hi - lo);
-        fa = ELEC__SPME_ERR2(a);
-        fb = ELEC__SPME_ERR2(b);
-        for (i = 0; i < 28; i++) {
-            if (fa < fb) {
-                hi = b;
-                b = a;
-                fb = fa;
-                a = hi - g * (hi - lo);
-                fa = ELEC__SPME_ERR2(a);
-            } else {
-                lo = a;
-                a = b;
-                fa = fb;
-                b = lo + g * (hi - lo);
-                fb = ELEC__SPME_ERR2(b);
-            }
-        }
-#undef ELEC__SPME_ERR2
-        best = exp(0.5 * (lo + hi));
-    }
-    real = elec__real_force_error(st, volume, rc, best);
-    mesh = elec__spme_mesh_force(st, volume, order, best, h, sf);
-    *alpha_out = best;
-    return sqrt(real * real + mesh * mesh);
-}
-
-/* One cutoff and order: the coarsest grid (or the given one) and its best
-   alpha; returns the estimated force error, and the cost. */
-static double elec__spme_try(const elec__charge_stats *st, const elec_box *box, double rc,
-                             int order, const int *fixed_grid, double fixed_alpha,
-                             double target, int grid[3], double *alpha, double *cost) {
-    const double volume = box->length[0] * box->length[1] * box->length[2];
-    double error;
-    if (fixed_grid) {
-        memcpy(grid, fixed_grid, 3 * sizeof *grid);
-        error = elec__spme_best_alpha(st, box, rc, order, grid, fixed_alpha, alpha);
-    } else {
-        /* halve the spacing from a coarse start until the target is met,
-           then bisect (the error grows with the spacing) */
-        double fine = 0.0, coarse = 0.0, h, a;
-        int i, g[3];
-        for (h = 4.0 / (fixed_alpha > 0.0 ? fixed_alpha : 3.0 / rc); h > 1e-3; h *= 0.5) {
-            if (!elec__spme_grid_of(box, h, order, g)) break;
-            if (elec__spme_best_alpha(st, box, rc, order, g, fixed_alpha, &a) <= target) {
-                fine = h;
-                break;
-            }
-            coarse = h;
-        }
-        if (fine == 0.0) return -1.0; /* past the grid limits */
-        for (i = 0; i < 8 && coarse > 0.0; i++) {
-            double mid = sqrt(fine * coarse);
-            if (elec__spme_grid_of(box, mid, order, g) &&
-                elec__spme_best_alpha(st, box, rc, order, g, fixed_alpha, &a) <= target)
-                fine = mid;
-            else
-                coarse = mid;
-        }
-        elec__spme_grid_of(box, fine, order, grid);
-        error = elec__spme_best_alpha(st, box, rc, order, grid, fixed_alpha, alpha);
-    }
-    *cost = elec__spme_cost(st, volume, rc, order, grid);
-    return error;
-}
-
-ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
-                                              const elec_box *box,
-                                              const elec_atoms *atoms,
-                                              elec_spme_params *resolved,
-                                              elec_error *err) {
-    elec_spme_params r;
-    elec__charge_stats st;
-    elec_status status;
-    double shortest, volume, target, best_cost = 0.0, best_error = -1.0, best_rc = 0.0;
-    double best_alpha = 0.0, rc_lo, rc_hi, rc;
-    int axis, order_lo, order_hi, order_step, order, best_order = 0, best_grid[3] = {0, 0, 0};
-    int grid_given, mesh_fixed, fixed_grid[3] = {0, 0, 0};
-    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    memset(&r.estimate, 0, sizeof r.estimate);
-    shortest = elec__shortest_edge(box);
-    volume = box->length[0] * box->length[1] * box->length[2];
-    /* minimum image in real space: the cutoff is at most half the box */
-    if (elec__splitting_check(&r.scale, r.cutoff, 0.5 * shortest, r.alpha, err) != ELEC_OK ||
-        elec__tolerance_check(&r.tolerance, 5e-4, ELEC_SPME_TOLERANCE_FLOOR, "SPME",
-                              err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if ((int)r.spread < 0 || r.spread > ELEC_SPME_SPREAD_GATHER)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown SPME spreading scheme %d", (int)r.spread);
-    if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "B-spline order %d: use 4 to %d (0 = chosen)", r.order,
-                          ELEC_MAX_SPLINE_ORDER);
-    if (!(r.grid_spacing >= 0.0) || !elec__finite(r.grid_spacing))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "grid spacing %g A must be positive (0 = chosen)", r.grid_spacing);
-    /* a grid given by sizes or by spacing; a size left 0 beside given ones
-       is the spacing's, or 1 A's */
-    grid_given = r.grid[0] || r.grid[1] || r.grid[2] || r.grid_spacing > 0.0;
-    for (axis = 0; axis < 3 && grid_given; axis++) {
-        int least = r.order ? r.order : 4;
-        fixed_grid[axis] = r.grid[axis];
-        if (fixed_grid[axis] == 0) {
-            double spacing = r.grid_spacing > 0.0 ? r.grid_spacing : 1.0;
-            double minimum = ceil(box->length[axis] / spacing - 1e-9);
-            if (minimum > ELEC_SPME_MAX_GRID_AXIS)
-                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                                  "a %g A edge at %g A spacing needs over %d grid points",
-                                  box->length[axis], spacing, ELEC_SPME_MAX_GRID_AXIS);
-            fixed_grid[axis] =
-                elec_fft_friendly_size((int)minimum < least ? least : (int)minimum);
-        }
-        if (fixed_grid[axis] < least || fixed_grid[axis] > ELEC_SPME_MAX_GRID_AXIS)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "grid size %d along axis %d: order %d needs at least %d "
-                              "points (and at most %d; 0 = chosen)", fixed_grid[axis],
-                              axis, least, least, ELEC_SPME_MAX_GRID_AXIS);
-    }
-    if (grid_given && (double)fixed_grid[0] * fixed_grid[1] * fixed_grid[2] >
-                          ELEC_SPME_MAX_GRID_POINTS)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "grid %d x %d x %d: past ELEC_SPME_MAX_GRID_POINTS (%.0f)",
-                          fixed_grid[0], fixed_grid[1], fixed_grid[2],
-                          ELEC_SPME_MAX_GRID_POINTS);
-    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
-                               err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        &st, err)) != ELEC_OK)
-        return status;
-
-    /* The cheapest (cutoff, order, grid) whose estimate, at its best alpha,
-       is at most 0.4 of the tolerance: the estimates held to about a
-       factor of 2 on the systems measured (random charges, water, rock
-       salt), so the error stays under the tolerance without running far
-       below it.  Orders 4, 6, 8 (the odd ones are interpolated);
-       cutoffs 4 to 16 A in steps of 1 A. */
-    target = 0.4 * r.tolerance * st.force_rms;
-    mesh_fixed = grid_given && r.order != 0;
-    order_lo = r.order ? r.order : 4;
-    order_hi = r.order ? r.order : 8;
-    order_step = r.order ? 1 : 2;
-    if (r.cutoff > 0.0) {
-        rc_lo = rc_hi = r.cutoff;
-    } else {
-        rc_hi = 0.5 * shortest < 16.0 ? 0.5 * shortest : 16.0;
-        rc_lo = rc_hi < 4.0 ? rc_hi : 4.0;
-    }
-    for (order = order_lo; order <= order_hi; order += order_step)
-        for (rc = rc_lo; rc <= rc_hi + 1e-9; rc += 1.0) {
-            int grid[3], none[3] = {0, 0, 0};
-            double alpha, error, cost;
-            /* no grid at all would still cost this: nothing to gain */
-            if (best_error >= 0.0 && best_error <= target &&
-                elec__spme_cost(&st, volume, rc, order, none) >= best_cost)
-                continue;
-            if (grid_given &&
-                (fixed_grid[0] < order || fixed_grid[1] < order || fixed_grid[2] < order))
-                continue;
-            error = elec__spme_try(&st, box, rc, order, grid_given ? fixed_grid : NULL,
-                                   r.alpha, target, grid, &alpha, &cost);
-            if (error < 0.0) continue;
-            if (best_error < 0.0 ||
-                (error <= target ? best_error > target || cost < best_cost
-                                 : best_error > target && error < best_error)) {
-                best_cost = cost;
-                best_error = error;
-                best_order = order;
-                best_rc = rc;
-                best_alpha = alpha;
-                memcpy(best_grid, grid, sizeof best_grid);
-            }
-        }
-    /* Out of reach: refused, unless the caller fixed the mesh (grid and
-       order) and so asked for it; then the least error, and the estimate
-       says what it is. */
-    if (best_order == 0 || (best_error > target && !mesh_fixed))
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "SPME tolerance %g: no cutoff up to %g A, order and grid within "
-                          "%d per axis and %.0f points meets it%s",
-                          r.tolerance, rc_hi, ELEC_SPME_MAX_GRID_AXIS,
-                          ELEC_SPME_MAX_GRID_POINTS,
-                          r.alpha > 0.0 || r.cutoff > 0.0 ? " at the given alpha and cutoff"
-                                                          : "");
-    r.order = best_order;
-    r.cutoff = best_rc;
-    r.alpha = best_alpha;
-    memcpy(r.grid, best_grid, sizeof r.grid);
-    {
-        double h[3], structure[2];
-        elec__spme_errors e;
-        elec__spme_mesh_spacing(box, r.grid, h);
-        elec__structure_factors(&st, r.order, r.alpha, h, &structure[0], &structure[1]);
-        e = elec__spme_errors_of(&st, box, r.cutoff, r.alpha, r.order, r.grid, structure);
-        elec__estimate_fill(&st, e.real, e.mesh, e.energy, r.scale, &r.estimate);
-    }
-    *resolved = r;
-    elec__ok(err);
     return ELEC_OK;
 }
 
@@ -3334,237 +2369,7 @@ ELEC_DEF size_t elec_bin_neighbourhood(double length, double region,
     return count;
 }
 
-ELEC_DEF elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p) {
-    elec_cutoff_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    if (r.scale == 0.0) r.scale = 1.0;
-    if (r.cutoff == 0.0) r.cutoff = 12.0;
-    if (r.splitting == 0) r.splitting = 2;
-    if (r.bin_length == 0.0) r.bin_length = elec_bin_length(0.1, 0.75);
-    return r;
-}
-
-ELEC_DEF elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
-                                              elec_error *err) {
-    elec_cutoff_params r = elec_cutoff_params_resolved(p);
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "cutoff %g A must be positive", r.cutoff);
-    if ((int)r.kind < 0 || r.kind > ELEC_CUTOFF_SHIFTED)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown cutoff kind %d",
-                          (int)r.kind);
-    if (r.splitting < 1 || r.splitting > 6)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "splitting order %d: use 1 to 6", r.splitting);
-    if (!(r.bin_length > 0.0) || !elec__finite(r.bin_length))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "bin length %g A must be positive", r.bin_length);
-    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    elec__ok(err);
-    return ELEC_OK;
-}
-
-/* MSM's error model: log10(relative RMS error) = c0 + c1 log10(h) +
-   c2 log10(a), per interpolation (cubic C2, quintic C3, septic C4, nonic
-   C5), least squares on the README's table (make msm-table: 3000 random
-   charges in a 40 A cube, maps against the exact sum, a = 8 to 16 A, h = 1
-   to 2.5 A); the table's twelve values per order lie within 0.87 to 1.20
-   of the fit.  Other systems err more, relative to their potential: a
-   water box's map 2.4 times the table at the defaults (README), the demo
-   droplet's 2.3 times at 1e-4; forces within 1.5.  Hence the choice aims
-   at a third of the tolerance. */
-static const double elec__msm_error_fit[4][3] = { /* make msm-table prints it */
-    {-0.3775, 3.4625, -3.4806}, /* cubic   */
-    {0.0245, 4.5880, -4.7709},  /* quintic */
-    {0.4660, 5.6522, -5.8436},  /* septic  */
-    {1.1095, 6.7094, -6.9636}}; /* nonic   */
-
-static double elec__msm_error_model(int interpolation, double h, double a) {
-    const double *c = elec__msm_error_fit[interpolation];
-    return pow(10.0, c[0] + c[1] * log10(h) + c[2] * log10(a));
-}
-
-/* Estimated work per atom (arbitrary units, each a multiply-add) at 0.1
-   atoms/A^3, for `targets` points (or atoms) per atom the potential is
-   wanted at: anterpolation's p^3 points per atom, and per target the
-   interpolation's p^3 and the short-range pairs within a; the lattice
-   cutoff over every level (a sphere of radius 2a/h points per lattice
-   point, 8/7 for the coarser levels).  On seed 000's map the GPU's
-   short-range and lattice times stand as these counts do (0.13 s and 19
-   ms; 8.9e10 and 1.4e10 terms). */
-static double elec__msm_cost(int interpolation, double h, double a, double targets) {
-    const double density = 0.1, p = 4.0 + 2.0 * interpolation;
-    const double stencil = 4.18879 * pow(2.0 * a / h, 3.0);
-    return p * p * p + targets * (p * p * p + density * 4.18879 * a * a * a) +
-           stencil * 8.0 / 7.0 / (h * h * h) / density;
-}
-
-/* The cheapest (h, a, interpolation) in the table's span whose fitted error
-   is at most target; fixed values kept.  Returns the fitted error (or -1
-   when none meets it). */
-static double elec__msm_choose(elec_msm_params *r, double target) {
-    const int given_order = r->interpolation != ELEC_MSM_CUBIC;
-    double best_cost = -1.0, best_error = -1.0, best_h = 0.0, best_a = 0.0;
-    int best_order = 0, order;
-    for (order = given_order ? (int)r->interpolation : 0;
-         order <= (given_order ? (int)r->interpolation : (int)ELEC_MSM_NONIC); order++) {
-        double a;
-        for (a = 8.0; a <= 16.0 + 1e-9; a += 0.5) {
-            double aa = r->cutoff > 0.0 ? r->cutoff : a, h, lo, hi, cost, error;
-            int i;
-            if (r->spacing > 0.0) {
-                h = r->spacing;
-            } else {
-                /* the coarsest h in [1, 2.5] that meets the target */
-                lo = 1.0;
-                hi = 2.5;
-                if (elec__msm_error_model(order, hi, aa) <= target) h = hi;
-                else if (elec__msm_error_model(order, lo, aa) > target) h = lo;
-                else {
-                    for (i = 0; i < 40; i++) {
-                        double mid = 0.5 * (lo + hi);
-                        if (elec__msm_error_model(order, mid, aa) <= target) lo = mid;
-                        else hi = mid;
-                    }
-                    h = lo;
-                }
-            }
-            error = elec__msm_error_model(order, h, aa);
-            cost = elec__msm_cost(order, h, aa, r->points_per_atom > 0.0 ? r->points_per_atom : 1.0);
-            if (error <= target && (best_cost < 0.0 || cost < best_cost)) {
-                best_cost = cost;
-                best_error = error;
-                best_h = h;
-                best_a = aa;
-                best_order = order;
-            }
-            if (r->cutoff > 0.0) break;
-        }
-    }
-    if (best_cost < 0.0) return -1.0;
-    r->spacing = best_h;
-    r->cutoff = best_a;
-    r->interpolation = (elec_msm_interpolation)best_order;
-    return best_error;
-}
-
-ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
-    elec_msm_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    memset(&r.estimate, 0, sizeof r.estimate);
-    if (r.scale == 0.0) r.scale = 1.0;
-    /* a tolerance chooses what is left at 0 (a valid one; check refuses
-       the rest); out of reach, the defaults stay and check says so */
-    if (r.tolerance >= ELEC_MSM_TOLERANCE_FLOOR && r.tolerance < 1.0 &&
-        (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
-        r.cutoff >= 0.0 && r.spacing >= 0.0) {
-        elec_msm_params chosen = r;
-        double error = elec__msm_choose(&chosen, r.tolerance / 3.0);
-        if (error >= 0.0) {
-            r = chosen;
-            r.estimate.force = error;
-        }
-    }
-    if (r.cutoff == 0.0) r.cutoff = 12.0;
-    if (r.spacing == 0.0) r.spacing = 2.0;
-    /* C2 with the cubic, one order more per step up in interpolation: the
-       pairs of the README's error table (a smoother gamma than the basis
-       can follow gains nothing, a rougher one spoils the higher order) */
-    if (r.splitting == 0)
-        r.splitting = (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC
-                          ? 2 + (int)r.interpolation
-                          : 2;
-    if (r.max_top_points == 0) r.max_top_points = 4096;
-    if (r.estimate.force == 0.0 && (int)r.interpolation >= 0 &&
-        r.interpolation <= ELEC_MSM_NONIC && r.spacing > 0.0 && r.cutoff > 0.0 &&
-        r.splitting == 2 + (int)r.interpolation)
-        r.estimate.force = elec__msm_error_model((int)r.interpolation, r.spacing, r.cutoff);
-    return r;
-}
-
-ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
-                                           elec_error *err) {
-    elec_msm_params r = elec_msm_params_resolved(p);
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.tolerance >= 0.0) || !(r.tolerance < 1.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM tolerance %g must lie in (0, 1) (0 = the defaults)",
-                          r.tolerance);
-    if (r.tolerance > 0.0 && r.tolerance < ELEC_MSM_TOLERANCE_FLOOR)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM tolerance %g is below what its measured error table "
-                          "reaches (%g: nonic, a 16 A, h 1 A, with room)", r.tolerance,
-                          ELEC_MSM_TOLERANCE_FLOOR);
-    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM cutoff %g A must be positive", r.cutoff);
-    if (!(r.spacing > 0.0) || !(r.spacing <= r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM spacing %g A must be positive and at most the "
-                          "cutoff (%g A)", r.spacing, r.cutoff);
-    if (r.cutoff / r.spacing > 64.0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM cutoff / spacing = %g: at most 64 (the lattice "
-                          "stencils grow as its cube)", r.cutoff / r.spacing);
-    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_NONIC)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown MSM interpolation %d", (int)r.interpolation);
-    if (r.splitting < 1 || r.splitting > 6)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM splitting order %d: use 1 to 6", r.splitting);
-    if (r.max_top_points < 8)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "max_top_points %d: at least 8", r.max_top_points);
-    /* a tolerance out of reach is refused, unless the caller fixed both
-       spacing and cutoff (then the estimate says what they give) */
-    if (r.tolerance > 0.0 && !(p && p->spacing > 0.0 && p->cutoff > 0.0) &&
-        !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / 3.0 * 1.000001))
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
-                          "interpolation (within what was fixed) meets it by the "
-                          "measured table (fitted error %.2g)", r.tolerance,
-                          r.estimate.force);
-    elec__ok(err);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *p,
-                                             elec_msm_params *resolved,
-                                             elec_error *err) {
-    elec_status s = elec_msm_params_check(p, err);
-    if (s != ELEC_OK) return s;
-    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
-    *resolved = elec_msm_params_resolved(p);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_mdh_params_check(const elec_mdh_params *p,
-                                           elec_error *err) {
-    elec_mdh_params r = elec_mdh_params_resolved(p);
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.kappa >= 0.0) || !elec__finite(r.kappa))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "kappa %g must be zero or positive", r.kappa);
-    if (!(r.ionic_strength >= 0.0) || !elec__finite(r.ionic_strength))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "ionic strength %g must be zero or positive",
-                          r.ionic_strength);
-    if (!(r.temperature > 0.0) || !elec__finite(r.temperature))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "temperature %g K must be positive", r.temperature);
-    if (!(r.dielectric > 0.0) || !elec__finite(r.dielectric))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "dielectric %g must be positive", r.dielectric);
-    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    elec__ok(err);
-    return ELEC_OK;
-}
+/* ---------------------------------------------------------------------------- >>io I/O */
 
 /* ======================================================= PQR and OpenDX */
 /* ELEC_IO_BEGIN (the PQR reader and the DX writer/reader live here) */
@@ -5001,6 +3806,1424 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 
 /* ELEC_IO_END */
 
+/* --------------------------------------------------------------------------- >>dcs DCS */
+
+ELEC_DEF const char *elec_dcs_variant_name(elec_dcs_variant v) {
+    switch (v) {
+    case ELEC_DCS_FASTEST: return "fastest";
+    case ELEC_DCS_SIMPLE: return "simple";
+    case ELEC_DCS_CONST: return "const";
+    case ELEC_DCS_UNROLL4: return "unroll4";
+    case ELEC_DCS_UNROLL8_COALESCED: return "unroll8-coalesced";
+    case ELEC_DCS_VOLUME: return "volume";
+    case ELEC_DCS_HYBRID_RSQRT: return "hybrid-rsqrt";
+    case ELEC_DCS_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+ELEC_DEF elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p) {
+    elec_dcs_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_HYBRID_RSQRT;
+    return r;
+}
+
+ELEC_DEF elec_status elec_dcs_params_check(const elec_dcs_params *p,
+                                           elec_error *err) {
+    elec_dcs_params r = elec_dcs_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if ((int)r.variant < 0 || r.variant >= ELEC_DCS_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown DCS variant %d", (int)r.variant);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* --------------------------------------------------------------------------- >>mdh MDH */
+
+ELEC_DEF double elec_kappa_from_ionic_strength(double ionic_strength,
+                                               double dielectric,
+                                               double temperature) {
+    /* SI: kappa^2 = 2 N_A e^2 (1000 I) / (eps eps0 kB T), in 1/m^2. */
+    const double avogadro = 6.02214076e23, charge = 1.602176634e-19;
+    const double eps0 = 8.8541878128e-12, boltzmann = 1.380649e-23;
+    double kappa2;
+    if (!(ionic_strength > 0.0) || !(dielectric > 0.0) || !(temperature > 0.0))
+        return 0.0;
+    kappa2 = 2.0 * avogadro * charge * charge * 1000.0 * ionic_strength /
+             (dielectric * eps0 * boltzmann * temperature);
+    return sqrt(kappa2) * 1e-10; /* 1/m -> 1/A */
+}
+
+ELEC_DEF elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p) {
+    elec_mdh_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
+    if (r.dielectric == 0.0) r.dielectric = 78.54;
+    if (r.kappa == 0.0 && r.ionic_strength > 0.0)
+        r.kappa = elec_kappa_from_ionic_strength(r.ionic_strength,
+                                                 r.dielectric, r.temperature);
+    return r;
+}
+
+ELEC_DEF elec_status elec_mdh_params_check(const elec_mdh_params *p,
+                                           elec_error *err) {
+    elec_mdh_params r = elec_mdh_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.kappa >= 0.0) || !elec__finite(r.kappa))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "kappa %g must be zero or positive", r.kappa);
+    if (!(r.ionic_strength >= 0.0) || !elec__finite(r.ionic_strength))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "ionic strength %g must be zero or positive",
+                          r.ionic_strength);
+    if (!(r.temperature > 0.0) || !elec__finite(r.temperature))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "temperature %g K must be positive", r.temperature);
+    if (!(r.dielectric > 0.0) || !elec__finite(r.dielectric))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "dielectric %g must be positive", r.dielectric);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* ---------------------------------------------------------------- >>cutoff cutoff maps */
+
+ELEC_DEF elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p) {
+    elec_cutoff_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    if (r.scale == 0.0) r.scale = 1.0;
+    if (r.cutoff == 0.0) r.cutoff = 12.0;
+    if (r.splitting == 0) r.splitting = 2;
+    if (r.bin_length == 0.0) r.bin_length = elec_bin_length(0.1, 0.75);
+    return r;
+}
+
+ELEC_DEF elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
+                                              elec_error *err) {
+    elec_cutoff_params r = elec_cutoff_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cutoff %g A must be positive", r.cutoff);
+    if ((int)r.kind < 0 || r.kind > ELEC_CUTOFF_SHIFTED)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown cutoff kind %d",
+                          (int)r.kind);
+    if (r.splitting < 1 || r.splitting > 6)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "splitting order %d: use 1 to 6", r.splitting);
+    if (!(r.bin_length > 0.0) || !elec__finite(r.bin_length))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin length %g A must be positive", r.bin_length);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* --------------------------------------------------------------------------- >>msm MSM */
+
+/* MSM's error model: log10(relative RMS error) = c0 + c1 log10(h) +
+   c2 log10(a), per interpolation (cubic C2, quintic C3, septic C4, nonic
+   C5), least squares on the README's table (make msm-table: 3000 random
+   charges in a 40 A cube, maps against the exact sum, a = 8 to 16 A, h = 1
+   to 2.5 A); the table's twelve values per order lie within 0.87 to 1.20
+   of the fit.  Other systems err more, relative to their potential: a
+   water box's map 2.4 times the table at the defaults (README), the demo
+   droplet's 2.3 times at 1e-4; forces within 1.5.  Hence the choice aims
+   at a third of the tolerance. */
+static const double elec__msm_error_fit[4][3] = { /* make msm-table prints it */
+    {-0.3775, 3.4625, -3.4806}, /* cubic   */
+    {0.0245, 4.5880, -4.7709},  /* quintic */
+    {0.4660, 5.6522, -5.8436},  /* septic  */
+    {1.1095, 6.7094, -6.9636}}; /* nonic   */
+
+static double elec__msm_error_model(int interpolation, double h, double a) {
+    const double *c = elec__msm_error_fit[interpolation];
+    return pow(10.0, c[0] + c[1] * log10(h) + c[2] * log10(a));
+}
+
+/* Estimated work per atom (arbitrary units, each a multiply-add) at 0.1
+   atoms/A^3, for `targets` points (or atoms) per atom the potential is
+   wanted at: anterpolation's p^3 points per atom, and per target the
+   interpolation's p^3 and the short-range pairs within a; the lattice
+   cutoff over every level (a sphere of radius 2a/h points per lattice
+   point, 8/7 for the coarser levels).  On seed 000's map the GPU's
+   short-range and lattice times stand as these counts do (0.13 s and 19
+   ms; 8.9e10 and 1.4e10 terms). */
+static double elec__msm_cost(int interpolation, double h, double a, double targets) {
+    const double density = 0.1, p = 4.0 + 2.0 * interpolation;
+    const double stencil = 4.18879 * pow(2.0 * a / h, 3.0);
+    return p * p * p + targets * (p * p * p + density * 4.18879 * a * a * a) +
+           stencil * 8.0 / 7.0 / (h * h * h) / density;
+}
+
+/* The cheapest (h, a, interpolation) in the table's span whose fitted error
+   is at most target; fixed values kept.  Returns the fitted error (or -1
+   when none meets it). */
+static double elec__msm_choose(elec_msm_params *r, double target) {
+    const int given_order = r->interpolation != ELEC_MSM_CUBIC;
+    double best_cost = -1.0, best_error = -1.0, best_h = 0.0, best_a = 0.0;
+    int best_order = 0, order;
+    for (order = given_order ? (int)r->interpolation : 0;
+         order <= (given_order ? (int)r->interpolation : (int)ELEC_MSM_NONIC); order++) {
+        double a;
+        for (a = 8.0; a <= 16.0 + 1e-9; a += 0.5) {
+            double aa = r->cutoff > 0.0 ? r->cutoff : a, h, lo, hi, cost, error;
+            int i;
+            if (r->spacing > 0.0) {
+                h = r->spacing;
+            } else {
+                /* the coarsest h in [1, 2.5] that meets the target */
+                lo = 1.0;
+                hi = 2.5;
+                if (elec__msm_error_model(order, hi, aa) <= target) h = hi;
+                else if (elec__msm_error_model(order, lo, aa) > target) h = lo;
+                else {
+                    for (i = 0; i < 40; i++) {
+                        double mid = 0.5 * (lo + hi);
+                        if (elec__msm_error_model(order, mid, aa) <= target) lo = mid;
+                        else hi = mid;
+                    }
+                    h = lo;
+                }
+            }
+            error = elec__msm_error_model(order, h, aa);
+            cost = elec__msm_cost(order, h, aa, r->points_per_atom > 0.0 ? r->points_per_atom : 1.0);
+            if (error <= target && (best_cost < 0.0 || cost < best_cost)) {
+                best_cost = cost;
+                best_error = error;
+                best_h = h;
+                best_a = aa;
+                best_order = order;
+            }
+            if (r->cutoff > 0.0) break;
+        }
+    }
+    if (best_cost < 0.0) return -1.0;
+    r->spacing = best_h;
+    r->cutoff = best_a;
+    r->interpolation = (elec_msm_interpolation)best_order;
+    return best_error;
+}
+
+ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
+    elec_msm_params r;
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    memset(&r.estimate, 0, sizeof r.estimate);
+    if (r.scale == 0.0) r.scale = 1.0;
+    /* a tolerance chooses what is left at 0 (a valid one; check refuses
+       the rest); out of reach, the defaults stay and check says so */
+    if (r.tolerance >= ELEC_MSM_TOLERANCE_FLOOR && r.tolerance < 1.0 &&
+        (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
+        r.cutoff >= 0.0 && r.spacing >= 0.0) {
+        elec_msm_params chosen = r;
+        double error = elec__msm_choose(&chosen, r.tolerance / 3.0);
+        if (error >= 0.0) {
+            r = chosen;
+            r.estimate.force = error;
+        }
+    }
+    if (r.cutoff == 0.0) r.cutoff = 12.0;
+    if (r.spacing == 0.0) r.spacing = 2.0;
+    /* C2 with the cubic, one order more per step up in interpolation: the
+       pairs of the README's error table (a smoother gamma than the basis
+       can follow gains nothing, a rougher one spoils the higher order) */
+    if (r.splitting == 0)
+        r.splitting = (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC
+                          ? 2 + (int)r.interpolation
+                          : 2;
+    if (r.max_top_points == 0) r.max_top_points = 4096;
+    if (r.estimate.force == 0.0 && (int)r.interpolation >= 0 &&
+        r.interpolation <= ELEC_MSM_NONIC && r.spacing > 0.0 && r.cutoff > 0.0 &&
+        r.splitting == 2 + (int)r.interpolation)
+        r.estimate.force = elec__msm_error_model((int)r.interpolation, r.spacing, r.cutoff);
+    return r;
+}
+
+ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
+                                           elec_error *err) {
+    elec_msm_params r = elec_msm_params_resolved(p);
+    if (!elec__finite(r.scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r.tolerance >= 0.0) || !(r.tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM tolerance %g must lie in (0, 1) (0 = the defaults)",
+                          r.tolerance);
+    if (r.tolerance > 0.0 && r.tolerance < ELEC_MSM_TOLERANCE_FLOOR)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM tolerance %g is below what its measured error table "
+                          "reaches (%g: nonic, a 16 A, h 1 A, with room)", r.tolerance,
+                          ELEC_MSM_TOLERANCE_FLOOR);
+    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff %g A must be positive", r.cutoff);
+    if (!(r.spacing > 0.0) || !(r.spacing <= r.cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM spacing %g A must be positive and at most the "
+                          "cutoff (%g A)", r.spacing, r.cutoff);
+    if (r.cutoff / r.spacing > 64.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff / spacing = %g: at most 64 (the lattice "
+                          "stencils grow as its cube)", r.cutoff / r.spacing);
+    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_NONIC)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown MSM interpolation %d", (int)r.interpolation);
+    if (r.splitting < 1 || r.splitting > 6)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM splitting order %d: use 1 to 6", r.splitting);
+    if (r.max_top_points < 8)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "max_top_points %d: at least 8", r.max_top_points);
+    /* a tolerance out of reach is refused, unless the caller fixed both
+       spacing and cutoff (then the estimate says what they give) */
+    if (r.tolerance > 0.0 && !(p && p->spacing > 0.0 && p->cutoff > 0.0) &&
+        !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / 3.0 * 1.000001))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
+                          "interpolation (within what was fixed) meets it by the "
+                          "measured table (fitted error %.2g)", r.tolerance,
+                          r.estimate.force);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *p,
+                                             elec_msm_params *resolved,
+                                             elec_error *err) {
+    elec_status s = elec_msm_params_check(p, err);
+    if (s != ELEC_OK) return s;
+    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
+    *resolved = elec_msm_params_resolved(p);
+    return ELEC_OK;
+}
+
+/* ---------------------------------------------- >>ewald Ewald, and the a-priori errors */
+
+/* ---------------------------------------- a-priori errors of Ewald and SPME */
+
+#define ELEC__PI_ 3.14159265358979323846
+
+static double elec__shortest_edge(const elec_box *box) {
+    double shortest = box->length[0];
+    if (box->length[1] < shortest) shortest = box->length[1];
+    if (box->length[2] < shortest) shortest = box->length[2];
+    return shortest;
+}
+
+/* What the estimates need of the atoms (elec__charge_stats_of):
+   - count, sum q^2, sum q^4, sum q;
+   - force_rms: the RMS force of a shifted-force Coulomb sum, pairs within
+     `reach` (6 A, less in a small box) of q_i q_j (1/r^2 - 1/reach^2),
+     excluded pairs left out.  Shifting the force to zero at the reach
+     keeps a sphere's shell of cut molecules from adding noise; measured
+     against the exact Ewald forces it gives 0.96 (1000 random charges),
+     0.99 (600, charged), 0.91 (SPC/E water, exclusions), 0.89 (rock salt
+     displaced by 0.1 A RMS), 0.99 (1500 random, non-cubic box): slightly
+     low, so that relative errors read slightly high (8 A gave 0.94 to
+     0.995 at 2.4 times the pairs).  Floored at a tenth of
+     the force between two RMS charges at the mean spacing, so that a
+     perfect crystal's vanishing forces do not make every error infinite;
+   - float_floor: the relative force change when every coordinate is
+     rounded to float (RMS ulp/sqrt(12) each), through the pair forces'
+     derivatives 6 (q_i q_j)^2 / r^6 (Frobenius), with float arithmetic's
+     own ELEC_SPME_GPU_FLOAT_FLOOR added;
+   - s[b]: the charge structure factor |S(k)|^2 / Q2 at k = (b + 1/2)
+     ELEC__SK_STEP, from pairs within the reach weighted by (1 - r^2 /
+     reach^2)^2: s = 1 + sum_{i != j} q_i q_j W(r) sin(kr)/(kr) / Q2 (over
+     about 512 atoms i, a hashed sample, scaled up), at least 1e-3.  Random charges have
+     s = 1; neutral molecules and ionic crystals much less at small k,
+     which is where SPME's mesh error lives for fine grids. */
+#define ELEC__SK_BINS 24
+#define ELEC__SK_STEP 0.15
+#define ELEC__PROBE_REACH 6.0
+#define ELEC__SK_SAMPLE 512
+typedef struct elec__charge_stats {
+    size_t count;
+    double q2, q4, charge;
+    double force_rms, float_floor;
+    double s[ELEC__SK_BINS];
+} elec__charge_stats;
+
+/* Variance of a coordinate's rounding to float: (ulp / 2)^2 / 3. */
+static double elec__float_rounding2(double x) {
+    int e;
+    double ulp;
+    if (x == 0.0) return 0.0;
+    frexp(x, &e);
+    ulp = ldexp(1.0, e - 24);
+    return ulp * ulp / 12.0;
+}
+
+/* Distinct neighbour cells of a cell list along one axis: -1, 0, 1 where
+   there are three or more cells, else every cell once. */
+static int elec__cells_offsets(const elec_cells *c, int axis, int *from) {
+    if (c->n[axis] >= 3) {
+        *from = -1;
+        return 3;
+    }
+    *from = 0;
+    return c->n[axis];
+}
+
+static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
+                                         const size_t *pairs, size_t pair_count,
+                                         elec__charge_stats *st, elec_error *err) {
+    const size_t n = atoms->count;
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    double reach = ELEC__PROBE_REACH, *x = NULL, *q = NULL, *round2 = NULL, *sorted;
+    double *per_atom, *rows;
+    long *row;
+    double force2 = 0.0, change2 = 0.0, sk[ELEC__SK_BINS];
+    long sampled_count = 0;
+    size_t *excl_start = NULL, *excl_list = NULL, i, stride;
+    elec_cells cells;
+    elec_status status;
+    int axis, b;
+    memset(st, 0, sizeof *st);
+    memset(sk, 0, sizeof sk);
+    for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
+    st->count = n;
+    if (n == 0) return ELEC_OK;
+    if (0.5 * elec__shortest_edge(box) < reach) reach = 0.5 * elec__shortest_edge(box);
+    x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
+    q = (double *)ELEC_MALLOC(n * sizeof *q);
+    round2 = (double *)ELEC_MALLOC(n * sizeof *round2);
+    excl_start = (size_t *)ELEC_MALLOC((n + 1) * sizeof *excl_start);
+    excl_list = (size_t *)ELEC_MALLOC((2 * pair_count + 1) * sizeof *excl_list);
+    if (!x || !q || !round2 || !excl_start || !excl_list) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                            "no memory for the error estimate of %zu atoms", n);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        round2[i] = 0.0;
+        for (axis = 0; axis < 3; axis++) {
+            double l = box->length[axis], *v = x + 3 * i + axis;
+            *v -= l * floor(*v / l);
+            if (*v >= l) *v -= l;
+            round2[i] += elec__float_rounding2(*v);
+        }
+        round2[i] /= 3.0;
+        st->q2 += q[i] * q[i];
+        st->q4 += q[i] * q[i] * q[i] * q[i];
+        st->charge += q[i];
+    }
+    /* excluded partners of each atom (CSR; pairs were checked) */
+    memset(excl_start, 0, (n + 1) * sizeof *excl_start);
+    for (i = 0; i < pair_count; i++) {
+        excl_start[pairs[2 * i] + 1]++;
+        excl_start[pairs[2 * i + 1] + 1]++;
+    }
+    for (i = 0; i < n; i++) excl_start[i + 1] += excl_start[i];
+    for (i = 0; i < pair_count; i++) { /* start[a] as the fill cursor */
+        size_t a = pairs[2 * i], c = pairs[2 * i + 1];
+        excl_list[excl_start[a]++] = c;
+        excl_list[excl_start[c]++] = a;
+    }
+    for (i = n; i > 0; i--) excl_start[i] = excl_start[i - 1];
+    excl_start[0] = 0;
+    {
+        const double zero[3] = {0.0, 0.0, 0.0};
+        if ((status = elec_cells_build(x, n, zero, box->length, reach, &cells, err)) !=
+            ELEC_OK)
+            goto cleanup;
+    }
+    /* positions, charges and roundings in cell order, so that a cell's
+       atoms are read contiguously (cells.atom maps back) */
+    sorted = (double *)ELEC_MALLOC(5 * n * sizeof *sorted);
+    if (!sorted) {
+        elec_cells_free(&cells);
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                            "no memory for the error estimate of %zu atoms", n);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) {
+        size_t a = cells.atom[i];
+        memcpy(sorted + 3 * i, x + 3 * a, 3 * sizeof *sorted);
+        sorted[3 * n + i] = q[a];
+        sorted[4 * n + i] = round2[a];
+    }
+    memcpy(x, sorted, 3 * n * sizeof *x);
+    memcpy(q, sorted + 3 * n, n * sizeof *q);
+    memcpy(round2, sorted + 4 * n, n * sizeof *round2);
+    ELEC_FREE(sorted);
+    /* a hashed sample for s(k) (a stride would alias with molecules' atom
+       order: every third atom of water is an oxygen), each sampled atom
+       its own row; every atom its own force and rounding sums: the totals
+       are added in one order whatever the threads, so that two calls on
+       the same atoms (the CPU's and the GPU's) choose alike */
+    stride = n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
+    row = (long *)ELEC_MALLOC(n * sizeof *row);
+    per_atom = (double *)ELEC_MALLOC(2 * n * sizeof *per_atom);
+    for (i = 0; row && i < n; i++)
+        row[i] = (unsigned long)((cells.atom[i] * 2654435761UL) & 0xffffffffUL) <
+                         0x100000000UL / stride
+                     ? sampled_count++
+                     : -1;
+    rows = (double *)ELEC_MALLOC(((size_t)sampled_count * ELEC__SK_BINS + 1) * sizeof *rows);
+    if (!row || !per_atom || !rows) {
+        elec_cells_free(&cells);
+        ELEC_FREE(row);
+        ELEC_FREE(per_atom);
+        ELEC_FREE(rows);
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                            "no memory for the error estimate of %zu atoms", n);
+        goto cleanup;
+    }
+    memset(rows, 0, (size_t)sampled_count * ELEC__SK_BINS * sizeof *rows);
+    {
+        long li;
+        const double r2max = reach * reach, shift_force = 1.0 / r2max;
+        double inverse_bin[ELEC__SK_BINS];
+        for (b = 0; b < ELEC__SK_BINS; b++) inverse_bin[b] = 1.0 / (b + 0.5);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+        for (li = 0; li < (long)n; li++) {
+            const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
+            const double *xi = x + 3 * ai;
+            double f[3] = {0.0, 0.0, 0.0}, change = 0.0;
+            double *local = row[ai] >= 0 ? rows + (size_t)row[ai] * ELEC__SK_BINS : NULL;
+            int home[3], from[3], count[3], cx, cy, cz, c, bin, sampled = local != NULL;
+            elec_cells_ijk(&cells, xi, home);
+            for (c = 0; c < 3; c++) {
+                count[c] = elec__cells_offsets(&cells, c, &from[c]);
+                if (cells.n[c] < 3) home[c] = 0;
+            }
+            for (cz = 0; cz < count[2]; cz++)
+                for (cy = 0; cy < count[1]; cy++)
+                    for (cx = 0; cx < count[0]; cx++) {
+                        int off[3], wrap[3], cell_ijk[3];
+                        double shift[3];
+                        long cell;
+                        size_t k;
+                        off[0] = from[0] + cx;
+                        off[1] = from[1] + cy;
+                        off[2] = from[2] + cz;
+                        /* the image of the neighbour cell next to home:
+                           a shift of a box length where its index
+                           wraps (every cell is visited, and the
+                           nearest image taken per pair, along an axis
+                           of fewer than three) */
+                        for (c = 0; c < 3; c++) {
+                            int at = home[c] + off[c];
+                            wrap[c] = cells.n[c] >= 3;
+                            cell_ijk[c] = at < 0 ? at + cells.n[c]
+                                          : at >= cells.n[c] ? at - cells.n[c] : at;
+                            shift[c] = !wrap[c] ? 0.0
+                                       : at < 0 ? box->length[c]
+                                       : at >= cells.n[c] ? -box->length[c] : 0.0;
+                        }
+                        cell = elec_cells_neighbour(&cells, cell_ijk, 0, 0, 0, 1);
+                        for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
+                            size_t j = k, e; /* sorted */
+                            double d[3], r2, qq, g, r;
+                            int excluded = 0, a;
+                            if (j == ai) continue;
+                            for (a = 0; a < 3; a++) {
+                                d[a] = xi[a] - x[3 * j + a] + shift[a];
+                                if (!wrap[a])
+                                    d[a] -= box->length[a] * floor(d[a] / box->length[a] + 0.5);
+                            }
+                            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                            if (r2 >= r2max || r2 == 0.0) continue;
+                            qq = q[ai] * q[j];
+                            r = sqrt(r2);
+                            if (sampled) {
+                                /* sin((b + 1/2) t) / ((b + 1/2) t) by the
+                                   three-term recurrence, t = step r */
+                                double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
+                                double w = qq * (1.0 - r2 / r2max) * (1.0 - r2 / r2max) / t;
+                                double prev = -sin(0.5 * t), cur = -prev;
+                                for (bin = 0; bin < ELEC__SK_BINS; bin++) {
+                                    double next = c2 * cur - prev;
+                                    local[bin] += w * cur * inverse_bin[bin];
+                                    prev = cur;
+                                    cur = next;
+                                }
+                            }
+                            for (e = excl_start[oi]; e < excl_start[oi + 1]; e++)
+                                if (excl_list[e] == cells.atom[j]) excluded = 1;
+                            if (excluded) continue;
+                            g = qq * (1.0 / r2 - shift_force) / r;
+                            for (a = 0; a < 3; a++) f[a] += g * d[a];
+                            change += 6.0 * qq * qq / (r2 * r2 * r2) *
+                                      (round2[ai] + round2[j]);
+                        }
+                    }
+            per_atom[2 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
+            per_atom[2 * ai + 1] = change;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        force2 += per_atom[2 * i];
+        change2 += per_atom[2 * i + 1];
+    }
+    for (i = 0; i < (size_t)sampled_count; i++)
+        for (b = 0; b < ELEC__SK_BINS; b++) sk[b] += rows[i * ELEC__SK_BINS + b];
+    ELEC_FREE(row);
+    ELEC_FREE(per_atom);
+    ELEC_FREE(rows);
+    elec_cells_free(&cells);
+    {
+        const double sampled = sampled_count > 0 ? (double)sampled_count : 1.0;
+        const double mean_q2 = st->q2 / (double)n;
+        const double floor_force = 0.1 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
+        st->force_rms = sqrt(force2 / (double)n);
+        st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
+        st->float_floor = sqrt(st->float_floor * st->float_floor +
+                               ELEC_SPME_GPU_FLOAT_FLOOR * ELEC_SPME_GPU_FLOAT_FLOOR);
+        if (st->force_rms < floor_force) st->force_rms = floor_force;
+        for (b = 0; b < ELEC__SK_BINS; b++) {
+            double s = st->q2 > 0.0 ? 1.0 + (double)n / sampled * sk[b] / st->q2 : 1.0;
+            st->s[b] = s > 1e-3 ? s : 1e-3;
+        }
+    }
+    status = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(round2);
+    ELEC_FREE(excl_start);
+    ELEC_FREE(excl_list);
+    return status;
+}
+
+/* Kolafa and Perram's real-space errors (absolute, unscaled): the RMS force
+   error per atom and the total energy's, of pairs beyond the cutoff. */
+static double elec__real_force_error(const elec__charge_stats *st, double volume,
+                                     double rc, double alpha) {
+    if (st->count == 0) return 0.0;
+    return 2.0 * st->q2 / sqrt((double)st->count * rc * volume) * exp(-alpha * alpha * rc * rc);
+}
+static double elec__real_energy_error(const elec__charge_stats *st, double volume,
+                                      double rc, double alpha) {
+    return st->q2 * sqrt(rc / (2.0 * volume)) / (alpha * alpha * rc * rc) *
+           exp(-alpha * alpha * rc * rc);
+}
+
+/* The estimate struct of a choice (relative force errors, scaled energy). */
+static void elec__estimate_fill(const elec__charge_stats *st, double real, double reciprocal,
+                                double energy, double scale, elec_error_estimate *out) {
+    double f = st->force_rms > 0.0 ? st->force_rms : 1.0;
+    out->force_real = real / f;
+    out->force_reciprocal = reciprocal / f;
+    out->force = sqrt(real * real + reciprocal * reciprocal) / f;
+    out->energy = fabs(scale) * energy;
+    out->force_rms = fabs(scale) * st->force_rms;
+    out->float_floor = st->float_floor;
+}
+
+/* The tolerance shared by Ewald and SPME: 0 = the default, else finite in
+   [floor, 1). */
+static elec_status elec__tolerance_check(double *tolerance, double fallback,
+                                         double floor_value, const char *what,
+                                         elec_error *err) {
+    if (*tolerance == 0.0) *tolerance = fallback;
+    if (!(*tolerance > 0.0) || !(*tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%s tolerance %g must lie in (0, 1) (0 = the default %g)",
+                          what, *tolerance, fallback);
+    if (*tolerance < floor_value)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%s tolerance %g is below what it can meet (%g: "
+                          "double rounding of its sums)", what, *tolerance, floor_value);
+    return ELEC_OK;
+}
+
+static elec_status elec__splitting_check(double *scale, double cutoff, double max_cutoff,
+                                         double alpha, elec_error *err) {
+    if (*scale == 0.0) *scale = 1.0;
+    if (!elec__finite(*scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(cutoff >= 0.0) || !(cutoff <= max_cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cutoff %g A must be positive and at most %g A (0 = chosen)",
+                          cutoff, max_cutoff);
+    if (!(alpha >= 0.0) || !elec__finite(alpha))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "alpha %g must be zero (automatic) or positive", alpha);
+    return ELEC_OK;
+}
+
+/* Exact Ewald's reciprocal truncation: RMS force error per atom of leaving
+   out |k| >= kc (derived as Kolafa and Perram's real-space one). */
+static double elec__kspace_force_error(const elec__charge_stats *st, double volume,
+                                       double alpha, double kc) {
+    if (st->count == 0) return 0.0;
+    return st->q2 * sqrt(8.0 / ((double)st->count * volume * kc)) * alpha *
+           exp(-kc * kc / (4.0 * alpha * alpha));
+}
+static double elec__kspace_energy_error(const elec__charge_stats *st, double volume,
+                                        double alpha, double kc) {
+    return st->q2 * sqrt(4.0 / volume) * alpha * exp(-kc * kc / (4.0 * alpha * alpha)) /
+           pow(kc, 1.5);
+}
+
+ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
+                                               const elec_box *box,
+                                               const elec_atoms *atoms,
+                                               elec_ewald_params *resolved,
+                                               elec_error *err) {
+    elec_ewald_params r;
+    elec__charge_stats st;
+    elec_status status;
+    double shortest, volume, target, kc;
+    int axis;
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    memset(&r.estimate, 0, sizeof r.estimate);
+    shortest = elec__shortest_edge(box);
+    volume = box->length[0] * box->length[1] * box->length[2];
+    /* longer cutoffs than half the box are fine here: more images */
+    if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
+    if (elec__splitting_check(&r.scale, r.cutoff, 1e3 * shortest, r.alpha, err) != ELEC_OK ||
+        elec__tolerance_check(&r.tolerance, 1e-12, ELEC_EWALD_TOLERANCE_FLOOR,
+                              "Ewald", err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    if (!(r.cutoff > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cutoff %g A must be positive",
+                          r.cutoff);
+    for (axis = 0; axis < 3; axis++)
+        if (r.kmax[axis] < 0 || r.kmax[axis] > 1000)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "kmax[%d] = %d: use 0 (automatic) to 1000", axis,
+                              r.kmax[axis]);
+    if (r.n2_limit < 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "n2_limit %d must be zero (none) or positive", r.n2_limit);
+    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
+                               err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
+                                        &st, err)) != ELEC_OK)
+        return status;
+    /* half the tolerance (in quadrature) to each truncation */
+    target = r.tolerance * st.force_rms / sqrt(2.0);
+    if (r.alpha == 0.0) {
+        /* the smallest alpha whose real-space error meets its share */
+        double lo = 0.0, hi = 1.0 / r.cutoff;
+        int i;
+        while (elec__real_force_error(&st, volume, r.cutoff, hi) > target && hi < 1e6) hi *= 2.0;
+        for (i = 0; i < 100; i++) {
+            double mid = 0.5 * (lo + hi);
+            if (elec__real_force_error(&st, volume, r.cutoff, mid) > target) lo = mid;
+            else hi = mid;
+        }
+        r.alpha = hi;
+    }
+    {
+        /* the smallest kc whose truncation meets its share, then the box of
+           vectors holding that sphere */
+        double lo = 0.0, hi = 2.0 * r.alpha;
+        int i;
+        while (elec__kspace_force_error(&st, volume, r.alpha, hi) > target && hi < 1e6) hi *= 2.0;
+        for (i = 0; i < 100; i++) {
+            double mid = 0.5 * (lo + hi);
+            if (mid > 0.0 && elec__kspace_force_error(&st, volume, r.alpha, mid) > target) lo = mid;
+            else hi = mid;
+        }
+        kc = hi;
+    }
+    for (axis = 0; axis < 3; axis++)
+        if (r.kmax[axis] == 0) {
+            double n = ceil(kc * box->length[axis] / (2.0 * ELEC__PI_));
+            if (!(n <= 1000.0)) /* NaN too, before the cast */
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                  "Ewald tolerance %g with alpha %g needs more than "
+                                  "1000 reciprocal vectors along axis %d", r.tolerance,
+                                  r.alpha, axis);
+            r.kmax[axis] = n < 1.0 ? 1 : (int)n;
+        }
+    /* what was left out: every vector of |k| below the box's inscribed
+       sphere is in (and below sqrt(n2_limit) of the shortest unit) */
+    kc = 1e300;
+    for (axis = 0; axis < 3; axis++) {
+        double edge = 2.0 * ELEC__PI_ * (r.kmax[axis] + 1) / box->length[axis];
+        if (edge < kc) kc = edge;
+    }
+    if (r.n2_limit > 0) {
+        double longest = box->length[0];
+        for (axis = 1; axis < 3; axis++)
+            if (box->length[axis] > longest) longest = box->length[axis];
+        if (2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest < kc)
+            kc = 2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest;
+    }
+    {
+        double real = elec__real_force_error(&st, volume, r.cutoff, r.alpha);
+        double k_part = elec__kspace_force_error(&st, volume, r.alpha, kc);
+        double e_real = elec__real_energy_error(&st, volume, r.cutoff, r.alpha);
+        double e_k = elec__kspace_energy_error(&st, volume, r.alpha, kc);
+        elec__estimate_fill(&st, real, k_part, sqrt(e_real * e_real + e_k * e_k), r.scale,
+                            &r.estimate);
+    }
+    *resolved = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* ------------------------------------------------------------------------- >>spme SPME */
+
+/* generated by bench/spme_error_table.c (make spme-table): for p = 4, 6, 8
+   and x = alpha h = 0.025 * 2^(j/4), j = 0..26: log10 of I_int / alpha,
+   I_self / alpha^4, -2 E_bias / (Q2 alpha), I_pot alpha */
+static const float elec__spme_error_table[3][4][27] = {
+    { /* p = 4 */
+        {-12.3914f, -11.9393f, -11.4870f, -11.0343f, -10.5811f, -10.1273f, -9.6725f,
+         -9.2163f, -8.7583f, -8.2977f, -7.8333f, -7.3637f, -6.8868f, -6.3998f,
+         -5.8988f, -5.3787f, -4.8328f, -4.2535f, -3.6358f, -2.9884f, -2.3459f,
+         -1.7524f, -1.2320f, -0.7899f, -0.4242f, -0.1284f, 0.1067f},
+        {-12.7495f, -12.2976f, -11.8455f, -11.3931f, -10.9404f, -10.4873f, -10.0335f,
+         -9.5787f, -9.1226f, -8.6647f, -8.2041f, -7.7397f, -7.2701f, -6.7931f,
+         -6.3059f, -5.8047f, -5.2856f, -4.7468f, -4.1969f, -3.6658f, -3.2008f,
+         -2.8414f, -2.6032f, -2.4814f, -2.4605f, -2.5214f, -2.6462f},
+        {-7.7537f, -7.4525f, -7.1512f, -6.8498f, -6.5482f, -6.2464f, -5.9443f,
+         -5.6418f, -5.3386f, -5.0345f, -4.7291f, -4.4220f, -4.1123f, -3.7991f,
+         -3.4810f, -3.1561f, -2.8225f, -2.4791f, -2.1282f, -1.7773f, -1.4378f,
+         -1.1235f, -0.8462f, -0.6118f, -0.4198f, -0.2655f, -0.1430f},
+        {-16.0873f, -15.4849f, -14.8824f, -14.2796f, -13.6766f, -13.0733f, -12.4693f,
+         -11.8646f, -11.2587f, -10.6514f, -10.0417f, -9.4290f, -8.8118f, -8.1884f,
+         -7.5561f, -6.9114f, -6.2495f, -5.5645f, -4.8525f, -4.1192f, -3.3915f,
+         -2.7081f, -2.0952f, -1.5606f, -1.1017f, -0.7114f, -0.3805f}
+    },
+    { /* p = 6 */
+        {-20.3568f, -19.6025f, -18.8474f, -18.0912f, -17.3336f, -16.5740f, -15.8115f,
+         -15.0449f, -14.2729f, -13.4932f, -12.7030f, -11.8988f, -11.0755f, -10.2269f,
+         -9.3443f, -8.4159f, -7.4247f, -6.3516f, -5.2046f, -4.0715f, -3.0620f,
+         -2.2169f, -1.5297f, -0.9808f, -0.5484f, -0.2112f, 0.0498f},
+        {-20.6476f, -19.8937f, -19.1393f, -18.3841f, -17.6279f, -16.8701f, -16.1102f,
+         -15.3473f, -14.5802f, -13.8071f, -13.0257f, -12.2326f, -11.4234f, -10.5918f,
+         -9.7293f, -8.8246f, -7.8653f, -6.8507f, -5.8288f, -4.8999f, -4.1466f,
+         -3.5941f, -3.2294f, -3.0240f, -2.9471f, -2.9701f, -3.0687f},
+        {-11.7257f, -11.2735f, -10.8210f, -10.3682f, -9.9149f, -9.4607f, -9.0056f,
+         -8.5489f, -8.0902f, -7.6285f, -7.1627f, -6.6912f, -6.2116f, -5.7209f,
+         -5.2149f, -4.6879f, -4.1337f, -3.5506f, -2.9539f, -2.3765f, -1.8535f,
+         -1.4062f, -1.0391f, -0.7456f, -0.5146f, -0.3342f, -0.1937f},
+        {-24.1321f, -23.2277f, -22.3228f, -21.4171f, -20.5104f, -19.6021f, -18.6918f,
+         -17.7784f, -16.8609f, -15.9376f, -15.0061f, -14.0632f, -13.1047f, -12.1247f,
+         -11.1152f, -10.0655f, -8.9612f, -7.7868f, -6.5492f, -5.3233f, -4.2127f,
+         -3.2638f, -2.4733f, -1.8217f, -1.2865f, -0.8464f, -0.4825f}
+    },
+    { /* p = 8 */
+        {-27.9131f, -26.8552f, -25.7954f, -24.7332f, -23.6676f, -22.5972f, -21.5204f,
+         -20.4347f, -19.3373f, -18.2244f, -17.0913f, -15.9324f, -14.7401f, -13.5046f,
+         -12.2117f, -10.8393f, -9.3538f, -7.7308f, -6.0729f, -4.5890f, -3.3697f,
+         -2.4003f, -1.6404f, -1.0495f, -0.5927f, -0.2409f, 0.0293f},
+        {-28.1709f, -27.1142f, -26.0564f, -24.9968f, -23.9347f, -22.8692f, -21.7989f,
+         -20.7218f, -19.6353f, -18.5359f, -17.4187f, -16.2775f, -15.1040f, -13.8872f,
+         -12.6128f, -11.2611f, -9.8122f, -8.2937f, -6.8478f, -5.6331f, -4.7064f,
+         -4.0493f, -3.6189f, -3.3710f, -3.2657f, -3.2693f, -3.3546f},
+        {-15.4928f, -14.8892f, -14.2851f, -13.6800f, -13.0737f, -12.4657f, -11.8553f,
+         -11.2415f, -10.6231f, -9.9982f, -9.3644f, -8.7187f, -8.0568f, -7.3733f,
+         -6.6610f, -5.9101f, -5.1103f, -4.2697f, -3.4397f, -2.6871f, -2.0498f,
+         -1.5328f, -1.1233f, -0.8035f, -0.5556f, -0.3639f, -0.2157f},
+        {-31.7099f, -30.5026f, -29.2939f, -28.0834f, -26.8704f, -25.6536f, -24.4319f,
+         -23.2030f, -21.9645f, -20.7128f, -19.4432f, -18.1496f, -16.8243f, -15.4573f,
+         -14.0355f, -12.5402f, -10.9447f, -9.2297f, -7.4813f, -5.8934f, -4.5636f,
+         -3.4838f, -2.6148f, -1.9160f, -1.3519f, -0.8937f, -0.5182f}
+    }
+};
+
+/* One row of the table at x (linear in log x between points; the power law
+   of the first two points below them, the last value above). */
+static double elec__spme_table_at(int order_index, int row, double x) {
+    const float *t = elec__spme_error_table[order_index][row];
+    double j = 4.0 * log(x / 0.025) / log(2.0), f;
+    int i;
+    if (!(j < 26.0)) return pow(10.0, (double)t[26]);
+    if (j < 0.0) return pow(10.0, (double)t[0] + j * ((double)t[1] - (double)t[0]));
+    i = (int)j;
+    f = j - i;
+    return pow(10.0, (1.0 - f) * (double)t[i] + f * (double)t[i + 1]);
+}
+
+/* The four integrals of the mesh error for random charges, summed over the
+   axes (a third of the cubic value each: within 5 % of the anisotropic
+   integral, bench/spme_error_table.c --check).  Odd orders: the geometric
+   mean of the even neighbours (measured within 20 % for p = 5 and 7). */
+typedef struct elec__mesh_error {
+    double force_int, force_self, bias, pot; /* I_int, I_self, -2 E_bias/Q2, I_pot */
+} elec__mesh_error;
+static elec__mesh_error elec__mesh_integrals(int order, double alpha, const double h[3]) {
+    elec__mesh_error m = {0.0, 0.0, 0.0, 0.0};
+    if (order % 2) {
+        elec__mesh_error lo = elec__mesh_integrals(order - 1, alpha, h);
+        elec__mesh_error hi = elec__mesh_integrals(order + 1, alpha, h);
+        m.force_int = sqrt(lo.force_int * hi.force_int);
+        m.force_self = sqrt(lo.force_self * hi.force_self);
+        m.bias = sqrt(lo.bias * hi.bias);
+        m.pot = sqrt(lo.pot * hi.pot);
+        return m;
+    } else {
+        int axis, o = (order - 4) / 2;
+        for (axis = 0; axis < 3; axis++) {
+            double x = alpha * h[axis];
+            m.force_int += alpha * elec__spme_table_at(o, 0, x) / 3.0;
+            m.force_self += alpha * alpha * alpha * alpha * elec__spme_table_at(o, 1, x) / 3.0;
+            m.bias += alpha * elec__spme_table_at(o, 2, x) / 3.0;
+            m.pot += elec__spme_table_at(o, 3, x) / (3.0 * alpha);
+        }
+    }
+    return m;
+}
+
+/* How much of the random-charge mesh error a system keeps: its structure
+   factor s(k) averaged over the error's spectrum.  Along each axis the
+   error of a wave k comes from its aliases, ratio (kappa / (2 pi -
+   kappa))^(2p) + (kappa / (2 pi + kappa))^(2p) (kappa = k_a h) times the
+   force (2 pi / h - k_a)^2, on phi(k)^2 k^2 (forces); ratio^(1/2) on
+   phi(k) k^2 (the energy's mean part).  Checked with the exact s(k) of
+   SPC/E water and a displaced rock-salt crystal: the corrected estimate
+   within 0.8 to 2 (water) and 0.15 to 1.7 (crystal) of the measured force
+   error, where the random-charge one was within 0.1 to 1.1. */
+static void elec__structure_factors(const elec__charge_stats *st, int order,
+                                    double alpha, const double h[3], double *force,
+                                    double *energy) {
+    enum { BINS = 40, ANGLES = 6 };
+    double top = 10.0 * alpha, sf = 0.0, wf = 0.0, se = 0.0, we = 0.0;
+    int b, axis, a, i;
+    for (axis = 0; axis < 3; axis++)
+        if (1.7320508 * ELEC__PI_ / h[axis] < top) top = 1.7320508 * ELEC__PI_ / h[axis];
+    for (b = 0; b < BINS; b++) {
+        double k = (b + 0.5) * top / BINS, k2 = k * k;
+        double phi = 4.0 * ELEC__PI_ / k2 * exp(-k2 / (4.0 * alpha * alpha));
+        double af = 0.0, ae = 0.0, s, u = k / ELEC__SK_STEP - 0.5;
+        for (axis = 0; axis < 3; axis++)
+            for (a = 0; a < ANGLES; a++) {
+                double kappa = k * (a + 0.5) / ANGLES * h[axis], r1, r2, p1 = 1.0, p2 = 1.0;
+                if (kappa > ELEC__PI_) continue;
+                r1 = kappa / (2.0 * ELEC__PI_ - kappa);
+                r2 = kappa / (2.0 * ELEC__PI_ + kappa);
+                for (i = 0; i < order; i++) {
+                    p1 *= r1;
+                    p2 *= r2;
+                }
+                ae += p1 + p2;
+                af += (2.0 * ELEC__PI_ / h[axis] - k * (a + 0.5) / ANGLES) *
+                      (2.0 * ELEC__PI_ / h[axis] - k * (a + 0.5) / ANGLES) *
+                      (p1 * p1 + p2 * p2);
+            }
+        if (u <= 0.0) s = st->s[0];
+        else if (u >= ELEC__SK_BINS - 1) s = 1.0;
+        else {
+            int j = (int)u;
+            s = (1.0 - (u - j)) * st->s[j] + (u - j) * st->s[j + 1];
+        }
+        sf += k2 * phi * phi * af * s;
+        wf += k2 * phi * phi * af;
+        se += k2 * phi * ae * s;
+        we += k2 * phi * ae;
+    }
+    *force = wf > 0.0 ? sf / wf : 1.0;
+    *energy = we > 0.0 ? se / we : 1.0;
+}
+
+/* The SPME estimate of a full choice, errors unscaled except energy. */
+typedef struct elec__spme_errors {
+    double real, mesh; /* absolute RMS force errors per atom (e^2/A^2) */
+    double energy;     /* absolute, e^2/A */
+} elec__spme_errors;
+
+static void elec__spme_mesh_spacing(const elec_box *box, const int grid[3], double h[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) h[axis] = box->length[axis] / grid[axis];
+}
+
+static elec__spme_errors elec__spme_errors_of(const elec__charge_stats *st,
+                                              const elec_box *box, double rc,
+                                              double alpha, int order, const int grid[3],
+                                              const double structure[2]) {
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    elec__spme_errors e = {0.0, 0.0, 0.0};
+    elec__mesh_error m;
+    double h[3], n = (double)st->count, mesh2, bias, pair2, real_e;
+    if (st->count == 0) return e;
+    elec__spme_mesh_spacing(box, grid, h);
+    m = elec__mesh_integrals(order, alpha, h);
+    mesh2 = st->q2 * st->q2 / (n * volume) * m.force_int + st->q4 / n * m.force_self;
+    e.real = elec__real_force_error(st, volume, rc, alpha);
+    e.mesh = sqrt(structure[0] * mesh2);
+    bias = 0.5 * st->q2 * m.bias * structure[1];
+    pair2 = 0.5 * st->q2 * st->q2 / volume * m.pot * structure[0];
+    real_e = elec__real_energy_error(st, volume, rc, alpha);
+    e.energy = sqrt(bias * bias + pair2 + real_e * real_e);
+    return e;
+}
+
+ELEC_DEF int elec_fft_friendly_size(int minimum) {
+    int n = minimum < 1 ? 1 : minimum;
+    for (;; n++) {
+        int rest = n, f;
+        static const int factors[4] = {2, 3, 5, 7};
+        for (f = 0; f < 4; f++)
+            while (rest % factors[f] == 0) rest /= factors[f];
+        if (rest == 1) return n;
+    }
+}
+
+ELEC_DEF void elec_spme_bspline_moduli(int order, int grid, double *moduli) {
+    double w[ELEC_MAX_SPLINE_ORDER], at_integers[ELEC_MAX_SPLINE_ORDER];
+    const double two_pi = 6.28318530717958647692;
+    int m, k;
+    /* M_n(k + 1), k = 0..order-2: the weights at t = 0 (w[j] = M_n(j)). */
+    elec_bspline_weights(order, 0.0, w, NULL);
+    for (k = 0; k < order - 1; k++) at_integers[k] = w[k + 1];
+    for (m = 0; m < grid; m++) {
+        double re = 0.0, im = 0.0;
+        for (k = 0; k < order - 1; k++) {
+            re += at_integers[k] * cos(two_pi * m * k / grid);
+            im += at_integers[k] * sin(two_pi * m * k / grid);
+        }
+        moduli[m] = re * re + im * im;
+    }
+    for (m = 0; m < grid; m++)
+        if (moduli[m] < 1e-7)
+            moduli[m] = 0.5 * (moduli[(m - 1 + grid) % grid] +
+                               moduli[(m + 1) % grid]);
+}
+
+/* --------------------------------------------------------- SPME's choice */
+
+/* Estimated cost of one evaluation (ps), calibrated on an H100 at DHFR
+   size (bench/RESULTS.md: real space 161 us for 23,558 atoms x 305 pairs
+   within 9 A; spreading and gathering 26 us for 23,558 x 4^3 points; the
+   64^3 FFT pair 24 us and the solve 4.6 us). */
+static double elec__spme_cost(const elec__charge_stats *st, double volume, double rc,
+                              int order, const int grid[3]) {
+    const double n = (double)st->count;
+    const double points = (double)grid[0] * grid[1] * grid[2];
+    return n * (22.0 * n / volume * 4.18879 * rc * rc * rc + 17.2 * order * order * order) +
+           points * (18.0 + 5.1 * log(points) / log(2.0));
+}
+
+/* The grid of spacing at most h: the smallest FFT-friendly sizes, at least
+   the order; 0 when it passes the limits. */
+static int elec__spme_grid_of(const elec_box *box, double h, int order, int grid[3]) {
+    double points = 1.0;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        double minimum = ceil(box->length[axis] / h - 1e-9);
+        if (minimum > ELEC_SPME_MAX_GRID_AXIS) return 0;
+        grid[axis] = elec_fft_friendly_size((int)minimum < order ? order : (int)minimum);
+        if (grid[axis] > ELEC_SPME_MAX_GRID_AXIS) return 0;
+        points *= grid[axis];
+    }
+    return points <= ELEC_SPME_MAX_GRID_POINTS;
+}
+
+/* The mesh's force error alone (the search needs nothing else): RMS per
+   atom, unscaled, for a structure factor weight. */
+static double elec__spme_mesh_force(const elec__charge_stats *st, double volume,
+                                    int order, double alpha, const double h[3],
+                                    double structure) {
+    elec__mesh_error m;
+    double n = (double)st->count;
+    if (order % 2)
+        return sqrt(elec__spme_mesh_force(st, volume, order - 1, alpha, h, structure) *
+                    elec__spme_mesh_force(st, volume, order + 1, alpha, h, structure));
+    {
+        int axis, o = (order - 4) / 2;
+        m.force_int = m.force_self = 0.0;
+        for (axis = 0; axis < 3; axis++) {
+            double x = alpha * h[axis];
+            m.force_int += elec__spme_table_at(o, 0, x);
+            m.force_self += elec__spme_table_at(o, 1, x);
+        }
+    }
+    return sqrt(structure * (st->q2 * st->q2 / (n * volume) * alpha * m.force_int +
+                             st->q4 / n * alpha * alpha * alpha * alpha * m.force_self) /
+                3.0);
+}
+
+/* The least estimated force error over alpha for a cutoff, order and grid
+   (or at the alpha given): golden section on log alpha, with the
+   structure factor's weight held at its value for the last best alpha and
+   refreshed once. */
+static double elec__spme_best_alpha(const elec__charge_stats *st, const elec_box *box,
+                                    double rc, int order, const int grid[3],
+                                    double fixed_alpha, double *alpha_out) {
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double g = 0.6180339887498949;
+    double h[3], best = fixed_alpha > 0.0 ? fixed_alpha : 3.0 / rc, sf = 1.0, se, real, mesh;
+    int pass, i;
+    if (st->count == 0) {
+        *alpha_out = best;
+        return 0.0;
+    }
+    elec__spme_mesh_spacing(box, grid, h);
+    for (pass = 0; pass < 2; pass++) {
+        double lo = log(0.5 / rc), hi = log(9.0 / rc), a, b, fa, fb;
+        elec__structure_factors(st, order, best, h, &sf, &se);
+        if (fixed_alpha > 0.0) break;
+#define ELEC__SPME_ERR2(la)                                                         \
+    (real = elec__real_force_error(st, volume, rc, exp(la)),                        \
+     mesh = elec__spme_mesh_force(st, volume, order, exp(la), h, sf),               \
+     real * real + mesh * mesh)
+        a = hi - g * (hi - lo);
+        b = lo + g * (hi - lo);
+        fa = ELEC__SPME_ERR2(a);
+        fb = ELEC__SPME_ERR2(b);
+        for (i = 0; i < 28; i++) {
+            if (fa < fb) {
+                hi = b;
+                b = a;
+                fb = fa;
+                a = hi - g * (hi - lo);
+                fa = ELEC__SPME_ERR2(a);
+            } else {
+                lo = a;
+                a = b;
+                fa = fb;
+                b = lo + g * (hi - lo);
+                fb = ELEC__SPME_ERR2(b);
+            }
+        }
+#undef ELEC__SPME_ERR2
+        best = exp(0.5 * (lo + hi));
+    }
+    real = elec__real_force_error(st, volume, rc, best);
+    mesh = elec__spme_mesh_force(st, volume, order, best, h, sf);
+    *alpha_out = best;
+    return sqrt(real * real + mesh * mesh);
+}
+
+/* One cutoff and order: the coarsest grid (or the given one) and its best
+   alpha; returns the estimated force error, and the cost. */
+static double elec__spme_try(const elec__charge_stats *st, const elec_box *box, double rc,
+                             int order, const int *fixed_grid, double fixed_alpha,
+                             double target, int grid[3], double *alpha, double *cost) {
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    double error;
+    if (fixed_grid) {
+        memcpy(grid, fixed_grid, 3 * sizeof *grid);
+        error = elec__spme_best_alpha(st, box, rc, order, grid, fixed_alpha, alpha);
+    } else {
+        /* halve the spacing from a coarse start until the target is met,
+           then bisect (the error grows with the spacing) */
+        double fine = 0.0, coarse = 0.0, h, a;
+        int i, g[3];
+        for (h = 4.0 / (fixed_alpha > 0.0 ? fixed_alpha : 3.0 / rc); h > 1e-3; h *= 0.5) {
+            if (!elec__spme_grid_of(box, h, order, g)) break;
+            if (elec__spme_best_alpha(st, box, rc, order, g, fixed_alpha, &a) <= target) {
+                fine = h;
+                break;
+            }
+            coarse = h;
+        }
+        if (fine == 0.0) return -1.0; /* past the grid limits */
+        for (i = 0; i < 8 && coarse > 0.0; i++) {
+            double mid = sqrt(fine * coarse);
+            if (elec__spme_grid_of(box, mid, order, g) &&
+                elec__spme_best_alpha(st, box, rc, order, g, fixed_alpha, &a) <= target)
+                fine = mid;
+            else
+                coarse = mid;
+        }
+        elec__spme_grid_of(box, fine, order, grid);
+        error = elec__spme_best_alpha(st, box, rc, order, grid, fixed_alpha, alpha);
+    }
+    *cost = elec__spme_cost(st, volume, rc, order, grid);
+    return error;
+}
+
+ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
+                                              const elec_box *box,
+                                              const elec_atoms *atoms,
+                                              elec_spme_params *resolved,
+                                              elec_error *err) {
+    elec_spme_params r;
+    elec__charge_stats st;
+    elec_status status;
+    double shortest, volume, target, best_cost = 0.0, best_error = -1.0, best_rc = 0.0;
+    double best_alpha = 0.0, rc_lo, rc_hi, rc;
+    int axis, order_lo, order_hi, order_step, order, best_order = 0, best_grid[3] = {0, 0, 0};
+    int grid_given, mesh_fixed, fixed_grid[3] = {0, 0, 0};
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    memset(&r.estimate, 0, sizeof r.estimate);
+    shortest = elec__shortest_edge(box);
+    volume = box->length[0] * box->length[1] * box->length[2];
+    /* minimum image in real space: the cutoff is at most half the box */
+    if (elec__splitting_check(&r.scale, r.cutoff, 0.5 * shortest, r.alpha, err) != ELEC_OK ||
+        elec__tolerance_check(&r.tolerance, 5e-4, ELEC_SPME_TOLERANCE_FLOOR, "SPME",
+                              err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    if ((int)r.spread < 0 || r.spread > ELEC_SPME_SPREAD_GATHER)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown SPME spreading scheme %d", (int)r.spread);
+    if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "B-spline order %d: use 4 to %d (0 = chosen)", r.order,
+                          ELEC_MAX_SPLINE_ORDER);
+    if (!(r.grid_spacing >= 0.0) || !elec__finite(r.grid_spacing))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "grid spacing %g A must be positive (0 = chosen)", r.grid_spacing);
+    /* a grid given by sizes or by spacing; a size left 0 beside given ones
+       is the spacing's, or 1 A's */
+    grid_given = r.grid[0] || r.grid[1] || r.grid[2] || r.grid_spacing > 0.0;
+    for (axis = 0; axis < 3 && grid_given; axis++) {
+        int least = r.order ? r.order : 4;
+        fixed_grid[axis] = r.grid[axis];
+        if (fixed_grid[axis] == 0) {
+            double spacing = r.grid_spacing > 0.0 ? r.grid_spacing : 1.0;
+            double minimum = ceil(box->length[axis] / spacing - 1e-9);
+            if (minimum > ELEC_SPME_MAX_GRID_AXIS)
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                  "a %g A edge at %g A spacing needs over %d grid points",
+                                  box->length[axis], spacing, ELEC_SPME_MAX_GRID_AXIS);
+            fixed_grid[axis] =
+                elec_fft_friendly_size((int)minimum < least ? least : (int)minimum);
+        }
+        if (fixed_grid[axis] < least || fixed_grid[axis] > ELEC_SPME_MAX_GRID_AXIS)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "grid size %d along axis %d: order %d needs at least %d "
+                              "points (and at most %d; 0 = chosen)", fixed_grid[axis],
+                              axis, least, least, ELEC_SPME_MAX_GRID_AXIS);
+    }
+    if (grid_given && (double)fixed_grid[0] * fixed_grid[1] * fixed_grid[2] >
+                          ELEC_SPME_MAX_GRID_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "grid %d x %d x %d: past ELEC_SPME_MAX_GRID_POINTS (%.0f)",
+                          fixed_grid[0], fixed_grid[1], fixed_grid[2],
+                          ELEC_SPME_MAX_GRID_POINTS);
+    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
+                               err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
+                                        &st, err)) != ELEC_OK)
+        return status;
+
+    /* The cheapest (cutoff, order, grid) whose estimate, at its best alpha,
+       is at most 0.4 of the tolerance: the estimates held to about a
+       factor of 2 on the systems measured (random charges, water, rock
+       salt), so the error stays under the tolerance without running far
+       below it.  Orders 4, 6, 8 (the odd ones are interpolated);
+       cutoffs 4 to 16 A in steps of 1 A. */
+    target = 0.4 * r.tolerance * st.force_rms;
+    mesh_fixed = grid_given && r.order != 0;
+    order_lo = r.order ? r.order : 4;
+    order_hi = r.order ? r.order : 8;
+    order_step = r.order ? 1 : 2;
+    if (r.cutoff > 0.0) {
+        rc_lo = rc_hi = r.cutoff;
+    } else {
+        rc_hi = 0.5 * shortest < 16.0 ? 0.5 * shortest : 16.0;
+        rc_lo = rc_hi < 4.0 ? rc_hi : 4.0;
+    }
+    for (order = order_lo; order <= order_hi; order += order_step)
+        for (rc = rc_lo; rc <= rc_hi + 1e-9; rc += 1.0) {
+            int grid[3], none[3] = {0, 0, 0};
+            double alpha, error, cost;
+            /* no grid at all would still cost this: nothing to gain */
+            if (best_error >= 0.0 && best_error <= target &&
+                elec__spme_cost(&st, volume, rc, order, none) >= best_cost)
+                continue;
+            if (grid_given &&
+                (fixed_grid[0] < order || fixed_grid[1] < order || fixed_grid[2] < order))
+                continue;
+            error = elec__spme_try(&st, box, rc, order, grid_given ? fixed_grid : NULL,
+                                   r.alpha, target, grid, &alpha, &cost);
+            if (error < 0.0) continue;
+            if (best_error < 0.0 ||
+                (error <= target ? best_error > target || cost < best_cost
+                                 : best_error > target && error < best_error)) {
+                best_cost = cost;
+                best_error = error;
+                best_order = order;
+                best_rc = rc;
+                best_alpha = alpha;
+                memcpy(best_grid, grid, sizeof best_grid);
+            }
+        }
+    /* Out of reach: refused, unless the caller fixed the mesh (grid and
+       order) and so asked for it; then the least error, and the estimate
+       says what it is. */
+    if (best_order == 0 || (best_error > target && !mesh_fixed))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "SPME tolerance %g: no cutoff up to %g A, order and grid within "
+                          "%d per axis and %.0f points meets it%s",
+                          r.tolerance, rc_hi, ELEC_SPME_MAX_GRID_AXIS,
+                          ELEC_SPME_MAX_GRID_POINTS,
+                          r.alpha > 0.0 || r.cutoff > 0.0 ? " at the given alpha and cutoff"
+                                                          : "");
+    r.order = best_order;
+    r.cutoff = best_rc;
+    r.alpha = best_alpha;
+    memcpy(r.grid, best_grid, sizeof r.grid);
+    {
+        double h[3], structure[2];
+        elec__spme_errors e;
+        elec__spme_mesh_spacing(box, r.grid, h);
+        elec__structure_factors(&st, r.order, r.alpha, h, &structure[0], &structure[1]);
+        e = elec__spme_errors_of(&st, box, r.cutoff, r.alpha, r.order, r.grid, structure);
+        elec__estimate_fill(&st, e.real, e.mesh, e.energy, r.scale, &r.estimate);
+    }
+    *resolved = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* ------------------------------------------------------------ >>charges charge mapping */
+
+ELEC_DEF const char *elec_chargemap_variant_name(elec_chargemap_variant v) {
+    switch (v) {
+    case ELEC_CHARGEMAP_FASTEST: return "fastest";
+    case ELEC_CHARGEMAP_PC_BASELINE: return "pc-baseline";
+    case ELEC_CHARGEMAP_PC_BINNED: return "pc-binned";
+    case ELEC_CHARGEMAP_PC_REDUCED_READS: return "pc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_COALESCED: return "pc-coalesced";
+    case ELEC_CHARGEMAP_GC_BASELINE: return "gc-baseline";
+    case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT: return "gc-compute-efficient";
+    case ELEC_CHARGEMAP_GC_SHARED: return "gc-shared";
+    case ELEC_CHARGEMAP_GC_REDUCED_READS: return "gc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_SORTED_LANES: return "pc-sorted-lanes";
+    case ELEC_CHARGEMAP_TILE_OWNER: return "tile-owner";
+    case ELEC_CHARGEMAP_PC_FIXED_POINT: return "pc-fixed-point";
+    case ELEC_CHARGEMAP_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant v) {
+    switch (v) {
+    case ELEC_CHARGEMAP_CPU_FASTEST: return "fastest";
+    case ELEC_CHARGEMAP_CPU_BASELINE: return "baseline";
+    case ELEC_CHARGEMAP_CPU_PRECOMPUTED: return "precomputed";
+    case ELEC_CHARGEMAP_CPU_BINNED: return "binned";
+    case ELEC_CHARGEMAP_CPU_VARIANT_COUNT: break;
+    }
+    return "unknown";
+}
+
+ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
+                                                   const elec_lattice *lattice,
+                                                   size_t atom_count,
+                                                   elec_chargemap_params *out,
+                                                   elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    elec_chargemap_params r;
+    double points;
+    int axis, tiles_given = 0;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "params out is NULL");
+    if (elec_lattice_check(lattice, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (in) r = *in;
+    else memset(&r, 0, sizeof r);
+    if ((int)r.basis < 0 || r.basis > ELEC_CHARGEMAP_BSPLINE)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping basis %d",
+                          (int)r.basis);
+    if (r.order == 0) r.order = 4;
+    if (r.basis == ELEC_CHARGEMAP_SKEEL &&
+        (r.order < 4 || r.order > 10 || r.order % 2 != 0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "Skeel basis order %d: use 4 (C1 cubic), 6, 8 or 10", r.order);
+    if (r.basis == ELEC_CHARGEMAP_BSPLINE &&
+        (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "B-spline order %d: use 4 to %d",
+                          r.order, ELEC_MAX_SPLINE_ORDER);
+    if (r.periodic != 0 && r.periodic != 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "periodic is %d: use 0 or 1",
+                          r.periodic);
+    for (axis = 0; axis < 3; axis++)
+        if (lattice->dims[axis] < r.order)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "lattice has %d points along %c: order %d needs at least %d",
+                              lattice->dims[axis], axis_name[axis], r.order, r.order);
+    /* kernels index points with int */
+    points = (double)lattice->dims[0] * lattice->dims[1] * lattice->dims[2];
+    if (points >= 2147483648.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "lattice %d x %d x %d: charge maps take under 2^31 points",
+                          lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
+                          (int)r.variant);
+    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_TILE_OWNER;
+    if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);
+    if (r.cpu_variant == ELEC_CHARGEMAP_CPU_FASTEST) r.cpu_variant = ELEC_CHARGEMAP_CPU_BINNED;
+    if (r.bin_capacity < 0 || r.bin_capacity > 16)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin capacity %d: use 0 (automatic) or 1 to 16", r.bin_capacity);
+    if (r.bin_capacity == 0) {
+        /* mean atoms per cell l, and 4 standard deviations of a Poisson
+           count past it: overflow stays rare where the density is even */
+        double l = (double)atom_count / points, want = l + 4.0 * sqrt(l) + 2.0;
+        r.bin_capacity = want > 16.0 ? 16 : (int)ceil(want);
+    }
+    {
+        int s = 1;
+        while (s < r.bin_capacity) s *= 2;
+        r.bin_capacity = s;
+    }
+    for (axis = 0; axis < 3; axis++) {
+        if (r.tile[axis] != 0) tiles_given++;
+        if (r.tile[axis] < 0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "tile[%d] = %d is negative", axis,
+                              r.tile[axis]);
+    }
+    if (tiles_given != 0 && tiles_given != 3)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "tile: give all three edges or none (%d, %d, %d)", r.tile[0],
+                          r.tile[1], r.tile[2]);
+    for (axis = 0; axis < 3 && tiles_given; axis++) {
+        /* a stencil of `order` points then spans at most two tiles */
+        if (r.tile[axis] < r.order - 1 || r.tile[axis] > lattice->dims[axis] ||
+            r.tile[axis] > 64)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "tile %d along %c: use %d (order - 1) to %d points",
+                              r.tile[axis], axis_name[axis], r.order - 1,
+                              lattice->dims[axis] < 64 ? lattice->dims[axis] : 64);
+    }
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
+                                                     const int grid[3], double spacing,
+                                                     elec_lattice *out, elec_error *err) {
+    int axis;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice out is NULL");
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (spacing == 0.0) spacing = 1.0;
+    if (!(spacing > 0.0) || !elec__finite(spacing))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid spacing %g A must be positive",
+                          spacing);
+    for (axis = 0; axis < 3; axis++) {
+        double n = grid && grid[axis] ? (double)grid[axis]
+                                      : ceil(box->length[axis] / spacing - 1e-9);
+        if (!(n >= 1.0) || n > 1048576.0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "%g grid points along axis %d: use 1 to 2^20", n, axis);
+        out->dims[axis] = (int)n;
+        out->spacing[axis] = box->length[axis] / n;
+        out->origin[axis] = 0.0;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
 /* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
 
 ELEC_DEF elec_status elec_structure_components(const elec_structure *s,
@@ -6296,148 +6519,6 @@ cleanup:
     ELEC_FREE(radius);
     ELEC_FREE(f);
     return s;
-}
-
-/* ------------------------------------------------------------ >>charges charge mapping */
-
-ELEC_DEF const char *elec_chargemap_variant_name(elec_chargemap_variant v) {
-    switch (v) {
-    case ELEC_CHARGEMAP_FASTEST: return "fastest";
-    case ELEC_CHARGEMAP_PC_BASELINE: return "pc-baseline";
-    case ELEC_CHARGEMAP_PC_BINNED: return "pc-binned";
-    case ELEC_CHARGEMAP_PC_REDUCED_READS: return "pc-reduced-reads";
-    case ELEC_CHARGEMAP_PC_COALESCED: return "pc-coalesced";
-    case ELEC_CHARGEMAP_GC_BASELINE: return "gc-baseline";
-    case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT: return "gc-compute-efficient";
-    case ELEC_CHARGEMAP_GC_SHARED: return "gc-shared";
-    case ELEC_CHARGEMAP_GC_REDUCED_READS: return "gc-reduced-reads";
-    case ELEC_CHARGEMAP_PC_SORTED_LANES: return "pc-sorted-lanes";
-    case ELEC_CHARGEMAP_TILE_OWNER: return "tile-owner";
-    case ELEC_CHARGEMAP_PC_FIXED_POINT: return "pc-fixed-point";
-    case ELEC_CHARGEMAP_VARIANT_COUNT: break;
-    }
-    return "unknown";
-}
-
-ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant v) {
-    switch (v) {
-    case ELEC_CHARGEMAP_CPU_FASTEST: return "fastest";
-    case ELEC_CHARGEMAP_CPU_BASELINE: return "baseline";
-    case ELEC_CHARGEMAP_CPU_PRECOMPUTED: return "precomputed";
-    case ELEC_CHARGEMAP_CPU_BINNED: return "binned";
-    case ELEC_CHARGEMAP_CPU_VARIANT_COUNT: break;
-    }
-    return "unknown";
-}
-
-ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
-                                                   const elec_lattice *lattice,
-                                                   size_t atom_count,
-                                                   elec_chargemap_params *out,
-                                                   elec_error *err) {
-    static const char axis_name[3] = {'x', 'y', 'z'};
-    elec_chargemap_params r;
-    double points;
-    int axis, tiles_given = 0;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "params out is NULL");
-    if (elec_lattice_check(lattice, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if (in) r = *in;
-    else memset(&r, 0, sizeof r);
-    if ((int)r.basis < 0 || r.basis > ELEC_CHARGEMAP_BSPLINE)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping basis %d",
-                          (int)r.basis);
-    if (r.order == 0) r.order = 4;
-    if (r.basis == ELEC_CHARGEMAP_SKEEL &&
-        (r.order < 4 || r.order > 10 || r.order % 2 != 0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "Skeel basis order %d: use 4 (C1 cubic), 6, 8 or 10", r.order);
-    if (r.basis == ELEC_CHARGEMAP_BSPLINE &&
-        (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "B-spline order %d: use 4 to %d",
-                          r.order, ELEC_MAX_SPLINE_ORDER);
-    if (r.periodic != 0 && r.periodic != 1)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "periodic is %d: use 0 or 1",
-                          r.periodic);
-    for (axis = 0; axis < 3; axis++)
-        if (lattice->dims[axis] < r.order)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "lattice has %d points along %c: order %d needs at least %d",
-                              lattice->dims[axis], axis_name[axis], r.order, r.order);
-    /* kernels index points with int */
-    points = (double)lattice->dims[0] * lattice->dims[1] * lattice->dims[2];
-    if (points >= 2147483648.0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "lattice %d x %d x %d: charge maps take under 2^31 points",
-                          lattice->dims[0], lattice->dims[1], lattice->dims[2]);
-    if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
-                          (int)r.variant);
-    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_TILE_OWNER;
-    if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);
-    if (r.cpu_variant == ELEC_CHARGEMAP_CPU_FASTEST) r.cpu_variant = ELEC_CHARGEMAP_CPU_BINNED;
-    if (r.bin_capacity < 0 || r.bin_capacity > 16)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "bin capacity %d: use 0 (automatic) or 1 to 16", r.bin_capacity);
-    if (r.bin_capacity == 0) {
-        /* mean atoms per cell l, and 4 standard deviations of a Poisson
-           count past it: overflow stays rare where the density is even */
-        double l = (double)atom_count / points, want = l + 4.0 * sqrt(l) + 2.0;
-        r.bin_capacity = want > 16.0 ? 16 : (int)ceil(want);
-    }
-    {
-        int s = 1;
-        while (s < r.bin_capacity) s *= 2;
-        r.bin_capacity = s;
-    }
-    for (axis = 0; axis < 3; axis++) {
-        if (r.tile[axis] != 0) tiles_given++;
-        if (r.tile[axis] < 0)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "tile[%d] = %d is negative", axis,
-                              r.tile[axis]);
-    }
-    if (tiles_given != 0 && tiles_given != 3)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "tile: give all three edges or none (%d, %d, %d)", r.tile[0],
-                          r.tile[1], r.tile[2]);
-    for (axis = 0; axis < 3 && tiles_given; axis++) {
-        /* a stencil of `order` points then spans at most two tiles */
-        if (r.tile[axis] < r.order - 1 || r.tile[axis] > lattice->dims[axis] ||
-            r.tile[axis] > 64)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "tile %d along %c: use %d (order - 1) to %d points",
-                              r.tile[axis], axis_name[axis], r.order - 1,
-                              lattice->dims[axis] < 64 ? lattice->dims[axis] : 64);
-    }
-    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    *out = r;
-    elec__ok(err);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
-                                                     const int grid[3], double spacing,
-                                                     elec_lattice *out, elec_error *err) {
-    int axis;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice out is NULL");
-    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if (spacing == 0.0) spacing = 1.0;
-    if (!(spacing > 0.0) || !elec__finite(spacing))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid spacing %g A must be positive",
-                          spacing);
-    for (axis = 0; axis < 3; axis++) {
-        double n = grid && grid[axis] ? (double)grid[axis]
-                                      : ceil(box->length[axis] / spacing - 1e-9);
-        if (!(n >= 1.0) || n > 1048576.0)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "%g grid points along axis %d: use 1 to 2^20", n, axis);
-        out->dims[axis] = (int)n;
-        out->spacing[axis] = box->length[axis] / n;
-        out->origin[axis] = 0.0;
-    }
-    elec__ok(err);
-    return ELEC_OK;
 }
 
 

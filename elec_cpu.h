@@ -9,19 +9,45 @@
        #define ELEC_CPU_IMPLEMENTATION
        #include "elec_cpu.h"
 
-   Example: the potential of two charges on a 33^3 lattice, in kcal/(mol e).
+   Quick start: the potential of two charges on a 33^3 lattice, in
+   kcal/(mol e) (tests/test_docs.sh compiles it).
+
        double xyz[6] = {0, 0, 0,  3, 0, 0}, q[2] = {1, -1};
        elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
        elec_lattice lat = {{33, 33, 33}, {-8, -8, -8}, {0.5, 0.5, 0.5}};
        elec_dcs_params p = {0};
-       p.scale = ELEC_COULOMB;
-       float *map = malloc(elec_lattice_size(&lat) * sizeof *map);
+       float *map = (float *)malloc(elec_lattice_size(&lat) * sizeof *map);
        elec_error err;
-       if (elec_cpu_dcs_map(&atoms, &lat, &p, map, &err) != ELEC_OK) ...
+       p.scale = ELEC_COULOMB;
+       if (elec_cpu_dcs_map(&atoms, &lat, &p, map, &err) != ELEC_OK)
+           fprintf(stderr, "%s\n", err.message);
+       free(map);
 
    Atoms closer than ELEC_COINCIDENT_DISTANCE to a point are left out of that
    point's sum (elec.h).  Outputs are caller-owned arrays of
-   elec_lattice_size() values for maps, of point_count values for points. */
+   elec_lattice_size() values for maps, of point_count values for points.
+
+   Contents (tools/contents.sh; ">>tag" finds a section in all three headers):
+     >>common   what every method shares
+     >>dcs      DCS: direct Coulomb summation
+                elec_cpu_dcs_map elec_cpu_dcs_map_double elec_cpu_dcs_points
+                elec_cpu_dcs_points_double elec_cpu_coulomb_energy
+     >>mdh      MDH: multiple Debye-Hueckel
+                elec_cpu_mdh_points elec_cpu_mdh_points_double
+     >>cutoff   cutoff maps
+                elec_cpu_cutoff_map elec_cpu_cutoff_map_double
+     >>msm      MSM: multilevel summation
+                elec_cpu_msm_map elec_cpu_msm_points elec_cpu_msm_energy
+                elec_cpu_msm_periodic_energy
+     >>ewald    Ewald: the exact periodic sum
+                elec_cpu_ewald elec_cpu_ewald_forces_at
+     >>spme     SPME: smooth particle mesh Ewald
+                elec_cpu_spme
+     >>charges  charge mapping
+                elec_cpu_chargemap elec_cpu_chargemap_double
+     >>alpb     ALPB surface potentials, HCP
+                elec_cpu_alpb elec_cpu_alpb_double
+   (end of contents) */
 #ifndef ELEC_CPU_H
 #define ELEC_CPU_H
 
@@ -36,6 +62,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* --------------------------------------------------- >>common what every method shares */
+
+/* Atoms are checked (elec_atoms_check) and copied once from the caller's
+   view, relative to a reference point (the centre of the lattice or of the
+   points; wrapped into the box for the periodic methods); long calls
+   report progress between blocks of work and may be cancelled. */
+
+/* ------------------------------------------------- >>dcs DCS: direct Coulomb summation */
 
 /* DCS: phi(p) = scale * sum_j q_j / |p - r_j| at every lattice point. */
 ELEC_API elec_status elec_cpu_dcs_map(const elec_atoms *atoms,
@@ -60,6 +95,16 @@ ELEC_API elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err);
 
+/* The plain (non-periodic) Coulomb energy scale * sum_{i<j} q_i q_j / r_ij
+   in double, and where forces is not NULL the forces -dE/dr (3 per atom).
+   Pairs closer than ELEC_COINCIDENT_DISTANCE are an error (the energy of
+   two charges at one point is infinite), not a silent infinity. */
+ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
+                                             double scale, double *energy,
+                                             double *forces, elec_error *err);
+
+/* --------------------------------------------------- >>mdh MDH: multiple Debye-Hueckel */
+
 /* MDH at arbitrary points: atoms need radii (sigma_j). */
 ELEC_API elec_status elec_cpu_mdh_points(const elec_atoms *atoms,
                                          const double *points,
@@ -73,13 +118,7 @@ ELEC_API elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err);
 
-/* The plain (non-periodic) Coulomb energy scale * sum_{i<j} q_i q_j / r_ij
-   in double, and where forces is not NULL the forces -dE/dr (3 per atom).
-   Pairs closer than ELEC_COINCIDENT_DISTANCE are an error (the energy of
-   two charges at one point is infinite), not a silent infinity. */
-ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
-                                             double scale, double *energy,
-                                             double *forces, elec_error *err);
+/* ---------------------------------------------------------------- >>cutoff cutoff maps */
 
 /* Cutoff maps (elec.h, elec_cutoff_params): phi(p) = scale * sum over
    atoms within the cutoff of q S(r), S the chosen smoothed short-range
@@ -93,6 +132,8 @@ ELEC_API elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
                                                 const elec_lattice *lattice,
                                                 const elec_cutoff_params *params,
                                                 double *map, elec_error *err);
+
+/* ----------------------------------------------------- >>msm MSM: multilevel summation */
 
 /* Multilevel summation (elec.h, elec_msm_params), non-periodic, in double
    precision: the potential on a lattice (float map, like DCS), at points,
@@ -132,6 +173,8 @@ ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
                                                   double *potential,
                                                   elec_error *err);
 
+/* ----------------------------------------------- >>ewald Ewald: the exact periodic sum */
+
 /* Exact Ewald sum (elec.h, elec_ewald_params) in an orthorhombic box, in
    double precision: the energy terms, and where the arrays are given the
    forces (3 per atom, -dE/dr, interleaved) and the potential at each atom
@@ -157,6 +200,8 @@ ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
                                               const size_t *which, size_t count,
                                               double *forces, elec_error *err);
 
+/* --------------------------------------------- >>spme SPME: smooth particle mesh Ewald */
+
 /* Smooth particle mesh Ewald (elec.h, elec_spme_params), double precision,
    FFTs by FFTW3: the same terms, forces and potentials as elec_cpu_ewald,
    the reciprocal sum interpolated (Essmann et al. 1995, eqs. 4.7-4.9) and
@@ -172,27 +217,6 @@ ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
                                    elec_ewald_terms *energy, double *forces,
                                    double *potential, elec_error *err);
 
-
-/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
-
-/* ALPB at surface vertices (elec.h: elec_alpb_params, elec_hcp): the
-   potential at v + p n of every vertex (xyz interleaved, count of them),
-   exact (params->exact) or by HCP's top-down walk (research notes 3.3:
-   complexes, chains, residues, atoms; a component farther than its
-   level's threshold from the point, squared distances compared strictly,
-   adds its one or two charges).  normals (unit, outward, 3 per vertex) may
-   be NULL where p = 0 and there is no salt.  The exact sum without salt
-   runs on elec_cpu_dcs_points (float terms in the float call, double in
-   the double one); everything else is summed in double.  potential gets
-   count values; it is not touched when the call fails. */
-ELEC_API elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
-                                   const double *normals, size_t count,
-                                   const elec_alpb_params *params, float *potential,
-                                   elec_error *err);
-ELEC_API elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
-                                          const double *normals, size_t count,
-                                          const elec_alpb_params *params,
-                                          double *potential, elec_error *err);
 
 /* ------------------------------------------------------------ >>charges charge mapping */
 
@@ -217,6 +241,27 @@ ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
                                                double *grid, double *abs_sum,
                                                int *contributions, elec_error *err);
 
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* ALPB at surface vertices (elec.h: elec_alpb_params, elec_hcp): the
+   potential at v + p n of every vertex (xyz interleaved, count of them),
+   exact (params->exact) or by HCP's top-down walk (research notes 3.3:
+   complexes, chains, residues, atoms; a component farther than its
+   level's threshold from the point, squared distances compared strictly,
+   adds its one or two charges).  normals (unit, outward, 3 per vertex) may
+   be NULL where p = 0 and there is no salt.  The exact sum without salt
+   runs on elec_cpu_dcs_points (float terms in the float call, double in
+   the double one); everything else is summed in double.  potential gets
+   count values; it is not touched when the call fails. */
+ELEC_API elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                   const double *normals, size_t count,
+                                   const elec_alpb_params *params, float *potential,
+                                   elec_error *err);
+ELEC_API elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params,
+                                          double *potential, elec_error *err);
+
 #ifdef __cplusplus
 }
 #endif
@@ -226,8 +271,6 @@ ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
 #ifdef ELEC_CPU_IMPLEMENTATION
 #ifndef ELEC_CPU_IMPLEMENTATION_DONE
 #define ELEC_CPU_IMPLEMENTATION_DONE
-
-/* ELEC_CPU_BEGIN */
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -239,6 +282,8 @@ ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* --------------------------------------------- >>common packed atoms, progress, points */
 
 /* The atoms, gathered once from the caller's strided view into packed
    arrays, translated so that coordinates are relative to a reference point
@@ -326,6 +371,135 @@ static size_t elec__cpu_block(size_t total) {
                    ELEC__CPU_PROGRESS_STEPS;
     return block ? block : 1;
 }
+
+#define ELEC__PI 3.14159265358979323846
+
+/* Atoms gathered from the view, wrapped into [0, L) along each axis;
+   ELEC_ERR_INVALID_ARG for an atom more than 1000 box lengths away, where
+   wrapping starts to cost the coordinates their precision. */
+static elec_status elec__periodic_gather(const elec_atoms *atoms,
+                                         const elec_box *box, double *x,
+                                         double *q, elec_error *err) {
+    size_t i;
+    int axis;
+    for (i = 0; i < atoms->count; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double l = box->length[axis], f = floor(x[3 * i + axis] / l);
+            if (fabs(f) > 1000.0)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atom %zu lies %.0f box lengths outside the "
+                                  "box along axis %d", i, fabs(f), axis);
+            x[3 * i + axis] -= l * f;
+            if (x[3 * i + axis] >= l) x[3 * i + axis] -= l; /* rounding */
+        }
+    }
+    return ELEC_OK;
+}
+
+/* Sums the float terms t[0..m) in eight double lanes (m a multiple of 8):
+   independent additions the compiler can vectorise, in an order that does
+   not depend on the build. */
+static void elec__cpu_lanes_add(double lane[8], const float *t, size_t m) {
+    size_t j;
+    int l;
+    for (j = 0; j < m; j += 8)
+        for (l = 0; l < 8; l++) lane[l] += t[j + l];
+}
+
+static double elec__cpu_lanes_sum(const double lane[8]) {
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+typedef double (*elec__cpu_point_fn)(const elec__cpu_atoms *a,
+                                     const double pt[3], double kappa);
+
+static elec_status elec__cpu_points_check(const double *points, size_t count,
+                                          const void *out, elec_error *err) {
+    size_t i;
+    if (count == 0) return ELEC_OK;
+    if (!points)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "points is NULL");
+    if (!out)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "potential (the output) is NULL");
+    for (i = 0; i < 3 * count; i++)
+        if (!elec__finite(points[i]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "point %zu: position is not finite", i / 3);
+    return ELEC_OK;
+}
+
+/* What the points entry points share once their checks passed. */
+typedef struct elec__cpu_points_job {
+    const double *points;
+    size_t count;
+    elec__cpu_point_fn point;
+    double scale, kappa;
+    elec_progress_fn progress;
+    void *user;
+    float *outf;  /* one of the two outputs is used */
+    double *outd;
+    const char *what;
+} elec__cpu_points_job;
+
+/* Packs the atoms relative to the centre of the points' bounding box,
+   then runs the points in blocks (progress between blocks, on the calling
+   thread) over the threads. */
+static elec_status elec__cpu_points_run(const elec_atoms *atoms,
+                                        const elec__cpu_points_job *job,
+                                        elec_error *err) {
+    const double *points = job->points;
+    const size_t count = job->count, block = elec__cpu_block(count);
+    elec__cpu_atoms a;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3];
+    size_t start, n;
+    int axis;
+    elec_status s;
+    for (n = 0; n < count; n++)
+        for (axis = 0; axis < 3; axis++) {
+            double v = points[3 * n + axis];
+            if (n == 0 || v < lo[axis]) lo[axis] = v;
+            if (n == 0 || v > hi[axis]) hi[axis] = v;
+        }
+    for (axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
+    s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err);
+    if (s != ELEC_OK) return s;
+    for (start = 0; start < count; start += block) {
+        long first = (long)start, n;
+        long end = (long)(start + block < count ? start + block : count);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16)
+#endif
+        for (n = first; n < end; n++) {
+            const double *p = points + 3 * (size_t)n;
+            double rel[3], phi;
+            rel[0] = p[0] - centre[0];
+            rel[1] = p[1] - centre[1];
+            rel[2] = p[2] - centre[2];
+            phi = job->scale * job->point(&a, rel, job->kappa);
+            if (job->outf) job->outf[n] = (float)phi;
+            else job->outd[n] = phi;
+        }
+        if (elec__cpu_cancelled(job->progress, job->user, (size_t)end,
+                                count)) {
+            elec__cpu_atoms_free(&a);
+            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                              "%s cancelled by the progress callback after "
+                              "%zu of %zu points",
+                              job->what, (size_t)end, count);
+        }
+    }
+    elec__cpu_atoms_free(&a);
+    if (elec__cpu_cancelled(job->progress, job->user, 1, 1))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "%s cancelled by the progress callback", job->what);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* --------------------------------------------------------------------------- >>dcs DCS */
 
 /* ------------------------------------------------------------ DCS rows */
 
@@ -503,23 +677,6 @@ ELEC_DEF elec_status elec_cpu_dcs_map_double(const elec_atoms *atoms,
     return elec__cpu_dcs_map(atoms, lattice, params, NULL, map, err);
 }
 
-/* ----------------------------------------------------------- at points */
-
-/* Sums the float terms t[0..m) in eight double lanes (m a multiple of 8):
-   independent additions the compiler can vectorise, in an order that does
-   not depend on the build. */
-static void elec__cpu_lanes_add(double lane[8], const float *t, size_t m) {
-    size_t j;
-    int l;
-    for (j = 0; j < m; j += 8)
-        for (l = 0; l < 8; l++) lane[l] += t[j + l];
-}
-
-static double elec__cpu_lanes_sum(const double lane[8]) {
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
-           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 static double elec__cpu_dcs_point_double(const elec__cpu_atoms *a,
                                          const double pt[3], double kappa) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
@@ -535,24 +692,6 @@ static double elec__cpu_dcs_point_double(const elec__cpu_atoms *a,
     return sum;
 }
 
-static double elec__cpu_mdh_point_double(const elec__cpu_atoms *a,
-                                         const double pt[3], double kappa) {
-    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
-    double sum = 0.0;
-    size_t j;
-    for (j = 0; j < a->count; j++) {
-        double dx = pt[0] - a->x[j], dy = pt[1] - a->y[j],
-               dz = pt[2] - a->z[j];
-        double r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 >= c2)
-            sum += elec_mdh_term(a->charge[j], a->radius[j], kappa, sqrt(r2));
-    }
-    return sum;
-}
-
-/* Float terms a tile of atoms at a time (the loop the compiler vectorises),
-   summed in double lanes; the coincident rule is arithmetic as in the
-   rows. */
 static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
                                         const double pt[3], double kappa) {
     const float c2 =
@@ -585,123 +724,6 @@ static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
 /* MDH, float: (q / (1 + kappa sigma)) * expf(kappa (sigma - r)) / r, the
    same seed 000 eq. 2 as elec_mdh_term with its r-independent factor
    computed once per atom (in double, when the atoms were packed). */
-static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
-                                        const double pt[3], double kappa) {
-    const float c2 =
-        (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
-    const float px = (float)pt[0], py = (float)pt[1], pz = (float)pt[2];
-    const float k = (float)kappa;
-    float t[ELEC__CPU_TILE];
-    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t start, j, m;
-    for (start = 0; start < a->count; start += m) {
-        const float *x = a->fx + start, *y = a->fy + start, *z = a->fz + start;
-        const float *qs = a->fscreened + start, *sigma = a->fradius + start;
-        m = a->count - start < ELEC__CPU_TILE ? a->count - start
-                                               : ELEC__CPU_TILE;
-#ifdef _OPENMP
-#pragma omp simd
-#endif
-        for (j = 0; j < m; j++) {
-            float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
-            float r2 = dx * dx + (dy * dy + dz * dz); /* as in the rows */
-            float keep = (float)(r2 >= c2);
-            float r = sqrtf(r2 + (1.0f - keep));
-            t[j] = keep * (qs[j] * expf(k * (sigma[j] - r)) / r);
-        }
-        for (j = m; j % 8; j++) t[j] = 0.0f;
-        elec__cpu_lanes_add(lane, t, j);
-    }
-    return elec__cpu_lanes_sum(lane);
-}
-
-typedef double (*elec__cpu_point_fn)(const elec__cpu_atoms *a,
-                                     const double pt[3], double kappa);
-
-static elec_status elec__cpu_points_check(const double *points, size_t count,
-                                          const void *out, elec_error *err) {
-    size_t i;
-    if (count == 0) return ELEC_OK;
-    if (!points)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "points is NULL");
-    if (!out)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "potential (the output) is NULL");
-    for (i = 0; i < 3 * count; i++)
-        if (!elec__finite(points[i]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "point %zu: position is not finite", i / 3);
-    return ELEC_OK;
-}
-
-/* What the points entry points share once their checks passed. */
-typedef struct elec__cpu_points_job {
-    const double *points;
-    size_t count;
-    elec__cpu_point_fn point;
-    double scale, kappa;
-    elec_progress_fn progress;
-    void *user;
-    float *outf;  /* one of the two outputs is used */
-    double *outd;
-    const char *what;
-} elec__cpu_points_job;
-
-/* Packs the atoms relative to the centre of the points' bounding box,
-   then runs the points in blocks (progress between blocks, on the calling
-   thread) over the threads. */
-static elec_status elec__cpu_points_run(const elec_atoms *atoms,
-                                        const elec__cpu_points_job *job,
-                                        elec_error *err) {
-    const double *points = job->points;
-    const size_t count = job->count, block = elec__cpu_block(count);
-    elec__cpu_atoms a;
-    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3];
-    size_t start, n;
-    int axis;
-    elec_status s;
-    for (n = 0; n < count; n++)
-        for (axis = 0; axis < 3; axis++) {
-            double v = points[3 * n + axis];
-            if (n == 0 || v < lo[axis]) lo[axis] = v;
-            if (n == 0 || v > hi[axis]) hi[axis] = v;
-        }
-    for (axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err);
-    if (s != ELEC_OK) return s;
-    for (start = 0; start < count; start += block) {
-        long first = (long)start, n;
-        long end = (long)(start + block < count ? start + block : count);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 16)
-#endif
-        for (n = first; n < end; n++) {
-            const double *p = points + 3 * (size_t)n;
-            double rel[3], phi;
-            rel[0] = p[0] - centre[0];
-            rel[1] = p[1] - centre[1];
-            rel[2] = p[2] - centre[2];
-            phi = job->scale * job->point(&a, rel, job->kappa);
-            if (job->outf) job->outf[n] = (float)phi;
-            else job->outd[n] = phi;
-        }
-        if (elec__cpu_cancelled(job->progress, job->user, (size_t)end,
-                                count)) {
-            elec__cpu_atoms_free(&a);
-            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                              "%s cancelled by the progress callback after "
-                              "%zu of %zu points",
-                              job->what, (size_t)end, count);
-        }
-    }
-    elec__cpu_atoms_free(&a);
-    if (elec__cpu_cancelled(job->progress, job->user, 1, 1))
-        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                          "%s cancelled by the progress callback", job->what);
-    elec__ok(err);
-    return ELEC_OK;
-}
-
 static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
                                         const double *points, size_t count,
                                         const elec_dcs_params *params,
@@ -728,36 +750,6 @@ static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
     return elec__cpu_points_run(atoms, &job, err);
 }
 
-static elec_status elec__cpu_mdh_points(const elec_atoms *atoms,
-                                        const double *points, size_t count,
-                                        const elec_mdh_params *params,
-                                        float *outf, double *outd,
-                                        const void *out, elec_error *err) {
-    elec_status s;
-    elec_mdh_params p;
-    elec__cpu_points_job job;
-    if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
-    if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
-        return s;
-    if ((s = elec_mdh_params_check(params, err)) != ELEC_OK) return s;
-    p = elec_mdh_params_resolved(params);
-    s = elec__mdh_range_check(atoms, &p, outf ? (double)FLT_MAX : DBL_MAX, err);
-    if (s != ELEC_OK) return s;
-    job.points = points;
-    job.count = count;
-    job.point = outf ? elec__cpu_mdh_point_float : elec__cpu_mdh_point_double;
-    job.scale = p.scale;
-    job.kappa = p.kappa;
-    job.progress = p.progress;
-    job.user = p.progress_user;
-    job.outf = outf;
-    job.outd = outd;
-    job.what = "MDH at points";
-    return elec__cpu_points_run(atoms, &job, err);
-}
-
-/* The float entry points pass a non-NULL outf even for zero points (a
-   dummy), so the float kernel is chosen; out is what the caller gave. */
 ELEC_DEF elec_status elec_cpu_dcs_points(const elec_atoms *atoms,
                                          const double *points,
                                          size_t point_count,
@@ -776,27 +768,6 @@ ELEC_DEF elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err) {
     return elec__cpu_dcs_points(atoms, points, point_count, params, NULL,
-                                potential, potential, err);
-}
-
-ELEC_DEF elec_status elec_cpu_mdh_points(const elec_atoms *atoms,
-                                         const double *points,
-                                         size_t point_count,
-                                         const elec_mdh_params *params,
-                                         float *potential, elec_error *err) {
-    float none;
-    return elec__cpu_mdh_points(atoms, points, point_count, params,
-                                potential ? potential : &none, NULL,
-                                potential, err);
-}
-
-ELEC_DEF elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
-                                                const double *points,
-                                                size_t point_count,
-                                                const elec_mdh_params *params,
-                                                double *potential,
-                                                elec_error *err) {
-    return elec__cpu_mdh_points(atoms, points, point_count, params, NULL,
                                 potential, potential, err);
 }
 
@@ -852,701 +823,108 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
     return ELEC_OK;
 }
 
-/* ---------------------------------------------------------------- Ewald */
+/* --------------------------------------------------------------------------- >>mdh MDH */
 
-#define ELEC__PI 3.14159265358979323846
-
-/* Excluded pairs as sorted keys min * n + max, for a binary search
-   (elec__size_order). */
-
-static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
-    return i < j ? i * n + j : j * n + i;
-}
-
-static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
-                                size_t j, size_t n) {
-    size_t key = elec__ewald_key(i, j, n);
-    return count > 0 &&
-           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
-}
-
-/* d = a - b, shifted to the nearest image. */
-static void elec__ewald_nearest(const double *a, const double *b,
-                                const double length[3], double d[3]) {
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        d[axis] = a[axis] - b[axis];
-        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+static double elec__cpu_mdh_point_double(const elec__cpu_atoms *a,
+                                         const double pt[3], double kappa) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double sum = 0.0;
+    size_t j;
+    for (j = 0; j < a->count; j++) {
+        double dx = pt[0] - a->x[j], dy = pt[1] - a->y[j],
+               dz = pt[2] - a->z[j];
+        double r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 >= c2)
+            sum += elec_mdh_term(a->charge[j], a->radius[j], kappa, sqrt(r2));
     }
+    return sum;
 }
 
-/* The real-space pair force's magnitude over r: -dE/dr_i = f r, r = r_i -
-   r_j, f = q_i q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2))
-   / r^2; the screened potential erfc(alpha r)/r in *screened. */
-static double elec__ewald_pair_force(double qq, double r2, double alpha,
-                                     double *screened) {
-    const double gauss = 2.0 * alpha / sqrt(ELEC__PI);
-    double dist = sqrt(r2);
-    *screened = erfc(alpha * dist) / dist;
-    return qq * (*screened + gauss * exp(-alpha * alpha * r2)) / r2;
-}
-
-/* One real-space pair at separation r = r_i - r_j (r2 = |r|^2 > 0): adds
-   weight * q_i q_j erfc(alpha r)/r to the returned energy, the potentials
-   q_j erfc/r at i and q_i erfc/r at j (one of them when i == j, an atom and
-   its own image), and the force -dE/dr (none for i == j: an atom's images
-   pull it equally both ways). */
-static double elec__ewald_pair(const double *q, size_t i, size_t j,
-                               const double r[3], double r2, double alpha,
-                               double weight, double *forces,
-                               double *potential) {
-    double screened, f = elec__ewald_pair_force(q[i] * q[j], r2, alpha, &screened);
-    int axis;
-    if (potential) {
-        potential[i] += q[j] * screened;
-        if (i != j) potential[j] += q[i] * screened;
-    }
-    if (forces && i != j)
-        for (axis = 0; axis < 3; axis++) {
-            forces[3 * i + axis] += f * r[axis];
-            forces[3 * j + axis] -= f * r[axis];
-        }
-    return weight * q[i] * q[j] * screened;
-}
-
-/* Progress of the exact sum over its work (atom-pair-image and
-   atom-vector terms), reported about every 1 % from the thread that gets
-   there; the caller's callback may stop it. */
-typedef struct elec__ewald_progress {
-    elec_progress_fn fn;
-    void *user;
-    double done, total, next;
-    int cancelled;
-} elec__ewald_progress;
-
-static int elec__ewald_step(elec__ewald_progress *g, double work) {
-    int stop;
+/* Float terms a tile of atoms at a time (the loop the compiler vectorises),
+   summed in double lanes; the coincident rule is arithmetic as in the
+   rows. */
+static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
+                                        const double pt[3], double kappa) {
+    const float c2 =
+        (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    const float px = (float)pt[0], py = (float)pt[1], pz = (float)pt[2];
+    const float k = (float)kappa;
+    float t[ELEC__CPU_TILE];
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t start, j, m;
+    for (start = 0; start < a->count; start += m) {
+        const float *x = a->fx + start, *y = a->fy + start, *z = a->fz + start;
+        const float *qs = a->fscreened + start, *sigma = a->fradius + start;
+        m = a->count - start < ELEC__CPU_TILE ? a->count - start
+                                               : ELEC__CPU_TILE;
 #ifdef _OPENMP
-#pragma omp critical(elec__ewald_progress)
+#pragma omp simd
 #endif
-    {
-        g->done += work;
-        if (g->fn && !g->cancelled && g->done >= g->next) {
-            g->next = g->done + 0.01 * g->total;
-            if (g->fn(g->total > g->done ? g->done / g->total : 1.0, g->user) != 0)
-                g->cancelled = 1;
+        for (j = 0; j < m; j++) {
+            float dx = px - x[j], dy = py - y[j], dz = pz - z[j];
+            float r2 = dx * dx + (dy * dy + dz * dz); /* as in the rows */
+            float keep = (float)(r2 >= c2);
+            float r = sqrtf(r2 + (1.0f - keep));
+            t[j] = keep * (qs[j] * expf(k * (sigma[j] - r)) / r);
         }
-        stop = g->cancelled;
+        for (j = m; j % 8; j++) t[j] = 0.0f;
+        elec__cpu_lanes_add(lane, t, j);
     }
-    return stop;
+    return elec__cpu_lanes_sum(lane);
 }
 
-/* Images per axis within the cutoff, and their count. */
-static double elec__ewald_images(const double length[3], double cutoff, int images[3]) {
-    double count = 1.0;
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        images[axis] = (int)ceil(cutoff / length[axis]);
-        count *= 2.0 * images[axis] + 1.0;
-    }
-    return count;
-}
-
-/* Estimated seconds per atom pair of the real-space sum (its images looked
-   at, 2 ns each, and the share within the cutoff, 100 ns each) and per
-   atom and reciprocal vector (20 ns): ELEC_EWALD_MAX_SECONDS's rates, the
-   units of the progress reports. */
-#define ELEC__EWALD_VECTOR_SECONDS 20e-9
-static double elec__ewald_pair_seconds(const double length[3], double cutoff) {
-    int images[3];
-    double volume = length[0] * length[1] * length[2];
-    return 2e-9 * elec__ewald_images(length, cutoff, images) +
-           100e-9 * 4.18879 * cutoff * cutoff * cutoff / volume;
-}
-
-/* Per-thread accumulators of `count` forces and potentials, one block of
-   4 count doubles per thread (NULL when neither is wanted), merged into
-   the caller's arrays at the end. */
-static int elec__ewald_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-static int elec__ewald_thread(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-static void elec__ewald_merge(double *forces, double *potential, const double *block,
-                              size_t count, int threads) {
-    size_t i;
-    int t;
-    for (t = 0; t < threads && block; t++) {
-        const double *f = block + (size_t)t * 4 * count, *phi = f + 3 * count;
-        for (i = 0; i < 3 * count && forces; i++) forces[i] += f[i];
-        for (i = 0; i < count && potential; i++) potential[i] += phi[i];
-    }
-}
-
-/* Real-space sum over pairs (i <= j) and every image within the cutoff,
-   the nearest image of an excluded pair left out; a pair of an atom with
-   its own images counts half.  Forces and potentials are unscaled; block
-   holds the threads' accumulators (elec__ewald_merge).  Rows of i shared
-   among the threads. */
-static double elec__ewald_real(const double *x, const double *q, size_t n,
-                               const double length[3], const elec_ewald_params *p,
-                               const size_t *keys, double *block, int threads,
-                               elec__ewald_progress *g) {
-    const double rc2 = p->cutoff * p->cutoff;
-    int images[3];
-    double energy = 0.0, per_pair = elec__ewald_pair_seconds(length, p->cutoff);
-    long li;
-    (void)threads; /* without OpenMP */
-    elec__ewald_images(length, p->cutoff, images);
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : energy)
-#endif
-    {
-        double *f = block ? block + (size_t)elec__ewald_thread() * 4 * n : NULL;
-        int stop = 0;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 8)
-#endif
-        for (li = 0; li < (long)n; li++) {
-            size_t i = (size_t)li, j;
-            if (stop) continue;
-            for (j = i; j < n; j++) {
-                double d[3];
-                int sx, sy, sz;
-                int excluded = i != j && elec__ewald_excluded(keys, p->excluded_pair_count,
-                                                              i, j, n);
-                elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
-                for (sx = -images[0]; sx <= images[0]; sx++)
-                    for (sy = -images[1]; sy <= images[1]; sy++)
-                        for (sz = -images[2]; sz <= images[2]; sz++) {
-                            double r[3], r2;
-                            int nearest = sx == 0 && sy == 0 && sz == 0;
-                            if (nearest && (i == j || excluded)) continue;
-                            r[0] = d[0] + sx * length[0];
-                            r[1] = d[1] + sy * length[1];
-                            r[2] = d[2] + sz * length[2];
-                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                            if (r2 >= rc2) continue;
-                            energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
-                                                       i == j ? 0.5 : 1.0, f,
-                                                       f ? f + 3 * n : NULL);
-                        }
-            }
-            stop = elec__ewald_step(g, (double)(n - i) * per_pair);
-        }
-    }
-    return energy;
-}
-
-/* The smooth part erf(alpha r)/r of excluded pairs, subtracted: the
-   reciprocal sum contains it for every pair. */
-static double elec__ewald_excluded_term(const double *x, const double *q,
-                                        const double length[3], double alpha,
-                                        const size_t *pairs, size_t count,
-                                        double *forces, double *potential) {
-    const double beta = alpha, gauss = 2.0 * beta / sqrt(ELEC__PI);
-    double energy = 0.0;
-    size_t e;
-    for (e = 0; e < count; e++) {
-        size_t i = pairs[2 * e], j = pairs[2 * e + 1];
-        double d[3], r2, dist, smooth, f = 0.0;
-        int axis;
-        elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
-        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        dist = sqrt(r2);
-        if (dist > 1e-8) {
-            smooth = erf(beta * dist) / dist;
-            /* E = -qi qj erf(b r)/r; -dE/dr along d = r_i - r_j */
-            f = q[i] * q[j] * (gauss * exp(-beta * beta * r2) - smooth) / r2;
-        } else {
-            smooth = gauss; /* the limit of erf(b r)/r at r = 0 */
-        }
-        energy -= q[i] * q[j] * smooth;
-        if (potential) {
-            potential[i] -= q[j] * smooth;
-            potential[j] -= q[i] * smooth;
-        }
-        if (forces)
-            for (axis = 0; axis < 3; axis++) {
-                forces[3 * i + axis] += f * d[axis];
-                forces[3 * j + axis] -= f * d[axis];
-            }
-    }
-    return energy;
-}
-
-/* exp(i 2 pi m x / L) for m = 0..kmax of every atom along one axis,
-   table[m * n + atom] as (cos, sin), by exact cos/sin of the first power
-   and complex multiplication after it. */
-static void elec__ewald_phases(const double *x, size_t n, int axis,
-                               double length, int kmax, double *re,
-                               double *im) {
-    size_t a;
-    int m;
-    for (a = 0; a < n; a++) {
-        double angle = 2.0 * ELEC__PI * x[3 * a + axis] / length;
-        double c = cos(angle), s = sin(angle);
-        re[a] = 1.0;
-        im[a] = 0.0;
-        for (m = 1; m <= kmax; m++) {
-            double pr = re[(m - 1) * n + a], pi = im[(m - 1) * n + a];
-            re[m * n + a] = pr * c - pi * s;
-            im[m * n + a] = pr * s + pi * c;
-        }
-    }
-}
-
-/* Reciprocal sum over half the k vectors (k and -k give the same term):
-   E = sum_half A(k) |S(k)|^2 with A = 4 pi exp(-k^2/(4 alpha^2)) / (k^2 V).
-   S(k) is summed over every atom; forces and potentials go to the atoms of
-   `which` (NULL: all n), into the threads' accumulators of block (by
-   position in which).  Rows (nx, ny) shared among the threads; tables of
-   exp(i k.r) per axis built once. */
-static elec_status elec__ewald_reciprocal(const double *x, const double *q, size_t n,
-                                          const double length[3],
-                                          const elec_ewald_params *p,
-                                          const size_t *which, size_t count,
-                                          double *block, int threads,
-                                          elec__ewald_progress *g, double *energy_out) {
-    const double volume = length[0] * length[1] * length[2];
-    const int *kmax = p->kmax;
-    const long rows = (long)(kmax[0] + 1) * (2 * kmax[1] + 1);
-    double *tables, *re[3], *im[3], *scratch, energy = 0.0;
-    size_t size = 0;
-    int axis;
-    long row;
-    for (axis = 0; axis < 3; axis++) size += 2 * (size_t)(kmax[axis] + 1) * n;
-    tables = (double *)ELEC_MALLOC((size + 1) * sizeof *tables);
-    scratch = (double *)ELEC_MALLOC((2 * n * (size_t)threads + 1) * sizeof *scratch);
-    if (!tables || !scratch) {
-        ELEC_FREE(tables);
-        ELEC_FREE(scratch);
-        return ELEC_ERR_NO_MEMORY;
-    }
-    size = 0;
-    for (axis = 0; axis < 3; axis++) {
-        re[axis] = tables + size;
-        im[axis] = tables + size + (size_t)(kmax[axis] + 1) * n;
-        size += 2 * (size_t)(kmax[axis] + 1) * n;
-        elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis], im[axis]);
-    }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : energy)
-#endif
-    {
-        const int t = elec__ewald_thread();
-        double *phase_re = scratch + 2 * n * (size_t)t, *phase_im = phase_re + n;
-        double *f = block ? block + (size_t)t * 4 * count : NULL;
-        int stop = 0;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
-#endif
-        for (row = 0; row < rows; row++) {
-            const int nx = (int)(row / (2 * kmax[1] + 1));
-            const int ny = (int)(row % (2 * kmax[1] + 1)) - kmax[1];
-            int nz;
-            if (stop) continue;
-            for (nz = -kmax[2]; nz <= kmax[2]; nz++) {
-                double k[3], k2, weight, s_re = 0.0, s_im = 0.0;
-                int n2 = nx * nx + ny * ny + nz * nz;
-                size_t a, c;
-                if (nx == 0 && (ny < 0 || (ny == 0 && nz <= 0))) continue;
-                if (p->n2_limit > 0 && n2 >= p->n2_limit) continue;
-                k[0] = 2.0 * ELEC__PI * nx / length[0];
-                k[1] = 2.0 * ELEC__PI * ny / length[1];
-                k[2] = 2.0 * ELEC__PI * nz / length[2];
-                k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
-                weight = 4.0 * ELEC__PI * exp(-k2 / (4.0 * p->alpha * p->alpha)) /
-                         (k2 * volume);
-                for (a = 0; a < n; a++) {
-                    /* exp(i k.r) = product over axes; negative n: conjugate */
-                    size_t iy = (size_t)(ny < 0 ? -ny : ny) * n + a;
-                    size_t iz = (size_t)(nz < 0 ? -nz : nz) * n + a;
-                    double xr = re[0][(size_t)nx * n + a], xi = im[0][(size_t)nx * n + a];
-                    double yr = re[1][iy], yi = ny < 0 ? -im[1][iy] : im[1][iy];
-                    double zr = re[2][iz], zi = nz < 0 ? -im[2][iz] : im[2][iz];
-                    double xyr = xr * yr - xi * yi, xyi = xr * yi + xi * yr;
-                    phase_re[a] = xyr * zr - xyi * zi;
-                    phase_im[a] = xyr * zi + xyi * zr;
-                    s_re += q[a] * phase_re[a];
-                    s_im += q[a] * phase_im[a];
-                }
-                energy += weight * (s_re * s_re + s_im * s_im);
-                if (!f) continue;
-                for (c = 0; c < count; c++) {
-                    a = which ? which[c] : c;
-                    f[3 * count + c] +=
-                        2.0 * weight * (phase_re[a] * s_re + phase_im[a] * s_im);
-                    {
-                        /* F = 2 q A k Im(exp(i k.r) S*) for the pair k, -k */
-                        double force = 2.0 * weight * q[a] *
-                                       (phase_im[a] * s_re - phase_re[a] * s_im);
-                        f[3 * c] += force * k[0];
-                        f[3 * c + 1] += force * k[1];
-                        f[3 * c + 2] += force * k[2];
-                    }
-                }
-            }
-            stop = elec__ewald_step(g, ELEC__EWALD_VECTOR_SECONDS * (2 * kmax[2] + 1) *
-                                           (double)n);
-        }
-    }
-    ELEC_FREE(tables);
-    ELEC_FREE(scratch);
-    *energy_out = energy;
-    return g->cancelled ? ELEC_ERR_CANCELLED : ELEC_OK;
-}
-
-/* Two atoms at one place (nearest image closer than
-   ELEC_COINCIDENT_DISTANCE) that are not an excluded pair: their energy is
-   infinite, an error to report, not a number.  Sorting by x and comparing
-   neighbours within the distance keeps it O(n log n). */
-typedef struct elec__sorted_x { double x; size_t i; } elec__sorted_x;
-static int elec__sorted_x_order(const void *a, const void *b) {
-    double x = ((const elec__sorted_x *)a)->x, y = ((const elec__sorted_x *)b)->x;
-    return x < y ? -1 : x > y;
-}
-static elec_status elec__periodic_coincident(const double *x, size_t n,
-                                             const double length[3], size_t count,
-                                             const size_t *keys, elec_error *err) {
-    const double limit = ELEC_COINCIDENT_DISTANCE;
-    elec__sorted_x *order;
-    size_t a, b;
-    if (n < 2) return ELEC_OK;
-    order = (elec__sorted_x *)ELEC_MALLOC(n * sizeof *order);
-    if (!order) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
-    for (a = 0; a < n; a++) {
-        order[a].x = x[3 * a];
-        order[a].i = a;
-    }
-    qsort(order, n, sizeof *order, elec__sorted_x_order);
-    for (a = 0; a < n; a++)
-        /* neighbours in x, and across the periodic seam at x = L */
-        for (b = a + 1; b < a + n; b++) {
-            size_t i = order[a].i, j = order[b % n].i;
-            double gap = order[b % n].x - order[a].x + (b >= n ? length[0] : 0.0), d[3];
-            if (gap >= limit) break;
-            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
-            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < limit * limit &&
-                !elec__ewald_excluded(keys, count, i, j, n)) {
-                ELEC_FREE(order);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atoms %zu and %zu coincide (closer than %g A) and "
-                                  "are not an excluded pair: their energy is infinite",
-                                  i < j ? i : j, i < j ? j : i, limit);
-            }
-        }
-    ELEC_FREE(order);
-    return ELEC_OK;
-}
-
-/* The terms that need no pair sum, then everything times scale: self
-   -alpha/sqrt(pi) sum q^2 and background -pi Q^2/(2 alpha^2 V), with their
-   potentials -2 alpha q_i/sqrt(pi) and -pi Q/(alpha^2 V). */
-static void elec__ewald_finish(const double *q, size_t n,
-                               const double length[3], double alpha,
-                               double scale, elec_ewald_terms *t,
-                               double *forces, double *potential) {
-    const double volume = length[0] * length[1] * length[2];
-    double charge = 0.0, square = 0.0;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        charge += q[i];
-        square += q[i] * q[i];
-    }
-    t->self = -alpha / sqrt(ELEC__PI) * square;
-    t->background = -ELEC__PI * charge * charge / (2.0 * alpha * alpha * volume);
-    for (i = 0; i < n && potential; i++)
-        potential[i] += -2.0 * alpha / sqrt(ELEC__PI) * q[i] -
-                        ELEC__PI * charge / (alpha * alpha * volume);
-    t->real *= scale;
-    t->reciprocal *= scale;
-    t->excluded *= scale;
-    t->self *= scale;
-    t->background *= scale;
-    t->total = t->real + t->reciprocal + t->excluded + t->self + t->background;
-    for (i = 0; i < 3 * n && forces; i++) forces[i] *= scale;
-    for (i = 0; i < n && potential; i++) potential[i] *= scale;
-}
-
-/* Atoms gathered from the view, wrapped into [0, L) along each axis;
-   ELEC_ERR_INVALID_ARG for an atom more than 1000 box lengths away, where
-   wrapping starts to cost the coordinates their precision. */
-static elec_status elec__periodic_gather(const elec_atoms *atoms,
-                                         const elec_box *box, double *x,
-                                         double *q, elec_error *err) {
-    size_t i;
-    int axis;
-    for (i = 0; i < atoms->count; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            double l = box->length[axis], f = floor(x[3 * i + axis] / l);
-            if (fabs(f) > 1000.0)
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atom %zu lies %.0f box lengths outside the "
-                                  "box along axis %d", i, fabs(f), axis);
-            x[3 * i + axis] -= l * f;
-            if (x[3 * i + axis] >= l) x[3 * i + axis] -= l; /* rounding */
-        }
-    }
-    return ELEC_OK;
-}
-
-/* The reciprocal pass after the real-space one (unless that was
-   cancelled), failures turned into messages. */
-static elec_status elec__ewald_reciprocal_pass(const double *x, const double *q, size_t n,
-                                               const double length[3],
-                                               const elec_ewald_params *p,
-                                               const size_t *which, size_t count,
-                                               double *block, int threads,
-                                               elec__ewald_progress *g, double *energy,
-                                               elec_error *err) {
-    *energy = 0.0;
-    if (!g->cancelled &&
-        elec__ewald_reciprocal(x, q, n, length, p, which, count, block, threads, g,
-                               energy) == ELEC_ERR_NO_MEMORY)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                          "no memory for the reciprocal sum of %zu atoms", n);
-    if (g->cancelled)
-        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                          "the Ewald sum was cancelled at %.0f %%",
-                          100.0 * g->done / g->total);
-    if (g->fn) g->fn(1.0, g->user); /* done (a stop asked now comes too late) */
-    return ELEC_OK;
-}
-
-/* The exact sum's estimated time on one core (ELEC_EWALD_MAX_SECONDS says
-   the rates) for `pairs` atom pairs (forces on some atoms: those atoms
-   times all), refused past the limit; the progress callback counts in
-   the same units. */
-static elec_status elec__ewald_work(const elec_ewald_params *p, const elec_box *box,
-                                    size_t n, double pairs, double *seconds,
-                                    elec_error *err) {
-    /* the rows the reciprocal pass loops over: nx >= 0, all ny, nz */
-    double vectors = (p->kmax[0] + 1.0) * (2.0 * p->kmax[1] + 1.0) * (2.0 * p->kmax[2] + 1.0);
-    *seconds = ELEC__EWALD_VECTOR_SECONDS * (double)n * vectors +
-               pairs * elec__ewald_pair_seconds(box->length, p->cutoff);
-    if (*seconds > ELEC_EWALD_MAX_SECONDS)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "exact Ewald of %zu atoms at tolerance %g (%.0f reciprocal "
-                          "vectors, cutoff %g A) would take about %.0f s on one core, past "
-                          "ELEC_EWALD_MAX_SECONDS (%.0f): loosen the tolerance, or use SPME",
-                          n, p->tolerance, vectors, p->cutoff, *seconds,
-                          ELEC_EWALD_MAX_SECONDS);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
-                                    const elec_box *box,
-                                    const elec_ewald_params *params,
-                                    elec_ewald_terms *energy, double *forces,
-                                    double *potential, elec_error *err) {
-    elec_ewald_params p;
-    elec_ewald_terms t;
-    elec__ewald_progress g;
+static elec_status elec__cpu_mdh_points(const elec_atoms *atoms,
+                                        const double *points, size_t count,
+                                        const elec_mdh_params *params,
+                                        float *outf, double *outd,
+                                        const void *out, elec_error *err) {
     elec_status s;
-    size_t n, i, keys_count;
-    double *x = NULL, *q = NULL, *block = NULL, work;
-    size_t *keys = NULL;
-    int threads = elec__ewald_threads();
-    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if (!energy)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    n = atoms->count;
-    if (n > (size_t)1 << 26)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "%zu atoms: the exact Ewald reference is O(N^2)", n);
-    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+    elec_mdh_params p;
+    elec__cpu_points_job job;
+    if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
+    if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
         return s;
-    if ((s = elec__ewald_work(&p, box, n, 0.5 * (double)n * ((double)n + 1.0), &work,
-                              err)) != ELEC_OK)
-        return s;
-    memset(&g, 0, sizeof g);
-    g.fn = p.progress;
-    g.user = p.progress_user;
-    g.total = work;
-    keys_count = p.excluded_pair_count;
-    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
-    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
-    keys = (size_t *)ELEC_MALLOC((keys_count + 1) * sizeof *keys);
-    if (forces || potential)
-        block = (double *)ELEC_MALLOC((4 * n * (size_t)threads + 1) * sizeof *block);
-    if (!x || !q || !keys || ((forces || potential) && !block)) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                       "no memory for the Ewald sum of %zu atoms", n);
-        goto cleanup;
-    }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
-        goto cleanup;
-    for (i = 0; i < keys_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
-                                  p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, keys_count, sizeof *keys, elec__size_order);
-    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
-    if (potential) memset(potential, 0, n * sizeof *potential);
-    if (block) memset(block, 0, 4 * n * (size_t)threads * sizeof *block);
-
-    if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count,
-                                       keys, err)) != ELEC_OK)
-        goto cleanup;
-    t.real = elec__ewald_real(x, q, n, box->length, &p, keys, block, threads, &g);
-    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, NULL, n, block, threads, &g,
-                                    &t.reciprocal, err);
-    if (s != ELEC_OK) goto cleanup;
-    elec__ewald_merge(forces, potential, block, n, threads);
-    t.excluded = elec__ewald_excluded_term(x, q, box->length, p.alpha,
-                                           p.excluded_pairs,
-                                           p.excluded_pair_count, forces,
-                                           potential);
-    elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
-                       potential);
-    t.error = p.estimate.energy;
-    *energy = t;
-    elec__ok(err);
-    s = ELEC_OK;
-cleanup:
-    ELEC_FREE(x);
-    ELEC_FREE(q);
-    ELEC_FREE(block);
-    ELEC_FREE(keys);
-    return s;
+    if ((s = elec_mdh_params_check(params, err)) != ELEC_OK) return s;
+    p = elec_mdh_params_resolved(params);
+    s = elec__mdh_range_check(atoms, &p, outf ? (double)FLT_MAX : DBL_MAX, err);
+    if (s != ELEC_OK) return s;
+    job.points = points;
+    job.count = count;
+    job.point = outf ? elec__cpu_mdh_point_float : elec__cpu_mdh_point_double;
+    job.scale = p.scale;
+    job.kappa = p.kappa;
+    job.progress = p.progress;
+    job.user = p.progress_user;
+    job.outf = outf;
+    job.outd = outd;
+    job.what = "MDH at points";
+    return elec__cpu_points_run(atoms, &job, err);
 }
 
-ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const elec_box *box,
-                                              const elec_ewald_params *params,
-                                              const size_t *which, size_t count,
-                                              double *forces, elec_error *err) {
-    elec_ewald_params p;
-    elec__ewald_progress g;
-    elec_status s;
-    size_t n, i, *keys = NULL;
-    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused, per_pair;
-    int threads = elec__ewald_threads(), images[3];
-    long li;
-    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if (!forces || (count > 0 && !which))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "forces or which is NULL");
-    n = atoms->count;
-    for (i = 0; i < count; i++)
-        if (which[i] >= n)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "which[%zu] = %zu: there are %zu atoms", i, which[i], n);
-    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
-        return s;
-    if ((s = elec__ewald_work(&p, box, n, (double)count * (double)n, &work, err)) != ELEC_OK)
-        return s;
-    memset(&g, 0, sizeof g);
-    g.fn = p.progress;
-    g.user = p.progress_user;
-    g.total = work;
-    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
-    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
-    keys = (size_t *)ELEC_MALLOC((p.excluded_pair_count + 1) * sizeof *keys);
-    block = (double *)ELEC_MALLOC((4 * count * (size_t)threads + 1) * sizeof *block);
-    if (!x || !q || !keys || !block) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the Ewald forces of %zu atoms",
-                       n);
-        goto cleanup;
-    }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
-    for (i = 0; i < p.excluded_pair_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
-    memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
-    memset(forces, 0, 3 * count * sizeof *forces);
-    /* real space: each chosen atom against every atom and image */
-    rc2 = p.cutoff * p.cutoff;
-    elec__ewald_images(box->length, p.cutoff, images);
-    per_pair = elec__ewald_pair_seconds(box->length, p.cutoff);
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-        double *f = block + (size_t)elec__ewald_thread() * 4 * count;
-        int stop = 0;
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 4)
-#endif
-        for (li = 0; li < (long)count; li++) {
-            size_t c = (size_t)li, ai = which[c], j;
-            if (stop) continue;
-            for (j = 0; j < n; j++) {
-                double d[3];
-                int sx, sy, sz, excluded;
-                if (j == ai) continue; /* its own images pull both ways */
-                excluded = elec__ewald_excluded(keys, p.excluded_pair_count, ai, j, n);
-                elec__ewald_nearest(x + 3 * ai, x + 3 * j, box->length, d);
-                for (sx = -images[0]; sx <= images[0]; sx++)
-                    for (sy = -images[1]; sy <= images[1]; sy++)
-                        for (sz = -images[2]; sz <= images[2]; sz++) {
-                            double r[3], r2, force, screened;
-                            if (excluded && sx == 0 && sy == 0 && sz == 0) continue;
-                            r[0] = d[0] + sx * box->length[0];
-                            r[1] = d[1] + sy * box->length[1];
-                            r[2] = d[2] + sz * box->length[2];
-                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                            if (r2 >= rc2 || r2 == 0.0) continue;
-                            force = elec__ewald_pair_force(q[ai] * q[j], r2, p.alpha,
-                                                           &screened);
-                            f[3 * c] += force * r[0];
-                            f[3 * c + 1] += force * r[1];
-                            f[3 * c + 2] += force * r[2];
-                        }
-            }
-            stop = elec__ewald_step(&g, (double)n * per_pair);
-        }
-    }
-    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, which, count, block, threads,
-                                    &g, &unused, err);
-    if (s != ELEC_OK) goto cleanup;
-    elec__ewald_merge(forces, NULL, block, count, threads);
-    /* the excluded pairs' smooth parts, for the chosen atoms */
-    for (i = 0; i < p.excluded_pair_count; i++) {
-        size_t pi = p.excluded_pairs[2 * i], pj = p.excluded_pairs[2 * i + 1], c;
-        for (c = 0; c < count; c++)
-            if (which[c] == pi || which[c] == pj) {
-                size_t pair[2];
-                double two[6] = {0, 0, 0, 0, 0, 0};
-                pair[0] = which[c];
-                pair[1] = which[c] == pi ? pj : pi;
-                /* the one pair's forces, through a two-atom scratch */
-                {
-                    double xs[6], qs[2];
-                    size_t local[2] = {0, 1};
-                    memcpy(xs, x + 3 * pair[0], 3 * sizeof *xs);
-                    memcpy(xs + 3, x + 3 * pair[1], 3 * sizeof *xs);
-                    qs[0] = q[pair[0]];
-                    qs[1] = q[pair[1]];
-                    elec__ewald_excluded_term(xs, qs, box->length, p.alpha, local, 1, two, NULL);
-                }
-                forces[3 * c] += two[0];
-                forces[3 * c + 1] += two[1];
-                forces[3 * c + 2] += two[2];
-            }
-    }
-    for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
-    elec__ok(err);
-    s = ELEC_OK;
-cleanup:
-    ELEC_FREE(x);
-    ELEC_FREE(q);
-    ELEC_FREE(keys);
-    ELEC_FREE(block);
-    return s;
+/* The float entry points pass a non-NULL outf even for zero points (a
+   dummy), so the float kernel is chosen; out is what the caller gave. */
+ELEC_DEF elec_status elec_cpu_mdh_points(const elec_atoms *atoms,
+                                         const double *points,
+                                         size_t point_count,
+                                         const elec_mdh_params *params,
+                                         float *potential, elec_error *err) {
+    float none;
+    return elec__cpu_mdh_points(atoms, points, point_count, params,
+                                potential ? potential : &none, NULL,
+                                potential, err);
 }
 
-/* ----------------------------------------------------------------- SPME */
+ELEC_DEF elec_status elec_cpu_mdh_points_double(const elec_atoms *atoms,
+                                                const double *points,
+                                                size_t point_count,
+                                                const elec_mdh_params *params,
+                                                double *potential,
+                                                elec_error *err) {
+    return elec__cpu_mdh_points(atoms, points, point_count, params, NULL,
+                                potential, potential, err);
+}
 
-/* ---------------------------------------------------------- cutoff maps */
+/* ---------------------------------------------------------------- >>cutoff cutoff maps */
 
 /* The short-range part at a point: sum over atoms within the cutoff a of
    q S(r).  An atom closer than ELEC_COINCIDENT_DISTANCE is left out; with
@@ -1695,7 +1073,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
     return ELEC_OK;
 }
 
-/* ------------------------------------------------------------------ MSM */
+/* --------------------------------------------------------------------------- >>msm MSM */
 
 
 /* One lattice of the hierarchy: points lo .. lo + n - 1 along each axis at
@@ -2745,6 +2123,675 @@ cleanup:
     return s;
 }
 
+/* ----------------------------------------------------------------------- >>ewald Ewald */
+
+/* Excluded pairs as sorted keys min * n + max, for a binary search
+   (elec__size_order). */
+
+static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
+    return i < j ? i * n + j : j * n + i;
+}
+
+static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
+                                size_t j, size_t n) {
+    size_t key = elec__ewald_key(i, j, n);
+    return count > 0 &&
+           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
+}
+
+/* d = a - b, shifted to the nearest image. */
+static void elec__ewald_nearest(const double *a, const double *b,
+                                const double length[3], double d[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        d[axis] = a[axis] - b[axis];
+        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+    }
+}
+
+/* The real-space pair force's magnitude over r: -dE/dr_i = f r, r = r_i -
+   r_j, f = q_i q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2))
+   / r^2; the screened potential erfc(alpha r)/r in *screened. */
+static double elec__ewald_pair_force(double qq, double r2, double alpha,
+                                     double *screened) {
+    const double gauss = 2.0 * alpha / sqrt(ELEC__PI);
+    double dist = sqrt(r2);
+    *screened = erfc(alpha * dist) / dist;
+    return qq * (*screened + gauss * exp(-alpha * alpha * r2)) / r2;
+}
+
+/* One real-space pair at separation r = r_i - r_j (r2 = |r|^2 > 0): adds
+   weight * q_i q_j erfc(alpha r)/r to the returned energy, the potentials
+   q_j erfc/r at i and q_i erfc/r at j (one of them when i == j, an atom and
+   its own image), and the force -dE/dr (none for i == j: an atom's images
+   pull it equally both ways). */
+static double elec__ewald_pair(const double *q, size_t i, size_t j,
+                               const double r[3], double r2, double alpha,
+                               double weight, double *forces,
+                               double *potential) {
+    double screened, f = elec__ewald_pair_force(q[i] * q[j], r2, alpha, &screened);
+    int axis;
+    if (potential) {
+        potential[i] += q[j] * screened;
+        if (i != j) potential[j] += q[i] * screened;
+    }
+    if (forces && i != j)
+        for (axis = 0; axis < 3; axis++) {
+            forces[3 * i + axis] += f * r[axis];
+            forces[3 * j + axis] -= f * r[axis];
+        }
+    return weight * q[i] * q[j] * screened;
+}
+
+/* Progress of the exact sum over its work (atom-pair-image and
+   atom-vector terms), reported about every 1 % from the thread that gets
+   there; the caller's callback may stop it. */
+typedef struct elec__ewald_progress {
+    elec_progress_fn fn;
+    void *user;
+    double done, total, next;
+    int cancelled;
+} elec__ewald_progress;
+
+static int elec__ewald_step(elec__ewald_progress *g, double work) {
+    int stop;
+#ifdef _OPENMP
+#pragma omp critical(elec__ewald_progress)
+#endif
+    {
+        g->done += work;
+        if (g->fn && !g->cancelled && g->done >= g->next) {
+            g->next = g->done + 0.01 * g->total;
+            if (g->fn(g->total > g->done ? g->done / g->total : 1.0, g->user) != 0)
+                g->cancelled = 1;
+        }
+        stop = g->cancelled;
+    }
+    return stop;
+}
+
+/* Images per axis within the cutoff, and their count. */
+static double elec__ewald_images(const double length[3], double cutoff, int images[3]) {
+    double count = 1.0;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        images[axis] = (int)ceil(cutoff / length[axis]);
+        count *= 2.0 * images[axis] + 1.0;
+    }
+    return count;
+}
+
+/* Estimated seconds per atom pair of the real-space sum (its images looked
+   at, 2 ns each, and the share within the cutoff, 100 ns each) and per
+   atom and reciprocal vector (20 ns): ELEC_EWALD_MAX_SECONDS's rates, the
+   units of the progress reports. */
+#define ELEC__EWALD_VECTOR_SECONDS 20e-9
+static double elec__ewald_pair_seconds(const double length[3], double cutoff) {
+    int images[3];
+    double volume = length[0] * length[1] * length[2];
+    return 2e-9 * elec__ewald_images(length, cutoff, images) +
+           100e-9 * 4.18879 * cutoff * cutoff * cutoff / volume;
+}
+
+/* Per-thread accumulators of `count` forces and potentials, one block of
+   4 count doubles per thread (NULL when neither is wanted), merged into
+   the caller's arrays at the end. */
+static int elec__ewald_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int elec__ewald_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+static void elec__ewald_merge(double *forces, double *potential, const double *block,
+                              size_t count, int threads) {
+    size_t i;
+    int t;
+    for (t = 0; t < threads && block; t++) {
+        const double *f = block + (size_t)t * 4 * count, *phi = f + 3 * count;
+        for (i = 0; i < 3 * count && forces; i++) forces[i] += f[i];
+        for (i = 0; i < count && potential; i++) potential[i] += phi[i];
+    }
+}
+
+/* Real-space sum over pairs (i <= j) and every image within the cutoff,
+   the nearest image of an excluded pair left out; a pair of an atom with
+   its own images counts half.  Forces and potentials are unscaled; block
+   holds the threads' accumulators (elec__ewald_merge).  Rows of i shared
+   among the threads. */
+static double elec__ewald_real(const double *x, const double *q, size_t n,
+                               const double length[3], const elec_ewald_params *p,
+                               const size_t *keys, double *block, int threads,
+                               elec__ewald_progress *g) {
+    const double rc2 = p->cutoff * p->cutoff;
+    int images[3];
+    double energy = 0.0, per_pair = elec__ewald_pair_seconds(length, p->cutoff);
+    long li;
+    (void)threads; /* without OpenMP */
+    elec__ewald_images(length, p->cutoff, images);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#endif
+    {
+        double *f = block ? block + (size_t)elec__ewald_thread() * 4 * n : NULL;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 8)
+#endif
+        for (li = 0; li < (long)n; li++) {
+            size_t i = (size_t)li, j;
+            if (stop) continue;
+            for (j = i; j < n; j++) {
+                double d[3];
+                int sx, sy, sz;
+                int excluded = i != j && elec__ewald_excluded(keys, p->excluded_pair_count,
+                                                              i, j, n);
+                elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+                for (sx = -images[0]; sx <= images[0]; sx++)
+                    for (sy = -images[1]; sy <= images[1]; sy++)
+                        for (sz = -images[2]; sz <= images[2]; sz++) {
+                            double r[3], r2;
+                            int nearest = sx == 0 && sy == 0 && sz == 0;
+                            if (nearest && (i == j || excluded)) continue;
+                            r[0] = d[0] + sx * length[0];
+                            r[1] = d[1] + sy * length[1];
+                            r[2] = d[2] + sz * length[2];
+                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                            if (r2 >= rc2) continue;
+                            energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
+                                                       i == j ? 0.5 : 1.0, f,
+                                                       f ? f + 3 * n : NULL);
+                        }
+            }
+            stop = elec__ewald_step(g, (double)(n - i) * per_pair);
+        }
+    }
+    return energy;
+}
+
+/* The smooth part erf(alpha r)/r of excluded pairs, subtracted: the
+   reciprocal sum contains it for every pair. */
+static double elec__ewald_excluded_term(const double *x, const double *q,
+                                        const double length[3], double alpha,
+                                        const size_t *pairs, size_t count,
+                                        double *forces, double *potential) {
+    const double beta = alpha, gauss = 2.0 * beta / sqrt(ELEC__PI);
+    double energy = 0.0;
+    size_t e;
+    for (e = 0; e < count; e++) {
+        size_t i = pairs[2 * e], j = pairs[2 * e + 1];
+        double d[3], r2, dist, smooth, f = 0.0;
+        int axis;
+        elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+        r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        dist = sqrt(r2);
+        if (dist > 1e-8) {
+            smooth = erf(beta * dist) / dist;
+            /* E = -qi qj erf(b r)/r; -dE/dr along d = r_i - r_j */
+            f = q[i] * q[j] * (gauss * exp(-beta * beta * r2) - smooth) / r2;
+        } else {
+            smooth = gauss; /* the limit of erf(b r)/r at r = 0 */
+        }
+        energy -= q[i] * q[j] * smooth;
+        if (potential) {
+            potential[i] -= q[j] * smooth;
+            potential[j] -= q[i] * smooth;
+        }
+        if (forces)
+            for (axis = 0; axis < 3; axis++) {
+                forces[3 * i + axis] += f * d[axis];
+                forces[3 * j + axis] -= f * d[axis];
+            }
+    }
+    return energy;
+}
+
+/* exp(i 2 pi m x / L) for m = 0..kmax of every atom along one axis,
+   table[m * n + atom] as (cos, sin), by exact cos/sin of the first power
+   and complex multiplication after it. */
+static void elec__ewald_phases(const double *x, size_t n, int axis,
+                               double length, int kmax, double *re,
+                               double *im) {
+    size_t a;
+    int m;
+    for (a = 0; a < n; a++) {
+        double angle = 2.0 * ELEC__PI * x[3 * a + axis] / length;
+        double c = cos(angle), s = sin(angle);
+        re[a] = 1.0;
+        im[a] = 0.0;
+        for (m = 1; m <= kmax; m++) {
+            double pr = re[(m - 1) * n + a], pi = im[(m - 1) * n + a];
+            re[m * n + a] = pr * c - pi * s;
+            im[m * n + a] = pr * s + pi * c;
+        }
+    }
+}
+
+/* Reciprocal sum over half the k vectors (k and -k give the same term):
+   E = sum_half A(k) |S(k)|^2 with A = 4 pi exp(-k^2/(4 alpha^2)) / (k^2 V).
+   S(k) is summed over every atom; forces and potentials go to the atoms of
+   `which` (NULL: all n), into the threads' accumulators of block (by
+   position in which).  Rows (nx, ny) shared among the threads; tables of
+   exp(i k.r) per axis built once. */
+static elec_status elec__ewald_reciprocal(const double *x, const double *q, size_t n,
+                                          const double length[3],
+                                          const elec_ewald_params *p,
+                                          const size_t *which, size_t count,
+                                          double *block, int threads,
+                                          elec__ewald_progress *g, double *energy_out) {
+    const double volume = length[0] * length[1] * length[2];
+    const int *kmax = p->kmax;
+    const long rows = (long)(kmax[0] + 1) * (2 * kmax[1] + 1);
+    double *tables, *re[3], *im[3], *scratch, energy = 0.0;
+    size_t size = 0;
+    int axis;
+    long row;
+    for (axis = 0; axis < 3; axis++) size += 2 * (size_t)(kmax[axis] + 1) * n;
+    tables = (double *)ELEC_MALLOC((size + 1) * sizeof *tables);
+    scratch = (double *)ELEC_MALLOC((2 * n * (size_t)threads + 1) * sizeof *scratch);
+    if (!tables || !scratch) {
+        ELEC_FREE(tables);
+        ELEC_FREE(scratch);
+        return ELEC_ERR_NO_MEMORY;
+    }
+    size = 0;
+    for (axis = 0; axis < 3; axis++) {
+        re[axis] = tables + size;
+        im[axis] = tables + size + (size_t)(kmax[axis] + 1) * n;
+        size += 2 * (size_t)(kmax[axis] + 1) * n;
+        elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis], im[axis]);
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#endif
+    {
+        const int t = elec__ewald_thread();
+        double *phase_re = scratch + 2 * n * (size_t)t, *phase_im = phase_re + n;
+        double *f = block ? block + (size_t)t * 4 * count : NULL;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (row = 0; row < rows; row++) {
+            const int nx = (int)(row / (2 * kmax[1] + 1));
+            const int ny = (int)(row % (2 * kmax[1] + 1)) - kmax[1];
+            int nz;
+            if (stop) continue;
+            for (nz = -kmax[2]; nz <= kmax[2]; nz++) {
+                double k[3], k2, weight, s_re = 0.0, s_im = 0.0;
+                int n2 = nx * nx + ny * ny + nz * nz;
+                size_t a, c;
+                if (nx == 0 && (ny < 0 || (ny == 0 && nz <= 0))) continue;
+                if (p->n2_limit > 0 && n2 >= p->n2_limit) continue;
+                k[0] = 2.0 * ELEC__PI * nx / length[0];
+                k[1] = 2.0 * ELEC__PI * ny / length[1];
+                k[2] = 2.0 * ELEC__PI * nz / length[2];
+                k2 = k[0] * k[0] + k[1] * k[1] + k[2] * k[2];
+                weight = 4.0 * ELEC__PI * exp(-k2 / (4.0 * p->alpha * p->alpha)) /
+                         (k2 * volume);
+                for (a = 0; a < n; a++) {
+                    /* exp(i k.r) = product over axes; negative n: conjugate */
+                    size_t iy = (size_t)(ny < 0 ? -ny : ny) * n + a;
+                    size_t iz = (size_t)(nz < 0 ? -nz : nz) * n + a;
+                    double xr = re[0][(size_t)nx * n + a], xi = im[0][(size_t)nx * n + a];
+                    double yr = re[1][iy], yi = ny < 0 ? -im[1][iy] : im[1][iy];
+                    double zr = re[2][iz], zi = nz < 0 ? -im[2][iz] : im[2][iz];
+                    double xyr = xr * yr - xi * yi, xyi = xr * yi + xi * yr;
+                    phase_re[a] = xyr * zr - xyi * zi;
+                    phase_im[a] = xyr * zi + xyi * zr;
+                    s_re += q[a] * phase_re[a];
+                    s_im += q[a] * phase_im[a];
+                }
+                energy += weight * (s_re * s_re + s_im * s_im);
+                if (!f) continue;
+                for (c = 0; c < count; c++) {
+                    a = which ? which[c] : c;
+                    f[3 * count + c] +=
+                        2.0 * weight * (phase_re[a] * s_re + phase_im[a] * s_im);
+                    {
+                        /* F = 2 q A k Im(exp(i k.r) S*) for the pair k, -k */
+                        double force = 2.0 * weight * q[a] *
+                                       (phase_im[a] * s_re - phase_re[a] * s_im);
+                        f[3 * c] += force * k[0];
+                        f[3 * c + 1] += force * k[1];
+                        f[3 * c + 2] += force * k[2];
+                    }
+                }
+            }
+            stop = elec__ewald_step(g, ELEC__EWALD_VECTOR_SECONDS * (2 * kmax[2] + 1) *
+                                           (double)n);
+        }
+    }
+    ELEC_FREE(tables);
+    ELEC_FREE(scratch);
+    *energy_out = energy;
+    return g->cancelled ? ELEC_ERR_CANCELLED : ELEC_OK;
+}
+
+/* Two atoms at one place (nearest image closer than
+   ELEC_COINCIDENT_DISTANCE) that are not an excluded pair: their energy is
+   infinite, an error to report, not a number.  Sorting by x and comparing
+   neighbours within the distance keeps it O(n log n). */
+typedef struct elec__sorted_x { double x; size_t i; } elec__sorted_x;
+static int elec__sorted_x_order(const void *a, const void *b) {
+    double x = ((const elec__sorted_x *)a)->x, y = ((const elec__sorted_x *)b)->x;
+    return x < y ? -1 : x > y;
+}
+static elec_status elec__periodic_coincident(const double *x, size_t n,
+                                             const double length[3], size_t count,
+                                             const size_t *keys, elec_error *err) {
+    const double limit = ELEC_COINCIDENT_DISTANCE;
+    elec__sorted_x *order;
+    size_t a, b;
+    if (n < 2) return ELEC_OK;
+    order = (elec__sorted_x *)ELEC_MALLOC(n * sizeof *order);
+    if (!order) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+    for (a = 0; a < n; a++) {
+        order[a].x = x[3 * a];
+        order[a].i = a;
+    }
+    qsort(order, n, sizeof *order, elec__sorted_x_order);
+    for (a = 0; a < n; a++)
+        /* neighbours in x, and across the periodic seam at x = L */
+        for (b = a + 1; b < a + n; b++) {
+            size_t i = order[a].i, j = order[b % n].i;
+            double gap = order[b % n].x - order[a].x + (b >= n ? length[0] : 0.0), d[3];
+            if (gap >= limit) break;
+            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < limit * limit &&
+                !elec__ewald_excluded(keys, count, i, j, n)) {
+                ELEC_FREE(order);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atoms %zu and %zu coincide (closer than %g A) and "
+                                  "are not an excluded pair: their energy is infinite",
+                                  i < j ? i : j, i < j ? j : i, limit);
+            }
+        }
+    ELEC_FREE(order);
+    return ELEC_OK;
+}
+
+/* The terms that need no pair sum, then everything times scale: self
+   -alpha/sqrt(pi) sum q^2 and background -pi Q^2/(2 alpha^2 V), with their
+   potentials -2 alpha q_i/sqrt(pi) and -pi Q/(alpha^2 V). */
+static void elec__ewald_finish(const double *q, size_t n,
+                               const double length[3], double alpha,
+                               double scale, elec_ewald_terms *t,
+                               double *forces, double *potential) {
+    const double volume = length[0] * length[1] * length[2];
+    double charge = 0.0, square = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        charge += q[i];
+        square += q[i] * q[i];
+    }
+    t->self = -alpha / sqrt(ELEC__PI) * square;
+    t->background = -ELEC__PI * charge * charge / (2.0 * alpha * alpha * volume);
+    for (i = 0; i < n && potential; i++)
+        potential[i] += -2.0 * alpha / sqrt(ELEC__PI) * q[i] -
+                        ELEC__PI * charge / (alpha * alpha * volume);
+    t->real *= scale;
+    t->reciprocal *= scale;
+    t->excluded *= scale;
+    t->self *= scale;
+    t->background *= scale;
+    t->total = t->real + t->reciprocal + t->excluded + t->self + t->background;
+    for (i = 0; i < 3 * n && forces; i++) forces[i] *= scale;
+    for (i = 0; i < n && potential; i++) potential[i] *= scale;
+}
+
+/* The reciprocal pass after the real-space one (unless that was
+   cancelled), failures turned into messages. */
+static elec_status elec__ewald_reciprocal_pass(const double *x, const double *q, size_t n,
+                                               const double length[3],
+                                               const elec_ewald_params *p,
+                                               const size_t *which, size_t count,
+                                               double *block, int threads,
+                                               elec__ewald_progress *g, double *energy,
+                                               elec_error *err) {
+    *energy = 0.0;
+    if (!g->cancelled &&
+        elec__ewald_reciprocal(x, q, n, length, p, which, count, block, threads, g,
+                               energy) == ELEC_ERR_NO_MEMORY)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for the reciprocal sum of %zu atoms", n);
+    if (g->cancelled)
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "the Ewald sum was cancelled at %.0f %%",
+                          100.0 * g->done / g->total);
+    if (g->fn) g->fn(1.0, g->user); /* done (a stop asked now comes too late) */
+    return ELEC_OK;
+}
+
+/* The exact sum's estimated time on one core (ELEC_EWALD_MAX_SECONDS says
+   the rates) for `pairs` atom pairs (forces on some atoms: those atoms
+   times all), refused past the limit; the progress callback counts in
+   the same units. */
+static elec_status elec__ewald_work(const elec_ewald_params *p, const elec_box *box,
+                                    size_t n, double pairs, double *seconds,
+                                    elec_error *err) {
+    /* the rows the reciprocal pass loops over: nx >= 0, all ny, nz */
+    double vectors = (p->kmax[0] + 1.0) * (2.0 * p->kmax[1] + 1.0) * (2.0 * p->kmax[2] + 1.0);
+    *seconds = ELEC__EWALD_VECTOR_SECONDS * (double)n * vectors +
+               pairs * elec__ewald_pair_seconds(box->length, p->cutoff);
+    if (*seconds > ELEC_EWALD_MAX_SECONDS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "exact Ewald of %zu atoms at tolerance %g (%.0f reciprocal "
+                          "vectors, cutoff %g A) would take about %.0f s on one core, past "
+                          "ELEC_EWALD_MAX_SECONDS (%.0f): loosen the tolerance, or use SPME",
+                          n, p->tolerance, vectors, p->cutoff, *seconds,
+                          ELEC_EWALD_MAX_SECONDS);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
+                                    const elec_box *box,
+                                    const elec_ewald_params *params,
+                                    elec_ewald_terms *energy, double *forces,
+                                    double *potential, elec_error *err) {
+    elec_ewald_params p;
+    elec_ewald_terms t;
+    elec__ewald_progress g;
+    elec_status s;
+    size_t n, i, keys_count;
+    double *x = NULL, *q = NULL, *block = NULL, work;
+    size_t *keys = NULL;
+    int threads = elec__ewald_threads();
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    n = atoms->count;
+    if (n > (size_t)1 << 26)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the exact Ewald reference is O(N^2)", n);
+    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+        return s;
+    if ((s = elec__ewald_work(&p, box, n, 0.5 * (double)n * ((double)n + 1.0), &work,
+                              err)) != ELEC_OK)
+        return s;
+    memset(&g, 0, sizeof g);
+    g.fn = p.progress;
+    g.user = p.progress_user;
+    g.total = work;
+    keys_count = p.excluded_pair_count;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    keys = (size_t *)ELEC_MALLOC((keys_count + 1) * sizeof *keys);
+    if (forces || potential)
+        block = (double *)ELEC_MALLOC((4 * n * (size_t)threads + 1) * sizeof *block);
+    if (!x || !q || !keys || ((forces || potential) && !block)) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                       "no memory for the Ewald sum of %zu atoms", n);
+        goto cleanup;
+    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
+        goto cleanup;
+    for (i = 0; i < keys_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
+                                  p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, keys_count, sizeof *keys, elec__size_order);
+    if (forces) memset(forces, 0, 3 * n * sizeof *forces);
+    if (potential) memset(potential, 0, n * sizeof *potential);
+    if (block) memset(block, 0, 4 * n * (size_t)threads * sizeof *block);
+
+    if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count,
+                                       keys, err)) != ELEC_OK)
+        goto cleanup;
+    t.real = elec__ewald_real(x, q, n, box->length, &p, keys, block, threads, &g);
+    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, NULL, n, block, threads, &g,
+                                    &t.reciprocal, err);
+    if (s != ELEC_OK) goto cleanup;
+    elec__ewald_merge(forces, potential, block, n, threads);
+    t.excluded = elec__ewald_excluded_term(x, q, box->length, p.alpha,
+                                           p.excluded_pairs,
+                                           p.excluded_pair_count, forces,
+                                           potential);
+    elec__ewald_finish(q, n, box->length, p.alpha, p.scale, &t, forces,
+                       potential);
+    t.error = p.estimate.energy;
+    *energy = t;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(block);
+    ELEC_FREE(keys);
+    return s;
+}
+
+ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const elec_box *box,
+                                              const elec_ewald_params *params,
+                                              const size_t *which, size_t count,
+                                              double *forces, elec_error *err) {
+    elec_ewald_params p;
+    elec__ewald_progress g;
+    elec_status s;
+    size_t n, i, *keys = NULL;
+    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused, per_pair;
+    int threads = elec__ewald_threads(), images[3];
+    long li;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!forces || (count > 0 && !which))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "forces or which is NULL");
+    n = atoms->count;
+    for (i = 0; i < count; i++)
+        if (which[i] >= n)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "which[%zu] = %zu: there are %zu atoms", i, which[i], n);
+    if ((s = elec_ewald_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+        return s;
+    if ((s = elec__ewald_work(&p, box, n, (double)count * (double)n, &work, err)) != ELEC_OK)
+        return s;
+    memset(&g, 0, sizeof g);
+    g.fn = p.progress;
+    g.user = p.progress_user;
+    g.total = work;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    keys = (size_t *)ELEC_MALLOC((p.excluded_pair_count + 1) * sizeof *keys);
+    block = (double *)ELEC_MALLOC((4 * count * (size_t)threads + 1) * sizeof *block);
+    if (!x || !q || !keys || !block) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the Ewald forces of %zu atoms",
+                       n);
+        goto cleanup;
+    }
+    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
+    for (i = 0; i < p.excluded_pair_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
+    memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
+    memset(forces, 0, 3 * count * sizeof *forces);
+    /* real space: each chosen atom against every atom and image */
+    rc2 = p.cutoff * p.cutoff;
+    elec__ewald_images(box->length, p.cutoff, images);
+    per_pair = elec__ewald_pair_seconds(box->length, p.cutoff);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        double *f = block + (size_t)elec__ewald_thread() * 4 * count;
+        int stop = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 4)
+#endif
+        for (li = 0; li < (long)count; li++) {
+            size_t c = (size_t)li, ai = which[c], j;
+            if (stop) continue;
+            for (j = 0; j < n; j++) {
+                double d[3];
+                int sx, sy, sz, excluded;
+                if (j == ai) continue; /* its own images pull both ways */
+                excluded = elec__ewald_excluded(keys, p.excluded_pair_count, ai, j, n);
+                elec__ewald_nearest(x + 3 * ai, x + 3 * j, box->length, d);
+                for (sx = -images[0]; sx <= images[0]; sx++)
+                    for (sy = -images[1]; sy <= images[1]; sy++)
+                        for (sz = -images[2]; sz <= images[2]; sz++) {
+                            double r[3], r2, force, screened;
+                            if (excluded && sx == 0 && sy == 0 && sz == 0) continue;
+                            r[0] = d[0] + sx * box->length[0];
+                            r[1] = d[1] + sy * box->length[1];
+                            r[2] = d[2] + sz * box->length[2];
+                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                            if (r2 >= rc2 || r2 == 0.0) continue;
+                            force = elec__ewald_pair_force(q[ai] * q[j], r2, p.alpha,
+                                                           &screened);
+                            f[3 * c] += force * r[0];
+                            f[3 * c + 1] += force * r[1];
+                            f[3 * c + 2] += force * r[2];
+                        }
+            }
+            stop = elec__ewald_step(&g, (double)n * per_pair);
+        }
+    }
+    s = elec__ewald_reciprocal_pass(x, q, n, box->length, &p, which, count, block, threads,
+                                    &g, &unused, err);
+    if (s != ELEC_OK) goto cleanup;
+    elec__ewald_merge(forces, NULL, block, count, threads);
+    /* the excluded pairs' smooth parts, for the chosen atoms */
+    for (i = 0; i < p.excluded_pair_count; i++) {
+        size_t pi = p.excluded_pairs[2 * i], pj = p.excluded_pairs[2 * i + 1], c;
+        for (c = 0; c < count; c++)
+            if (which[c] == pi || which[c] == pj) {
+                size_t pair[2];
+                double two[6] = {0, 0, 0, 0, 0, 0};
+                pair[0] = which[c];
+                pair[1] = which[c] == pi ? pj : pi;
+                /* the one pair's forces, through a two-atom scratch */
+                {
+                    double xs[6], qs[2];
+                    size_t local[2] = {0, 1};
+                    memcpy(xs, x + 3 * pair[0], 3 * sizeof *xs);
+                    memcpy(xs + 3, x + 3 * pair[1], 3 * sizeof *xs);
+                    qs[0] = q[pair[0]];
+                    qs[1] = q[pair[1]];
+                    elec__ewald_excluded_term(xs, qs, box->length, p.alpha, local, 1, two, NULL);
+                }
+                forces[3 * c] += two[0];
+                forces[3 * c + 1] += two[1];
+                forces[3 * c + 2] += two[2];
+            }
+    }
+    for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(keys);
+    ELEC_FREE(block);
+    return s;
+}
+
+/* ------------------------------------------------------------------------- >>spme SPME */
+
 #ifdef ELEC_WITH_FFTW
 /* Real space of SPME: pairs i < j at minimum-image distance under the
    cutoff (the cutoff is at most half the box), excluded pairs left out. */
@@ -3027,131 +3074,6 @@ cleanup:
 #endif
 }
 
-
-/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
-
-/* What one vertex's sum needs: the hierarchy, the kernel, the squared
-   thresholds (+infinity: always opened) and the charges per component. */
-typedef struct elec__alpb_walk {
-    const elec_hcp *h;
-    elec_alpb_kernel k;
-    double h2[ELEC_HCP_LEVELS];
-    int charges;
-} elec__alpb_walk;
-
-/* q times the kernel of a charge at x, seen from P (and P' for salt). */
-static double elec__alpb_charge(const elec__alpb_walk *w, const double *x, double q,
-                                const double P[3], const double P_ion[3]) {
-    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
-    double d2 = elec_distance2(P, x);
-    if (d2 < c2 || q == 0.0) return 0.0;
-    return q * elec_alpb_term(&w->k, sqrt(d2),
-                              w->k.kappa > 0.0 ? sqrt(elec_distance2(P_ion, x)) : 0.0);
-}
-
-/* The one or two charges of component c of level l (1..3). */
-static double elec__alpb_approx(const elec__alpb_walk *w, int level, size_t c,
-                                const double P[3], const double P_ion[3]) {
-    const double *a = w->h->approx[level - 1] + 12 * c;
-    if (w->charges == 1) return elec__alpb_charge(w, a, a[3], P, P_ion);
-    return elec__alpb_charge(w, a + 4, a[7], P, P_ion) +
-           elec__alpb_charge(w, a + 8, a[11], P, P_ion);
-}
-
-/* Component c of level l seen from P: its charges when it is far, else its
-   children (research notes 3.3, NAB's nbond_hcp). */
-static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c,
-                                   const double P[3], const double P_ion[3]) {
-    const elec_hcp *h = w->h;
-    double sum = 0.0;
-    size_t child;
-    if (elec_distance2(P, h->centre[level - 1] + 3 * c) > w->h2[level - 1])
-        return elec__alpb_approx(w, level, c, P, P_ion);
-    for (child = h->first[level - 1][c]; child < h->first[level - 1][c + 1]; child++)
-        sum += level == 1 ? elec__alpb_charge(w, h->xyz + 3 * child, h->charge[child], P,
-                                              P_ion)
-                          : elec__alpb_component(w, level - 1, child, P, P_ion);
-    return sum;
-}
-
-static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
-                                  const double *normals, size_t count,
-                                  const elec_alpb_params *params, float *outf,
-                                  double *outd, elec_error *err) {
-    elec_alpb_params r;
-    elec__alpb_walk w;
-    elec_status s;
-    long v;
-    int level;
-    s = elec__alpb_prepare(hcp, vertices, normals, count,
-                           outf ? (const void *)outf : (const void *)outd, params, &r,
-                           &w.k, err);
-    if (s != ELEC_OK || count == 0) return s;
-    if (elec__alpb_is_coulomb(&r, &w.k)) {
-        /* E1 = scale front sum q / d + scale Q constant: the DCS points path */
-        elec_atoms atoms = elec_atoms_from_xyz(hcp->count[0], hcp->xyz, hcp->charge, NULL);
-        elec_dcs_params dp;
-        const double shift = r.scale * hcp->net_charge * w.k.constant;
-        double *points = (double *)ELEC_MALLOC(3 * count * sizeof(double));
-        size_t i;
-        if (!points) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", count);
-        for (i = 0; i < count; i++) elec__alpb_point(vertices, normals, i, r.proj, points + 3 * i);
-        memset(&dp, 0, sizeof dp);
-        dp.scale = r.scale * w.k.front;
-        s = outf ? elec_cpu_dcs_points(&atoms, points, count, &dp, outf, err)
-                 : elec_cpu_dcs_points_double(&atoms, points, count, &dp, outd, err);
-        ELEC_FREE(points);
-        if (s != ELEC_OK) return s;
-        for (i = 0; i < count; i++) {
-            if (outf) outf[i] = (float)(outf[i] + shift);
-            else outd[i] += shift;
-        }
-        return ELEC_OK;
-    }
-    w.h = hcp;
-    w.charges = r.hcp_charges;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++)
-        w.h2[level] = r.exact ? HUGE_VAL : r.hcp_h[level] * r.hcp_h[level];
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 64)
-#endif
-    for (v = 0; v < (long)count; v++) {
-        double P[3], P_ion[3], sum = 0.0, phi;
-        size_t c;
-        elec__alpb_point(vertices, normals, (size_t)v, r.proj, P);
-        elec__alpb_point(vertices, normals, (size_t)v, r.ion_exclusion, P_ion);
-        for (c = 0; c < hcp->count[ELEC_HCP_LEVELS]; c++)
-            sum += elec__alpb_component(&w, ELEC_HCP_LEVELS, c, P, P_ion);
-        phi = r.scale * (sum + hcp->net_charge * w.k.constant);
-        if (outf) outf[v] = (float)phi;
-        else outd[v] = phi;
-    }
-    elec__ok(err);
-    return ELEC_OK;
-}
-
-ELEC_DEF elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
-                                   const double *normals, size_t count,
-                                   const elec_alpb_params *params, float *potential,
-                                   elec_error *err) {
-    float none;
-    if (count > 0 && !potential)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
-    return elec__cpu_alpb(hcp, vertices, normals, count, params,
-                          potential ? potential : &none, NULL, err);
-}
-
-ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
-                                          const double *normals, size_t count,
-                                          const elec_alpb_params *params,
-                                          double *potential, elec_error *err) {
-    double none;
-    if (count > 0 && !potential)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
-    (void)none;
-    return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
-                          potential ? potential : &none, err);
-}
 
 /* ------------------------------------------------------------ >>charges charge mapping */
 
@@ -3498,11 +3420,134 @@ ELEC_DEF elec_status elec_cpu_chargemap(const elec_atoms *atoms, const elec_latt
     return s;
 }
 
+/* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
+
+/* What one vertex's sum needs: the hierarchy, the kernel, the squared
+   thresholds (+infinity: always opened) and the charges per component. */
+typedef struct elec__alpb_walk {
+    const elec_hcp *h;
+    elec_alpb_kernel k;
+    double h2[ELEC_HCP_LEVELS];
+    int charges;
+} elec__alpb_walk;
+
+/* q times the kernel of a charge at x, seen from P (and P' for salt). */
+static double elec__alpb_charge(const elec__alpb_walk *w, const double *x, double q,
+                                const double P[3], const double P_ion[3]) {
+    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    double d2 = elec_distance2(P, x);
+    if (d2 < c2 || q == 0.0) return 0.0;
+    return q * elec_alpb_term(&w->k, sqrt(d2),
+                              w->k.kappa > 0.0 ? sqrt(elec_distance2(P_ion, x)) : 0.0);
+}
+
+/* The one or two charges of component c of level l (1..3). */
+static double elec__alpb_approx(const elec__alpb_walk *w, int level, size_t c,
+                                const double P[3], const double P_ion[3]) {
+    const double *a = w->h->approx[level - 1] + 12 * c;
+    if (w->charges == 1) return elec__alpb_charge(w, a, a[3], P, P_ion);
+    return elec__alpb_charge(w, a + 4, a[7], P, P_ion) +
+           elec__alpb_charge(w, a + 8, a[11], P, P_ion);
+}
+
+/* Component c of level l seen from P: its charges when it is far, else its
+   children (research notes 3.3, NAB's nbond_hcp). */
+static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c,
+                                   const double P[3], const double P_ion[3]) {
+    const elec_hcp *h = w->h;
+    double sum = 0.0;
+    size_t child;
+    if (elec_distance2(P, h->centre[level - 1] + 3 * c) > w->h2[level - 1])
+        return elec__alpb_approx(w, level, c, P, P_ion);
+    for (child = h->first[level - 1][c]; child < h->first[level - 1][c + 1]; child++)
+        sum += level == 1 ? elec__alpb_charge(w, h->xyz + 3 * child, h->charge[child], P,
+                                              P_ion)
+                          : elec__alpb_component(w, level - 1, child, P, P_ion);
+    return sum;
+}
+
+static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                  const double *normals, size_t count,
+                                  const elec_alpb_params *params, float *outf,
+                                  double *outd, elec_error *err) {
+    elec_alpb_params r;
+    elec__alpb_walk w;
+    elec_status s;
+    long v;
+    int level;
+    s = elec__alpb_prepare(hcp, vertices, normals, count,
+                           outf ? (const void *)outf : (const void *)outd, params, &r,
+                           &w.k, err);
+    if (s != ELEC_OK || count == 0) return s;
+    if (elec__alpb_is_coulomb(&r, &w.k)) {
+        /* E1 = scale front sum q / d + scale Q constant: the DCS points path */
+        elec_atoms atoms = elec_atoms_from_xyz(hcp->count[0], hcp->xyz, hcp->charge, NULL);
+        elec_dcs_params dp;
+        const double shift = r.scale * hcp->net_charge * w.k.constant;
+        double *points = (double *)ELEC_MALLOC(3 * count * sizeof(double));
+        size_t i;
+        if (!points) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", count);
+        for (i = 0; i < count; i++) elec__alpb_point(vertices, normals, i, r.proj, points + 3 * i);
+        memset(&dp, 0, sizeof dp);
+        dp.scale = r.scale * w.k.front;
+        s = outf ? elec_cpu_dcs_points(&atoms, points, count, &dp, outf, err)
+                 : elec_cpu_dcs_points_double(&atoms, points, count, &dp, outd, err);
+        ELEC_FREE(points);
+        if (s != ELEC_OK) return s;
+        for (i = 0; i < count; i++) {
+            if (outf) outf[i] = (float)(outf[i] + shift);
+            else outd[i] += shift;
+        }
+        return ELEC_OK;
+    }
+    w.h = hcp;
+    w.charges = r.hcp_charges;
+    for (level = 0; level < ELEC_HCP_LEVELS; level++)
+        w.h2[level] = r.exact ? HUGE_VAL : r.hcp_h[level] * r.hcp_h[level];
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+    for (v = 0; v < (long)count; v++) {
+        double P[3], P_ion[3], sum = 0.0, phi;
+        size_t c;
+        elec__alpb_point(vertices, normals, (size_t)v, r.proj, P);
+        elec__alpb_point(vertices, normals, (size_t)v, r.ion_exclusion, P_ion);
+        for (c = 0; c < hcp->count[ELEC_HCP_LEVELS]; c++)
+            sum += elec__alpb_component(&w, ELEC_HCP_LEVELS, c, P, P_ion);
+        phi = r.scale * (sum + hcp->net_charge * w.k.constant);
+        if (outf) outf[v] = (float)phi;
+        else outd[v] = phi;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
+                                   const double *normals, size_t count,
+                                   const elec_alpb_params *params, float *potential,
+                                   elec_error *err) {
+    float none;
+    if (count > 0 && !potential)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
+    return elec__cpu_alpb(hcp, vertices, normals, count, params,
+                          potential ? potential : &none, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params,
+                                          double *potential, elec_error *err) {
+    double none;
+    if (count > 0 && !potential)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "potential (the output) is NULL");
+    (void)none;
+    return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
+                          potential ? potential : &none, err);
+}
+
 #ifdef __cplusplus
 }
 #endif
-
-/* ELEC_CPU_END */
 
 #endif /* ELEC_CPU_IMPLEMENTATION_DONE */
 #endif /* ELEC_CPU_IMPLEMENTATION */
