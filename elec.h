@@ -64,16 +64,13 @@
                 elec_output_printf elec_output_commit elec_output_abort
                 elec_output_check
      >>dcs      DCS: direct Coulomb summation
-                elec_dcs_variant_name elec_dcs_params_resolved
-                elec_dcs_params_check
+                elec_dcs_variant_name elec_dcs_params_resolve
      >>mdh      MDH: multiple Debye-Hueckel
                 elec_mdh_term elec_kappa_from_ionic_strength
-                elec_mdh_params_resolved elec_mdh_params_check
+                elec_mdh_params_resolve
      >>cutoff   cutoff maps: smoothed short-range sums over spatial bins
-                elec_cutoff_params_resolved elec_cutoff_params_check
-                elec_cutoff_term
+                elec_cutoff_params_resolve elec_cutoff_term
      >>msm      MSM: multilevel summation
-                elec_msm_params_resolved elec_msm_params_check
                 elec_msm_params_resolve elec_msm_support elec_msm_axis_weights
                 elec_msm_basis elec_msm_basis_derivative
      >>ewald    Ewald: the exact periodic sum
@@ -614,11 +611,14 @@ typedef struct elec_dcs_params {
     size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
 } elec_dcs_params;
 
-/* The parameters with every zero field replaced by its default; methods
-   call these once, and tests and tools print them. */
-ELEC_API elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p);
-ELEC_API elec_status elec_dcs_params_check(const elec_dcs_params *p,
-                                           elec_error *err);
+/* Every method's params take this shape: elec_X_params_resolve fills each
+   zero field of in (NULL: all of them) with its documented default, checks
+   the result (ELEC_ERR_INVALID_ARG names the field) and writes it to out
+   (which may be in).  Each call resolves its params once, so tests and
+   tools see the very parameters a call computes with.  DCS: scale 1,
+   variant ELEC_DCS_HYBRID_RSQRT; the GPU set is checked. */
+ELEC_API elec_status elec_dcs_params_resolve(const elec_dcs_params *in,
+                                             elec_dcs_params *out, elec_error *err);
 
 /* --------------------------------------------------- >>mdh MDH: multiple Debye-Hueckel */
 
@@ -653,9 +653,11 @@ ELEC_API double elec_kappa_from_ionic_strength(double ionic_strength,
                                                double dielectric,
                                                double temperature);
 
-ELEC_API elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p);
-ELEC_API elec_status elec_mdh_params_check(const elec_mdh_params *p,
-                                           elec_error *err);
+/* Defaults and checks (the shape of elec_dcs_params_resolve): scale 1,
+   temperature 298.15 K, dielectric 78.54, and kappa from the ionic
+   strength where kappa is 0. */
+ELEC_API elec_status elec_mdh_params_resolve(const elec_mdh_params *in,
+                                             elec_mdh_params *out, elec_error *err);
 
 /* ------------------- >>cutoff cutoff maps: smoothed short-range sums over spatial bins */
 
@@ -677,9 +679,11 @@ typedef struct elec_cutoff_params {
     size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
 } elec_cutoff_params;
 
-ELEC_API elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p);
-ELEC_API elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
-                                              elec_error *err);
+/* Defaults and checks (the shape of elec_dcs_params_resolve): scale 1,
+   cutoff 12 A, splitting 2, bin length elec_bin_length(0.1, 0.75). */
+ELEC_API elec_status elec_cutoff_params_resolve(const elec_cutoff_params *in,
+                                                elec_cutoff_params *out,
+                                                elec_error *err);
 
 /* The smoothed short-range potential of a unit charge at distance r
    (r > 0): 0 from the cutoff a on. */
@@ -758,10 +762,6 @@ typedef struct elec_msm_params {
     elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
     elec_progress_fn progress;
     void *progress_user;
-    double points_per_atom; /* the tolerance's cost model: points the
-                               potential is wanted at per atom; 0 = 1 (energies
-                               and forces), and the map and points calls set
-                               it from their lattice or point count        */
     elec_error_estimate estimate; /* out: estimate.force is the fitted
                                      relative error of the choice        */
     size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
@@ -775,15 +775,17 @@ typedef struct elec_msm_params {
 #define ELEC_MSM_TOLERANCE_FLOOR 2e-7
 #define ELEC_MSM_GPU_TOLERANCE_FLOOR 1e-5
 
-/* resolved: every zero field replaced by its default or, with a
-   tolerance, chosen (no checks); check: resolved and validated; resolve:
-   both, in the shape of the other methods. */
-ELEC_API elec_msm_params elec_msm_params_resolved(const elec_msm_params *p);
-ELEC_API elec_status elec_msm_params_check(const elec_msm_params *p,
-                                           elec_error *err);
-ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *p,
-                                             elec_msm_params *resolved,
-                                             elec_error *err);
+/* Defaults and checks (the shape of elec_dcs_params_resolve): with a
+   tolerance, cutoff, spacing and interpolation chosen as its comment says,
+   for a cost model that counts points_per_atom, the points the potential
+   is wanted at per atom (maps and points calls pass their count over the
+   atoms'; 0 = 1, energies and forces), and estimate.force filled; else
+   cutoff 12 A, spacing 2 A.  splitting from the interpolation, at most
+   4096 points on the top lattice.  ELEC_ERR_UNSUPPORTED for a tolerance
+   the measured table does not reach within what was fixed. */
+ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
+                                             double points_per_atom,
+                                             elec_msm_params *out, elec_error *err);
 
 /* Interpolating basis functions of MSM: the C1 piecewise polynomials of
    Hardy's thesis (2006) of odd degree 2s - 1, nonzero for |t| < s, with
@@ -1672,18 +1674,6 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
             break; /* no longer shrinking: this one is the top */
     }
     return ELEC_OK;
-}
-
-/* The parameters a map or a set of points asks of MSM: with a tolerance,
-   its cost model counts the points per atom (CPU and GPU alike). */
-static inline elec_msm_params elec__msm_params_for_points(const elec_msm_params *p,
-                                                          size_t points, size_t atoms) {
-    elec_msm_params r;
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    if (r.points_per_atom == 0.0)
-        r.points_per_atom = (double)points / (double)(atoms > 0 ? atoms : 1);
-    return r;
 }
 
 /* ---- >>alpb what the CPU and GPU ALPB calls share */
@@ -3822,24 +3812,21 @@ ELEC_DEF const char *elec_dcs_variant_name(elec_dcs_variant v) {
     return "unknown";
 }
 
-ELEC_DEF elec_dcs_params elec_dcs_params_resolved(const elec_dcs_params *p) {
+ELEC_DEF elec_status elec_dcs_params_resolve(const elec_dcs_params *in,
+                                             elec_dcs_params *out, elec_error *err) {
     elec_dcs_params r;
-    if (p) r = *p;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    if (in) r = *in;
     else memset(&r, 0, sizeof r);
     if (r.scale == 0.0) r.scale = 1.0;
     if (r.variant == ELEC_DCS_FASTEST) r.variant = ELEC_DCS_HYBRID_RSQRT;
-    return r;
-}
-
-ELEC_DEF elec_status elec_dcs_params_check(const elec_dcs_params *p,
-                                           elec_error *err) {
-    elec_dcs_params r = elec_dcs_params_resolved(p);
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
     if ((int)r.variant < 0 || r.variant >= ELEC_DCS_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown DCS variant %d", (int)r.variant);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -3860,9 +3847,11 @@ ELEC_DEF double elec_kappa_from_ionic_strength(double ionic_strength,
     return sqrt(kappa2) * 1e-10; /* 1/m -> 1/A */
 }
 
-ELEC_DEF elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p) {
+ELEC_DEF elec_status elec_mdh_params_resolve(const elec_mdh_params *in,
+                                             elec_mdh_params *out, elec_error *err) {
     elec_mdh_params r;
-    if (p) r = *p;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    if (in) r = *in;
     else memset(&r, 0, sizeof r);
     if (r.scale == 0.0) r.scale = 1.0;
     if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
@@ -3870,12 +3859,6 @@ ELEC_DEF elec_mdh_params elec_mdh_params_resolved(const elec_mdh_params *p) {
     if (r.kappa == 0.0 && r.ionic_strength > 0.0)
         r.kappa = elec_kappa_from_ionic_strength(r.ionic_strength,
                                                  r.dielectric, r.temperature);
-    return r;
-}
-
-ELEC_DEF elec_status elec_mdh_params_check(const elec_mdh_params *p,
-                                           elec_error *err) {
-    elec_mdh_params r = elec_mdh_params_resolved(p);
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
     if (!(r.kappa >= 0.0) || !elec__finite(r.kappa))
@@ -3892,26 +3875,24 @@ ELEC_DEF elec_status elec_mdh_params_check(const elec_mdh_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "dielectric %g must be positive", r.dielectric);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
     elec__ok(err);
     return ELEC_OK;
 }
 
 /* ---------------------------------------------------------------- >>cutoff cutoff maps */
 
-ELEC_DEF elec_cutoff_params elec_cutoff_params_resolved(const elec_cutoff_params *p) {
+ELEC_DEF elec_status elec_cutoff_params_resolve(const elec_cutoff_params *in,
+                                                elec_cutoff_params *out,
+                                                elec_error *err) {
     elec_cutoff_params r;
-    if (p) r = *p;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    if (in) r = *in;
     else memset(&r, 0, sizeof r);
     if (r.scale == 0.0) r.scale = 1.0;
     if (r.cutoff == 0.0) r.cutoff = 12.0;
     if (r.splitting == 0) r.splitting = 2;
     if (r.bin_length == 0.0) r.bin_length = elec_bin_length(0.1, 0.75);
-    return r;
-}
-
-ELEC_DEF elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
-                                              elec_error *err) {
-    elec_cutoff_params r = elec_cutoff_params_resolved(p);
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
     if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
@@ -3927,6 +3908,7 @@ ELEC_DEF elec_status elec_cutoff_params_check(const elec_cutoff_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "bin length %g A must be positive", r.bin_length);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -3971,7 +3953,7 @@ static double elec__msm_cost(int interpolation, double h, double a, double targe
 /* The cheapest (h, a, interpolation) in the table's span whose fitted error
    is at most target; fixed values kept.  Returns the fitted error (or -1
    when none meets it). */
-static double elec__msm_choose(elec_msm_params *r, double target) {
+static double elec__msm_choose(elec_msm_params *r, double target, double points_per_atom) {
     const int given_order = r->interpolation != ELEC_MSM_CUBIC;
     double best_cost = -1.0, best_error = -1.0, best_h = 0.0, best_a = 0.0;
     int best_order = 0, order;
@@ -3999,7 +3981,7 @@ static double elec__msm_choose(elec_msm_params *r, double target) {
                 }
             }
             error = elec__msm_error_model(order, h, aa);
-            cost = elec__msm_cost(order, h, aa, r->points_per_atom > 0.0 ? r->points_per_atom : 1.0);
+            cost = elec__msm_cost(order, h, aa, points_per_atom);
             if (error <= target && (best_cost < 0.0 || cost < best_cost)) {
                 best_cost = cost;
                 best_error = error;
@@ -4017,19 +3999,28 @@ static double elec__msm_choose(elec_msm_params *r, double target) {
     return best_error;
 }
 
-ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
+ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
+                                             double points_per_atom,
+                                             elec_msm_params *out, elec_error *err) {
     elec_msm_params r;
-    if (p) r = *p;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    if (!(points_per_atom >= 0.0) || !elec__finite(points_per_atom))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "points per atom %g must be zero (1) or positive",
+                          points_per_atom);
+    if (points_per_atom == 0.0) points_per_atom = 1.0;
+    if (in) r = *in;
     else memset(&r, 0, sizeof r);
     memset(&r.estimate, 0, sizeof r.estimate);
     if (r.scale == 0.0) r.scale = 1.0;
-    /* a tolerance chooses what is left at 0 (a valid one; check refuses
-       the rest); out of reach, the defaults stay and check says so */
+    /* a tolerance chooses what is left at 0 (a valid one; the checks below
+       refuse the rest); out of reach, the defaults stay and the checks say
+       so */
     if (r.tolerance >= ELEC_MSM_TOLERANCE_FLOOR && r.tolerance < 1.0 &&
         (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
         r.cutoff >= 0.0 && r.spacing >= 0.0) {
         elec_msm_params chosen = r;
-        double error = elec__msm_choose(&chosen, r.tolerance / 3.0);
+        double error = elec__msm_choose(&chosen, r.tolerance / 3.0, points_per_atom);
         if (error >= 0.0) {
             r = chosen;
             r.estimate.force = error;
@@ -4049,12 +4040,7 @@ ELEC_DEF elec_msm_params elec_msm_params_resolved(const elec_msm_params *p) {
         r.interpolation <= ELEC_MSM_NONIC && r.spacing > 0.0 && r.cutoff > 0.0 &&
         r.splitting == 2 + (int)r.interpolation)
         r.estimate.force = elec__msm_error_model((int)r.interpolation, r.spacing, r.cutoff);
-    return r;
-}
-
-ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
-                                           elec_error *err) {
-    elec_msm_params r = elec_msm_params_resolved(p);
+    /* the checks */
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
     if (!(r.tolerance >= 0.0) || !(r.tolerance < 1.0))
@@ -4088,26 +4074,21 @@ ELEC_DEF elec_status elec_msm_params_check(const elec_msm_params *p,
                           "max_top_points %d: at least 8", r.max_top_points);
     /* a tolerance out of reach is refused, unless the caller fixed both
        spacing and cutoff (then the estimate says what they give) */
-    if (r.tolerance > 0.0 && !(p && p->spacing > 0.0 && p->cutoff > 0.0) &&
+    if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / 3.0 * 1.000001))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
                           "interpolation (within what was fixed) meets it by the "
                           "measured table (fitted error %.2g)", r.tolerance,
                           r.estimate.force);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    *out = r;
     elec__ok(err);
     return ELEC_OK;
 }
 
-ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *p,
-                                             elec_msm_params *resolved,
-                                             elec_error *err) {
-    elec_status s = elec_msm_params_check(p, err);
-    if (s != ELEC_OK) return s;
-    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
-    *resolved = elec_msm_params_resolved(p);
-    return ELEC_OK;
-}
+
+
 
 /* ---------------------------------------------- >>ewald Ewald, and the a-priori errors */
 

@@ -625,10 +625,9 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
-    if ((s = elec_dcs_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return s;
     if (!mapf && !mapd)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_dcs_params_resolved(params);
     nx = lattice->dims[0];
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
@@ -735,8 +734,7 @@ static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
         return s;
-    if ((s = elec_dcs_params_check(params, err)) != ELEC_OK) return s;
-    p = elec_dcs_params_resolved(params);
+    if ((s = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return s;
     job.points = points;
     job.count = count;
     job.point = outf ? elec__cpu_dcs_point_float : elec__cpu_dcs_point_double;
@@ -884,8 +882,7 @@ static elec_status elec__cpu_mdh_points(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 1, err)) != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, count, out, err)) != ELEC_OK)
         return s;
-    if ((s = elec_mdh_params_check(params, err)) != ELEC_OK) return s;
-    p = elec_mdh_params_resolved(params);
+    if ((s = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return s;
     s = elec__mdh_range_check(atoms, &p, outf ? (double)FLT_MAX : DBL_MAX, err);
     if (s != ELEC_OK) return s;
     job.points = points;
@@ -973,9 +970,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
-    if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec_cutoff_params_resolve(params, &p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_cutoff_params_resolved(params);
     memset(&cells, 0, sizeof cells);
     for (axis = 0; axis < 3; axis++) {
         double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
@@ -1046,9 +1042,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
-    if ((s = elec_cutoff_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec_cutoff_params_resolve(params, &p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_cutoff_params_resolved(params);
     count = (long)elec_lattice_size(lattice);
     /* the reference: every atom at every point, through the view */
 #ifdef _OPENMP
@@ -1378,13 +1373,13 @@ static void elec__msm_point(const elec__msm_points_of *s, size_t index,
    the lattice hierarchy once, then per point interpolation plus the
    short-range sum, in blocks with progress between them. */
 static elec_status elec__msm_potential(const elec_atoms *atoms,
-                                       const elec_msm_params *params,
+                                       const elec_msm_params *resolved,
                                        const elec__msm_points_of *where,
                                        const double lo_points[3],
                                        const double hi_points[3], size_t count,
                                        double *out_double, float *out_float,
                                        elec_error *err) {
-    elec_msm_params p = elec_msm_params_resolved(params);
+    const elec_msm_params p = *resolved;
     elec__msm m;
     elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], extent[3];
@@ -1447,8 +1442,10 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
-    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
-    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
+    s = elec_msm_params_resolve(params, (double)elec_lattice_size(lattice) /
+                                            (double)(atoms->count ? atoms->count : 1),
+                                &p, err);
+    if (s != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     where.lattice = lattice;
     where.points = NULL;
@@ -1474,8 +1471,10 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
     int axis;
     elec_msm_params p;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    p = elec__msm_params_for_points(params, point_count, atoms->count);
-    if ((s = elec_msm_params_check(&p, err)) != ELEC_OK) return s;
+    s = elec_msm_params_resolve(params, (double)point_count /
+                                            (double)(atoms->count ? atoms->count : 1),
+                                &p, err);
+    if (s != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, point_count, potential, err)) != ELEC_OK)
         return s;
     if (point_count == 0) {
@@ -1512,9 +1511,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     size_t i, n;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    p = elec_msm_params_resolved(params);
     n = atoms->count;
     memset(&m, 0, sizeof m);
     memset(&cells, 0, sizeof cells);
@@ -2065,9 +2063,8 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     int axis, found;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_check(params, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    p = elec_msm_params_resolved(params);
     n = atoms->count;
     memset(&m, 0, sizeof m);
     x = (double *)ELEC_MALLOC((3 * n + 3) * sizeof *x);

@@ -1084,6 +1084,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
                                        const elec_dcs_params *params,
                                        float *map, elec_error *err) {
     elec_status status;
+    elec_dcs_params resolved;
     elec__dcs_job *job = NULL;
     float4 *host_atoms = NULL;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
@@ -1092,21 +1093,15 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
-    if ((status = elec_dcs_params_check(params, err)) != ELEC_OK) return status;
+    if ((status = elec_dcs_params_resolve(params, &resolved, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     if (atoms->count > (size_t)INT_MAX)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%zu atoms: the GPU path takes at most %d",
                           atoms->count, INT_MAX);
-    if (params && (status = elec__cuda_gpu_list(&params->gpus, devices,
-                                                &device_count, err)) != ELEC_OK)
+    if ((status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err)) !=
+        ELEC_OK)
         return status;
-    if (!params) {
-        elec_gpu_set current = {0, NULL};
-        if ((status = elec__cuda_gpu_list(&current, devices, &device_count,
-                                          err)) != ELEC_OK)
-            return status;
-    }
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
     nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
@@ -1132,7 +1127,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
         goto cleanup;
     }
     job->lattice = lattice;
-    job->params = elec_dcs_params_resolved(params);
+    job->params = resolved;
     job->gap = job->params.variant >= ELEC_DCS_VOLUME
                    ? elec__dcs_volume_gap((int)nx, elec__dcs_points_per_thread(
                                                        job->params.variant))
@@ -1214,8 +1209,7 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     elec_dcs_params p;
     double centre[3];
     int device = 0, caller_device = 0;
-    if ((status = elec_dcs_params_check(params, err)) != ELEC_OK) return status;
-    p = elec_dcs_params_resolved(params);
+    if ((status = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 0, points, point_count, &p.gpus,
                                      potential, &device, err);
     if (status != ELEC_OK || point_count == 0) return status;
@@ -1321,8 +1315,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     double centre[3];
     size_t n = 0, chunk, chunks;
 
-    if ((status = elec_mdh_params_check(params, err)) != ELEC_OK) return status;
-    p = elec_mdh_params_resolved(params);
+    if ((status = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
                                      potential, &device, err);
     if (status != ELEC_OK || point_count == 0) return status;
@@ -1440,7 +1433,7 @@ cleanup:
 #define ELEC__CUTOFF_THREADS 128
 #define ELEC__CUTOFF_TILE_BINS (ELEC__CUTOFF_THREADS / ELEC_BIN_DEPTH)
 #define ELEC__CUTOFF_MAX_NEIGHBOURS 16384
-#define ELEC__CUTOFF_MAX_ORDER 6     /* elec_cutoff_params_check's limit  */
+#define ELEC__CUTOFF_MAX_ORDER 6     /* elec_cutoff_params_resolve's limit */
 #define ELEC__CUTOFF_LAYERS 4        /* bin layers on the GPU at most, in all */
 #define ELEC__CUTOFF_HOST_OVERFLOW 256 /* overflow left to the host without
                                           another layer                    */
@@ -1997,9 +1990,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
-    if ((status = elec_cutoff_params_check(params, err)) != ELEC_OK) return status;
+    if ((status = elec_cutoff_params_resolve(params, &p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_cutoff_params_resolved(params);
     /* the kernel's limits first: refused without looking for a GPU */
     if ((status = elec__cutoff_prepare(&job, atoms, lattice, &p, err)) != ELEC_OK) {
         elec__cutoff_job_free(&job);
@@ -2708,11 +2700,12 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
     /* the very choice elec_cpu_msm_map makes for this lattice */
-    p = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
-    if ((status = elec_msm_params_check(&p, err)) != ELEC_OK) return status;
+    status = elec_msm_params_resolve(params, (double)elec_lattice_size(lattice) /
+                                                 (double)(atoms->count ? atoms->count : 1),
+                                     &p, err);
+    if (status != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    p = elec_msm_params_resolved(&p);
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
@@ -2778,7 +2771,7 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     cp.cutoff = p.cutoff;
     cp.kind = ELEC_CUTOFF_MSM;
     cp.splitting = p.splitting;
-    cp = elec_cutoff_params_resolved(&cp);
+    if ((status = elec_cutoff_params_resolve(&cp, &cp, err)) != ELEC_OK) goto cleanup;
     /* msmpot's bins, made longer where a long cutoff would give a block
        more neighbour bins than the kernel takes (past a = 48 A or so) */
     while ((status = elec__cutoff_prepare(&job, atoms, lattice, &cp, err)) ==
@@ -2932,10 +2925,9 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     elec_cuda_chargemap_handle *anterpolation = NULL;
 
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if ((status = elec_msm_params_check(params, err)) != ELEC_OK) return status;
-    if ((status = elec__cuda_msm_float_floor(params, err)) != ELEC_OK) return status;
+    if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    p = elec_msm_params_resolved(params);
     p.times = NULL; /* stage times are the maps' */
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;

@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
         float *map = (float *)malloc(n * sizeof *map);
         double evals = (double)n * atoms.count;
         printf("\nDCS map, default variant (%s): %zu atoms, %d x %d x %d lattice\n",
-               elec_dcs_variant_name(elec_dcs_params_resolved(NULL).variant),
+               elec_dcs_variant_name(ELEC_DCS_HYBRID_RSQRT), /* the default's */
                atoms.count, l.dims[0], l.dims[1], l.dims[2]);
         printf("  GPUs  time (s)  atom evals/s  / (ceiling x GPUs)\n");
         double t1 = time_dcs_map(&atoms, &l, 0, map);

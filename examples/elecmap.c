@@ -471,8 +471,13 @@ static map_cost estimate_cost(const elec_atoms *atoms, const elec_lattice *l,
     chosen.spacing = o->msm_spacing;
     chosen.interpolation = msm_interpolation(o);
     chosen.tolerance = o->tolerance;
-    chosen.points_per_atom = points / (double)(atoms->count ? atoms->count : 1);
-    r = elec_msm_params_resolved(&chosen); /* the cutoff, spacing and order MSM would use */
+    /* the cutoff, spacing and order MSM would use (the defaults' where the
+       options are refused: the caller says why) */
+    if (elec_msm_params_resolve(&chosen, points / (double)(atoms->count ? atoms->count : 1),
+                                &r, NULL) != ELEC_OK) {
+        memset(&chosen, 0, sizeof chosen);
+        elec_msm_params_resolve(&chosen, 1.0, &r, NULL);
+    }
     support = (double)elec_msm_support((int)r.interpolation);
     c.direct = (double)atoms->count * points /
                (o->method_given && o->method == METHOD_MDH ? rate->mdh : rate->dcs);
@@ -551,7 +556,10 @@ static int choose_method(options *o, const elec_atoms *atoms,
        one point, say) or the lattices span far more than the atoms need:
        refused, with both estimates, rather than left to run for minutes. */
     if (!o->method_given && c.direct > limit) {
-        int invalid = elec_msm_params_check(&msm, &msm_err) != ELEC_OK;
+        elec_msm_params resolved;
+        int invalid = elec_msm_params_resolve(&msm, (double)points /
+                                                        (double)(atoms->count ? atoms->count : 1),
+                                              &resolved, &msm_err) != ELEC_OK;
         int impossible = !invalid && c.msm_finest > ELEC__MSM_MAX_POINTS; /* its own cap */
         if (!invalid && !impossible && c.msm < c.direct) {
             o->method = METHOD_MSM;
@@ -846,10 +854,11 @@ static int elecmap_run(options *o) {
                lattice.spacing[0], lattice.origin[0], lattice.origin[1], lattice.origin[2]);
         if (o->method == METHOD_DCS)
         {
-            elec_dcs_params chosen = {0};
+            elec_dcs_params chosen = {0}, r;
             chosen.variant = o->variant;
+            if (elec_dcs_params_resolve(&chosen, &r, NULL) != ELEC_OK) r = chosen;
             printf("  method     DCS (direct Coulomb sum)%s%s\n", use_gpu ? ", GPU kernel " : "",
-                   use_gpu ? elec_dcs_variant_name(elec_dcs_params_resolved(&chosen).variant) : "");
+                   use_gpu ? elec_dcs_variant_name(r.variant) : "");
         }
         else if (o->method == METHOD_MSM) {
             elec_msm_params chosen = {0}, r;
@@ -857,8 +866,11 @@ static int elecmap_run(options *o) {
             chosen.spacing = o->msm_spacing;
             chosen.interpolation = msm_interpolation(o);
             chosen.tolerance = o->tolerance;
-            chosen.points_per_atom = (double)points / (double)(atoms.count ? atoms.count : 1);
-            r = elec_msm_params_resolved(&chosen); /* what the map call chose */
+            /* what the map call chose */
+            if (elec_msm_params_resolve(&chosen, (double)points /
+                                                     (double)(atoms.count ? atoms.count : 1),
+                                        &r, NULL) != ELEC_OK)
+                r = chosen;
             printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s, "
                    "expected relative error %.1e\n", r.cutoff, r.spacing,
                    msm_order_name(r.interpolation), r.estimate.force);

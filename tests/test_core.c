@@ -288,8 +288,8 @@ TEST(params_resolve_defaults) {
     elec_mdh_params mdh;
     memset(&dcs, 0, sizeof dcs);
     memset(&mdh, 0, sizeof mdh);
-    dcs = elec_dcs_params_resolved(&dcs);
-    mdh = elec_mdh_params_resolved(&mdh);
+    EXPECT(elec_dcs_params_resolve(&dcs, &dcs, NULL) == ELEC_OK, "zero DCS params refused");
+    EXPECT(elec_mdh_params_resolve(&mdh, &mdh, NULL) == ELEC_OK, "zero MDH params refused");
     EXPECT(dcs.scale == 1.0, "DCS scale default %g", dcs.scale);
     EXPECT(dcs.variant == ELEC_DCS_HYBRID_RSQRT, "DCS variant default %s",
            elec_dcs_variant_name(dcs.variant));
@@ -298,62 +298,63 @@ TEST(params_resolve_defaults) {
            mdh.temperature);
     EXPECT(mdh.dielectric == 78.54, "dielectric default %g", mdh.dielectric);
     EXPECT(mdh.kappa == 0.0, "kappa default %g", mdh.kappa);
-    dcs = elec_dcs_params_resolved(NULL);
+    memset(&dcs, 0, sizeof dcs);
+    EXPECT(elec_dcs_params_resolve(NULL, &dcs, NULL) == ELEC_OK, "NULL DCS params refused");
     EXPECT(dcs.scale == 1.0, "NULL DCS params do not resolve to defaults");
     memset(&mdh, 0, sizeof mdh);
     mdh.ionic_strength = 0.1;
-    mdh = elec_mdh_params_resolved(&mdh);
+    EXPECT(elec_mdh_params_resolve(&mdh, &mdh, NULL) == ELEC_OK, "0.1 M refused");
     EXPECT(mdh.kappa == elec_kappa_from_ionic_strength(0.1, 78.54, 298.15),
            "kappa from ionic strength %g", mdh.kappa);
 }
 
-TEST(params_check_rejects_bad_values) {
-    elec_dcs_params dcs;
-    elec_mdh_params mdh;
+TEST(params_resolve_rejects_bad_values) {
+    elec_dcs_params dcs, out_dcs;
+    elec_mdh_params mdh, out_mdh;
     elec_error err;
     memset(&dcs, 0, sizeof dcs);
     memset(&mdh, 0, sizeof mdh);
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_OK, "zero DCS params: %s",
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_OK, "zero DCS params: %s",
            err.message);
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_OK, "zero MDH params: %s",
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_OK, "zero MDH params: %s",
            err.message);
     dcs.variant = ELEC_DCS_VARIANT_COUNT;
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_ERR_INVALID_ARG &&
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_ERR_INVALID_ARG &&
                err.message[0],
            "bad variant accepted");
     dcs.variant = (elec_dcs_variant)-2;
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_ERR_INVALID_ARG,
            "negative variant accepted");
     dcs.variant = ELEC_DCS_SIMPLE;
     dcs.gpus.count = -5;
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_ERR_INVALID_ARG &&
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_ERR_INVALID_ARG &&
                err.message[0],
            "gpus.count -5 accepted");
     dcs.gpus.count = ELEC_ALL_GPUS;
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_OK, "ELEC_ALL_GPUS: %s",
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_OK, "ELEC_ALL_GPUS: %s",
            err.message);
     dcs.scale = NAN;
-    EXPECT(elec_dcs_params_check(&dcs, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_dcs_params_resolve(&dcs, &out_dcs, &err) == ELEC_ERR_INVALID_ARG,
            "NaN scale accepted");
     mdh.kappa = -0.1;
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_ERR_INVALID_ARG &&
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_ERR_INVALID_ARG &&
                err.message[0],
            "negative kappa accepted");
     mdh.kappa = 0.0;
     mdh.ionic_strength = -1.0;
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_ERR_INVALID_ARG,
            "negative ionic strength accepted");
     mdh.ionic_strength = 0.0;
     mdh.temperature = -300.0;
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_ERR_INVALID_ARG,
            "negative temperature accepted");
     mdh.temperature = 0.0;
     mdh.dielectric = -2.0;
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_ERR_INVALID_ARG,
            "negative dielectric accepted");
     mdh.dielectric = 0.0;
     mdh.gpus.count = -5;
-    EXPECT(elec_mdh_params_check(&mdh, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_mdh_params_resolve(&mdh, &out_mdh, &err) == ELEC_ERR_INVALID_ARG,
            "MDH gpus.count -5 accepted");
 }
 
@@ -369,6 +370,6 @@ int main(void) {
     RUN(lattice_around_covers_atoms_with_padding);
     RUN(lattice_faces_match_brute_force);
     RUN(params_resolve_defaults);
-    RUN(params_check_rejects_bad_values);
+    RUN(params_resolve_rejects_bad_values);
     return test_summary();
 }

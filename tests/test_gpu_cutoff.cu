@@ -62,7 +62,8 @@ static float *check_cutoff(const elec_atoms *atoms, const elec_lattice *l,
 /* How many atoms overflow the bins the GPU path builds for lattice l at
    the default parameters (the first layer's overflow). */
 static size_t overflow_of_default_bins(const elec_atoms *atoms, const elec_lattice *l) {
-    elec_cutoff_params r = elec_cutoff_params_resolved(NULL);
+    elec_cutoff_params r;
+    elec_cutoff_params_resolve(NULL, &r, NULL);
     double origin[3], extent[3];
     elec_bins b;
     elec_error err;

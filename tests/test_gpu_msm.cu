@@ -54,7 +54,8 @@ static double *cpu_msm(const elec_atoms *atoms, const elec_lattice *l,
    map against the CPU's double one) or the rest. */
 static void explain(const elec_atoms *atoms, const elec_lattice *l, const elec_msm_params *p,
                     const float *map, const double *ref) {
-    elec_msm_params r = elec_msm_params_resolved(p);
+    elec_msm_params r;
+    EXPECT(elec_msm_params_resolve(p, 0.0, &r, NULL) == ELEC_OK, "explain: params refused");
     elec_cutoff_params cp = {0};
     size_t n = elec_lattice_size(l);
     float *gpu_short = (float *)malloc(n * sizeof *gpu_short);
@@ -464,7 +465,7 @@ static void stages_against_the_cpu(const elec_msm_params *params, const char *wh
     int *d_spans;
     size_t total = 0, biggest = 0;
     test_system_make_neutral(&sys);
-    p = elec_msm_params_resolved(params);
+    EXPECT(elec_msm_params_resolve(params, 1.0, &p, NULL) == ELEC_OK, "params refused");
     for (size_t i = 0; i < sys.count; i++) {
         for (int axis = 0; axis < 3; axis++) {
             x[3 * i + axis] = sys.xyz[3 * i + axis] - reference[axis];

@@ -453,10 +453,9 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
         elec_msm_params p = {0}, r, m;
         double e_rmap, e_wmap, e_rf, e_wf, e_pf;
         p.tolerance = tolerances[k];
-        EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK, "%s", err.message);
-        m = p;
-        m.points_per_atom = (double)points / (double)random.count;
-        m = elec_msm_params_resolved(&m);
+        EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(elec_msm_params_resolve(&p, (double)points / (double)random.count, &m, &err) ==
+                   ELEC_OK, "%s", err.message);
         EXPECT(elec_cpu_msm_map(&ra, &rl, &p, map, &err) == ELEC_OK, "%s", err.message);
         e_rmap = test_rel_rms_float(map, ref_r, points);
         EXPECT(elec_cpu_msm_map(&wa, &wl, &p, map, &err) == ELEC_OK, "%s", err.message);
@@ -497,31 +496,31 @@ TEST(msm_refuses_bad_tolerances) {
     elec_error err;
     static const double bad[4] = {-1e-3, 1.0, 1e-9, 3.0};
     int k;
-    EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK && r.spacing == 2.0 &&
+    EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_OK && r.spacing == 2.0 &&
                r.cutoff == 12.0 && r.interpolation == ELEC_MSM_CUBIC,
            "no tolerance: not the defaults (h %g, a %g)", r.spacing, r.cutoff);
     printf("     defaults: fitted error %.1e\n", r.estimate.force);
     for (k = 0; k < 4; k++) {
         p.tolerance = bad[k];
-        EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_ERR_INVALID_ARG,
+        EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_ERR_INVALID_ARG,
                "tolerance %g accepted", bad[k]);
     }
     p.tolerance = nan("");
-    EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_ERR_INVALID_ARG, "NaN accepted");
+    EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_ERR_INVALID_ARG, "NaN accepted");
     /* cubic fixed by a spacing of 2.5 A and cutoff 8 A: 7e-3 cannot meet
        1e-4, and says so... unless both are fixed, when it is the caller's
        choice */
     p.tolerance = 1e-4;
     p.spacing = 2.5;
-    EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK && r.spacing == 2.5,
+    EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_OK && r.spacing == 2.5,
            "spacing 2.5 with 1e-4: %s", err.message);
     p.cutoff = 8.0;
     p.interpolation = ELEC_MSM_CUBIC;
-    EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_OK && r.estimate.force > 1e-3,
+    EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_OK && r.estimate.force > 1e-3,
            "both fixed: %s (fit %g)", err.message, r.estimate.force);
     p.cutoff = 0.0;
     p.tolerance = 3e-7;
-    EXPECT(elec_msm_params_resolve(&p, &r, &err) == ELEC_ERR_UNSUPPORTED,
+    EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_ERR_UNSUPPORTED,
            "3e-7 at h 2.5 accepted (fit %g)", r.estimate.force);
     printf("     %s\n", err.message);
 }
