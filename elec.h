@@ -56,7 +56,7 @@
                 elec_msm_gamma_derivative elec_bin_length elec_bins_build
                 elec_bins_free elec_cells_build elec_cells_free elec_cells_ijk
                 elec_cells_neighbour elec_bin_neighbourhood elec_malloc
-                elec_free
+                elec_free elec_stage_seconds
      >>io       I/O: PQR, OpenDX, output files
                 elec_read_pqr elec_parse_pqr elec_structure_free
                 elec_structure_atoms elec_structure_box elec_write_dx
@@ -458,6 +458,23 @@ ELEC_API size_t elec_bin_neighbourhood(double length, double region,
 ELEC_API void *elec_malloc(size_t size);
 ELEC_API void elec_free(void *ptr);
 
+/* Where a call's time went: its stages in the order they ran, each named
+   by the method (a static string) with its seconds, CUDA events timing the
+   device's stages and the host clock the rest.  The GPU calls that take
+   one fill it (elec_cuda_msm_map_timed, elec_cuda_spme_compute_timed; the
+   stage names are listed there); elec_stage_seconds reads a stage by
+   name. */
+#define ELEC_MAX_STAGES 16
+typedef struct elec_stage_times {
+    int count;                         /* stages filled                    */
+    const char *name[ELEC_MAX_STAGES];
+    double seconds[ELEC_MAX_STAGES];
+    double total;                      /* the whole call (seconds)         */
+} elec_stage_times;
+
+/* Seconds of the stage called name, or -1 when times has none. */
+ELEC_API double elec_stage_seconds(const elec_stage_times *times, const char *name);
+
 /* ------------------------------------------------- >>io I/O: PQR, OpenDX, output files */
 
 /* Per-atom labels from a PQR file, kept for selections and for the HCP
@@ -718,27 +735,6 @@ typedef enum elec_msm_interpolation {
     ELEC_MSM_NONIC      /* C1 nonic (order 10), exact for octics            */
 } elec_msm_interpolation;
 
-/* Seconds each stage of a GPU MSM map took (elec_cuda_msm_map fills it
-   where params.times is not NULL, timing the stages with CUDA events). */
-typedef struct elec_msm_times {
-    double setup;          /* host: checks, bins, lattices, the hierarchy's
-                              buffers and uploads                          */
-    double short_range;    /* the map's device buffer, the bins' upload and
-                              the cutoff kernel over every layer of bins
-                              (with the host's binning of each overflow)   */
-    double anterpolation;  /* stage 1: charges -> finest lattice           */
-    double restriction;    /* stage 2, every level                         */
-    double lattice_cutoff; /* stage 3 below the top, every level           */
-    double top;            /* stage 3 at the top: the direct sum           */
-    double prolongation;   /* stage 4, every level                         */
-    double interpolation;  /* stage 5: finest lattice -> map points        */
-    double copy_back;      /* the rest: pinned staging buffers, the map to
-                              the host, progress, and what the host's sum
-                              of the last overflow atoms (run while the GPU
-                              works) takes beyond the GPU stages          */
-    double total;          /* the whole call                               */
-} elec_msm_times;
-
 typedef struct elec_msm_params {
     double scale;   /* 0 = 1: e/A (maps) or e^2/A (energies)                */
     double tolerance; /* relative RMS error of potentials (maps, points) and
@@ -759,7 +755,6 @@ typedef struct elec_msm_params {
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
     elec_gpu_set gpus;  /* GPU calls: the first device is used             */
-    elec_msm_times *times; /* GPU maps: stage times out, or NULL           */
     elec_progress_fn progress;
     void *progress_user;
     elec_error_estimate estimate; /* out: estimate.force is the fitted
@@ -1022,6 +1017,7 @@ typedef struct elec_spme_params {
     const size_t *excluded_pairs; /* atom index pairs (i, j), flattened     */
     size_t excluded_pair_count;
     elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
+    elec_gpu_set gpus;            /* GPU calls: the first device is used     */
     elec_error_estimate estimate; /* out: filled by the resolve             */
 } elec_spme_params;
 
@@ -1750,6 +1746,13 @@ extern "C" {
 
 ELEC_DEF void *elec_malloc(size_t size) { return ELEC_MALLOC(size); }
 ELEC_DEF void elec_free(void *ptr) { ELEC_FREE(ptr); }
+
+ELEC_DEF double elec_stage_seconds(const elec_stage_times *times, const char *name) {
+    int i;
+    for (i = 0; times && name && i < times->count && i < ELEC_MAX_STAGES; i++)
+        if (times->name[i] && strcmp(times->name[i], name) == 0) return times->seconds[i];
+    return -1.0;
+}
 
 ELEC_DEF const char *elec_status_string(elec_status status) {
     switch (status) {
@@ -4951,6 +4954,7 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
     if ((int)r.spread < 0 || r.spread > ELEC_SPME_SPREAD_GATHER)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown SPME spreading scheme %d", (int)r.spread);
+    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "B-spline order %d: use 4 to %d (0 = chosen)", r.order,

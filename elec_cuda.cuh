@@ -72,12 +72,12 @@
      >>cutoff   cutoff maps
                 elec_cuda_cutoff_map
      >>msm      MSM: multilevel summation
-                elec_cuda_msm_map elec_cuda_msm_energy
+                elec_cuda_msm_map elec_cuda_msm_map_timed elec_cuda_msm_energy
      >>ewald    Ewald
      >>spme     SPME: smooth particle mesh Ewald
                 elec_cuda_spme_create elec_cuda_spme_params
-                elec_cuda_spme_compute elec_cuda_spme_energy
-                elec_cuda_spme_destroy elec_cuda_spme
+                elec_cuda_spme_compute elec_cuda_spme_compute_timed
+                elec_cuda_spme_energy elec_cuda_spme_destroy elec_cuda_spme
      >>charges  charge mapping
                 elec_cuda_chargemap elec_cuda_chargemap_create
                 elec_cuda_chargemap_compute elec_cuda_chargemap_finish
@@ -154,12 +154,23 @@ ELEC_API elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
 /* Multilevel summation map on the GPU (elec.h, elec_msm_params; seed 002):
    as elec_cpu_msm_map, every stage on the first GPU of params->gpus, in
    float (the CPU path is double): the short range by the cutoff kernel,
-   the lattice hierarchy by a kernel per stage and level.  Where
-   params->times is given, each stage's seconds come back in it. */
+   the lattice hierarchy by a kernel per stage and level. */
 ELEC_API elec_status elec_cuda_msm_map(const elec_atoms *atoms,
                                        const elec_lattice *lattice,
                                        const elec_msm_params *params,
                                        float *map, elec_error *err);
+/* The same, with the seconds of its stages in times (elec.h,
+   elec_stage_times): "setup" (the host's checks, bins, lattices, buffers
+   and uploads), "short range" (the bins' upload and the cutoff kernel over
+   every layer of bins), "anterpolation", "restriction", "lattice cutoff"
+   (below the top, every level), "top", "prolongation", "interpolation"
+   (the five stages, by CUDA events) and "copy back" (the rest of the call:
+   the map to the host, the host's share of the short range beyond the GPU
+   stages, progress). */
+ELEC_API elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
+                                             const elec_lattice *lattice,
+                                             const elec_msm_params *params, float *map,
+                                             elec_stage_times *times, elec_error *err);
 /* MSM energy and forces on the GPU: elec_cpu_msm_energy's method and
    output (non-periodic; scale * sum_{i<j} q_i q_j / r_ij and -dE/dr, 3 per
    atom, forces may be NULL), every stage on the first GPU of
@@ -188,7 +199,7 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 
    An MD code keeps a handle and its coordinates on the GPU:
        elec_cuda_spme_handle *h;
-       elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err); plans, buffers
+       elec_cuda_spme_create(&box, &atoms, &p, &h, &err);     plans, buffers
        each step:
            elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err);
        elec_cuda_spme_energy(h, &terms, stream, &err);      when wanted
@@ -203,7 +214,8 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
 
 /* Plans, grids, the influence function and buffers for the atoms of a
-   host view in this box on `device` (-1 = the current device): its count is
+   host view in this box on the first device of params->gpus (count 0: the
+   calling thread's current device, as everywhere): its count is
    the most a compute may take, and its charges and positions (a starting
    configuration) are what params are resolved with, by the very
    elec_spme_params_resolve of the CPU (the tolerance chooses alpha, cutoff,
@@ -214,7 +226,7 @@ typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
 ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_atoms *atoms,
                                            const elec_spme_params *params,
-                                           int device, elec_cuda_spme_handle **out,
+                                           elec_cuda_spme_handle **out,
                                            elec_error *err);
 /* The parameters a handle computes with (resolved, estimate included). */
 ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
@@ -232,6 +244,24 @@ ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
                                             float *d_forces,
                                             cudaStream_t stream,
                                             elec_error *err);
+/* One evaluation, or parts of one, for benchmarks and profiles: parts
+   ELEC_SPME_RECIPROCAL (spread, FFTs, solve, gather), ELEC_SPME_REAL (the
+   real space), both (0: as elec_cuda_spme_compute), or ELEC_SPME_FFT_ONLY
+   (the two transforms of the grid alone, whatever it holds: their cost).
+   times NULL: asynchronous in `stream`, as compute.  times given: every
+   stage in order on `stream` (no overlap of the real space with the
+   reciprocal chain), CUDA events between them; the call waits for them and
+   fills times with "spread", "forward FFT", "solve", "backward FFT",
+   "real space" and "gather" (a part not asked for takes 0 s; total: first
+   event to last; nothing for FFT_ONLY or no atoms). */
+#define ELEC_SPME_RECIPROCAL 1
+#define ELEC_SPME_REAL 2
+#define ELEC_SPME_FFT_ONLY 4
+ELEC_API elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
+                                                  const float4 *d_xyzq, size_t n,
+                                                  float *d_forces, int parts,
+                                                  elec_stage_times *times,
+                                                  cudaStream_t stream, elec_error *err);
 /* The energy terms of the last compute (times scale); synchronises
    `stream`. */
 ELEC_API elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
@@ -2388,7 +2418,7 @@ static void elec__msm_axis_table(const elec_lattice *l, int axis, double referen
 /* Records an event of the stage timings (when they are wanted). */
 #define ELEC__MSM_MARK(index)                                                \
     do {                                                                     \
-        if (p.times) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));  \
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));    \
     } while (0)
 
 template <int S>
@@ -2671,9 +2701,22 @@ static elec_status elec__msm_cells(const double *x, size_t n, const double lo[3]
 
 /* ---- MSM entry points */
 
+/* The names of a timed map's stages, in order: the host's setup, the
+   short range, the five stages, and the rest (copy back, the host's share). */
+static const char *const elec__msm_stage_names[9] = {
+    "setup",        "short range", "anterpolation", "restriction", "lattice cutoff",
+    "top",          "prolongation", "interpolation", "copy back"};
+
 ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_lattice *lattice,
                                        const elec_msm_params *params, float *map,
                                        elec_error *err) {
+    return elec_cuda_msm_map_timed(atoms, lattice, params, map, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
+                                             const elec_lattice *lattice,
+                                             const elec_msm_params *params, float *map,
+                                             elec_stage_times *times, elec_error *err) {
     elec_status status;
     elec_msm_params p;
     elec_cutoff_params cp;
@@ -2683,7 +2726,7 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
               nz = lattice ? lattice->dims[2] : 0;
     cudaStream_t stream = NULL;
-    cudaEvent_t marks[9];
+    cudaEvent_t events[9], *marks = NULL; /* marks: the events, when timed */
     int marks_made = 0, s;
     double reference[3], lo[3], hi[3], started = elec__msm_clock();
     float4 *host_atoms = NULL, *d_atoms = NULL;
@@ -2813,12 +2856,13 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
                                    cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_w, host_w, (size_t)(nx + ny + nz) * 2 * s * sizeof(float),
                                    cudaMemcpyHostToDevice, stream));
-    if (p.times) {
-        memset(p.times, 0, sizeof *p.times);
+    if (times) {
+        memset(times, 0, sizeof *times);
         for (; marks_made < 9; marks_made++)
-            ELEC__CUDA_TRY(cudaEventCreate(&marks[marks_made]));
+            ELEC__CUDA_TRY(cudaEventCreate(&events[marks_made]));
+        marks = events;
         ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-        p.times->setup = elec__msm_clock() - started;
+        times->seconds[0] = elec__msm_clock() - started;
         ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
     }
     /* Short range into the padded map (uploads the bins, one pass a layer). */
@@ -2849,29 +2893,26 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
         goto cleanup;
     elec__msm_take_back_apply(&take_back, map);
     ELEC__MSM_MARK(8);
-    if (p.times) {
-        double *fields[7] = {&p.times->short_range, &p.times->anterpolation,
-                             &p.times->restriction, &p.times->lattice_cutoff, &p.times->top,
-                             &p.times->prolongation, &p.times->interpolation};
+    if (times) {
         float ms;
         ELEC__CUDA_TRY(cudaEventSynchronize(marks[8]));
         for (int m = 0; m < 7; m++) {
             ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
-            *fields[m] = 1e-3 * ms;
+            times->seconds[m + 1] = 1e-3 * ms;
         }
-        p.times->copy_back = 0.0;
     }
     if (p.progress && p.progress(1.0, p.progress_user)) {
         status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
                             "MSM map cancelled by the progress callback");
         goto cleanup;
     }
-    if (p.times) {
-        p.times->total = elec__msm_clock() - started;
-        p.times->copy_back = p.times->total - p.times->setup - p.times->short_range -
-                             p.times->anterpolation - p.times->restriction -
-                             p.times->lattice_cutoff - p.times->top - p.times->prolongation -
-                             p.times->interpolation;
+    if (times) {
+        /* the last stage is what the others leave of the call */
+        times->total = elec__msm_clock() - started;
+        times->seconds[8] = times->total;
+        for (int m = 0; m < 8; m++) times->seconds[8] -= times->seconds[m];
+        for (int m = 0; m < 9; m++) times->name[m] = elec__msm_stage_names[m];
+        times->count = 9;
     }
     elec__ok(err);
     status = ELEC_OK;
@@ -2881,7 +2922,7 @@ cleanup:
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
     }
-    for (int m = 0; m < marks_made; m++) cudaEventDestroy(marks[m]);
+    for (int m = 0; m < marks_made; m++) cudaEventDestroy(events[m]);
     elec_cuda_chargemap_destroy(anterpolation);
     elec__cutoff_job_free(&job);
     cudaFree(d_atoms);
@@ -2928,7 +2969,6 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    p.times = NULL; /* stage times are the maps' */
     s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2)
@@ -3868,9 +3908,6 @@ static elec_status elec__cufft_fail(elec_error *err, cufftResult r,
                       name, (int)r);
 }
 
-/* What one evaluation computes (the bench times the parts alone). */
-#define ELEC__SPME_DO_RECIPROCAL 1
-#define ELEC__SPME_DO_REAL 2
 /* Events a timed evaluation records, in this order on one stream: start,
    spread, forward FFT, solve, backward FFT, real space, gather. */
 #define ELEC__SPME_MARKS 7
@@ -3990,14 +4027,13 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
    resolve once, then come here). */
 static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
                                           const elec_spme_params *resolved_params,
-                                          int device, elec_cuda_spme_handle **out,
-                                          elec_error *err) {
+                                          elec_cuda_spme_handle **out, elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_spme_handle *h = NULL;
     float *host_theta = NULL;
     int *host_excl_start = NULL, *host_excl_list = NULL;
     elec_spme_params resolved = *resolved_params;
-    int caller_device = 0, devices, axis;
+    int caller_device = 0, devices[ELEC__MAX_GPUS], device_count = 0, axis;
     size_t grid_points, spectrum_points, pairs;
     *out = NULL;
     if (max_atoms == 0)
@@ -4019,19 +4055,15 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
                           "grid %d x %d x %d: the GPU SPME takes at most 2^31 "
                           "points", resolved.grid[0], resolved.grid[1],
                           resolved.grid[2]);
-    devices = elec_cuda_device_count();
-    if (devices == 0)
-        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0,
-                          "no CUDA device is present (or no driver)");
-    if (device < -1 || device >= devices)
-        return elec__fail(err, ELEC_ERR_NO_DEVICE, 0,
-                          "GPU %d asked for; %d present", device, devices);
+    /* the first device of the set (count 0: the calling thread's current one) */
+    status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     h = (elec_cuda_spme_handle *)ELEC_MALLOC(sizeof *h);
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
     h->p = resolved;
-    h->device = device == -1 ? caller_device : device;
+    h->device = devices[0];
     h->box = *box;
     h->max_atoms = max_atoms;
     h->grid_points = (int)grid_points;
@@ -4266,7 +4298,8 @@ cleanup:
     return status;
 }
 
-/* One evaluation.  what: ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL.
+/* One evaluation.  what: ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL, or
+   ELEC_SPME_FFT_ONLY (the two transforms alone, nothing else).
    marks NULL: the real-space chain runs on the side stream, forked from
    and joined back into `stream` by events (graph capture follows both).
    marks given: everything in order on `stream`, with an event recorded
@@ -4278,9 +4311,16 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
                                       cudaEvent_t *marks, elec_error *err) {
     elec_status status = ELEC_OK;
     const int count = (int)n;
-    const int do_real = (what & ELEC__SPME_DO_REAL) != 0;
-    const int do_reciprocal = (what & ELEC__SPME_DO_RECIPROCAL) != 0;
+    const int do_real = (what & ELEC_SPME_REAL) != 0;
+    const int do_reciprocal = (what & ELEC_SPME_RECIPROCAL) != 0;
     const int want_atoms = forces != NULL || potential != NULL;
+    if (what & ELEC_SPME_FFT_ONLY) {
+        ELEC__CUFFT_TRY(cufftSetStream(h->forward, stream));
+        ELEC__CUFFT_TRY(cufftSetStream(h->backward, stream));
+        ELEC__CUFFT_TRY(cufftExecR2C(h->forward, h->grid, h->spectrum));
+        ELEC__CUFFT_TRY(cufftExecC2R(h->backward, h->spectrum, h->grid));
+        goto cleanup;
+    }
     ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__SPME_SUMS * sizeof(double),
                                    stream));
     if (n == 0) goto cleanup;
@@ -4310,6 +4350,8 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[3], stream));
         ELEC__CUFFT_TRY(cufftExecC2R(h->backward, h->spectrum, h->grid));
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[4], stream));
+    } else if (marks) { /* stages not asked for take no time */
+        for (int m = 1; m <= 4; m++) ELEC__CUDA_TRY(cudaEventRecord(marks[m], stream));
     }
     if (do_real) {
         if (marks) {
@@ -4319,6 +4361,8 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
         } else {
             ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
         }
+    } else if (marks) {
+        ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
     }
     if (do_reciprocal && want_atoms) {
         const float4 *real = do_real ? h->real : NULL;
@@ -4387,8 +4431,7 @@ ELEC_DEF void elec_cuda_spme_destroy(elec_cuda_spme_handle *h) {
 ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_atoms *atoms,
                                            const elec_spme_params *params,
-                                           int device, elec_cuda_spme_handle **out,
-                                           elec_error *err) {
+                                           elec_cuda_spme_handle **out, elec_error *err) {
     elec_spme_params resolved;
     elec_status status;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
@@ -4400,7 +4443,7 @@ ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
                           "SPME tolerance %g on the GPU: below what its float arithmetic "
                           "allows (1.5 x ELEC_SPME_GPU_FLOAT_FLOOR = %g); use the CPU",
                           resolved.tolerance, 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR);
-    return elec__cuda_spme_create(box, atoms->count, &resolved, device, out, err);
+    return elec__cuda_spme_create(box, atoms->count, &resolved, out, err);
 }
 
 ELEC_DEF elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
@@ -4418,8 +4461,21 @@ ELEC_DEF elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
                                             float *d_forces,
                                             cudaStream_t stream,
                                             elec_error *err) {
+    return elec_cuda_spme_compute_timed(h, d_xyzq, n, d_forces, 0, NULL, stream, err);
+}
+
+/* The names of a timed evaluation's stages, between its events. */
+static const char *const elec__spme_stage_names[ELEC__SPME_MARKS - 1] = {
+    "spread", "forward FFT", "solve", "backward FFT", "real space", "gather"};
+
+ELEC_DEF elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
+                                                  const float4 *d_xyzq, size_t n,
+                                                  float *d_forces, int parts,
+                                                  elec_stage_times *times,
+                                                  cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
-    int caller_device = 0;
+    cudaEvent_t marks[ELEC__SPME_MARKS];
+    int caller_device = 0, made = 0, timed;
     if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
     if (n > h->max_atoms)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -4427,13 +4483,34 @@ ELEC_DEF elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
                           n, h->max_atoms);
     if (n > 0 && !d_xyzq)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq is NULL");
+    if (parts < 0 || parts > (ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL | ELEC_SPME_FFT_ONLY))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown SPME parts %d", parts);
+    if (parts == 0) parts = ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL;
+    if (times) memset(times, 0, sizeof *times);
+    /* timed: every stage in order on stream, an event between each two */
+    timed = times && n > 0 && !(parts & ELEC_SPME_FFT_ONLY);
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
-    status = elec__spme_enqueue(h, d_xyzq, n, d_forces, NULL, stream,
-                                ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
-                                NULL, err);
-    if (status == ELEC_OK) elec__ok(err);
+    for (; timed && made < ELEC__SPME_MARKS; made++)
+        ELEC__CUDA_TRY(cudaEventCreate(&marks[made]));
+    status = elec__spme_enqueue(h, d_xyzq, n, d_forces, NULL, stream, parts,
+                                timed ? marks : NULL, err);
+    if (status != ELEC_OK) goto cleanup;
+    if (timed) {
+        float ms;
+        ELEC__CUDA_TRY(cudaEventSynchronize(marks[ELEC__SPME_MARKS - 1]));
+        for (int m = 0; m + 1 < ELEC__SPME_MARKS; m++) {
+            ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
+            times->name[m] = elec__spme_stage_names[m];
+            times->seconds[m] = 1e-3 * ms;
+        }
+        ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[0], marks[ELEC__SPME_MARKS - 1]));
+        times->total = 1e-3 * ms;
+        times->count = ELEC__SPME_MARKS - 1;
+    }
+    elec__ok(err);
 cleanup:
+    for (int m = 0; m < made; m++) cudaEventDestroy(marks[m]);
     cudaSetDevice(caller_device);
     return status;
 }
@@ -4517,7 +4594,7 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
         host_xyzq[i] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
         charge += (double)(float)q;
     }
-    status = elec__cuda_spme_create(box, n ? n : 1, &p, -1, &h, err);
+    status = elec__cuda_spme_create(box, n ? n : 1, &p, &h, err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -4528,7 +4605,7 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                    cudaMemcpyHostToDevice, stream));
     status = elec__spme_enqueue(h, d_xyzq, n, forces ? d_forces : NULL,
                                 potential ? d_potential : NULL, stream,
-                                ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
+                                ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL,
                                 NULL, err);
     if (status != ELEC_OK) goto cleanup;
     if ((status = elec_cuda_spme_energy(h, energy, stream, err)) != ELEC_OK)

@@ -323,12 +323,11 @@ int main(int argc, char **argv) {
 
         /* The whole MSM map of the same case, every stage on the GPU: the
            seed's 20.2 s (GTX 280, CPU lattice stages); goal <= 0.6 s. */
-        elec_msm_times best, t;
+        elec_stage_times best, t;
         memset(&best, 0, sizeof best);
         for (int r = 0; r < 3; r++) {
             elec_msm_params mp = {0};
-            mp.times = &t;
-            if (elec_cuda_msm_map(&atoms, &l, &mp, map, &err) != ELEC_OK) {
+            if (elec_cuda_msm_map_timed(&atoms, &l, &mp, map, &t, &err) != ELEC_OK) {
                 fprintf(stderr, "MSM map failed: %s\n", err.message);
                 return 1;
             }
@@ -340,9 +339,15 @@ int main(int argc, char **argv) {
         printf("  stages (ms): setup (host: bins, lattices, uploads) %.1f, short range %.1f,\n"
                "    anterpolation %.2f, restriction %.2f, lattice cutoff %.2f, top %.2f,\n"
                "    prolongation %.2f, interpolation %.2f, copy back + overflow %.1f\n",
-               1e3 * best.setup, 1e3 * best.short_range, 1e3 * best.anterpolation,
-               1e3 * best.restriction, 1e3 * best.lattice_cutoff, 1e3 * best.top,
-               1e3 * best.prolongation, 1e3 * best.interpolation, 1e3 * best.copy_back);
+               1e3 * elec_stage_seconds(&best, "setup"),
+               1e3 * elec_stage_seconds(&best, "short range"),
+               1e3 * elec_stage_seconds(&best, "anterpolation"),
+               1e3 * elec_stage_seconds(&best, "restriction"),
+               1e3 * elec_stage_seconds(&best, "lattice cutoff"),
+               1e3 * elec_stage_seconds(&best, "top"),
+               1e3 * elec_stage_seconds(&best, "prolongation"),
+               1e3 * elec_stage_seconds(&best, "interpolation"),
+               1e3 * elec_stage_seconds(&best, "copy back"));
         free(map);
         test_system_free(&water);
     }

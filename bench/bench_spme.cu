@@ -25,7 +25,7 @@
    ApoA1 size, the parameters chosen at tolerance 5e-4, 1e-4, 1e-5, their
    measured force errors against the exact sum and the time of one
    evaluation, beside the former defaults.
-   The bench calls the private enqueue of elec_cuda.cuh to time parts. */
+   Parts and stages are timed through elec_cuda_spme_compute_timed. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -74,16 +74,12 @@ static void step(bench_state *b, int what) {
         break;
     case STEP_GRAPH: CUDA_CHECK(cudaGraphLaunch(b->graph, b->stream)); break;
     case STEP_RECIPROCAL:
-        CHECK_ELEC(elec__spme_enqueue(b->h, b->xyzq, b->n, b->forces, NULL,
-                                      b->stream, ELEC__SPME_DO_RECIPROCAL, NULL,
-                                      err));
+        CHECK_ELEC(elec_cuda_spme_compute_timed(b->h, b->xyzq, b->n, b->forces,
+                                                ELEC_SPME_RECIPROCAL, NULL, b->stream, err));
         break;
     case STEP_FFT:
-        if (cufftExecR2C(b->h->forward, b->h->grid, b->h->spectrum) != CUFFT_SUCCESS ||
-            cufftExecC2R(b->h->backward, b->h->spectrum, b->h->grid) != CUFFT_SUCCESS) {
-            fprintf(stderr, "cuFFT failed\n");
-            exit(1);
-        }
+        CHECK_ELEC(elec_cuda_spme_compute_timed(b->h, b->xyzq, b->n, NULL, ELEC_SPME_FFT_ONLY,
+                                                NULL, b->stream, err));
         break;
     }
 }
@@ -113,28 +109,22 @@ static double time_step(bench_state *b, int what) {
 /* Median time (us) of each stage in the instrumented, serial run. */
 static void time_stages(bench_state *b, double stage[6]) {
     enum { RUNS = 50 };
-    cudaEvent_t marks[ELEC__SPME_MARKS];
     static double times[6][RUNS];
-    for (int m = 0; m < ELEC__SPME_MARKS; m++) CUDA_CHECK(cudaEventCreate(&marks[m]));
     for (int r = -WARMUP; r < RUNS; r++) {
-        float ms[ELEC__SPME_MARKS - 1];
-        CHECK_ELEC(elec__spme_enqueue(b->h, b->xyzq, b->n, b->forces, NULL,
-                                      b->stream,
-                                      ELEC__SPME_DO_RECIPROCAL | ELEC__SPME_DO_REAL,
-                                      marks, err));
-        CUDA_CHECK(cudaEventSynchronize(marks[ELEC__SPME_MARKS - 1]));
+        elec_stage_times t;
+        CHECK_ELEC(elec_cuda_spme_compute_timed(b->h, b->xyzq, b->n, b->forces,
+                                                ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL, &t,
+                                                b->stream, err));
         if (r < 0) continue;
-        for (int m = 0; m + 1 < ELEC__SPME_MARKS; m++)
-            CUDA_CHECK(cudaEventElapsedTime(&ms[m], marks[m], marks[m + 1]));
-        times[0][r] = ms[0];          /* spread              */
-        times[1][r] = ms[1] + ms[3];  /* FFT forward + back  */
-        times[2][r] = ms[2];          /* solve               */
-        times[3][r] = ms[5];          /* gather              */
-        times[4][r] = ms[4];          /* real space          */
-        times[5][r] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4] + ms[5];
+        times[0][r] = 1e3 * elec_stage_seconds(&t, "spread");
+        times[1][r] = 1e3 * (elec_stage_seconds(&t, "forward FFT") +
+                             elec_stage_seconds(&t, "backward FFT"));
+        times[2][r] = 1e3 * elec_stage_seconds(&t, "solve");
+        times[3][r] = 1e3 * elec_stage_seconds(&t, "gather");
+        times[4][r] = 1e3 * elec_stage_seconds(&t, "real space");
+        times[5][r] = 1e3 * t.total;
     }
     for (int k = 0; k < 6; k++) stage[k] = 1e3 * median(times[k], RUNS);
-    for (int m = 0; m < ELEC__SPME_MARKS; m++) CUDA_CHECK(cudaEventDestroy(marks[m]));
 }
 
 /* The accuracy knob on the device: for water boxes of DHFR and ApoA1 size,
@@ -231,7 +221,7 @@ static void tolerance_sweep(void) {
             }
             memset(&b, 0, sizeof b);
             elec_error create_err;
-            if (elec_cuda_spme_create(&box, &start, &p, -1, &b.h, &create_err) != ELEC_OK) {
+            if (elec_cuda_spme_create(&box, &start, &p, &b.h, &create_err) != ELEC_OK) {
                 printf("%-17s %6zu %-10s refused: %s\\n", boxes[k].name, n, tolerance,
                        create_err.message);
                 continue;
@@ -332,7 +322,7 @@ int main(void) {
             for (int a = 0; a < 3; a++) p.grid[a] = sys->grid;
             memset(&b, 0, sizeof b);
             elec_atoms start = elec_atoms_from_xyzq_float(n, (const float *)host);
-            CHECK_ELEC(elec_cuda_spme_create(&box, &start, &p, -1, &b.h, err));
+            CHECK_ELEC(elec_cuda_spme_create(&box, &start, &p, &b.h, err));
             b.xyzq = d_xyzq;
             b.n = n;
             b.forces = d_forces;

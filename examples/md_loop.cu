@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
         /* the tolerance chooses alpha and the grid from the starting ions */
         elec_atoms start = elec_atoms_from_xyzq_float((size_t)n, (const float *)xyzq);
         elec_spme_params chosen;
-        ELEC_CHECK(elec_cuda_spme_create(&box, &start, &p, -1, &spme, &err));
+        ELEC_CHECK(elec_cuda_spme_create(&box, &start, &p, &spme, &err));
         ELEC_CHECK(elec_cuda_spme_params(spme, &chosen, &err));
         printf("md_loop: SPME tolerance %.0e (relative RMS force error): alpha %.4f /A, "
                "grid %d x %d x %d, estimated error %.1e\n", chosen.tolerance, chosen.alpha,

@@ -367,7 +367,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
                                   (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
         elec_atoms start = test_system_atoms(&sys);
-        elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
+        elec_status s = elec_cuda_spme_create(&box, &start, &p, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s != ELEC_OK) break;
         CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -476,20 +476,20 @@ TEST(bad_input_gives_named_errors) {
     bad_tolerance.tolerance = 1.5;
     elec_atoms none = test_system_atoms(&sys);
     none.count = 0;
-    EXPECT(elec_cuda_spme_create(&flat, &atoms, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_cuda_spme_create(&flat, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
            "zero box edge accepted");
-    EXPECT(elec_cuda_spme_create(&negative, &atoms, &p, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&negative, &atoms, &p, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "negative box edge accepted");
-    EXPECT(elec_cuda_spme_create(&box, &atoms, &small_grid, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &small_grid, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "grid 3 with order 4 accepted");
     EXPECT(strstr(err.message, "order") != NULL, "message: %s", err.message);
-    EXPECT(elec_cuda_spme_create(&box, &atoms, &bad_tolerance, -1, &h, &err) ==
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &bad_tolerance, &h, &err) ==
                ELEC_ERR_INVALID_ARG, "tolerance 1.5 accepted");
     {
         /* under float's floor: refused by name, before any GPU is sought */
         elec_spme_params tight = {0};
         tight.tolerance = ELEC_SPME_GPU_FLOAT_FLOOR;
-        EXPECT(elec_cuda_spme_create(&box, &atoms, &tight, -1, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &tight, &h, &err) ==
                        ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
                "tolerance at the float floor accepted by create: %s", err.message);
         tight.tolerance = 1e-7;
@@ -497,9 +497,9 @@ TEST(bad_input_gives_named_errors) {
                        ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
                "one-shot tolerance 1e-7 accepted: %s", err.message);
     }
-    EXPECT(elec_cuda_spme_create(&box, &none, &p, -1, &h, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_cuda_spme_create(&box, &none, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
            "no atoms accepted");
-    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, NULL, &err) == ELEC_ERR_INVALID_ARG,
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL out accepted");
     EXPECT(elec_cuda_spme(&atoms, &flat, &p, &t, NULL, NULL, &err) ==
                ELEC_ERR_INVALID_ARG, "one-shot: zero box edge accepted");
@@ -524,14 +524,14 @@ TEST(bad_input_gives_named_errors) {
         elec_spme_params q = {0};
         q.excluded_pairs = pair;
         q.excluded_pair_count = 1;
-        EXPECT(elec_cuda_spme_create(&box, &atoms, &q, -1, &h, &err) ==
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &q, &h, &err) ==
                    ELEC_ERR_INVALID_ARG, "exclusion of atom 10 of 10 accepted");
     }
     if (elec_cuda_device_count() == 0) {
-        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err) == ELEC_ERR_NO_DEVICE,
+        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &h, &err) == ELEC_ERR_NO_DEVICE,
                "no GPU: create gave %s", elec_status_string(err.status));
     } else {
-        elec_status s = elec_cuda_spme_create(&box, &atoms, &p, -1, &h, &err);
+        elec_status s = elec_cuda_spme_create(&box, &atoms, &p, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s == ELEC_OK) {
             EXPECT(elec_cuda_spme_compute(h, NULL, 11, NULL, 0, &err) ==
@@ -540,8 +540,14 @@ TEST(bad_input_gives_named_errors) {
                    err.message);
             elec_cuda_spme_destroy(h);
         }
-        EXPECT(elec_cuda_spme_create(&box, &atoms, &p, 1 << 20, &h, &err) ==
-                   ELEC_ERR_NO_DEVICE, "GPU 2^20 accepted");
+        {
+            const int far_device = 1 << 20;
+            elec_spme_params q = p;
+            q.gpus.count = 1;
+            q.gpus.devices = &far_device;
+            EXPECT(elec_cuda_spme_create(&box, &atoms, &q, &h, &err) == ELEC_ERR_NO_DEVICE,
+                   "GPU 2^20 accepted");
+        }
     }
     test_system_free(&sys);
 }
@@ -677,7 +683,7 @@ TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
             p.tolerance = tolerances[t];
             p.excluded_pairs = k.pairs;
             p.excluded_pair_count = k.pair_count;
-            elec_status s = elec_cuda_spme_create(&box, &start, &p, -1, &h, &err);
+            elec_status s = elec_cuda_spme_create(&box, &start, &p, &h, &err);
             if (tolerances[t] < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR) {
                 EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
                        "%s at %g, under the float floor: %s", k.name, tolerances[t],
