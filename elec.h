@@ -1533,6 +1533,93 @@ static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
 }
 
+/* x wrapped into [0, period), as the periodic methods take positions; 0
+   (x untouched) when it lies more than 1000 periods away, where wrapping
+   starts to cost it its precision: such an atom is refused. */
+static inline int elec__wrap(double *x, double period) {
+    const double f = floor(*x / period);
+    if (fabs(f) > 1000.0) return 0;
+    *x -= period * f;
+    if (*x >= period) *x -= period; /* rounding */
+    return 1;
+}
+
+/* Where elec__atoms_pack writes the atoms: positions relative to a
+   reference point (the centre of a lattice or of points: the float copies
+   keep their precision there) or wrapped into a periodic box, in double
+   and/or float, each array of its own stride (0 = packed): interleaved xyz
+   has stride 3, float4 records x y z q stride 4 (elec__pack_float4).  A
+   NULL array is not written. */
+typedef struct elec__pack {
+    const double *reference; /* subtracted from each position, or NULL    */
+    const elec_box *box;     /* or: positions wrapped into [0, L)          */
+    double *x, *y, *z, *charge, *radius;
+    size_t stride, charge_stride, radius_stride;
+    float *fx, *fy, *fz, *fcharge, *fradius;
+    size_t fstride, fcharge_stride, fradius_stride;
+} elec__pack;
+
+/* Float4 records (x, y, z, q) at xyzq. */
+static inline void elec__pack_float4(elec__pack *to, float *xyzq) {
+    to->fx = xyzq;
+    to->fy = xyzq + 1;
+    to->fz = xyzq + 2;
+    to->fcharge = xyzq + 3;
+    to->fstride = to->fcharge_stride = 4;
+}
+
+/* Interleaved double positions xyz (3 per atom) and charges q (either may
+   be NULL). */
+static inline void elec__pack_xyz(elec__pack *to, double *xyz, double *q) {
+    to->x = xyz;
+    to->y = xyz ? xyz + 1 : NULL;
+    to->z = xyz ? xyz + 2 : NULL;
+    to->stride = 3;
+    to->charge = q;
+}
+
+/* The one packer of atoms: every path copies the caller's view through it
+   (in double; the float copies are rounded from the doubles), so that a
+   wrap and its refusal are written once.  ELEC_ERR_INVALID_ARG names an
+   atom more than 1000 box lengths outside the box. */
+static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__pack *to,
+                                           elec_error *err) {
+    const size_t s = to->stride ? to->stride : 1;
+    const size_t cs = to->charge_stride ? to->charge_stride : 1;
+    const size_t rs = to->radius_stride ? to->radius_stride : 1;
+    const size_t fs = to->fstride ? to->fstride : 1;
+    const size_t fcs = to->fcharge_stride ? to->fcharge_stride : 1;
+    const size_t frs = to->fradius_stride ? to->fradius_stride : 1;
+    size_t i;
+    int axis;
+    for (i = 0; i < atoms->count; i++) {
+        double p[3], q, r;
+        elec_atoms_get(atoms, i, p, &q, &r);
+        for (axis = 0; axis < 3; axis++) {
+            if (to->box) {
+                if (!elec__wrap(&p[axis], to->box->length[axis]))
+                    return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                      "atom %zu lies %.0f box lengths outside the "
+                                      "box along axis %d", i,
+                                      fabs(floor(p[axis] / to->box->length[axis])), axis);
+            } else if (to->reference) {
+                p[axis] -= to->reference[axis];
+            }
+        }
+        if (to->x) to->x[s * i] = p[0];
+        if (to->y) to->y[s * i] = p[1];
+        if (to->z) to->z[s * i] = p[2];
+        if (to->charge) to->charge[cs * i] = q;
+        if (to->radius) to->radius[rs * i] = r;
+        if (to->fx) to->fx[fs * i] = (float)p[0];
+        if (to->fy) to->fy[fs * i] = (float)p[1];
+        if (to->fz) to->fz[fs * i] = (float)p[2];
+        if (to->fcharge) to->fcharge[fcs * i] = (float)q;
+        if (to->fradius) to->fradius[frs * i] = (float)r;
+    }
+    return ELEC_OK;
+}
+
 /* ---- >>mdh */
 
 /* Whether an MDH sum stays finite in a type whose largest value is

@@ -341,21 +341,24 @@ static elec_status elec__cpu_atoms_pack(const elec_atoms *atoms,
     p->fcharge = p->fz + n;
     p->fradius = p->fcharge + n;
     p->fscreened = p->fradius + n;
-    for (i = 0; i < n; i++) {
-        double pos[3], q, r;
-        elec_atoms_get(atoms, i, pos, &q, &r);
-        p->x[i] = pos[0] - reference[0];
-        p->y[i] = pos[1] - reference[1];
-        p->z[i] = pos[2] - reference[2];
-        p->charge[i] = q;
-        p->radius[i] = r;
-        p->fx[i] = (float)p->x[i];
-        p->fy[i] = (float)p->y[i];
-        p->fz[i] = (float)p->z[i];
-        p->fcharge[i] = (float)q;
-        p->fradius[i] = (float)r;
-        p->fscreened[i] = (float)(q / (1.0 + kappa * r));
+    {
+        elec__pack to;
+        memset(&to, 0, sizeof to);
+        to.reference = reference;
+        to.x = p->x;
+        to.y = p->y;
+        to.z = p->z;
+        to.charge = p->charge;
+        to.radius = p->radius;
+        to.fx = p->fx;
+        to.fy = p->fy;
+        to.fz = p->fz;
+        to.fcharge = p->fcharge;
+        to.fradius = p->fradius;
+        elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
     }
+    for (i = 0; i < n; i++)
+        p->fscreened[i] = (float)(p->charge[i] / (1.0 + kappa * p->radius[i]));
     return ELEC_OK;
 }
 
@@ -374,26 +377,41 @@ static size_t elec__cpu_block(size_t total) {
 
 #define ELEC__PI 3.14159265358979323846
 
-/* Atoms gathered from the view, wrapped into [0, L) along each axis;
-   ELEC_ERR_INVALID_ARG for an atom more than 1000 box lengths away, where
-   wrapping starts to cost the coordinates their precision. */
+/* Atoms gathered from the view, wrapped into [0, L) along each axis
+   (elec__atoms_pack, which refuses an atom more than 1000 box lengths
+   away): interleaved positions x, charges q. */
 static elec_status elec__periodic_gather(const elec_atoms *atoms,
                                          const elec_box *box, double *x,
                                          double *q, elec_error *err) {
+    elec__pack to;
+    memset(&to, 0, sizeof to);
+    to.box = box;
+    elec__pack_xyz(&to, x, q);
+    return elec__atoms_pack(atoms, &to, err);
+}
+
+/* Atoms relative to reference (elec__atoms_pack) into new arrays: *x
+   interleaved positions, *q charges; where lo and hi are given, they are
+   widened to hold the atoms. */
+static elec_status elec__cpu_gather(const elec_atoms *atoms, const double reference[3],
+                                    double **x, double **q, double lo[3], double hi[3],
+                                    elec_error *err) {
+    elec__pack to;
     size_t i;
     int axis;
-    for (i = 0; i < atoms->count; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+    *x = (double *)ELEC_MALLOC((3 * atoms->count + 3) * sizeof **x);
+    *q = (double *)ELEC_MALLOC((atoms->count + 1) * sizeof **q);
+    if (!*x || !*q)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for atoms");
+    memset(&to, 0, sizeof to);
+    to.reference = reference;
+    elec__pack_xyz(&to, *x, *q);
+    elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
+    for (i = 0; lo && hi && i < atoms->count; i++)
         for (axis = 0; axis < 3; axis++) {
-            double l = box->length[axis], f = floor(x[3 * i + axis] / l);
-            if (fabs(f) > 1000.0)
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atom %zu lies %.0f box lengths outside the "
-                                  "box along axis %d", i, fabs(f), axis);
-            x[3 * i + axis] -= l * f;
-            if (x[3 * i + axis] >= l) x[3 * i + axis] -= l; /* rounding */
+            if ((*x)[3 * i + axis] < lo[axis]) lo[axis] = (*x)[3 * i + axis];
+            if ((*x)[3 * i + axis] > hi[axis]) hi[axis] = (*x)[3 * i + axis];
         }
-    }
     return ELEC_OK;
 }
 
@@ -965,7 +983,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], extent[3], centre[3];
     elec_status s;
-    size_t count, done = 0, block, i;
+    size_t count, done = 0, block;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
@@ -979,16 +997,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
         lo[axis] = -half;
         hi[axis] = half;
     }
-    x = (double *)ELEC_MALLOC((3 * atoms->count + 3) * sizeof *x);
-    q = (double *)ELEC_MALLOC((atoms->count + 1) * sizeof *q);
-    if (!x || !q) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for atoms");
+    if ((s = elec__cpu_gather(atoms, centre, &x, &q, NULL, NULL, err)) != ELEC_OK)
         goto cleanup;
-    }
-    for (i = 0; i < atoms->count; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
-        for (axis = 0; axis < 3; axis++) x[3 * i + axis] -= centre[axis];
-    }
     /* cells over the lattice and a cutoff around it: atoms beyond add
        nothing, and a point's cell is then never clamped */
     for (axis = 0; axis < 3; axis++) {
@@ -1324,28 +1334,6 @@ static double elec__msm_interpolate(const elec__msm *m, const double *x,
     return phi;
 }
 
-/* Atoms relative to reference, widening lo..hi to hold them. */
-static elec_status elec__msm_gather(const elec_atoms *atoms,
-                                    const double reference[3], double **x,
-                                    double **q, double lo[3], double hi[3],
-                                    elec_error *err) {
-    size_t i;
-    int axis;
-    *x = (double *)ELEC_MALLOC((3 * atoms->count + 3) * sizeof **x);
-    *q = (double *)ELEC_MALLOC((atoms->count + 1) * sizeof **q);
-    if (!*x || !*q)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for atoms");
-    for (i = 0; i < atoms->count; i++) {
-        elec_atoms_get(atoms, i, *x + 3 * i, *q + i, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            (*x)[3 * i + axis] -= reference[axis];
-            if ((*x)[3 * i + axis] < lo[axis]) lo[axis] = (*x)[3 * i + axis];
-            if ((*x)[3 * i + axis] > hi[axis]) hi[axis] = (*x)[3 * i + axis];
-        }
-    }
-    return ELEC_OK;
-}
-
 /* Where the potential is wanted: point index -> position relative to the
    reference.  Lattice points and plain arrays. */
 typedef struct elec__msm_points_of {
@@ -1392,7 +1380,7 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
         lo[axis] = lo_points[axis];
         hi[axis] = hi_points[axis];
     }
-    if ((s = elec__msm_gather(atoms, where->reference, &x, &q, lo, hi, err)) != ELEC_OK)
+    if ((s = elec__cpu_gather(atoms, where->reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
     if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, atoms->count);
@@ -1521,7 +1509,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
         reference[axis] = 0.5 * (lo[axis] + hi[axis]);
         lo[axis] = hi[axis] = 0.0;
     }
-    if ((s = elec__msm_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
+    if ((s = elec__cpu_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
     if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, n);

@@ -488,30 +488,19 @@ cleanup:
    in double, then rounded). */
 static float4 *elec__cuda_gather_xyzq(const elec_atoms *atoms,
                                       const double reference[3]) {
-    size_t i;
+    elec__pack to;
     float4 *out = (float4 *)ELEC_MALLOC((atoms->count ? atoms->count : 1) *
                                         sizeof(float4));
     if (!out) return NULL;
-    for (i = 0; i < atoms->count; i++) {
-        double p[3], q;
-        elec_atoms_get(atoms, i, p, &q, NULL);
-        out[i] = make_float4((float)(p[0] - reference[0]),
-                             (float)(p[1] - reference[1]),
-                             (float)(p[2] - reference[2]), (float)q);
-    }
+    memset(&to, 0, sizeof to);
+    to.reference = reference;
+    elec__pack_float4(&to, &out[0].x);
+    elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
     return out;
 }
 
-/* *x wrapped into [0, period) in double (SPME's and the charge map's host
-   APIs); 0 when it lies more than 1000 periods away, where wrapping
-   starts to cost the coordinate its precision (the caller refuses it). */
-static int elec__cuda_wrap_into(double *x, double period) {
-    const double f = floor(*x / period);
-    if (fabs(f) > 1000.0) return 0;
-    *x -= period * f;
-    if (*x >= period) *x -= period; /* rounding */
-    return 1;
-}
+/* The charge map's host API wraps with elec.h's elec__wrap. */
+#define elec__cuda_wrap_into elec__wrap
 
 /* Points x y z (double) as float4 relative to reference, into out. */
 static void elec__cuda_convert_points(const double *points, size_t count,
@@ -4579,21 +4568,14 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
     }
     /* Wrapped into [0, L) in double (as the CPU reference does), then
        rounded: float keeps ~1e-7 of the box edge. */
-    for (i = 0; i < n; i++) {
-        double x[3], q;
-        int axis;
-        elec_atoms_get(atoms, i, x, &q, NULL);
-        for (axis = 0; axis < 3; axis++)
-            if (!elec__cuda_wrap_into(&x[axis], box->length[axis])) {
-                status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                    "atom %zu lies %.0f box lengths outside "
-                                    "the box along axis %d", i,
-                                    fabs(floor(x[axis] / box->length[axis])), axis);
-                goto cleanup;
-            }
-        host_xyzq[i] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
-        charge += (double)(float)q;
+    {
+        elec__pack to;
+        memset(&to, 0, sizeof to);
+        to.box = box;
+        elec__pack_float4(&to, &host_xyzq[0].x);
+        if ((status = elec__atoms_pack(atoms, &to, err)) != ELEC_OK) goto cleanup;
     }
+    for (i = 0; i < n; i++) charge += (double)host_xyzq[i].w;
     status = elec__cuda_spme_create(box, n ? n : 1, &p, &h, err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
