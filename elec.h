@@ -71,8 +71,8 @@
      >>cutoff   cutoff maps: smoothed short-range sums over spatial bins
                 elec_cutoff_params_resolve elec_cutoff_term
      >>msm      MSM: multilevel summation
-                elec_msm_params_resolve elec_msm_support elec_msm_axis_weights
-                elec_msm_basis elec_msm_basis_derivative
+                elec_msm_params_resolve elec_msm_lattices_free elec_msm_support
+                elec_msm_axis_weights elec_msm_basis elec_msm_basis_derivative
      >>ewald    Ewald: the exact periodic sum
                 elec_ewald_params_resolve
      >>spme     SPME: smooth particle mesh Ewald
@@ -769,6 +769,11 @@ typedef struct elec_msm_params {
    tolerances under ten times that are refused there. */
 #define ELEC_MSM_TOLERANCE_FLOOR 2e-7
 #define ELEC_MSM_GPU_TOLERANCE_FLOOR 1e-5
+/* The most levels a hierarchy has, and the most points its finest lattice
+   may have (2^28): atoms and points spread wider are refused with the
+   reason (ELEC_ERR_UNSUPPORTED). */
+#define ELEC_MSM_MAX_LEVELS 32
+#define ELEC_MSM_MAX_POINTS 268435456.0
 
 /* Defaults and checks (the shape of elec_dcs_params_resolve): with a
    tolerance, cutoff, spacing and interpolation chosen as its comment says,
@@ -781,6 +786,30 @@ typedef struct elec_msm_params {
 ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
                                              double points_per_atom,
                                              elec_msm_params *out, elec_error *err);
+
+/* The lattice hierarchy stage by stage, for tests and teaching
+   (elec_cpu_msm_lattices in double, elec_cuda_msm_lattices on the GPU in
+   float): the hierarchy of elec_cpu_msm_energy for the atoms, relative to
+   a reference point, after each stage, unscaled.  Level l (0 the finest,
+   levels - 1 the top) has points lo .. lo + n - 1 per axis, point m at
+   m h 2^l from the reference, x fastest; its values are at [first[l],
+   first[l + 1]) of q, cutoff and e.  Free with elec_msm_lattices_free. */
+typedef struct elec_msm_lattices {
+    int levels;
+    long lo[ELEC_MSM_MAX_LEVELS][3];
+    int n[ELEC_MSM_MAX_LEVELS][3];
+    size_t first[ELEC_MSM_MAX_LEVELS + 1];
+    double *q;       /* charges after anterpolation (level 0) and restriction */
+    double *cutoff;  /* each level's lattice-cutoff sum alone (stage 3); at the
+                        top its direct sum                                    */
+    double *e;       /* potentials after prolongation (stage 4; e_0 is what
+                        interpolation reads)                                  */
+    size_t atom_count;
+    double *phi;     /* per atom: the potential interpolated from e_0 (stage 5) */
+    double *grad;    /* per atom, 3: its gradient                               */
+    void *block;     /* the one allocation the arrays live in                   */
+} elec_msm_lattices;
+ELEC_API void elec_msm_lattices_free(elec_msm_lattices *lattices);
 
 /* Interpolating basis functions of MSM: the C1 piecewise polynomials of
    Hardy's thesis (2006) of odd degree 2s - 1, nonzero for |t| < s, with
@@ -1693,11 +1722,9 @@ static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
    lattice line still finds its points), each coarser level the restriction
    stencils of the one below, until a lattice has at most max_top_points
    points or stops shrinking: that one is the top, summed directly. */
-#define ELEC__MSM_MAX_LEVELS 32
-#define ELEC__MSM_MAX_POINTS 268435456.0 /* 2^28 on the finest lattice */
 typedef struct elec__msm_shape {
-    long lo[ELEC__MSM_MAX_LEVELS][3];
-    int n[ELEC__MSM_MAX_LEVELS][3];
+    long lo[ELEC_MSM_MAX_LEVELS][3];
+    int n[ELEC_MSM_MAX_LEVELS][3];
     int levels;
 } elec__msm_shape;
 
@@ -1733,13 +1760,13 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
        empty space (and a lattice-cutoff pass over it): refused with the
        reason rather than attempted with gigabytes. */
     if ((double)(last[0] - first[0] + 1) * (double)(last[1] - first[1] + 1) *
-            (double)(last[2] - first[2] + 1) > ELEC__MSM_MAX_POINTS)
+            (double)(last[2] - first[2] + 1) > ELEC_MSM_MAX_POINTS)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "atoms and points span %g x %g x %g A: over %.0f MSM "
                           "lattice points at %g A (far-away atoms? use DCS, or a "
                           "coarser spacing)", hi[0] - lo[0], hi[1] - lo[1],
-                          hi[2] - lo[2], ELEC__MSM_MAX_POINTS, p->spacing);
-    for (l = 0; l < ELEC__MSM_MAX_LEVELS; l++) {
+                          hi[2] - lo[2], ELEC_MSM_MAX_POINTS, p->spacing);
+    for (l = 0; l < ELEC_MSM_MAX_LEVELS; l++) {
         size_t count;
         for (axis = 0; axis < 3; axis++) {
             shape->lo[l][axis] = first[axis];
@@ -1756,6 +1783,38 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
                 (size_t)(last[2] - first[2] + 1) >= count)
             break; /* no longer shrinking: this one is the top */
     }
+    return ELEC_OK;
+}
+
+/* The arrays of an elec_msm_lattices for a shape and count atoms (its
+   levels, lo, n and first filled, the values zeroed). */
+static inline elec_status elec__msm_lattices_alloc(const elec__msm_shape *shape, size_t count,
+                                                   elec_msm_lattices *out, elec_error *err) {
+    size_t points = 0, doubles;
+    int l, axis;
+    memset(out, 0, sizeof *out);
+    out->levels = shape->levels;
+    for (l = 0; l < shape->levels; l++) {
+        for (axis = 0; axis < 3; axis++) {
+            out->lo[l][axis] = shape->lo[l][axis];
+            out->n[l][axis] = shape->n[l][axis];
+        }
+        out->first[l] = points;
+        points += elec__msm_shape_points(shape, l);
+    }
+    out->first[shape->levels] = points;
+    out->atom_count = count;
+    doubles = 3 * points + 4 * count;
+    out->block = ELEC_MALLOC((doubles + 1) * sizeof(double));
+    if (!out->block)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for the lattices of %zu points", points);
+    memset(out->block, 0, (doubles + 1) * sizeof(double));
+    out->q = (double *)out->block;
+    out->cutoff = out->q + points;
+    out->e = out->cutoff + points;
+    out->phi = out->e + points;
+    out->grad = out->phi + count;
     return ELEC_OK;
 }
 
@@ -4087,6 +4146,12 @@ static double elec__msm_choose(elec_msm_params *r, double target, double points_
     r->cutoff = best_a;
     r->interpolation = (elec_msm_interpolation)best_order;
     return best_error;
+}
+
+ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
+    if (!lattices) return;
+    ELEC_FREE(lattices->block);
+    memset(lattices, 0, sizeof *lattices);
 }
 
 ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,

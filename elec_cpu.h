@@ -38,7 +38,7 @@
                 elec_cpu_cutoff_map elec_cpu_cutoff_map_double
      >>msm      MSM: multilevel summation
                 elec_cpu_msm_map elec_cpu_msm_points elec_cpu_msm_energy
-                elec_cpu_msm_periodic_energy
+                elec_cpu_msm_lattices elec_cpu_msm_periodic_energy
      >>ewald    Ewald: the exact periodic sum
                 elec_cpu_ewald elec_cpu_ewald_forces_at
      >>spme     SPME: smooth particle mesh Ewald
@@ -153,6 +153,12 @@ ELEC_API elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
                                          const elec_msm_params *params,
                                          double *energy, double *forces,
                                          elec_error *err);
+/* The lattices of elec_cpu_msm_energy's hierarchy stage by stage (elec.h,
+   elec_msm_lattices), in double, the atoms taken relative to reference
+   (NULL: the centre of their bounding box). */
+ELEC_API elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double reference[3],
+                                           const elec_msm_params *params,
+                                           elec_msm_lattices *out, elec_error *err);
 
 /* Periodic multilevel summation in an orthorhombic box, double precision:
    the energy scale * E of the infinite periodic system with the Ewald
@@ -1094,7 +1100,7 @@ typedef struct elec__msm {
     elec_msm_params p;
     int interpolation, support; /* the basis is nonzero for |t| < support */
     int levels;           /* lattices 0 .. levels-1; the last is the top */
-    elec__msm_grid grid[ELEC__MSM_MAX_LEVELS];
+    elec__msm_grid grid[ELEC_MSM_MAX_LEVELS];
     int radius;           /* lattice-cutoff stencil radius, in points */
     double *stencil;      /* g_0 at k h for |k_axis| <= radius */
 } elec__msm;
@@ -1296,15 +1302,29 @@ static void elec__msm_top(elec__msm *m) {
     }
 }
 
-/* Stages 1 to 4: charges in, lattice potentials e_0 out. */
-static void elec__msm_long_range(elec__msm *m, const double *x, const double *q,
-                                 size_t n) {
+/* Stages 1 to 4 in three steps: up (anterpolation, restriction), across
+   (every level's lattice cutoff, the top), down (prolongation). */
+static void elec__msm_up(elec__msm *m, const double *x, const double *q, size_t n) {
     int l;
     elec__msm_anterpolate(m, x, q, n);
     for (l = 0; l + 1 < m->levels; l++) elec__msm_transfer(m, l, 1);
+}
+static void elec__msm_across(elec__msm *m) {
+    int l;
     for (l = 0; l + 1 < m->levels; l++) elec__msm_lattice_cutoff(m, l);
     elec__msm_top(m);
+}
+static void elec__msm_down(elec__msm *m) {
+    int l;
     for (l = m->levels - 2; l >= 0; l--) elec__msm_transfer(m, l, 0);
+}
+
+/* Stages 1 to 4: charges in, lattice potentials e_0 out. */
+static void elec__msm_long_range(elec__msm *m, const double *x, const double *q,
+                                 size_t n) {
+    elec__msm_up(m, x, q, n);
+    elec__msm_across(m);
+    elec__msm_down(m);
 }
 
 /* Stage 5, interpolation: phi(x) = sum_m Phi(x/h - m) e_0(m), and its
@@ -1577,6 +1597,61 @@ cleanup:
     return s;
 }
 
+/* Level l's values of the hierarchy (q or e) into the lattices' array. */
+static void elec__msm_copy_level(const elec__msm *m, int l, int potentials,
+                                 const elec_msm_lattices *out, double *to) {
+    const elec__msm_grid *g = &m->grid[l];
+    memcpy(to + out->first[l], potentials ? g->e : g->q,
+           elec__msm_points(g) * sizeof(double));
+}
+
+ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double reference[3],
+                                           const elec_msm_params *params,
+                                           elec_msm_lattices *out, elec_error *err) {
+    elec_msm_params p;
+    elec__msm m;
+    elec__msm_shape shape;
+    double *x = NULL, *q = NULL, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ref[3];
+    elec_status s;
+    size_t i;
+    int l, axis;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
+    memset(&m, 0, sizeof m);
+    if (reference) {
+        for (axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
+    } else {
+        elec_atoms_bounds(atoms, lo, hi);
+        for (axis = 0; axis < 3; axis++) {
+            ref[axis] = 0.5 * (lo[axis] + hi[axis]);
+            lo[axis] = hi[axis] = 0.0;
+        }
+    }
+    if ((s = elec__cpu_gather(atoms, ref, &x, &q, lo, hi, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK ||
+        (s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK ||
+        (s = elec__msm_lattices_alloc(&shape, atoms->count, out, err)) != ELEC_OK)
+        goto cleanup;
+    elec__msm_up(&m, x, q, atoms->count);
+    for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 0, out, out->q);
+    elec__msm_across(&m);
+    for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 1, out, out->cutoff);
+    elec__msm_down(&m);
+    for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 1, out, out->e);
+    for (i = 0; i < atoms->count; i++)
+        out->phi[i] = elec__msm_interpolate(&m, x + 3 * i, out->grad + 3 * i);
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    if (s != ELEC_OK) elec_msm_lattices_free(out);
+    elec__msm_free(&m);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    return s;
+}
+
 /* --------------------------------------------------------- periodic MSM */
 
 /* Periodic MSM splits the Ewald-convention periodic Coulomb sum as
@@ -1607,7 +1682,7 @@ typedef struct elec__pmsm {
     int interpolation, support;
     int levels; /* lattices 0 .. levels-1 carry K_0 .. K_{levels-1} */
     double length[3];
-    elec__pmsm_level level[ELEC__MSM_MAX_LEVELS];
+    elec__pmsm_level level[ELEC_MSM_MAX_LEVELS];
 } elec__pmsm;
 
 /* The most points one axis of the finest lattice may have, the most one

@@ -73,6 +73,7 @@
                 elec_cuda_cutoff_map
      >>msm      MSM: multilevel summation
                 elec_cuda_msm_map elec_cuda_msm_map_timed elec_cuda_msm_energy
+                elec_cuda_msm_lattices
      >>ewald    Ewald
      >>spme     SPME: smooth particle mesh Ewald
                 elec_cuda_spme_create elec_cuda_spme_params
@@ -180,6 +181,13 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                           const elec_msm_params *params,
                                           double *energy, double *forces,
                                           elec_error *err);
+/* The lattices of the energy's hierarchy stage by stage (elec.h,
+   elec_msm_lattices), computed on the GPU as maps and energies compute them
+   (in float; returned in double): the atoms taken relative to reference
+   (NULL: the centre of their bounding box), as elec_cpu_msm_lattices. */
+ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const double reference[3],
+                                            const elec_msm_params *params,
+                                            elec_msm_lattices *out, elec_error *err);
 
 /* ----------------------------------------------------------------------- >>ewald Ewald */
 
@@ -1734,6 +1742,18 @@ static elec_status elec__cutoff_next_layer(elec__cutoff_job *job, const double o
     return status;
 }
 
+/* gamma(rho)/a as the kernels take it: sum_k coeff[k] (rho^2 - 1)^k with
+   coeff[k] = C(-1/2, k) / a, the Taylor coefficients of elec_msm_gamma,
+   zero past the splitting order. */
+static void elec__cutoff_coefficients(double cutoff, int splitting,
+                                      float coeff[ELEC__CUTOFF_MAX_ORDER + 1]) {
+    double c = 1.0;
+    for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
+        if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
+        coeff[k] = k <= splitting ? (float)(c / cutoff) : 0.0f;
+    }
+}
+
 /* Host side: checks the lattice against the kernel's limits, bins the
    atoms, and fills the launch arguments.  Parameters already checked and
    resolved. */
@@ -1745,7 +1765,7 @@ static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms 
     int *offsets = NULL;
     int4 *host_neighbours = NULL;
     double origin[3], extent[3];
-    double region, reach, spacing_max = 0.0, c = 1.0;
+    double region, reach, spacing_max = 0.0;
     size_t count, nx, ny, nz;
 
     memset(job, 0, sizeof *job);
@@ -1800,10 +1820,7 @@ static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms 
     /* the records are relative to the bins' centre (elec_bins) */
     for (int axis = 0; axis < 3; axis++)
         args->centre[axis] = job->bins.centre[axis] - job->bins.origin[axis];
-    for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
-        if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
-        args->coeff[k] = k <= p->splitting ? (float)(c / p->cutoff) : 0.0f;
-    }
+    elec__cutoff_coefficients(p->cutoff, p->splitting, args->coeff);
     args->cutoff2 = (float)(p->cutoff * p->cutoff);
     args->inv_cutoff2 = (float)(1.0 / (p->cutoff * p->cutoff));
     args->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
@@ -2388,154 +2405,48 @@ elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int
     force[i] = make_float4(me.w * fx, me.w * fy, me.w * fz, 0.0f);
 }
 
-/* ---- MSM launchers */
+/* ---- MSM launchers: the plan of a lattice hierarchy on the device */
 
-/* The interpolation table of one map axis: for each map index, the first
-   finest-lattice point and its 2s weights. */
-static void elec__msm_axis_table(const elec_lattice *l, int axis, double reference,
-                                 const elec_msm_params *p, int *first, float *w) {
-    const int s = elec_msm_support((int)p->interpolation);
-    double weights[2 * ELEC__MSM_MAX_S];
-    for (int i = 0; i < l->dims[axis]; i++) {
-        double x = l->origin[axis] + i * l->spacing[axis] - reference;
-        first[i] = (int)elec_msm_axis_weights(x / p->spacing, (int)p->interpolation, weights,
-                                              NULL);
-        for (int a = 0; a < 2 * s; a++) w[(size_t)i * 2 * s + a] = (float)weights[a];
-    }
-}
+/* The GPU's plan of an MSM lattice hierarchy, as elec_cpu.h's elec__msm is
+   the CPU's and the SPME handle is SPME's: the resolved parameters, the
+   hierarchy's shape, the charges q_l and potentials e_l of every level (one
+   device buffer), the lattice-cutoff stencil, the anterpolation's charge
+   map, a stream and, when timed, the events between the stages.
+   elec__msm_device_setup makes it for a shape (elec__msm_shape_of, elec.h)
+   and up to max_atoms atoms; elec__msm_device_run enqueues stages on its
+   stream for float4 atoms already on the device, relative to the reference
+   point the shape was made for; elec__msm_device_free releases it.  Maps,
+   energies and elec_cuda_msm_lattices run on it.
 
-/* Records an event of the stage timings (when they are wanted). */
-#define ELEC__MSM_MARK(index)                                                \
-    do {                                                                     \
-        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));    \
-    } while (0)
-
-template <int S>
-static elec_status elec__msm_stages(const elec_msm_params &p,
-                                           const elec__msm_shape &shape, float *const *d_q,
-                                           float *const *d_e, const float4 *d_atoms,
-                                           size_t n, elec_cuda_chargemap_handle *anterpolation,
-                                           const float *d_stencil,
-                                           const int *d_spans, int radius,
-                                           cudaStream_t stream, cudaEvent_t *marks,
-                                           elec_error *err) {
-    elec_status status = ELEC_OK;
-    const elec__msm_basis_args b = elec__msm_basis_of((int)p.interpolation);
-    const int top = shape.levels - 1;
-    elec__msm_level_args g[ELEC__MSM_MAX_LEVELS];
-    for (int l = 0; l < shape.levels; l++)
-        for (int axis = 0; axis < 3; axis++) {
-            g[l].lo[axis] = (int)shape.lo[l][axis];
-            g[l].n[axis] = shape.n[l][axis];
-        }
-    if (n > 0) {
-        status = elec__chargemap_enqueue(anterpolation, d_atoms, (int)n, d_q[0], stream, NULL,
-                                         err);
-        if (status != ELEC_OK) goto cleanup;
-    }
-    ELEC__MSM_MARK(2);
-    for (int l = 0; l < top; l++) {
-        size_t count = elec__msm_shape_points(&shape, l + 1);
-        elec__k_msm_restrict<S><<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
-                                  ELEC__MSM_BLOCK, 0, stream>>>(d_q[l + 1], g[l + 1], d_q[l],
-                                                                g[l], b);
-        ELEC__CUDA_TRY(cudaGetLastError());
-    }
-    ELEC__MSM_MARK(3);
-    for (int l = 0; l < top; l++) {
-        dim3 grid((g[l].n[0] + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, g[l].n[1], g[l].n[2]);
-        elec__k_msm_lattice_cutoff<<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
-            d_e[l], d_q[l], g[l], d_stencil, d_spans, radius, 1.0f / (float)(1L << l));
-        ELEC__CUDA_TRY(cudaGetLastError());
-    }
-    ELEC__MSM_MARK(4);
-    {
-        size_t count = elec__msm_shape_points(&shape, top);
-        elec__k_msm_top<<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
-                          ELEC__MSM_BLOCK, 0, stream>>>(
-            d_e[top], d_q[top], g[top], p.spacing * (double)(1L << top),
-            p.cutoff * (double)(1L << top), p.splitting);
-        ELEC__CUDA_TRY(cudaGetLastError());
-    }
-    ELEC__MSM_MARK(5);
-    for (int l = top - 1; l >= 0; l--) {
-        size_t count = elec__msm_shape_points(&shape, l);
-        elec__k_msm_prolong<S><<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
-                                 ELEC__MSM_BLOCK, 0, stream>>>(d_e[l], g[l], d_e[l + 1],
-                                                               g[l + 1], b);
-        ELEC__CUDA_TRY(cudaGetLastError());
-    }
-    ELEC__MSM_MARK(6);
-cleanup:
-    return status;
-}
-
-/* Stages 1-4 for the support of p.interpolation (2 to 5 points each way:
-   the template's compile-time basis width). */
-static elec_status elec__msm_launch_stages(const elec_msm_params &p,
-                                           const elec__msm_shape &shape, float *const *d_q,
-                                           float *const *d_e, const float4 *d_atoms,
-                                           size_t n, elec_cuda_chargemap_handle *anterpolation,
-                                           const float *d_stencil,
-                                           const int *d_spans, int radius,
-                                           cudaStream_t stream, cudaEvent_t *marks,
-                                           elec_error *err) {
-    switch (elec_msm_support((int)p.interpolation)) {
-    case 2: return elec__msm_stages<2>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
-                                       radius, stream, marks, err);
-    case 3: return elec__msm_stages<3>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
-                                       radius, stream, marks, err);
-    case 4: return elec__msm_stages<4>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
-                                       radius, stream, marks, err);
-    default: return elec__msm_stages<5>(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil, d_spans,
-                                        radius, stream, marks, err);
-    }
-}
-
-template <int S>
-static elec_status elec__msm_launch_interpolation(const elec__cutoff_job &job,
-                                                  const elec_lattice *l, const float *d_e0,
-                                                  const elec__msm_shape &shape,
-                                                  const int *d_first, const float *d_w,
-                                                  float scale, cudaStream_t stream,
-                                                  elec_error *err) {
-    elec_status status = ELEC_OK;
-    elec__msm_level_args g;
-    const int nx = l->dims[0], ny = l->dims[1], nz = l->dims[2];
-    dim3 grid((nx + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ny, nz);
-    for (int axis = 0; axis < 3; axis++) {
-        g.lo[axis] = (int)shape.lo[0][axis];
-        g.n[axis] = shape.n[0][axis];
-    }
-    elec__k_msm_interpolate<S><<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
-        job.d_map, job.args.pitch, job.args.rows, nx, ny, nz, d_e0, g, d_first,
-        d_first + nx, d_first + nx + ny, d_w, d_w + (size_t)nx * 2 * S,
-        d_w + (size_t)(nx + ny) * 2 * S, scale);
-    ELEC__CUDA_TRY(cudaGetLastError());
-cleanup:
-    return status;
-}
-
-template <int S>
-static elec_status elec__msm_launch_at_atoms(const float4 *d_atoms, int n, const float *d_e0,
-                                             const elec__msm_shape &shape,
-                                             const elec_msm_params &p, float *d_phi,
-                                             float4 *d_grad, cudaStream_t stream,
-                                             elec_error *err) {
-    elec_status status = ELEC_OK;
-    elec__msm_level_args g;
-    for (int axis = 0; axis < 3; axis++) {
-        g.lo[axis] = (int)shape.lo[0][axis];
-        g.n[axis] = shape.n[0][axis];
-    }
-    elec__k_msm_at_atoms<S><<<(n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ELEC__MSM_BLOCK, 0,
-                              stream>>>(d_atoms, n, d_e0, g, (float)(1.0 / p.spacing),
-                                        elec__msm_basis_of((int)p.interpolation), d_phi,
-                                        d_grad);
-    ELEC__CUDA_TRY(cudaGetLastError());
-cleanup:
-    return status;
-}
+   The plan is written for more than this hierarchy: each level has its own
+   stencil pointer, radius and factor (here all levels share g_0's stencil,
+   level l scaled by 2^-l), so that a periodic hierarchy (lattices of 2^k
+   points per axis wrapped around the box, a folded stencil of K_l per
+   level, no top sum but a constant) can set them per level; `periodic`
+   says which kind a plan is (0 here; setup refuses 1 until its kernels
+   exist). */
+#define ELEC__MSM_MARKS 9 /* timed maps: start, short range, the five stages, interpolation,
+                             copy back */
+typedef struct elec__msm_device {
+    elec_msm_params p;        /* resolved                                        */
+    elec__msm_shape shape;
+    int periodic;             /* 0: non-periodic (a periodic plan is to come)    */
+    int device;
+    cudaStream_t stream;      /* every stage of the plan's calls runs on it      */
+    float *lattices;          /* 2 x every level's points: q_l then e_l, level by level */
+    float *q[ELEC_MSM_MAX_LEVELS], *e[ELEC_MSM_MAX_LEVELS];
+    size_t points;            /* every level's points together                   */
+    float *stencil;           /* g_0's octant, (radius + 1)^3 (elec__msm_stencil) */
+    int *spans;               /* its rows' spans, (radius + 1)^2                 */
+    const float *stencil_of[ELEC_MSM_MAX_LEVELS]; /* level l's stencil, spans,  */
+    const int *spans_of[ELEC_MSM_MAX_LEVELS];     /* radius and factor          */
+    int radius_of[ELEC_MSM_MAX_LEVELS];
+    float factor_of[ELEC_MSM_MAX_LEVELS];
+    elec_cuda_chargemap_handle *anterpolation;
+    size_t max_atoms;
+    int timed;                /* marks made: ELEC__MSM_MARKS events              */
+    cudaEvent_t marks[ELEC__MSM_MARKS];
+} elec__msm_device;
 
 /* Stage 1's charge map on `device`: Skeel's C1 basis of the
    interpolation's order over the finest lattice (points lo .. lo + n - 1
@@ -2582,6 +2493,252 @@ static void elec__msm_stencil(const elec_msm_params *p, int radius, float *stenc
             last++;
         spans[row] = last;
     }
+}
+
+static void elec__msm_device_free(elec__msm_device *md) {
+    int caller_device = 0;
+    if (!md->stream && !md->lattices && !md->stencil && !md->spans && !md->anterpolation &&
+        !md->timed)
+        return; /* nothing made: no CUDA call */
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    cudaSetDevice(md->device);
+    if (md->stream) cudaStreamSynchronize(md->stream);
+    elec_cuda_chargemap_destroy(md->anterpolation);
+    cudaSetDevice(md->device);
+    cudaFree(md->lattices);
+    cudaFree(md->stencil);
+    cudaFree(md->spans);
+    for (int m = 0; md->timed && m < ELEC__MSM_MARKS; m++) cudaEventDestroy(md->marks[m]);
+    if (md->stream) cudaStreamDestroy(md->stream);
+    (void)cudaGetLastError();
+    cudaSetDevice(caller_device);
+    memset(md, 0, sizeof *md);
+}
+
+/* The plan of resolved params p over a shape on `device` (made current):
+   the hierarchy's buffers (zeroed), its stencil, the anterpolation's charge
+   map for up to max_atoms atoms, a stream, and with timed its events.  On
+   failure what was made is freed. */
+static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_params *p,
+                                          const elec__msm_shape *shape, size_t max_atoms,
+                                          int device, int timed, elec_error *err) {
+    elec_status status = ELEC_OK;
+    float *host_stencil = NULL;
+    int *host_spans = NULL;
+    size_t side;
+    int radius;
+    memset(md, 0, sizeof *md);
+    md->p = *p;
+    md->shape = *shape;
+    md->device = device;
+    md->max_atoms = max_atoms;
+    for (int l = 0; l < shape->levels; l++) md->points += elec__msm_shape_points(shape, l);
+    radius = (int)ceil(2.0 * p->cutoff / p->spacing);
+    side = (size_t)radius + 1;
+    host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
+    host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
+    if (!host_stencil || !host_spans) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM tables");
+        goto cleanup;
+    }
+    elec__msm_stencil(p, radius, host_stencil, host_spans);
+    ELEC__CUDA_TRY(cudaSetDevice(device));
+    status = elec__msm_anterpolation_plan(p, shape, max_atoms, device, &md->anterpolation, err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&md->stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&md->lattices, 2 * md->points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&md->stencil, side * side * side * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&md->spans, side * side * sizeof(int)));
+    {
+        float *next = md->lattices;
+        for (int l = 0; l < shape->levels; l++) {
+            md->q[l] = next;
+            md->e[l] = next + elec__msm_shape_points(shape, l);
+            next = md->e[l] + elec__msm_shape_points(shape, l);
+            /* every level the same stencil, scaled: g_l(k 2^l h) = g_0(k h) / 2^l */
+            md->stencil_of[l] = md->stencil;
+            md->spans_of[l] = md->spans;
+            md->radius_of[l] = radius;
+            md->factor_of[l] = 1.0f / (float)(1L << l);
+        }
+    }
+    ELEC__CUDA_TRY(cudaMemsetAsync(md->lattices, 0, 2 * md->points * sizeof(float), md->stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(md->stencil, host_stencil, side * side * side * sizeof(float),
+                                   cudaMemcpyHostToDevice, md->stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(md->spans, host_spans, side * side * sizeof(int),
+                                   cudaMemcpyHostToDevice, md->stream));
+    /* (copies from pageable memory return once the host tables are
+       staged: they may go at once) */
+    for (; timed && md->timed < ELEC__MSM_MARKS; md->timed++)
+        ELEC__CUDA_TRY(cudaEventCreate(&md->marks[md->timed]));
+cleanup:
+    if (md->timed < ELEC__MSM_MARKS) { /* partly made: not timed */
+        for (int m = 0; m < md->timed; m++) cudaEventDestroy(md->marks[m]);
+        md->timed = 0;
+    }
+    if (status != ELEC_OK) elec__msm_device_free(md);
+    ELEC_FREE(host_stencil);
+    ELEC_FREE(host_spans);
+    return status;
+}
+
+/* Records mark `index` of a timed plan on its stream. */
+#define ELEC__MSM_MARK(md, index)                                            \
+    do {                                                                     \
+        if ((md)->timed)                                                     \
+            ELEC__CUDA_TRY(cudaEventRecord((md)->marks[index], (md)->stream)); \
+    } while (0)
+
+/* Which stages elec__msm_device_run enqueues. */
+#define ELEC__MSM_UP 1     /* stage 1, anterpolation, and 2, restriction     */
+#define ELEC__MSM_ACROSS 2 /* stage 3: every level's lattice cutoff, the top */
+#define ELEC__MSM_DOWN 4   /* stage 4, prolongation                          */
+#define ELEC__MSM_ALL 7
+
+template <int S>
+static elec_status elec__msm_device_stages(elec__msm_device *md, const float4 *d_atoms,
+                                           size_t n, int which, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec_msm_params &p = md->p;
+    const elec__msm_shape &shape = md->shape;
+    const elec__msm_basis_args b = elec__msm_basis_of((int)p.interpolation);
+    const int top = shape.levels - 1;
+    cudaStream_t stream = md->stream;
+    elec__msm_level_args g[ELEC_MSM_MAX_LEVELS];
+    for (int l = 0; l < shape.levels; l++)
+        for (int axis = 0; axis < 3; axis++) {
+            g[l].lo[axis] = (int)shape.lo[l][axis];
+            g[l].n[axis] = shape.n[l][axis];
+        }
+    if (which & ELEC__MSM_UP) {
+        if (n > 0) {
+            status = elec__chargemap_enqueue(md->anterpolation, d_atoms, (int)n, md->q[0],
+                                             stream, NULL, err);
+            if (status != ELEC_OK) goto cleanup;
+        }
+        ELEC__MSM_MARK(md, 2);
+        for (int l = 0; l < top; l++) {
+            size_t count = elec__msm_shape_points(&shape, l + 1);
+            elec__k_msm_restrict<S>
+                <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK,
+                   0, stream>>>(md->q[l + 1], g[l + 1], md->q[l], g[l], b);
+            ELEC__CUDA_TRY(cudaGetLastError());
+        }
+        ELEC__MSM_MARK(md, 3);
+    }
+    if (which & ELEC__MSM_ACROSS) {
+        for (int l = 0; l < top; l++) {
+            dim3 grid((g[l].n[0] + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, g[l].n[1], g[l].n[2]);
+            elec__k_msm_lattice_cutoff<<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
+                md->e[l], md->q[l], g[l], md->stencil_of[l], md->spans_of[l], md->radius_of[l],
+                md->factor_of[l]);
+            ELEC__CUDA_TRY(cudaGetLastError());
+        }
+        ELEC__MSM_MARK(md, 4);
+        {
+            size_t count = elec__msm_shape_points(&shape, top);
+            elec__k_msm_top<<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                              ELEC__MSM_BLOCK, 0, stream>>>(
+                md->e[top], md->q[top], g[top], p.spacing * (double)(1L << top),
+                p.cutoff * (double)(1L << top), p.splitting);
+            ELEC__CUDA_TRY(cudaGetLastError());
+        }
+        ELEC__MSM_MARK(md, 5);
+    }
+    if (which & ELEC__MSM_DOWN) {
+        for (int l = top - 1; l >= 0; l--) {
+            size_t count = elec__msm_shape_points(&shape, l);
+            elec__k_msm_prolong<S>
+                <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK,
+                   0, stream>>>(md->e[l], g[l], md->e[l + 1], g[l + 1], b);
+            ELEC__CUDA_TRY(cudaGetLastError());
+        }
+        ELEC__MSM_MARK(md, 6);
+    }
+cleanup:
+    return status;
+}
+
+/* Stages (ELEC__MSM_UP | _ACROSS | _DOWN) for n atoms on the device, on
+   the plan's stream, for the support of the interpolation (2 to 5 points
+   each way: the template's compile-time basis width); marks 2 to 6 of a
+   timed plan after anterpolation, restriction, lattice cutoff, top and
+   prolongation. */
+static elec_status elec__msm_device_run(elec__msm_device *md, const float4 *d_atoms,
+                                        size_t n, int which, elec_error *err) {
+    switch (elec_msm_support((int)md->p.interpolation)) {
+    case 2: return elec__msm_device_stages<2>(md, d_atoms, n, which, err);
+    case 3: return elec__msm_device_stages<3>(md, d_atoms, n, which, err);
+    case 4: return elec__msm_device_stages<4>(md, d_atoms, n, which, err);
+    default: return elec__msm_device_stages<5>(md, d_atoms, n, which, err);
+    }
+}
+
+/* Stage 5 at the atoms: phi and grad phi from e_0, one thread per atom. */
+static elec_status elec__msm_device_at_atoms(elec__msm_device *md, const float4 *d_atoms,
+                                             int n, float *d_phi, float4 *d_grad,
+                                             elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__msm_basis_args b = elec__msm_basis_of((int)md->p.interpolation);
+    const unsigned blocks = (unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK);
+    const float inv_h = (float)(1.0 / md->p.spacing);
+    elec__msm_level_args g;
+    for (int axis = 0; axis < 3; axis++) {
+        g.lo[axis] = (int)md->shape.lo[0][axis];
+        g.n[axis] = md->shape.n[0][axis];
+    }
+    switch (elec_msm_support((int)md->p.interpolation)) {
+    case 2: elec__k_msm_at_atoms<2><<<blocks, ELEC__MSM_BLOCK, 0, md->stream>>>(
+                d_atoms, n, md->e[0], g, inv_h, b, d_phi, d_grad); break;
+    case 3: elec__k_msm_at_atoms<3><<<blocks, ELEC__MSM_BLOCK, 0, md->stream>>>(
+                d_atoms, n, md->e[0], g, inv_h, b, d_phi, d_grad); break;
+    case 4: elec__k_msm_at_atoms<4><<<blocks, ELEC__MSM_BLOCK, 0, md->stream>>>(
+                d_atoms, n, md->e[0], g, inv_h, b, d_phi, d_grad); break;
+    default: elec__k_msm_at_atoms<5><<<blocks, ELEC__MSM_BLOCK, 0, md->stream>>>(
+                d_atoms, n, md->e[0], g, inv_h, b, d_phi, d_grad); break;
+    }
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* The interpolation table of one map axis: for each map index, the first
+   finest-lattice point and its 2s weights. */
+static void elec__msm_axis_table(const elec_lattice *l, int axis, double reference,
+                                 const elec_msm_params *p, int *first, float *w) {
+    const int s = elec_msm_support((int)p->interpolation);
+    double weights[2 * ELEC__MSM_MAX_S];
+    for (int i = 0; i < l->dims[axis]; i++) {
+        double x = l->origin[axis] + i * l->spacing[axis] - reference;
+        first[i] = (int)elec_msm_axis_weights(x / p->spacing, (int)p->interpolation, weights,
+                                              NULL);
+        for (int a = 0; a < 2 * s; a++) w[(size_t)i * 2 * s + a] = (float)weights[a];
+    }
+}
+
+/* Stage 5 over a map: map(p) += scale sum Phi e_0 at every map point, into
+   the cutoff job's padded map, on the plan's stream (axis tables d_first,
+   d_w: elec__msm_axis_table per axis, x then y then z). */
+template <int S>
+static elec_status elec__msm_interpolate_map(const elec__msm_device *md,
+                                             const elec__cutoff_job &job,
+                                             const elec_lattice *l, const int *d_first,
+                                             const float *d_w, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__msm_level_args g;
+    const int nx = l->dims[0], ny = l->dims[1], nz = l->dims[2];
+    dim3 grid((nx + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ny, nz);
+    for (int axis = 0; axis < 3; axis++) {
+        g.lo[axis] = (int)md->shape.lo[0][axis];
+        g.n[axis] = md->shape.n[0][axis];
+    }
+    elec__k_msm_interpolate<S><<<grid, ELEC__MSM_BLOCK, 0, md->stream>>>(
+        job.d_map, job.args.pitch, job.args.rows, nx, ny, nz, md->e[0], g, d_first,
+        d_first + nx, d_first + nx + ny, d_w, d_w + (size_t)nx * 2 * S,
+        d_w + (size_t)(nx + ny) * 2 * S, (float)md->p.scale);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
 }
 
 static double elec__msm_clock(void) {
@@ -2688,6 +2845,123 @@ static elec_status elec__msm_cells(const double *x, size_t n, const double lo[3]
     return ELEC_OK;
 }
 
+/* The bounds lo..hi widened to hold the atoms taken relative to
+   reference: (min x) - reference is the least of x - reference, rounding
+   being monotone, so this is the widening atom by atom would give. */
+static void elec__msm_widen(const elec_atoms *atoms, const double reference[3], double lo[3],
+                            double hi[3]) {
+    double alo[3], ahi[3];
+    if (atoms->count == 0) return;
+    elec_atoms_bounds(atoms, alo, ahi);
+    for (int axis = 0; axis < 3; axis++) {
+        const double l = alo[axis] - reference[axis], h = ahi[axis] - reference[axis];
+        lo[axis] = l < lo[axis] ? l : lo[axis];
+        hi[axis] = h > hi[axis] ? h : hi[axis];
+    }
+}
+
+/* What a map adds to the plan: the atoms (float4, relative to the map's
+   centre, the reference), the hierarchy's shape over them and the map,
+   the interpolation tables (per map axis, each index's first finest-lattice
+   point and its 2s weights: x, then y, then z), the short range's cutoff
+   job, and the map points atoms sit on (the coincident rule); host and
+   device copies. */
+typedef struct elec__msm_map_job {
+    double reference[3];
+    elec__msm_shape shape;
+    elec__cutoff_job cutoff;
+    elec__msm_take_back take_back;
+    size_t n, axes;          /* atoms; nx + ny + nz                         */
+    float4 *host_atoms, *d_atoms;
+    int *host_first, *d_first;
+    float *host_w, *d_w;
+} elec__msm_map_job;
+
+static void elec__msm_map_free(elec__msm_map_job *job) {
+    elec__cutoff_job_free(&job->cutoff);
+    elec__msm_take_back_free(&job->take_back);
+    if (job->d_atoms || job->d_first || job->d_w) {
+        cudaFree(job->d_atoms);
+        cudaFree(job->d_first);
+        cudaFree(job->d_w);
+        (void)cudaGetLastError();
+    }
+    ELEC_FREE(job->host_atoms);
+    ELEC_FREE(job->host_first);
+    ELEC_FREE(job->host_w);
+    memset(job, 0, sizeof *job);
+}
+
+/* The host's part, before any device work: atoms, shape (refused past the
+   kernels' 65535 blocks along y and z), tables, bins. */
+static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atoms *atoms,
+                                         const elec_lattice *l, const elec_msm_params *p,
+                                         elec_error *err) {
+    const int s = elec_msm_support((int)p->interpolation);
+    const int nx = l->dims[0], ny = l->dims[1], nz = l->dims[2];
+    elec_cutoff_params cp;
+    elec_status status;
+    double lo[3], hi[3];
+    memset(job, 0, sizeof *job);
+    job->n = atoms->count;
+    job->axes = (size_t)nx + ny + nz;
+    for (int axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (l->dims[axis] - 1) * l->spacing[axis];
+        job->reference[axis] = l->origin[axis] + half;
+        lo[axis] = -half;
+        hi[axis] = half;
+    }
+    if (!(job->host_atoms = elec__cuda_gather_xyzq(atoms, job->reference)))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
+    elec__msm_widen(atoms, job->reference, lo, hi);
+    if ((status = elec__msm_shape_of(p, lo, hi, &job->shape, err)) != ELEC_OK) return status;
+    if (job->shape.n[0][1] > 65535 || job->shape.n[0][2] > 65535 || ny > 65535 || nz > 65535)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM on the GPU: at most 65535 map or lattice points "
+                          "along y and z");
+    job->host_first = (int *)ELEC_MALLOC(job->axes * sizeof *job->host_first);
+    job->host_w = (float *)ELEC_MALLOC(job->axes * 2 * s * sizeof *job->host_w);
+    if (!job->host_first || !job->host_w)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM tables");
+    elec__msm_axis_table(l, 0, job->reference[0], p, job->host_first, job->host_w);
+    elec__msm_axis_table(l, 1, job->reference[1], p, job->host_first + nx,
+                         job->host_w + (size_t)nx * 2 * s);
+    elec__msm_axis_table(l, 2, job->reference[2], p, job->host_first + nx + ny,
+                         job->host_w + (size_t)(nx + ny) * 2 * s);
+    memset(&cp, 0, sizeof cp);
+    cp.scale = p->scale;
+    cp.cutoff = p->cutoff;
+    cp.kind = ELEC_CUTOFF_MSM;
+    cp.splitting = p->splitting;
+    if ((status = elec_cutoff_params_resolve(&cp, &cp, err)) != ELEC_OK) return status;
+    /* msmpot's bins, made longer where a long cutoff would give a block
+       more neighbour bins than the kernel takes (past a = 48 A or so) */
+    while ((status = elec__cutoff_prepare(&job->cutoff, atoms, l, &cp, err)) ==
+               ELEC_ERR_UNSUPPORTED &&
+           job->cutoff.args.neighbour_count == 0 && cp.bin_length < cp.cutoff) {
+        elec__cutoff_job_free(&job->cutoff);
+        cp.bin_length *= 1.25;
+    }
+    return status;
+}
+
+/* The atoms and tables to the device (the current one), on stream. */
+static elec_status elec__msm_map_upload(elec__msm_map_job *job, int s, cudaStream_t stream,
+                                        elec_error *err) {
+    elec_status status = ELEC_OK;
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_atoms, (job->n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_first, job->axes * sizeof(int)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_w, job->axes * 2 * s * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_atoms, job->host_atoms, job->n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_first, job->host_first, job->axes * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_w, job->host_w, job->axes * 2 * s * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
+cleanup:
+    return status;
+}
+
 /* ---- MSM entry points */
 
 /* The names of a timed map's stages, in order: the host's setup, the
@@ -2708,26 +2982,15 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                                              elec_stage_times *times, elec_error *err) {
     elec_status status;
     elec_msm_params p;
-    elec_cutoff_params cp;
-    elec__cutoff_job job;
-    elec__msm_shape shape;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, radius = 0;
+    elec__msm_map_job job;
+    elec__msm_device md;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, s;
     const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
               nz = lattice ? lattice->dims[2] : 0;
-    cudaStream_t stream = NULL;
-    cudaEvent_t events[9], *marks = NULL; /* marks: the events, when timed */
-    int marks_made = 0, s;
-    double reference[3], lo[3], hi[3], started = elec__msm_clock();
-    float4 *host_atoms = NULL, *d_atoms = NULL;
-    float *host_stencil = NULL, *d_stencil = NULL, *d_lattices = NULL, *host_w = NULL;
-    int *host_spans = NULL, *d_spans = NULL;
-    float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS], *d_w = NULL;
-    elec_cuda_chargemap_handle *anterpolation = NULL;
-    int *host_first = NULL, *d_first = NULL;
-    size_t total_points = 0, n = 0, side = 0;
-    elec__msm_take_back take_back = {0, NULL, NULL};
+    const double started = elec__msm_clock();
 
     memset(&job, 0, sizeof job);
+    memset(&md, 0, sizeof md);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
@@ -2739,154 +3002,59 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     s = elec_msm_support((int)p.interpolation);
-    n = atoms->count;
-    if (n > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
+    if (atoms->count > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM on the GPU: %zu atoms and %d + %d + %d map points along "
-                          "the axes: at most %d and %d", n, nx, ny, nz, INT_MAX / 2,
-                          INT_MAX / 16);
+                          "the axes: at most %d and %d", atoms->count, nx, ny, nz,
+                          INT_MAX / 2, INT_MAX / 16);
     status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
     if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
-    /* Host: atoms relative to the map's centre, the hierarchy's shape, the
-       stencil of level 0 and the map's interpolation tables. */
-    for (int axis = 0; axis < 3; axis++) {
-        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
-        reference[axis] = lattice->origin[axis] + half;
-        lo[axis] = -half;
-        hi[axis] = half;
-    }
-    host_atoms = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_atoms);
-    if (!host_atoms) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
+    /* The host's part, the plan, the uploads; then the stages in order on
+       the plan's stream (events between them when timed). */
+    if ((status = elec__msm_map_prepare(&job, atoms, lattice, &p, err)) != ELEC_OK ||
+        (status = elec__msm_device_setup(&md, &p, &job.shape, job.n, devices[0],
+                                         times != NULL, err)) != ELEC_OK ||
+        (status = elec__msm_map_upload(&job, s, md.stream, err)) != ELEC_OK)
         goto cleanup;
-    }
-    for (size_t a = 0; a < n; a++) {
-        double x[3], q;
-        elec_atoms_get(atoms, a, x, &q, NULL);
-        for (int axis = 0; axis < 3; axis++) {
-            x[axis] -= reference[axis];
-            lo[axis] = x[axis] < lo[axis] ? x[axis] : lo[axis];
-            hi[axis] = x[axis] > hi[axis] ? x[axis] : hi[axis];
-        }
-        host_atoms[a] = make_float4((float)x[0], (float)x[1], (float)x[2], (float)q);
-    }
-    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK) goto cleanup;
-    if (shape.n[0][1] > 65535 || shape.n[0][2] > 65535 || ny > 65535 || nz > 65535) {
-        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                            "MSM on the GPU: at most 65535 map or lattice points "
-                            "along y and z");
-        goto cleanup;
-    }
-    for (int l = 0; l < shape.levels; l++) total_points += elec__msm_shape_points(&shape, l);
-    radius = (int)ceil(2.0 * p.cutoff / p.spacing);
-    side = (size_t)radius + 1;
-    host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
-    host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
-    host_first = (int *)ELEC_MALLOC((size_t)(nx + ny + nz) * sizeof *host_first);
-    host_w = (float *)ELEC_MALLOC((size_t)(nx + ny + nz) * 2 * s * sizeof *host_w);
-    if (!host_stencil || !host_spans || !host_first || !host_w) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM tables");
-        goto cleanup;
-    }
-    elec__msm_stencil(&p, radius, host_stencil, host_spans);
-    elec__msm_axis_table(lattice, 0, reference[0], &p, host_first, host_w);
-    elec__msm_axis_table(lattice, 1, reference[1], &p, host_first + nx,
-                         host_w + (size_t)nx * 2 * s);
-    elec__msm_axis_table(lattice, 2, reference[2], &p, host_first + nx + ny,
-                         host_w + (size_t)(nx + ny) * 2 * s);
-
-    /* The short range's bins (MSM kind of the cutoff map). */
-    memset(&cp, 0, sizeof cp);
-    cp.scale = p.scale;
-    cp.cutoff = p.cutoff;
-    cp.kind = ELEC_CUTOFF_MSM;
-    cp.splitting = p.splitting;
-    if ((status = elec_cutoff_params_resolve(&cp, &cp, err)) != ELEC_OK) goto cleanup;
-    /* msmpot's bins, made longer where a long cutoff would give a block
-       more neighbour bins than the kernel takes (past a = 48 A or so) */
-    while ((status = elec__cutoff_prepare(&job, atoms, lattice, &cp, err)) ==
-               ELEC_ERR_UNSUPPORTED &&
-           job.args.neighbour_count == 0 && cp.bin_length < cp.cutoff) {
-        elec__cutoff_job_free(&job);
-        cp.bin_length *= 1.25;
-    }
-    if (status != ELEC_OK) goto cleanup;
-
-    /* Device: buffers and uploads, then the stages in order on one stream
-       (events between them when times are wanted). */
-    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    status = elec__msm_anterpolation_plan(&p, &shape, n, devices[0], &anterpolation, err);
-    if (status != ELEC_OK) goto cleanup;
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_lattices, 2 * total_points * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_stencil, side * side * side * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_spans, side * side * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_first, (size_t)(nx + ny + nz) * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_w, (size_t)(nx + ny + nz) * 2 * s * sizeof(float)));
-    {
-        float *next = d_lattices;
-        for (int l = 0; l < shape.levels; l++) {
-            d_q[l] = next;
-            d_e[l] = next + elec__msm_shape_points(&shape, l);
-            next = d_e[l] + elec__msm_shape_points(&shape, l);
-        }
-    }
-    ELEC__CUDA_TRY(cudaMemsetAsync(d_lattices, 0, 2 * total_points * sizeof(float), stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_stencil, host_stencil, side * side * side * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_first, host_first, (size_t)(nx + ny + nz) * sizeof(int),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_w, host_w, (size_t)(nx + ny + nz) * 2 * s * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream));
     if (times) {
         memset(times, 0, sizeof *times);
-        for (; marks_made < 9; marks_made++)
-            ELEC__CUDA_TRY(cudaEventCreate(&events[marks_made]));
-        marks = events;
-        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+        ELEC__CUDA_TRY(cudaStreamSynchronize(md.stream));
         times->seconds[0] = elec__msm_clock() - started;
-        ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
     }
+    ELEC__MSM_MARK(&md, 0);
     /* Short range into the padded map (uploads the bins, one pass a layer). */
-    if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
-    ELEC__MSM_MARK(1);
-    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil,
-                                     d_spans, radius,
-                                     stream, marks, err);
-    if (status != ELEC_OK) goto cleanup;
+    if ((status = elec__cutoff_launch(&job.cutoff, md.stream, err)) != ELEC_OK) goto cleanup;
+    ELEC__MSM_MARK(&md, 1);
+    if ((status = elec__msm_device_run(&md, job.d_atoms, job.n, ELEC__MSM_ALL, err)) != ELEC_OK)
+        goto cleanup;
     switch (s) {
-    case 2: status = elec__msm_launch_interpolation<2>(job, lattice, d_e[0], shape, d_first,
-                                                       d_w, (float)p.scale, stream, err); break;
-    case 3: status = elec__msm_launch_interpolation<3>(job, lattice, d_e[0], shape, d_first,
-                                                       d_w, (float)p.scale, stream, err); break;
-    case 4: status = elec__msm_launch_interpolation<4>(job, lattice, d_e[0], shape, d_first,
-                                                       d_w, (float)p.scale, stream, err); break;
-    default: status = elec__msm_launch_interpolation<5>(job, lattice, d_e[0], shape, d_first,
-                                                        d_w, (float)p.scale, stream, err); break;
+    case 2: status = elec__msm_interpolate_map<2>(&md, job.cutoff, lattice, job.d_first,
+                                                  job.d_w, err); break;
+    case 3: status = elec__msm_interpolate_map<3>(&md, job.cutoff, lattice, job.d_first,
+                                                  job.d_w, err); break;
+    case 4: status = elec__msm_interpolate_map<4>(&md, job.cutoff, lattice, job.d_first,
+                                                  job.d_w, err); break;
+    default: status = elec__msm_interpolate_map<5>(&md, job.cutoff, lattice, job.d_first,
+                                                   job.d_w, err); break;
     }
     if (status != ELEC_OK) goto cleanup;
-    ELEC__MSM_MARK(7);
+    ELEC__MSM_MARK(&md, 7);
     /* the host's share of the short range, and the points where atoms sit,
        while the GPU works */
-    if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
-    if ((status = elec__msm_take_back_find(atoms, lattice, &p, &take_back, err)) != ELEC_OK)
+    if ((status = elec__cutoff_host_share(&job.cutoff, lattice, map, err)) != ELEC_OK ||
+        (status = elec__msm_take_back_find(atoms, lattice, &p, &job.take_back, err)) !=
+            ELEC_OK ||
+        (status = elec__cutoff_finish(&job.cutoff, lattice, map, md.stream, err)) != ELEC_OK)
         goto cleanup;
-    if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
-        goto cleanup;
-    elec__msm_take_back_apply(&take_back, map);
-    ELEC__MSM_MARK(8);
+    elec__msm_take_back_apply(&job.take_back, map);
+    ELEC__MSM_MARK(&md, 8);
     if (times) {
         float ms;
-        ELEC__CUDA_TRY(cudaEventSynchronize(marks[8]));
+        ELEC__CUDA_TRY(cudaEventSynchronize(md.marks[8]));
         for (int m = 0; m < 7; m++) {
-            ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
+            ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, md.marks[m], md.marks[m + 1]));
             times->seconds[m + 1] = 1e-3 * ms;
         }
     }
@@ -2907,27 +3075,142 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     status = ELEC_OK;
 
 cleanup:
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
-    }
-    for (int m = 0; m < marks_made; m++) cudaEventDestroy(events[m]);
-    elec_cuda_chargemap_destroy(anterpolation);
-    elec__cutoff_job_free(&job);
-    cudaFree(d_atoms);
-    cudaFree(d_lattices);
-    cudaFree(d_stencil);
-    cudaFree(d_spans);
-    cudaFree(d_first);
-    cudaFree(d_w);
-    (void)cudaGetLastError();
-    ELEC_FREE(host_atoms);
-    ELEC_FREE(host_stencil);
-    ELEC_FREE(host_spans);
-    ELEC_FREE(host_first);
-    ELEC_FREE(host_w);
-    elec__msm_take_back_free(&take_back);
+    elec__msm_device_free(&md);
+    elec__msm_map_free(&job);
     cudaSetDevice(caller_device);
+    return status;
+}
+
+/* The per-atom buffers of an energy call: one block on the device and its
+   mirror on the host, in this order: float4 atoms (positions from the
+   reference), local (from their cell's corner), grad, force (n + 1 each);
+   float phi, short_range (n + 1 each); int cell (n + 1), start (cells + 1),
+   coincident (1).  The uploads are atoms and local, then the ints; the
+   download grad to short_range, then coincident. */
+typedef struct elec__msm_energy_block {
+    float4 *atoms, *local, *grad, *force;
+    float *phi, *short_range;
+    int *cell, *start, *coincident;
+} elec__msm_energy_block;
+
+static size_t elec__msm_energy_bytes(size_t n, size_t cells) {
+    return 4 * (n + 1) * sizeof(float4) + 2 * (n + 1) * sizeof(float) +
+           (n + 1 + cells + 1 + 1) * sizeof(int);
+}
+
+static void elec__msm_energy_layout(elec__msm_energy_block *b, void *base, size_t n,
+                                    size_t cells) {
+    b->atoms = (float4 *)base;
+    b->local = b->atoms + n + 1;
+    b->grad = b->local + n + 1;
+    b->force = b->grad + n + 1;
+    b->phi = (float *)(b->force + n + 1);
+    b->short_range = b->phi + n + 1;
+    b->cell = (int *)(b->short_range + n + 1);
+    b->start = b->cell + n + 1;
+    b->coincident = b->start + cells + 1;
+}
+
+/* What an energy adds to the plan: the atoms relative to the centre of
+   their bounding box (the reference), sorted by cell (cells at least the
+   cutoff long, order[k] the k-th atom's index), their buffers (host and
+   device blocks), the short range's arguments, and sum q^2 of the float
+   charges. */
+typedef struct elec__msm_energy_job {
+    elec__msm_shape shape;
+    elec__msm_short_args sa;
+    elec__msm_energy_block h, d;
+    size_t n, cells, bytes, *order;
+    void *host, *device;
+    double self;
+} elec__msm_energy_job;
+
+static void elec__msm_energy_free(elec__msm_energy_job *job) {
+    if (job->device) {
+        cudaFree(job->device);
+        (void)cudaGetLastError();
+    }
+    ELEC_FREE(job->order);
+    ELEC_FREE(job->host);
+    memset(job, 0, sizeof *job);
+}
+
+/* The host's part: shape, positions (relative, then from each atom's cell
+   corner), cells and the short range's arguments, in the host block. */
+static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const elec_atoms *atoms,
+                                            const elec_msm_params *p, elec_error *err) {
+    const size_t n = atoms->count;
+    elec__msm_short_args *sa = &job->sa;
+    double reference[3], lo[3], hi[3], cell_lo[3], cell_hi[3], *x = NULL, *q = NULL;
+    int *start = NULL, *sorted_cell = NULL;
+    elec_status status;
+    memset(job, 0, sizeof *job);
+    job->n = n;
+    elec_atoms_bounds(atoms, lo, hi);
+    for (int axis = 0; axis < 3; axis++) {
+        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
+        cell_lo[axis] = lo[axis] - reference[axis];
+        cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
+        lo[axis] = cell_lo[axis];
+        hi[axis] = hi[axis] - reference[axis];
+    }
+    if ((status = elec__msm_shape_of(p, lo, hi, &job->shape, err)) != ELEC_OK) return status;
+    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
+    if (!x || !q) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
+        goto cleanup;
+    }
+    {
+        elec__pack to;
+        memset(&to, 0, sizeof to);
+        to.reference = reference;
+        elec__pack_xyz(&to, x, q);
+        elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
+    }
+    if ((status = elec__msm_cells(x, n, cell_lo, cell_hi, p->cutoff, sa->cells, &job->order,
+                                  &start, &sorted_cell, err)) != ELEC_OK)
+        goto cleanup;
+    job->cells = (size_t)sa->cells[0] * sa->cells[1] * sa->cells[2];
+    job->bytes = elec__msm_energy_bytes(n, job->cells);
+    if (!(job->host = ELEC_MALLOC(job->bytes))) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
+        goto cleanup;
+    }
+    memset(job->host, 0, job->bytes);
+    elec__msm_energy_layout(&job->h, job->host, n, job->cells);
+    for (size_t k = 0; k < n; k++) {
+        const size_t a = job->order[k];
+        const int cell = sorted_cell[k];
+        const int c[3] = {cell % sa->cells[0], cell / sa->cells[0] % sa->cells[1],
+                          cell / sa->cells[0] / sa->cells[1]};
+        double local[3];
+        job->h.atoms[k] = make_float4((float)x[3 * a], (float)x[3 * a + 1],
+                                      (float)x[3 * a + 2], (float)q[a]);
+        for (int axis = 0; axis < 3; axis++)
+            local[axis] = x[3 * a + axis] -
+                          (cell_lo[axis] + c[axis] * (cell_hi[axis] - cell_lo[axis]) /
+                                               sa->cells[axis]);
+        job->h.local[k] = make_float4((float)local[0], (float)local[1], (float)local[2],
+                                      (float)q[a]);
+        job->self += (double)job->h.atoms[k].w * job->h.atoms[k].w; /* summed as the charges */
+    }
+    memcpy(job->h.cell, sorted_cell, n * sizeof(int));
+    memcpy(job->h.start, start, (job->cells + 1) * sizeof(int));
+    job->h.coincident[0] = INT_MAX; /* the least atom of a coincident pair, if any */
+    elec__cutoff_coefficients(p->cutoff, p->splitting, sa->coeff);
+    sa->order = p->splitting;
+    for (int axis = 0; axis < 3; axis++)
+        sa->length[axis] = (float)((cell_hi[axis] - cell_lo[axis]) / sa->cells[axis]);
+    sa->cutoff2 = (float)(p->cutoff * p->cutoff);
+    sa->inv_cutoff2 = (float)(1.0 / (p->cutoff * p->cutoff));
+    sa->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    status = ELEC_OK;
+cleanup:
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(start);
+    ELEC_FREE(sorted_cell);
     return status;
 }
 
@@ -2936,29 +3219,19 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                           double *forces, elec_error *err) {
     elec_status status;
     elec_msm_params p;
-    elec__msm_shape shape;
-    elec__msm_short_args sa = {};
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, radius, s, n_int;
-    int found = INT_MAX;
-    cudaStream_t stream = NULL;
-    double reference[3], lo[3], hi[3], cell_lo[3], cell_hi[3], c = 1.0;
-    double long_range = 0.0, short_range = 0.0, self = 0.0;
-    double *x = NULL;
-    size_t *order = NULL, n, total_points = 0, side;
-    int *start = NULL, *d_start = NULL, *d_coincident = NULL, *host_spans = NULL,
-        *d_spans = NULL, *sorted_cell = NULL, *d_cell = NULL;
-    float4 *host_atoms = NULL, *d_atoms = NULL, *d_grad = NULL, *d_force = NULL,
-           *host_grad = NULL, *host_force = NULL, *host_local = NULL, *d_local = NULL;
-    float *d_lattices = NULL, *d_stencil = NULL, *host_stencil = NULL, *d_phi = NULL,
-          *d_short = NULL, *host_phi = NULL, *host_short = NULL;
-    float *d_q[ELEC__MSM_MAX_LEVELS], *d_e[ELEC__MSM_MAX_LEVELS];
-    elec_cuda_chargemap_handle *anterpolation = NULL;
+    elec__msm_device md;
+    elec__msm_energy_job job;
+    elec__msm_energy_block *h = &job.h, *d = &job.d;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, n_int;
+    double long_range = 0.0, short_range = 0.0;
+    size_t n;
 
+    memset(&md, 0, sizeof md);
+    memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
-    s = elec_msm_support((int)p.interpolation);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
@@ -2974,202 +3247,171 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
-    /* Host: atoms relative to their bounding box's centre, sorted by cell;
-       the hierarchy's shape and stencil. */
-    elec_atoms_bounds(atoms, lo, hi);
-    for (int axis = 0; axis < 3; axis++) {
-        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
-        cell_lo[axis] = lo[axis] - reference[axis];
-        cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
-        lo[axis] = cell_lo[axis];
-        hi[axis] = hi[axis] - reference[axis];
-    }
-    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK) return status;
-    x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
-    host_atoms = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_atoms);
-    host_phi = (float *)ELEC_MALLOC((n + 1) * sizeof *host_phi);
-    host_short = (float *)ELEC_MALLOC((n + 1) * sizeof *host_short);
-    host_grad = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_grad);
-    host_force = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_force);
-    host_local = (float4 *)ELEC_MALLOC((n + 1) * sizeof *host_local);
-    radius = (int)ceil(2.0 * p.cutoff / p.spacing);
-    side = (size_t)radius + 1;
-    host_stencil = (float *)ELEC_MALLOC(side * side * side * sizeof *host_stencil);
-    host_spans = (int *)ELEC_MALLOC(side * side * sizeof *host_spans);
-    if (!x || !host_atoms || !host_phi || !host_short || !host_grad || !host_force ||
-        !host_local || !host_stencil || !host_spans) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu atoms", n);
+    /* The host's part, the plan, the uploads; then the stages, the
+       interpolation at the atoms and the short range on the plan's
+       stream, and the sums back. */
+    if ((status = elec__msm_energy_prepare(&job, atoms, &p, err)) != ELEC_OK ||
+        (status = elec__msm_device_setup(&md, &p, &job.shape, n, devices[0], 0, err)) !=
+            ELEC_OK)
         goto cleanup;
-    }
-    for (size_t a = 0; a < n; a++) {
-        elec_atoms_get(atoms, a, x + 3 * a, NULL, NULL);
-        for (int axis = 0; axis < 3; axis++) x[3 * a + axis] -= reference[axis];
-    }
-    if ((status = elec__msm_cells(x, n, cell_lo, cell_hi, p.cutoff, sa.cells, &order, &start,
-                                  &sorted_cell, err)) != ELEC_OK)
+    ELEC__CUDA_TRY(cudaMalloc(&job.device, job.bytes));
+    elec__msm_energy_layout(d, job.device, n, job.cells);
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d->atoms, h->atoms, 2 * (n + 1) * sizeof(float4),
+                                   cudaMemcpyHostToDevice, md.stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d->cell, h->cell, (n + 1 + job.cells + 2) * sizeof(int),
+                                   cudaMemcpyHostToDevice, md.stream));
+    if ((status = elec__msm_device_run(&md, d->atoms, n, ELEC__MSM_ALL, err)) != ELEC_OK ||
+        (status = elec__msm_device_at_atoms(&md, d->atoms, n_int, d->phi, d->grad, err)) !=
+            ELEC_OK)
         goto cleanup;
-    for (size_t k = 0; k < n; k++) {
-        const size_t a = order[k];
-        double q;
-        elec_atoms_get(atoms, a, NULL, &q, NULL);
-        host_atoms[k] = make_float4((float)x[3 * a], (float)x[3 * a + 1], (float)x[3 * a + 2],
-                                    (float)q);
-        {
-            const int cell = sorted_cell[k];
-            const int c[3] = {cell % sa.cells[0], cell / sa.cells[0] % sa.cells[1],
-                              cell / sa.cells[0] / sa.cells[1]};
-            double local[3];
-            for (int axis = 0; axis < 3; axis++)
-                local[axis] = x[3 * a + axis] -
-                              (cell_lo[axis] + c[axis] * (cell_hi[axis] - cell_lo[axis]) /
-                                                   sa.cells[axis]);
-            host_local[k] = make_float4((float)local[0], (float)local[1], (float)local[2],
-                                        (float)q);
-        }
-        self += (double)host_atoms[k].w * host_atoms[k].w; /* the charges summed below */
-    }
-    for (int k = 0; k <= ELEC__CUTOFF_MAX_ORDER; k++) {
-        if (k > 0) c *= -(2.0 * k - 1.0) / (2.0 * k); /* C(-1/2, k) */
-        sa.coeff[k] = k <= p.splitting ? (float)(c / p.cutoff) : 0.0f;
-    }
-    sa.order = p.splitting;
-    for (int axis = 0; axis < 3; axis++)
-        sa.length[axis] = (float)((cell_hi[axis] - cell_lo[axis]) / sa.cells[axis]);
-    sa.cutoff2 = (float)(p.cutoff * p.cutoff);
-    sa.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
-    sa.coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
-    for (int l = 0; l < shape.levels; l++) total_points += elec__msm_shape_points(&shape, l);
-    elec__msm_stencil(&p, radius, host_stencil, host_spans);
-
-    /* Device. */
-    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    status = elec__msm_anterpolation_plan(&p, &shape, n, devices[0], &anterpolation, err);
-    if (status != ELEC_OK) goto cleanup;
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_start, ((size_t)sa.cells[0] * sa.cells[1] *
-                                                      sa.cells[2] + 1) * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_lattices, 2 * total_points * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_stencil, side * side * side * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_spans, side * side * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, (n + 1) * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_short, (n + 1) * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grad, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_force, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_coincident, sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_cell, (n + 1) * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_local, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_local, host_local, n * sizeof(float4),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_cell, sorted_cell, n * sizeof(int), cudaMemcpyHostToDevice,
-                                   stream));
-    {
-        float *next = d_lattices;
-        for (int l = 0; l < shape.levels; l++) {
-            d_q[l] = next;
-            d_e[l] = next + elec__msm_shape_points(&shape, l);
-            next = d_e[l] + elec__msm_shape_points(&shape, l);
-        }
-    }
-    ELEC__CUDA_TRY(cudaMemsetAsync(d_lattices, 0, 2 * total_points * sizeof(float), stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_coincident, &found, sizeof(int), cudaMemcpyHostToDevice,
-                                   stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_start, start,
-                                   ((size_t)sa.cells[0] * sa.cells[1] * sa.cells[2] + 1) *
-                                       sizeof(int),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_stencil, host_stencil, side * side * side * sizeof(float),
-                                   cudaMemcpyHostToDevice, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_spans, host_spans, side * side * sizeof(int),
-                                   cudaMemcpyHostToDevice, stream));
-    status = elec__msm_launch_stages(p, shape, d_q, d_e, d_atoms, n, anterpolation, d_stencil,
-                                     d_spans, radius,
-                                     stream, NULL, err);
-    if (status != ELEC_OK) goto cleanup;
-    switch (s) {
-    case 2: status = elec__msm_launch_at_atoms<2>(d_atoms, n_int, d_e[0], shape, p, d_phi,
-                                                  d_grad, stream, err); break;
-    case 3: status = elec__msm_launch_at_atoms<3>(d_atoms, n_int, d_e[0], shape, p, d_phi,
-                                                  d_grad, stream, err); break;
-    case 4: status = elec__msm_launch_at_atoms<4>(d_atoms, n_int, d_e[0], shape, p, d_phi,
-                                                  d_grad, stream, err); break;
-    default: status = elec__msm_launch_at_atoms<5>(d_atoms, n_int, d_e[0], shape, p, d_phi,
-                                                   d_grad, stream, err); break;
-    }
-    if (status != ELEC_OK) goto cleanup;
     elec__k_msm_short<<<(n_int + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, ELEC__MSM_BLOCK, 0,
-                        stream>>>(d_local, d_start, d_cell, n_int, sa, d_short, d_force,
-                                  d_coincident);
+                        md.stream>>>(d->local, d->start, d->cell, n_int, job.sa,
+                                     d->short_range, d->force, d->coincident);
     ELEC__CUDA_TRY(cudaGetLastError());
-    ELEC__CUDA_TRY(cudaMemcpyAsync(host_phi, d_phi, n * sizeof(float), cudaMemcpyDeviceToHost,
-                                   stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(host_short, d_short, n * sizeof(float),
-                                   cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(host_grad, d_grad, n * sizeof(float4),
-                                   cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(host_force, d_force, n * sizeof(float4),
-                                   cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(&found, d_coincident, sizeof(int), cudaMemcpyDeviceToHost,
-                                   stream));
-    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    if (found != INT_MAX) {
+    /* grad, force, phi and short_range back in one copy, then the flag */
+    ELEC__CUDA_TRY(cudaMemcpyAsync(h->grad, d->grad, (size_t)((char *)d->cell - (char *)d->grad),
+                                   cudaMemcpyDeviceToHost, md.stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(h->coincident, d->coincident, sizeof(int),
+                                   cudaMemcpyDeviceToHost, md.stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(md.stream));
+    if (h->coincident[0] != INT_MAX) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "atom %zu and another coincide: their energy is infinite",
-                            order[found]);
+                            job.order[h->coincident[0]]);
         goto cleanup;
     }
     /* E = 1/2 sum q_i (phi_long + phi_short) less each atom's own smooth
        part gamma(0)/a (elec_cpu_msm_energy); forces -q grad phi_long plus
        the pairs'. */
     for (size_t k = 0; k < n; k++) {
-        const size_t a = order[k];
-        const double q = host_atoms[k].w;
-        long_range += q * host_phi[k];
-        short_range += q * host_short[k];
+        const size_t a = job.order[k];
+        const double q = h->atoms[k].w;
+        long_range += q * h->phi[k];
+        short_range += q * h->short_range[k];
         if (forces) {
-            forces[3 * a] = p.scale * ((double)host_force[k].x - q * host_grad[k].x);
-            forces[3 * a + 1] = p.scale * ((double)host_force[k].y - q * host_grad[k].y);
-            forces[3 * a + 2] = p.scale * ((double)host_force[k].z - q * host_grad[k].z);
+            forces[3 * a] = p.scale * ((double)h->force[k].x - q * h->grad[k].x);
+            forces[3 * a + 1] = p.scale * ((double)h->force[k].y - q * h->grad[k].y);
+            forces[3 * a + 2] = p.scale * ((double)h->force[k].z - q * h->grad[k].z);
         }
     }
     *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
-                         0.5 * self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
+                         0.5 * job.self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
     elec__ok(err);
     status = ELEC_OK;
 
 cleanup:
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
+    elec__msm_device_free(&md);
+    elec__msm_energy_free(&job);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* A level's values of the device lattices (float, q_l or e_l) into the
+   lattices' array, in double. */
+static void elec__msm_device_copy_level(const elec__msm_device *md, const float *host_lattices,
+                                 int l, int potentials, elec_msm_lattices *out, double *to) {
+    const size_t count = elec__msm_shape_points(&md->shape, l);
+    const float *from = host_lattices + ((potentials ? md->e[l] : md->q[l]) - md->lattices);
+    for (size_t i = 0; i < count; i++) to[out->first[l] + i] = from[i];
+}
+
+ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const double reference[3],
+                                            const elec_msm_params *params,
+                                            elec_msm_lattices *out, elec_error *err) {
+    elec_status status;
+    elec_msm_params p;
+    elec__msm_shape shape;
+    elec__msm_device md;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+    double ref[3], lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    float4 *host_atoms = NULL, *d_atoms = NULL, *host_grad = NULL, *d_grad = NULL;
+    float *host_lattices = NULL, *host_phi = NULL, *d_phi = NULL;
+    const int steps[3] = {ELEC__MSM_UP, ELEC__MSM_ACROSS, ELEC__MSM_DOWN};
+    size_t n;
+
+    memset(&md, 0, sizeof md);
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    n = atoms->count;
+    if (n > (size_t)INT_MAX / 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
+                          INT_MAX / 2);
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    if (reference) {
+        for (int axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
+    } else {
+        elec_atoms_bounds(atoms, lo, hi);
+        for (int axis = 0; axis < 3; axis++) {
+            ref[axis] = 0.5 * (lo[axis] + hi[axis]);
+            lo[axis] = hi[axis] = 0.0;
+        }
     }
-    elec_cuda_chargemap_destroy(anterpolation);
+    if (!(host_atoms = elec__cuda_gather_xyzq(atoms, ref))) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
+        goto cleanup;
+    }
+    elec__msm_widen(atoms, ref, lo, hi);
+    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK ||
+        (status = elec__msm_lattices_alloc(&shape, n, out, err)) != ELEC_OK ||
+        (status = elec__msm_device_setup(&md, &p, &shape, n, devices[0], 0, err)) != ELEC_OK)
+        goto cleanup;
+    host_lattices = (float *)ELEC_MALLOC(2 * md.points * sizeof(float));
+    host_phi = (float *)ELEC_MALLOC((n + 1) * sizeof(float));
+    host_grad = (float4 *)ELEC_MALLOC((n + 1) * sizeof(float4));
+    if (!host_lattices || !host_phi || !host_grad) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the lattices");
+        goto cleanup;
+    }
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, (n + 1) * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grad, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
+                                   cudaMemcpyHostToDevice, md.stream));
+    /* up, across, down: the lattices after each (q, cutoff, e) */
+    for (int step = 0; step < 3; step++) {
+        double *to[3] = {out->q, out->cutoff, out->e};
+        if ((status = elec__msm_device_run(&md, d_atoms, n, steps[step], err)) != ELEC_OK)
+            goto cleanup;
+        ELEC__CUDA_TRY(cudaMemcpyAsync(host_lattices, md.lattices,
+                                       2 * md.points * sizeof(float), cudaMemcpyDeviceToHost,
+                                       md.stream));
+        ELEC__CUDA_TRY(cudaStreamSynchronize(md.stream));
+        for (int l = 0; l < shape.levels; l++)
+            elec__msm_device_copy_level(&md, host_lattices, l, step > 0, out, to[step]);
+    }
+    if (n > 0) {
+        status = elec__msm_device_at_atoms(&md, d_atoms, (int)n, d_phi, d_grad, err);
+        if (status != ELEC_OK) goto cleanup;
+        ELEC__CUDA_TRY(cudaMemcpyAsync(host_phi, d_phi, n * sizeof(float),
+                                       cudaMemcpyDeviceToHost, md.stream));
+        ELEC__CUDA_TRY(cudaMemcpyAsync(host_grad, d_grad, n * sizeof(float4),
+                                       cudaMemcpyDeviceToHost, md.stream));
+        ELEC__CUDA_TRY(cudaStreamSynchronize(md.stream));
+    }
+    for (size_t i = 0; i < n; i++) {
+        out->phi[i] = host_phi[i];
+        out->grad[3 * i] = host_grad[i].x;
+        out->grad[3 * i + 1] = host_grad[i].y;
+        out->grad[3 * i + 2] = host_grad[i].z;
+    }
+    elec__ok(err);
+    status = ELEC_OK;
+
+cleanup:
+    if (status != ELEC_OK) elec_msm_lattices_free(out);
+    elec__msm_device_free(&md);
     cudaFree(d_atoms);
-    cudaFree(d_start);
-    cudaFree(d_lattices);
-    cudaFree(d_stencil);
-    cudaFree(d_spans);
     cudaFree(d_phi);
-    cudaFree(d_short);
     cudaFree(d_grad);
-    cudaFree(d_force);
-    cudaFree(d_coincident);
-    cudaFree(d_cell);
-    cudaFree(d_local);
     (void)cudaGetLastError();
-    ELEC_FREE(x);
-    ELEC_FREE(sorted_cell);
-    ELEC_FREE(order);
-    ELEC_FREE(start);
     ELEC_FREE(host_atoms);
+    ELEC_FREE(host_lattices);
     ELEC_FREE(host_phi);
-    ELEC_FREE(host_short);
     ELEC_FREE(host_grad);
-    ELEC_FREE(host_force);
-    ELEC_FREE(host_local);
-    ELEC_FREE(host_stencil);
-    ELEC_FREE(host_spans);
     cudaSetDevice(caller_device);
     return status;
 }

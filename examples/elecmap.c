@@ -560,7 +560,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
         int invalid = elec_msm_params_resolve(&msm, (double)points /
                                                         (double)(atoms->count ? atoms->count : 1),
                                               &resolved, &msm_err) != ELEC_OK;
-        int impossible = !invalid && c.msm_finest > ELEC__MSM_MAX_POINTS; /* its own cap */
+        int impossible = !invalid && c.msm_finest > ELEC_MSM_MAX_POINTS; /* its own cap */
         if (!invalid && !impossible && c.msm < c.direct) {
             o->method = METHOD_MSM;
             if (!o->quiet)

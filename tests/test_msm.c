@@ -283,6 +283,44 @@ TEST(forces_are_the_gradient_of_the_energy) {
     test_system_free(&s);
 }
 
+TEST(lattices_keep_the_charge_level_by_level) {
+    /* elec_cpu_msm_lattices, the stage-by-stage form tests and teaching
+       read (tests/test_gpu_msm.cu holds the device's stages to it):
+       anterpolation and every restriction keep the total charge (the bases
+       reproduce constants, so each atom's and each point's weights sum to
+       1: to 1e-12 of the charges' size), on a hierarchy made three levels
+       deep or more by a small top; the top's potential is its direct sum,
+       untouched by prolongation. */
+    test_system s = test_system_random(300, 18.0, 27);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_msm_params p = {0};
+    elec_msm_lattices m;
+    elec_error err;
+    double total = 0.0, size = 0.0;
+    p.max_top_points = 64;
+    size_t i;
+    int l;
+    for (i = 0; i < s.count; i++) {
+        total += s.charge[i];
+        size += fabs(s.charge[i]);
+    }
+    EXPECT(elec_cpu_msm_lattices(&atoms, NULL, &p, &m, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(m.levels >= 3 && m.atom_count == s.count, "%d levels, %zu atoms", m.levels,
+           m.atom_count);
+    for (l = 0; l < m.levels; l++) {
+        double sum = 0.0;
+        for (i = m.first[l]; i < m.first[l + 1]; i++) sum += m.q[i];
+        EXPECT(fabs(sum - total) <= 1e-12 * size, "level %d holds %.15g e of %.15g", l, sum,
+               total);
+    }
+    for (i = m.first[m.levels - 1]; i < m.first[m.levels]; i++)
+        EXPECT(m.e[i] == m.cutoff[i], "top point %zu: prolongation changed it", i);
+    EXPECT(elec_cpu_msm_lattices(&atoms, NULL, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL out accepted");
+    elec_msm_lattices_free(&m);
+    test_system_free(&s);
+}
+
 TEST(points_equal_the_map_and_coincident_atoms_are_left_out) {
     /* An atom exactly on a lattice point: the map stays finite and that
        point holds the other atoms' potential (the DCS reference's rule). */
@@ -656,6 +694,7 @@ int main(void) {
     RUN(map_of_water_and_a_crystal_meets_the_target);
     RUN(energy_and_forces_match_the_direct_sum);
     RUN(forces_are_the_gradient_of_the_energy);
+    RUN(lattices_keep_the_charge_level_by_level);
     RUN(points_equal_the_map_and_coincident_atoms_are_left_out);
     RUN(bad_parameters_are_refused);
     RUN(periodic_msm_matches_ewald_for_random_charges_and_water);
