@@ -33,8 +33,12 @@
 
    Options (define before including):
        ELEC_STATIC           every function static: a private copy per file
+       ELEC_API              the public declarations' storage (default
+                             extern, static with ELEC_STATIC)
        ELEC_MALLOC(size)     your allocator (default malloc) ...
        ELEC_FREE(ptr)        ... and its free (default free)
+       ELEC_CUDA_MALLOC, ELEC_CUDA_FREE   the same for device memory
+                             (elec_cuda.cuh)
 
    Conventions
        Lengths in A, charges in e.  Potentials are sums of q/r (e/A) times a
@@ -106,10 +110,14 @@
 #define ELEC_VERSION_MINOR 1
 #define ELEC_VERSION_PATCH 0
 
+/* ELEC_API: every public declaration's storage (define it before
+   including for, say, a shared library's visibility attribute). */
+#ifndef ELEC_API
 #ifdef ELEC_STATIC
 #define ELEC_API static
 #else
 #define ELEC_API extern
+#endif
 #endif
 
 /* ELEC_HD marks math that host loops and CUDA kernels share: the very same

@@ -76,9 +76,10 @@
                 elec_cuda_msm_lattices
      >>ewald    Ewald
      >>spme     SPME: smooth particle mesh Ewald
-                elec_cuda_spme_create elec_cuda_spme_params
-                elec_cuda_spme_compute elec_cuda_spme_compute_timed
-                elec_cuda_spme_energy elec_cuda_spme_destroy elec_cuda_spme
+                elec_cuda_spme_create elec_cuda_spme_create_in
+                elec_cuda_spme_params elec_cuda_spme_compute
+                elec_cuda_spme_compute_timed elec_cuda_spme_energy
+                elec_cuda_spme_destroy elec_cuda_spme
      >>charges  charge mapping
                 elec_cuda_chargemap elec_cuda_chargemap_create
                 elec_cuda_chargemap_compute elec_cuda_chargemap_finish
@@ -97,6 +98,20 @@
 #ifndef ELEC_CUDA_IMPLEMENTATION
 #define ELEC_CUDA_IMPLEMENTATION
 #endif
+#endif
+
+/* Device memory: every buffer the GPU calls allocate comes from
+   ELEC_CUDA_MALLOC(ptr, size, stream) (a void **, bytes, the stream that
+   will use it; returns a cudaError_t) and goes back through
+   ELEC_CUDA_FREE(ptr, stream) once that stream's work with it is done.
+   Stream-ordered by default, from the driver's memory pool: define both
+   before including to use your own (cudaMalloc and cudaFree may ignore the
+   stream; the library orders its work for either).  Handles and their
+   buffers are made once and waited for (elec_cuda_spme_create_in also
+   takes a workspace you allocate); ELEC_MALLOC (elec.h) is host memory. */
+#ifndef ELEC_CUDA_MALLOC
+#define ELEC_CUDA_MALLOC(ptr, size, stream) cudaMallocAsync((ptr), (size), (stream))
+#define ELEC_CUDA_FREE(ptr, stream) cudaFreeAsync((ptr), (stream))
 #endif
 
 #ifdef __cplusplus
@@ -236,6 +251,18 @@ ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_spme_params *params,
                                            elec_cuda_spme_handle **out,
                                            elec_error *err);
+/* The same, CUB's way, in device memory the caller provides: with
+   workspace NULL and out NULL, *bytes gets the size of the block the handle
+   needs (its grids, buffers and cuFFT's work area; the default spreading's
+   charge map allocates its own, through ELEC_CUDA_MALLOC) and nothing is
+   made; with a workspace of *bytes bytes (at least that size, 256-byte
+   aligned as cudaMalloc's are), the handle is made in it and never frees it
+   (free it after elec_cuda_spme_destroy).  workspace NULL with out given:
+   elec_cuda_spme_create. */
+ELEC_API elec_status elec_cuda_spme_create_in(const elec_box *box, const elec_atoms *atoms,
+                                              const elec_spme_params *params,
+                                              void *workspace, size_t *bytes,
+                                              elec_cuda_spme_handle **out, elec_error *err);
 /* The parameters a handle computes with (resolved, estimate included). */
 ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
                                            elec_spme_params *resolved,
@@ -276,6 +303,8 @@ ELEC_API elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
                                            elec_error *err);
+/* Waits for the device's work (computes in flight read its buffers), then
+   releases the handle. */
 ELEC_API void elec_cuda_spme_destroy(elec_cuda_spme_handle *h);
 /* Host arrays in and out, with the signature of elec_cpu_ewald: create,
    upload (positions wrapped into the box in double, then rounded to
@@ -427,6 +456,33 @@ static elec_status elec__cuda_fail(elec_error *err, cudaError_t e,
     (void)cudaGetLastError(); /* clear a sticky launch error */
     return elec__fail(err, s, 0, "%s failed (elec_cuda.cuh:%d): %s", call,
                       line, cudaGetErrorString(e));
+}
+
+/* ---- device memory through ELEC_CUDA_MALLOC and ELEC_CUDA_FREE */
+
+/* Within a call, stream-ordered: a buffer is allocated on the stream that
+   uses it (ELEC__CUDA_ALLOC) and freed on it once its work is enqueued
+   (elec__cuda_free, where NULL is no buffer); another stream uses it only
+   after the host has waited for the allocating one. */
+#define ELEC__CUDA_ALLOC(ptr, size, stream) \
+    ELEC__CUDA_TRY(ELEC_CUDA_MALLOC((void **)&(ptr), (size), (stream)))
+static inline cudaError_t elec__cuda_free(void *ptr, cudaStream_t stream) {
+    return ptr ? ELEC_CUDA_FREE(ptr, stream) : cudaSuccess;
+}
+/* For what outlives a call (handles, made before any stream of theirs is
+   known): allocated and waited for, so that any stream may use it, and
+   freed once the device's work is done: the same promises as cudaMalloc
+   and cudaFree. */
+static inline cudaError_t elec__cuda_alloc(void **ptr, size_t size) {
+    cudaError_t e = ELEC_CUDA_MALLOC(ptr, size, 0);
+    return e == cudaSuccess ? cudaStreamSynchronize(0) : e;
+}
+static inline cudaError_t elec__cuda_free_sync(void *ptr) {
+    cudaError_t e, f;
+    if (!ptr) return cudaSuccess;
+    e = cudaDeviceSynchronize();
+    f = ELEC_CUDA_FREE(ptr, 0);
+    return e != cudaSuccess ? e : f;
 }
 
 #define ELEC__MAX_GPUS 64
@@ -1054,9 +1110,9 @@ static void elec__dcs_release(elec__dcs_job *job) {
         elec__dcs_device *dev = &job->dev[d];
         if (cudaSetDevice(dev->ordinal) != cudaSuccess) continue;
         if (dev->stream) cudaStreamSynchronize(dev->stream);
-        cudaFree(dev->atoms);
-        cudaFree(dev->records);
-        cudaFree(dev->slices);
+        elec__cuda_free(dev->atoms, dev->stream);
+        elec__cuda_free(dev->records, dev->stream);
+        elec__cuda_free(dev->slices, dev->stream);
         if (dev->stream) cudaStreamDestroy(dev->stream);
     }
     (void)cudaGetLastError();
@@ -1081,9 +1137,10 @@ static elec_status elec__cuda_points_on(int device, const elec_atoms *atoms,
         goto cleanup;
     }
     ELEC__CUDA_TRY(cudaSetDevice(device));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (atoms->count + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, (count + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_potential, (count + 1) * sizeof(float)));
+    /* on the legacy stream, as the copies and the launch below */
+    ELEC__CUDA_ALLOC(d_atoms, (atoms->count + 1) * sizeof(float4), 0);
+    ELEC__CUDA_ALLOC(d_points, (count + 1) * sizeof(float4), 0);
+    ELEC__CUDA_ALLOC(d_potential, (count + 1) * sizeof(float), 0);
     ELEC__CUDA_TRY(cudaMemcpy(d_atoms, host_atoms, atoms->count * sizeof(float4),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemcpy(d_points, host_points, count * sizeof(float4),
@@ -1096,9 +1153,9 @@ static elec_status elec__cuda_points_on(int device, const elec_atoms *atoms,
     ELEC__CUDA_TRY(cudaMemcpy(potential, d_potential, count * sizeof(float),
                               cudaMemcpyDeviceToHost));
 cleanup:
-    cudaFree(d_atoms);
-    cudaFree(d_points);
-    cudaFree(d_potential);
+    elec__cuda_free(d_atoms, 0);
+    elec__cuda_free(d_points, 0);
+    elec__cuda_free(d_potential, 0);
     ELEC_FREE(host_atoms);
     ELEC_FREE(host_points);
     return status;
@@ -1174,12 +1231,10 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
         ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
         ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&dev->stream,
                                                  cudaStreamNonBlocking));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&dev->atoms,
-                                  (atoms->count + 1) * sizeof(float4)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&dev->records,
-                                  ELEC__DCS_CHUNK * sizeof(float4)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&dev->slices,
-                                  slice_floats * dev->slice_count * sizeof(float)));
+        ELEC__CUDA_ALLOC(dev->atoms, (atoms->count + 1) * sizeof(float4), dev->stream);
+        ELEC__CUDA_ALLOC(dev->records, ELEC__DCS_CHUNK * sizeof(float4), dev->stream);
+        ELEC__CUDA_ALLOC(dev->slices, slice_floats * dev->slice_count * sizeof(float),
+                         dev->stream);
         ELEC__CUDA_TRY(cudaMemcpyAsync(dev->atoms, host_atoms,
                                        atoms->count * sizeof(float4),
                                        cudaMemcpyHostToDevice, dev->stream));
@@ -1367,10 +1422,12 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     ELEC__CUDA_TRY(cudaSetDevice(device));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyza, (atoms->count + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_b, (atoms->count + 1) * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, point_count * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_potential, point_count * sizeof(float)));
+    /* allocated on streams[0] and waited for below with its uploads: both
+       streams use them */
+    ELEC__CUDA_ALLOC(d_xyza, (atoms->count + 1) * sizeof(float4), streams[0]);
+    ELEC__CUDA_ALLOC(d_b, (atoms->count + 1) * sizeof(float), streams[0]);
+    ELEC__CUDA_ALLOC(d_points, point_count * sizeof(float4), streams[0]);
+    ELEC__CUDA_ALLOC(d_potential, point_count * sizeof(float), streams[0]);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyza, host_xyza, atoms->count * sizeof(float4),
                                    cudaMemcpyHostToDevice, streams[0]));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_b, host_b, atoms->count * sizeof(float),
@@ -1418,14 +1475,14 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     elec__ok(err);
 cleanup:
     for (int k = 0; k < 2; k++)
-        if (streams[k]) {
-            cudaStreamSynchronize(streams[k]);
-            cudaStreamDestroy(streams[k]);
-        }
-    cudaFree(d_xyza);
-    cudaFree(d_b);
-    cudaFree(d_points);
-    cudaFree(d_potential);
+        if (streams[k]) cudaStreamSynchronize(streams[k]);
+    /* both streams done: freed on the first */
+    elec__cuda_free(d_xyza, streams[0]);
+    elec__cuda_free(d_b, streams[0]);
+    elec__cuda_free(d_points, streams[0]);
+    elec__cuda_free(d_potential, streams[0]);
+    for (int k = 0; k < 2; k++)
+        if (streams[k]) cudaStreamDestroy(streams[k]);
     ELEC_FREE(host_xyza);
     ELEC_FREE(host_points);
     ELEC_FREE(host_b);
@@ -1623,6 +1680,7 @@ typedef struct elec__cutoff_job {
     int4 *host_neighbours, *d_neighbours;
     float4 *d_bins;
     float *d_map;        /* args.pitch x args.rows x padded z, scaled       */
+    cudaStream_t stream; /* the device buffers': allocated and freed on it  */
     size_t padded;
     unsigned char *touched; /* z-slices of the caller's map that hold the
                                host's share (the copy back adds to them);
@@ -1630,11 +1688,12 @@ typedef struct elec__cutoff_job {
 } elec__cutoff_job;
 
 static void elec__cutoff_job_free(elec__cutoff_job *job) {
-    /* only what was allocated: cudaFree(NULL) would start CUDA on a call
-       refused before any GPU was looked for */
-    if (job->d_bins) cudaFree(job->d_bins);
-    if (job->d_neighbours) cudaFree(job->d_neighbours);
-    if (job->d_map) cudaFree(job->d_map);
+    /* only what was allocated: a call refused before any GPU was looked
+       for makes no CUDA call here; freed on the stream that used them,
+       before it is destroyed */
+    if (job->d_bins) elec__cuda_free(job->d_bins, job->stream);
+    if (job->d_neighbours) elec__cuda_free(job->d_neighbours, job->stream);
+    if (job->d_map) elec__cuda_free(job->d_map, job->stream);
     if (job->d_bins || job->d_neighbours || job->d_map) (void)cudaGetLastError();
     elec_bins_free(&job->bins);
     ELEC_FREE(job->host_neighbours);
@@ -1863,10 +1922,10 @@ static elec_status elec__cutoff_launch(elec__cutoff_job *job, cudaStream_t strea
     void (*kernel)(float *, const float4 *, const int4 *, elec__cutoff_args);
     dim3 block(ELEC__CUTOFF_EDGE, ELEC__CUTOFF_THREADS_Y, ELEC__CUTOFF_EDGE);
     dim3 grid(job->grid[0], job->grid[1], job->grid[2]);
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_bins,
-                              bin_count * ELEC_BIN_DEPTH * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_neighbours, (count + 1) * sizeof(int4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_map, job->padded * sizeof(float)));
+    job->stream = stream;
+    ELEC__CUDA_ALLOC(job->d_bins, bin_count * ELEC_BIN_DEPTH * sizeof(float4), stream);
+    ELEC__CUDA_ALLOC(job->d_neighbours, (count + 1) * sizeof(int4), stream);
+    ELEC__CUDA_ALLOC(job->d_map, job->padded * sizeof(float), stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_bins, job->bins.slots,
                                    bin_count * ELEC_BIN_DEPTH * sizeof(float4),
                                    cudaMemcpyHostToDevice, stream));
@@ -2055,11 +2114,11 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
     status = ELEC_OK;
 
 cleanup:
+    elec__cutoff_job_free(&job); /* on the stream, before it goes */
     if (stream) {
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
     }
-    elec__cutoff_job_free(&job);
     cudaSetDevice(caller_device);
     return status;
 }
@@ -2433,6 +2492,7 @@ typedef struct elec__msm_device {
     int periodic;             /* 0: non-periodic (a periodic plan is to come)    */
     int device;
     cudaStream_t stream;      /* every stage of the plan's calls runs on it      */
+    void *block;              /* one device allocation: lattices, stencil, spans */
     float *lattices;          /* 2 x every level's points: q_l then e_l, level by level */
     float *q[ELEC_MSM_MAX_LEVELS], *e[ELEC_MSM_MAX_LEVELS];
     size_t points;            /* every level's points together                   */
@@ -2495,19 +2555,36 @@ static void elec__msm_stencil(const elec_msm_params *p, int radius, float *stenc
     }
 }
 
+/* The plan's device block for params p over a shape (the size a handle's
+   workspace query gives): the lattices, the stencil's octant and its
+   spans, each at an offset aligned to 256 bytes.  With base given, the
+   pointers into it. */
+#define ELEC__MSM_ALIGN(bytes) (((bytes) + 255) / 256 * 256)
+static size_t elec__msm_device_layout(elec__msm_device *md, const elec_msm_params *p,
+                                      const elec__msm_shape *shape, char *base) {
+    const size_t side = (size_t)ceil(2.0 * p->cutoff / p->spacing) + 1;
+    size_t points = 0, at;
+    for (int l = 0; l < shape->levels; l++) points += elec__msm_shape_points(shape, l);
+    at = ELEC__MSM_ALIGN(2 * points * sizeof(float));
+    if (base) {
+        md->lattices = (float *)base;
+        md->stencil = (float *)(base + at);
+    }
+    at += ELEC__MSM_ALIGN(side * side * side * sizeof(float));
+    if (base) md->spans = (int *)(base + at);
+    return at + ELEC__MSM_ALIGN(side * side * sizeof(int));
+}
+
 static void elec__msm_device_free(elec__msm_device *md) {
     int caller_device = 0;
-    if (!md->stream && !md->lattices && !md->stencil && !md->spans && !md->anterpolation &&
-        !md->timed)
+    if (!md->stream && !md->block && !md->anterpolation && !md->timed)
         return; /* nothing made: no CUDA call */
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     cudaSetDevice(md->device);
     if (md->stream) cudaStreamSynchronize(md->stream);
     elec_cuda_chargemap_destroy(md->anterpolation);
     cudaSetDevice(md->device);
-    cudaFree(md->lattices);
-    cudaFree(md->stencil);
-    cudaFree(md->spans);
+    elec__cuda_free(md->block, md->stream);
     for (int m = 0; md->timed && m < ELEC__MSM_MARKS; m++) cudaEventDestroy(md->marks[m]);
     if (md->stream) cudaStreamDestroy(md->stream);
     (void)cudaGetLastError();
@@ -2546,9 +2623,8 @@ static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_p
     status = elec__msm_anterpolation_plan(p, shape, max_atoms, device, &md->anterpolation, err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&md->stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&md->lattices, 2 * md->points * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&md->stencil, side * side * side * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&md->spans, side * side * sizeof(int)));
+    ELEC__CUDA_ALLOC(md->block, elec__msm_device_layout(md, p, shape, NULL), md->stream);
+    elec__msm_device_layout(md, p, shape, (char *)md->block);
     {
         float *next = md->lattices;
         for (int l = 0; l < shape->levels; l++) {
@@ -2872,6 +2948,7 @@ typedef struct elec__msm_map_job {
     elec__cutoff_job cutoff;
     elec__msm_take_back take_back;
     size_t n, axes;          /* atoms; nx + ny + nz                         */
+    cudaStream_t stream;     /* the device copies': allocated and freed on it */
     float4 *host_atoms, *d_atoms;
     int *host_first, *d_first;
     float *host_w, *d_w;
@@ -2881,9 +2958,9 @@ static void elec__msm_map_free(elec__msm_map_job *job) {
     elec__cutoff_job_free(&job->cutoff);
     elec__msm_take_back_free(&job->take_back);
     if (job->d_atoms || job->d_first || job->d_w) {
-        cudaFree(job->d_atoms);
-        cudaFree(job->d_first);
-        cudaFree(job->d_w);
+        elec__cuda_free(job->d_atoms, job->stream);
+        elec__cuda_free(job->d_first, job->stream);
+        elec__cuda_free(job->d_w, job->stream);
         (void)cudaGetLastError();
     }
     ELEC_FREE(job->host_atoms);
@@ -2949,9 +3026,10 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
 static elec_status elec__msm_map_upload(elec__msm_map_job *job, int s, cudaStream_t stream,
                                         elec_error *err) {
     elec_status status = ELEC_OK;
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_atoms, (job->n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_first, job->axes * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&job->d_w, job->axes * 2 * s * sizeof(float)));
+    job->stream = stream;
+    ELEC__CUDA_ALLOC(job->d_atoms, (job->n + 1) * sizeof(float4), stream);
+    ELEC__CUDA_ALLOC(job->d_first, job->axes * sizeof(int), stream);
+    ELEC__CUDA_ALLOC(job->d_w, job->axes * 2 * s * sizeof(float), stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_atoms, job->host_atoms, job->n * sizeof(float4),
                                    cudaMemcpyHostToDevice, stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(job->d_first, job->host_first, job->axes * sizeof(int),
@@ -3075,8 +3153,8 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     status = ELEC_OK;
 
 cleanup:
+    elec__msm_map_free(&job); /* on the plan's stream, before it goes */
     elec__msm_device_free(&md);
-    elec__msm_map_free(&job);
     cudaSetDevice(caller_device);
     return status;
 }
@@ -3122,12 +3200,13 @@ typedef struct elec__msm_energy_job {
     elec__msm_energy_block h, d;
     size_t n, cells, bytes, *order;
     void *host, *device;
+    cudaStream_t stream;     /* the device block's: allocated and freed on it */
     double self;
 } elec__msm_energy_job;
 
 static void elec__msm_energy_free(elec__msm_energy_job *job) {
     if (job->device) {
-        cudaFree(job->device);
+        elec__cuda_free(job->device, job->stream);
         (void)cudaGetLastError();
     }
     ELEC_FREE(job->order);
@@ -3254,7 +3333,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
         (status = elec__msm_device_setup(&md, &p, &job.shape, n, devices[0], 0, err)) !=
             ELEC_OK)
         goto cleanup;
-    ELEC__CUDA_TRY(cudaMalloc(&job.device, job.bytes));
+    job.stream = md.stream;
+    ELEC__CUDA_ALLOC(job.device, job.bytes, md.stream);
     elec__msm_energy_layout(d, job.device, n, job.cells);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d->atoms, h->atoms, 2 * (n + 1) * sizeof(float4),
                                    cudaMemcpyHostToDevice, md.stream));
@@ -3300,8 +3380,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     status = ELEC_OK;
 
 cleanup:
+    elec__msm_energy_free(&job); /* on the plan's stream, before it goes */
     elec__msm_device_free(&md);
-    elec__msm_energy_free(&job);
     cudaSetDevice(caller_device);
     return status;
 }
@@ -3366,9 +3446,9 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the lattices");
         goto cleanup;
     }
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_atoms, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, (n + 1) * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grad, (n + 1) * sizeof(float4)));
+    ELEC__CUDA_ALLOC(d_atoms, (n + 1) * sizeof(float4), md.stream);
+    ELEC__CUDA_ALLOC(d_phi, (n + 1) * sizeof(float), md.stream);
+    ELEC__CUDA_ALLOC(d_grad, (n + 1) * sizeof(float4), md.stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_atoms, host_atoms, n * sizeof(float4),
                                    cudaMemcpyHostToDevice, md.stream));
     /* up, across, down: the lattices after each (q, cutoff, e) */
@@ -3403,10 +3483,10 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
 
 cleanup:
     if (status != ELEC_OK) elec_msm_lattices_free(out);
+    elec__cuda_free(d_atoms, md.stream); /* on the plan's stream, before it goes */
+    elec__cuda_free(d_phi, md.stream);
+    elec__cuda_free(d_grad, md.stream);
     elec__msm_device_free(&md);
-    cudaFree(d_atoms);
-    cudaFree(d_phi);
-    cudaFree(d_grad);
     (void)cudaGetLastError();
     ELEC_FREE(host_atoms);
     ELEC_FREE(host_lattices);
@@ -4174,6 +4254,11 @@ struct elec_cuda_spme_handle {
     float4 *sorted;
     float4 *real;            /* per atom: force (unscaled), potential     */
     int *excl_start, *excl_list;
+    void *fft_work;          /* cuFFT's work area, the two plans' (they run
+                                one after the other on one stream)        */
+    size_t fft_work_bytes;
+    void *workspace;         /* the block every buffer above lives in     */
+    int owns_workspace;      /* 0: the caller's (elec_cuda_spme_create_in) */
 };
 
 /* The influence function on the half spectrum, in double, rounded to
@@ -4254,18 +4339,59 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
     return (unsigned)(needed < most ? needed : most);
 }
 
-/* The handle of already resolved parameters (create and the one-shot call
-   resolve once, then come here). */
-static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
-                                          const elec_spme_params *resolved_params,
+/* The handle's device buffers as one block at base (its workspace), each
+   at an offset aligned to 256 bytes, in this order; with base NULL their
+   block's size is only counted.  Returns the size. */
+#define ELEC__SPME_ALIGN 256
+static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
+    const size_t atoms = h->max_atoms, grid = (size_t)h->grid_points;
+    const size_t spectrum = (size_t)h->spectrum_points, cells = (size_t)h->cell_count;
+    size_t at = 0;
+#define ELEC__SPME_PLACE(field, type, count)                                 \
+    do {                                                                     \
+        if (base) h->field = (type *)(base + at);                            \
+        at += ((count) * sizeof(type) + ELEC__SPME_ALIGN - 1) / ELEC__SPME_ALIGN * \
+              ELEC__SPME_ALIGN;                                              \
+    } while (0)
+    ELEC__SPME_PLACE(grid, float, grid);
+    ELEC__SPME_PLACE(spectrum, cufftComplex, spectrum);
+    ELEC__SPME_PLACE(theta, float, spectrum);
+    ELEC__SPME_PLACE(sums, double, ELEC__SPME_SUMS);
+    ELEC__SPME_PLACE(real, float4, atoms);
+    ELEC__SPME_PLACE(excl_start, int, atoms + 1);
+    ELEC__SPME_PLACE(excl_list, int, 2 * h->p.excluded_pair_count + 1);
+    if (h->p.spread == ELEC_SPME_SPREAD_GATHER) {
+        /* one more counter after the cells': the overflow count */
+        ELEC__SPME_PLACE(grid_cell_count, int, grid + 1);
+        ELEC__SPME_PLACE(grid_cell_atoms, int, grid * ELEC__SPME_CELL_CAPACITY);
+        ELEC__SPME_PLACE(overflow_atoms, int, atoms);
+        ELEC__SPME_PLACE(weights, float, atoms * 3 * h->p.order);
+    }
+    if (h->use_cells) {
+        ELEC__SPME_PLACE(cell_counts, int, cells);
+        ELEC__SPME_PLACE(cell_start, int, cells + 1);
+        ELEC__SPME_PLACE(atom_cell, int, atoms);
+        ELEC__SPME_PLACE(atom_slot, int, atoms);
+        ELEC__SPME_PLACE(sorted_index, int, atoms);
+        ELEC__SPME_PLACE(sorted, float4, atoms);
+    }
+    ELEC__SPME_PLACE(fft_work, char, h->fft_work_bytes);
+#undef ELEC__SPME_PLACE
+    return at;
+}
+
+/* A handle of already resolved parameters for up to max_atoms atoms, but
+   for its device buffers: geometry, cells, a stream and events on the first
+   device of p.gpus, and the cuFFT plans, made without their work area
+   (its size noted for the layout). */
+static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
+                                          const elec_spme_params *resolved,
                                           elec_cuda_spme_handle **out, elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_spme_handle *h = NULL;
-    float *host_theta = NULL;
-    int *host_excl_start = NULL, *host_excl_list = NULL;
-    elec_spme_params resolved = *resolved_params;
-    int caller_device = 0, devices[ELEC__MAX_GPUS], device_count = 0, axis;
-    size_t grid_points, spectrum_points, pairs;
+    int devices[ELEC__MAX_GPUS], device_count = 0, axis;
+    size_t grid_points, spectrum_points, forward_work = 0, backward_work = 0;
+    const size_t pairs = resolved->excluded_pair_count;
     *out = NULL;
     if (max_atoms == 0)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -4274,26 +4400,25 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%zu atoms: the GPU SPME takes at most %zu atoms",
                           max_atoms, (size_t)1 << 27);
-    pairs = resolved.excluded_pair_count;
     if (pairs > (size_t)INT_MAX / 2 - 1)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%zu excluded pairs: at most %d", pairs, INT_MAX / 2 - 1);
-    grid_points = (size_t)resolved.grid[0] * resolved.grid[1] * resolved.grid[2];
+    grid_points = (size_t)resolved->grid[0] * resolved->grid[1] * resolved->grid[2];
     spectrum_points =
-        (size_t)(resolved.grid[0] / 2 + 1) * resolved.grid[1] * resolved.grid[2];
+        (size_t)(resolved->grid[0] / 2 + 1) * resolved->grid[1] * resolved->grid[2];
     if (grid_points > (size_t)INT_MAX)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "grid %d x %d x %d: the GPU SPME takes at most 2^31 "
-                          "points", resolved.grid[0], resolved.grid[1],
-                          resolved.grid[2]);
+                          "points", resolved->grid[0], resolved->grid[1],
+                          resolved->grid[2]);
     /* the first device of the set (count 0: the calling thread's current one) */
-    status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err);
+    status = elec__cuda_gpu_list(&resolved->gpus, devices, &device_count, err);
     if (status != ELEC_OK) return status;
-    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     h = (elec_cuda_spme_handle *)ELEC_MALLOC(sizeof *h);
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
-    h->p = resolved;
+    h->p = *resolved;
+    h->p.excluded_pairs = NULL; /* the caller's array: not kept */
     h->device = devices[0];
     h->box = *box;
     h->max_atoms = max_atoms;
@@ -4331,17 +4456,6 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
                                           (float)(n[2] / box->length[2]));
         h->cell_count = h->use_cells ? n[0] * n[1] * n[2] : 0;
     }
-    status = elec__spme_exclusions(&h->p, max_atoms, &host_excl_start,
-                                   &host_excl_list, err);
-    if (status != ELEC_OK) goto cleanup;
-    h->p.excluded_pairs = NULL; /* the caller's array: not kept */
-    host_theta = (float *)ELEC_MALLOC(spectrum_points * sizeof(float));
-    if (!host_theta) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
-        goto cleanup;
-    }
-    if ((status = elec__spme_theta(h, host_theta, err)) != ELEC_OK) goto cleanup;
-
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
                                           cudaDevAttrMultiProcessorCount,
@@ -4349,16 +4463,42 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid, grid_points * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->spectrum,
-                              spectrum_points * sizeof(cufftComplex)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->theta, spectrum_points * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->sums, ELEC__SPME_SUMS * sizeof(double)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->real, max_atoms * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->excl_start,
-                              (max_atoms + 1) * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->excl_list,
-                              (2 * pairs + 1) * sizeof(int)));
+    /* cuFFT takes the slowest dimension first: (Kz, Ky, Kx); its work area
+       is the handle's (elec__spme_layout) */
+    ELEC__CUFFT_TRY(cufftCreate(&h->forward));
+    h->has_forward = 1;
+    ELEC__CUFFT_TRY(cufftSetAutoAllocation(h->forward, 0));
+    ELEC__CUFFT_TRY(cufftMakePlan3d(h->forward, h->p.grid[2], h->p.grid[1], h->p.grid[0],
+                                    CUFFT_R2C, &forward_work));
+    ELEC__CUFFT_TRY(cufftCreate(&h->backward));
+    h->has_backward = 1;
+    ELEC__CUFFT_TRY(cufftSetAutoAllocation(h->backward, 0));
+    ELEC__CUFFT_TRY(cufftMakePlan3d(h->backward, h->p.grid[2], h->p.grid[1], h->p.grid[0],
+                                    CUFFT_C2R, &backward_work));
+    h->fft_work_bytes = forward_work > backward_work ? forward_work : backward_work;
+    *out = h;
+    h = NULL;
+cleanup:
+    elec_cuda_spme_destroy(h);
+    return status;
+}
+
+/* A planned handle's buffers in the block at base: the pointers, the plans'
+   work area, the default spreading's charge map, the influence function
+   and the exclusions (from resolved, whose excluded pairs are the
+   caller's) uploaded, the sums zeroed.  The block is the device's. */
+static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
+                                           const elec_spme_params *resolved,
+                                           elec_error *err) {
+    elec_status status = ELEC_OK;
+    float *host_theta = NULL;
+    int *host_excl_start = NULL, *host_excl_list = NULL;
+    const size_t pairs = h->p.excluded_pair_count;
+    h->workspace = base;
+    elec__spme_layout(h, (char *)base);
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUFFT_TRY(cufftSetWorkArea(h->forward, h->fft_work));
+    ELEC__CUFFT_TRY(cufftSetWorkArea(h->backward, h->fft_work));
     if (h->p.spread == ELEC_SPME_SPREAD_CHARGEMAP) {
         elec_lattice grid_lattice;
         elec_chargemap_params cp;
@@ -4367,67 +4507,79 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
         cp.order = h->p.order;
         cp.periodic = 1;
         cp.variant = ELEC__SPME_CHARGEMAP_VARIANT;
-        status = elec_chargemap_periodic_lattice(box, h->p.grid, 0.0, &grid_lattice, err);
+        status = elec_chargemap_periodic_lattice(&h->box, h->p.grid, 0.0, &grid_lattice, err);
         if (status == ELEC_OK)
-            status = elec_cuda_chargemap_create(&grid_lattice, max_atoms, &cp, h->device,
+            status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
                                                 &h->chargemap, err);
         if (status != ELEC_OK) goto cleanup;
         elec__chargemap_set_sums(h->chargemap, h->sums);
     }
-    if (h->p.spread == ELEC_SPME_SPREAD_GATHER) {
-        /* one more counter after the cells': the overflow count */
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid_cell_count,
-                                  (grid_points + 1) * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->grid_cell_atoms,
-                                  grid_points * ELEC__SPME_CELL_CAPACITY *
-                                      sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->overflow_atoms,
-                                  max_atoms * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->weights,
-                                  max_atoms * 3 * h->p.order * sizeof(float)));
+    status = elec__spme_exclusions(resolved, h->max_atoms, &host_excl_start,
+                                   &host_excl_list, err);
+    if (status != ELEC_OK) goto cleanup;
+    host_theta = (float *)ELEC_MALLOC((size_t)h->spectrum_points * sizeof(float));
+    if (!host_theta) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
     }
-    if (h->use_cells) {
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->cell_counts,
-                                  h->cell_count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->cell_start,
-                                  (h->cell_count + 1) * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->atom_cell, max_atoms * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->atom_slot, max_atoms * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->sorted_index,
-                                  max_atoms * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->sorted, max_atoms * sizeof(float4)));
-    }
-    ELEC__CUDA_TRY(cudaMemcpy(h->theta, host_theta, spectrum_points * sizeof(float),
+    if ((status = elec__spme_theta(h, host_theta, err)) != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaMemcpy(h->theta, host_theta, (size_t)h->spectrum_points * sizeof(float),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_start, host_excl_start,
-                              (max_atoms + 1) * sizeof(int),
-                              cudaMemcpyHostToDevice));
-    ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list,
-                              (2 * pairs + 1) * sizeof(int),
+                              (h->max_atoms + 1) * sizeof(int), cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__SPME_SUMS * sizeof(double)));
-    /* cuFFT takes the slowest dimension first: (Kz, Ky, Kx). */
-    ELEC__CUFFT_TRY(cufftPlan3d(&h->forward, h->p.grid[2], h->p.grid[1],
-                                h->p.grid[0], CUFFT_R2C));
-    h->has_forward = 1;
-    ELEC__CUFFT_TRY(cufftPlan3d(&h->backward, h->p.grid[2], h->p.grid[1],
-                                h->p.grid[0], CUFFT_C2R));
-    h->has_backward = 1;
-    *out = h;
-    h = NULL;
-    elec__ok(err);
 cleanup:
     ELEC_FREE(host_theta);
     ELEC_FREE(host_excl_start);
     ELEC_FREE(host_excl_list);
-    if (h) {
-        cudaSetDevice(caller_device); /* destroy switches to h->device itself */
-        elec_cuda_spme_destroy(h);
-    }
-    cudaSetDevice(caller_device);
     return status;
 }
 
+/* The handle of already resolved parameters (create, create_in and the
+   one-shot call resolve once, then come here).  workspace NULL: the handle
+   allocates its block; else the caller's, *bytes long (too short is
+   refused).  out NULL: *bytes gets the block's size, and nothing is kept. */
+static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
+                                          const elec_spme_params *resolved, void *workspace,
+                                          size_t *bytes, elec_cuda_spme_handle **out,
+                                          elec_error *err) {
+    elec_status status;
+    elec_cuda_spme_handle *h = NULL;
+    size_t needed;
+    int caller_device = 0;
+    if (out) *out = NULL;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    if ((status = elec__spme_handle_plan(box, max_atoms, resolved, &h, err)) != ELEC_OK)
+        goto cleanup;
+    needed = elec__spme_layout(h, NULL);
+    if (!out) {
+        *bytes = needed;
+    } else if (workspace) {
+        if (*bytes < needed)
+            status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                "a workspace of %zu bytes: the handle needs %zu", *bytes,
+                                needed);
+        else
+            status = elec__spme_handle_place(h, workspace, resolved, err);
+    } else {
+        cudaError_t e = elec__cuda_alloc(&h->workspace, needed);
+        h->owns_workspace = 1;
+        status = e != cudaSuccess ? elec__cuda_fail(err, e, "ELEC_CUDA_MALLOC", __LINE__)
+                                  : elec__spme_handle_place(h, h->workspace, resolved, err);
+    }
+    if (status == ELEC_OK && out) {
+        *out = h;
+        h = NULL;
+        elec__ok(err);
+    }
+cleanup:
+    elec_cuda_spme_destroy(h);
+    cudaSetDevice(caller_device);
+    return status;
+}
 /* The reciprocal chain up to the convolved grid, on one stream. */
 template <int ORDER>
 static elec_status elec__spme_spread(elec_cuda_spme_handle *h, const float4 *xyzq,
@@ -4630,6 +4782,7 @@ ELEC_DEF void elec_cuda_spme_destroy(elec_cuda_spme_handle *h) {
     if (!h) return;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     cudaSetDevice(h->device);
+    cudaDeviceSynchronize(); /* computes in flight read the buffers */
     if (h->has_forward) cufftDestroy(h->forward);
     if (h->has_backward) cufftDestroy(h->backward);
     elec_cuda_chargemap_destroy(h->chargemap);
@@ -4637,23 +4790,7 @@ ELEC_DEF void elec_cuda_spme_destroy(elec_cuda_spme_handle *h) {
     if (h->side) cudaStreamDestroy(h->side);
     if (h->fork) cudaEventDestroy(h->fork);
     if (h->join) cudaEventDestroy(h->join);
-    cudaFree(h->grid);
-    cudaFree(h->spectrum);
-    cudaFree(h->theta);
-    cudaFree(h->sums);
-    cudaFree(h->grid_cell_count);
-    cudaFree(h->grid_cell_atoms);
-    cudaFree(h->overflow_atoms);
-    cudaFree(h->weights);
-    cudaFree(h->cell_counts);
-    cudaFree(h->cell_start);
-    cudaFree(h->atom_cell);
-    cudaFree(h->atom_slot);
-    cudaFree(h->sorted_index);
-    cudaFree(h->sorted);
-    cudaFree(h->real);
-    cudaFree(h->excl_start);
-    cudaFree(h->excl_list);
+    if (h->owns_workspace) elec__cuda_free(h->workspace, 0);
     (void)cudaGetLastError();
     cudaSetDevice(caller_device);
     ELEC_FREE(h);
@@ -4663,10 +4800,22 @@ ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_atoms *atoms,
                                            const elec_spme_params *params,
                                            elec_cuda_spme_handle **out, elec_error *err) {
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    return elec_cuda_spme_create_in(box, atoms, params, NULL, NULL, out, err);
+}
+
+ELEC_DEF elec_status elec_cuda_spme_create_in(const elec_box *box, const elec_atoms *atoms,
+                                              const elec_spme_params *params,
+                                              void *workspace, size_t *bytes,
+                                              elec_cuda_spme_handle **out, elec_error *err) {
     elec_spme_params resolved;
     elec_status status;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
-    *out = NULL;
+    if (out) *out = NULL;
+    if (!out && !bytes)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out and bytes are NULL");
+    if (workspace && (!out || !bytes))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "a workspace needs its size and a handle to make");
     if ((status = elec_spme_params_resolve(params, box, atoms, &resolved, err)) != ELEC_OK)
         return status;
     if (resolved.tolerance < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR)
@@ -4674,7 +4823,7 @@ ELEC_DEF elec_status elec_cuda_spme_create(const elec_box *box,
                           "SPME tolerance %g on the GPU: below what its float arithmetic "
                           "allows (1.5 x ELEC_SPME_GPU_FLOAT_FLOOR = %g); use the CPU",
                           resolved.tolerance, 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR);
-    return elec__cuda_spme_create(box, atoms->count, &resolved, out, err);
+    return elec__cuda_spme_create(box, atoms->count, &resolved, workspace, bytes, out, err);
 }
 
 ELEC_DEF elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
@@ -4818,13 +4967,13 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
         if ((status = elec__atoms_pack(atoms, &to, err)) != ELEC_OK) goto cleanup;
     }
     for (i = 0; i < n; i++) charge += (double)host_xyzq[i].w;
-    status = elec__cuda_spme_create(box, n ? n : 1, &p, &h, err);
+    status = elec__cuda_spme_create(box, n ? n : 1, &p, NULL, NULL, &h, err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyzq, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_forces, (3 * n + 1) * sizeof(float)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_potential, (n + 1) * sizeof(float)));
+    ELEC__CUDA_ALLOC(d_xyzq, (n + 1) * sizeof(float4), stream);
+    ELEC__CUDA_ALLOC(d_forces, (3 * n + 1) * sizeof(float), stream);
+    ELEC__CUDA_ALLOC(d_potential, (n + 1) * sizeof(float), stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyzq, host_xyzq, n * sizeof(float4),
                                    cudaMemcpyHostToDevice, stream));
     status = elec__spme_enqueue(h, d_xyzq, n, forces ? d_forces : NULL,
@@ -4852,10 +5001,10 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
     }
     elec__ok(err);
 cleanup:
+    elec__cuda_free(d_xyzq, stream); /* on the stream, before it goes */
+    elec__cuda_free(d_forces, stream);
+    elec__cuda_free(d_potential, stream);
     if (stream) cudaStreamDestroy(stream);
-    cudaFree(d_xyzq);
-    cudaFree(d_forces);
-    cudaFree(d_potential);
     elec_cuda_spme_destroy(h);
     ELEC_FREE(host_xyzq);
     ELEC_FREE(host_out);

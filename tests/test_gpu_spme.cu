@@ -337,6 +337,60 @@ static double float_rel_rms(const float *got, const float *want, size_t n) {
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+TEST(a_handle_in_the_callers_workspace_computes_as_its_own) {
+    /* elec_cuda_spme_create_in, CUB's two phases: the size first, then the
+       handle in a block the test allocates, at that size (a byte short is
+       refused).  It computes what a handle with its own buffers computes,
+       to the run-to-run rounding of the atomics (1e-6, as above). */
+    REQUIRE_GPU();
+    const size_t n = 1500;
+    test_system sys = test_system_random(n, 28.0, 23);
+    neutralise(&sys);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(28.0);
+    elec_spme_params p = {0};
+    elec_cuda_spme_handle *own = NULL, *in = NULL;
+    elec_ewald_terms e_own, e_in;
+    elec_error err;
+    size_t bytes = 0, short_bytes;
+    void *workspace = NULL;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, NULL, &bytes, NULL, &err) == ELEC_OK &&
+               bytes > 0,
+           "size query: %s", err.message);
+    printf("     workspace of the handle: %zu bytes\n", bytes);
+    CUDA_OK(cudaMalloc(&workspace, bytes));
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    short_bytes = bytes - 1;
+    EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, workspace, &short_bytes, &in, &err) ==
+                   ELEC_ERR_INVALID_ARG && in == NULL,
+           "a workspace a byte short accepted");
+    EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, workspace, &bytes, &in, &err) == ELEC_OK,
+           "create_in: %s", err.message);
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &own, &err) == ELEC_OK, "create: %s",
+           err.message);
+    if (in && own) {
+        EXPECT(elec_cuda_spme_compute(in, d_xyzq, n, NULL, 0, &err) == ELEC_OK &&
+                   elec_cuda_spme_energy(in, &e_in, 0, &err) == ELEC_OK,
+               "in the workspace: %s", err.message);
+        EXPECT(elec_cuda_spme_compute(own, d_xyzq, n, NULL, 0, &err) == ELEC_OK &&
+                   elec_cuda_spme_energy(own, &e_own, 0, &err) == ELEC_OK,
+               "its own: %s", err.message);
+        EXPECT(terms_difference(&e_in, &e_own) <= 1e-6, "energy terms differ by %.3e",
+               terms_difference(&e_in, &e_own));
+    }
+    elec_cuda_spme_destroy(in);
+    elec_cuda_spme_destroy(own);
+    cudaFree(workspace);
+    cudaFree(d_xyzq);
+    free(host);
+    test_system_free(&sys);
+}
+
 TEST(device_api_repeats_and_replays_from_a_graph) {
     REQUIRE_GPU();
     /* Atomics add in a different order on every run (the spreading, the
@@ -801,6 +855,7 @@ int main(void) {
     RUN(water_with_exclusions_matches_ewald);
     RUN(gather_spreading_with_crowded_cells_matches_atomic);
     RUN(device_api_repeats_and_replays_from_a_graph);
+    RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
     RUN(gpu_matches_cpu_spme);
     RUN(coincident_atoms_are_reported_unless_excluded);
     RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
