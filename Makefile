@@ -50,8 +50,10 @@ HAVE_NVCC := $(if $(filter 0 no off,$(CUDA)),,$(shell $(NVCC) --version 2>/dev/n
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
+# The tests are named after what they test: the core, I/O, each method
+# (CPU and its GPU twin), the accuracy knob, the header-only build.
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_header_only
+GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda
 
 ifeq ($(HAVE_NVCC),)
 TEST_BINS = $(CPU_TESTS)
@@ -103,21 +105,13 @@ $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 
-$(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu.cu $(CUDA_LIBS)
+$(BUILD)/test_gpu_%: tests/test_gpu_%.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ $< $(CUDA_LIBS)
 
-$(BUILD)/test_gpu_spme: tests/test_gpu_spme.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_spme.cu $(CUDA_LIBS)
-
-$(BUILD)/test_gpu_cutoff: tests/test_gpu_cutoff.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_cutoff.cu $(CUDA_LIBS)
-$(BUILD)/test_gpu_msm: tests/test_gpu_msm.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_msm.cu $(CUDA_LIBS)
-$(BUILD)/test_gpu_alpb: tests/test_gpu_alpb.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_alpb.cu $(CUDA_LIBS)
-
-$(BUILD)/test_gpu_chargemap: tests/test_gpu_chargemap.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
-	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu_chargemap.cu $(CUDA_LIBS)
+# The header-only check with elec_cuda.cuh too, under nvcc: two translation
+# units, one implementing the three headers, the other calling into it.
+$(BUILD)/test_header_only_cuda: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_TEST_CUDA -o $@ tests/header_only_a.c tests/header_only_b.c $(CUDA_LIBS)
 
 # The quick start at the top of each header, compiled as a reader would
 # paste it (tests/test_docs.sh reports them with the contents check).
@@ -167,7 +161,7 @@ sanitize: $(SANITIZE_TESTS)
 # racecheck, synccheck and initcheck, each over every GPU test; any report,
 # a failed test or a non-zero exit fails it (tests/sanitize_gpu.sh).  For
 # a subset: SANITIZE_GPU_TOOLS="memcheck synccheck", SANITIZE_GPU_TESTS=
-# "build/test_gpu", and ELEC_TEST_ONLY=mdh (tests whose name holds it).
+# "build/test_gpu_dcs", and ELEC_TEST_ONLY=points (tests whose name holds it).
 COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(dir $(shell command -v $(NVCC) 2>/dev/null))compute-sanitizer)
 SANITIZE_GPU_TOOLS ?= memcheck racecheck synccheck initcheck
 SANITIZE_GPU_TESTS ?= $(GPU_TESTS)

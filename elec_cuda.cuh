@@ -66,9 +66,10 @@
      >>common   devices
                 elec_cuda_device_count elec_cuda_device_name
      >>dcs      DCS: direct Coulomb summation
-                elec_cuda_dcs_map elec_cuda_dcs_points
+                elec_cuda_dcs_map elec_cuda_dcs_points elec_rsqrt_sfu
+                elec_rsqrt_fma_pipe elec_cuda_dcs_volume_launch
      >>mdh      MDH: multiple Debye-Hueckel
-                elec_cuda_mdh_points
+                elec_cuda_mdh_points elec_cuda_mdh_points_launch
      >>cutoff   cutoff maps
                 elec_cuda_cutoff_map
      >>msm      MSM: multilevel summation
@@ -93,6 +94,7 @@
 #include "elec.h"
 /* float4 and cudaStream_t in the SPME device-pointer API below. */
 #include <cuda_runtime.h>
+#include <string.h> /* memcpy: elec_rsqrt_fma_pipe on the host */
 
 #ifdef ELEC_ALL_IMPLEMENTATION
 #ifndef ELEC_CUDA_IMPLEMENTATION
@@ -139,6 +141,61 @@ ELEC_API elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_dcs_params *params,
                                           float *potential, elec_error *err);
+
+/* The ladder's device math and its kernels alone, public for tours and
+   benchmarks that time one rung without transfers (bench/bench.cu).  The
+   two reciprocal square roots the rungs trade: */
+#ifdef __CUDACC__
+/* Reciprocal square root on the special-function unit: rsqrt.approx with
+   flush-to-zero is the bare MUFU.RSQ (relative error < 2^-22.9).  rsqrtf()
+   compiled without -ftz adds denormal handling around it. */
+static __device__ __forceinline__ float elec_rsqrt_sfu(float x) {
+    float y;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif
+/* Reciprocal square root on the FMA pipe, for x > 0.  A bit-level first
+   guess (halving the exponent: 0x5f3759df - bits/2, relative error up to
+   3.4e-2), one Newton step y (3 - x y^2)/2 (error 1.8e-3), one Halley step
+   y (1 + e/2 + 3e^2/8) with e = 1 - x y^2 (error ~1e-8, under float
+   rounding): 11 integer and FP32 instructions in place of one MUFU.RSQ.
+   Written for host and device so that tests can check its error on the
+   CPU. */
+ELEC_HD static inline float elec_rsqrt_fma_pipe(float x) {
+    float y, half_x = 0.5f * x, e;
+#ifdef __CUDA_ARCH__
+    y = __int_as_float(0x5f3759df - (__float_as_int(x) >> 1));
+#else
+    unsigned int bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = 0x5f3759dfu - (bits >> 1);
+    memcpy(&y, &bits, sizeof y);
+#endif
+    y = y * fmaf(-half_x, y * y, 1.5f);
+    e = fmaf(-x * y, y, 1.0f);
+    return fmaf(y * e, fmaf(e, 0.375f, 0.5f), y);
+}
+/* Atoms per chunk of the constant-memory rungs: 4000 float4 = 64,000
+   bytes of constant memory's 64 KB.  The volume rungs use the same chunks:
+   each chunk's float sum is added to the map, so no point's float sum runs
+   over more than 4000 terms. */
+#define ELEC_DCS_CHUNK 4000
+/* One launch of the volume rung's kernel over slice_count padded slices of
+   pitch x rows points (pitch a multiple of 32 POINTS, rows of 8) from the
+   corner (x, y and z of point 0, relative to the atoms' frame) at spacing,
+   for count float4 atoms (x, y, z, q) on the device, added to d_slices:
+   POINTS points per thread, SOFT of their reciprocal square roots on the
+   FMA pipe (elec_cuda_dcs_map's volume rung: 8 and 0; hybrid-rsqrt: 32 and
+   4).  Returns the launch's error.  Defined with the implementation (a
+   C++ template: call it where ELEC_CUDA_IMPLEMENTATION is defined). */
+extern "C++" {
+template <int POINTS, int SOFT>
+static inline cudaError_t elec_cuda_dcs_volume_launch(float *d_slices, int pitch, int rows,
+                                                      int slice_count, float3 corner,
+                                                      float3 spacing, const float4 *d_atoms,
+                                                      int count, cudaStream_t stream);
+}
 /* --------------------------------------------------- >>mdh MDH: multiple Debye-Hueckel */
 
 /* MDH at arbitrary points (atoms need radii), after seed 000 figure 2: tiles
@@ -148,6 +205,21 @@ ELEC_API elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err);
+/* One launch of the MDH kernel alone (for benchmarks, as the DCS volume
+   kernel above): potential at point_count float4 points from atom_count
+   atoms, records (x, y, z, q / (1 + kappa sigma)) and b = kappa sigma
+   log2(e) (elec_cuda_mdh_points prepares them), kappa_log2e = kappa
+   log2(e), atoms closer than sqrt(coincident2) left out; POINTS points per
+   thread (elec_cuda_mdh_points: 2), 256 threads a block.  Defined with the
+   implementation. */
+extern "C++" {
+template <int POINTS>
+static inline cudaError_t elec_cuda_mdh_points_launch(float *d_potential, const float4 *d_points,
+                                                      int point_count, const float4 *d_xyza,
+                                                      const float *d_b, int atom_count,
+                                                      float kappa_log2e, float coincident2,
+                                                      cudaStream_t stream);
+}
 /* ---------------------------------------------------------------- >>cutoff cutoff maps */
 
 /* Cutoff map on the GPU (seed 000 figures 7-9): as elec_cpu_cutoff_map, on
@@ -397,15 +469,6 @@ ELEC_API elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
 
 /* --------------------------------------------------------- device math */
 
-/* Reciprocal square root on the special-function unit: rsqrt.approx with
-   flush-to-zero is the bare MUFU.RSQ (relative error < 2^-22.9).  rsqrtf()
-   compiled without -ftz adds denormal handling around it. */
-__device__ __forceinline__ float elec__rsqrt_sfu(float x) {
-    float y;
-    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* 2^x on the special-function unit (MUFU.EX2). */
 __device__ __forceinline__ float elec__exp2_sfu(float x) {
     float y;
@@ -413,27 +476,9 @@ __device__ __forceinline__ float elec__exp2_sfu(float x) {
     return y;
 }
 
-/* Reciprocal square root on the FMA pipe, for x > 0.  A bit-level first
-   guess (halving the exponent: 0x5f3759df - bits/2, relative error up to
-   3.4e-2), one Newton step y (3 - x y^2)/2 (error 1.8e-3), one Halley step
-   y (1 + e/2 + 3e^2/8) with e = 1 - x y^2 (error ~1e-8, under float
-   rounding): 11 integer and FP32 instructions in place of one MUFU.RSQ.
-   Written for host and device so that tests can check its error on the
-   CPU. */
-ELEC_HD static inline float elec__rsqrt_fma_pipe(float x) {
-    float y, half_x = 0.5f * x, e;
-#ifdef __CUDA_ARCH__
-    y = __int_as_float(0x5f3759df - (__float_as_int(x) >> 1));
-#else
-    unsigned int bits;
-    memcpy(&bits, &x, sizeof bits);
-    bits = 0x5f3759dfu - (bits >> 1);
-    memcpy(&y, &bits, sizeof y);
-#endif
-    y = y * fmaf(-half_x, y * y, 1.5f);
-    e = fmaf(-x * y, y, 1.0f);
-    return fmaf(y * e, fmaf(e, 0.375f, 0.5f), y);
-}
+/* elec_rsqrt_sfu and elec_rsqrt_fma_pipe, public (>>dcs above); the
+   ALPB section calls the first by its former name until its own commit. */
+#define elec__rsqrt_sfu elec_rsqrt_sfu
 
 /* ----------------------------------------------------------- error checks */
 
@@ -710,10 +755,6 @@ static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums
    and dropped. */
 #define ELEC__DCS_BLOCK_X 32
 #define ELEC__DCS_BLOCK_Y 8
-/* Atoms per chunk: 4000 float4 = 64,000 bytes of constant memory's 64 KB.
-   The volume rungs use the same chunks: each chunk's float sum is added to
-   the map, so no point's float sum runs over more than 4000 terms. */
-#define ELEC__DCS_CHUNK 4000
 #define ELEC__DCS_VOLUME_POINTS 8
 /* Measured on an H100 (bench): 32 points with 4 on the FMA pipe is the
    fastest split, 1.03 of the SFU's rsqrt rate; 16 with 2 gives 0.98. */
@@ -722,7 +763,7 @@ static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums
 
 /* One chunk of atoms for the constant-memory rungs, as records
    (x, y, (z_slice - z)^2, q).  Each device has its own copy. */
-static __constant__ float4 elec__dcs_chunk[ELEC__DCS_CHUNK];
+static __constant__ float4 elec__dcs_chunk[ELEC_DCS_CHUNK];
 
 /* Rung 1: one point per thread, every atom from global memory. */
 __global__ void elec__k_dcs_simple(float *slice, int pitch, float x0, float y0,
@@ -734,7 +775,7 @@ __global__ void elec__k_dcs_simple(float *slice, int pitch, float x0, float y0,
     for (int n = 0; n < count; n++) {
         float4 a = atoms[n];
         float dx = x - a.x, dy = y - a.y, dz = z - a.z;
-        v = fmaf(a.w, elec__rsqrt_sfu(dx * dx + dy * dy + dz * dz), v);
+        v = fmaf(a.w, elec_rsqrt_sfu(dx * dx + dy * dy + dz * dz), v);
     }
     slice[(size_t)j * pitch + i] += v;
 }
@@ -748,7 +789,7 @@ __global__ void elec__k_dcs_const(float *slice, int pitch, float x0, float y0,
     for (int n = 0; n < count; n++) {
         float4 a = elec__dcs_chunk[n];
         float dx = x - a.x, dy = y - a.y;
-        v = fmaf(a.w, elec__rsqrt_sfu(dx * dx + dy * dy + a.z), v);
+        v = fmaf(a.w, elec_rsqrt_sfu(dx * dx + dy * dy + a.z), v);
     }
     slice[(size_t)j * pitch + i] += v;
 }
@@ -764,10 +805,10 @@ __global__ void elec__k_dcs_unroll4(float *slice, int pitch, float x0,
         float4 a = elec__dcs_chunk[n];
         float dy = y - a.y, dyz2 = fmaf(dy, dy, a.z);
         float dx0 = x - a.x, dx1 = dx0 + hx, dx2 = dx1 + hx, dx3 = dx2 + hx;
-        v0 = fmaf(a.w, elec__rsqrt_sfu(fmaf(dx0, dx0, dyz2)), v0);
-        v1 = fmaf(a.w, elec__rsqrt_sfu(fmaf(dx1, dx1, dyz2)), v1);
-        v2 = fmaf(a.w, elec__rsqrt_sfu(fmaf(dx2, dx2, dyz2)), v2);
-        v3 = fmaf(a.w, elec__rsqrt_sfu(fmaf(dx3, dx3, dyz2)), v3);
+        v0 = fmaf(a.w, elec_rsqrt_sfu(fmaf(dx0, dx0, dyz2)), v0);
+        v1 = fmaf(a.w, elec_rsqrt_sfu(fmaf(dx1, dx1, dyz2)), v1);
+        v2 = fmaf(a.w, elec_rsqrt_sfu(fmaf(dx2, dx2, dyz2)), v2);
+        v3 = fmaf(a.w, elec_rsqrt_sfu(fmaf(dx3, dx3, dyz2)), v3);
     }
     float *p = slice + (size_t)j * pitch + i;
     p[0] += v0;
@@ -793,7 +834,7 @@ __global__ void elec__k_dcs_unroll8(float *slice, int pitch, float x0,
 #pragma unroll
         for (int m = 0; m < 8; m++) {
             float dxm = fmaf((float)m, step, dx);
-            v[m] = fmaf(a.w, elec__rsqrt_sfu(fmaf(dxm, dxm, dyz2)), v[m]);
+            v[m] = fmaf(a.w, elec_rsqrt_sfu(fmaf(dxm, dxm, dyz2)), v[m]);
         }
     }
     float *p = slice + (size_t)j * pitch + i;
@@ -849,8 +890,8 @@ elec__k_dcs_volume(float *slices, int pitch, int rows, float3 corner,
             for (int m = 0; m < POINTS; m++) {
                 float dx = x[m] - a.x;
                 float r2 = fmaf(dx, dx, dyz2);
-                float rinv = m < POINTS - SOFT ? elec__rsqrt_sfu(r2)
-                                               : elec__rsqrt_fma_pipe(r2);
+                float rinv = m < POINTS - SOFT ? elec_rsqrt_sfu(r2)
+                                               : elec_rsqrt_fma_pipe(r2);
                 v[m] = fmaf(a.w, rinv, v[m]);
             }
         }
@@ -893,7 +934,7 @@ __global__ void elec__k_dcs_points(float *potential, const float4 *points,
             float4 a = elec__tile[t];
             float dx = pt.x - a.x, dy = pt.y - a.y, dz = pt.z - a.z;
             float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            float rinv = r2 >= coincident2 ? elec__rsqrt_sfu(r2) : 0.0f;
+            float rinv = r2 >= coincident2 ? elec_rsqrt_sfu(r2) : 0.0f;
             v = fmaf(a.w, rinv, v);
         }
     }
@@ -901,6 +942,19 @@ __global__ void elec__k_dcs_points(float *potential, const float4 *points,
 }
 
 /* ---- DCS launchers */
+
+template <int POINTS, int SOFT>
+static inline cudaError_t elec_cuda_dcs_volume_launch(float *d_slices, int pitch, int rows,
+                                                      int slice_count, float3 corner,
+                                                      float3 spacing, const float4 *d_atoms,
+                                                      int count, cudaStream_t stream) {
+    const dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
+    const dim3 grid(pitch / (ELEC__DCS_BLOCK_X * POINTS), rows / ELEC__DCS_BLOCK_Y,
+                    slice_count);
+    elec__k_dcs_volume<POINTS, SOFT><<<grid, block, 0, stream>>>(
+        d_slices, pitch, rows, corner, spacing.x, spacing.y, spacing.z, 0, 1, d_atoms, count);
+    return cudaGetLastError();
+}
 
 /* Points of a row that one block row covers, per variant. */
 static int elec__dcs_points_per_thread(elec_dcs_variant v) {
@@ -994,9 +1048,9 @@ static elec_status elec__dcs_run_slices(elec__dcs_job *job, elec_error *err) {
             ELEC__CUDA_TRY(cudaGetLastError());
         } else {
             for (int first = 0; first < job->atom_count;
-                 first += ELEC__DCS_CHUNK) {
-                int count = job->atom_count - first < ELEC__DCS_CHUNK
-                                ? job->atom_count - first : ELEC__DCS_CHUNK;
+                 first += ELEC_DCS_CHUNK) {
+                int count = job->atom_count - first < ELEC_DCS_CHUNK
+                                ? job->atom_count - first : ELEC_DCS_CHUNK;
                 elec__k_dcs_slice_records<<<(count + 255) / 256, 256, 0,
                                             dev->stream>>>(
                     dev->records, dev->atoms + first, count, z);
@@ -1038,9 +1092,9 @@ static elec_status elec__dcs_run_volume(elec__dcs_job *job, elec_error *err) {
         job->params.variant == ELEC_DCS_HYBRID_RSQRT
             ? elec__k_dcs_volume<ELEC__DCS_HYBRID_POINTS, ELEC__DCS_HYBRID_SOFT>
             : elec__k_dcs_volume<ELEC__DCS_VOLUME_POINTS, 0>;
-    for (int first = 0; first < job->atom_count; first += ELEC__DCS_CHUNK) {
-        int count = job->atom_count - first < ELEC__DCS_CHUNK
-                        ? job->atom_count - first : ELEC__DCS_CHUNK;
+    for (int first = 0; first < job->atom_count; first += ELEC_DCS_CHUNK) {
+        int count = job->atom_count - first < ELEC_DCS_CHUNK
+                        ? job->atom_count - first : ELEC_DCS_CHUNK;
         for (int d = 0; d < job->device_count; d++) {
             elec__dcs_device *dev = &job->dev[d];
             dim3 grid(job->pitch / (job->gap * points),
@@ -1232,7 +1286,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
         ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&dev->stream,
                                                  cudaStreamNonBlocking));
         ELEC__CUDA_ALLOC(dev->atoms, (atoms->count + 1) * sizeof(float4), dev->stream);
-        ELEC__CUDA_ALLOC(dev->records, ELEC__DCS_CHUNK * sizeof(float4), dev->stream);
+        ELEC__CUDA_ALLOC(dev->records, ELEC_DCS_CHUNK * sizeof(float4), dev->stream);
         ELEC__CUDA_ALLOC(dev->slices, slice_floats * dev->slice_count * sizeof(float),
                          dev->stream);
         ELEC__CUDA_TRY(cudaMemcpyAsync(dev->atoms, host_atoms,
@@ -1358,7 +1412,7 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
                    exactly on the point has r2 = 0 and rsqrt = inf, and
                    0 * inf would be NaN; with rinv = 0, r = 0 and the term
                    is 0 * 2^b */
-                float rinv = r2 >= coincident2 ? elec__rsqrt_sfu(r2) : 0.0f;
+                float rinv = r2 >= coincident2 ? elec_rsqrt_sfu(r2) : 0.0f;
                 float r = r2 * rinv;
                 float screen = elec__exp2_sfu(fmaf(-kappa_log2e, r, b));
                 v[m] = fmaf(a.w * rinv, screen, v[m]);
@@ -1381,12 +1435,30 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
 #define ELEC__MDH_CHUNKS 4
 #define ELEC__MDH_MIN_CHUNK ((size_t)1 << 17)
 
+/* 256 threads a block, each its POINTS points, a tile of atoms and their
+   b in shared memory. */
+#define ELEC__MDH_BLOCK 256
+template <int POINTS>
+static inline cudaError_t elec_cuda_mdh_points_launch(float *d_potential, const float4 *d_points,
+                                                      int point_count, const float4 *d_xyza,
+                                                      const float *d_b, int atom_count,
+                                                      float kappa_log2e, float coincident2,
+                                                      cudaStream_t stream) {
+    const unsigned blocks = (unsigned)(((size_t)point_count + ELEC__MDH_BLOCK * POINTS - 1) /
+                                       (ELEC__MDH_BLOCK * POINTS));
+    elec__k_mdh_points<POINTS>
+        <<<blocks, ELEC__MDH_BLOCK, ELEC__MDH_BLOCK * (sizeof(float4) + sizeof(float)),
+           stream>>>(d_potential, d_points, point_count, d_xyza, d_b, atom_count, kappa_log2e,
+                     coincident2);
+    return cudaGetLastError();
+}
+
 ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           const double *points,
                                           size_t point_count,
                                           const elec_mdh_params *params,
                                           float *potential, elec_error *err) {
-    enum { block = 256, points_per_thread = 2 }; /* fastest on H100 (bench) */
+    enum { points_per_thread = 2 }; /* fastest on H100 (bench) */
     const double log2e = 1.4426950408889634;
     elec_status status;
     elec_mdh_params p;
@@ -1444,19 +1516,15 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
         if (c < chunks) {
             const size_t first = c * chunk;
             const size_t count = first + chunk <= point_count ? chunk : point_count - first;
-            const unsigned blocks = (unsigned)((count + block * points_per_thread - 1) /
-                                               (block * points_per_thread));
             cudaStream_t stream = streams[c % 2];
             elec__cuda_convert_points(points + 3 * first, count, centre, host_points + first);
             ELEC__CUDA_TRY(cudaMemcpyAsync(d_points + first, host_points + first,
                                            count * sizeof(float4), cudaMemcpyHostToDevice,
                                            stream));
-            elec__k_mdh_points<points_per_thread>
-                <<<blocks, block, block * (sizeof(float4) + sizeof(float)), stream>>>(
-                    d_potential + first, d_points + first, (int)count, d_xyza, d_b,
-                    (int)atoms->count, (float)(p.kappa * log2e),
-                    (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE));
-            ELEC__CUDA_TRY(cudaGetLastError());
+            ELEC__CUDA_TRY(elec_cuda_mdh_points_launch<points_per_thread>(
+                d_potential + first, d_points + first, (int)count, d_xyza, d_b,
+                (int)atoms->count, (float)(p.kappa * log2e),
+                (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE), stream));
         }
         if (c > 0) {
             const size_t first = (c - 1) * chunk;
@@ -1548,7 +1616,7 @@ typedef struct elec__cutoff_args {
 template <int KIND, int ORDER>
 __device__ __forceinline__ float elec__cutoff_pair(float r2, float q,
                                                    const elec__cutoff_args &a) {
-    float rinv = elec__rsqrt_sfu(r2);
+    float rinv = elec_rsqrt_sfu(r2);
     float s;
     if (KIND == ELEC_CUTOFF_SHIFTED) {
         float w = fmaf(-r2, a.inv_cutoff2, 1.0f); /* 1 - r^2/a^2 */

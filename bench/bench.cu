@@ -46,7 +46,7 @@ __global__ void rsqrt_ceiling_kernel(float *out, int steps, float c) {
     for (int m = 0; m < 8; m++) x[m] = 1.0f + threadIdx.x * 1e-3f + m;
     for (int s = 0; s < steps; s++)
 #pragma unroll
-        for (int m = 0; m < 8; m++) x[m] = fmaf(elec__rsqrt_sfu(x[m]), c, 1.5f);
+        for (int m = 0; m < 8; m++) x[m] = fmaf(elec_rsqrt_sfu(x[m]), c, 1.5f);
     float sum = 0.0f;
     for (int m = 0; m < 8; m++) sum += x[m];
     out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
@@ -81,23 +81,20 @@ static double measure_rsqrt_ceiling(int sms) {
 template <int POINTS, int SOFT>
 static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
                           const float4 *d_atoms, int atoms) {
-    dim3 block(ELEC__DCS_BLOCK_X, ELEC__DCS_BLOCK_Y);
-    dim3 grid(pitch / (ELEC__DCS_BLOCK_X * POINTS), rows / ELEC__DCS_BLOCK_Y,
-              slices_n);
     const float3 corner = make_float3(-256.0f, -64.0f, -16.0f);
+    const float3 spacing = make_float3(0.5f, 0.5f, 0.5f);
     cudaEvent_t start, stop;
     double times[5];
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
-        slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
-    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK((elec_cuda_dcs_volume_launch<POINTS, SOFT>(slices, pitch, rows, slices_n, corner,
+                                                          spacing, d_atoms, atoms, 0)));
     for (int r = 0; r < 5; r++) {
         float ms;
         CUDA_CHECK(cudaEventRecord(start));
-        elec__k_dcs_volume<POINTS, SOFT><<<grid, block>>>(
-            slices, pitch, rows, corner, 0.5f, 0.5f, 0.5f, 0, 1, d_atoms, atoms);
-        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK((elec_cuda_dcs_volume_launch<POINTS, SOFT>(slices, pitch, rows, slices_n,
+                                                              corner, spacing, d_atoms, atoms,
+                                                              0)));
         CUDA_CHECK(cudaEventRecord(stop));
         CUDA_CHECK(cudaEventSynchronize(stop));
         CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
@@ -109,9 +106,9 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
 static void hybrid_split_sweep(double ceiling) {
     const int pitch = 1024, rows = 256, slices_n = 64;
     float *slices;
-    float4 chunk[ELEC__DCS_CHUNK];
+    float4 chunk[ELEC_DCS_CHUNK];
     test_rng rng = test_rng_seeded(12345);
-    for (int n = 0; n < ELEC__DCS_CHUNK; n++)
+    for (int n = 0; n < ELEC_DCS_CHUNK; n++)
         chunk[n] = make_float4(512.0f * (float)test_uniform(&rng) - 256.0f,
                                128.0f * (float)test_uniform(&rng) - 64.0f,
                                64.0f * (float)test_uniform(&rng) - 32.0f,
@@ -122,12 +119,12 @@ static void hybrid_split_sweep(double ceiling) {
     CUDA_CHECK(cudaMalloc(&slices, (size_t)pitch * rows * slices_n * sizeof(float)));
     CUDA_CHECK(cudaMemset(slices, 0, (size_t)pitch * rows * slices_n * sizeof(float)));
     printf("\nVolume kernel alone: %d x %d x %d points, %d atoms (shared-memory tiles)\n",
-           pitch, rows, slices_n, ELEC__DCS_CHUNK);
+           pitch, rows, slices_n, ELEC_DCS_CHUNK);
     printf("  points/thread  rsqrt on FMA pipe  atom evals/s  / ceiling\n");
 #define SPLIT(P, S)                                                          \
     do {                                                                     \
         double r = time_hybrid<P, S>(slices, pitch, rows, slices_n,          \
-                                     d_atoms, ELEC__DCS_CHUNK);              \
+                                     d_atoms, ELEC_DCS_CHUNK);              \
         printf("  %13d  %17s  %12.3e  %8.2f\n", P, #S "/" #P, r, r / ceiling); \
     } while (0)
     SPLIT(8, 0);
@@ -150,7 +147,6 @@ static void hybrid_split_sweep(double ceiling) {
 
 template <int POINTS>
 static double time_mdh_kernel(int points, int atoms) {
-    const int block = 256;
     float4 *d_points, *d_atoms;
     float *d_b, *d_out;
     cudaEvent_t start, stop;
@@ -178,13 +174,11 @@ static double time_mdh_kernel(int points, int atoms) {
     CUDA_CHECK(cudaMemcpy(d_b, hb, (size_t)atoms * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    unsigned blocks = (unsigned)((points + block * POINTS - 1) / (block * POINTS));
     for (int r = -1; r < 5; r++) {
         float ms;
         CUDA_CHECK(cudaEventRecord(start));
-        elec__k_mdh_points<POINTS><<<blocks, block, block * (sizeof(float4) + sizeof(float))>>>(
-            d_out, d_points, points, d_atoms, d_b, atoms, 0.15f, 1e-8f);
-        CUDA_CHECK(cudaGetLastError());
+        CUDA_CHECK(elec_cuda_mdh_points_launch<POINTS>(d_out, d_points, points, d_atoms, d_b,
+                                                       atoms, 0.15f, 1e-8f, 0));
         CUDA_CHECK(cudaEventRecord(stop));
         CUDA_CHECK(cudaEventSynchronize(stop));
         CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

@@ -13,7 +13,7 @@
 static inline int cli_number(const char *text, double *value) {
     char *end;
     *value = strtod(text, &end);
-    return end != text && *end == '\0' && elec__finite(*value);
+    return end != text && *end == '\0' && isfinite(*value);
 }
 
 /* A whole number in [lo, hi], checked as a double before it becomes an

@@ -88,7 +88,7 @@ static void usage(FILE *out) {
 static int parse_double(const char *text, double *value) {
     char *end;
     *value = strtod(text, &end);
-    return end != text && *end == '\0' && elec__finite(*value);
+    return end != text && *end == '\0' && isfinite(*value);
 }
 
 static int has_extension(const char *path, const char *ext) {
@@ -325,7 +325,14 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
         char *face = (char *)malloc(n + 1);
         FILE *f;
         elec_status st;
-        if (!face) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        if (!face) {
+            if (err) {
+                err->status = ELEC_ERR_NO_MEMORY;
+                err->line = 0;
+                snprintf(err->message, sizeof err->message, "no memory");
+            }
+            return ELEC_ERR_NO_MEMORY;
+        }
         memcpy(face, o->surface_file, n - 5);
         strcpy(face + n - 5, ".face");
         f = fopen(face, "r");

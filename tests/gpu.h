@@ -37,6 +37,13 @@ static inline int gpu_test_summary(void) {
 }
 #endif
 
+/* The GPU float sums' tolerance (DCS, MDH) against the double reference.
+   Float rounding over the sum: each term carries ~1 ulp of float (6e-8)
+   from rsqrt and the coordinate differences, and the per-chunk float sums
+   add ~sqrt(4000) ulp of their own; measured against the potential's RMS
+   this stays well under the issue's target of 1e-5 for 1e4 atoms. */
+#define GPU_REL_RMS_TOLERANCE 1e-5
+
 #define CUDA_CHECK(call)                                                     \
     do {                                                                     \
         cudaError_t e_ = (call);                                             \

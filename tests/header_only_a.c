@@ -2,16 +2,24 @@
    it defines ELEC_ALL_IMPLEMENTATION, header_only_b.c includes the same
    headers without it, and the two link into one program without duplicate
    symbols (and, with -DELEC_STATIC, each with its own private copy).  The
-   Makefile also compiles this file as C++. */
+   Makefile also compiles this file as C++, and both files under nvcc with
+   -DELEC_TEST_CUDA, which adds elec_cuda.cuh to the headers (no GPU is
+   needed: the calls across the files ask how many there are). */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
+#ifdef ELEC_TEST_CUDA
+#include "elec_cuda.cuh"
+#endif
 #include "tests/test.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 int header_only_b_compute(double phi[2]);
+#ifdef ELEC_TEST_CUDA
+int header_only_b_devices(void);
+#endif
 #ifdef __cplusplus
 }
 #endif
@@ -41,7 +49,19 @@ TEST(other_file_calls_the_library) {
            phi_mdh);
 }
 
+#ifdef ELEC_TEST_CUDA
+TEST(other_file_calls_the_cuda_header) {
+    /* the count of devices through b's copy of the declarations (no GPU
+       here gives 0 in both) */
+    EXPECT(header_only_b_devices() == elec_cuda_device_count(),
+           "b counts %d devices, a %d", header_only_b_devices(), elec_cuda_device_count());
+}
+#endif
+
 int main(void) {
     RUN(other_file_calls_the_library);
+#ifdef ELEC_TEST_CUDA
+    RUN(other_file_calls_the_cuda_header);
+#endif
     return test_summary();
 }

@@ -8,11 +8,25 @@
 #endif
 #include "elec.h"
 #include "elec_cpu.h"
+#ifdef ELEC_TEST_CUDA
+#include "elec_cuda.cuh"
+#endif
 
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* The potential of two charges at one point, DCS and MDH, from this file. */
 int header_only_b_compute(double phi[2]);
+#ifdef ELEC_TEST_CUDA
+/* The GPUs this file sees. */
+int header_only_b_devices(void);
+int header_only_b_devices(void) { return elec_cuda_device_count(); }
+#endif
+#ifdef __cplusplus
+}
+#endif
 
 int header_only_b_compute(double phi[2]) {
     double xyz[6] = {0.0, 0.0, 0.0, 3.0, 0.0, 0.0}, q[2] = {1.0, -1.0},

@@ -28,6 +28,16 @@ typedef struct test_system {
     double box[3];
 } test_system;
 
+/* -DTEST_SMALL shrinks the large systems ~10x for runs under valgrind;
+   the tolerances stand as they are. */
+#ifdef TEST_SMALL
+#define TEST_RANDOM_ATOMS 1000
+#define TEST_WATER_MOLECULES 300
+#else
+#define TEST_RANDOM_ATOMS 10000
+#define TEST_WATER_MOLECULES 3000
+#endif
+
 /* ----------------------------------- generator (seeded: tests print seeds) */
 
 typedef struct test_rng { unsigned long long state; } test_rng;
@@ -90,6 +100,35 @@ static inline elec_lattice test_lattice_around(const double box[3], const int di
         l.spacing[axis] = (box[axis] + 2.0 * margin) / (dims[axis] - 1);
         l.origin[axis] = -margin + 0.25 * l.spacing[axis];
     }
+    return l;
+}
+
+/* n points per axis from origin at spacing, on every axis. */
+static inline elec_lattice test_lattice_cube(int n, double origin, double spacing) {
+    elec_lattice l;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        l.dims[axis] = n;
+        l.origin[axis] = origin;
+        l.spacing[axis] = spacing;
+    }
+    return l;
+}
+
+/* A lattice of awkward counts (37 x 29 x 23: no dimension a multiple of
+   any tile) over the region of a cube of the given edge, 1 to 2 A past
+   it. */
+static inline elec_lattice test_lattice_awkward(double edge) {
+    elec_lattice l;
+    l.dims[0] = 37;
+    l.dims[1] = 29;
+    l.dims[2] = 23;
+    l.origin[0] = -2.0;
+    l.origin[1] = -1.5;
+    l.origin[2] = -1.0;
+    l.spacing[0] = (edge + 4.0) / 36.0;
+    l.spacing[1] = (edge + 3.0) / 28.0;
+    l.spacing[2] = (edge + 2.0) / 22.0;
     return l;
 }
 

@@ -2,7 +2,8 @@
 # tools/contents.sh - the contents block at the top of each header, made
 # from the header itself: its section banners (lines "/* ---- >>tag title */"
 # before the end of its declarations) and the public functions declared
-# under each (ELEC_API declarations and public static inline functions).
+# under each (ELEC_API declarations, and the inline functions and C++
+# templates of public names: elec_, not elec__).
 #
 #   tools/contents.sh FILE            prints FILE's contents block
 #   tools/contents.sh --write FILE... rewrites each file's block in place
@@ -48,7 +49,8 @@ contents() {
         sub(/ \*\/$/, "", title)
         next
     }
-    /^ELEC_API / || /^(ELEC_HD )?static inline .*[ *]elec_[a-z0-9]/ {
+    /^ELEC_API / ||
+    /^(ELEC_HD |static |inline |__device__ |__forceinline__ |template <[^>]*> )+.*[ *]elec_[A-Za-z0-9]/ {
         if (!match($0, /elec_[A-Za-z0-9_]*\(/)) next
         n = substr($0, RSTART, RLENGTH - 1)
         if (n ~ /^elec__/) next

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     n = elec_lattice_size(&lattice);
     if (n == 0 || n > size / 2 + 1) abort();
     for (i = 0; i < n; i++)
-        if (!elec__finite(map[i])) abort();
+        if (!isfinite(map[i])) abort();
     elec_free(map);
     return 0;
 }

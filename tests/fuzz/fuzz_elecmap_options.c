@@ -23,8 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         elec_lattice lattice;
         elec_error err;
         if (!o.output || (o.demo ? o.input != NULL : o.input == NULL)) abort();
-        if (!(o.spacing > 0.0) || !elec__finite(o.spacing) || !(o.padding >= 0.0) ||
-            !elec__finite(o.padding) || !(o.temperature > 0.0) || o.max_points < 1 ||
+        if (!(o.spacing > 0.0) || !isfinite(o.spacing) || !(o.padding >= 0.0) ||
+            !isfinite(o.padding) || !(o.temperature > 0.0) || o.max_points < 1 ||
             (o.max_work != 0.0 && !(o.max_work >= 1.0)))
             abort();
         if (o.msm_order != 0 && o.msm_order != 4 && o.msm_order != 6 &&

@@ -22,9 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     if (s.count == 0 || !s.xyz || !s.charge || !s.radius || !s.label) abort();
     for (i = 0; i < s.count; i++) {
-        if (!elec__finite(s.xyz[3 * i]) || !elec__finite(s.xyz[3 * i + 1]) ||
-            !elec__finite(s.xyz[3 * i + 2]) || !elec__finite(s.charge[i]) ||
-            !(s.radius[i] >= 0.0) || !elec__finite(s.radius[i]))
+        if (!isfinite(s.xyz[3 * i]) || !isfinite(s.xyz[3 * i + 1]) ||
+            !isfinite(s.xyz[3 * i + 2]) || !isfinite(s.charge[i]) ||
+            !(s.radius[i] >= 0.0) || !isfinite(s.radius[i]))
             abort();
         if (s.label[i].name[sizeof s.label[i].name - 1] != '\0' ||
             s.label[i].residue_name[sizeof s.label[i].residue_name - 1] != '\0')

@@ -1,0 +1,248 @@
+/* tests/test_gpu_dcs.cu - DCS on the GPU (every rung of the ladder, one
+   and every GPU, maps and points) against the CPU double-precision
+   reference, and what the GPU's lattice and points paths share (the cap on
+   map points, bad input).  MDH: tests/test_gpu_mdh.cu.  Without a GPU each
+   test skips and says so; `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then
+   a missing GPU is a failure. */
+#define ELEC_ALL_IMPLEMENTATION
+#include "elec.h"
+#include "elec_cpu.h"
+#include "elec_cuda.cuh"
+#include "tests/test.h"
+#include "tests/systems.h"
+#include "tests/gpu.h"
+
+/* The GPU map of one variant against the double reference. */
+static void check_dcs_variant(const elec_atoms *atoms, const elec_lattice *l,
+                              elec_dcs_variant variant, const double *ref,
+                              const char *what) {
+    size_t n = elec_lattice_size(l);
+    float *map = (float *)malloc(n * sizeof *map);
+    elec_dcs_params p = {0};
+    elec_error err;
+    p.variant = variant;
+    for (size_t i = 0; i < n; i++) map[i] = NAN; /* every point must be written */
+    elec_status s = elec_cuda_dcs_map(atoms, l, &p, map, &err);
+    EXPECT(s == ELEC_OK, "%s %s: %s", what, elec_dcs_variant_name(variant),
+           err.message);
+    if (s == ELEC_OK) {
+        double e = test_rel_rms_float(map, ref, n);
+        printf("     %-8s %-18s relative RMS error %.2e\n", what,
+               elec_dcs_variant_name(variant), e);
+        EXPECT(test_all_finite_float(map, n), "%s: map not finite", what);
+        EXPECT(e <= GPU_REL_RMS_TOLERANCE, "%s %s: relative RMS %.3e", what,
+               elec_dcs_variant_name(variant), e);
+    }
+    free(map);
+}
+
+static double *dcs_reference(const elec_atoms *atoms, const elec_lattice *l) {
+    double *ref = (double *)malloc(elec_lattice_size(l) * sizeof *ref);
+    elec_error err;
+    elec_status s = elec_cpu_dcs_map_double(atoms, l, NULL, ref, &err);
+    EXPECT(s == ELEC_OK, "reference: %s", err.message);
+    return ref;
+}
+
+TEST(rsqrt_on_fma_pipe_is_float_accurate) {
+    /* The hybrid kernel's software rsqrt must be as good as the SFU's
+       (2^-22.9 = 1.3e-7): checked on the CPU over 1e6 values spread
+       log-uniformly over 1e-6 .. 1e8 (squared distances in A^2). */
+    test_rng rng = test_rng_seeded(11);
+    double worst = 0.0;
+    for (int i = 0; i < 1000000; i++) {
+        float x = (float)pow(10.0, -6.0 + 14.0 * test_uniform(&rng));
+        double exact = 1.0 / sqrt((double)x);
+        double e = fabs(elec_rsqrt_fma_pipe(x) - exact) / exact;
+        if (e > worst) worst = e;
+    }
+    printf("     max relative error %.2e\n", worst);
+    EXPECT(worst <= 2.5e-7, "max relative error %.3e", worst);
+}
+
+TEST(every_dcs_variant_matches_double_reference_on_random_atoms) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(10000, 30.0, 2026);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = test_lattice_awkward(30.0);
+    double *ref = dcs_reference(&atoms, &l);
+    for (int v = 0; v < ELEC_DCS_VARIANT_COUNT; v++)
+        check_dcs_variant(&atoms, &l, (elec_dcs_variant)v, ref, "random");
+    free(ref);
+    test_system_free(&sys);
+}
+
+TEST(default_dcs_matches_reference_on_water_and_crystal) {
+    REQUIRE_GPU();
+    test_system water = test_system_water(3000, 7);
+    test_system salt = test_system_nacl(4, 5.64);
+    test_system *systems[2] = {&water, &salt};
+    const char *names[2] = {"water", "NaCl"};
+    for (int s = 0; s < 2; s++) {
+        elec_atoms atoms = test_system_atoms(systems[s]);
+        /* Shifted by a quarter spacing so no ion sits on a lattice point. */
+        elec_lattice l = test_lattice_awkward(systems[s]->box[0]);
+        for (int axis = 0; axis < 3; axis++) l.origin[axis] += 0.25 * l.spacing[axis];
+        double *ref = dcs_reference(&atoms, &l);
+        check_dcs_variant(&atoms, &l, ELEC_DCS_FASTEST, ref, names[s]);
+        free(ref);
+    }
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
+TEST(dcs_on_every_gpu_matches_one_gpu) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(5000, 25.0, 99);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = test_lattice_awkward(25.0);
+    size_t n = elec_lattice_size(&l);
+    float *one = (float *)malloc(n * sizeof *one), *all = (float *)malloc(n * sizeof *all);
+    elec_dcs_params p = {0};
+    elec_error err;
+    printf("     %d GPU(s)\n", elec_cuda_device_count());
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, one, &err) == ELEC_OK, "%s", err.message);
+    p.gpus.count = ELEC_ALL_GPUS;
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, all, &err) == ELEC_OK, "%s", err.message);
+    /* The same kernel on the same slices: identical bits. */
+    EXPECT(memcmp(one, all, n * sizeof *one) == 0, "multi-GPU map differs");
+    p.variant = ELEC_DCS_UNROLL8_COALESCED;
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, all, &err) == ELEC_OK, "%s", err.message);
+    double *ref = dcs_reference(&atoms, &l);
+    EXPECT(test_rel_rms_float(all, ref, n) <= GPU_REL_RMS_TOLERANCE,
+           "multi-GPU unroll8 error %.3e", test_rel_rms_float(all, ref, n));
+    free(ref);
+    free(one);
+    free(all);
+    test_system_free(&sys);
+}
+
+TEST(atom_on_a_lattice_point_leaves_that_point_finite) {
+    REQUIRE_GPU();
+    /* Three atoms: one exactly on lattice point (2,3,1), two elsewhere.  The
+       documented rule: that point's value is the sum over the other two. */
+    elec_lattice l = {{6, 7, 5}, {1.0, 2.0, 3.0}, {0.5, 0.5, 0.5}};
+    double xyz[9] = {2.0, 3.5, 3.5, 0.3, 0.7, 0.2, 4.1, 3.3, 2.9};
+    double q[3] = {1.0, -0.5, 0.25};
+    elec_atoms atoms = elec_atoms_from_xyz(3, xyz, q, NULL);
+    size_t n = elec_lattice_size(&l), on = 2 + 6 * (3 + 7 * 1);
+    double *ref = dcs_reference(&atoms, &l);
+    double other = 0.0;
+    for (int a = 1; a < 3; a++) {
+        double p[3] = {2.0, 3.5, 3.5};
+        other += q[a] / sqrt(elec_distance2(p, xyz + 3 * a));
+    }
+    EXPECT(fabs(ref[on] - other) < 1e-12, "reference at the atom: %g, want %g",
+           ref[on], other);
+    for (int v = 0; v < ELEC_DCS_VARIANT_COUNT; v++) {
+        float *map = (float *)malloc(n * sizeof *map);
+        elec_dcs_params p = {0};
+        elec_error err;
+        p.variant = (elec_dcs_variant)v;
+        EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(test_all_finite_float(map, n), "%s: map not finite",
+               elec_dcs_variant_name(p.variant));
+        EXPECT(fabs(map[on] - other) <= 1e-5 * fabs(other),
+               "%s: %g at the atom, want %g", elec_dcs_variant_name(p.variant),
+               map[on], other);
+        free(map);
+    }
+    free(ref);
+}
+
+TEST(dcs_points_match_double_reference) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(10000, 30.0, 5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_lattice l = test_lattice_awkward(30.0);
+    size_t n = elec_lattice_face_count(&l);
+    double *xyz = (double *)malloc(3 * n * sizeof *xyz), *ref = (double *)malloc(n * sizeof *ref);
+    float *got = (float *)malloc(n * sizeof *got);
+    elec_dcs_params p = {0};
+    elec_error err;
+    elec_lattice_face_points(&l, xyz, NULL);
+    p.scale = ELEC_COULOMB;
+    EXPECT(elec_cpu_dcs_points_double(&atoms, xyz, n, &p, ref, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cuda_dcs_points(&atoms, xyz, n, &p, got, &err) == ELEC_OK, "%s", err.message);
+    double e = test_rel_rms_float(got, ref, n);
+    printf("     relative RMS error %.2e over %zu points\n", e, n);
+    EXPECT(e <= GPU_REL_RMS_TOLERANCE, "relative RMS %.3e", e);
+    free(xyz);
+    free(ref);
+    free(got);
+    test_system_free(&sys);
+}
+
+TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
+    REQUIRE_GPU();
+    /* 2^28 + 16384 points, one z-plane: refused before a byte is allocated
+       (the map passed has room for none of it) */
+    double xyz[3] = {0.0, 0.0, 0.0}, q = 1.0;
+    elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, NULL);
+    elec_lattice big = {{16385, 16384, 1}, {0, 0, 0}, {1, 1, 1}};
+    float map[1];
+    elec_dcs_params dp = {0};
+    elec_cutoff_params cp = {0};
+    elec_msm_params mp = {0};
+    elec_error err;
+    EXPECT(elec_cuda_dcs_map(&atom, &big, &dp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "DCS: %s", err.message);
+    EXPECT(elec_cuda_cutoff_map(&atom, &big, &cp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "cutoff: %s", err.message);
+    EXPECT(elec_cuda_msm_map(&atom, &big, &mp, map, &err) == ELEC_ERR_UNSUPPORTED,
+           "MSM: %s", err.message);
+}
+
+TEST(dcs_map_of_a_real_protein_matches_reference) {
+    REQUIRE_GPU();
+    elec_structure mol;
+    elec_error err;
+    if (elec_read_pqr("../shared/data/structures/1d7h-min.pqr", &mol, &err) != ELEC_OK)
+        SKIP("../shared/data/structures/1d7h-min.pqr not readable: %s", err.message);
+    elec_atoms atoms = elec_structure_atoms(&mol);
+    elec_lattice l;
+    EXPECT(elec_lattice_around(&atoms, 1.5, 5.0, &l, &err) == ELEC_OK, "%s", err.message);
+    double *ref = dcs_reference(&atoms, &l);
+    check_dcs_variant(&atoms, &l, ELEC_DCS_FASTEST, ref, "1d7h");
+    free(ref);
+    elec_structure_free(&mol);
+}
+
+TEST(gpu_paths_refuse_bad_input) {
+    REQUIRE_GPU();
+    double xyz[3] = {0, 0, 0}, q[1] = {1};
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{4, 4, 4}, {0, 0, 0}, {1, 1, 1}};
+    float map[64], pot[1];
+    elec_dcs_params p = {0};
+    elec_mdh_params m = {0};
+    elec_error err;
+    int twice[2] = {0, 0};
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL map");
+    p.gpus.count = 2;
+    p.gpus.devices = twice;
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, map, &err) != ELEC_OK, "device listed twice");
+    p.gpus.count = 1;
+    twice[0] = 1000;
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, map, &err) == ELEC_ERR_NO_DEVICE,
+           "device 1000: %s", err.message);
+    EXPECT(elec_cuda_mdh_points(&atoms, xyz, 1, &m, pot, &err) == ELEC_ERR_INVALID_ARG,
+           "MDH without radii: %s", err.message);
+    l.spacing[1] = 0.0;
+    p.gpus.count = 0;
+    EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "zero spacing");
+}
+
+int main(void) {
+    RUN(rsqrt_on_fma_pipe_is_float_accurate);
+    RUN(every_dcs_variant_matches_double_reference_on_random_atoms);
+    RUN(default_dcs_matches_reference_on_water_and_crystal);
+    RUN(dcs_on_every_gpu_matches_one_gpu);
+    RUN(atom_on_a_lattice_point_leaves_that_point_finite);
+    RUN(dcs_points_match_double_reference);
+    RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
+    RUN(dcs_map_of_a_real_protein_matches_reference);
+    RUN(gpu_paths_refuse_bad_input);
+    return gpu_test_summary();
+}
