@@ -279,7 +279,7 @@ TEST(bad_input_is_refused_with_a_reason) {
         elec_ewald_params r;
         huge.length[0] = 9e19;
         p.cutoff = 9.0;
-        EXPECT(elec_ewald_params_resolve(&p, &huge, 2, &r, &err) == ELEC_ERR_INVALID_ARG &&
+        EXPECT(elec_ewald_params_resolve(&p, &huge, &atoms, &r, &err) != ELEC_OK &&
                    strstr(err.message, "reciprocal vectors"),
                "a 9e19 A edge: %s", err.message);
         p.cutoff = 0.0;
