@@ -685,16 +685,16 @@ TEST(hcp_far_field_error_falls_eightfold_per_doubling) {
     test_system_free(&s);
 }
 
-/* The error test (elec.h): the charged ring that makes the distance test
-   err on the bench's capsid, small: 5 clusters of 12 charges (net -1 e
-   each, within 3 A) on a ring of radius 20 A, one complex.  Its reach
-   solves front (|dp|/d^2 + |dQ|/d^3) = tolerance (1e-12, Newton's root),
-   (thresholds of 1 A: the error test decides), and far away (D = 400 A,
-   where the octupole adds ~R/D = 5 %) the largest
-   error of its two charges over 400 directions is the quadrupole term,
-   within the bound and at least 1/sqrt(2) of it (a traceless tensor's
-   largest |eigenvalue| lies between |Q|_F/sqrt(3) and sqrt(2/3) |Q|_F,
-   so the bound is at most sqrt(2) times the largest term). */
+/* The error test (elec.h) on the kind of component that makes the
+   distance test err on the bench's capsid, small: 5 clusters of 12
+   charges (net -1 e each, within 3 A) on a ring of radius 20 A, one
+   complex.  With thresholds of 1 A (the error test decides) its reach is
+   the root of front (|dp|/d^2 + |dQ|/d^3) = tolerance (to 1e-12).  Far
+   away (D = 400 A, where the octupole adds ~R/D = 5 %) the largest error
+   of its charges over 400 directions is the quadrupole term: within the
+   bound and at least 1/sqrt(2) of it (a traceless tensor's largest
+   |eigenvalue| lies between |Q|_F/sqrt(3) and sqrt(2/3) |Q|_F, so the
+   bound is at most sqrt(2) times the largest term). */
 TEST(hcp_error_test_bounds_a_charged_ring) {
     const size_t per = 12, n = 5 * per, points = 400;
     test_system s = test_system_random(n, 3.0, 31);
