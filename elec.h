@@ -1033,9 +1033,27 @@ ELEC_API void elec_free(void *ptr);
    its children, down to the atoms.  Both keep the monopole and the dipole
    (2 charges: of every component, neutral ones included), so the error of
    a far component falls as R^-3; every level keeps the net charge, so
-   E1's constant term is exact under HCP too. */
+   E1's constant term is exact under HCP too.
+
+   The distance test alone (the seed's, NAB's) lets a large, charged
+   component err more than its level's threshold suggests: a pentamer of
+   the bench's capsid (net -50 e spread on a ring 104 A across, its two
+   charges on the ring's axis) leaves a quadrupole residual 23 times a
+   chain's, and the errors of the ~10 pentamers a vertex sees add up with
+   one sign (1.08 % relative RMS at 20/70/150; 0.40 % when complexes are
+   never approximated).  So a far component must also pass an error test
+   (hcp_tolerance): its approximation's leading error, bounded by
+       front (|dp| / d^2 + |dQ| / d^3),
+   dp the dipole and dQ the quadrupole residual (max |eigenvalue| / 2 <=
+   sqrt(2/3) |dQ|_F / 2 of the traceless tensor) of the component minus
+   its one or two charges about its centre, front E1's (1 + alpha) /
+   (eps_out (1 + alpha beta)), must be at most the tolerance.  The
+   distance that passes it is solved once per component and call, so a
+   component's test stays one comparison of squared distances (its
+   "reach": the larger of the level's threshold and that distance). */
 #define ELEC_ALPB_ALPHA 0.571412 /* GEM's ALPHA_OF, Sigalov et al. 2005 */
 #define ELEC_HCP_LEVELS 3        /* residues, chains, complexes */
+#define ELEC_HCP_TOLERANCE 1.5e-4 /* e/A: elec_alpb_params.hcp_tolerance's default */
 
 /* The hierarchy, built once from a structure or from component indices a
    host code passes, shared by the CPU and GPU paths.  Atoms are copied in
@@ -1059,6 +1077,11 @@ typedef struct elec_hcp {
        (the positive charges at their centre; the negative ones at theirs;
        an empty side is a zero charge at the centre) */
     double *approx[ELEC_HCP_LEVELS];
+    /* 4 per component: what the approximations leave out, about the
+       centre: |dipole residual| (e A) and the bound of the quadrupole
+       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), of the one-charge
+       approximation, then of the two-charge one (the error test above) */
+    double *residual[ELEC_HCP_LEVELS];
     double net_charge;  /* sum of the charges (e)                            */
     double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
                            undefined (no radii, or every radius zero)      */
@@ -1104,7 +1127,7 @@ ELEC_API elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
    the exact sum (every component opened) and HCP.  The CPU ignores it. */
 typedef enum elec_alpb_variant {
     ELEC_ALPB_FASTEST = 0, /* default: the exact sum without salt on the DCS
-                              points kernel, else ELEC_ALPB_PACKED         */
+                              points kernel, else ELEC_ALPB_PAIRS          */
     ELEC_ALPB_SIMPLE,      /* one thread per vertex walks the hierarchy, the
                               seed's kernel before its shared-memory step:
                               the vertex re-read from global memory at
@@ -1115,12 +1138,36 @@ typedef enum elec_alpb_variant {
                               32 threads of a warp are neighbours and take
                               the same branches                           */
     ELEC_ALPB_PACKED,      /* sorted, complexes and chains staged in shared
-                              memory, a residue's centre and charges one
-                              48-byte record                              */
+                              memory, a component's centre, reach, charges
+                              and children one 64-byte record             */
+    ELEC_ALPB_PAIRS,       /* packed, two neighbouring vertices a thread:
+                              each record read once for both              */
     ELEC_ALPB_VARIANT_COUNT
 } elec_alpb_variant;
 
+/* The rung ELEC_ALPB_FASTEST takes for HCP, salt and GEM's region 1. */
+#define ELEC_ALPB_FASTEST_WALK ELEC_ALPB_PAIRS
+
 ELEC_API const char *elec_alpb_variant_name(elec_alpb_variant variant);
+
+/* Seconds of a GPU call's stages (elec_cuda_alpb fills it where
+   params.times is not NULL).  With times the stages run one after another,
+   each timed alone (host stages by the wall clock, device stages by CUDA
+   events); without, the call overlaps the points' upload, the sort, the
+   walk and the copy back chunk by chunk, and total is shorter than their
+   sum.  The exact sum on the DCS points path fills prepare and total. */
+typedef struct elec_alpb_times {
+    double prepare;   /* host: params and input checks, the points' box    */
+    double allocate;  /* the device buffers (one allocation), streams      */
+    double upload;    /* the hierarchy: its levels laid out on the host
+                         with every component's reach, its atoms converted,
+                         both uploaded                                      */
+    double points;    /* the points converted to float (host) and uploaded */
+    double sort;      /* Morton codes, the radix sort, the gather (device) */
+    double kernel;    /* the walk (device)                                 */
+    double copy_back; /* the potential to the host, buffers freed          */
+    double total;     /* the whole call                                    */
+} elec_alpb_times;
 
 typedef struct elec_alpb_params {
     double scale;         /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)          */
@@ -1142,8 +1189,15 @@ typedef struct elec_alpb_params {
                              complexes; 0 = 20, 70, 150 (the research notes'
                              measurements: <= 1 % relative RMS; the seed
                              used 10, 70 with 1 charge)                     */
+    double hcp_tolerance; /* e/A, before scale: a far component's error
+                             bound (above); 0 = 1.5e-4 (0.05 kcal/(mol e),
+                             0.084 kT/e at 298 K, about ALPB's own RMS error
+                             against Kirkwood's sphere, 0.041 kcal/(mol e));
+                             +infinity: the distance test alone (the
+                             seed's and NAB's; the research notes' tables) */
     elec_alpb_variant variant; /* GPU kernel; 0 = ELEC_ALPB_FASTEST          */
     elec_gpu_set gpus;    /* the first device is used                        */
+    elec_alpb_times *times; /* GPU calls: stage times out, or NULL         */
 } elec_alpb_params;
 
 /* Fills every zero field of in with its default and checks the result for
@@ -1611,16 +1665,20 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
 
 /* Resolves the params and checks the vertices (finite) and normals
    (finite and not zero, scaled to unit length where used; required where
-   the potential is taken off the
-   vertex, p != 0, or where salt needs P' = v + s n). */
+   the potential is taken off the vertex, p != 0, or where salt needs
+   P' = v + s n).  Where lo is not NULL, the vertices' box comes back in
+   lo and hi from the same pass (the GPU's reference point). */
 static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *vertices,
                                              const double *normals, size_t count,
                                              const void *potential,
                                              const elec_alpb_params *params,
                                              elec_alpb_params *resolved,
-                                             elec_alpb_kernel *kernel, elec_error *err) {
+                                             elec_alpb_kernel *kernel, double lo[3],
+                                             double hi[3], elec_error *err) {
     elec_status s = elec_alpb_params_resolve(params, hcp, resolved, err);
-    size_t i;
+    long i, bad_vertex = LONG_MAX, bad_normal = LONG_MAX; /* the first of each */
+    double x0 = HUGE_VAL, y0 = HUGE_VAL, z0 = HUGE_VAL, x1 = -HUGE_VAL, y1 = -HUGE_VAL,
+           z1 = -HUGE_VAL;
     if (s != ELEC_OK) return s;
     if (count > 0 && (!vertices || !potential))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertices or potential is NULL");
@@ -1630,18 +1688,71 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
                           "potential is taken at v + %s n)",
                           resolved->proj != 0.0 ? "proj != 0" : "salt",
                           resolved->proj != 0.0 ? "p" : "s");
-    for (i = 0; i < 3 * count; i++)
-        if (!elec__finite(vertices[i]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertex %zu is not finite", i / 3);
-    for (i = 0; normals && i < count; i++) {
-        const double *n = normals + 3 * i;
-        double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-        if (!elec__finite(length2) || !(length2 > 0.0))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "normal %zu is zero or not finite", i);
+    /* one parallel pass (a million vertices: the GPU call's budget) */
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : bad_vertex, bad_normal, x0, y0, z0) \
+    reduction(max : x1, y1, z1)
+#endif
+    for (i = 0; i < (long)count; i++) {
+        const double *v = vertices + 3 * i;
+        if (!elec__finite(v[0]) || !elec__finite(v[1]) || !elec__finite(v[2]))
+            bad_vertex = i < bad_vertex ? i : bad_vertex;
+        if (normals) {
+            const double *n = normals + 3 * i;
+            double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+            if (!elec__finite(length2) || !(length2 > 0.0))
+                bad_normal = i < bad_normal ? i : bad_normal;
+        }
+        x0 = v[0] < x0 ? v[0] : x0;
+        y0 = v[1] < y0 ? v[1] : y0;
+        z0 = v[2] < z0 ? v[2] : z0;
+        x1 = v[0] > x1 ? v[0] : x1;
+        y1 = v[1] > y1 ? v[1] : y1;
+        z1 = v[2] > z1 ? v[2] : z1;
+    }
+    if (bad_vertex != LONG_MAX)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertex %ld is not finite", bad_vertex);
+    if (bad_normal != LONG_MAX)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "normal %ld is zero or not finite",
+                          bad_normal);
+    if (lo) {
+        lo[0] = x0;
+        lo[1] = y0;
+        lo[2] = z0;
+        hi[0] = x1;
+        hi[1] = y1;
+        hi[2] = z1;
     }
     elec_alpb_kernel_setup(resolved, kernel);
     return ELEC_OK;
+}
+
+/* The reach of component c of level `level` (0 residues, 1 chains, 2
+   complexes): the distance beyond which a point sees it by its charges
+   (the distance test compares squared distances strictly, as NAB and
+   GEM).  The larger of the level's threshold and the distance d where
+   front (|dp| / d^2 + |dQ| / d^3) falls to the tolerance (elec_hcp's
+   error test): the positive root of tol d^3 - front |dp| d - front |dQ|,
+   by Newton's method from an upper bound (the cubic is convex there, so
+   the iterates fall monotonically onto the root).  +infinity for the
+   exact sum. */
+static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
+                                     const elec_alpb_params *r, double front) {
+    const double *e = hcp->residual[level] + 4 * c + (r->hcp_charges == 2 ? 2 : 0);
+    const double a = front * e[0], b = front * e[1], tol = r->hcp_tolerance;
+    const double h = r->hcp_h[level];
+    double d;
+    int i;
+    if (r->exact) return HUGE_VAL;
+    /* most components pass at the threshold itself (+infinity passes) */
+    if ((a / h + b / (h * h)) / h <= tol) return h;
+    d = sqrt(a / tol) + cbrt(b / tol); /* each term alone reaches tol there */
+    for (i = 0; i < 100; i++) {
+        const double f = tol * d * d * d - a * d - b, step = f / (3.0 * tol * d * d - a);
+        d -= step;
+        if (!(step > 1e-12 * d)) break;
+    }
+    return d > h ? d : h;
 }
 
 /* v + shift n / |n| of vertex i (v itself where there are no normals). */
@@ -5155,6 +5266,51 @@ static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
     approx[11] = minus;
 }
 
+/* What the one- and two-charge approximations of the component [begin,
+   end) leave out (elec_hcp.residual): the dipole and quadrupole of its
+   atoms minus those of the approximation's charges, about its centre. */
+static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
+                               const double centre[3], const double approx[12],
+                               double residual[4]) {
+    double p[3] = {0, 0, 0}, Q[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    size_t i;
+    int a, b, scheme, k;
+    for (i = begin; i < end; i++) {
+        double u[3], u2;
+        for (a = 0; a < 3; a++) u[a] = h->xyz[3 * i + a] - centre[a];
+        u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+        for (a = 0; a < 3; a++) {
+            p[a] += h->charge[i] * u[a];
+            for (b = 0; b < 3; b++)
+                Q[a][b] += h->charge[i] * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
+        }
+    }
+    for (scheme = 0; scheme < 2; scheme++) { /* one charge, two charges */
+        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0;
+        memcpy(dp, p, sizeof dp);
+        memcpy(dQ, Q, sizeof dQ);
+        for (k = 0; k < scheme + 1; k++) {
+            const double *c = scheme == 0 ? approx : approx + 4 + 4 * k, q = c[3];
+            double u[3], u2;
+            for (a = 0; a < 3; a++) u[a] = c[a] - centre[a];
+            u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+            for (a = 0; a < 3; a++) {
+                dp[a] -= q * u[a];
+                for (b = 0; b < 3; b++) dQ[a][b] -= q * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
+            }
+        }
+        for (a = 0; a < 3; a++) {
+            dp2 += dp[a] * dp[a];
+            for (b = 0; b < 3; b++) dQ2 += dQ[a][b] * dQ[a][b];
+        }
+        /* a traceless symmetric tensor's largest |eigenvalue| is at most
+           sqrt(2/3) of its Frobenius norm; its potential is
+           (1/2) n.dQ.n / d^3 */
+        residual[2 * scheme] = sqrt(dp2);
+        residual[2 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
+    }
+}
+
 ELEC_DEF void elec_hcp_free(elec_hcp *h) {
     if (!h) return;
     ELEC_FREE(h->block);
@@ -5236,7 +5392,7 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
     memcpy(h.count, count, sizeof count);
     bytes = n * (5 * sizeof(double) + sizeof(size_t));
     for (level = 1; level <= ELEC_HCP_LEVELS; level++)
-        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 15 * sizeof(double);
+        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 19 * sizeof(double);
     h.block = ELEC_MALLOC(bytes);
     if (!h.block) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the hierarchy of %zu atoms",
@@ -5251,7 +5407,8 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
     for (level = 0; level < ELEC_HCP_LEVELS; level++) {
         h.centre[level] = (double *)mem;
         h.approx[level] = h.centre[level] + 3 * count[level + 1];
-        mem = (char *)(h.approx[level] + 12 * count[level + 1]);
+        h.residual[level] = h.approx[level] + 12 * count[level + 1];
+        mem = (char *)(h.residual[level] + 4 * count[level + 1]);
     }
     h.atom_index = (size_t *)mem;
     mem = (char *)(h.atom_index + n);
@@ -5283,10 +5440,13 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-        for (c = 0; c < (long)count[level]; c++)
-            elec__hcp_represent(&h, elec__hcp_first_atom(&h, level, (size_t)c),
-                                elec__hcp_first_atom(&h, level, (size_t)c + 1),
-                                h.centre[level - 1] + 3 * c, h.approx[level - 1] + 12 * c);
+        for (c = 0; c < (long)count[level]; c++) {
+            const size_t begin = elec__hcp_first_atom(&h, level, (size_t)c),
+                         end = elec__hcp_first_atom(&h, level, (size_t)c + 1);
+            double *centre = h.centre[level - 1] + 3 * c, *approx = h.approx[level - 1] + 12 * c;
+            elec__hcp_represent(&h, begin, end, centre, approx);
+            elec__hcp_residual(&h, begin, end, centre, approx, h.residual[level - 1] + 4 * c);
+        }
     }
     if (atoms->radius) {
         elec_atoms view = elec_atoms_from_xyz(n, h.xyz, h.charge, h.radius);
@@ -5332,6 +5492,7 @@ ELEC_DEF const char *elec_alpb_variant_name(elec_alpb_variant v) {
     case ELEC_ALPB_REGISTERS: return "registers";
     case ELEC_ALPB_SORTED: return "sorted";
     case ELEC_ALPB_PACKED: return "packed";
+    case ELEC_ALPB_PAIRS: return "pairs";
     case ELEC_ALPB_VARIANT_COUNT: break;
     }
     return "unknown";
@@ -5366,6 +5527,7 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
     if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
     if (r.ion_exclusion == 0.0) r.ion_exclusion = 2.0;
     if (r.hcp_charges == 0) r.hcp_charges = 2;
+    if (r.hcp_tolerance == 0.0) r.hcp_tolerance = ELEC_HCP_TOLERANCE;
     for (level = 0; level < ELEC_HCP_LEVELS; level++)
         if (r.hcp_h[level] == 0.0) r.hcp_h[level] = default_h[level];
     if (!elec__finite(r.scale))
@@ -5403,6 +5565,10 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
     if (r.hcp_charges != 1 && r.hcp_charges != 2)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "hcp_charges %d: use 1 or 2 (0 = 2)", r.hcp_charges);
+    if (!(r.hcp_tolerance > 0.0)) /* +infinity: the distance test alone */
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "hcp_tolerance %g must be positive (0 = %g e/A)", r.hcp_tolerance,
+                          ELEC_HCP_TOLERANCE);
     for (level = 0; level < ELEC_HCP_LEVELS; level++)
         if (!(r.hcp_h[level] > 0.0)) /* +infinity is allowed: never approximated */
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g must be positive",

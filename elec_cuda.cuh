@@ -4532,9 +4532,11 @@ cleanup:
 /* ALPB at surface vertices (elec.h, elec_alpb_params, elec_hcp), after
    seed 003 (Daga and Feng 2012): each thread computes one vertex's
    potential by HCP's top-down walk over complexes, chains, residues and
-   atoms (research notes 3.3), with the thresholds +infinity for the exact
-   sum.  The ladder (params.variant), each rung a kernel or a change of
-   input beside the one before:
+   atoms (research notes 3.3), a component far where the squared distance
+   to its centre exceeds its reach squared (elec__hcp_reach: the level's
+   threshold, or farther where its error test asks; +infinity for the
+   exact sum).  The ladder (params.variant), each rung a kernel or a change
+   of input beside the one before:
      simple     the seed's kernel before its shared-memory step: the arrays
                 flattened to one array per field (the seed's SoA), the
                 vertex read again from global memory at every level
@@ -4548,29 +4550,58 @@ cleanup:
                 same components and read the same records in step (one
                 broadcast load instead of up to 32); results are written
                 back in the caller's order
-     packed     sorted, and each component one 48-byte record of three
-                float4 (centre with its first child's index, its one or two
-                charges), atoms float4: one vector load where the SoA rungs
-                issue three or four; the complexes' and chains' records
-                staged in shared memory per block
+     packed     sorted, and each component one 64-byte record of four
+                float4 (centre with its reach squared, its one or two
+                charges, its children's range), atoms float4: one vector
+                load where the SoA rungs issue three or four; the
+                complexes' and chains' records staged in shared memory per
+                block
+     pairs      packed, two neighbouring vertices per thread: each record
+                and atom read once for both (half the loads and the loop
+                overhead per vertex, twice the independent arithmetic per
+                load); a pair takes the union of its vertices' branches,
+                each vertex keeping its own decisions
    The default (ELEC_ALPB_FASTEST) runs the exact sum without salt on the
    DCS points kernel (E1 is a Coulomb sum plus a constant), everything else
-   on packed.  Kernels compute in float: a term is q rsqrt(d^2) (no salt,
+   on pairs.  Kernels compute in float: a term is q rsqrt(d^2) (no salt,
    the Coulomb form of E1 and of GEM's regions 2 and 3) or
    q elec_alpb_term_float (salt, region 1); a residue's atoms are summed
-   apart before joining the vertex's sum. */
+   apart before joining the vertex's sum.
+
+   The call: the params and the vertices checked (before any CUDA call),
+   the hierarchy laid out on the host in the rung's layout with every
+   component's reach and uploaded in one copy into one device allocation,
+   then the points in chunks on two streams: chunk c converted to float4
+   (host, OpenMP) and uploaded, sorted and walked, while chunk c - 1's
+   potential comes back, so that the host's conversions and copies hide
+   behind the GPU's work (as the MDH points call).  params.times runs the
+   stages one after another, in one chunk, and times each. */
 #include <cub/device/device_radix_sort.cuh>
 
 #define ELEC__ALPB_BLOCK 128
 #define ELEC__ALPB_COULOMB 0 /* term q / d: E1 without salt (front applied after) */
 #define ELEC__ALPB_GENERAL 1 /* term q elec_alpb_term_float(d, d')               */
 /* shared memory for the complexes' and chains' records of the packed
-   rung: 1000 records of 48 bytes; past that they are read from global */
-#define ELEC__ALPB_TOP_RECORDS 1000
+   rungs: 750 records of 64 bytes (48 KB, what a block gets without
+   opting in); past that they are read from global memory */
+#define ELEC__ALPB_TOP_RECORDS 750
+/* the points' chunks: so that the host's conversion and copies of one
+   can hide behind the walk of another.  On an H100 (bench_alpb, 1e6
+   points, the defaults) the pipelined call took 11.0-12.8 ms against the
+   11.2 ms of the same stages one after another: no gain measured yet (a
+   chunk's walk is about one wave of blocks; pageable copies overlap
+   little) */
+#define ELEC__ALPB_CHUNKS 4
+/* vertices per thread of the pairs rung: on an H100 its walk took 5.39 ms
+   with 2 (packed, one: 5.47 ms) and 6.18 ms with 4 */
+#ifndef ELEC__ALPB_PER_THREAD
+#define ELEC__ALPB_PER_THREAD 2
+#endif
+#define ELEC__ALPB_MIN_CHUNK ((size_t)1 << 17)
 
 /* One level of the hierarchy as the seed flattened it: one array a field. */
 typedef struct elec__alpb_soa_level {
-    const float *cx, *cy, *cz;         /* centre (the distance test)          */
+    const float *cx, *cy, *cz, *reach2; /* centre (the distance test), reach^2 */
     const float *ax, *ay, *az, *aq;    /* first charge: the one-charge
                                           approximation or the positive one  */
     const float *bx, *by, *bz, *bq;    /* second charge: the negative one (0
@@ -4584,9 +4615,9 @@ typedef struct elec__alpb_soa {
     int complexes;
 } elec__alpb_soa;
 
-/* The same as records: per component three float4, centre (w: the index
-   of its first child, as int bits), first charge, second charge, and one
-   more record whose w ends the last component's children. */
+/* The same as records: per component four float4, centre (w: its reach
+   squared), first charge, second charge, children (x and y: the first
+   child's index and one past the last's, as int bits). */
 typedef struct elec__alpb_packed {
     const float4 *level[ELEC_HCP_LEVELS];
     const float4 *atoms;
@@ -4596,12 +4627,11 @@ typedef struct elec__alpb_packed {
 /* What every vertex's sum shares. */
 typedef struct elec__alpb_call {
     elec_alpb_kernel_float k;
-    float h2[ELEC_HCP_LEVELS]; /* squared thresholds; +infinity: always opened */
     float coincident2;
     float factor, shift, scale; /* phi = scale (factor sum + shift)          */
 } elec__alpb_call;
 
-/* The int whose bits a float holds (records keep indices in their w). */
+/* The int whose bits a float holds (records keep indices in floats). */
 ELEC_HD inline int elec__float_bits(float f) {
 #ifdef __CUDA_ARCH__
     return __float_as_int(f);
@@ -4638,9 +4668,10 @@ ELEC_HD inline float elec__alpb_charge(const elec__alpb_call &a, float4 c, float
     return c.w * elec_alpb_term_float(&a.k, sqrtf(d2), d_ion);
 }
 
-ELEC_HD inline bool elec__alpb_far(float4 P, float x, float y, float z, float h2) {
+/* Is P beyond the reach (reach2 its square) of a component centred at x? */
+ELEC_HD inline bool elec__alpb_far(float4 P, float x, float y, float z, float reach2) {
     float dx = P.x - x, dy = P.y - y, dz = P.z - z;
-    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > h2; /* strict, as NAB and GEM */
+    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > reach2; /* strict, as NAB and GEM */
 }
 
 /* The vertex again from global memory (simple rung): volatile, so that the
@@ -4662,6 +4693,11 @@ ELEC_HD inline float elec__alpb_soa_approx(const elec__alpb_call &a,
     return t;
 }
 
+/* Is P beyond the reach of component c of an SoA level? */
+ELEC_HD inline bool elec__alpb_soa_far(float4 P, const elec__alpb_soa_level &l, int c) {
+    return elec__alpb_far(P, l.cx[c], l.cy[c], l.cz[c], l.reach2[c]);
+}
+
 /* One vertex over the flattened arrays: point mine (and P_ion), the vertex
    read again at every level when REREAD.  Returns the potential. */
 template <int MODE, int CHARGES, int REREAD>
@@ -4673,20 +4709,19 @@ ELEC_HD inline float elec__alpb_soa_walk(const elec__alpb_soa &s, const elec__al
     float sum = 0.0f;
     for (int c = 0; c < s.complexes; c++) {
         if (REREAD) P = elec__alpb_reread(mine);
-        if (elec__alpb_far(P, complexes.cx[c], complexes.cy[c], complexes.cz[c], a.h2[2])) {
+        if (elec__alpb_soa_far(P, complexes, c)) {
             sum += elec__alpb_soa_approx<MODE, CHARGES>(a, complexes, c, P, P_ion);
             continue;
         }
         for (int ch = complexes.first[c]; ch < complexes.first[c + 1]; ch++) {
             if (REREAD) P = elec__alpb_reread(mine);
-            if (elec__alpb_far(P, chains.cx[ch], chains.cy[ch], chains.cz[ch], a.h2[1])) {
+            if (elec__alpb_soa_far(P, chains, ch)) {
                 sum += elec__alpb_soa_approx<MODE, CHARGES>(a, chains, ch, P, P_ion);
                 continue;
             }
             for (int r = chains.first[ch]; r < chains.first[ch + 1]; r++) {
                 if (REREAD) P = elec__alpb_reread(mine);
-                if (elec__alpb_far(P, residues.cx[r], residues.cy[r], residues.cz[r],
-                                   a.h2[0])) {
+                if (elec__alpb_soa_far(P, residues, r)) {
                     sum += elec__alpb_soa_approx<MODE, CHARGES>(a, residues, r, P, P_ion);
                     continue;
                 }
@@ -4714,7 +4749,7 @@ elec__k_alpb_soa(float *phi, const float4 *points, const float4 *points_ion,
         s, a, points + i, points_ion ? points_ion[i] : points[i]);
 }
 
-/* A packed component: centre (and first child), charges. */
+/* A packed component's charges (record[1], record[2]) seen from P. */
 template <int MODE, int CHARGES>
 ELEC_HD inline float elec__alpb_record_approx(const elec__alpb_call &a, const float4 *record,
                                               float4 P, float4 P_ion) {
@@ -4723,9 +4758,12 @@ ELEC_HD inline float elec__alpb_record_approx(const elec__alpb_call &a, const fl
     return t;
 }
 
+ELEC_HD inline bool elec__alpb_record_far(float4 P, float4 centre) {
+    return elec__alpb_far(P, centre.x, centre.y, centre.z, centre.w);
+}
+
 /* One vertex over the records (complexes' and chains' from wherever the
-   caller has them).  A record's w holds its first child's index as int
-   bits; the next record's w ends its children. */
+   caller has them). */
 template <int MODE, int CHARGES>
 ELEC_HD inline float elec__alpb_packed_walk(const elec__alpb_packed &s, const float4 *complexes,
                                             const float4 *chains, const elec__alpb_call &a,
@@ -4733,59 +4771,167 @@ ELEC_HD inline float elec__alpb_packed_walk(const elec__alpb_packed &s, const fl
     const float4 *residues = s.level[0];
     float sum = 0.0f;
     for (int c = 0; c < s.complexes; c++) {
-        float4 centre = complexes[3 * c];
-        if (elec__alpb_far(P, centre.x, centre.y, centre.z, a.h2[2])) {
-            sum += elec__alpb_record_approx<MODE, CHARGES>(a, complexes + 3 * c, P, P_ion);
+        const float4 *complex_record = complexes + 4 * c;
+        if (elec__alpb_record_far(P, complex_record[0])) {
+            sum += elec__alpb_record_approx<MODE, CHARGES>(a, complex_record, P, P_ion);
             continue;
         }
-        int ch_end = elec__float_bits(complexes[3 * c + 3].w);
-        for (int ch = elec__float_bits(centre.w); ch < ch_end; ch++) {
-            float4 chain = chains[3 * ch];
-            if (elec__alpb_far(P, chain.x, chain.y, chain.z, a.h2[1])) {
-                sum += elec__alpb_record_approx<MODE, CHARGES>(a, chains + 3 * ch, P, P_ion);
+        const float4 chain_range = complex_record[3];
+        const int ch_end = elec__float_bits(chain_range.y);
+        for (int ch = elec__float_bits(chain_range.x); ch < ch_end; ch++) {
+            const float4 *chain = chains + 4 * ch;
+            if (elec__alpb_record_far(P, chain[0])) {
+                sum += elec__alpb_record_approx<MODE, CHARGES>(a, chain, P, P_ion);
                 continue;
             }
-            int r = elec__float_bits(chain.w), r_end = elec__float_bits(chains[3 * ch + 3].w);
-            float4 residue = residues[3 * r];
-            for (; r < r_end; r++) {
-                float4 next = residues[3 * r + 3]; /* its w ends this residue's atoms */
-                if (elec__alpb_far(P, residue.x, residue.y, residue.z, a.h2[0])) {
-                    sum += elec__alpb_record_approx<MODE, CHARGES>(a, residues + 3 * r, P,
-                                                                   P_ion);
+            const float4 residue_range = chain[3];
+            const int r_end = elec__float_bits(residue_range.y);
+            for (int r = elec__float_bits(residue_range.x); r < r_end; r++) {
+                const float4 *residue = residues + 4 * r;
+                if (elec__alpb_record_far(P, residue[0])) {
+                    sum += elec__alpb_record_approx<MODE, CHARGES>(a, residue, P, P_ion);
                 } else {
+                    const float4 atom_range = residue[3];
+                    const int end = elec__float_bits(atom_range.y);
                     float part = 0.0f;
-                    int end = elec__float_bits(next.w);
-                    for (int at = elec__float_bits(residue.w); at < end; at++)
+                    for (int at = elec__float_bits(atom_range.x); at < end; at++)
                         part += elec__alpb_charge<MODE>(a, s.atoms[at], P, P_ion);
                     sum += part;
                 }
-                residue = next;
             }
         }
     }
     return a.scale * fmaf(a.factor, sum, a.shift);
 }
 
-/* Rung packed: the complexes' and chains' records staged in shared memory
-   (TOP_SHARED) when they fit, else read from global memory. */
+/* The complexes' and chains' records of the packed rungs, staged in shared
+   memory (TOP_SHARED) when they fit, else left in global memory. */
+template <int TOP_SHARED>
+__device__ __forceinline__ void elec__alpb_stage_top(const elec__alpb_packed &s,
+                                                     float4 *top, const float4 **complexes,
+                                                     const float4 **chains) {
+    *complexes = s.level[2];
+    *chains = s.level[1];
+    if (TOP_SHARED) {
+        const int upper = 4 * s.complexes, middle = 4 * s.chains;
+        for (int k = threadIdx.x; k < upper + middle; k += blockDim.x)
+            top[k] = k < upper ? s.level[2][k] : s.level[1][k - upper];
+        __syncthreads();
+        *complexes = top;
+        *chains = top + upper;
+    }
+}
+
+/* Rung packed: thread i walks sorted point i into phi[order[i]]. */
 template <int MODE, int CHARGES, int TOP_SHARED>
 __global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
 elec__k_alpb_packed(float *phi, const float4 *points, const float4 *points_ion,
                     const int *order, int count, elec__alpb_packed s, elec__alpb_call a) {
     extern __shared__ float4 elec__alpb_top[];
-    const float4 *complexes = s.level[2], *chains = s.level[1];
-    if (TOP_SHARED) {
-        const int top = 3 * (s.complexes + 1), middle = 3 * (s.chains + 1);
-        for (int k = threadIdx.x; k < top + middle; k += blockDim.x)
-            elec__alpb_top[k] = k < top ? complexes[k] : chains[k - top];
-        __syncthreads();
-        complexes = elec__alpb_top;
-        chains = elec__alpb_top + top;
-    }
+    const float4 *complexes, *chains;
+    elec__alpb_stage_top<TOP_SHARED>(s, elec__alpb_top, &complexes, &chains);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     phi[order[i]] = elec__alpb_packed_walk<MODE, CHARGES>(
         s, complexes, chains, a, points[i], points_ion ? points_ion[i] : points[i]);
+}
+
+/* N neighbouring vertices P[0..N-1] over the records (the pairs rung: N
+   = ELEC__ALPB_PER_THREAD, 2): each record and atom read once for all.
+   open[k] says whether vertex k is inside the component being walked (it
+   takes the component's children); a component far for one vertex and
+   near for another adds its charges to the first and opens its children
+   for the second, so every vertex keeps its own decisions.  The sums go
+   to phi[0..N-1]. */
+template <int MODE, int CHARGES, int N>
+ELEC_HD inline void elec__alpb_group_walk(const elec__alpb_packed &s, const float4 *complexes,
+                                          const float4 *chains, const elec__alpb_call &a,
+                                          const float4 P[N], const float4 P_ion[N],
+                                          float phi[N]) {
+    const float4 *residues = s.level[0];
+    float sum[N];
+    for (int k = 0; k < N; k++) sum[k] = 0.0f;
+    for (int c = 0; c < s.complexes; c++) {
+        const float4 *complex_record = complexes + 4 * c;
+        bool open[N], any = false;
+        for (int k = 0; k < N; k++) {
+            open[k] = !elec__alpb_record_far(P[k], complex_record[0]);
+            any |= open[k];
+            if (!open[k])
+                sum[k] += elec__alpb_record_approx<MODE, CHARGES>(a, complex_record, P[k],
+                                                                  P_ion[k]);
+        }
+        if (!any) continue;
+        const float4 chain_range = complex_record[3];
+        const int ch_end = elec__float_bits(chain_range.y);
+        for (int ch = elec__float_bits(chain_range.x); ch < ch_end; ch++) {
+            const float4 *chain = chains + 4 * ch;
+            bool near[N], any_near = false;
+            for (int k = 0; k < N; k++) {
+                const bool far = elec__alpb_record_far(P[k], chain[0]);
+                near[k] = open[k] && !far;
+                any_near |= near[k];
+                if (open[k] && far)
+                    sum[k] += elec__alpb_record_approx<MODE, CHARGES>(a, chain, P[k], P_ion[k]);
+            }
+            if (!any_near) continue;
+            const float4 residue_range = chain[3];
+            const int r_end = elec__float_bits(residue_range.y);
+            for (int r = elec__float_bits(residue_range.x); r < r_end; r++) {
+                const float4 *residue = residues + 4 * r;
+                bool close[N], any_far = false, any_close = false;
+                for (int k = 0; k < N; k++) {
+                    close[k] = near[k] && !elec__alpb_record_far(P[k], residue[0]);
+                    any_far |= near[k] && !close[k];
+                    any_close |= close[k];
+                }
+                if (any_far) {
+                    const float4 one = residue[1], two = residue[2];
+                    for (int k = 0; k < N; k++) {
+                        float t = elec__alpb_charge<MODE>(a, one, P[k], P_ion[k]);
+                        if (CHARGES == 2) t += elec__alpb_charge<MODE>(a, two, P[k], P_ion[k]);
+                        sum[k] += near[k] && !close[k] ? t : 0.0f;
+                    }
+                }
+                if (any_close) {
+                    const float4 atom_range = residue[3];
+                    const int end = elec__float_bits(atom_range.y);
+                    float part[N];
+                    for (int k = 0; k < N; k++) part[k] = 0.0f;
+                    for (int at = elec__float_bits(atom_range.x); at < end; at++) {
+                        const float4 atom = s.atoms[at];
+                        for (int k = 0; k < N; k++)
+                            part[k] += elec__alpb_charge<MODE>(a, atom, P[k], P_ion[k]);
+                    }
+                    for (int k = 0; k < N; k++) sum[k] += close[k] ? part[k] : 0.0f;
+                }
+            }
+        }
+    }
+    for (int k = 0; k < N; k++) phi[k] = a.scale * fmaf(a.factor, sum[k], a.shift);
+}
+
+/* Rung pairs: thread i walks sorted points N i .. N i + N - 1 (past the
+   last point, the last point again, written once). */
+template <int MODE, int CHARGES, int TOP_SHARED>
+__global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
+elec__k_alpb_pairs(float *phi, const float4 *points, const float4 *points_ion,
+                   const int *order, int count, elec__alpb_packed s, elec__alpb_call a) {
+    enum { N = ELEC__ALPB_PER_THREAD };
+    extern __shared__ float4 elec__alpb_top[];
+    const float4 *complexes, *chains;
+    elec__alpb_stage_top<TOP_SHARED>(s, elec__alpb_top, &complexes, &chains);
+    const int i = N * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= count) return;
+    float4 P[N], P_ion[N];
+    float out[N];
+    for (int k = 0; k < N; k++) {
+        const int j = i + k < count ? i + k : count - 1;
+        P[k] = points[j];
+        P_ion[k] = points_ion ? points_ion[j] : P[k];
+    }
+    elec__alpb_group_walk<MODE, CHARGES, N>(s, complexes, chains, a, P, P_ion, out);
+    for (int k = 0; k < N && i + k < count; k++) phi[order[i + k]] = out[k];
 }
 
 /* Interleaves the low 10 bits of v with two zero bits each. */
@@ -4822,7 +4968,6 @@ __global__ void elec__k_alpb_gather(float4 *out, const float4 *in, const int *or
 
 /* The hierarchy on the device, in the layout the rung reads. */
 typedef struct elec__alpb_device {
-    void *d_block;
     elec__alpb_soa soa;
     elec__alpb_packed packed;
 } elec__alpb_device;
@@ -4843,121 +4988,134 @@ static void elec__alpb_host_charge(const elec_hcp *h, int level, size_t c, int c
     out[3] = (float)q[3];
 }
 
-/* Bytes of the hierarchy as the packed rung (packed) or the others read it. */
-static size_t elec__alpb_layout_bytes(const elec_hcp *h, int packed) {
-    size_t floats = 4 * h->count[0], ints = 0;
-    for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
-        floats += packed ? 12 * (h->count[level + 1] + 1) : 11 * h->count[level + 1];
-        ints += packed ? 0 : h->count[level + 1] + 1;
-    }
-    return floats * sizeof(float) + ints * sizeof(int);
+static int elec__alpb_is_packed(elec_alpb_variant v) {
+    return v == ELEC_ALPB_PACKED || v == ELEC_ALPB_PAIRS;
 }
 
-/* Lays the hierarchy out in host (elec__alpb_layout_bytes of it),
-   positions relative to centre, and sets layout's pointers as if the
-   buffer sat at base: the device buffer it is copied to, or host itself
-   for the walks on the CPU. */
-static void elec__alpb_layout(const elec_hcp *h, int charges, int packed,
-                              const double centre[3], void *host, const void *base,
-                              elec__alpb_device *layout) {
-    const size_t n = h->count[0];
-    const float *df = (const float *)base;
-    float *f = (float *)host;
-    size_t at = 0, i;
-    int level;
-    if (packed) {
+/* The layout of the hierarchy a rung reads, in float-sized words: the
+   atoms first (4 per atom: float4 x y z q for the packed rungs, four
+   arrays x, y, z, q for the others), then the levels (the packed rungs:
+   16 per component, its record; the others: 12 arrays of one float per
+   component, then the first-child arrays, count + 1 ints per level). */
+static size_t elec__alpb_levels_words(const elec_hcp *h, int packed) {
+    size_t words = 0;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++)
+        words += packed ? 16 * h->count[level + 1] : 13 * h->count[level + 1] + 1;
+    return words;
+}
+
+static size_t elec__alpb_layout_bytes(const elec_hcp *h, int packed) {
+    return (4 * h->count[0] + elec__alpb_levels_words(h, packed)) * sizeof(float);
+}
+
+/* Atoms first .. first + n - 1 relative to centre, into out as the
+   layout holds them: n float4 (packed), or n x, then n y, n z, n q (each
+   to go count[0] floats after the one before). */
+static void elec__alpb_layout_atoms(const elec_hcp *h, int packed, const double centre[3],
+                                    size_t first, size_t n, float *out) {
 #ifdef _OPENMP
 #pragma omp parallel for
 #endif
-        for (long a = 0; a < (long)n; a++) {
-            for (int k = 0; k < 3; k++) f[4 * a + k] = (float)(h->xyz[3 * a + k] - centre[k]);
-            f[4 * a + 3] = (float)h->charge[a];
-        }
-        at = 4 * n;
+    for (long i = 0; i < (long)n; i++) {
+        const double *x = h->xyz + 3 * (first + (size_t)i);
+        for (int k = 0; k < 3; k++) out[packed ? 4 * i + k : k * n + i] = (float)(x[k] - centre[k]);
+        out[packed ? 4 * i + 3 : 3 * n + i] = (float)h->charge[first + (size_t)i];
+    }
+}
+
+/* The levels into host (elec__alpb_levels_words of it), positions
+   relative to centre, every component with its reach for the resolved
+   params r (front: the kernel's), and layout's pointers set as if the
+   whole layout (atoms, then these) sat at base: the device buffer it is
+   copied to, or the host's own for the walks on the CPU. */
+static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *r,
+                                     double front, int packed, const double centre[3],
+                                     float *host, const void *base,
+                                     elec__alpb_device *layout) {
+    const size_t n = h->count[0];
+    const int charges = r->hcp_charges;
+    const float *df = (const float *)base, *dlevels = df + 4 * n;
+    size_t at = 0;
+    if (packed) {
         layout->packed.atoms = (const float4 *)df;
-        for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
             const size_t m = h->count[level + 1];
-            layout->packed.level[level] = (const float4 *)(df + at);
-            for (i = 0; i <= m; i++, at += 12) {
-                int first = (int)h->first[level][i];
-                for (int k = 0; k < 12; k++) f[at + k] = 0.0f;
-                if (i < m) {
-                    for (int k = 0; k < 3; k++)
-                        f[at + k] = (float)(h->centre[level][3 * i + k] - centre[k]);
-                    elec__alpb_host_charge(h, level, i, charges, 0, centre, f + at + 4);
-                    elec__alpb_host_charge(h, level, i, charges, 1, centre, f + at + 8);
-                }
-                memcpy(f + at + 3, &first, sizeof first); /* the sentinel's ends the last */
+            float *record = host + at;
+            layout->packed.level[level] = (const float4 *)(dlevels + at);
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+            for (long c = 0; c < (long)m; c++) {
+                float *out = record + 16 * c;
+                const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+                const int range[2] = {(int)h->first[level][c], (int)h->first[level][c + 1]};
+                for (int k = 0; k < 3; k++) out[k] = (float)(h->centre[level][3 * c + k] - centre[k]);
+                out[3] = (float)(reach * reach);
+                elec__alpb_host_charge(h, level, (size_t)c, charges, 0, centre, out + 4);
+                elec__alpb_host_charge(h, level, (size_t)c, charges, 1, centre, out + 8);
+                memcpy(out + 12, range, sizeof range);
+                out[14] = out[15] = 0.0f;
             }
+            at += 16 * m;
         }
         layout->packed.complexes = (int)h->count[3];
         layout->packed.chains = (int)h->count[2];
         return;
     }
-    size_t floats = 4 * n, int_at = 0;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++) floats += 11 * h->count[level + 1];
-    int *ints = (int *)(f + floats);
-    const int *di = (const int *)(df + floats);
-#ifdef _OPENMP
-#pragma omp parallel for
-#endif
-    for (long a = 0; a < (long)n; a++) {
-        for (int k = 0; k < 3; k++) f[k * n + a] = (float)(h->xyz[3 * a + k] - centre[k]);
-        f[3 * n + a] = (float)h->charge[a];
-    }
+    size_t int_at = 0, floats = 0;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++) floats += 12 * h->count[level + 1];
+    int *ints = (int *)(host + floats);
+    const int *di = (const int *)(dlevels + floats);
     layout->soa.x = df;
     layout->soa.y = df + n;
     layout->soa.z = df + 2 * n;
     layout->soa.q = df + 3 * n;
-    at = 4 * n;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
         const size_t m = h->count[level + 1];
         elec__alpb_soa_level *l = &layout->soa.level[level];
-        const float **field[11] = {&l->cx, &l->cy, &l->cz, &l->ax, &l->ay, &l->az,
-                                   &l->aq, &l->bx, &l->by, &l->bz, &l->bq};
-        for (int k = 0; k < 11; k++) *field[k] = df + at + (size_t)k * m;
-        for (i = 0; i < m; i++) {
-            float c[8];
+        const float **field[12] = {&l->cx, &l->cy, &l->cz, &l->reach2, &l->ax, &l->ay,
+                                   &l->az, &l->aq, &l->bx, &l->by, &l->bz, &l->bq};
+        for (int k = 0; k < 12; k++) *field[k] = dlevels + at + (size_t)k * m;
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+        for (long c = 0; c < (long)m; c++) {
+            const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+            float charge[8];
             for (int k = 0; k < 3; k++)
-                f[at + (size_t)k * m + i] = (float)(h->centre[level][3 * i + k] - centre[k]);
-            elec__alpb_host_charge(h, level, i, charges, 0, centre, c);
-            elec__alpb_host_charge(h, level, i, charges, 1, centre, c + 4);
-            for (int k = 0; k < 8; k++) f[at + (size_t)(3 + k) * m + i] = c[k];
+                host[at + (size_t)k * m + c] = (float)(h->centre[level][3 * c + k] - centre[k]);
+            host[at + 3 * m + c] = (float)(reach * reach);
+            elec__alpb_host_charge(h, level, (size_t)c, charges, 0, centre, charge);
+            elec__alpb_host_charge(h, level, (size_t)c, charges, 1, centre, charge + 4);
+            for (int k = 0; k < 8; k++) host[at + (size_t)(4 + k) * m + c] = charge[k];
         }
-        at += 11 * m;
+        at += 12 * m;
         l->first = di + int_at;
-        for (i = 0; i <= m; i++) ints[int_at++] = (int)h->first[level][i];
+        for (size_t c = 0; c <= m; c++) ints[int_at++] = (int)h->first[level][c];
     }
     layout->soa.complexes = (int)h->count[3];
 }
 
-/* The rung's layout, built on the host and uploaded. */
-static elec_status elec__alpb_upload(const elec_hcp *h, int charges, int packed,
-                                     const double centre[3], elec__alpb_device *dev,
-                                     elec_error *err) {
-    elec_status status = ELEC_OK;
-    const size_t bytes = elec__alpb_layout_bytes(h, packed);
-    void *host = ELEC_MALLOC(bytes);
-    memset(dev, 0, sizeof *dev);
-    if (!host) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the hierarchy");
-    ELEC__CUDA_TRY(cudaMalloc(&dev->d_block, bytes));
-    elec__alpb_layout(h, charges, packed, centre, host, dev->d_block, dev);
-    ELEC__CUDA_TRY(cudaMemcpy(dev->d_block, host, bytes, cudaMemcpyHostToDevice));
-cleanup:
-    ELEC_FREE(host);
-    if (status != ELEC_OK) {
-        cudaFree(dev->d_block);
-        dev->d_block = NULL;
-    }
-    return status;
+/* The whole layout in host (elec__alpb_layout_bytes of it), pointers as
+   if it sat at base (the walks on the CPU: base = host). */
+static void elec__alpb_layout(const elec_hcp *h, const elec_alpb_params *r, double front,
+                              int packed, const double centre[3], void *host,
+                              const void *base, elec__alpb_device *layout) {
+    elec__alpb_layout_atoms(h, packed, centre, 0, h->count[0], (float *)host);
+    elec__alpb_layout_levels(h, r, front, packed, centre, (float *)host + 4 * h->count[0],
+                             base, layout);
 }
 
-/* Launches the rung's kernel template for the call's mode and charges. */
+/* Launches the rung's kernel template for the call's mode and charges
+   over count sorted (or, unsorted rungs, given-order) points. */
 template <int MODE, int CHARGES>
-static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t shared,
-                              cudaStream_t stream, float *phi, const float4 *P,
-                              const float4 *P_ion, const int *order, int count,
-                              const elec__alpb_device &dev, const elec__alpb_call &a) {
+static void elec__alpb_launch(elec_alpb_variant variant, size_t shared, cudaStream_t stream,
+                              float *phi, const float4 *P, const float4 *P_ion,
+                              const int *order, int count, const elec__alpb_device &dev,
+                              const elec__alpb_call &a) {
+    const unsigned per_thread = variant == ELEC_ALPB_PAIRS ? ELEC__ALPB_PER_THREAD : 1;
+    const unsigned blocks = (unsigned)(((unsigned)count + per_thread * ELEC__ALPB_BLOCK - 1) /
+                                       (per_thread * ELEC__ALPB_BLOCK));
     switch (variant) {
     case ELEC_ALPB_SIMPLE:
         elec__k_alpb_soa<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
@@ -4968,7 +5126,7 @@ static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t
         elec__k_alpb_soa<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
             phi, P, P_ion, order, count, dev.soa, a);
         break;
-    default:
+    case ELEC_ALPB_PACKED:
         if (shared)
             elec__k_alpb_packed<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, shared, stream>>>(
                 phi, P, P_ion, order, count, dev.packed, a);
@@ -4976,14 +5134,42 @@ static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t
             elec__k_alpb_packed<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
                 phi, P, P_ion, order, count, dev.packed, a);
         break;
+    default:
+        if (shared)
+            elec__k_alpb_pairs<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, shared, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        else
+            elec__k_alpb_pairs<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        break;
     }
 }
 
-/* The call's constants in float, and which term the kernels use. */
+/* The call's mode (which term the kernels use). */
 static int elec__alpb_mode(const elec_alpb_kernel *k) {
     return k->kappa > 0.0 || k->region == 1 ? ELEC__ALPB_GENERAL : ELEC__ALPB_COULOMB;
 }
 
+/* The mode and charges as template arguments. */
+static void elec__alpb_dispatch(int mode, int charges, elec_alpb_variant variant, size_t shared,
+                                cudaStream_t stream, float *phi, const float4 *P,
+                                const float4 *P_ion, const int *order, int count,
+                                const elec__alpb_device &dev, const elec__alpb_call &a) {
+    if (mode == ELEC__ALPB_GENERAL && charges == 1)
+        elec__alpb_launch<ELEC__ALPB_GENERAL, 1>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else if (mode == ELEC__ALPB_GENERAL)
+        elec__alpb_launch<ELEC__ALPB_GENERAL, 2>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else if (charges == 1)
+        elec__alpb_launch<ELEC__ALPB_COULOMB, 1>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else
+        elec__alpb_launch<ELEC__ALPB_COULOMB, 2>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+}
+
+/* The call's constants in float. */
 static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_kernel *k,
                                   double net_charge, elec__alpb_call *a) {
     memset(a, 0, sizeof *a);
@@ -4995,8 +5181,6 @@ static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_ker
     a->k.born_offset = (float)k->born_offset;
     a->k.size2 = (float)k->size2;
     a->k.constant = (float)k->constant;
-    for (int level = 0; level < ELEC_HCP_LEVELS; level++)
-        a->h2[level] = r->exact ? INFINITY : (float)(r->hcp_h[level] * r->hcp_h[level]);
     a->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
     a->scale = (float)r->scale;
     /* the Coulomb form sums q / d and multiplies by front once */
@@ -5004,19 +5188,26 @@ static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_ker
     a->shift = (float)(net_charge * k->constant);
 }
 
-/* The evaluation points v + shift n relative to centre, as float4 (the
-   host's one pass over the caller's arrays). */
-static void elec__alpb_points(const double *vertices, const double *normals, size_t count,
-                              double shift, const double centre[3], float4 *out) {
+/* The evaluation points v + shift n relative to centre, as float4, of
+   vertices first .. first + count - 1, into out[0 .. count - 1]. */
+static void elec__alpb_points(const double *vertices, const double *normals, size_t first,
+                              size_t count, double shift, const double centre[3],
+                              float4 *out) {
 #ifdef _OPENMP
 #pragma omp parallel for
 #endif
     for (long i = 0; i < (long)count; i++) {
         double P[3];
-        elec__alpb_point(vertices, normals, (size_t)i, shift, P);
+        elec__alpb_point(vertices, normals, first + (size_t)i, shift, P);
         out[i] = make_float4((float)(P[0] - centre[0]), (float)(P[1] - centre[1]),
                              (float)(P[2] - centre[2]), 0.0f);
     }
+}
+
+static double elec__alpb_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The exact sum without salt on the DCS points path: scale (front sum q/d
@@ -5047,6 +5238,56 @@ static elec_status elec__alpb_on_dcs(int device, const elec_hcp *h, const double
     return ELEC_OK;
 }
 
+/* Bytes rounded up to 256 (each piece of the one device allocation). */
+static size_t elec__alpb_aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* Host conversions go through one staging slice of this many float4 (1
+   MB), reused at once: a copy from pageable memory returns once the
+   driver has taken the data, and a slice that small stays in cache and
+   costs no page faults (a fresh 16 MB buffer costs ~4,000 each call). */
+#define ELEC__ALPB_SLICE ((size_t)1 << 16)
+
+/* The atoms into the layout at d_layout (elec__alpb_layout_atoms), slice
+   by slice through staging (ELEC__ALPB_SLICE float4). */
+static elec_status elec__alpb_upload_atoms(const elec_hcp *h, int packed, const double centre[3],
+                                           float *staging, float *d_layout,
+                                           cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const size_t n = h->count[0];
+    for (size_t first = 0; first < n; first += ELEC__ALPB_SLICE) {
+        const size_t m = n - first < ELEC__ALPB_SLICE ? n - first : ELEC__ALPB_SLICE;
+        elec__alpb_layout_atoms(h, packed, centre, first, m, staging);
+        if (packed)
+            ELEC__CUDA_TRY(cudaMemcpyAsync(d_layout + 4 * first, staging, m * sizeof(float4),
+                                           cudaMemcpyHostToDevice, stream));
+        else
+            for (int k = 0; k < 4; k++) /* x, y, z, q: arrays n floats apart */
+                ELEC__CUDA_TRY(cudaMemcpyAsync(d_layout + k * n + first, staging + k * m,
+                                               m * sizeof(float), cudaMemcpyHostToDevice,
+                                               stream));
+    }
+cleanup:
+    return status;
+}
+
+/* The points v + shift n of vertices first .. first + n - 1 into d_out,
+   slice by slice through staging. */
+static elec_status elec__alpb_upload_points(const double *vertices, const double *normals,
+                                            size_t first, size_t n, double shift,
+                                            const double centre[3], float4 *staging,
+                                            float4 *d_out, cudaStream_t stream,
+                                            elec_error *err) {
+    elec_status status = ELEC_OK;
+    for (size_t done = 0; done < n; done += ELEC__ALPB_SLICE) {
+        const size_t m = n - done < ELEC__ALPB_SLICE ? n - done : ELEC__ALPB_SLICE;
+        elec__alpb_points(vertices, normals, first + done, m, shift, centre, staging);
+        ELEC__CUDA_TRY(cudaMemcpyAsync(d_out + done, staging, m * sizeof(float4),
+                                       cudaMemcpyHostToDevice, stream));
+    }
+cleanup:
+    return status;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -5055,26 +5296,34 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const double *normals, size_t count,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err) {
+    const double started = elec__alpb_clock();
     elec_status status;
     elec_alpb_params r;
     elec_alpb_kernel k;
     elec__alpb_call a;
     elec__alpb_device dev;
     elec_alpb_variant variant;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode;
-    double lo[3], hi[3], centre[3];
-    float4 *host_points = NULL, *d_points = NULL, *d_points_ion = NULL, *d_sorted = NULL;
+    elec_alpb_times *times = params ? params->times : NULL;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode, sorted, packed;
+    double lo[3], hi[3], centre[3], mark = 0.0;
+    float *host_levels = NULL;
+    float4 *staging = NULL;
+    char *d_block = NULL;
+    float4 *d_points = NULL, *d_points_ion = NULL, *d_sorted = NULL, *d_sorted_ion = NULL;
     float *d_phi = NULL;
     int *d_order = NULL, *d_index = NULL;
     unsigned *d_code = NULL, *d_code_sorted = NULL;
-    void *d_scratch = NULL;
-    size_t scratch_bytes = 0, shared = 0;
-    cudaStream_t stream = NULL;
-    int sorted;
-    unsigned blocks;
+    void *d_scratch[2] = {NULL, NULL};
+    size_t scratch_bytes = 0, shared = 0, chunk, chunks;
+    cudaStream_t streams[2] = {NULL, NULL};
+    cudaEvent_t ready = NULL, marks[3] = {NULL, NULL, NULL};
+    float3 box_lo = make_float3(0.0f, 0.0f, 0.0f);
+    float box_scale = 1.0f;
 
     memset(&dev, 0, sizeof dev);
-    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, err);
+    if (times) memset(times, 0, sizeof *times);
+    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
+                                hi, err);
     if (status != ELEC_OK) return status;
     if (count > (size_t)INT_MAX / 2 || hcp->count[0] > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -5089,130 +5338,199 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
     variant = r.variant;
     if (variant == ELEC_ALPB_FASTEST) {
         if (elec__alpb_is_coulomb(&r, &k)) {
+            if (times) times->prepare = elec__alpb_clock() - started;
             status = elec__alpb_on_dcs(devices[0], hcp, vertices, normals, count, &r, &k,
                                        potential, err);
             cudaSetDevice(caller_device);
             if (status == ELEC_OK) elec__ok(err);
+            if (times) times->total = elec__alpb_clock() - started;
             return status;
         }
-        variant = ELEC_ALPB_PACKED;
+        variant = ELEC_ALPB_FASTEST_WALK;
     }
-    sorted = variant == ELEC_ALPB_SORTED || variant == ELEC_ALPB_PACKED;
-
+    sorted = variant != ELEC_ALPB_SIMPLE && variant != ELEC_ALPB_REGISTERS;
+    packed = elec__alpb_is_packed(variant);
     elec__alpb_call_setup(&r, &k, hcp->net_charge, &a);
     mode = elec__alpb_mode(&k);
 
-    /* points relative to the centre of the vertices' box */
-    elec__points_box(vertices, count, lo, hi);
+    /* Host: the reference point (the vertices' box centre; floats keep
+       their precision relative to it), the Morton box, the levels' layout
+       (the atoms and the points are converted slice by slice on the way
+       to the device), the staging slice. */
     for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    host_points = (float4 *)ELEC_MALLOC(count * sizeof(float4));
-    if (!host_points) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu points", count);
+    {
+        const double extent = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), hi[2] - lo[2]);
+        const double margin = fabs(r.proj) + 1e-3; /* points move by |p| along normals */
+        box_lo = make_float3((float)(lo[0] - centre[0] - margin),
+                             (float)(lo[1] - centre[1] - margin),
+                             (float)(lo[2] - centre[2] - margin));
+        box_scale = (float)(1023.0 / (extent + 2.0 * margin));
+    }
+    host_levels = (float *)ELEC_MALLOC(elec__alpb_levels_words(hcp, packed) * sizeof(float));
+    staging = (float4 *)ELEC_MALLOC(ELEC__ALPB_SLICE * sizeof(float4));
+    if (!host_levels || !staging) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the hierarchy");
         goto cleanup;
     }
+
+    if (times) {
+        times->prepare = elec__alpb_clock() - started;
+        mark = elec__alpb_clock();
+    }
+
+    /* Device: one allocation for the hierarchy, the points (sorted too),
+       the potential, the sort's keys and scratch (one per stream). */
+    chunk = times ? count : (count + ELEC__ALPB_CHUNKS - 1) / ELEC__ALPB_CHUNKS;
+    if (chunk < ELEC__ALPB_MIN_CHUNK) chunk = ELEC__ALPB_MIN_CHUNK;
+    if (chunk > count) chunk = count;
+    chunks = (count + chunk - 1) / chunk;
     ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    status = elec__alpb_upload(hcp, r.hcp_charges, variant == ELEC_ALPB_PACKED, centre, &dev, err);
-    if (status != ELEC_OK) goto cleanup;
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, count * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, count * sizeof(float)));
-    elec__alpb_points(vertices, normals, count, r.proj, centre, host_points);
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_points, host_points, count * sizeof(float4),
-                                   cudaMemcpyHostToDevice, stream));
-    if (k.kappa > 0.0) {
-        /* P' = v + s n: the host buffer is reused once the copy is done */
-        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_points_ion, count * sizeof(float4)));
-        elec__alpb_points(vertices, normals, count, r.ion_exclusion, centre, host_points);
-        ELEC__CUDA_TRY(cudaMemcpyAsync(d_points_ion, host_points, count * sizeof(float4),
-                                       cudaMemcpyHostToDevice, stream));
-    }
-    blocks = (unsigned)((count + ELEC__ALPB_BLOCK - 1) / ELEC__ALPB_BLOCK);
-    if (sorted) {
-        /* Morton order of the points: codes, CUB's radix sort, then the
-           points (and P') gathered in that order */
-        const double extent = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), hi[2] - lo[2]);
-        const float3 box_lo = make_float3((float)(lo[0] - centre[0]) - 1e-3f,
-                                          (float)(lo[1] - centre[1]) - 1e-3f,
-                                          (float)(lo[2] - centre[2]) - 1e-3f);
-        const float scale = (float)(1023.0 / (extent + 2e-3));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code, count * sizeof(unsigned)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code_sorted, count * sizeof(unsigned)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_index, count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_order, count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_sorted, count * sizeof(float4)));
-        elec__k_alpb_morton<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_code, d_index, d_points,
-                                                                    (int)count, box_lo, scale);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(NULL, scratch_bytes, d_code,
-                                                       d_code_sorted, d_index, d_order,
-                                                       (int)count, 0, 30, stream));
-        ELEC__CUDA_TRY(cudaMalloc(&d_scratch, scratch_bytes));
-        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(d_scratch, scratch_bytes, d_code,
-                                                       d_code_sorted, d_index, d_order,
-                                                       (int)count, 0, 30, stream));
-        elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_sorted, d_points,
-                                                                    d_order, (int)count);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        {   /* the sorted points take the unsorted ones' place */
-            float4 *swap = d_points;
-            d_points = d_sorted;
-            d_sorted = swap;
-        }
-        if (d_points_ion) {
-            elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
-                d_sorted, d_points_ion, d_order, (int)count);
-            ELEC__CUDA_TRY(cudaGetLastError());
-            float4 *swap = d_points_ion;
-            d_points_ion = d_sorted;
-            d_sorted = swap;
-        }
-    }
-    if (variant == ELEC_ALPB_PACKED &&
-        hcp->count[3] + hcp->count[2] + 2 <= ELEC__ALPB_TOP_RECORDS)
-        shared = 3 * (hcp->count[3] + hcp->count[2] + 2) * sizeof(float4);
+    if (sorted)
+        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(NULL, scratch_bytes, (unsigned *)NULL,
+                                                       (unsigned *)NULL, (int *)NULL,
+                                                       (int *)NULL, (int)chunk, 0, 30));
     {
-        const int general = mode == ELEC__ALPB_GENERAL;
-        const int *order = sorted ? d_order : NULL;
-        if (general && r.hcp_charges == 1)
-            elec__alpb_launch<ELEC__ALPB_GENERAL, 1>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else if (general)
-            elec__alpb_launch<ELEC__ALPB_GENERAL, 2>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else if (r.hcp_charges == 1)
-            elec__alpb_launch<ELEC__ALPB_COULOMB, 1>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else
-            elec__alpb_launch<ELEC__ALPB_COULOMB, 2>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        ELEC__CUDA_TRY(cudaGetLastError());
+        const size_t layout_bytes = elec__alpb_aligned(elec__alpb_layout_bytes(hcp, packed));
+        const size_t point_bytes = elec__alpb_aligned(count * sizeof(float4));
+        const size_t key_bytes = elec__alpb_aligned(count * sizeof(unsigned));
+        const size_t sets = k.kappa > 0.0 ? 2 : 1; /* P, and P' = v + s n for salt */
+        size_t bytes = layout_bytes + sets * point_bytes +
+                       elec__alpb_aligned(count * sizeof(float));
+        char *next;
+        if (sorted)
+            bytes += sets * point_bytes + 4 * key_bytes + 2 * elec__alpb_aligned(scratch_bytes);
+        ELEC__CUDA_TRY(cudaMalloc((void **)&d_block, bytes));
+        next = d_block + layout_bytes;
+        d_points = (float4 *)next;
+        d_points_ion = sets == 2 ? d_points + point_bytes / sizeof(float4) : NULL;
+        next += sets * point_bytes;
+        d_phi = (float *)next;
+        next += elec__alpb_aligned(count * sizeof(float));
+        if (sorted) {
+            d_sorted = (float4 *)next;
+            d_sorted_ion = sets == 2 ? d_sorted + point_bytes / sizeof(float4) : NULL;
+            next += sets * point_bytes;
+            d_code = (unsigned *)next;
+            d_code_sorted = (unsigned *)(next + key_bytes);
+            d_index = (int *)(next + 2 * key_bytes);
+            d_order = (int *)(next + 3 * key_bytes);
+            next += 4 * key_bytes;
+            d_scratch[0] = next;
+            d_scratch[1] = next + elec__alpb_aligned(scratch_bytes);
+        }
     }
-    ELEC__CUDA_TRY(cudaMemcpyAsync(potential, d_phi, count * sizeof(float),
-                                   cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    if (times) {
+        for (int m = 0; m < 3; m++) ELEC__CUDA_TRY(cudaEventCreate(&marks[m]));
+        times->allocate = elec__alpb_clock() - mark;
+        mark = elec__alpb_clock();
+    }
+
+    /* The hierarchy: its levels laid out on the host, its atoms converted
+       slice by slice on their way, in one stream; the other waits. */
+    elec__alpb_layout_levels(hcp, &r, k.front, packed, centre, host_levels, d_block, &dev);
+    if (packed && hcp->count[3] + hcp->count[2] <= ELEC__ALPB_TOP_RECORDS)
+        shared = 4 * (hcp->count[3] + hcp->count[2]) * sizeof(float4);
+    status = elec__alpb_upload_atoms(hcp, packed, centre, (float *)staging, (float *)d_block,
+                                     streams[0], err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemcpyAsync((float *)d_block + 4 * hcp->count[0], host_levels,
+                                   elec__alpb_levels_words(hcp, packed) * sizeof(float),
+                                   cudaMemcpyHostToDevice, streams[0]));
+    ELEC__CUDA_TRY(cudaEventRecord(ready, streams[0]));
+    ELEC__CUDA_TRY(cudaStreamWaitEvent(streams[1], ready, 0));
+    if (times) {
+        ELEC__CUDA_TRY(cudaStreamSynchronize(streams[0]));
+        times->upload = elec__alpb_clock() - mark;
+    }
+
+    /* The chunks: c converted, uploaded, sorted and walked on stream c % 2
+       while c - 1 comes back (the copy to pageable memory returns once it
+       is done). */
+    for (size_t c = 0; c <= chunks; c++) {
+        if (c < chunks) {
+            const size_t first = c * chunk, n = first + chunk <= count ? chunk : count - first;
+            const unsigned blocks = (unsigned)((n + ELEC__ALPB_BLOCK - 1) / ELEC__ALPB_BLOCK);
+            cudaStream_t stream = streams[c % 2];
+            const float4 *P = d_points + first, *P_ion = d_points_ion ? d_points_ion + first : NULL;
+            if (times) mark = elec__alpb_clock();
+            status = elec__alpb_upload_points(vertices, normals, first, n, r.proj, centre,
+                                              staging, d_points + first, stream, err);
+            if (status == ELEC_OK && P_ion)
+                status = elec__alpb_upload_points(vertices, normals, first, n, r.ion_exclusion,
+                                                  centre, staging, d_points_ion + first, stream,
+                                                  err);
+            if (status != ELEC_OK) goto cleanup;
+            if (times) {
+                ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+                times->points += elec__alpb_clock() - mark;
+                ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
+            }
+            if (sorted) {
+                /* Morton order of the chunk's points: codes, CUB's radix
+                   sort, then the points (and P') gathered in that order */
+                elec__k_alpb_morton<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                    d_code + first, d_index + first, P, (int)n, box_lo, box_scale);
+                ELEC__CUDA_TRY(cudaGetLastError());
+                ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+                    d_scratch[c % 2], scratch_bytes, d_code + first, d_code_sorted + first,
+                    d_index + first, d_order + first, (int)n, 0, 30, stream));
+                elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                    d_sorted + first, P, d_order + first, (int)n);
+                ELEC__CUDA_TRY(cudaGetLastError());
+                P = d_sorted + first;
+                if (P_ion) {
+                    elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                        d_sorted_ion + first, P_ion, d_order + first, (int)n);
+                    ELEC__CUDA_TRY(cudaGetLastError());
+                    P_ion = d_sorted_ion + first;
+                }
+            }
+            if (times) ELEC__CUDA_TRY(cudaEventRecord(marks[1], stream));
+            elec__alpb_dispatch(mode, r.hcp_charges, variant, shared, stream, d_phi + first, P,
+                                P_ion, sorted ? d_order + first : NULL, (int)n, dev, a);
+            ELEC__CUDA_TRY(cudaGetLastError());
+            if (times) {
+                float ms;
+                ELEC__CUDA_TRY(cudaEventRecord(marks[2], stream));
+                ELEC__CUDA_TRY(cudaEventSynchronize(marks[2]));
+                ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[0], marks[1]));
+                times->sort += 1e-3 * ms;
+                ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[1], marks[2]));
+                times->kernel += 1e-3 * ms;
+            }
+        }
+        if (c > 0) {
+            const size_t first = (c - 1) * chunk;
+            const size_t n = first + chunk <= count ? chunk : count - first;
+            if (times) mark = elec__alpb_clock();
+            ELEC__CUDA_TRY(cudaMemcpyAsync(potential + first, d_phi + first, n * sizeof(float),
+                                           cudaMemcpyDeviceToHost, streams[(c - 1) % 2]));
+            ELEC__CUDA_TRY(cudaStreamSynchronize(streams[(c - 1) % 2]));
+            if (times) times->copy_back += elec__alpb_clock() - mark;
+        }
+    }
     elec__ok(err);
 cleanup:
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
-    }
-    cudaFree(dev.d_block);
-    cudaFree(d_points);
-    cudaFree(d_points_ion);
-    cudaFree(d_sorted);
-    cudaFree(d_phi);
-    cudaFree(d_order);
-    cudaFree(d_index);
-    cudaFree(d_code);
-    cudaFree(d_code_sorted);
-    cudaFree(d_scratch);
-    ELEC_FREE(host_points);
+    if (times) mark = elec__alpb_clock();
+    for (int s = 0; s < 2; s++)
+        if (streams[s]) {
+            cudaStreamSynchronize(streams[s]);
+            cudaStreamDestroy(streams[s]);
+        }
+    if (ready) cudaEventDestroy(ready);
+    for (int m = 0; m < 3; m++)
+        if (marks[m]) cudaEventDestroy(marks[m]);
+    cudaFree(d_block);
+    ELEC_FREE(host_levels);
+    ELEC_FREE(staging);
     cudaSetDevice(caller_device);
+    if (times) {
+        times->copy_back += elec__alpb_clock() - mark;
+        times->total = elec__alpb_clock() - started;
+    }
     return status;
 }
 

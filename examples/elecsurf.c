@@ -36,7 +36,7 @@ typedef struct options {
     surface_kind surface;
     output_kind kind;
     run_device device;
-    double density, probe, temperature, range;
+    double density, probe, temperature, range, hcp_tolerance; /* output units */
     elec_alpb_params alpb;
     int units_kT, quiet, size, view_axis, view_sign;
 } options;
@@ -70,11 +70,14 @@ static void usage(FILE *out) {
 "  --hcp-charges 1|2     charges per far component (default 2)\n"
 "  --hcp H1[,H2[,H3]]    HCP thresholds of residues, chains, complexes in A\n"
 "                        (default 20,70,150; 'inf' never approximates)\n"
+"  --hcp-tolerance T     a far component's estimated error at most T in the\n"
+"                        output's units (default 0.05 kcal/(mol e), 0.084\n"
+"                        kT/e; 'inf': the distance test alone, the seed's)\n"
 "  --gem                 GEM's formulas (its region 1 at p <= 0, its kappa\n"
 "                        0.316 sqrt(M), its 332.0 with --units kcal)\n"
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
-"  --variant NAME        GPU kernel: simple, registers, sorted, packed, or\n"
-"                        fastest (default)\n"
+"  --variant NAME        GPU kernel: simple, registers, sorted, packed,\n"
+"                        pairs, or fastest (default)\n"
 "  --units kT|kcal       kT/e (default) or kcal/(mol e)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --range R             .ply and .png colours saturate at +-R (default: the\n"
@@ -191,6 +194,19 @@ static int parse_options(int argc, char **argv, options *o) {
             if (level == 0) {
                 fprintf(stderr, "elecsurf: --hcp needs thresholds\n");
                 return 0;
+            }
+        } else if (!strcmp(a, "--hcp-tolerance")) {
+            NEED(1);
+            if (!strcmp(argv[i + 1], "inf")) {
+                o->hcp_tolerance = HUGE_VAL;
+                i++;
+            } else {
+                DOUBLE_ARG(o->hcp_tolerance, "potential");
+                if (!(o->hcp_tolerance > 0.0)) {
+                    fprintf(stderr, "elecsurf: --hcp-tolerance %g: give a positive potential "
+                                    "(or inf)\n", o->hcp_tolerance);
+                    return 0;
+                }
             }
         } else if (!strcmp(a, "--gem")) {
             o->alpb.gem_compat = 1;
@@ -685,6 +701,8 @@ int main(int argc, char **argv) {
     o.alpb.scale = o.units_kT ? elec_kT_scale(o.temperature)
                    : o.alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
     o.alpb.temperature = o.temperature;
+    if (o.hcp_tolerance > 0.0) /* the output's units to e/A */
+        o.alpb.hcp_tolerance = o.hcp_tolerance / fabs(o.alpb.scale);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
@@ -787,9 +805,11 @@ int main(int argc, char **argv) {
         else printf("no salt, ");
         if (resolved.exact) printf("exact\n");
         else
-            printf("HCP %d charge%s, thresholds %g/%g/%g A\n", resolved.hcp_charges,
-                   resolved.hcp_charges == 1 ? "" : "s", resolved.hcp_h[0], resolved.hcp_h[1],
-                   resolved.hcp_h[2]);
+            printf("HCP %d charge%s, thresholds %g/%g/%g A, tolerance %.3g %s\n",
+                   resolved.hcp_charges, resolved.hcp_charges == 1 ? "" : "s",
+                   resolved.hcp_h[0], resolved.hcp_h[1], resolved.hcp_h[2],
+                   resolved.hcp_tolerance * fabs(resolved.scale),
+                   o.units_kT ? "kT/e" : "kcal/(mol e)");
 #ifdef ELEC_WITH_CUDA
         if (use_gpu) {
             elec_alpb_variant v = o.alpb.variant;
@@ -797,7 +817,7 @@ int main(int argc, char **argv) {
                                  : resolved.exact && resolved.kappa == 0.0 &&
                                            (!resolved.gem_compat || resolved.proj >= 0.0)
                                      ? "DCS points"
-                                     : elec_alpb_variant_name(ELEC_ALPB_PACKED);
+                                     : elec_alpb_variant_name(ELEC_ALPB_FASTEST_WALK);
             printf("  device     %s, kernel %s\n", device_name, kernel);
         } else
 #endif
