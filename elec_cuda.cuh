@@ -166,7 +166,9 @@ ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_spme_params *params,
                                            int device, elec_cuda_spme_handle **out,
                                            elec_error *err);
-/* The parameters a handle computes with (resolved, estimate included). */
+/* The parameters a handle computes with (resolved, estimate included;
+   excluded_pairs is NULL beside its count: the array was the caller's, to
+   pass again where the choice is reused). */
 ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
                                            elec_spme_params *resolved,
                                            elec_error *err);
@@ -4065,7 +4067,9 @@ static elec_status elec__cuda_spme_create(const elec_box *box, size_t max_atoms,
     status = elec__spme_exclusions(&h->p, max_atoms, &host_excl_start,
                                    &host_excl_list, err);
     if (status != ELEC_OK) goto cleanup;
-    h->p.excluded_pairs = NULL; /* the caller's array: not kept */
+    /* the caller's array is not kept: elec_cuda_spme_params gives NULL with
+       the count, and a caller reusing the choice passes its array again */
+    h->p.excluded_pairs = NULL;
     host_theta = (float *)ELEC_MALLOC(spectrum_points * sizeof(float));
     if (!host_theta) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
