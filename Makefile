@@ -216,7 +216,7 @@ bench-peer:
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
 
-$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/chargemap_tour.cu $(CUDA_LIBS)
 
 chargemap-tour: $(BUILD)/chargemap_tour

@@ -1342,7 +1342,8 @@ ELEC_API void elec_surface_free(elec_surface *surface);
    are grid cells with bin_capacity slots, atoms past it go to an overflow
    list mapped by atomics afterwards: */
 typedef enum elec_chargemap_variant {
-    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_OWNER               */
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: PC_LANES (the fastest end
+                                            to end on an H100, README)        */
     ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
                                             the caller's order, order^3 global
                                             atomics                           */
@@ -1364,6 +1365,12 @@ typedef enum elec_chargemap_variant {
     ELEC_CHARGEMAP_GC_REDUCED_READS,     /* Alg. 6: slot-major bins, valid
                                             slots only                        */
     /* beyond the seed, for today's GPUs: */
+    ELEC_CHARGEMAP_PC_LANES,             /* order lanes per atom in the caller's
+                                            order, lane jx adding its x plane
+                                            by global atomics (SPME's spread
+                                            before the charge map): no sort to
+                                            pay for, neighbouring atomics in
+                                            any atom order                    */
     ELEC_CHARGEMAP_PC_SORTED_LANES,      /* atoms sorted by tile on the GPU,
                                             order lanes per atom (GROMACS):
                                             neighbouring atomics             */
@@ -1376,6 +1383,20 @@ typedef enum elec_chargemap_variant {
                                             as 64-bit integers (OpenMM): the
                                             grid is bit-identical whatever the
                                             atom order                        */
+    ELEC_CHARGEMAP_TILE_BINNED,          /* TILE_OWNER's tiles, the copies
+                                            binned without global atomics:
+                                            each block counting-sorts its
+                                            share of the atoms by tile in
+                                            shared memory; then a block per
+                                            tile gathers its copies from every
+                                            block's run (two kernels)         */
+    ELEC_CHARGEMAP_TILE_FUSED,           /* TILE_BINNED's two stages in one
+                                            cooperative kernel, a grid barrier
+                                            between them: one launch          */
+    ELEC_CHARGEMAP_TILE_FUSED_FIXED,     /* TILE_FUSED adding q w w w 2^32 as
+                                            64-bit integers in shared memory:
+                                            bit-identical whatever the atom
+                                            order (PC_FIXED_POINT's rounding) */
     ELEC_CHARGEMAP_VARIANT_COUNT
 } elec_chargemap_variant;
 
@@ -1420,9 +1441,10 @@ typedef struct elec_chargemap_params {
     int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
                           a power of two; 0 = the smallest power of two
                           >= l + 4 sqrt(l) + 2, l the mean atoms per cell  */
-    int tile[3];       /* TILE_OWNER's tile (points per axis, each at least
-                          order - 1); 0 = chosen by the GPU call (16 or 8
-                          per axis, so that every SM has a tile)           */
+    int tile[3];       /* the sorted rungs' tile (points per axis, each at
+                          least order - 1; the tile-binned rungs round it
+                          up to a power of two); 0 = chosen by the GPU
+                          call (16 or 8 per axis)                          */
     elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
     elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
     elec_chargemap_times *times;            /* GPU one-shot calls: out      */
@@ -6482,9 +6504,13 @@ ELEC_DEF const char *elec_chargemap_variant_name(elec_chargemap_variant v) {
     case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT: return "gc-compute-efficient";
     case ELEC_CHARGEMAP_GC_SHARED: return "gc-shared";
     case ELEC_CHARGEMAP_GC_REDUCED_READS: return "gc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_LANES: return "pc-lanes";
     case ELEC_CHARGEMAP_PC_SORTED_LANES: return "pc-sorted-lanes";
     case ELEC_CHARGEMAP_TILE_OWNER: return "tile-owner";
     case ELEC_CHARGEMAP_PC_FIXED_POINT: return "pc-fixed-point";
+    case ELEC_CHARGEMAP_TILE_BINNED: return "tile-binned";
+    case ELEC_CHARGEMAP_TILE_FUSED: return "tile-fused";
+    case ELEC_CHARGEMAP_TILE_FUSED_FIXED: return "tile-fused-fixed";
     case ELEC_CHARGEMAP_VARIANT_COUNT: break;
     }
     return "unknown";
@@ -6543,7 +6569,7 @@ ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *
     if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
                           (int)r.variant);
-    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_TILE_OWNER;
+    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_PC_LANES;
     if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);

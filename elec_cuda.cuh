@@ -2059,7 +2059,7 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
    below (flip it here or with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare
    rungs; bench/RESULTS.md has the ladder). */
 #ifndef ELEC__MSM_CHARGEMAP_VARIANT
-#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
 #endif
 
 /* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
@@ -3243,7 +3243,7 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs: bench_spme's
    spread column shows the effect). */
 #ifndef ELEC__SPME_CHARGEMAP_VARIANT
-#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
 #endif
 
 /* --------------------------------------- spreading: gather (seed 001) */
@@ -5554,40 +5554,41 @@ cleanup:
 
    What bounds each rung on an H100 (ApoA1-size: 92,224 atoms, 112 x 112 x
    80 = 1.0e6 points, 5.9e6 atom-point terms at order 4; the grid is 4 MB
-   and stays in the 50 MB L2):
-   - every rung that adds with global atomics (the PC rungs, sorted lanes,
-     fixed point, the binned rungs' overflow) makes 64 atomics per atom:
-     the L2's atomic units bound it.  The notes measured 1.9e11 red.f32/s
-     for stencil-clustered addresses (31.7 us for these 5.9e6 adds): about
-     2,900 atoms/us whatever the rung around them.  Zeroing the grid first
-     costs another 4 MB write (~1.5 us).
+   and stays in the 50 MB L2; bench/bench_chargemap.cu measures it, the
+   README has the numbers):
+   - the host: a launch from the host costs 4.3 us (an empty kernel back
+     to back), a CUDA graph of three kernels 5.0 us; a call of several
+     launches is bounded by their sum, however little the GPU does.
+   - every rung that adds with global atomics (the PC rungs, the binned
+     rungs' overflow) makes 64 atomics per atom, and the L2's atomic units
+     bound it.  PC_LANES (the default) sets neighbouring lanes on an
+     atom's neighbouring x points, so a warp's atomics fall in few sectors:
+     5.9e6 atomics in 33.8 us, 1.75e11 a second, in any atom order, and no
+     sort to pay for: 35.4 us end to end (2,600 PPUS).  Zeroing the grid
+     first costs another 4 MB write.
    - the seed's binned rungs add a placement pass (one atomic per atom on
      the bin counters) and, for the bin structs, zeroing the whole bin
-     array (80 B a bin at 4 slots: 80 MB for 1e6 bins, ~27 us of DRAM):
-     the seed's "reads ghost particles" cost, here as writes.
+     array (80 B a bin at 4 slots: 80 MB for 1e6 bins): the seed's "reads
+     ghost particles" cost, here as writes.
    - the GC rungs need no atomics and store each point once, but each
      point reads the order^3 = 64 bins that reach it: 64 counters plus
      their slots per point (1e6 points x 64 x 16 B: ~1 GB through L1/L2),
      the read traffic Table III of the seed shows.
-   - TILE_OWNER (the default) is bounded by shared memory: atoms are sorted
-     by tile (8 or 16 points a side) on the device with a copy in each tile
-     their stencil reaches (1.7 copies per atom at 16^3, 2.6 at 8^3: the
-     halo), and a block adds its copies' in-tile terms into the tile in
-     shared memory, then stores the tile once: no global atomics, no
-     zeroing, no bin capacity.  On sm_90 a shared-memory float atomicAdd
-     is a compare-and-swap loop (LDS, FADD, ATOMS.CAST.SPIN: checked in
-     the SASS of nvcc 13.0), so each term costs two shared-memory
-     operations, and random addresses cost bank conflicts: about 5.9e6 x 2
-     shared operations / (132 SMs x 32 lanes a clock) = 2.8e3 clocks
-     (1.5 us) with no conflicts, a few us with them.  The sort is two
-     atom-parallel kernels (count with one atomic per copy on the tile
-     counters, the last block scanning the counts; scatter with one atomic
-     per copy on the tile cursors): ~1.5 MB read and written each, L2
-     resident.  Three kernels in all; the second and third start early by
-     programmatic dependent launch (griddepcontrol), so the launch gaps
-     (~2 us each otherwise) overlap the previous kernel's tail.
+   - sorting by tile with atomics on the tiles' counters (PC_SORTED_LANES,
+     TILE_OWNER, PC_FIXED_POINT) serialises: hundreds of same-address
+     atomics per counter, 33 to 85 us for ApoA1 however the kernels are
+     chained (PDL measured slower: 11.6 us for three empty kernels).
+   - the tile-binned rungs (TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED)
+     bin with shared-memory atomics only (stage 1: 9 to 11 us for ApoA1,
+     two passes over the atoms and a (start, count) for every tile and
+     group) and sum each tile in shared memory (stage 2: 32.5 us): sm_90
+     has no shared-memory add for float or 64-bit integers, so every term
+     is a compare-and-swap loop, two shared-memory operations, with bank
+     conflicts among the copies a warp holds.  One cooperative kernel
+     saves a launch (a grid barrier costs 0.6 us) but not the stages.
    bench/bench_chargemap.cu measures these bounds on the device (atomic
-   rates random and sorted, a bare tile kernel, the launch floor). */
+   rates random and sorted, a bare tile kernel, the launch floor, the grid
+   barrier). */
 
 #ifndef ELEC__CHARGEMAP_MAX_ORDER
 #define ELEC__CHARGEMAP_MAX_ORDER 10
@@ -5601,7 +5602,9 @@ cleanup:
 #define ELEC__CM_TICKET 2       /* blocks of the tile count kernel finished      */
 #define ELEC__CM_OUTSIDE_SEEN 3 /* OUTSIDE of the last tile sort (its last block
                                    moves it here and clears OUTSIDE)            */
-#define ELEC__CM_STATUS 4
+#define ELEC__CM_BARRIER 4      /* TILE_FUSED's grid barrier: arrivals, then
+                                   the generation (5)                           */
+#define ELEC__CM_STATUS 6
 
 /* Lattice and basis as the kernels take them.  u, an atom's grid
    coordinate along an axis, is computed three ways:
@@ -6269,19 +6272,12 @@ elec__k_chargemap_tile_owner(float *grid, const float4 *copies, const int *tile_
    Each term is a float computed from its own atom alone; |term| <= |q|,
    so a point can hold up to 2^31 e.  The 64-bit atomics are native
    (RED.E.ADD.64). */
+/* Lane jx of a record's group: the stencil's x plane jx by global atomics
+   (FIXED: in units of 2^-32 e on the 64-bit grid). */
 template <int BASIS, int W, int FIXED>
-__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
-                        const int *tile_start, int tiles, elec__chargemap_geometry g,
-                        elec__msm_basis_args b) {
-    const int lanes = elec__spme_lanes<W>::value;
-    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
-    const int total = tile_start[tiles];
-    const long atom = thread / lanes;
-    const int jx = (int)(thread % lanes);
-    if (atom >= total || jx >= W) return;
-    const float4 r = sorted[atom];
+__device__ __forceinline__ void elec__chargemap_add_plane(float *grid, long long *fixed, float4 r,
+                                                          int jx, const elec__chargemap_geometry &g,
+                                                          const elec__msm_basis_args &b) {
     const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
     float wx[W], wy[W], wz[W];
     elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
@@ -6308,6 +6304,47 @@ elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
     }
 }
 
+template <int BASIS, int W, int FIXED>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
+                        const int *tile_start, int tiles, elec__chargemap_geometry g,
+                        elec__msm_basis_args b) {
+    const int lanes = elec__spme_lanes<W>::value;
+    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    elec__chargemap_wait_prior();
+    const int total = tile_start[tiles];
+    const long atom = thread / lanes;
+    const int jx = (int)(thread % lanes);
+    if (atom >= total || jx >= W) return;
+    elec__chargemap_add_plane<BASIS, W, FIXED>(grid, fixed, sorted[atom], jx, g, b);
+}
+
+/* PC_LANES: the same lanes in the caller's order, each group reading its
+   atom (SPME's spreading before the charge map): a group's four atomics
+   of a step fall in one or two sectors whatever the order of the atoms,
+   and there is no sort to pay for; the grid is zeroed first. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_lanes(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
+                           elec__msm_basis_args b, int *status, double *sums) {
+    const int lanes = elec__spme_lanes<W>::value;
+    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long atom = thread / lanes;
+    const int jx = (int)(thread % lanes);
+    float q = 0.0f;
+    if (atom < n && jx < W) {
+        const float4 a = xyzq[atom];
+        int outside = 0;
+        const float4 r = elec__chargemap_record(g, a, &outside);
+        if (jx == 0) {
+            q = a.w;
+            if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+        }
+        if (!outside) elec__chargemap_add_plane<BASIS, W, 0>(grid, NULL, r, jx, g, b);
+    }
+    elec__chargemap_sums(sums, q);
+}
+
 /* The fixed-point grid to floats (times 2^-32, in double: exact), and
    cleared for the next call. */
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
@@ -6317,6 +6354,364 @@ elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
     if (p >= points) return;
     grid[p] = (float)((double)fixed[p] * (1.0 / 4294967296.0));
     fixed[p] = 0;
+}
+
+/* -------------------- beyond the seed: tiles binned without global atomics */
+
+/* TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED (what bounds them: the comment
+   at the top of this section).  Tiles of 2^s points per axis, the last one
+   taking the rest (a rest shorter than order - 1 joins the tile before
+   it): a stencil then spans at most two tiles per axis, and a point's tile
+   is a shift.  groups blocks bin the atoms: block j takes atoms
+   [j c, (j + 1) c), c = ceil(n / groups), counts their copies per tile in
+   shared memory, scans the counts and writes its copies sorted by tile into
+   its own run of 8 c records, and (start, count) of each tile at
+   runs[tile groups + j]: no global atomics, no capacity, no prefix kernel.
+   A tile's block then scans the groups' counts and gathers its copies. */
+typedef struct elec__chargemap_bands {
+    int shift[3], n[3], L[3]; /* 2^shift points a tile; n tiles; L the
+                                 longest (the pitch of the tile in shared
+                                 memory)                                    */
+    int count, groups;
+} elec__chargemap_bands;
+
+#define ELEC__CHARGEMAP_TILE_THREADS 256
+#define ELEC__CHARGEMAP_TILE_WINDOW 1024 /* copies staged in shared memory */
+#define ELEC__CHARGEMAP_MAGIC 6755399441055744.0        /* 1.5 2^52 */
+#define ELEC__CHARGEMAP_MAGIC_BITS 0x4338000000000000LL /* its bits */
+
+__device__ __forceinline__ int elec__chargemap_band(int p, int axis,
+                                                    const elec__chargemap_bands &bd) {
+    return min(p >> bd.shift[axis], bd.n[axis] - 1);
+}
+
+/* f(tile) for each tile a record's stencil reaches: those of its first
+   and last point per axis (one or two each). */
+template <typename F>
+__device__ __forceinline__ void elec__chargemap_for_tiles(float4 r, const elec__chargemap_geometry &g,
+                                                          const elec__chargemap_bands &bd, F f) {
+    const float u[3] = {r.x, r.y, r.z};
+    int lo[3], hi[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        const int k0 = (int)u[axis];
+        lo[axis] = elec__chargemap_band(elec__chargemap_wrap(k0 + g.offset, g.K[axis]), axis, bd);
+        hi[axis] = elec__chargemap_band(
+            elec__chargemap_wrap(k0 + g.offset + g.width - 1, g.K[axis]), axis, bd);
+    }
+#pragma unroll
+    for (int c = 0; c < 2; c++) {
+        if (c == 1 && hi[2] == lo[2]) continue;
+#pragma unroll
+        for (int bb = 0; bb < 2; bb++) {
+            if (bb == 1 && hi[1] == lo[1]) continue;
+#pragma unroll
+            for (int a = 0; a < 2; a++) {
+                if (a == 1 && hi[0] == lo[0]) continue;
+                f((a ? hi[0] : lo[0]) +
+                  bd.n[0] * ((bb ? hi[1] : lo[1]) + bd.n[1] * (c ? hi[2] : lo[2])));
+            }
+        }
+    }
+}
+
+/* Exclusive scan of one int a thread over the block (blockDim.x a
+   multiple of 32, at most 1024): warp shuffles, then the warps' sums.
+   Every thread calls it; scratch (32 ints of shared memory) is free again
+   when it returns. */
+__device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    int x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) scratch[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < warps ? scratch[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < warps) scratch[lane] = w;
+    }
+    __syncthreads();
+    *total = scratch[warps - 1];
+    const int before = (warp > 0 ? scratch[warp - 1] : 0) + x - v;
+    __syncthreads();
+    return before;
+}
+
+/* Stage 1 for group j (every thread of the block calls it; hist: shared
+   memory for bd.count ints).  Two passes over the group's atoms: count the
+   copies per tile (shared-memory atomics), scan, then place them (the
+   atoms read again: L1 holds them).  q and q^2 summed for SPME. */
+__device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
+                                          const elec__chargemap_geometry &g,
+                                          const elec__chargemap_bands &bd, int2 *runs,
+                                          float4 *copies, int *status, double *sums,
+                                          int *hist) {
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int first = min(j * chunk, n), last = min(first + chunk, n);
+    float4 *out = copies + (size_t)j * 8 * chunk;
+    double q1 = 0.0, q2 = 0.0;
+    for (int k = t; k < tiles; k += threads) hist[k] = 0;
+    __syncthreads();
+    for (int i = first + t; i < last; i += threads) {
+        float4 r;
+        float q;
+        if (elec__chargemap_take(xyzq, i, g, status, &r, &q))
+            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { atomicAdd(hist + tile, 1); });
+        q1 += q;
+        q2 += (double)q * q;
+    }
+    if (sums) { /* the same for every thread */
+        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q1);
+        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, q2);
+    }
+    __syncthreads();
+    {
+        /* each thread a contiguous run of tiles */
+        const int per = (tiles + threads - 1) / threads;
+        const int a = min(t * per, tiles), e = min(a + per, tiles);
+        int s = 0, total;
+        for (int k = a; k < e; k++) s += hist[k];
+        s = elec__chargemap_scan(s, scratch, &total);
+        for (int k = a; k < e; k++) {
+            const int c = hist[k];
+            runs[(size_t)k * groups + j] = make_int2(s, c);
+            hist[k] = s; /* the tile's cursor */
+            s += c;
+        }
+    }
+    __syncthreads();
+    for (int i = first + t; i < last; i += threads) {
+        int outside = 0;
+        const float4 r = elec__chargemap_record(g, xyzq[i], &outside);
+        if (!outside)
+            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { out[atomicAdd(hist + tile, 1)] = r; });
+    }
+}
+
+/* A shared-memory tile's accumulator: float, or 64-bit integers in units
+   of 2^-32 e (integer addition: any order gives the same bits).  sm_90
+   has no shared-memory add for either: nvcc 13.0 compiles both atomicAdds
+   to a compare-and-swap loop (LDS, add, ATOMS.CAST.SPIN or .SPIN.64, in
+   cuobjdump's SASS on the H100), two shared-memory operations a term.
+   Batching a lane's loads and swaps by hand (atomicCAS: ATOMS.CAS, the
+   results checked after) measured 3.3x slower on ApoA1 (145.8 against
+   43.6 us): the hardware's spin loop stays. */
+template <int ACC> struct elec__chargemap_acc { typedef float type; };
+template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
+
+/* One copy's terms inside the tile at t0 (len points per axis; pitch and
+   plane: the shared tile's strides), lane jx taking the stencil's x plane
+   jx.  The fixed-point term is q w_x w_z (a float, as PC_FIXED_POINT's)
+   times w_y and 2^32, rounded once to an integer: the double FMA with
+   1.5 2^52 leaves round(v) in the low bits (|v| < 2^51: |q| < 2^19 e). */
+template <int BASIS, int W, int ACC>
+__device__ __forceinline__ void elec__chargemap_add_in_tile(
+    typename elec__chargemap_acc<ACC>::type *acc, float4 r, int jx, const int t0[3],
+    const int len[3], int pitch, int plane, const elec__chargemap_geometry &g,
+    const elec__msm_basis_args &b) {
+    const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
+    const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]) - t0[0];
+    if ((unsigned)x >= (unsigned)len[0]) return; /* this plane is another tile's */
+    float wx[W], wy[W], wz[W];
+    int row[W], slab[W];
+    elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
+    elec__chargemap_weights<BASIS, W>(r.y - (float)ky, b, wy);
+    elec__chargemap_weights<BASIS, W>(r.z - (float)kz, b, wz);
+#pragma unroll
+    for (int m = 0; m < W; m++) {
+        const int y = elec__chargemap_wrap(ky + g.offset + m, g.K[1]) - t0[1];
+        const int z = elec__chargemap_wrap(kz + g.offset + m, g.K[2]) - t0[2];
+        row[m] = (unsigned)y < (unsigned)len[1] ? y * pitch : -1;
+        slab[m] = (unsigned)z < (unsigned)len[2] ? z * plane : -1;
+    }
+    const float qx = r.w * elec__spme_pick<W>(wx, jx);
+    typename elec__chargemap_acc<ACC>::type *column = acc + x;
+#pragma unroll
+    for (int mz = 0; mz < W; mz++) {
+        if (slab[mz] < 0) continue;
+        const float qxz = qx * wz[mz];
+        if constexpr (ACC == 0) {
+#pragma unroll
+            for (int my = 0; my < W; my++)
+                if (row[my] >= 0) atomicAdd(column + slab[mz] + row[my], qxz * wy[my]);
+        } else {
+            const double scaled = (double)qxz * 4294967296.0; /* exact */
+#pragma unroll
+            for (int my = 0; my < W; my++)
+                if (row[my] >= 0) {
+                    const long long v =
+                        __double_as_longlong(fma(scaled, (double)wy[my], ELEC__CHARGEMAP_MAGIC)) -
+                        ELEC__CHARGEMAP_MAGIC_BITS;
+                    atomicAdd(column + slab[mz] + row[my], (unsigned long long)v);
+                }
+        }
+    }
+}
+
+/* Stage 2 for tile `id` (every thread of the block calls it; smem: the
+   window of staged copies, the tile, the groups' offsets and starts).
+   The groups' (start, count) scanned into offsets; the copies staged in
+   windows of ELEC__CHARGEMAP_TILE_WINDOW (each thread copying the part of
+   its groups' runs that falls in the window), summed into the tile by
+   groups of lanes; then each point stored once, rows as contiguous runs. */
+template <int BASIS, int W, int ACC>
+__device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
+                                         const float4 *copies, int n,
+                                         const elec__chargemap_geometry &g,
+                                         const elec__chargemap_bands &bd,
+                                         const elec__msm_basis_args &b, unsigned char *smem) {
+    typedef typename elec__chargemap_acc<ACC>::type acc_t;
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
+    float4 *window = (float4 *)smem;
+    acc_t *acc = (acc_t *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
+    int *offset = (int *)(acc + (size_t)plane * bd.L[2]); /* groups + 1 */
+    int *start = offset + groups + 1;                     /* groups */
+    const int at[3] = {id % bd.n[0], id / bd.n[0] % bd.n[1], id / bd.n[0] / bd.n[1]};
+    int t0[3], len[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        t0[axis] = at[axis] << bd.shift[axis];
+        len[axis] = at[axis] == bd.n[axis] - 1 ? g.K[axis] - t0[axis] : 1 << bd.shift[axis];
+    }
+    const int per = (groups + threads - 1) / threads;
+    const int a = min(t * per, groups), e = min(a + per, groups);
+    int s = 0, total;
+    for (int j = a; j < e; j++) {
+        const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
+        start[j] = run.x;
+        offset[j] = run.y;
+        s += run.y;
+    }
+    s = elec__chargemap_scan(s, scratch, &total);
+    for (int j = a; j < e; j++) {
+        const int c = offset[j];
+        offset[j] = s;
+        s += c;
+    }
+    if (t == 0) offset[groups] = total;
+    for (int k = t; k < plane * len[2]; k += threads) acc[k] = 0;
+    __syncthreads();
+    const int lanes = elec__spme_lanes<W>::value, jx = t % lanes;
+    for (int base = 0; base < total; base += ELEC__CHARGEMAP_TILE_WINDOW) {
+        const int end = min(base + ELEC__CHARGEMAP_TILE_WINDOW, total);
+        for (int j = a; j < e; j++) {
+            const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
+            const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+            for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
+        }
+        __syncthreads();
+        if (jx < W)
+            for (int c = t / lanes; c < end - base; c += threads / lanes)
+                elec__chargemap_add_in_tile<BASIS, W, ACC>(acc, window[c], jx, t0, len, pitch,
+                                                          plane, g, b);
+        __syncthreads();
+    }
+    {
+        /* rows of up to 16 points: two a warp */
+        const int lane = t & 31, warp = t >> 5, warps = threads >> 5;
+        const int halves = len[0] <= 16 ? 2 : 1, xs = 32 / halves;
+        const int x0 = lane % xs, rows = len[1] * len[2];
+        for (int row = warp * halves + lane / xs; row < rows; row += warps * halves) {
+            const int z = row / len[1], y = row - z * len[1];
+            float *out = grid + t0[0] + g.K[0] * ((t0[1] + y) + g.K[1] * (t0[2] + z));
+            const acc_t *in = acc + y * pitch + z * plane;
+            for (int x = x0; x < len[0]; x += xs) {
+                if constexpr (ACC == 0)
+                    out[x] = in[x];
+                else /* exact in double, then rounded once */
+                    out[x] = (float)((double)(long long)in[x] * (1.0 / 4294967296.0));
+            }
+        }
+    }
+    __syncthreads(); /* the shared memory is the next tile's */
+}
+
+/* A grid-wide barrier for a cooperative launch (every block resident):
+   arrivals counted on one word, the last to arrive clears it and bumps
+   the generation the others wait on; fences on either side. */
+__device__ __forceinline__ void elec__chargemap_grid_barrier(int *status) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *count = (unsigned *)(status + ELEC__CM_BARRIER);
+        unsigned *generation = count + 1;
+        unsigned seen, now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(generation) : "memory");
+        __threadfence();
+        if (atomicAdd(count, 1u) == gridDim.x - 1) {
+            atomicExch(count, 0u);
+            __threadfence();
+            atomicAdd(generation, 1u);
+        } else {
+            do {
+                __nanosleep(32);
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(generation) : "memory");
+            } while (now == seen);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* The outside count of this call handed to finish (a block after every
+   atom was seen). */
+__device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
+}
+
+/* TILE_BINNED, stage 1: a block per group. */
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS)
+elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
+                           elec__chargemap_bands bd, int2 *runs, float4 *copies, int *status,
+                           double *sums) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
+    elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
+                              (int *)elec__chargemap_bin_smem);
+}
+
+/* TILE_BINNED, stage 2: a block per tile (ACC 1: TILE_FUSED_FIXED's
+   stage 2 where the device has no cooperative launch). */
+template <int BASIS, int W, int ACC>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
+elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
+                           elec__chargemap_geometry g, elec__chargemap_bands bd,
+                           elec__msm_basis_args b, int *status) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
+    elec__chargemap_hand_over(status);
+    elec__chargemap_sum_tile<BASIS, W, ACC>(blockIdx.x, grid, runs, copies, n, g, bd, b,
+                                            elec__chargemap_sum_smem);
+}
+
+/* TILE_FUSED (ACC 0) and TILE_FUSED_FIXED (ACC 1): the first bd.groups
+   blocks bin, every block waits at the grid barrier, then the blocks take
+   the tiles in turn. */
+template <int BASIS, int W, int ACC>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
+elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
+                             elec__chargemap_bands bd, elec__msm_basis_args b, int2 *runs,
+                             float4 *copies, int *status, double *sums) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_fused_smem[];
+    if ((int)blockIdx.x < bd.groups)
+        elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
+                                  (int *)elec__chargemap_fused_smem);
+    elec__chargemap_grid_barrier(status);
+    elec__chargemap_hand_over(status);
+    for (int id = blockIdx.x; id < bd.count; id += gridDim.x)
+        elec__chargemap_sum_tile<BASIS, W, ACC>(id, grid, runs, copies, n, g, bd, b,
+                                                elec__chargemap_fused_smem);
 }
 
 /* ---------------------------------------------------- host side: plans */
@@ -6346,7 +6741,13 @@ struct elec_cuda_chargemap_handle {
     float4 *records, *copies;  /* the sorted rungs                            */
     int *tile_count, *tile_start, *tile_cursor;
     long long *fixed;          /* PC_FIXED_POINT                              */
-    const float4 *xyzq;        /* the current call's atoms (PC_BASELINE)      */
+    elec__chargemap_bands bands; /* the tile-binned rungs: tiles and groups   */
+    int2 *runs;                /* their (start, count) per tile and group     */
+    int fused_blocks;          /* TILE_FUSED's cooperative grid (0: the device
+                                  has no cooperative launch: two kernels)     */
+    size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
+    const float4 *xyzq;        /* the current call's atoms (PC_BASELINE, the
+                                  fused rungs)                                */
     int n;
 };
 
@@ -6357,6 +6758,11 @@ static int elec__chargemap_is_binned(elec_chargemap_variant v) {
 static int elec__chargemap_is_sorted(elec_chargemap_variant v) {
     return v == ELEC_CHARGEMAP_PC_SORTED_LANES || v == ELEC_CHARGEMAP_TILE_OWNER ||
            v == ELEC_CHARGEMAP_PC_FIXED_POINT;
+}
+
+static int elec__chargemap_is_tiled(elec_chargemap_variant v) {
+    return v == ELEC_CHARGEMAP_TILE_BINNED || v == ELEC_CHARGEMAP_TILE_FUSED ||
+           v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
 }
 
 static int elec__chargemap_layout(elec_chargemap_variant v) {
@@ -6406,11 +6812,14 @@ static elec__chargemap_tiling elec__chargemap_choose_tiles(const elec_cuda_charg
     return best;
 }
 
-/* Kernels with PDL where asked (their first act is to wait for the kernel
-   before them), plain stream order otherwise. */
+/* Kernels in plain stream order (how 0), with PDL (1: their first act is
+   to wait for the kernel before them), or cooperative (ELEC__CM_COOPERATIVE:
+   every block resident at once, as TILE_FUSED's grid barrier needs, which
+   a kernel node of a CUDA graph keeps). */
+#define ELEC__CM_COOPERATIVE 2
 template <typename... Params, typename... Args>
 static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                          size_t shared, cudaStream_t stream, int pdl,
+                                          size_t shared, cudaStream_t stream, int how,
                                           Args... args) {
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attribute[1] = {};
@@ -6418,11 +6827,131 @@ static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, 
     config.blockDim = block;
     config.dynamicSmemBytes = shared;
     config.stream = stream;
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    if (how == ELEC__CM_COOPERATIVE) {
+        attribute[0].id = cudaLaunchAttributeCooperative;
+        attribute[0].val.cooperative = 1;
+    } else {
+        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    }
     config.attrs = attribute;
-    config.numAttrs = pdl ? 1 : 0;
+    config.numAttrs = how ? 1 : 0;
     return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+/* Tiles of 2^shift points per axis over K (elec__chargemap_bands). */
+static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int shift[3],
+                                                      int width) {
+    elec__chargemap_bands bd;
+    memset(&bd, 0, sizeof bd);
+    bd.count = 1;
+    for (int axis = 0; axis < 3; axis++) {
+        const int T = 1 << shift[axis];
+        int n = (K[axis] + T - 1) / T;
+        if (n > 1 && K[axis] - (n - 1) * T < width - 1) n--; /* the rest joins */
+        bd.shift[axis] = shift[axis];
+        bd.n[axis] = n;
+        bd.L[axis] = n == 1 ? K[axis] : K[axis] - (n - 1) * T > T ? K[axis] - (n - 1) * T : T;
+        bd.count *= n;
+    }
+    return bd;
+}
+
+/* Shared memory of the tile-binned rungs' stage 2: the window of copies,
+   the tile (4 or 8 bytes a point), the groups' offsets and starts. */
+static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed) {
+    return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
+           (size_t)bd->L[0] * bd->L[1] * bd->L[2] * (fixed ? 8 : 4) +
+           sizeof(int) * (2 * (size_t)groups + 1);
+}
+
+/* The tile-binned rungs' tiles: the caller's edges rounded up to powers
+   of two, or whichever of 16^3, 16^2 x 8, 16 x 8^2, 8^3 costs least by
+   stage 2's measured shape on an H100: the resident blocks (four an SM)
+   take the tiles in rounds, and a round lasts as long as a tile's copies,
+   max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
+   At least order - 1 points an edge (16 for order 10); stage 1's counters
+   and stage 2's tile in shared memory.  groups: four blocks an SM (the
+   cooperative grid's size on an H100).  0 where no tiling fits. */
+static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
+    static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
+    const int groups = 4 * h->sm_count, fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    int least = 0, found = 0;
+    double best = 0.0;
+    while ((1 << least) < h->g.width - 1) least++;
+    for (int c = 0; c < 5; c++) {
+        int shift[3];
+        if (c == 4 && found) break;
+        for (int axis = 0; axis < 3; axis++) {
+            if (h->p.tile[0] > 0) {
+                shift[axis] = 0;
+                while ((1 << shift[axis]) < h->p.tile[axis]) shift[axis]++;
+            } else {
+                shift[axis] = c < 4 ? candidates[c][axis] : least;
+            }
+            if (shift[axis] < least) shift[axis] = least;
+        }
+        const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
+        if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
+            elec__chargemap_sum_bytes(&bd, groups, fixed) > (size_t)h->max_shared)
+            continue;
+        double cost = ceil((double)bd.count / groups) * (double)h->max_atoms / bd.count;
+        for (int axis = 0; axis < 3; axis++)
+            if (bd.n[axis] > 1) cost *= 1.0 + (h->g.width - 1.0) / (1 << shift[axis]);
+        if (!found || cost < best) {
+            h->bands = bd;
+            h->bands.groups = groups;
+            best = cost;
+        }
+        found = 1;
+        if (h->p.tile[0] > 0) break;
+    }
+    return found;
+}
+
+/* The tile-binned rungs' kernels for the plan: shared-memory limits, and
+   TILE_FUSED's cooperative grid (as many blocks as can be resident, at
+   most four an SM; 0 without cooperative launch: stage 1 and 2 as
+   TILE_BINNED's kernels); groups no more than the grid. */
+template <int BASIS, int W>
+static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle *h,
+                                                     elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    void (*sum)(float *, const int2 *, const float4 *, int, elec__chargemap_geometry,
+                elec__chargemap_bands, elec__msm_basis_args, int *) =
+        fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1> : elec__k_chargemap_tile_sum<BASIS, W, 0>;
+    void (*fused)(float *, const float4 *, int, elec__chargemap_geometry, elec__chargemap_bands,
+                  elec__msm_basis_args, int2 *, float4 *, int *, double *) =
+        fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
+              : elec__k_chargemap_tile_fused<BASIS, W, 0>;
+    int cooperative = 0, per_sm = 0;
+    h->bin_shared_bytes = (size_t)h->bands.count * sizeof(int);
+    h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed);
+    h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
+                                                                      : h->sum_shared_bytes;
+    if (h->bin_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_tile_bin,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->bin_shared_bytes));
+    if (h->sum_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(sum, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->sum_shared_bytes));
+    if (h->fused_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(fused, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->fused_shared_bytes));
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, h->device));
+    h->fused_blocks = 0;
+    if (h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && cooperative) {
+        ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, fused, ELEC__CHARGEMAP_TILE_THREADS, h->fused_shared_bytes));
+        if (per_sm > 4) per_sm = 4;
+        h->fused_blocks = per_sm * h->sm_count;
+        if (h->fused_blocks > 0 && h->bands.groups > h->fused_blocks)
+            h->bands.groups = h->fused_blocks;
+    }
+cleanup:
+    return status;
 }
 
 static unsigned elec__chargemap_blocks(size_t threads) {
@@ -6460,6 +6989,15 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
     const dim3 block(ELEC__CHARGEMAP_BLOCK), atoms(elec__chargemap_blocks((size_t)n));
     h->xyzq = xyzq;
     h->n = n;
+    if (elec__chargemap_is_tiled(v)) {
+        /* stage 1 apart, unless TILE_FUSED's one kernel does it */
+        if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_bin, dim3(h->bands.groups),
+                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->bin_shared_bytes, stream, 0, xyzq, n, h->g,
+                h->bands, h->runs, h->copies, h->status, h->sums));
+        goto cleanup;
+    }
     if (elec__chargemap_is_sorted(v)) {
         const int halo = v == ELEC_CHARGEMAP_TILE_OWNER;
         /* the first kernel waits for everything before it in the stream (no
@@ -6484,7 +7022,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         goto cleanup;
     }
     ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream)); /* overflow, outside */
-    if (v == ELEC_CHARGEMAP_PC_BASELINE) goto cleanup;
+    if (v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES) goto cleanup;
     switch (elec__chargemap_layout(v)) {
     case ELEC__CM_BIN_STRUCT:
         /* counters and ghosts: the whole array */
@@ -6528,7 +7066,8 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
     const elec_chargemap_variant v = h->p.variant;
     const dim3 block(ELEC__CHARGEMAP_BLOCK), points(elec__chargemap_blocks((size_t)h->points));
     const int lanes = elec__spme_lanes<W>::value;
-    const int zero = v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_BINNED ||
+    const int zero = v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES ||
+                     v == ELEC_CHARGEMAP_PC_BINNED ||
                      v == ELEC_CHARGEMAP_PC_REDUCED_READS || v == ELEC_CHARGEMAP_PC_COALESCED ||
                      v == ELEC_CHARGEMAP_PC_SORTED_LANES;
     if (zero)
@@ -6546,6 +7085,12 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             h->tile_shared_bytes, stream, pdl, grid, (const float4 *)h->copies,
             (const int *)h->tile_start, h->g, h->tiles, h->basis));
         break;
+    case ELEC_CHARGEMAP_PC_LANES:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_pc_lanes<BASIS, W>,
+            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid, h->xyzq,
+            h->n, h->g, h->basis, h->status, h->sums));
+        break;
     case ELEC_CHARGEMAP_PC_SORTED_LANES:
         ELEC__CUDA_TRY(elec__chargemap_launch(
             elec__k_chargemap_lanes<BASIS, W, 0>,
@@ -6553,6 +7098,27 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             (long long *)NULL, (const float4 *)h->copies, (const int *)h->tile_start,
             h->tiles.count, h->g, h->basis));
         break;
+    case ELEC_CHARGEMAP_TILE_BINNED:
+    case ELEC_CHARGEMAP_TILE_FUSED:
+    case ELEC_CHARGEMAP_TILE_FUSED_FIXED: {
+        const int fixed = v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+        if (v != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks) {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
+                      : elec__k_chargemap_tile_fused<BASIS, W, 0>,
+                dim3(h->fused_blocks), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->fused_shared_bytes,
+                stream, ELEC__CM_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs, h->copies,
+                h->status, h->sums));
+        } else {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1>
+                      : elec__k_chargemap_tile_sum<BASIS, W, 0>,
+                dim3(h->bands.count), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes,
+                stream, 0, grid, (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g,
+                h->bands, h->basis, h->status));
+        }
+        break;
+    }
     case ELEC_CHARGEMAP_PC_FIXED_POINT:
         ELEC__CUDA_TRY(elec__chargemap_launch(
             elec__k_chargemap_lanes<BASIS, W, 1>,
@@ -6726,6 +7292,7 @@ ELEC_DEF void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h) {
     cudaFree(h->tile_start);
     cudaFree(h->tile_cursor);
     cudaFree(h->fixed);
+    cudaFree(h->runs);
     (void)cudaGetLastError();
     cudaSetDevice(caller_device);
     ELEC_FREE(h);
@@ -6774,7 +7341,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     if (elec__chargemap_is_binned(resolved.variant) && resolved.order != 4)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%s is the seed's rung, written for order 4 (its cubic): order %d "
-                          "runs on pc-baseline, pc-sorted-lanes, tile-owner or pc-fixed-point",
+                          "runs on pc-baseline and on the rungs beyond the seed",
                           elec_chargemap_variant_name(resolved.variant), resolved.order);
     devices = elec_cuda_device_count();
     if (devices == 0)
@@ -6849,6 +7416,25 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
             for (int axis = 0; axis < 3; axis++) h->gc_block[axis] = shapes[k][axis];
         }
     }
+    if (elec__chargemap_is_tiled(resolved.variant) && !elec__chargemap_plan_bands(h)) {
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "%s: no tiling of %d x %d x %d points fits in shared memory "
+                            "(%d bytes): give larger tiles, or use pc-lanes",
+                            elec_chargemap_variant_name(resolved.variant), h->g.K[0], h->g.K[1],
+                            h->g.K[2], h->max_shared);
+        goto cleanup;
+    }
+    if (elec__chargemap_is_tiled(resolved.variant)) {
+#define ELEC__CHARGEMAP_TILES_CALL(B, W) elec__chargemap_configure_tiles_t<B, W>(h, err)
+        ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_TILES_CALL);
+#undef ELEC__CHARGEMAP_TILES_CALL
+        if (status != ELEC_OK) goto cleanup;
+        /* a group's run holds 8 copies for each of its ceil(n / groups) atoms */
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->runs, (size_t)h->bands.count *
+                                                         h->bands.groups * sizeof(int2)));
+        ELEC__CUDA_TRY(cudaMalloc((void **)&h->copies,
+                                  8 * (max_atoms + h->bands.groups) * sizeof(float4)));
+    }
     if (elec__chargemap_is_sorted(resolved.variant)) {
         const int halo = resolved.variant == ELEC_CHARGEMAP_TILE_OWNER;
         h->tiles = elec__chargemap_choose_tiles(h);
@@ -6920,8 +7506,9 @@ ELEC_DEF elec_status elec_cuda_chargemap_finish(elec_cuda_chargemap_handle *h,
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaMemcpyAsync(words, h->status, sizeof words, cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    outside = elec__chargemap_is_sorted(h->p.variant) ? words[ELEC__CM_OUTSIDE_SEEN]
-                                                       : words[ELEC__CM_OUTSIDE];
+    outside = elec__chargemap_is_sorted(h->p.variant) || elec__chargemap_is_tiled(h->p.variant)
+                  ? words[ELEC__CM_OUTSIDE_SEEN]
+                  : words[ELEC__CM_OUTSIDE];
     if (overflow_atoms)
         *overflow_atoms = elec__chargemap_is_binned(h->p.variant) ? (size_t)words[ELEC__CM_OVERFLOW]
                                                                   : 0;
@@ -6950,7 +7537,7 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     cudaStream_t stream = NULL;
     cudaEvent_t marks[5];
     int marks_made = 0, caller_device = 0;
-    double abs_charge = 0.0;
+    double abs_charge = 0.0, max_charge = 0.0;
     size_t n, overflow = 0;
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if (!grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid is NULL");
@@ -6999,10 +7586,20 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
         }
         host[i] = make_float4(u[0], u[1], u[2], (float)q);
         abs_charge += fabs(q);
+        if (fabs(q) > max_charge) max_charge = fabs(q);
     }
-    if (p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT && abs_charge >= 2147483648.0) {
+    if ((p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT ||
+         p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED) &&
+        abs_charge >= 2147483648.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                            "pc-fixed-point holds up to 2^31 e a point: sum |q| = %g e", abs_charge);
+                            "%s holds up to 2^31 e a point: sum |q| = %g e",
+                            elec_chargemap_variant_name(p.variant), abs_charge);
+        goto cleanup;
+    }
+    if (p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED && max_charge >= 524288.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "tile-fused-fixed rounds terms under 2^19 e: an atom carries %g e",
+                            max_charge);
         goto cleanup;
     }
     status = elec_cuda_chargemap_create(lattice, n ? n : 1, &p, -1, &h, err);
