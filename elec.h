@@ -41,10 +41,27 @@
 
    Contents, in reading order: status codes, units, atoms, lattices and
    boxes, shared inline math (ELEC_HD), method parameters, PQR and OpenDX
-   I/O, ALPB surface potentials (the HCP hierarchy, surfaces: search
-   ">>alpb").  Version and licence at the bottom. */
+   I/O, MRC/CCP4 and gzipped OpenDX maps (">>mrc"), ALPB surface
+   potentials (the HCP hierarchy, surfaces: search ">>alpb").  The
+   version at the top (">>version"), the licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
+
+/* ------------------------------------------------------------- >>version */
+/* The kit's version.  The Makefile reads these three lines into what
+   `make install` writes (elec.pc, elecConfigVersion.cmake), and the tools
+   print them (--version): change them here and nowhere else. */
+#define ELEC_VERSION_MAJOR 0
+#define ELEC_VERSION_MINOR 1
+#define ELEC_VERSION_PATCH 0
+/* "0.1.0", spelled from the three numbers above */
+#define ELEC_VERSION_STRING                                                   \
+    ELEC__VERSION_TEXT(ELEC_VERSION_MAJOR, ELEC_VERSION_MINOR, ELEC_VERSION_PATCH)
+#define ELEC__VERSION_TEXT(major, minor, patch) ELEC__VERSION_QUOTE(major.minor.patch)
+#define ELEC__VERSION_QUOTE(text) #text
+/* One number for #if: 10000 major + 100 minor + patch (0.1.0 is 100). */
+#define ELEC_VERSION_NUMBER                                                   \
+    (ELEC_VERSION_MAJOR * 10000 + ELEC_VERSION_MINOR * 100 + ELEC_VERSION_PATCH)
 
 #include <math.h>
 #include <stddef.h>
@@ -54,10 +71,6 @@
 #define ELEC_IMPLEMENTATION
 #endif
 #endif
-
-#define ELEC_VERSION_MAJOR 0
-#define ELEC_VERSION_MINOR 1
-#define ELEC_VERSION_PATCH 0
 
 #ifdef ELEC_STATIC
 #define ELEC_API static
@@ -6448,6 +6461,7 @@ ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
 #endif /* ELEC_IMPLEMENTATION */
 
 /*
-   elec 0.1.0.  MIT licence (see LICENSE):
+   elec, the version in ELEC_VERSION_MAJOR/MINOR/PATCH (">>version" at the
+   top).  MIT licence (see LICENSE):
    Copyright (c) 2026 the elec developers.
 */
