@@ -3,6 +3,8 @@
 #   make test       every test; GPU tests skip, saying so, without a GPU
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
+#   make compile-matrix  the headers under gcc and clang, C and C++, every
+#                   common flag, with -Werror (a few minutes)
 #   make sanitize-gpu  the GPU tests under compute-sanitizer's four tools
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
@@ -58,7 +60,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table
+.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table compile-matrix
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -139,6 +141,15 @@ $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c 
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
 	@sh tests/run.sh $(SANITIZE_TESTS)
+
+# The headers as users compile them: each compiler pair (gcc and clang) as
+# C99, C11, C++11 and C++17, at -O0 and -O3, with and without
+# -fno-math-errno and -fopenmp, -Wall -Wextra -pedantic -Werror, each a real
+# compile (the optimiser's warnings need code generation); about 5 minutes
+# on two cores, so not part of make test (.ci/run runs it).
+MATRIX_COMPILERS ?= gcc:g++ clang:clang++
+compile-matrix:
+	@sh tests/compile_matrix.sh $(MATRIX_COMPILERS)
 
 # The GPU tests under compute-sanitizer: memcheck with --leak-check full,
 # racecheck, synccheck and initcheck, each over every GPU test; any report,
