@@ -12,7 +12,8 @@
 #   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
 # Switches: CUDA=0 builds for the CPU alone even where nvcc is present;
 # HAVE_FFTW= builds without FFTW3 (the CPU SPME then reports
-# ELEC_ERR_UNSUPPORTED and its tests skip); CC=clang another compiler.
+# ELEC_ERR_UNSUPPORTED and its tests skip); HAVE_ZLIB= without zlib (gzip
+# is refused, saying so); CC=clang another compiler.
 
 CC      ?= cc
 CXX     ?= c++
@@ -38,10 +39,20 @@ ifeq ($(HAVE_PNG),1)
 PNG_FLAGS = -DELECSURF_WITH_PNG
 PNG_LIBS = -lpng
 endif
-ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(FFTW_FLAGS) -I.
+# zlib: gzip-compressed maps and inputs (.dx.gz, .mrc.gz, .pqr.gz); without
+# it (HAVE_ZLIB=) they are refused with ELEC_ERR_UNSUPPORTED, saying why.
+HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
+ifeq ($(HAVE_ZLIB),1)
+ZLIB_FLAGS = -DELEC_WITH_ZLIB
+ZLIB_LIBS = -lz
+endif
+# what the headers are built with, and link against
+DEP_FLAGS = $(FFTW_FLAGS) $(ZLIB_FLAGS)
+DEP_LIBS = $(FFTW_LIBS) $(ZLIB_LIBS)
+ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(DEP_FLAGS) -I.
 NVCCFLAGS ?= -O3
-ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(FFTW_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
-CUDA_LIBS = -lcufft $(FFTW_LIBS)
+ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(DEP_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
+CUDA_LIBS = -lcufft $(DEP_LIBS)
 # nvcc is used when it answers --version as CUDA's compiler: a missing or
 # stand-in NVCC (NVCC=false, NVCC=none) builds for the CPU, as CUDA=0 does.
 CUDA ?= 1
@@ -50,7 +61,7 @@ HAVE_NVCC := $(if $(filter 0 no off,$(CUDA)),,$(shell $(NVCC) --version 2>/dev/n
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
@@ -70,14 +81,14 @@ $(BUILD):
 # elecmap is one source; under nvcc it gains the GPU path.
 $(BUILD)/elecmap: examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(DEP_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
 endif
 
 $(BUILD)/elecenergy: examples/elecenergy.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(DEP_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecenergy.c $(CUDA_LIBS)
 endif
@@ -85,7 +96,7 @@ endif
 # elecsurf likewise; PNG output where libpng is installed.
 $(BUILD)/elecsurf: examples/elecsurf.c $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(FFTW_LIBS) $(PNG_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(DEP_LIBS) $(PNG_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) $(PNG_FLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecsurf.c $(CUDA_LIBS) $(PNG_LIBS)
 endif
@@ -93,14 +104,14 @@ endif
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
 
-$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
-	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 
 $(BUILD)/test_gpu: tests/test_gpu.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ tests/test_gpu.cu $(CUDA_LIBS)
@@ -135,10 +146,10 @@ SANITIZE_BUILD = $(BUILD)/sanitize
 SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
 $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
-$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(SANITIZE_BUILD)
-	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(SANITIZE_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
-	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
 	@sh tests/run.sh $(SANITIZE_TESTS)
 
@@ -192,7 +203,7 @@ md: $(BUILD)/md_loop
 	$(BUILD)/md_loop
 
 $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(DEP_LIBS) -lm
 
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
