@@ -94,7 +94,7 @@ else
 endif
 
 # elecsurf likewise; PNG output where libpng is installed.
-$(BUILD)/elecsurf: examples/elecsurf.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecsurf: examples/elecsurf.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
 	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(DEP_LIBS) $(PNG_LIBS) -lm
 else
@@ -175,14 +175,14 @@ sanitize-gpu: $(SANITIZE_GPU_TESTS)
 	    SANITIZE_GPU_LOGS=$(BUILD)/sanitize-gpu sh tests/sanitize_gpu.sh $(SANITIZE_GPU_TESTS)
 
 # The parsers under libFuzzer with ASan and UBSan (clang; on Debian the
-# fuzzer runtime is in libclang-rt-14-dev): the PQR reader, the DX reader
+# fuzzer runtime is in libclang-rt-14-dev): the PQR, DX and MRC readers
 # and the command lines of elecmap and elecenergy, FUZZ_SECONDS each,
 # seeded from ../shared/data/structures, maps elecmap writes and
 # tests/fuzz/seeds (tests/fuzz/run.sh).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
-FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
 $(FUZZ_BUILD):
 	mkdir -p $(FUZZ_BUILD)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)

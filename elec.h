@@ -5572,11 +5572,12 @@ static elec_status elec__mrc_read_header(const char *name, const unsigned char *
     static const char axis_name[3] = {'x', 'y', 'z'};
     long mode, map_axis[3], start[3], sampling[3], nsymbt;
     double cell[3], angle[3];
-    int axis, has_stamp = memcmp(h + 208, "MAP", 3) == 0, any_origin = 0;
+    int axis, has_stamp, any_origin = 0;
     if (n < ELEC__MRC_HEADER)
         return elec__fail(err, ELEC_ERR_PARSE, 0,
                           "%s has %zu bytes, fewer than the %d of an MRC header", name, n,
                           ELEC__MRC_HEADER);
+    has_stamp = memcmp(h + 208, "MAP", 3) == 0;
     /* Byte order by the machine stamp (MRC2014: 0x44 0x44 little endian,
        0x11 0x11 big; 0x44 0x41 from some writers), else by which order
        gives a known mode. */

@@ -18,6 +18,7 @@
 #ifdef ELEC_WITH_CUDA
 #include "elec_cuda.cuh"
 #endif
+#include "examples/cli.h"
 #ifdef ELECSURF_WITH_PNG
 #include <png.h>
 #endif
@@ -82,6 +83,7 @@ static void usage(FILE *out) {
 "  --size N              .png picture of N x N pixels (default 480)\n"
 "  --view [-]x|y|z       .png: look along this axis (default -z: from +z)\n"
 "  --quiet               no summary\n"
+"  --version             elec's version and what this build has\n"
 "  --help                this text\n");
 }
 
@@ -125,6 +127,13 @@ static int parse_options(int argc, char **argv, options *o) {
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+#ifdef ELECSURF_WITH_PNG
+            cli_version(stdout, "elecsurf", "libpng", 1);
+#else
+            cli_version(stdout, "elecsurf", "libpng", 0);
+#endif
             exit(0);
         } else if (!strcmp(a, "--surface")) {
             NEED(1);

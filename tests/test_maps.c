@@ -543,7 +543,12 @@ TEST(mrc_refuses_truncated_huge_and_foreign_files) {
     file = mrc_file(&w, 0, little_stamp, 0, values, 24, &length);
     if (!file) return;
     expect_refused("empty", file, 0, ELEC_ERR_PARSE, "fewer than the 1024", 0);
-    expect_refused("100 bytes", file, 100, ELEC_ERR_PARSE, "fewer than the 1024", 0);
+    edited = (unsigned char *)malloc(100); /* its own 100 bytes: ASan sees past them */
+    if (edited) {
+        memcpy(edited, file, 100);
+        expect_refused("100 bytes", edited, 100, ELEC_ERR_PARSE, "fewer than the 1024", 0);
+        free(edited);
+    }
     expect_refused("one byte short", file, length - 1, ELEC_ERR_PARSE, "a truncated file?", 0);
     edited = (unsigned char *)calloc(length + 4, 1);
     if (edited) {
