@@ -9,7 +9,11 @@
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
-#   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
+#   make install    headers, pkg-config and CMake files, elecmap, elecenergy
+#                   and elecsurf under PREFIX (default /usr/local), DESTDIR
+#   make install-headers  the same without the tools
+#   make consume    the installed files used by a project three ways
+#                   (copied headers, pkg-config, CMake): tests/consume.sh
 # Switches: CUDA=0 builds for the CPU alone even where nvcc is present;
 # HAVE_FFTW= builds without FFTW3 (the CPU SPME then reports
 # ELEC_ERR_UNSUPPORTED and its tests skip); HAVE_ZLIB= without zlib (gzip
@@ -71,7 +75,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table compile-matrix
+.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix FORCE
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -244,10 +248,57 @@ $(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h $(HEADERS) |
 chargemap-tour: $(BUILD)/chargemap_tour
 	$(BUILD)/chargemap_tour
 
-install: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+# The version, read from elec.h's three macros (written nowhere else).
+version_part = $(shell sed -n 's/^[#]define ELEC_VERSION_$(1) \([0-9][0-9]*\).*/\1/p' elec.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION_MINOR := $(call version_part,MINOR)
+VERSION_PATCH := $(call version_part,PATCH)
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+
+# What the pkg-config and CMake files say of this build: FFTW3 and zlib
+# where found (or switched off), OpenMP where the compiler has it; for
+# nvcc the host compiler's flags through -Xcompiler.
+PC_CFLAGS = $(strip $(DEP_FLAGS) $(OPENMP))
+PC_LIBS = $(strip $(DEP_LIBS) -lm $(OPENMP))
+PC_CUDA_CFLAGS = $(strip $(DEP_FLAGS) $(if $(OPENMP),-Xcompiler=$(OPENMP)))
+PC_CUDA_LIBS = $(strip -lcufft $(DEP_LIBS) -lm $(if $(OPENMP),-Xcompiler=$(OPENMP)))
+PACKAGING = $(BUILD)/elec.pc $(BUILD)/elec-cuda.pc $(BUILD)/elecConfig.cmake $(BUILD)/elecConfigVersion.cmake
+# the settings they are made with: a change remakes them
+PACKAGING_SETTINGS = $(PREFIX) $(VERSION) $(PC_CFLAGS) $(PC_LIBS) $(PC_CUDA_CFLAGS) $(PC_CUDA_LIBS)
+$(BUILD)/packaging.settings: FORCE | $(BUILD)
+	@echo '$(PACKAGING_SETTINGS)' | cmp -s - $@ || echo '$(PACKAGING_SETTINGS)' > $@
+$(BUILD)/%: packaging/%.in $(BUILD)/packaging.settings elec.h | $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@VERSION_MINOR@|$(VERSION_MINOR)|g' \
+	    -e 's|@CFLAGS@|$(PC_CFLAGS)|g' -e 's|@LIBS@|$(PC_LIBS)|g' \
+	    -e 's|@CUDA_CFLAGS@|$(PC_CUDA_CFLAGS)|g' -e 's|@CUDA_LIBS@|$(PC_CUDA_LIBS)|g' \
+	    -e 's|@WITH_FFTW@|$(if $(FFTW_FLAGS),ON,OFF)|g' -e 's|@WITH_ZLIB@|$(if $(ZLIB_FLAGS),ON,OFF)|g' \
+	    $< > $@
+FORCE:
+
+# The headers with elec.pc and elec-cuda.pc (pkg-config) under
+# PREFIX/lib/pkgconfig and the CMake package (elecConfig.cmake,
+# elecConfigVersion.cmake) under PREFIX/lib/cmake/elec; DESTDIR honoured.
+install-headers: $(PACKAGING)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/elec
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include
+	install -m 644 $(BUILD)/elec.pc $(BUILD)/elec-cuda.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/elecConfig.cmake $(BUILD)/elecConfigVersion.cmake \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/elec
+
+# ... and the tools under PREFIX/bin.
+install: install-headers $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(DESTDIR)$(PREFIX)/bin
+
+# The installed files as a user's build uses them: tests/consume.sh
+# installs into a temporary prefix and builds the README's embedding
+# example with copied headers, pkg-config and CMake (and a .cu file on
+# elec::cuda and elec-cuda.pc where nvcc is, built but not run).
+consume:
+	@CC="$(CC)" NVCC="$(NVCC)" CUDA="$(CUDA)" CUDA_ARCH="$(CUDA_ARCH)" \
+	    HAVE_FFTW="$(HAVE_FFTW)" HAVE_ZLIB="$(HAVE_ZLIB)" sh tests/consume.sh
 
 clean:
 	rm -rf $(BUILD)
