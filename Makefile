@@ -164,7 +164,7 @@ sanitize: $(SANITIZE_TESTS)
 # on two cores, so not part of make test (.ci/run runs it).
 MATRIX_COMPILERS ?= gcc:g++ clang:clang++
 compile-matrix:
-	@sh tests/compile_matrix.sh $(MATRIX_COMPILERS)
+	@MATRIX_JOBS="$(MATRIX_JOBS)" sh tests/compile_matrix.sh $(MATRIX_COMPILERS)
 
 # The GPU tests under compute-sanitizer: memcheck with --leak-check full,
 # racecheck, synccheck and initcheck, each over every GPU test; any report,
