@@ -140,4 +140,40 @@ static inline int cli_map_output_check(const char *tool, const char *output,
     return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
 }
 
+/* The most REMARK lines of an input that a map's comment repeats. */
+#define CLI_INPUT_REMARKS 32
+
+/* A PQR input's CRYST1 and REMARK lines as they stand (at most 80
+   characters of each, CLI_INPUT_REMARKS REMARK lines), CRYST1 first, one
+   a line, for a map's comment (so that a map says where it came from);
+   NULL without memory. */
+static inline char *cli_input_records(const char *text, size_t length) {
+    size_t size = (CLI_INPUT_REMARKS + 4) * 84, used = 0;
+    char *c = (char *)malloc(size);
+    int pass, remarks = 0;
+    if (!c) return NULL;
+    c[0] = '\0';
+    for (pass = 0; pass < 2; pass++) {
+        const char *p = text, *end = text + length;
+        const char *record = pass == 0 ? "CRYST1" : "REMARK";
+        int kept = 0;
+        while (p < end) {
+            const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
+            size_t n = (size_t)((newline ? newline : end) - p);
+            while (n && p[n - 1] == '\r') n--;
+            if (n >= 6 && !memcmp(p, record, 6) && kept < (pass == 0 ? 1 : CLI_INPUT_REMARKS)) {
+                used += (size_t)snprintf(c + used, size - used, "%.*s\n",
+                                         (int)(n > 80 ? 80 : n), p);
+                kept++;
+            } else if (n >= 6 && !memcmp(p, record, 6) && pass == 1) {
+                remarks++; /* past the limit: counted, not kept */
+            }
+            p = newline ? newline + 1 : end;
+        }
+    }
+    if (remarks > 0)
+        snprintf(c + used, size - used, "(and %d more REMARK lines)\n", remarks);
+    return c;
+}
+
 #endif

@@ -741,44 +741,9 @@ static void describe_method(const options *o, const elec_atoms *atoms,
     }
 }
 
-/* The most REMARK lines of the input a map's comment repeats. */
-#define PROVENANCE_REMARKS 32
-
-/* The input's CRYST1 and REMARK lines as they stand (at most 80
-   characters of each, PROVENANCE_REMARKS REMARK lines), CRYST1 first, one
-   a line; NULL without memory. */
-static char *input_records(const char *text, size_t length) {
-    size_t size = (PROVENANCE_REMARKS + 4) * 84, used = 0;
-    char *c = (char *)malloc(size);
-    int pass, remarks = 0;
-    if (!c) return NULL;
-    c[0] = '\0';
-    for (pass = 0; pass < 2; pass++) {
-        const char *p = text, *end = text + length;
-        const char *record = pass == 0 ? "CRYST1" : "REMARK";
-        int kept = 0;
-        while (p < end) {
-            const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
-            size_t n = (size_t)((newline ? newline : end) - p);
-            while (n && p[n - 1] == '\r') n--;
-            if (n >= 6 && !memcmp(p, record, 6) && kept < (pass == 0 ? 1 : PROVENANCE_REMARKS)) {
-                used += (size_t)snprintf(c + used, size - used, "%.*s\n",
-                                         (int)(n > 80 ? 80 : n), p);
-                kept++;
-            } else if (n >= 6 && !memcmp(p, record, 6)) {
-                remarks++;
-            }
-            p = newline ? newline + 1 : end;
-        }
-    }
-    if (remarks > 0)
-        snprintf(c + used, size - used, "(and %d more REMARK lines)\n", remarks);
-    return c;
-}
-
 /* The map's comment: what its values are, then where they came from
    (elec's version, the input, the method and its parameters, the
-   lattice), then the input's records (input_records), so that a map says
+   lattice), then the input's records (cli_input_records), so that a map says
    how it was made.  A DX file holds it as '#' lines; an MRC file as its
    labels, the first 10 lines of 80 characters.  NULL without memory. */
 static char *provenance(const options *o, const char *records, const elec_structure *mol,
@@ -850,7 +815,7 @@ static int elecmap_run(options *o) {
         s = elec__read_text(o->input, "a PQR", &text, &length, &err);
     }
     if (s == ELEC_OK) s = elec_parse_pqr(text, length, &mol, &err);
-    records = s == ELEC_OK ? input_records(text, length) : NULL;
+    records = s == ELEC_OK ? cli_input_records(text, length) : NULL;
     if (o->demo) free(text);
     else elec_free(text);
     if (s != ELEC_OK) return fail(o->demo ? "demo input" : o->input, &err);

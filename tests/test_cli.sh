@@ -251,6 +251,14 @@ if "$build/elecmap" --cpu --quiet --spacing 1 --method msm "$dir/remarks.pqr" "$
    grep -q "^# REMARK   1 Forcefield used: AMBER$" "$dir/prov.dx"; then
     ok "elecmap_map_says_how_it_was_made"
 else fail "elecmap_map_says_how_it_was_made: $(grep '^#' "$dir/prov.dx") $(cat "$dir/out")"; fi
+# at most 32 REMARK lines, then how many more there were
+awk 'BEGIN { for (i = 1; i <= 34; i++) printf "REMARK %d\n", i }' > "$dir/many.pqr"
+sed -n '/^ATOM/p' "$dir/remarks.pqr" >> "$dir/many.pqr"
+if "$build/elecmap" --cpu --quiet --spacing 2 "$dir/many.pqr" "$dir/many.dx" > "$dir/out" 2>&1 &&
+   [ "$(grep -c '^# REMARK' "$dir/many.dx")" -eq 32 ] && grep -q '^# REMARK 32$' "$dir/many.dx" &&
+   grep -q '^# (and 2 more REMARK lines)$' "$dir/many.dx"; then
+    ok "elecmap_map_keeps_32_remark_lines_and_counts_the_rest"
+else fail "elecmap_map_keeps_32_remark_lines_and_counts_the_rest: $(grep '^#' "$dir/many.dx")"; fi
 
 # ---------------------------------------------------------------- elecsurf
 # One +1 ion of radius 12 (A_det = 12) and points on its sphere: every
@@ -315,9 +323,48 @@ refused elecsurf_refuses_points_without_normals_off_the_surface 1 "no normals" "
 printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 0.0000\n' > "$dir/flat.pqr"
 refused elecsurf_refuses_zero_radii_without_a_size 1 "every radius is zero" "$dir/r4.txt" \
     --surface "$dir/sphere.txt" "$dir/flat.pqr"
-refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt or .png" "$dir/r5.dx" \
-    "$dir/ion.pqr"
+refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
+    "$dir/r5.xyz" "$dir/ion.pqr"
 refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-charges 3 "$dir/ion.pqr"
+refused elecsurf_refuses_salt_with_a_map 2 "salt with a map" "$dir/r7.dx" --salt 0.1 "$dir/ion.pqr"
+refused elecsurf_refuses_a_projection_with_a_map 2 "proj with a map" "$dir/r8.mrc" --proj 1.4 \
+    "$dir/ion.pqr"
+
+# A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
+# point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
+# law in the solvent, scale / (80 d); inside, E1 at p = 0,
+# scale [(1 + a)/d - a (1 - b)/12] / (80 (1 + a b)), a = 0.571412, b = 1/80.
+# Points within 0.5 A of the sphere are left out (the side a point is on
+# is its nearest vertex's); elsewhere p is the height over the nearest
+# contact point's tangent plane, off by about d l^2 / (2 R^2) (l <= 0.4 A
+# the points' lateral spacing at 3 per A^2, R = 12): relative 3e-4 at
+# d = 14, held to 1e-3.
+if "$build/elecsurf" --cpu --exact --units kcal --surface contact --spacing 2 "$dir/ion.pqr" \
+        "$dir/ionmap.dx" > "$dir/out" 2>&1 && grep -q "output     OpenDX" "$dir/out"; then
+    worst=$(awk '
+        /^object 1 class gridpositions counts/ { nx = $6; ny = $7; nz = $8 }
+        /^origin/ { ox = $2; oy = $3; oz = $4 }
+        /^delta/ { nd++; if (nd == 1) hx = $2; if (nd == 2) hy = $3; if (nd == 3) hz = $4 }
+        /data follows/ { on = 1; next }
+        /^attribute/ { on = 0 }
+        on { for (f = 1; f <= NF; f++) {
+                 k = n % nz; j = int(n / nz) % ny; i = int(n / (nz * ny)); n++
+                 x = ox + i * hx - 1; y = oy + j * hy - 2; z = oz + k * hz - 3
+                 d = sqrt(x * x + y * y + z * z); a = 0.571412; b = 1 / 80
+                 if (d > 12.5) want = 332.0636 / (80 * d)
+                 else if (d < 11.5 && d > 0.5)
+                     want = 332.0636 * ((1 + a) / d - a * (1 - b) / 12) / (80 * (1 + a * b))
+                 else continue
+                 e = ($f - want) / want; if (e < 0) e = -e; if (e > worst) worst = e; m++ } }
+        END { if (m < 1000) print "nan"; else printf "%.3e\n", worst }' "$dir/ionmap.dx")
+    if awk -v e="$worst" 'BEGIN { exit !(e <= 1e-3) }'; then
+        ok "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside ($worst)"
+    else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $worst $(cat "$dir/out")"; fi
+else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $(cat "$dir/out")"; fi
+if "$build/elecsurf" --cpu --quiet --density 1 --spacing 3 "$dir/ion.pqr" "$dir/ionmap.mrc" \
+        > "$dir/out" 2>&1 && [ "$(dd if="$dir/ionmap.mrc" bs=1 skip=208 count=4 2> /dev/null)" = "MAP " ]; then
+    ok "elecsurf_writes_an_mrc_map"
+else fail "elecsurf_writes_an_mrc_map: $(cat "$dir/out")"; fi
 
 # A real structure: the contact surface's point count (research notes 4)
 # and the hierarchy in the summary.
