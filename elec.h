@@ -41,10 +41,27 @@
 
    Contents, in reading order: status codes, units, atoms, lattices and
    boxes, shared inline math (ELEC_HD), method parameters, PQR and OpenDX
-   I/O, ALPB surface potentials (the HCP hierarchy, surfaces: search
-   ">>alpb").  Version and licence at the bottom. */
+   I/O, MRC/CCP4 and gzipped OpenDX maps (">>mrc"), ALPB surface
+   potentials (the HCP hierarchy, surfaces: search ">>alpb").  The
+   version at the top (">>version"), the licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
+
+/* ------------------------------------------------------------- >>version */
+/* The kit's version.  The Makefile reads these three lines into what
+   `make install` writes (elec.pc, elecConfigVersion.cmake), and the tools
+   print them (--version): change them here and nowhere else. */
+#define ELEC_VERSION_MAJOR 0
+#define ELEC_VERSION_MINOR 1
+#define ELEC_VERSION_PATCH 0
+/* "0.1.0", spelled from the three numbers above */
+#define ELEC_VERSION_STRING                                                   \
+    ELEC__VERSION_TEXT(ELEC_VERSION_MAJOR, ELEC_VERSION_MINOR, ELEC_VERSION_PATCH)
+#define ELEC__VERSION_TEXT(major, minor, patch) ELEC__VERSION_QUOTE(major.minor.patch)
+#define ELEC__VERSION_QUOTE(text) #text
+/* One number for #if: 10000 major + 100 minor + patch (0.1.0 is 100). */
+#define ELEC_VERSION_NUMBER                                                   \
+    (ELEC_VERSION_MAJOR * 10000 + ELEC_VERSION_MINOR * 100 + ELEC_VERSION_PATCH)
 
 #include <math.h>
 #include <stddef.h>
@@ -54,10 +71,6 @@
 #define ELEC_IMPLEMENTATION
 #endif
 #endif
-
-#define ELEC_VERSION_MAJOR 0
-#define ELEC_VERSION_MINOR 1
-#define ELEC_VERSION_PATCH 0
 
 #ifdef ELEC_STATIC
 #define ELEC_API static
@@ -913,7 +926,7 @@ ELEC_API elec_status elec_structure_box(const elec_structure *structure,
 /* Writes a map as OpenDX, the dialect APBS writes and VMD, PyMOL and
    Chimera read (gridpositions, gridconnections, array; three values a
    line; z fastest in the file, so the writer transposes).  comment may be
-   NULL. */
+   NULL.  A path ending in ".gz" is written gzip-compressed (">>mrc"). */
 ELEC_API elec_status elec_write_dx(const char *path,
                                    const elec_lattice *lattice,
                                    const float *map, const char *comment,
@@ -921,7 +934,8 @@ ELEC_API elec_status elec_write_dx(const char *path,
 /* Reads an OpenDX map into a new array (x fastest), allocated with
    ELEC_MALLOC: release it with elec_free.  The header's item count must
    match its counts and fit in the bytes that follow it, or the file is
-   refused before the map is allocated. */
+   refused before the map is allocated.  A gzip-compressed file is
+   inflated first (">>mrc"). */
 ELEC_API elec_status elec_read_dx(const char *path, elec_lattice *lattice,
                                   float **map, elec_error *err);
 /* The same from text in memory (length bytes; need not end in '\0'). */
@@ -984,6 +998,83 @@ ELEC_API void elec_output_abort(elec_output *out); /* out may be NULL */
    the input file itself (the same device and inode, however named). */
 ELEC_API elec_status elec_output_check(const char *path, const char *input,
                                        elec_error *err);
+
+/* ------------------------------------------ >>mrc MRC/CCP4 and gzipped OpenDX maps */
+
+/* MRC2014 maps (Cheng et al. 2015, J. Struct. Biol. 192, 146; the
+   specification at ccpem.ac.uk/mrc_format/mrc2014.php), the format of
+   CCP4 and EMDB that ChimeraX, PyMOL, VMD and Coot read: a 1024-byte
+   header of 4-byte words, then the values, x fastest.  elec writes mode 2
+   (32-bit floats), little endian (machine stamp 0x44 0x44 0 0), one volume
+   (ISPG 1), NX NY NZ = MX MY MZ = the lattice's counts and cell
+   CELLA = counts x spacing (the spacing is CELLA / MX), angles 90, axes
+   in order (MAPC MAPR MAPS = 1 2 3), the origin in A in words 50-52 with
+   NXSTART = NYSTART = NZSTART = 0 (so that viewers reading either field
+   place the map alike), DMIN DMAX DMEAN and RMS of the values, "MAP ",
+   NVERSION 20140, and comment's lines as up to 10 labels of 80 characters
+   (longer lines continue on the next label; what does not fit is left
+   out).  The header holds origin and cell as floats: a lattice comes back
+   within float rounding (relative 6e-8) of its coordinates.  A path
+   ending in ".gz" is written gzip-compressed.  Values that are not finite
+   are refused, as by elec_write_dx. */
+ELEC_API elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err);
+/* Reads a mode 2 MRC/CCP4 map (either byte order; any axis order MAPC
+   MAPR MAPS; an extended header skipped) into a new array, x fastest,
+   allocated with ELEC_MALLOC: release it with elec_free.  The origin is
+   words 50-52 where the file has its "MAP " stamp and they are not all
+   zero, else NXSTART NYSTART NZSTART times the spacing (CCP4's
+   convention; ChimeraX reads both so).  Refused with a named error:
+   another mode (ELEC_ERR_UNSUPPORTED: 8- and 16-bit integers, float16,
+   complex), cell angles other than 90 (a skewed lattice), a header whose
+   counts and extended header need more or fewer bytes than the file has
+   (checked before the map is allocated), no cell to give the spacing, a
+   value that is not finite.  A file larger than ELEC_MAX_INPUT_BYTES is
+   refused before it is read, and a stream as soon as its header is; a
+   ".gz" name is inflated first. */
+ELEC_API elec_status elec_read_mrc(const char *path, elec_lattice *lattice,
+                                   float **map, elec_error *err);
+/* The same from bytes in memory. */
+ELEC_API elec_status elec_parse_mrc(const void *data, size_t length,
+                                    elec_lattice *lattice, float **map,
+                                    elec_error *err);
+
+/* gzip (RFC 1952) through zlib, where the build has it: define
+   ELEC_WITH_ZLIB and link -lz (the Makefile does where zlib is installed,
+   as it does FFTW).  Without it, writing a ".gz" file or reading a
+   gzip-compressed one is refused with ELEC_ERR_UNSUPPORTED, saying so.
+   Readers inflate what they read: elec_read_dx and elec_read_pqr a file
+   that starts with gzip's magic bytes, whatever its name (APBS writes
+   .dx.gz), elec_read_mrc one whose name ends in ".gz"; the inflated bytes
+   are held to ELEC_MAX_INPUT_BYTES and to the format's checks, so that a
+   gzip bomb stops at the limit or its first bad byte.  Writers compress
+   through an output opened with elec_output_open_gzip: what is written to
+   it is deflated on its way to the file, which is otherwise written as
+   elec_output_open writes it (whole or not at all). */
+ELEC_API elec_status elec_output_open_gzip(const char *path, elec_output **out,
+                                           elec_error *err);
+
+/* A map file's format by its name (ASCII case ignored): ".mrc", ".map",
+   ".ccp4" are MRC; anything else OpenDX (".dx", and /dev/stdout or a name
+   without an extension, as elec_write_dx always wrote them).  A trailing
+   ".gz" sets *gzip (may be NULL) and names the format before it:
+   ".dx.gz", ".mrc.gz". */
+typedef enum elec_map_format {
+    ELEC_MAP_DX = 0, /* OpenDX text (elec_write_dx, elec_read_dx) */
+    ELEC_MAP_MRC     /* MRC2014 (elec_write_mrc, elec_read_mrc)  */
+} elec_map_format;
+ELEC_API elec_map_format elec_map_format_of(const char *path, int *gzip);
+/* "OpenDX", "MRC2014", with ", gzip-compressed" where the name ends in
+   ".gz": for a tool's summary. */
+ELEC_API const char *elec_map_format_name(const char *path);
+/* Writes or reads a map in the format its name gives (above): the one
+   call a tool needs to offer every format. */
+ELEC_API elec_status elec_write_map(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err);
+ELEC_API elec_status elec_read_map(const char *path, elec_lattice *lattice,
+                                   float **map, elec_error *err);
 
 ELEC_API void *elec_malloc(size_t size);
 ELEC_API void elec_free(void *ptr);
@@ -3914,17 +4005,37 @@ static elec_status elec__text_too_large(const char *path, const char *what,
                       what);
 }
 
-/* Reads a whole text file into a new '\0'-terminated buffer: refused when
+/* What a reader of a binary format checks in a file's first bytes (n of
+   them: ELEC__HEAD_BYTES, or fewer when that is the whole file): ELEC_OK
+   and the length the header gives the whole file, or the refusal.  It
+   stops a stream (a pipe, /dev/zero, a gzip bomb) at its header, as the
+   text check stops one at its first binary byte. */
+#define ELEC__HEAD_BYTES ((size_t)1024)
+typedef elec_status (*elec__head_check)(const char *path, const char *head, size_t n,
+                                        size_t *whole, elec_error *err);
+
+/* The gzip stream that *data holds, inflated into a new buffer that
+   replaces it (">>mrc", beside the gzip writer). */
+static elec_status elec__gunzip(const char *path, const char *what, int text,
+                                elec__head_check head, char **data, size_t *length,
+                                elec_error *err);
+
+/* Reads a whole file into a new '\0'-terminated buffer: refused when
    larger than ELEC_MAX_INPUT_BYTES (a regular file before any of it is
-   read) or at its first byte that no text file has, so that neither a
-   huge file nor /dev/zero is read to the end.  what names the format in
+   read), for a text file at its first byte that no text file has, for a
+   binary one (head not NULL) as soon as its header is refused or it has
+   more bytes than the header gives it, so that neither a huge file nor
+   /dev/zero is read to the end.  A file that starts with gzip's magic
+   bytes is inflated (a text file whatever its name, a binary one when its
+   name ends in ".gz"), within the same limit.  what names the format in
    messages ("a PQR"). */
-static elec_status elec__read_text(const char *path, const char *what,
-                                   char **text, size_t *length,
+static elec_status elec__read_file(const char *path, const char *what, int text,
+                                   elec__head_check head, char **data, size_t *length,
                                    elec_error *err) {
     const size_t limit = (size_t)ELEC_MAX_INPUT_BYTES;
     char *buf = NULL;
-    size_t cap = (size_t)1 << 16, len = 0;
+    size_t cap = (size_t)1 << 16, len = 0, whole = 0;
+    int gzip = 0, headed = 0;
     elec_status s = ELEC_OK;
 #ifdef ELEC__POSIX
     struct stat st;
@@ -3932,7 +4043,7 @@ static elec_status elec__read_text(const char *path, const char *what,
 #else
     FILE *f;
 #endif
-    *text = NULL;
+    *data = NULL;
     *length = 0;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
 #ifdef ELEC__POSIX
@@ -4002,8 +4113,20 @@ static elec_status elec__read_text(const char *path, const char *what,
         }
 #endif
         if (got == 0) break; /* the end */
-        s = elec__text_check(path, buf, len, len + got, what, err);
+        if (len == 0)
+            gzip = got >= 2 && (unsigned char)buf[0] == 0x1f &&
+                   (unsigned char)buf[1] == 0x8b &&
+                   (text || (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")));
+        if (text && !gzip) s = elec__text_check(path, buf, len, len + got, what, err);
         len += got;
+        if (s == ELEC_OK && head && !gzip && !headed && len >= ELEC__HEAD_BYTES) {
+            s = head(path, buf, len, &whole, err);
+            headed = 1;
+        }
+        if (s == ELEC_OK && headed && len > whole)
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s' has more than the %zu bytes its header gives it",
+                           path, whole);
         if (s == ELEC_OK && len > limit) s = elec__text_too_large(path, what, err);
     }
 #ifdef ELEC__POSIX
@@ -4011,14 +4134,21 @@ static elec_status elec__read_text(const char *path, const char *what,
 #else
     fclose(f);
 #endif
+    if (s == ELEC_OK && gzip) s = elec__gunzip(path, what, text, head, &buf, &len, err);
     if (s != ELEC_OK) {
         ELEC_FREE(buf);
         return s;
     }
     buf[len] = '\0';
-    *text = buf;
+    *data = buf;
     *length = len;
     return ELEC_OK;
+}
+
+static elec_status elec__read_text(const char *path, const char *what,
+                                   char **text, size_t *length,
+                                   elec_error *err) {
+    return elec__read_file(path, what, 1, NULL, text, length, err);
 }
 
 /* --------------------------------------------------------------- outputs */
@@ -4038,6 +4168,12 @@ struct elec_output {
 #else
     FILE *file;
 #endif
+    /* a stage the buffered bytes pass through on their way to the file
+       (gzip: elec_output_open_gzip); NULL writes them as they are.  Called
+       with 0 to take the buffer, 1 at the commit (the end of the stream),
+       -1 at an abort (free what it holds). */
+    void (*stage)(elec_output *out, int end);
+    void *stage_state;
     char buffer[ELEC__OUTPUT_BUFFER];
 };
 
@@ -4113,6 +4249,8 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
     o->replaces = 0;
     o->error = 0;
     o->used = 0;
+    o->stage = NULL;
+    o->stage_state = NULL;
     o->path = elec__concat(path, n, "", "");
     if (!o->path) {
         elec__output_free(o);
@@ -4198,16 +4336,12 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
     return ELEC_OK;
 }
 
-/* Writes what is buffered; a failure is kept in out->error. */
-static void elec__output_flush(elec_output *out) {
+/* Writes size bytes to the file; a failure is kept in out->error. */
+static void elec__output_raw(elec_output *out, const char *data, size_t size) {
     size_t done = 0;
-    if (out->error) {
-        out->used = 0;
-        return;
-    }
-    while (done < out->used) {
+    while (!out->error && done < size) {
 #ifdef ELEC__POSIX
-        ssize_t r = write(out->fd, out->buffer + done, out->used - done);
+        ssize_t r = write(out->fd, data + done, size - done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             out->error = r < 0 ? errno : -1;
@@ -4215,13 +4349,21 @@ static void elec__output_flush(elec_output *out) {
         }
         done += (size_t)r;
 #else
-        size_t r = fwrite(out->buffer + done, 1, out->used - done, out->file);
+        size_t r = fwrite(data + done, 1, size - done, out->file);
         if (r == 0) {
             out->error = errno ? errno : -1;
             break;
         }
         done += r;
 #endif
+    }
+}
+
+/* Writes what is buffered, through the stage when there is one. */
+static void elec__output_flush(elec_output *out) {
+    if (!out->error) {
+        if (out->stage) out->stage(out, 0);
+        else elec__output_raw(out, out->buffer, out->used);
     }
     out->used = 0;
 }
@@ -4283,6 +4425,7 @@ ELEC_DEF void elec_output_printf(elec_output *out, const char *format, ...) {
 
 ELEC_DEF void elec_output_abort(elec_output *out) {
     if (!out) return;
+    if (out->stage) out->stage(out, -1);
 #ifdef ELEC__POSIX
     close(out->fd);
 #else
@@ -4296,6 +4439,7 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
     int e;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     elec__output_flush(out);
+    if (out->stage) out->stage(out, 1); /* the stream's end (and frees it) */
 #ifdef ELEC__POSIX
     /* A regular file's data must be on disk before the rename makes it the
        file at path; a device or pipe may not support fsync at all. */
@@ -4791,7 +4935,7 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                                    elec_error *err) {
     elec_output *f;
     size_t total, index, on_line = 0;
-    int i, j, k, axis;
+    int i, j, k, axis, gzip;
     char number[3][32];
     elec_status s;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
@@ -4808,7 +4952,8 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                               index, index % nx, index / nx % ny,
                               index / (nx * ny), (double)map[index]);
         }
-    s = elec_output_open(path, &f, err);
+    elec_map_format_of(path, &gzip); /* ".gz": compressed (">>mrc") */
+    s = gzip ? elec_output_open_gzip(path, &f, err) : elec_output_open(path, &f, err);
     if (s != ELEC_OK) return s;
     while (comment && *comment) {
         const char *newline = strchr(comment, '\n');
@@ -5138,6 +5283,643 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 }
 
 /* ELEC_IO_END */
+
+/* ------------------------------------------ >>mrc MRC/CCP4 and gzipped OpenDX maps */
+
+#ifdef ELEC_WITH_ZLIB
+#ifdef __cplusplus
+} /* zlib.h outside the implementation's extern "C" */
+#endif
+#include <zlib.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+#endif
+
+/* Whether path ends in suffix, ASCII case ignored. */
+static int elec__path_ends(const char *path, const char *suffix) {
+    size_t n = strlen(path), m = strlen(suffix), i;
+    if (n < m) return 0;
+    for (i = 0; i < m; i++) {
+        char c = path[n - m + i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != suffix[i]) return 0;
+    }
+    return 1;
+}
+
+ELEC_DEF elec_map_format elec_map_format_of(const char *path, int *gzip) {
+    static const char *const mrc[] = {".mrc", ".map", ".ccp4", ".mrc.gz", ".map.gz",
+                                      ".ccp4.gz"};
+    int gz = path && elec__path_ends(path, ".gz"), k;
+    if (gzip) *gzip = gz;
+    for (k = 0; path && k < 6; k++)
+        if (elec__path_ends(path, mrc[k])) return ELEC_MAP_MRC;
+    return ELEC_MAP_DX;
+}
+
+ELEC_DEF const char *elec_map_format_name(const char *path) {
+    int gz;
+    elec_map_format f = elec_map_format_of(path, &gz);
+    if (f == ELEC_MAP_MRC) return gz ? "MRC2014, gzip-compressed" : "MRC2014";
+    return gz ? "OpenDX, gzip-compressed" : "OpenDX";
+}
+
+/* ---- >>mrc gzip: the output stage and the inflater of elec__read_file */
+
+#ifdef ELEC_WITH_ZLIB
+/* zlib's allocations through ELEC_MALLOC and ELEC_FREE */
+static voidpf elec__zalloc(voidpf opaque, uInt items, uInt size) {
+    (void)opaque;
+    if (size != 0 && items > (size_t)-1 / size) return Z_NULL;
+    return ELEC_MALLOC((size_t)items * size);
+}
+static void elec__zfree(voidpf opaque, voidpf p) {
+    (void)opaque;
+    ELEC_FREE(p);
+}
+
+typedef struct elec__gzip_stage {
+    z_stream z;
+    unsigned char out[ELEC__OUTPUT_BUFFER];
+} elec__gzip_stage;
+
+/* elec_output's stage (see struct elec_output): deflates the buffer into
+   the file, ends the stream (its trailer: CRC-32 and length), or frees. */
+static void elec__gzip_stage_run(elec_output *out, int end) {
+    elec__gzip_stage *g = (elec__gzip_stage *)out->stage_state;
+    if (end >= 0 && !out->error) {
+        int r;
+        g->z.next_in = (Bytef *)out->buffer;
+        g->z.avail_in = (uInt)out->used;
+        do {
+            g->z.next_out = g->out;
+            g->z.avail_out = (uInt)sizeof g->out;
+            r = deflate(&g->z, end ? Z_FINISH : Z_NO_FLUSH);
+            if (r == Z_STREAM_ERROR) {
+                out->error = -1;
+                break;
+            }
+            elec__output_raw(out, (const char *)g->out, sizeof g->out - g->z.avail_out);
+        } while (!out->error && (end ? r != Z_STREAM_END : g->z.avail_out == 0));
+    }
+    if (end != 0) {
+        deflateEnd(&g->z);
+        ELEC_FREE(g);
+        out->stage = NULL;
+        out->stage_state = NULL;
+    }
+}
+#endif
+
+ELEC_DEF elec_status elec_output_open_gzip(const char *path, elec_output **out,
+                                           elec_error *err) {
+#ifdef ELEC_WITH_ZLIB
+    elec__gzip_stage *g;
+    elec_status s;
+    if (out) *out = NULL;
+    g = (elec__gzip_stage *)ELEC_MALLOC(sizeof *g);
+    if (!g) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to compress '%s'",
+                              path ? path : "(null)");
+    memset(&g->z, 0, sizeof g->z);
+    g->z.zalloc = elec__zalloc;
+    g->z.zfree = elec__zfree;
+    /* window 15 + 16: the deflate stream inside gzip's header and trailer,
+       as gzip(1) and APBS write it.  Level 1: a map's digits compress
+       little better at gzip's default 6 (a 2.1e6-point DX map here: 14.4 MB
+       at level 1 in 2.1 s, 12.5 MB at 6 in 6.4 s; 33 MB and 1.5 s plain) */
+    if (deflateInit2(&g->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        ELEC_FREE(g);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to compress '%s'",
+                          path ? path : "(null)");
+    }
+    s = elec_output_open(path, out, err);
+    if (s != ELEC_OK) {
+        deflateEnd(&g->z);
+        ELEC_FREE(g);
+        return s;
+    }
+    (*out)->stage = elec__gzip_stage_run;
+    (*out)->stage_state = g;
+    return ELEC_OK;
+#else
+    if (out) *out = NULL;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "cannot write '%s' gzip-compressed: this build has no zlib "
+                      "(define ELEC_WITH_ZLIB and link -lz; the Makefile does where "
+                      "zlib is installed)", path ? path : "(null)");
+#endif
+}
+
+static elec_status elec__gunzip(const char *path, const char *what, int text,
+                                elec__head_check head, char **data, size_t *length,
+                                elec_error *err) {
+#ifdef ELEC_WITH_ZLIB
+    const size_t limit = (size_t)ELEC_MAX_INPUT_BYTES;
+    const unsigned char *in = (const unsigned char *)*data;
+    size_t in_left = *length, len = 0, whole = 0;
+    /* DX text deflates 2.3 to 2.7 times (levels 1 to 6): room for 4,
+       doubled as needed, to the limit and no further */
+    size_t cap = *length < limit / 4 ? 4 * *length + 4096 : limit + 1;
+    char *out;
+    int headed = 0;
+    z_stream z;
+    elec_status s = ELEC_OK;
+    if (cap > limit + 1) cap = limit + 1;
+    out = (char *)ELEC_MALLOC(cap + 1);
+    if (!out)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu bytes to inflate '%s' into", cap, path);
+    memset(&z, 0, sizeof z);
+    z.zalloc = elec__zalloc;
+    z.zfree = elec__zfree;
+    if (inflateInit2(&z, 15 + 16) != Z_OK) { /* gzip's wrapper alone */
+        ELEC_FREE(out);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to inflate '%s'", path);
+    }
+    for (;;) {
+        size_t produced, consumed;
+        int r;
+        if (len == cap) {
+            size_t new_cap = cap < limit / 2 ? 2 * cap : limit + 1;
+            char *grown;
+            if (cap > limit) {
+                s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                               "'%s' inflates to more than %zu bytes, the limit for %s "
+                               "input (ELEC_MAX_INPUT_BYTES)", path, limit, what);
+                break;
+            }
+            grown = (char *)ELEC_MALLOC(new_cap + 1);
+            if (!grown) {
+                s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                               "no memory for %zu bytes of '%s' inflated", new_cap, path);
+                break;
+            }
+            memcpy(grown, out, len);
+            ELEC_FREE(out);
+            out = grown;
+            cap = new_cap;
+        }
+        /* zlib counts in uInt (32 bits): larger buffers go a piece at a time */
+        z.next_in = (Bytef *)(uintptr_t)in;
+        z.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+        z.next_out = (Bytef *)out + len;
+        z.avail_out = cap - len > 0x40000000u ? 0x40000000u : (uInt)(cap - len);
+        produced = z.avail_out;
+        consumed = z.avail_in;
+        r = inflate(&z, Z_NO_FLUSH);
+        produced -= z.avail_out;
+        consumed -= z.avail_in;
+        in += consumed;
+        in_left -= consumed;
+        if (text) s = elec__text_check(path, out, len, len + produced, what, err);
+        len += produced;
+        if (s == ELEC_OK && head && !headed && len >= ELEC__HEAD_BYTES) {
+            s = head(path, out, len, &whole, err);
+            headed = 1;
+        }
+        if (s == ELEC_OK && headed && len > whole)
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s' inflates to more than the %zu bytes its header gives it",
+                           path, whole);
+        if (s != ELEC_OK) break;
+        if (r == Z_STREAM_END) {
+            if (in_left == 0) break;
+            if (in_left >= 2 && in[0] == 0x1f && in[1] == 0x8b) {
+                inflateReset(&z); /* another member follows (gzip -c a b) */
+                continue;
+            }
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s': %zu bytes after the end of its gzip stream are not "
+                           "gzip data", path, in_left);
+            break;
+        }
+        if (r == Z_MEM_ERROR) {
+            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to inflate '%s'", path);
+            break;
+        }
+        if (r == Z_DATA_ERROR || r == Z_NEED_DICT || r == Z_STREAM_ERROR) {
+            s = elec__fail(err, ELEC_ERR_PARSE, 0, "'%s' is not valid gzip data (%s)", path,
+                           z.msg ? z.msg : "zlib could not inflate it");
+            break;
+        }
+        if (in_left == 0 && len < cap) { /* all read, room left, no end */
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s': its gzip stream ends early (after %zu bytes inflated): "
+                           "a truncated file?", path, len);
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (s != ELEC_OK) {
+        ELEC_FREE(out);
+        return s;
+    }
+    ELEC_FREE(*data);
+    *data = out;
+    *length = len;
+    return ELEC_OK;
+#else
+    (void)what;
+    (void)text;
+    (void)head;
+    (void)data;
+    (void)length;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "'%s' is gzip-compressed, and this build has no zlib (define "
+                      "ELEC_WITH_ZLIB and link -lz; the Makefile does where zlib is "
+                      "installed), or inflate it first: gzip -d", path);
+#endif
+}
+
+/* ---- >>mrc MRC2014: the writer, the header's checks, the reader */
+
+#define ELEC__MRC_HEADER 1024 /* bytes: 56 words, then 10 labels of 80 */
+
+/* The float the file holds, bit for bit: IEEE 754 binary32 is assumed
+   (as every platform elec runs on has it). */
+typedef char elec__float_is_32_bits[sizeof(float) == 4 ? 1 : -1];
+
+static void elec__mrc_put_word(unsigned char *h, int word, uint32_t v) {
+    unsigned char *p = h + 4 * (word - 1); /* words count from 1, as in the spec */
+    p[0] = (unsigned char)(v & 0xff);
+    p[1] = (unsigned char)(v >> 8 & 0xff);
+    p[2] = (unsigned char)(v >> 16 & 0xff);
+    p[3] = (unsigned char)(v >> 24 & 0xff);
+}
+static void elec__mrc_put_int(unsigned char *h, int word, long v) {
+    elec__mrc_put_word(h, word, (uint32_t)(v & 0xffffffffL));
+}
+static void elec__mrc_put_float(unsigned char *h, int word, float f) {
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    elec__mrc_put_word(h, word, v);
+}
+/* Word word of the header, or the value at p, in the file's byte order. */
+static uint32_t elec__mrc_bits(const unsigned char *p, int big) {
+    return big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+               : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+static long elec__mrc_int(const unsigned char *h, int word, int big) {
+    uint32_t v = elec__mrc_bits(h + 4 * (word - 1), big);
+    return v < 0x80000000u ? (long)v : -(long)(0xffffffffu - v) - 1;
+}
+static float elec__mrc_float_at(const unsigned char *p, int big) {
+    uint32_t v = elec__mrc_bits(p, big);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* Refuses a map with a value that is not finite, naming its point. */
+static elec_status elec__map_finite(const elec_lattice *lattice, const float *map,
+                                    const char *format, elec_error *err) {
+    size_t total = elec_lattice_size(lattice), index;
+    for (index = 0; index < total; index++)
+        if (!elec__finite(map[index])) {
+            size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1];
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "map[%zu] (point %zu,%zu,%zu) is %g: %s viewers cannot "
+                              "show a value that is not finite", index, index % nx,
+                              index / nx % ny, index / (nx * ny), (double)map[index],
+                              format);
+        }
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err) {
+    unsigned char h[ELEC__MRC_HEADER];
+    unsigned char block[4096];
+    double lo = 0.0, hi = 0.0, sum = 0.0, mean, squares = 0.0;
+    size_t total, i, used = 0;
+    int axis, label = 0, gz;
+    elec_output *f;
+    elec_status s;
+    if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
+    s = elec_lattice_check(lattice, err);
+    if (s != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    if (elec__map_finite(lattice, map, "MRC", err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    total = elec_lattice_size(lattice);
+    /* DMIN, DMAX, DMEAN and RMS (the deviation from the mean), in double */
+    for (i = 0; i < total; i++) {
+        double v = map[i];
+        if (i == 0 || v < lo) lo = v;
+        if (i == 0 || v > hi) hi = v;
+        sum += v;
+    }
+    mean = sum / (double)total;
+    for (i = 0; i < total; i++) squares += ((double)map[i] - mean) * ((double)map[i] - mean);
+    memset(h, 0, sizeof h);
+    for (axis = 0; axis < 3; axis++) {
+        elec__mrc_put_int(h, 1 + axis, lattice->dims[axis]);  /* NX NY NZ */
+        elec__mrc_put_int(h, 5 + axis, 0);                    /* NXSTART ... */
+        elec__mrc_put_int(h, 8 + axis, lattice->dims[axis]);  /* MX MY MZ */
+        /* CELLA: MX intervals of the spacing (the spec's "sampling along X
+           of the unit cell"; a viewer's step is CELLA / MX) */
+        elec__mrc_put_float(h, 11 + axis,
+                            (float)(lattice->dims[axis] * lattice->spacing[axis]));
+        elec__mrc_put_float(h, 14 + axis, 90.0f);             /* CELLB */
+        elec__mrc_put_int(h, 17 + axis, 1 + axis);            /* MAPC MAPR MAPS */
+        elec__mrc_put_float(h, 50 + axis, (float)lattice->origin[axis]); /* ORIGIN */
+    }
+    elec__mrc_put_int(h, 4, 2); /* MODE 2: 32-bit real */
+    elec__mrc_put_float(h, 20, (float)lo);
+    elec__mrc_put_float(h, 21, (float)hi);
+    elec__mrc_put_float(h, 22, (float)mean);
+    elec__mrc_put_int(h, 23, 1);     /* ISPG 1: one volume (0 is an image stack) */
+    elec__mrc_put_int(h, 24, 0);     /* NSYMBT: no extended header, so EXTTYP (word 27) is left 0 */
+    elec__mrc_put_int(h, 28, 20140); /* NVERSION: MRC2014, version 0 */
+    memcpy(h + 208, "MAP ", 4);      /* word 53 */
+    h[212] = 0x44;                   /* word 54, MACHST: little endian */
+    h[213] = 0x44;
+    elec__mrc_put_float(h, 55, (float)sqrt(squares / (double)total));
+    /* labels (word 57 on): comment's lines, 80 characters each, spaces after */
+    memset(h + 224, ' ', 800);
+    while (comment && *comment && label < 10) {
+        size_t n = strcspn(comment, "\n"), k, take = n;
+        while (take && comment[take - 1] == '\r') take--;
+        if (take > 80) take = n = 80; /* the rest of the line on the next label */
+        for (k = 0; k < take; k++) {
+            unsigned char c = (unsigned char)comment[k];
+            h[224 + 80 * label + k] = c < 0x20 || c == 0x7f ? ' ' : c;
+        }
+        label++;
+        comment += n;
+        if (*comment == '\n') comment++;
+    }
+    elec__mrc_put_int(h, 56, label); /* NLABL */
+    gz = elec__path_ends(path, ".gz");
+    s = gz ? elec_output_open_gzip(path, &f, err) : elec_output_open(path, &f, err);
+    if (s != ELEC_OK) return s;
+    elec_output_write(f, h, sizeof h);
+    for (i = 0; i < total; i++) { /* the values, x fastest, as the map holds them */
+        uint32_t v;
+        memcpy(&v, &map[i], 4);
+        block[used++] = (unsigned char)(v & 0xff);
+        block[used++] = (unsigned char)(v >> 8 & 0xff);
+        block[used++] = (unsigned char)(v >> 16 & 0xff);
+        block[used++] = (unsigned char)(v >> 24 & 0xff);
+        if (used == sizeof block || i + 1 == total) {
+            elec_output_write(f, block, used);
+            used = 0;
+        }
+    }
+    return elec_output_commit(f, err);
+}
+
+/* What the header says, checked. */
+typedef struct elec__mrc_header {
+    int big;             /* the file's byte order */
+    size_t count;        /* values */
+    size_t data;         /* where they start: 1024 + NSYMBT */
+    size_t whole;        /* the file's length by its header */
+    int crs[3];          /* NC NR NS: columns, rows, sections */
+    int axis_of[3];      /* the spatial axis (0 x, 1 y, 2 z) of each */
+    elec_lattice lattice;
+} elec__mrc_header;
+
+static const char *elec__mrc_mode_name(long mode) {
+    switch (mode) {
+    case 0: return "8-bit integers";
+    case 1: return "16-bit integers";
+    case 3: return "complex 16-bit integers";
+    case 4: return "complex 32-bit floats";
+    case 6: return "unsigned 16-bit integers";
+    case 12: return "16-bit floats";
+    case 101: return "4-bit integers";
+    default: return "not an MRC mode";
+    }
+}
+
+/* The header of the n bytes at h (n >= 1024), checked against itself and
+   the limits; not yet against the file's length (the caller's). */
+static elec_status elec__mrc_read_header(const char *name, const unsigned char *h, size_t n,
+                                         elec__mrc_header *m, elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    long mode, map_axis[3], start[3], sampling[3], nsymbt;
+    double cell[3], angle[3];
+    int axis, has_stamp, any_origin = 0;
+    if (n < ELEC__MRC_HEADER)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s has %zu bytes, fewer than the %d of an MRC header", name, n,
+                          ELEC__MRC_HEADER);
+    has_stamp = memcmp(h + 208, "MAP", 3) == 0;
+    /* Byte order by the machine stamp (MRC2014: 0x44 0x44 little endian,
+       0x11 0x11 big; 0x44 0x41 from some writers), else by which order
+       gives a known mode. */
+    if (h[212] == 0x44) m->big = 0;
+    else if (h[212] == 0x11) m->big = 1;
+    else {
+        long le = elec__mrc_int(h, 4, 0), be = elec__mrc_int(h, 4, 1);
+        int known_le = le >= 0 && (le <= 4 || le == 6 || le == 12 || le == 101);
+        int known_be = be >= 0 && (be <= 4 || be == 6 || be == 12 || be == 101);
+        if (!known_le && !known_be)
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s is not an MRC map: no machine stamp, and its mode word "
+                              "is no mode in either byte order", name);
+        m->big = !known_le;
+    }
+    mode = elec__mrc_int(h, 4, m->big);
+    if (mode != 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s has mode %ld (%s): only mode 2 maps, 32-bit floats, are "
+                          "read", name, mode, elec__mrc_mode_name(mode));
+    for (axis = 0; axis < 3; axis++) {
+        long count = elec__mrc_int(h, 1 + axis, m->big);
+        if (count < 1 || count > INT_MAX)
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: its %s count %ld must be positive", name,
+                              axis == 0 ? "column" : axis == 1 ? "row" : "section", count);
+        m->crs[axis] = (int)count;
+        start[axis] = elec__mrc_int(h, 5 + axis, m->big);
+        sampling[axis] = elec__mrc_int(h, 8 + axis, m->big);
+        cell[axis] = elec__mrc_float_at(h + 4 * (10 + axis), m->big);
+        angle[axis] = elec__mrc_float_at(h + 4 * (13 + axis), m->big);
+        map_axis[axis] = elec__mrc_int(h, 17 + axis, m->big);
+    }
+    /* MAPC MAPR MAPS: which of x, y, z the columns, rows and sections are */
+    for (axis = 0; axis < 3; axis++) {
+        int other;
+        if (map_axis[axis] < 1 || map_axis[axis] > 3)
+            break;
+        for (other = 0; other < axis; other++)
+            if (map_axis[other] == map_axis[axis]) break;
+        if (other < axis) break;
+        m->axis_of[axis] = (int)map_axis[axis] - 1;
+    }
+    if (axis < 3)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s: MAPC MAPR MAPS %ld %ld %ld is not an order of the axes 1 2 3",
+                          name, map_axis[0], map_axis[1], map_axis[2]);
+    nsymbt = elec__mrc_int(h, 24, m->big);
+    if (nsymbt < 0)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s: its extended header size NSYMBT %ld is negative", name, nsymbt);
+    /* the counts' product and the file's length, without overflow */
+    m->count = (size_t)m->crs[0];
+    for (axis = 1; axis < 3; axis++) {
+        if (m->count > ((size_t)-1 / 8) / (size_t)m->crs[axis])
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: its counts %d x %d x %d are more values than memory holds",
+                              name, m->crs[0], m->crs[1], m->crs[2]);
+        m->count *= (size_t)m->crs[axis];
+    }
+    m->data = (size_t)ELEC__MRC_HEADER + (size_t)nsymbt;
+    m->whole = 4 * m->count <= (size_t)-1 - m->data ? m->data + 4 * m->count : (size_t)-1;
+    if (m->whole > (size_t)ELEC_MAX_INPUT_BYTES)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s: its header gives %d x %d x %d values, %zu bytes, more than "
+                          "%zu, the limit for input (ELEC_MAX_INPUT_BYTES)", name,
+                          m->crs[0], m->crs[1], m->crs[2], m->whole,
+                          (size_t)ELEC_MAX_INPUT_BYTES);
+    /* cell angles: 90 (or all 0, as some writers leave them) */
+    if (!(angle[0] == 0.0 && angle[1] == 0.0 && angle[2] == 0.0))
+        for (axis = 0; axis < 3; axis++)
+            if (!(fabs(angle[axis] - 90.0) <= 1e-3))
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                  "%s: cell angles %g %g %g: only orthogonal lattices "
+                                  "(90 90 90) are read", name, angle[0], angle[1], angle[2]);
+    for (axis = 0; axis < 3; axis++) {
+        int c = 0; /* the file axis of spatial axis `axis` */
+        while (m->axis_of[c] != axis) c++;
+        m->lattice.dims[axis] = m->crs[c];
+        if (!(sampling[axis] > 0) || !(cell[axis] > 0.0) || !elec__finite(cell[axis]))
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: cell %g A over %ld intervals along %c gives no spacing",
+                              name, cell[axis], sampling[axis], axis_name[axis]);
+        m->lattice.spacing[axis] = cell[axis] / (double)sampling[axis];
+        m->lattice.origin[axis] = elec__mrc_float_at(h + 4 * (49 + axis), m->big);
+        if (!elec__finite(m->lattice.origin[axis]))
+            return elec__fail(err, ELEC_ERR_PARSE, 0, "%s: its origin along %c is %g",
+                              name, axis_name[axis], m->lattice.origin[axis]);
+        if (m->lattice.origin[axis] != 0.0) any_origin = 1;
+    }
+    /* The origin: words 50-52 where the file is MRC2000 or later (its
+       stamp) and sets them, else the first column, row and section's
+       index (NXSTART ...) times the spacing, CCP4's convention. */
+    if (!has_stamp || !any_origin)
+        for (axis = 0; axis < 3; axis++) {
+            int c = 0;
+            while (m->axis_of[c] != axis) c++;
+            m->lattice.origin[axis] = (double)start[c] * m->lattice.spacing[axis];
+        }
+    {
+        elec_error lattice_err;
+        if (elec_lattice_check(&m->lattice, &lattice_err) != ELEC_OK)
+            return elec__fail(err, ELEC_ERR_PARSE, 0, "%s: %s", name, lattice_err.message);
+    }
+    return ELEC_OK;
+}
+
+/* elec__read_file's head check: a stream stops at a refused header or
+   past the length its header gives. */
+static elec_status elec__mrc_head(const char *path, const char *head, size_t n,
+                                  size_t *whole, elec_error *err) {
+    elec__mrc_header m;
+    char name[300];
+    elec_status s;
+    snprintf(name, sizeof name, "'%s'", path);
+    s = elec__mrc_read_header(name, (const unsigned char *)head, n, &m, err);
+    if (s == ELEC_OK) *whole = m.whole;
+    return s;
+}
+
+static elec_status elec__mrc_parse(const char *name, const unsigned char *data,
+                                   size_t length, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    elec__mrc_header m;
+    elec_status s = elec__mrc_read_header(name, data, length, &m, err);
+    size_t stride[3], index = 0, c, r, k;
+    float *values;
+    if (s != ELEC_OK) return s;
+    if (length != m.whole)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s has %zu bytes; its header (%d x %d x %d floats after %zu "
+                          "bytes of header) gives it %zu%s", name, length, m.crs[0],
+                          m.crs[1], m.crs[2], m.data, m.whole,
+                          length < m.whole ? ": a truncated file?" : "");
+    values = (float *)ELEC_MALLOC(m.count * sizeof(float));
+    if (!values)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a map of %zu values",
+                          m.count);
+    /* the step in the map (x fastest) of one column, row and section */
+    for (c = 0; c < 3; c++) {
+        int axis = m.axis_of[c];
+        stride[c] = axis == 0 ? 1
+                  : axis == 1 ? (size_t)m.lattice.dims[0]
+                              : (size_t)m.lattice.dims[0] * (size_t)m.lattice.dims[1];
+    }
+    data += m.data;
+    for (k = 0; k < (size_t)m.crs[2]; k++)
+        for (r = 0; r < (size_t)m.crs[1]; r++)
+            for (c = 0; c < (size_t)m.crs[0]; c++, data += 4) {
+                float v = elec__mrc_float_at(data, m.big);
+                if (!elec__finite(v)) {
+                    ELEC_FREE(values);
+                    return elec__fail(err, ELEC_ERR_PARSE, 0,
+                                      "%s: value %zu (column %zu, row %zu, section %zu) is "
+                                      "%g, not a finite float", name, index, c, r, k,
+                                      (double)v);
+                }
+                values[c * stride[0] + r * stride[1] + k * stride[2]] = v;
+                index++;
+            }
+    *lattice = m.lattice;
+    *map = values;
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_parse_mrc(const void *data, size_t length, elec_lattice *lattice,
+                                    float **map, elec_error *err) {
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice or map is NULL");
+    *map = NULL;
+    if (!data && length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "data is NULL");
+    s = elec__mrc_parse("the MRC data", (const unsigned char *)(data ? data : ""), length,
+                        lattice, map, err);
+    if (s == ELEC_OK) elec__ok(err);
+    return s;
+}
+
+ELEC_DEF elec_status elec_read_mrc(const char *path, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    char *data, name[300];
+    size_t length;
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice or map is NULL");
+    *map = NULL;
+    s = elec__read_file(path, "an MRC", 0, elec__mrc_head, &data, &length, err);
+    if (s != ELEC_OK) return s;
+    snprintf(name, sizeof name, "'%s'", path);
+    s = elec__mrc_parse(name, (const unsigned char *)data, length, lattice, map, err);
+    ELEC_FREE(data);
+    if (s == ELEC_OK) elec__ok(err);
+    return s;
+}
+
+/* ---- >>mrc one call for every format */
+
+ELEC_DEF elec_status elec_write_map(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err) {
+    if (elec_map_format_of(path, NULL) == ELEC_MAP_MRC)
+        return elec_write_mrc(path, lattice, map, comment, err);
+    return elec_write_dx(path, lattice, map, comment, err);
+}
+
+ELEC_DEF elec_status elec_read_map(const char *path, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    if (elec_map_format_of(path, NULL) == ELEC_MAP_MRC)
+        return elec_read_mrc(path, lattice, map, err);
+    return elec_read_dx(path, lattice, map, err);
+}
+
 
 /* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
 
@@ -6645,6 +7427,7 @@ ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
 #endif /* ELEC_IMPLEMENTATION */
 
 /*
-   elec 0.1.0.  MIT licence (see LICENSE):
+   elec, the version in ELEC_VERSION_MAJOR/MINOR/PATCH (">>version" at the
+   top).  MIT licence (see LICENSE):
    Copyright (c) 2026 the elec developers.
 */

@@ -368,7 +368,13 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
     for (j = 0; j < a->count; j++) {
         float dy = y - a->fy[j], dz = z - a->fz[j];
         float dyz2 = dy * dy + dz * dz, q = a->fcharge[j], ax = a->fx[j];
-#ifdef _OPENMP
+        /* omp simd only where the loop can be vectorised: without
+           -fno-math-errno (__NO_MATH_ERRNO__, which gcc and clang define
+           with it) sqrtf may set errno, a call no compiler vectorises;
+           gcc then leaves the loop scalar silently, clang warns that the
+           vectorisation asked for failed (-Wpass-failed).  Scalar either
+           way: the README says which flags help. */
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__)
 #pragma omp simd
 #endif
         for (i = 0; i < nx; i++) {
@@ -567,7 +573,7 @@ static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
         const float *q = a->fcharge + start;
         m = a->count - start < ELEC__CPU_TILE ? a->count - start
                                                : ELEC__CPU_TILE;
-#ifdef _OPENMP
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__) /* see elec__cpu_dcs_row_float */
 #pragma omp simd
 #endif
         for (j = 0; j < m; j++) {
@@ -599,7 +605,7 @@ static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
         const float *qs = a->fscreened + start, *sigma = a->fradius + start;
         m = a->count - start < ELEC__CPU_TILE ? a->count - start
                                                : ELEC__CPU_TILE;
-#ifdef _OPENMP
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__) /* see elec__cpu_dcs_row_float */
 #pragma omp simd
 #endif
         for (j = 0; j < m; j++) {
