@@ -3,16 +3,23 @@
 #   make test       every test; GPU tests skip, saying so, without a GPU
 #   make test-gpu   the GPU tests alone (on a machine with a GPU)
 #   make sanitize   the CPU tests under ASan and UBSan
+#   make compile-matrix  the headers under gcc and clang, C and C++, every
+#                   common flag, with -Werror (a few minutes)
 #   make sanitize-gpu  the GPU tests under compute-sanitizer's four tools
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make contents   rewrites the contents block of each header (make test
 #                   fails while one is stale)
-#   make install    headers, elecmap, elecenergy and elecsurf under PREFIX (default /usr/local)
+#   make install    headers, pkg-config and CMake files, elecmap, elecenergy
+#                   and elecsurf under PREFIX (default /usr/local), DESTDIR
+#   make install-headers  the same without the tools
+#   make consume    the installed files used by a project three ways
+#                   (copied headers, pkg-config, CMake): tests/consume.sh
 # Switches: CUDA=0 builds for the CPU alone even where nvcc is present;
 # HAVE_FFTW= builds without FFTW3 (the CPU SPME then reports
-# ELEC_ERR_UNSUPPORTED and its tests skip); CC=clang another compiler.
+# ELEC_ERR_UNSUPPORTED and its tests skip); HAVE_ZLIB= without zlib (gzip
+# is refused, saying so); CC=clang another compiler.
 
 CC      ?= cc
 CXX     ?= c++
@@ -38,10 +45,20 @@ ifeq ($(HAVE_PNG),1)
 PNG_FLAGS = -DELECSURF_WITH_PNG
 PNG_LIBS = -lpng
 endif
-ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(FFTW_FLAGS) -I.
+# zlib: gzip-compressed maps and inputs (.dx.gz, .mrc.gz, .pqr.gz); without
+# it (HAVE_ZLIB=) they are refused with ELEC_ERR_UNSUPPORTED, saying why.
+HAVE_ZLIB := $(shell printf '\043include <zlib.h>\nint main(void){return 0;}' | $(CC) -x c - -lz -o /dev/null 2>/dev/null && echo 1)
+ifeq ($(HAVE_ZLIB),1)
+ZLIB_FLAGS = -DELEC_WITH_ZLIB
+ZLIB_LIBS = -lz
+endif
+# what the headers are built with, and link against
+DEP_FLAGS = $(FFTW_FLAGS) $(ZLIB_FLAGS)
+DEP_LIBS = $(FFTW_LIBS) $(ZLIB_LIBS)
+ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(DEP_FLAGS) -I.
 NVCCFLAGS ?= -O3
-ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(FFTW_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
-CUDA_LIBS = -lcufft $(FFTW_LIBS)
+ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(DEP_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers $(OPENMP)" -Werror all-warnings
+CUDA_LIBS = -lcufft $(DEP_LIBS)
 # nvcc is used when it answers --version as CUDA's compiler: a missing or
 # stand-in NVCC (NVCC=false, NVCC=none) builds for the CPU, as CUDA=0 does.
 CUDA ?= 1
@@ -52,7 +69,7 @@ BUILD   = build
 
 # The tests are named after what they test: the core, I/O, each method
 # (CPU and its GPU twin), the accuracy knob, the header-only build.
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda
 
 ifeq ($(HAVE_NVCC),)
@@ -63,7 +80,7 @@ endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
 .PRECIOUS: $(BUILD)/quickstart_%.c $(BUILD)/quickstart_elec_cuda.cu
-.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install clean tour chargemap-tour md msm-table spme-table
+.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix FORCE
 
 all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
 
@@ -73,22 +90,22 @@ $(BUILD):
 # elecmap is one source; under nvcc it gains the GPU path.
 $(BUILD)/elecmap: examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecmap.c $(DEP_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap.c $(CUDA_LIBS)
 endif
 
 $(BUILD)/elecenergy: examples/elecenergy.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ examples/elecenergy.c $(DEP_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecenergy.c $(CUDA_LIBS)
 endif
 
 # elecsurf likewise; PNG output where libpng is installed.
-$(BUILD)/elecsurf: examples/elecsurf.c $(HEADERS) | $(BUILD)
+$(BUILD)/elecsurf: examples/elecsurf.c examples/cli.h $(HEADERS) | $(BUILD)
 ifeq ($(HAVE_NVCC),)
-	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(FFTW_LIBS) $(PNG_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(PNG_FLAGS) -o $@ examples/elecsurf.c $(DEP_LIBS) $(PNG_LIBS) -lm
 else
 	$(NVCC) $(ALL_NVCCFLAGS) $(PNG_FLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecsurf.c $(CUDA_LIBS) $(PNG_LIBS)
 endif
@@ -96,14 +113,14 @@ endif
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
 
-$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
-	$(CC) -std=c99 $(WARN) -I. $(FFTW_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 
 $(BUILD)/test_gpu_%: tests/test_gpu_%.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ $< $(CUDA_LIBS)
@@ -150,12 +167,21 @@ SANITIZE_BUILD = $(BUILD)/sanitize
 SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
 $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
-$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h $(HEADERS) | $(SANITIZE_BUILD)
-	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/test_$*.c $(FFTW_LIBS) -lm
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(SANITIZE_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
-	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(FFTW_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(FFTW_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
 	@sh tests/run.sh $(SANITIZE_TESTS)
+
+# The headers as users compile them: each compiler pair (gcc and clang) as
+# C99, C11, C++11 and C++17, at -O0 and -O3, with and without
+# -fno-math-errno and -fopenmp, -Wall -Wextra -pedantic -Werror, each a real
+# compile (the optimiser's warnings need code generation); about 5 minutes
+# on two cores, so not part of make test (.ci/run runs it).
+MATRIX_COMPILERS ?= gcc:g++ clang:clang++
+compile-matrix:
+	@MATRIX_JOBS="$(MATRIX_JOBS)" sh tests/compile_matrix.sh $(MATRIX_COMPILERS)
 
 # The GPU tests under compute-sanitizer: memcheck with --leak-check full,
 # racecheck, synccheck and initcheck, each over every GPU test; any report,
@@ -170,14 +196,14 @@ sanitize-gpu: $(SANITIZE_GPU_TESTS)
 	    SANITIZE_GPU_LOGS=$(BUILD)/sanitize-gpu sh tests/sanitize_gpu.sh $(SANITIZE_GPU_TESTS)
 
 # The parsers under libFuzzer with ASan and UBSan (clang; on Debian the
-# fuzzer runtime is in libclang-rt-14-dev): the PQR reader, the DX reader
+# fuzzer runtime is in libclang-rt-14-dev): the PQR, DX and MRC readers
 # and the command lines of elecmap and elecenergy, FUZZ_SECONDS each,
 # seeded from ../shared/data/structures, maps elecmap writes and
 # tests/fuzz/seeds (tests/fuzz/run.sh).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
-FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
 $(FUZZ_BUILD):
 	mkdir -p $(FUZZ_BUILD)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)
@@ -198,7 +224,7 @@ md: $(BUILD)/md_loop
 	$(BUILD)/md_loop
 
 $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $(BUILD)
-	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(FFTW_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(DEP_LIBS) -lm
 
 msm-table: $(BUILD)/msm_error_table
 	$(BUILD)/msm_error_table
@@ -233,16 +259,63 @@ bench-peer:
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour
 
-$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
+$(BUILD)/chargemap_tour: examples/chargemap_tour.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/chargemap_tour.cu $(CUDA_LIBS)
 
 chargemap-tour: $(BUILD)/chargemap_tour
 	$(BUILD)/chargemap_tour
 
-install: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+# The version, read from elec.h's three macros (written nowhere else).
+version_part = $(shell sed -n 's/^[#]define ELEC_VERSION_$(1) \([0-9][0-9]*\).*/\1/p' elec.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION_MINOR := $(call version_part,MINOR)
+VERSION_PATCH := $(call version_part,PATCH)
+VERSION := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+
+# What the pkg-config and CMake files say of this build: FFTW3 and zlib
+# where found (or switched off), OpenMP where the compiler has it; for
+# nvcc the host compiler's flags through -Xcompiler.
+PC_CFLAGS = $(strip $(DEP_FLAGS) $(OPENMP))
+PC_LIBS = $(strip $(DEP_LIBS) -lm $(OPENMP))
+PC_CUDA_CFLAGS = $(strip $(DEP_FLAGS) $(if $(OPENMP),-Xcompiler=$(OPENMP)))
+PC_CUDA_LIBS = $(strip -lcufft $(DEP_LIBS) -lm $(if $(OPENMP),-Xcompiler=$(OPENMP)))
+PACKAGING = $(BUILD)/elec.pc $(BUILD)/elec-cuda.pc $(BUILD)/elecConfig.cmake $(BUILD)/elecConfigVersion.cmake
+# the settings they are made with: a change remakes them
+PACKAGING_SETTINGS = $(PREFIX) $(VERSION) $(PC_CFLAGS) $(PC_LIBS) $(PC_CUDA_CFLAGS) $(PC_CUDA_LIBS)
+$(BUILD)/packaging.settings: FORCE | $(BUILD)
+	@echo '$(PACKAGING_SETTINGS)' | cmp -s - $@ || echo '$(PACKAGING_SETTINGS)' > $@
+$(BUILD)/%: packaging/%.in $(BUILD)/packaging.settings elec.h | $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' -e 's|@VERSION_MINOR@|$(VERSION_MINOR)|g' \
+	    -e 's|@CFLAGS@|$(PC_CFLAGS)|g' -e 's|@LIBS@|$(PC_LIBS)|g' \
+	    -e 's|@CUDA_CFLAGS@|$(PC_CUDA_CFLAGS)|g' -e 's|@CUDA_LIBS@|$(PC_CUDA_LIBS)|g' \
+	    -e 's|@WITH_FFTW@|$(if $(FFTW_FLAGS),ON,OFF)|g' -e 's|@WITH_ZLIB@|$(if $(ZLIB_FLAGS),ON,OFF)|g' \
+	    $< > $@
+FORCE:
+
+# The headers with elec.pc and elec-cuda.pc (pkg-config) under
+# PREFIX/lib/pkgconfig and the CMake package (elecConfig.cmake,
+# elecConfigVersion.cmake) under PREFIX/lib/cmake/elec; DESTDIR honoured.
+install-headers: $(PACKAGING)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/elec
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include
+	install -m 644 $(BUILD)/elec.pc $(BUILD)/elec-cuda.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/elecConfig.cmake $(BUILD)/elecConfigVersion.cmake \
+	    $(DESTDIR)$(PREFIX)/lib/cmake/elec
+
+# ... and the tools under PREFIX/bin.
+install: install-headers $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(DESTDIR)$(PREFIX)/bin
+
+# The installed files as a user's build uses them: tests/consume.sh
+# installs into a temporary prefix and builds the README's embedding
+# example with copied headers, pkg-config and CMake (and a .cu file on
+# elec::cuda and elec-cuda.pc where nvcc is, built but not run).
+consume:
+	@CC="$(CC)" NVCC="$(NVCC)" CUDA="$(CUDA)" CUDA_ARCH="$(CUDA_ARCH)" \
+	    HAVE_FFTW="$(HAVE_FFTW)" HAVE_ZLIB="$(HAVE_ZLIB)" sh tests/consume.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -67,6 +67,10 @@
                 elec_read_dx elec_parse_dx elec_output_open elec_output_write
                 elec_output_printf elec_output_commit elec_output_abort
                 elec_output_check
+     >>mrc      MRC/CCP4 and gzipped OpenDX maps
+                elec_write_mrc elec_read_mrc elec_parse_mrc
+                elec_output_open_gzip elec_map_format_of elec_map_format_name
+                elec_write_map elec_read_map
      >>dcs      DCS: direct Coulomb summation
                 elec_dcs_variant_name elec_dcs_params_resolve
      >>mdh      MDH: multiple Debye-Hueckel
@@ -93,9 +97,25 @@
                 elec_read_msms elec_read_points elec_parse_points
                 elec_surface_contact elec_surface_mesh elec_surface_free
    (end of contents)
-   Version and licence at the bottom. */
+   The version at the top (">>version"), the licence at the bottom. */
 #ifndef ELEC_H
 #define ELEC_H
+
+/* ------------------------------------------------------------- >>version */
+/* The kit's version.  The Makefile reads these three lines into what
+   `make install` writes (elec.pc, elecConfigVersion.cmake), and the tools
+   print them (--version): change them here and nowhere else. */
+#define ELEC_VERSION_MAJOR 0
+#define ELEC_VERSION_MINOR 1
+#define ELEC_VERSION_PATCH 0
+/* "0.1.0", spelled from the three numbers above */
+#define ELEC_VERSION_STRING                                                   \
+    ELEC__VERSION_TEXT(ELEC_VERSION_MAJOR, ELEC_VERSION_MINOR, ELEC_VERSION_PATCH)
+#define ELEC__VERSION_TEXT(major, minor, patch) ELEC__VERSION_QUOTE(major.minor.patch)
+#define ELEC__VERSION_QUOTE(text) #text
+/* One number for #if: 10000 major + 100 minor + patch (0.1.0 is 100). */
+#define ELEC_VERSION_NUMBER                                                   \
+    (ELEC_VERSION_MAJOR * 10000 + ELEC_VERSION_MINOR * 100 + ELEC_VERSION_PATCH)
 
 #include <math.h>
 #include <stddef.h>
@@ -105,10 +125,6 @@
 #define ELEC_IMPLEMENTATION
 #endif
 #endif
-
-#define ELEC_VERSION_MAJOR 0
-#define ELEC_VERSION_MINOR 1
-#define ELEC_VERSION_PATCH 0
 
 /* ELEC_API: every public declaration's storage (define it before
    including for, say, a shared library's visibility attribute). */
@@ -535,7 +551,7 @@ ELEC_API elec_status elec_structure_box(const elec_structure *structure,
 /* Writes a map as OpenDX, the dialect APBS writes and VMD, PyMOL and
    Chimera read (gridpositions, gridconnections, array; three values a
    line; z fastest in the file, so the writer transposes).  comment may be
-   NULL. */
+   NULL.  A path ending in ".gz" is written gzip-compressed (">>mrc"). */
 ELEC_API elec_status elec_write_dx(const char *path,
                                    const elec_lattice *lattice,
                                    const float *map, const char *comment,
@@ -543,7 +559,8 @@ ELEC_API elec_status elec_write_dx(const char *path,
 /* Reads an OpenDX map into a new array (x fastest), allocated with
    ELEC_MALLOC: release it with elec_free.  The header's item count must
    match its counts and fit in the bytes that follow it, or the file is
-   refused before the map is allocated. */
+   refused before the map is allocated.  A gzip-compressed file is
+   inflated first (">>mrc"). */
 ELEC_API elec_status elec_read_dx(const char *path, elec_lattice *lattice,
                                   float **map, elec_error *err);
 /* The same from text in memory (length bytes; need not end in '\0'). */
@@ -606,6 +623,83 @@ ELEC_API void elec_output_abort(elec_output *out); /* out may be NULL */
    the input file itself (the same device and inode, however named). */
 ELEC_API elec_status elec_output_check(const char *path, const char *input,
                                        elec_error *err);
+
+/* ------------------------------------------ >>mrc MRC/CCP4 and gzipped OpenDX maps */
+
+/* MRC2014 maps (Cheng et al. 2015, J. Struct. Biol. 192, 146; the
+   specification at ccpem.ac.uk/mrc_format/mrc2014.php), the format of
+   CCP4 and EMDB that ChimeraX, PyMOL, VMD and Coot read: a 1024-byte
+   header of 4-byte words, then the values, x fastest.  elec writes mode 2
+   (32-bit floats), little endian (machine stamp 0x44 0x44 0 0), one volume
+   (ISPG 1), NX NY NZ = MX MY MZ = the lattice's counts and cell
+   CELLA = counts x spacing (the spacing is CELLA / MX), angles 90, axes
+   in order (MAPC MAPR MAPS = 1 2 3), the origin in A in words 50-52 with
+   NXSTART = NYSTART = NZSTART = 0 (so that viewers reading either field
+   place the map alike), DMIN DMAX DMEAN and RMS of the values, "MAP ",
+   NVERSION 20140, and comment's lines as up to 10 labels of 80 characters
+   (longer lines continue on the next label; what does not fit is left
+   out).  The header holds origin and cell as floats: a lattice comes back
+   within float rounding (relative 6e-8) of its coordinates.  A path
+   ending in ".gz" is written gzip-compressed.  Values that are not finite
+   are refused, as by elec_write_dx. */
+ELEC_API elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err);
+/* Reads a mode 2 MRC/CCP4 map (either byte order; any axis order MAPC
+   MAPR MAPS; an extended header skipped) into a new array, x fastest,
+   allocated with ELEC_MALLOC: release it with elec_free.  The origin is
+   words 50-52 where the file has its "MAP " stamp and they are not all
+   zero, else NXSTART NYSTART NZSTART times the spacing (CCP4's
+   convention; ChimeraX reads both so).  Refused with a named error:
+   another mode (ELEC_ERR_UNSUPPORTED: 8- and 16-bit integers, float16,
+   complex), cell angles other than 90 (a skewed lattice), a header whose
+   counts and extended header need more or fewer bytes than the file has
+   (checked before the map is allocated), no cell to give the spacing, a
+   value that is not finite.  A file larger than ELEC_MAX_INPUT_BYTES is
+   refused before it is read, and a stream as soon as its header is; a
+   ".gz" name is inflated first. */
+ELEC_API elec_status elec_read_mrc(const char *path, elec_lattice *lattice,
+                                   float **map, elec_error *err);
+/* The same from bytes in memory. */
+ELEC_API elec_status elec_parse_mrc(const void *data, size_t length,
+                                    elec_lattice *lattice, float **map,
+                                    elec_error *err);
+
+/* gzip (RFC 1952) through zlib, where the build has it: define
+   ELEC_WITH_ZLIB and link -lz (the Makefile does where zlib is installed,
+   as it does FFTW).  Without it, writing a ".gz" file or reading a
+   gzip-compressed one is refused with ELEC_ERR_UNSUPPORTED, saying so.
+   Readers inflate what they read: elec_read_dx and elec_read_pqr a file
+   that starts with gzip's magic bytes, whatever its name (APBS writes
+   .dx.gz), elec_read_mrc one whose name ends in ".gz"; the inflated bytes
+   are held to ELEC_MAX_INPUT_BYTES and to the format's checks, so that a
+   gzip bomb stops at the limit or its first bad byte.  Writers compress
+   through an output opened with elec_output_open_gzip: what is written to
+   it is deflated on its way to the file, which is otherwise written as
+   elec_output_open writes it (whole or not at all). */
+ELEC_API elec_status elec_output_open_gzip(const char *path, elec_output **out,
+                                           elec_error *err);
+
+/* A map file's format by its name (ASCII case ignored): ".mrc", ".map",
+   ".ccp4" are MRC; anything else OpenDX (".dx", and /dev/stdout or a name
+   without an extension, as elec_write_dx always wrote them).  A trailing
+   ".gz" sets *gzip (may be NULL) and names the format before it:
+   ".dx.gz", ".mrc.gz". */
+typedef enum elec_map_format {
+    ELEC_MAP_DX = 0, /* OpenDX text (elec_write_dx, elec_read_dx) */
+    ELEC_MAP_MRC     /* MRC2014 (elec_write_mrc, elec_read_mrc)  */
+} elec_map_format;
+ELEC_API elec_map_format elec_map_format_of(const char *path, int *gzip);
+/* "OpenDX", "MRC2014", with ", gzip-compressed" where the name ends in
+   ".gz": for a tool's summary. */
+ELEC_API const char *elec_map_format_name(const char *path);
+/* Writes or reads a map in the format its name gives (above): the one
+   call a tool needs to offer every format. */
+ELEC_API elec_status elec_write_map(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err);
+ELEC_API elec_status elec_read_map(const char *path, elec_lattice *lattice,
+                                   float **map, elec_error *err);
 
 /* ------------------------------------------------- >>dcs DCS: direct Coulomb summation */
 
@@ -1017,17 +1111,22 @@ typedef enum elec_spme_spread {
     ELEC_SPME_SPREAD_ATOMIC = ELEC_SPME_SPREAD_CHARGEMAP /* its former name */
 } elec_spme_spread;
 
-/* Grids past these are refused (a tolerance that needs one is refused
-   with the size it would need). */
 /* The GPU SPME computes in float.  Its arithmetic alone (float pair terms
    of erfcf and __expf, a few ulp each, summed ~40 to a warp lane; grid
    values summed by float atomics and transformed by cuFFT, eps log2 K ~
    1e-6 of the spectrum, little of it in the low modes that carry the
-   force) is reasoned to leave a relative RMS force error of about this
-   (to be measured: tests/test_gpu_spme.cu prints it); positions rounded to
-   float add estimate.float_floor's share (for double input).  The GPU
-   refuses tolerances under 1.5 times the floor that applies. */
-#define ELEC_SPME_GPU_FLOAT_FLOOR 5e-7
+   force) leaves a relative RMS force error that tests/test_gpu_spme.cu
+   measures against the CPU's double SPME at the same parameters: on an
+   H100, 1.5e-7 to 1.9e-7 for random charges and 2.2e-6 to 2.65e-6 for
+   rock salt with its ions displaced 0.1 A (whose net forces are what is
+   left of nearly cancelling pair forces, so float's share of each pair
+   term counts ten times over).  The floor is the worst of those, rounded
+   up; positions rounded to float add estimate.float_floor's share (for
+   double input).  The GPU refuses tolerances under 1.5 times the floor
+   that applies. */
+#define ELEC_SPME_GPU_FLOAT_FLOOR 2e-6
+/* Grids past these are refused (a tolerance that needs one is refused
+   with the size it would need). */
 #define ELEC_SPME_MAX_GRID_AXIS 4096
 #define ELEC_SPME_MAX_GRID_POINTS 268435456.0 /* 2^28: 2 GB a double grid */
 
@@ -1121,7 +1220,8 @@ ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
    are grid cells with bin_capacity slots, atoms past it go to an overflow
    list mapped by atomics afterwards: */
 typedef enum elec_chargemap_variant {
-    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_OWNER               */
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: PC_LANES (the fastest end
+                                            to end on an H100, README)        */
     ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
                                             the caller's order, order^3 global
                                             atomics                           */
@@ -1143,6 +1243,12 @@ typedef enum elec_chargemap_variant {
     ELEC_CHARGEMAP_GC_REDUCED_READS,     /* Alg. 6: slot-major bins, valid
                                             slots only                        */
     /* beyond the seed, for today's GPUs: */
+    ELEC_CHARGEMAP_PC_LANES,             /* order lanes per atom in the caller's
+                                            order, lane jx adding its x plane
+                                            by global atomics (SPME's spread
+                                            before the charge map): no sort to
+                                            pay for, neighbouring atomics in
+                                            any atom order                    */
     ELEC_CHARGEMAP_PC_SORTED_LANES,      /* atoms sorted by tile on the GPU,
                                             order lanes per atom (GROMACS):
                                             neighbouring atomics             */
@@ -1155,6 +1261,20 @@ typedef enum elec_chargemap_variant {
                                             as 64-bit integers (OpenMM): the
                                             grid is bit-identical whatever the
                                             atom order                        */
+    ELEC_CHARGEMAP_TILE_BINNED,          /* TILE_OWNER's tiles, the copies
+                                            binned without global atomics:
+                                            each block counting-sorts its
+                                            share of the atoms by tile in
+                                            shared memory; then a block per
+                                            tile gathers its copies from every
+                                            block's run (two kernels)         */
+    ELEC_CHARGEMAP_TILE_FUSED,           /* TILE_BINNED's two stages in one
+                                            cooperative kernel, a grid barrier
+                                            between them: one launch          */
+    ELEC_CHARGEMAP_TILE_FUSED_FIXED,     /* TILE_FUSED adding q w w w 2^32 as
+                                            64-bit integers in shared memory:
+                                            bit-identical whatever the atom
+                                            order (PC_FIXED_POINT's rounding) */
     ELEC_CHARGEMAP_VARIANT_COUNT
 } elec_chargemap_variant;
 
@@ -1199,9 +1319,10 @@ typedef struct elec_chargemap_params {
     int bin_capacity;  /* slots per bin of the seed's rungs, 1 to 16, made
                           a power of two; 0 = the smallest power of two
                           >= l + 4 sqrt(l) + 2, l the mean atoms per cell  */
-    int tile[3];       /* TILE_OWNER's tile (points per axis, each at least
-                          order - 1); 0 = chosen by the GPU call (16 or 8
-                          per axis, so that every SM has a tile)           */
+    int tile[3];       /* the sorted rungs' tile (points per axis, each at
+                          least order - 1; the tile-binned rungs round it
+                          up to a power of two); 0 = chosen by the GPU
+                          call (16 or 8 per axis)                          */
     elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
     elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
     elec_chargemap_times *times;            /* GPU one-shot calls: out      */
@@ -1277,9 +1398,27 @@ ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
    its children, down to the atoms.  Both keep the monopole and the dipole
    (2 charges: of every component, neutral ones included), so the error of
    a far component falls as R^-3; every level keeps the net charge, so
-   E1's constant term is exact under HCP too. */
+   E1's constant term is exact under HCP too.
+
+   The distance test alone (the seed's, NAB's) lets a large, charged
+   component err more than its level's threshold suggests: a pentamer of
+   the bench's capsid (net -50 e spread on a ring 104 A across, its two
+   charges on the ring's axis) leaves a quadrupole residual 23 times a
+   chain's, and the errors of the ~10 pentamers a vertex sees add up with
+   one sign (1.08 % relative RMS at 20/70/150; 0.40 % when complexes are
+   never approximated).  So a far component must also pass an error test
+   (hcp_tolerance): its approximation's leading error, bounded by
+       front (|dp| / d^2 + |dQ| / d^3),
+   dp the dipole and dQ the quadrupole residual (max |eigenvalue| / 2 <=
+   sqrt(2/3) |dQ|_F / 2 of the traceless tensor) of the component minus
+   its one or two charges about its centre, front E1's (1 + alpha) /
+   (eps_out (1 + alpha beta)), must be at most the tolerance.  The
+   distance that passes it is solved once per component and call, so a
+   component's test stays one comparison of squared distances (its
+   "reach": the larger of the level's threshold and that distance). */
 #define ELEC_ALPB_ALPHA 0.571412 /* GEM's ALPHA_OF, Sigalov et al. 2005 */
 #define ELEC_HCP_LEVELS 3        /* residues, chains, complexes */
+#define ELEC_HCP_TOLERANCE 1.5e-4 /* e/A: elec_alpb_params.hcp_tolerance's default */
 
 /* The hierarchy, built once from a structure or from component indices a
    host code passes, shared by the CPU and GPU paths.  Atoms are copied in
@@ -1303,6 +1442,11 @@ typedef struct elec_hcp {
        (the positive charges at their centre; the negative ones at theirs;
        an empty side is a zero charge at the centre) */
     double *approx[ELEC_HCP_LEVELS];
+    /* 4 per component: what the approximations leave out, about the
+       centre: |dipole residual| (e A) and the bound of the quadrupole
+       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), of the one-charge
+       approximation, then of the two-charge one (the error test above) */
+    double *residual[ELEC_HCP_LEVELS];
     double net_charge;  /* sum of the charges (e)                            */
     double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
                            undefined (no radii, or every radius zero)      */
@@ -1348,7 +1492,7 @@ ELEC_API elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
    the exact sum (every component opened) and HCP.  The CPU ignores it. */
 typedef enum elec_alpb_variant {
     ELEC_ALPB_FASTEST = 0, /* default: the exact sum without salt on the DCS
-                              points kernel, else ELEC_ALPB_PACKED         */
+                              points kernel, else ELEC_ALPB_PAIRS          */
     ELEC_ALPB_SIMPLE,      /* one thread per vertex walks the hierarchy, the
                               seed's kernel before its shared-memory step:
                               the vertex re-read from global memory at
@@ -1359,12 +1503,36 @@ typedef enum elec_alpb_variant {
                               32 threads of a warp are neighbours and take
                               the same branches                           */
     ELEC_ALPB_PACKED,      /* sorted, complexes and chains staged in shared
-                              memory, a residue's centre and charges one
-                              48-byte record                              */
+                              memory, a component's centre, reach, charges
+                              and children one 64-byte record             */
+    ELEC_ALPB_PAIRS,       /* packed, two neighbouring vertices a thread:
+                              each record read once for both              */
     ELEC_ALPB_VARIANT_COUNT
 } elec_alpb_variant;
 
+/* The rung ELEC_ALPB_FASTEST takes for HCP, salt and GEM's region 1. */
+#define ELEC_ALPB_FASTEST_WALK ELEC_ALPB_PAIRS
+
 ELEC_API const char *elec_alpb_variant_name(elec_alpb_variant variant);
+
+/* Seconds of a GPU call's stages (elec_cuda_alpb fills it where
+   params.times is not NULL).  With times the stages run one after another,
+   each timed alone (host stages by the wall clock, device stages by CUDA
+   events); without, the call overlaps the points' upload, the sort, the
+   walk and the copy back chunk by chunk, and total is shorter than their
+   sum.  The exact sum on the DCS points path fills prepare and total. */
+typedef struct elec_alpb_times {
+    double prepare;   /* host: params and input checks, the points' box    */
+    double allocate;  /* the device buffers (one allocation), streams      */
+    double upload;    /* the hierarchy: its levels laid out on the host
+                         with every component's reach, its atoms converted,
+                         both uploaded                                      */
+    double points;    /* the points converted to float (host) and uploaded */
+    double sort;      /* Morton codes, the radix sort, the gather (device) */
+    double kernel;    /* the walk (device)                                 */
+    double copy_back; /* the potential to the host, buffers freed          */
+    double total;     /* the whole call                                    */
+} elec_alpb_times;
 
 typedef struct elec_alpb_params {
     double scale;         /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)          */
@@ -1386,8 +1554,15 @@ typedef struct elec_alpb_params {
                              complexes; 0 = 20, 70, 150 (the research notes'
                              measurements: <= 1 % relative RMS; the seed
                              used 10, 70 with 1 charge)                     */
+    double hcp_tolerance; /* e/A, before scale: a far component's error
+                             bound (above); 0 = 1.5e-4 (0.05 kcal/(mol e),
+                             0.084 kT/e at 298 K, about ALPB's own RMS error
+                             against Kirkwood's sphere, 0.041 kcal/(mol e));
+                             +infinity: the distance test alone (the
+                             seed's and NAB's; the research notes' tables) */
     elec_alpb_variant variant; /* GPU kernel; 0 = ELEC_ALPB_FASTEST          */
     elec_gpu_set gpus;    /* the first device is used                        */
+    elec_alpb_times *times; /* GPU calls: stage times out, or NULL         */
 } elec_alpb_params;
 
 /* Fills every zero field of in with its default and checks the result for
@@ -1830,16 +2005,20 @@ static inline elec_status elec__msm_lattices_alloc(const elec__msm_shape *shape,
 
 /* Resolves the params and checks the vertices (finite) and normals
    (finite and not zero, scaled to unit length where used; required where
-   the potential is taken off the
-   vertex, p != 0, or where salt needs P' = v + s n). */
+   the potential is taken off the vertex, p != 0, or where salt needs
+   P' = v + s n).  Where lo is not NULL, the vertices' box comes back in
+   lo and hi from the same pass (the GPU's reference point). */
 static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *vertices,
                                              const double *normals, size_t count,
                                              const void *potential,
                                              const elec_alpb_params *params,
                                              elec_alpb_params *resolved,
-                                             elec_alpb_kernel *kernel, elec_error *err) {
+                                             elec_alpb_kernel *kernel, double lo[3],
+                                             double hi[3], elec_error *err) {
     elec_status s = elec_alpb_params_resolve(params, hcp, resolved, err);
-    size_t i;
+    long i, bad_vertex = LONG_MAX, bad_normal = LONG_MAX; /* the first of each */
+    double x0 = HUGE_VAL, y0 = HUGE_VAL, z0 = HUGE_VAL, x1 = -HUGE_VAL, y1 = -HUGE_VAL,
+           z1 = -HUGE_VAL;
     if (s != ELEC_OK) return s;
     if (count > 0 && (!vertices || !potential))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertices or potential is NULL");
@@ -1849,18 +2028,71 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
                           "potential is taken at v + %s n)",
                           resolved->proj != 0.0 ? "proj != 0" : "salt",
                           resolved->proj != 0.0 ? "p" : "s");
-    for (i = 0; i < 3 * count; i++)
-        if (!elec__finite(vertices[i]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertex %zu is not finite", i / 3);
-    for (i = 0; normals && i < count; i++) {
-        const double *n = normals + 3 * i;
-        double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-        if (!elec__finite(length2) || !(length2 > 0.0))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "normal %zu is zero or not finite", i);
+    /* one parallel pass (a million vertices: the GPU call's budget) */
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : bad_vertex, bad_normal, x0, y0, z0) \
+    reduction(max : x1, y1, z1)
+#endif
+    for (i = 0; i < (long)count; i++) {
+        const double *v = vertices + 3 * i;
+        if (!elec__finite(v[0]) || !elec__finite(v[1]) || !elec__finite(v[2]))
+            bad_vertex = i < bad_vertex ? i : bad_vertex;
+        if (normals) {
+            const double *n = normals + 3 * i;
+            double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+            if (!elec__finite(length2) || !(length2 > 0.0))
+                bad_normal = i < bad_normal ? i : bad_normal;
+        }
+        x0 = v[0] < x0 ? v[0] : x0;
+        y0 = v[1] < y0 ? v[1] : y0;
+        z0 = v[2] < z0 ? v[2] : z0;
+        x1 = v[0] > x1 ? v[0] : x1;
+        y1 = v[1] > y1 ? v[1] : y1;
+        z1 = v[2] > z1 ? v[2] : z1;
+    }
+    if (bad_vertex != LONG_MAX)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertex %ld is not finite", bad_vertex);
+    if (bad_normal != LONG_MAX)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "normal %ld is zero or not finite",
+                          bad_normal);
+    if (lo) {
+        lo[0] = x0;
+        lo[1] = y0;
+        lo[2] = z0;
+        hi[0] = x1;
+        hi[1] = y1;
+        hi[2] = z1;
     }
     elec_alpb_kernel_setup(resolved, kernel);
     return ELEC_OK;
+}
+
+/* The reach of component c of level `level` (0 residues, 1 chains, 2
+   complexes): the distance beyond which a point sees it by its charges
+   (the distance test compares squared distances strictly, as NAB and
+   GEM).  The larger of the level's threshold and the distance d where
+   front (|dp| / d^2 + |dQ| / d^3) falls to the tolerance (elec_hcp's
+   error test): the positive root of tol d^3 - front |dp| d - front |dQ|,
+   by Newton's method from an upper bound (the cubic is convex there, so
+   the iterates fall monotonically onto the root).  +infinity for the
+   exact sum. */
+static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
+                                     const elec_alpb_params *r, double front) {
+    const double *e = hcp->residual[level] + 4 * c + (r->hcp_charges == 2 ? 2 : 0);
+    const double a = front * e[0], b = front * e[1], tol = r->hcp_tolerance;
+    const double h = r->hcp_h[level];
+    double d;
+    int i;
+    if (r->exact) return HUGE_VAL;
+    /* most components pass at the threshold itself (+infinity passes) */
+    if ((a / h + b / (h * h)) / h <= tol) return h;
+    d = sqrt(a / tol) + cbrt(b / tol); /* each term alone reaches tol there */
+    for (i = 0; i < 100; i++) {
+        const double f = tol * d * d * d - a * d - b, step = f / (3.0 * tol * d * d - a);
+        d -= step;
+        if (!(step > 1e-12 * d)) break;
+    }
+    return d > h ? d : h;
 }
 
 /* v + shift n / |n| of vertex i (v itself where there are no normals). */
@@ -2728,17 +2960,37 @@ static elec_status elec__text_too_large(const char *path, const char *what,
                       what);
 }
 
-/* Reads a whole text file into a new '\0'-terminated buffer: refused when
+/* What a reader of a binary format checks in a file's first bytes (n of
+   them: ELEC__HEAD_BYTES, or fewer when that is the whole file): ELEC_OK
+   and the length the header gives the whole file, or the refusal.  It
+   stops a stream (a pipe, /dev/zero, a gzip bomb) at its header, as the
+   text check stops one at its first binary byte. */
+#define ELEC__HEAD_BYTES ((size_t)1024)
+typedef elec_status (*elec__head_check)(const char *path, const char *head, size_t n,
+                                        size_t *whole, elec_error *err);
+
+/* The gzip stream that *data holds, inflated into a new buffer that
+   replaces it (">>mrc", beside the gzip writer). */
+static elec_status elec__gunzip(const char *path, const char *what, int text,
+                                elec__head_check head, char **data, size_t *length,
+                                elec_error *err);
+
+/* Reads a whole file into a new '\0'-terminated buffer: refused when
    larger than ELEC_MAX_INPUT_BYTES (a regular file before any of it is
-   read) or at its first byte that no text file has, so that neither a
-   huge file nor /dev/zero is read to the end.  what names the format in
+   read), for a text file at its first byte that no text file has, for a
+   binary one (head not NULL) as soon as its header is refused or it has
+   more bytes than the header gives it, so that neither a huge file nor
+   /dev/zero is read to the end.  A file that starts with gzip's magic
+   bytes is inflated (a text file whatever its name, a binary one when its
+   name ends in ".gz"), within the same limit.  what names the format in
    messages ("a PQR"). */
-static elec_status elec__read_text(const char *path, const char *what,
-                                   char **text, size_t *length,
+static elec_status elec__read_file(const char *path, const char *what, int text,
+                                   elec__head_check head, char **data, size_t *length,
                                    elec_error *err) {
     const size_t limit = (size_t)ELEC_MAX_INPUT_BYTES;
     char *buf = NULL;
-    size_t cap = (size_t)1 << 16, len = 0;
+    size_t cap = (size_t)1 << 16, len = 0, whole = 0;
+    int gzip = 0, headed = 0;
     elec_status s = ELEC_OK;
 #ifdef ELEC__POSIX
     struct stat st;
@@ -2746,7 +2998,7 @@ static elec_status elec__read_text(const char *path, const char *what,
 #else
     FILE *f;
 #endif
-    *text = NULL;
+    *data = NULL;
     *length = 0;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
 #ifdef ELEC__POSIX
@@ -2816,8 +3068,20 @@ static elec_status elec__read_text(const char *path, const char *what,
         }
 #endif
         if (got == 0) break; /* the end */
-        s = elec__text_check(path, buf, len, len + got, what, err);
+        if (len == 0)
+            gzip = got >= 2 && (unsigned char)buf[0] == 0x1f &&
+                   (unsigned char)buf[1] == 0x8b &&
+                   (text || (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")));
+        if (text && !gzip) s = elec__text_check(path, buf, len, len + got, what, err);
         len += got;
+        if (s == ELEC_OK && head && !gzip && !headed && len >= ELEC__HEAD_BYTES) {
+            s = head(path, buf, len, &whole, err);
+            headed = 1;
+        }
+        if (s == ELEC_OK && headed && len > whole)
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s' has more than the %zu bytes its header gives it",
+                           path, whole);
         if (s == ELEC_OK && len > limit) s = elec__text_too_large(path, what, err);
     }
 #ifdef ELEC__POSIX
@@ -2825,14 +3089,21 @@ static elec_status elec__read_text(const char *path, const char *what,
 #else
     fclose(f);
 #endif
+    if (s == ELEC_OK && gzip) s = elec__gunzip(path, what, text, head, &buf, &len, err);
     if (s != ELEC_OK) {
         ELEC_FREE(buf);
         return s;
     }
     buf[len] = '\0';
-    *text = buf;
+    *data = buf;
     *length = len;
     return ELEC_OK;
+}
+
+static elec_status elec__read_text(const char *path, const char *what,
+                                   char **text, size_t *length,
+                                   elec_error *err) {
+    return elec__read_file(path, what, 1, NULL, text, length, err);
 }
 
 /* --------------------------------------------------------------- outputs */
@@ -2852,6 +3123,12 @@ struct elec_output {
 #else
     FILE *file;
 #endif
+    /* a stage the buffered bytes pass through on their way to the file
+       (gzip: elec_output_open_gzip); NULL writes them as they are.  Called
+       with 0 to take the buffer, 1 at the commit (the end of the stream),
+       -1 at an abort (free what it holds). */
+    void (*stage)(elec_output *out, int end);
+    void *stage_state;
     char buffer[ELEC__OUTPUT_BUFFER];
 };
 
@@ -2927,6 +3204,8 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
     o->replaces = 0;
     o->error = 0;
     o->used = 0;
+    o->stage = NULL;
+    o->stage_state = NULL;
     o->path = elec__concat(path, n, "", "");
     if (!o->path) {
         elec__output_free(o);
@@ -3012,16 +3291,12 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
     return ELEC_OK;
 }
 
-/* Writes what is buffered; a failure is kept in out->error. */
-static void elec__output_flush(elec_output *out) {
+/* Writes size bytes to the file; a failure is kept in out->error. */
+static void elec__output_raw(elec_output *out, const char *data, size_t size) {
     size_t done = 0;
-    if (out->error) {
-        out->used = 0;
-        return;
-    }
-    while (done < out->used) {
+    while (!out->error && done < size) {
 #ifdef ELEC__POSIX
-        ssize_t r = write(out->fd, out->buffer + done, out->used - done);
+        ssize_t r = write(out->fd, data + done, size - done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             out->error = r < 0 ? errno : -1;
@@ -3029,13 +3304,21 @@ static void elec__output_flush(elec_output *out) {
         }
         done += (size_t)r;
 #else
-        size_t r = fwrite(out->buffer + done, 1, out->used - done, out->file);
+        size_t r = fwrite(data + done, 1, size - done, out->file);
         if (r == 0) {
             out->error = errno ? errno : -1;
             break;
         }
         done += r;
 #endif
+    }
+}
+
+/* Writes what is buffered, through the stage when there is one. */
+static void elec__output_flush(elec_output *out) {
+    if (!out->error) {
+        if (out->stage) out->stage(out, 0);
+        else elec__output_raw(out, out->buffer, out->used);
     }
     out->used = 0;
 }
@@ -3097,6 +3380,7 @@ ELEC_DEF void elec_output_printf(elec_output *out, const char *format, ...) {
 
 ELEC_DEF void elec_output_abort(elec_output *out) {
     if (!out) return;
+    if (out->stage) out->stage(out, -1);
 #ifdef ELEC__POSIX
     close(out->fd);
 #else
@@ -3110,6 +3394,7 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
     int e;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     elec__output_flush(out);
+    if (out->stage) out->stage(out, 1); /* the stream's end (and frees it) */
 #ifdef ELEC__POSIX
     /* A regular file's data must be on disk before the rename makes it the
        file at path; a device or pipe may not support fsync at all. */
@@ -3605,7 +3890,7 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                                    elec_error *err) {
     elec_output *f;
     size_t total, index, on_line = 0;
-    int i, j, k, axis;
+    int i, j, k, axis, gzip;
     char number[3][32];
     elec_status s;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
@@ -3622,7 +3907,8 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
                               index, index % nx, index / nx % ny,
                               index / (nx * ny), (double)map[index]);
         }
-    s = elec_output_open(path, &f, err);
+    elec_map_format_of(path, &gzip); /* ".gz": compressed (">>mrc") */
+    s = gzip ? elec_output_open_gzip(path, &f, err) : elec_output_open(path, &f, err);
     if (s != ELEC_OK) return s;
     while (comment && *comment) {
         const char *newline = strchr(comment, '\n');
@@ -3952,6 +4238,643 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 }
 
 /* ELEC_IO_END */
+
+/* ------------------------------------------ >>mrc MRC/CCP4 and gzipped OpenDX maps */
+
+#ifdef ELEC_WITH_ZLIB
+#ifdef __cplusplus
+} /* zlib.h outside the implementation's extern "C" */
+#endif
+#include <zlib.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+#endif
+
+/* Whether path ends in suffix, ASCII case ignored. */
+static int elec__path_ends(const char *path, const char *suffix) {
+    size_t n = strlen(path), m = strlen(suffix), i;
+    if (n < m) return 0;
+    for (i = 0; i < m; i++) {
+        char c = path[n - m + i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != suffix[i]) return 0;
+    }
+    return 1;
+}
+
+ELEC_DEF elec_map_format elec_map_format_of(const char *path, int *gzip) {
+    static const char *const mrc[] = {".mrc", ".map", ".ccp4", ".mrc.gz", ".map.gz",
+                                      ".ccp4.gz"};
+    int gz = path && elec__path_ends(path, ".gz"), k;
+    if (gzip) *gzip = gz;
+    for (k = 0; path && k < 6; k++)
+        if (elec__path_ends(path, mrc[k])) return ELEC_MAP_MRC;
+    return ELEC_MAP_DX;
+}
+
+ELEC_DEF const char *elec_map_format_name(const char *path) {
+    int gz;
+    elec_map_format f = elec_map_format_of(path, &gz);
+    if (f == ELEC_MAP_MRC) return gz ? "MRC2014, gzip-compressed" : "MRC2014";
+    return gz ? "OpenDX, gzip-compressed" : "OpenDX";
+}
+
+/* ---- >>mrc gzip: the output stage and the inflater of elec__read_file */
+
+#ifdef ELEC_WITH_ZLIB
+/* zlib's allocations through ELEC_MALLOC and ELEC_FREE */
+static voidpf elec__zalloc(voidpf opaque, uInt items, uInt size) {
+    (void)opaque;
+    if (size != 0 && items > (size_t)-1 / size) return Z_NULL;
+    return ELEC_MALLOC((size_t)items * size);
+}
+static void elec__zfree(voidpf opaque, voidpf p) {
+    (void)opaque;
+    ELEC_FREE(p);
+}
+
+typedef struct elec__gzip_stage {
+    z_stream z;
+    unsigned char out[ELEC__OUTPUT_BUFFER];
+} elec__gzip_stage;
+
+/* elec_output's stage (see struct elec_output): deflates the buffer into
+   the file, ends the stream (its trailer: CRC-32 and length), or frees. */
+static void elec__gzip_stage_run(elec_output *out, int end) {
+    elec__gzip_stage *g = (elec__gzip_stage *)out->stage_state;
+    if (end >= 0 && !out->error) {
+        int r;
+        g->z.next_in = (Bytef *)out->buffer;
+        g->z.avail_in = (uInt)out->used;
+        do {
+            g->z.next_out = g->out;
+            g->z.avail_out = (uInt)sizeof g->out;
+            r = deflate(&g->z, end ? Z_FINISH : Z_NO_FLUSH);
+            if (r == Z_STREAM_ERROR) {
+                out->error = -1;
+                break;
+            }
+            elec__output_raw(out, (const char *)g->out, sizeof g->out - g->z.avail_out);
+        } while (!out->error && (end ? r != Z_STREAM_END : g->z.avail_out == 0));
+    }
+    if (end != 0) {
+        deflateEnd(&g->z);
+        ELEC_FREE(g);
+        out->stage = NULL;
+        out->stage_state = NULL;
+    }
+}
+#endif
+
+ELEC_DEF elec_status elec_output_open_gzip(const char *path, elec_output **out,
+                                           elec_error *err) {
+#ifdef ELEC_WITH_ZLIB
+    elec__gzip_stage *g;
+    elec_status s;
+    if (out) *out = NULL;
+    g = (elec__gzip_stage *)ELEC_MALLOC(sizeof *g);
+    if (!g) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to compress '%s'",
+                              path ? path : "(null)");
+    memset(&g->z, 0, sizeof g->z);
+    g->z.zalloc = elec__zalloc;
+    g->z.zfree = elec__zfree;
+    /* window 15 + 16: the deflate stream inside gzip's header and trailer,
+       as gzip(1) and APBS write it.  Level 1: a map's digits compress
+       little better at gzip's default 6 (a 2.1e6-point DX map here: 14.4 MB
+       at level 1 in 2.1 s, 12.5 MB at 6 in 6.4 s; 33 MB and 1.5 s plain) */
+    if (deflateInit2(&g->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        ELEC_FREE(g);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to compress '%s'",
+                          path ? path : "(null)");
+    }
+    s = elec_output_open(path, out, err);
+    if (s != ELEC_OK) {
+        deflateEnd(&g->z);
+        ELEC_FREE(g);
+        return s;
+    }
+    (*out)->stage = elec__gzip_stage_run;
+    (*out)->stage_state = g;
+    return ELEC_OK;
+#else
+    if (out) *out = NULL;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "cannot write '%s' gzip-compressed: this build has no zlib "
+                      "(define ELEC_WITH_ZLIB and link -lz; the Makefile does where "
+                      "zlib is installed)", path ? path : "(null)");
+#endif
+}
+
+static elec_status elec__gunzip(const char *path, const char *what, int text,
+                                elec__head_check head, char **data, size_t *length,
+                                elec_error *err) {
+#ifdef ELEC_WITH_ZLIB
+    const size_t limit = (size_t)ELEC_MAX_INPUT_BYTES;
+    const unsigned char *in = (const unsigned char *)*data;
+    size_t in_left = *length, len = 0, whole = 0;
+    /* DX text deflates 2.3 to 2.7 times (levels 1 to 6): room for 4,
+       doubled as needed, to the limit and no further */
+    size_t cap = *length < limit / 4 ? 4 * *length + 4096 : limit + 1;
+    char *out;
+    int headed = 0;
+    z_stream z;
+    elec_status s = ELEC_OK;
+    if (cap > limit + 1) cap = limit + 1;
+    out = (char *)ELEC_MALLOC(cap + 1);
+    if (!out)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu bytes to inflate '%s' into", cap, path);
+    memset(&z, 0, sizeof z);
+    z.zalloc = elec__zalloc;
+    z.zfree = elec__zfree;
+    if (inflateInit2(&z, 15 + 16) != Z_OK) { /* gzip's wrapper alone */
+        ELEC_FREE(out);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to inflate '%s'", path);
+    }
+    for (;;) {
+        size_t produced, consumed;
+        int r;
+        if (len == cap) {
+            size_t new_cap = cap < limit / 2 ? 2 * cap : limit + 1;
+            char *grown;
+            if (cap > limit) {
+                s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                               "'%s' inflates to more than %zu bytes, the limit for %s "
+                               "input (ELEC_MAX_INPUT_BYTES)", path, limit, what);
+                break;
+            }
+            grown = (char *)ELEC_MALLOC(new_cap + 1);
+            if (!grown) {
+                s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                               "no memory for %zu bytes of '%s' inflated", new_cap, path);
+                break;
+            }
+            memcpy(grown, out, len);
+            ELEC_FREE(out);
+            out = grown;
+            cap = new_cap;
+        }
+        /* zlib counts in uInt (32 bits): larger buffers go a piece at a time */
+        z.next_in = (Bytef *)(uintptr_t)in;
+        z.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+        z.next_out = (Bytef *)out + len;
+        z.avail_out = cap - len > 0x40000000u ? 0x40000000u : (uInt)(cap - len);
+        produced = z.avail_out;
+        consumed = z.avail_in;
+        r = inflate(&z, Z_NO_FLUSH);
+        produced -= z.avail_out;
+        consumed -= z.avail_in;
+        in += consumed;
+        in_left -= consumed;
+        if (text) s = elec__text_check(path, out, len, len + produced, what, err);
+        len += produced;
+        if (s == ELEC_OK && head && !headed && len >= ELEC__HEAD_BYTES) {
+            s = head(path, out, len, &whole, err);
+            headed = 1;
+        }
+        if (s == ELEC_OK && headed && len > whole)
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s' inflates to more than the %zu bytes its header gives it",
+                           path, whole);
+        if (s != ELEC_OK) break;
+        if (r == Z_STREAM_END) {
+            if (in_left == 0) break;
+            if (in_left >= 2 && in[0] == 0x1f && in[1] == 0x8b) {
+                inflateReset(&z); /* another member follows (gzip -c a b) */
+                continue;
+            }
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s': %zu bytes after the end of its gzip stream are not "
+                           "gzip data", path, in_left);
+            break;
+        }
+        if (r == Z_MEM_ERROR) {
+            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to inflate '%s'", path);
+            break;
+        }
+        if (r == Z_DATA_ERROR || r == Z_NEED_DICT || r == Z_STREAM_ERROR) {
+            s = elec__fail(err, ELEC_ERR_PARSE, 0, "'%s' is not valid gzip data (%s)", path,
+                           z.msg ? z.msg : "zlib could not inflate it");
+            break;
+        }
+        if (in_left == 0 && len < cap) { /* all read, room left, no end */
+            s = elec__fail(err, ELEC_ERR_PARSE, 0,
+                           "'%s': its gzip stream ends early (after %zu bytes inflated): "
+                           "a truncated file?", path, len);
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (s != ELEC_OK) {
+        ELEC_FREE(out);
+        return s;
+    }
+    ELEC_FREE(*data);
+    *data = out;
+    *length = len;
+    return ELEC_OK;
+#else
+    (void)what;
+    (void)text;
+    (void)head;
+    (void)data;
+    (void)length;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "'%s' is gzip-compressed, and this build has no zlib (define "
+                      "ELEC_WITH_ZLIB and link -lz; the Makefile does where zlib is "
+                      "installed), or inflate it first: gzip -d", path);
+#endif
+}
+
+/* ---- >>mrc MRC2014: the writer, the header's checks, the reader */
+
+#define ELEC__MRC_HEADER 1024 /* bytes: 56 words, then 10 labels of 80 */
+
+/* The float the file holds, bit for bit: IEEE 754 binary32 is assumed
+   (as every platform elec runs on has it). */
+typedef char elec__float_is_32_bits[sizeof(float) == 4 ? 1 : -1];
+
+static void elec__mrc_put_word(unsigned char *h, int word, uint32_t v) {
+    unsigned char *p = h + 4 * (word - 1); /* words count from 1, as in the spec */
+    p[0] = (unsigned char)(v & 0xff);
+    p[1] = (unsigned char)(v >> 8 & 0xff);
+    p[2] = (unsigned char)(v >> 16 & 0xff);
+    p[3] = (unsigned char)(v >> 24 & 0xff);
+}
+static void elec__mrc_put_int(unsigned char *h, int word, long v) {
+    elec__mrc_put_word(h, word, (uint32_t)(v & 0xffffffffL));
+}
+static void elec__mrc_put_float(unsigned char *h, int word, float f) {
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    elec__mrc_put_word(h, word, v);
+}
+/* Word word of the header, or the value at p, in the file's byte order. */
+static uint32_t elec__mrc_bits(const unsigned char *p, int big) {
+    return big ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+               : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+}
+static long elec__mrc_int(const unsigned char *h, int word, int big) {
+    uint32_t v = elec__mrc_bits(h + 4 * (word - 1), big);
+    return v < 0x80000000u ? (long)v : -(long)(0xffffffffu - v) - 1;
+}
+static float elec__mrc_float_at(const unsigned char *p, int big) {
+    uint32_t v = elec__mrc_bits(p, big);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* Refuses a map with a value that is not finite, naming its point. */
+static elec_status elec__map_finite(const elec_lattice *lattice, const float *map,
+                                    const char *format, elec_error *err) {
+    size_t total = elec_lattice_size(lattice), index;
+    for (index = 0; index < total; index++)
+        if (!elec__finite(map[index])) {
+            size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1];
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "map[%zu] (point %zu,%zu,%zu) is %g: %s viewers cannot "
+                              "show a value that is not finite", index, index % nx,
+                              index / nx % ny, index / (nx * ny), (double)map[index],
+                              format);
+        }
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err) {
+    unsigned char h[ELEC__MRC_HEADER];
+    unsigned char block[4096];
+    double lo = 0.0, hi = 0.0, sum = 0.0, mean, squares = 0.0;
+    size_t total, i, used = 0;
+    int axis, label = 0, gz;
+    elec_output *f;
+    elec_status s;
+    if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
+    s = elec_lattice_check(lattice, err);
+    if (s != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    if (elec__map_finite(lattice, map, "MRC", err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    total = elec_lattice_size(lattice);
+    /* DMIN, DMAX, DMEAN and RMS (the deviation from the mean), in double */
+    for (i = 0; i < total; i++) {
+        double v = map[i];
+        if (i == 0 || v < lo) lo = v;
+        if (i == 0 || v > hi) hi = v;
+        sum += v;
+    }
+    mean = sum / (double)total;
+    for (i = 0; i < total; i++) squares += ((double)map[i] - mean) * ((double)map[i] - mean);
+    memset(h, 0, sizeof h);
+    for (axis = 0; axis < 3; axis++) {
+        elec__mrc_put_int(h, 1 + axis, lattice->dims[axis]);  /* NX NY NZ */
+        elec__mrc_put_int(h, 5 + axis, 0);                    /* NXSTART ... */
+        elec__mrc_put_int(h, 8 + axis, lattice->dims[axis]);  /* MX MY MZ */
+        /* CELLA: MX intervals of the spacing (the spec's "sampling along X
+           of the unit cell"; a viewer's step is CELLA / MX) */
+        elec__mrc_put_float(h, 11 + axis,
+                            (float)(lattice->dims[axis] * lattice->spacing[axis]));
+        elec__mrc_put_float(h, 14 + axis, 90.0f);             /* CELLB */
+        elec__mrc_put_int(h, 17 + axis, 1 + axis);            /* MAPC MAPR MAPS */
+        elec__mrc_put_float(h, 50 + axis, (float)lattice->origin[axis]); /* ORIGIN */
+    }
+    elec__mrc_put_int(h, 4, 2); /* MODE 2: 32-bit real */
+    elec__mrc_put_float(h, 20, (float)lo);
+    elec__mrc_put_float(h, 21, (float)hi);
+    elec__mrc_put_float(h, 22, (float)mean);
+    elec__mrc_put_int(h, 23, 1);     /* ISPG 1: one volume (0 is an image stack) */
+    elec__mrc_put_int(h, 24, 0);     /* NSYMBT: no extended header, so EXTTYP (word 27) is left 0 */
+    elec__mrc_put_int(h, 28, 20140); /* NVERSION: MRC2014, version 0 */
+    memcpy(h + 208, "MAP ", 4);      /* word 53 */
+    h[212] = 0x44;                   /* word 54, MACHST: little endian */
+    h[213] = 0x44;
+    elec__mrc_put_float(h, 55, (float)sqrt(squares / (double)total));
+    /* labels (word 57 on): comment's lines, 80 characters each, spaces after */
+    memset(h + 224, ' ', 800);
+    while (comment && *comment && label < 10) {
+        size_t n = strcspn(comment, "\n"), k, take = n;
+        while (take && comment[take - 1] == '\r') take--;
+        if (take > 80) take = n = 80; /* the rest of the line on the next label */
+        for (k = 0; k < take; k++) {
+            unsigned char c = (unsigned char)comment[k];
+            h[224 + 80 * label + k] = c < 0x20 || c == 0x7f ? ' ' : c;
+        }
+        label++;
+        comment += n;
+        if (*comment == '\n') comment++;
+    }
+    elec__mrc_put_int(h, 56, label); /* NLABL */
+    gz = elec__path_ends(path, ".gz");
+    s = gz ? elec_output_open_gzip(path, &f, err) : elec_output_open(path, &f, err);
+    if (s != ELEC_OK) return s;
+    elec_output_write(f, h, sizeof h);
+    for (i = 0; i < total; i++) { /* the values, x fastest, as the map holds them */
+        uint32_t v;
+        memcpy(&v, &map[i], 4);
+        block[used++] = (unsigned char)(v & 0xff);
+        block[used++] = (unsigned char)(v >> 8 & 0xff);
+        block[used++] = (unsigned char)(v >> 16 & 0xff);
+        block[used++] = (unsigned char)(v >> 24 & 0xff);
+        if (used == sizeof block || i + 1 == total) {
+            elec_output_write(f, block, used);
+            used = 0;
+        }
+    }
+    return elec_output_commit(f, err);
+}
+
+/* What the header says, checked. */
+typedef struct elec__mrc_header {
+    int big;             /* the file's byte order */
+    size_t count;        /* values */
+    size_t data;         /* where they start: 1024 + NSYMBT */
+    size_t whole;        /* the file's length by its header */
+    int crs[3];          /* NC NR NS: columns, rows, sections */
+    int axis_of[3];      /* the spatial axis (0 x, 1 y, 2 z) of each */
+    elec_lattice lattice;
+} elec__mrc_header;
+
+static const char *elec__mrc_mode_name(long mode) {
+    switch (mode) {
+    case 0: return "8-bit integers";
+    case 1: return "16-bit integers";
+    case 3: return "complex 16-bit integers";
+    case 4: return "complex 32-bit floats";
+    case 6: return "unsigned 16-bit integers";
+    case 12: return "16-bit floats";
+    case 101: return "4-bit integers";
+    default: return "not an MRC mode";
+    }
+}
+
+/* The header of the n bytes at h (n >= 1024), checked against itself and
+   the limits; not yet against the file's length (the caller's). */
+static elec_status elec__mrc_read_header(const char *name, const unsigned char *h, size_t n,
+                                         elec__mrc_header *m, elec_error *err) {
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    long mode, map_axis[3], start[3], sampling[3], nsymbt;
+    double cell[3], angle[3];
+    int axis, has_stamp, any_origin = 0;
+    if (n < ELEC__MRC_HEADER)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s has %zu bytes, fewer than the %d of an MRC header", name, n,
+                          ELEC__MRC_HEADER);
+    has_stamp = memcmp(h + 208, "MAP", 3) == 0;
+    /* Byte order by the machine stamp (MRC2014: 0x44 0x44 little endian,
+       0x11 0x11 big; 0x44 0x41 from some writers), else by which order
+       gives a known mode. */
+    if (h[212] == 0x44) m->big = 0;
+    else if (h[212] == 0x11) m->big = 1;
+    else {
+        long le = elec__mrc_int(h, 4, 0), be = elec__mrc_int(h, 4, 1);
+        int known_le = le >= 0 && (le <= 4 || le == 6 || le == 12 || le == 101);
+        int known_be = be >= 0 && (be <= 4 || be == 6 || be == 12 || be == 101);
+        if (!known_le && !known_be)
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s is not an MRC map: no machine stamp, and its mode word "
+                              "is no mode in either byte order", name);
+        m->big = !known_le;
+    }
+    mode = elec__mrc_int(h, 4, m->big);
+    if (mode != 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s has mode %ld (%s): only mode 2 maps, 32-bit floats, are "
+                          "read", name, mode, elec__mrc_mode_name(mode));
+    for (axis = 0; axis < 3; axis++) {
+        long count = elec__mrc_int(h, 1 + axis, m->big);
+        if (count < 1 || count > INT_MAX)
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: its %s count %ld must be positive", name,
+                              axis == 0 ? "column" : axis == 1 ? "row" : "section", count);
+        m->crs[axis] = (int)count;
+        start[axis] = elec__mrc_int(h, 5 + axis, m->big);
+        sampling[axis] = elec__mrc_int(h, 8 + axis, m->big);
+        cell[axis] = elec__mrc_float_at(h + 4 * (10 + axis), m->big);
+        angle[axis] = elec__mrc_float_at(h + 4 * (13 + axis), m->big);
+        map_axis[axis] = elec__mrc_int(h, 17 + axis, m->big);
+    }
+    /* MAPC MAPR MAPS: which of x, y, z the columns, rows and sections are */
+    for (axis = 0; axis < 3; axis++) {
+        int other;
+        if (map_axis[axis] < 1 || map_axis[axis] > 3)
+            break;
+        for (other = 0; other < axis; other++)
+            if (map_axis[other] == map_axis[axis]) break;
+        if (other < axis) break;
+        m->axis_of[axis] = (int)map_axis[axis] - 1;
+    }
+    if (axis < 3)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s: MAPC MAPR MAPS %ld %ld %ld is not an order of the axes 1 2 3",
+                          name, map_axis[0], map_axis[1], map_axis[2]);
+    nsymbt = elec__mrc_int(h, 24, m->big);
+    if (nsymbt < 0)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s: its extended header size NSYMBT %ld is negative", name, nsymbt);
+    /* the counts' product and the file's length, without overflow */
+    m->count = (size_t)m->crs[0];
+    for (axis = 1; axis < 3; axis++) {
+        if (m->count > ((size_t)-1 / 8) / (size_t)m->crs[axis])
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: its counts %d x %d x %d are more values than memory holds",
+                              name, m->crs[0], m->crs[1], m->crs[2]);
+        m->count *= (size_t)m->crs[axis];
+    }
+    m->data = (size_t)ELEC__MRC_HEADER + (size_t)nsymbt;
+    m->whole = 4 * m->count <= (size_t)-1 - m->data ? m->data + 4 * m->count : (size_t)-1;
+    if (m->whole > (size_t)ELEC_MAX_INPUT_BYTES)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s: its header gives %d x %d x %d values, %zu bytes, more than "
+                          "%zu, the limit for input (ELEC_MAX_INPUT_BYTES)", name,
+                          m->crs[0], m->crs[1], m->crs[2], m->whole,
+                          (size_t)ELEC_MAX_INPUT_BYTES);
+    /* cell angles: 90 (or all 0, as some writers leave them) */
+    if (!(angle[0] == 0.0 && angle[1] == 0.0 && angle[2] == 0.0))
+        for (axis = 0; axis < 3; axis++)
+            if (!(fabs(angle[axis] - 90.0) <= 1e-3))
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                  "%s: cell angles %g %g %g: only orthogonal lattices "
+                                  "(90 90 90) are read", name, angle[0], angle[1], angle[2]);
+    for (axis = 0; axis < 3; axis++) {
+        int c = 0; /* the file axis of spatial axis `axis` */
+        while (m->axis_of[c] != axis) c++;
+        m->lattice.dims[axis] = m->crs[c];
+        if (!(sampling[axis] > 0) || !(cell[axis] > 0.0) || !elec__finite(cell[axis]))
+            return elec__fail(err, ELEC_ERR_PARSE, 0,
+                              "%s: cell %g A over %ld intervals along %c gives no spacing",
+                              name, cell[axis], sampling[axis], axis_name[axis]);
+        m->lattice.spacing[axis] = cell[axis] / (double)sampling[axis];
+        m->lattice.origin[axis] = elec__mrc_float_at(h + 4 * (49 + axis), m->big);
+        if (!elec__finite(m->lattice.origin[axis]))
+            return elec__fail(err, ELEC_ERR_PARSE, 0, "%s: its origin along %c is %g",
+                              name, axis_name[axis], m->lattice.origin[axis]);
+        if (m->lattice.origin[axis] != 0.0) any_origin = 1;
+    }
+    /* The origin: words 50-52 where the file is MRC2000 or later (its
+       stamp) and sets them, else the first column, row and section's
+       index (NXSTART ...) times the spacing, CCP4's convention. */
+    if (!has_stamp || !any_origin)
+        for (axis = 0; axis < 3; axis++) {
+            int c = 0;
+            while (m->axis_of[c] != axis) c++;
+            m->lattice.origin[axis] = (double)start[c] * m->lattice.spacing[axis];
+        }
+    {
+        elec_error lattice_err;
+        if (elec_lattice_check(&m->lattice, &lattice_err) != ELEC_OK)
+            return elec__fail(err, ELEC_ERR_PARSE, 0, "%s: %s", name, lattice_err.message);
+    }
+    return ELEC_OK;
+}
+
+/* elec__read_file's head check: a stream stops at a refused header or
+   past the length its header gives. */
+static elec_status elec__mrc_head(const char *path, const char *head, size_t n,
+                                  size_t *whole, elec_error *err) {
+    elec__mrc_header m;
+    char name[300];
+    elec_status s;
+    snprintf(name, sizeof name, "'%s'", path);
+    s = elec__mrc_read_header(name, (const unsigned char *)head, n, &m, err);
+    if (s == ELEC_OK) *whole = m.whole;
+    return s;
+}
+
+static elec_status elec__mrc_parse(const char *name, const unsigned char *data,
+                                   size_t length, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    elec__mrc_header m;
+    elec_status s = elec__mrc_read_header(name, data, length, &m, err);
+    size_t stride[3], index = 0, c, r, k;
+    float *values;
+    if (s != ELEC_OK) return s;
+    if (length != m.whole)
+        return elec__fail(err, ELEC_ERR_PARSE, 0,
+                          "%s has %zu bytes; its header (%d x %d x %d floats after %zu "
+                          "bytes of header) gives it %zu%s", name, length, m.crs[0],
+                          m.crs[1], m.crs[2], m.data, m.whole,
+                          length < m.whole ? ": a truncated file?" : "");
+    values = (float *)ELEC_MALLOC(m.count * sizeof(float));
+    if (!values)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a map of %zu values",
+                          m.count);
+    /* the step in the map (x fastest) of one column, row and section */
+    for (c = 0; c < 3; c++) {
+        int axis = m.axis_of[c];
+        stride[c] = axis == 0 ? 1
+                  : axis == 1 ? (size_t)m.lattice.dims[0]
+                              : (size_t)m.lattice.dims[0] * (size_t)m.lattice.dims[1];
+    }
+    data += m.data;
+    for (k = 0; k < (size_t)m.crs[2]; k++)
+        for (r = 0; r < (size_t)m.crs[1]; r++)
+            for (c = 0; c < (size_t)m.crs[0]; c++, data += 4) {
+                float v = elec__mrc_float_at(data, m.big);
+                if (!elec__finite(v)) {
+                    ELEC_FREE(values);
+                    return elec__fail(err, ELEC_ERR_PARSE, 0,
+                                      "%s: value %zu (column %zu, row %zu, section %zu) is "
+                                      "%g, not a finite float", name, index, c, r, k,
+                                      (double)v);
+                }
+                values[c * stride[0] + r * stride[1] + k * stride[2]] = v;
+                index++;
+            }
+    *lattice = m.lattice;
+    *map = values;
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_parse_mrc(const void *data, size_t length, elec_lattice *lattice,
+                                    float **map, elec_error *err) {
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice or map is NULL");
+    *map = NULL;
+    if (!data && length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "data is NULL");
+    s = elec__mrc_parse("the MRC data", (const unsigned char *)(data ? data : ""), length,
+                        lattice, map, err);
+    if (s == ELEC_OK) elec__ok(err);
+    return s;
+}
+
+ELEC_DEF elec_status elec_read_mrc(const char *path, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    char *data, name[300];
+    size_t length;
+    elec_status s;
+    if (!lattice || !map)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "lattice or map is NULL");
+    *map = NULL;
+    s = elec__read_file(path, "an MRC", 0, elec__mrc_head, &data, &length, err);
+    if (s != ELEC_OK) return s;
+    snprintf(name, sizeof name, "'%s'", path);
+    s = elec__mrc_parse(name, (const unsigned char *)data, length, lattice, map, err);
+    ELEC_FREE(data);
+    if (s == ELEC_OK) elec__ok(err);
+    return s;
+}
+
+/* ---- >>mrc one call for every format */
+
+ELEC_DEF elec_status elec_write_map(const char *path, const elec_lattice *lattice,
+                                    const float *map, const char *comment,
+                                    elec_error *err) {
+    if (elec_map_format_of(path, NULL) == ELEC_MAP_MRC)
+        return elec_write_mrc(path, lattice, map, comment, err);
+    return elec_write_dx(path, lattice, map, comment, err);
+}
+
+ELEC_DEF elec_status elec_read_map(const char *path, elec_lattice *lattice, float **map,
+                                   elec_error *err) {
+    if (elec_map_format_of(path, NULL) == ELEC_MAP_MRC)
+        return elec_read_mrc(path, lattice, map, err);
+    return elec_read_dx(path, lattice, map, err);
+}
+
 
 /* --------------------------------------------------------------------------- >>dcs DCS */
 
@@ -5240,9 +6163,13 @@ ELEC_DEF const char *elec_chargemap_variant_name(elec_chargemap_variant v) {
     case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT: return "gc-compute-efficient";
     case ELEC_CHARGEMAP_GC_SHARED: return "gc-shared";
     case ELEC_CHARGEMAP_GC_REDUCED_READS: return "gc-reduced-reads";
+    case ELEC_CHARGEMAP_PC_LANES: return "pc-lanes";
     case ELEC_CHARGEMAP_PC_SORTED_LANES: return "pc-sorted-lanes";
     case ELEC_CHARGEMAP_TILE_OWNER: return "tile-owner";
     case ELEC_CHARGEMAP_PC_FIXED_POINT: return "pc-fixed-point";
+    case ELEC_CHARGEMAP_TILE_BINNED: return "tile-binned";
+    case ELEC_CHARGEMAP_TILE_FUSED: return "tile-fused";
+    case ELEC_CHARGEMAP_TILE_FUSED_FIXED: return "tile-fused-fixed";
     case ELEC_CHARGEMAP_VARIANT_COUNT: break;
     }
     return "unknown";
@@ -5301,7 +6228,7 @@ ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *
     if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
                           (int)r.variant);
-    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_TILE_OWNER;
+    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_PC_LANES;
     if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);
@@ -5523,6 +6450,51 @@ static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
     approx[11] = minus;
 }
 
+/* What the one- and two-charge approximations of the component [begin,
+   end) leave out (elec_hcp.residual): the dipole and quadrupole of its
+   atoms minus those of the approximation's charges, about its centre. */
+static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
+                               const double centre[3], const double approx[12],
+                               double residual[4]) {
+    double p[3] = {0, 0, 0}, Q[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    size_t i;
+    int a, b, scheme, k;
+    for (i = begin; i < end; i++) {
+        double u[3], u2;
+        for (a = 0; a < 3; a++) u[a] = h->xyz[3 * i + a] - centre[a];
+        u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+        for (a = 0; a < 3; a++) {
+            p[a] += h->charge[i] * u[a];
+            for (b = 0; b < 3; b++)
+                Q[a][b] += h->charge[i] * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
+        }
+    }
+    for (scheme = 0; scheme < 2; scheme++) { /* one charge, two charges */
+        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0;
+        memcpy(dp, p, sizeof dp);
+        memcpy(dQ, Q, sizeof dQ);
+        for (k = 0; k < scheme + 1; k++) {
+            const double *c = scheme == 0 ? approx : approx + 4 + 4 * k, q = c[3];
+            double u[3], u2;
+            for (a = 0; a < 3; a++) u[a] = c[a] - centre[a];
+            u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+            for (a = 0; a < 3; a++) {
+                dp[a] -= q * u[a];
+                for (b = 0; b < 3; b++) dQ[a][b] -= q * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
+            }
+        }
+        for (a = 0; a < 3; a++) {
+            dp2 += dp[a] * dp[a];
+            for (b = 0; b < 3; b++) dQ2 += dQ[a][b] * dQ[a][b];
+        }
+        /* a traceless symmetric tensor's largest |eigenvalue| is at most
+           sqrt(2/3) of its Frobenius norm; its potential is
+           (1/2) n.dQ.n / d^3 */
+        residual[2 * scheme] = sqrt(dp2);
+        residual[2 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
+    }
+}
+
 ELEC_DEF void elec_hcp_free(elec_hcp *h) {
     if (!h) return;
     ELEC_FREE(h->block);
@@ -5604,7 +6576,7 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
     memcpy(h.count, count, sizeof count);
     bytes = n * (5 * sizeof(double) + sizeof(size_t));
     for (level = 1; level <= ELEC_HCP_LEVELS; level++)
-        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 15 * sizeof(double);
+        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 19 * sizeof(double);
     h.block = ELEC_MALLOC(bytes);
     if (!h.block) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the hierarchy of %zu atoms",
@@ -5619,7 +6591,8 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
     for (level = 0; level < ELEC_HCP_LEVELS; level++) {
         h.centre[level] = (double *)mem;
         h.approx[level] = h.centre[level] + 3 * count[level + 1];
-        mem = (char *)(h.approx[level] + 12 * count[level + 1]);
+        h.residual[level] = h.approx[level] + 12 * count[level + 1];
+        mem = (char *)(h.residual[level] + 4 * count[level + 1]);
     }
     h.atom_index = (size_t *)mem;
     mem = (char *)(h.atom_index + n);
@@ -5651,10 +6624,13 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-        for (c = 0; c < (long)count[level]; c++)
-            elec__hcp_represent(&h, elec__hcp_first_atom(&h, level, (size_t)c),
-                                elec__hcp_first_atom(&h, level, (size_t)c + 1),
-                                h.centre[level - 1] + 3 * c, h.approx[level - 1] + 12 * c);
+        for (c = 0; c < (long)count[level]; c++) {
+            const size_t begin = elec__hcp_first_atom(&h, level, (size_t)c),
+                         end = elec__hcp_first_atom(&h, level, (size_t)c + 1);
+            double *centre = h.centre[level - 1] + 3 * c, *approx = h.approx[level - 1] + 12 * c;
+            elec__hcp_represent(&h, begin, end, centre, approx);
+            elec__hcp_residual(&h, begin, end, centre, approx, h.residual[level - 1] + 4 * c);
+        }
     }
     if (atoms->radius) {
         elec_atoms view = elec_atoms_from_xyz(n, h.xyz, h.charge, h.radius);
@@ -5700,6 +6676,7 @@ ELEC_DEF const char *elec_alpb_variant_name(elec_alpb_variant v) {
     case ELEC_ALPB_REGISTERS: return "registers";
     case ELEC_ALPB_SORTED: return "sorted";
     case ELEC_ALPB_PACKED: return "packed";
+    case ELEC_ALPB_PAIRS: return "pairs";
     case ELEC_ALPB_VARIANT_COUNT: break;
     }
     return "unknown";
@@ -5734,6 +6711,7 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
     if (r.temperature == 0.0) r.temperature = ELEC_ROOM_TEMPERATURE;
     if (r.ion_exclusion == 0.0) r.ion_exclusion = 2.0;
     if (r.hcp_charges == 0) r.hcp_charges = 2;
+    if (r.hcp_tolerance == 0.0) r.hcp_tolerance = ELEC_HCP_TOLERANCE;
     for (level = 0; level < ELEC_HCP_LEVELS; level++)
         if (r.hcp_h[level] == 0.0) r.hcp_h[level] = default_h[level];
     if (!elec__finite(r.scale))
@@ -5771,6 +6749,10 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
     if (r.hcp_charges != 1 && r.hcp_charges != 2)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "hcp_charges %d: use 1 or 2 (0 = 2)", r.hcp_charges);
+    if (!(r.hcp_tolerance > 0.0)) /* +infinity: the distance test alone */
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "hcp_tolerance %g must be positive (0 = %g e/A)", r.hcp_tolerance,
+                          ELEC_HCP_TOLERANCE);
     for (level = 0; level < ELEC_HCP_LEVELS; level++)
         if (!(r.hcp_h[level] > 0.0)) /* +infinity is allowed: never approximated */
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g must be positive",
@@ -6674,6 +7656,7 @@ cleanup:
 #endif /* ELEC_IMPLEMENTATION */
 
 /*
-   elec 0.1.0.  MIT licence (see LICENSE):
+   elec, the version in ELEC_VERSION_MAJOR/MINOR/PATCH (">>version" at the
+   top).  MIT licence (see LICENSE):
    Copyright (c) 2026 the elec developers.
 */

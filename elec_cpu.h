@@ -566,7 +566,13 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
     for (j = 0; j < a->count; j++) {
         float dy = y - a->fy[j], dz = z - a->fz[j];
         float dyz2 = dy * dy + dz * dz, q = a->fcharge[j], ax = a->fx[j];
-#ifdef _OPENMP
+        /* omp simd only where the loop can be vectorised: without
+           -fno-math-errno (__NO_MATH_ERRNO__, which gcc and clang define
+           with it) sqrtf may set errno, a call no compiler vectorises;
+           gcc then leaves the loop scalar silently, clang warns that the
+           vectorisation asked for failed (-Wpass-failed).  Scalar either
+           way: the README says which flags help. */
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__)
 #pragma omp simd
 #endif
         for (i = 0; i < nx; i++) {
@@ -729,7 +735,7 @@ static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
         const float *q = a->fcharge + start;
         m = a->count - start < ELEC__CPU_TILE ? a->count - start
                                                : ELEC__CPU_TILE;
-#ifdef _OPENMP
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__) /* see elec__cpu_dcs_row_float */
 #pragma omp simd
 #endif
         for (j = 0; j < m; j++) {
@@ -879,7 +885,7 @@ static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
         const float *qs = a->fscreened + start, *sigma = a->fradius + start;
         m = a->count - start < ELEC__CPU_TILE ? a->count - start
                                                : ELEC__CPU_TILE;
-#ifdef _OPENMP
+#if defined(_OPENMP) && defined(__NO_MATH_ERRNO__) /* see elec__cpu_dcs_row_float */
 #pragma omp simd
 #endif
         for (j = 0; j < m; j++) {
@@ -3482,12 +3488,13 @@ ELEC_DEF elec_status elec_cpu_chargemap(const elec_atoms *atoms, const elec_latt
 
 /* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
 
-/* What one vertex's sum needs: the hierarchy, the kernel, the squared
-   thresholds (+infinity: always opened) and the charges per component. */
+/* What one vertex's sum needs: the hierarchy, the kernel, every
+   component's squared reach (elec__hcp_reach; +infinity: always opened)
+   and the charges per component. */
 typedef struct elec__alpb_walk {
     const elec_hcp *h;
     elec_alpb_kernel k;
-    double h2[ELEC_HCP_LEVELS];
+    const double *reach2[ELEC_HCP_LEVELS];
     int charges;
 } elec__alpb_walk;
 
@@ -3517,7 +3524,7 @@ static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c
     const elec_hcp *h = w->h;
     double sum = 0.0;
     size_t child;
-    if (elec_distance2(P, h->centre[level - 1] + 3 * c) > w->h2[level - 1])
+    if (elec_distance2(P, h->centre[level - 1] + 3 * c) > w->reach2[level - 1][c])
         return elec__alpb_approx(w, level, c, P, P_ion);
     for (child = h->first[level - 1][c]; child < h->first[level - 1][c + 1]; child++)
         sum += level == 1 ? elec__alpb_charge(w, h->xyz + 3 * child, h->charge[child], P,
@@ -3533,11 +3540,12 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
     elec_alpb_params r;
     elec__alpb_walk w;
     elec_status s;
+    double *reach2;
     long v;
     int level;
     s = elec__alpb_prepare(hcp, vertices, normals, count,
                            outf ? (const void *)outf : (const void *)outd, params, &r,
-                           &w.k, err);
+                           &w.k, NULL, NULL, err);
     if (s != ELEC_OK || count == 0) return s;
     if (elec__alpb_is_coulomb(&r, &w.k)) {
         /* E1 = scale front sum q / d + scale Q constant: the DCS points path */
@@ -3562,8 +3570,17 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
     }
     w.h = hcp;
     w.charges = r.hcp_charges;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++)
-        w.h2[level] = r.exact ? HUGE_VAL : r.hcp_h[level] * r.hcp_h[level];
+    reach2 = (double *)ELEC_MALLOC((hcp->count[1] + hcp->count[2] + hcp->count[3]) *
+                                   sizeof(double));
+    if (!reach2) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the reaches");
+    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        double *out = reach2 + (level > 0 ? hcp->count[1] : 0) + (level > 1 ? hcp->count[2] : 0);
+        for (v = 0; v < (long)hcp->count[level + 1]; v++) {
+            const double d = elec__hcp_reach(hcp, level, (size_t)v, &r, w.k.front);
+            out[v] = d * d;
+        }
+        w.reach2[level] = out;
+    }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
@@ -3578,6 +3595,7 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
         if (outf) outf[v] = (float)phi;
         else outd[v] = phi;
     }
+    ELEC_FREE(reach2);
     elec__ok(err);
     return ELEC_OK;
 }

@@ -335,7 +335,9 @@ ELEC_API elec_status elec_cuda_spme_create_in(const elec_box *box, const elec_at
                                               const elec_spme_params *params,
                                               void *workspace, size_t *bytes,
                                               elec_cuda_spme_handle **out, elec_error *err);
-/* The parameters a handle computes with (resolved, estimate included). */
+/* The parameters a handle computes with (resolved, estimate included;
+   excluded_pairs is NULL beside its count: the array was the caller's, to
+   pass again where the choice is reused). */
 ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
                                            elec_spme_params *resolved,
                                            elec_error *err);
@@ -476,9 +478,7 @@ __device__ __forceinline__ float elec__exp2_sfu(float x) {
     return y;
 }
 
-/* elec_rsqrt_sfu and elec_rsqrt_fma_pipe, public (>>dcs above); the
-   ALPB section calls the first by its former name until its own commit. */
-#define elec__rsqrt_sfu elec_rsqrt_sfu
+/* elec_rsqrt_sfu and elec_rsqrt_fma_pipe are public (>>dcs above). */
 
 /* ----------------------------------------------------------- error checks */
 
@@ -608,8 +608,6 @@ static float4 *elec__cuda_gather_xyzq(const elec_atoms *atoms,
     return out;
 }
 
-/* The charge map's host API wraps with elec.h's elec__wrap. */
-#define elec__cuda_wrap_into elec__wrap
 
 /* Points x y z (double) as float4 relative to reference, into out. */
 static void elec__cuda_convert_points(const double *points, size_t count,
@@ -2267,7 +2265,7 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
    below (flip it here or with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare
    rungs; bench/RESULTS.md has the ladder). */
 #ifndef ELEC__MSM_CHARGEMAP_VARIANT
-#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
 #endif
 
 /* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
@@ -3700,7 +3698,7 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs: bench_spme's
    spread column shows the effect). */
 #ifndef ELEC__SPME_CHARGEMAP_VARIANT
-#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_TILE_OWNER
+#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
 #endif
 
 /* --------------------------------------- spreading: gather (seed 001) */
@@ -4486,7 +4484,9 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
     h->p = *resolved;
-    h->p.excluded_pairs = NULL; /* the caller's array: not kept */
+    /* the caller's array is not kept: elec_cuda_spme_params gives NULL with
+       the count, and a caller reusing the choice passes its array again */
+    h->p.excluded_pairs = NULL;
     h->device = devices[0];
     h->box = *box;
     h->max_atoms = max_atoms;
@@ -5091,40 +5091,41 @@ cleanup:
 
    What bounds each rung on an H100 (ApoA1-size: 92,224 atoms, 112 x 112 x
    80 = 1.0e6 points, 5.9e6 atom-point terms at order 4; the grid is 4 MB
-   and stays in the 50 MB L2):
-   - every rung that adds with global atomics (the PC rungs, sorted lanes,
-     fixed point, the binned rungs' overflow) makes 64 atomics per atom:
-     the L2's atomic units bound it.  The notes measured 1.9e11 red.f32/s
-     for stencil-clustered addresses (31.7 us for these 5.9e6 adds): about
-     2,900 atoms/us whatever the rung around them.  Zeroing the grid first
-     costs another 4 MB write (~1.5 us).
+   and stays in the 50 MB L2; bench/bench_chargemap.cu measures it, the
+   README has the numbers):
+   - the host: a launch from the host costs 4.3 us (an empty kernel back
+     to back), a CUDA graph of three kernels 5.0 us; a call of several
+     launches is bounded by their sum, however little the GPU does.
+   - every rung that adds with global atomics (the PC rungs, the binned
+     rungs' overflow) makes 64 atomics per atom, and the L2's atomic units
+     bound it.  PC_LANES (the default) sets neighbouring lanes on an
+     atom's neighbouring x points, so a warp's atomics fall in few sectors:
+     5.9e6 atomics in 33.8 us, 1.75e11 a second, in any atom order, and no
+     sort to pay for: 35.4 us end to end (2,600 PPUS).  Zeroing the grid
+     first costs another 4 MB write.
    - the seed's binned rungs add a placement pass (one atomic per atom on
      the bin counters) and, for the bin structs, zeroing the whole bin
-     array (80 B a bin at 4 slots: 80 MB for 1e6 bins, ~27 us of DRAM):
-     the seed's "reads ghost particles" cost, here as writes.
+     array (80 B a bin at 4 slots: 80 MB for 1e6 bins): the seed's "reads
+     ghost particles" cost, here as writes.
    - the GC rungs need no atomics and store each point once, but each
      point reads the order^3 = 64 bins that reach it: 64 counters plus
      their slots per point (1e6 points x 64 x 16 B: ~1 GB through L1/L2),
      the read traffic Table III of the seed shows.
-   - TILE_OWNER (the default) is bounded by shared memory: atoms are sorted
-     by tile (8 or 16 points a side) on the device with a copy in each tile
-     their stencil reaches (1.7 copies per atom at 16^3, 2.6 at 8^3: the
-     halo), and a block adds its copies' in-tile terms into the tile in
-     shared memory, then stores the tile once: no global atomics, no
-     zeroing, no bin capacity.  On sm_90 a shared-memory float atomicAdd
-     is a compare-and-swap loop (LDS, FADD, ATOMS.CAST.SPIN: checked in
-     the SASS of nvcc 13.0), so each term costs two shared-memory
-     operations, and random addresses cost bank conflicts: about 5.9e6 x 2
-     shared operations / (132 SMs x 32 lanes a clock) = 2.8e3 clocks
-     (1.5 us) with no conflicts, a few us with them.  The sort is two
-     atom-parallel kernels (count with one atomic per copy on the tile
-     counters, the last block scanning the counts; scatter with one atomic
-     per copy on the tile cursors): ~1.5 MB read and written each, L2
-     resident.  Three kernels in all; the second and third start early by
-     programmatic dependent launch (griddepcontrol), so the launch gaps
-     (~2 us each otherwise) overlap the previous kernel's tail.
+   - sorting by tile with atomics on the tiles' counters (PC_SORTED_LANES,
+     TILE_OWNER, PC_FIXED_POINT) serialises: hundreds of same-address
+     atomics per counter, 33 to 85 us for ApoA1 however the kernels are
+     chained (PDL measured slower: 11.6 us for three empty kernels).
+   - the tile-binned rungs (TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED)
+     bin with shared-memory atomics only (stage 1: 9 to 11 us for ApoA1,
+     two passes over the atoms and a (start, count) for every tile and
+     group) and sum each tile in shared memory (stage 2: 32.5 us): sm_90
+     has no shared-memory add for float or 64-bit integers, so every term
+     is a compare-and-swap loop, two shared-memory operations, with bank
+     conflicts among the copies a warp holds.  One cooperative kernel
+     saves a launch (a grid barrier costs 0.6 us) but not the stages.
    bench/bench_chargemap.cu measures these bounds on the device (atomic
-   rates random and sorted, a bare tile kernel, the launch floor). */
+   rates random and sorted, a bare tile kernel, the launch floor, the grid
+   barrier). */
 
 #ifndef ELEC__CHARGEMAP_MAX_ORDER
 #define ELEC__CHARGEMAP_MAX_ORDER 10
@@ -5138,7 +5139,9 @@ cleanup:
 #define ELEC__CM_TICKET 2       /* blocks of the tile count kernel finished      */
 #define ELEC__CM_OUTSIDE_SEEN 3 /* OUTSIDE of the last tile sort (its last block
                                    moves it here and clears OUTSIDE)            */
-#define ELEC__CM_STATUS 4
+#define ELEC__CM_BARRIER 4      /* TILE_FUSED's grid barrier: arrivals, then
+                                   the generation (5)                           */
+#define ELEC__CM_STATUS 6
 
 /* Lattice and basis as the kernels take them.  u, an atom's grid
    coordinate along an axis, is computed three ways:
@@ -5806,19 +5809,12 @@ elec__k_chargemap_tile_owner(float *grid, const float4 *copies, const int *tile_
    Each term is a float computed from its own atom alone; |term| <= |q|,
    so a point can hold up to 2^31 e.  The 64-bit atomics are native
    (RED.E.ADD.64). */
+/* Lane jx of a record's group: the stencil's x plane jx by global atomics
+   (FIXED: in units of 2^-32 e on the 64-bit grid). */
 template <int BASIS, int W, int FIXED>
-__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
-elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
-                        const int *tile_start, int tiles, elec__chargemap_geometry g,
-                        elec__msm_basis_args b) {
-    const int lanes = elec__spme_lanes<W>::value;
-    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
-    const int total = tile_start[tiles];
-    const long atom = thread / lanes;
-    const int jx = (int)(thread % lanes);
-    if (atom >= total || jx >= W) return;
-    const float4 r = sorted[atom];
+__device__ __forceinline__ void elec__chargemap_add_plane(float *grid, long long *fixed, float4 r,
+                                                          int jx, const elec__chargemap_geometry &g,
+                                                          const elec__msm_basis_args &b) {
     const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
     float wx[W], wy[W], wz[W];
     elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
@@ -5845,6 +5841,47 @@ elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
     }
 }
 
+template <int BASIS, int W, int FIXED>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
+                        const int *tile_start, int tiles, elec__chargemap_geometry g,
+                        elec__msm_basis_args b) {
+    const int lanes = elec__spme_lanes<W>::value;
+    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    elec__chargemap_wait_prior();
+    const int total = tile_start[tiles];
+    const long atom = thread / lanes;
+    const int jx = (int)(thread % lanes);
+    if (atom >= total || jx >= W) return;
+    elec__chargemap_add_plane<BASIS, W, FIXED>(grid, fixed, sorted[atom], jx, g, b);
+}
+
+/* PC_LANES: the same lanes in the caller's order, each group reading its
+   atom (SPME's spreading before the charge map): a group's four atomics
+   of a step fall in one or two sectors whatever the order of the atoms,
+   and there is no sort to pay for; the grid is zeroed first. */
+template <int BASIS, int W>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
+elec__k_chargemap_pc_lanes(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
+                           elec__msm_basis_args b, int *status, double *sums) {
+    const int lanes = elec__spme_lanes<W>::value;
+    const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long atom = thread / lanes;
+    const int jx = (int)(thread % lanes);
+    float q = 0.0f;
+    if (atom < n && jx < W) {
+        const float4 a = xyzq[atom];
+        int outside = 0;
+        const float4 r = elec__chargemap_record(g, a, &outside);
+        if (jx == 0) {
+            q = a.w;
+            if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
+        }
+        if (!outside) elec__chargemap_add_plane<BASIS, W, 0>(grid, NULL, r, jx, g, b);
+    }
+    elec__chargemap_sums(sums, q);
+}
+
 /* The fixed-point grid to floats (times 2^-32, in double: exact), and
    cleared for the next call. */
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
@@ -5854,6 +5891,364 @@ elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
     if (p >= points) return;
     grid[p] = (float)((double)fixed[p] * (1.0 / 4294967296.0));
     fixed[p] = 0;
+}
+
+/* -------------------- beyond the seed: tiles binned without global atomics */
+
+/* TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED (what bounds them: the comment
+   at the top of this section).  Tiles of 2^s points per axis, the last one
+   taking the rest (a rest shorter than order - 1 joins the tile before
+   it): a stencil then spans at most two tiles per axis, and a point's tile
+   is a shift.  groups blocks bin the atoms: block j takes atoms
+   [j c, (j + 1) c), c = ceil(n / groups), counts their copies per tile in
+   shared memory, scans the counts and writes its copies sorted by tile into
+   its own run of 8 c records, and (start, count) of each tile at
+   runs[tile groups + j]: no global atomics, no capacity, no prefix kernel.
+   A tile's block then scans the groups' counts and gathers its copies. */
+typedef struct elec__chargemap_bands {
+    int shift[3], n[3], L[3]; /* 2^shift points a tile; n tiles; L the
+                                 longest (the pitch of the tile in shared
+                                 memory)                                    */
+    int count, groups;
+} elec__chargemap_bands;
+
+#define ELEC__CHARGEMAP_TILE_THREADS 256
+#define ELEC__CHARGEMAP_TILE_WINDOW 1024 /* copies staged in shared memory */
+#define ELEC__CHARGEMAP_MAGIC 6755399441055744.0        /* 1.5 2^52 */
+#define ELEC__CHARGEMAP_MAGIC_BITS 0x4338000000000000LL /* its bits */
+
+__device__ __forceinline__ int elec__chargemap_band(int p, int axis,
+                                                    const elec__chargemap_bands &bd) {
+    return min(p >> bd.shift[axis], bd.n[axis] - 1);
+}
+
+/* f(tile) for each tile a record's stencil reaches: those of its first
+   and last point per axis (one or two each). */
+template <typename F>
+__device__ __forceinline__ void elec__chargemap_for_tiles(float4 r, const elec__chargemap_geometry &g,
+                                                          const elec__chargemap_bands &bd, F f) {
+    const float u[3] = {r.x, r.y, r.z};
+    int lo[3], hi[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        const int k0 = (int)u[axis];
+        lo[axis] = elec__chargemap_band(elec__chargemap_wrap(k0 + g.offset, g.K[axis]), axis, bd);
+        hi[axis] = elec__chargemap_band(
+            elec__chargemap_wrap(k0 + g.offset + g.width - 1, g.K[axis]), axis, bd);
+    }
+#pragma unroll
+    for (int c = 0; c < 2; c++) {
+        if (c == 1 && hi[2] == lo[2]) continue;
+#pragma unroll
+        for (int bb = 0; bb < 2; bb++) {
+            if (bb == 1 && hi[1] == lo[1]) continue;
+#pragma unroll
+            for (int a = 0; a < 2; a++) {
+                if (a == 1 && hi[0] == lo[0]) continue;
+                f((a ? hi[0] : lo[0]) +
+                  bd.n[0] * ((bb ? hi[1] : lo[1]) + bd.n[1] * (c ? hi[2] : lo[2])));
+            }
+        }
+    }
+}
+
+/* Exclusive scan of one int a thread over the block (blockDim.x a
+   multiple of 32, at most 1024): warp shuffles, then the warps' sums.
+   Every thread calls it; scratch (32 ints of shared memory) is free again
+   when it returns. */
+__device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *total) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    int x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) scratch[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        int w = lane < warps ? scratch[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < warps) scratch[lane] = w;
+    }
+    __syncthreads();
+    *total = scratch[warps - 1];
+    const int before = (warp > 0 ? scratch[warp - 1] : 0) + x - v;
+    __syncthreads();
+    return before;
+}
+
+/* Stage 1 for group j (every thread of the block calls it; hist: shared
+   memory for bd.count ints).  Two passes over the group's atoms: count the
+   copies per tile (shared-memory atomics), scan, then place them (the
+   atoms read again: L1 holds them).  q and q^2 summed for SPME. */
+__device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
+                                          const elec__chargemap_geometry &g,
+                                          const elec__chargemap_bands &bd, int2 *runs,
+                                          float4 *copies, int *status, double *sums,
+                                          int *hist) {
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int first = min(j * chunk, n), last = min(first + chunk, n);
+    float4 *out = copies + (size_t)j * 8 * chunk;
+    double q1 = 0.0, q2 = 0.0;
+    for (int k = t; k < tiles; k += threads) hist[k] = 0;
+    __syncthreads();
+    for (int i = first + t; i < last; i += threads) {
+        float4 r;
+        float q;
+        if (elec__chargemap_take(xyzq, i, g, status, &r, &q))
+            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { atomicAdd(hist + tile, 1); });
+        q1 += q;
+        q2 += (double)q * q;
+    }
+    if (sums) { /* the same for every thread */
+        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q1);
+        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, q2);
+    }
+    __syncthreads();
+    {
+        /* each thread a contiguous run of tiles */
+        const int per = (tiles + threads - 1) / threads;
+        const int a = min(t * per, tiles), e = min(a + per, tiles);
+        int s = 0, total;
+        for (int k = a; k < e; k++) s += hist[k];
+        s = elec__chargemap_scan(s, scratch, &total);
+        for (int k = a; k < e; k++) {
+            const int c = hist[k];
+            runs[(size_t)k * groups + j] = make_int2(s, c);
+            hist[k] = s; /* the tile's cursor */
+            s += c;
+        }
+    }
+    __syncthreads();
+    for (int i = first + t; i < last; i += threads) {
+        int outside = 0;
+        const float4 r = elec__chargemap_record(g, xyzq[i], &outside);
+        if (!outside)
+            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { out[atomicAdd(hist + tile, 1)] = r; });
+    }
+}
+
+/* A shared-memory tile's accumulator: float, or 64-bit integers in units
+   of 2^-32 e (integer addition: any order gives the same bits).  sm_90
+   has no shared-memory add for either: nvcc 13.0 compiles both atomicAdds
+   to a compare-and-swap loop (LDS, add, ATOMS.CAST.SPIN or .SPIN.64, in
+   cuobjdump's SASS on the H100), two shared-memory operations a term.
+   Batching a lane's loads and swaps by hand (atomicCAS: ATOMS.CAS, the
+   results checked after) measured 3.3x slower on ApoA1 (145.8 against
+   43.6 us): the hardware's spin loop stays. */
+template <int ACC> struct elec__chargemap_acc { typedef float type; };
+template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
+
+/* One copy's terms inside the tile at t0 (len points per axis; pitch and
+   plane: the shared tile's strides), lane jx taking the stencil's x plane
+   jx.  The fixed-point term is q w_x w_z (a float, as PC_FIXED_POINT's)
+   times w_y and 2^32, rounded once to an integer: the double FMA with
+   1.5 2^52 leaves round(v) in the low bits (|v| < 2^51: |q| < 2^19 e). */
+template <int BASIS, int W, int ACC>
+__device__ __forceinline__ void elec__chargemap_add_in_tile(
+    typename elec__chargemap_acc<ACC>::type *acc, float4 r, int jx, const int t0[3],
+    const int len[3], int pitch, int plane, const elec__chargemap_geometry &g,
+    const elec__msm_basis_args &b) {
+    const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
+    const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]) - t0[0];
+    if ((unsigned)x >= (unsigned)len[0]) return; /* this plane is another tile's */
+    float wx[W], wy[W], wz[W];
+    int row[W], slab[W];
+    elec__chargemap_weights<BASIS, W>(r.x - (float)kx, b, wx);
+    elec__chargemap_weights<BASIS, W>(r.y - (float)ky, b, wy);
+    elec__chargemap_weights<BASIS, W>(r.z - (float)kz, b, wz);
+#pragma unroll
+    for (int m = 0; m < W; m++) {
+        const int y = elec__chargemap_wrap(ky + g.offset + m, g.K[1]) - t0[1];
+        const int z = elec__chargemap_wrap(kz + g.offset + m, g.K[2]) - t0[2];
+        row[m] = (unsigned)y < (unsigned)len[1] ? y * pitch : -1;
+        slab[m] = (unsigned)z < (unsigned)len[2] ? z * plane : -1;
+    }
+    const float qx = r.w * elec__spme_pick<W>(wx, jx);
+    typename elec__chargemap_acc<ACC>::type *column = acc + x;
+#pragma unroll
+    for (int mz = 0; mz < W; mz++) {
+        if (slab[mz] < 0) continue;
+        const float qxz = qx * wz[mz];
+        if constexpr (ACC == 0) {
+#pragma unroll
+            for (int my = 0; my < W; my++)
+                if (row[my] >= 0) atomicAdd(column + slab[mz] + row[my], qxz * wy[my]);
+        } else {
+            const double scaled = (double)qxz * 4294967296.0; /* exact */
+#pragma unroll
+            for (int my = 0; my < W; my++)
+                if (row[my] >= 0) {
+                    const long long v =
+                        __double_as_longlong(fma(scaled, (double)wy[my], ELEC__CHARGEMAP_MAGIC)) -
+                        ELEC__CHARGEMAP_MAGIC_BITS;
+                    atomicAdd(column + slab[mz] + row[my], (unsigned long long)v);
+                }
+        }
+    }
+}
+
+/* Stage 2 for tile `id` (every thread of the block calls it; smem: the
+   window of staged copies, the tile, the groups' offsets and starts).
+   The groups' (start, count) scanned into offsets; the copies staged in
+   windows of ELEC__CHARGEMAP_TILE_WINDOW (each thread copying the part of
+   its groups' runs that falls in the window), summed into the tile by
+   groups of lanes; then each point stored once, rows as contiguous runs. */
+template <int BASIS, int W, int ACC>
+__device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
+                                         const float4 *copies, int n,
+                                         const elec__chargemap_geometry &g,
+                                         const elec__chargemap_bands &bd,
+                                         const elec__msm_basis_args &b, unsigned char *smem) {
+    typedef typename elec__chargemap_acc<ACC>::type acc_t;
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
+    float4 *window = (float4 *)smem;
+    acc_t *acc = (acc_t *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
+    int *offset = (int *)(acc + (size_t)plane * bd.L[2]); /* groups + 1 */
+    int *start = offset + groups + 1;                     /* groups */
+    const int at[3] = {id % bd.n[0], id / bd.n[0] % bd.n[1], id / bd.n[0] / bd.n[1]};
+    int t0[3], len[3];
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        t0[axis] = at[axis] << bd.shift[axis];
+        len[axis] = at[axis] == bd.n[axis] - 1 ? g.K[axis] - t0[axis] : 1 << bd.shift[axis];
+    }
+    const int per = (groups + threads - 1) / threads;
+    const int a = min(t * per, groups), e = min(a + per, groups);
+    int s = 0, total;
+    for (int j = a; j < e; j++) {
+        const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
+        start[j] = run.x;
+        offset[j] = run.y;
+        s += run.y;
+    }
+    s = elec__chargemap_scan(s, scratch, &total);
+    for (int j = a; j < e; j++) {
+        const int c = offset[j];
+        offset[j] = s;
+        s += c;
+    }
+    if (t == 0) offset[groups] = total;
+    for (int k = t; k < plane * len[2]; k += threads) acc[k] = 0;
+    __syncthreads();
+    const int lanes = elec__spme_lanes<W>::value, jx = t % lanes;
+    for (int base = 0; base < total; base += ELEC__CHARGEMAP_TILE_WINDOW) {
+        const int end = min(base + ELEC__CHARGEMAP_TILE_WINDOW, total);
+        for (int j = a; j < e; j++) {
+            const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
+            const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+            for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
+        }
+        __syncthreads();
+        if (jx < W)
+            for (int c = t / lanes; c < end - base; c += threads / lanes)
+                elec__chargemap_add_in_tile<BASIS, W, ACC>(acc, window[c], jx, t0, len, pitch,
+                                                          plane, g, b);
+        __syncthreads();
+    }
+    {
+        /* rows of up to 16 points: two a warp */
+        const int lane = t & 31, warp = t >> 5, warps = threads >> 5;
+        const int halves = len[0] <= 16 ? 2 : 1, xs = 32 / halves;
+        const int x0 = lane % xs, rows = len[1] * len[2];
+        for (int row = warp * halves + lane / xs; row < rows; row += warps * halves) {
+            const int z = row / len[1], y = row - z * len[1];
+            float *out = grid + t0[0] + g.K[0] * ((t0[1] + y) + g.K[1] * (t0[2] + z));
+            const acc_t *in = acc + y * pitch + z * plane;
+            for (int x = x0; x < len[0]; x += xs) {
+                if constexpr (ACC == 0)
+                    out[x] = in[x];
+                else /* exact in double, then rounded once */
+                    out[x] = (float)((double)(long long)in[x] * (1.0 / 4294967296.0));
+            }
+        }
+    }
+    __syncthreads(); /* the shared memory is the next tile's */
+}
+
+/* A grid-wide barrier for a cooperative launch (every block resident):
+   arrivals counted on one word, the last to arrive clears it and bumps
+   the generation the others wait on; fences on either side. */
+__device__ __forceinline__ void elec__chargemap_grid_barrier(int *status) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *count = (unsigned *)(status + ELEC__CM_BARRIER);
+        unsigned *generation = count + 1;
+        unsigned seen, now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(generation) : "memory");
+        __threadfence();
+        if (atomicAdd(count, 1u) == gridDim.x - 1) {
+            atomicExch(count, 0u);
+            __threadfence();
+            atomicAdd(generation, 1u);
+        } else {
+            do {
+                __nanosleep(32);
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(generation) : "memory");
+            } while (now == seen);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* The outside count of this call handed to finish (a block after every
+   atom was seen). */
+__device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
+}
+
+/* TILE_BINNED, stage 1: a block per group. */
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS)
+elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
+                           elec__chargemap_bands bd, int2 *runs, float4 *copies, int *status,
+                           double *sums) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
+    elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
+                              (int *)elec__chargemap_bin_smem);
+}
+
+/* TILE_BINNED, stage 2: a block per tile (ACC 1: TILE_FUSED_FIXED's
+   stage 2 where the device has no cooperative launch). */
+template <int BASIS, int W, int ACC>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
+elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
+                           elec__chargemap_geometry g, elec__chargemap_bands bd,
+                           elec__msm_basis_args b, int *status) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
+    elec__chargemap_hand_over(status);
+    elec__chargemap_sum_tile<BASIS, W, ACC>(blockIdx.x, grid, runs, copies, n, g, bd, b,
+                                            elec__chargemap_sum_smem);
+}
+
+/* TILE_FUSED (ACC 0) and TILE_FUSED_FIXED (ACC 1): the first bd.groups
+   blocks bin, every block waits at the grid barrier, then the blocks take
+   the tiles in turn. */
+template <int BASIS, int W, int ACC>
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
+elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
+                             elec__chargemap_bands bd, elec__msm_basis_args b, int2 *runs,
+                             float4 *copies, int *status, double *sums) {
+    extern __shared__ __align__(16) unsigned char elec__chargemap_fused_smem[];
+    if ((int)blockIdx.x < bd.groups)
+        elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
+                                  (int *)elec__chargemap_fused_smem);
+    elec__chargemap_grid_barrier(status);
+    elec__chargemap_hand_over(status);
+    for (int id = blockIdx.x; id < bd.count; id += gridDim.x)
+        elec__chargemap_sum_tile<BASIS, W, ACC>(id, grid, runs, copies, n, g, bd, b,
+                                                elec__chargemap_fused_smem);
 }
 
 /* ---------------------------------------------------- host side: plans */
@@ -5883,7 +6278,13 @@ struct elec_cuda_chargemap_handle {
     float4 *records, *copies;  /* the sorted rungs                            */
     int *tile_count, *tile_start, *tile_cursor;
     long long *fixed;          /* PC_FIXED_POINT                              */
-    const float4 *xyzq;        /* the current call's atoms (PC_BASELINE)      */
+    elec__chargemap_bands bands; /* the tile-binned rungs: tiles and groups   */
+    int2 *runs;                /* their (start, count) per tile and group     */
+    int fused_blocks;          /* TILE_FUSED's cooperative grid (0: the device
+                                  has no cooperative launch: two kernels)     */
+    size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
+    const float4 *xyzq;        /* the current call's atoms (PC_BASELINE, the
+                                  fused rungs)                                */
     int n;
 };
 
@@ -5894,6 +6295,11 @@ static int elec__chargemap_is_binned(elec_chargemap_variant v) {
 static int elec__chargemap_is_sorted(elec_chargemap_variant v) {
     return v == ELEC_CHARGEMAP_PC_SORTED_LANES || v == ELEC_CHARGEMAP_TILE_OWNER ||
            v == ELEC_CHARGEMAP_PC_FIXED_POINT;
+}
+
+static int elec__chargemap_is_tiled(elec_chargemap_variant v) {
+    return v == ELEC_CHARGEMAP_TILE_BINNED || v == ELEC_CHARGEMAP_TILE_FUSED ||
+           v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
 }
 
 static int elec__chargemap_layout(elec_chargemap_variant v) {
@@ -5943,11 +6349,14 @@ static elec__chargemap_tiling elec__chargemap_choose_tiles(const elec_cuda_charg
     return best;
 }
 
-/* Kernels with PDL where asked (their first act is to wait for the kernel
-   before them), plain stream order otherwise. */
+/* Kernels in plain stream order (how 0), with PDL (1: their first act is
+   to wait for the kernel before them), or cooperative (ELEC__CM_COOPERATIVE:
+   every block resident at once, as TILE_FUSED's grid barrier needs, which
+   a kernel node of a CUDA graph keeps). */
+#define ELEC__CM_COOPERATIVE 2
 template <typename... Params, typename... Args>
 static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                          size_t shared, cudaStream_t stream, int pdl,
+                                          size_t shared, cudaStream_t stream, int how,
                                           Args... args) {
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attribute[1] = {};
@@ -5955,11 +6364,131 @@ static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, 
     config.blockDim = block;
     config.dynamicSmemBytes = shared;
     config.stream = stream;
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    if (how == ELEC__CM_COOPERATIVE) {
+        attribute[0].id = cudaLaunchAttributeCooperative;
+        attribute[0].val.cooperative = 1;
+    } else {
+        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    }
     config.attrs = attribute;
-    config.numAttrs = pdl ? 1 : 0;
+    config.numAttrs = how ? 1 : 0;
     return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+/* Tiles of 2^shift points per axis over K (elec__chargemap_bands). */
+static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int shift[3],
+                                                      int width) {
+    elec__chargemap_bands bd;
+    memset(&bd, 0, sizeof bd);
+    bd.count = 1;
+    for (int axis = 0; axis < 3; axis++) {
+        const int T = 1 << shift[axis];
+        int n = (K[axis] + T - 1) / T;
+        if (n > 1 && K[axis] - (n - 1) * T < width - 1) n--; /* the rest joins */
+        bd.shift[axis] = shift[axis];
+        bd.n[axis] = n;
+        bd.L[axis] = n == 1 ? K[axis] : K[axis] - (n - 1) * T > T ? K[axis] - (n - 1) * T : T;
+        bd.count *= n;
+    }
+    return bd;
+}
+
+/* Shared memory of the tile-binned rungs' stage 2: the window of copies,
+   the tile (4 or 8 bytes a point), the groups' offsets and starts. */
+static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed) {
+    return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
+           (size_t)bd->L[0] * bd->L[1] * bd->L[2] * (fixed ? 8 : 4) +
+           sizeof(int) * (2 * (size_t)groups + 1);
+}
+
+/* The tile-binned rungs' tiles: the caller's edges rounded up to powers
+   of two, or whichever of 16^3, 16^2 x 8, 16 x 8^2, 8^3 costs least by
+   stage 2's measured shape on an H100: the resident blocks (four an SM)
+   take the tiles in rounds, and a round lasts as long as a tile's copies,
+   max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
+   At least order - 1 points an edge (16 for order 10); stage 1's counters
+   and stage 2's tile in shared memory.  groups: four blocks an SM (the
+   cooperative grid's size on an H100).  0 where no tiling fits. */
+static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
+    static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
+    const int groups = 4 * h->sm_count, fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    int least = 0, found = 0;
+    double best = 0.0;
+    while ((1 << least) < h->g.width - 1) least++;
+    for (int c = 0; c < 5; c++) {
+        int shift[3];
+        if (c == 4 && found) break;
+        for (int axis = 0; axis < 3; axis++) {
+            if (h->p.tile[0] > 0) {
+                shift[axis] = 0;
+                while ((1 << shift[axis]) < h->p.tile[axis]) shift[axis]++;
+            } else {
+                shift[axis] = c < 4 ? candidates[c][axis] : least;
+            }
+            if (shift[axis] < least) shift[axis] = least;
+        }
+        const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
+        if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
+            elec__chargemap_sum_bytes(&bd, groups, fixed) > (size_t)h->max_shared)
+            continue;
+        double cost = ceil((double)bd.count / groups) * (double)h->max_atoms / bd.count;
+        for (int axis = 0; axis < 3; axis++)
+            if (bd.n[axis] > 1) cost *= 1.0 + (h->g.width - 1.0) / (1 << shift[axis]);
+        if (!found || cost < best) {
+            h->bands = bd;
+            h->bands.groups = groups;
+            best = cost;
+        }
+        found = 1;
+        if (h->p.tile[0] > 0) break;
+    }
+    return found;
+}
+
+/* The tile-binned rungs' kernels for the plan: shared-memory limits, and
+   TILE_FUSED's cooperative grid (as many blocks as can be resident, at
+   most four an SM; 0 without cooperative launch: stage 1 and 2 as
+   TILE_BINNED's kernels); groups no more than the grid. */
+template <int BASIS, int W>
+static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle *h,
+                                                     elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    void (*sum)(float *, const int2 *, const float4 *, int, elec__chargemap_geometry,
+                elec__chargemap_bands, elec__msm_basis_args, int *) =
+        fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1> : elec__k_chargemap_tile_sum<BASIS, W, 0>;
+    void (*fused)(float *, const float4 *, int, elec__chargemap_geometry, elec__chargemap_bands,
+                  elec__msm_basis_args, int2 *, float4 *, int *, double *) =
+        fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
+              : elec__k_chargemap_tile_fused<BASIS, W, 0>;
+    int cooperative = 0, per_sm = 0;
+    h->bin_shared_bytes = (size_t)h->bands.count * sizeof(int);
+    h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed);
+    h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
+                                                                      : h->sum_shared_bytes;
+    if (h->bin_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_tile_bin,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->bin_shared_bytes));
+    if (h->sum_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(sum, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->sum_shared_bytes));
+    if (h->fused_shared_bytes > 48 * 1024)
+        ELEC__CUDA_TRY(cudaFuncSetAttribute(fused, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)h->fused_shared_bytes));
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, h->device));
+    h->fused_blocks = 0;
+    if (h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && cooperative) {
+        ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, fused, ELEC__CHARGEMAP_TILE_THREADS, h->fused_shared_bytes));
+        if (per_sm > 4) per_sm = 4;
+        h->fused_blocks = per_sm * h->sm_count;
+        if (h->fused_blocks > 0 && h->bands.groups > h->fused_blocks)
+            h->bands.groups = h->fused_blocks;
+    }
+cleanup:
+    return status;
 }
 
 static unsigned elec__chargemap_blocks(size_t threads) {
@@ -5997,6 +6526,15 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
     const dim3 block(ELEC__CHARGEMAP_BLOCK), atoms(elec__chargemap_blocks((size_t)n));
     h->xyzq = xyzq;
     h->n = n;
+    if (elec__chargemap_is_tiled(v)) {
+        /* stage 1 apart, unless TILE_FUSED's one kernel does it */
+        if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                elec__k_chargemap_tile_bin, dim3(h->bands.groups),
+                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->bin_shared_bytes, stream, 0, xyzq, n, h->g,
+                h->bands, h->runs, h->copies, h->status, h->sums));
+        goto cleanup;
+    }
     if (elec__chargemap_is_sorted(v)) {
         const int halo = v == ELEC_CHARGEMAP_TILE_OWNER;
         /* the first kernel waits for everything before it in the stream (no
@@ -6021,7 +6559,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         goto cleanup;
     }
     ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream)); /* overflow, outside */
-    if (v == ELEC_CHARGEMAP_PC_BASELINE) goto cleanup;
+    if (v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES) goto cleanup;
     switch (elec__chargemap_layout(v)) {
     case ELEC__CM_BIN_STRUCT:
         /* counters and ghosts: the whole array */
@@ -6065,7 +6603,8 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
     const elec_chargemap_variant v = h->p.variant;
     const dim3 block(ELEC__CHARGEMAP_BLOCK), points(elec__chargemap_blocks((size_t)h->points));
     const int lanes = elec__spme_lanes<W>::value;
-    const int zero = v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_BINNED ||
+    const int zero = v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES ||
+                     v == ELEC_CHARGEMAP_PC_BINNED ||
                      v == ELEC_CHARGEMAP_PC_REDUCED_READS || v == ELEC_CHARGEMAP_PC_COALESCED ||
                      v == ELEC_CHARGEMAP_PC_SORTED_LANES;
     if (zero)
@@ -6083,6 +6622,12 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             h->tile_shared_bytes, stream, pdl, grid, (const float4 *)h->copies,
             (const int *)h->tile_start, h->g, h->tiles, h->basis));
         break;
+    case ELEC_CHARGEMAP_PC_LANES:
+        ELEC__CUDA_TRY(elec__chargemap_launch(
+            elec__k_chargemap_pc_lanes<BASIS, W>,
+            dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid, h->xyzq,
+            h->n, h->g, h->basis, h->status, h->sums));
+        break;
     case ELEC_CHARGEMAP_PC_SORTED_LANES:
         ELEC__CUDA_TRY(elec__chargemap_launch(
             elec__k_chargemap_lanes<BASIS, W, 0>,
@@ -6090,6 +6635,27 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             (long long *)NULL, (const float4 *)h->copies, (const int *)h->tile_start,
             h->tiles.count, h->g, h->basis));
         break;
+    case ELEC_CHARGEMAP_TILE_BINNED:
+    case ELEC_CHARGEMAP_TILE_FUSED:
+    case ELEC_CHARGEMAP_TILE_FUSED_FIXED: {
+        const int fixed = v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+        if (v != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks) {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
+                      : elec__k_chargemap_tile_fused<BASIS, W, 0>,
+                dim3(h->fused_blocks), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->fused_shared_bytes,
+                stream, ELEC__CM_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs, h->copies,
+                h->status, h->sums));
+        } else {
+            ELEC__CUDA_TRY(elec__chargemap_launch(
+                fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1>
+                      : elec__k_chargemap_tile_sum<BASIS, W, 0>,
+                dim3(h->bands.count), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes,
+                stream, 0, grid, (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g,
+                h->bands, h->basis, h->status));
+        }
+        break;
+    }
     case ELEC_CHARGEMAP_PC_FIXED_POINT:
         ELEC__CUDA_TRY(elec__chargemap_launch(
             elec__k_chargemap_lanes<BASIS, W, 1>,
@@ -6251,18 +6817,19 @@ ELEC_DEF void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h) {
     if (!h) return;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     cudaSetDevice(h->device);
-    cudaFree(h->status);
-    cudaFree(h->bins.bins);
-    cudaFree(h->bins.count);
-    cudaFree(h->bins.rec);
-    cudaFree(h->bins.soa);
-    cudaFree(h->bins.overflow);
-    cudaFree(h->records);
-    cudaFree(h->copies);
-    cudaFree(h->tile_count);
-    cudaFree(h->tile_start);
-    cudaFree(h->tile_cursor);
-    cudaFree(h->fixed);
+    elec__cuda_free_sync(h->status);
+    elec__cuda_free_sync(h->bins.bins);
+    elec__cuda_free_sync(h->bins.count);
+    elec__cuda_free_sync(h->bins.rec);
+    elec__cuda_free_sync(h->bins.soa);
+    elec__cuda_free_sync(h->bins.overflow);
+    elec__cuda_free_sync(h->records);
+    elec__cuda_free_sync(h->copies);
+    elec__cuda_free_sync(h->tile_count);
+    elec__cuda_free_sync(h->tile_start);
+    elec__cuda_free_sync(h->tile_cursor);
+    elec__cuda_free_sync(h->fixed);
+    elec__cuda_free_sync(h->runs);
     (void)cudaGetLastError();
     cudaSetDevice(caller_device);
     ELEC_FREE(h);
@@ -6311,7 +6878,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     if (elec__chargemap_is_binned(resolved.variant) && resolved.order != 4)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%s is the seed's rung, written for order 4 (its cubic): order %d "
-                          "runs on pc-baseline, pc-sorted-lanes, tile-owner or pc-fixed-point",
+                          "runs on pc-baseline and on the rungs beyond the seed",
                           elec_chargemap_variant_name(resolved.variant), resolved.order);
     devices = elec_cuda_device_count();
     if (devices == 0)
@@ -6346,24 +6913,24 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
         ELEC__CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h->device));
         if (major < 9) h->use_pdl = 0; /* griddepcontrol is sm_90's */
     }
-    ELEC__CUDA_TRY(cudaMalloc((void **)&h->status, ELEC__CM_STATUS * sizeof(int)));
+    ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->status, ELEC__CM_STATUS * sizeof(int)));
     ELEC__CUDA_TRY(cudaMemset(h->status, 0, ELEC__CM_STATUS * sizeof(int)));
     if (elec__chargemap_is_binned(resolved.variant)) {
         const int S = resolved.bin_capacity;
         h->bins.S = S;
         h->bins.M = h->points;
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.overflow, max_atoms * sizeof(float4)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.overflow, max_atoms * sizeof(float4)));
         switch (elec__chargemap_layout(resolved.variant)) {
         case ELEC__CM_BIN_STRUCT:
-            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.bins, M * (S + 1) * sizeof(float4)));
+            ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.bins, M * (S + 1) * sizeof(float4)));
             break;
         case ELEC__CM_SLOT_AOS:
-            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.count, M * sizeof(int)));
-            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.rec, M * S * sizeof(float4)));
+            ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.count, M * sizeof(int)));
+            ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.rec, M * S * sizeof(float4)));
             break;
         default:
-            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.count, M * sizeof(int)));
-            ELEC__CUDA_TRY(cudaMalloc((void **)&h->bins.soa, 4 * M * S * sizeof(float)));
+            ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.count, M * sizeof(int)));
+            ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->bins.soa, 4 * M * S * sizeof(float)));
             break;
         }
         if (resolved.variant == ELEC_CHARGEMAP_GC_SHARED) {
@@ -6386,6 +6953,25 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
             for (int axis = 0; axis < 3; axis++) h->gc_block[axis] = shapes[k][axis];
         }
     }
+    if (elec__chargemap_is_tiled(resolved.variant) && !elec__chargemap_plan_bands(h)) {
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "%s: no tiling of %d x %d x %d points fits in shared memory "
+                            "(%d bytes): give larger tiles, or use pc-lanes",
+                            elec_chargemap_variant_name(resolved.variant), h->g.K[0], h->g.K[1],
+                            h->g.K[2], h->max_shared);
+        goto cleanup;
+    }
+    if (elec__chargemap_is_tiled(resolved.variant)) {
+#define ELEC__CHARGEMAP_TILES_CALL(B, W) elec__chargemap_configure_tiles_t<B, W>(h, err)
+        ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_TILES_CALL);
+#undef ELEC__CHARGEMAP_TILES_CALL
+        if (status != ELEC_OK) goto cleanup;
+        /* a group's run holds 8 copies for each of its ceil(n / groups) atoms */
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->runs, (size_t)h->bands.count *
+                                                         h->bands.groups * sizeof(int2)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->copies,
+                                  8 * (max_atoms + h->bands.groups) * sizeof(float4)));
+    }
     if (elec__chargemap_is_sorted(resolved.variant)) {
         const int halo = resolved.variant == ELEC_CHARGEMAP_TILE_OWNER;
         h->tiles = elec__chargemap_choose_tiles(h);
@@ -6398,17 +6984,17 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
                                 h->tile_shared_bytes, h->max_shared);
             goto cleanup;
         }
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->records, max_atoms * sizeof(float4)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->copies, (halo ? 8 : 1) * max_atoms * sizeof(float4)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_count, (size_t)h->tiles.count * sizeof(int)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->records, max_atoms * sizeof(float4)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->copies, (halo ? 8 : 1) * max_atoms * sizeof(float4)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->tile_count, (size_t)h->tiles.count * sizeof(int)));
         ELEC__CUDA_TRY(cudaMemset(h->tile_count, 0, (size_t)h->tiles.count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_start,
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->tile_start,
                                   ((size_t)h->tiles.count + 1) * sizeof(int)));
         ELEC__CUDA_TRY(cudaMemset(h->tile_start, 0, ((size_t)h->tiles.count + 1) * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->tile_cursor, (size_t)h->tiles.count * sizeof(int)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->tile_cursor, (size_t)h->tiles.count * sizeof(int)));
     }
     if (resolved.variant == ELEC_CHARGEMAP_PC_FIXED_POINT) {
-        ELEC__CUDA_TRY(cudaMalloc((void **)&h->fixed, M * sizeof(long long)));
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->fixed, M * sizeof(long long)));
         ELEC__CUDA_TRY(cudaMemset(h->fixed, 0, M * sizeof(long long)));
     }
 #define ELEC__CHARGEMAP_CONFIGURE_CALL(B, W) elec__chargemap_configure_t<B, W>(h, err)
@@ -6457,8 +7043,9 @@ ELEC_DEF elec_status elec_cuda_chargemap_finish(elec_cuda_chargemap_handle *h,
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaMemcpyAsync(words, h->status, sizeof words, cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    outside = elec__chargemap_is_sorted(h->p.variant) ? words[ELEC__CM_OUTSIDE_SEEN]
-                                                       : words[ELEC__CM_OUTSIDE];
+    outside = elec__chargemap_is_sorted(h->p.variant) || elec__chargemap_is_tiled(h->p.variant)
+                  ? words[ELEC__CM_OUTSIDE_SEEN]
+                  : words[ELEC__CM_OUTSIDE];
     if (overflow_atoms)
         *overflow_atoms = elec__chargemap_is_binned(h->p.variant) ? (size_t)words[ELEC__CM_OVERFLOW]
                                                                   : 0;
@@ -6487,7 +7074,7 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     cudaStream_t stream = NULL;
     cudaEvent_t marks[5];
     int marks_made = 0, caller_device = 0;
-    double abs_charge = 0.0;
+    double abs_charge = 0.0, max_charge = 0.0;
     size_t n, overflow = 0;
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if (!grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid is NULL");
@@ -6511,7 +7098,7 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
         for (int axis = 0; axis < 3; axis++) {
             double d = x[axis] - lattice->origin[axis];
             const double period = lattice->dims[axis] * lattice->spacing[axis];
-            if (p.periodic && !elec__cuda_wrap_into(&d, period)) {
+            if (p.periodic && !elec__wrap(&d, period)) {
                 status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                     "atom %zu lies over 1000 periods from the grid along %c",
                                     i, axis_name[axis]);
@@ -6536,10 +7123,20 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
         }
         host[i] = make_float4(u[0], u[1], u[2], (float)q);
         abs_charge += fabs(q);
+        if (fabs(q) > max_charge) max_charge = fabs(q);
     }
-    if (p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT && abs_charge >= 2147483648.0) {
+    if ((p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT ||
+         p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED) &&
+        abs_charge >= 2147483648.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                            "pc-fixed-point holds up to 2^31 e a point: sum |q| = %g e", abs_charge);
+                            "%s holds up to 2^31 e a point: sum |q| = %g e",
+                            elec_chargemap_variant_name(p.variant), abs_charge);
+        goto cleanup;
+    }
+    if (p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED && max_charge >= 524288.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "tile-fused-fixed rounds terms under 2^19 e: an atom carries %g e",
+                            max_charge);
         goto cleanup;
     }
     status = elec_cuda_chargemap_create(lattice, n ? n : 1, &p, -1, &h, err);
@@ -6547,8 +7144,8 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     h->g.grid_units = 1;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_xyzq, (n + 1) * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_grid, (size_t)h->points * sizeof(float)));
+    ELEC__CUDA_ALLOC(d_xyzq, (n + 1) * sizeof(float4), stream);
+    ELEC__CUDA_ALLOC(d_grid, (size_t)h->points * sizeof(float), stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice,
                                    stream));
     if (p.times)
@@ -6572,13 +7169,13 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     }
     elec__ok(err);
 cleanup:
-    if (stream) {
+    if (stream) { /* the buffers were made on it, after it */
+        elec__cuda_free(d_xyzq, stream);
+        elec__cuda_free(d_grid, stream);
         cudaStreamSynchronize(stream);
         cudaStreamDestroy(stream);
     }
     for (int m = 0; m < marks_made; m++) cudaEventDestroy(marks[m]);
-    cudaFree(d_xyzq);
-    cudaFree(d_grid);
     (void)cudaGetLastError();
     elec_cuda_chargemap_destroy(h);
     ELEC_FREE(host);
@@ -6592,9 +7189,11 @@ cleanup:
 /* ALPB at surface vertices (elec.h, elec_alpb_params, elec_hcp), after
    seed 003 (Daga and Feng 2012): each thread computes one vertex's
    potential by HCP's top-down walk over complexes, chains, residues and
-   atoms (research notes 3.3), with the thresholds +infinity for the exact
-   sum.  The ladder (params.variant), each rung a kernel or a change of
-   input beside the one before:
+   atoms (research notes 3.3), a component far where the squared distance
+   to its centre exceeds its reach squared (elec__hcp_reach: the level's
+   threshold, or farther where its error test asks; +infinity for the
+   exact sum).  The ladder (params.variant), each rung a kernel or a change
+   of input beside the one before:
      simple     the seed's kernel before its shared-memory step: the arrays
                 flattened to one array per field (the seed's SoA), the
                 vertex read again from global memory at every level
@@ -6608,29 +7207,58 @@ cleanup:
                 same components and read the same records in step (one
                 broadcast load instead of up to 32); results are written
                 back in the caller's order
-     packed     sorted, and each component one 48-byte record of three
-                float4 (centre with its first child's index, its one or two
-                charges), atoms float4: one vector load where the SoA rungs
-                issue three or four; the complexes' and chains' records
-                staged in shared memory per block
+     packed     sorted, and each component one 64-byte record of four
+                float4 (centre with its reach squared, its one or two
+                charges, its children's range), atoms float4: one vector
+                load where the SoA rungs issue three or four; the
+                complexes' and chains' records staged in shared memory per
+                block
+     pairs      packed, two neighbouring vertices per thread: each record
+                and atom read once for both (half the loads and the loop
+                overhead per vertex, twice the independent arithmetic per
+                load); a pair takes the union of its vertices' branches,
+                each vertex keeping its own decisions
    The default (ELEC_ALPB_FASTEST) runs the exact sum without salt on the
    DCS points kernel (E1 is a Coulomb sum plus a constant), everything else
-   on packed.  Kernels compute in float: a term is q rsqrt(d^2) (no salt,
+   on pairs.  Kernels compute in float: a term is q rsqrt(d^2) (no salt,
    the Coulomb form of E1 and of GEM's regions 2 and 3) or
    q elec_alpb_term_float (salt, region 1); a residue's atoms are summed
-   apart before joining the vertex's sum. */
+   apart before joining the vertex's sum.
+
+   The call: the params and the vertices checked (before any CUDA call),
+   the hierarchy laid out on the host in the rung's layout with every
+   component's reach and uploaded in one copy into one device allocation,
+   then the points in chunks on two streams: chunk c converted to float4
+   (host, OpenMP) and uploaded, sorted and walked, while chunk c - 1's
+   potential comes back, so that the host's conversions and copies hide
+   behind the GPU's work (as the MDH points call).  params.times runs the
+   stages one after another, in one chunk, and times each. */
 #include <cub/device/device_radix_sort.cuh>
 
 #define ELEC__ALPB_BLOCK 128
 #define ELEC__ALPB_COULOMB 0 /* term q / d: E1 without salt (front applied after) */
 #define ELEC__ALPB_GENERAL 1 /* term q elec_alpb_term_float(d, d')               */
 /* shared memory for the complexes' and chains' records of the packed
-   rung: 1000 records of 48 bytes; past that they are read from global */
-#define ELEC__ALPB_TOP_RECORDS 1000
+   rungs: 750 records of 64 bytes (48 KB, what a block gets without
+   opting in); past that they are read from global memory */
+#define ELEC__ALPB_TOP_RECORDS 750
+/* the points' chunks: so that the host's conversion and copies of one
+   can hide behind the walk of another.  On an H100 (bench_alpb, 1e6
+   points, the defaults) the pipelined call took 11.0-12.8 ms against the
+   11.2 ms of the same stages one after another: no gain measured yet (a
+   chunk's walk is about one wave of blocks; pageable copies overlap
+   little) */
+#define ELEC__ALPB_CHUNKS 4
+/* vertices per thread of the pairs rung: on an H100 its walk took 5.39 ms
+   with 2 (packed, one: 5.47 ms) and 6.18 ms with 4 */
+#ifndef ELEC__ALPB_PER_THREAD
+#define ELEC__ALPB_PER_THREAD 2
+#endif
+#define ELEC__ALPB_MIN_CHUNK ((size_t)1 << 17)
 
 /* One level of the hierarchy as the seed flattened it: one array a field. */
 typedef struct elec__alpb_soa_level {
-    const float *cx, *cy, *cz;         /* centre (the distance test)          */
+    const float *cx, *cy, *cz, *reach2; /* centre (the distance test), reach^2 */
     const float *ax, *ay, *az, *aq;    /* first charge: the one-charge
                                           approximation or the positive one  */
     const float *bx, *by, *bz, *bq;    /* second charge: the negative one (0
@@ -6644,9 +7272,9 @@ typedef struct elec__alpb_soa {
     int complexes;
 } elec__alpb_soa;
 
-/* The same as records: per component three float4, centre (w: the index
-   of its first child, as int bits), first charge, second charge, and one
-   more record whose w ends the last component's children. */
+/* The same as records: per component four float4, centre (w: its reach
+   squared), first charge, second charge, children (x and y: the first
+   child's index and one past the last's, as int bits). */
 typedef struct elec__alpb_packed {
     const float4 *level[ELEC_HCP_LEVELS];
     const float4 *atoms;
@@ -6656,12 +7284,11 @@ typedef struct elec__alpb_packed {
 /* What every vertex's sum shares. */
 typedef struct elec__alpb_call {
     elec_alpb_kernel_float k;
-    float h2[ELEC_HCP_LEVELS]; /* squared thresholds; +infinity: always opened */
     float coincident2;
     float factor, shift, scale; /* phi = scale (factor sum + shift)          */
 } elec__alpb_call;
 
-/* The int whose bits a float holds (records keep indices in their w). */
+/* The int whose bits a float holds (records keep indices in floats). */
 ELEC_HD inline int elec__float_bits(float f) {
 #ifdef __CUDA_ARCH__
     return __float_as_int(f);
@@ -6684,7 +7311,7 @@ ELEC_HD inline float elec__alpb_charge(const elec__alpb_call &a, float4 c, float
     float d2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
     if (MODE == ELEC__ALPB_COULOMB) {
 #ifdef __CUDA_ARCH__
-        return c.w * (d2 >= a.coincident2 ? elec__rsqrt_sfu(d2) : 0.0f);
+        return c.w * (d2 >= a.coincident2 ? elec_rsqrt_sfu(d2) : 0.0f);
 #else
         return c.w * (d2 >= a.coincident2 ? 1.0f / sqrtf(d2) : 0.0f);
 #endif
@@ -6698,9 +7325,10 @@ ELEC_HD inline float elec__alpb_charge(const elec__alpb_call &a, float4 c, float
     return c.w * elec_alpb_term_float(&a.k, sqrtf(d2), d_ion);
 }
 
-ELEC_HD inline bool elec__alpb_far(float4 P, float x, float y, float z, float h2) {
+/* Is P beyond the reach (reach2 its square) of a component centred at x? */
+ELEC_HD inline bool elec__alpb_far(float4 P, float x, float y, float z, float reach2) {
     float dx = P.x - x, dy = P.y - y, dz = P.z - z;
-    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > h2; /* strict, as NAB and GEM */
+    return fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > reach2; /* strict, as NAB and GEM */
 }
 
 /* The vertex again from global memory (simple rung): volatile, so that the
@@ -6722,6 +7350,11 @@ ELEC_HD inline float elec__alpb_soa_approx(const elec__alpb_call &a,
     return t;
 }
 
+/* Is P beyond the reach of component c of an SoA level? */
+ELEC_HD inline bool elec__alpb_soa_far(float4 P, const elec__alpb_soa_level &l, int c) {
+    return elec__alpb_far(P, l.cx[c], l.cy[c], l.cz[c], l.reach2[c]);
+}
+
 /* One vertex over the flattened arrays: point mine (and P_ion), the vertex
    read again at every level when REREAD.  Returns the potential. */
 template <int MODE, int CHARGES, int REREAD>
@@ -6733,20 +7366,19 @@ ELEC_HD inline float elec__alpb_soa_walk(const elec__alpb_soa &s, const elec__al
     float sum = 0.0f;
     for (int c = 0; c < s.complexes; c++) {
         if (REREAD) P = elec__alpb_reread(mine);
-        if (elec__alpb_far(P, complexes.cx[c], complexes.cy[c], complexes.cz[c], a.h2[2])) {
+        if (elec__alpb_soa_far(P, complexes, c)) {
             sum += elec__alpb_soa_approx<MODE, CHARGES>(a, complexes, c, P, P_ion);
             continue;
         }
         for (int ch = complexes.first[c]; ch < complexes.first[c + 1]; ch++) {
             if (REREAD) P = elec__alpb_reread(mine);
-            if (elec__alpb_far(P, chains.cx[ch], chains.cy[ch], chains.cz[ch], a.h2[1])) {
+            if (elec__alpb_soa_far(P, chains, ch)) {
                 sum += elec__alpb_soa_approx<MODE, CHARGES>(a, chains, ch, P, P_ion);
                 continue;
             }
             for (int r = chains.first[ch]; r < chains.first[ch + 1]; r++) {
                 if (REREAD) P = elec__alpb_reread(mine);
-                if (elec__alpb_far(P, residues.cx[r], residues.cy[r], residues.cz[r],
-                                   a.h2[0])) {
+                if (elec__alpb_soa_far(P, residues, r)) {
                     sum += elec__alpb_soa_approx<MODE, CHARGES>(a, residues, r, P, P_ion);
                     continue;
                 }
@@ -6774,7 +7406,7 @@ elec__k_alpb_soa(float *phi, const float4 *points, const float4 *points_ion,
         s, a, points + i, points_ion ? points_ion[i] : points[i]);
 }
 
-/* A packed component: centre (and first child), charges. */
+/* A packed component's charges (record[1], record[2]) seen from P. */
 template <int MODE, int CHARGES>
 ELEC_HD inline float elec__alpb_record_approx(const elec__alpb_call &a, const float4 *record,
                                               float4 P, float4 P_ion) {
@@ -6783,9 +7415,12 @@ ELEC_HD inline float elec__alpb_record_approx(const elec__alpb_call &a, const fl
     return t;
 }
 
+ELEC_HD inline bool elec__alpb_record_far(float4 P, float4 centre) {
+    return elec__alpb_far(P, centre.x, centre.y, centre.z, centre.w);
+}
+
 /* One vertex over the records (complexes' and chains' from wherever the
-   caller has them).  A record's w holds its first child's index as int
-   bits; the next record's w ends its children. */
+   caller has them). */
 template <int MODE, int CHARGES>
 ELEC_HD inline float elec__alpb_packed_walk(const elec__alpb_packed &s, const float4 *complexes,
                                             const float4 *chains, const elec__alpb_call &a,
@@ -6793,59 +7428,167 @@ ELEC_HD inline float elec__alpb_packed_walk(const elec__alpb_packed &s, const fl
     const float4 *residues = s.level[0];
     float sum = 0.0f;
     for (int c = 0; c < s.complexes; c++) {
-        float4 centre = complexes[3 * c];
-        if (elec__alpb_far(P, centre.x, centre.y, centre.z, a.h2[2])) {
-            sum += elec__alpb_record_approx<MODE, CHARGES>(a, complexes + 3 * c, P, P_ion);
+        const float4 *complex_record = complexes + 4 * c;
+        if (elec__alpb_record_far(P, complex_record[0])) {
+            sum += elec__alpb_record_approx<MODE, CHARGES>(a, complex_record, P, P_ion);
             continue;
         }
-        int ch_end = elec__float_bits(complexes[3 * c + 3].w);
-        for (int ch = elec__float_bits(centre.w); ch < ch_end; ch++) {
-            float4 chain = chains[3 * ch];
-            if (elec__alpb_far(P, chain.x, chain.y, chain.z, a.h2[1])) {
-                sum += elec__alpb_record_approx<MODE, CHARGES>(a, chains + 3 * ch, P, P_ion);
+        const float4 chain_range = complex_record[3];
+        const int ch_end = elec__float_bits(chain_range.y);
+        for (int ch = elec__float_bits(chain_range.x); ch < ch_end; ch++) {
+            const float4 *chain = chains + 4 * ch;
+            if (elec__alpb_record_far(P, chain[0])) {
+                sum += elec__alpb_record_approx<MODE, CHARGES>(a, chain, P, P_ion);
                 continue;
             }
-            int r = elec__float_bits(chain.w), r_end = elec__float_bits(chains[3 * ch + 3].w);
-            float4 residue = residues[3 * r];
-            for (; r < r_end; r++) {
-                float4 next = residues[3 * r + 3]; /* its w ends this residue's atoms */
-                if (elec__alpb_far(P, residue.x, residue.y, residue.z, a.h2[0])) {
-                    sum += elec__alpb_record_approx<MODE, CHARGES>(a, residues + 3 * r, P,
-                                                                   P_ion);
+            const float4 residue_range = chain[3];
+            const int r_end = elec__float_bits(residue_range.y);
+            for (int r = elec__float_bits(residue_range.x); r < r_end; r++) {
+                const float4 *residue = residues + 4 * r;
+                if (elec__alpb_record_far(P, residue[0])) {
+                    sum += elec__alpb_record_approx<MODE, CHARGES>(a, residue, P, P_ion);
                 } else {
+                    const float4 atom_range = residue[3];
+                    const int end = elec__float_bits(atom_range.y);
                     float part = 0.0f;
-                    int end = elec__float_bits(next.w);
-                    for (int at = elec__float_bits(residue.w); at < end; at++)
+                    for (int at = elec__float_bits(atom_range.x); at < end; at++)
                         part += elec__alpb_charge<MODE>(a, s.atoms[at], P, P_ion);
                     sum += part;
                 }
-                residue = next;
             }
         }
     }
     return a.scale * fmaf(a.factor, sum, a.shift);
 }
 
-/* Rung packed: the complexes' and chains' records staged in shared memory
-   (TOP_SHARED) when they fit, else read from global memory. */
+/* The complexes' and chains' records of the packed rungs, staged in shared
+   memory (TOP_SHARED) when they fit, else left in global memory. */
+template <int TOP_SHARED>
+__device__ __forceinline__ void elec__alpb_stage_top(const elec__alpb_packed &s,
+                                                     float4 *top, const float4 **complexes,
+                                                     const float4 **chains) {
+    *complexes = s.level[2];
+    *chains = s.level[1];
+    if (TOP_SHARED) {
+        const int upper = 4 * s.complexes, middle = 4 * s.chains;
+        for (int k = threadIdx.x; k < upper + middle; k += blockDim.x)
+            top[k] = k < upper ? s.level[2][k] : s.level[1][k - upper];
+        __syncthreads();
+        *complexes = top;
+        *chains = top + upper;
+    }
+}
+
+/* Rung packed: thread i walks sorted point i into phi[order[i]]. */
 template <int MODE, int CHARGES, int TOP_SHARED>
 __global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
 elec__k_alpb_packed(float *phi, const float4 *points, const float4 *points_ion,
                     const int *order, int count, elec__alpb_packed s, elec__alpb_call a) {
     extern __shared__ float4 elec__alpb_top[];
-    const float4 *complexes = s.level[2], *chains = s.level[1];
-    if (TOP_SHARED) {
-        const int top = 3 * (s.complexes + 1), middle = 3 * (s.chains + 1);
-        for (int k = threadIdx.x; k < top + middle; k += blockDim.x)
-            elec__alpb_top[k] = k < top ? complexes[k] : chains[k - top];
-        __syncthreads();
-        complexes = elec__alpb_top;
-        chains = elec__alpb_top + top;
-    }
+    const float4 *complexes, *chains;
+    elec__alpb_stage_top<TOP_SHARED>(s, elec__alpb_top, &complexes, &chains);
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     phi[order[i]] = elec__alpb_packed_walk<MODE, CHARGES>(
         s, complexes, chains, a, points[i], points_ion ? points_ion[i] : points[i]);
+}
+
+/* N neighbouring vertices P[0..N-1] over the records (the pairs rung: N
+   = ELEC__ALPB_PER_THREAD, 2): each record and atom read once for all.
+   open[k] says whether vertex k is inside the component being walked (it
+   takes the component's children); a component far for one vertex and
+   near for another adds its charges to the first and opens its children
+   for the second, so every vertex keeps its own decisions.  The sums go
+   to phi[0..N-1]. */
+template <int MODE, int CHARGES, int N>
+ELEC_HD inline void elec__alpb_group_walk(const elec__alpb_packed &s, const float4 *complexes,
+                                          const float4 *chains, const elec__alpb_call &a,
+                                          const float4 P[N], const float4 P_ion[N],
+                                          float phi[N]) {
+    const float4 *residues = s.level[0];
+    float sum[N];
+    for (int k = 0; k < N; k++) sum[k] = 0.0f;
+    for (int c = 0; c < s.complexes; c++) {
+        const float4 *complex_record = complexes + 4 * c;
+        bool open[N], any = false;
+        for (int k = 0; k < N; k++) {
+            open[k] = !elec__alpb_record_far(P[k], complex_record[0]);
+            any |= open[k];
+            if (!open[k])
+                sum[k] += elec__alpb_record_approx<MODE, CHARGES>(a, complex_record, P[k],
+                                                                  P_ion[k]);
+        }
+        if (!any) continue;
+        const float4 chain_range = complex_record[3];
+        const int ch_end = elec__float_bits(chain_range.y);
+        for (int ch = elec__float_bits(chain_range.x); ch < ch_end; ch++) {
+            const float4 *chain = chains + 4 * ch;
+            bool near[N], any_near = false;
+            for (int k = 0; k < N; k++) {
+                const bool far = elec__alpb_record_far(P[k], chain[0]);
+                near[k] = open[k] && !far;
+                any_near |= near[k];
+                if (open[k] && far)
+                    sum[k] += elec__alpb_record_approx<MODE, CHARGES>(a, chain, P[k], P_ion[k]);
+            }
+            if (!any_near) continue;
+            const float4 residue_range = chain[3];
+            const int r_end = elec__float_bits(residue_range.y);
+            for (int r = elec__float_bits(residue_range.x); r < r_end; r++) {
+                const float4 *residue = residues + 4 * r;
+                bool close[N], any_far = false, any_close = false;
+                for (int k = 0; k < N; k++) {
+                    close[k] = near[k] && !elec__alpb_record_far(P[k], residue[0]);
+                    any_far |= near[k] && !close[k];
+                    any_close |= close[k];
+                }
+                if (any_far) {
+                    const float4 one = residue[1], two = residue[2];
+                    for (int k = 0; k < N; k++) {
+                        float t = elec__alpb_charge<MODE>(a, one, P[k], P_ion[k]);
+                        if (CHARGES == 2) t += elec__alpb_charge<MODE>(a, two, P[k], P_ion[k]);
+                        sum[k] += near[k] && !close[k] ? t : 0.0f;
+                    }
+                }
+                if (any_close) {
+                    const float4 atom_range = residue[3];
+                    const int end = elec__float_bits(atom_range.y);
+                    float part[N];
+                    for (int k = 0; k < N; k++) part[k] = 0.0f;
+                    for (int at = elec__float_bits(atom_range.x); at < end; at++) {
+                        const float4 atom = s.atoms[at];
+                        for (int k = 0; k < N; k++)
+                            part[k] += elec__alpb_charge<MODE>(a, atom, P[k], P_ion[k]);
+                    }
+                    for (int k = 0; k < N; k++) sum[k] += close[k] ? part[k] : 0.0f;
+                }
+            }
+        }
+    }
+    for (int k = 0; k < N; k++) phi[k] = a.scale * fmaf(a.factor, sum[k], a.shift);
+}
+
+/* Rung pairs: thread i walks sorted points N i .. N i + N - 1 (past the
+   last point, the last point again, written once). */
+template <int MODE, int CHARGES, int TOP_SHARED>
+__global__ void __launch_bounds__(ELEC__ALPB_BLOCK)
+elec__k_alpb_pairs(float *phi, const float4 *points, const float4 *points_ion,
+                   const int *order, int count, elec__alpb_packed s, elec__alpb_call a) {
+    enum { N = ELEC__ALPB_PER_THREAD };
+    extern __shared__ float4 elec__alpb_top[];
+    const float4 *complexes, *chains;
+    elec__alpb_stage_top<TOP_SHARED>(s, elec__alpb_top, &complexes, &chains);
+    const int i = N * (blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= count) return;
+    float4 P[N], P_ion[N];
+    float out[N];
+    for (int k = 0; k < N; k++) {
+        const int j = i + k < count ? i + k : count - 1;
+        P[k] = points[j];
+        P_ion[k] = points_ion ? points_ion[j] : P[k];
+    }
+    elec__alpb_group_walk<MODE, CHARGES, N>(s, complexes, chains, a, P, P_ion, out);
+    for (int k = 0; k < N && i + k < count; k++) phi[order[i + k]] = out[k];
 }
 
 /* Interleaves the low 10 bits of v with two zero bits each. */
@@ -6882,7 +7625,6 @@ __global__ void elec__k_alpb_gather(float4 *out, const float4 *in, const int *or
 
 /* The hierarchy on the device, in the layout the rung reads. */
 typedef struct elec__alpb_device {
-    void *d_block;
     elec__alpb_soa soa;
     elec__alpb_packed packed;
 } elec__alpb_device;
@@ -6903,121 +7645,134 @@ static void elec__alpb_host_charge(const elec_hcp *h, int level, size_t c, int c
     out[3] = (float)q[3];
 }
 
-/* Bytes of the hierarchy as the packed rung (packed) or the others read it. */
-static size_t elec__alpb_layout_bytes(const elec_hcp *h, int packed) {
-    size_t floats = 4 * h->count[0], ints = 0;
-    for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
-        floats += packed ? 12 * (h->count[level + 1] + 1) : 11 * h->count[level + 1];
-        ints += packed ? 0 : h->count[level + 1] + 1;
-    }
-    return floats * sizeof(float) + ints * sizeof(int);
+static int elec__alpb_is_packed(elec_alpb_variant v) {
+    return v == ELEC_ALPB_PACKED || v == ELEC_ALPB_PAIRS;
 }
 
-/* Lays the hierarchy out in host (elec__alpb_layout_bytes of it),
-   positions relative to centre, and sets layout's pointers as if the
-   buffer sat at base: the device buffer it is copied to, or host itself
-   for the walks on the CPU. */
-static void elec__alpb_layout(const elec_hcp *h, int charges, int packed,
-                              const double centre[3], void *host, const void *base,
-                              elec__alpb_device *layout) {
-    const size_t n = h->count[0];
-    const float *df = (const float *)base;
-    float *f = (float *)host;
-    size_t at = 0, i;
-    int level;
-    if (packed) {
+/* The layout of the hierarchy a rung reads, in float-sized words: the
+   atoms first (4 per atom: float4 x y z q for the packed rungs, four
+   arrays x, y, z, q for the others), then the levels (the packed rungs:
+   16 per component, its record; the others: 12 arrays of one float per
+   component, then the first-child arrays, count + 1 ints per level). */
+static size_t elec__alpb_levels_words(const elec_hcp *h, int packed) {
+    size_t words = 0;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++)
+        words += packed ? 16 * h->count[level + 1] : 13 * h->count[level + 1] + 1;
+    return words;
+}
+
+static size_t elec__alpb_layout_bytes(const elec_hcp *h, int packed) {
+    return (4 * h->count[0] + elec__alpb_levels_words(h, packed)) * sizeof(float);
+}
+
+/* Atoms first .. first + n - 1 relative to centre, into out as the
+   layout holds them: n float4 (packed), or n x, then n y, n z, n q (each
+   to go count[0] floats after the one before). */
+static void elec__alpb_layout_atoms(const elec_hcp *h, int packed, const double centre[3],
+                                    size_t first, size_t n, float *out) {
 #ifdef _OPENMP
 #pragma omp parallel for
 #endif
-        for (long a = 0; a < (long)n; a++) {
-            for (int k = 0; k < 3; k++) f[4 * a + k] = (float)(h->xyz[3 * a + k] - centre[k]);
-            f[4 * a + 3] = (float)h->charge[a];
-        }
-        at = 4 * n;
+    for (long i = 0; i < (long)n; i++) {
+        const double *x = h->xyz + 3 * (first + (size_t)i);
+        for (int k = 0; k < 3; k++) out[packed ? 4 * i + k : k * n + i] = (float)(x[k] - centre[k]);
+        out[packed ? 4 * i + 3 : 3 * n + i] = (float)h->charge[first + (size_t)i];
+    }
+}
+
+/* The levels into host (elec__alpb_levels_words of it), positions
+   relative to centre, every component with its reach for the resolved
+   params r (front: the kernel's), and layout's pointers set as if the
+   whole layout (atoms, then these) sat at base: the device buffer it is
+   copied to, or the host's own for the walks on the CPU. */
+static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *r,
+                                     double front, int packed, const double centre[3],
+                                     float *host, const void *base,
+                                     elec__alpb_device *layout) {
+    const size_t n = h->count[0];
+    const int charges = r->hcp_charges;
+    const float *df = (const float *)base, *dlevels = df + 4 * n;
+    size_t at = 0;
+    if (packed) {
         layout->packed.atoms = (const float4 *)df;
-        for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+        for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
             const size_t m = h->count[level + 1];
-            layout->packed.level[level] = (const float4 *)(df + at);
-            for (i = 0; i <= m; i++, at += 12) {
-                int first = (int)h->first[level][i];
-                for (int k = 0; k < 12; k++) f[at + k] = 0.0f;
-                if (i < m) {
-                    for (int k = 0; k < 3; k++)
-                        f[at + k] = (float)(h->centre[level][3 * i + k] - centre[k]);
-                    elec__alpb_host_charge(h, level, i, charges, 0, centre, f + at + 4);
-                    elec__alpb_host_charge(h, level, i, charges, 1, centre, f + at + 8);
-                }
-                memcpy(f + at + 3, &first, sizeof first); /* the sentinel's ends the last */
+            float *record = host + at;
+            layout->packed.level[level] = (const float4 *)(dlevels + at);
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+            for (long c = 0; c < (long)m; c++) {
+                float *out = record + 16 * c;
+                const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+                const int range[2] = {(int)h->first[level][c], (int)h->first[level][c + 1]};
+                for (int k = 0; k < 3; k++) out[k] = (float)(h->centre[level][3 * c + k] - centre[k]);
+                out[3] = (float)(reach * reach);
+                elec__alpb_host_charge(h, level, (size_t)c, charges, 0, centre, out + 4);
+                elec__alpb_host_charge(h, level, (size_t)c, charges, 1, centre, out + 8);
+                memcpy(out + 12, range, sizeof range);
+                out[14] = out[15] = 0.0f;
             }
+            at += 16 * m;
         }
         layout->packed.complexes = (int)h->count[3];
         layout->packed.chains = (int)h->count[2];
         return;
     }
-    size_t floats = 4 * n, int_at = 0;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++) floats += 11 * h->count[level + 1];
-    int *ints = (int *)(f + floats);
-    const int *di = (const int *)(df + floats);
-#ifdef _OPENMP
-#pragma omp parallel for
-#endif
-    for (long a = 0; a < (long)n; a++) {
-        for (int k = 0; k < 3; k++) f[k * n + a] = (float)(h->xyz[3 * a + k] - centre[k]);
-        f[3 * n + a] = (float)h->charge[a];
-    }
+    size_t int_at = 0, floats = 0;
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++) floats += 12 * h->count[level + 1];
+    int *ints = (int *)(host + floats);
+    const int *di = (const int *)(dlevels + floats);
     layout->soa.x = df;
     layout->soa.y = df + n;
     layout->soa.z = df + 2 * n;
     layout->soa.q = df + 3 * n;
-    at = 4 * n;
-    for (level = 0; level < ELEC_HCP_LEVELS; level++) {
+    for (int level = 0; level < ELEC_HCP_LEVELS; level++) {
         const size_t m = h->count[level + 1];
         elec__alpb_soa_level *l = &layout->soa.level[level];
-        const float **field[11] = {&l->cx, &l->cy, &l->cz, &l->ax, &l->ay, &l->az,
-                                   &l->aq, &l->bx, &l->by, &l->bz, &l->bq};
-        for (int k = 0; k < 11; k++) *field[k] = df + at + (size_t)k * m;
-        for (i = 0; i < m; i++) {
-            float c[8];
+        const float **field[12] = {&l->cx, &l->cy, &l->cz, &l->reach2, &l->ax, &l->ay,
+                                   &l->az, &l->aq, &l->bx, &l->by, &l->bz, &l->bq};
+        for (int k = 0; k < 12; k++) *field[k] = dlevels + at + (size_t)k * m;
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+        for (long c = 0; c < (long)m; c++) {
+            const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+            float charge[8];
             for (int k = 0; k < 3; k++)
-                f[at + (size_t)k * m + i] = (float)(h->centre[level][3 * i + k] - centre[k]);
-            elec__alpb_host_charge(h, level, i, charges, 0, centre, c);
-            elec__alpb_host_charge(h, level, i, charges, 1, centre, c + 4);
-            for (int k = 0; k < 8; k++) f[at + (size_t)(3 + k) * m + i] = c[k];
+                host[at + (size_t)k * m + c] = (float)(h->centre[level][3 * c + k] - centre[k]);
+            host[at + 3 * m + c] = (float)(reach * reach);
+            elec__alpb_host_charge(h, level, (size_t)c, charges, 0, centre, charge);
+            elec__alpb_host_charge(h, level, (size_t)c, charges, 1, centre, charge + 4);
+            for (int k = 0; k < 8; k++) host[at + (size_t)(4 + k) * m + c] = charge[k];
         }
-        at += 11 * m;
+        at += 12 * m;
         l->first = di + int_at;
-        for (i = 0; i <= m; i++) ints[int_at++] = (int)h->first[level][i];
+        for (size_t c = 0; c <= m; c++) ints[int_at++] = (int)h->first[level][c];
     }
     layout->soa.complexes = (int)h->count[3];
 }
 
-/* The rung's layout, built on the host and uploaded. */
-static elec_status elec__alpb_upload(const elec_hcp *h, int charges, int packed,
-                                     const double centre[3], elec__alpb_device *dev,
-                                     elec_error *err) {
-    elec_status status = ELEC_OK;
-    const size_t bytes = elec__alpb_layout_bytes(h, packed);
-    void *host = ELEC_MALLOC(bytes);
-    memset(dev, 0, sizeof *dev);
-    if (!host) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the hierarchy");
-    ELEC__CUDA_TRY(cudaMalloc(&dev->d_block, bytes));
-    elec__alpb_layout(h, charges, packed, centre, host, dev->d_block, dev);
-    ELEC__CUDA_TRY(cudaMemcpy(dev->d_block, host, bytes, cudaMemcpyHostToDevice));
-cleanup:
-    ELEC_FREE(host);
-    if (status != ELEC_OK) {
-        cudaFree(dev->d_block);
-        dev->d_block = NULL;
-    }
-    return status;
+/* The whole layout in host (elec__alpb_layout_bytes of it), pointers as
+   if it sat at base (the walks on the CPU: base = host). */
+static void elec__alpb_layout(const elec_hcp *h, const elec_alpb_params *r, double front,
+                              int packed, const double centre[3], void *host,
+                              const void *base, elec__alpb_device *layout) {
+    elec__alpb_layout_atoms(h, packed, centre, 0, h->count[0], (float *)host);
+    elec__alpb_layout_levels(h, r, front, packed, centre, (float *)host + 4 * h->count[0],
+                             base, layout);
 }
 
-/* Launches the rung's kernel template for the call's mode and charges. */
+/* Launches the rung's kernel template for the call's mode and charges
+   over count sorted (or, unsorted rungs, given-order) points. */
 template <int MODE, int CHARGES>
-static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t shared,
-                              cudaStream_t stream, float *phi, const float4 *P,
-                              const float4 *P_ion, const int *order, int count,
-                              const elec__alpb_device &dev, const elec__alpb_call &a) {
+static void elec__alpb_launch(elec_alpb_variant variant, size_t shared, cudaStream_t stream,
+                              float *phi, const float4 *P, const float4 *P_ion,
+                              const int *order, int count, const elec__alpb_device &dev,
+                              const elec__alpb_call &a) {
+    const unsigned per_thread = variant == ELEC_ALPB_PAIRS ? ELEC__ALPB_PER_THREAD : 1;
+    const unsigned blocks = (unsigned)(((unsigned)count + per_thread * ELEC__ALPB_BLOCK - 1) /
+                                       (per_thread * ELEC__ALPB_BLOCK));
     switch (variant) {
     case ELEC_ALPB_SIMPLE:
         elec__k_alpb_soa<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
@@ -7028,7 +7783,7 @@ static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t
         elec__k_alpb_soa<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
             phi, P, P_ion, order, count, dev.soa, a);
         break;
-    default:
+    case ELEC_ALPB_PACKED:
         if (shared)
             elec__k_alpb_packed<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, shared, stream>>>(
                 phi, P, P_ion, order, count, dev.packed, a);
@@ -7036,14 +7791,42 @@ static void elec__alpb_launch(elec_alpb_variant variant, unsigned blocks, size_t
             elec__k_alpb_packed<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
                 phi, P, P_ion, order, count, dev.packed, a);
         break;
+    default:
+        if (shared)
+            elec__k_alpb_pairs<MODE, CHARGES, 1><<<blocks, ELEC__ALPB_BLOCK, shared, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        else
+            elec__k_alpb_pairs<MODE, CHARGES, 0><<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                phi, P, P_ion, order, count, dev.packed, a);
+        break;
     }
 }
 
-/* The call's constants in float, and which term the kernels use. */
+/* The call's mode (which term the kernels use). */
 static int elec__alpb_mode(const elec_alpb_kernel *k) {
     return k->kappa > 0.0 || k->region == 1 ? ELEC__ALPB_GENERAL : ELEC__ALPB_COULOMB;
 }
 
+/* The mode and charges as template arguments. */
+static void elec__alpb_dispatch(int mode, int charges, elec_alpb_variant variant, size_t shared,
+                                cudaStream_t stream, float *phi, const float4 *P,
+                                const float4 *P_ion, const int *order, int count,
+                                const elec__alpb_device &dev, const elec__alpb_call &a) {
+    if (mode == ELEC__ALPB_GENERAL && charges == 1)
+        elec__alpb_launch<ELEC__ALPB_GENERAL, 1>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else if (mode == ELEC__ALPB_GENERAL)
+        elec__alpb_launch<ELEC__ALPB_GENERAL, 2>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else if (charges == 1)
+        elec__alpb_launch<ELEC__ALPB_COULOMB, 1>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+    else
+        elec__alpb_launch<ELEC__ALPB_COULOMB, 2>(variant, shared, stream, phi, P, P_ion, order,
+                                                 count, dev, a);
+}
+
+/* The call's constants in float. */
 static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_kernel *k,
                                   double net_charge, elec__alpb_call *a) {
     memset(a, 0, sizeof *a);
@@ -7055,8 +7838,6 @@ static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_ker
     a->k.born_offset = (float)k->born_offset;
     a->k.size2 = (float)k->size2;
     a->k.constant = (float)k->constant;
-    for (int level = 0; level < ELEC_HCP_LEVELS; level++)
-        a->h2[level] = r->exact ? INFINITY : (float)(r->hcp_h[level] * r->hcp_h[level]);
     a->coincident2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
     a->scale = (float)r->scale;
     /* the Coulomb form sums q / d and multiplies by front once */
@@ -7064,19 +7845,26 @@ static void elec__alpb_call_setup(const elec_alpb_params *r, const elec_alpb_ker
     a->shift = (float)(net_charge * k->constant);
 }
 
-/* The evaluation points v + shift n relative to centre, as float4 (the
-   host's one pass over the caller's arrays). */
-static void elec__alpb_points(const double *vertices, const double *normals, size_t count,
-                              double shift, const double centre[3], float4 *out) {
+/* The evaluation points v + shift n relative to centre, as float4, of
+   vertices first .. first + count - 1, into out[0 .. count - 1]. */
+static void elec__alpb_points(const double *vertices, const double *normals, size_t first,
+                              size_t count, double shift, const double centre[3],
+                              float4 *out) {
 #ifdef _OPENMP
 #pragma omp parallel for
 #endif
     for (long i = 0; i < (long)count; i++) {
         double P[3];
-        elec__alpb_point(vertices, normals, (size_t)i, shift, P);
+        elec__alpb_point(vertices, normals, first + (size_t)i, shift, P);
         out[i] = make_float4((float)(P[0] - centre[0]), (float)(P[1] - centre[1]),
                              (float)(P[2] - centre[2]), 0.0f);
     }
+}
+
+static double elec__alpb_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The exact sum without salt on the DCS points path: scale (front sum q/d
@@ -7107,6 +7895,56 @@ static elec_status elec__alpb_on_dcs(int device, const elec_hcp *h, const double
     return ELEC_OK;
 }
 
+/* Bytes rounded up to 256 (each piece of the one device allocation). */
+static size_t elec__alpb_aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/* Host conversions go through one staging slice of this many float4 (1
+   MB), reused at once: a copy from pageable memory returns once the
+   driver has taken the data, and a slice that small stays in cache and
+   costs no page faults (a fresh 16 MB buffer costs ~4,000 each call). */
+#define ELEC__ALPB_SLICE ((size_t)1 << 16)
+
+/* The atoms into the layout at d_layout (elec__alpb_layout_atoms), slice
+   by slice through staging (ELEC__ALPB_SLICE float4). */
+static elec_status elec__alpb_upload_atoms(const elec_hcp *h, int packed, const double centre[3],
+                                           float *staging, float *d_layout,
+                                           cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const size_t n = h->count[0];
+    for (size_t first = 0; first < n; first += ELEC__ALPB_SLICE) {
+        const size_t m = n - first < ELEC__ALPB_SLICE ? n - first : ELEC__ALPB_SLICE;
+        elec__alpb_layout_atoms(h, packed, centre, first, m, staging);
+        if (packed)
+            ELEC__CUDA_TRY(cudaMemcpyAsync(d_layout + 4 * first, staging, m * sizeof(float4),
+                                           cudaMemcpyHostToDevice, stream));
+        else
+            for (int k = 0; k < 4; k++) /* x, y, z, q: arrays n floats apart */
+                ELEC__CUDA_TRY(cudaMemcpyAsync(d_layout + k * n + first, staging + k * m,
+                                               m * sizeof(float), cudaMemcpyHostToDevice,
+                                               stream));
+    }
+cleanup:
+    return status;
+}
+
+/* The points v + shift n of vertices first .. first + n - 1 into d_out,
+   slice by slice through staging. */
+static elec_status elec__alpb_upload_points(const double *vertices, const double *normals,
+                                            size_t first, size_t n, double shift,
+                                            const double centre[3], float4 *staging,
+                                            float4 *d_out, cudaStream_t stream,
+                                            elec_error *err) {
+    elec_status status = ELEC_OK;
+    for (size_t done = 0; done < n; done += ELEC__ALPB_SLICE) {
+        const size_t m = n - done < ELEC__ALPB_SLICE ? n - done : ELEC__ALPB_SLICE;
+        elec__alpb_points(vertices, normals, first + done, m, shift, centre, staging);
+        ELEC__CUDA_TRY(cudaMemcpyAsync(d_out + done, staging, m * sizeof(float4),
+                                       cudaMemcpyHostToDevice, stream));
+    }
+cleanup:
+    return status;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -7115,26 +7953,34 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const double *normals, size_t count,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err) {
+    const double started = elec__alpb_clock();
     elec_status status;
     elec_alpb_params r;
     elec_alpb_kernel k;
     elec__alpb_call a;
     elec__alpb_device dev;
     elec_alpb_variant variant;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode;
-    double lo[3], hi[3], centre[3];
-    float4 *host_points = NULL, *d_points = NULL, *d_points_ion = NULL, *d_sorted = NULL;
+    elec_alpb_times *times = params ? params->times : NULL;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode, sorted, packed;
+    double lo[3], hi[3], centre[3], mark = 0.0;
+    float *host_levels = NULL;
+    float4 *staging = NULL;
+    char *d_block = NULL;
+    float4 *d_points = NULL, *d_points_ion = NULL, *d_sorted = NULL, *d_sorted_ion = NULL;
     float *d_phi = NULL;
     int *d_order = NULL, *d_index = NULL;
     unsigned *d_code = NULL, *d_code_sorted = NULL;
-    void *d_scratch = NULL;
-    size_t scratch_bytes = 0, shared = 0;
-    cudaStream_t stream = NULL;
-    int sorted;
-    unsigned blocks;
+    void *d_scratch[2] = {NULL, NULL};
+    size_t scratch_bytes = 0, shared = 0, chunk, chunks;
+    cudaStream_t streams[2] = {NULL, NULL};
+    cudaEvent_t ready = NULL, marks[3] = {NULL, NULL, NULL};
+    float3 box_lo = make_float3(0.0f, 0.0f, 0.0f);
+    float box_scale = 1.0f;
 
     memset(&dev, 0, sizeof dev);
-    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, err);
+    if (times) memset(times, 0, sizeof *times);
+    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
+                                hi, err);
     if (status != ELEC_OK) return status;
     if (count > (size_t)INT_MAX / 2 || hcp->count[0] > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -7149,130 +7995,200 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
     variant = r.variant;
     if (variant == ELEC_ALPB_FASTEST) {
         if (elec__alpb_is_coulomb(&r, &k)) {
+            if (times) times->prepare = elec__alpb_clock() - started;
             status = elec__alpb_on_dcs(devices[0], hcp, vertices, normals, count, &r, &k,
                                        potential, err);
             cudaSetDevice(caller_device);
             if (status == ELEC_OK) elec__ok(err);
+            if (times) times->total = elec__alpb_clock() - started;
             return status;
         }
-        variant = ELEC_ALPB_PACKED;
+        variant = ELEC_ALPB_FASTEST_WALK;
     }
-    sorted = variant == ELEC_ALPB_SORTED || variant == ELEC_ALPB_PACKED;
-
+    sorted = variant != ELEC_ALPB_SIMPLE && variant != ELEC_ALPB_REGISTERS;
+    packed = elec__alpb_is_packed(variant);
     elec__alpb_call_setup(&r, &k, hcp->net_charge, &a);
     mode = elec__alpb_mode(&k);
 
-    /* points relative to the centre of the vertices' box */
-    elec__points_box(vertices, count, lo, hi);
+    /* Host: the reference point (the vertices' box centre; floats keep
+       their precision relative to it), the Morton box, the levels' layout
+       (the atoms and the points are converted slice by slice on the way
+       to the device), the staging slice. */
     for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    host_points = (float4 *)ELEC_MALLOC(count * sizeof(float4));
-    if (!host_points) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %zu points", count);
+    {
+        const double extent = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), hi[2] - lo[2]);
+        const double margin = fabs(r.proj) + 1e-3; /* points move by |p| along normals */
+        box_lo = make_float3((float)(lo[0] - centre[0] - margin),
+                             (float)(lo[1] - centre[1] - margin),
+                             (float)(lo[2] - centre[2] - margin));
+        box_scale = (float)(1023.0 / (extent + 2.0 * margin));
+    }
+    host_levels = (float *)ELEC_MALLOC(elec__alpb_levels_words(hcp, packed) * sizeof(float));
+    staging = (float4 *)ELEC_MALLOC(ELEC__ALPB_SLICE * sizeof(float4));
+    if (!host_levels || !staging) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for the hierarchy");
         goto cleanup;
     }
+
+    if (times) {
+        times->prepare = elec__alpb_clock() - started;
+        mark = elec__alpb_clock();
+    }
+
+    /* Device: one allocation for the hierarchy, the points (sorted too),
+       the potential, the sort's keys and scratch (one per stream). */
+    chunk = times ? count : (count + ELEC__ALPB_CHUNKS - 1) / ELEC__ALPB_CHUNKS;
+    if (chunk < ELEC__ALPB_MIN_CHUNK) chunk = ELEC__ALPB_MIN_CHUNK;
+    if (chunk > count) chunk = count;
+    chunks = (count + chunk - 1) / chunk;
     ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    status = elec__alpb_upload(hcp, r.hcp_charges, variant == ELEC_ALPB_PACKED, centre, &dev, err);
-    if (status != ELEC_OK) goto cleanup;
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_points, count * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMalloc((void **)&d_phi, count * sizeof(float)));
-    elec__alpb_points(vertices, normals, count, r.proj, centre, host_points);
-    ELEC__CUDA_TRY(cudaMemcpyAsync(d_points, host_points, count * sizeof(float4),
-                                   cudaMemcpyHostToDevice, stream));
-    if (k.kappa > 0.0) {
-        /* P' = v + s n: the host buffer is reused once the copy is done */
-        ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_points_ion, count * sizeof(float4)));
-        elec__alpb_points(vertices, normals, count, r.ion_exclusion, centre, host_points);
-        ELEC__CUDA_TRY(cudaMemcpyAsync(d_points_ion, host_points, count * sizeof(float4),
-                                       cudaMemcpyHostToDevice, stream));
-    }
-    blocks = (unsigned)((count + ELEC__ALPB_BLOCK - 1) / ELEC__ALPB_BLOCK);
-    if (sorted) {
-        /* Morton order of the points: codes, CUB's radix sort, then the
-           points (and P') gathered in that order */
-        const double extent = fmax(fmax(hi[0] - lo[0], hi[1] - lo[1]), hi[2] - lo[2]);
-        const float3 box_lo = make_float3((float)(lo[0] - centre[0]) - 1e-3f,
-                                          (float)(lo[1] - centre[1]) - 1e-3f,
-                                          (float)(lo[2] - centre[2]) - 1e-3f);
-        const float scale = (float)(1023.0 / (extent + 2e-3));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code, count * sizeof(unsigned)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_code_sorted, count * sizeof(unsigned)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_index, count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_order, count * sizeof(int)));
-        ELEC__CUDA_TRY(cudaMalloc((void **)&d_sorted, count * sizeof(float4)));
-        elec__k_alpb_morton<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_code, d_index, d_points,
-                                                                    (int)count, box_lo, scale);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(NULL, scratch_bytes, d_code,
-                                                       d_code_sorted, d_index, d_order,
-                                                       (int)count, 0, 30, stream));
-        ELEC__CUDA_TRY(cudaMalloc(&d_scratch, scratch_bytes));
-        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(d_scratch, scratch_bytes, d_code,
-                                                       d_code_sorted, d_index, d_order,
-                                                       (int)count, 0, 30, stream));
-        elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(d_sorted, d_points,
-                                                                    d_order, (int)count);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        {   /* the sorted points take the unsorted ones' place */
-            float4 *swap = d_points;
-            d_points = d_sorted;
-            d_sorted = swap;
-        }
-        if (d_points_ion) {
-            elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
-                d_sorted, d_points_ion, d_order, (int)count);
-            ELEC__CUDA_TRY(cudaGetLastError());
-            float4 *swap = d_points_ion;
-            d_points_ion = d_sorted;
-            d_sorted = swap;
-        }
-    }
-    if (variant == ELEC_ALPB_PACKED &&
-        hcp->count[3] + hcp->count[2] + 2 <= ELEC__ALPB_TOP_RECORDS)
-        shared = 3 * (hcp->count[3] + hcp->count[2] + 2) * sizeof(float4);
+    if (sorted)
+        ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(NULL, scratch_bytes, (unsigned *)NULL,
+                                                       (unsigned *)NULL, (int *)NULL,
+                                                       (int *)NULL, (int)chunk, 0, 30));
     {
-        const int general = mode == ELEC__ALPB_GENERAL;
-        const int *order = sorted ? d_order : NULL;
-        if (general && r.hcp_charges == 1)
-            elec__alpb_launch<ELEC__ALPB_GENERAL, 1>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else if (general)
-            elec__alpb_launch<ELEC__ALPB_GENERAL, 2>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else if (r.hcp_charges == 1)
-            elec__alpb_launch<ELEC__ALPB_COULOMB, 1>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        else
-            elec__alpb_launch<ELEC__ALPB_COULOMB, 2>(variant, blocks, shared, stream, d_phi,
-                                                     d_points, d_points_ion, order,
-                                                     (int)count, dev, a);
-        ELEC__CUDA_TRY(cudaGetLastError());
+        const size_t layout_bytes = elec__alpb_aligned(elec__alpb_layout_bytes(hcp, packed));
+        const size_t point_bytes = elec__alpb_aligned(count * sizeof(float4));
+        const size_t key_bytes = elec__alpb_aligned(count * sizeof(unsigned));
+        const size_t sets = k.kappa > 0.0 ? 2 : 1; /* P, and P' = v + s n for salt */
+        size_t bytes = layout_bytes + sets * point_bytes +
+                       elec__alpb_aligned(count * sizeof(float));
+        char *next;
+        if (sorted)
+            bytes += sets * point_bytes + 4 * key_bytes + 2 * elec__alpb_aligned(scratch_bytes);
+        /* both streams use it: made and freed device-wide */
+        ELEC__CUDA_TRY(elec__cuda_alloc((void **)&d_block, bytes));
+        next = d_block + layout_bytes;
+        d_points = (float4 *)next;
+        d_points_ion = sets == 2 ? d_points + point_bytes / sizeof(float4) : NULL;
+        next += sets * point_bytes;
+        d_phi = (float *)next;
+        next += elec__alpb_aligned(count * sizeof(float));
+        if (sorted) {
+            d_sorted = (float4 *)next;
+            d_sorted_ion = sets == 2 ? d_sorted + point_bytes / sizeof(float4) : NULL;
+            next += sets * point_bytes;
+            d_code = (unsigned *)next;
+            d_code_sorted = (unsigned *)(next + key_bytes);
+            d_index = (int *)(next + 2 * key_bytes);
+            d_order = (int *)(next + 3 * key_bytes);
+            next += 4 * key_bytes;
+            d_scratch[0] = next;
+            d_scratch[1] = next + elec__alpb_aligned(scratch_bytes);
+        }
     }
-    ELEC__CUDA_TRY(cudaMemcpyAsync(potential, d_phi, count * sizeof(float),
-                                   cudaMemcpyDeviceToHost, stream));
-    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[0], cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&streams[1], cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    if (times) {
+        for (int m = 0; m < 3; m++) ELEC__CUDA_TRY(cudaEventCreate(&marks[m]));
+        times->allocate = elec__alpb_clock() - mark;
+        mark = elec__alpb_clock();
+    }
+
+    /* The hierarchy: its levels laid out on the host, its atoms converted
+       slice by slice on their way, in one stream; the other waits. */
+    elec__alpb_layout_levels(hcp, &r, k.front, packed, centre, host_levels, d_block, &dev);
+    if (packed && hcp->count[3] + hcp->count[2] <= ELEC__ALPB_TOP_RECORDS)
+        shared = 4 * (hcp->count[3] + hcp->count[2]) * sizeof(float4);
+    status = elec__alpb_upload_atoms(hcp, packed, centre, (float *)staging, (float *)d_block,
+                                     streams[0], err);
+    if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemcpyAsync((float *)d_block + 4 * hcp->count[0], host_levels,
+                                   elec__alpb_levels_words(hcp, packed) * sizeof(float),
+                                   cudaMemcpyHostToDevice, streams[0]));
+    ELEC__CUDA_TRY(cudaEventRecord(ready, streams[0]));
+    ELEC__CUDA_TRY(cudaStreamWaitEvent(streams[1], ready, 0));
+    if (times) {
+        ELEC__CUDA_TRY(cudaStreamSynchronize(streams[0]));
+        times->upload = elec__alpb_clock() - mark;
+    }
+
+    /* The chunks: c converted, uploaded, sorted and walked on stream c % 2
+       while c - 1 comes back (the copy to pageable memory returns once it
+       is done). */
+    for (size_t c = 0; c <= chunks; c++) {
+        if (c < chunks) {
+            const size_t first = c * chunk, n = first + chunk <= count ? chunk : count - first;
+            const unsigned blocks = (unsigned)((n + ELEC__ALPB_BLOCK - 1) / ELEC__ALPB_BLOCK);
+            cudaStream_t stream = streams[c % 2];
+            const float4 *P = d_points + first, *P_ion = d_points_ion ? d_points_ion + first : NULL;
+            if (times) mark = elec__alpb_clock();
+            status = elec__alpb_upload_points(vertices, normals, first, n, r.proj, centre,
+                                              staging, d_points + first, stream, err);
+            if (status == ELEC_OK && P_ion)
+                status = elec__alpb_upload_points(vertices, normals, first, n, r.ion_exclusion,
+                                                  centre, staging, d_points_ion + first, stream,
+                                                  err);
+            if (status != ELEC_OK) goto cleanup;
+            if (times) {
+                ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+                times->points += elec__alpb_clock() - mark;
+                ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
+            }
+            if (sorted) {
+                /* Morton order of the chunk's points: codes, CUB's radix
+                   sort, then the points (and P') gathered in that order */
+                elec__k_alpb_morton<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                    d_code + first, d_index + first, P, (int)n, box_lo, box_scale);
+                ELEC__CUDA_TRY(cudaGetLastError());
+                ELEC__CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+                    d_scratch[c % 2], scratch_bytes, d_code + first, d_code_sorted + first,
+                    d_index + first, d_order + first, (int)n, 0, 30, stream));
+                elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                    d_sorted + first, P, d_order + first, (int)n);
+                ELEC__CUDA_TRY(cudaGetLastError());
+                P = d_sorted + first;
+                if (P_ion) {
+                    elec__k_alpb_gather<<<blocks, ELEC__ALPB_BLOCK, 0, stream>>>(
+                        d_sorted_ion + first, P_ion, d_order + first, (int)n);
+                    ELEC__CUDA_TRY(cudaGetLastError());
+                    P_ion = d_sorted_ion + first;
+                }
+            }
+            if (times) ELEC__CUDA_TRY(cudaEventRecord(marks[1], stream));
+            elec__alpb_dispatch(mode, r.hcp_charges, variant, shared, stream, d_phi + first, P,
+                                P_ion, sorted ? d_order + first : NULL, (int)n, dev, a);
+            ELEC__CUDA_TRY(cudaGetLastError());
+            if (times) {
+                float ms;
+                ELEC__CUDA_TRY(cudaEventRecord(marks[2], stream));
+                ELEC__CUDA_TRY(cudaEventSynchronize(marks[2]));
+                ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[0], marks[1]));
+                times->sort += 1e-3 * ms;
+                ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[1], marks[2]));
+                times->kernel += 1e-3 * ms;
+            }
+        }
+        if (c > 0) {
+            const size_t first = (c - 1) * chunk;
+            const size_t n = first + chunk <= count ? chunk : count - first;
+            if (times) mark = elec__alpb_clock();
+            ELEC__CUDA_TRY(cudaMemcpyAsync(potential + first, d_phi + first, n * sizeof(float),
+                                           cudaMemcpyDeviceToHost, streams[(c - 1) % 2]));
+            ELEC__CUDA_TRY(cudaStreamSynchronize(streams[(c - 1) % 2]));
+            if (times) times->copy_back += elec__alpb_clock() - mark;
+        }
+    }
     elec__ok(err);
 cleanup:
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
-    }
-    cudaFree(dev.d_block);
-    cudaFree(d_points);
-    cudaFree(d_points_ion);
-    cudaFree(d_sorted);
-    cudaFree(d_phi);
-    cudaFree(d_order);
-    cudaFree(d_index);
-    cudaFree(d_code);
-    cudaFree(d_code_sorted);
-    cudaFree(d_scratch);
-    ELEC_FREE(host_points);
+    if (times) mark = elec__alpb_clock();
+    for (int s = 0; s < 2; s++)
+        if (streams[s]) {
+            cudaStreamSynchronize(streams[s]);
+            cudaStreamDestroy(streams[s]);
+        }
+    if (ready) cudaEventDestroy(ready);
+    for (int m = 0; m < 3; m++)
+        if (marks[m]) cudaEventDestroy(marks[m]);
+    elec__cuda_free_sync(d_block);
+    ELEC_FREE(host_levels);
+    ELEC_FREE(staging);
     cudaSetDevice(caller_device);
+    if (times) {
+        times->copy_back += elec__alpb_clock() - mark;
+        times->total = elec__alpb_clock() - started;
+    }
     return status;
 }
 

@@ -14,11 +14,17 @@
        the DCS points call itself on the same atoms and points: their
        evaluations per second and the ratio (issue 12's goal: >= 0.8);
      - every rung of the GPU ladder, exact and with HCP (the seed's 10/70
-       with 1 and 2 charges, and the defaults, 2 charges 20/70/150): time,
+       with 1 and 2 charges and 20/70/150, with the distance test alone,
+       and the defaults: 2 charges, 20/70/150 and the error test): time,
        relative RMS error against the exact GPU potential, and the exact
        GPU call's time over this one (goal for the defaults: >= 20x at
        <= 1 % relative RMS);
+     - where a call's time goes: the stages (params.times) of every rung
+       at the defaults, beside the pipelined call's time;
+     - the error test's tolerance against time and error;
      - HCP at the defaults on the CPU.
+   `bench_alpb --quick` prints the stages and the defaults alone; `--gpu`
+   leaves out the CPU's sums.
    The float exact sum on the GPU is checked against the CPU's double sum
    on every 256th vertex.  Needs ../shared/data/structures/mache.pqr.
    Record the output in bench/RESULTS.md. */
@@ -213,7 +219,57 @@ static double time_gpu(const elec_hcp *h, const elec_surface *s, const elec_alpb
     return median(t, runs);
 }
 
-int main(void) {
+/* One row of the stage table: the timed call (params.times, stages one
+   after another) whose total is the median of 3, and the pipelined call's
+   median time; milliseconds. */
+static void print_stages(const char *rung, const char *setting, const elec_hcp *h,
+                         const elec_surface *s, const elec_alpb_params *given, float *out) {
+    elec_alpb_params p = *given;
+    elec_alpb_times t[3], *mid = &t[0];
+    double totals[3], pipelined;
+    elec_error err;
+    for (int r = 0; r < 3; r++) {
+        p.times = &t[r];
+        if (elec_cuda_alpb(h, s->xyz, s->normal, s->count, &p, out, &err) != ELEC_OK)
+            die("elec_cuda_alpb (timed)", err);
+        totals[r] = t[r].total;
+    }
+    for (int r = 0; r < 3; r++)
+        if (t[r].total == median(totals, 3)) mid = &t[r];
+    p.times = NULL;
+    pipelined = time_gpu(h, s, &p, out, 3);
+    printf("%-10s %-17s %7.2f %8.2f %7.2f %7.2f %6.2f %7.2f %9.2f %7.2f %9.2f\n", rung,
+           setting, 1e3 * mid->prepare, 1e3 * mid->allocate, 1e3 * mid->upload,
+           1e3 * mid->points, 1e3 * mid->sort, 1e3 * mid->kernel, 1e3 * mid->copy_back,
+           1e3 * mid->total, 1e3 * pipelined);
+}
+
+/* The settings of the ladder: the seed's 10/70 with 1 and 2 charges (its
+   distance test alone; its h3 unstated: the default 150), 20/70/150 with
+   the distance test alone (the research notes' proposal) and the defaults
+   (20/70/150 and the error test). */
+#define SETTINGS 5
+static const char *const setting_name[SETTINGS] = {"exact", "HCP-1 10/70 seed", "HCP-2 10/70 seed",
+                                                   "HCP-2 20/70/150 d", "HCP-2 defaults"};
+static elec_alpb_params setting_params(int setting, elec_alpb_variant variant) {
+    elec_alpb_params p = {0};
+    p.scale = ELEC_COULOMB;
+    p.variant = variant;
+    p.exact = setting == 0;
+    p.hcp_charges = setting == 1 ? 1 : 2;
+    if (setting == 1 || setting == 2) {
+        p.hcp_h[0] = 10.0;
+        p.hcp_h[1] = 70.0;
+    }
+    if (setting >= 1 && setting <= 3) p.hcp_tolerance = HUGE_VAL;
+    return p;
+}
+
+int main(int argc, char **argv) {
+    /* --quick: the GPU's defaults and stages alone (no CPU sums, no
+       ladder); --gpu: everything but the CPU's sums */
+    const int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const int gpu_only = quick || (argc > 1 && !strcmp(argv[1], "--gpu"));
     elec_structure mol;
     elec_error err;
     elec_hcp h;
@@ -257,7 +313,6 @@ int main(void) {
     /* warm-up: the CUDA context, CUB's first sort */
     {
         elec_alpb_params p = {0};
-        p.variant = ELEC_ALPB_PACKED;
         if (elec_cuda_alpb(&h, surf.xyz, surf.normal, 1024, &p, phi, &err) != ELEC_OK)
             die("warm-up", err);
     }
@@ -291,7 +346,7 @@ int main(void) {
 
     /* the exact sum on the CPU: every 64th vertex, float terms (all
        cores), and the GPU's float against the CPU's double on every 256th */
-    {
+    if (!gpu_only) {
         const size_t stride = 64, fine = 256;
         size_t m = (surf.count + stride - 1) / stride, k = (surf.count + fine - 1) / fine;
         double *xyz = (double *)malloc(3 * m * sizeof(double)), *nrm = (double *)malloc(3 * m * sizeof(double));
@@ -329,42 +384,68 @@ int main(void) {
         free(gpu);
     }
 
-    /* the ladder */
-    printf("%-10s %-20s %10s %12s %14s\n", "rung", "setting", "time (s)", "rel. RMS",
-           "exact GPU/this");
-    for (int v = ELEC_ALPB_SIMPLE; v < ELEC_ALPB_VARIANT_COUNT; v++)
-        for (int setting = 0; setting < 5; setting++) {
-            /* the seed's 10/70 (its h3 unstated: the default 150), the
-               defaults, and the defaults without complex charges (a
-               pentamer, ~170 A across, is poorly two charges at 150 A:
-               1.08 % against 0.40 % measured on the CPU) */
-            static const char *const label[5] = {"exact", "HCP-1 10/70", "HCP-2 10/70",
-                                                 "HCP-2 20/70/150", "HCP-2 20/70/inf"};
-            elec_alpb_params p = base;
-            double t;
-            p.variant = (elec_alpb_variant)v;
-            p.exact = setting == 0;
-            p.hcp_charges = setting == 1 ? 1 : 2;
-            if (setting == 1 || setting == 2) {
-                p.hcp_h[0] = 10.0;
-                p.hcp_h[1] = 70.0;
+    /* the ladder: whole calls */
+    if (!quick) {
+        printf("the ladder: whole calls (uploads and copies included, median of 3); relative RMS\n"
+               "against the exact GPU potential; 'seed' and 'd': the distance test alone\n");
+        printf("%-10s %-20s %10s %12s %14s\n", "rung", "setting", "time (s)", "rel. RMS",
+               "exact GPU/this");
+        for (int v = ELEC_ALPB_SIMPLE; v < ELEC_ALPB_VARIANT_COUNT; v++)
+            for (int setting = 0; setting < SETTINGS; setting++) {
+                elec_alpb_params p = setting_params(setting, (elec_alpb_variant)v);
+                double t = time_gpu(&h, &surf, &p, phi, setting == 0 ? 1 : 3);
+                printf("%-10s %-20s %10.4f %12.3e %14.1f\n",
+                       elec_alpb_variant_name((elec_alpb_variant)v), setting_name[setting], t,
+                       rel_rms(phi, exact, surf.count), exact_time / t);
             }
-            if (setting == 4) p.hcp_h[2] = HUGE_VAL;
-            t = time_gpu(&h, &surf, &p, phi, setting == 0 ? 1 : 3);
-            printf("%-10s %-20s %10.4f %12.3e %14.1f\n", elec_alpb_variant_name((elec_alpb_variant)v),
-                   label[setting], t, rel_rms(phi, exact, surf.count), exact_time / t);
+        printf("\n");
+    }
+
+    /* where a call's time goes */
+    printf("stages of one call, ms (params.times: each stage alone, one chunk; 'pipelined':\n"
+           "the call without times, chunks overlapping, median of 3)\n");
+    printf("%-10s %-17s %7s %8s %7s %7s %6s %7s %9s %7s %9s\n", "rung", "setting", "prepare",
+           "allocate", "upload", "points", "sort", "kernel", "copy back", "total", "pipelined");
+    for (int v = quick ? ELEC_ALPB_PACKED : ELEC_ALPB_SIMPLE; v < ELEC_ALPB_VARIANT_COUNT; v++) {
+        elec_alpb_params p = setting_params(SETTINGS - 1, (elec_alpb_variant)v);
+        print_stages(elec_alpb_variant_name((elec_alpb_variant)v), "HCP-2 defaults", &h, &surf,
+                     &p, phi);
+    }
+    {
+        elec_alpb_params p = setting_params(3, ELEC_ALPB_FASTEST_WALK);
+        print_stages(elec_alpb_variant_name(ELEC_ALPB_FASTEST_WALK), "HCP-2 20/70/150 d", &h,
+                     &surf, &p, phi);
+    }
+    printf("\n");
+
+    /* the error test's tolerance at 20/70/150 (the default rung) */
+    printf("%-10s %-20s %10s %12s %14s\n", "tolerance", "(e/A, 20/70/150)", "time (s)", "rel. RMS",
+           "exact GPU/this");
+    {
+        static const double tolerance[4] = {HUGE_VAL, 2e-4, 1.5e-4, 1e-4};
+        for (int k = 0; k < 4; k++) {
+            elec_alpb_params p = setting_params(SETTINGS - 1, ELEC_ALPB_FASTEST);
+            double t;
+            p.hcp_tolerance = tolerance[k];
+            t = time_gpu(&h, &surf, &p, phi, 3);
+            printf("%-10.3g %-20s %10.4f %12.3e %14.1f\n", tolerance[k],
+                   tolerance[k] == ELEC_HCP_TOLERANCE ? "(the default)" : "", t,
+                   rel_rms(phi, exact, surf.count), exact_time / t);
         }
+    }
     {
         elec_alpb_params p = base;
         double t = time_gpu(&h, &surf, &p, phi, 3);
-        printf("%-10s %-20s %10.4f %12.3e %14.1f  (goal >= 20 at <= 1e-2)\n", "default",
-               "HCP-2 20/70/150", t, rel_rms(phi, exact, surf.count), exact_time / t);
-        start = wall_seconds();
-        if (elec_cpu_alpb(&h, surf.xyz, surf.normal, surf.count, &p, phi, &err) != ELEC_OK)
-            die("CPU HCP", err);
-        t = wall_seconds() - start;
-        printf("%-10s %-20s %10.4f %12.3e %14.1f\n", "CPU", "HCP-2 20/70/150", t,
-               rel_rms(phi, exact, surf.count), exact_time / t);
+        printf("\n%-10s %-20s %10.4f %12.3e %14.1f  (goal >= 20 at <= 1e-2)\n", "default",
+               "HCP-2 defaults", t, rel_rms(phi, exact, surf.count), exact_time / t);
+        if (!gpu_only) {
+            start = wall_seconds();
+            if (elec_cpu_alpb(&h, surf.xyz, surf.normal, surf.count, &p, phi, &err) != ELEC_OK)
+                die("CPU HCP", err);
+            t = wall_seconds() - start;
+            printf("%-10s %-20s %10.4f %12.3e %14.1f\n", "CPU", "HCP-2 defaults", t,
+                   rel_rms(phi, exact, surf.count), exact_time / t);
+        }
     }
     free(exact);
     free(phi);

@@ -11,8 +11,9 @@
         SASS of nvcc 13.0 shows) against a 32-bit integer add (native
         ATOMS.ADD): the ceiling of TILE_OWNER's map;
      c. the launch floor: an empty kernel back to back, three empty
-        kernels in a CUDA graph, and three chained with programmatic
-        dependent launch.
+        kernels in a CUDA graph, three chained with programmatic
+        dependent launch, and a cooperative kernel of 528 blocks with 0, 1
+        and 2 of TILE_FUSED's grid barriers.
    Part 1, the ladder: every rung on the issue's systems (synthetic, 0.1
    atoms/A^3, charges uniform in [-1, 1] less their mean, random order):
      ApoA1-size  92,224 atoms, 108.86 x 108.86 x 77.76 A, 112x112x80 and 56x56x40;
@@ -28,7 +29,14 @@
      graph  the same compute captured once in a CUDA graph and replayed;
    in us, medians of batches of back-to-back calls between CUDA events
    (fewer calls for the slow rungs), and PPUS = atoms / us; e2e/graph PPUS
-   against the seed's best K40m figure, 201.8.  Goals on an H100: ApoA1
+   against the seed's best K40m figure, 201.8.  For the tile-binned rungs
+   map is stage 2 alone (TILE_BINNED) or the one kernel (TILE_FUSED).
+   Part 2, the tile-binned rungs' knobs on ApoA1 and 1M atoms: tile edges
+   and binning groups, TILE_BINNED's stages apart (--knobs: part 2 alone;
+   --quick: part 0 and ApoA1 at 112x112x80 alone; --beyond: no part 2 and
+   no seed rungs).  Part 3 (printed
+   first): SPME's spread on bench_spme's systems by the rungs it could
+   take, with its sums of q and q^2.  Goals on an H100: ApoA1
    112x112x80 e2e >= 10,000 PPUS (<= 9.2 us), map >= 20,000 PPUS; 1M on
    216^3 e2e >= 20,000 PPUS.  Record the output in bench/RESULTS.md.
    The bench calls elec_cuda.cuh's private stages to time the map alone. */
@@ -177,6 +185,11 @@ __global__ void empty_kernel(int *flag) {
     if (flag && threadIdx.x == 1024) *flag = 1;
 }
 
+/* An empty cooperative kernel, with or without TILE_FUSED's grid barrier. */
+__global__ void barrier_kernel(int *status, int barriers) {
+    for (int k = 0; k < barriers; k++) elec__chargemap_grid_barrier(status);
+}
+
 __global__ void empty_kernel_pdl(int *flag) {
     elec__chargemap_wait_prior();
     elec__chargemap_release_next();
@@ -316,10 +329,23 @@ static void part0(cudaStream_t stream) {
                 CUDA_CHECK(elec__chargemap_launch(empty_kernel_pdl, dim3(132 * 4), dim3(256), 0,
                                                   stream, 1, (int *)NULL));
         });
+        int *status;
+        double coop[3];
+        CUDA_CHECK(cudaMalloc((void **)&status, ELEC__CM_STATUS * sizeof(int)));
+        CUDA_CHECK(cudaMemset(status, 0, ELEC__CM_STATUS * sizeof(int)));
+        for (int barriers = 0; barriers < 3; barriers++)
+            coop[barriers] = time_us(stream, [&] {
+                CUDA_CHECK(elec__chargemap_launch(barrier_kernel, dim3(132 * 4), dim3(256), 0,
+                                                  stream, ELEC__CM_COOPERATIVE, status,
+                                                  barriers));
+            });
+        CUDA_CHECK(cudaFree(status));
         printf("   empty kernel, 1 block, back to back      %7.2f us\n", one);
         printf("   empty kernel, 528 blocks, back to back   %7.2f us\n", wide);
         printf("   3 empty kernels (528 blocks) in a graph  %7.2f us\n", graphed);
         printf("   3 empty kernels chained by PDL           %7.2f us\n", pdl);
+        printf("   cooperative kernel (528 blocks), 0/1/2 grid barriers  %.2f / %.2f / %.2f us\n",
+               coop[0], coop[1], coop[2]);
         CUDA_CHECK(cudaGraphExecDestroy(exec));
         CUDA_CHECK(cudaGraphDestroy(graph));
     }
@@ -339,19 +365,40 @@ typedef struct bench_system {
     int grid[3];
 } bench_system;
 
-static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStream_t stream,
-                   int with_seed_rungs) {
-    const size_t n = sys->atoms;
-    std::vector<float4> host = atoms_in_box(n, sys->box, 2024);
-    elec_box box;
+/* A system's atoms (atoms_in_box with `seed`) on the device, its periodic
+   lattice and a grid for it. */
+typedef struct bench_data {
+    std::vector<float4> host;
     elec_lattice lattice;
     float4 *d_xyzq;
     float *d_grid;
+} bench_data;
+
+static void bench_data_make(const bench_system *sys, unsigned long long seed, bench_data *d) {
+    elec_box box;
+    d->host = atoms_in_box(sys->atoms, sys->box, seed);
     for (int a = 0; a < 3; a++) box.length[a] = sys->box[a];
-    CHECK_ELEC(elec_chargemap_periodic_lattice(&box, sys->grid, 0.0, &lattice, err));
-    CUDA_CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
-    CUDA_CHECK(cudaMalloc((void **)&d_grid, elec_lattice_size(&lattice) * sizeof(float)));
-    CUDA_CHECK(cudaMemcpy(d_xyzq, host.data(), n * sizeof(float4), cudaMemcpyHostToDevice));
+    CHECK_ELEC(elec_chargemap_periodic_lattice(&box, sys->grid, 0.0, &d->lattice, err));
+    CUDA_CHECK(cudaMalloc((void **)&d->d_xyzq, sys->atoms * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc((void **)&d->d_grid, elec_lattice_size(&d->lattice) * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(d->d_xyzq, d->host.data(), sys->atoms * sizeof(float4),
+                          cudaMemcpyHostToDevice));
+}
+
+static void bench_data_free(bench_data *d) {
+    CUDA_CHECK(cudaFree(d->d_xyzq));
+    CUDA_CHECK(cudaFree(d->d_grid));
+}
+
+static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStream_t stream,
+                   int with_seed_rungs) {
+    const size_t n = sys->atoms;
+    bench_data data;
+    bench_data_make(sys, 2024, &data);
+    const std::vector<float4> &host = data.host;
+    const elec_lattice &lattice = data.lattice;
+    float4 *d_xyzq = data.d_xyzq;
+    float *d_grid = data.d_grid;
     printf("%s: %zu atoms, %dx%dx%d, %s order 4\n", sys->name, n, sys->grid[0], sys->grid[1],
            sys->grid[2], basis == ELEC_CHARGEMAP_SKEEL ? "Skeel" : "B-spline");
     printf("  %-22s %9s %9s %9s | %9s %9s %9s | %8s  %s\n", "rung", "map us", "e2e us",
@@ -393,6 +440,12 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
             if (elec__chargemap_is_sorted(variant))
                 snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d)", h->tiles.T[0], h->tiles.T[1],
                          h->tiles.T[2], h->tiles.count);
+            if (elec__chargemap_is_tiled(variant))
+                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d), %d groups%s",
+                         1 << h->bands.shift[0], 1 << h->bands.shift[1], 1 << h->bands.shift[2],
+                         h->bands.count, h->bands.groups,
+                         variant == ELEC_CHARGEMAP_TILE_BINNED ? ""
+                         : h->fused_blocks ? "; one kernel: map = e2e" : "; two kernels");
         }
         if (variant == ELEC_CHARGEMAP_TILE_OWNER && h->use_pdl) {
             /* the same graph without programmatic dependent launch */
@@ -438,8 +491,134 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
         elec_cuda_chargemap_destroy(h);
     }
     printf("\n");
-    CUDA_CHECK(cudaFree(d_xyzq));
-    CUDA_CHECK(cudaFree(d_grid));
+    bench_data_free(&data);
+}
+
+/* ------------------------------- part 2: the tile-binned rungs' knobs */
+
+/* The tile-binned rungs by tile edges (the caller's params.tile; 0 = the
+   default choice) and binning groups (the default, a half, a quarter):
+   TILE_BINNED's stages apart (bin: stage 1, sum: stage 2) and each rung
+   end to end, in us. */
+static void knobs(const bench_system *sys, cudaStream_t stream) {
+    static const int shapes[6][3] = {{0, 0, 0}, {16, 16, 16}, {16, 16, 8},
+                                     {16, 8, 8}, {8, 8, 8},   {32, 16, 8}};
+    const size_t n = sys->atoms;
+    bench_data data;
+    bench_data_make(sys, 2024, &data);
+    const elec_lattice &lattice = data.lattice;
+    float4 *d_xyzq = data.d_xyzq;
+    float *d_grid = data.d_grid;
+    printf("%s: %zu atoms, %dx%dx%d, Skeel order 4: the tile-binned rungs' knobs (us)\n",
+           sys->name, n, sys->grid[0], sys->grid[1], sys->grid[2]);
+    printf("  %-12s %-14s %7s %7s | %8s %8s %8s | %9s %9s\n", "tile asked", "tiles", "count",
+           "groups", "bin", "sum", "binned", "fused", "fixed");
+    for (int s = 0; s < 6; s++) {
+        elec_cuda_chargemap_handle *h[3] = {NULL, NULL, NULL};
+        char asked[32], got[32] = "?";
+        int base = 0;
+        snprintf(asked, sizeof asked, "%dx%dx%d", shapes[s][0], shapes[s][1], shapes[s][2]);
+        for (int r = 0; r < 3; r++) {
+            elec_chargemap_params p = {0};
+            elec_error e;
+            p.periodic = 1;
+            p.variant = (elec_chargemap_variant)(ELEC_CHARGEMAP_TILE_BINNED + r);
+            for (int a = 0; a < 3; a++) p.tile[a] = shapes[s][a];
+            if (elec_cuda_chargemap_create(&lattice, n, &p, -1, &h[r], &e) != ELEC_OK) {
+                printf("  %-12s skipped: %s\n", asked, e.message);
+                h[r] = NULL;
+            }
+        }
+        if (!h[0] || !h[1] || !h[2]) {
+            for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
+            continue;
+        }
+        snprintf(got, sizeof got, "%dx%dx%d", h[0]->bands.n[0], h[0]->bands.n[1],
+                 h[0]->bands.n[2]);
+        base = h[1]->bands.groups;
+        for (int d = 1; d <= 4; d *= 2) {
+            double us[5];
+            for (int r = 0; r < 3; r++) h[r]->bands.groups = base / d;
+            us[0] = time_us(stream, [&] {
+                CHECK_ELEC(elec__chargemap_prepare(h[0], d_xyzq, (int)n, stream, err));
+            });
+            us[1] = time_us(stream, [&] {
+                CHECK_ELEC(elec__chargemap_map(h[0], d_grid, stream, NULL, err));
+            });
+            for (int r = 0; r < 3; r++)
+                us[2 + r] = time_us(stream, [&] {
+                    CHECK_ELEC(elec_cuda_chargemap_compute(h[r], d_xyzq, n, d_grid, stream, err));
+                });
+            printf("  %-12s %-14s %7d %7d | %8.2f %8.2f %8.2f | %9.2f %9.2f\n", asked, got,
+                   h[0]->bands.count, base / d, us[0], us[1], us[2], us[3], us[4]);
+        }
+        for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
+    }
+    printf("\n");
+    bench_data_free(&data);
+}
+
+/* ------------------------------------------ part 3: SPME's spreading */
+
+/* SPME's spread as bench_spme's spread column measures it (B-spline order
+   4 on its periodic grid, atoms at random, sums of q and q^2 on), by the
+   rungs it could take: end to end and from a CUDA graph, in us.  SPME
+   spread before the charge map (pc-lanes' kernel): DHFR 20, ApoA1 44, 1M
+   370 us on an H100 (bench/RESULTS.md). */
+static void spme_spread(cudaStream_t stream) {
+    static const bench_system systems[3] = {
+        {"DHFR-size", 23558, {62.23, 62.23, 62.23}, {64, 64, 64}},
+        {"ApoA1-size", 92224, {108.86, 108.86, 77.76}, {112, 112, 80}},
+        {"1M atoms", 1000000, {215.44, 215.44, 215.44}, {216, 216, 216}},
+    };
+    static const elec_chargemap_variant rungs[4] = {
+        ELEC_CHARGEMAP_PC_LANES, ELEC_CHARGEMAP_TILE_BINNED, ELEC_CHARGEMAP_TILE_FUSED,
+        ELEC_CHARGEMAP_TILE_FUSED_FIXED};
+    double *d_sums;
+    CUDA_CHECK(cudaMalloc((void **)&d_sums, ELEC__SPME_SUMS * sizeof(double)));
+    printf("  %-12s %8s %-12s", "system", "atoms", "grid");
+    for (int r = 0; r < 4; r++) printf(" %17s", elec_chargemap_variant_name(rungs[r]));
+    printf("\n  %-12s %8s %-12s", "", "", "");
+    for (int r = 0; r < 4; r++) printf(" %8s %8s", "e2e", "graph");
+    printf("\n");
+    for (int k = 0; k < 3; k++) {
+        const bench_system *sys = &systems[k];
+        const size_t n = sys->atoms;
+        bench_data data;
+        char grid[32];
+        bench_data_make(sys, 2024 + k, &data);
+        snprintf(grid, sizeof grid, "%dx%dx%d", sys->grid[0], sys->grid[1], sys->grid[2]);
+        printf("  %-12s %8zu %-12s", sys->name, n, grid);
+        for (int r = 0; r < 4; r++) {
+            elec_chargemap_params p = {0};
+            elec_cuda_chargemap_handle *h = NULL;
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            p.basis = ELEC_CHARGEMAP_BSPLINE;
+            p.periodic = 1;
+            p.variant = rungs[r];
+            CHECK_ELEC(elec_cuda_chargemap_create(&data.lattice, n, &p, -1, &h, err));
+            elec__chargemap_set_sums(h, d_sums);
+            const double e2e = time_us(stream, [&] {
+                CHECK_ELEC(
+                    elec_cuda_chargemap_compute(h, data.d_xyzq, n, data.d_grid, stream, err));
+            });
+            CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+            CHECK_ELEC(elec_cuda_chargemap_compute(h, data.d_xyzq, n, data.d_grid, stream, err));
+            CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+            CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+            const double graphed =
+                time_us(stream, [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+            printf(" %8.2f %8.2f", e2e, graphed);
+            CUDA_CHECK(cudaGraphExecDestroy(exec));
+            CUDA_CHECK(cudaGraphDestroy(graph));
+            elec_cuda_chargemap_destroy(h);
+        }
+        printf("\n");
+        bench_data_free(&data);
+    }
+    printf("\n");
+    CUDA_CHECK(cudaFree(d_sums));
 }
 
 int main(int argc, char **argv) {
@@ -450,6 +629,9 @@ int main(int argc, char **argv) {
         {"1M atoms", 1000000, {215.44, 215.44, 215.44}, {216, 216, 216}},
     };
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* ApoA1 only */
+    const int knobs_only = argc > 1 && strcmp(argv[1], "--knobs") == 0; /* part 2 alone */
+    /* --beyond: parts 3, 0 and 1 without the seed's rungs, no part 2 */
+    const int beyond = argc > 1 && strcmp(argv[1], "--beyond") == 0;
     char name[256];
     cudaStream_t stream;
     if (elec_cuda_device_count() == 0) {
@@ -459,15 +641,28 @@ int main(int argc, char **argv) {
     CHECK_ELEC(elec_cuda_device_name(0, name, sizeof name, err));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     printf("elec charge-mapping benchmark on %s\n\n", name);
+    if (knobs_only) {
+        knobs(&systems[0], stream);
+        knobs(&systems[3], stream);
+        CUDA_CHECK(cudaStreamDestroy(stream));
+        return 0;
+    }
+    printf("Part 3 first: SPME's spreading (B-spline order 4, periodic, sums on), us\n");
+    spme_spread(stream);
     part0(stream);
     printf("Part 1: the ladder (us per call, medians; PPUS = atoms per us; vs K40m = the\n"
            "best of e2e and graph over the seed's 201.8 PPUS)\n\n");
-    ladder(&systems[0], ELEC_CHARGEMAP_SKEEL, stream, 1);
-    ladder(&systems[0], ELEC_CHARGEMAP_BSPLINE, stream, 1);
+    ladder(&systems[0], ELEC_CHARGEMAP_SKEEL, stream, !beyond);
+    ladder(&systems[0], ELEC_CHARGEMAP_BSPLINE, stream, !beyond);
     if (!quick) {
-        ladder(&systems[1], ELEC_CHARGEMAP_SKEEL, stream, 1);
-        ladder(&systems[2], ELEC_CHARGEMAP_SKEEL, stream, 1);
-        ladder(&systems[3], ELEC_CHARGEMAP_SKEEL, stream, 1);
+        ladder(&systems[1], ELEC_CHARGEMAP_SKEEL, stream, !beyond);
+        ladder(&systems[2], ELEC_CHARGEMAP_SKEEL, stream, !beyond);
+        ladder(&systems[3], ELEC_CHARGEMAP_SKEEL, stream, !beyond);
+    }
+    if (!quick && !beyond) {
+        printf("Part 2: the tile-binned rungs' knobs\n\n");
+        knobs(&systems[0], stream);
+        knobs(&systems[3], stream);
     }
     printf("goals (H100): ApoA1 112x112x80 e2e >= 10,000 PPUS (<= 9.2 us) and map >= 20,000\n"
            "PPUS; 1M atoms on 216^3 e2e >= 20,000 PPUS (<= 50 us).\n");

@@ -1,7 +1,8 @@
-/* examples/cli.h - what elecmap and elecenergy share: numbers and counts
-   from the command line, checked whole and in range before any conversion
-   (so that "--order 1e10" is an error, never an undefined cast), and JSON
-   strings.  Each tool includes it once, after elec.h. */
+/* examples/cli.h - what elecmap, elecenergy and elecsurf share: numbers
+   and counts from the command line, checked whole and in range before any
+   conversion (so that "--order 1e10" is an error, never an undefined
+   cast), JSON strings, --version, and the check of a map's output.  Each
+   tool includes it once, after elec.h. */
 #ifndef ELEC_EXAMPLES_CLI_H
 #define ELEC_EXAMPLES_CLI_H
 
@@ -76,6 +77,103 @@ static inline void cli_json_string(FILE *out, const char *s) {
         }
     }
     fputc('"', out);
+}
+
+/* --version: the kit's version and what this build has. */
+static inline void cli_version(FILE *out, const char *tool, const char *extra,
+                               int extra_built) {
+    const char *with[6], *without[6];
+    int nw = 0, nwo = 0, i;
+#ifdef ELEC_WITH_CUDA
+    with[nw++] = "CUDA";
+#else
+    without[nwo++] = "CUDA";
+#endif
+#ifdef _OPENMP
+    with[nw++] = "OpenMP";
+#else
+    without[nwo++] = "OpenMP";
+#endif
+#ifdef ELEC_WITH_FFTW
+    with[nw++] = "FFTW3";
+#else
+    without[nwo++] = "FFTW3";
+#endif
+#ifdef ELEC_WITH_ZLIB
+    with[nw++] = "zlib";
+#else
+    without[nwo++] = "zlib";
+#endif
+    if (extra) {
+        if (extra_built) with[nw++] = extra;
+        else without[nwo++] = extra;
+    }
+    fprintf(out, "%s (elec) %s\n", tool, ELEC_VERSION_STRING);
+    fprintf(out, "built with:");
+    for (i = 0; i < nw; i++) fprintf(out, "%s %s", i ? "," : "", with[i]);
+    fprintf(out, "%s\nbuilt without:", nw ? "" : " -");
+    for (i = 0; i < nwo; i++) fprintf(out, "%s %s", i ? "," : "", without[i]);
+    fprintf(out, "%s\n", nwo ? "" : " -");
+}
+
+/* What a tool checks of a map's output before computing the map: that the
+   path can be written and is not the input (elec_output_check), and that
+   a ".gz" name has zlib to write it.  Returns 0 to go on, else the exit
+   status (2 for the input named as output), the reason on stderr. */
+static inline int cli_map_output_check(const char *tool, const char *output,
+                                       const char *input) {
+    elec_error err;
+    elec_status s = elec_output_check(output, input, &err);
+    int gzip;
+    elec_map_format_of(output, &gzip);
+#ifndef ELEC_WITH_ZLIB
+    if (s == ELEC_OK && gzip) {
+        elec_output *out; /* refused before anything is opened, saying why */
+        s = elec_output_open_gzip(output, &out, &err);
+        elec_output_abort(out);
+    }
+#else
+    (void)gzip;
+#endif
+    if (s == ELEC_OK) return 0;
+    fprintf(stderr, "%s: %s\n", tool, err.message);
+    return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
+}
+
+/* The most REMARK lines of an input that a map's comment repeats. */
+#define CLI_INPUT_REMARKS 32
+
+/* A PQR input's CRYST1 and REMARK lines as they stand (at most 80
+   characters of each, CLI_INPUT_REMARKS REMARK lines), CRYST1 first, one
+   a line, for a map's comment (so that a map says where it came from);
+   NULL without memory. */
+static inline char *cli_input_records(const char *text, size_t length) {
+    size_t size = (CLI_INPUT_REMARKS + 4) * 84, used = 0;
+    char *c = (char *)malloc(size);
+    int pass, remarks = 0;
+    if (!c) return NULL;
+    c[0] = '\0';
+    for (pass = 0; pass < 2; pass++) {
+        const char *p = text, *end = text + length;
+        const char *record = pass == 0 ? "CRYST1" : "REMARK";
+        int kept = 0;
+        while (p < end) {
+            const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
+            size_t n = (size_t)((newline ? newline : end) - p);
+            while (n && p[n - 1] == '\r') n--;
+            if (n >= 6 && !memcmp(p, record, 6) && kept < (pass == 0 ? 1 : CLI_INPUT_REMARKS)) {
+                used += (size_t)snprintf(c + used, size - used, "%.*s\n",
+                                         (int)(n > 80 ? 80 : n), p);
+                kept++;
+            } else if (n >= 6 && !memcmp(p, record, 6) && pass == 1) {
+                remarks++; /* past the limit: counted, not kept */
+            }
+            p = newline ? newline + 1 : end;
+        }
+    }
+    if (remarks > 0)
+        snprintf(c + used, size - used, "(and %d more REMARK lines)\n", remarks);
+    return c;
 }
 
 #endif

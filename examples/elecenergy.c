@@ -58,12 +58,13 @@ static void usage(FILE *out) {
 "  --gpu | --cpu                SPME on the GPU (default when present) or the CPU\n"
 "  --forces FILE                write forces in kcal/(mol A): index fx fy fz\n"
 "  --json                       print one JSON object; \"total\" is the energy\n"
+"  --version                    elec's version and what this build has\n"
 "Energies are in kcal/mol (Coulomb constant 332.0636 kcal A/(mol e^2)).\n");
 }
 
-/* What elecenergy_parse found: run, print the help, or a usage error (its
-   message already written). */
-enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR };
+/* What elecenergy_parse found: run, print the help or the version, or a
+   usage error (its message already written). */
+enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR, PARSE_VERSION };
 
 /* Parses argv into o, writing any complaint to messages; touches no file
    and never exits.  Integer options are checked as numbers in range before
@@ -77,6 +78,8 @@ static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
         int more = argc - i - 1;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             return PARSE_HELP;
+        } else if (!strcmp(a, "--version")) {
+            return PARSE_VERSION;
         } else if (!strcmp(a, "--method") && more >= 1) {
             a = argv[++i];
             if (!strcmp(a, "direct")) o->method = METHOD_DIRECT;
@@ -342,6 +345,7 @@ int main(int argc, char **argv) {
     options o;
     switch (elecenergy_parse(argc, argv, &o, stderr)) {
     case PARSE_HELP: usage(stdout); return 0;
+    case PARSE_VERSION: cli_version(stdout, "elecenergy", NULL, 0); return 0;
     case PARSE_ERROR: return 2;
     default: return elecenergy_run(&o);
     }

@@ -1,6 +1,9 @@
-/* elecmap - the electrostatic potential of a PQR structure as an OpenDX map.
+/* elecmap - the electrostatic potential of a PQR structure as a map:
+   OpenDX (.dx, .dx.gz) or MRC2014 (.mrc, .map, .ccp4), by the output's
+   extension, with a comment that says how it was made (elec's version,
+   the input and its REMARK and CRYST1 lines, the method, its parameters).
 
-   elecmap [options] input.pqr output.dx
+   elecmap [options] input.pqr output.dx|output.mrc
    elecmap --demo output.dx          a built-in input, no file needed
 
    Built as C for the CPU alone, or by nvcc (-x cu -DELEC_WITH_CUDA) with the
@@ -32,6 +35,7 @@
 #include <time.h>
 
 typedef enum { METHOD_DCS, METHOD_MDH, METHOD_MSM, METHOD_CUTOFF, METHOD_CHARGES } map_method;
+typedef enum { UNITS_KT, UNITS_KCAL, UNITS_VOLT } map_units;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } map_device;
 
 typedef struct options {
@@ -44,7 +48,7 @@ typedef struct options {
     int dims[3];
     int explicit_origin;
     double origin[3];
-    int units_kT;
+    map_units units;
     double temperature;
     double ionic_strength, kappa;
     double msm_cutoff, msm_spacing;
@@ -63,9 +67,17 @@ typedef struct options {
     double max_work;   /* atom-point pairs of a direct sum; 0 = per device */
 } options;
 
-/* What elecmap_parse found: run, print the help, or a usage error (its
-   message already written). */
-enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR };
+/* What elecmap_parse found: run, print the help or the version, or a
+   usage error (its message already written). */
+enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR, PARSE_VERSION };
+
+/* e / (4 pi eps0 x 1 A) in volts: a sum of q/r in e/A times this is the
+   potential in V.  From the SI's exact e = 1.602176634e-19 C and CODATA
+   2018's 1/(4 pi eps0) = 8.9875517923e9 N m^2/C^2: 1.602176634e-19 x
+   8.9875517923e9 / 1e-10 m = 14.3996455 V (ELEC_COULOMB, 332.0636
+   kcal/(mol e) per e/A, over 23.0605478 kcal/mol per eV gives the same to
+   its 7 digits). */
+#define VOLT_SCALE 14.3996454785
 
 /* --max-work's defaults: about an hour of DCS at the rates below. */
 #define MAX_WORK_CPU 2e12
@@ -73,11 +85,16 @@ enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR };
 
 static void usage(FILE *out) {
     fprintf(out,
-"usage: elecmap [options] input.pqr output.dx\n"
-"       elecmap [options] --demo output.dx\n"
+"usage: elecmap [options] input.pqr output.dx|output.mrc\n"
+"       elecmap [options] --demo output.dx|output.mrc\n"
 "\n"
-"The electrostatic potential of the atoms of a PQR file on a lattice, as an\n"
-"OpenDX map (APBS, VMD, PyMOL and Chimera read it).\n"
+"The electrostatic potential of the atoms of a PQR file on a lattice, as a\n"
+"map that APBS, VMD, PyMOL, Chimera, ChimeraX and Coot read; the output's\n"
+"extension picks the format: .dx (OpenDX), .dx.gz (OpenDX, gzip-compressed\n"
+"as APBS writes it; needs zlib), .mrc, .map or .ccp4 (MRC2014, 32-bit\n"
+"floats; .mrc.gz too); any other name is OpenDX.  The map's comment (DX)\n"
+"or labels (MRC) say how it was made: elec's version, the input and its\n"
+"REMARK and CRYST1 lines, the method and its parameters.\n"
 "\n"
 "  --method dcs|mdh|msm|cutoff|charges\n"
 "                        direct Coulomb sum (default), multiple\n"
@@ -117,17 +134,19 @@ static void usage(FILE *out) {
 "  --variant NAME        DCS GPU kernel: simple, const, unroll4,\n"
 "                        unroll8-coalesced, volume, hybrid-rsqrt (default);\n"
 "                        charges: a rung of the charge-mapping ladder\n"
-"                        (pc-baseline ... tile-owner, the default)\n"
+"                        (pc-baseline ... tile-fused-fixed; default pc-lanes)\n"
 "  --basis skeel|bspline charges: Skeel's C1 cubic (default; orders 6, 8, 10:\n"
 "                        MSM's C1 family) or a B-spline (SPME's: the charge\n"
 "                        sits order/2 points below each atom)\n"
 "  --order N             charges: the basis's order (stencil width)\n"
-"  --units kT|kcal       kT/e (default, as APBS writes) or kcal/(mol e)\n"
+"  --units kT|kcal|V     kT/e (default, as APBS writes), kcal/(mol e) or\n"
+"                        volts (V = 14.3996 x e/A)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --ionic-strength I    mol/L, MDH screening (default 0.15)\n"
 "  --kappa K             inverse Debye length in 1/A (overrides the above)\n"
 "  --demo                use the built-in input (an ion pair in water)\n"
 "  --quiet               no progress and no summary\n"
+"  --version             elec's version and what this build has\n"
 "  --help                this text\n");
 }
 
@@ -139,7 +158,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     memset(o, 0, sizeof *o);
     o->spacing = 0.5;
     o->padding = 10.0;
-    o->units_kT = 1;
+    o->units = UNITS_KT;
     o->temperature = ELEC_ROOM_TEMPERATURE;
     o->ionic_strength = 0.15;
     o->max_points = ELEC_DEFAULT_MAX_LATTICE_POINTS;
@@ -162,6 +181,8 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             return PARSE_HELP;
+        } else if (!strcmp(a, "--version")) {
+            return PARSE_VERSION;
         } else if (!strcmp(a, "--method")) {
             NEED(1);
             o->method_given = 1;
@@ -290,10 +311,11 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         } else if (!strcmp(a, "--units")) {
             NEED(1);
             a = argv[++i];
-            if (!strcmp(a, "kT")) o->units_kT = 1;
-            else if (!strcmp(a, "kcal")) o->units_kT = 0;
+            if (!strcmp(a, "kT")) o->units = UNITS_KT;
+            else if (!strcmp(a, "kcal")) o->units = UNITS_KCAL;
+            else if (!strcmp(a, "V")) o->units = UNITS_VOLT;
             else {
-                fprintf(messages, "elecmap: unknown units '%s' (kT or kcal)\n", a);
+                fprintf(messages, "elecmap: unknown units '%s' (kT, kcal or V)\n", a);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--temperature")) {
@@ -321,7 +343,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     }
     if (o->demo ? positional != 1 : positional != 2) {
         fprintf(messages, o->demo ? "elecmap: --demo takes one file name, the output map\n"
-                                  : "elecmap: need an input PQR file and an output DX file\n");
+                                  : "elecmap: need an input PQR file and an output map\n");
         usage(messages);
         return PARSE_ERROR;
     }
@@ -673,6 +695,99 @@ static elec_status build_lattice(const options *o, const elec_atoms *atoms,
     return elec_lattice_check_points(lattice, o->max_points, err);
 }
 
+/* ----------------------------------------------------- what the map says */
+
+/* The unit of the map's values. */
+static const char *units_name(const options *o) {
+    if (o->method == METHOD_CHARGES) return "e";
+    return o->units == UNITS_KT ? "kT/e" : o->units == UNITS_KCAL ? "kcal/(mol e)" : "V";
+}
+
+/* The method and the parameters it ran with, as the summary and the
+   map's comment give them. */
+static void describe_method(const options *o, const elec_atoms *atoms,
+                            const elec_lattice *lattice, int use_gpu, char *text,
+                            size_t size) {
+    const size_t points = elec_lattice_size(lattice);
+    if (o->method == METHOD_DCS) {
+        elec_dcs_params chosen = {0}, r;
+        chosen.variant = o->variant;
+        if (elec_dcs_params_resolve(&chosen, &r, NULL) != ELEC_OK) r = chosen;
+        snprintf(text, size, "DCS (direct Coulomb sum)%s%s", use_gpu ? ", GPU kernel " : "",
+                 use_gpu ? elec_dcs_variant_name(r.variant) : "");
+    } else if (o->method == METHOD_MSM) {
+        elec_msm_params chosen = {0}, r;
+        chosen.cutoff = o->msm_cutoff;
+        chosen.spacing = o->msm_spacing;
+        chosen.interpolation = msm_interpolation(o);
+        chosen.tolerance = o->tolerance;
+        /* what the map call chose */
+        if (elec_msm_params_resolve(&chosen, (double)points /
+                                                 (double)(atoms->count ? atoms->count : 1),
+                                    &r, NULL) != ELEC_OK)
+            r = chosen;
+        snprintf(text, size, "MSM (multilevel summation), cutoff %g A, spacing %g A, %s, "
+                             "expected relative error %.1e", r.cutoff, r.spacing,
+                 msm_order_name(r.interpolation), r.estimate.force);
+    } else if (o->method == METHOD_CHARGES) {
+        elec_chargemap_params chosen = {0}, r;
+        chosen.basis = o->charge_basis;
+        chosen.order = o->charge_order;
+        chosen.variant = o->charge_variant;
+        if (elec_chargemap_params_resolve(&chosen, lattice, atoms->count, &r, NULL) == ELEC_OK)
+            snprintf(text, size, "charge mapping, %s order %d%s%s",
+                     r.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel C1" : "B-spline", r.order,
+                     use_gpu ? ", GPU rung " : "",
+                     use_gpu ? elec_chargemap_variant_name(r.variant) : "");
+        else
+            snprintf(text, size, "charge mapping");
+    } else if (o->method == METHOD_CUTOFF) {
+        snprintf(text, size, "cutoff map, %s within %g A",
+                 o->shifted ? "shifted Coulomb" : "MSM short range",
+                 o->msm_cutoff > 0 ? o->msm_cutoff : 12.0);
+    } else {
+        snprintf(text, size, "MDH (multiple Debye-Hueckel), kappa %.4f /A",
+                 o->kappa > 0 ? o->kappa
+                              : elec_kappa_from_ionic_strength(o->ionic_strength, 78.54,
+                                                               o->temperature));
+    }
+}
+
+/* The map's comment: what its values are, then where they came from
+   (elec's version, the input, the method and its parameters, the
+   lattice), then the input's records (cli_input_records), so that a map says
+   how it was made.  A DX file holds it as '#' lines; an MRC file as its
+   labels, the first 10 lines of 80 characters.  NULL without memory. */
+static char *provenance(const options *o, const char *records, const elec_structure *mol,
+                        const elec_lattice *l, const char *method) {
+    size_t size = 1024 + strlen(o->input ? o->input : "") + strlen(method) + strlen(records),
+           used = 0, i;
+    char *c = (char *)malloc(size);
+    double net = 0.0;
+    if (!c) return NULL;
+    for (i = 0; i < mol->count; i++) net += mol->charge[i];
+    if (o->method == METHOD_CHARGES)
+        used += (size_t)snprintf(c + used, size - used, "elecmap charge per point in e\n");
+    else if (o->units == UNITS_KT)
+        used += (size_t)snprintf(c + used, size - used, "elecmap potential in kT/e at %g K\n",
+                                 o->temperature);
+    else
+        used += (size_t)snprintf(c + used, size - used, "elecmap potential in %s\n",
+                                 units_name(o));
+    used += (size_t)snprintf(c + used, size - used,
+                             "elec %s elecmap, input %s: %zu atoms, net charge %+.4f e\n",
+                             ELEC_VERSION_STRING, o->demo ? "(the built-in demo)" : o->input,
+                             mol->count, net);
+    used += (size_t)snprintf(c + used, size - used, "method %s\n", method);
+    used += (size_t)snprintf(c + used, size - used,
+                             "lattice %d x %d x %d, spacing %.10g %.10g %.10g A, origin %.10g "
+                             "%.10g %.10g A\n", l->dims[0], l->dims[1], l->dims[2], l->spacing[0],
+                             l->spacing[1], l->spacing[2], l->origin[0], l->origin[1],
+                             l->origin[2]);
+    snprintf(c + used, size - used, "%s", records);
+    return c;
+}
+
 static int elecmap_run(options *o) {
     elec_structure mol;
     elec_atoms atoms;
@@ -681,17 +796,13 @@ static int elecmap_run(options *o) {
     elec_status s;
     float *map = NULL;
     double scale, start, seconds, lo = 0.0, hi = 0.0;
-    size_t points, p;
+    size_t points, p, length = 0;
     int use_gpu = 0, status;
-    char device_name[128] = "CPU";
+    char device_name[128] = "CPU", method[256], *text = NULL, *records, *comment;
     progress_state progress = {0.0, 0, -1, 0.0, 1.0};
 
     /* Everything that needs no computing first: the output, the device. */
-    s = elec_output_check(o->output, o->input, &err);
-    if (s != ELEC_OK) {
-        fprintf(stderr, "elecmap: %s\n", err.message);
-        return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
-    }
+    if ((status = cli_map_output_check("elecmap", o->output, o->input)) != 0) return status;
 #ifdef ELEC_WITH_CUDA
     if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
 #endif
@@ -706,16 +817,25 @@ static int elecmap_run(options *o) {
         return 1;
     }
 
+    /* the input's text, kept for the map's comment (its REMARK and CRYST1
+       lines), read as elec_read_pqr reads it (limits, gzip) */
     if (o->demo) {
-        size_t length = 0;
-        char *text = demo_pqr(&length);
+        text = demo_pqr(&length);
         if (!text) { fprintf(stderr, "elecmap: out of memory\n"); return 1; }
-        s = elec_parse_pqr(text, length, &mol, &err);
-        free(text);
+        s = ELEC_OK;
     } else {
-        s = elec_read_pqr(o->input, &mol, &err);
+        s = elec__read_text(o->input, "a PQR", &text, &length, &err);
     }
+    if (s == ELEC_OK) s = elec_parse_pqr(text, length, &mol, &err);
+    records = s == ELEC_OK ? cli_input_records(text, length) : NULL;
+    if (o->demo) free(text);
+    else elec_free(text);
     if (s != ELEC_OK) return fail(o->demo ? "demo input" : o->input, &err);
+    if (!records) {
+        fprintf(stderr, "elecmap: out of memory\n");
+        elec_structure_free(&mol);
+        return 1;
+    }
     atoms = elec_structure_atoms(&mol);
 
     s = build_lattice(o, &atoms, &lattice, &err);
@@ -726,6 +846,7 @@ static int elecmap_run(options *o) {
                         "--spacing%s\n", err.message, hi3[0] - lo3[0], hi3[1] - lo3[1],
                 hi3[2] - lo3[2], s == ELEC_ERR_UNSUPPORTED ? ", or --max-points" : "");
         elec_structure_free(&mol);
+        free(records);
         return 1;
     }
     points = elec_lattice_size(&lattice);
@@ -744,16 +865,20 @@ static int elecmap_run(options *o) {
 #endif
     if ((status = choose_method(o, &atoms, &lattice, use_gpu)) != 0) {
         elec_structure_free(&mol);
+        free(records);
         return status;
     }
     map = (float *)malloc(points * sizeof *map);
     if (!map) {
         fprintf(stderr, "elecmap: no memory for a map of %zu points\n", points);
         elec_structure_free(&mol);
+        free(records);
         return 1;
     }
 
-    scale = o->units_kT ? elec_kT_scale(o->temperature) : ELEC_COULOMB;
+    scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
+            : o->units == UNITS_KCAL ? ELEC_COULOMB
+                                     : VOLT_SCALE;
     progress.start = start = seconds_now();
     if (o->method == METHOD_DCS) {
         elec_dcs_params dp = {0};
@@ -827,12 +952,14 @@ static int elecmap_run(options *o) {
     }
     seconds = seconds_now() - start;
     if (progress.shown) fprintf(stderr, "\n");
-    if (s == ELEC_OK)
-        s = elec_write_dx(o->output, &lattice, map,
-                          o->method == METHOD_CHARGES ? "elecmap charge per point in e"
-                          : o->units_kT               ? "elecmap potential in kT/e"
-                                                      : "elecmap potential in kcal/(mol e)",
-                          &err);
+    describe_method(o, &atoms, &lattice, use_gpu, method, sizeof method);
+    if (s == ELEC_OK) {
+        comment = provenance(o, records, &mol, &lattice, method);
+        s = comment ? elec_write_map(o->output, &lattice, map, comment, &err)
+                    : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "no memory for the map's comment");
+        free(comment);
+    }
+    free(records);
     if (s != ELEC_OK) {
         fail(NULL, &err);
         free(map);
@@ -852,46 +979,8 @@ static int elecmap_run(options *o) {
         printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, %.3f)\n",
                lattice.dims[0], lattice.dims[1], lattice.dims[2], points,
                lattice.spacing[0], lattice.origin[0], lattice.origin[1], lattice.origin[2]);
-        if (o->method == METHOD_DCS)
-        {
-            elec_dcs_params chosen = {0}, r;
-            chosen.variant = o->variant;
-            if (elec_dcs_params_resolve(&chosen, &r, NULL) != ELEC_OK) r = chosen;
-            printf("  method     DCS (direct Coulomb sum)%s%s\n", use_gpu ? ", GPU kernel " : "",
-                   use_gpu ? elec_dcs_variant_name(r.variant) : "");
-        }
-        else if (o->method == METHOD_MSM) {
-            elec_msm_params chosen = {0}, r;
-            chosen.cutoff = o->msm_cutoff;
-            chosen.spacing = o->msm_spacing;
-            chosen.interpolation = msm_interpolation(o);
-            chosen.tolerance = o->tolerance;
-            /* what the map call chose */
-            if (elec_msm_params_resolve(&chosen, (double)points /
-                                                     (double)(atoms.count ? atoms.count : 1),
-                                        &r, NULL) != ELEC_OK)
-                r = chosen;
-            printf("  method     MSM (multilevel summation), cutoff %g A, spacing %g A, %s, "
-                   "expected relative error %.1e\n", r.cutoff, r.spacing,
-                   msm_order_name(r.interpolation), r.estimate.force);
-        } else if (o->method == METHOD_CHARGES) {
-            elec_chargemap_params chosen = {0}, r;
-            chosen.basis = o->charge_basis;
-            chosen.order = o->charge_order;
-            chosen.variant = o->charge_variant;
-            if (elec_chargemap_params_resolve(&chosen, &lattice, atoms.count, &r, NULL) == ELEC_OK)
-                printf("  method     charge mapping, %s order %d%s%s\n",
-                       r.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel C1" : "B-spline", r.order,
-                       use_gpu ? ", GPU rung " : "",
-                       use_gpu ? elec_chargemap_variant_name(r.variant) : "");
-        } else if (o->method == METHOD_CUTOFF) {
-            printf("  method     cutoff map, %s within %g A\n",
-                   o->shifted ? "shifted Coulomb" : "MSM short range",
-                   o->msm_cutoff > 0 ? o->msm_cutoff : 12.0);
-        } else
-            printf("  method     MDH (multiple Debye-Hueckel), kappa %.4f /A\n",
-                   o->kappa > 0 ? o->kappa
-                                : elec_kappa_from_ionic_strength(o->ionic_strength, 78.54, o->temperature));
+        printf("  method     %s\n", method);
+        printf("  output     %s\n", elec_map_format_name(o->output));
         printf("  device     %s\n", device_name);
         if (o->method == METHOD_CHARGES) {
             double total = 0.0;
@@ -903,8 +992,7 @@ static int elecmap_run(options *o) {
             printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
                    evals / (seconds > 0 ? seconds : 1e-9),
                    o->method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
-            printf("  potential  min %.4g, max %.4g %s\n", lo, hi,
-                   o->units_kT ? "kT/e" : "kcal/(mol e)");
+            printf("  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
         }
     }
     free(map);
@@ -917,6 +1005,7 @@ int main(int argc, char **argv) {
     options o;
     switch (elecmap_parse(argc, argv, &o, stderr)) {
     case PARSE_HELP: usage(stdout); return 0;
+    case PARSE_VERSION: cli_version(stdout, "elecmap", NULL, 0); return 0;
     case PARSE_ERROR: return 2;
     default: return elecmap_run(&o);
     }

@@ -1,6 +1,7 @@
 /* elecsurf - the ALPB electrostatic potential on a molecule's surface.
 
    elecsurf [options] input.pqr output.ply|output.txt|output.png
+   elecsurf [options] input.pqr output.dx|output.mrc     (a map; see below)
 
    The potential of the analytical linearized Poisson-Boltzmann model at
    the vertices of a surface (a closed mesh, the contact surface, or an
@@ -10,7 +11,14 @@
    (-x cu -DELEC_WITH_CUDA) with the GPU path, which is then the default
    when a GPU is present; PNG output needs libpng (-DELECSURF_WITH_PNG
    -lpng, which the Makefile adds where libpng is installed).  Run with
-   --help for the options and their defaults. */
+   --help for the options and their defaults.
+
+   A map output (.dx, .dx.gz, .mrc, .map, .ccp4) holds ALPB's potential on
+   a lattice around the molecule, for a viewer to colour its own surface
+   by: at a point P outside the surface E1 with r = A + p, p the distance
+   from P to the surface (its nearest vertex), the potential a vertex
+   there would have at that projection; inside, E1 at p = 0 (ALPB's
+   interior form needs Born radii elec does not compute). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
@@ -18,6 +26,7 @@
 #ifdef ELEC_WITH_CUDA
 #include "elec_cuda.cuh"
 #endif
+#include "examples/cli.h"
 #ifdef ELECSURF_WITH_PNG
 #include <png.h>
 #endif
@@ -28,7 +37,7 @@
 #include <time.h>
 
 typedef enum { SURFACE_DEFAULT, SURFACE_MESH, SURFACE_CONTACT, SURFACE_FILE } surface_kind;
-typedef enum { OUTPUT_PLY, OUTPUT_TXT, OUTPUT_PNG } output_kind;
+typedef enum { OUTPUT_PLY, OUTPUT_TXT, OUTPUT_PNG, OUTPUT_MAP } output_kind;
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } run_device;
 
 typedef struct options {
@@ -36,7 +45,8 @@ typedef struct options {
     surface_kind surface;
     output_kind kind;
     run_device device;
-    double density, probe, temperature, range;
+    double density, probe, temperature, range, hcp_tolerance; /* output units */
+    double map_spacing, map_padding; /* a map's lattice (A) */
     elec_alpb_params alpb;
     int units_kT, quiet, size, view_axis, view_sign;
 } options;
@@ -44,13 +54,18 @@ typedef struct options {
 static void usage(FILE *out) {
     fprintf(out,
 "usage: elecsurf [options] input.pqr output.ply|output.txt|output.png\n"
+"       elecsurf [options] input.pqr output.dx|output.mrc\n"
 "\n"
 "The ALPB electrostatic potential (analytical linearized Poisson-Boltzmann)\n"
 "on the surface of the atoms of a PQR file, exact or by hierarchical charge\n"
 "partitioning (HCP).  The output's extension picks its kind: .ply (the\n"
 "surface with a per-vertex potential and red-white-blue colours), .txt\n"
 "(x y z [nx ny nz] potential, one line per point, in order), .png (a\n"
-"picture of the coloured surface with a colour bar).\n"
+"picture of the coloured surface with a colour bar), or a map (.dx, .dx.gz,\n"
+"as elecmap writes them; .mrc, .map, .ccp4: MRC2014): the potential on a\n"
+"lattice around the molecule, for a viewer to colour its own surface by;\n"
+"outside the surface E1 at r = A + p, p the distance to the surface,\n"
+"inside E1 at p = 0 (no salt, --proj or --gem with a map).\n"
 "\n"
 "  --surface mesh|contact|FILE\n"
 "                        a closed triangulated surface (marching tetrahedra\n"
@@ -70,18 +85,24 @@ static void usage(FILE *out) {
 "  --hcp-charges 1|2     charges per far component (default 2)\n"
 "  --hcp H1[,H2[,H3]]    HCP thresholds of residues, chains, complexes in A\n"
 "                        (default 20,70,150; 'inf' never approximates)\n"
+"  --hcp-tolerance T     a far component's estimated error at most T in the\n"
+"                        output's units (default 0.05 kcal/(mol e), 0.084\n"
+"                        kT/e; 'inf': the distance test alone, the seed's)\n"
 "  --gem                 GEM's formulas (its region 1 at p <= 0, its kappa\n"
 "                        0.316 sqrt(M), its 332.0 with --units kcal)\n"
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
-"  --variant NAME        GPU kernel: simple, registers, sorted, packed, or\n"
-"                        fastest (default)\n"
+"  --variant NAME        GPU kernel: simple, registers, sorted, packed,\n"
+"                        pairs, or fastest (default)\n"
 "  --units kT|kcal       kT/e (default) or kcal/(mol e)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --range R             .ply and .png colours saturate at +-R (default: the\n"
 "                        95th percentile of |potential|)\n"
 "  --size N              .png picture of N x N pixels (default 480)\n"
+"  --spacing H           a map's lattice spacing in A (default 1)\n"
+"  --padding P           a map's margin around the atoms in A (default 10)\n"
 "  --view [-]x|y|z       .png: look along this axis (default -z: from +z)\n"
 "  --quiet               no summary\n"
+"  --version             elec's version and what this build has\n"
 "  --help                this text\n");
 }
 
@@ -104,6 +125,8 @@ static int parse_options(int argc, char **argv, options *o) {
     o->units_kT = 1;
     o->temperature = ELEC_ROOM_TEMPERATURE;
     o->size = 480;
+    o->map_spacing = 1.0;
+    o->map_padding = 10.0;
     o->view_axis = 2;
     o->view_sign = -1;
     for (i = 1; i < argc; i++) {
@@ -125,6 +148,13 @@ static int parse_options(int argc, char **argv, options *o) {
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+#ifdef ELECSURF_WITH_PNG
+            cli_version(stdout, "elecsurf", "libpng", 1);
+#else
+            cli_version(stdout, "elecsurf", "libpng", 0);
+#endif
             exit(0);
         } else if (!strcmp(a, "--surface")) {
             NEED(1);
@@ -192,6 +222,19 @@ static int parse_options(int argc, char **argv, options *o) {
                 fprintf(stderr, "elecsurf: --hcp needs thresholds\n");
                 return 0;
             }
+        } else if (!strcmp(a, "--hcp-tolerance")) {
+            NEED(1);
+            if (!strcmp(argv[i + 1], "inf")) {
+                o->hcp_tolerance = HUGE_VAL;
+                i++;
+            } else {
+                DOUBLE_ARG(o->hcp_tolerance, "potential");
+                if (!(o->hcp_tolerance > 0.0)) {
+                    fprintf(stderr, "elecsurf: --hcp-tolerance %g: give a positive potential "
+                                    "(or inf)\n", o->hcp_tolerance);
+                    return 0;
+                }
+            }
         } else if (!strcmp(a, "--gem")) {
             o->alpb.gem_compat = 1;
         } else if (!strcmp(a, "--gpu")) {
@@ -242,6 +285,20 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
             o->size = (int)size;
+        } else if (!strcmp(a, "--spacing")) {
+            DOUBLE_ARG(o->map_spacing, "spacing in A");
+            if (!(o->map_spacing > 0.0)) {
+                fprintf(stderr, "elecsurf: --spacing %g: give a positive spacing\n",
+                        o->map_spacing);
+                return 0;
+            }
+        } else if (!strcmp(a, "--padding")) {
+            DOUBLE_ARG(o->map_padding, "padding in A");
+            if (!(o->map_padding >= 0.0)) {
+                fprintf(stderr, "elecsurf: --padding %g: give a padding of 0 or more\n",
+                        o->map_padding);
+                return 0;
+            }
         } else if (!strcmp(a, "--view")) {
             NEED(1);
             a = argv[++i];
@@ -277,9 +334,21 @@ static int parse_options(int argc, char **argv, options *o) {
     if (has_extension(o->output, ".ply")) o->kind = OUTPUT_PLY;
     else if (has_extension(o->output, ".txt")) o->kind = OUTPUT_TXT;
     else if (has_extension(o->output, ".png")) o->kind = OUTPUT_PNG;
+    else if (has_extension(o->output, ".dx") || has_extension(o->output, ".dx.gz") ||
+             elec_map_format_of(o->output, NULL) == ELEC_MAP_MRC)
+        o->kind = OUTPUT_MAP;
     else {
-        fprintf(stderr, "elecsurf: '%s': the output must end in .ply, .txt or .png\n",
-                o->output);
+        fprintf(stderr, "elecsurf: '%s': the output must end in .ply, .txt, .png, or a map's "
+                        ".dx, .dx.gz, .mrc, .map, .ccp4\n", o->output);
+        return 0;
+    }
+    if (o->kind == OUTPUT_MAP && (o->alpb.salt > 0.0 || o->alpb.kappa > 0.0 ||
+                                  o->alpb.proj != 0.0 || o->alpb.gem_compat)) {
+        fprintf(stderr, "elecsurf: %s with a map: a lattice point has no normal and no "
+                        "ion-exclusion layer of its own, so a map holds E1 without salt at "
+                        "each point's own distance from the surface (write a surface, .ply, "
+                        ".txt or .png, for this)\n",
+                o->alpb.gem_compat ? "--gem" : o->alpb.proj != 0.0 ? "--proj" : "--salt");
         return 0;
     }
 #ifndef ELECSURF_WITH_PNG
@@ -662,6 +731,221 @@ static int write_png(FILE *f, const picture *p) {
 }
 #endif
 
+/* ----------------------------------------------------------------- maps */
+
+/* The squared distance from x to the nearest surface vertex (its index in
+   *nearest): the vertices' cell list searched ring by ring around the
+   cell of x' (x clamped into the cells' region) until no nearer vertex
+   can be left.  A vertex X of ring r lies at least (r - 1) edges from x',
+   and |x - X|^2 >= |x - x'|^2 + |x' - X|^2 (x' is x's projection on the
+   region, a convex set that holds X), so the search stops there. */
+static double nearest_vertex(const elec_surface *surf, const elec_cells *cells, double edge,
+                             const double x[3], size_t *nearest) {
+    int home[3], lo[3], hi[3], ring, far = 0, axis;
+    double best = HUGE_VAL, outside2 = 0.0;
+    elec_cells_ijk(cells, x, home);
+    for (axis = 0; axis < 3; axis++) {
+        double below = cells->origin[axis] - x[axis];
+        double above = x[axis] - (cells->origin[axis] + cells->length[axis]);
+        if (below > 0.0) outside2 += below * below;
+        if (above > 0.0) outside2 += above * above;
+        if (cells->n[axis] > far) far = cells->n[axis];
+    }
+    for (ring = 0; ring <= far; ring++) {
+        int i, j, k;
+        double reach = ring > 1 ? (ring - 1) * edge : 0.0;
+        if (outside2 + reach * reach >= best) break;
+        for (axis = 0; axis < 3; axis++) { /* the ring's cube, cut to the region */
+            lo[axis] = home[axis] - ring < 0 ? 0 : home[axis] - ring;
+            hi[axis] = home[axis] + ring >= cells->n[axis] ? cells->n[axis] - 1
+                                                           : home[axis] + ring;
+        }
+        for (k = lo[2]; k <= hi[2]; k++)
+            for (j = lo[1]; j <= hi[1]; j++) {
+                /* on the ring's faces every i, else its two ends alone */
+                int face = k == home[2] - ring || k == home[2] + ring ||
+                           j == home[1] - ring || j == home[1] + ring;
+                for (i = lo[0]; i <= hi[0]; i++) {
+                    size_t cell, m;
+                    if (!face && i != home[0] - ring && i != home[0] + ring) {
+                        if (home[0] + ring > hi[0]) break;
+                        i = home[0] + ring;
+                    }
+                    cell = (size_t)i + (size_t)cells->n[0] * ((size_t)j + (size_t)cells->n[1] * k);
+                    for (m = cells->start[cell]; m < cells->start[cell + 1]; m++) {
+                        const double *v = surf->xyz + 3 * cells->atom[m];
+                        double d2 = (x[0] - v[0]) * (x[0] - v[0]) +
+                                    (x[1] - v[1]) * (x[1] - v[1]) +
+                                    (x[2] - v[2]) * (x[2] - v[2]);
+                        if (d2 < best) {
+                            best = d2;
+                            *nearest = cells->atom[m];
+                        }
+                    }
+                }
+            }
+    }
+    return best;
+}
+
+/* The map: ALPB at the lattice's points as surface points (E1 at p = 0,
+   the library's call without normals), then at each point outside the
+   surface (on the side its nearest vertex's outward normal points to) E1's
+   constant term for r = A + p instead of r = A, p the distance to that
+   vertex: scale Q (c(p) - c(0)), c the constant elec_alpb_kernel_setup
+   gives for projection p.  Returns 0, or 1 with the reason on stderr. */
+static int map_run(const options *o, const elec_structure *mol, const char *records,
+                   const elec_hcp *hcp, const elec_alpb_params *resolved,
+                   const elec_surface *surf, double surface_seconds, int use_gpu,
+                   const char *device_name) {
+    const elec_atoms atoms = elec_structure_atoms(mol);
+    elec_lattice lattice;
+    elec_cells cells;
+    elec_alpb_kernel at_surface;
+    elec_error err;
+    elec_status s;
+    double *xyz = NULL, lo[3], hi[3], length[3], edge = HUGE_VAL, start, seconds;
+    double low = 0.0, high = 0.0, net = 0.0;
+    float *phi = NULL;
+    size_t points, i;
+    char *comment = NULL;
+    int axis, status = 1, outside = 0;
+    long p;
+    (void)use_gpu; /* with CUDA: the GPU's ALPB */
+    if (!surf->normal) {
+        fprintf(stderr, "elecsurf: the surface has no normals, and a map needs them to tell "
+                        "its points outside the surface from those inside\n");
+        return 1;
+    }
+    if ((s = elec_lattice_around(&atoms, o->map_spacing, o->map_padding, &lattice, &err)) !=
+            ELEC_OK ||
+        (s = elec_lattice_check_points(&lattice, 0, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: map lattice: %s (a coarser --spacing)\n", err.message);
+        return 1;
+    }
+    points = elec_lattice_size(&lattice);
+    xyz = (double *)malloc(3 * points * sizeof *xyz);
+    phi = (float *)malloc(points * sizeof *phi);
+    if (!xyz || !phi) {
+        fprintf(stderr, "elecsurf: no memory for a map of %zu points\n", points);
+        goto done;
+    }
+    for (i = 0; i < points; i++)
+        elec_lattice_point(&lattice, (int)(i % (size_t)lattice.dims[0]),
+                           (int)(i / (size_t)lattice.dims[0] % (size_t)lattice.dims[1]),
+                           (int)(i / ((size_t)lattice.dims[0] * (size_t)lattice.dims[1])),
+                           xyz + 3 * i);
+    start = seconds_now();
+#ifdef ELEC_WITH_CUDA
+    if (use_gpu) s = elec_cuda_alpb(hcp, xyz, NULL, points, &o->alpb, phi, &err);
+    else
+#endif
+        s = elec_cpu_alpb(hcp, xyz, NULL, points, &o->alpb, phi, &err);
+    if (s != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
+        goto done;
+    }
+    /* the vertices' cell list: cells of 2 A or more (256 a side at most) */
+    for (i = 0; i < surf->count; i++)
+        for (axis = 0; axis < 3; axis++) {
+            double c = surf->xyz[3 * i + axis];
+            if (i == 0 || c < lo[axis]) lo[axis] = c;
+            if (i == 0 || c > hi[axis]) hi[axis] = c;
+        }
+    for (axis = 0; axis < 3; axis++) length[axis] = hi[axis] - lo[axis] + 1e-6;
+    if ((s = elec_cells_build(surf->xyz, surf->count, lo, length, 2.0, &cells, &err)) !=
+        ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
+        goto done;
+    }
+    for (axis = 0; axis < 3; axis++)
+        if (cells.length[axis] / cells.n[axis] < edge) edge = cells.length[axis] / cells.n[axis];
+    elec_alpb_kernel_setup(resolved, &at_surface);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : outside)
+#endif
+    for (p = 0; p < (long)points; p++) {
+        const double *x = xyz + 3 * p;
+        const double *n, *at;
+        double height;
+        size_t v = 0;
+        nearest_vertex(surf, &cells, edge, x, &v);
+        n = surf->normal + 3 * v;
+        at = surf->xyz + 3 * v;
+        /* p: x's height over the nearest vertex's tangent plane, as if
+           x = v + p n for a vertex right under it (the distance to the
+           vertex would err by the vertices' spacing squared over 2p; this
+           errs by that over 2 radii of curvature) */
+        height = (x[0] - at[0]) * n[0] + (x[1] - at[1]) * n[1] + (x[2] - at[2]) * n[2];
+        if (height > 0.0) {
+            elec_alpb_params there = *resolved;
+            elec_alpb_kernel k;
+            there.proj = height;
+            elec_alpb_kernel_setup(&there, &k);
+            phi[p] += (float)(resolved->scale * hcp->net_charge *
+                              (k.constant - at_surface.constant));
+            outside++;
+        }
+    }
+    elec_cells_free(&cells);
+    seconds = seconds_now() - start;
+    for (i = 0; i < points; i++) {
+        if (i == 0 || phi[i] < low) low = phi[i];
+        if (i == 0 || phi[i] > high) high = phi[i];
+    }
+    for (i = 0; i < mol->count; i++) net += mol->charge[i];
+    {
+        size_t size = 2048 + strlen(o->input) + strlen(records);
+        char unit[64];
+        if (o->units_kT) snprintf(unit, sizeof unit, "kT/e at %g K", o->temperature);
+        else snprintf(unit, sizeof unit, "kcal/(mol e)");
+        comment = (char *)malloc(size);
+        if (!comment) {
+            fprintf(stderr, "elecsurf: no memory\n");
+            goto done;
+        }
+        snprintf(comment, size,
+                 "elecsurf ALPB potential in %s\n"
+                 "elec %s elecsurf, input %s: %zu atoms, net charge %+.4f e\n"
+                 "method ALPB E1, eps %g/%g, A %.4f A, %s; outside the surface r = A + p, "
+                 "p the distance to its nearest vertex; inside, p = 0\n"
+                 "lattice %d x %d x %d, spacing %.10g A, origin %.10g %.10g %.10g A\n%s",
+                 unit, ELEC_VERSION_STRING, o->input, mol->count, net,
+                 resolved->eps_in, resolved->eps_out, resolved->electrostatic_size,
+                 resolved->exact ? "exact" : "HCP", lattice.dims[0], lattice.dims[1],
+                 lattice.dims[2], lattice.spacing[0], lattice.origin[0], lattice.origin[1],
+                 lattice.origin[2], records);
+    }
+    if ((s = elec_write_map(o->output, &lattice, phi, comment, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
+        goto done;
+    }
+    status = 0;
+    if (!o->quiet) {
+        printf("elecsurf: %s -> %s\n", o->input, o->output);
+        printf("  atoms      %zu (net charge %+.4f e)\n", mol->count, net);
+        printf("  size       A = %.3f A (%s)\n", resolved->electrostatic_size,
+               o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        printf("  surface    %zu vertices, %.3f s (for the points' distances)\n", surf->count,
+               surface_seconds);
+        printf("  lattice    %d x %d x %d = %zu points, spacing %g A, %d outside the surface\n",
+               lattice.dims[0], lattice.dims[1], lattice.dims[2], points, lattice.spacing[0],
+               outside);
+        printf("  method     ALPB E1, eps %g/%g, %s\n", resolved->eps_in, resolved->eps_out,
+               resolved->exact ? "exact" : "HCP");
+        printf("  output     %s\n", elec_map_format_name(o->output));
+        printf("  device     %s\n", device_name);
+        printf("  time       %.3f s\n", seconds);
+        printf("  potential  min %.4g, max %.4g %s\n", low, high,
+               o->units_kT ? "kT/e" : "kcal/(mol e)");
+    }
+done:
+    free(comment);
+    free(xyz);
+    free(phi);
+    return status;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -676,22 +960,31 @@ int main(int argc, char **argv) {
     float *phi = NULL;
     double surface_seconds, seconds, start, lo = 0.0, hi = 0.0, sum = 0.0, sum2 = 0.0;
     double mesh_spacing = 0.0, range = 1.0;
-    char device_name[128] = "CPU", tmp[4096];
+    char device_name[128] = "CPU", tmp[4096], *text = NULL, *records = NULL;
     int use_gpu = 0, ok = 0;
-    size_t i;
+    size_t i, length = 0;
     FILE *out;
 
     if (!parse_options(argc, argv, &o)) return 2;
+    if (o.kind == OUTPUT_MAP && (ok = cli_map_output_check("elecsurf", o.output, o.input)) != 0)
+        return ok;
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
-    if ((s = elec_read_pqr(o.input, &mol, &err)) != ELEC_OK) {
+    /* the input's text: its REMARK and CRYST1 lines go into a map's comment */
+    if ((s = elec__read_text(o.input, "a PQR", &text, &length, &err)) != ELEC_OK ||
+        (s = elec_parse_pqr(text, length, &mol, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        elec_free(text);
         return 1;
     }
+    records = cli_input_records(text, length);
+    elec_free(text);
     atoms = elec_structure_atoms(&mol);
     o.alpb.scale = o.units_kT ? elec_kT_scale(o.temperature)
                    : o.alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
     o.alpb.temperature = o.temperature;
+    if (o.hcp_tolerance > 0.0) /* the output's units to e/A */
+        o.alpb.hcp_tolerance = o.hcp_tolerance / fabs(o.alpb.scale);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
@@ -709,11 +1002,6 @@ int main(int argc, char **argv) {
     }
     if (o.kind == OUTPUT_PNG && surf.count > 0 && !surf.triangle_count && !surf.normal)
         fprintf(stderr, "elecsurf: the points have no normals: the picture is unshaded\n");
-    phi = (float *)malloc(surf.count * sizeof *phi);
-    if (!phi) {
-        fprintf(stderr, "elecsurf: no memory for %zu potentials\n", surf.count);
-        goto done;
-    }
 #ifdef ELEC_WITH_CUDA
     if (o.device != DEVICE_CPU && elec_cuda_device_count() > 0) {
         use_gpu = 1;
@@ -726,6 +1014,17 @@ int main(int argc, char **argv) {
 #else
         fprintf(stderr, "elecsurf: --gpu: this elecsurf was built without CUDA\n");
 #endif
+        goto done;
+    }
+    if (o.kind == OUTPUT_MAP) {
+        if (!records) fprintf(stderr, "elecsurf: out of memory\n");
+        ok = records && map_run(&o, &mol, records, &hcp, &resolved, &surf, surface_seconds,
+                                use_gpu, device_name) == 0;
+        goto done;
+    }
+    phi = (float *)malloc(surf.count * sizeof *phi);
+    if (!phi) {
+        fprintf(stderr, "elecsurf: no memory for %zu potentials\n", surf.count);
         goto done;
     }
     start = seconds_now();
@@ -794,9 +1093,11 @@ int main(int argc, char **argv) {
         else printf("no salt, ");
         if (resolved.exact) printf("exact\n");
         else
-            printf("HCP %d charge%s, thresholds %g/%g/%g A\n", resolved.hcp_charges,
-                   resolved.hcp_charges == 1 ? "" : "s", resolved.hcp_h[0], resolved.hcp_h[1],
-                   resolved.hcp_h[2]);
+            printf("HCP %d charge%s, thresholds %g/%g/%g A, tolerance %.3g %s\n",
+                   resolved.hcp_charges, resolved.hcp_charges == 1 ? "" : "s",
+                   resolved.hcp_h[0], resolved.hcp_h[1], resolved.hcp_h[2],
+                   resolved.hcp_tolerance * fabs(resolved.scale),
+                   o.units_kT ? "kT/e" : "kcal/(mol e)");
 #ifdef ELEC_WITH_CUDA
         if (use_gpu) {
             elec_alpb_variant v = o.alpb.variant;
@@ -804,7 +1105,7 @@ int main(int argc, char **argv) {
                                  : resolved.exact && resolved.kappa == 0.0 &&
                                            (!resolved.gem_compat || resolved.proj >= 0.0)
                                      ? "DCS points"
-                                     : elec_alpb_variant_name(ELEC_ALPB_PACKED);
+                                     : elec_alpb_variant_name(ELEC_ALPB_FASTEST_WALK);
             printf("  device     %s, kernel %s\n", device_name, kernel);
         } else
 #endif
@@ -816,6 +1117,7 @@ int main(int argc, char **argv) {
     }
 done:
     free(phi);
+    free(records);
     elec_surface_free(&surf);
     elec_hcp_free(&hcp);
     elec_structure_free(&mol);

@@ -5,7 +5,8 @@
    (make test-gpu sets it).  CUDA_CHECK(call): a CUDA runtime call in a
    benchmark or example, which prints the call and exits on failure;
    CHECK_ELEC(call) the same for an elec call.
-   gpu_test_summary(): the GPU tests' last call. */
+   gpu_test_summary(): the GPU tests' last call.  gpu_chargemap_weight_error
+   and gpu_chargemap_bound: a GPU charge map's float bound per point. */
 #ifndef ELEC_TESTS_GPU_H
 #define ELEC_TESTS_GPU_H
 
@@ -68,5 +69,49 @@ static inline int gpu_test_summary(void) {
             exit(1);                                                         \
         }                                                                    \
     } while (0)
+
+/* Charge maps (elec_cuda_chargemap): the largest absolute error of the
+   float weights against double, over 2^16 positions t in [0, 1), doubled
+   (the device may contract the B-spline recursion's products into other
+   fused multiply-adds than the host compiler): Skeel by Horner on the
+   float coefficients (elec__msm_basis_of, as elec__msm_weights_device),
+   B-splines by elec_bspline_weights_float. */
+static inline double gpu_chargemap_weight_error(elec_chargemap_basis basis, int order) {
+    double worst = 0.0;
+    for (int k = 0; k < 65536; k++) {
+        const double t = (k + 0.5) / 65536.0;
+        double wd[ELEC__CHARGEMAP_MAX_ORDER];
+        float wf[ELEC__CHARGEMAP_MAX_ORDER];
+        if (basis == ELEC_CHARGEMAP_SKEEL) {
+            const int interpolation = (order - 4) / 2;
+            const elec__msm_basis_args b = elec__msm_basis_of(interpolation);
+            elec_msm_axis_weights(t, interpolation, wd, NULL);
+            for (int j = 0; j < order; j++) {
+                float v = b.coeff[j][order - 1];
+                for (int p = order - 2; p >= 0; p--) v = fmaf(v, (float)t, b.coeff[j][p]);
+                wf[j] = v;
+            }
+        } else {
+            elec_bspline_weights(order, t, wd, NULL);
+            elec_bspline_weights_float(order, (float)t, wf, NULL);
+        }
+        for (int j = 0; j < order; j++)
+            if (fabs((double)wf[j] - wd[j]) > worst) worst = fabs((double)wf[j] - wd[j]);
+    }
+    return 2.0 * worst;
+}
+
+/* A float charge map's bound against the double map of the same grid
+   coordinates, point by point (tests/test_gpu_chargemap.cu says where it
+   comes from): (terms + c) 2^-24 A for the sums and the three products
+   (c = max(8, 2 order) ulps), terms 3 e_w max|q| for the weights, and
+   terms 2^-33 for a fixed-point rung's rounding to 2^-32 e; A = sum |q w w
+   w| and terms as elec_cpu_chargemap_double returns them. */
+static inline double gpu_chargemap_bound(int terms, double abs_sum, int order, double weight_err,
+                                         double max_q, int fixed_point) {
+    const double c = order * 2 > 8 ? order * 2 : 8;
+    return (terms + c) * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
+           (fixed_point ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
+}
 
 #endif

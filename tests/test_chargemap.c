@@ -64,7 +64,7 @@ TEST(params_resolve_fills_defaults_and_refuses_what_cannot_map) {
     EXPECT(elec_chargemap_params_resolve(&p, &l, 3277, &r, &err) == ELEC_OK, "%s", err.message);
     EXPECT(r.basis == ELEC_CHARGEMAP_SKEEL && r.order == 4, "default basis %d order %d",
            (int)r.basis, r.order);
-    EXPECT(r.variant == ELEC_CHARGEMAP_TILE_OWNER, "default GPU rung %s",
+    EXPECT(r.variant == ELEC_CHARGEMAP_PC_LANES, "default GPU rung %s",
            elec_chargemap_variant_name(r.variant));
     EXPECT(r.cpu_variant == ELEC_CHARGEMAP_CPU_BINNED, "default CPU rung %s",
            elec_chargemap_cpu_variant_name(r.cpu_variant));

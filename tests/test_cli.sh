@@ -1,8 +1,8 @@
 #!/bin/sh
 # The command-line tools as a user runs them: elecmap on its built-in input
-# (DCS, MSM and cutoff maps, the automatic choice of MSM)
-# and on a real structure, elecenergy's JSON, elecsurf's three outputs,
-# and their refusals of bad input.  Prints one line per check and the harness's tally line.
+# (DCS, MSM and cutoff maps, the automatic choice of MSM, the map formats,
+# units and the map's comment) and on a real structure, elecenergy's JSON,
+# elecsurf's outputs, --version, and their refusals of bad input.  Prints one line per check and the harness's tally line.
 # Usage: tests/test_cli.sh BUILD_DIR
 build=${1:-build}
 dir=$(mktemp -d)
@@ -127,7 +127,11 @@ ATOM      4  CL  ION     4      12.500  10.000   4.000 -1.0000 1.8000
 ATOM      5  NA  ION     5       6.000  15.000  17.000  1.0000 1.0000
 ATOM      6  CL  ION     6       3.000  15.500  16.000 -1.0000 1.8000
 PQR
-if "$build/elecenergy" --cpu --method spme --tolerance 1e-5 --json "$dir/ions.pqr" > "$dir/json" 2>&1 &&
+"$build/elecenergy" --cpu --method spme --tolerance 1e-5 --json "$dir/ions.pqr" > "$dir/json" 2>&1
+spme_status=$?
+if grep -q "needs FFTW3" "$dir/json"; then
+    skip "elecenergy_json_has_the_choice_and_its_estimate: built without FFTW3 (the CPU SPME)"
+elif [ $spme_status -eq 0 ] &&
    grep -q '"tolerance": 1.000e-05' "$dir/json" && grep -q '"estimate": {"force_error"' "$dir/json"; then
     fe=$(sed -n 's/.*"force_error": \([0-9.e+-]*\).*/\1/p' "$dir/json")
     if awk -v e="$fe" 'BEGIN { exit !(e > 0 && e <= 1e-5) }'; then
@@ -166,6 +170,95 @@ else
     skip "elecenergy_asks_for_a_box: $fas2 absent"
     skip "elecmap_maps_fasciculins_charges: $fas2 absent"
 fi
+
+# ------------------------------------------------ map formats, units, version
+# --version: the version elec.h gives, on every tool
+part() { sed -n "s/^#define ELEC_VERSION_$1 \([0-9][0-9]*\).*/\1/p" elec.h; }
+version="$(part MAJOR).$(part MINOR).$(part PATCH)"
+version_ok=1
+for tool in elecmap elecenergy elecsurf; do
+    "$build/$tool" --version > "$dir/out" 2>&1 &&
+        grep -q "^$tool (elec) $version\$" "$dir/out" && grep -q "^built with" "$dir/out" ||
+        version_ok=0
+done
+if [ $version_ok -eq 1 ]; then ok "every_tool_prints_the_version_of_elec_h ($version)"
+else fail "every_tool_prints_the_version_of_elec_h: $(cat "$dir/out")"; fi
+
+# The same map as OpenDX and as MRC2014 (.mrc, .map, .ccp4): the MRC file is
+# the 1024-byte header and four bytes a point, stamped "MAP ", its first
+# label the DX file's first comment line.
+"$build/elecmap" --cpu --spacing 2 --demo "$dir/fmt.dx" > "$dir/out" 2>&1
+counts=$(sed -n 's/^object 1 class gridpositions counts \([0-9]*\) \([0-9]*\) \([0-9]*\).*/\1 \2 \3/p' "$dir/fmt.dx")
+set -- $counts
+points=$(($1 * $2 * $3))
+mrc_ok=1
+for ext in mrc map ccp4; do
+    "$build/elecmap" --cpu --spacing 2 --demo "$dir/fmt.$ext" > "$dir/out" 2>&1 &&
+        grep -q "output     MRC2014" "$dir/out" || mrc_ok=0
+    [ "$(wc -c < "$dir/fmt.$ext")" -eq $((1024 + 4 * points)) ] || mrc_ok=0
+    [ "$(dd if="$dir/fmt.$ext" bs=1 skip=208 count=4 2> /dev/null)" = "MAP " ] || mrc_ok=0
+    label=$(dd if="$dir/fmt.$ext" bs=1 skip=224 count=80 2> /dev/null | sed 's/ *$//')
+    [ "# $label" = "$(head -n 1 "$dir/fmt.dx")" ] || mrc_ok=0
+done
+if [ $mrc_ok -eq 1 ]; then ok "elecmap_writes_mrc_by_extension ($points points)"
+else fail "elecmap_writes_mrc_by_extension: label '$label', $(cat "$dir/out")"; fi
+
+# .dx.gz: gzip(1) inflates it to the very .dx file (where the build has
+# zlib); without zlib it is refused before any computing, leaving nothing
+if "$build/elecmap" --version | grep -q "^built with:.*zlib"; then
+    if "$build/elecmap" --cpu --quiet --spacing 2 --demo "$dir/fmt.dx.gz" > "$dir/out" 2>&1 &&
+       gzip -dc "$dir/fmt.dx.gz" | cmp -s - "$dir/fmt.dx"; then
+        ok "elecmap_dx_gz_inflates_to_the_dx_map"
+    else fail "elecmap_dx_gz_inflates_to_the_dx_map: $(cat "$dir/out")"; fi
+else
+    "$build/elecmap" --cpu --spacing 0.2 --demo "$dir/fmt.dx.gz" > "$dir/out" 2>&1
+    if [ $? -eq 1 ] && grep -q "no zlib" "$dir/out" && [ ! -e "$dir/fmt.dx.gz" ]; then
+        ok "elecmap_refuses_dx_gz_without_zlib_before_computing"
+    else fail "elecmap_refuses_dx_gz_without_zlib_before_computing: $(cat "$dir/out")"; fi
+fi
+
+# --units V: the kcal/(mol e) map times 14.3996455 / 332.0636 (V per e/A
+# over kcal/(mol e) per e/A); both floats printed to 9 digits: 1e-6
+"$build/elecmap" --cpu --quiet --spacing 2 --units kcal --demo "$dir/kcal.dx" > "$dir/out" 2>&1
+"$build/elecmap" --cpu --spacing 2 --units V --demo "$dir/volt.dx" > "$dir/out2" 2>&1
+dx_values "$dir/volt.dx" | awk '{ printf "%.9e\n", $1 * 332.0636 / 14.3996455 }' > "$dir/v.values"
+dx_values "$dir/kcal.dx" > "$dir/k.values"
+ev=$(paste "$dir/v.values" "$dir/k.values" |
+    awk '{ d += ($1 - $2) ^ 2; m += $2 ^ 2; n++ } END { if (n == 0) print "nan"; else printf "%.3e\n", sqrt(d / m) }')
+if awk -v e="$ev" 'BEGIN { exit !(e <= 1e-6) }' && grep -q "potential  min .* V$" "$dir/out2" &&
+   grep -q "^# elecmap potential in V$" "$dir/volt.dx"; then
+    ok "elecmap_units_volt_is_kcal_scaled ($ev)"
+else fail "elecmap_units_volt_is_kcal_scaled: $ev $(cat "$dir/out2")"; fi
+"$build/elecmap" --units mV --demo "$dir/x.dx" > "$dir/out" 2>&1
+[ $? -eq 2 ] && grep -q "kT, kcal or V" "$dir/out" && ok "elecmap_refuses_units_it_lacks" ||
+    fail "elecmap_refuses_units_it_lacks: $(cat "$dir/out")"
+
+# The map says how it was made: elec's version, the input, the method and
+# its parameters, the lattice, the input's CRYST1 and REMARK lines
+cat > "$dir/remarks.pqr" <<'PQR'
+REMARK   1 PQR file generated by PDB2PQR
+REMARK   1 Forcefield used: AMBER
+CRYST1   30.000   30.000   30.000  90.00  90.00  90.00 P 1           1
+ATOM      1  NA  ION     1       1.000   1.000   1.000  1.0000 1.0000
+ATOM      2  CL  ION     2       4.000   1.500   1.000 -1.0000 1.8000
+PQR
+if "$build/elecmap" --cpu --quiet --spacing 1 --method msm "$dir/remarks.pqr" "$dir/prov.dx" > "$dir/out" 2>&1 &&
+   grep -q "^# elecmap potential in kT/e at 298.15 K$" "$dir/prov.dx" &&
+   grep -q "^# elec $version elecmap, input $dir/remarks.pqr: 2 atoms, net charge +0.0000 e$" "$dir/prov.dx" &&
+   grep -q "^# method MSM (multilevel summation), cutoff 12 A, spacing 2 A, C1 cubic" "$dir/prov.dx" &&
+   grep -q "^# lattice [0-9]* x [0-9]* x [0-9]*, spacing 1 1 1 A, origin" "$dir/prov.dx" &&
+   grep -q "^# CRYST1   30.000   30.000   30.000  90.00  90.00  90.00 P 1           1$" "$dir/prov.dx" &&
+   grep -q "^# REMARK   1 Forcefield used: AMBER$" "$dir/prov.dx"; then
+    ok "elecmap_map_says_how_it_was_made"
+else fail "elecmap_map_says_how_it_was_made: $(grep '^#' "$dir/prov.dx") $(cat "$dir/out")"; fi
+# at most 32 REMARK lines, then how many more there were
+awk 'BEGIN { for (i = 1; i <= 34; i++) printf "REMARK %d\n", i }' > "$dir/many.pqr"
+sed -n '/^ATOM/p' "$dir/remarks.pqr" >> "$dir/many.pqr"
+if "$build/elecmap" --cpu --quiet --spacing 2 "$dir/many.pqr" "$dir/many.dx" > "$dir/out" 2>&1 &&
+   [ "$(grep -c '^# REMARK' "$dir/many.dx")" -eq 32 ] && grep -q '^# REMARK 32$' "$dir/many.dx" &&
+   grep -q '^# (and 2 more REMARK lines)$' "$dir/many.dx"; then
+    ok "elecmap_map_keeps_32_remark_lines_and_counts_the_rest"
+else fail "elecmap_map_keeps_32_remark_lines_and_counts_the_rest: $(grep '^#' "$dir/many.dx")"; fi
 
 # ---------------------------------------------------------------- elecsurf
 # One +1 ion of radius 12 (A_det = 12) and points on its sphere: every
@@ -230,9 +323,48 @@ refused elecsurf_refuses_points_without_normals_off_the_surface 1 "no normals" "
 printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 0.0000\n' > "$dir/flat.pqr"
 refused elecsurf_refuses_zero_radii_without_a_size 1 "every radius is zero" "$dir/r4.txt" \
     --surface "$dir/sphere.txt" "$dir/flat.pqr"
-refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt or .png" "$dir/r5.dx" \
-    "$dir/ion.pqr"
+refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
+    "$dir/r5.xyz" "$dir/ion.pqr"
 refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-charges 3 "$dir/ion.pqr"
+refused elecsurf_refuses_salt_with_a_map 2 "salt with a map" "$dir/r7.dx" --salt 0.1 "$dir/ion.pqr"
+refused elecsurf_refuses_a_projection_with_a_map 2 "proj with a map" "$dir/r8.mrc" --proj 1.4 \
+    "$dir/ion.pqr"
+
+# A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
+# point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
+# law in the solvent, scale / (80 d); inside, E1 at p = 0,
+# scale [(1 + a)/d - a (1 - b)/12] / (80 (1 + a b)), a = 0.571412, b = 1/80.
+# Points within 0.5 A of the sphere are left out (the side a point is on
+# is its nearest vertex's); elsewhere p is the height over the nearest
+# contact point's tangent plane, off by about d l^2 / (2 R^2) (l <= 0.4 A
+# the points' lateral spacing at 3 per A^2, R = 12): relative 3e-4 at
+# d = 14, held to 1e-3.
+if "$build/elecsurf" --cpu --exact --units kcal --surface contact --spacing 2 "$dir/ion.pqr" \
+        "$dir/ionmap.dx" > "$dir/out" 2>&1 && grep -q "output     OpenDX" "$dir/out"; then
+    worst=$(awk '
+        /^object 1 class gridpositions counts/ { nx = $6; ny = $7; nz = $8 }
+        /^origin/ { ox = $2; oy = $3; oz = $4 }
+        /^delta/ { nd++; if (nd == 1) hx = $2; if (nd == 2) hy = $3; if (nd == 3) hz = $4 }
+        /data follows/ { on = 1; next }
+        /^attribute/ { on = 0 }
+        on { for (f = 1; f <= NF; f++) {
+                 k = n % nz; j = int(n / nz) % ny; i = int(n / (nz * ny)); n++
+                 x = ox + i * hx - 1; y = oy + j * hy - 2; z = oz + k * hz - 3
+                 d = sqrt(x * x + y * y + z * z); a = 0.571412; b = 1 / 80
+                 if (d > 12.5) want = 332.0636 / (80 * d)
+                 else if (d < 11.5 && d > 0.5)
+                     want = 332.0636 * ((1 + a) / d - a * (1 - b) / 12) / (80 * (1 + a * b))
+                 else continue
+                 e = ($f - want) / want; if (e < 0) e = -e; if (e > worst) worst = e; m++ } }
+        END { if (m < 1000) print "nan"; else printf "%.3e\n", worst }' "$dir/ionmap.dx")
+    if awk -v e="$worst" 'BEGIN { exit !(e <= 1e-3) }'; then
+        ok "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside ($worst)"
+    else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $worst $(cat "$dir/out")"; fi
+else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $(cat "$dir/out")"; fi
+if "$build/elecsurf" --cpu --quiet --density 1 --spacing 3 "$dir/ion.pqr" "$dir/ionmap.mrc" \
+        > "$dir/out" 2>&1 && [ "$(dd if="$dir/ionmap.mrc" bs=1 skip=208 count=4 2> /dev/null)" = "MAP " ]; then
+    ok "elecsurf_writes_an_mrc_map"
+else fail "elecsurf_writes_an_mrc_map: $(cat "$dir/out")"; fi
 
 # A real structure: the contact surface's point count (research notes 4)
 # and the hierarchy in the summary.

@@ -72,24 +72,27 @@ static void case_free(alpb_case *c) {
     test_system_free(&c->s);
 }
 
-/* Vertices farther than ALPB_THRESHOLD_MARGIN from every threshold of
-   every component (1), the others (0). */
+/* Vertices farther than ALPB_THRESHOLD_MARGIN from the reach (its
+   level's threshold, or its error test's distance) of every component
+   (1), the others (0). */
 static unsigned char *clear_of_thresholds(const elec_hcp *h, const elec_surface *s,
                                           const elec_alpb_params *p) {
     unsigned char *clear = (unsigned char *)malloc(s->count);
     elec_alpb_params r;
+    elec_alpb_kernel k;
     if (!clear || elec_alpb_params_resolve(p, h, &r, NULL) != ELEC_OK) {
         free(clear);
         return NULL;
     }
+    elec_alpb_kernel_setup(&r, &k);
     for (size_t v = 0; v < s->count; v++) {
         double P[3];
         clear[v] = 1;
         for (int a = 0; a < 3; a++) P[a] = s->xyz[3 * v + a] + r.proj * s->normal[3 * v + a];
         for (int level = 0; level < ELEC_HCP_LEVELS && clear[v]; level++)
             for (size_t c = 0; c < h->count[level + 1]; c++)
-                if (fabs(sqrt(elec_distance2(P, h->centre[level] + 3 * c)) - r.hcp_h[level]) <
-                    ALPB_THRESHOLD_MARGIN) {
+                if (fabs(sqrt(elec_distance2(P, h->centre[level] + 3 * c)) -
+                         elec__hcp_reach(h, level, c, &r, k.front)) < ALPB_THRESHOLD_MARGIN) {
                     clear[v] = 0;
                     break;
                 }
@@ -149,15 +152,25 @@ done:
 }
 
 /* The kernels' walks run on the CPU over the layout a call uploads: the
-   host twin of check(), which needs no GPU. */
+   host twin of check(), which needs no GPU.  The pairs walk takes point i
+   with its neighbour i + 1 (the last with point 0), so the pairs' mixed
+   decisions are walked too. */
 template <int MODE, int CHARGES>
 static float host_walk_one(elec_alpb_variant variant, const elec__alpb_device &layout,
-                           const elec__alpb_call &a, const float4 *P, const float4 *P_ion) {
+                           const elec__alpb_call &a, const float4 *P, const float4 *P_ion,
+                           const float4 *partner, const float4 *partner_ion) {
     if (variant == ELEC_ALPB_SIMPLE)
         return elec__alpb_soa_walk<MODE, CHARGES, 1>(layout.soa, a, P, *P_ion);
     if (variant == ELEC_ALPB_PACKED)
         return elec__alpb_packed_walk<MODE, CHARGES>(layout.packed, layout.packed.level[2],
                                                      layout.packed.level[1], a, *P, *P_ion);
+    if (variant == ELEC_ALPB_PAIRS) {
+        const float4 pair[2] = {*P, *partner}, pair_ion[2] = {*P_ion, *partner_ion};
+        float out[2];
+        elec__alpb_group_walk<MODE, CHARGES, 2>(layout.packed, layout.packed.level[2],
+                                                layout.packed.level[1], a, pair, pair_ion, out);
+        return out[0];
+    }
     return elec__alpb_soa_walk<MODE, CHARGES, 0>(layout.soa, a, P, *P_ion);
 }
 
@@ -169,7 +182,7 @@ static int host_walk(const alpb_case *c, const elec_alpb_params *p, float *out) 
     elec__alpb_device layout;
     double lo[3], hi[3], centre[3];
     float4 *P = (float4 *)malloc(n * sizeof(float4)), *P_ion = (float4 *)malloc(n * sizeof(float4));
-    const int packed = p->variant == ELEC_ALPB_PACKED;
+    const int packed = elec__alpb_is_packed(p->variant);
     void *host = NULL;
     if (!P || !P_ion || elec_alpb_params_resolve(p, &c->h, &r, NULL) != ELEC_OK) {
         free(P);
@@ -180,24 +193,26 @@ static int host_walk(const alpb_case *c, const elec_alpb_params *p, float *out) 
     elec__alpb_call_setup(&r, &k, c->h.net_charge, &a);
     elec__points_box(c->surf.xyz, n, lo, hi); /* the call's reference point */
     for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    elec__alpb_points(c->surf.xyz, c->surf.normal, n, r.proj, centre, P);
-    elec__alpb_points(c->surf.xyz, c->surf.normal, n, r.ion_exclusion, centre, P_ion);
+    elec__alpb_points(c->surf.xyz, c->surf.normal, 0, n, r.proj, centre, P);
+    elec__alpb_points(c->surf.xyz, c->surf.normal, 0, n, r.ion_exclusion, centre, P_ion);
     host = malloc(elec__alpb_layout_bytes(&c->h, packed));
     if (host) {
+        const int general = elec__alpb_mode(&k) == ELEC__ALPB_GENERAL;
         memset(&layout, 0, sizeof layout);
-        elec__alpb_layout(&c->h, r.hcp_charges, packed, centre, host, host, &layout);
+        elec__alpb_layout(&c->h, &r, k.front, packed, centre, host, host, &layout);
         for (size_t i = 0; i < n; i++) {
-            const int general = elec__alpb_mode(&k) == ELEC__ALPB_GENERAL;
+            const size_t j = i + 1 < n ? i + 1 : 0;
+            const float4 *Q = P + j, *Q_ion = P_ion + j;
             out[i] = general ? (r.hcp_charges == 1
-                                    ? host_walk_one<ELEC__ALPB_GENERAL, 1>(r.variant, layout, a,
-                                                                           P + i, P_ion + i)
-                                    : host_walk_one<ELEC__ALPB_GENERAL, 2>(r.variant, layout, a,
-                                                                           P + i, P_ion + i))
+                                    ? host_walk_one<ELEC__ALPB_GENERAL, 1>(
+                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion)
+                                    : host_walk_one<ELEC__ALPB_GENERAL, 2>(
+                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion))
                              : (r.hcp_charges == 1
-                                    ? host_walk_one<ELEC__ALPB_COULOMB, 1>(r.variant, layout, a,
-                                                                           P + i, P_ion + i)
-                                    : host_walk_one<ELEC__ALPB_COULOMB, 2>(r.variant, layout, a,
-                                                                           P + i, P_ion + i));
+                                    ? host_walk_one<ELEC__ALPB_COULOMB, 1>(
+                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion)
+                                    : host_walk_one<ELEC__ALPB_COULOMB, 2>(
+                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion));
         }
     }
     free(host);
@@ -212,7 +227,7 @@ static void check(const alpb_case *c, const elec_alpb_params *p, const char *wha
 
 static const elec_alpb_variant rungs[] = {ELEC_ALPB_FASTEST, ELEC_ALPB_SIMPLE,
                                           ELEC_ALPB_REGISTERS, ELEC_ALPB_SORTED,
-                                          ELEC_ALPB_PACKED};
+                                          ELEC_ALPB_PACKED, ELEC_ALPB_PAIRS};
 #define RUNGS (int)(sizeof rungs / sizeof rungs[0])
 
 /* Every rung, exact: float against double (every vertex). */
@@ -238,8 +253,9 @@ TEST(every_rung_exact_matches_the_cpu) {
     case_free(&c);
 }
 
-/* Every rung with HCP: 1 and 2 charges at the seed's 10/70 and at the
-   defaults; the same decisions as the CPU away from the thresholds. */
+/* Every rung with HCP: 1 and 2 charges at the seed's 10/70, the defaults,
+   and a tolerance that takes many reaches past their thresholds; the same
+   decisions as the CPU away from the reaches. */
 TEST(every_rung_hcp_matches_the_cpu) {
     alpb_case c;
     REQUIRE_GPU();
@@ -248,9 +264,10 @@ TEST(every_rung_hcp_matches_the_cpu) {
         return;
     }
     for (int v = 0; v < RUNGS; v++)
-        for (int setting = 0; setting < 3; setting++) {
+        for (int setting = 0; setting < 4; setting++) {
             elec_alpb_params p = {0};
             char what[64];
+            static const char *const name[4] = {"10/70", "10/70", "defaults", "tolerance 1e-4"};
             p.scale = ELEC_COULOMB;
             p.variant = rungs[v];
             p.hcp_charges = setting == 0 ? 1 : 2;
@@ -258,8 +275,9 @@ TEST(every_rung_hcp_matches_the_cpu) {
                 p.hcp_h[0] = 10.0;
                 p.hcp_h[1] = 70.0;
             }
-            snprintf(what, sizeof what, "HCP-%d %s, %s", p.hcp_charges,
-                     setting < 2 ? "10/70" : "defaults", elec_alpb_variant_name(rungs[v]));
+            if (setting == 3) p.hcp_tolerance = 1e-4; /* reaches past the thresholds */
+            snprintf(what, sizeof what, "HCP-%d %s, %s", p.hcp_charges, name[setting],
+                     elec_alpb_variant_name(rungs[v]));
             check(&c, &p, what);
         }
     case_free(&c);
@@ -304,12 +322,71 @@ TEST(packed_rung_without_room_in_shared_memory) {
         return;
     }
     EXPECT(c.h.count[2] == 1200, "%zu chains", c.h.count[2]);
-    for (int exact = 0; exact <= 1; exact++) {
-        elec_alpb_params p = {0};
-        p.scale = ELEC_COULOMB;
-        p.variant = ELEC_ALPB_PACKED;
-        p.exact = exact;
-        check(&c, &p, exact ? "1200 chains exact, packed" : "1200 chains HCP, packed");
+    for (int v = 0; v < 2; v++)
+        for (int exact = 0; exact <= 1; exact++) {
+            elec_alpb_params p = {0};
+            char what[64];
+            p.scale = ELEC_COULOMB;
+            p.variant = v ? ELEC_ALPB_PAIRS : ELEC_ALPB_PACKED;
+            p.exact = exact;
+            snprintf(what, sizeof what, "1200 chains %s, %s", exact ? "exact" : "HCP",
+                     elec_alpb_variant_name(p.variant));
+            check(&c, &p, what);
+        }
+    case_free(&c);
+}
+
+/* More points than one chunk (ELEC__ALPB_MIN_CHUNK): the case's vertices
+   repeated, each copy moved 0.37 A outward along the normals, to 3 chunks
+   and an odd tail; the pipelined call and the timed one (one chunk, every
+   stage timed) against the CPU, and the stage times filled. */
+TEST(chunked_call_matches_the_cpu) {
+    alpb_case c;
+    REQUIRE_GPU();
+    if (!case_make(&c, 3000, 25, 17)) {
+        EXPECT(0, "case");
+        return;
+    }
+    {
+        const size_t m = c.surf.count, n = 3 * ELEC__ALPB_MIN_CHUNK + 5;
+        double *xyz = (double *)malloc(3 * n * sizeof(double));
+        double *normal = (double *)malloc(3 * n * sizeof(double));
+        if (!xyz || !normal) {
+            EXPECT(0, "no memory");
+        } else {
+            for (size_t i = 0; i < n; i++)
+                for (int a = 0; a < 3; a++) {
+                    const size_t v = i % m;
+                    normal[3 * i + a] = c.surf.normal[3 * v + a];
+                    xyz[3 * i + a] = c.surf.xyz[3 * v + a] +
+                                     0.37 * (double)(i / m) * c.surf.normal[3 * v + a];
+                }
+            free(c.surf.xyz);
+            free(c.surf.normal);
+            c.surf.xyz = xyz;
+            c.surf.normal = normal;
+            c.surf.count = n;
+            for (int timed = 0; timed <= 1; timed++) {
+                elec_alpb_params p = {0};
+                elec_alpb_times t;
+                memset(&t, 0, sizeof t);
+                p.scale = ELEC_COULOMB;
+                if (timed) p.times = &t;
+                check(&c, &p, timed ? "chunks, timed" : "chunks, pipelined");
+                if (timed) {
+                    const double parts = t.prepare + t.allocate + t.upload + t.points + t.sort +
+                                         t.kernel + t.copy_back;
+                    printf("     stages: prepare %.4f allocate %.4f upload %.4f points %.4f sort "
+                           "%.4f kernel %.4f copy back %.4f total %.4f s\n", t.prepare,
+                           t.allocate, t.upload, t.points, t.sort, t.kernel, t.copy_back,
+                           t.total);
+                    EXPECT(t.prepare > 0.0 && t.allocate > 0.0 && t.upload > 0.0 &&
+                               t.points > 0.0 && t.sort > 0.0 && t.kernel > 0.0 &&
+                               t.copy_back > 0.0 && parts <= t.total * 1.001,
+                           "stage times %g ... of %g", parts, t.total);
+                }
+            }
+        }
     }
     case_free(&c);
 }
@@ -342,23 +419,24 @@ TEST(achbp_default_call_matches_the_cpu) {
 }
 
 /* The kernels' walks, run on the CPU over the layouts a call uploads
-   (flattened arrays, records with their sentinels), against the CPU's
+   (flattened arrays, records with their reaches and ranges), against the CPU's
    double ALPB: the layout and the walk checked where there is no GPU.
    The host's 1/sqrtf stands for the GPU's rsqrt (2^-22.9 apart). */
 TEST(kernel_walks_on_the_host_match_the_cpu) {
     alpb_case c;
-    static const elec_alpb_variant walks[3] = {ELEC_ALPB_SIMPLE, ELEC_ALPB_REGISTERS,
-                                               ELEC_ALPB_PACKED};
+    static const elec_alpb_variant walks[4] = {ELEC_ALPB_SIMPLE, ELEC_ALPB_REGISTERS,
+                                               ELEC_ALPB_PACKED, ELEC_ALPB_PAIRS};
     if (!case_make(&c, 3000, 25, 16)) {
         EXPECT(0, "case");
         return;
     }
-    for (int w = 0; w < 3; w++)
-        for (int setting = 0; setting < 5; setting++) {
+    for (int w = 0; w < 4; w++)
+        for (int setting = 0; setting < 6; setting++) {
             elec_alpb_params p = {0};
             char what[64];
-            static const char *const name[5] = {"exact", "HCP-1 10/70", "HCP-2 defaults",
-                                                "salt HCP-2 p=3", "GEM p=-0.5 HCP-1"};
+            static const char *const name[6] = {"exact", "HCP-1 10/70", "HCP-2 defaults",
+                                                "salt HCP-2 p=3", "GEM p=-0.5 HCP-1",
+                                                "HCP-2 tolerance 1e-4"};
             p.scale = ELEC_COULOMB;
             p.variant = walks[w];
             p.exact = setting == 0;
@@ -370,6 +448,7 @@ TEST(kernel_walks_on_the_host_match_the_cpu) {
             p.salt = setting == 3 ? 0.15 : 0.0;
             p.proj = setting == 3 ? 3.0 : setting == 4 ? -0.5 : 0.0;
             p.gem_compat = setting == 4;
+            if (setting == 5) p.hcp_tolerance = 1e-4; /* reaches past the thresholds */
             snprintf(what, sizeof what, "host walk %s, %s", name[setting],
                      elec_alpb_variant_name(walks[w]));
             check_on(&c, &p, what, 1);
@@ -424,6 +503,7 @@ int main(void) {
     RUN(every_rung_hcp_matches_the_cpu);
     RUN(every_rung_with_salt_and_gem_matches_the_cpu);
     RUN(packed_rung_without_room_in_shared_memory);
+    RUN(chunked_call_matches_the_cpu);
     RUN(achbp_default_call_matches_the_cpu);
     RUN(kernel_walks_on_the_host_match_the_cpu);
     RUN(bad_input_is_refused_before_the_gpu);

@@ -2,9 +2,10 @@
    of the ladder, both bases, on maps and periodic grids, against the
    double CPU reference point by point; the total charge; overfull bins
    and the overflow count; refusal of atoms outside a map (host API by
-   name, device API by count); periodic images; the fixed-point rung
+   name, device API by count); periodic images; the fixed-point rungs
    bit-identical under shuffling and repetition; the device-pointer API
-   repeated and replayed from a CUDA graph.  Without a GPU every case
+   repeated and replayed from a CUDA graph; the tile-binned rungs on dense
+   tiles, odd tile edges and few atoms.  Without a GPU every case
    skips and says so; make test-gpu sets ELEC_REQUIRE_GPU=1, and then a
    missing GPU is a failure.
 
@@ -15,11 +16,12 @@
    summation in any order, atomics included; A_g = sum |q w w w|, m_g the
    terms, c = max(8, 2 order) ulps for the three products) plus 3 e_w
    max|q| per term for the weights, e_w the largest absolute error of the
-   float weight functions, measured here on the host over 2^16 t in
-   [0, 1) against double and doubled (the device evaluates the same
-   operations, but may contract the B-spline recursion's products into
-   other fused multiply-adds than the host compiler), and
-   2^-33 per term for the fixed-point rung's rounding to 2^-32 e. */
+   float weight functions, measured on the host over 2^16 t in [0, 1)
+   against double and doubled (the device evaluates the same operations,
+   but may contract the B-spline recursion's products into other fused
+   multiply-adds than the host compiler), and 2^-33 per term for the
+   fixed-point rungs' rounding to 2^-32 e (tests/gpu.h's
+   gpu_chargemap_weight_error and gpu_chargemap_bound). */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -48,45 +50,15 @@ static void snap(test_system *s, double h) {
     for (size_t i = 0; i < 3 * s->count; i++) s->xyz[i] = (double)(float)(s->xyz[i] / h) * h;
 }
 
-/* The largest absolute error of the float weights against double, over
-   2^16 positions t in [0, 1): Skeel by Horner on the float coefficients
-   (elec__msm_basis_of, as elec__msm_weights_device), B-splines by
-   elec_bspline_weights_float. */
-static double weight_error(elec_chargemap_basis basis, int order) {
-    double worst = 0.0;
-    for (int k = 0; k < 65536; k++) {
-        const double t = (k + 0.5) / 65536.0;
-        double wd[ELEC__CHARGEMAP_MAX_ORDER];
-        float wf[ELEC__CHARGEMAP_MAX_ORDER];
-        if (basis == ELEC_CHARGEMAP_SKEEL) {
-            const int interpolation = (order - 4) / 2;
-            const elec__msm_basis_args b = elec__msm_basis_of(interpolation);
-            elec_msm_axis_weights(t, interpolation, wd, NULL);
-            for (int j = 0; j < order; j++) {
-                float v = b.coeff[j][order - 1];
-                for (int p = order - 2; p >= 0; p--) v = fmaf(v, (float)t, b.coeff[j][p]);
-                wf[j] = v;
-            }
-        } else {
-            elec_bspline_weights(order, t, wd, NULL);
-            elec_bspline_weights_float(order, (float)t, wf, NULL);
-        }
-        for (int j = 0; j < order; j++) worst = std::max(worst, fabs((double)wf[j] - wd[j]));
-    }
-    return 2.0 * worst;
-}
-
 /* A GPU map against the reference; returns the worst |f - d| / bound. */
 static double check(const char *what, const float *got, const double *want, const double *abs_sum,
                     const int *terms, size_t points, int order, double weight_err,
                     double max_q, int fixed_point) {
-    const double c = std::max(8, 2 * order);
     double worst = 0.0;
     size_t at = 0;
     for (size_t g = 0; g < points; g++) {
-        double bound = (terms[g] + c) * ldexp(1.0, -24) * abs_sum[g] +
-                       terms[g] * 3.0 * weight_err * max_q + 1e-30;
-        if (fixed_point) bound += terms[g] * ldexp(1.0, -33);
+        const double bound = gpu_chargemap_bound(terms[g], abs_sum[g], order, weight_err, max_q,
+                                                 fixed_point);
         const double r = fabs((double)got[g] - want[g]) / bound;
         if (!(r <= worst)) {
             worst = r;
@@ -124,6 +96,11 @@ static void reference_free(reference *r) {
     free(r->terms);
 }
 
+/* The rungs that add integers in units of 2^-32 e. */
+static bool is_fixed_point(int v) {
+    return v == ELEC_CHARGEMAP_PC_FIXED_POINT || v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+}
+
 static double max_charge(const test_system *s) {
     double m = 0.0;
     for (size_t i = 0; i < s->count; i++) m = std::max(m, fabs(s->charge[i]));
@@ -157,7 +134,7 @@ TEST(every_rung_matches_the_double_reference) {
                 p.order = orders[k];
                 p.periodic = periodic;
                 if (!reference_of(&atoms, &l, &p, &r)) continue;
-                const double e_w = weight_error(p.basis, p.order);
+                const double e_w = gpu_chargemap_weight_error(p.basis, p.order);
                 float *got = (float *)malloc(r.points * sizeof(float));
                 for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
                     elec_error err;
@@ -179,7 +156,7 @@ TEST(every_rung_matches_the_double_reference) {
                     worst_all = std::max(
                         worst_all, check(what, got, r.want, r.abs_sum, r.terms, r.points, p.order,
                                          e_w, max_charge(&sys),
-                                         v == ELEC_CHARGEMAP_PC_FIXED_POINT));
+                                         is_fixed_point(v)));
                 }
                 free(got);
                 reference_free(&r);
@@ -246,7 +223,7 @@ TEST(total_charge_is_kept) {
         p.basis = (elec_chargemap_basis)basis;
         p.periodic = 1;
         if (!reference_of(&atoms, &l, &p, &r)) continue;
-        const double e_w = weight_error(p.basis, 4);
+        const double e_w = gpu_chargemap_weight_error(p.basis, 4);
         float *got = (float *)malloc(r.points * sizeof(float));
         for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
             elec_error err;
@@ -297,7 +274,7 @@ TEST(overfull_bins_overflow_and_are_counted) {
         free(count);
     }
     float *got = (float *)malloc(r.points * sizeof(float));
-    const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+    const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
     for (int v = ELEC_CHARGEMAP_PC_BINNED; v <= ELEC_CHARGEMAP_GC_REDUCED_READS; v++) {
         elec_chargemap_times times;
         elec_error err;
@@ -379,14 +356,14 @@ TEST(periodic_images_map_alike) {
     p.periodic = 1;
     if (!reference_of(&atoms, &l, &p, &r)) return;
     float *got = (float *)malloc(r.points * sizeof(float));
-    const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+    const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
     for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
         elec_error err;
         p.variant = (elec_chargemap_variant)v;
         EXPECT(elec_cuda_chargemap(&images, &l, &p, got, &err) == ELEC_OK, "%s: %s",
                elec_chargemap_variant_name(p.variant), err.message);
         check(elec_chargemap_variant_name(p.variant), got, r.want, r.abs_sum, r.terms, r.points,
-              4, e_w, max_charge(&sys), v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+              4, e_w, max_charge(&sys), is_fixed_point(v));
     }
     free(got);
     reference_free(&r);
@@ -394,7 +371,7 @@ TEST(periodic_images_map_alike) {
     test_system_free(&moved);
 }
 
-/* The fixed-point rung adds integers: the same grid, bit for bit, for the
+/* The fixed-point rungs add integers: the same grid, bit for bit, for the
    atoms in another order and for every repetition; and no atoms give a
    zero grid on every rung. */
 TEST(fixed_point_is_bit_identical_whatever_the_order) {
@@ -411,8 +388,9 @@ TEST(fixed_point_is_bit_identical_whatever_the_order) {
     snap(&sys, 0.5);
     elec_atoms atoms = test_system_atoms(&sys);
     p.periodic = 1;
-    p.variant = ELEC_CHARGEMAP_PC_FIXED_POINT;
-    for (int basis = 0; basis < 2; basis++) {
+    for (int k = 0; k < 4; k++) { /* both fixed-point rungs, both bases */
+        const int basis = k % 2;
+        p.variant = k / 2 ? ELEC_CHARGEMAP_TILE_FUSED_FIXED : ELEC_CHARGEMAP_PC_FIXED_POINT;
         p.basis = (elec_chargemap_basis)basis;
         EXPECT(elec_cuda_chargemap(&atoms, &l, &p, first, &err) == ELEC_OK, "%s", err.message);
         for (int run = 0; run < 3; run++) {
@@ -425,7 +403,8 @@ TEST(fixed_point_is_bit_identical_whatever_the_order) {
             EXPECT(elec_cuda_chargemap(&atoms, &l, &p, again, &err) == ELEC_OK, "%s",
                    err.message);
             EXPECT(memcmp(first, again, points * sizeof(float)) == 0,
-                   "basis %d, shuffle %d: the fixed-point grid changed", basis, run);
+                   "%s, basis %d, shuffle %d: the fixed-point grid changed",
+                   elec_chargemap_variant_name(p.variant), basis, run);
         }
     }
     {
@@ -472,7 +451,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             for (int axis = 0; axis < 3; axis++) ll.dims[axis] = 40;
         p.periodic = periodic;
         if (!reference_of(&atoms, &ll, &p, &r)) continue;
-        const double e_w = weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+        const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
         float *got = (float *)malloc(r.points * sizeof(float));
         for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
             elec_cuda_chargemap_handle *h = NULL;
@@ -501,7 +480,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
                 CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
                                    cudaMemcpyDeviceToHost));
                 check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
-                      v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+                      is_fixed_point(v));
             }
             CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
             EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err) == ELEC_OK,
@@ -516,7 +495,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
             if (exec)
                 check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
-                      v == ELEC_CHARGEMAP_PC_FIXED_POINT);
+                      is_fixed_point(v));
             EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n + 101, d_grid, stream, &err) ==
                        ELEC_ERR_INVALID_ARG, "%s: more atoms than the handle accepted", what);
             if (exec) cudaGraphExecDestroy(exec);
@@ -533,6 +512,73 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     test_system_free(&sys);
 }
 
+/* The tile-binned rungs on what the ladder's systems do not reach: a tile
+   holding over 1,024 copies (5,000 atoms in a 2 A cube: its copies pass
+   through several windows of shared memory), tile edges that are not
+   powers of two (rounded up) or longer than the lattice, a rest of fewer
+   than order - 1 points (joining the tile before it), and fewer atoms
+   than binning blocks; maps and periodic grids. */
+TEST(tile_rungs_take_dense_tiles_and_any_edges) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(6000, 16.0, 59);
+    static const int tiles[4][3] = {{0, 0, 0}, {3, 5, 7}, {16, 16, 16}, {40, 9, 12}};
+    const int dims[3] = {44, 41, 37};
+    /* the first 5,000 atoms in [9, 11) A, the rest in [4, 16) A: grid
+       coordinates 8 to 32, inside the map (points 0 to 36 along z) for
+       order 8 either basis */
+    for (size_t i = 0; i < 3 * sys.count; i++)
+        sys.xyz[i] = i < 15000 ? 9.0 + sys.xyz[i] / 8.0 : 4.0 + 0.75 * sys.xyz[i];
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    test_system few = test_system_random(7, 16.0, 61);
+    for (size_t i = 0; i < 3 * few.count; i++) few.xyz[i] = 4.0 + 0.75 * few.xyz[i];
+    snap(&few, 0.5);
+    elec_atoms few_atoms = test_system_atoms(&few);
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int basis = 0; basis < 2; basis++)
+            for (int order = 4; order <= 8; order += 4) {
+                elec_chargemap_params p = {0};
+                elec_lattice l = lattice_of(dims, 0.5, 0.0);
+                reference r, rf;
+                p.basis = (elec_chargemap_basis)basis;
+                p.order = order;
+                p.periodic = periodic;
+                if (!reference_of(&atoms, &l, &p, &r)) continue;
+                if (!reference_of(&few_atoms, &l, &p, &rf)) {
+                    reference_free(&r);
+                    continue;
+                }
+                const double e_w = gpu_chargemap_weight_error(p.basis, p.order);
+                float *got = (float *)malloc(r.points * sizeof(float));
+                for (int v = ELEC_CHARGEMAP_TILE_BINNED; v <= ELEC_CHARGEMAP_TILE_FUSED_FIXED; v++)
+                    for (int k = 0; k < 4; k++) {
+                        elec_error err;
+                        char what[160];
+                        p.variant = (elec_chargemap_variant)v;
+                        for (int axis = 0; axis < 3; axis++)
+                            p.tile[axis] = tiles[k][axis] < dims[axis] ? tiles[k][axis] : dims[axis];
+                        if (order == 8 && k == 1) continue; /* edges under order - 1 */
+                        snprintf(what, sizeof what, "%s, %s order %d, %s, tile %d x %d x %d",
+                                 elec_chargemap_variant_name(p.variant),
+                                 basis ? "B-spline" : "Skeel", order,
+                                 periodic ? "periodic" : "map", p.tile[0], p.tile[1], p.tile[2]);
+                        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
+                               what, err.message);
+                        check(what, got, r.want, r.abs_sum, r.terms, r.points, order, e_w,
+                              max_charge(&sys), is_fixed_point(v));
+                        EXPECT(elec_cuda_chargemap(&few_atoms, &l, &p, got, &err) == ELEC_OK,
+                               "%s, 7 atoms: %s", what, err.message);
+                        check(what, got, rf.want, rf.abs_sum, rf.terms, rf.points, order, e_w,
+                              max_charge(&few), is_fixed_point(v));
+                    }
+                free(got);
+                reference_free(&r);
+                reference_free(&rf);
+            }
+    test_system_free(&sys);
+    test_system_free(&few);
+}
+
 int main(void) {
     RUN(every_rung_matches_the_double_reference);
     RUN(atoms_on_points_put_their_whole_charge_there);
@@ -542,5 +588,6 @@ int main(void) {
     RUN(periodic_images_map_alike);
     RUN(fixed_point_is_bit_identical_whatever_the_order);
     RUN(device_api_repeats_and_replays_from_a_graph);
+    RUN(tile_rungs_take_dense_tiles_and_any_edges);
     return test_summary();
 }

@@ -10,8 +10,8 @@
 #include "elec.h"
 #include "tests/test.h"
 #include "tests/systems.h" /* test_rng */
+#include "tests/files.h"   /* scratch_dir, write_file */
 
-#include <dirent.h>
 #include <float.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -24,14 +24,6 @@
 #endif
 
 /* ------------------------------------------------------------- helpers */
-
-static int write_file(const char *path, const char *text, size_t length) {
-    FILE *f = fopen(path, "wb");
-    int ok;
-    if (!f) return 0;
-    ok = fwrite(text, 1, length, f) == length;
-    return fclose(f) == 0 && ok;
-}
 
 /* The whole file as a '\0'-terminated string (caller frees), or NULL. */
 static char *read_text(const char *path) {
@@ -707,46 +699,6 @@ TEST(dx_writer_refuses_non_finite_values_and_bad_paths) {
 }
 
 /* ------------------------------------------------- inputs and outputs */
-
-/* A fresh directory under build/ for one test, and its removal with
-   whatever the test left in it (only plain names: the tests make no
-   subdirectories). */
-static char *scratch_dir(void) {
-    static char name[64];
-    strcpy(name, "build/test_io_XXXXXX");
-    return mkdtemp(name);
-}
-
-static void scratch_remove(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[512];
-    if (!d) return;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        remove(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-/* How many names in dir, and how many of them start with '.' (the
-   temporary files of elec_output_open). */
-static int names_in(const char *dir, int *hidden) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    *hidden = 0;
-    if (!d) return -1;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        n++;
-        if (e->d_name[0] == '.') ++*hidden;
-    }
-    closedir(d);
-    return n;
-}
 
 static elec_lattice small_lattice(float *map) {
     elec_lattice lat;

@@ -18,6 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)elecenergy_run; /* the tool's main path, not fuzzed here */
     if (elecenergy_parse(argc, argv, &o, fuzz_quiet()) == PARSE_RUN) {
         elec_box box = {{30.0, 30.0, 30.0}};
+        double xyz[6] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.5}, q[2] = {1.0, -1.0};
+        elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL); /* two ions */
         elec_spme_params sp = {0}, sr;
         elec_ewald_params ep = {0}, er;
         elec_error err;
@@ -31,10 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sp.tolerance = ep.tolerance = o.tolerance;
         sp.order = o.order;
         memcpy(sp.grid, o.grid, sizeof sp.grid);
-        if (elec_spme_params_resolve(&sp, &box, 2, &sr, &err) != ELEC_OK &&
+        if (elec_spme_params_resolve(&sp, &box, &atoms, &sr, &err) != ELEC_OK &&
             err.message[0] == '\0')
             abort();
-        if (elec_ewald_params_resolve(&ep, &box, 2, &er, &err) != ELEC_OK &&
+        if (elec_ewald_params_resolve(&ep, &box, &atoms, &er, &err) != ELEC_OK &&
             err.message[0] == '\0')
             abort();
     }

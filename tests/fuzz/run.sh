@@ -9,11 +9,14 @@ seconds=$1 build=$2 elecmap=$3
 shift 3
 seeds=tests/fuzz/seeds
 structures=../shared/data/structures
-mkdir -p "$build/artifacts" "$build/maps"
+mkdir -p "$build/artifacts" "$build/maps" "$build/mrc_maps"
 
-# maps as elecmap writes them: a small demo map and one with explicit counts
+# maps as elecmap writes them: a small demo map and one with explicit
+# counts, as OpenDX and as MRC
 if "$elecmap" --cpu --quiet --spacing 4 --demo "$build/maps/demo.dx" &&
-   "$elecmap" --cpu --quiet --dims 3 4 5 --spacing 1.5 --method mdh --demo "$build/maps/mdh.dx"; then
+   "$elecmap" --cpu --quiet --dims 3 4 5 --spacing 1.5 --method mdh --demo "$build/maps/mdh.dx" &&
+   "$elecmap" --cpu --quiet --spacing 4 --demo "$build/mrc_maps/demo.mrc" &&
+   "$elecmap" --cpu --quiet --dims 3 4 5 --spacing 1.5 --method mdh --demo "$build/mrc_maps/mdh.mrc"; then
     :
 else
     echo "fuzz: $elecmap could not write the seed maps"
@@ -32,6 +35,7 @@ for fuzzer in "$@"; do
         else echo "fuzz: $structures absent: $name seeded from $seeds/pqr alone"; fi
         max_len=65536 ;;
     fuzz_dx) extra="$seeds/dx $build/maps"; max_len=65536 ;;
+    fuzz_mrc) extra="$build/mrc_maps"; max_len=65536 ;;
     fuzz_elecmap_options) extra="$seeds/elecmap_options"; max_len=4096 ;;
     fuzz_elecenergy_options) extra="$seeds/elecenergy_options"; max_len=4096 ;;
     *) extra=""; max_len=4096 ;;
