@@ -39,17 +39,6 @@ static double worst_against_double(const char *what, const float *got, const dou
     return worst;
 }
 
-static elec_lattice cubic_lattice(int n, double spacing, double origin) {
-    elec_lattice l;
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        l.dims[axis] = n;
-        l.spacing[axis] = spacing;
-        l.origin[axis] = origin;
-    }
-    return l;
-}
-
 static double total(const double *v, size_t n) {
     double s = 0.0;
     size_t i;
@@ -58,7 +47,7 @@ static double total(const double *v, size_t n) {
 }
 
 TEST(params_resolve_fills_defaults_and_refuses_what_cannot_map) {
-    elec_lattice l = cubic_lattice(32, 1.0, 0.0);
+    elec_lattice l = test_lattice_cube(32, 0.0, 1.0);
     elec_chargemap_params p = {0}, r;
     elec_error err;
     EXPECT(elec_chargemap_params_resolve(&p, &l, 3277, &r, &err) == ELEC_OK, "%s", err.message);
@@ -131,7 +120,7 @@ TEST(double_reference_keeps_the_total_charge) {
     static const int orders[2][4] = {{4, 6, 8, 10}, {4, 5, 6, 8}};
     test_system s = test_system_random(500, 20.0, 3);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_lattice map = cubic_lattice(44, 0.75, -6.5), period = cubic_lattice(25, 0.8, 0.0);
+    elec_lattice map = test_lattice_cube(44, -6.5, 0.75), period = test_lattice_cube(25, 0.0, 0.8);
     size_t points = 44 * 44 * 44, i;
     double *grid = (double *)malloc(points * sizeof *grid), want = 0.0, abs_q = 0.0;
     elec_error err;
@@ -196,7 +185,7 @@ static void expect_moments(const char *basis, int order, double got[3][3][3],
 TEST(skeel_basis_keeps_first_and_second_moments) {
     test_system s = test_system_random(300, 14.0, 5);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_lattice l = cubic_lattice(44, 0.5, -4.5); /* atoms 9 to 37 points in */
+    elec_lattice l = test_lattice_cube(44, -4.5, 0.5); /* atoms 9 to 37 points in */
     double *grid = (double *)malloc(44 * 44 * 44 * sizeof *grid);
     int order;
     for (order = 4; order <= 10; order += 2) {
@@ -236,7 +225,7 @@ TEST(skeel_basis_keeps_first_and_second_moments) {
 TEST(bspline_basis_has_known_shift_and_variance) {
     test_system s = test_system_random(300, 14.0, 6);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_lattice l = cubic_lattice(40, 0.5, -4.0);
+    elec_lattice l = test_lattice_cube(40, -4.0, 0.5);
     double *grid = (double *)malloc(40 * 40 * 40 * sizeof *grid);
     int order;
     for (order = 4; order <= 8; order++) {
@@ -282,7 +271,7 @@ TEST(bspline_basis_has_known_shift_and_variance) {
 TEST(atom_on_a_point_puts_its_whole_charge_there) {
     double xyz[3] = {5.0, 6.0, 7.0}, q = -0.75;
     elec_atoms atoms = elec_atoms_from_xyz(1, xyz, &q, NULL);
-    elec_lattice l = cubic_lattice(16, 1.0, 0.0);
+    elec_lattice l = test_lattice_cube(16, 0.0, 1.0);
     size_t points = 16 * 16 * 16, g, at = 5 + 16 * (6 + 16 * 7);
     double *grid = (double *)malloc(points * sizeof *grid);
     elec_error err;
@@ -321,7 +310,7 @@ TEST(atom_on_a_point_puts_its_whole_charge_there) {
 TEST(atoms_outside_a_map_are_refused_and_a_period_wraps_them) {
     double xyz[6] = {5.0, 5.0, 5.0, 5.0, 0.4, 5.0}, q[2] = {1.0, -1.0};
     elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
-    elec_lattice l = cubic_lattice(12, 1.0, 0.0);
+    elec_lattice l = test_lattice_cube(12, 0.0, 1.0);
     double *grid = (double *)malloc(12 * 12 * 12 * sizeof *grid);
     float *f = (float *)malloc(12 * 12 * 12 * sizeof *f);
     elec_chargemap_params p = {0};
@@ -352,7 +341,7 @@ TEST(atoms_outside_a_map_are_refused_and_a_period_wraps_them) {
 TEST(periodic_images_map_alike) {
     test_system s = test_system_random(200, 18.0, 9), t;
     elec_atoms a, b;
-    elec_lattice l = cubic_lattice(24, 0.75, 0.0); /* period 18 */
+    elec_lattice l = test_lattice_cube(24, 0.0, 0.75); /* period 18 */
     size_t points = 24 * 24 * 24, i;
     double *g1 = (double *)malloc(points * sizeof *g1), *g2 = (double *)malloc(points * sizeof *g2);
     double worst = 0.0, abs_q = 0.0;
@@ -392,7 +381,7 @@ TEST(periodic_images_map_alike) {
 TEST(translation_by_whole_cells_rolls_the_grid) {
     test_system s = test_system_random(300, 16.0, 11);
     elec_atoms atoms;
-    elec_lattice l = cubic_lattice(16, 1.0, 0.0);
+    elec_lattice l = test_lattice_cube(16, 0.0, 1.0);
     size_t points = 16 * 16 * 16, i;
     double *g1 = (double *)malloc(points * sizeof *g1), *g2 = (double *)malloc(points * sizeof *g2);
     double worst = 0.0;
@@ -505,7 +494,7 @@ TEST(cpu_ladder_matches_the_double_reference) {
 TEST(shuffled_atoms_map_alike) {
     test_system s = test_system_random(1500, 20.0, 17);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_lattice l = cubic_lattice(25, 0.8, 0.0);
+    elec_lattice l = test_lattice_cube(25, 0.0, 0.8);
     size_t points = 25 * 25 * 25, i;
     double *want = (double *)malloc(points * sizeof *want);
     double *again = (double *)malloc(points * sizeof *again);
@@ -552,7 +541,7 @@ TEST(shuffled_atoms_map_alike) {
 /* No atoms: a zero grid (and the float paths overwrite what was there). */
 TEST(no_atoms_give_a_zero_grid) {
     elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
-    elec_lattice l = cubic_lattice(8, 1.0, 0.0);
+    elec_lattice l = test_lattice_cube(8, 0.0, 1.0);
     float got[512];
     double want[512];
     elec_chargemap_params p = {0};
