@@ -80,7 +80,8 @@
                 elec_cutoff_params_resolve elec_cutoff_term
      >>msm      MSM: multilevel summation
                 elec_msm_params_resolve elec_msm_lattices_free elec_msm_support
-                elec_msm_axis_weights elec_msm_basis elec_msm_basis_derivative
+                elec_msm_axis_weights elec_msm_axis_weights_float
+                elec_msm_basis elec_msm_basis_derivative
      >>ewald    Ewald: the exact periodic sum
                 elec_ewald_params_resolve
      >>spme     SPME: smooth particle mesh Ewald
@@ -93,9 +94,10 @@
                 elec_structure_components elec_hcp_build
                 elec_hcp_from_structure elec_hcp_free elec_alpb_size
                 elec_alpb_variant_name elec_alpb_params_resolve
-                elec_alpb_kernel_setup elec_alpb_term elec_alpb_term_float
-                elec_read_msms elec_read_points elec_parse_points
-                elec_surface_contact elec_surface_mesh elec_surface_free
+                elec_alpb_kernel_setup elec_hcp_reach elec_alpb_term
+                elec_alpb_term_float elec_read_msms elec_read_points
+                elec_parse_points elec_surface_contact elec_surface_mesh
+                elec_surface_free
    (end of contents)
    The version at the top (">>version"), the licence at the bottom. */
 #ifndef ELEC_H
@@ -485,9 +487,9 @@ ELEC_API void elec_free(void *ptr);
 /* Where a call's time went: its stages in the order they ran, each named
    by the method (a static string) with its seconds, CUDA events timing the
    device's stages and the host clock the rest.  The GPU calls that take
-   one fill it (elec_cuda_msm_map_timed, elec_cuda_spme_compute_timed; the
-   stage names are listed there); elec_stage_seconds reads a stage by
-   name. */
+   one fill it (elec_cuda_msm_map_timed, elec_cuda_spme_compute_timed,
+   elec_cuda_chargemap_timed, elec_cuda_alpb_timed; the stage names are
+   listed there); elec_stage_seconds reads a stage by name. */
 #define ELEC_MAX_STAGES 16
 typedef struct elec_stage_times {
     int count;                         /* stages filled                    */
@@ -998,6 +1000,26 @@ static inline long elec_msm_axis_weights(double t, int interpolation,
     return (long)cell - (s - 1);
 }
 
+/* The same weights as the GPU computes them (its MSM stencils and charge
+   maps): each piece's polynomial coefficients rounded to float, summed by
+   Horner's rule in float with fused multiply-adds, at u = t - floor(t).
+   For tests that bound the float path's error against the double weights
+   above.  Returns first as elec_msm_axis_weights does. */
+static inline long elec_msm_axis_weights_float(float t, int interpolation, float *w) {
+    double denominator;
+    const double *rows = elec__msm_pieces(interpolation, &denominator);
+    const int s = elec_msm_support(interpolation);
+    const float cell = floorf(t), u = t - cell;
+    int j, p;
+    for (j = 0; j < 2 * s; j++) {
+        float v = (float)(rows[j * 2 * s + 2 * s - 1] / denominator);
+        for (p = 2 * s - 2; p >= 0; p--)
+            v = fmaf(v, u, (float)(rows[j * 2 * s + p] / denominator));
+        w[j] = v;
+    }
+    return (long)cell - (s - 1);
+}
+
 /* Phi(t) itself (and d Phi / dt): the piece of the interval holding |t|. */
 static inline double elec_msm_basis(double t, int interpolation) {
     const double a = t < 0 ? -t : t;
@@ -1299,16 +1321,6 @@ typedef enum elec_chargemap_basis {
     ELEC_CHARGEMAP_BSPLINE    /* cardinal B-spline (SPME)                   */
 } elec_chargemap_basis;
 
-/* Seconds of a GPU call's stages (elec_cuda_chargemap fills it where
-   params.times is not NULL, with CUDA events). */
-typedef struct elec_chargemap_times {
-    double bin;      /* placement into bins, or the sort by tile           */
-    double zero;     /* zeroing the grid (atomic rungs)                    */
-    double map;      /* the rung's mapping kernel                          */
-    double overflow; /* the atoms that did not fit a bin, by atomics       */
-    double total;    /* the device part: bin + zero + map + overflow       */
-    size_t overflow_atoms; /* atoms that went to the overflow list         */
-} elec_chargemap_times;
 
 typedef struct elec_chargemap_params {
     int order;         /* stencil width: Skeel 4 (default), 6, 8 or 10;
@@ -1325,7 +1337,6 @@ typedef struct elec_chargemap_params {
                           call (16 or 8 per axis)                          */
     elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
     elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
-    elec_chargemap_times *times;            /* GPU one-shot calls: out      */
     elec_gpu_set gpus; /* the first device is used                         */
 } elec_chargemap_params;
 
@@ -1515,25 +1526,6 @@ typedef enum elec_alpb_variant {
 
 ELEC_API const char *elec_alpb_variant_name(elec_alpb_variant variant);
 
-/* Seconds of a GPU call's stages (elec_cuda_alpb fills it where
-   params.times is not NULL).  With times the stages run one after another,
-   each timed alone (host stages by the wall clock, device stages by CUDA
-   events); without, the call overlaps the points' upload, the sort, the
-   walk and the copy back chunk by chunk, and total is shorter than their
-   sum.  The exact sum on the DCS points path fills prepare and total. */
-typedef struct elec_alpb_times {
-    double prepare;   /* host: params and input checks, the points' box    */
-    double allocate;  /* the device buffers (one allocation), streams      */
-    double upload;    /* the hierarchy: its levels laid out on the host
-                         with every component's reach, its atoms converted,
-                         both uploaded                                      */
-    double points;    /* the points converted to float (host) and uploaded */
-    double sort;      /* Morton codes, the radix sort, the gather (device) */
-    double kernel;    /* the walk (device)                                 */
-    double copy_back; /* the potential to the host, buffers freed          */
-    double total;     /* the whole call                                    */
-} elec_alpb_times;
-
 typedef struct elec_alpb_params {
     double scale;         /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)          */
     double eps_in;        /* solute dielectric; 0 = 1                         */
@@ -1562,7 +1554,6 @@ typedef struct elec_alpb_params {
                              seed's and NAB's; the research notes' tables) */
     elec_alpb_variant variant; /* GPU kernel; 0 = ELEC_ALPB_FASTEST          */
     elec_gpu_set gpus;    /* the first device is used                        */
-    elec_alpb_times *times; /* GPU calls: stage times out, or NULL         */
 } elec_alpb_params;
 
 /* Fills every zero field of in with its default and checks the result for
@@ -1590,6 +1581,15 @@ typedef struct elec_alpb_kernel {
 } elec_alpb_kernel;
 ELEC_API void elec_alpb_kernel_setup(const elec_alpb_params *resolved,
                                      elec_alpb_kernel *kernel);
+/* The reach of component c of an HCP level (0 residues, 1 chains, 2
+   complexes) under resolved params: the distance beyond which a point sees
+   the component by its charges alone, the larger of the level's threshold
+   hcp_h and the distance where the error bound front (|dp| / d^2 + |dQ| /
+   d^3) falls to hcp_tolerance; +infinity for the exact sum.  front is
+   elec_alpb_kernel_setup's.  (What the CPU and GPU walks compare squared
+   distances against.) */
+ELEC_API double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
+                               const elec_alpb_params *resolved, double front);
 /* The same constants in float, for the GPU's kernels. */
 typedef struct elec_alpb_kernel_float {
     int region;
@@ -6768,6 +6768,11 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
     *out = r;
     elec__ok(err);
     return ELEC_OK;
+}
+
+ELEC_DEF double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
+                               const elec_alpb_params *resolved, double front) {
+    return elec__hcp_reach(hcp, level, c, resolved, front);
 }
 
 ELEC_DEF void elec_alpb_kernel_setup(const elec_alpb_params *r, elec_alpb_kernel *k) {

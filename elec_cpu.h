@@ -778,6 +778,10 @@ static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
     return elec__cpu_points_run(atoms, &job, err);
 }
 
+/* The float and double entry points here and MDH's below are deliberate
+   wrapper pairs (the same shape, a scan for repeated blocks lists them):
+   one body each (elec__cpu_dcs_points, elec__cpu_mdh_points), the public
+   faces differing only in the output's type. */
 ELEC_DEF elec_status elec_cpu_dcs_points(const elec_atoms *atoms,
                                          const double *points,
                                          size_t point_count,

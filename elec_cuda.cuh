@@ -82,11 +82,11 @@
                 elec_cuda_spme_compute_timed elec_cuda_spme_energy
                 elec_cuda_spme_destroy elec_cuda_spme
      >>charges  charge mapping
-                elec_cuda_chargemap elec_cuda_chargemap_create
-                elec_cuda_chargemap_compute elec_cuda_chargemap_finish
-                elec_cuda_chargemap_destroy
+                elec_cuda_chargemap elec_cuda_chargemap_timed
+                elec_cuda_chargemap_create elec_cuda_chargemap_compute
+                elec_cuda_chargemap_finish elec_cuda_chargemap_destroy
      >>alpb     ALPB surface potentials, HCP
-                elec_cuda_alpb
+                elec_cuda_alpb elec_cuda_alpb_timed
    (end of contents) */
 #ifndef ELEC_CUDA_CUH
 #define ELEC_CUDA_CUH
@@ -421,6 +421,18 @@ ELEC_API elec_status elec_cuda_chargemap(const elec_atoms *atoms,
                                          const elec_lattice *lattice,
                                          const elec_chargemap_params *params,
                                          float *grid, elec_error *err);
+/* The same with the device part's stages in times (elec.h:
+   elec_stage_times, by CUDA events): "bin" (placement into bins, or the
+   sort by tile), "zero" (zeroing the grid: atomic rungs), "map" (the
+   rung's mapping kernel), "overflow" (the atoms that did not fit a bin, by
+   atomics); total, the device part.  overflow_atoms (may be NULL): the
+   atoms that went to the seed rungs' overflow list, as
+   elec_cuda_chargemap_finish gives them. */
+ELEC_API elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
+                                               const elec_lattice *lattice,
+                                               const elec_chargemap_params *params,
+                                               float *grid, elec_stage_times *times,
+                                               size_t *overflow_atoms, elec_error *err);
 /* Buffers for up to max_atoms atoms on `device` (-1 = the current one). */
 ELEC_API elec_status elec_cuda_chargemap_create(const elec_lattice *lattice,
                                                 size_t max_atoms,
@@ -454,6 +466,22 @@ ELEC_API elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const double *normals, size_t count,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err);
+/* The same with its stages' seconds in times (elec.h: elec_stage_times):
+   "prepare" (host: params and input checks, the points' box), "allocate"
+   (the device buffers, one allocation, and streams), "upload" (the
+   hierarchy's levels laid out on the host with every component's reach,
+   its atoms converted, both uploaded), "points" (the points converted to
+   float and uploaded), "sort" (Morton codes, the radix sort, the gather;
+   device), "kernel" (the walk; device), "copy_back" (the potential to the
+   host, buffers freed).  Timed, the stages run one after another, each
+   alone (host stages by the wall clock, device stages by CUDA events);
+   untimed, the call overlaps the points' upload, the sort, the walk and
+   the copy back chunk by chunk, so total is shorter than their sum.  The
+   exact sum on the DCS points path fills "prepare" and total. */
+ELEC_API elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params, float *potential,
+                                          elec_stage_times *times, elec_error *err);
 
 #ifdef __cplusplus
 }
@@ -7065,7 +7093,16 @@ cleanup:
 ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lattice *lattice,
                                          const elec_chargemap_params *params, float *grid,
                                          elec_error *err) {
+    return elec_cuda_chargemap_timed(atoms, lattice, params, grid, NULL, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
+                                               const elec_lattice *lattice,
+                                               const elec_chargemap_params *params,
+                                               float *grid, elec_stage_times *times,
+                                               size_t *overflow_atoms, elec_error *err) {
     static const char axis_name[3] = {'x', 'y', 'z'};
+    static const char *const stage_names[4] = {"bin", "zero", "map", "overflow"};
     elec_status status;
     elec_chargemap_params p;
     elec_cuda_chargemap_handle *h = NULL;
@@ -7076,6 +7113,8 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     int marks_made = 0, caller_device = 0;
     double abs_charge = 0.0, max_charge = 0.0;
     size_t n, overflow = 0;
+    if (times) memset(times, 0, sizeof *times);
+    if (overflow_atoms) *overflow_atoms = 0;
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if (!grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid is NULL");
     if ((status = elec_chargemap_params_resolve(params, lattice, atoms->count, &p, err)) !=
@@ -7148,24 +7187,25 @@ ELEC_DEF elec_status elec_cuda_chargemap(const elec_atoms *atoms, const elec_lat
     ELEC__CUDA_ALLOC(d_grid, (size_t)h->points * sizeof(float), stream);
     ELEC__CUDA_TRY(cudaMemcpyAsync(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice,
                                    stream));
-    if (p.times)
+    if (times)
         for (; marks_made < 5; marks_made++) ELEC__CUDA_TRY(cudaEventCreate(&marks[marks_made]));
-    status = elec__chargemap_enqueue(h, d_xyzq, (int)n, d_grid, stream, p.times ? marks : NULL,
+    status = elec__chargemap_enqueue(h, d_xyzq, (int)n, d_grid, stream, times ? marks : NULL,
                                      err);
     if (status != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(cudaMemcpyAsync(grid, d_grid, (size_t)h->points * sizeof(float),
                                    cudaMemcpyDeviceToHost, stream));
     if ((status = elec_cuda_chargemap_finish(h, &overflow, stream, err)) != ELEC_OK) goto cleanup;
-    if (p.times) {
-        double *fields[4] = {&p.times->bin, &p.times->zero, &p.times->map, &p.times->overflow};
+    if (overflow_atoms) *overflow_atoms = overflow;
+    if (times) {
         float ms;
         for (int m = 0; m < 4; m++) {
             ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[m], marks[m + 1]));
-            *fields[m] = 1e-3 * ms;
+            times->name[m] = stage_names[m];
+            times->seconds[m] = 1e-3 * ms;
         }
         ELEC__CUDA_TRY(cudaEventElapsedTime(&ms, marks[0], marks[4]));
-        p.times->total = 1e-3 * ms;
-        p.times->overflow_atoms = overflow;
+        times->total = 1e-3 * ms;
+        times->count = 4;
     }
     elec__ok(err);
 cleanup:
@@ -7231,8 +7271,8 @@ cleanup:
    then the points in chunks on two streams: chunk c converted to float4
    (host, OpenMP) and uploaded, sorted and walked, while chunk c - 1's
    potential comes back, so that the host's conversions and copies hide
-   behind the GPU's work (as the MDH points call).  params.times runs the
-   stages one after another, in one chunk, and times each. */
+   behind the GPU's work (as the MDH points call).  elec_cuda_alpb_timed
+   runs the stages one after another, in one chunk, and times each. */
 #include <cub/device/device_radix_sort.cuh>
 
 #define ELEC__ALPB_BLOCK 128
@@ -7945,14 +7985,15 @@ cleanup:
     return status;
 }
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+/* The stages of one call, as elec_cuda_alpb_timed names them. */
+typedef struct elec__alpb_times {
+    double prepare, allocate, upload, points, sort, kernel, copy_back, total;
+} elec__alpb_times;
 
-ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
-                                    const double *normals, size_t count,
-                                    const elec_alpb_params *params, float *potential,
-                                    elec_error *err) {
+static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
+                                       const double *normals, size_t count,
+                                       const elec_alpb_params *params, float *potential,
+                                       elec__alpb_times *times, elec_error *err) {
     const double started = elec__alpb_clock();
     elec_status status;
     elec_alpb_params r;
@@ -7960,7 +8001,6 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
     elec__alpb_call a;
     elec__alpb_device dev;
     elec_alpb_variant variant;
-    elec_alpb_times *times = params ? params->times : NULL;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode, sorted, packed;
     double lo[3], hi[3], centre[3], mark = 0.0;
     float *host_levels = NULL;
@@ -8188,6 +8228,42 @@ cleanup:
     if (times) {
         times->copy_back += elec__alpb_clock() - mark;
         times->total = elec__alpb_clock() - started;
+    }
+    return status;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
+                                    const double *normals, size_t count,
+                                    const elec_alpb_params *params, float *potential,
+                                    elec_error *err) {
+    return elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params, float *potential,
+                                          elec_stage_times *times, elec_error *err) {
+    static const char *const names[7] = {"prepare", "allocate", "upload",   "points",
+                                         "sort",    "kernel",   "copy_back"};
+    elec__alpb_times t;
+    elec_status status;
+    memset(&t, 0, sizeof t);
+    status = elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential,
+                                 times ? &t : NULL, err);
+    if (times) {
+        const double seconds[7] = {t.prepare, t.allocate, t.upload,   t.points,
+                                   t.sort,    t.kernel,   t.copy_back};
+        memset(times, 0, sizeof *times);
+        for (int m = 0; m < 7; m++) {
+            times->name[m] = names[m];
+            times->seconds[m] = seconds[m];
+        }
+        times->count = 7;
+        times->total = t.total;
     }
     return status;
 }

@@ -19,7 +19,7 @@
        relative RMS error against the exact GPU potential, and the exact
        GPU call's time over this one (goal for the defaults: >= 20x at
        <= 1 % relative RMS);
-     - where a call's time goes: the stages (params.times) of every rung
+     - where a call's time goes: the stages (elec_cuda_alpb_timed) of every rung
        at the defaults, beside the pipelined call's time;
      - the error test's tolerance against time and error;
      - HCP at the defaults on the CPU.
@@ -219,28 +219,29 @@ static double time_gpu(const elec_hcp *h, const elec_surface *s, const elec_alpb
     return median(t, runs);
 }
 
-/* One row of the stage table: the timed call (params.times, stages one
+/* One row of the stage table: the timed call (elec_cuda_alpb_timed, stages one
    after another) whose total is the median of 3, and the pipelined call's
    median time; milliseconds. */
 static void print_stages(const char *rung, const char *setting, const elec_hcp *h,
                          const elec_surface *s, const elec_alpb_params *given, float *out) {
     elec_alpb_params p = *given;
-    elec_alpb_times t[3], *mid = &t[0];
+    elec_stage_times t[3], *mid = &t[0];
     double totals[3], pipelined;
     elec_error err;
     for (int r = 0; r < 3; r++) {
-        p.times = &t[r];
-        if (elec_cuda_alpb(h, s->xyz, s->normal, s->count, &p, out, &err) != ELEC_OK)
-            die("elec_cuda_alpb (timed)", err);
+        if (elec_cuda_alpb_timed(h, s->xyz, s->normal, s->count, &p, out, &t[r], &err) !=
+            ELEC_OK)
+            die("elec_cuda_alpb_timed", err);
         totals[r] = t[r].total;
     }
     for (int r = 0; r < 3; r++)
         if (t[r].total == median(totals, 3)) mid = &t[r];
-    p.times = NULL;
     pipelined = time_gpu(h, s, &p, out, 3);
     printf("%-10s %-17s %7.2f %8.2f %7.2f %7.2f %6.2f %7.2f %9.2f %7.2f %9.2f\n", rung,
-           setting, 1e3 * mid->prepare, 1e3 * mid->allocate, 1e3 * mid->upload,
-           1e3 * mid->points, 1e3 * mid->sort, 1e3 * mid->kernel, 1e3 * mid->copy_back,
+           setting, 1e3 * elec_stage_seconds(mid, "prepare"),
+           1e3 * elec_stage_seconds(mid, "allocate"), 1e3 * elec_stage_seconds(mid, "upload"),
+           1e3 * elec_stage_seconds(mid, "points"), 1e3 * elec_stage_seconds(mid, "sort"),
+           1e3 * elec_stage_seconds(mid, "kernel"), 1e3 * elec_stage_seconds(mid, "copy_back"),
            1e3 * mid->total, 1e3 * pipelined);
 }
 
@@ -402,7 +403,7 @@ int main(int argc, char **argv) {
     }
 
     /* where a call's time goes */
-    printf("stages of one call, ms (params.times: each stage alone, one chunk; 'pipelined':\n"
+    printf("stages of one call, ms (timed: each stage alone, one chunk; 'pipelined':\n"
            "the call without times, chunks overlapping, median of 3)\n");
     printf("%-10s %-17s %7s %8s %7s %7s %6s %7s %9s %7s %9s\n", "rung", "setting", "prepare",
            "allocate", "upload", "points", "sort", "kernel", "copy back", "total", "pipelined");

@@ -74,7 +74,7 @@ static inline int gpu_test_summary(void) {
    float weights against double, over 2^16 positions t in [0, 1), doubled
    (the device may contract the B-spline recursion's products into other
    fused multiply-adds than the host compiler): Skeel by Horner on the
-   float coefficients (elec__msm_basis_of, as elec__msm_weights_device),
+   float coefficients (elec_msm_axis_weights_float, as the device),
    B-splines by elec_bspline_weights_float. */
 static inline double gpu_chargemap_weight_error(elec_chargemap_basis basis, int order) {
     double worst = 0.0;
@@ -84,13 +84,8 @@ static inline double gpu_chargemap_weight_error(elec_chargemap_basis basis, int 
         float wf[ELEC__CHARGEMAP_MAX_ORDER];
         if (basis == ELEC_CHARGEMAP_SKEEL) {
             const int interpolation = (order - 4) / 2;
-            const elec__msm_basis_args b = elec__msm_basis_of(interpolation);
             elec_msm_axis_weights(t, interpolation, wd, NULL);
-            for (int j = 0; j < order; j++) {
-                float v = b.coeff[j][order - 1];
-                for (int p = order - 2; p >= 0; p--) v = fmaf(v, (float)t, b.coeff[j][p]);
-                wf[j] = v;
-            }
+            elec_msm_axis_weights_float((float)t, interpolation, wf);
         } else {
             elec_bspline_weights(order, t, wd, NULL);
             elec_bspline_weights_float(order, (float)t, wf, NULL);

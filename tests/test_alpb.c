@@ -741,7 +741,7 @@ TEST(hcp_error_test_bounds_a_charged_ring) {
         p.hcp_h[0] = p.hcp_h[1] = p.hcp_h[2] = 1.0; /* the error test decides */
         elec_alpb_params_resolve(&p, &h, &r, NULL);
         elec_alpb_kernel_setup(&r, &k);
-        reach = elec__hcp_reach(&h, 2, 0, &r, k.front);
+        reach = elec_hcp_reach(&h, 2, 0, &r, k.front);
         at_reach = k.front * (e[0] / (reach * reach) + e[1] / (reach * reach * reach));
         EXPECT(reach > r.hcp_h[2] && fabs(at_reach / r.hcp_tolerance - 1.0) <= 1e-12,
                "%d charges: reach %.6f A, error bound there %.6e (tolerance %g)", charges, reach,

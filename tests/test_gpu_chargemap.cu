@@ -276,20 +276,21 @@ TEST(overfull_bins_overflow_and_are_counted) {
     float *got = (float *)malloc(r.points * sizeof(float));
     const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
     for (int v = ELEC_CHARGEMAP_PC_BINNED; v <= ELEC_CHARGEMAP_GC_REDUCED_READS; v++) {
-        elec_chargemap_times times;
+        elec_stage_times times;
+        size_t overflow = 0;
         elec_error err;
         memset(&times, 0, sizeof times);
         p.variant = (elec_chargemap_variant)v;
-        p.times = &times;
-        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
-               elec_chargemap_variant_name(p.variant), err.message);
+        EXPECT(elec_cuda_chargemap_timed(&atoms, &l, &p, got, &times, &overflow, &err) == ELEC_OK,
+               "%s: %s", elec_chargemap_variant_name(p.variant), err.message);
         check(elec_chargemap_variant_name(p.variant), got, r.want, r.abs_sum, r.terms, r.points, 4,
               e_w, max_charge(&sys), 0);
-        EXPECT(times.overflow_atoms == predicted, "%s: %zu atoms overflowed, the host counts %zu",
-               elec_chargemap_variant_name(p.variant), times.overflow_atoms, predicted);
-        EXPECT(times.total > 0.0 && times.map > 0.0 && times.bin > 0.0,
+        EXPECT(overflow == predicted, "%s: %zu atoms overflowed, the host counts %zu",
+               elec_chargemap_variant_name(p.variant), overflow, predicted);
+        EXPECT(times.count == 4 && times.total > 0.0 && elec_stage_seconds(&times, "map") > 0.0 &&
+                   elec_stage_seconds(&times, "bin") > 0.0,
                "%s: stage times %g %g %g", elec_chargemap_variant_name(p.variant), times.total,
-               times.map, times.bin);
+               elec_stage_seconds(&times, "map"), elec_stage_seconds(&times, "bin"));
     }
     free(got);
     reference_free(&r);
