@@ -3077,6 +3077,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                                                  (double)(atoms->count ? atoms->count : 1),
                                      &p, err);
     if (status != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     s = elec_msm_support((int)p.interpolation);
@@ -3309,6 +3310,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
@@ -3414,6 +3416,7 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
