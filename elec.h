@@ -2057,6 +2057,55 @@ static inline int elec__alpb_is_coulomb(const elec_alpb_params *r,
     return r->exact && k->kappa == 0.0 && (k->region != 1 || r->proj == 0.0);
 }
 
+/* A periodic box: every edge positive and finite. */
+static inline elec_status elec__box_check(const elec_box *box, elec_error *err) {
+    int axis;
+    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
+    for (axis = 0; axis < 3; axis++)
+        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "box edge %d is %g: it must be positive", axis,
+                              box->length[axis]);
+    return ELEC_OK;
+}
+
+/* Excluded pairs name two different atoms that exist, each pair once. */
+static inline elec_status elec__exclusions_check(const size_t *pairs, size_t count,
+                                          size_t atom_count, elec_error *err) {
+    size_t e;
+    if (count > 0 && !pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu excluded pairs but no array", count);
+    for (e = 0; e < count; e++) {
+        if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu (%zu, %zu): there are %zu atoms",
+                              e, pairs[2 * e], pairs[2 * e + 1], atom_count);
+        if (pairs[2 * e] == pairs[2 * e + 1])
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu pairs atom %zu with itself", e,
+                              pairs[2 * e]);
+    }
+    if (count > 1) { /* a pair listed twice would be corrected twice */
+        size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
+        if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        for (e = 0; e < count; e++) {
+            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
+            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
+        }
+        qsort(keys, count, sizeof *keys, elec__size_order);
+        for (e = 1; e < count; e++)
+            if (keys[e] == keys[e - 1]) {
+                size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
+                ELEC_FREE(keys);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "the pair (%zu, %zu) is excluded twice", i, j);
+            }
+        ELEC_FREE(keys);
+    }
+    return ELEC_OK;
+}
+
 #endif /* ELEC__PRIVATE_DONE */
 #endif
 
@@ -2362,54 +2411,6 @@ static elec_status elec__gpu_set_check(const elec_gpu_set *g, elec_error *err) {
     return ELEC_OK;
 }
 
-/* A periodic box: every edge positive and finite. */
-static elec_status elec__box_check(const elec_box *box, elec_error *err) {
-    int axis;
-    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
-    for (axis = 0; axis < 3; axis++)
-        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "box edge %d is %g: it must be positive", axis,
-                              box->length[axis]);
-    return ELEC_OK;
-}
-
-/* Excluded pairs name two different atoms that exist, each pair once. */
-static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
-                                          size_t atom_count, elec_error *err) {
-    size_t e;
-    if (count > 0 && !pairs)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%zu excluded pairs but no array", count);
-    for (e = 0; e < count; e++) {
-        if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu (%zu, %zu): there are %zu atoms",
-                              e, pairs[2 * e], pairs[2 * e + 1], atom_count);
-        if (pairs[2 * e] == pairs[2 * e + 1])
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu pairs atom %zu with itself", e,
-                              pairs[2 * e]);
-    }
-    if (count > 1) { /* a pair listed twice would be corrected twice */
-        size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
-        if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
-        for (e = 0; e < count; e++) {
-            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
-            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
-        }
-        qsort(keys, count, sizeof *keys, elec__size_order);
-        for (e = 1; e < count; e++)
-            if (keys[e] == keys[e - 1]) {
-                size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
-                ELEC_FREE(keys);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "the pair (%zu, %zu) is excluded twice", i, j);
-            }
-        ELEC_FREE(keys);
-    }
-    return ELEC_OK;
-}
 
 ELEC_DEF double elec_bin_length(double density, double fill) {
     if (!(density > 0.0) || !(fill > 0.0)) return 0.0;

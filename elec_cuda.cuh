@@ -204,6 +204,54 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
                                             const elec_msm_params *params,
                                             elec_msm_lattices *out, elec_error *err);
 
+/* Periodic MSM for MD on one GPU: elec_cpu_msm_periodic_energy's method
+   (the Ewald convention, a net charge's background included; excluded
+   pairs in params as the CPU takes them), every stage on the device in
+   float, energies summed in double, behind a handle with the SPME
+   handle's shape:
+       elec_cuda_msm_periodic_handle *h;
+       elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err);  lattices, buffers
+       each step:
+           elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err);
+       elec_cuda_msm_periodic_energy(h, &energy, stream, &err);   when wanted
+       elec_cuda_msm_periodic_destroy(h);
+   create resolves params once (elec_msm_params_resolve, as the CPU's
+   periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is
+   refused), on the first device of params.gpus; its atoms' count is the
+   most a compute may take (their positions are not used); the excluded
+   pairs are copied.  compute only enqueues work on `stream` (no
+   allocation, no host transfer, no synchronisation: it can be captured in
+   a CUDA graph); one compute at a time per handle.  d_xyzq: n float4
+   (x, y, z, q) in A and e, anywhere (wrapped on the device, in float: keep
+   them within a few box lengths), indexed as the excluded pairs are;
+   d_forces: 3n floats, interleaved, -dE/dr times scale (NULL = energy
+   only).  Two atoms (or an atom and an image) closer than
+   ELEC_COINCIDENT_DISTANCE that are not an excluded pair: compute leaves
+   the pair out and the next elec_cuda_msm_periodic_energy returns
+   ELEC_ERR_INVALID_ARG.  ELEC_ERR_NO_DEVICE without a GPU; a box within
+   one spacing (no lattice) is ELEC_ERR_UNSUPPORTED. */
+typedef struct elec_cuda_msm_periodic_handle elec_cuda_msm_periodic_handle;
+ELEC_API elec_status elec_cuda_msm_periodic_create(const elec_box *box, const elec_atoms *atoms,
+                                                   const elec_msm_params *params,
+                                                   elec_cuda_msm_periodic_handle **out,
+                                                   elec_error *err);
+/* The parameters the handle computes with (resolved; excluded_pairs NULL,
+   their count kept). */
+ELEC_API elec_status elec_cuda_msm_periodic_params(const elec_cuda_msm_periodic_handle *h,
+                                                   elec_msm_params *resolved,
+                                                   elec_error *err);
+ELEC_API elec_status elec_cuda_msm_periodic_compute(elec_cuda_msm_periodic_handle *h,
+                                                    const float4 *d_xyzq, size_t n,
+                                                    float *d_forces, cudaStream_t stream,
+                                                    elec_error *err);
+/* The energy of the last compute (times scale, kcal/mol with the Coulomb
+   constant as scale); synchronises `stream`. */
+ELEC_API elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle *h,
+                                                   double *energy, cudaStream_t stream,
+                                                   elec_error *err);
+/* Waits for the device's work, then releases the handle. */
+ELEC_API void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h);
+
 /* ----------------------------------------------------------------------- >>ewald Ewald */
 
 /* No GPU path: the exact sum is the CPU's double-precision reference
@@ -2482,14 +2530,17 @@ elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int
    level l scaled by 2^-l), so that a periodic hierarchy (lattices of 2^k
    points per axis wrapped around the box, a folded stencil of K_l per
    level, no top sum but a constant) can set them per level; `periodic`
-   says which kind a plan is (0 here; setup refuses 1 until its kernels
-   exist). */
+   says which kind a plan is: elec__msm_device_setup_periodic (with the
+   periodic MSM handle, after SPME in this file) makes the periodic kind,
+   the hierarchy of elec__pmsm_shape (pshape; shape holds its n, lo 0)
+   with each level's folded stencil at stencil_of[l]. */
 #define ELEC__MSM_MARKS 9 /* timed maps: start, short range, the five stages, interpolation,
                              copy back */
 typedef struct elec__msm_device {
     elec_msm_params p;        /* resolved                                        */
     elec__msm_shape shape;
-    int periodic;             /* 0: non-periodic (a periodic plan is to come)    */
+    int periodic;             /* 0: non-periodic; 1: elec__msm_device_setup_periodic */
+    elec__pmsm_shape pshape;  /* periodic: the hierarchy (shape holds its n)    */
     int device;
     cudaStream_t stream;      /* every stage of the plan's calls runs on it      */
     void *block;              /* one device allocation: lattices, stencil, spans */
@@ -5011,6 +5062,724 @@ cleanup:
     elec_cuda_spme_destroy(h);
     ELEC_FREE(host_xyzq);
     ELEC_FREE(host_out);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* ------------------------------------------- >>msm periodic MSM: the MD handle */
+
+/* Periodic multilevel summation on the GPU: elec_cpu_msm_periodic_energy's
+   method (elec.h, elec__pmsm_shape: the hierarchy, its stencils and the
+   top's constant are the CPU's very functions), every stage on the
+   device, in float with energies summed in double, behind a handle with
+   the SPME handle's shape.  One compute, all on the caller's stream:
+     short range      cell list of the wrapped atoms (SPME's count, scan
+                      and scatter kernels), then one thread per atom over
+                      the cells within the cutoff, each neighbour cell
+                      offset past the box edge an image (every (atom,
+                      image) within a exactly once, however small the box):
+                      q_j (1/r - gamma(r/a)/a) and its force; excluded
+                      pairs left out at their nearest image and their
+                      smooth part g_0(r) taken back out
+     anterpolation    the charge map (Skeel's C1 basis of the
+                      interpolation's order) on the periodic finest lattice
+     restriction      one thread per coarse point, fine indices wrapped
+     lattice cutoff   one thread per point, the level's folded stencil,
+                      indices wrapped (every level: no top sum)
+     prolongation     one thread per fine point, coarse indices wrapped
+     at atoms         one thread per atom: potential and gradient
+                      interpolated from the finest lattice, added to the
+                      short range; forces written once, energy
+                      1/2 sum q_i phi_i summed in double
+   The top (all axes down to one point) is the constant C_L of the
+   zero-mean convention: C_L Q^2 / 2, added by elec_cuda_msm_periodic_energy
+   on the host from the compute's total charge.  The short range is a
+   kernel of its own, kept small: the SPME handle's neighbour-list engine
+   is to take it (MSM's pair function in place of erfc). */
+
+#define ELEC__PMSM_SUM_ENERGY 0     /* 1/2 sum q_i phi_i, self part out */
+#define ELEC__PMSM_SUM_CHARGE 1     /* sum q                              */
+#define ELEC__PMSM_SUM_COINCIDENT 2 /* pairs closer than the coincident
+                                       distance, seen from both atoms    */
+#define ELEC__PMSM_SUMS 4
+
+/* A lattice of the periodic hierarchy as the kernels take it. */
+typedef struct elec__pmsm_grid_args {
+    int n[3];
+} elec__pmsm_grid_args;
+
+__device__ __forceinline__ int elec__pmsm_wrap_device(int i, int n) {
+    const int r = i % n;
+    return r < 0 ? r + n : r;
+}
+
+/* The fine points a coarse point gathers along one axis (restriction), or
+   the coarse points a fine point gathers (prolongation), wrapped, with
+   their weights Phi(d/2); the identity along an axis already at one point
+   (fine and coarse the same).  Returns how many. */
+template <int S>
+__device__ __forceinline__ int elec__pmsm_restrict_axis(int M, int fine_n, int coarse_n,
+                                                        const elec__msm_basis_args &b,
+                                                        int index[4 * S], float w[4 * S]) {
+    if (fine_n == coarse_n) {
+        index[0] = M;
+        w[0] = 1.0f;
+        return 1;
+    }
+#pragma unroll
+    for (int d = -(2 * S - 1); d <= 2 * S - 1; d++) {
+        index[d + 2 * S - 1] = elec__pmsm_wrap_device(2 * M + d, fine_n);
+        w[d + 2 * S - 1] = b.half[d + 2 * S - 1];
+    }
+    return 4 * S - 1;
+}
+
+template <int S>
+__device__ __forceinline__ int elec__pmsm_prolong_axis(int m, int fine_n, int coarse_n,
+                                                       const elec__msm_basis_args &b,
+                                                       int index[4 * S], float w[4 * S]) {
+    int count = 0;
+    if (fine_n == coarse_n) {
+        index[0] = m;
+        w[0] = 1.0f;
+        return 1;
+    }
+    /* 2K within m -+ (2S - 1) */
+    for (int K = -((2 * S - 1 - m) >> 1); K <= (m + 2 * S - 1) >> 1; K++, count++) {
+        index[count] = elec__pmsm_wrap_device(K, coarse_n);
+        w[count] = b.half[m - 2 * K + 2 * S - 1];
+    }
+    return count;
+}
+
+/* Stages 2 and 4: one thread per output point, a gather over the per-axis
+   lists above; restriction writes q_{l+1}, prolongation adds to e_l. */
+template <int S, bool RESTRICT>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_transfer(float *out, elec__pmsm_grid_args og, const float *in,
+                      elec__pmsm_grid_args ig, elec__pmsm_grid_args fine,
+                      elec__pmsm_grid_args coarse, elec__msm_basis_args b) {
+    const size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)og.n[0] * og.n[1] * og.n[2]) return;
+    const int p[3] = {(int)(at % og.n[0]), (int)(at / og.n[0] % og.n[1]),
+                      (int)(at / og.n[0] / og.n[1])};
+    int index[3][4 * S], count[3];
+    float w[3][4 * S], sum = 0.0f;
+    for (int axis = 0; axis < 3; axis++)
+        count[axis] = RESTRICT ? elec__pmsm_restrict_axis<S>(p[axis], fine.n[axis],
+                                                             coarse.n[axis], b, index[axis],
+                                                             w[axis])
+                               : elec__pmsm_prolong_axis<S>(p[axis], fine.n[axis],
+                                                            coarse.n[axis], b, index[axis],
+                                                            w[axis]);
+    for (int c = 0; c < count[2]; c++)
+        for (int bb = 0; bb < count[1]; bb++) {
+            const float wyz = w[2][c] * w[1][bb];
+            const float *row = in + (size_t)ig.n[0] * (index[1][bb] + (size_t)ig.n[1] * index[2][c]);
+            if (wyz == 0.0f) continue;
+            for (int a = 0; a < count[0]; a++) sum = fmaf(wyz * w[0][a], row[index[0][a]], sum);
+        }
+    if (RESTRICT) out[at] = sum;
+    else out[at] += sum;
+}
+
+/* Stage 3 at every level: e(m) = sum_k K_l(k) q(m + k), the level's
+   folded stencil (first, width per axis), indices wrapped; one thread per
+   point, the stencil read by the whole warp at once. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_lattice_cutoff(float *e, const float *q, elec__pmsm_grid_args g,
+                            const float *stencil, int3 first, int3 width) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y, k = blockIdx.z;
+    if (i >= g.n[0]) return;
+    const int start = elec__pmsm_wrap_device(i + first.x, g.n[0]);
+    float sum = 0.0f;
+    for (int c = 0; c < width.z; c++) {
+        const int kk = elec__pmsm_wrap_device(k + first.z + c, g.n[2]);
+        for (int b = 0; b < width.y; b++) {
+            const int jj = elec__pmsm_wrap_device(j + first.y + b, g.n[1]);
+            const float *row = stencil + (size_t)width.x * (b + (size_t)width.y * c);
+            const float *qrow = q + (size_t)g.n[0] * (jj + (size_t)g.n[1] * kk);
+            int ii = start;
+            for (int a = 0; a < width.x; a++) {
+                sum = fmaf(__ldg(row + a), __ldg(qrow + ii), sum);
+                if (++ii == g.n[0]) ii = 0;
+            }
+        }
+    }
+    e[i + (size_t)g.n[0] * (j + (size_t)g.n[1] * k)] = sum;
+}
+
+/* The short range's constants. */
+typedef struct elec__pmsm_short_args {
+    float coeff[ELEC__CUTOFF_MAX_ORDER + 1]; /* gamma(rho)/a = sum coeff_k (rho^2-1)^k */
+    int order;                               /* the splitting                         */
+    float cutoff2, inv_cutoff2;
+    int3 reach;                              /* neighbour cells each way per axis     */
+} elec__pmsm_short_args;
+
+/* G(t) = gamma(rho)/a at t = rho^2 - 1 < 0 and its slope dG/dt. */
+__device__ __forceinline__ float elec__pmsm_smooth(const elec__pmsm_short_args &s, float t,
+                                                   float *slope) {
+    float g = s.coeff[s.order], d = 0.0f;
+    for (int k = s.order - 1; k >= 0; k--) {
+        d = fmaf(d, t, g);
+        g = fmaf(g, t, s.coeff[k]);
+    }
+    *slope = d;
+    return g;
+}
+
+/* One thread per atom in cell order: over the cells home + offset,
+   |offset| <= reach, a cell past the box edge being an image shifted by a
+   box length.  phi_i += q_j (1/r - G), F_i / q_i += q_j (1/r^3 + 2 G'(t)/a^2) d
+   (an atom's own images add to phi only: their forces cancel); excluded
+   partners are left out at their nearest image (|d| <= L/2 on each axis),
+   then each excluded pair's smooth part g_0(r) (nearest image) taken back
+   out: phi_i -= q_j g_0, F_i / q_i += q_j g_0'(r) d / r.  out[i] = (q_i F,
+   phi) by original index. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *start,
+                   const float4 *xyzq, int n, elec__spme_geometry g, elec__spme_cells c,
+                   const int *excl_start, const int *excl_list, elec__pmsm_short_args s,
+                   float4 *out, double *sums) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int coincident = 0;
+    if (p < n) {
+        const float4 a = sorted[p];
+        const int i = sorted_index[p], eb = excl_start[i], ee = excl_start[i + 1];
+        const int home[3] = {min((int)(a.x * c.per_length.x), c.n.x - 1),
+                             min((int)(a.y * c.per_length.y), c.n.y - 1),
+                             min((int)(a.z * c.per_length.z), c.n.z - 1)};
+        const int reach[3] = {s.reach.x, s.reach.y, s.reach.z}, cells[3] = {c.n.x, c.n.y, c.n.z};
+        const float length[3] = {g.length.x, g.length.y, g.length.z};
+        float phi = 0.0f, fx = 0.0f, fy = 0.0f, fz = 0.0f;
+        for (int oz = -reach[2]; oz <= reach[2]; oz++)
+            for (int oy = -reach[1]; oy <= reach[1]; oy++)
+                for (int ox = -reach[0]; ox <= reach[0]; ox++) {
+                    const int offset[3] = {ox, oy, oz};
+                    int cell[3];
+                    float shift[3];
+                    bool image = false;
+                    for (int axis = 0; axis < 3; axis++) {
+                        const int raw = home[axis] + offset[axis];
+                        const int wrapped = elec__pmsm_wrap_device(raw, cells[axis]);
+                        const int copies = (raw - wrapped) / cells[axis];
+                        cell[axis] = wrapped;
+                        shift[axis] = (float)copies * length[axis];
+                        image |= copies != 0;
+                    }
+                    const int ci = cell[0] + cells[0] * (cell[1] + cells[1] * cell[2]);
+                    const float ax = a.x - shift[0], ay = a.y - shift[1], az = a.z - shift[2];
+                    for (int k = start[ci]; k < start[ci + 1]; k++) {
+                        const float4 b = sorted[k];
+                        const float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
+                        const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+                        const bool self = k == p;
+                        if (r2 >= s.cutoff2 || (self && !image)) continue;
+                        if (ee > eb && !self && fabsf(dx) <= 0.5f * length[0] &&
+                            fabsf(dy) <= 0.5f * length[1] && fabsf(dz) <= 0.5f * length[2] &&
+                            elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
+                            continue;
+                        if (elec__spme_coincident(r2)) { coincident++; continue; }
+                        const float rinv = rsqrtf(r2);
+                        float slope;
+                        const float smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f),
+                                                               &slope);
+                        phi = fmaf(b.w, rinv - smooth, phi);
+                        if (self) continue; /* an atom's images: +n and -n cancel */
+                        const float f = b.w * (rinv * rinv * rinv + 2.0f * slope * s.inv_cutoff2);
+                        fx = fmaf(f, dx, fx);
+                        fy = fmaf(f, dy, fy);
+                        fz = fmaf(f, dz, fz);
+                    }
+                }
+        for (int e = eb; e < ee; e++) {
+            const int j = excl_list[e];
+            if (j >= n) continue; /* a partner past this compute's n atoms */
+            const float4 b = xyzq[j];
+            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+            dx -= g.length.x * rintf(dx * g.inv_length.x);
+            dy -= g.length.y * rintf(dy * g.inv_length.y);
+            dz -= g.length.z * rintf(dz * g.inv_length.z);
+            const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+            float smooth, f;
+            if (r2 < s.cutoff2) { /* g_0 = G(t), grad g_0 = 2 G'(t) d / a^2 */
+                float slope;
+                smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f), &slope);
+                f = 2.0f * slope * s.inv_cutoff2;
+            } else { /* g_0 = 1/r */
+                const float rinv = rsqrtf(r2);
+                smooth = rinv;
+                f = -rinv * rinv * rinv;
+            }
+            phi -= b.w * smooth;
+            fx = fmaf(b.w * f, dx, fx);
+            fy = fmaf(b.w * f, dy, fy);
+            fz = fmaf(b.w * f, dz, fz);
+        }
+        out[i] = make_float4(a.w * fx, a.w * fy, a.w * fz, phi);
+    }
+    if (__syncthreads_or(coincident != 0) && coincident)
+        atomicAdd(sums + ELEC__PMSM_SUM_COINCIDENT, (double)coincident);
+}
+
+/* Stage 5 and the finish: phi and grad phi from e_0 at each atom (its
+   position wrapped, weights and slopes per axis, indices wrapped), added
+   to the short range; forces -dE/dr = scale (q_i F_short - q_i grad phi)
+   written once, E_i = 1/2 q_i phi_i - 1/2 q_i^2 gamma(0)/a (each atom's
+   own smooth part, which the lattices carry) summed in double. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_at_atoms(const float4 *xyzq, int n, const float *e0, elec__pmsm_grid_args g,
+                      float3 inv_h, elec__spme_geometry geometry, elec__msm_basis_args b,
+                      const float4 *short_range, double self, float scale, float *forces,
+                      double *sums) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double energy = 0.0, charge = 0.0;
+    if (i < n) {
+        const float4 a = elec__spme_wrapped(xyzq[i], geometry);
+        float w[3][2 * S], dw[3][2 * S], sum = 0.0f, gx = 0.0f, gy = 0.0f, gz = 0.0f;
+        int first[3];
+        first[0] = elec__msm_slopes_device<S>(a.x * inv_h.x, b, w[0], dw[0]);
+        first[1] = elec__msm_slopes_device<S>(a.y * inv_h.y, b, w[1], dw[1]);
+        first[2] = elec__msm_slopes_device<S>(a.z * inv_h.z, b, w[2], dw[2]);
+        for (int c = 0; c < 2 * S; c++) {
+            const int kk = elec__pmsm_wrap_device(first[2] + c, g.n[2]);
+            for (int bb = 0; bb < 2 * S; bb++) {
+                const int jj = elec__pmsm_wrap_device(first[1] + bb, g.n[1]);
+                const float *row = e0 + (size_t)g.n[0] * (jj + (size_t)g.n[1] * kk);
+                float v = 0.0f, vx = 0.0f;
+#pragma unroll
+                for (int ii = 0; ii < 2 * S; ii++) {
+                    const float e = __ldg(row + elec__pmsm_wrap_device(first[0] + ii, g.n[0]));
+                    v = fmaf(w[0][ii], e, v);
+                    vx = fmaf(dw[0][ii], e, vx);
+                }
+                sum = fmaf(w[1][bb] * w[2][c], v, sum);
+                gx = fmaf(w[1][bb] * w[2][c], vx, gx);
+                gy = fmaf(dw[1][bb] * w[2][c], v, gy);
+                gz = fmaf(w[1][bb] * dw[2][c], v, gz);
+            }
+        }
+        const float4 sr = short_range[i];
+        if (forces) {
+            forces[3 * i] = scale * (sr.x - a.w * gx * inv_h.x);
+            forces[3 * i + 1] = scale * (sr.y - a.w * gy * inv_h.y);
+            forces[3 * i + 2] = scale * (sr.z - a.w * gz * inv_h.z);
+        }
+        energy = 0.5 * (double)a.w * ((double)sr.w + (double)sum - (double)a.w * self);
+        charge = a.w;
+    }
+    elec__spme_block_add(sums + ELEC__PMSM_SUM_ENERGY, energy);
+    elec__spme_block_add(sums + ELEC__PMSM_SUM_CHARGE, charge);
+}
+
+struct elec_cuda_msm_periodic_handle {
+    elec__msm_device plan;   /* resolved params, the periodic hierarchy, the
+                                anterpolation's charge map                  */
+    elec_box box;
+    size_t max_atoms;
+    elec__spme_geometry g;
+    elec__spme_cells cells;  /* the short range's cell list                 */
+    elec__pmsm_short_args s;
+    int cell_count;
+    double top;              /* C_L: the top's energy is C_L Q^2 / 2        */
+    void *block;             /* one device allocation for what follows      */
+    int *cell_counts, *cell_start, *atom_cell, *atom_slot, *sorted_index;
+    int *excl_start, *excl_list;
+    float4 *sorted, *short_range;
+    double *sums;            /* ELEC__PMSM_SUMS raw sums                    */
+};
+
+/* The plan of a periodic hierarchy (elec__pmsm_shape_of) for resolved p on
+   `device`: lattices and every level's folded stencil in one device block,
+   the charge map of the finest lattice (periodic) for max_atoms atoms. */
+static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
+                                                   const elec_msm_params *p,
+                                                   const elec__pmsm_shape *shape,
+                                                   size_t max_atoms, int device,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    size_t stencil_points = 0, at = 0, biggest = 0;
+    double *host = NULL;
+    float *host_float = NULL;
+    memset(md, 0, sizeof *md);
+    md->p = *p;
+    md->periodic = 1;
+    md->pshape = *shape;
+    md->device = device;
+    md->max_atoms = max_atoms;
+    md->shape.levels = shape->levels;
+    for (int l = 0; l < shape->levels; l++) {
+        size_t sp = elec__pmsm_stencil_points(shape, l);
+        for (int axis = 0; axis < 3; axis++) md->shape.n[l][axis] = shape->n[l][axis];
+        md->points += elec__pmsm_shape_points(shape, l);
+        stencil_points += sp;
+        if (sp > biggest) biggest = sp;
+    }
+    host = (double *)ELEC_MALLOC((biggest + 1) * sizeof *host);
+    host_float = (float *)ELEC_MALLOC((stencil_points + 1) * sizeof *host_float);
+    if (!host || !host_float) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM stencils");
+        goto cleanup;
+    }
+    for (int l = 0; l < shape->levels; l++) {
+        const size_t sp = elec__pmsm_stencil_points(shape, l);
+        elec__pmsm_stencil_fill(p, shape, l, host);
+        for (size_t k = 0; k < sp; k++) host_float[at + k] = (float)host[k];
+        at += sp;
+    }
+    ELEC__CUDA_TRY(cudaSetDevice(device));
+    {
+        elec_lattice finest;
+        elec_chargemap_params cp;
+        memset(&cp, 0, sizeof cp);
+        for (int axis = 0; axis < 3; axis++) {
+            finest.dims[axis] = shape->n[0][axis];
+            finest.spacing[axis] = shape->h[0][axis];
+            finest.origin[axis] = 0.0;
+        }
+        cp.basis = ELEC_CHARGEMAP_SKEEL;
+        cp.order = 2 * elec_msm_support((int)p->interpolation);
+        cp.periodic = 1;
+        cp.variant = ELEC__MSM_CHARGEMAP_VARIANT;
+        status = elec_cuda_chargemap_create(&finest, max_atoms, &cp, device, &md->anterpolation,
+                                            err);
+        if (status != ELEC_OK) goto cleanup;
+    }
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&md->stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(elec__cuda_alloc(&md->block, ELEC__MSM_ALIGN(2 * md->points * sizeof(float)) +
+                                                    stencil_points * sizeof(float)));
+    md->lattices = (float *)md->block;
+    md->stencil = (float *)((char *)md->block + ELEC__MSM_ALIGN(2 * md->points * sizeof(float)));
+    {
+        float *next = md->lattices;
+        const float *stencil = md->stencil;
+        for (int l = 0; l < shape->levels; l++) {
+            md->q[l] = next;
+            md->e[l] = next + elec__pmsm_shape_points(shape, l);
+            next = md->e[l] + elec__pmsm_shape_points(shape, l);
+            md->stencil_of[l] = stencil;
+            stencil += elec__pmsm_stencil_points(shape, l);
+            md->factor_of[l] = 1.0f;
+        }
+    }
+    ELEC__CUDA_TRY(cudaMemset(md->lattices, 0, 2 * md->points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpy(md->stencil, host_float, stencil_points * sizeof(float),
+                              cudaMemcpyHostToDevice));
+cleanup:
+    if (status != ELEC_OK) elec__msm_device_free(md);
+    ELEC_FREE(host);
+    ELEC_FREE(host_float);
+    return status;
+}
+
+/* Stages 1 to 4 of a periodic plan on `stream`: charges in, e_0 out. */
+template <int S>
+static elec_status elec__pmsm_device_stages(elec__msm_device *md, const float4 *d_atoms,
+                                            int n, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__pmsm_shape &shape = md->pshape;
+    const elec__msm_basis_args b = elec__msm_basis_of((int)md->p.interpolation);
+    const int levels = shape.levels;
+    elec__pmsm_grid_args g[ELEC_MSM_MAX_LEVELS];
+    for (int l = 0; l < levels; l++)
+        for (int axis = 0; axis < 3; axis++) g[l].n[axis] = shape.n[l][axis];
+    if (n > 0) {
+        status = elec__chargemap_enqueue(md->anterpolation, d_atoms, n, md->q[0], stream, NULL,
+                                         err);
+        if (status != ELEC_OK) goto cleanup;
+    } else {
+        ELEC__CUDA_TRY(cudaMemsetAsync(md->q[0], 0,
+                                       elec__pmsm_shape_points(&shape, 0) * sizeof(float),
+                                       stream));
+    }
+    for (int l = 0; l + 1 < levels; l++) {
+        const size_t count = elec__pmsm_shape_points(&shape, l + 1);
+        elec__k_pmsm_transfer<S, true>
+            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
+               stream>>>(md->q[l + 1], g[l + 1], md->q[l], g[l], g[l], g[l + 1], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    for (int l = 0; l < levels; l++) {
+        dim3 grid((g[l].n[0] + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, g[l].n[1], g[l].n[2]);
+        elec__k_pmsm_lattice_cutoff<<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
+            md->e[l], md->q[l], g[l], md->stencil_of[l],
+            make_int3((int)shape.stencil_first[l][0], (int)shape.stencil_first[l][1],
+                      (int)shape.stencil_first[l][2]),
+            make_int3(shape.stencil_width[l][0], shape.stencil_width[l][1],
+                      shape.stencil_width[l][2]));
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    for (int l = levels - 2; l >= 0; l--) {
+        const size_t count = elec__pmsm_shape_points(&shape, l);
+        elec__k_pmsm_transfer<S, false>
+            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
+               stream>>>(md->e[l], g[l], md->e[l + 1], g[l + 1], g[l], g[l + 1], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+cleanup:
+    return status;
+}
+
+/* The interpolation at the atoms and the finish, for the support S. */
+template <int S>
+static elec_status elec__pmsm_device_finish(elec_cuda_msm_periodic_handle *h,
+                                            const float4 *d_xyzq, int n, float *d_forces,
+                                            cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__msm_device *md = &h->plan;
+    elec__pmsm_grid_args g;
+    const float3 inv_h = make_float3((float)(1.0 / md->pshape.h[0][0]),
+                                     (float)(1.0 / md->pshape.h[0][1]),
+                                     (float)(1.0 / md->pshape.h[0][2]));
+    for (int axis = 0; axis < 3; axis++) g.n[axis] = md->pshape.n[0][axis];
+    elec__k_pmsm_at_atoms<S><<<(unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                               ELEC__MSM_BLOCK, 0, stream>>>(
+        d_xyzq, n, md->e[0], g, inv_h, h->g, elec__msm_basis_of((int)md->p.interpolation),
+        h->short_range, elec_msm_gamma(0.0, md->p.splitting) / md->p.cutoff,
+        (float)md->p.scale, d_forces, h->sums);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* One evaluation on `stream`: the short range, the hierarchy, the finish. */
+static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
+                                      int n, float *forces, cudaStream_t stream,
+                                      elec_error *err) {
+    elec_status status = ELEC_OK;
+    const unsigned atom_blocks = (unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK);
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double), stream));
+    if (n == 0) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0, (size_t)h->cell_count * sizeof(int),
+                                   stream));
+    elec__k_spme_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_spme_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+        h->cell_counts, h->cell_start, h->cell_count);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_spme_cells_scatter<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        xyzq, n, h->g, h->cell_start, h->atom_cell, h->atom_slot, h->sorted, h->sorted_index);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_pmsm_short<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells, h->excl_start,
+        h->excl_list, h->s, h->short_range, h->sums);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    switch (elec_msm_support((int)h->plan.p.interpolation)) {
+    case 2: status = elec__pmsm_device_stages<2>(&h->plan, xyzq, n, stream, err); break;
+    case 3: status = elec__pmsm_device_stages<3>(&h->plan, xyzq, n, stream, err); break;
+    case 4: status = elec__pmsm_device_stages<4>(&h->plan, xyzq, n, stream, err); break;
+    default: status = elec__pmsm_device_stages<5>(&h->plan, xyzq, n, stream, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    switch (elec_msm_support((int)h->plan.p.interpolation)) {
+    case 2: status = elec__pmsm_device_finish<2>(h, xyzq, n, forces, stream, err); break;
+    case 3: status = elec__pmsm_device_finish<3>(h, xyzq, n, forces, stream, err); break;
+    case 4: status = elec__pmsm_device_finish<4>(h, xyzq, n, forces, stream, err); break;
+    default: status = elec__pmsm_device_finish<5>(h, xyzq, n, forces, stream, err); break;
+    }
+cleanup:
+    return status;
+}
+
+ELEC_DEF void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h) {
+    int caller_device = 0;
+    if (!h) return;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    cudaSetDevice(h->plan.device);
+    cudaDeviceSynchronize(); /* computes in flight read the buffers */
+    elec__cuda_free_sync(h->block);
+    elec__msm_device_free(&h->plan);
+    (void)cudaGetLastError();
+    cudaSetDevice(caller_device);
+    ELEC_FREE(h);
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const elec_atoms *atoms,
+                                                   const elec_msm_params *params,
+                                                   elec_cuda_msm_periodic_handle **out,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_msm_params p;
+    elec__pmsm_shape shape;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, n_cells[3];
+    int *host_excl_start = NULL, *host_excl_list = NULL;
+    const size_t *caller_pairs;
+    size_t max_atoms, pairs, at = 0, bytes;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec__box_check(box, err)) != ELEC_OK) return status;
+    if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
+    max_atoms = atoms->count;
+    pairs = p.excluded_pair_count;
+    if (max_atoms == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the handle needs room for an atom");
+    if (max_atoms > ((size_t)1 << 27))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the GPU periodic MSM takes at most %zu", max_atoms,
+                          (size_t)1 << 27);
+    if (pairs > (size_t)INT_MAX / 2 - 1)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu excluded pairs: at most %d",
+                          pairs, INT_MAX / 2 - 1);
+    if ((status = elec__exclusions_check(p.excluded_pairs, pairs, max_atoms, err)) != ELEC_OK)
+        return status;
+    if ((status = elec__pmsm_shape_of(&p, box, &shape, err)) != ELEC_OK) return status;
+    if (shape.levels == 0)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "box %g x %g x %g A within one MSM spacing (%g A): no lattice; "
+                          "use the CPU (elec_cpu_msm_periodic_energy)", box->length[0],
+                          box->length[1], box->length[2], p.spacing);
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    h = (elec_cuda_msm_periodic_handle *)ELEC_MALLOC(sizeof *h);
+    if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    memset(h, 0, sizeof *h);
+    h->box = *box;
+    h->max_atoms = max_atoms;
+    caller_pairs = p.excluded_pairs;
+    p.excluded_pairs = NULL; /* the caller's array: not kept (the lists below are) */
+    status = elec__msm_device_setup_periodic(&h->plan, &p, &shape, max_atoms, devices[0], err);
+    if (status != ELEC_OK) goto cleanup;
+    h->plan.p.excluded_pair_count = pairs;
+    h->top = elec__pmsm_top_constant(p.cutoff * (double)(1L << shape.levels),
+                                     box->length[0] * box->length[1] * box->length[2],
+                                     p.splitting);
+    h->g.length = make_float3((float)box->length[0], (float)box->length[1],
+                              (float)box->length[2]);
+    h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
+                                  (float)(1.0 / box->length[2]));
+    /* cells at least a long (one where the box is shorter), at most 128 per
+       axis; reach ceil(a / cell edge) cells each way */
+    for (int axis = 0; axis < 3; axis++) {
+        double cells = floor(box->length[axis] / p.cutoff);
+        n_cells[axis] = cells < 1.0 ? 1 : cells > 128.0 ? 128 : (int)cells;
+    }
+    h->cells.n = make_int3(n_cells[0], n_cells[1], n_cells[2]);
+    h->cells.per_length = make_float3((float)(n_cells[0] / box->length[0]),
+                                      (float)(n_cells[1] / box->length[1]),
+                                      (float)(n_cells[2] / box->length[2]));
+    h->cells.reach = 1;
+    h->s.reach = make_int3((int)ceil(p.cutoff / (box->length[0] / n_cells[0])),
+                           (int)ceil(p.cutoff / (box->length[1] / n_cells[1])),
+                           (int)ceil(p.cutoff / (box->length[2] / n_cells[2])));
+    h->cell_count = n_cells[0] * n_cells[1] * n_cells[2];
+    elec__cutoff_coefficients(p.cutoff, p.splitting, h->s.coeff);
+    h->s.order = p.splitting;
+    h->s.cutoff2 = (float)(p.cutoff * p.cutoff);
+    h->s.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
+    {
+        elec_spme_params lists; /* the SPME handle's exclusion lists */
+        memset(&lists, 0, sizeof lists);
+        lists.excluded_pairs = caller_pairs;
+        lists.excluded_pair_count = pairs;
+        status = elec__spme_exclusions(&lists, max_atoms, &host_excl_start, &host_excl_list,
+                                       err);
+        if (status != ELEC_OK) goto cleanup;
+    }
+    /* one block: ints, then float4s, then doubles, each part 256-aligned */
+    bytes = ELEC__MSM_ALIGN(((size_t)h->cell_count + 1 + (size_t)h->cell_count + 1 +
+                             4 * max_atoms + max_atoms + 2 + 2 * pairs + 1) * sizeof(int)) +
+            ELEC__MSM_ALIGN(2 * max_atoms * sizeof(float4)) +
+            ELEC__PMSM_SUMS * sizeof(double);
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    ELEC__CUDA_TRY(elec__cuda_alloc(&h->block, bytes));
+    {
+        char *base = (char *)h->block;
+        int *ints = (int *)base;
+        h->cell_counts = ints;
+        h->cell_start = h->cell_counts + h->cell_count + 1;
+        h->atom_cell = h->cell_start + h->cell_count + 1;
+        h->atom_slot = h->atom_cell + max_atoms;
+        h->sorted_index = h->atom_slot + max_atoms;
+        h->excl_start = h->sorted_index + 2 * max_atoms;
+        h->excl_list = h->excl_start + max_atoms + 2;
+        at = ELEC__MSM_ALIGN(((size_t)(h->excl_list - ints) + 2 * pairs + 1) * sizeof(int));
+        h->sorted = (float4 *)(base + at);
+        h->short_range = h->sorted + max_atoms;
+        at += ELEC__MSM_ALIGN(2 * max_atoms * sizeof(float4));
+        h->sums = (double *)(base + at);
+    }
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_start, host_excl_start, (max_atoms + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
+    *out = h;
+    h = NULL;
+    elec__ok(err);
+cleanup:
+    ELEC_FREE(host_excl_start);
+    ELEC_FREE(host_excl_list);
+    elec_cuda_msm_periodic_destroy(h);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_params(const elec_cuda_msm_periodic_handle *h,
+                                                   elec_msm_params *resolved,
+                                                   elec_error *err) {
+    if (!h || !resolved)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or resolved is NULL");
+    *resolved = h->plan.p;
+    resolved->excluded_pairs = NULL;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_compute(elec_cuda_msm_periodic_handle *h,
+                                                    const float4 *d_xyzq, size_t n,
+                                                    float *d_forces, cudaStream_t stream,
+                                                    elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (n > h->max_atoms)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu atoms: the handle was created for at most %zu", n,
+                          h->max_atoms);
+    if (n > 0 && !d_xyzq) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    status = elec__pmsm_enqueue(h, d_xyzq, (int)n, d_forces, stream, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle *h,
+                                                   double *energy, cudaStream_t stream,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    double sums[ELEC__PMSM_SUMS];
+    int caller_device = 0;
+    if (!h || !energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or energy is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums, cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (sums[ELEC__PMSM_SUM_COINCIDENT] > 0.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "%.0f pair(s) of atoms (or an atom and an image) closer than "
+                            "%g A and not excluded: their energy is infinite (the last "
+                            "compute left them out)",
+                            0.5 * sums[ELEC__PMSM_SUM_COINCIDENT], ELEC_COINCIDENT_DISTANCE);
+        goto cleanup;
+    }
+    *energy = h->plan.p.scale * (sums[ELEC__PMSM_SUM_ENERGY] +
+                                 0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
+                                     sums[ELEC__PMSM_SUM_CHARGE]);
+    elec__ok(err);
+cleanup:
     cudaSetDevice(caller_device);
     return status;
 }
