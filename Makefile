@@ -197,11 +197,13 @@ $(BUILD)/bench: bench/bench.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 $(BUILD)/dcs_tour: examples/dcs_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/dcs_tour.cu $(CUDA_LIBS)
 
-$(BUILD)/md_loop: examples/md_loop.cu $(HEADERS) | $(BUILD)
+$(BUILD)/md_loop: examples/md_loop.cu tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/md_loop.cu $(CUDA_LIBS)
 
+# make md: molten NaCl on SPME (the default); MD_ARGS passes options, e.g.
+# make md MD_ARGS="--system water --method msm --steps 4000" (examples/md_loop.cu)
 md: $(BUILD)/md_loop
-	$(BUILD)/md_loop
+	$(BUILD)/md_loop $(MD_ARGS)
 
 $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(FFTW_LIBS) -lm
