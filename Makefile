@@ -6,6 +6,7 @@
 #   make sanitize-gpu  the GPU tests under compute-sanitizer's four tools
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
+#   make bench-peer OpenMM and torch-pme beside elec on the same GPU
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make contents   rewrites the contents block of each header (make test
 #                   fails while one is stale)
@@ -234,9 +235,20 @@ bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb $(BUILD)/bench_cha
 	$(BUILD)/bench_alpb
 	$(BUILD)/bench_chargemap
 
-# torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
-bench-peer:
-	python3 bench/peer_torchpme.py
+# Peers side by side on the same GPU: OpenMM (bench/peer_openmm.py, on the
+# systems bench_spme --peer writes) and torch-pme (bench/peer_torchpme.py).
+# Their wheels come from .whl/ where it is (installed with --no-deps into
+# PEER_PY); without it, a peer that is not importable says so and is skipped.
+PEER_PY ?= /tmp/pyd
+bench-peer: $(BUILD)/bench_spme
+	@if ls .whl/*.whl >/dev/null 2>&1; then \
+	    python3 -m pip install -q --no-deps --no-index --target $(PEER_PY) .whl/*.whl; \
+	else echo "bench-peer: no .whl/ here: the peers run only where already importable"; fi
+	mkdir -p $(BUILD)/peer
+	$(BUILD)/bench_spme --peer $(BUILD)/peer
+	PYTHONPATH=$(PEER_PY):$$PYTHONPATH LD_LIBRARY_PATH=/usr/local/cuda/lib64:$$LD_LIBRARY_PATH \
+	    python3 bench/peer_openmm.py $(BUILD)/peer
+	PYTHONPATH=$(PEER_PY):$$PYTHONPATH python3 bench/peer_torchpme.py
 
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour

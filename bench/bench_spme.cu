@@ -25,7 +25,22 @@
    ApoA1 size, the parameters chosen at tolerance 5e-4, 1e-4, 1e-5, their
    measured force errors against the exact sum and the time of one
    evaluation, beside the former defaults.
-   Parts and stages are timed through elec_cuda_spme_compute_timed. */
+   Parts and stages are timed through elec_cuda_spme_compute_timed.
+   Beside SPME, for DHFR and ApoA1 size: the periodic MSM handle
+   (elec_cuda_msm_periodic_*, MSM's defaults: a 12 A, h 2 A, C1 cubic) on
+   the same atoms, full and graph.
+
+   bench_spme --peer DIR: the side by side with OpenMM (make bench-peer,
+   bench/peer_openmm.py).  Writes the DHFR- and ApoA1-size systems above
+   (the same generator and seeds) to DIR/<system>.xyzq (a line "atoms Lx
+   Ly Lz alpha Kx Ky Kz cutoff", then "x y z q" per atom, A and e, the
+   float values the GPU takes), the exact Ewald forces of 1000 DHFR atoms
+   at those positions to DIR/dhfr_exact.txt ("index fx fy fz",
+   kcal/(mol A); elec_cpu_ewald_forces_at at tolerance 1e-9), and elec's
+   own rows to DIR/elec.txt ("system method order full_us graph_us
+   force_error"): SPME at orders 4 and 5 (OpenMM's PME is order 5) with
+   the same alpha, grid and cutoff, and periodic MSM; force_error is the
+   relative RMS error of those 1000 atoms' forces (DHFR; -1 elsewhere). */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -263,7 +278,201 @@ static void tolerance_sweep(void) {
            "at 0.4 of the tolerance); measured should lie under the tolerance.\\n");
 }
 
-int main(void) {
+/* Median time (us) of a periodic MSM compute (energy and forces), plain
+   and from a CUDA graph, as time_step times SPME's. */
+static void time_msm(elec_cuda_msm_periodic_handle *h, const float4 *d_xyzq, size_t n,
+                     float *d_forces, cudaStream_t stream, double *full, double *graphed) {
+    cudaEvent_t start, stop;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    double times[BATCHES];
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    CHECK_ELEC(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, err));
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int use_graph = 0; use_graph < 2; use_graph++) {
+        for (int i = 0; i < WARMUP; i++)
+            CHECK_ELEC(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, err));
+        for (int r = 0; r < BATCHES; r++) {
+            float ms;
+            CUDA_CHECK(cudaEventRecord(start, stream));
+            for (int i = 0; i < BATCH; i++) {
+                if (use_graph) CUDA_CHECK(cudaGraphLaunch(exec, stream));
+                else CHECK_ELEC(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream,
+                                                              err));
+            }
+            CUDA_CHECK(cudaEventRecord(stop, stream));
+            CUDA_CHECK(cudaEventSynchronize(stop));
+            CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+            times[r] = 1e3 * ms / BATCH;
+        }
+        *(use_graph ? graphed : full) = median(times, BATCHES);
+    }
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+}
+
+/* The benchmark's random neutral system k (positions in the box, charges
+   in [-1, 1] less their mean), as float4. */
+static float4 *bench_atoms(const bench_system *sys, int k) {
+    const size_t n = sys->atoms;
+    float4 *host = (float4 *)malloc(n * sizeof(float4));
+    test_rng rng = test_rng_seeded(2024 + k);
+    double mean = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        host[i].x = (float)(sys->box[0] * test_uniform(&rng));
+        host[i].y = (float)(sys->box[1] * test_uniform(&rng));
+        host[i].z = (float)(sys->box[2] * test_uniform(&rng));
+        host[i].w = (float)(2.0 * test_uniform(&rng) - 1.0);
+        mean += host[i].w;
+    }
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) host[i].w = (float)(host[i].w - mean);
+    return host;
+}
+
+/* Relative RMS difference of count atoms' forces (which[c]) from exact. */
+static double force_error(const float *forces, const size_t *which, size_t count,
+                          const double *exact) {
+    double num = 0.0, den = 0.0;
+    for (size_t c = 0; c < count; c++)
+        for (int a = 0; a < 3; a++) {
+            double d = forces[3 * which[c] + a] - exact[3 * c + a];
+            num += d * d;
+            den += exact[3 * c + a] * exact[3 * c + a];
+        }
+    return sqrt(num / den);
+}
+
+/* bench_spme --peer DIR (the comment at the top). */
+static int peer(const bench_system *systems, const char *dir) {
+    static const char *file_names[2] = {"dhfr", "apoa1"};
+    char path[1024];
+    FILE *rows;
+    snprintf(path, sizeof path, "%s/elec.txt", dir);
+    rows = fopen(path, "w");
+    if (!rows) {
+        fprintf(stderr, "bench_spme: cannot write %s\n", path);
+        return 1;
+    }
+    for (int k = 0; k < 2; k++) {
+        const bench_system *sys = &systems[k];
+        const size_t n = sys->atoms, count = 1000;
+        float4 *host = bench_atoms(sys, k);
+        float *forces = (float *)malloc(3 * n * sizeof(float));
+        size_t which[1000];
+        double *exact = (double *)malloc(3 * count * sizeof(double));
+        elec_box box = {{sys->box[0], sys->box[1], sys->box[2]}};
+        elec_atoms start = elec_atoms_from_xyzq_float(n, (const float *)host);
+        elec_spme_params p = {0}, r;
+        float4 *d_xyzq;
+        float *d_forces;
+        cudaStream_t stream;
+        FILE *f;
+        p.cutoff = 9.0;
+        p.alpha = 0.3077;
+        p.order = 4;
+        p.grid_spacing = 1.0;
+        p.scale = ELEC_COULOMB;
+        for (int a = 0; a < 3; a++) p.grid[a] = sys->grid;
+        CHECK_ELEC(elec_spme_params_resolve(&p, &box, &start, &r, err));
+        snprintf(path, sizeof path, "%s/%s.xyzq", dir, file_names[k]);
+        f = fopen(path, "w");
+        if (!f) {
+            fprintf(stderr, "bench_spme: cannot write %s\n", path);
+            return 1;
+        }
+        fprintf(f, "%zu %.9g %.9g %.9g %.9g %d %d %d %.9g\n", n, box.length[0], box.length[1],
+                box.length[2], r.alpha, r.grid[0], r.grid[1], r.grid[2], r.cutoff);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%.9g %.9g %.9g %.9g\n", host[i].x, host[i].y, host[i].z, host[i].w);
+        fclose(f);
+        for (size_t c = 0; c < count; c++) which[c] = c * (n / count);
+        if (k == 0) {
+            /* the exact forces at the float positions the GPU takes */
+            elec_ewald_params e = {0};
+            e.scale = ELEC_COULOMB;
+            e.tolerance = 1e-9;
+            CHECK_ELEC(elec_cpu_ewald_forces_at(&start, &box, &e, which, count, exact, err));
+            snprintf(path, sizeof path, "%s/dhfr_exact.txt", dir);
+            f = fopen(path, "w");
+            if (!f) {
+                fprintf(stderr, "bench_spme: cannot write %s\n", path);
+                return 1;
+            }
+            for (size_t c = 0; c < count; c++)
+                fprintf(f, "%zu %.12g %.12g %.12g\n", which[c], exact[3 * c], exact[3 * c + 1],
+                        exact[3 * c + 2]);
+            fclose(f);
+        }
+        CUDA_CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_CHECK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+        CUDA_CHECK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        for (int order = 4; order <= 5; order++) {
+            bench_state b;
+            cudaGraph_t graph;
+            double full, graphed, error = -1.0;
+            memset(&b, 0, sizeof b);
+            p.order = order;
+            CHECK_ELEC(elec_cuda_spme_create(&box, &start, &p, &b.h, err));
+            b.xyzq = d_xyzq;
+            b.n = n;
+            b.forces = d_forces;
+            b.stream = stream;
+            CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+            CHECK_ELEC(elec_cuda_spme_compute(b.h, d_xyzq, n, d_forces, stream, err));
+            CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+            CUDA_CHECK(cudaGraphInstantiate(&b.graph, graph, 0));
+            for (int i = 0; i < 5; i++) (void)time_step(&b, STEP_FULL); /* clocks up */
+            full = time_step(&b, STEP_FULL);
+            graphed = time_step(&b, STEP_GRAPH);
+            CHECK_ELEC(elec_cuda_spme_compute(b.h, d_xyzq, n, d_forces, stream, err));
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            CUDA_CHECK(cudaMemcpy(forces, d_forces, 3 * n * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+            if (k == 0) error = force_error(forces, which, count, exact);
+            printf("elec %-6s SPME order %d: full %8.1f us, graph %8.1f us, force error %.2e\n",
+                   file_names[k], order, full, graphed, error);
+            fprintf(rows, "%s spme %d %.3f %.3f %.4e\n", file_names[k], order, full, graphed,
+                    error);
+            CUDA_CHECK(cudaGraphExecDestroy(b.graph));
+            CUDA_CHECK(cudaGraphDestroy(graph));
+            elec_cuda_spme_destroy(b.h);
+        }
+        {
+            elec_msm_params mp = {0};
+            elec_cuda_msm_periodic_handle *h;
+            double full, graphed, error = -1.0;
+            mp.scale = ELEC_COULOMB;
+            CHECK_ELEC(elec_cuda_msm_periodic_create(&box, &start, &mp, &h, err));
+            time_msm(h, d_xyzq, n, d_forces, stream, &full, &graphed);
+            CHECK_ELEC(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, err));
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            CUDA_CHECK(cudaMemcpy(forces, d_forces, 3 * n * sizeof(float),
+                                  cudaMemcpyDeviceToHost));
+            if (k == 0) error = force_error(forces, which, count, exact);
+            printf("elec %-6s MSM (a 12, h 2, cubic): full %8.1f us, graph %8.1f us, force "
+                   "error %.2e\n", file_names[k], full, graphed, error);
+            fprintf(rows, "%s msm 4 %.3f %.3f %.4e\n", file_names[k], full, graphed, error);
+            elec_cuda_msm_periodic_destroy(h);
+        }
+        CUDA_CHECK(cudaStreamDestroy(stream));
+        CUDA_CHECK(cudaFree(d_xyzq));
+        CUDA_CHECK(cudaFree(d_forces));
+        free(host);
+        free(forces);
+        free(exact);
+    }
+    fclose(rows);
+    return 0;
+}
+
+int main(int argc, char **argv) {
     static const bench_system systems[3] = {
         {"DHFR", 23558, {62.23, 62.23, 62.23}, 64},
         {"ApoA1", 92224, {108.86, 108.86, 77.76}, 0},
@@ -275,6 +484,14 @@ int main(void) {
         return 0;
     }
     CHECK_ELEC(elec_cuda_device_name(0, name, sizeof name, err));
+    if (argc == 3 && !strcmp(argv[1], "--peer")) {
+        printf("elec beside OpenMM on %s: systems and rows in %s\n", name, argv[2]);
+        return peer(systems, argv[2]);
+    }
+    if (argc != 1) {
+        fprintf(stderr, "usage: bench_spme [--peer DIR]\n");
+        return 2;
+    }
     printf("elec SPME benchmark on %s\n", name);
     printf("times in us per evaluation (energy and forces), medians; cutoff 9 A, "
            "alpha 0.3077 /A (the former default: erfc(alpha rc)/rc = 1e-5), order 4\n\n");
@@ -284,18 +501,7 @@ int main(void) {
     for (int k = 0; k < 3; k++) {
         const bench_system *sys = &systems[k];
         size_t n = sys->atoms;
-        float4 *host = (float4 *)malloc(n * sizeof(float4));
-        test_rng rng = test_rng_seeded(2024 + k);
-        double mean = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            host[i].x = (float)(sys->box[0] * test_uniform(&rng));
-            host[i].y = (float)(sys->box[1] * test_uniform(&rng));
-            host[i].z = (float)(sys->box[2] * test_uniform(&rng));
-            host[i].w = (float)(2.0 * test_uniform(&rng) - 1.0);
-            mean += host[i].w;
-        }
-        mean /= (double)n;
-        for (size_t i = 0; i < n; i++) host[i].w = (float)(host[i].w - mean);
+        float4 *host = bench_atoms(sys, k);
         elec_box box;
         for (int a = 0; a < 3; a++) box.length[a] = sys->box[a];
         float4 *d_xyzq;
@@ -363,6 +569,23 @@ int main(void) {
             CUDA_CHECK(cudaGraphDestroy(graph));
             CUDA_CHECK(cudaStreamDestroy(b.stream));
             elec_cuda_spme_destroy(b.h);
+        }
+        if (k < 2) { /* periodic MSM on the same atoms */
+            elec_msm_params mp = {0};
+            elec_cuda_msm_periodic_handle *h;
+            cudaStream_t stream;
+            double full, graphed, energy;
+            mp.scale = ELEC_COULOMB;
+            elec_atoms atoms = elec_atoms_from_xyzq_float(n, (const float *)host);
+            CHECK_ELEC(elec_cuda_msm_periodic_create(&box, &atoms, &mp, &h, err));
+            CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+            time_msm(h, d_xyzq, n, d_forces, stream, &full, &graphed);
+            CHECK_ELEC(elec_cuda_msm_periodic_energy(h, &energy, stream, err));
+            printf("%-8s %8zu %-12s %-6s | %8.1f %8.1f   periodic MSM (a 12 A, h 2 A, C1 "
+                   "cubic), E = %.6e kcal/mol\n", sys->name, n, "h 2 A", "msm", full, graphed,
+                   energy);
+            CUDA_CHECK(cudaStreamDestroy(stream));
+            elec_cuda_msm_periodic_destroy(h);
         }
         CUDA_CHECK(cudaFree(d_xyzq));
         CUDA_CHECK(cudaFree(d_forces));
