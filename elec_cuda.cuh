@@ -73,7 +73,9 @@
                 elec_cuda_cutoff_map
      >>msm      MSM: multilevel summation
                 elec_cuda_msm_map elec_cuda_msm_map_timed elec_cuda_msm_energy
-                elec_cuda_msm_lattices
+                elec_cuda_msm_lattices elec_cuda_msm_periodic_create
+                elec_cuda_msm_periodic_params elec_cuda_msm_periodic_compute
+                elec_cuda_msm_periodic_energy elec_cuda_msm_periodic_destroy
      >>ewald    Ewald
      >>spme     SPME: smooth particle mesh Ewald
                 elec_cuda_spme_create elec_cuda_spme_create_in

@@ -610,15 +610,6 @@ static elec_status pmsm_gpu(const test_system *s, const elec_box *box, const ele
     return status;
 }
 
-static double rel_rms_double(const double *got, const double *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* GPU against the CPU's double periodic MSM on the same atoms and params:
    the same method, so the GPU's float arithmetic alone
    (GPU_VS_CPU_TOLERANCE, the lattice sums' float rounding: see the top of
@@ -647,7 +638,7 @@ static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_ms
     EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s: GPU: %s", what,
            err.message);
     for (size_t i = 0; i < n; i++) size += 0.5 * fabs(s->charge[i] * phi[i]);
-    const double de = fabs(e_gpu - e_cpu) / size, df = rel_rms_double(f_gpu, f_cpu, 3 * n);
+    const double de = fabs(e_gpu - e_cpu) / size, df = rel_diff(f_gpu, f_cpu, 3 * n);
     printf("     %s: GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2), forces %.2e\n", what, e_gpu,
            e_cpu, de, df);
     EXPECT(de <= GPU_VS_CPU_TOLERANCE, "%s: energy %.3e", what, de);
@@ -752,7 +743,7 @@ TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
         EXPECT(pmsm_gpu(s, &box, NULL, &e, f, &err) == ELEC_OK, "%s: %s", names[k],
                err.message);
         const double de = fabs(e - truth.total) / fabs(truth.total);
-        const double df = rel_rms_double(f, fe, 3 * s->count);
+        const double df = rel_diff(f, fe, 3 * s->count);
         printf("     %s: GPU MSM %.8f vs Ewald %.8f: energy %.2e, forces %.2e\n", names[k], e,
                truth.total, de, df);
         EXPECT(de <= energy_bound[k], "%s: energy %.3e", names[k], de);
