@@ -306,8 +306,9 @@ ELEC_API elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
 typedef struct elec_spme_list_stats {
     long long rebuilds;       /* builds since create (the first compute's
                                  included)                                 */
-    long long cluster_pairs;  /* cluster pairs in the list: each evaluates
-                                 32 x 32 atom pairs (half on the diagonal) */
+    long long tiles;          /* tiles in the list: each evaluates 32 x 32
+                                 atom pairs (an i cluster against 32 atoms
+                                 near it)                                  */
     long long clusters;       /* clusters of 32 atom slots in use          */
     int overflow;             /* 1: the list outgrew its room (atoms far
                                  denser than at create); computes are wrong
@@ -3891,10 +3892,14 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 (Morton) curve within each tile; each tile's atoms start a
                 new cluster of 32 (the last one padded), so that a
                 cluster's bounding box lies within its tile.
-     pairs      the cluster pairs i <= j (with the image of j: 27 images
-                tried, pruned axis by axis) whose bounding boxes are closer
-                than rlist = cutoff + skin, j taken from the tiles around
-                i's.
+     pairs      for each i cluster, the atoms of the clusters j >= i (with
+                j's image: 27 tried, pruned axis by axis) whose boxes are
+                closer than rlist = cutoff + skin to i's, j taken from the
+                tiles around i's, and of those the atoms themselves within
+                rlist of i's box (as OpenMM's interacting atoms): 32 at a
+                time they make i's tiles.  Counted, then written (two
+                passes of one kernel), so that only the list's total has a
+                room.
      buffer     the list holds while no atom has moved more than skin / 2
                 since the build: a pair within the cutoff now was within
                 cutoff + skin then.  Each compute first compares the atoms'
@@ -3902,15 +3907,16 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 flag asks for a rebuild, and every build kernel reads it and
                 returns at once when it is clear: no host synchronisation,
                 and a captured graph replays right whichever way it goes.
-     evaluation one warp per cluster pair: lane l holds i atom l, the j
-                atoms pass round the warp in 32 shuffles; each pair is
-                computed once and its force added to both atoms (Newton's
-                third law).  i's sums stay in registers over a warp's run
-                of pairs of one i cluster; j's go out by atomics.
-     exclusions a cluster pair holding an excluded pair is marked at the
-                build; there each lane makes the bit mask of its atom's
-                excluded partners among the 32 j atoms (exclusions are a
-                few per atom: a few loads).
+     evaluation one warp per tile: lane l holds i atom l, the 32 j atoms
+                pass round the warp in 32 shuffles; each pair is computed
+                once and its force added to both atoms (Newton's third
+                law).  i's sums stay in registers over a warp's run of
+                tiles of one i cluster; j's go out by atomics.
+     exclusions a tile holding an excluded pair (or atoms of i's own
+                cluster, of which each pair is taken once) is marked at
+                the build; there each lane makes the bit mask of the j
+                atoms it skips (exclusions are a few per atom: a few
+                loads).
 
    Positions are kept continuous between builds: each atom's given
    position plus the whole box lengths that wrapped it at the build
@@ -3935,7 +3941,7 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
 #define ELEC__LIST_OVERFLOW 2      /* an i cluster found more pairs than
                                       its room: the list is incomplete  */
 #define ELEC__LIST_SLOTS 3         /* atom slots in use (32 per cluster) */
-#define ELEC__LIST_PAIRS 4         /* cluster pairs in the list          */
+#define ELEC__LIST_TILES 4         /* tiles of 32 x 32 atoms in the list */
 #define ELEC__LIST_INFO 8
 
 /* The list: its shape, fixed at create, and its device buffers (in the
@@ -3950,11 +3956,12 @@ typedef struct elec__list {
     int slots;                   /* room for atoms: max_atoms and each
                                     tile's padding, 32 per cluster        */
     int clusters;                /* slots / 32                            */
-    int room;                    /* pairs each i cluster may list         */
+    int entry_room;              /* j entries the list may hold            */
     float cutoff2, rlist2, half_skin2;
     int *info;                   /* ELEC__LIST_INFO words                 */
     int *cell_count, *cell_start; /* per cell (tile x 512 + Z index)     */
     int *tile_total, *tile_start; /* per tile, padded to 32; + 1 start   */
+    int *tile_atoms;             /* per tile: its atoms (before padding)   */
     int *atom_key, *atom_slot;   /* per atom: its cell, its slot in it    */
     int *order;                  /* slot -> atom (-1: padding)            */
     int *slot_of;                /* atom -> slot                          */
@@ -3964,10 +3971,21 @@ typedef struct elec__list {
     float4 *acc;                 /* slot: force (unscaled), potential     */
     int *cluster_tile;
     float4 *box_centre, *box_half; /* per cluster                         */
-    int *pair_count, *pair_start; /* per i cluster; starts + 1            */
-    int *pair_room;              /* clusters x room: j << 5 | image       */
-    int2 *pairs;                 /* (i | excluded << 30, j << 5 | image)  */
+    int *entry_count, *entry_start; /* per i cluster (multiples of 32);
+                                    starts + 1                            */
+    unsigned *entries;           /* j slot << 5 | image (0 .. 26, 13: the
+                                    box itself), ELEC__LIST_NONE: padding */
+    int *tile_i;                 /* per tile of 32 entries: its i cluster,
+                                    | 1 << 30 when it holds a pair to skip */
 } elec__list;
+
+#define ELEC__LIST_NONE 0xffffffffu
+
+/* The image shift of j for an image code (ix + 1) + 3 (iy + 1) + 9 (iz + 1). */
+__device__ __forceinline__ float3 elec__list_image(int code, const float3 &length) {
+    return make_float3((float)(code % 3 - 1) * length.x, (float)((code / 3) % 3 - 1) * length.y,
+                       (float)(code / 9 - 1) * length.z);
+}
 
 /* SPME's pair function: g = erfc(alpha r)/r, f = (g + 2 alpha/sqrt(pi)
    exp(-alpha^2 r^2)) / r^2.  erfc from elec_erfc_scaled_float (elec.h)
@@ -4018,7 +4036,7 @@ elec__k_list_check(elec__list L, const float4 *xyzq) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= L.slots) return;
     L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (L.info[ELEC__LIST_BUILD]) return;
+    if (L.info[ELEC__LIST_BUILD] || p >= L.tile_start[L.tile_count]) return;
     int i = L.order[p];
     if (i < 0) return;
     float4 a = xyzq[i], s = L.shift[p], r = L.ref[p];
@@ -4028,28 +4046,9 @@ elec__k_list_check(elec__list L, const float4 *xyzq) {
     if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
 }
 
-/* Build, step 1: every slot padding, the cell and pair counters zeroed. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_clear(elec__list L) {
-    if (!L.info[ELEC__LIST_BUILD]) return;
-    const int cells = L.tile_count * ELEC__LIST_TILE_CELLS;
-    const int most = max(max(L.slots, cells), L.clusters);
-    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < most;
-         p += gridDim.x * blockDim.x) {
-        if (p < L.slots) {
-            float4 far = elec__list_far(p);
-            L.order[p] = -1;
-            L.pos[p] = far;
-            L.ref[p] = far;
-            L.shift[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-        if (p < cells) L.cell_count[p] = 0;
-        if (p < L.clusters) L.pair_count[p] = 0;
-    }
-}
-
-/* Step 2: each atom's cell (tile x 512 + Z index within the tile) and its
-   slot in it. */
+/* Build, step 1 (the cell counters were zeroed at create, then by step 2
+   of the build before): each atom's cell (tile x 512 + Z index within
+   the tile) and its slot in it. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_list_count(elec__list L, const float4 *xyzq, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -4064,10 +4063,12 @@ elec__k_list_count(elec__list L, const float4 *xyzq, int n) {
                                               (elec__list_spread3(cz & 7) << 2));
     L.atom_key[i] = key;
     L.atom_slot[i] = atomicAdd(&L.cell_count[key], 1);
+    if (i == 0) L.info[ELEC__LIST_OVERFLOW] = 0; /* until this build overflows */
 }
 
-/* Step 3, one block of 512 per tile: its cells' starts within the tile
-   (a scan in shared memory) and its atom count rounded up to a cluster. */
+/* Step 2, one block of 512 per tile: its cells' starts within the tile
+   (a scan in shared memory; the counts zeroed for the next build), its
+   atoms, and their number rounded up to a cluster. */
 __global__ void __launch_bounds__(ELEC__LIST_TILE_CELLS)
 elec__k_list_tiles(elec__list L) {
     __shared__ int v[ELEC__LIST_TILE_CELLS];
@@ -4083,11 +4084,14 @@ elec__k_list_tiles(elec__list L) {
         __syncthreads();
     }
     L.cell_start[cell] = v[t] - count;
-    if (t == ELEC__LIST_TILE_CELLS - 1)
+    L.cell_count[cell] = 0;
+    if (t == ELEC__LIST_TILE_CELLS - 1) {
+        L.tile_atoms[blockIdx.x] = v[t];
         L.tile_total[blockIdx.x] = (v[t] + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
+    }
 }
 
-/* Step 5 (4 is the scan of the tiles' totals): atoms into their slots,
+/* Step 4 (3 is the scan of the tiles' totals): atoms into their slots,
    shifted into the box; the first slot of each cluster notes its tile. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_list_scatter(elec__list L, const float4 *xyzq, int n) {
@@ -4105,17 +4109,25 @@ elec__k_list_scatter(elec__list L, const float4 *xyzq, int n) {
     if ((p & (ELEC__LIST_CLUSTER - 1)) == 0) L.cluster_tile[p / ELEC__LIST_CLUSTER] = tile;
 }
 
-/* Step 6, one warp per cluster: its bounding box (padding left out; a
-   cluster's first slot always holds an atom). */
+/* Step 5, one warp per cluster: the padding slots of the cluster (past
+   its tile's atoms) marked and put far away, and the cluster's bounding
+   box (padding left out; a cluster's first slot always holds an atom). */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_list_bounds(elec__list L) {
     const int lane = threadIdx.x & 31;
     const int c = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (!L.info[ELEC__LIST_BUILD] || c >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER)
         return;
-    const int p = c * ELEC__LIST_CLUSTER + lane;
+    const int p = c * ELEC__LIST_CLUSTER + lane, tile = L.cluster_tile[c];
+    const bool atom = p - L.tile_start[tile] < L.tile_atoms[tile];
+    if (!atom) {
+        float4 far = elec__list_far(p);
+        L.order[p] = -1;
+        L.pos[p] = far;
+        L.ref[p] = far;
+        L.shift[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
     float4 a = L.ref[p];
-    bool atom = L.order[p] >= 0;
     float lo[3] = {atom ? a.x : 3e38f, atom ? a.y : 3e38f, atom ? a.z : 3e38f};
     float hi[3] = {atom ? a.x : -3e38f, atom ? a.y : -3e38f, atom ? a.z : -3e38f};
 #pragma unroll
@@ -4147,22 +4159,58 @@ __device__ __forceinline__ int elec__list_tile_at(int t, int k, int reach, int n
     return u < 0 ? u + n : u >= n ? u - n : u;
 }
 
-/* Step 7, one warp per i cluster: the j clusters (j >= i) of the tiles in
-   reach, its lanes on consecutive j, every image of j whose box is within
-   rlist of i's (for j = i the zero image, and of each pair of opposite
-   images one), each written to i's room. */
+/* The j atoms a lane's i atom skips in a tile (bit k: the entry of lane
+   k): its own cluster's atoms at or before it in the box itself (each
+   pair of a cluster once), and its excluded partners (which
+   elec__k_spme_real_finish corrects).  Every lane of the warp calls it. */
+__device__ __forceinline__ unsigned elec__list_tile_skip(unsigned entry, int ci, int lane,
+                                                         int eb, int ee, const int *excl_list,
+                                                         const int *slot_of, int n) {
+    const int slot = ci * ELEC__LIST_CLUSTER + lane;
+    unsigned skip = 0u;
+    for (int k = 0; k < 32; k++) {
+        unsigned e = __shfl_sync(0xffffffffu, entry, k);
+        if (e == ELEC__LIST_NONE) continue;
+        int js = (int)(e >> 5);
+        if ((e & 31u) == 13u && js <= slot && js / ELEC__LIST_CLUSTER == ci) skip |= 1u << k;
+        for (int x = eb; x < ee; x++) {
+            int partner = excl_list[x];
+            if (partner < n && slot_of[partner] == js) skip |= 1u << k;
+        }
+    }
+    return skip;
+}
+
+/* Steps 6 and 8, one warp per i cluster: the j clusters (j >= i) of the
+   tiles in reach, 32 at a time (a lane each), every image of j whose box
+   is within rlist of i's (for j = i only the box itself and one of each
+   pair of opposite images); for each, its atoms within rlist of i's box.
+   WRITE 0 counts them (rounded up to 32: entry_count); WRITE 1 writes them
+   from entry_start, pads i's last tile, and marks i's tiles (tile_i).  The
+   order is the same in both passes. */
+template <int WRITE>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_search(elec__list L) {
+elec__k_list_search(elec__list L, const int *excl_start, const int *excl_list, int n) {
     const int lane = threadIdx.x & 31;
     const int ci = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (!L.info[ELEC__LIST_BUILD] || ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER)
+    if (!L.info[ELEC__LIST_BUILD] || ci >= L.clusters) return;
+    if (ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER) {
+        if (!WRITE && lane == 0) L.entry_count[ci] = 0;
         return;
+    }
+    const unsigned below = (1u << lane) - 1u;
+    const int base = WRITE ? L.entry_start[ci] : 0;
+    if (WRITE && base + L.entry_count[ci] > L.entry_room) {
+        if (lane == 0) L.info[ELEC__LIST_OVERFLOW] = 1;
+        return;
+    }
     const float4 c = L.box_centre[ci], h = L.box_half[ci];
     const int tile = L.cluster_tile[ci];
     const int tx = tile % L.tiles.x, ty = (tile / L.tiles.x) % L.tiles.y,
               tz = tile / (L.tiles.x * L.tiles.y);
     const int kx_n = min(2 * L.reach.x + 1, L.tiles.x), ky_n = min(2 * L.reach.y + 1, L.tiles.y),
               kz_n = min(2 * L.reach.z + 1, L.tiles.z);
+    int count = 0;
     for (int kz = 0; kz < kz_n; kz++)
         for (int ky = 0; ky < ky_n; ky++)
             for (int kx = 0; kx < kx_n; kx++) {
@@ -4171,36 +4219,61 @@ elec__k_list_search(elec__list L) {
                                      L.tiles.y * elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z));
                 int first = max(L.tile_start[u] / ELEC__LIST_CLUSTER, ci);
                 int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
-                for (int cj = first + lane; cj < end; cj += 32) {
-                    float4 cc = L.box_centre[cj], hh = L.box_half[cj];
-                    float d[3] = {cc.x - c.x, cc.y - c.y, cc.z - c.z};
-                    float hs[3] = {h.x + hh.x, h.y + hh.y, h.z + hh.z};
-                    float len[3] = {L.length.x, L.length.y, L.length.z};
-                    for (int iz = -1; iz <= 1; iz++) {
-                        float gz = elec__list_gap(d[2] + iz * len[2], hs[2]);
-                        if (gz * gz >= L.rlist2) continue;
-                        for (int iy = -1; iy <= 1; iy++) {
-                            float gy = elec__list_gap(d[1] + iy * len[1], hs[1]);
-                            if (fmaf(gy, gy, gz * gz) >= L.rlist2) continue;
-                            for (int ix = -1; ix <= 1; ix++) {
-                                float gx = elec__list_gap(d[0] + ix * len[0], hs[0]);
-                                int code = (ix + 1) + 3 * (iy + 1) + 9 * (iz + 1);
-                                if (fmaf(gx, gx, fmaf(gy, gy, gz * gz)) >= L.rlist2 ||
-                                    (cj == ci && code < 13))
-                                    continue;
-                                int k = atomicAdd(&L.pair_count[ci], 1);
-                                if (k < L.room)
-                                    L.pair_room[(size_t)ci * L.room + k] = (cj << 5) | code;
-                                else
-                                    L.info[ELEC__LIST_OVERFLOW] = 1;
-                            }
+                for (int c0 = first; c0 < end; c0 += 32) {
+                    const int cj = c0 + lane;
+                    const bool have = cj < end;
+                    float4 cc = make_float4(0.0f, 0.0f, 0.0f, 0.0f), hh = cc;
+                    if (have) {
+                        cc = L.box_centre[cj];
+                        hh = L.box_half[cj];
+                    }
+                    for (int code = 0; code < 27; code++) {
+                        float3 s = elec__list_image(code, L.length);
+                        float gx = elec__list_gap(cc.x + s.x - c.x, h.x + hh.x);
+                        float gy = elec__list_gap(cc.y + s.y - c.y, h.y + hh.y);
+                        float gz = elec__list_gap(cc.z + s.z - c.z, h.z + hh.z);
+                        bool near = have && fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2 &&
+                                    !(cj == ci && code < 13);
+                        unsigned hits = __ballot_sync(0xffffffffu, near);
+                        while (hits) {
+                            const int from = __ffs(hits) - 1;
+                            hits &= hits - 1u;
+                            const int hj = __shfl_sync(0xffffffffu, cj, from);
+                            const int p = hj * ELEC__LIST_CLUSTER + lane;
+                            float4 a = L.ref[p];
+                            float ax = elec__list_gap(a.x + s.x - c.x, h.x);
+                            float ay = elec__list_gap(a.y + s.y - c.y, h.y);
+                            float az = elec__list_gap(a.z + s.z - c.z, h.z);
+                            bool in = L.order[p] >= 0 &&
+                                      fmaf(ax, ax, fmaf(ay, ay, az * az)) < L.rlist2;
+                            unsigned got = __ballot_sync(0xffffffffu, in);
+                            if (WRITE && in)
+                                L.entries[base + count + __popc(got & below)] =
+                                    ((unsigned)p << 5) | (unsigned)code;
+                            count += __popc(got);
                         }
                     }
                 }
             }
+    const int padded = (count + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
+    if (!WRITE) {
+        if (lane == 0) L.entry_count[ci] = padded;
+    } else {
+        for (int k = count + lane; k < padded; k += 32) L.entries[base + k] = ELEC__LIST_NONE;
+        __syncwarp();
+        const int atom = L.order[ci * ELEC__LIST_CLUSTER + lane];
+        const int eb = atom >= 0 ? excl_start[atom] : 0;
+        const int ee = atom >= 0 ? excl_start[atom + 1] : 0;
+        for (int t = 0; t < padded / ELEC__LIST_CLUSTER; t++) {
+            unsigned e = L.entries[base + t * ELEC__LIST_CLUSTER + lane];
+            unsigned skip = elec__list_tile_skip(e, ci, lane, eb, ee, excl_list, L.slot_of, n);
+            bool marked = __any_sync(0xffffffffu, skip != 0u);
+            if (lane == 0) L.tile_i[base / ELEC__LIST_CLUSTER + t] = ci | (marked ? 1 << 30 : 0);
+        }
+    }
 }
 
-/* Steps 4 and 8: exclusive prefix sum of count[0 .. items) (each capped
+/* Steps 3 and 7: exclusive prefix sum of count[0 .. items) (each capped
    at most) into start[0 .. items], in one block (items: thousands): each
    thread sums a contiguous run, the block scans the run sums
    (Hillis-Steele in shared memory), each thread writes its run's starts.
@@ -4230,40 +4303,6 @@ elec__k_list_scan(const int *info, const int *count, int *start, int items, int 
     if (t == ELEC__SPME_SCAN_THREADS - 1) start[items] = run_sums[t];
 }
 
-/* Step 9, one warp per i cluster: its pairs into the flat list (grouped
-   by i), each marked when one of i's atoms has an excluded partner in the
-   j cluster. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_compact(elec__list L, const int *excl_start, const int *excl_list, int n) {
-    const int lane = threadIdx.x & 31;
-    const int ci = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (!L.info[ELEC__LIST_BUILD] || ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER)
-        return;
-    const int count = min(L.pair_count[ci], L.room), base = L.pair_start[ci];
-    const int atom = L.order[ci * ELEC__LIST_CLUSTER + lane];
-    const int eb = atom >= 0 ? excl_start[atom] : 0, ee = atom >= 0 ? excl_start[atom + 1] : 0;
-    for (int k = 0; k < count; k++) {
-        int entry = L.pair_room[(size_t)ci * L.room + k], cj = entry >> 5;
-        bool excluded = false;
-        for (int e = eb; e < ee; e++) {
-            int partner = excl_list[e];
-            if (partner < n && L.slot_of[partner] / ELEC__LIST_CLUSTER == cj) excluded = true;
-        }
-        unsigned any = __ballot_sync(0xffffffffu, excluded);
-        if (lane == 0) L.pairs[base + k] = make_int2(ci | (any ? 1 << 30 : 0), entry);
-    }
-}
-
-/* Step 10, one thread: the flag lowered, the build counted, the list's
-   size noted. */
-__global__ void elec__k_list_done(elec__list L) {
-    if (!L.info[ELEC__LIST_BUILD]) return;
-    L.info[ELEC__LIST_BUILD] = 0;
-    L.info[ELEC__LIST_REBUILDS] += 1;
-    L.info[ELEC__LIST_SLOTS] = L.tile_start[L.tile_count];
-    L.info[ELEC__LIST_PAIRS] = L.pair_start[L.clusters];
-}
-
 /* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
    excluded pair: their energy is infinite.  The real-space kernels leave
    such a pair out rather than turn it into inf and NaN, and count it in a
@@ -4275,13 +4314,13 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
 }
 
 /* The evaluation: a fixed grid of warps, each on a contiguous run of the
-   list's cluster pairs (their number is known only on the device).  For
-   a pair (i, j, image s): d = r_i - (r_j + s), and for the 32 x 32 atom
-   pairs within the cutoff, not excluded, each once on the diagonal tile
-   (j > i within the cluster): F_i += q_i q_j f d, F_j -= the same,
+   list's tiles (their number is known only on the device).  For i atom
+   (lane l of cluster ci) and j atom (entry k: slot, image s):
+   d = r_i - (r_j + s); pairs within the cutoff and not skipped (marked
+   tiles: elec__list_tile_skip) add F_i += q_i q_j f d, F_j -= the same,
    phi_i += q_j g, phi_j += q_i g.  acc (zeroed by the check) gets both
-   atoms' sums by atomics: i's once per run of one i cluster, j's once per
-   pair.  Excluded pairs are masked here and corrected by
+   atoms' sums by atomics: i's once per run of tiles of one i cluster, j's
+   once per tile.  Excluded pairs are corrected by
    elec__k_spme_real_finish. */
 template <class Pair>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
@@ -4290,15 +4329,17 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     const int lane = threadIdx.x & 31, next = (lane + 1) & 31;
     const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int warps = gridDim.x * (blockDim.x >> 5);
-    const int total = L.info[ELEC__LIST_PAIRS];
+    const int entries = L.entry_start[L.clusters];
+    /* an overflowed list is not evaluated (elec_cuda_spme_energy says so) */
+    const int total = entries <= L.entry_room ? entries / ELEC__LIST_CLUSTER : 0;
     const int per = (total + warps - 1) / warps;
     const int end = min(warp * per + per, total);
     int ci = -1, eb = 0, ee = 0, coincident = 0;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float fix = 0.0f, fiy = 0.0f, fiz = 0.0f, phii = 0.0f;
     for (int t = warp * per; t < end; t++) {
-        const int2 rec = L.pairs[t];
-        const int i_cluster = rec.x & ((1 << 30) - 1);
+        const int record = L.tile_i[t];
+        const int i_cluster = record & ((1 << 30) - 1);
         if (i_cluster != ci) {
             if (ci >= 0) {
                 float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
@@ -4314,27 +4355,27 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
             eb = atom >= 0 ? excl_start[atom] : 0;
             ee = atom >= 0 ? excl_start[atom + 1] : 0;
         }
-        const int cj = rec.y >> 5, code = rec.y & 31;
-        /* r_i - s, so that d = (r_i - s) - r_j */
-        const float ax = a.x - (float)(code % 3 - 1) * L.length.x;
-        const float ay = a.y - (float)((code / 3) % 3 - 1) * L.length.y;
-        const float az = a.z - (float)(code / 9 - 1) * L.length.z;
-        unsigned skip = 0u; /* bit k: j atom k is excluded from i's */
-        if (rec.x >> 30)
-            for (int e = eb; e < ee; e++) {
-                int partner = excl_list[e];
-                if (partner >= n) continue;
-                int q = L.slot_of[partner];
-                if (q / ELEC__LIST_CLUSTER == cj) skip |= 1u << (q & 31);
-            }
-        if (cj == ci && code == 13) skip |= 0xffffffffu >> (31 - lane); /* j <= i */
-        float4 b = L.pos[cj * ELEC__LIST_CLUSTER + lane];
+        const unsigned entry = L.entries[t * ELEC__LIST_CLUSTER + lane];
+        const int js = (int)(entry >> 5);
+        float4 b;
+        if (entry != ELEC__LIST_NONE) {
+            float3 s = elec__list_image((int)(entry & 31u), L.length);
+            b = L.pos[js];
+            b.x += s.x;
+            b.y += s.y;
+            b.z += s.z;
+        } else {
+            b = elec__list_far(L.slots + lane);
+        }
+        const unsigned skip = (record >> 30) ? elec__list_tile_skip(entry, ci, lane, eb, ee,
+                                                                    excl_list, L.slot_of, n)
+                                             : 0u;
         float fjx = 0.0f, fjy = 0.0f, fjz = 0.0f, phij = 0.0f;
 #pragma unroll 4
         for (int k = 0; k < 32; k++) {
-            /* lane l holds j atom (l + k) mod 32 */
+            /* lane l holds the j atom of entry (l + k) mod 32 */
             const int jl = (lane + k) & 31;
-            float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
+            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
             float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
             if (r2 < L.cutoff2 && !((skip >> jl) & 1u)) {
                 if (elec__spme_coincident(r2)) {
@@ -4342,13 +4383,13 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
                 } else {
                     float g, f;
                     pair(r2, &g, &f);
-                    float s = a.w * b.w * f;
-                    fix = fmaf(s, dx, fix);
-                    fiy = fmaf(s, dy, fiy);
-                    fiz = fmaf(s, dz, fiz);
-                    fjx = fmaf(-s, dx, fjx);
-                    fjy = fmaf(-s, dy, fjy);
-                    fjz = fmaf(-s, dz, fjz);
+                    float q = a.w * b.w * f;
+                    fix = fmaf(q, dx, fix);
+                    fiy = fmaf(q, dy, fiy);
+                    fiz = fmaf(q, dz, fiz);
+                    fjx = fmaf(-q, dx, fjx);
+                    fjy = fmaf(-q, dy, fjy);
+                    fjz = fmaf(-q, dz, fjz);
                     phii = fmaf(b.w, g, phii);
                     phij = fmaf(a.w, g, phij);
                 }
@@ -4362,11 +4403,13 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
             fjz = __shfl_sync(0xffffffffu, fjz, next);
             phij = __shfl_sync(0xffffffffu, phij, next);
         }
-        float *to = &L.acc[cj * ELEC__LIST_CLUSTER + lane].x;
-        atomicAdd(to, fjx);
-        atomicAdd(to + 1, fjy);
-        atomicAdd(to + 2, fjz);
-        atomicAdd(to + 3, phij);
+        if (entry != ELEC__LIST_NONE) {
+            float *to = &L.acc[js].x;
+            atomicAdd(to, fjx);
+            atomicAdd(to + 1, fjy);
+            atomicAdd(to + 2, fjz);
+            atomicAdd(to + 3, phij);
+        }
     }
     if (ci >= 0) {
         float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
@@ -4376,6 +4419,17 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
         atomicAdd(to + 3, phii);
     }
     if (coincident) atomicAdd(coincident_sum, (double)coincident);
+}
+
+/* The build's last step, by one thread of the kernel after the pairs: the
+   flag lowered (every build kernel has read it), the build counted and
+   the list's size noted. */
+__device__ __forceinline__ void elec__list_done(const elec__list &L) {
+    if (!L.info[ELEC__LIST_BUILD]) return;
+    L.info[ELEC__LIST_BUILD] = 0;
+    L.info[ELEC__LIST_REBUILDS] += 1;
+    L.info[ELEC__LIST_SLOTS] = L.tile_start[L.tile_count];
+    L.info[ELEC__LIST_TILES] = L.entry_start[L.clusters] / ELEC__LIST_CLUSTER;
 }
 
 /* Per-atom sums of the excluded-pair correction. */
@@ -4438,7 +4492,9 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
                          float gauss, double alpha_exact, float4 *out, double *sums) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
-    int i = p < L.info[ELEC__LIST_SLOTS] ? L.order[p] : -1;
+    const int used = L.tile_start[L.tile_count];
+    int i = p < used ? L.order[p] : -1;
+    if (p == 0) elec__list_done(L);
     if (i >= 0) {
         float4 acc = L.acc[p], a = xyzq[i];
         s.real = 0.5 * (double)a.w * (double)acc.w;
@@ -4651,10 +4707,11 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
     ELEC__SPME_PLACE(list.cluster_tile, int, clusters);
     ELEC__SPME_PLACE(list.box_centre, float4, clusters);
     ELEC__SPME_PLACE(list.box_half, float4, clusters);
-    ELEC__SPME_PLACE(list.pair_count, int, clusters);
-    ELEC__SPME_PLACE(list.pair_start, int, clusters + 1);
-    ELEC__SPME_PLACE(list.pair_room, int, clusters * (size_t)h->list.room);
-    ELEC__SPME_PLACE(list.pairs, int2, clusters * (size_t)h->list.room);
+    ELEC__SPME_PLACE(list.tile_atoms, int, tiles);
+    ELEC__SPME_PLACE(list.entry_count, int, clusters);
+    ELEC__SPME_PLACE(list.entry_start, int, clusters + 1);
+    ELEC__SPME_PLACE(list.entries, unsigned, (size_t)h->list.entry_room);
+    ELEC__SPME_PLACE(list.tile_i, int, (size_t)h->list.entry_room / ELEC__LIST_CLUSTER);
     ELEC__SPME_PLACE(fft_work, char, h->fft_work_bytes);
 #undef ELEC__SPME_PLACE
     return at;
@@ -4664,12 +4721,12 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    of about 3 atoms at the mean density (at least 1.5 A), in tiles of 8^3;
    room for the atoms and each tile's padding; the tiles each way within
    reach of rlist (one more where the last tile along an axis is short);
-   and each i cluster's room for pairs: the j clusters whose centres lie
-   within rlist of the box of a cluster 1.5 times the mean cluster's edge
-   (a box of twice that edge grown by rlist), times 1.25, plus 32.
-   Atoms much denser than at the mean (a crowded region of a mostly empty
-   box) can outgrow it: the build then marks the list overflowed and
-   elec_cuda_spme_energy reports it. */
+   and the room for j entries: per cluster, half the atoms within rlist of
+   a box 1.5 times the mean cluster's edge (half: j >= i), times 1.5, and
+   two tiles' padding.  Atoms much denser than at the mean (a crowded
+   region of a mostly empty box) can outgrow it: the build then marks the
+   list overflowed, nothing is evaluated, and elec_cuda_spme_energy
+   reports it. */
 static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t max_atoms,
                                    double cutoff, double skin, elec_error *err) {
     const double pi = 3.14159265358979323846, rlist = cutoff + skin;
@@ -4707,12 +4764,13 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     L->tile_count = t[0] * t[1] * t[2];
     L->slots = (int)slots;
     L->clusters = (int)(slots / ELEC__LIST_CLUSTER);
-    edge = 2.0 * 1.5 * cbrt(ELEC__LIST_CLUSTER / density);
+    edge = 1.5 * cbrt(ELEC__LIST_CLUSTER / density);
     reach_volume = edge * edge * edge + 6.0 * edge * edge * rlist +
                    3.0 * pi * edge * rlist * rlist + 4.0 / 3.0 * pi * rlist * rlist * rlist;
-    room = 1.25 * reach_volume * density / ELEC__LIST_CLUSTER + 32.0;
-    if (room > 27.0 * L->clusters) room = 27.0 * L->clusters;
-    L->room = (int)room;
+    room = L->clusters * (1.5 * (0.5 * reach_volume * density) + 2.0 * ELEC__LIST_CLUSTER);
+    if (room > 27.0 * L->clusters * (double)slots) room = 27.0 * L->clusters * (double)slots;
+    if (room > (double)(INT_MAX / 2)) room = (double)(INT_MAX / 2);
+    L->entry_room = (int)room / ELEC__LIST_CLUSTER * ELEC__LIST_CLUSTER;
     L->cutoff2 = (float)(cutoff * cutoff);
     L->rlist2 = (float)(rlist * rlist);
     L->half_skin2 = (float)(0.25 * skin * skin);
@@ -4855,6 +4913,8 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
         int info[ELEC__LIST_INFO] = {0};
         info[ELEC__LIST_BUILD] = 1; /* the first compute builds the list */
         ELEC__CUDA_TRY(cudaMemcpy(h->list.info, info, sizeof info, cudaMemcpyHostToDevice));
+        ELEC__CUDA_TRY(cudaMemset(h->list.cell_count, 0, (size_t)h->list.tile_count *
+                                                           ELEC__LIST_TILE_CELLS * sizeof(int)));
     }
 cleanup:
     ELEC_FREE(host_theta);
@@ -4968,8 +5028,9 @@ cleanup:
 /* The neighbour list brought up to date on one stream, for the atoms of
    this compute (indexed as the exclusions are): the check, then the build
    chain, which does nothing unless the check (or a new n, or
-   elec_cuda_spme_rebuild) raised the flag.  *list_n: the atoms of the last
-   build request; another n raises the flag here. */
+   elec_cuda_spme_rebuild) raised the flag; the kernel after the pairs
+   lowers it (elec__list_done).  *list_n: the atoms of the last build
+   request; another n raises the flag here. */
 static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4 *xyzq,
                                      int n, const int *excl_start, const int *excl_list,
                                      int sm_count, cudaStream_t stream, elec_error *err) {
@@ -4977,6 +5038,7 @@ static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4
     const int block = ELEC__SPME_BLOCK, warps_per_block = ELEC__SPME_BLOCK / 32;
     const unsigned atom_blocks = (unsigned)((n + block - 1) / block);
     const unsigned slot_blocks = (unsigned)((L->slots + block - 1) / block);
+    (void)sm_count;
     const unsigned cluster_blocks = (unsigned)((L->clusters + warps_per_block - 1) /
                                                warps_per_block);
     if ((size_t)n != *list_n) {
@@ -4984,8 +5046,6 @@ static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4
         *list_n = (size_t)n;
     }
     elec__k_list_check<<<slot_blocks, block, 0, stream>>>(*L, xyzq);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_clear<<<4 * sm_count, block, 0, stream>>>(*L);
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_list_count<<<atom_blocks, block, 0, stream>>>(*L, xyzq, n);
     ELEC__CUDA_TRY(cudaGetLastError());
@@ -4998,14 +5058,12 @@ static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_list_bounds<<<cluster_blocks, block, 0, stream>>>(*L);
     ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_search<<<cluster_blocks, block, 0, stream>>>(*L);
+    elec__k_list_search<0><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_list_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
-        L->info, L->pair_count, L->pair_start, L->clusters, L->room);
+        L->info, L->entry_count, L->entry_start, L->clusters, INT_MAX);
     ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_compact<<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_done<<<1, 1, 0, stream>>>(*L);
+    elec__k_list_search<1><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
@@ -5322,7 +5380,7 @@ ELEC_DEF elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
     memset(stats, 0, sizeof *stats);
     stats->rebuilds = info[ELEC__LIST_REBUILDS];
-    stats->cluster_pairs = info[ELEC__LIST_PAIRS];
+    stats->tiles = info[ELEC__LIST_TILES];
     stats->clusters = info[ELEC__LIST_SLOTS] / ELEC__LIST_CLUSTER;
     stats->overflow = info[ELEC__LIST_OVERFLOW] != 0;
     stats->skin = h->p.list_skin;

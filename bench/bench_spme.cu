@@ -22,9 +22,9 @@
      R2C + C2R round trip of the same grid alone.
    Then the real space on its own line: its time without a rebuild, the
    rebuild's cost (the instrumented run after elec_cuda_spme_rebuild),
-   the list (cluster pairs, clusters), the pairs within the cutoff
-   (expected for uniform atoms: n^2 (4/3) pi rc^3 / (2 V)) and the atom
-   pairs the tiles evaluate (32 x 32 per cluster pair), their rates, and
+   the list (tiles, clusters), the pairs within the cutoff (expected for
+   uniform atoms: n^2 (4/3) pi rc^3 / (2 V)) and the atom pairs the tiles
+   evaluate (32 x 32 per tile), their rates, and
    the ceiling: three special-function operations per evaluated pair
    (rsqrt, reciprocal, exp2) at 16 per SM per clock, the unit that bounds
    the pair loop once memory is out of the way.
@@ -393,12 +393,12 @@ int main(int argc, char **argv) {
                 const double rc = b.h->p.cutoff, pi = 3.14159265358979323846;
                 const double within = (double)n * n * (4.0 / 3.0) * pi * rc * rc * rc /
                                       (2.0 * volume);
-                const double evaluated = 1024.0 * (double)list.cluster_pairs;
+                const double evaluated = 1024.0 * (double)list.tiles;
                 printf("%-8s   real space %.1f us without a rebuild (check %.1f + pairs "
                        "%.1f; %lld build(s) over every step timed so far, atoms unmoved), "
-                       "rebuild %.1f us; skin %.2f A, %lld cluster pairs over %lld "
+                       "rebuild %.1f us; skin %.2f A, %lld tiles over %lld "
                        "clusters\n", "", stage[6] + stage[4], stage[6], stage[4],
-                       builds_timed, rebuild[6], list.skin, list.cluster_pairs,
+                       builds_timed, rebuild[6], list.skin, list.tiles,
                        list.clusters);
                 printf("%-8s   pairs within the cutoff %.3g (%.2f Gpairs/s), evaluated in "
                        "tiles %.3g (%.0f%% useful, %.0f Gevals/s); ceiling %.0f Gevals/s "

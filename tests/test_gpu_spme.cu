@@ -849,7 +849,7 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
        (no rebuild: the counter stays) must give the forces and energy of a
        list rebuilt at the new positions (elec_cuda_spme_rebuild), to the
        run-to-run rounding of the atomics (1e-6 relative), as both contain
-       every pair within the cutoff.  A small skin (1 A) makes the buffer
+       every pair within the cutoff (the energy to 1e-5: below).  A small skin (1 A) makes the buffer
        matter: pairs 9-10 A apart at the build come within the cutoff.
        Then one atom moved 0.6 of the skin: the check rebuilds (the
        counter), and the forces again agree with a forced rebuild. */
@@ -875,10 +875,15 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
     list_case_compute(&c, rebuilt, &t_rebuilt, &s2);
     EXPECT(s2.rebuilds == s1.rebuilds + 1, "elec_cuda_spme_rebuild: %lld builds", s2.rebuilds);
     printf("     carried vs rebuilt after moves of 0.49 skin: energy %.1e, forces %.1e; "
-           "%lld cluster pairs over %lld clusters\n",
+           "%lld tiles over %lld clusters\n",
            terms_difference(&t_carried, &t_rebuilt), float_rel_rms(carried, rebuilt, 3 * n),
-           s2.cluster_pairs, s2.clusters);
-    EXPECT(terms_difference(&t_carried, &t_rebuilt) <= 1e-6, "energy terms differ by %.3e",
+           s2.tiles, s2.clusters);
+    /* the energy terms to 1e-5: the real energy is sum q_i phi_i / 2 over
+       atoms of both signs, each phi_i a float sum of ~400 terms whose
+       order the list sets; in water the terms' magnitudes exceed the
+       total's some hundredfold, so order changes of 1e-7 of each move the
+       total by up to ~1e-5 of itself (measured 2.4e-6) */
+    EXPECT(terms_difference(&t_carried, &t_rebuilt) <= 1e-5, "energy terms differ by %.3e",
            terms_difference(&t_carried, &t_rebuilt));
     EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "forces differ by %.3e",
            float_rel_rms(carried, rebuilt, 3 * n));
