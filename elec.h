@@ -56,11 +56,11 @@
                 elec_lattice_size elec_lattice_check elec_lattice_check_points
                 elec_lattice_around elec_lattice_point elec_lattice_face_count
                 elec_lattice_face_points elec_distance2 elec_bspline_weights
-                elec_bspline_weights_float elec_msm_gamma
-                elec_msm_gamma_derivative elec_bin_length elec_bins_build
-                elec_bins_free elec_cells_build elec_cells_free elec_cells_ijk
-                elec_cells_neighbour elec_bin_neighbourhood elec_malloc
-                elec_free elec_stage_seconds
+                elec_bspline_weights_float elec_erfc_scaled_float
+                elec_msm_gamma elec_msm_gamma_derivative elec_bin_length
+                elec_bins_build elec_bins_free elec_cells_build elec_cells_free
+                elec_cells_ijk elec_cells_neighbour elec_bin_neighbourhood
+                elec_malloc elec_free elec_stage_seconds
      >>io       I/O: PQR, OpenDX, output files
                 elec_read_pqr elec_parse_pqr elec_structure_free
                 elec_structure_atoms elec_structure_box elec_write_dx

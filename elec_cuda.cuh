@@ -4066,6 +4066,19 @@ elec__k_list_count(elec__list L, const float4 *xyzq, int n) {
     if (i == 0) L.info[ELEC__LIST_OVERFLOW] = 0; /* until this build overflows */
 }
 
+/* Inclusive prefix sum of v[0 .. n) in shared memory, in place
+   (Hillis-Steele): thread t of a block of n has written v[t]; every
+   thread calls it. */
+__device__ __forceinline__ void elec__block_scan(int *v, int t, int n) {
+    __syncthreads();
+    for (int offset = 1; offset < n; offset <<= 1) {
+        int add = t >= offset ? v[t - offset] : 0;
+        __syncthreads();
+        v[t] += add;
+        __syncthreads();
+    }
+}
+
 /* Step 2, one block of 512 per tile: its cells' starts within the tile
    (a scan in shared memory; the counts zeroed for the next build), its
    atoms, and their number rounded up to a cluster. */
@@ -4076,13 +4089,7 @@ elec__k_list_tiles(elec__list L) {
     const int t = threadIdx.x, cell = blockIdx.x * ELEC__LIST_TILE_CELLS + t;
     const int count = L.cell_count[cell];
     v[t] = count;
-    __syncthreads();
-    for (int offset = 1; offset < ELEC__LIST_TILE_CELLS; offset <<= 1) {
-        int add = t >= offset ? v[t - offset] : 0;
-        __syncthreads();
-        v[t] += add;
-        __syncthreads();
-    }
+    elec__block_scan(v, t, ELEC__LIST_TILE_CELLS);
     L.cell_start[cell] = v[t] - count;
     L.cell_count[cell] = 0;
     if (t == ELEC__LIST_TILE_CELLS - 1) {
@@ -4288,13 +4295,7 @@ elec__k_list_scan(const int *info, const int *count, int *start, int items, int 
     int first = min(t * per, items), last = min(first + per, items), s = 0;
     for (int i = first; i < last; i++) s += min(count[i], most);
     run_sums[t] = s;
-    __syncthreads();
-    for (int offset = 1; offset < ELEC__SPME_SCAN_THREADS; offset <<= 1) {
-        int v = t >= offset ? run_sums[t - offset] : 0;
-        __syncthreads();
-        run_sums[t] += v;
-        __syncthreads();
-    }
+    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
     s = t > 0 ? run_sums[t - 1] : 0;
     for (int i = first; i < last; i++) {
         start[i] = s;
