@@ -56,11 +56,11 @@
                 elec_lattice_size elec_lattice_check elec_lattice_check_points
                 elec_lattice_around elec_lattice_point elec_lattice_face_count
                 elec_lattice_face_points elec_distance2 elec_bspline_weights
-                elec_bspline_weights_float elec_msm_gamma
-                elec_msm_gamma_derivative elec_bin_length elec_bins_build
-                elec_bins_free elec_cells_build elec_cells_free elec_cells_ijk
-                elec_cells_neighbour elec_bin_neighbourhood elec_malloc
-                elec_free elec_stage_seconds
+                elec_bspline_weights_float elec_erfc_scaled_float
+                elec_msm_gamma elec_msm_gamma_derivative elec_bin_length
+                elec_bins_build elec_bins_free elec_cells_build elec_cells_free
+                elec_cells_ijk elec_cells_neighbour elec_bin_neighbourhood
+                elec_malloc elec_free elec_stage_seconds
      >>io       I/O: PQR, OpenDX, output files
                 elec_read_pqr elec_parse_pqr elec_structure_free
                 elec_structure_atoms elec_structure_box elec_write_dx
@@ -322,6 +322,28 @@ ELEC_HD static inline void elec_bspline_weights(int order, double t, double *w,
 ELEC_HD static inline void elec_bspline_weights_float(int order, float t,
                                                       float *w, float *dw) {
     ELEC__BSPLINE_WEIGHTS(float)
+}
+
+/* erfc in float, for the real-space pair functions: erfc(x) = exp(-x^2)
+   t P(t) with t = 1/(1 + x/2), P of degree 8 interpolating
+   erfc(x) exp(x^2) / t at Chebyshev nodes of t over x in [0, 6] (fitted
+   for elec in long double; the form is Numerical Recipes' erfcc, the
+   coefficients our own).  Returns t P(t); the caller multiplies by
+   exp(-x^2), which the Ewald force needs anyway, so that erfc costs a
+   reciprocal and eight FMAs.  Relative error, evaluated in float: 3e-7
+   (2.5 ulp) plus erfc's own conditioning, 2 x^2 ulp of a rounded x
+   (tests/test_ewald.c holds it to that against the double erfc). */
+ELEC_HD static inline float elec_erfc_scaled_float(float t) {
+    float p = -5.236785486e-02f;
+    p = p * t + 2.511066794e-01f;
+    p = p * t - 4.159404039e-01f;
+    p = p * t + 1.937662810e-01f;
+    p = p * t + 3.384862840e-02f;
+    p = p * t + 1.758072227e-01f;
+    p = p * t + 2.503185570e-01f;
+    p = p * t + 2.813079059e-01f;
+    p = p * t + 2.821529806e-01f;
+    return t * p;
 }
 
 /* The softened 1/rho of MSM splitting: for rho < 1 the Taylor expansion of
@@ -1061,6 +1083,11 @@ typedef struct elec_spme_params {
     size_t excluded_pair_count;
     elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
     elec_gpu_set gpus;            /* GPU calls: the first device is used     */
+    double list_skin;    /* GPU handle's neighbour list: its Verlet buffer
+                            (A); pairs are listed out to cutoff + skin and
+                            the list is rebuilt once an atom has moved more
+                            than half of it.  0 = 1.5; at most a quarter of
+                            the shortest box edge.  The CPU ignores it.   */
     elec_error_estimate estimate; /* out: filled by the resolve             */
 } elec_spme_params;
 
@@ -5292,6 +5319,12 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown SPME spreading scheme %d", (int)r.spread);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (!(r.list_skin >= 0.0) || !elec__finite(r.list_skin) ||
+        r.list_skin > 0.25 * shortest)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "neighbour-list skin %g A: use 0 (= 1.5 A) up to a quarter of the "
+                          "shortest box edge (%g A)", r.list_skin, 0.25 * shortest);
+    if (r.list_skin == 0.0) r.list_skin = 1.5 < 0.25 * shortest ? 1.5 : 0.25 * shortest;
     if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "B-spline order %d: use 4 to %d (0 = chosen)", r.order,

@@ -17,8 +17,19 @@
      and a breakdown from a separate, instrumented run in which every stage
      runs in order on one stream between events (no overlap of real space
      with the reciprocal chain): spread, FFT forward + backward, solve,
-     gather, real space (cell list and pairs); and the cuFFT R2C + C2R round
-     trip of the same grid alone.
+     gather, list (the neighbour list's displacement check: no rebuild),
+     real space (the pairs over the list and the exclusions); and the cuFFT
+     R2C + C2R round trip of the same grid alone.
+   Then the real space on its own line: its time without a rebuild, the
+   rebuild's cost (the instrumented run after elec_cuda_spme_rebuild),
+   the list (tiles, clusters), the pairs within the cutoff (expected for
+   uniform atoms: n^2 (4/3) pi rc^3 / (2 V)) and the atom pairs the tiles
+   evaluate (32 x 32 per tile), their rates, and
+   the ceiling: three special-function operations per evaluated pair
+   (rsqrt, reciprocal, exp2) at 16 per SM per clock, the unit that bounds
+   the pair loop once memory is out of the way.
+   Goals on an H100: DHFR full <= 60 us with real space <= 30 us, ApoA1
+   full <= 200 us, 1M full <= 2.5 ms, steps without a rebuild.
    Target on an H100: the DHFR reciprocal part (energy and forces) within
    60 us, where the 64^3 round trip alone takes about 27.5 us.
    Then the accuracy knob (tolerance_sweep): for water boxes of DHFR and
@@ -54,8 +65,11 @@
 
 
 #define BATCH 50
-#define BATCHES 20
 #define WARMUP 20
+/* Batches per median: 20; 5 with --quick (which also skips the gather
+   spreading and the tolerance sweep); --dhfr: the DHFR system alone, one
+   spreading, for a profiler (ncu -k regex:elec__k_list_pairs). */
+static int batches = 20;
 
 static double median(double *v, int n) {
     std::sort(v, v + n);
@@ -103,11 +117,11 @@ static void step(bench_state *b, int what) {
    events, after a warm-up. */
 static double time_step(bench_state *b, int what) {
     cudaEvent_t start, stop;
-    double times[BATCHES];
+    double times[20];
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     for (int i = 0; i < WARMUP; i++) step(b, what);
-    for (int r = 0; r < BATCHES; r++) {
+    for (int r = 0; r < batches; r++) {
         float ms;
         CUDA_CHECK(cudaEventRecord(start, b->stream));
         for (int i = 0; i < BATCH; i++) step(b, what);
@@ -118,15 +132,16 @@ static double time_step(bench_state *b, int what) {
     }
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
-    return median(times, BATCHES);
+    return median(times, batches);
 }
 
 /* Median time (us) of each stage in the instrumented, serial run. */
-static void time_stages(bench_state *b, double stage[6]) {
+static void time_stages(bench_state *b, double stage[7], int rebuild) {
     enum { RUNS = 50 };
-    static double times[6][RUNS];
+    static double times[7][RUNS];
     for (int r = -WARMUP; r < RUNS; r++) {
         elec_stage_times t;
+        if (rebuild) CHECK_ELEC(elec_cuda_spme_rebuild(b->h, b->stream, err));
         CHECK_ELEC(elec_cuda_spme_compute_timed(b->h, b->xyzq, b->n, b->forces,
                                                 ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL, &t,
                                                 b->stream, err));
@@ -138,8 +153,9 @@ static void time_stages(bench_state *b, double stage[6]) {
         times[3][r] = 1e3 * elec_stage_seconds(&t, "gather");
         times[4][r] = 1e3 * elec_stage_seconds(&t, "real space");
         times[5][r] = 1e3 * t.total;
+        times[6][r] = 1e3 * elec_stage_seconds(&t, "list build");
     }
-    for (int k = 0; k < 6; k++) stage[k] = 1e3 * median(times[k], RUNS);
+    for (int k = 0; k < 7; k++) stage[k] = 1e3 * median(times[k], RUNS);
 }
 
 /* The accuracy knob on the device: for water boxes of DHFR and ApoA1 size,
@@ -473,6 +489,10 @@ static int peer(const bench_system *systems, const char *dir) {
 }
 
 int main(int argc, char **argv) {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const int dhfr = argc > 1 && strcmp(argv[1], "--dhfr") == 0;
+    const int sweep = !quick && !dhfr, spreads = quick || dhfr ? 1 : 2;
+    if (quick) batches = 5;
     static const bench_system systems[3] = {
         {"DHFR", 23558, {62.23, 62.23, 62.23}, 64},
         {"ApoA1", 92224, {108.86, 108.86, 77.76}, 0},
@@ -488,17 +508,22 @@ int main(int argc, char **argv) {
         printf("elec beside OpenMM on %s: systems and rows in %s\n", name, argv[2]);
         return peer(systems, argv[2]);
     }
-    if (argc != 1) {
-        fprintf(stderr, "usage: bench_spme [--peer DIR]\n");
+    if (argc != 1 && !quick && !dhfr) {
+        fprintf(stderr, "usage: bench_spme [--quick | --dhfr | --peer DIR]\n");
         return 2;
     }
     printf("elec SPME benchmark on %s\n", name);
     printf("times in us per evaluation (energy and forces), medians; cutoff 9 A, "
            "alpha 0.3077 /A (the former default: erfc(alpha rc)/rc = 1e-5), order 4\n\n");
-    printf("%-8s %8s %-12s %-6s | %8s %8s %8s | %7s %7s %7s %7s %8s %8s | %8s\n",
+    int sms = 0, clock_khz = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    /* evaluated pairs per second the special-function unit allows */
+    const double ceiling = sms * 16.0 * clock_khz * 1e3 / 3.0;
+    printf("%-8s %8s %-12s %-6s | %8s %8s %8s | %7s %7s %7s %7s %7s %8s %8s | %8s\n",
            "system", "atoms", "grid", "spread", "full", "graph", "recip",
-           "spread", "FFT f+b", "solve", "gather", "real", "serial", "FFT only");
-    for (int k = 0; k < 3; k++) {
+           "spread", "FFT f+b", "solve", "gather", "list", "real", "serial", "FFT only");
+    for (int k = 0; k < (dhfr ? 1 : 3); k++) {
         const bench_system *sys = &systems[k];
         size_t n = sys->atoms;
         float4 *host = bench_atoms(sys, k);
@@ -509,11 +534,12 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
         CUDA_CHECK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
         CUDA_CHECK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
-        for (int spread = 0; spread < 2; spread++) {
+        for (int spread = 0; spread < spreads; spread++) {
             elec_spme_params p = {0};
             bench_state b;
             cudaGraph_t graph;
-            double stage[6], full, graphed, recip, fft;
+            double stage[7], rebuild[7], full, graphed, recip, fft;
+            elec_spme_list_stats list;
             char grid[32];
             elec_ewald_terms terms;
             /* the former defaults, fixed: cutoff 9 A, alpha 0.3077 /A
@@ -551,20 +577,43 @@ int main(int argc, char **argv) {
             graphed = time_step(&b, STEP_GRAPH);
             recip = time_step(&b, STEP_RECIPROCAL);
             fft = time_step(&b, STEP_FFT);
-            time_stages(&b, stage);
+            time_stages(&b, stage, 0);
             CHECK_ELEC(elec_cuda_spme_compute(b.h, d_xyzq, n, d_forces, b.stream, err));
             CHECK_ELEC(elec_cuda_spme_energy(b.h, &terms, b.stream, err));
+            CHECK_ELEC(elec_cuda_spme_list_stats(b.h, &list, b.stream, err));
+            const long long builds_timed = list.rebuilds;
+            time_stages(&b, rebuild, 1);
             snprintf(grid, sizeof grid, "%dx%dx%d", b.h->p.grid[0], b.h->p.grid[1],
                      b.h->p.grid[2]);
             printf("%-8s %8zu %-12s %-6s | %8.1f %8.1f %8.1f | %7.1f %7.1f %7.1f "
-                   "%7.1f %8.1f %8.1f | %8.1f\n",
+                   "%7.1f %7.1f %8.1f %8.1f | %8.1f\n",
                    sys->name, n, grid, spread ? "gather" : "cmap", full, graphed,
-                   recip, stage[0], stage[1], stage[2], stage[3], stage[4],
+                   recip, stage[0], stage[1], stage[2], stage[3], stage[6], stage[4],
                    stage[5], fft);
             printf("%-8s   E = %.6e kcal/mol (real %.4e, reciprocal %.4e, self "
-                   "%.4e), alpha %.4f /A, %s real space\n", "",
+                   "%.4e), alpha %.4f /A\n", "",
                    terms.total, terms.real, terms.reciprocal, terms.self,
-                   b.h->p.alpha, b.h->use_cells ? "cell-list" : "all-pairs");
+                   b.h->p.alpha);
+            {
+                const double volume = box.length[0] * box.length[1] * box.length[2];
+                const double rc = b.h->p.cutoff, pi = 3.14159265358979323846;
+                const double within = (double)n * n * (4.0 / 3.0) * pi * rc * rc * rc /
+                                      (2.0 * volume);
+                const double evaluated = 1024.0 * (double)list.tiles;
+                printf("%-8s   real space %.1f us without a rebuild (check %.1f + pairs "
+                       "%.1f; %lld build(s) over every step timed so far, atoms unmoved), "
+                       "rebuild %.1f us; skin %.2f A, %lld tiles over %lld "
+                       "clusters\n", "", stage[6] + stage[4], stage[6], stage[4],
+                       builds_timed, rebuild[6], list.skin, list.tiles,
+                       list.clusters);
+                printf("%-8s   pairs within the cutoff %.3g (%.2f Gpairs/s), evaluated in "
+                       "tiles %.3g (%.0f%% useful, %.0f Gevals/s); ceiling %.0f Gevals/s "
+                       "(%d SMs x 16 MUFU/clk at %.2f GHz / 3): the pair kernel at %.0f%%\n",
+                       "", within, 1e-3 * within / stage[4], evaluated,
+                       100.0 * within / evaluated, 1e-3 * evaluated / stage[4],
+                       1e-9 * ceiling, sms, 1e-6 * clock_khz,
+                       100.0 * (1e-3 * evaluated / stage[4]) / (1e-9 * ceiling));
+            }
             CUDA_CHECK(cudaGraphExecDestroy(b.graph));
             CUDA_CHECK(cudaGraphDestroy(graph));
             CUDA_CHECK(cudaStreamDestroy(b.stream));
@@ -595,6 +644,6 @@ int main(int argc, char **argv) {
            "stream); serial = the sum of the stages run one after another.\n"
            "goal (H100): DHFR recip <= 60 us, against a 64^3 cuFFT round trip of "
            "~27.5 us.\n");
-    tolerance_sweep();
+    if (sweep) tolerance_sweep();
     return 0;
 }
