@@ -5581,6 +5581,92 @@ cleanup:
    kernel of its own, kept small: the SPME handle's neighbour-list engine
    is to take it (MSM's pair function in place of erfc). */
 
+/* ---- >>msm periodic MSM: the short range's cell list.  SPME's real space
+   moved to the neighbour list (>>spme); the periodic MSM handle keeps this
+   plain cell list until its short range joins that engine (the list's
+   pair function is a template parameter for that): n cells per axis, each
+   at least cutoff / reach long, atoms wrapped into the box and sorted by
+   cell (count, scan, scatter). */
+typedef struct elec__spme_cells {
+    int3 n;
+    float3 per_length;     /* n / L */
+    int reach;             /* neighbour cells each way */
+} elec__spme_cells;
+
+/* x wrapped into [0, length), in float (a value rounding up to length
+   goes to 0's side of the cell list: clamped). */
+__device__ __forceinline__ float elec__spme_wrap(float x, float length, float inv_length) {
+    float w = x - length * floorf(x * inv_length);
+    if (w >= length) w -= length;
+    return w < 0.0f ? 0.0f : w;
+}
+
+__device__ __forceinline__ float4 elec__spme_wrapped(float4 a, elec__spme_geometry g) {
+    return make_float4(elec__spme_wrap(a.x, g.length.x, g.inv_length.x),
+                       elec__spme_wrap(a.y, g.length.y, g.inv_length.y),
+                       elec__spme_wrap(a.z, g.length.z, g.inv_length.z), a.w);
+}
+
+__device__ __forceinline__ int elec__spme_cell_index(float4 w, elec__spme_cells c) {
+    int cx = min((int)(w.x * c.per_length.x), c.n.x - 1);
+    int cy = min((int)(w.y * c.per_length.y), c.n.y - 1);
+    int cz = min((int)(w.z * c.per_length.z), c.n.z - 1);
+    return cx + c.n.x * (cy + c.n.y * cz);
+}
+
+/* Step 1: each atom's cell and its slot in it (atomics on the per-cell
+   counters, zeroed first). */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
+                         elec__spme_cells c, int *cell_count, int *atom_cell,
+                         int *atom_slot) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int cell = elec__spme_cell_index(elec__spme_wrapped(xyzq[i], g), c);
+    atom_cell[i] = cell;
+    atom_slot[i] = atomicAdd(&cell_count[cell], 1);
+}
+
+/* Step 2: exclusive prefix sum of the counts into start[0 .. cells] in one
+   block: each thread sums a contiguous run, the block scans the run sums
+   (elec__block_scan), each thread writes its run's starts. */
+__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
+elec__k_spme_cells_scan(const int *count, int *start, int cells) {
+    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
+    const int t = threadIdx.x;
+    int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
+    int first = min(t * per, cells), last = min(first + per, cells), s = 0;
+    for (int i = first; i < last; i++) s += count[i];
+    run_sums[t] = s;
+    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
+    s = t > 0 ? run_sums[t - 1] : 0;
+    for (int i = first; i < last; i++) {
+        start[i] = s;
+        s += count[i];
+    }
+    if (t == ELEC__SPME_SCAN_THREADS - 1) start[cells] = run_sums[t];
+}
+
+/* Step 3: atoms in cell order, wrapped, with their original index. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
+                           const int *start, const int *atom_cell, const int *atom_slot,
+                           float4 *sorted, int *sorted_index) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int p = start[atom_cell[i]] + atom_slot[i];
+    sorted[p] = elec__spme_wrapped(xyzq[i], g);
+    sorted_index[p] = i;
+}
+
+/* Whether j is on atom i's exclusion list list[begin .. end) (a few
+   entries: a linear scan). */
+__device__ __forceinline__ bool elec__spme_excluded(const int *list, int begin, int end, int j) {
+    for (int k = begin; k < end; k++)
+        if (list[k] == j) return true;
+    return false;
+}
+
 #define ELEC__PMSM_SUM_ENERGY 0     /* 1/2 sum q_i phi_i, self part out */
 #define ELEC__PMSM_SUM_CHARGE 1     /* sum q                              */
 #define ELEC__PMSM_SUM_COINCIDENT 2 /* pairs closer than the coincident
