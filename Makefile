@@ -8,6 +8,7 @@
 #   make sanitize-gpu  the GPU tests under compute-sanitizer's four tools
 #   make fuzz       the parsers under libFuzzer (clang), FUZZ_SECONDS each
 #   make bench      benchmarks (GPU); record the output in bench/RESULTS.md
+#   make bench-peer OpenMM and torch-pme beside elec on the same GPU
 #   make chargemap-tour  the charge-mapping ladder as a table (GPU)
 #   make contents   rewrites the contents block of each header (make test
 #                   fails while one is stale)
@@ -217,11 +218,13 @@ $(BUILD)/bench: bench/bench.cu tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 $(BUILD)/dcs_tour: examples/dcs_tour.cu tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/dcs_tour.cu $(CUDA_LIBS)
 
-$(BUILD)/md_loop: examples/md_loop.cu $(HEADERS) | $(BUILD)
+$(BUILD)/md_loop: examples/md_loop.cu tests/systems.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ examples/md_loop.cu $(CUDA_LIBS)
 
+# make md: molten NaCl on SPME (the default); MD_ARGS passes options, e.g.
+# make md MD_ARGS="--system water --method msm --steps 4000" (examples/md_loop.cu)
 md: $(BUILD)/md_loop
-	$(BUILD)/md_loop
+	$(BUILD)/md_loop $(MD_ARGS)
 
 $(BUILD)/msm_error_table: bench/msm_error_table.c tests/systems.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -O2 -o $@ bench/msm_error_table.c $(DEP_LIBS) -lm
@@ -252,9 +255,20 @@ bench: $(BUILD)/bench $(BUILD)/bench_spme $(BUILD)/bench_alpb $(BUILD)/bench_cha
 	$(BUILD)/bench_alpb
 	$(BUILD)/bench_chargemap
 
-# torch-pme side by side (needs its wheel: see bench/peer_torchpme.py)
-bench-peer:
-	python3 bench/peer_torchpme.py
+# Peers side by side on the same GPU: OpenMM (bench/peer_openmm.py, on the
+# systems bench_spme --peer writes) and torch-pme (bench/peer_torchpme.py).
+# Their wheels come from .whl/ where it is (installed with --no-deps into
+# PEER_PY); without it, a peer that is not importable says so and is skipped.
+PEER_PY ?= /tmp/pyd
+bench-peer: $(BUILD)/bench_spme
+	@if ls .whl/*.whl >/dev/null 2>&1; then \
+	    python3 -m pip install -q --no-deps --no-index --target $(PEER_PY) .whl/*.whl; \
+	else echo "bench-peer: no .whl/ here: the peers run only where already importable"; fi
+	mkdir -p $(BUILD)/peer
+	$(BUILD)/bench_spme --peer $(BUILD)/peer
+	PYTHONPATH=$(PEER_PY):$$PYTHONPATH LD_LIBRARY_PATH=/usr/local/cuda/lib64:$$LD_LIBRARY_PATH \
+	    python3 bench/peer_openmm.py $(BUILD)/peer
+	PYTHONPATH=$(PEER_PY):$$PYTHONPATH python3 bench/peer_torchpme.py
 
 tour: $(BUILD)/dcs_tour
 	$(BUILD)/dcs_tour

@@ -56,11 +56,11 @@
                 elec_lattice_size elec_lattice_check elec_lattice_check_points
                 elec_lattice_around elec_lattice_point elec_lattice_face_count
                 elec_lattice_face_points elec_distance2 elec_bspline_weights
-                elec_bspline_weights_float elec_msm_gamma
-                elec_msm_gamma_derivative elec_bin_length elec_bins_build
-                elec_bins_free elec_cells_build elec_cells_free elec_cells_ijk
-                elec_cells_neighbour elec_bin_neighbourhood elec_malloc
-                elec_free elec_stage_seconds
+                elec_bspline_weights_float elec_erfc_scaled_float
+                elec_msm_gamma elec_msm_gamma_derivative elec_bin_length
+                elec_bins_build elec_bins_free elec_cells_build elec_cells_free
+                elec_cells_ijk elec_cells_neighbour elec_bin_neighbourhood
+                elec_malloc elec_free elec_stage_seconds
      >>io       I/O: PQR, OpenDX, output files
                 elec_read_pqr elec_parse_pqr elec_structure_free
                 elec_structure_atoms elec_structure_box elec_write_dx
@@ -340,6 +340,28 @@ ELEC_HD static inline void elec_bspline_weights(int order, double t, double *w,
 ELEC_HD static inline void elec_bspline_weights_float(int order, float t,
                                                       float *w, float *dw) {
     ELEC__BSPLINE_WEIGHTS(float)
+}
+
+/* erfc in float, for the real-space pair functions: erfc(x) = exp(-x^2)
+   t P(t) with t = 1/(1 + x/2), P of degree 8 interpolating
+   erfc(x) exp(x^2) / t at Chebyshev nodes of t over x in [0, 6] (fitted
+   for elec in long double; the form is Numerical Recipes' erfcc, the
+   coefficients our own).  Returns t P(t); the caller multiplies by
+   exp(-x^2), which the Ewald force needs anyway, so that erfc costs a
+   reciprocal and eight FMAs.  Relative error, evaluated in float: 3e-7
+   (2.5 ulp) plus erfc's own conditioning, 2 x^2 ulp of a rounded x
+   (tests/test_ewald.c holds it to that against the double erfc). */
+ELEC_HD static inline float elec_erfc_scaled_float(float t) {
+    float p = -5.236785486e-02f;
+    p = p * t + 2.511066794e-01f;
+    p = p * t - 4.159404039e-01f;
+    p = p * t + 1.937662810e-01f;
+    p = p * t + 3.384862840e-02f;
+    p = p * t + 1.758072227e-01f;
+    p = p * t + 2.503185570e-01f;
+    p = p * t + 2.813079059e-01f;
+    p = p * t + 2.821529806e-01f;
+    return t * p;
 }
 
 /* The softened 1/rho of MSM splitting: for rho < 1 the Taylor expansion of
@@ -864,6 +886,12 @@ typedef struct elec_msm_params {
     elec_error_estimate estimate; /* out: estimate.force is the fitted
                                      relative error of the choice        */
     size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
+    /* Periodic energies (elec_cpu_msm_periodic_energy, the GPU's periodic
+       handle): atom index pairs (i, j), flattened, whose Coulomb term is
+       left out at its nearest image (bonded neighbours in a molecule), as
+       elec_ewald_params's are; other calls refuse them. */
+    const size_t *excluded_pairs;
+    size_t excluded_pair_count;
 } elec_msm_params;
 
 /* The measured table spans a in [8, 16] A, h in [1, 2.5] A: three times
@@ -1176,6 +1204,11 @@ typedef struct elec_spme_params {
     size_t excluded_pair_count;
     elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
     elec_gpu_set gpus;            /* GPU calls: the first device is used     */
+    double list_skin;    /* GPU handle's neighbour list: its Verlet buffer
+                            (A); pairs are listed out to cutoff + skin and
+                            the list is rebuilt once an atom has moved more
+                            than half of it.  0 = 1.5; at most a quarter of
+                            the shortest box edge.  The CPU ignores it.   */
     elec_error_estimate estimate; /* out: filled by the resolve             */
 } elec_spme_params;
 
@@ -2001,6 +2034,173 @@ static inline elec_status elec__msm_lattices_alloc(const elec__msm_shape *shape,
     return ELEC_OK;
 }
 
+/* Excluded pairs are for the periodic energies: the other MSM calls
+   refuse them rather than leave them in. */
+static inline elec_status elec__msm_no_exclusions(const elec_msm_params *p, elec_error *err) {
+    if (p->excluded_pair_count == 0) return ELEC_OK;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "%zu excluded pairs: only the periodic MSM energies take them "
+                      "(elec_cpu_msm_periodic_energy, elec_cuda_msm_periodic_create)",
+                      p->excluded_pair_count);
+}
+
+/* The periodic hierarchy (elec_cpu_msm_periodic_energy, the GPU's periodic
+   MSM handle): 1/r = [1/r - g_0] + K_0 + ... + K_{L-1} + g_L summed over
+   every image, g_l(r) = gamma(r/a_l)/a_l, a_l = 2^l a, and the lattice
+   kernel K_l = g_l - g_{l+1}, zero from 2 a_l on.  The finest lattice has
+   2^k_d points along axis d (the smallest with L_d / 2^k_d <= h); level l
+   has n_d >> l (at least 1) points at spacing L_d / n, indices modulo n;
+   levels = the largest k_d, the lattice after the last being one point:
+   the top, the constant elec__pmsm_top_constant.  Level l's stencil of K_l
+   covers offsets first .. first + width - 1 per axis; along an axis where
+   the kernel's reach is wider than the lattice the offsets are folded
+   modulo n (first 0, width n), which sums the periodic images. */
+typedef struct elec__pmsm_shape {
+    int levels;
+    int n[ELEC_MSM_MAX_LEVELS][3];
+    double h[ELEC_MSM_MAX_LEVELS][3];
+    long stencil_first[ELEC_MSM_MAX_LEVELS][3];
+    int stencil_width[ELEC_MSM_MAX_LEVELS][3];
+} elec__pmsm_shape;
+
+/* The most points one axis of the finest lattice may have, the most one
+   lattice may have, and the most kernel values all stencils together may
+   take (a cube at cutoff / spacing 64 takes 2e7; only a box far longer
+   along one axis than the others, whose short axes' stencils widen with
+   the cutoff level after level, comes near). */
+#define ELEC__PMSM_MAX_AXIS_POINTS 65536.0
+#define ELEC__PMSM_MAX_POINTS ((size_t)1 << 27)
+#define ELEC__PMSM_MAX_STENCIL 1e8
+
+static inline long elec__pmsm_wrap(long i, long n) {
+    long r = i % n;
+    return r < 0 ? r + n : r;
+}
+
+static inline size_t elec__pmsm_shape_points(const elec__pmsm_shape *s, int level) {
+    return (size_t)s->n[level][0] * (size_t)s->n[level][1] * (size_t)s->n[level][2];
+}
+
+static inline size_t elec__pmsm_stencil_points(const elec__pmsm_shape *s, int level) {
+    return (size_t)s->stencil_width[level][0] * (size_t)s->stencil_width[level][1] *
+           (size_t)s->stencil_width[level][2];
+}
+
+/* K_l(r) = gamma(r/a_l)/a_l - gamma(r/2a_l)/(2a_l), zero from r = 2 a_l
+   on (there both terms are 1/r; taking the zero avoids their rounding). */
+static inline double elec__pmsm_kernel(const elec_msm_params *p, int level, double r) {
+    const double a = p->cutoff * (double)(1L << level);
+    if (r >= 2.0 * a) return 0.0;
+    return elec_msm_gamma(r / a, p->splitting) / a -
+           elec_msm_gamma(r / (2.0 * a), p->splitting) / (2.0 * a);
+}
+
+/* The hierarchy's shape for resolved params in a checked box, refused
+   (ELEC_ERR_UNSUPPORTED, with the reason) where its lattices or stencils
+   would be too big. */
+static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const elec_box *box,
+                                              elec__pmsm_shape *s, elec_error *err) {
+    int finest[3], axis, l, most = 1;
+    double evaluations = 0.0;
+    memset(s, 0, sizeof *s);
+    for (axis = 0; axis < 3; axis++) {
+        int n = 1;
+        if (box->length[axis] / p->spacing > ELEC__PMSM_MAX_AXIS_POINTS)
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "box edge %d is %g A: over 2^16 periodic MSM lattice "
+                              "points at %g A", axis, box->length[axis], p->spacing);
+        while (box->length[axis] / n > p->spacing) n *= 2;
+        finest[axis] = n;
+        if (n > most) most = n;
+    }
+    if ((size_t)finest[0] * (size_t)finest[1] * (size_t)finest[2] > ELEC__PMSM_MAX_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM lattice %d x %d x %d: over 2^27 points",
+                          finest[0], finest[1], finest[2]);
+    while ((1 << s->levels) < most) s->levels++;
+    for (l = 0; l < s->levels; l++) {
+        const double a = p->cutoff * (double)(1L << l);
+        double kernel_values = 1.0;
+        for (axis = 0; axis < 3; axis++) {
+            long reach;
+            s->n[l][axis] = finest[axis] >> l > 1 ? finest[axis] >> l : 1;
+            s->h[l][axis] = box->length[axis] / s->n[l][axis];
+            reach = (long)ceil(2.0 * a / s->h[l][axis]);
+            kernel_values *= 2.0 * (double)reach + 1.0;
+            if (2 * reach + 1 > s->n[l][axis]) {
+                s->stencil_first[l][axis] = 0;
+                s->stencil_width[l][axis] = s->n[l][axis];
+            } else {
+                s->stencil_first[l][axis] = -reach;
+                s->stencil_width[l][axis] = (int)(2 * reach + 1);
+            }
+        }
+        evaluations += kernel_values;
+    }
+    if (evaluations > ELEC__PMSM_MAX_STENCIL) {
+        const int levels = s->levels;
+        s->levels = 0;
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM: the box %g x %g x %g A is too elongated "
+                          "for cutoff %g A (%d levels, stencils of %.2g points)",
+                          box->length[0], box->length[1], box->length[2], p->cutoff,
+                          levels, evaluations);
+    }
+    return ELEC_OK;
+}
+
+/* Level l's stencil K_l(|(dx h_x, dy h_y, dz h_z)|) for |d_axis| <= the
+   reach ceil(2 a_l / h_axis), folded modulo n where the shape says so,
+   into stencil (elec__pmsm_stencil_points values, x fastest, zeroed
+   here). */
+static inline void elec__pmsm_stencil_fill(const elec_msm_params *p, const elec__pmsm_shape *s,
+                                           int l, double *stencil) {
+    const double a = p->cutoff * (double)(1L << l);
+    const int *width = s->stencil_width[l];
+    long reach[3], dx, dy, dz;
+    int axis;
+    memset(stencil, 0, elec__pmsm_stencil_points(s, l) * sizeof *stencil);
+    for (axis = 0; axis < 3; axis++) reach[axis] = (long)ceil(2.0 * a / s->h[l][axis]);
+    for (dz = -reach[2]; dz <= reach[2]; dz++)
+        for (dy = -reach[1]; dy <= reach[1]; dy++)
+            for (dx = -reach[0]; dx <= reach[0]; dx++) {
+                const long d[3] = {dx, dy, dz};
+                double r2 = 0.0;
+                long slot[3];
+                for (axis = 0; axis < 3; axis++) {
+                    double along = (double)d[axis] * s->h[l][axis];
+                    r2 += along * along;
+                    /* a folded axis (first 0) adds image offsets together */
+                    slot[axis] = s->stencil_first[l][axis] == 0
+                                     ? elec__pmsm_wrap(d[axis], s->n[l][axis])
+                                     : d[axis] - s->stencil_first[l][axis];
+                }
+                stencil[slot[0] + width[0] * (slot[1] + (long)width[1] * slot[2])] +=
+                    elec__pmsm_kernel(p, l, sqrt(r2));
+            }
+}
+
+/* The top: the smooth rest g_L(r) = gamma(r/a_L)/a_L summed over all
+   images is, in the zero-mean (Ewald) convention, the constant
+   C_L = -(1/V) int (1/r - g_L) d^3r = -(4 pi a_L^2 / V) int_0^1 (rho -
+   rho^2 gamma(rho)) d rho, the integrand vanishing from rho = 1 on.
+   gamma is a polynomial below 1: composite Simpson with 2000 intervals
+   is exact to rounding for the low orders and far below MSM's error for
+   the rest.  (Ewald's background term is this constant's erfc analogue.)
+   The top's share of the energy is C_L Q^2 / 2 for a total charge Q. */
+static inline double elec__pmsm_top_constant(double a_top, double volume, int splitting) {
+    const int intervals = 2000;
+    const double step = 1.0 / intervals;
+    double sum = 0.0;
+    int k;
+    for (k = 0; k <= intervals; k++) {
+        const double rho = k * step;
+        const double weight = (k == 0 || k == intervals) ? 1.0 : (k % 2 ? 4.0 : 2.0);
+        sum += weight * (rho - rho * rho * elec_msm_gamma(rho, splitting));
+    }
+    return -4.0 * 3.14159265358979323846 * a_top * a_top * (sum * step / 3.0) / volume;
+}
+
 /* ---- >>alpb what the CPU and GPU ALPB calls share */
 
 /* Resolves the params and checks the vertices (finite) and normals
@@ -2114,6 +2314,55 @@ static inline void elec__alpb_point(const double *vertices, const double *normal
 static inline int elec__alpb_is_coulomb(const elec_alpb_params *r,
                                         const elec_alpb_kernel *k) {
     return r->exact && k->kappa == 0.0 && (k->region != 1 || r->proj == 0.0);
+}
+
+/* A periodic box: every edge positive and finite. */
+static inline elec_status elec__box_check(const elec_box *box, elec_error *err) {
+    int axis;
+    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
+    for (axis = 0; axis < 3; axis++)
+        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "box edge %d is %g: it must be positive", axis,
+                              box->length[axis]);
+    return ELEC_OK;
+}
+
+/* Excluded pairs name two different atoms that exist, each pair once. */
+static inline elec_status elec__exclusions_check(const size_t *pairs, size_t count,
+                                          size_t atom_count, elec_error *err) {
+    size_t e;
+    if (count > 0 && !pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu excluded pairs but no array", count);
+    for (e = 0; e < count; e++) {
+        if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu (%zu, %zu): there are %zu atoms",
+                              e, pairs[2 * e], pairs[2 * e + 1], atom_count);
+        if (pairs[2 * e] == pairs[2 * e + 1])
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "excluded pair %zu pairs atom %zu with itself", e,
+                              pairs[2 * e]);
+    }
+    if (count > 1) { /* a pair listed twice would be corrected twice */
+        size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
+        if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+        for (e = 0; e < count; e++) {
+            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
+            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
+        }
+        qsort(keys, count, sizeof *keys, elec__size_order);
+        for (e = 1; e < count; e++)
+            if (keys[e] == keys[e - 1]) {
+                size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
+                ELEC_FREE(keys);
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "the pair (%zu, %zu) is excluded twice", i, j);
+            }
+        ELEC_FREE(keys);
+    }
+    return ELEC_OK;
 }
 
 #endif /* ELEC__PRIVATE_DONE */
@@ -2421,54 +2670,6 @@ static elec_status elec__gpu_set_check(const elec_gpu_set *g, elec_error *err) {
     return ELEC_OK;
 }
 
-/* A periodic box: every edge positive and finite. */
-static elec_status elec__box_check(const elec_box *box, elec_error *err) {
-    int axis;
-    if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
-    for (axis = 0; axis < 3; axis++)
-        if (!(box->length[axis] > 0.0) || !elec__finite(box->length[axis]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "box edge %d is %g: it must be positive", axis,
-                              box->length[axis]);
-    return ELEC_OK;
-}
-
-/* Excluded pairs name two different atoms that exist, each pair once. */
-static elec_status elec__exclusions_check(const size_t *pairs, size_t count,
-                                          size_t atom_count, elec_error *err) {
-    size_t e;
-    if (count > 0 && !pairs)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%zu excluded pairs but no array", count);
-    for (e = 0; e < count; e++) {
-        if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu (%zu, %zu): there are %zu atoms",
-                              e, pairs[2 * e], pairs[2 * e + 1], atom_count);
-        if (pairs[2 * e] == pairs[2 * e + 1])
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu pairs atom %zu with itself", e,
-                              pairs[2 * e]);
-    }
-    if (count > 1) { /* a pair listed twice would be corrected twice */
-        size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
-        if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
-        for (e = 0; e < count; e++) {
-            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
-            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
-        }
-        qsort(keys, count, sizeof *keys, elec__size_order);
-        for (e = 1; e < count; e++)
-            if (keys[e] == keys[e - 1]) {
-                size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
-                ELEC_FREE(keys);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "the pair (%zu, %zu) is excluded twice", i, j);
-            }
-        ELEC_FREE(keys);
-    }
-    return ELEC_OK;
-}
 
 ELEC_DEF double elec_bin_length(double density, double fill) {
     if (!(density > 0.0) || !(fill > 0.0)) return 0.0;
@@ -5099,6 +5300,9 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
     else memset(&r, 0, sizeof r);
     memset(&r.estimate, 0, sizeof r.estimate);
     if (r.scale == 0.0) r.scale = 1.0;
+    if (r.excluded_pair_count > 0 && !r.excluded_pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu excluded pairs but no array", r.excluded_pair_count);
     /* a tolerance chooses what is left at 0 (a valid one; the checks below
        refuse the rest); out of reach, the defaults stay and the checks say
        so */
@@ -6038,6 +6242,12 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown SPME spreading scheme %d", (int)r.spread);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (!(r.list_skin >= 0.0) || !elec__finite(r.list_skin) ||
+        r.list_skin > 0.25 * shortest)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "neighbour-list skin %g A: use 0 (= 1.5 A) up to a quarter of the "
+                          "shortest box edge (%g A)", r.list_skin, 0.25 * shortest);
+    if (r.list_skin == 0.0) r.list_skin = 1.5 < 0.25 * shortest ? 1.5 : 0.25 * shortest;
     if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "B-spline order %d: use 4 to %d (0 = chosen)", r.order,

@@ -1464,6 +1464,7 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
                                             (double)(atoms->count ? atoms->count : 1),
                                 &p, err);
     if (s != ELEC_OK) return s;
+    if ((s = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     where.lattice = lattice;
     where.points = NULL;
@@ -1493,6 +1494,7 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
                                             (double)(atoms->count ? atoms->count : 1),
                                 &p, err);
     if (s != ELEC_OK) return s;
+    if ((s = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return s;
     if ((s = elec__cpu_points_check(points, point_count, potential, err)) != ELEC_OK)
         return s;
     if (point_count == 0) {
@@ -1531,6 +1533,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
+    if ((s = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return s;
     n = atoms->count;
     memset(&m, 0, sizeof m);
     memset(&cells, 0, sizeof cells);
@@ -1629,6 +1632,7 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
+    if ((s = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return s;
     memset(&m, 0, sizeof m);
     if (reference) {
         for (axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
@@ -1662,23 +1666,41 @@ cleanup:
     return s;
 }
 
+/* Excluded pairs as sorted keys min * n + max, for a binary search
+   (elec__size_order). */
+
+static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
+    return i < j ? i * n + j : j * n + i;
+}
+
+static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
+                                size_t j, size_t n) {
+    size_t key = elec__ewald_key(i, j, n);
+    return count > 0 &&
+           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
+}
+
+/* d = a - b, shifted to the nearest image. */
+static void elec__ewald_nearest(const double *a, const double *b,
+                                const double length[3], double d[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        d[axis] = a[axis] - b[axis];
+        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+    }
+}
+
 /* --------------------------------------------------------- periodic MSM */
 
-/* Periodic MSM splits the Ewald-convention periodic Coulomb sum as
-   1/r = [1/r - g_0] + K_0 + K_1 + ... + K_{L-1} + g_L, summed over every
-   image, with g_l(r) = gamma(r / a_l) / a_l, a_l = 2^l a, and the lattice
-   kernel K_l = g_l - g_{l+1}, zero from 2 a_l on.  The finest lattice has
-   2^k_d points along axis d; every level halves each axis that still has
-   more than one point.  Once all axes are down to one point the smooth
-   rest g_L is (to far below the method's error, as a_L >= (a/h) L_d) the
-   constant that gives the periodic potential zero mean: Ewald's
-   convention, whose background term it reproduces for a net charge. */
+/* Periodic MSM: the hierarchy of elec.h's elec__pmsm_shape (its comment
+   gives the splitting), in double.  Once all axes are down to one point
+   the smooth rest g_L is (to far below the method's error, as a_L >=
+   (a/h) L_d) the constant that gives the periodic potential zero mean:
+   Ewald's convention, whose background term it reproduces for a net
+   charge. */
 
-/* A lattice of the periodic hierarchy: n points per axis at spacing
-   h = L / n, indices taken modulo n.  Its stencil of K_l covers offsets
-   stencil_first .. stencil_first + stencil_width - 1 per axis; along an
-   axis where the kernel's reach is wider than the lattice, the offsets are
-   folded modulo n (first 0, width n), which sums the periodic images. */
+/* A lattice of the periodic hierarchy: the shape's n, h and stencil
+   extent of its level, with its charges, potentials and stencil. */
 typedef struct elec__pmsm_level {
     int n[3];
     double h[3];
@@ -1695,20 +1717,6 @@ typedef struct elec__pmsm {
     elec__pmsm_level level[ELEC_MSM_MAX_LEVELS];
 } elec__pmsm;
 
-/* The most points one axis of the finest lattice may have, the most one
-   lattice may have, and the most kernel values all stencils together may
-   take (a cube at cutoff / spacing 64 takes 2e7; only a box far longer
-   along one axis than the others, whose short axes' stencils widen with
-   the cutoff level after level, comes near). */
-#define ELEC__PMSM_MAX_AXIS_POINTS 65536.0
-#define ELEC__PMSM_MAX_POINTS ((size_t)1 << 27)
-#define ELEC__PMSM_MAX_STENCIL 1e8
-
-static long elec__pmsm_wrap(long i, long n) {
-    long r = i % n;
-    return r < 0 ? r + n : r;
-}
-
 static size_t elec__pmsm_points(const elec__pmsm_level *g) {
     return (size_t)g->n[0] * (size_t)g->n[1] * (size_t)g->n[2];
 }
@@ -1722,138 +1730,40 @@ static void elec__pmsm_free(elec__pmsm *m) {
     }
 }
 
-/* K_l(r) = gamma(r/a_l)/a_l - gamma(r/2a_l)/(2a_l), zero from r = 2 a_l
-   on (there both terms are 1/r; taking the zero avoids their rounding). */
-static double elec__pmsm_kernel(const elec__pmsm *m, int level, double r) {
-    const double a = m->p.cutoff * (double)(1L << level);
-    if (r >= 2.0 * a) return 0.0;
-    return elec_msm_gamma(r / a, m->p.splitting) / a -
-           elec_msm_gamma(r / (2.0 * a), m->p.splitting) / (2.0 * a);
-}
-
-/* Points along one axis of the finest lattice: the smallest power of two
-   with L / n <= h, so the spacing is at most the one asked for. */
-static elec_status elec__pmsm_axis_points(double length, double spacing,
-                                          int axis, int *points,
-                                          elec_error *err) {
-    int n = 1;
-    if (length / spacing > ELEC__PMSM_MAX_AXIS_POINTS)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "box edge %d is %g A: over 2^16 periodic MSM lattice "
-                          "points at %g A", axis, length, spacing);
-    while (length / n > spacing) n *= 2;
-    *points = n;
-    return ELEC_OK;
-}
-
-/* Kernel values level l's stencil takes: (2 reach + 1) per axis. */
-static double elec__pmsm_stencil_evaluations(const elec__pmsm *m, int l) {
-    const double a = m->p.cutoff * (double)(1L << l);
-    double evaluations = 1.0;
-    int axis;
-    for (axis = 0; axis < 3; axis++)
-        evaluations *= 2.0 * ceil(2.0 * a / m->level[l].h[axis]) + 1.0;
-    return evaluations;
-}
-
-/* Level l's stencil K_l(|(dx h_x, dy h_y, dz h_z)|) for |d_axis| <= the
-   reach ceil(2 a_l / h_axis), folded modulo n where 2 reach + 1 > n. */
-static elec_status elec__pmsm_stencil(elec__pmsm *m, int l, elec_error *err) {
-    elec__pmsm_level *g = &m->level[l];
-    const double a = m->p.cutoff * (double)(1L << l);
-    long reach[3], dx, dy, dz;
-    size_t size = 1;
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        reach[axis] = (long)ceil(2.0 * a / g->h[axis]);
-        if (2 * reach[axis] + 1 > g->n[axis]) {
-            g->stencil_first[axis] = 0;
-            g->stencil_width[axis] = g->n[axis];
-        } else {
-            g->stencil_first[axis] = -reach[axis];
-            g->stencil_width[axis] = (int)(2 * reach[axis] + 1);
-        }
-        size *= (size_t)g->stencil_width[axis];
-    }
-    g->stencil = (double *)ELEC_MALLOC(size * sizeof *g->stencil);
-    if (!g->stencil)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                          "no memory for a periodic MSM stencil of %zu points", size);
-    memset(g->stencil, 0, size * sizeof *g->stencil);
-    for (dz = -reach[2]; dz <= reach[2]; dz++)
-        for (dy = -reach[1]; dy <= reach[1]; dy++)
-            for (dx = -reach[0]; dx <= reach[0]; dx++) {
-                const long d[3] = {dx, dy, dz};
-                double r2 = 0.0;
-                long slot[3];
-                for (axis = 0; axis < 3; axis++) {
-                    double along = (double)d[axis] * g->h[axis];
-                    r2 += along * along;
-                    /* a folded axis (first 0) adds image offsets together */
-                    slot[axis] = g->stencil_first[axis] == 0
-                                     ? elec__pmsm_wrap(d[axis], g->n[axis])
-                                     : d[axis] - g->stencil_first[axis];
-                }
-                g->stencil[slot[0] + g->stencil_width[0] *
-                                         (slot[1] + (long)g->stencil_width[1] * slot[2])] +=
-                    elec__pmsm_kernel(m, l, sqrt(r2));
-            }
-    return ELEC_OK;
-}
-
-/* Lattices 0 .. levels-1 (level l: n_d >> l points, at least 1), each with
-   zeroed charges and potentials and its stencil; levels = the largest k_d,
-   so the lattice after the last would be one point: the top. */
+/* Lattices 0 .. levels-1 of elec__pmsm_shape_of, each with zeroed charges
+   and potentials and its stencil (elec__pmsm_stencil_fill). */
 static elec_status elec__pmsm_setup(elec__pmsm *m, const elec_msm_params *p,
                                     const elec_box *box, elec_error *err) {
-    int finest[3], axis, l, most = 1;
-    double evaluations = 0.0;
+    elec__pmsm_shape shape;
+    int axis, l;
     elec_status s;
     memset(m, 0, sizeof *m);
     m->p = *p;
     m->interpolation = (int)p->interpolation;
     m->support = elec_msm_support(m->interpolation);
-    for (axis = 0; axis < 3; axis++) {
-        m->length[axis] = box->length[axis];
-        s = elec__pmsm_axis_points(box->length[axis], p->spacing, axis,
-                                   &finest[axis], err);
-        if (s != ELEC_OK) return s;
-        if (finest[axis] > most) most = finest[axis];
-    }
-    if ((size_t)finest[0] * (size_t)finest[1] * (size_t)finest[2] > ELEC__PMSM_MAX_POINTS)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "periodic MSM lattice %d x %d x %d: over 2^27 points",
-                          finest[0], finest[1], finest[2]);
-    while ((1 << m->levels) < most) m->levels++;
+    for (axis = 0; axis < 3; axis++) m->length[axis] = box->length[axis];
+    if ((s = elec__pmsm_shape_of(p, box, &shape, err)) != ELEC_OK) return s;
+    m->levels = shape.levels;
     for (l = 0; l < m->levels; l++) {
         elec__pmsm_level *g = &m->level[l];
+        size_t count = elec__pmsm_shape_points(&shape, l);
+        size_t stencil = elec__pmsm_stencil_points(&shape, l);
         for (axis = 0; axis < 3; axis++) {
-            g->n[axis] = finest[axis] >> l > 1 ? finest[axis] >> l : 1;
-            g->h[axis] = box->length[axis] / g->n[axis];
+            g->n[axis] = shape.n[l][axis];
+            g->h[axis] = shape.h[l][axis];
+            g->stencil_first[axis] = shape.stencil_first[l][axis];
+            g->stencil_width[axis] = shape.stencil_width[l][axis];
         }
-        evaluations += elec__pmsm_stencil_evaluations(m, l);
-    }
-    if (evaluations > ELEC__PMSM_MAX_STENCIL) {
-        const int levels = m->levels;
-        m->levels = 0; /* nothing allocated yet */
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "periodic MSM: the box %g x %g x %g A is too elongated "
-                          "for cutoff %g A (%d levels, stencils of %.2g points)",
-                          box->length[0], box->length[1], box->length[2],
-                          p->cutoff, levels, evaluations);
-    }
-    for (l = 0; l < m->levels; l++) {
-        elec__pmsm_level *g = &m->level[l];
-        size_t count = elec__pmsm_points(g);
         g->q = (double *)ELEC_MALLOC(count * sizeof *g->q);
         g->e = (double *)ELEC_MALLOC(count * sizeof *g->e);
-        if (!g->q || !g->e)
+        g->stencil = (double *)ELEC_MALLOC(stencil * sizeof *g->stencil);
+        if (!g->q || !g->e || !g->stencil)
             return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                              "no memory for a periodic MSM lattice of %zu points",
-                              count);
+                              "no memory for a periodic MSM lattice of %zu points "
+                              "and its stencil of %zu", count, stencil);
         memset(g->q, 0, count * sizeof *g->q);
         memset(g->e, 0, count * sizeof *g->e);
-        if ((s = elec__pmsm_stencil(m, l, err)) != ELEC_OK) return s;
+        elec__pmsm_stencil_fill(p, &shape, l, g->stencil);
     }
     return ELEC_OK;
 }
@@ -2018,26 +1928,6 @@ static double elec__pmsm_interpolate(const elec__pmsm *m, const double *x,
     return phi;
 }
 
-/* The top: the smooth rest g_L(r) = gamma(r/a_L)/a_L summed over all
-   images is, in the zero-mean (Ewald) convention, the constant
-   C_L = -(1/V) int (1/r - g_L) d^3r = -(4 pi a_L^2 / V) int_0^1 (rho -
-   rho^2 gamma(rho)) d rho, the integrand vanishing from rho = 1 on.
-   gamma is a polynomial below 1: composite Simpson with 2000 intervals
-   is exact to rounding for the low orders and far below MSM's error for
-   the rest.  (Ewald's background term is this constant's erfc analogue.) */
-static double elec__pmsm_top_constant(double a_top, double volume, int splitting) {
-    const int intervals = 2000;
-    const double step = 1.0 / intervals;
-    double sum = 0.0;
-    int k;
-    for (k = 0; k <= intervals; k++) {
-        const double rho = k * step;
-        const double weight = (k == 0 || k == intervals) ? 1.0 : (k % 2 ? 4.0 : 2.0);
-        sum += weight * (rho - rho * rho * elec_msm_gamma(rho, splitting));
-    }
-    return -4.0 * ELEC__PI * a_top * a_top * (sum * step / 3.0) / volume;
-}
-
 /* Short range: at each atom i, phi_i = sum over atoms j and images n,
    (j, n) != (i, 0), with |r_i - r_j - nL| < a of q_j (1/r - gamma(r/a)/a),
    and the force on i from them.  A cell list of the wrapped atoms, each
@@ -2046,10 +1936,14 @@ static double elec__pmsm_top_constant(double a_top, double volume, int splitting
    to ceil(a / cell edge) visits every (atom, image) within a exactly once,
    however small the box.  Each atom sums all its own partners (no i < j
    halving), which keeps the threads apart; the caller halves the energy.
+   An excluded pair (keys: elec__ewald_key, sorted) is left out at its
+   nearest image (|d| <= L/2 along every axis), as Ewald leaves it out;
+   elec__pmsm_excluded takes its smooth part back out of the lattices'.
    The first coincident pair found goes to bad (i, j). */
 static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
                                   const double length[3], const elec_msm_params *p,
-                                  double *phi, double *forces, size_t bad[2]) {
+                                  const size_t *keys, double *phi, double *forces,
+                                  size_t bad[2]) {
     const double a = p->cutoff, a2 = a * a;
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     const double zero[3] = {0.0, 0.0, 0.0};
@@ -2092,6 +1986,11 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
                             d[axis] = xi[axis] - x[3 * j + axis] - shift[axis];
                         r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
                         if (r2 >= a2) continue;
+                        if (p->excluded_pair_count > 0 && j != (size_t)i &&
+                            fabs(d[0]) <= 0.5 * length[0] && fabs(d[1]) <= 0.5 * length[1] &&
+                            fabs(d[2]) <= 0.5 * length[2] &&
+                            elec__ewald_excluded(keys, p->excluded_pair_count, (size_t)i, j, n))
+                            continue;
                         if (r2 < c2) {
 #ifdef _OPENMP
 #pragma omp critical(elec__pmsm_coincident)
@@ -2121,6 +2020,33 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
     return coincident;
 }
 
+/* Excluded pairs: the lattices carry every pair's smooth part g_0(r) =
+   gamma(r/a)/a, the nearest image's of an excluded pair too; it comes back
+   out here (the short range left the pair out), so that the pair's whole
+   Coulomb term is gone: phi_i -= q_j g_0(r), phi_j -= q_i g_0(r), and the
+   force of E = -q_i q_j g_0(r), F_i = q_i q_j g_0'(r) d / r. */
+static void elec__pmsm_excluded(const double *x, const double *q, const double length[3],
+                                const elec_msm_params *p, double *phi, double *forces) {
+    size_t e;
+    for (e = 0; e < p->excluded_pair_count; e++) {
+        const size_t i = p->excluded_pairs[2 * e], j = p->excluded_pairs[2 * e + 1];
+        double d[3], r, smooth, slope;
+        int axis;
+        elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+        r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        smooth = elec_msm_gamma(r / p->cutoff, p->splitting) / p->cutoff;
+        phi[i] -= q[j] * smooth;
+        phi[j] -= q[i] * smooth;
+        if (!forces || r == 0.0) continue; /* gamma'(0) = 0 */
+        slope = elec_msm_gamma_derivative(r / p->cutoff, p->splitting) /
+                (p->cutoff * p->cutoff);
+        for (axis = 0; axis < 3; axis++) {
+            forces[3 * i + axis] += q[i] * q[j] * slope * d[axis] / r;
+            forces[3 * j + axis] -= q[i] * q[j] * slope * d[axis] / r;
+        }
+    }
+}
+
 ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
                                                   const elec_box *box,
                                                   const elec_msm_params *params,
@@ -2131,7 +2057,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     elec__pmsm m;
     double *x = NULL, *q = NULL, *phi = NULL;
     double total_charge = 0.0, top, self, sum = 0.0;
-    size_t i, n, bad[2] = {0, 0};
+    size_t i, n, bad[2] = {0, 0}, *keys = NULL;
     elec_status s;
     int axis, found;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -2139,20 +2065,27 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
+    if ((s = elec__exclusions_check(p.excluded_pairs, p.excluded_pair_count, n, err)) !=
+        ELEC_OK)
+        return s;
     memset(&m, 0, sizeof m);
     x = (double *)ELEC_MALLOC((3 * n + 3) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
     phi = (double *)ELEC_MALLOC((n + 1) * sizeof *phi);
-    if (!x || !q || !phi) {
+    keys = (size_t *)ELEC_MALLOC((p.excluded_pair_count + 1) * sizeof *keys);
+    if (!x || !q || !phi || !keys) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
         goto cleanup;
     }
     if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
     if ((s = elec__pmsm_setup(&m, &p, box, err)) != ELEC_OK) goto cleanup;
+    for (i = 0; i < p.excluded_pair_count; i++)
+        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
+    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
     elec__pmsm_long_range(&m, x, q, n);
     memset(phi, 0, (n + 1) * sizeof *phi);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
-    found = elec__pmsm_short_range(x, q, n, box->length, &p, phi, forces, bad);
+    found = elec__pmsm_short_range(x, q, n, box->length, &p, keys, phi, forces, bad);
     if (found < 0) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for cells");
         goto cleanup;
@@ -2163,6 +2096,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
                        "energy is infinite", bad[0], bad[1]);
         goto cleanup;
     }
+    elec__pmsm_excluded(x, q, box->length, &p, phi, forces);
     for (i = 0; i < n; i++) total_charge += q[i];
     top = total_charge * elec__pmsm_top_constant(p.cutoff * (double)(1L << m.levels),
                                                  box->length[0] * box->length[1] *
@@ -2190,34 +2124,11 @@ cleanup:
     ELEC_FREE(x);
     ELEC_FREE(q);
     ELEC_FREE(phi);
+    ELEC_FREE(keys);
     return s;
 }
 
 /* ----------------------------------------------------------------------- >>ewald Ewald */
-
-/* Excluded pairs as sorted keys min * n + max, for a binary search
-   (elec__size_order). */
-
-static size_t elec__ewald_key(size_t i, size_t j, size_t n) {
-    return i < j ? i * n + j : j * n + i;
-}
-
-static int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
-                                size_t j, size_t n) {
-    size_t key = elec__ewald_key(i, j, n);
-    return count > 0 &&
-           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
-}
-
-/* d = a - b, shifted to the nearest image. */
-static void elec__ewald_nearest(const double *a, const double *b,
-                                const double length[3], double d[3]) {
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        d[axis] = a[axis] - b[axis];
-        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
-    }
-}
 
 /* The real-space pair force's magnitude over r: -dE/dr_i = f r, r = r_i -
    r_j, f = q_i q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2))

@@ -74,12 +74,15 @@
                 elec_cuda_cutoff_map
      >>msm      MSM: multilevel summation
                 elec_cuda_msm_map elec_cuda_msm_map_timed elec_cuda_msm_energy
-                elec_cuda_msm_lattices
+                elec_cuda_msm_lattices elec_cuda_msm_periodic_create
+                elec_cuda_msm_periodic_params elec_cuda_msm_periodic_compute
+                elec_cuda_msm_periodic_energy elec_cuda_msm_periodic_destroy
      >>ewald    Ewald
      >>spme     SPME: smooth particle mesh Ewald
                 elec_cuda_spme_create elec_cuda_spme_create_in
                 elec_cuda_spme_params elec_cuda_spme_compute
-                elec_cuda_spme_compute_timed elec_cuda_spme_energy
+                elec_cuda_spme_compute_timed elec_cuda_spme_list_stats
+                elec_cuda_spme_rebuild elec_cuda_spme_energy
                 elec_cuda_spme_destroy elec_cuda_spme
      >>charges  charge mapping
                 elec_cuda_chargemap elec_cuda_chargemap_timed
@@ -276,6 +279,54 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
                                             const elec_msm_params *params,
                                             elec_msm_lattices *out, elec_error *err);
 
+/* Periodic MSM for MD on one GPU: elec_cpu_msm_periodic_energy's method
+   (the Ewald convention, a net charge's background included; excluded
+   pairs in params as the CPU takes them), every stage on the device in
+   float, energies summed in double, behind a handle with the SPME
+   handle's shape:
+       elec_cuda_msm_periodic_handle *h;
+       elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err);  lattices, buffers
+       each step:
+           elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err);
+       elec_cuda_msm_periodic_energy(h, &energy, stream, &err);   when wanted
+       elec_cuda_msm_periodic_destroy(h);
+   create resolves params once (elec_msm_params_resolve, as the CPU's
+   periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is
+   refused), on the first device of params.gpus; its atoms' count is the
+   most a compute may take (their positions are not used); the excluded
+   pairs are copied.  compute only enqueues work on `stream` (no
+   allocation, no host transfer, no synchronisation: it can be captured in
+   a CUDA graph); one compute at a time per handle.  d_xyzq: n float4
+   (x, y, z, q) in A and e, anywhere (wrapped on the device, in float: keep
+   them within a few box lengths), indexed as the excluded pairs are;
+   d_forces: 3n floats, interleaved, -dE/dr times scale (NULL = energy
+   only).  Two atoms (or an atom and an image) closer than
+   ELEC_COINCIDENT_DISTANCE that are not an excluded pair: compute leaves
+   the pair out and the next elec_cuda_msm_periodic_energy returns
+   ELEC_ERR_INVALID_ARG.  ELEC_ERR_NO_DEVICE without a GPU; a box within
+   one spacing (no lattice) is ELEC_ERR_UNSUPPORTED. */
+typedef struct elec_cuda_msm_periodic_handle elec_cuda_msm_periodic_handle;
+ELEC_API elec_status elec_cuda_msm_periodic_create(const elec_box *box, const elec_atoms *atoms,
+                                                   const elec_msm_params *params,
+                                                   elec_cuda_msm_periodic_handle **out,
+                                                   elec_error *err);
+/* The parameters the handle computes with (resolved; excluded_pairs NULL,
+   their count kept). */
+ELEC_API elec_status elec_cuda_msm_periodic_params(const elec_cuda_msm_periodic_handle *h,
+                                                   elec_msm_params *resolved,
+                                                   elec_error *err);
+ELEC_API elec_status elec_cuda_msm_periodic_compute(elec_cuda_msm_periodic_handle *h,
+                                                    const float4 *d_xyzq, size_t n,
+                                                    float *d_forces, cudaStream_t stream,
+                                                    elec_error *err);
+/* The energy of the last compute (times scale, kcal/mol with the Coulomb
+   constant as scale); synchronises `stream`. */
+ELEC_API elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle *h,
+                                                   double *energy, cudaStream_t stream,
+                                                   elec_error *err);
+/* Waits for the device's work, then releases the handle. */
+ELEC_API void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h);
+
 /* ----------------------------------------------------------------------- >>ewald Ewald */
 
 /* No GPU path: the exact sum is the CPU's double-precision reference
@@ -289,8 +340,10 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
    double.  Charges are spread on the grid by B-splines (params.spread:
    atomics, or the seed's gather with per-cell slots), transformed by
    cuFFT, multiplied by the influence function and transformed back; the
-   real-space sum runs over a cell list built on the device, concurrently
-   with the reciprocal part.
+   real-space sum runs over a neighbour list of 32-atom clusters that the
+   handle keeps across computes (Verlet buffer params.list_skin: rebuilt on
+   the device, without a host synchronisation, once an atom has moved more
+   than half of it), concurrently with the reciprocal part.
 
    An MD code keeps a handle and its coordinates on the GPU:
        elec_cuda_spme_handle *h;
@@ -361,8 +414,10 @@ ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
    stage in order on `stream` (no overlap of the real space with the
    reciprocal chain), CUDA events between them; the call waits for them and
    fills times with "spread", "forward FFT", "solve", "backward FFT",
-   "real space" and "gather" (a part not asked for takes 0 s; total: first
-   event to last; nothing for FFT_ONLY or no atoms). */
+   "list build" (the displacement check, and the neighbour list's rebuild
+   when one is due), "real space" (the pairs over the list, exclusions)
+   and "gather" (a part not asked for takes 0 s; total: first event to
+   last; nothing for FFT_ONLY or no atoms). */
 #define ELEC_SPME_RECIPROCAL 1
 #define ELEC_SPME_REAL 2
 #define ELEC_SPME_FFT_ONLY 4
@@ -371,8 +426,33 @@ ELEC_API elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
                                                   float *d_forces, int parts,
                                                   elec_stage_times *times,
                                                   cudaStream_t stream, elec_error *err);
+/* The real-space neighbour list of a handle (elec_cuda_spme_list_stats). */
+typedef struct elec_spme_list_stats {
+    long long rebuilds;       /* builds since create (the first compute's
+                                 included)                                 */
+    long long tiles;          /* tiles in the list: each evaluates 32 x 32
+                                 atom pairs (an i cluster against 32 atoms
+                                 near it)                                  */
+    long long clusters;       /* clusters of 32 atom slots in use          */
+    int overflow;             /* 1: the list outgrew its room (atoms far
+                                 denser than at create); computes are wrong
+                                 until a handle is made for them           */
+    double skin;              /* the Verlet buffer (A)                     */
+} elec_spme_list_stats;
+/* The list's counters as of the computes enqueued so far on `stream`
+   (synchronises it). */
+ELEC_API elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
+                                               elec_spme_list_stats *stats,
+                                               cudaStream_t stream, elec_error *err);
+/* Makes the next compute on `stream` rebuild the neighbour list whatever
+   the atoms' displacements (asynchronous; e.g. after reordering atoms).
+   The displacement check needs no call: this is for benchmarks and for
+   changes it cannot see. */
+ELEC_API elec_status elec_cuda_spme_rebuild(elec_cuda_spme_handle *h, cudaStream_t stream,
+                                            elec_error *err);
 /* The energy terms of the last compute (times scale); synchronises
-   `stream`. */
+   `stream`.  ELEC_ERR_INVALID_ARG when the last compute met coincident
+   atoms, ELEC_ERR_UNSUPPORTED when the neighbour list overflowed. */
 ELEC_API elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
@@ -2576,14 +2656,17 @@ elec__k_msm_short(const float4 *atoms, const int *start, const int *cell_of, int
    level l scaled by 2^-l), so that a periodic hierarchy (lattices of 2^k
    points per axis wrapped around the box, a folded stencil of K_l per
    level, no top sum but a constant) can set them per level; `periodic`
-   says which kind a plan is (0 here; setup refuses 1 until its kernels
-   exist). */
+   says which kind a plan is: elec__msm_device_setup_periodic (with the
+   periodic MSM handle, after SPME in this file) makes the periodic kind,
+   the hierarchy of elec__pmsm_shape (pshape; shape holds its n, lo 0)
+   with each level's folded stencil at stencil_of[l]. */
 #define ELEC__MSM_MARKS 9 /* timed maps: start, short range, the five stages, interpolation,
                              copy back */
 typedef struct elec__msm_device {
     elec_msm_params p;        /* resolved                                        */
     elec__msm_shape shape;
-    int periodic;             /* 0: non-periodic (a periodic plan is to come)    */
+    int periodic;             /* 0: non-periodic; 1: elec__msm_device_setup_periodic */
+    elec__pmsm_shape pshape;  /* periodic: the hierarchy (shape holds its n)    */
     int device;
     cudaStream_t stream;      /* every stage of the plan's calls runs on it      */
     void *block;              /* one device allocation: lattices, stencil, spans */
@@ -3171,6 +3254,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                                                  (double)(atoms->count ? atoms->count : 1),
                                      &p, err);
     if (status != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     s = elec_msm_support((int)p.interpolation);
@@ -3403,6 +3487,7 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
@@ -3508,6 +3593,7 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
@@ -3649,16 +3735,6 @@ typedef struct elec__spme_geometry {
     float3 inv_length;     /* 1 / length                                   */
     float3 grid_per_length; /* K / L: d/dx = (K/L) d/du                     */
 } elec__spme_geometry;
-
-/* The real-space cell list: n cells per axis, each at least the cutoff
-   long, so that every pair within the cutoff (minimum image) lies in
-   neighbouring cells. */
-typedef struct elec__spme_cells {
-    int3 n;
-    float3 per_length;     /* n / L */
-    int reach;             /* neighbour cells each way: cells are at least
-                              cutoff / reach long */
-} elec__spme_cells;
 
 /* Adds the block's sum of v to *target: a warp shuffle tree, then the
    warps' sums, then one atomic per block (thousands of same-address
@@ -3957,141 +4033,574 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
 
 /* -------------------------------------------------------- real space */
 
-/* x wrapped into [0, L) in float, exactly as the cell kernels store it:
-   an atom's cell and its stored coordinate always agree. */
-__device__ __forceinline__ float elec__spme_wrap(float x, float length,
-                                                 float inv_length) {
-    float w = x - length * floorf(x * inv_length);
-    if (w >= length) w -= length;
-    return w < 0.0f ? 0.0f : w;
+/* The real-space sum runs over a neighbour list that the handle keeps
+   across computes (after the 32-atom tiles of OpenMM and the cluster
+   pairs of GROMACS, Pall and Hess 2013; written for elec):
+
+     clusters   the atoms sorted by cell, the box's cells (about 3 atoms
+                each) grouped in tiles of 8 x 8 x 8 and ordered along a Z
+                (Morton) curve within each tile; each tile's atoms start a
+                new cluster of 32 (the last one padded), so that a
+                cluster's bounding box lies within its tile.
+     pairs      for each i cluster, the atoms of the clusters j >= i (with
+                j's image: 27 tried, pruned axis by axis) whose boxes are
+                closer than rlist = cutoff + skin to i's, j taken from the
+                tiles around i's, and of those the atoms themselves within
+                rlist of i's box (as OpenMM's interacting atoms): 32 at a
+                time they make i's tiles.  Counted, then written (two
+                passes of one kernel), so that only the list's total has a
+                room.
+     buffer     the list holds while no atom has moved more than skin / 2
+                since the build: a pair within the cutoff now was within
+                cutoff + skin then.  Each compute first compares the atoms'
+                positions with those of the build, on the device; a device
+                flag asks for a rebuild, and every build kernel reads it and
+                returns at once when it is clear: no host synchronisation,
+                and a captured graph replays right whichever way it goes.
+     evaluation one warp per tile: lane l holds i atom l, the 32 j atoms
+                pass round the warp in 32 shuffles; each pair is computed
+                once and its force added to both atoms (Newton's third
+                law).  i's sums stay in registers over a warp's run of
+                tiles of one i cluster; j's go out by atomics.
+     exclusions a tile holding an excluded pair (or atoms of i's own
+                cluster, of which each pair is taken once) is marked at
+                the build; there each lane makes the bit mask of the j
+                atoms it skips (exclusions are a few per atom: a few
+                loads).
+
+   Positions are kept continuous between builds: each atom's given
+   position plus the whole box lengths that wrapped it at the build
+   (shift), so an atom crossing the box edge neither breaks the list nor
+   rebuilds it; an atom the caller wraps itself moves a box length, and
+   the list is rebuilt.
+
+   The pair function is a template parameter: a functor with
+       __device__ void operator()(float r2, float *g, float *f) const
+   giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
+   g(r) of the potential between unit charges and f = -g'(r) / r: the pair
+   adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
+   to F_i.  SPME's is elec__pair_erfc; MSM's short range plugs in the same
+   way (elec__list_pairs<its functor>). */
+
+#define ELEC__LIST_CLUSTER 32
+#define ELEC__LIST_TILE 8          /* cells per tile edge (3 bits of Z order) */
+#define ELEC__LIST_TILE_CELLS 512
+/* The list's device words (info). */
+#define ELEC__LIST_BUILD 0         /* nonzero: the next compute rebuilds */
+#define ELEC__LIST_REBUILDS 1      /* builds since create                */
+#define ELEC__LIST_OVERFLOW 2      /* an i cluster found more pairs than
+                                      its room: the list is incomplete  */
+#define ELEC__LIST_SLOTS 3         /* atom slots in use (32 per cluster) */
+#define ELEC__LIST_TILES 4         /* tiles of 32 x 32 atoms in the list */
+#define ELEC__LIST_INFO 8
+
+/* The list: its shape, fixed at create, and its device buffers (in the
+   handle's workspace).  Passed to the kernels by value. */
+typedef struct elec__list {
+    float3 length, inv_length;   /* the box                               */
+    int3 cells;                  /* cells per axis that hold atoms         */
+    float3 cells_per_length;     /* cells / length                        */
+    int3 tiles;                  /* tiles per axis (cells / 8, up)        */
+    int3 reach;                  /* tiles each way that can be in reach   */
+    int tile_count;
+    int slots;                   /* room for atoms: max_atoms and each
+                                    tile's padding, 32 per cluster        */
+    int clusters;                /* slots / 32                            */
+    int entry_room;              /* j entries the list may hold            */
+    float cutoff2, rlist2, half_skin2;
+    int *info;                   /* ELEC__LIST_INFO words                 */
+    int *cell_count, *cell_start; /* per cell (tile x 512 + Z index)     */
+    int *tile_total, *tile_start; /* per tile, padded to 32; + 1 start   */
+    int *tile_atoms;             /* per tile: its atoms (before padding)   */
+    int *atom_key, *atom_slot;   /* per atom: its cell, its slot in it    */
+    int *order;                  /* slot -> atom (-1: padding)            */
+    int *slot_of;                /* atom -> slot                          */
+    float4 *shift;               /* slot: whole box lengths added         */
+    float4 *ref;                 /* slot: position at the build, charge   */
+    float4 *pos;                 /* slot: position now, charge            */
+    float4 *acc;                 /* slot: force (unscaled), potential     */
+    int *cluster_tile;
+    float4 *box_centre, *box_half; /* per cluster                         */
+    int *entry_count, *entry_start; /* per i cluster (multiples of 32);
+                                    starts + 1                            */
+    unsigned *entries;           /* j slot << 5 | image (0 .. 26, 13: the
+                                    box itself), ELEC__LIST_NONE: padding */
+    int *tile_i;                 /* per tile of 32 entries: its i cluster,
+                                    | 1 << 30 when it holds a pair to skip */
+} elec__list;
+
+#define ELEC__LIST_NONE 0xffffffffu
+
+/* The image shift of j for an image code (ix + 1) + 3 (iy + 1) + 9 (iz + 1). */
+__device__ __forceinline__ float3 elec__list_image(int code, const float3 &length) {
+    return make_float3((float)(code % 3 - 1) * length.x, (float)((code / 3) % 3 - 1) * length.y,
+                       (float)(code / 9 - 1) * length.z);
 }
 
-__device__ __forceinline__ int elec__spme_cell_index(float4 w,
-                                                     elec__spme_cells c) {
-    int cx = min((int)(w.x * c.per_length.x), c.n.x - 1);
-    int cy = min((int)(w.y * c.per_length.y), c.n.y - 1);
-    int cz = min((int)(w.z * c.per_length.z), c.n.z - 1);
-    return cx + c.n.x * (cy + c.n.y * cz);
+/* SPME's pair function: g = erfc(alpha r)/r, f = (g + 2 alpha/sqrt(pi)
+   exp(-alpha^2 r^2)) / r^2.  erfc from elec_erfc_scaled_float (elec.h)
+   times the exp(-alpha^2 r^2) the force needs anyway: a reciprocal, eight
+   FMAs and one exp2 (MUFU.EX2, with the rsqrt and the reciprocal the
+   three special-function operations of a pair). */
+struct elec__pair_erfc {
+    float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
+    float alpha2_log2e;          /* alpha^2 log2(e)                        */
+    float gauss;                 /* 2 alpha / sqrt(pi)                     */
+    __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
+        float inv_r = rsqrtf(r2), r = r2 * inv_r;
+        float t = __fdividef(1.0f, fmaf(half_alpha, r, 1.0f));
+        float e = exp2f(-alpha2_log2e * r2);
+        float screened = e * elec_erfc_scaled_float(t) * inv_r;
+        *g = screened;
+        *f = fmaf(gauss, e, screened) * (inv_r * inv_r);
+    }
+};
+
+/* A padding slot's position: far from the box and from every other slot
+   (1e5 A apart), so that no pair with it is ever within a cutoff. */
+__device__ __forceinline__ float4 elec__list_far(int p) {
+    return make_float4(1e5f * (float)(1 + (p & 1023)), 1e5f * (float)(1 + ((p >> 10) & 1023)),
+                       1e5f * (float)(1 + (p >> 20)), 0.0f);
 }
 
-__device__ __forceinline__ float4 elec__spme_wrapped(float4 a,
-                                                     elec__spme_geometry g) {
-    return make_float4(elec__spme_wrap(a.x, g.length.x, g.inv_length.x),
-                       elec__spme_wrap(a.y, g.length.y, g.inv_length.y),
-                       elec__spme_wrap(a.z, g.length.z, g.inv_length.z), a.w);
+/* The whole box lengths that wrap x into [0, L) (in float: an atom is
+   then at x + shift, exactly as at every later compute). */
+__device__ __forceinline__ float4 elec__list_shift(float4 a, const elec__list &L) {
+    return make_float4(-L.length.x * floorf(a.x * L.inv_length.x),
+                       -L.length.y * floorf(a.y * L.inv_length.y),
+                       -L.length.z * floorf(a.z * L.inv_length.z), 0.0f);
 }
 
-/* Cell list, step 1: each atom's cell and its slot in it (atomics on the
-   per-cell counters, zeroed first). */
+/* A 3-bit value's bits spread three apart: one axis of a Z-order index. */
+__device__ __forceinline__ int elec__list_spread3(int b) {
+    return (b & 1) | ((b & 2) << 2) | ((b & 4) << 4);
+}
+
+/* Step 0, every compute: the accumulators zeroed, and each atom's
+   position now (in slot order, shifted as at the build) compared with
+   the build's: past half the skin, the flag asks for a rebuild.  With the
+   flag already up (first compute, new n, elec_cuda_spme_rebuild) the
+   build writes the positions. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
-                         elec__spme_cells c, int *cell_count, int *atom_cell,
-                         int *atom_slot) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int cell = elec__spme_cell_index(elec__spme_wrapped(xyzq[i], g), c);
-    atom_cell[i] = cell;
-    atom_slot[i] = atomicAdd(&cell_count[cell], 1);
+elec__k_list_check(elec__list L, const float4 *xyzq) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= L.slots) return;
+    L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (L.info[ELEC__LIST_BUILD] || p >= L.tile_start[L.tile_count]) return;
+    int i = L.order[p];
+    if (i < 0) return;
+    float4 a = xyzq[i], s = L.shift[p], r = L.ref[p];
+    float4 now = make_float4(a.x + s.x, a.y + s.y, a.z + s.z, a.w);
+    L.pos[p] = now;
+    float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
+    if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
 }
 
-/* Step 2: exclusive prefix sum of the counts into start[0 .. cells], in
-   one block (cells number thousands): each thread sums a contiguous run,
-   the block scans the run sums (Hillis-Steele in shared memory), and each
-   thread writes its run's starts. */
-#define ELEC__SPME_SCAN_THREADS 1024
-__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
-elec__k_spme_cells_scan(const int *count, int *start, int cells) {
-    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
-    const int t = threadIdx.x;
-    int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
-    int first = min(t * per, cells), last = min(first + per, cells), s = 0;
-    for (int i = first; i < last; i++) s += count[i];
-    run_sums[t] = s;
+/* Build, step 1 (the cell counters were zeroed at create, then by step 2
+   of the build before): each atom's cell (tile x 512 + Z index within
+   the tile) and its slot in it. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_list_count(elec__list L, const float4 *xyzq, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !L.info[ELEC__LIST_BUILD]) return;
+    float4 a = xyzq[i], s = elec__list_shift(a, L);
+    int cx = min(max((int)((a.x + s.x) * L.cells_per_length.x), 0), L.cells.x - 1);
+    int cy = min(max((int)((a.y + s.y) * L.cells_per_length.y), 0), L.cells.y - 1);
+    int cz = min(max((int)((a.z + s.z) * L.cells_per_length.z), 0), L.cells.z - 1);
+    int tile = (cx >> 3) + L.tiles.x * ((cy >> 3) + L.tiles.y * (cz >> 3));
+    int key = tile * ELEC__LIST_TILE_CELLS + (elec__list_spread3(cx & 7) |
+                                              (elec__list_spread3(cy & 7) << 1) |
+                                              (elec__list_spread3(cz & 7) << 2));
+    L.atom_key[i] = key;
+    L.atom_slot[i] = atomicAdd(&L.cell_count[key], 1);
+    if (i == 0) L.info[ELEC__LIST_OVERFLOW] = 0; /* until this build overflows */
+}
+
+/* Inclusive prefix sum of v[0 .. n) in shared memory, in place
+   (Hillis-Steele): thread t of a block of n has written v[t]; every
+   thread calls it. */
+__device__ __forceinline__ void elec__block_scan(int *v, int t, int n) {
     __syncthreads();
-    for (int offset = 1; offset < ELEC__SPME_SCAN_THREADS; offset <<= 1) {
-        int v = t >= offset ? run_sums[t - offset] : 0;
+    for (int offset = 1; offset < n; offset <<= 1) {
+        int add = t >= offset ? v[t - offset] : 0;
         __syncthreads();
-        run_sums[t] += v;
+        v[t] += add;
         __syncthreads();
     }
+}
+
+/* Step 2, one block of 512 per tile: its cells' starts within the tile
+   (a scan in shared memory; the counts zeroed for the next build), its
+   atoms, and their number rounded up to a cluster. */
+__global__ void __launch_bounds__(ELEC__LIST_TILE_CELLS)
+elec__k_list_tiles(elec__list L) {
+    __shared__ int v[ELEC__LIST_TILE_CELLS];
+    if (!L.info[ELEC__LIST_BUILD]) return;
+    const int t = threadIdx.x, cell = blockIdx.x * ELEC__LIST_TILE_CELLS + t;
+    const int count = L.cell_count[cell];
+    v[t] = count;
+    elec__block_scan(v, t, ELEC__LIST_TILE_CELLS);
+    L.cell_start[cell] = v[t] - count;
+    L.cell_count[cell] = 0;
+    if (t == ELEC__LIST_TILE_CELLS - 1) {
+        L.tile_atoms[blockIdx.x] = v[t];
+        L.tile_total[blockIdx.x] = (v[t] + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
+    }
+}
+
+/* Step 4 (3 is the scan of the tiles' totals): atoms into their slots,
+   shifted into the box; the first slot of each cluster notes its tile. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_list_scatter(elec__list L, const float4 *xyzq, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !L.info[ELEC__LIST_BUILD]) return;
+    int key = L.atom_key[i], tile = key / ELEC__LIST_TILE_CELLS;
+    int p = L.tile_start[tile] + L.cell_start[key] + L.atom_slot[i];
+    float4 a = xyzq[i], s = elec__list_shift(a, L);
+    float4 w = make_float4(a.x + s.x, a.y + s.y, a.z + s.z, a.w);
+    L.order[p] = i;
+    L.slot_of[i] = p;
+    L.shift[p] = s;
+    L.ref[p] = w;
+    L.pos[p] = w;
+    if ((p & (ELEC__LIST_CLUSTER - 1)) == 0) L.cluster_tile[p / ELEC__LIST_CLUSTER] = tile;
+}
+
+/* Step 5, one warp per cluster: the padding slots of the cluster (past
+   its tile's atoms) marked and put far away, and the cluster's bounding
+   box (padding left out; a cluster's first slot always holds an atom). */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_list_bounds(elec__list L) {
+    const int lane = threadIdx.x & 31;
+    const int c = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (!L.info[ELEC__LIST_BUILD] || c >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER)
+        return;
+    const int p = c * ELEC__LIST_CLUSTER + lane, tile = L.cluster_tile[c];
+    const bool atom = p - L.tile_start[tile] < L.tile_atoms[tile];
+    if (!atom) {
+        float4 far = elec__list_far(p);
+        L.order[p] = -1;
+        L.pos[p] = far;
+        L.ref[p] = far;
+        L.shift[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    float4 a = L.ref[p];
+    float lo[3] = {atom ? a.x : 3e38f, atom ? a.y : 3e38f, atom ? a.z : 3e38f};
+    float hi[3] = {atom ? a.x : -3e38f, atom ? a.y : -3e38f, atom ? a.z : -3e38f};
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fminf(lo[k], __shfl_xor_sync(0xffffffffu, lo[k], o));
+            hi[k] = fmaxf(hi[k], __shfl_xor_sync(0xffffffffu, hi[k], o));
+        }
+    if (lane == 0) {
+        L.box_centre[c] = make_float4(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]),
+                                      0.5f * (lo[2] + hi[2]), 0.0f);
+        L.box_half[c] = make_float4(0.5f * (hi[0] - lo[0]), 0.5f * (hi[1] - lo[1]),
+                                    0.5f * (hi[2] - lo[2]), 0.0f);
+    }
+}
+
+/* The gap between two boxes along one axis (centre distance d, half
+   extents summed h), never negative. */
+__device__ __forceinline__ float elec__list_gap(float d, float h) {
+    return fmaxf(fabsf(d) - h, 0.0f);
+}
+
+/* The tile coordinate of step k along an axis of n tiles from t: offsets
+   -reach .. reach, wrapped; every tile once where they would repeat. */
+__device__ __forceinline__ int elec__list_tile_at(int t, int k, int reach, int n) {
+    if (2 * reach + 1 >= n) return k;
+    int u = t - reach + k;
+    return u < 0 ? u + n : u >= n ? u - n : u;
+}
+
+/* The j atoms a lane's i atom skips in a tile (bit k: the entry of lane
+   k): its own cluster's atoms at or before it in the box itself (each
+   pair of a cluster once), and its excluded partners (which
+   elec__k_spme_real_finish corrects).  Every lane of the warp calls it. */
+__device__ __forceinline__ unsigned elec__list_tile_skip(unsigned entry, int ci, int lane,
+                                                         int eb, int ee, const int *excl_list,
+                                                         const int *slot_of, int n) {
+    const int slot = ci * ELEC__LIST_CLUSTER + lane;
+    unsigned skip = 0u;
+    for (int k = 0; k < 32; k++) {
+        unsigned e = __shfl_sync(0xffffffffu, entry, k);
+        if (e == ELEC__LIST_NONE) continue;
+        int js = (int)(e >> 5);
+        if ((e & 31u) == 13u && js <= slot && js / ELEC__LIST_CLUSTER == ci) skip |= 1u << k;
+        for (int x = eb; x < ee; x++) {
+            int partner = excl_list[x];
+            if (partner < n && slot_of[partner] == js) skip |= 1u << k;
+        }
+    }
+    return skip;
+}
+
+/* Steps 6 and 8, one warp per i cluster: the j clusters (j >= i) of the
+   tiles in reach, 32 at a time (a lane each), every image of j whose box
+   is within rlist of i's (for j = i only the box itself and one of each
+   pair of opposite images); for each, its atoms within rlist of i's box.
+   WRITE 0 counts them (rounded up to 32: entry_count); WRITE 1 writes them
+   from entry_start, pads i's last tile, and marks i's tiles (tile_i).  The
+   order is the same in both passes. */
+template <int WRITE>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_list_search(elec__list L, const int *excl_start, const int *excl_list, int n) {
+    const int lane = threadIdx.x & 31;
+    const int ci = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (!L.info[ELEC__LIST_BUILD] || ci >= L.clusters) return;
+    if (ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER) {
+        if (!WRITE && lane == 0) L.entry_count[ci] = 0;
+        return;
+    }
+    const unsigned below = (1u << lane) - 1u;
+    const int base = WRITE ? L.entry_start[ci] : 0;
+    if (WRITE && base + L.entry_count[ci] > L.entry_room) {
+        if (lane == 0) L.info[ELEC__LIST_OVERFLOW] = 1;
+        return;
+    }
+    const float4 c = L.box_centre[ci], h = L.box_half[ci];
+    const int tile = L.cluster_tile[ci];
+    const int tx = tile % L.tiles.x, ty = (tile / L.tiles.x) % L.tiles.y,
+              tz = tile / (L.tiles.x * L.tiles.y);
+    const int kx_n = min(2 * L.reach.x + 1, L.tiles.x), ky_n = min(2 * L.reach.y + 1, L.tiles.y),
+              kz_n = min(2 * L.reach.z + 1, L.tiles.z);
+    int count = 0;
+    for (int kz = 0; kz < kz_n; kz++)
+        for (int ky = 0; ky < ky_n; ky++)
+            for (int kx = 0; kx < kx_n; kx++) {
+                int u = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x) +
+                        L.tiles.x * (elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y) +
+                                     L.tiles.y * elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z));
+                int first = max(L.tile_start[u] / ELEC__LIST_CLUSTER, ci);
+                int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
+                for (int c0 = first; c0 < end; c0 += 32) {
+                    const int cj = c0 + lane;
+                    const bool have = cj < end;
+                    float4 cc = make_float4(0.0f, 0.0f, 0.0f, 0.0f), hh = cc;
+                    if (have) {
+                        cc = L.box_centre[cj];
+                        hh = L.box_half[cj];
+                    }
+                    for (int code = 0; code < 27; code++) {
+                        float3 s = elec__list_image(code, L.length);
+                        float gx = elec__list_gap(cc.x + s.x - c.x, h.x + hh.x);
+                        float gy = elec__list_gap(cc.y + s.y - c.y, h.y + hh.y);
+                        float gz = elec__list_gap(cc.z + s.z - c.z, h.z + hh.z);
+                        bool near = have && fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2 &&
+                                    !(cj == ci && code < 13);
+                        unsigned hits = __ballot_sync(0xffffffffu, near);
+                        while (hits) {
+                            const int from = __ffs(hits) - 1;
+                            hits &= hits - 1u;
+                            const int hj = __shfl_sync(0xffffffffu, cj, from);
+                            const int p = hj * ELEC__LIST_CLUSTER + lane;
+                            float4 a = L.ref[p];
+                            float ax = elec__list_gap(a.x + s.x - c.x, h.x);
+                            float ay = elec__list_gap(a.y + s.y - c.y, h.y);
+                            float az = elec__list_gap(a.z + s.z - c.z, h.z);
+                            bool in = L.order[p] >= 0 &&
+                                      fmaf(ax, ax, fmaf(ay, ay, az * az)) < L.rlist2;
+                            unsigned got = __ballot_sync(0xffffffffu, in);
+                            if (WRITE && in)
+                                L.entries[base + count + __popc(got & below)] =
+                                    ((unsigned)p << 5) | (unsigned)code;
+                            count += __popc(got);
+                        }
+                    }
+                }
+            }
+    const int padded = (count + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
+    if (!WRITE) {
+        if (lane == 0) L.entry_count[ci] = padded;
+    } else {
+        for (int k = count + lane; k < padded; k += 32) L.entries[base + k] = ELEC__LIST_NONE;
+        __syncwarp();
+        const int atom = L.order[ci * ELEC__LIST_CLUSTER + lane];
+        const int eb = atom >= 0 ? excl_start[atom] : 0;
+        const int ee = atom >= 0 ? excl_start[atom + 1] : 0;
+        for (int t = 0; t < padded / ELEC__LIST_CLUSTER; t++) {
+            unsigned e = L.entries[base + t * ELEC__LIST_CLUSTER + lane];
+            unsigned skip = elec__list_tile_skip(e, ci, lane, eb, ee, excl_list, L.slot_of, n);
+            bool marked = __any_sync(0xffffffffu, skip != 0u);
+            if (lane == 0) L.tile_i[base / ELEC__LIST_CLUSTER + t] = ci | (marked ? 1 << 30 : 0);
+        }
+    }
+}
+
+/* Steps 3 and 7: exclusive prefix sum of count[0 .. items) (each capped
+   at most) into start[0 .. items], in one block (items: thousands): each
+   thread sums a contiguous run, the block scans the run sums
+   (Hillis-Steele in shared memory), each thread writes its run's starts.
+   Only while the build flag is up. */
+#define ELEC__SPME_SCAN_THREADS 1024
+__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
+elec__k_list_scan(const int *info, const int *count, int *start, int items, int most) {
+    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
+    if (!info[ELEC__LIST_BUILD]) return;
+    const int t = threadIdx.x;
+    int per = (items + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
+    int first = min(t * per, items), last = min(first + per, items), s = 0;
+    for (int i = first; i < last; i++) s += min(count[i], most);
+    run_sums[t] = s;
+    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
     s = t > 0 ? run_sums[t - 1] : 0;
     for (int i = first; i < last; i++) {
         start[i] = s;
-        s += count[i];
+        s += min(count[i], most);
     }
-    if (t == ELEC__SPME_SCAN_THREADS - 1) start[cells] = run_sums[t];
+    if (t == ELEC__SPME_SCAN_THREADS - 1) start[items] = run_sums[t];
 }
 
-/* Step 3: atoms in cell order, wrapped, with their original index. */
+/* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
+   excluded pair: their energy is infinite.  The real-space kernels leave
+   such a pair out rather than turn it into inf and NaN, and count it in a
+   register; each thread adds its count once at the end (an atomic in the
+   pair loop slows the loop by half), so that elec_cuda_spme_energy reports
+   it as the CPU paths do (seen from both atoms: 2 per pair). */
+__device__ __forceinline__ bool elec__spme_coincident(float r2) {
+    return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+}
+
+/* The evaluation: a fixed grid of warps, each on a contiguous run of the
+   list's tiles (their number is known only on the device).  For i atom
+   (lane l of cluster ci) and j atom (entry k: slot, image s):
+   d = r_i - (r_j + s); pairs within the cutoff and not skipped (marked
+   tiles: elec__list_tile_skip) add F_i += q_i q_j f d, F_j -= the same,
+   phi_i += q_j g, phi_j += q_i g.  acc (zeroed by the check) gets both
+   atoms' sums by atomics: i's once per run of tiles of one i cluster, j's
+   once per tile.  Excluded pairs are corrected by
+   elec__k_spme_real_finish. */
+template <class Pair>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
-                           const int *start, const int *atom_cell,
-                           const int *atom_slot, float4 *sorted,
-                           int *sorted_index) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int p = start[atom_cell[i]] + atom_slot[i];
-    sorted[p] = elec__spme_wrapped(xyzq[i], g);
-    sorted_index[p] = i;
+elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *excl_list,
+                   int n, double *coincident_sum) {
+    const int lane = threadIdx.x & 31, next = (lane + 1) & 31;
+    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int warps = gridDim.x * (blockDim.x >> 5);
+    const int entries = L.entry_start[L.clusters];
+    /* an overflowed list is not evaluated (elec_cuda_spme_energy says so) */
+    const int total = entries <= L.entry_room ? entries / ELEC__LIST_CLUSTER : 0;
+    const int per = (total + warps - 1) / warps;
+    const int end = min(warp * per + per, total);
+    int ci = -1, eb = 0, ee = 0, coincident = 0;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float fix = 0.0f, fiy = 0.0f, fiz = 0.0f, phii = 0.0f;
+    for (int t = warp * per; t < end; t++) {
+        const int record = L.tile_i[t];
+        const int i_cluster = record & ((1 << 30) - 1);
+        if (i_cluster != ci) {
+            if (ci >= 0) {
+                float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
+                atomicAdd(to, fix);
+                atomicAdd(to + 1, fiy);
+                atomicAdd(to + 2, fiz);
+                atomicAdd(to + 3, phii);
+            }
+            ci = i_cluster;
+            fix = fiy = fiz = phii = 0.0f;
+            a = L.pos[ci * ELEC__LIST_CLUSTER + lane];
+            int atom = L.order[ci * ELEC__LIST_CLUSTER + lane];
+            eb = atom >= 0 ? excl_start[atom] : 0;
+            ee = atom >= 0 ? excl_start[atom + 1] : 0;
+        }
+        const unsigned entry = L.entries[t * ELEC__LIST_CLUSTER + lane];
+        const int js = (int)(entry >> 5);
+        float4 b;
+        if (entry != ELEC__LIST_NONE) {
+            float3 s = elec__list_image((int)(entry & 31u), L.length);
+            b = L.pos[js];
+            b.x += s.x;
+            b.y += s.y;
+            b.z += s.z;
+        } else {
+            b = elec__list_far(L.slots + lane);
+        }
+        const unsigned skip = (record >> 30) ? elec__list_tile_skip(entry, ci, lane, eb, ee,
+                                                                    excl_list, L.slot_of, n)
+                                             : 0u;
+        float fjx = 0.0f, fjy = 0.0f, fjz = 0.0f, phij = 0.0f;
+#pragma unroll 4
+        for (int k = 0; k < 32; k++) {
+            /* lane l holds the j atom of entry (l + k) mod 32 */
+            const int jl = (lane + k) & 31;
+            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+            float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+            if (r2 < L.cutoff2 && !((skip >> jl) & 1u)) {
+                if (elec__spme_coincident(r2)) {
+                    coincident += 2;
+                } else {
+                    float g, f;
+                    pair(r2, &g, &f);
+                    float q = a.w * b.w * f;
+                    fix = fmaf(q, dx, fix);
+                    fiy = fmaf(q, dy, fiy);
+                    fiz = fmaf(q, dz, fiz);
+                    fjx = fmaf(-q, dx, fjx);
+                    fjy = fmaf(-q, dy, fjy);
+                    fjz = fmaf(-q, dz, fjz);
+                    phii = fmaf(b.w, g, phii);
+                    phij = fmaf(a.w, g, phij);
+                }
+            }
+            b.x = __shfl_sync(0xffffffffu, b.x, next);
+            b.y = __shfl_sync(0xffffffffu, b.y, next);
+            b.z = __shfl_sync(0xffffffffu, b.z, next);
+            b.w = __shfl_sync(0xffffffffu, b.w, next);
+            fjx = __shfl_sync(0xffffffffu, fjx, next);
+            fjy = __shfl_sync(0xffffffffu, fjy, next);
+            fjz = __shfl_sync(0xffffffffu, fjz, next);
+            phij = __shfl_sync(0xffffffffu, phij, next);
+        }
+        if (entry != ELEC__LIST_NONE) {
+            float *to = &L.acc[js].x;
+            atomicAdd(to, fjx);
+            atomicAdd(to + 1, fjy);
+            atomicAdd(to + 2, fjz);
+            atomicAdd(to + 3, phij);
+        }
+    }
+    if (ci >= 0) {
+        float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
+        atomicAdd(to, fix);
+        atomicAdd(to + 1, fiy);
+        atomicAdd(to + 2, fiz);
+        atomicAdd(to + 3, phii);
+    }
+    if (coincident) atomicAdd(coincident_sum, (double)coincident);
 }
 
-/* Whether j is on atom i's exclusion list list[begin .. end) (a few
-   entries: a linear scan). */
-__device__ __forceinline__ bool elec__spme_excluded(const int *list, int begin,
-                                                    int end, int j) {
-    for (int k = begin; k < end; k++)
-        if (list[k] == j) return true;
-    return false;
+/* The build's last step, by one thread of the kernel after the pairs: the
+   flag lowered (every build kernel has read it), the build counted and
+   the list's size noted. */
+__device__ __forceinline__ void elec__list_done(const elec__list &L) {
+    if (!L.info[ELEC__LIST_BUILD]) return;
+    L.info[ELEC__LIST_BUILD] = 0;
+    L.info[ELEC__LIST_REBUILDS] += 1;
+    L.info[ELEC__LIST_SLOTS] = L.tile_start[L.tile_count];
+    L.info[ELEC__LIST_TILES] = L.entry_start[L.clusters] / ELEC__LIST_CLUSTER;
 }
 
-/* Per-lane sums of one atom's real-space interactions. */
+/* Per-atom sums of the excluded-pair correction. */
 typedef struct elec__spme_pair_sums {
     float fx, fy, fz, phi;       /* force / q_i and potential, unscaled */
     double real, excluded;       /* energies, half of each pair         */
 } elec__spme_pair_sums;
 
-/* One pair at separation d = r_i - r_j (r2 < rc^2, not excluded):
-   phi_i += q_j erfc(alpha r)/r, and -dE/dr_i / q_i =
-   q_j (erfc(alpha r)/r + 2 alpha/sqrt(pi) exp(-alpha^2 r^2)) d / r^2.
-   erfcf is CUDA's (a few ulp); __expf is MUFU.EX2, relative error about
-   (2 + 1.16 |x|) ulp: under 1e-6 for alpha^2 r^2 < 10, ~2e-6 at the
-   cutoff of the tightest choices (alpha rc ~ 4.5), where the term it
-   scales has fallen to exp(-20). */
-__device__ __forceinline__ void elec__spme_pair(elec__spme_pair_sums *s,
-                                                float qj, float dx,
-                                                float dy, float dz, float r2,
-                                                float alpha, float gauss) {
-    float inv_r = rsqrtf(r2), r = r2 * inv_r;
-    float screened = erfcf(alpha * r) * inv_r;
-    float f = qj * fmaf(gauss, __expf(-alpha * alpha * r2), screened) *
-              inv_r * inv_r;
-    s->fx = fmaf(f, dx, s->fx);
-    s->fy = fmaf(f, dy, s->fy);
-    s->fz = fmaf(f, dz, s->fz);
-    s->phi = fmaf(qj, screened, s->phi);
-}
-
-/* The lane's share of atom i's real-space energy, half of q_i times its
-   share of phi_i (each pair is seen from both atoms), once the pairs are
-   done and before the excluded pairs touch phi: one double add per atom
-   and lane instead of one per pair (each lane's phi holds ~40 terms in
-   float, 1e-7 relative). */
-__device__ __forceinline__ void elec__spme_real_energy(elec__spme_pair_sums *s, float qi) {
-    s->real += 0.5 * (double)qi * (double)s->phi;
-}
-
-/* Atom i's excluded pairs, spread over the warp's lanes: the smooth part
+/* Atom i's excluded pairs, every stride-th from first: the smooth part
    erf(alpha r)/r that the reciprocal sum contains, subtracted (minimum
    image; its r -> 0 limit 2 alpha/sqrt(pi) when the atoms coincide).
    -dE/dr_i / q_i = q_j (2 alpha/sqrt(pi) exp(-alpha^2 r^2) - erf(alpha r)/r)
-   d / r^2.  Half the pair's energy: the partner's warp adds the other.
+   d / r^2.  Half the pair's energy: the partner adds the other.
    The lists were checked against max_atoms: a compute with fewer atoms
    skips partners at or past n (their positions are not given). */
 __device__ __forceinline__ void elec__spme_excluded_pairs(
     elec__spme_pair_sums *s, float4 a, const float4 *xyzq, int n,
-    const int *list, int begin, int end, int lane, elec__spme_geometry g,
+    const int *list, int begin, int end, int first, int stride, elec__spme_geometry g,
     float alpha, float gauss, double alpha_exact) {
-    for (int k = begin + lane; k < end; k += 32) {
+    for (int k = begin + first; k < end; k += stride) {
         int j = list[k];
         if (j >= n) continue; /* a partner past this compute's n atoms */
         float4 b = xyzq[j];
@@ -4123,159 +4632,31 @@ __device__ __forceinline__ void elec__spme_excluded_pairs(
     }
 }
 
-/* The warp's sums of atom i added up; lane 0 writes (q_i F, phi). */
-__device__ __forceinline__ void elec__spme_pair_finish(elec__spme_pair_sums *s,
-                                                       float qi, int i,
-                                                       float4 *out) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        s->fx += __shfl_xor_sync(0xffffffffu, s->fx, o);
-        s->fy += __shfl_xor_sync(0xffffffffu, s->fy, o);
-        s->fz += __shfl_xor_sync(0xffffffffu, s->fz, o);
-        s->phi += __shfl_xor_sync(0xffffffffu, s->phi, o);
-    }
-    if ((threadIdx.x & 31) == 0 && out)
-        out[i] = make_float4(qi * s->fx, qi * s->fy, qi * s->fz, s->phi);
-    s->fx = s->fy = s->fz = s->phi = 0.0f;
-}
-
-/* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
-   excluded pair: their energy is infinite.  The real-space kernels leave
-   such a pair out rather than turn it into inf and NaN, and count it in a
-   register; each thread adds its count once at the end (an atomic in the
-   pair loop slows the loop by half), so that elec_cuda_spme_energy reports
-   it as the CPU paths do. */
-__device__ __forceinline__ bool elec__spme_coincident(float r2) {
-    return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
-}
-
-__device__ __forceinline__ void elec__spme_coincident_add(double *sums, int count) {
-    if (count) atomicAdd(sums + ELEC__SPME_SUM_COINCIDENT, (double)count);
-}
-
-/* Real space over the cell list: one warp per atom (in cell order, so a
-   warp's neighbours are its predecessor's), its lanes striding over the
-   atoms of the 27 neighbouring cells, whose periodic image shift is fixed
-   per cell; every pair is visited from both atoms, each warp owns its
-   atom's sums (no atomics) and counts half the energy.  A fixed grid of
-   warps strides over the atoms, so that the energies take one atomic per
-   block.  out[i] = (force, potential) unscaled, NULL = energy only. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK, 4)
-elec__k_spme_real_cells(const float4 *sorted, const int *sorted_index,
-                        const int *start, const float4 *xyzq, int n,
-                        elec__spme_geometry g, elec__spme_cells c,
-                        const int *excl_start, const int *excl_list,
-                        float cutoff2, float alpha, float gauss,
-                        double alpha_exact, float4 *out,
-                        double *sums) {
-    const int lane = threadIdx.x & 31;
-    const int warps = gridDim.x * (blockDim.x >> 5);
+/* SPME's last real-space step, one thread per slot: the atom's pair sums
+   from acc, its energy 1/2 q_i phi_i in double (before the exclusions
+   touch phi), its excluded pairs' correction, written once per atom in
+   the caller's order: out[i] = (force, potential) unscaled, NULL = energy
+   only. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geometry g,
+                         const int *excl_start, const int *excl_list, float alpha,
+                         float gauss, double alpha_exact, float4 *out, double *sums) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
-    int coincident = 0;
-    for (int p = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; p < n;
-         p += warps) {
-        float4 a = sorted[p];
-        int i = sorted_index[p];
-        int eb = excl_start[i], ee = excl_start[i + 1];
-        int cx = min((int)(a.x * c.per_length.x), c.n.x - 1);
-        int cy = min((int)(a.y * c.per_length.y), c.n.y - 1);
-        int cz = min((int)(a.z * c.per_length.z), c.n.z - 1);
-        for (int oz = -c.reach; oz <= c.reach; oz++) {
-            int nz = cz + oz;
-            float sz = 0.0f;
-            if (nz < 0) { nz += c.n.z; sz = -g.length.z; }
-            else if (nz >= c.n.z) { nz -= c.n.z; sz = g.length.z; }
-            for (int oy = -c.reach; oy <= c.reach; oy++) {
-                int ny = cy + oy;
-                float sy = 0.0f;
-                if (ny < 0) { ny += c.n.y; sy = -g.length.y; }
-                else if (ny >= c.n.y) { ny -= c.n.y; sy = g.length.y; }
-                /* The row's cells cx - reach .. cx + reach are consecutive
-                   in the sorted atoms, so the warp's lanes sweep them as one
-                   range; a row that crosses the box edge is two ranges, the
-                   far one an image (shifted by a box length). */
-                int row = c.n.x * (ny + c.n.y * nz);
-                int lo = cx - c.reach, hi = cx + c.reach;
-                for (int part = 0; part < 2; part++) {
-                    int first, last;
-                    float sx = 0.0f;
-                    if (part == 0) {
-                        first = max(lo, 0);
-                        last = min(hi, c.n.x - 1);
-                    } else if (lo < 0) {
-                        first = lo + c.n.x;
-                        last = c.n.x - 1;
-                        sx = -g.length.x;
-                    } else if (hi >= c.n.x) {
-                        first = 0;
-                        last = hi - c.n.x;
-                        sx = g.length.x;
-                    } else {
-                        break;
-                    }
-                    /* the image of these cells next to atom i: b + s */
-                    float ax = a.x - sx, ay = a.y - sy, az = a.z - sz;
-                    int end = start[row + last + 1];
-                    for (int k = start[row + first] + lane; k < end; k += 32) {
-                        float4 b = sorted[k];
-                        float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
-                        float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-                        if (r2 >= cutoff2 || k == p) continue;
-                        if (ee > eb &&
-                            elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
-                            continue;
-                        if (elec__spme_coincident(r2)) { coincident++; continue; }
-                        elec__spme_pair(&s, b.w, dx, dy, dz, r2, alpha, gauss);
-                    }
-                }
-            }
-        }
-        elec__spme_real_energy(&s, a.w);
-        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
-                                  alpha, gauss, alpha_exact);
-        elec__spme_pair_finish(&s, a.w, i, out);
+    const int used = L.tile_start[L.tile_count];
+    int i = p < used ? L.order[p] : -1;
+    if (p == 0) elec__list_done(L);
+    if (i >= 0) {
+        float4 acc = L.acc[p], a = xyzq[i];
+        s.real = 0.5 * (double)a.w * (double)acc.w;
+        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, excl_start[i],
+                                  excl_start[i + 1], 0, 1, g, alpha, gauss, alpha_exact);
+        if (out)
+            out[i] = make_float4(fmaf(a.w, s.fx, acc.x), fmaf(a.w, s.fy, acc.y),
+                                 fmaf(a.w, s.fz, acc.z), acc.w + s.phi);
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
     elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
-    elec__spme_coincident_add(sums, coincident);
-}
-
-/* Real space for boxes too small for 3 cells of the cutoff per axis: one
-   warp per atom over every other atom, minimum image per pair. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK, 4)
-elec__k_spme_real_all(const float4 *xyzq, int n, elec__spme_geometry g,
-                      const int *excl_start, const int *excl_list,
-                      float cutoff2, float alpha, float gauss,
-                      double alpha_exact, float4 *out,
-                      double *sums) {
-    const int lane = threadIdx.x & 31;
-    const int warps = gridDim.x * (blockDim.x >> 5);
-    elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
-    int coincident = 0;
-    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n;
-         i += warps) {
-        float4 a = elec__spme_wrapped(xyzq[i], g);
-        int eb = excl_start[i], ee = excl_start[i + 1];
-        for (int j = lane; j < n; j += 32) {
-            float4 b = xyzq[j];
-            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-            dx -= g.length.x * rintf(dx * g.inv_length.x);
-            dy -= g.length.y * rintf(dy * g.inv_length.y);
-            dz -= g.length.z * rintf(dz * g.inv_length.z);
-            float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            if (r2 >= cutoff2 || j == i) continue;
-            if (ee > eb && elec__spme_excluded(excl_list, eb, ee, j)) continue;
-            if (elec__spme_coincident(r2)) { coincident++; continue; }
-            elec__spme_pair(&s, b.w, dx, dy, dz, r2, alpha, gauss);
-        }
-        elec__spme_real_energy(&s, a.w);
-        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, eb, ee, lane, g,
-                                  alpha, gauss, alpha_exact);
-        elec__spme_pair_finish(&s, a.w, i, out);
-    }
-    elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
-    elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
-    elec__spme_coincident_add(sums, coincident);
 }
 
 /* ------------------------------------------------------- SPME host side */
@@ -4314,8 +4695,9 @@ static elec_status elec__cufft_fail(elec_error *err, cufftResult r,
 }
 
 /* Events a timed evaluation records, in this order on one stream: start,
-   spread, forward FFT, solve, backward FFT, real space, gather. */
-#define ELEC__SPME_MARKS 7
+   spread, forward FFT, solve, backward FFT, list build, real space,
+   gather. */
+#define ELEC__SPME_MARKS 8
 
 struct elec_cuda_spme_handle {
     int device;
@@ -4341,11 +4723,8 @@ struct elec_cuda_spme_handle {
     int *overflow_atoms;
     float *weights;          /* max_atoms x 3 x order                     */
     /* real space */
-    int use_cells;
-    elec__spme_cells cells;
-    int cell_count;
-    int *cell_counts, *cell_start, *atom_cell, *atom_slot, *sorted_index;
-    float4 *sorted;
+    elec__list list;         /* the neighbour list                         */
+    size_t list_n;           /* atoms of the list's last build request      */
     float4 *real;            /* per atom: force (unscaled), potential     */
     int *excl_start, *excl_list;
     void *fft_work;          /* cuFFT's work area, the two plans' (they run
@@ -4439,7 +4818,9 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
 #define ELEC__SPME_ALIGN 256
 static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
     const size_t atoms = h->max_atoms, grid = (size_t)h->grid_points;
-    const size_t spectrum = (size_t)h->spectrum_points, cells = (size_t)h->cell_count;
+    const size_t spectrum = (size_t)h->spectrum_points;
+    const size_t tiles = (size_t)h->list.tile_count, cells = tiles * ELEC__LIST_TILE_CELLS;
+    const size_t slots = (size_t)h->list.slots, clusters = (size_t)h->list.clusters;
     size_t at = 0;
 #define ELEC__SPME_PLACE(field, type, count)                                 \
     do {                                                                     \
@@ -4461,17 +4842,90 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
         ELEC__SPME_PLACE(overflow_atoms, int, atoms);
         ELEC__SPME_PLACE(weights, float, atoms * 3 * h->p.order);
     }
-    if (h->use_cells) {
-        ELEC__SPME_PLACE(cell_counts, int, cells);
-        ELEC__SPME_PLACE(cell_start, int, cells + 1);
-        ELEC__SPME_PLACE(atom_cell, int, atoms);
-        ELEC__SPME_PLACE(atom_slot, int, atoms);
-        ELEC__SPME_PLACE(sorted_index, int, atoms);
-        ELEC__SPME_PLACE(sorted, float4, atoms);
-    }
+    ELEC__SPME_PLACE(list.info, int, ELEC__LIST_INFO);
+    ELEC__SPME_PLACE(list.cell_count, int, cells);
+    ELEC__SPME_PLACE(list.cell_start, int, cells);
+    ELEC__SPME_PLACE(list.tile_total, int, tiles);
+    ELEC__SPME_PLACE(list.tile_start, int, tiles + 1);
+    ELEC__SPME_PLACE(list.atom_key, int, atoms);
+    ELEC__SPME_PLACE(list.atom_slot, int, atoms);
+    ELEC__SPME_PLACE(list.order, int, slots);
+    ELEC__SPME_PLACE(list.slot_of, int, atoms);
+    ELEC__SPME_PLACE(list.shift, float4, slots);
+    ELEC__SPME_PLACE(list.ref, float4, slots);
+    ELEC__SPME_PLACE(list.pos, float4, slots);
+    ELEC__SPME_PLACE(list.acc, float4, slots);
+    ELEC__SPME_PLACE(list.cluster_tile, int, clusters);
+    ELEC__SPME_PLACE(list.box_centre, float4, clusters);
+    ELEC__SPME_PLACE(list.box_half, float4, clusters);
+    ELEC__SPME_PLACE(list.tile_atoms, int, tiles);
+    ELEC__SPME_PLACE(list.entry_count, int, clusters);
+    ELEC__SPME_PLACE(list.entry_start, int, clusters + 1);
+    ELEC__SPME_PLACE(list.entries, unsigned, (size_t)h->list.entry_room);
+    ELEC__SPME_PLACE(list.tile_i, int, (size_t)h->list.entry_room / ELEC__LIST_CLUSTER);
     ELEC__SPME_PLACE(fft_work, char, h->fft_work_bytes);
 #undef ELEC__SPME_PLACE
     return at;
+}
+
+/* The neighbour list's shape for up to max_atoms atoms in this box: cells
+   of about 3 atoms at the mean density (at least 1.5 A), in tiles of 8^3;
+   room for the atoms and each tile's padding; the tiles each way within
+   reach of rlist (one more where the last tile along an axis is short);
+   and the room for j entries: per cluster, half the atoms within rlist of
+   a box 1.5 times the mean cluster's edge (half: j >= i), times 1.5, and
+   two tiles' padding.  Atoms much denser than at the mean (a crowded
+   region of a mostly empty box) can outgrow it: the build then marks the
+   list overflowed, nothing is evaluated, and elec_cuda_spme_energy
+   reports it. */
+static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t max_atoms,
+                                   double cutoff, double skin, elec_error *err) {
+    const double pi = 3.14159265358979323846, rlist = cutoff + skin;
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double density = (double)max_atoms / volume;
+    double cell = cbrt(3.0 / density), edge, reach_volume, room;
+    int n[3], t[3], r[3], axis;
+    size_t slots, cells;
+    if (cell < 1.5) cell = 1.5;
+    for (axis = 0; axis < 3; axis++) {
+        double c = floor(box->length[axis] / cell);
+        n[axis] = c < 1.0 ? 1 : c > 8192.0 ? 8192 : (int)c;
+        t[axis] = (n[axis] + ELEC__LIST_TILE - 1) / ELEC__LIST_TILE;
+        edge = ELEC__LIST_TILE * box->length[axis] / n[axis];
+        r[axis] = (int)ceil(rlist / edge) + (n[axis] % ELEC__LIST_TILE ? 1 : 0);
+    }
+    cells = (size_t)t[0] * t[1] * t[2] * ELEC__LIST_TILE_CELLS;
+    slots = (max_atoms + ELEC__LIST_CLUSTER - 1) / ELEC__LIST_CLUSTER * ELEC__LIST_CLUSTER +
+            (size_t)t[0] * t[1] * t[2] * ELEC__LIST_CLUSTER;
+    if (cells > (size_t)INT_MAX / 2 || slots > (size_t)1 << 29)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms in this box: past the neighbour list's limits",
+                          max_atoms);
+    memset(L, 0, sizeof *L);
+    L->length = make_float3((float)box->length[0], (float)box->length[1],
+                            (float)box->length[2]);
+    L->inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
+                                (float)(1.0 / box->length[2]));
+    L->cells = make_int3(n[0], n[1], n[2]);
+    L->cells_per_length = make_float3((float)(n[0] / box->length[0]),
+                                      (float)(n[1] / box->length[1]),
+                                      (float)(n[2] / box->length[2]));
+    L->tiles = make_int3(t[0], t[1], t[2]);
+    L->reach = make_int3(r[0], r[1], r[2]);
+    L->tile_count = t[0] * t[1] * t[2];
+    L->slots = (int)slots;
+    L->clusters = (int)(slots / ELEC__LIST_CLUSTER);
+    edge = 1.5 * cbrt(ELEC__LIST_CLUSTER / density);
+    reach_volume = edge * edge * edge + 6.0 * edge * edge * rlist +
+                   3.0 * pi * edge * rlist * rlist + 4.0 / 3.0 * pi * rlist * rlist * rlist;
+    room = L->clusters * (1.5 * (0.5 * reach_volume * density) + 2.0 * ELEC__LIST_CLUSTER);
+    if (room > 27.0 * L->clusters * (double)slots) room = 27.0 * L->clusters * (double)slots;
+    if (room > (double)(INT_MAX / 2)) room = (double)(INT_MAX / 2);
+    L->entry_room = (int)room / ELEC__LIST_CLUSTER * ELEC__LIST_CLUSTER;
+    L->cutoff2 = (float)(cutoff * cutoff);
+    L->rlist2 = (float)(rlist * rlist);
+    L->half_skin2 = (float)(0.25 * skin * skin);
+    return ELEC_OK;
 }
 
 /* A handle of already resolved parameters for up to max_atoms atoms, but
@@ -4483,7 +4937,7 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
                                           elec_cuda_spme_handle **out, elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_spme_handle *h = NULL;
-    int devices[ELEC__MAX_GPUS], device_count = 0, axis;
+    int devices[ELEC__MAX_GPUS], device_count = 0;
     size_t grid_points, spectrum_points, forward_work = 0, backward_work = 0;
     const size_t pairs = resolved->excluded_pair_count;
     *out = NULL;
@@ -4529,29 +4983,10 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     h->g.grid_per_length = make_float3((float)(h->p.grid[0] / box->length[0]),
                                        (float)(h->p.grid[1] / box->length[1]),
                                        (float)(h->p.grid[2] / box->length[2]));
-    /* Cells at least the cutoff long, 3 or more per axis (so that the 27
-       neighbours are distinct cells), at most 128 per axis. */
-    h->use_cells = 1;
-    {
-        /* Half-cutoff cells with two neighbours each way (125 cells, 0.58 of
-           the volume of 27 cutoff-long ones: fewer candidates per atom)
-           where the box holds five along every axis; else cutoff-long cells
-           with one neighbour each way; else all pairs. */
-        int n[3], reach = 2;
-        for (axis = 0; axis < 3; axis++)
-            if (floor(2.0 * box->length[axis] / h->p.cutoff) < 5.0) reach = 1;
-        for (axis = 0; axis < 3; axis++) {
-            double cells = floor(reach * box->length[axis] / h->p.cutoff);
-            n[axis] = cells > 128.0 ? 128 : (int)cells;
-            if (n[axis] < 2 * reach + 1) h->use_cells = 0;
-        }
-        h->cells.reach = reach;
-        h->cells.n = make_int3(n[0], n[1], n[2]);
-        h->cells.per_length = make_float3((float)(n[0] / box->length[0]),
-                                          (float)(n[1] / box->length[1]),
-                                          (float)(n[2] / box->length[2]));
-        h->cell_count = h->use_cells ? n[0] * n[1] * n[2] : 0;
-    }
+    if ((status = elec__list_plan(&h->list, box, max_atoms, h->p.cutoff, h->p.list_skin,
+                                  err)) != ELEC_OK)
+        goto cleanup;
+    h->list_n = max_atoms; /* the flag is up at create (elec__spme_handle_place) */
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
                                           cudaDevAttrMultiProcessorCount,
@@ -4627,6 +5062,13 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__SPME_SUMS * sizeof(double)));
+    {
+        int info[ELEC__LIST_INFO] = {0};
+        info[ELEC__LIST_BUILD] = 1; /* the first compute builds the list */
+        ELEC__CUDA_TRY(cudaMemcpy(h->list.info, info, sizeof info, cudaMemcpyHostToDevice));
+        ELEC__CUDA_TRY(cudaMemset(h->list.cell_count, 0, (size_t)h->list.tile_count *
+                                                           ELEC__LIST_TILE_CELLS * sizeof(int)));
+    }
 cleanup:
     ELEC_FREE(host_theta);
     ELEC_FREE(host_excl_start);
@@ -4736,43 +5178,91 @@ cleanup:
     default: status = call_of_order(8); break;                               \
     }
 
-/* The real-space chain on one stream: cell list and pairs, or all pairs. */
+/* The neighbour list brought up to date on one stream, for the atoms of
+   this compute (indexed as the exclusions are): the check, then the build
+   chain, which does nothing unless the check (or a new n, or
+   elec_cuda_spme_rebuild) raised the flag; the kernel after the pairs
+   lowers it (elec__list_done).  *list_n: the atoms of the last build
+   request; another n raises the flag here. */
+static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4 *xyzq,
+                                     int n, const int *excl_start, const int *excl_list,
+                                     int sm_count, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const int block = ELEC__SPME_BLOCK, warps_per_block = ELEC__SPME_BLOCK / 32;
+    const unsigned atom_blocks = (unsigned)((n + block - 1) / block);
+    const unsigned slot_blocks = (unsigned)((L->slots + block - 1) / block);
+    (void)sm_count;
+    const unsigned cluster_blocks = (unsigned)((L->clusters + warps_per_block - 1) /
+                                               warps_per_block);
+    if ((size_t)n != *list_n) {
+        ELEC__CUDA_TRY(cudaMemsetAsync(L->info + ELEC__LIST_BUILD, 1, sizeof(int), stream));
+        *list_n = (size_t)n;
+    }
+    elec__k_list_check<<<slot_blocks, block, 0, stream>>>(*L, xyzq);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_count<<<atom_blocks, block, 0, stream>>>(*L, xyzq, n);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_tiles<<<L->tile_count, ELEC__LIST_TILE_CELLS, 0, stream>>>(*L);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+        L->info, L->tile_total, L->tile_start, L->tile_count, INT_MAX);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_scatter<<<atom_blocks, block, 0, stream>>>(*L, xyzq, n);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_bounds<<<cluster_blocks, block, 0, stream>>>(*L);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_search<0><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+        L->info, L->entry_count, L->entry_start, L->clusters, INT_MAX);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_list_search<1><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* The list's pairs evaluated with a pair function into L->acc: a fixed
+   grid of 8 blocks of 8 warps per SM.  coincident_sum: where the count of
+   coincident pairs (2 per pair) is added. */
+template <class Pair>
+static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,
+                                       const int *excl_list, int n, double *coincident_sum,
+                                       int sm_count, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__k_list_pairs<Pair><<<8 * sm_count, ELEC__SPME_BLOCK, 0, stream>>>(
+        *L, pair, excl_start, excl_list, n, coincident_sum);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* The real-space chain on one stream: the list brought up to date (then
+   after_list recorded, for the timed run), its pairs, the exclusions and
+   the per-atom results. */
 static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq, int n,
                                    int want_atoms, cudaStream_t stream,
-                                   elec_error *err) {
+                                   cudaEvent_t after_list, elec_error *err) {
     elec_status status = ELEC_OK;
     const int block = ELEC__SPME_BLOCK;
-    const unsigned atom_blocks = (unsigned)((n + block - 1) / block);
-    const float cutoff2 = (float)(h->p.cutoff * h->p.cutoff);
     const float alpha = (float)h->p.alpha;
     const float gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
-    float4 *out = want_atoms ? h->real : NULL;
-    if (h->use_cells) {
-        ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0,
-                                       (size_t)h->cell_count * sizeof(int), stream));
-        elec__k_spme_cells_count<<<atom_blocks, block, 0, stream>>>(
-            xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        elec__k_spme_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
-            h->cell_counts, h->cell_start, h->cell_count);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        elec__k_spme_cells_scatter<<<atom_blocks, block, 0, stream>>>(
-            xyzq, n, h->g, h->cell_start, h->atom_cell, h->atom_slot, h->sorted,
-            h->sorted_index);
-        ELEC__CUDA_TRY(cudaGetLastError());
-        elec__k_spme_real_cells<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
-                                  stream>>>(
-            h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells,
-            h->excl_start, h->excl_list, cutoff2, alpha, gauss, h->p.alpha, out,
-            h->sums);
-        ELEC__CUDA_TRY(cudaGetLastError());
-    } else {
-        elec__k_spme_real_all<<<elec__spme_blocks(h, (size_t)n * 32), block, 0,
-                                stream>>>(
-            xyzq, n, h->g, h->excl_start, h->excl_list, cutoff2, alpha, gauss, h->p.alpha,
-            out, h->sums);
-        ELEC__CUDA_TRY(cudaGetLastError());
-    }
+    elec__pair_erfc pair;
+    pair.half_alpha = 0.5f * alpha;
+    pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
+    pair.gauss = gauss;
+    status = elec__list_update(&h->list, &h->list_n, xyzq, n, h->excl_start, h->excl_list,
+                               h->sm_count, stream, err);
+    if (status != ELEC_OK) goto cleanup;
+    if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
+    status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
+                                 h->sums + ELEC__SPME_SUM_COINCIDENT, h->sm_count, stream, err);
+    if (status != ELEC_OK) goto cleanup;
+    elec__k_spme_real_finish<<<(unsigned)((h->list.slots + block - 1) / block), block, 0,
+                               stream>>>(h->list, xyzq, n, h->g, h->excl_start, h->excl_list,
+                                         alpha, gauss, h->p.alpha,
+                                         want_atoms ? h->real : NULL, h->sums);
+    ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
 }
@@ -4807,7 +5297,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     if (do_real && !marks) {
         ELEC__CUDA_TRY(cudaEventRecord(h->fork, stream));
         ELEC__CUDA_TRY(cudaStreamWaitEvent(h->side, h->fork, 0));
-        status = elec__spme_real(h, xyzq, count, want_atoms, h->side, err);
+        status = elec__spme_real(h, xyzq, count, want_atoms, h->side, NULL, err);
         if (status != ELEC_OK) goto cleanup;
         ELEC__CUDA_TRY(cudaEventRecord(h->join, h->side));
     }
@@ -4834,14 +5324,15 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     }
     if (do_real) {
         if (marks) {
-            status = elec__spme_real(h, xyzq, count, want_atoms, stream, err);
+            status = elec__spme_real(h, xyzq, count, want_atoms, stream, marks[5], err);
             if (status != ELEC_OK) goto cleanup;
-            ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
+            ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
         } else {
             ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
         }
     } else if (marks) {
         ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
+        ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
     }
     if (do_reciprocal && want_atoms) {
         const float4 *real = do_real ? h->real : NULL;
@@ -4851,7 +5342,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
 #undef ELEC__SPME_GATHER_CALL
         if (status != ELEC_OK) goto cleanup;
     }
-    if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
+    if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[7], stream));
 cleanup:
     return status;
 }
@@ -4942,7 +5433,7 @@ ELEC_DEF elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
 
 /* The names of a timed evaluation's stages, between its events. */
 static const char *const elec__spme_stage_names[ELEC__SPME_MARKS - 1] = {
-    "spread", "forward FFT", "solve", "backward FFT", "real space", "gather"};
+    "spread", "forward FFT", "solve", "backward FFT", "list build", "real space", "gather"};
 
 ELEC_DEF elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
                                                   const float4 *d_xyzq, size_t n,
@@ -4997,6 +5488,7 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_error *err) {
     elec_status status = ELEC_OK;
     double sums[ELEC__SPME_SUMS];
+    int info[ELEC__LIST_INFO];
     int caller_device = 0;
     if (!h || !terms)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or terms is NULL");
@@ -5004,7 +5496,15 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums,
                                    cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info,
+                                   cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (info[ELEC__LIST_OVERFLOW]) {
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "the real-space neighbour list overflowed (atoms far denser "
+                            "somewhere than at create): make a handle for these positions");
+        goto cleanup;
+    }
     if (sums[ELEC__SPME_SUM_COINCIDENT] > 0.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "%.0f pair(s) of atoms closer than %g A and not excluded: "
@@ -5013,6 +5513,44 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
         goto cleanup;
     }
     elec__spme_terms(h, sums, terms);
+    elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
+                                               elec_spme_list_stats *stats,
+                                               cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    int info[ELEC__LIST_INFO], caller_device = 0;
+    if (!h || !stats)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or stats is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info, cudaMemcpyDeviceToHost,
+                                   stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    memset(stats, 0, sizeof *stats);
+    stats->rebuilds = info[ELEC__LIST_REBUILDS];
+    stats->tiles = info[ELEC__LIST_TILES];
+    stats->clusters = info[ELEC__LIST_SLOTS] / ELEC__LIST_CLUSTER;
+    stats->overflow = info[ELEC__LIST_OVERFLOW] != 0;
+    stats->skin = h->p.list_skin;
+    elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_rebuild(elec_cuda_spme_handle *h, cudaStream_t stream,
+                                            elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->list.info + ELEC__LIST_BUILD, 1, sizeof(int), stream));
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -5104,6 +5642,810 @@ cleanup:
     elec_cuda_spme_destroy(h);
     ELEC_FREE(host_xyzq);
     ELEC_FREE(host_out);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+/* ------------------------------------------- >>msm periodic MSM: the MD handle */
+
+/* Periodic multilevel summation on the GPU: elec_cpu_msm_periodic_energy's
+   method (elec.h, elec__pmsm_shape: the hierarchy, its stencils and the
+   top's constant are the CPU's very functions), every stage on the
+   device, in float with energies summed in double, behind a handle with
+   the SPME handle's shape.  One compute, all on the caller's stream:
+     short range      cell list of the wrapped atoms (SPME's count, scan
+                      and scatter kernels), then one thread per atom over
+                      the cells within the cutoff, each neighbour cell
+                      offset past the box edge an image (every (atom,
+                      image) within a exactly once, however small the box):
+                      q_j (1/r - gamma(r/a)/a) and its force; excluded
+                      pairs left out at their nearest image and their
+                      smooth part g_0(r) taken back out
+     anterpolation    the charge map (Skeel's C1 basis of the
+                      interpolation's order) on the periodic finest lattice
+     restriction      one thread per coarse point, fine indices wrapped
+     lattice cutoff   one thread per point, the level's folded stencil,
+                      indices wrapped (every level: no top sum)
+     prolongation     one thread per fine point, coarse indices wrapped
+     at atoms         one thread per atom: potential and gradient
+                      interpolated from the finest lattice, added to the
+                      short range; forces written once, energy
+                      1/2 sum q_i phi_i summed in double
+   The top (all axes down to one point) is the constant C_L of the
+   zero-mean convention: C_L Q^2 / 2, added by elec_cuda_msm_periodic_energy
+   on the host from the compute's total charge.  The short range is a
+   kernel of its own, kept small: the SPME handle's neighbour-list engine
+   is to take it (MSM's pair function in place of erfc). */
+
+/* ---- >>msm periodic MSM: the short range's cell list.  SPME's real space
+   moved to the neighbour list (>>spme); the periodic MSM handle keeps this
+   plain cell list until its short range joins that engine (the list's
+   pair function is a template parameter for that): n cells per axis, each
+   at least cutoff / reach long, atoms wrapped into the box and sorted by
+   cell (count, scan, scatter). */
+typedef struct elec__spme_cells {
+    int3 n;
+    float3 per_length;     /* n / L */
+    int reach;             /* neighbour cells each way */
+} elec__spme_cells;
+
+/* x wrapped into [0, length), in float (a value rounding up to length
+   goes to 0's side of the cell list: clamped). */
+__device__ __forceinline__ float elec__spme_wrap(float x, float length, float inv_length) {
+    float w = x - length * floorf(x * inv_length);
+    if (w >= length) w -= length;
+    return w < 0.0f ? 0.0f : w;
+}
+
+__device__ __forceinline__ float4 elec__spme_wrapped(float4 a, elec__spme_geometry g) {
+    return make_float4(elec__spme_wrap(a.x, g.length.x, g.inv_length.x),
+                       elec__spme_wrap(a.y, g.length.y, g.inv_length.y),
+                       elec__spme_wrap(a.z, g.length.z, g.inv_length.z), a.w);
+}
+
+__device__ __forceinline__ int elec__spme_cell_index(float4 w, elec__spme_cells c) {
+    int cx = min((int)(w.x * c.per_length.x), c.n.x - 1);
+    int cy = min((int)(w.y * c.per_length.y), c.n.y - 1);
+    int cz = min((int)(w.z * c.per_length.z), c.n.z - 1);
+    return cx + c.n.x * (cy + c.n.y * cz);
+}
+
+/* Step 1: each atom's cell and its slot in it (atomics on the per-cell
+   counters, zeroed first). */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
+                         elec__spme_cells c, int *cell_count, int *atom_cell,
+                         int *atom_slot) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int cell = elec__spme_cell_index(elec__spme_wrapped(xyzq[i], g), c);
+    atom_cell[i] = cell;
+    atom_slot[i] = atomicAdd(&cell_count[cell], 1);
+}
+
+/* Step 2: exclusive prefix sum of the counts into start[0 .. cells] in one
+   block: each thread sums a contiguous run, the block scans the run sums
+   (elec__block_scan), each thread writes its run's starts. */
+__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
+elec__k_spme_cells_scan(const int *count, int *start, int cells) {
+    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
+    const int t = threadIdx.x;
+    int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
+    int first = min(t * per, cells), last = min(first + per, cells), s = 0;
+    for (int i = first; i < last; i++) s += count[i];
+    run_sums[t] = s;
+    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
+    s = t > 0 ? run_sums[t - 1] : 0;
+    for (int i = first; i < last; i++) {
+        start[i] = s;
+        s += count[i];
+    }
+    if (t == ELEC__SPME_SCAN_THREADS - 1) start[cells] = run_sums[t];
+}
+
+/* Step 3: atoms in cell order, wrapped, with their original index. */
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
+                           const int *start, const int *atom_cell, const int *atom_slot,
+                           float4 *sorted, int *sorted_index) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int p = start[atom_cell[i]] + atom_slot[i];
+    sorted[p] = elec__spme_wrapped(xyzq[i], g);
+    sorted_index[p] = i;
+}
+
+/* Whether j is on atom i's exclusion list list[begin .. end) (a few
+   entries: a linear scan). */
+__device__ __forceinline__ bool elec__spme_excluded(const int *list, int begin, int end, int j) {
+    for (int k = begin; k < end; k++)
+        if (list[k] == j) return true;
+    return false;
+}
+
+#define ELEC__PMSM_SUM_ENERGY 0     /* 1/2 sum q_i phi_i, self part out */
+#define ELEC__PMSM_SUM_CHARGE 1     /* sum q                              */
+#define ELEC__PMSM_SUM_COINCIDENT 2 /* pairs closer than the coincident
+                                       distance, seen from both atoms    */
+#define ELEC__PMSM_SUMS 4
+
+/* A lattice of the periodic hierarchy as the kernels take it. */
+typedef struct elec__pmsm_grid_args {
+    int n[3];
+} elec__pmsm_grid_args;
+
+__device__ __forceinline__ int elec__pmsm_wrap_device(int i, int n) {
+    const int r = i % n;
+    return r < 0 ? r + n : r;
+}
+
+/* The fine points a coarse point gathers along one axis (restriction), or
+   the coarse points a fine point gathers (prolongation), wrapped, with
+   their weights Phi(d/2); the identity along an axis already at one point
+   (fine and coarse the same).  Returns how many. */
+template <int S>
+__device__ __forceinline__ int elec__pmsm_restrict_axis(int M, int fine_n, int coarse_n,
+                                                        const elec__msm_basis_args &b,
+                                                        int index[4 * S], float w[4 * S]) {
+    if (fine_n == coarse_n) {
+        index[0] = M;
+        w[0] = 1.0f;
+        return 1;
+    }
+#pragma unroll
+    for (int d = -(2 * S - 1); d <= 2 * S - 1; d++) {
+        index[d + 2 * S - 1] = elec__pmsm_wrap_device(2 * M + d, fine_n);
+        w[d + 2 * S - 1] = b.half[d + 2 * S - 1];
+    }
+    return 4 * S - 1;
+}
+
+template <int S>
+__device__ __forceinline__ int elec__pmsm_prolong_axis(int m, int fine_n, int coarse_n,
+                                                       const elec__msm_basis_args &b,
+                                                       int index[4 * S], float w[4 * S]) {
+    int count = 0;
+    if (fine_n == coarse_n) {
+        index[0] = m;
+        w[0] = 1.0f;
+        return 1;
+    }
+    /* 2K within m -+ (2S - 1) */
+    for (int K = -((2 * S - 1 - m) >> 1); K <= (m + 2 * S - 1) >> 1; K++, count++) {
+        index[count] = elec__pmsm_wrap_device(K, coarse_n);
+        w[count] = b.half[m - 2 * K + 2 * S - 1];
+    }
+    return count;
+}
+
+/* Stages 2 and 4: one thread per output point, a gather over the per-axis
+   lists above; restriction writes q_{l+1}, prolongation adds to e_l. */
+template <int S, bool RESTRICT>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_transfer(float *out, elec__pmsm_grid_args og, const float *in,
+                      elec__pmsm_grid_args ig, elec__pmsm_grid_args fine,
+                      elec__pmsm_grid_args coarse, elec__msm_basis_args b) {
+    const size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)og.n[0] * og.n[1] * og.n[2]) return;
+    const int p[3] = {(int)(at % og.n[0]), (int)(at / og.n[0] % og.n[1]),
+                      (int)(at / og.n[0] / og.n[1])};
+    int index[3][4 * S], count[3];
+    float w[3][4 * S], sum = 0.0f;
+    for (int axis = 0; axis < 3; axis++)
+        count[axis] = RESTRICT ? elec__pmsm_restrict_axis<S>(p[axis], fine.n[axis],
+                                                             coarse.n[axis], b, index[axis],
+                                                             w[axis])
+                               : elec__pmsm_prolong_axis<S>(p[axis], fine.n[axis],
+                                                            coarse.n[axis], b, index[axis],
+                                                            w[axis]);
+    for (int c = 0; c < count[2]; c++)
+        for (int bb = 0; bb < count[1]; bb++) {
+            const float wyz = w[2][c] * w[1][bb];
+            const float *row = in + (size_t)ig.n[0] * (index[1][bb] + (size_t)ig.n[1] * index[2][c]);
+            if (wyz == 0.0f) continue;
+            for (int a = 0; a < count[0]; a++) sum = fmaf(wyz * w[0][a], row[index[0][a]], sum);
+        }
+    if (RESTRICT) out[at] = sum;
+    else out[at] += sum;
+}
+
+/* Stage 3 at every level: e(m) = sum_k K_l(k) q(m + k), the level's
+   folded stencil (first, width per axis), indices wrapped; one thread per
+   point, the stencil read by the whole warp at once. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_lattice_cutoff(float *e, const float *q, elec__pmsm_grid_args g,
+                            const float *stencil, int3 first, int3 width) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int j = blockIdx.y, k = blockIdx.z;
+    if (i >= g.n[0]) return;
+    const int start = elec__pmsm_wrap_device(i + first.x, g.n[0]);
+    float sum = 0.0f;
+    for (int c = 0; c < width.z; c++) {
+        const int kk = elec__pmsm_wrap_device(k + first.z + c, g.n[2]);
+        for (int b = 0; b < width.y; b++) {
+            const int jj = elec__pmsm_wrap_device(j + first.y + b, g.n[1]);
+            const float *row = stencil + (size_t)width.x * (b + (size_t)width.y * c);
+            const float *qrow = q + (size_t)g.n[0] * (jj + (size_t)g.n[1] * kk);
+            int ii = start;
+            for (int a = 0; a < width.x; a++) {
+                sum = fmaf(__ldg(row + a), __ldg(qrow + ii), sum);
+                if (++ii == g.n[0]) ii = 0;
+            }
+        }
+    }
+    e[i + (size_t)g.n[0] * (j + (size_t)g.n[1] * k)] = sum;
+}
+
+/* The short range's constants. */
+typedef struct elec__pmsm_short_args {
+    float coeff[ELEC__CUTOFF_MAX_ORDER + 1]; /* gamma(rho)/a = sum coeff_k (rho^2-1)^k */
+    int order;                               /* the splitting                         */
+    float cutoff2, inv_cutoff2;
+    int3 reach;                              /* neighbour cells each way per axis     */
+} elec__pmsm_short_args;
+
+/* G(t) = gamma(rho)/a at t = rho^2 - 1 < 0 and its slope dG/dt. */
+__device__ __forceinline__ float elec__pmsm_smooth(const elec__pmsm_short_args &s, float t,
+                                                   float *slope) {
+    float g = s.coeff[s.order], d = 0.0f;
+    for (int k = s.order - 1; k >= 0; k--) {
+        d = fmaf(d, t, g);
+        g = fmaf(g, t, s.coeff[k]);
+    }
+    *slope = d;
+    return g;
+}
+
+/* One thread per atom in cell order: over the cells home + offset,
+   |offset| <= reach, a cell past the box edge being an image shifted by a
+   box length.  phi_i += q_j (1/r - G), F_i / q_i += q_j (1/r^3 + 2 G'(t)/a^2) d
+   (an atom's own images add to phi only: their forces cancel); excluded
+   partners are left out at their nearest image (|d| <= L/2 on each axis),
+   then each excluded pair's smooth part g_0(r) (nearest image) taken back
+   out: phi_i -= q_j g_0, F_i / q_i += q_j g_0'(r) d / r.  out[i] = (q_i F,
+   phi) by original index. */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *start,
+                   const float4 *xyzq, int n, elec__spme_geometry g, elec__spme_cells c,
+                   const int *excl_start, const int *excl_list, elec__pmsm_short_args s,
+                   float4 *out, double *sums) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    int coincident = 0;
+    if (p < n) {
+        const float4 a = sorted[p];
+        const int i = sorted_index[p], eb = excl_start[i], ee = excl_start[i + 1];
+        const int home[3] = {min((int)(a.x * c.per_length.x), c.n.x - 1),
+                             min((int)(a.y * c.per_length.y), c.n.y - 1),
+                             min((int)(a.z * c.per_length.z), c.n.z - 1)};
+        const int reach[3] = {s.reach.x, s.reach.y, s.reach.z}, cells[3] = {c.n.x, c.n.y, c.n.z};
+        const float length[3] = {g.length.x, g.length.y, g.length.z};
+        float phi = 0.0f, fx = 0.0f, fy = 0.0f, fz = 0.0f;
+        for (int oz = -reach[2]; oz <= reach[2]; oz++)
+            for (int oy = -reach[1]; oy <= reach[1]; oy++)
+                for (int ox = -reach[0]; ox <= reach[0]; ox++) {
+                    const int offset[3] = {ox, oy, oz};
+                    int cell[3];
+                    float shift[3];
+                    bool image = false;
+                    for (int axis = 0; axis < 3; axis++) {
+                        const int raw = home[axis] + offset[axis];
+                        const int wrapped = elec__pmsm_wrap_device(raw, cells[axis]);
+                        const int copies = (raw - wrapped) / cells[axis];
+                        cell[axis] = wrapped;
+                        shift[axis] = (float)copies * length[axis];
+                        image |= copies != 0;
+                    }
+                    const int ci = cell[0] + cells[0] * (cell[1] + cells[1] * cell[2]);
+                    const float ax = a.x - shift[0], ay = a.y - shift[1], az = a.z - shift[2];
+                    for (int k = start[ci]; k < start[ci + 1]; k++) {
+                        const float4 b = sorted[k];
+                        const float dx = ax - b.x, dy = ay - b.y, dz = az - b.z;
+                        const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+                        const bool self = k == p;
+                        if (r2 >= s.cutoff2 || (self && !image)) continue;
+                        if (ee > eb && !self && fabsf(dx) <= 0.5f * length[0] &&
+                            fabsf(dy) <= 0.5f * length[1] && fabsf(dz) <= 0.5f * length[2] &&
+                            elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
+                            continue;
+                        if (elec__spme_coincident(r2)) { coincident++; continue; }
+                        const float rinv = rsqrtf(r2);
+                        float slope;
+                        const float smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f),
+                                                               &slope);
+                        phi = fmaf(b.w, rinv - smooth, phi);
+                        if (self) continue; /* an atom's images: +n and -n cancel */
+                        const float f = b.w * (rinv * rinv * rinv + 2.0f * slope * s.inv_cutoff2);
+                        fx = fmaf(f, dx, fx);
+                        fy = fmaf(f, dy, fy);
+                        fz = fmaf(f, dz, fz);
+                    }
+                }
+        for (int e = eb; e < ee; e++) {
+            const int j = excl_list[e];
+            if (j >= n) continue; /* a partner past this compute's n atoms */
+            const float4 b = xyzq[j];
+            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+            dx -= g.length.x * rintf(dx * g.inv_length.x);
+            dy -= g.length.y * rintf(dy * g.inv_length.y);
+            dz -= g.length.z * rintf(dz * g.inv_length.z);
+            const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+            float smooth, f;
+            if (r2 < s.cutoff2) { /* g_0 = G(t), grad g_0 = 2 G'(t) d / a^2 */
+                float slope;
+                smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f), &slope);
+                f = 2.0f * slope * s.inv_cutoff2;
+            } else { /* g_0 = 1/r */
+                const float rinv = rsqrtf(r2);
+                smooth = rinv;
+                f = -rinv * rinv * rinv;
+            }
+            phi -= b.w * smooth;
+            fx = fmaf(b.w * f, dx, fx);
+            fy = fmaf(b.w * f, dy, fy);
+            fz = fmaf(b.w * f, dz, fz);
+        }
+        out[i] = make_float4(a.w * fx, a.w * fy, a.w * fz, phi);
+    }
+    if (__syncthreads_or(coincident != 0) && coincident)
+        atomicAdd(sums + ELEC__PMSM_SUM_COINCIDENT, (double)coincident);
+}
+
+/* Stage 5 and the finish: phi and grad phi from e_0 at each atom (its
+   position wrapped, weights and slopes per axis, indices wrapped), added
+   to the short range; forces -dE/dr = scale (q_i F_short - q_i grad phi)
+   written once, E_i = 1/2 q_i phi_i - 1/2 q_i^2 gamma(0)/a (each atom's
+   own smooth part, which the lattices carry) summed in double. */
+template <int S>
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_at_atoms(const float4 *xyzq, int n, const float *e0, elec__pmsm_grid_args g,
+                      float3 inv_h, elec__spme_geometry geometry, elec__msm_basis_args b,
+                      const float4 *short_range, double self, float scale, float *forces,
+                      double *sums) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double energy = 0.0, charge = 0.0;
+    if (i < n) {
+        const float4 a = elec__spme_wrapped(xyzq[i], geometry);
+        float w[3][2 * S], dw[3][2 * S], sum = 0.0f, gx = 0.0f, gy = 0.0f, gz = 0.0f;
+        int first[3];
+        first[0] = elec__msm_slopes_device<S>(a.x * inv_h.x, b, w[0], dw[0]);
+        first[1] = elec__msm_slopes_device<S>(a.y * inv_h.y, b, w[1], dw[1]);
+        first[2] = elec__msm_slopes_device<S>(a.z * inv_h.z, b, w[2], dw[2]);
+        for (int c = 0; c < 2 * S; c++) {
+            const int kk = elec__pmsm_wrap_device(first[2] + c, g.n[2]);
+            for (int bb = 0; bb < 2 * S; bb++) {
+                const int jj = elec__pmsm_wrap_device(first[1] + bb, g.n[1]);
+                const float *row = e0 + (size_t)g.n[0] * (jj + (size_t)g.n[1] * kk);
+                float v = 0.0f, vx = 0.0f;
+#pragma unroll
+                for (int ii = 0; ii < 2 * S; ii++) {
+                    const float e = __ldg(row + elec__pmsm_wrap_device(first[0] + ii, g.n[0]));
+                    v = fmaf(w[0][ii], e, v);
+                    vx = fmaf(dw[0][ii], e, vx);
+                }
+                sum = fmaf(w[1][bb] * w[2][c], v, sum);
+                gx = fmaf(w[1][bb] * w[2][c], vx, gx);
+                gy = fmaf(dw[1][bb] * w[2][c], v, gy);
+                gz = fmaf(w[1][bb] * dw[2][c], v, gz);
+            }
+        }
+        const float4 sr = short_range[i];
+        if (forces) {
+            forces[3 * i] = scale * (sr.x - a.w * gx * inv_h.x);
+            forces[3 * i + 1] = scale * (sr.y - a.w * gy * inv_h.y);
+            forces[3 * i + 2] = scale * (sr.z - a.w * gz * inv_h.z);
+        }
+        energy = 0.5 * (double)a.w * ((double)sr.w + (double)sum - (double)a.w * self);
+        charge = a.w;
+    }
+    elec__spme_block_add(sums + ELEC__PMSM_SUM_ENERGY, energy);
+    elec__spme_block_add(sums + ELEC__PMSM_SUM_CHARGE, charge);
+}
+
+struct elec_cuda_msm_periodic_handle {
+    elec__msm_device plan;   /* resolved params, the periodic hierarchy, the
+                                anterpolation's charge map                  */
+    elec_box box;
+    size_t max_atoms;
+    elec__spme_geometry g;
+    elec__spme_cells cells;  /* the short range's cell list                 */
+    elec__pmsm_short_args s;
+    int cell_count;
+    double top;              /* C_L: the top's energy is C_L Q^2 / 2        */
+    void *block;             /* one device allocation for what follows      */
+    int *cell_counts, *cell_start, *atom_cell, *atom_slot, *sorted_index;
+    int *excl_start, *excl_list;
+    float4 *sorted, *short_range;
+    double *sums;            /* ELEC__PMSM_SUMS raw sums                    */
+};
+
+/* The plan of a periodic hierarchy (elec__pmsm_shape_of) for resolved p on
+   `device`: lattices and every level's folded stencil in one device block,
+   the charge map of the finest lattice (periodic) for max_atoms atoms. */
+static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
+                                                   const elec_msm_params *p,
+                                                   const elec__pmsm_shape *shape,
+                                                   size_t max_atoms, int device,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    size_t stencil_points = 0, at = 0, biggest = 0;
+    double *host = NULL;
+    float *host_float = NULL;
+    memset(md, 0, sizeof *md);
+    md->p = *p;
+    md->periodic = 1;
+    md->pshape = *shape;
+    md->device = device;
+    md->max_atoms = max_atoms;
+    md->shape.levels = shape->levels;
+    for (int l = 0; l < shape->levels; l++) {
+        size_t sp = elec__pmsm_stencil_points(shape, l);
+        for (int axis = 0; axis < 3; axis++) md->shape.n[l][axis] = shape->n[l][axis];
+        md->points += elec__pmsm_shape_points(shape, l);
+        stencil_points += sp;
+        if (sp > biggest) biggest = sp;
+    }
+    host = (double *)ELEC_MALLOC((biggest + 1) * sizeof *host);
+    host_float = (float *)ELEC_MALLOC((stencil_points + 1) * sizeof *host_float);
+    if (!host || !host_float) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for MSM stencils");
+        goto cleanup;
+    }
+    for (int l = 0; l < shape->levels; l++) {
+        const size_t sp = elec__pmsm_stencil_points(shape, l);
+        elec__pmsm_stencil_fill(p, shape, l, host);
+        for (size_t k = 0; k < sp; k++) host_float[at + k] = (float)host[k];
+        at += sp;
+    }
+    ELEC__CUDA_TRY(cudaSetDevice(device));
+    {
+        elec_lattice finest;
+        elec_chargemap_params cp;
+        memset(&cp, 0, sizeof cp);
+        for (int axis = 0; axis < 3; axis++) {
+            finest.dims[axis] = shape->n[0][axis];
+            finest.spacing[axis] = shape->h[0][axis];
+            finest.origin[axis] = 0.0;
+        }
+        cp.basis = ELEC_CHARGEMAP_SKEEL;
+        cp.order = 2 * elec_msm_support((int)p->interpolation);
+        cp.periodic = 1;
+        cp.variant = ELEC__MSM_CHARGEMAP_VARIANT;
+        status = elec_cuda_chargemap_create(&finest, max_atoms, &cp, device, &md->anterpolation,
+                                            err);
+        if (status != ELEC_OK) goto cleanup;
+    }
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&md->stream, cudaStreamNonBlocking));
+    ELEC__CUDA_TRY(elec__cuda_alloc(&md->block, ELEC__MSM_ALIGN(2 * md->points * sizeof(float)) +
+                                                    stencil_points * sizeof(float)));
+    md->lattices = (float *)md->block;
+    md->stencil = (float *)((char *)md->block + ELEC__MSM_ALIGN(2 * md->points * sizeof(float)));
+    {
+        float *next = md->lattices;
+        const float *stencil = md->stencil;
+        for (int l = 0; l < shape->levels; l++) {
+            md->q[l] = next;
+            md->e[l] = next + elec__pmsm_shape_points(shape, l);
+            next = md->e[l] + elec__pmsm_shape_points(shape, l);
+            md->stencil_of[l] = stencil;
+            stencil += elec__pmsm_stencil_points(shape, l);
+            md->factor_of[l] = 1.0f;
+        }
+    }
+    ELEC__CUDA_TRY(cudaMemset(md->lattices, 0, 2 * md->points * sizeof(float)));
+    ELEC__CUDA_TRY(cudaMemcpy(md->stencil, host_float, stencil_points * sizeof(float),
+                              cudaMemcpyHostToDevice));
+cleanup:
+    if (status != ELEC_OK) elec__msm_device_free(md);
+    ELEC_FREE(host);
+    ELEC_FREE(host_float);
+    return status;
+}
+
+/* Stages 1 to 4 of a periodic plan on `stream`: charges in, e_0 out. */
+template <int S>
+static elec_status elec__pmsm_device_stages(elec__msm_device *md, const float4 *d_atoms,
+                                            int n, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__pmsm_shape &shape = md->pshape;
+    const elec__msm_basis_args b = elec__msm_basis_of((int)md->p.interpolation);
+    const int levels = shape.levels;
+    elec__pmsm_grid_args g[ELEC_MSM_MAX_LEVELS];
+    for (int l = 0; l < levels; l++)
+        for (int axis = 0; axis < 3; axis++) g[l].n[axis] = shape.n[l][axis];
+    if (n > 0) {
+        status = elec__chargemap_enqueue(md->anterpolation, d_atoms, n, md->q[0], stream, NULL,
+                                         err);
+        if (status != ELEC_OK) goto cleanup;
+    } else {
+        ELEC__CUDA_TRY(cudaMemsetAsync(md->q[0], 0,
+                                       elec__pmsm_shape_points(&shape, 0) * sizeof(float),
+                                       stream));
+    }
+    for (int l = 0; l + 1 < levels; l++) {
+        const size_t count = elec__pmsm_shape_points(&shape, l + 1);
+        elec__k_pmsm_transfer<S, true>
+            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
+               stream>>>(md->q[l + 1], g[l + 1], md->q[l], g[l], g[l], g[l + 1], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    for (int l = 0; l < levels; l++) {
+        dim3 grid((g[l].n[0] + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK, g[l].n[1], g[l].n[2]);
+        elec__k_pmsm_lattice_cutoff<<<grid, ELEC__MSM_BLOCK, 0, stream>>>(
+            md->e[l], md->q[l], g[l], md->stencil_of[l],
+            make_int3((int)shape.stencil_first[l][0], (int)shape.stencil_first[l][1],
+                      (int)shape.stencil_first[l][2]),
+            make_int3(shape.stencil_width[l][0], shape.stencil_width[l][1],
+                      shape.stencil_width[l][2]));
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+    for (int l = levels - 2; l >= 0; l--) {
+        const size_t count = elec__pmsm_shape_points(&shape, l);
+        elec__k_pmsm_transfer<S, false>
+            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
+               stream>>>(md->e[l], g[l], md->e[l + 1], g[l + 1], g[l], g[l + 1], b);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
+cleanup:
+    return status;
+}
+
+/* The interpolation at the atoms and the finish, for the support S. */
+template <int S>
+static elec_status elec__pmsm_device_finish(elec_cuda_msm_periodic_handle *h,
+                                            const float4 *d_xyzq, int n, float *d_forces,
+                                            cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    const elec__msm_device *md = &h->plan;
+    elec__pmsm_grid_args g;
+    const float3 inv_h = make_float3((float)(1.0 / md->pshape.h[0][0]),
+                                     (float)(1.0 / md->pshape.h[0][1]),
+                                     (float)(1.0 / md->pshape.h[0][2]));
+    for (int axis = 0; axis < 3; axis++) g.n[axis] = md->pshape.n[0][axis];
+    elec__k_pmsm_at_atoms<S><<<(unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+                               ELEC__MSM_BLOCK, 0, stream>>>(
+        d_xyzq, n, md->e[0], g, inv_h, h->g, elec__msm_basis_of((int)md->p.interpolation),
+        h->short_range, elec_msm_gamma(0.0, md->p.splitting) / md->p.cutoff,
+        (float)md->p.scale, d_forces, h->sums);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
+/* One evaluation on `stream`: the short range, the hierarchy, the finish. */
+static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
+                                      int n, float *forces, cudaStream_t stream,
+                                      elec_error *err) {
+    elec_status status = ELEC_OK;
+    const unsigned atom_blocks = (unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK);
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double), stream));
+    if (n == 0) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0, (size_t)h->cell_count * sizeof(int),
+                                   stream));
+    elec__k_spme_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_spme_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+        h->cell_counts, h->cell_start, h->cell_count);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_spme_cells_scatter<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        xyzq, n, h->g, h->cell_start, h->atom_cell, h->atom_slot, h->sorted, h->sorted_index);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_pmsm_short<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+        h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells, h->excl_start,
+        h->excl_list, h->s, h->short_range, h->sums);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    switch (elec_msm_support((int)h->plan.p.interpolation)) {
+    case 2: status = elec__pmsm_device_stages<2>(&h->plan, xyzq, n, stream, err); break;
+    case 3: status = elec__pmsm_device_stages<3>(&h->plan, xyzq, n, stream, err); break;
+    case 4: status = elec__pmsm_device_stages<4>(&h->plan, xyzq, n, stream, err); break;
+    default: status = elec__pmsm_device_stages<5>(&h->plan, xyzq, n, stream, err); break;
+    }
+    if (status != ELEC_OK) goto cleanup;
+    switch (elec_msm_support((int)h->plan.p.interpolation)) {
+    case 2: status = elec__pmsm_device_finish<2>(h, xyzq, n, forces, stream, err); break;
+    case 3: status = elec__pmsm_device_finish<3>(h, xyzq, n, forces, stream, err); break;
+    case 4: status = elec__pmsm_device_finish<4>(h, xyzq, n, forces, stream, err); break;
+    default: status = elec__pmsm_device_finish<5>(h, xyzq, n, forces, stream, err); break;
+    }
+cleanup:
+    return status;
+}
+
+ELEC_DEF void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h) {
+    int caller_device = 0;
+    if (!h) return;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    cudaSetDevice(h->plan.device);
+    cudaDeviceSynchronize(); /* computes in flight read the buffers */
+    elec__cuda_free_sync(h->block);
+    elec__msm_device_free(&h->plan);
+    (void)cudaGetLastError();
+    cudaSetDevice(caller_device);
+    ELEC_FREE(h);
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const elec_atoms *atoms,
+                                                   const elec_msm_params *params,
+                                                   elec_cuda_msm_periodic_handle **out,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_msm_params p;
+    elec__pmsm_shape shape;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, n_cells[3];
+    int *host_excl_start = NULL, *host_excl_list = NULL;
+    const size_t *caller_pairs;
+    size_t max_atoms, pairs, at = 0, bytes;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    *out = NULL;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if ((status = elec__box_check(box, err)) != ELEC_OK) return status;
+    if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
+    max_atoms = atoms->count;
+    pairs = p.excluded_pair_count;
+    if (max_atoms == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the handle needs room for an atom");
+    if (max_atoms > ((size_t)1 << 27))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the GPU periodic MSM takes at most %zu", max_atoms,
+                          (size_t)1 << 27);
+    if (pairs > (size_t)INT_MAX / 2 - 1)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu excluded pairs: at most %d",
+                          pairs, INT_MAX / 2 - 1);
+    if ((status = elec__exclusions_check(p.excluded_pairs, pairs, max_atoms, err)) != ELEC_OK)
+        return status;
+    if ((status = elec__pmsm_shape_of(&p, box, &shape, err)) != ELEC_OK) return status;
+    if (shape.levels == 0)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "box %g x %g x %g A within one MSM spacing (%g A): no lattice; "
+                          "use the CPU (elec_cpu_msm_periodic_energy)", box->length[0],
+                          box->length[1], box->length[2], p.spacing);
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    h = (elec_cuda_msm_periodic_handle *)ELEC_MALLOC(sizeof *h);
+    if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+    memset(h, 0, sizeof *h);
+    h->box = *box;
+    h->max_atoms = max_atoms;
+    caller_pairs = p.excluded_pairs;
+    p.excluded_pairs = NULL; /* the caller's array: not kept (the lists below are) */
+    status = elec__msm_device_setup_periodic(&h->plan, &p, &shape, max_atoms, devices[0], err);
+    if (status != ELEC_OK) goto cleanup;
+    h->plan.p.excluded_pair_count = pairs;
+    h->top = elec__pmsm_top_constant(p.cutoff * (double)(1L << shape.levels),
+                                     box->length[0] * box->length[1] * box->length[2],
+                                     p.splitting);
+    h->g.length = make_float3((float)box->length[0], (float)box->length[1],
+                              (float)box->length[2]);
+    h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
+                                  (float)(1.0 / box->length[2]));
+    /* cells at least a long (one where the box is shorter), at most 128 per
+       axis; reach ceil(a / cell edge) cells each way */
+    for (int axis = 0; axis < 3; axis++) {
+        double cells = floor(box->length[axis] / p.cutoff);
+        n_cells[axis] = cells < 1.0 ? 1 : cells > 128.0 ? 128 : (int)cells;
+    }
+    h->cells.n = make_int3(n_cells[0], n_cells[1], n_cells[2]);
+    h->cells.per_length = make_float3((float)(n_cells[0] / box->length[0]),
+                                      (float)(n_cells[1] / box->length[1]),
+                                      (float)(n_cells[2] / box->length[2]));
+    h->cells.reach = 1;
+    h->s.reach = make_int3((int)ceil(p.cutoff / (box->length[0] / n_cells[0])),
+                           (int)ceil(p.cutoff / (box->length[1] / n_cells[1])),
+                           (int)ceil(p.cutoff / (box->length[2] / n_cells[2])));
+    h->cell_count = n_cells[0] * n_cells[1] * n_cells[2];
+    elec__cutoff_coefficients(p.cutoff, p.splitting, h->s.coeff);
+    h->s.order = p.splitting;
+    h->s.cutoff2 = (float)(p.cutoff * p.cutoff);
+    h->s.inv_cutoff2 = (float)(1.0 / (p.cutoff * p.cutoff));
+    {
+        elec_spme_params lists; /* the SPME handle's exclusion lists */
+        memset(&lists, 0, sizeof lists);
+        lists.excluded_pairs = caller_pairs;
+        lists.excluded_pair_count = pairs;
+        status = elec__spme_exclusions(&lists, max_atoms, &host_excl_start, &host_excl_list,
+                                       err);
+        if (status != ELEC_OK) goto cleanup;
+    }
+    /* one block: ints, then float4s, then doubles, each part 256-aligned */
+    bytes = ELEC__MSM_ALIGN(((size_t)h->cell_count + 1 + (size_t)h->cell_count + 1 +
+                             4 * max_atoms + max_atoms + 2 + 2 * pairs + 1) * sizeof(int)) +
+            ELEC__MSM_ALIGN(2 * max_atoms * sizeof(float4)) +
+            ELEC__PMSM_SUMS * sizeof(double);
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    ELEC__CUDA_TRY(elec__cuda_alloc(&h->block, bytes));
+    {
+        char *base = (char *)h->block;
+        int *ints = (int *)base;
+        h->cell_counts = ints;
+        h->cell_start = h->cell_counts + h->cell_count + 1;
+        h->atom_cell = h->cell_start + h->cell_count + 1;
+        h->atom_slot = h->atom_cell + max_atoms;
+        h->sorted_index = h->atom_slot + max_atoms;
+        h->excl_start = h->sorted_index + 2 * max_atoms;
+        h->excl_list = h->excl_start + max_atoms + 2;
+        at = ELEC__MSM_ALIGN(((size_t)(h->excl_list - ints) + 2 * pairs + 1) * sizeof(int));
+        h->sorted = (float4 *)(base + at);
+        h->short_range = h->sorted + max_atoms;
+        at += ELEC__MSM_ALIGN(2 * max_atoms * sizeof(float4));
+        h->sums = (double *)(base + at);
+    }
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_start, host_excl_start, (max_atoms + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
+                              cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
+    *out = h;
+    h = NULL;
+    elec__ok(err);
+cleanup:
+    ELEC_FREE(host_excl_start);
+    ELEC_FREE(host_excl_list);
+    elec_cuda_msm_periodic_destroy(h);
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_params(const elec_cuda_msm_periodic_handle *h,
+                                                   elec_msm_params *resolved,
+                                                   elec_error *err) {
+    if (!h || !resolved)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or resolved is NULL");
+    *resolved = h->plan.p;
+    resolved->excluded_pairs = NULL;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_compute(elec_cuda_msm_periodic_handle *h,
+                                                    const float4 *d_xyzq, size_t n,
+                                                    float *d_forces, cudaStream_t stream,
+                                                    elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    if (n > h->max_atoms)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu atoms: the handle was created for at most %zu", n,
+                          h->max_atoms);
+    if (n > 0 && !d_xyzq) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    status = elec__pmsm_enqueue(h, d_xyzq, (int)n, d_forces, stream, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle *h,
+                                                   double *energy, cudaStream_t stream,
+                                                   elec_error *err) {
+    elec_status status = ELEC_OK;
+    double sums[ELEC__PMSM_SUMS];
+    int caller_device = 0;
+    if (!h || !energy)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or energy is NULL");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums, cudaMemcpyDeviceToHost, stream));
+    ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if (sums[ELEC__PMSM_SUM_COINCIDENT] > 0.0) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "%.0f pair(s) of atoms (or an atom and an image) closer than "
+                            "%g A and not excluded: their energy is infinite (the last "
+                            "compute left them out)",
+                            0.5 * sums[ELEC__PMSM_SUM_COINCIDENT], ELEC_COINCIDENT_DISTANCE);
+        goto cleanup;
+    }
+    *energy = h->plan.p.scale * (sums[ELEC__PMSM_SUM_ENERGY] +
+                                 0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
+                                     sums[ELEC__PMSM_SUM_CHARGE]);
+    elec__ok(err);
+cleanup:
     cudaSetDevice(caller_device);
     return status;
 }

@@ -350,8 +350,34 @@ TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
            "a pair excluded twice: %s", err.message);
 }
 
+TEST(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding) {
+    /* elec_erfc_scaled_float (elec.h), as the GPU real space uses it:
+       erfc(x) = expf(-x^2) t P(t), t = 1/(1 + x/2), all in float, against
+       the double erfc at the same float x, for x in [0, 6] (alpha r up to
+       the tightest tolerances' alpha rc ~ 4.5, and beyond).  Allowed: 5e-7
+       (a few ulp of the reciprocal, the polynomial and the product) plus
+       2.4e-7 x^2: erfc's own condition number 2 x^2 times the ulp
+       (6e-8) that rounding x^2 and expf's argument cost, twice. */
+    double worst = 0.0, worst_x = 0.0;
+    int i;
+    for (i = 0; i <= 60000; i++) {
+        float x = (float)(6.0 * i / 60000.0);
+        float t = 1.0f / (1.0f + 0.5f * x);
+        float got = expf(-x * x) * elec_erfc_scaled_float(t);
+        double want = erfc((double)x);
+        double ratio = fabs(got - want) / want / (5e-7 + 2.4e-7 * (double)x * x);
+        if (ratio > worst) {
+            worst = ratio;
+            worst_x = x;
+        }
+    }
+    printf("     worst error / allowed: %.3f at x = %.4f\n", worst, worst_x);
+    EXPECT(worst <= 1.0, "float erfc error %.3f of its allowance at x = %g", worst, worst_x);
+}
+
 int main(void) {
     RUN(coincident_atoms_and_doubled_exclusions_are_refused);
+    RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);

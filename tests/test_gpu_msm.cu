@@ -574,6 +574,343 @@ TEST(bad_input_is_refused_without_a_gpu) {
     }
 }
 
+/* ---------------------------------------------- periodic MSM, the MD handle */
+
+/* The GPU periodic handle on a test system: create, upload float4 atoms,
+   compute with forces, energy, download.  Returns the status; forces
+   (3n, -dE/dr) in double. */
+static elec_status pmsm_gpu(const test_system *s, const elec_box *box, const elec_msm_params *p,
+                            double *energy, double *forces, elec_error *err) {
+    const size_t n = s->count;
+    elec_atoms atoms = test_system_atoms(s);
+    elec_cuda_msm_periodic_handle *h = NULL;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *f = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
+    elec_status status = elec_cuda_msm_periodic_create(box, &atoms, p, &h, err);
+    if (status == ELEC_OK) {
+        for (size_t i = 0; i < n; i++)
+            host[i] = make_float4((float)s->xyz[3 * i], (float)s->xyz[3 * i + 1],
+                                  (float)s->xyz[3 * i + 2], (float)s->charge[i]);
+        EXPECT(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
+                   cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
+                   cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==
+                       cudaSuccess,
+               "device buffers");
+        status = elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, 0, err);
+        if (status == ELEC_OK) status = elec_cuda_msm_periodic_energy(h, energy, 0, err);
+        EXPECT(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
+                   cudaSuccess, "forces back");
+        for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
+    }
+    elec_cuda_msm_periodic_destroy(h);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(f);
+    return status;
+}
+
+/* GPU against the CPU's double periodic MSM on the same atoms and params:
+   the same method, so the GPU's float arithmetic alone
+   (GPU_VS_CPU_TOLERANCE, the lattice sums' float rounding: see the top of
+   this file).  The CPU takes the positions the GPU takes, rounded to
+   float: the rounding of the input itself, ulp(x) / r of a close pair's
+   distance, is not the GPU's error and was measured at 9.4e-6 (random
+   2000) and 2.8e-5 (random 1500 in the 36 A box) of the forces on the
+   CPU alone, which is what an H100 showed before this change.  The energy
+   is held relative to sum |q_i phi_i| / 2, the size of what is summed: E
+   itself is a small difference of large terms for random charges. */
+static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_msm_params *p,
+                        const char *what) {
+    const size_t n = s->count;
+    test_system rounded = *s;
+    double *xyz = (double *)malloc(3 * n * sizeof(double));
+    for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)s->xyz[i];
+    rounded.xyz = xyz;
+    elec_atoms atoms = test_system_atoms(&rounded);
+    double *f_gpu = (double *)malloc(3 * n * sizeof(double));
+    double *f_cpu = (double *)malloc(3 * n * sizeof(double));
+    double *phi = (double *)malloc(n * sizeof(double));
+    double e_gpu = 0.0, e_cpu = 0.0, size = 0.0;
+    elec_error err;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, box, p, &e_cpu, f_cpu, phi, &err) == ELEC_OK,
+           "%s: CPU: %s", what, err.message);
+    EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s: GPU: %s", what,
+           err.message);
+    for (size_t i = 0; i < n; i++) size += 0.5 * fabs(s->charge[i] * phi[i]);
+    const double de = fabs(e_gpu - e_cpu) / size, df = rel_diff(f_gpu, f_cpu, 3 * n);
+    printf("     %s: GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2), forces %.2e\n", what, e_gpu,
+           e_cpu, de, df);
+    EXPECT(de <= GPU_VS_CPU_TOLERANCE, "%s: energy %.3e", what, de);
+    EXPECT(df <= GPU_VS_CPU_TOLERANCE, "%s: forces %.3e", what, df);
+    free(f_gpu);
+    free(f_cpu);
+    free(phi);
+    free(xyz);
+}
+
+static elec_box pmsm_box(double x, double y, double z) {
+    elec_box b;
+    b.length[0] = x;
+    b.length[1] = y;
+    b.length[2] = z;
+    return b;
+}
+
+TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
+    REQUIRE_GPU();
+    /* Forces are the CPU's -dE/dr (tests/test_msm.c holds the CPU's to
+       finite differences of its energy in double), so agreeing with them
+       is agreeing with -dE/dr.  Random neutral charges in a cube; water
+       with its excluded pairs; displaced rock salt; a net charge (the
+       top's constant); a box of three edges; the quintic at h 1.5 and a
+       cutoff past half the box (images within it summed). */
+    test_system random = test_system_random(2000, 30.0, 91);
+    test_system water = test_system_water(512, 92);
+    test_system salt = test_system_nacl(3, 5.64);
+    test_system charged = test_system_random(600, 21.0, 93);
+    test_system long_box = test_system_random(1500, 30.0, 94);
+    size_t *pairs = test_water_exclusions(512);
+    elec_msm_params p = {0};
+    elec_box box;
+    test_system_make_neutral(&random);
+    test_system_make_neutral(&long_box);
+    for (size_t i = 0; i < long_box.count; i++) { /* into 31.7 x 27.3 x 35.9 */
+        long_box.xyz[3 * i] *= 31.7 / 30.0;
+        long_box.xyz[3 * i + 1] *= 27.3 / 30.0;
+        long_box.xyz[3 * i + 2] *= 35.9 / 30.0;
+    }
+    test_system_displace(&salt, 0.1, 95);
+    p.scale = ELEC_COULOMB;
+    box = pmsm_box(30.0, 30.0, 30.0);
+    pmsm_vs_cpu(&random, &box, &p, "random 2000, 30 A");
+    box = pmsm_box(water.box[0], water.box[1], water.box[2]);
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 3 * 512;
+    pmsm_vs_cpu(&water, &box, &p, "water 512 with its excluded pairs");
+    p.excluded_pairs = NULL;
+    p.excluded_pair_count = 0;
+    box = pmsm_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
+    pmsm_vs_cpu(&salt, &box, &p, "rock salt 3^3, displaced");
+    box = pmsm_box(21.0, 21.0, 21.0);
+    pmsm_vs_cpu(&charged, &box, &p, "random 600, net charge");
+    box = pmsm_box(31.7, 27.3, 35.9);
+    pmsm_vs_cpu(&long_box, &box, &p, "random 1500, 31.7 x 27.3 x 35.9");
+    p.interpolation = ELEC_MSM_QUINTIC;
+    p.spacing = 1.5;
+    p.cutoff = 10.0;
+    box = pmsm_box(30.0, 30.0, 30.0);
+    pmsm_vs_cpu(&random, &box, &p, "random 2000, quintic, h 1.5, a 10");
+    p.interpolation = ELEC_MSM_CUBIC;
+    p.spacing = 0.0;
+    p.cutoff = 12.0;
+    box = pmsm_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
+    pmsm_vs_cpu(&salt, &box, &p, "rock salt in a 16.9 A box, a 12 (images)");
+    free(pairs);
+    test_system_free(&random);
+    test_system_free(&water);
+    test_system_free(&salt);
+    test_system_free(&charged);
+    test_system_free(&long_box);
+}
+
+TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
+    REQUIRE_GPU();
+    /* The systems and bounds of tests/test_msm.c's
+       periodic_msm_matches_ewald_for_random_charges_and_water (the method's
+       own error at the defaults, measured on the CPU and held to about
+       twice): the GPU's float rounding is 1e-5 of that. */
+    test_system random = test_system_random(400, 25.0, 7);
+    test_system water = test_system_water(216, 3);
+    const test_system *systems[2] = {&random, &water};
+    const char *names[2] = {"random 400, seed 7", "water 216, seed 3"};
+    const double energy_bound[2] = {7e-3, 1.5e-4}, force_bound[2] = {2.5e-3, 7e-4};
+    test_system_make_neutral(&random);
+    for (int k = 0; k < 2; k++) {
+        const test_system *s = systems[k];
+        elec_box box = k == 0 ? pmsm_box(25.0, 25.0, 25.0)
+                              : pmsm_box(s->box[0], s->box[1], s->box[2]);
+        elec_atoms atoms = test_system_atoms(s);
+        elec_ewald_params ewald = {0};
+        elec_ewald_terms truth;
+        elec_error err;
+        double e = 0.0;
+        double *f = (double *)malloc(3 * s->count * sizeof(double));
+        double *fe = (double *)malloc(3 * s->count * sizeof(double));
+        ewald.tolerance = 1e-10;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &ewald, &truth, fe, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(pmsm_gpu(s, &box, NULL, &e, f, &err) == ELEC_OK, "%s: %s", names[k],
+               err.message);
+        const double de = fabs(e - truth.total) / fabs(truth.total);
+        const double df = rel_diff(f, fe, 3 * s->count);
+        printf("     %s: GPU MSM %.8f vs Ewald %.8f: energy %.2e, forces %.2e\n", names[k], e,
+               truth.total, de, df);
+        EXPECT(de <= energy_bound[k], "%s: energy %.3e", names[k], de);
+        EXPECT(df <= force_bound[k], "%s: forces %.3e", names[k], df);
+        free(f);
+        free(fe);
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+}
+
+TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
+    REQUIRE_GPU();
+    /* The cell list's slots come from atomics, so a pair sum's order (and
+       its float rounding) changes from run to run: not bit for bit.  Each
+       atom's force sums ~700 pair terms (12 A) whose magnitudes add to ~10
+       times the force they leave (neutral molecules all round), so a new
+       order moves it by about sqrt(700) 6e-8 10 = 1.6e-5 relative at most
+       (an H100 measured 1.5e-6): forces to 1e-5, energies (summed in
+       double from per-atom potentials) to 1e-6.  A replay that skipped a
+       stage or read stale buffers is off by 1e-3 or more, and the forces
+       are poisoned with NaN before it.  Energy only (NULL forces) gives
+       the same energy; fewer atoms than the handle's room compute. */
+    const size_t n = 3000;
+    test_system sys = test_system_water(1000, 96);
+    size_t *pairs = test_water_exclusions(1000);
+    elec_box box = pmsm_box(sys.box[0], sys.box[1], sys.box[2]);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_msm_params p = {0};
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_error err;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *f_first = (float *)malloc(3 * n * sizeof(float));
+    float *f_replay = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
+    double first = 0.0, again = 0.0, replay = 0.0;
+    cudaStream_t stream = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    p.scale = ELEC_COULOMB;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 3000;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
+           err.message);
+    if (h) {
+        EXPECT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+                   cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
+                   cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
+                   cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==
+                       cudaSuccess,
+               "device buffers");
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_energy(h, &first, stream, &err) == ELEC_OK,
+               "compute: %s", err.message);
+        EXPECT(cudaMemcpy(f_first, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
+                   cudaSuccess, "forces back");
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, NULL, stream, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_energy(h, &again, stream, &err) == ELEC_OK,
+               "energy only: %s", err.message);
+        EXPECT(fabs(again - first) <= 1e-6 * fabs(first), "energy only: %.10f vs %.10f", again,
+               first);
+        /* one compute captured in a graph, replayed twice over NaN forces */
+        EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess,
+               "begin capture");
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK,
+               "captured compute: %s", err.message);
+        EXPECT(cudaStreamEndCapture(stream, &graph) == cudaSuccess, "end capture");
+        if (graph) EXPECT(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+        EXPECT(exec != NULL, "the graph was not instantiated");
+        EXPECT(cudaMemset(d_forces, 0xff, 3 * n * sizeof(float)) == cudaSuccess, "poison");
+        for (int launch = 0; launch < 2 && exec; launch++)
+            EXPECT(cudaGraphLaunch(exec, stream) == cudaSuccess, "launch %d", launch);
+        EXPECT(elec_cuda_msm_periodic_energy(h, &replay, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(cudaMemcpy(f_replay, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
+                   cudaSuccess, "forces back");
+        double num = 0.0, den = 0.0;
+        for (size_t i = 0; i < 3 * n; i++) {
+            num += ((double)f_replay[i] - f_first[i]) * ((double)f_replay[i] - f_first[i]);
+            den += (double)f_first[i] * f_first[i];
+        }
+        printf("     water 1000: E %.8f, graph replay %.8f, forces %.2e\n", first, replay,
+               sqrt(num / den));
+        EXPECT(fabs(replay - first) <= 1e-6 * fabs(first), "graph: %.10f vs %.10f", replay,
+               first);
+        EXPECT(sqrt(num / den) <= 1e-5, "graph: forces differ by %.3e", sqrt(num / den));
+        /* fewer atoms than the handle's room: the first 600 molecules */
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, 1800, NULL, stream, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_energy(h, &again, stream, &err) == ELEC_OK,
+               "1800 atoms: %s", err.message);
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n + 1, NULL, stream, &err) ==
+                   ELEC_ERR_INVALID_ARG, "more atoms than the handle's room were taken");
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    elec_cuda_msm_periodic_destroy(h);
+    if (stream) cudaStreamDestroy(stream);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(f_first);
+    free(f_replay);
+    free(pairs);
+    test_system_free(&sys);
+}
+
+TEST(periodic_gpu_msm_reports_coincident_atoms) {
+    REQUIRE_GPU();
+    /* Two atoms at one place, not excluded: infinite energy, reported by
+       the energy call as the CPU reports it. */
+    test_system s = test_system_random(200, 20.0, 97);
+    elec_box box = pmsm_box(20.0, 20.0, 20.0);
+    elec_error err;
+    double e, *f = (double *)malloc(3 * s.count * sizeof(double));
+    for (int axis = 0; axis < 3; axis++) s.xyz[3 + axis] = s.xyz[axis];
+    EXPECT(pmsm_gpu(&s, &box, NULL, &e, f, &err) == ELEC_ERR_INVALID_ARG,
+           "coincident atoms were not reported");
+    printf("     %s\n", err.message);
+    free(f);
+    test_system_free(&s);
+}
+
+TEST(periodic_handle_refuses_bad_input_without_a_gpu) {
+    /* Checked before any GPU is looked for: runs everywhere. */
+    double xyz[6] = {0, 0, 0, 1, 1, 1}, q[2] = {1, -1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = pmsm_box(20.0, 20.0, 20.0), bad = pmsm_box(20.0, -1.0, 20.0);
+    elec_msm_params p = {0};
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_error err;
+    size_t pairs[2] = {0, 2}, self[2] = {1, 1};
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL out: %s", err.message);
+    EXPECT(elec_cuda_msm_periodic_create(&bad, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "negative edge: %s", err.message);
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 1;
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "pair past the atoms: %s", err.message);
+    printf("     %s\n", err.message);
+    p.excluded_pairs = self;
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "an atom paired with itself: %s", err.message);
+    p.excluded_pairs = NULL;
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG,
+           "a count without pairs: %s", err.message);
+    p.excluded_pair_count = 0;
+    p.tolerance = 0.5 * ELEC_MSM_GPU_TOLERANCE_FLOOR;
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "float") != NULL,
+           "under float's floor: %s", err.message);
+    EXPECT(h == NULL, "a handle came back from a refusal");
+    EXPECT(elec_cuda_msm_periodic_compute(NULL, NULL, 0, NULL, 0, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL handle: %s", err.message);
+    /* the non-periodic calls refuse excluded pairs */
+    p.tolerance = 0.0;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 1;
+    {
+        double e;
+        EXPECT(elec_cuda_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED,
+               "non-periodic energy with excluded pairs: %s", err.message);
+    }
+}
+
 TEST(gpu_msm_keeps_the_tolerance) {
     /* T = 1e-3, 1e-4, 1e-5 (the GPU's floor): the map of 600 random
        charges and of 300 water molecules against the exact sum, and the
@@ -651,5 +988,10 @@ int main(void) {
     RUN(a_long_cutoff_gets_longer_bins);
     RUN(gpu_msm_energy_edge_cases);
     RUN(gpu_msm_keeps_the_tolerance);
+    RUN(periodic_handle_refuses_bad_input_without_a_gpu);
+    RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
+    RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
+    RUN(periodic_gpu_msm_repeats_and_replays_from_a_graph);
+    RUN(periodic_gpu_msm_reports_coincident_atoms);
     return gpu_test_summary();
 }

@@ -679,6 +679,294 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
     }
 }
 
+/* ------------------------------------ the real-space neighbour list */
+
+/* A water box on the device for the neighbour-list tests: float4 records
+   (the positions the handle sees), its exclusions, a handle (skin given),
+   a stream and the device buffers. */
+typedef struct list_case {
+    test_system w;
+    size_t n, *pairs;
+    elec_box box;
+    float4 *host, *d_xyzq;
+    float *d_forces;
+    elec_cuda_spme_handle *h;
+    cudaStream_t stream;
+} list_case;
+
+static int list_case_make(list_case *c, size_t molecules, double skin, unsigned seed) {
+    elec_spme_params p = {0};
+    elec_error err;
+    memset(c, 0, sizeof *c);
+    c->w = test_system_water(molecules, seed);
+    c->n = c->w.count;
+    c->pairs = test_water_exclusions(molecules);
+    c->box = cube(c->w.box[0]);
+    c->host = (float4 *)malloc(c->n * sizeof(float4));
+    for (size_t i = 0; i < c->n; i++)
+        c->host[i] = make_float4((float)c->w.xyz[3 * i], (float)c->w.xyz[3 * i + 1],
+                                 (float)c->w.xyz[3 * i + 2], (float)c->w.charge[i]);
+    p.scale = ELEC_COULOMB;
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
+    p.order = 4;
+    p.grid_spacing = 1.0;
+    p.list_skin = skin;
+    p.excluded_pairs = c->pairs;
+    p.excluded_pair_count = 3 * molecules;
+    elec_atoms atoms = test_system_atoms(&c->w);
+    if (elec_cuda_spme_create(&c->box, &atoms, &p, &c->h, &err) != ELEC_OK) {
+        EXPECT(0, "create: %s", err.message);
+        return 0;
+    }
+    CUDA_OK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc((void **)&c->d_xyzq, c->n * sizeof(float4)));
+    CUDA_OK(cudaMalloc((void **)&c->d_forces, 3 * c->n * sizeof(float)));
+    CUDA_OK(cudaMemcpy(c->d_xyzq, c->host, c->n * sizeof(float4), cudaMemcpyHostToDevice));
+    return 1;
+}
+
+static void list_case_free(list_case *c) {
+    elec_cuda_spme_destroy(c->h);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    cudaFree(c->d_xyzq);
+    cudaFree(c->d_forces);
+    free(c->host);
+    free(c->pairs);
+    test_system_free(&c->w);
+}
+
+/* One compute of c's current host positions: the forces (3n), the energy
+   terms and the list's counters. */
+static void list_case_compute(list_case *c, float *forces, elec_ewald_terms *terms,
+                              elec_spme_list_stats *stats) {
+    elec_error err;
+    CUDA_OK(cudaMemcpyAsync(c->d_xyzq, c->host, c->n * sizeof(float4), cudaMemcpyHostToDevice,
+                            c->stream));
+    EXPECT(elec_cuda_spme_compute(c->h, c->d_xyzq, c->n, c->d_forces, c->stream, &err) ==
+               ELEC_OK, "compute: %s", err.message);
+    EXPECT(elec_cuda_spme_energy(c->h, terms, c->stream, &err) == ELEC_OK, "energy: %s",
+           err.message);
+    EXPECT(elec_cuda_spme_list_stats(c->h, stats, c->stream, &err) == ELEC_OK, "stats: %s",
+           err.message);
+    CUDA_OK(cudaMemcpy(forces, c->d_forces, 3 * c->n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
+    /* The real-space part alone (compute_timed, ELEC_SPME_REAL: the
+       handle's per-atom real-space results, h->real) against its exact
+       double sum written out here: over the pairs within the cutoff
+       (minimum image) not excluded, q_i q_j erfc(alpha r)/r, and over the
+       excluded pairs -q_i q_j erf(alpha r)/r, at the same float
+       positions.  What remains is float arithmetic: differences of
+       coordinates up to 31 A (ulp 2e-6 A) over distances of 1-9 A, a few
+       1e-6 per pair, and erfc's approximation (3e-7); 2e-5 relative RMS
+       in the forces and 1e-5 in the energy terms leave a margin of ~5. */
+    REQUIRE_GPU();
+    list_case c;
+    if (!list_case_make(&c, 1000, 0.0, 31)) return;
+    const size_t n = c.n;
+    const double alpha = 0.3077, rc = 9.0, L = c.box.length[0];
+    const double gauss = 2.0 * alpha / sqrt(3.14159265358979323846);
+    double *want = (double *)calloc(3 * n, sizeof(double)), real = 0.0, excluded = 0.0;
+    double *got = (double *)malloc(3 * n * sizeof(double));
+    float4 *per_atom = (float4 *)malloc(n * sizeof(float4));
+    char *is_excluded = (char *)calloc(n * n, 1);
+    elec_error err;
+    elec_stage_times times;
+    double sums[ELEC__SPME_SUMS];
+    for (size_t e = 0; e < n; e++) { /* 3 pairs per molecule of 3 atoms */
+        size_t a = c.pairs[2 * e], b = c.pairs[2 * e + 1];
+        is_excluded[a * n + b] = is_excluded[b * n + a] = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            double d[3] = {(double)c.host[i].x - c.host[j].x, (double)c.host[i].y - c.host[j].y,
+                           (double)c.host[i].z - c.host[j].z};
+            for (int a = 0; a < 3; a++) d[a] -= L * rint(d[a] / L);
+            double r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2], r = sqrt(r2);
+            double qq = (double)c.host[i].w * c.host[j].w, e, f;
+            if (is_excluded[i * n + j]) {
+                e = -qq * erf(alpha * r) / r;
+                f = qq * (gauss * exp(-alpha * alpha * r2) - erf(alpha * r) / r) / r2;
+                excluded += e;
+            } else if (r < rc) {
+                e = qq * erfc(alpha * r) / r;
+                f = qq * (erfc(alpha * r) / r + gauss * exp(-alpha * alpha * r2)) / r2;
+                real += e;
+            } else {
+                continue;
+            }
+            for (int a = 0; a < 3; a++) {
+                want[3 * i + a] += f * d[a];
+                want[3 * j + a] -= f * d[a];
+            }
+        }
+    EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_REAL, &times,
+                                        c.stream, &err) == ELEC_OK,
+           "real space: %s", err.message);
+    CUDA_OK(cudaMemcpy(per_atom, c.h->real, n * sizeof(float4), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(sums, c.h->sums, sizeof sums, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) {
+        got[3 * i] = per_atom[i].x;
+        got[3 * i + 1] = per_atom[i].y;
+        got[3 * i + 2] = per_atom[i].z;
+    }
+    double e_force = rel_rms(got, want, 3 * n);
+    double e_real = relative(sums[ELEC__SPME_SUM_REAL], real);
+    double e_excluded = relative(sums[ELEC__SPME_SUM_EXCLUDED], excluded);
+    printf("     %zu atoms: real %.3e, excluded %.3e, forces %.3e (relative); list build "
+           "%.1f us, pairs %.1f us\n", n, e_real, e_excluded, e_force,
+           1e6 * elec_stage_seconds(&times, "list build"),
+           1e6 * elec_stage_seconds(&times, "real space"));
+    EXPECT(e_force <= 2e-5, "real-space forces relative RMS %.3e", e_force);
+    EXPECT(e_real <= 1e-5, "real energy %.12g vs %.12g", sums[ELEC__SPME_SUM_REAL], real);
+    EXPECT(e_excluded <= 1e-5, "excluded %.12g vs %.12g", sums[ELEC__SPME_SUM_EXCLUDED],
+           excluded);
+    free(want);
+    free(got);
+    free(per_atom);
+    free(is_excluded);
+    list_case_free(&c);
+}
+
+/* Every atom moved by a random vector of length `step` (A). */
+static void move_atoms(list_case *c, double step, unsigned seed) {
+    test_rng rng = test_rng_seeded(seed);
+    for (size_t i = 0; i < c->n; i++) {
+        double v[3], norm = 0.0;
+        do {
+            norm = 0.0;
+            for (int a = 0; a < 3; a++) {
+                v[a] = 2.0 * test_uniform(&rng) - 1.0;
+                norm += v[a] * v[a];
+            }
+        } while (norm > 1.0 || norm < 1e-4);
+        norm = sqrt(norm);
+        c->host[i].x += (float)(step * v[0] / norm);
+        c->host[i].y += (float)(step * v[1] / norm);
+        c->host[i].z += (float)(step * v[2] / norm);
+    }
+}
+
+TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
+    /* The list built at the start; every atom then moved 0.49 of the skin
+       (just under the half that triggers a rebuild): the carried list
+       (no rebuild: the counter stays) must give the forces and energy of a
+       list rebuilt at the new positions (elec_cuda_spme_rebuild), to the
+       run-to-run rounding of the atomics (1e-6 relative), as both contain
+       every pair within the cutoff (the energy to 1e-5: below).  A small skin (1 A) makes the buffer
+       matter: pairs 9-10 A apart at the build come within the cutoff.
+       Then one atom moved 0.6 of the skin: the check rebuilds (the
+       counter), and the forces again agree with a forced rebuild. */
+    REQUIRE_GPU();
+    list_case c;
+    const double skin = 1.0;
+    if (!list_case_make(&c, 2000, skin, 32)) return;
+    const size_t n = c.n;
+    float *carried = (float *)malloc(3 * n * sizeof(float));
+    float *rebuilt = (float *)malloc(3 * n * sizeof(float));
+    elec_ewald_terms t_carried, t_rebuilt;
+    elec_spme_list_stats s0, s1, s2;
+    elec_error err;
+    list_case_compute(&c, carried, &t_carried, &s0);
+    EXPECT(s0.rebuilds == 1 && s0.overflow == 0 && s0.skin == skin,
+           "first compute: %lld builds, overflow %d, skin %g", s0.rebuilds, s0.overflow,
+           s0.skin);
+    move_atoms(&c, 0.49 * skin, 33);
+    list_case_compute(&c, carried, &t_carried, &s1);
+    EXPECT(s1.rebuilds == s0.rebuilds, "a move under half the skin rebuilt the list (%lld)",
+           s1.rebuilds);
+    EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
+    list_case_compute(&c, rebuilt, &t_rebuilt, &s2);
+    EXPECT(s2.rebuilds == s1.rebuilds + 1, "elec_cuda_spme_rebuild: %lld builds", s2.rebuilds);
+    printf("     carried vs rebuilt after moves of 0.49 skin: energy %.1e, forces %.1e; "
+           "%lld tiles over %lld clusters\n",
+           terms_difference(&t_carried, &t_rebuilt), float_rel_rms(carried, rebuilt, 3 * n),
+           s2.tiles, s2.clusters);
+    /* the energy terms to 1e-5: the real energy is sum q_i phi_i / 2 over
+       atoms of both signs, each phi_i a float sum of ~400 terms whose
+       order the list sets; in water the terms' magnitudes exceed the
+       total's some hundredfold, so order changes of 1e-7 of each move the
+       total by up to ~1e-5 of itself (measured 2.4e-6) */
+    EXPECT(terms_difference(&t_carried, &t_rebuilt) <= 1e-5, "energy terms differ by %.3e",
+           terms_difference(&t_carried, &t_rebuilt));
+    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "forces differ by %.3e",
+           float_rel_rms(carried, rebuilt, 3 * n));
+    /* past half the skin: one atom is enough */
+    c.host[17].x += (float)(0.6 * skin);
+    list_case_compute(&c, carried, &t_carried, &s1);
+    EXPECT(s1.rebuilds == s2.rebuilds + 1, "a move of 0.6 skin: %lld builds, expected %lld",
+           s1.rebuilds, s2.rebuilds + 1);
+    EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
+    list_case_compute(&c, rebuilt, &t_rebuilt, &s2);
+    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "after the rebuild: forces %.3e",
+           float_rel_rms(carried, rebuilt, 3 * n));
+    /* an atom the caller wraps by a box length: a rebuild, the same forces */
+    c.host[5].y += (float)c.box.length[1];
+    list_case_compute(&c, carried, &t_carried, &s1);
+    EXPECT(s1.rebuilds == s2.rebuilds + 1, "a wrapped atom: %lld builds", s1.rebuilds);
+    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "a wrapped atom: forces %.3e",
+           float_rel_rms(carried, rebuilt, 3 * n));
+    free(carried);
+    free(rebuilt);
+    list_case_free(&c);
+}
+
+TEST(a_captured_step_rebuilds_inside_the_graph) {
+    /* One compute captured in a CUDA graph and replayed as positions change
+       in the same device buffer: moves under half the skin replay without
+       a rebuild, a move past it rebuilds inside the graph (the device flag:
+       no host decision was captured), and each replay's forces are those
+       of an uncaptured compute with a rebuilt list (1e-6, the atomics'
+       rounding). */
+    REQUIRE_GPU();
+    list_case c;
+    const double skin = 1.5;
+    if (!list_case_make(&c, 1500, skin, 34)) return;
+    const size_t n = c.n;
+    float *replayed = (float *)malloc(3 * n * sizeof(float));
+    float *direct = (float *)malloc(3 * n * sizeof(float));
+    elec_ewald_terms t;
+    elec_spme_list_stats s0, s1;
+    elec_error err;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    list_case_compute(&c, direct, &t, &s0);
+    CUDA_OK(cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeGlobal));
+    EXPECT(elec_cuda_spme_compute(c.h, c.d_xyzq, n, c.d_forces, c.stream, &err) == ELEC_OK,
+           "captured compute: %s", err.message);
+    CUDA_OK(cudaStreamEndCapture(c.stream, &graph));
+    if (graph) CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    const double steps[3] = {0.3 * skin, 0.1 * skin, 0.7 * skin};
+    for (int k = 0; k < 3 && exec; k++) {
+        move_atoms(&c, steps[k], 40 + k);
+        CUDA_OK(cudaMemcpyAsync(c.d_xyzq, c.host, n * sizeof(float4), cudaMemcpyHostToDevice,
+                                c.stream));
+        CUDA_OK(cudaGraphLaunch(exec, c.stream));
+        EXPECT(elec_cuda_spme_list_stats(c.h, &s1, c.stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(replayed, c.d_forces, 3 * n * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        /* each move counts from the last build (the direct compute's
+           below): 0.3 and 0.1 of the skin keep the list, 0.7 rebuilds */
+        long long expected = s0.rebuilds + (k == 2 ? 1 : 0);
+        EXPECT(s1.rebuilds == expected, "replay %d: %lld builds, expected %lld", k,
+               s1.rebuilds, expected);
+        EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
+        list_case_compute(&c, direct, &t, &s0);
+        EXPECT(float_rel_rms(replayed, direct, 3 * n) <= 1e-6,
+               "replay %d: forces differ from a rebuilt list's by %.3e", k,
+               float_rel_rms(replayed, direct, 3 * n));
+    }
+    EXPECT(exec != NULL, "the graph was not instantiated");
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    free(replayed);
+    free(direct);
+    list_case_free(&c);
+}
+
 /* ------------------------------------------------- the accuracy knob */
 
 TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
@@ -867,6 +1155,9 @@ int main(void) {
     RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
     RUN(gpu_matches_cpu_spme);
     RUN(coincident_atoms_are_reported_unless_excluded);
+    RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
+    RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
+    RUN(a_captured_step_rebuilds_inside_the_graph);
     RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
     RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return gpu_test_summary();

@@ -290,6 +290,31 @@ TEST(cpu_spme_without_fftw_is_refused_with_a_reason) {
            "status %d: %s", (int)s, err.message);
 }
 
+TEST(the_neighbour_list_skin_resolves_to_its_default_or_is_refused) {
+    /* params.list_skin (the GPU handle's Verlet buffer): 0 = 1.5 A, at
+       most a quarter of the shortest edge (the default shrinks to it in a
+       small box); negative, NaN or past the quarter refused by name. */
+    double xyz[6] = {1, 1, 1, 2, 2, 2}, q[2] = {1, -1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = {{20, 20, 20}}, tiny = {{4, 4, 4}};
+    elec_spme_params p = {0}, r;
+    elec_error err;
+    EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK &&
+               r.list_skin == 1.5, "default skin %g (%s)", r.list_skin, err.message);
+    EXPECT(elec_spme_params_resolve(&p, &tiny, &atoms, &r, &err) == ELEC_OK &&
+               r.list_skin == 1.0, "4 A box: skin %g (%s)", r.list_skin, err.message);
+    p.list_skin = 2.5;
+    EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK &&
+               r.list_skin == 2.5, "skin 2.5 kept: %g", r.list_skin);
+    const double bad[3] = {-1.0, 5.5, nan("")};
+    for (int k = 0; k < 3; k++) {
+        p.list_skin = bad[k];
+        EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "skin") != NULL,
+               "skin %g accepted or not named: %s", bad[k], err.message);
+    }
+}
+
 int main(void) {
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(spme_matches_exact_ewald_on_random_neutral_atoms);
@@ -297,6 +322,7 @@ int main(void) {
     RUN(spme_matches_exact_ewald_on_water_with_exclusions);
     RUN(spme_forces_are_minus_the_gradient_of_its_energy);
     RUN(bad_input_is_refused_with_a_reason);
+    RUN(the_neighbour_list_skin_resolves_to_its_default_or_is_refused);
     RUN(cpu_spme_without_fftw_is_refused_with_a_reason);
     return test_summary();
 }
