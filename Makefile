@@ -65,7 +65,7 @@ HAVE_NVCC := $(if $(filter 0 no off,$(CUDA)),,$(shell $(NVCC) --version 2>/dev/n
 HEADERS = elec.h elec_cpu.h elec_cuda.cuh
 BUILD   = build
 
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_cpu $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_msm $(BUILD)/test_cutoff $(BUILD)/test_alpb $(BUILD)/test_chargemap $(BUILD)/test_slab $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_alpb $(BUILD)/test_gpu_chargemap
 
 ifeq ($(HAVE_NVCC),)
