@@ -50,6 +50,12 @@ ifeq ($(HAVE_ZLIB),1)
 ZLIB_FLAGS = -DELEC_WITH_ZLIB
 ZLIB_LIBS = -lz
 endif
+# MPI (Debian's Open MPI: openmpi-bin, libopenmpi-dev): elecmap_mpi and its
+# test, tests/test_mpi.sh, which skips, saying so, without it.  MPICC is
+# Open MPI's wrapper; OMPI_CC makes it wrap $(CC) (CC=clang builds with
+# clang too).
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v mpirun > /dev/null 2>&1 && printf '\043include <mpi.h>\nint main(void){return 0;}' | OMPI_CC=$(CC) $(MPICC) -x c - -o /dev/null 2>/dev/null && echo 1)
 # what the headers are built with, and link against
 DEP_FLAGS = $(FFTW_FLAGS) $(ZLIB_FLAGS)
 DEP_LIBS = $(FFTW_LIBS) $(ZLIB_LIBS)
@@ -77,7 +83,11 @@ endif
 # test_cli wraps tests/test_cli.sh, which runs the built tools
 .PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix FORCE
 
-all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
+ifeq ($(HAVE_MPI),1)
+MPI_TOOLS = $(BUILD)/elecmap_mpi
+endif
+
+all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(MPI_TOOLS) $(TEST_BINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -104,6 +114,13 @@ ifeq ($(HAVE_NVCC),)
 else
 	$(NVCC) $(ALL_NVCCFLAGS) $(PNG_FLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecsurf.c $(CUDA_LIBS) $(PNG_LIBS)
 endif
+
+# elecmap over MPI ranks (CPU; examples/elecmap_mpi.c includes elecmap.c)
+$(BUILD)/elecmap_mpi: examples/elecmap_mpi.c examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
+	OMPI_CC=$(CC) $(MPICC) $(ALL_CFLAGS) -o $@ examples/elecmap_mpi.c $(DEP_LIBS) -lm
+
+$(BUILD)/map_compare: tests/map_compare.c elec.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/map_compare.c $(DEP_LIBS) -lm
 
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
@@ -137,8 +154,15 @@ $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy $(BUIL
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
 	chmod +x $@
 
-test: $(TEST_BINS) $(BUILD)/test_cli
-	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli
+# test_mpi wraps tests/test_mpi.sh (elecmap_mpi against elecmap; skips
+# without MPI)
+$(BUILD)/test_mpi: tests/test_mpi.sh $(BUILD)/elecmap $(BUILD)/map_compare $(MPI_TOOLS) FORCE | $(BUILD)
+	$(if $(MPI_TOOLS),,rm -f $(BUILD)/elecmap_mpi)
+	printf '#!/bin/sh\nexec sh tests/test_mpi.sh $(BUILD)\n' > $@
+	chmod +x $@
+
+test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi
+	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi
 
 test-gpu: $(GPU_TESTS)
 	@ELEC_REQUIRE_GPU=1 sh tests/run.sh $(GPU_TESTS)

@@ -64,8 +64,9 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
     const size_t plane = (size_t)lattice->dims[0] * (size_t)lattice->dims[1];
     elec_lattice slab;
     elec_status s;
-    job->atoms = atoms->count;
+    job->atoms = 0;
     if (job->k0 == job->k1) return ELEC_OK; /* more ranks than planes */
+    job->atoms = atoms->count;
     if ((s = elec_lattice_slab(lattice, job->k0, job->k1, &slab, err)) != ELEC_OK) return s;
     job->map = (float *)malloc((size_t)(job->k1 - job->k0) * plane * sizeof *job->map);
     if (!job->map)
@@ -397,8 +398,9 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
             for (r = 0; r < ranks; r++) {
                 int k0, k1;
                 elec_slab_partition(lattice.dims[2], ranks, r, &k0, &k1, NULL);
-                printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s\n", r, k0, k1 - 1,
-                       k1 - k0, all_atoms[r], all_seconds[r]);
+                if (k0 == k1) printf("  rank %-4d  no planes (more ranks than planes)\n", r);
+                else printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s\n", r, k0,
+                            k1 - 1, k1 - k0, all_atoms[r], all_seconds[r]);
             }
         }
     }
