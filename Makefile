@@ -81,7 +81,7 @@ TEST_BINS = $(CPU_TESTS) $(GPU_TESTS)
 endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
-.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix FORCE
+.PHONY: all run test test-gpu sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix elecmap_mpi_cuda FORCE
 
 ifeq ($(HAVE_MPI),1)
 MPI_TOOLS = $(BUILD)/elecmap_mpi
@@ -118,6 +118,13 @@ endif
 # elecmap over MPI ranks (CPU; examples/elecmap_mpi.c includes elecmap.c)
 $(BUILD)/elecmap_mpi: examples/elecmap_mpi.c examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
 	OMPI_CC=$(CC) $(MPICC) $(ALL_CFLAGS) -o $@ examples/elecmap_mpi.c $(DEP_LIBS) -lm
+
+# ... and with one GPU a rank (device rank mod the node's count), built by
+# nvcc with Open MPI's include and link flags (C bindings alone: the
+# C++ ones do not pass -Werror): make elecmap_mpi_cuda
+$(BUILD)/elecmap_mpi_cuda: examples/elecmap_mpi.c examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) $(shell $(MPICC) --showme:compile) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap_mpi.c $(CUDA_LIBS) $(shell $(MPICC) --showme:link)
+elecmap_mpi_cuda: $(BUILD)/elecmap_mpi_cuda
 
 $(BUILD)/map_compare: tests/map_compare.c elec.h | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/map_compare.c $(DEP_LIBS) -lm

@@ -5,9 +5,13 @@
    mpirun -np N elecmap_mpi [options] --demo output.mrc
 
    The options are elecmap's (this file includes examples/elecmap.c for its
-   parser, lattice, method choice and the map's comment); --method charges,
-   --gpu and --gpus are refused: each rank computes its slab on the CPU
-   (with OpenMP threads where built with them).  Every rank reads the input
+   parser, lattice, method choice and the map's comment); --method charges
+   and --gpus are refused.  Each rank computes its slab on the CPU (with
+   OpenMP threads where built with them) or, built by nvcc with
+   -DELEC_WITH_CUDA (make elecmap_mpi_cuda), on one GPU: device rank mod
+   the node's device count, the default where there is one (--cpu to stay
+   on the CPU); MSM slabs stay on the CPU there (elec_cpu_msm_map_slab:
+   the GPU MSM has no slab call yet).  Every rank reads the input
    (a file system all ranks see) and builds the same lattice; rank r maps
    the planes elec_slab_partition gives it:
      dcs     every atom, on the slab's own lattice (elec_lattice_slab);
@@ -59,14 +63,17 @@ typedef struct slab_job {
 } slab_job;
 
 static elec_status map_slab(const options *o, const elec_atoms *atoms,
-                            const elec_lattice *lattice, double scale, slab_job *job,
-                            elec_error *err) {
+                            const elec_lattice *lattice, double scale, int device,
+                            slab_job *job, elec_error *err) {
+    elec_gpu_set gpu; /* device >= 0: this rank's GPU */
     const size_t plane = (size_t)lattice->dims[0] * (size_t)lattice->dims[1];
     elec_lattice slab;
     elec_status s;
     job->atoms = 0;
     if (job->k0 == job->k1) return ELEC_OK; /* more ranks than planes */
     job->atoms = atoms->count;
+    gpu.count = 1;
+    gpu.devices = &device;
     if ((s = elec_lattice_slab(lattice, job->k0, job->k1, &slab, err)) != ELEC_OK) return s;
     job->map = (float *)malloc((size_t)(job->k1 - job->k0) * plane * sizeof *job->map);
     if (!job->map)
@@ -76,6 +83,11 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         elec_dcs_params dp = {0};
         dp.scale = scale;
         dp.max_points = o->max_points;
+        dp.variant = o->variant;
+#ifdef ELEC_WITH_CUDA
+        dp.gpus = gpu;
+        if (device >= 0) return elec_cuda_dcs_map(atoms, &slab, &dp, job->map, err);
+#endif
         return elec_cpu_dcs_map(atoms, &slab, &dp, job->map, err);
     } else if (o->method == METHOD_MSM) {
         elec_msm_params sp = {0};
@@ -108,7 +120,12 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         if (s == ELEC_OK) {
             job->atoms = n;
             halo = elec_atoms_from_xyz(n, xyz, q, NULL);
-            s = elec_cpu_cutoff_map(&halo, &slab, &cp, job->map, err);
+#ifdef ELEC_WITH_CUDA
+            cp.gpus = gpu;
+            if (device >= 0) s = elec_cuda_cutoff_map(&halo, &slab, &cp, job->map, err);
+            else
+#endif
+                s = elec_cpu_cutoff_map(&halo, &slab, &cp, job->map, err);
         }
         free(index);
         free(xyz);
@@ -121,7 +138,8 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         mp.kappa = o->kappa;
         mp.ionic_strength = o->ionic_strength;
         mp.temperature = o->temperature;
-        return mdh_map(atoms, &slab, &mp, &quiet, 0, job->map, err);
+        if (device >= 0) mp.gpus = gpu; /* (the CPU call checks any set it is given) */
+        return mdh_map(atoms, &slab, &mp, &quiet, device >= 0, job->map, err);
     }
 }
 
@@ -250,8 +268,9 @@ static elec_status write_gathered(const char *path, const elec_lattice *lattice,
 static int mpi_usage(FILE *out) {
     fprintf(out, "elecmap_mpi: elecmap over MPI ranks (mpirun -np N elecmap_mpi ...), one\n"
                  "slab of z planes a rank; .mrc/.map/.ccp4 written with MPI-IO, other\n"
-                 "formats gathered to rank 0.  elecmap's options, but --method charges,\n"
-                 "--gpu and --gpus (this build computes on the CPU):\n\n");
+                 "formats gathered to rank 0.  elecmap's options, but --method charges\n"
+                 "and --gpus (one device a rank: with CUDA, GPU rank mod the node's count;\n"
+                 "MSM on the CPU):\n\n");
     usage(out);
     return 0;
 }
@@ -266,18 +285,34 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     double scale, start, seconds, *all_seconds = NULL, lo = 0.0, hi = 0.0;
     unsigned long long *all_atoms = NULL, my_atoms;
     size_t length = 0;
-    int status = 0, r, mrc, gzip;
+    int status = 0, r, mrc, gzip, device = -1, *all_devices = NULL;
     char method[256], *text = NULL, *records = NULL, *comment = NULL;
 
     memset(&job, 0, sizeof job);
     err.message[0] = '\0';
-    if (o->method == METHOD_CHARGES || o->device == DEVICE_GPU || o->gpus) {
+    if (o->method == METHOD_CHARGES || o->gpus) {
         if (rank == 0)
-            fprintf(stderr, "elecmap_mpi: %s: this elecmap_mpi maps potentials on the CPU\n",
-                    o->method == METHOD_CHARGES ? "--method charges"
-                    : o->gpus                   ? "--gpus"
-                                                : "--gpu");
+            fprintf(stderr, "elecmap_mpi: %s: elecmap_mpi maps potentials, one device a "
+                            "rank\n", o->method == METHOD_CHARGES ? "--method charges" : "--gpus");
         return 2;
+    }
+    /* this rank's GPU: rank mod the devices this node has */
+#ifdef ELEC_WITH_CUDA
+    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0)
+        device = rank % elec_cuda_device_count();
+#endif
+    status = o->device == DEVICE_GPU && device < 0;
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (status) {
+        if (rank == 0)
+#ifdef ELEC_WITH_CUDA
+            fprintf(stderr, "elecmap_mpi: --gpu: a rank has no CUDA device (--cpu to compute "
+                            "on the CPU)\n");
+#else
+            fprintf(stderr, "elecmap_mpi: --gpu: this elecmap_mpi was built without CUDA "
+                            "(make elecmap_mpi_cuda)\n");
+#endif
+        return 1;
     }
     if (rank == 0) status = cli_map_output_check("elecmap_mpi", o->output, o->input);
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -308,7 +343,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     s = mpi_agree(build_lattice(o, &atoms, &lattice, &err), &err, rank);
     /* the method without --method: rank 0 chooses (and says so), the
        others follow */
-    if (s == ELEC_OK && rank == 0) status = choose_method(o, &atoms, &lattice, 0);
+    if (s == ELEC_OK && rank == 0) status = choose_method(o, &atoms, &lattice, device >= 0);
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
     {
         int m = (int)o->method;
@@ -328,7 +363,8 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     elec_slab_partition(lattice.dims[2], ranks, rank, &job.k0, &job.k1, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     start = MPI_Wtime();
-    s = map_slab(o, &atoms, &lattice, scale, &job, &err);
+    s = map_slab(o, &atoms, &lattice, scale, o->method == METHOD_MSM ? -1 : device, &job,
+                 &err);
     job.seconds = MPI_Wtime() - start;
     if (s == ELEC_OK && job.map) { /* the writers refuse values that are not finite */
         size_t i, n = (size_t)(job.k1 - job.k0) * (size_t)lattice.dims[0] * lattice.dims[1];
@@ -340,7 +376,8 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     s = mpi_agree(s, &err, rank);
     seconds = MPI_Wtime() - start;
 
-    describe_method(o, &atoms, &lattice, 0, method, sizeof method);
+    describe_method(o, &atoms, &lattice, device >= 0 && o->method != METHOD_MSM, method,
+                    sizeof method);
     snprintf(method + strlen(method), sizeof method - strlen(method),
              ", over %d MPI rank%s (elecmap_mpi)", ranks, ranks == 1 ? "" : "s");
     if (s == ELEC_OK) {
@@ -362,7 +399,10 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (rank == 0) {
         all_seconds = (double *)malloc((size_t)ranks * sizeof *all_seconds);
         all_atoms = (unsigned long long *)malloc((size_t)ranks * sizeof *all_atoms);
+        all_devices = (int *)malloc((size_t)ranks * sizeof *all_devices);
     }
+    if (o->method == METHOD_MSM) device = -1;
+    MPI_Gather(&device, 1, MPI_INT, all_devices, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Gather(&job.seconds, 1, MPI_DOUBLE, all_seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     MPI_Gather(&my_atoms, 1, MPI_UNSIGNED_LONG_LONG, all_atoms, 1, MPI_UNSIGNED_LONG_LONG, 0,
                MPI_COMM_WORLD);
@@ -382,7 +422,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (rank == 0) {
         if (s != ELEC_OK) {
             fail(NULL, &err);
-        } else if (!o->quiet && all_seconds && all_atoms) {
+        } else if (!o->quiet && all_seconds && all_atoms && all_devices) {
             printf("elecmap_mpi: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
             printf("  atoms      %zu\n", atoms.count);
             printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
@@ -399,13 +439,18 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
                 int k0, k1;
                 elec_slab_partition(lattice.dims[2], ranks, r, &k0, &k1, NULL);
                 if (k0 == k1) printf("  rank %-4d  no planes (more ranks than planes)\n", r);
-                else printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s\n", r, k0,
-                            k1 - 1, k1 - k0, all_atoms[r], all_seconds[r]);
+                else if (all_devices[r] < 0)
+                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, CPU\n", r, k0,
+                           k1 - 1, k1 - k0, all_atoms[r], all_seconds[r]);
+                else
+                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, GPU %d\n", r,
+                           k0, k1 - 1, k1 - k0, all_atoms[r], all_seconds[r], all_devices[r]);
             }
         }
     }
     free(all_seconds);
     free(all_atoms);
+    free(all_devices);
     free(job.map);
     elec_structure_free(&mol);
     return s == ELEC_OK ? 0 : 1;

@@ -107,16 +107,21 @@ if "$build/elecmap" --cpu --quiet --method cutoff $dims --demo "$dir/ref3.mrc" >
 else fail "$name: $(cat "$dir/out")"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
-# missing input (status 1).
+# missing input, --gpu without CUDA (status 1); no output is left.
 name=mpi_refusals
 mpi 2 --method charges --demo "$dir/x.mrc" > "$dir/out" 2>&1
 s1=$?
-n1=$(grep -c "maps potentials on the CPU" "$dir/out")
+n1=$(grep -c "elecmap_mpi maps potentials" "$dir/out")
 mpi 2 "$dir/missing.pqr" "$dir/x.mrc" > "$dir/out2" 2>&1
 s2=$?
 n2=$(grep -c "cannot open" "$dir/out2")
-if [ $s1 -eq 2 ] && [ "$n1" -eq 1 ] && [ $s2 -eq 1 ] && [ "$n2" -eq 1 ]; then ok "$name"
-else fail "$name: $s1 $s2 $(cat "$dir/out" "$dir/out2")"; fi
+# (elecmap_mpi is the CPU build: elecmap_mpi_cuda is another binary)
+mpi 2 --gpu --demo "$dir/x.mrc" > "$dir/out3" 2>&1
+s3=$?
+n3=$(grep -c "built without CUDA" "$dir/out3")
+if [ $s1 -eq 2 ] && [ "$n1" -eq 1 ] && [ $s2 -eq 1 ] && [ "$n2" -eq 1 ] && [ $s3 -eq 1 ] &&
+   [ "$n3" -eq 1 ] && [ ! -e "$dir/x.mrc" ]; then ok "$name"
+else fail "$name: $s1 $s2 $s3 $(cat "$dir/out" "$dir/out2" "$dir/out3")"; fi
 
 echo "tally: $passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
