@@ -37,7 +37,8 @@
                       at all); the map must fit rank 0's memory and hold
                       fewer than 2^31 points (MPI's counts).
    Rank 0 prints elecmap's summary and a line per rank: its planes, the
-   atoms it summed, its seconds. */
+   atoms it summed, its seconds (and, on the CPU, the processor seconds:
+   its work, whatever else shares the cores). */
 #define ELECMAP_NO_MAIN
 #include "examples/elecmap.c"
 
@@ -59,6 +60,8 @@ typedef struct slab_job {
     int k0, k1;
     size_t atoms; /* summed by this rank: all, or the cutoff's halo */
     double seconds;
+    double cpu;   /* processor seconds of the map (clock(): every thread's), the
+                     work whatever else shares the cores */
     float *map;   /* (k1 - k0) nx ny values */
 } slab_job;
 
@@ -282,7 +285,8 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     elec_error err;
     elec_status s;
     slab_job job;
-    double scale, start, seconds, *all_seconds = NULL, lo = 0.0, hi = 0.0;
+    double scale, start, seconds, *all_seconds = NULL, *all_cpu = NULL, lo = 0.0, hi = 0.0;
+    clock_t cpu_start;
     unsigned long long *all_atoms = NULL, my_atoms;
     size_t length = 0;
     int status = 0, r, mrc, gzip, device = -1, *all_devices = NULL;
@@ -363,9 +367,11 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     elec_slab_partition(lattice.dims[2], ranks, rank, &job.k0, &job.k1, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
     start = MPI_Wtime();
+    cpu_start = clock();
     s = map_slab(o, &atoms, &lattice, scale, o->method == METHOD_MSM ? -1 : device, &job,
                  &err);
     job.seconds = MPI_Wtime() - start;
+    job.cpu = (double)(clock() - cpu_start) / CLOCKS_PER_SEC;
     if (s == ELEC_OK && job.map) { /* the writers refuse values that are not finite */
         size_t i, n = (size_t)(job.k1 - job.k0) * (size_t)lattice.dims[0] * lattice.dims[1];
         for (i = 0; i < n && s == ELEC_OK; i++)
@@ -400,7 +406,9 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
         all_seconds = (double *)malloc((size_t)ranks * sizeof *all_seconds);
         all_atoms = (unsigned long long *)malloc((size_t)ranks * sizeof *all_atoms);
         all_devices = (int *)malloc((size_t)ranks * sizeof *all_devices);
+        all_cpu = (double *)malloc((size_t)ranks * sizeof *all_cpu);
     }
+    MPI_Gather(&job.cpu, 1, MPI_DOUBLE, all_cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (o->method == METHOD_MSM) device = -1;
     MPI_Gather(&device, 1, MPI_INT, all_devices, 1, MPI_INT, 0, MPI_COMM_WORLD);
     MPI_Gather(&job.seconds, 1, MPI_DOUBLE, all_seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -422,7 +430,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (rank == 0) {
         if (s != ELEC_OK) {
             fail(NULL, &err);
-        } else if (!o->quiet && all_seconds && all_atoms && all_devices) {
+        } else if (!o->quiet && all_seconds && all_atoms && all_devices && all_cpu) {
             printf("elecmap_mpi: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
             printf("  atoms      %zu\n", atoms.count);
             printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
@@ -440,8 +448,9 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
                 elec_slab_partition(lattice.dims[2], ranks, r, &k0, &k1, NULL);
                 if (k0 == k1) printf("  rank %-4d  no planes (more ranks than planes)\n", r);
                 else if (all_devices[r] < 0)
-                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, CPU\n", r, k0,
-                           k1 - 1, k1 - k0, all_atoms[r], all_seconds[r]);
+                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s (%.3f s of "
+                           "processor), CPU\n", r, k0, k1 - 1, k1 - k0, all_atoms[r],
+                           all_seconds[r], all_cpu[r]);
                 else
                     printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, GPU %d\n", r,
                            k0, k1 - 1, k1 - k0, all_atoms[r], all_seconds[r], all_devices[r]);
@@ -451,6 +460,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     free(all_seconds);
     free(all_atoms);
     free(all_devices);
+    free(all_cpu);
     free(job.map);
     elec_structure_free(&mol);
     return s == ELEC_OK ? 0 : 1;
