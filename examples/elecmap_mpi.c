@@ -36,6 +36,14 @@
                       which writes the map with elec_write_map (whole or not
                       at all); the map must fit rank 0's memory and hold
                       fewer than 2^31 points (MPI's counts).
+   Frames (--frames): the input is a trajectory, frames ended by ENDMDL
+   records (multi-model PQR); frame f goes to rank f mod N, which maps it
+   whole (the slab of every plane: elecmap's map bit for bit) and writes
+   it alone, whole or not at all, as output with "_f" and the frame number
+   (from 0, four digits) before the extension: phi.mrc -> phi_f0000.mrc.
+   Every frame's map is on the first frame's lattice (or --dims/--origin's),
+   so that the maps line up.
+
    Rank 0 prints elecmap's summary and a line per rank: its planes, the
    atoms it summed, its seconds (and, on the CPU, the processor seconds:
    its work, whatever else shares the cores). */
@@ -268,12 +276,156 @@ static elec_status write_gathered(const char *path, const elec_lattice *lattice,
     return s;
 }
 
+/* The frames of a trajectory's text: where each starts and ends, a frame
+   ending with its ENDMDL line (text after the last ENDMDL, if it holds an
+   ATOM or HETATM record, is a last frame).  Returns the count; start and
+   end (room for max) are filled up to max. */
+static size_t split_frames(const char *text, size_t length, size_t *start, size_t *end,
+                           size_t max) {
+    size_t n = 0, at = 0, from = 0;
+    int atoms = 0;
+    while (at < length) {
+        const char *newline = (const char *)memchr(text + at, '\n', length - at);
+        size_t next = newline ? (size_t)(newline - text) + 1 : length;
+        if (next - at >= 6 && !memcmp(text + at, "ENDMDL", 6)) {
+            if (n < max) start[n] = from, end[n] = next;
+            n++;
+            from = next;
+            atoms = 0;
+        } else if (next - at >= 4 && (!memcmp(text + at, "ATOM", 4) ||
+                                      (next - at >= 6 && !memcmp(text + at, "HETATM", 6)))) {
+            atoms = 1;
+        }
+        at = next;
+    }
+    if (atoms) {
+        if (n < max) start[n] = from, end[n] = length;
+        n++;
+    }
+    return n;
+}
+
+/* output with "_f" and four digits of frame before its extension (the
+   last '.' after the last '/', and before a ".gz") */
+static void frame_name(const char *output, size_t frame, char *name, size_t size) {
+    const char *slash = strrchr(output, '/'), *dot;
+    size_t stem, total = strlen(output);
+    if (total > 3 && !strcmp(output + total - 3, ".gz")) total -= 3;
+    dot = output + total;
+    while (dot > output && *(dot - 1) != '.' && *(dot - 1) != '/') dot--;
+    stem = dot > output && *(dot - 1) == '.' && (!slash || dot - 1 > slash)
+               ? (size_t)(dot - 1 - output)
+               : strlen(output);
+    snprintf(name, size, "%.*s_f%04zu%s", (int)stem, output, frame, output + stem);
+}
+
+/* --frames: frame f on rank f mod ranks, each mapped whole and written by
+   its rank. */
+static int elecmap_mpi_frames(options *o, int rank, int ranks) {
+    elec_error err;
+    elec_status s;
+    char *text = NULL, *records = NULL, name[1100], method[256];
+    size_t length = 0, frames, f, *start = NULL, *end = NULL, mine = 0;
+    elec_lattice lattice;
+    double scale, t0;
+    int status = 0, have_lattice = 0;
+    if (o->demo || o->method == METHOD_CHARGES || o->gpus || o->device == DEVICE_GPU) {
+        if (rank == 0)
+            fprintf(stderr, "elecmap_mpi: --frames maps a trajectory file's potentials on "
+                            "the CPU (no --demo, --method charges, --gpu, --gpus)\n");
+        return 2;
+    }
+    if (!o->method_given) o->method = METHOD_DCS; /* one method for every frame */
+    err.message[0] = '\0';
+    frame_name(o->output, 0, name, sizeof name); /* the first output as a sample */
+    if (rank == 0) status = cli_map_output_check("elecmap_mpi", name, o->input);
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (status != 0) return status;
+    s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+    frames = s == ELEC_OK ? split_frames(text, length, NULL, NULL, 0) : 0;
+    if (s == ELEC_OK && frames == 0)
+        s = elec__fail(&err, ELEC_ERR_PARSE, 0, "no frame with atoms");
+    if (s == ELEC_OK) {
+        start = (size_t *)malloc(frames * sizeof *start);
+        end = (size_t *)malloc(frames * sizeof *end);
+        records = cli_input_records(text, length);
+        if (!start || !end || !records)
+            s = elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        else
+            split_frames(text, length, start, end, frames);
+    }
+    scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
+            : o->units == UNITS_KCAL ? ELEC_COULOMB
+                                     : VOLT_SCALE;
+    t0 = MPI_Wtime();
+    /* the first frame's lattice for all (every rank builds it) */
+    if (s == ELEC_OK) {
+        elec_structure first;
+        s = elec_parse_pqr(text + start[0], end[0] - start[0], &first, &err);
+        if (s == ELEC_OK) {
+            elec_atoms atoms = elec_structure_atoms(&first);
+            s = build_lattice(o, &atoms, &lattice, &err);
+            have_lattice = s == ELEC_OK;
+            elec_structure_free(&first);
+        }
+    }
+    for (f = (size_t)rank; s == ELEC_OK && f < frames; f += (size_t)ranks) {
+        elec_structure mol;
+        elec_atoms atoms;
+        slab_job job;
+        char *comment;
+        memset(&job, 0, sizeof job);
+        s = elec_parse_pqr(text + start[f], end[f] - start[f], &mol, &err);
+        if (s != ELEC_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", err.message);
+            s = elec__fail(&err, s, 0, "frame %zu: %s", f, why);
+            break;
+        }
+        atoms = elec_structure_atoms(&mol);
+        job.k0 = 0;
+        job.k1 = lattice.dims[2];
+        s = map_slab(o, &atoms, &lattice, scale, -1, &job, &err);
+        describe_method(o, &atoms, &lattice, 0, method, sizeof method);
+        snprintf(method + strlen(method), sizeof method - strlen(method),
+                 ", frame %zu of %zu (elecmap_mpi --frames)", f, frames);
+        comment = s == ELEC_OK ? provenance(o, records, &mol, &lattice, method) : NULL;
+        frame_name(o->output, f, name, sizeof name);
+        if (s == ELEC_OK)
+            s = comment ? elec_write_map(name, &lattice, job.map, comment, &err)
+                        : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        free(comment);
+        free(job.map);
+        elec_structure_free(&mol);
+        mine++;
+    }
+    s = mpi_agree(s, &err, rank);
+    if (rank == 0) {
+        if (s != ELEC_OK) {
+            fail(o->input, &err);
+            status = 1;
+        } else if (!o->quiet && have_lattice) {
+            frame_name(o->output, 0, name, sizeof name);
+            printf("elecmap_mpi: %s -> %s ... (%zu frames over %d ranks, %.3f s)\n", o->input,
+                   name, frames, ranks, MPI_Wtime() - t0);
+        }
+    }
+    (void)mine;
+    elec_free(text);
+    free(records);
+    free(start);
+    free(end);
+    return s == ELEC_OK ? 0 : (status ? status : 1);
+}
+
 static int mpi_usage(FILE *out) {
     fprintf(out, "elecmap_mpi: elecmap over MPI ranks (mpirun -np N elecmap_mpi ...), one\n"
                  "slab of z planes a rank; .mrc/.map/.ccp4 written with MPI-IO, other\n"
                  "formats gathered to rank 0.  elecmap's options, but --method charges\n"
                  "and --gpus (one device a rank: with CUDA, GPU rank mod the node's count;\n"
-                 "MSM on the CPU):\n\n");
+                 "MSM on the CPU).  --frames: the input is a trajectory (frames ended by\n"
+                 "ENDMDL); frame f maps on rank f mod N to output_fNNNN.ext, all on the\n"
+                 "first frame's lattice (on the CPU; DCS unless --method says):\n\n");
     usage(out);
     return 0;
 }
@@ -468,7 +620,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
 
 int main(int argc, char **argv) {
     options o;
-    int rank, ranks, status;
+    int rank, ranks, status, i, kept, frames = 0;
     FILE *messages;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -476,6 +628,12 @@ int main(int argc, char **argv) {
     (void)elecmap_run; /* elecmap's own main path: not this tool's */
     /* every rank parses; rank 0 alone says what is wrong */
     messages = rank == 0 ? stderr : fopen("/dev/null", "w");
+    /* --frames is this tool's own: taken out before elecmap's parser */
+    for (i = 1, kept = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--frames")) frames = 1;
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
     switch (elecmap_parse(argc, argv, &o, messages ? messages : stderr)) {
     case PARSE_HELP: status = rank == 0 ? mpi_usage(stdout) : 0; break;
     case PARSE_VERSION:
@@ -483,7 +641,9 @@ int main(int argc, char **argv) {
         status = 0;
         break;
     case PARSE_ERROR: status = 2; break;
-    default: status = elecmap_mpi_run(&o, rank, ranks); break;
+    default:
+        status = frames ? elecmap_mpi_frames(&o, rank, ranks) : elecmap_mpi_run(&o, rank, ranks);
+        break;
     }
     if (messages && messages != stderr) fclose(messages);
     MPI_Finalize();

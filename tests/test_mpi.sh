@@ -15,7 +15,8 @@ fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 
 checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
-mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes mpi_refusals"
+mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
+mpi_frames_are_elecmaps_bit_for_bit mpi_refusals"
 why=""
 [ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
 [ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
@@ -105,6 +106,34 @@ if "$build/elecmap" --cpu --quiet --method cutoff $dims --demo "$dir/ref3.mrc" >
         'BEGIN { exit !(e != "" && e <= 2^-23 * m) }'; then ok "$name"
     else fail "$name: $line"; fi
 else fail "$name: $(cat "$dir/out")"; fi
+
+# --frames: 5 frames of a trajectory over 2 ranks (3 and 2 frames), each
+# map elecmap's of that frame alone on the same lattice, bit for bit (a
+# frame is mapped whole: the map's own frame of reference), DCS and MSM.
+name=mpi_frames_are_elecmaps_bit_for_bit
+awk 'BEGIN { srand(7); for (f = 0; f < 5; f++) { printf "MODEL     %4d\n", f + 1
+    for (i = 0; i < 60; i++)
+        printf "ATOM  %5d  OW  HOH  %4d    %8.3f%8.3f%8.3f %7.4f %6.4f\n", i + 1, i + 1,
+               20 * rand(), 20 * rand(), 20 * rand(), (i % 2 ? 0.5 : -0.5), 1.5
+    print "ENDMDL" } }' > "$dir/traj.pqr"
+lattice="--dims 20 18 21 --origin -5 -4 -6 --spacing 1.5"
+good=1 seen=""
+for method in dcs msm; do
+    if ! mpi 2 --frames --method $method $lattice "$dir/traj.pqr" "$dir/tr.mrc" > "$dir/out" 2>&1; then
+        good=0 seen="$seen [$method: $(cat "$dir/out")]"
+        continue
+    fi
+    for f in 0 1 2 3 4; do
+        awk -v f=$f '/^ENDMDL/ { n++; next } n == f' "$dir/traj.pqr" > "$dir/frame.pqr"
+        "$build/elecmap" --cpu --quiet --method $method $lattice "$dir/frame.pqr" "$dir/frame.mrc" \
+            > "$dir/out" 2>&1 || good=0
+        line=$(compare "$dir/tr_f000$f.mrc" "$dir/frame.mrc" 2>&1)
+        [ "$(field "$line" differ)" = 0 ] || good=0 seen="$seen [$method frame $f: $line]"
+    done
+done
+[ -e "$dir/tr_f0005.mrc" ] && good=0 seen="$seen [a sixth frame]"
+if [ $good -eq 1 ]; then ok "$name"
+else fail "$name:$seen"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
 # missing input, --gpu without CUDA (status 1); no output is left.
