@@ -96,8 +96,10 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         dp.max_points = o->max_points;
         dp.variant = o->variant;
 #ifdef ELEC_WITH_CUDA
-        dp.gpus = gpu;
-        if (device >= 0) return elec_cuda_dcs_map(atoms, &slab, &dp, job->map, err);
+        if (device >= 0) {
+            dp.gpus = gpu; /* (the CPU calls check any set they are given) */
+            return elec_cuda_dcs_map(atoms, &slab, &dp, job->map, err);
+        }
 #endif
         return elec_cpu_dcs_map(atoms, &slab, &dp, job->map, err);
     } else if (o->method == METHOD_MSM) {
@@ -132,9 +134,10 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
             job->atoms = n;
             halo = elec_atoms_from_xyz(n, xyz, q, NULL);
 #ifdef ELEC_WITH_CUDA
-            cp.gpus = gpu;
-            if (device >= 0) s = elec_cuda_cutoff_map(&halo, &slab, &cp, job->map, err);
-            else
+            if (device >= 0) {
+                cp.gpus = gpu;
+                s = elec_cuda_cutoff_map(&halo, &slab, &cp, job->map, err);
+            } else
 #endif
                 s = elec_cpu_cutoff_map(&halo, &slab, &cp, job->map, err);
         }
@@ -149,7 +152,7 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         mp.kappa = o->kappa;
         mp.ionic_strength = o->ionic_strength;
         mp.temperature = o->temperature;
-        if (device >= 0) mp.gpus = gpu; /* (the CPU call checks any set it is given) */
+        if (device >= 0) mp.gpus = gpu;
         return mdh_map(atoms, &slab, &mp, &quiet, device >= 0, job->map, err);
     }
 }
