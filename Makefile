@@ -53,6 +53,12 @@ ifeq ($(HAVE_ZLIB),1)
 ZLIB_FLAGS = -DELEC_WITH_ZLIB
 ZLIB_LIBS = -lz
 endif
+# MPI (Debian's Open MPI: openmpi-bin, libopenmpi-dev): elecmap_mpi and its
+# test, tests/test_mpi.sh, which skips, saying so, without it.  MPICC is
+# Open MPI's wrapper; OMPI_CC makes it wrap $(CC) (CC=clang builds with
+# clang too).
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v mpirun > /dev/null 2>&1 && printf '\043include <mpi.h>\nint main(void){return 0;}' | OMPI_CC=$(CC) $(MPICC) -x c - -o /dev/null 2>/dev/null && echo 1)
 # what the headers are built with, and link against
 DEP_FLAGS = $(FFTW_FLAGS) $(ZLIB_FLAGS)
 DEP_LIBS = $(FFTW_LIBS) $(ZLIB_LIBS)
@@ -70,7 +76,7 @@ BUILD   = build
 
 # The tests are named after what they test: the core, I/O, each method
 # (CPU and its GPU twin), the accuracy knob, the header-only build.
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_slab $(BUILD)/test_header_only
 GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda
 
 ifeq ($(HAVE_NVCC),)
@@ -81,9 +87,13 @@ endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
 .PRECIOUS: $(BUILD)/quickstart_%.c $(BUILD)/quickstart_elec_cuda.cu
-.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix FORCE
+.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix elecmap_mpi_cuda FORCE
 
-all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(TEST_BINS)
+ifeq ($(HAVE_MPI),1)
+MPI_TOOLS = $(BUILD)/elecmap_mpi
+endif
+
+all: $(BUILD)/elecmap $(BUILD)/elecenergy $(BUILD)/elecsurf $(MPI_TOOLS) $(TEST_BINS)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -110,6 +120,20 @@ ifeq ($(HAVE_NVCC),)
 else
 	$(NVCC) $(ALL_NVCCFLAGS) $(PNG_FLAGS) -x cu -DELEC_WITH_CUDA -o $@ examples/elecsurf.c $(CUDA_LIBS) $(PNG_LIBS)
 endif
+
+# elecmap over MPI ranks (CPU; examples/elecmap_mpi.c includes elecmap.c)
+$(BUILD)/elecmap_mpi: examples/elecmap_mpi.c examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
+	OMPI_CC=$(CC) $(MPICC) $(ALL_CFLAGS) -o $@ examples/elecmap_mpi.c $(DEP_LIBS) -lm
+
+# ... and with one GPU a rank (device rank mod the node's count), built by
+# nvcc with Open MPI's include and link flags (C bindings alone: the
+# C++ ones do not pass -Werror): make elecmap_mpi_cuda
+$(BUILD)/elecmap_mpi_cuda: examples/elecmap_mpi.c examples/elecmap.c examples/cli.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) $(shell $(MPICC) --showme:compile) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -x cu -DELEC_WITH_CUDA -o $@ examples/elecmap_mpi.c $(CUDA_LIBS) $(shell $(MPICC) --showme:link)
+elecmap_mpi_cuda: $(BUILD)/elecmap_mpi_cuda
+
+$(BUILD)/map_compare: tests/map_compare.c elec.h | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/map_compare.c $(DEP_LIBS) -lm
 
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
@@ -151,8 +175,15 @@ $(BUILD)/test_cli: tests/test_cli.sh $(BUILD)/elecmap $(BUILD)/elecenergy $(BUIL
 	printf '#!/bin/sh\nexec sh tests/test_cli.sh $(BUILD)\n' > $@
 	chmod +x $@
 
-test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_docs
-	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_docs
+# test_mpi wraps tests/test_mpi.sh (elecmap_mpi against elecmap; skips
+# without MPI)
+$(BUILD)/test_mpi: tests/test_mpi.sh $(BUILD)/elecmap $(BUILD)/map_compare $(MPI_TOOLS) FORCE | $(BUILD)
+	$(if $(MPI_TOOLS),,rm -f $(BUILD)/elecmap_mpi)
+	printf '#!/bin/sh\nexec sh tests/test_mpi.sh $(BUILD)\n' > $@
+	chmod +x $@
+
+test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs
+	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs
 
 # Rewrites the contents block at the top of each header (tools/contents.sh)
 contents:

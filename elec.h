@@ -98,6 +98,9 @@
                 elec_alpb_term_float elec_read_msms elec_read_points
                 elec_parse_points elec_surface_contact elec_surface_mesh
                 elec_surface_free
+     >>slab     sub-lattices for distributed maps
+                elec_slab_partition elec_lattice_slab elec_atoms_halo
+                elec_atoms_gather elec_mrc_header
    (end of contents)
    The version at the top (">>version"), the licence at the bottom. */
 #ifndef ELEC_H
@@ -1694,6 +1697,84 @@ ELEC_API elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
                                        double blobbiness, elec_surface *out,
                                        elec_error *err);
 ELEC_API void elec_surface_free(elec_surface *surface);
+
+/* ------------------------------------------------ >>slab sub-lattices for distributed maps */
+
+/* A map cut into slabs of z planes, one per rank of a distributed code
+   (examples/elecmap_mpi.c, MPI): the slab k0..k1 of a lattice is its
+   planes k = k0 .. k1 - 1, whose values are the map's
+   map[k0 nx ny .. k1 nx ny - 1] (x fastest, z slowest, as every elec map),
+   so each rank's part of the file is one contiguous run.
+
+   What each method needs to map a slab:
+     DCS, MDH   every atom (their sums have no cutoff);
+     cutoff     the atoms within the cutoff of the slab's points
+                (elec_atoms_halo): a shell of the cutoff around the slab;
+     MSM        every atom: its long-range part interpolates from a lattice
+                hierarchy that every charge feeds, so each rank builds the
+                whole hierarchy (replicated, not divided) and only the
+                short range and the interpolation are split by slabs;
+                elec_cpu_msm_map_slab (elec_cpu.h) does this in the whole
+                lattice's frame, so that the slabs put together are the
+                whole map bit for bit.
+   Slabs of DCS and cutoff maps computed on their own lattice (the
+   elec_lattice_slab below) sum relative to the slab's centre instead of
+   the whole map's: the same values to float rounding, not bit for bit. */
+
+/* Rank rank's planes of a map of `planes` planes over `ranks` ranks:
+   k0 = floor(rank planes / ranks), k1 that of rank + 1, so that every
+   rank has floor or ceil of planes / ranks planes and the slabs tile
+   0 .. planes in rank order.  Where ranks > planes some slabs are empty
+   (k0 == k1): such a rank has nothing to map.  ELEC_ERR_INVALID_ARG for
+   planes < 1, ranks < 1, rank outside 0 .. ranks - 1. */
+ELEC_API elec_status elec_slab_partition(int planes, int ranks, int rank, int *k0,
+                                         int *k1, elec_error *err);
+
+/* The sub-lattice of the planes k0 .. k1 - 1 of lattice: the same x and y
+   counts, spacing, origin in x and y; k1 - k0 planes from
+   origin z + k0 spacing z.  ELEC_ERR_INVALID_ARG for an empty or
+   out-of-range slab (0 <= k0 < k1 <= dims[2]) or a bad lattice. */
+ELEC_API elec_status elec_lattice_slab(const elec_lattice *lattice, int k0, int k1,
+                                       elec_lattice *slab, elec_error *err);
+
+/* The halo of a slab: the atoms a cutoff map of the planes k0 .. k1 - 1
+   needs, those within cutoff of the box that the slab's points span
+   (closer than cutoff (1 + 1e-9): the margin covers rounding, and an atom
+   past the cutoff adds exactly nothing, so a few extra cost nothing but
+   their distance test).  Their indices, increasing (the atoms' order
+   kept, so that a method's sums meet them in the same order), go to index
+   (room for atoms->count), their number to *count.  cutoff 0 asks for
+   every atom (DCS, MDH, MSM).  ELEC_ERR_INVALID_ARG for a bad view,
+   lattice or slab, a negative or non-finite cutoff. */
+ELEC_API elec_status elec_atoms_halo(const elec_atoms *atoms, const elec_lattice *lattice,
+                                     int k0, int k1, double cutoff, size_t *index,
+                                     size_t *count, elec_error *err);
+
+/* A packed copy of the atoms index[0 .. count - 1] (a halo): positions
+   into xyz (3 count, interleaved), charges into charge (count) and, where
+   radius is not NULL, radii (count; 0 where the view has none).  View
+   them with elec_atoms_from_xyz.  ELEC_ERR_INVALID_ARG for an index past
+   the atoms or a NULL array. */
+ELEC_API elec_status elec_atoms_gather(const elec_atoms *atoms, const size_t *index,
+                                       size_t count, double *xyz, double *charge,
+                                       double *radius, elec_error *err);
+
+/* The statistics an MRC header carries of the whole map (elec_write_mrc
+   computes them from the values; a distributed writer reduces them over
+   its ranks): the smallest and largest value, the mean, and the RMS
+   deviation from the mean. */
+typedef struct elec_map_stats {
+    double min, max, mean, rms;
+} elec_map_stats;
+
+/* The 1024 bytes of the MRC2014 header that elec_write_mrc writes for
+   lattice, stats and comment (">>mrc" says what each word holds), so that
+   a writer of its own (MPI-IO: rank 0 the header, each rank its slab's
+   floats, little endian, at 1024 + 4 k0 nx ny) makes the same file.
+   ELEC_ERR_INVALID_ARG for a bad lattice, NULL stats or header. */
+ELEC_API elec_status elec_mrc_header(const elec_lattice *lattice,
+                                     const elec_map_stats *stats, const char *comment,
+                                     unsigned char header[1024], elec_error *err);
 
 #ifdef __cplusplus
 }
@@ -4743,6 +4824,53 @@ static elec_status elec__map_finite(const elec_lattice *lattice, const float *ma
     return ELEC_OK;
 }
 
+/* The header of a map of the lattice with the values' statistics stats
+   (elec_write_mrc's, and elec_mrc_header's for writers of their own). */
+static void elec__mrc_header_bytes(unsigned char h[ELEC__MRC_HEADER],
+                                   const elec_lattice *lattice, const elec_map_stats *stats,
+                                   const char *comment) {
+    int axis, label = 0;
+    memset(h, 0, ELEC__MRC_HEADER);
+    for (axis = 0; axis < 3; axis++) {
+        elec__mrc_put_int(h, 1 + axis, lattice->dims[axis]);  /* NX NY NZ */
+        elec__mrc_put_int(h, 5 + axis, 0);                    /* NXSTART ... */
+        elec__mrc_put_int(h, 8 + axis, lattice->dims[axis]);  /* MX MY MZ */
+        /* CELLA: MX intervals of the spacing (the spec's "sampling along X
+           of the unit cell"; a viewer's step is CELLA / MX) */
+        elec__mrc_put_float(h, 11 + axis,
+                            (float)(lattice->dims[axis] * lattice->spacing[axis]));
+        elec__mrc_put_float(h, 14 + axis, 90.0f);             /* CELLB */
+        elec__mrc_put_int(h, 17 + axis, 1 + axis);            /* MAPC MAPR MAPS */
+        elec__mrc_put_float(h, 50 + axis, (float)lattice->origin[axis]); /* ORIGIN */
+    }
+    elec__mrc_put_int(h, 4, 2); /* MODE 2: 32-bit real */
+    elec__mrc_put_float(h, 20, (float)stats->min);
+    elec__mrc_put_float(h, 21, (float)stats->max);
+    elec__mrc_put_float(h, 22, (float)stats->mean);
+    elec__mrc_put_int(h, 23, 1);     /* ISPG 1: one volume (0 is an image stack) */
+    elec__mrc_put_int(h, 24, 0);     /* NSYMBT: no extended header, so EXTTYP (word 27) is left 0 */
+    elec__mrc_put_int(h, 28, 20140); /* NVERSION: MRC2014, version 0 */
+    memcpy(h + 208, "MAP ", 4);      /* word 53 */
+    h[212] = 0x44;                   /* word 54, MACHST: little endian */
+    h[213] = 0x44;
+    elec__mrc_put_float(h, 55, (float)stats->rms);
+    /* labels (word 57 on): comment's lines, 80 characters each, spaces after */
+    memset(h + 224, ' ', 800);
+    while (comment && *comment && label < 10) {
+        size_t n = strcspn(comment, "\n"), k, take = n;
+        while (take && comment[take - 1] == '\r') take--;
+        if (take > 80) take = n = 80; /* the rest of the line on the next label */
+        for (k = 0; k < take; k++) {
+            unsigned char c = (unsigned char)comment[k];
+            h[224 + 80 * label + k] = c < 0x20 || c == 0x7f ? ' ' : c;
+        }
+        label++;
+        comment += n;
+        if (*comment == '\n') comment++;
+    }
+    elec__mrc_put_int(h, 56, label); /* NLABL */
+}
+
 ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
                                     const float *map, const char *comment,
                                     elec_error *err) {
@@ -4750,7 +4878,8 @@ ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattic
     unsigned char block[4096];
     double lo = 0.0, hi = 0.0, sum = 0.0, mean, squares = 0.0;
     size_t total, i, used = 0;
-    int axis, label = 0, gz;
+    int gz;
+    elec_map_stats stats;
     elec_output *f;
     elec_status s;
     if (!path) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "path is NULL");
@@ -4768,45 +4897,11 @@ ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattic
     }
     mean = sum / (double)total;
     for (i = 0; i < total; i++) squares += ((double)map[i] - mean) * ((double)map[i] - mean);
-    memset(h, 0, sizeof h);
-    for (axis = 0; axis < 3; axis++) {
-        elec__mrc_put_int(h, 1 + axis, lattice->dims[axis]);  /* NX NY NZ */
-        elec__mrc_put_int(h, 5 + axis, 0);                    /* NXSTART ... */
-        elec__mrc_put_int(h, 8 + axis, lattice->dims[axis]);  /* MX MY MZ */
-        /* CELLA: MX intervals of the spacing (the spec's "sampling along X
-           of the unit cell"; a viewer's step is CELLA / MX) */
-        elec__mrc_put_float(h, 11 + axis,
-                            (float)(lattice->dims[axis] * lattice->spacing[axis]));
-        elec__mrc_put_float(h, 14 + axis, 90.0f);             /* CELLB */
-        elec__mrc_put_int(h, 17 + axis, 1 + axis);            /* MAPC MAPR MAPS */
-        elec__mrc_put_float(h, 50 + axis, (float)lattice->origin[axis]); /* ORIGIN */
-    }
-    elec__mrc_put_int(h, 4, 2); /* MODE 2: 32-bit real */
-    elec__mrc_put_float(h, 20, (float)lo);
-    elec__mrc_put_float(h, 21, (float)hi);
-    elec__mrc_put_float(h, 22, (float)mean);
-    elec__mrc_put_int(h, 23, 1);     /* ISPG 1: one volume (0 is an image stack) */
-    elec__mrc_put_int(h, 24, 0);     /* NSYMBT: no extended header, so EXTTYP (word 27) is left 0 */
-    elec__mrc_put_int(h, 28, 20140); /* NVERSION: MRC2014, version 0 */
-    memcpy(h + 208, "MAP ", 4);      /* word 53 */
-    h[212] = 0x44;                   /* word 54, MACHST: little endian */
-    h[213] = 0x44;
-    elec__mrc_put_float(h, 55, (float)sqrt(squares / (double)total));
-    /* labels (word 57 on): comment's lines, 80 characters each, spaces after */
-    memset(h + 224, ' ', 800);
-    while (comment && *comment && label < 10) {
-        size_t n = strcspn(comment, "\n"), k, take = n;
-        while (take && comment[take - 1] == '\r') take--;
-        if (take > 80) take = n = 80; /* the rest of the line on the next label */
-        for (k = 0; k < take; k++) {
-            unsigned char c = (unsigned char)comment[k];
-            h[224 + 80 * label + k] = c < 0x20 || c == 0x7f ? ' ' : c;
-        }
-        label++;
-        comment += n;
-        if (*comment == '\n') comment++;
-    }
-    elec__mrc_put_int(h, 56, label); /* NLABL */
+    stats.min = lo;
+    stats.max = hi;
+    stats.mean = mean;
+    stats.rms = sqrt(squares / (double)total);
+    elec__mrc_header_bytes(h, lattice, &stats, comment);
     gz = elec__path_ends(path, ".gz");
     s = gz ? elec_output_open_gzip(path, &f, err) : elec_output_open(path, &f, err);
     if (s != ELEC_OK) return s;
@@ -7863,6 +7958,125 @@ cleanup:
     return s;
 }
 
+
+/* ------------------------------------------------ >>slab sub-lattices for distributed maps */
+
+ELEC_DEF elec_status elec_slab_partition(int planes, int ranks, int rank, int *k0,
+                                         int *k1, elec_error *err) {
+    if (!k0 || !k1) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "k0 or k1 is NULL");
+    if (planes < 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%d planes: a map has at least 1",
+                          planes);
+    if (ranks < 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%d ranks: at least 1", ranks);
+    if (rank < 0 || rank >= ranks)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "rank %d is not one of 0 .. %d",
+                          rank, ranks - 1);
+    /* in long long: planes x ranks may pass an int */
+    *k0 = (int)((long long)rank * planes / ranks);
+    *k1 = (int)((long long)(rank + 1) * planes / ranks);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+/* The lattice checked and the slab 0 <= k0 < k1 <= nz of it. */
+static elec_status elec__slab_check(const elec_lattice *lattice, int k0, int k1,
+                                    elec_error *err) {
+    elec_status s = elec_lattice_check(lattice, err);
+    if (s != ELEC_OK) return s;
+    if (k0 < 0 || k1 <= k0 || k1 > lattice->dims[2])
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "slab of planes %d .. %d: a slab is 0 <= k0 < k1 <= %d, the "
+                          "lattice's z count", k0, k1 - 1, lattice->dims[2]);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_lattice_slab(const elec_lattice *lattice, int k0, int k1,
+                                       elec_lattice *slab, elec_error *err) {
+    elec_status s;
+    if (!slab) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "slab is NULL");
+    if ((s = elec__slab_check(lattice, k0, k1, err)) != ELEC_OK) return s;
+    *slab = *lattice;
+    slab->dims[2] = k1 - k0;
+    slab->origin[2] = lattice->origin[2] + k0 * lattice->spacing[2];
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_atoms_halo(const elec_atoms *atoms, const elec_lattice *lattice,
+                                     int k0, int k1, double cutoff, size_t *index,
+                                     size_t *count, elec_error *err) {
+    double lo[3], hi[3], reach2;
+    size_t i, n = 0;
+    int axis;
+    elec_status s;
+    if (!index || !count)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "index or count is NULL");
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec__slab_check(lattice, k0, k1, err)) != ELEC_OK) return s;
+    if (!(cutoff >= 0.0) || !elec__finite(cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "halo cutoff %g A must be finite and not negative (0: every atom)",
+                          cutoff);
+    /* the box of the slab's points, the corner points as elec_lattice_point
+       places them */
+    for (axis = 0; axis < 3; axis++) {
+        int first = axis == 2 ? k0 : 0, last = axis == 2 ? k1 - 1 : lattice->dims[axis] - 1;
+        lo[axis] = lattice->origin[axis] + first * lattice->spacing[axis];
+        hi[axis] = lattice->origin[axis] + last * lattice->spacing[axis];
+    }
+    reach2 = cutoff * (1.0 + 1e-9) * cutoff * (1.0 + 1e-9);
+    for (i = 0; i < atoms->count; i++) {
+        double x[3], d2 = 0.0;
+        if (cutoff > 0.0) {
+            elec_atoms_get(atoms, i, x, NULL, NULL);
+            for (axis = 0; axis < 3; axis++) {
+                double d = x[axis] < lo[axis] ? lo[axis] - x[axis]
+                         : x[axis] > hi[axis] ? x[axis] - hi[axis]
+                                              : 0.0;
+                d2 += d * d;
+            }
+            if (d2 >= reach2) continue;
+        }
+        index[n++] = i;
+    }
+    *count = n;
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_atoms_gather(const elec_atoms *atoms, const size_t *index,
+                                       size_t count, double *xyz, double *charge,
+                                       double *radius, elec_error *err) {
+    size_t i;
+    if (!atoms) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "atoms is NULL");
+    if (count && (!index || !xyz || !charge))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "index, xyz or charge is NULL");
+    for (i = 0; i < count; i++)
+        if (index[i] >= atoms->count)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "index[%zu] = %zu is past the %zu atoms", i, index[i],
+                              atoms->count);
+    for (i = 0; i < count; i++) {
+        double r;
+        elec_atoms_get(atoms, index[i], xyz + 3 * i, charge + i, &r);
+        if (radius) radius[i] = r;
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_mrc_header(const elec_lattice *lattice,
+                                     const elec_map_stats *stats, const char *comment,
+                                     unsigned char header[1024], elec_error *err) {
+    elec_status s = elec_lattice_check(lattice, err);
+    if (s != ELEC_OK) return s;
+    if (!stats || !header)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "stats or header is NULL");
+    elec__mrc_header_bytes(header, lattice, stats, comment);
+    elec__ok(err);
+    return ELEC_OK;
+}
 
 #ifdef __cplusplus
 }

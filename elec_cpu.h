@@ -47,6 +47,8 @@
                 elec_cpu_chargemap elec_cpu_chargemap_double
      >>alpb     ALPB surface potentials, HCP
                 elec_cpu_alpb elec_cpu_alpb_double
+     >>slab     sub-lattices for distributed maps
+                elec_cpu_msm_map_slab
    (end of contents) */
 #ifndef ELEC_CPU_H
 #define ELEC_CPU_H
@@ -267,6 +269,19 @@ ELEC_API elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *ver
                                           const double *normals, size_t count,
                                           const elec_alpb_params *params,
                                           double *potential, elec_error *err);
+
+/* ------------------------------------------------ >>slab sub-lattices for distributed maps */
+
+/* The planes k0 .. k1 - 1 of elec_cpu_msm_map's map of the whole lattice
+   (elec.h, ">>slab"), bit for bit: every atom, the whole lattice hierarchy
+   (each slab builds it again: MSM's long range needs every charge), the
+   short range and the interpolation at the slab's points alone, all in
+   the whole lattice's frame.  map holds (k1 - k0) nx ny values; the
+   points' positions take 24 bytes each of scratch memory while it runs. */
+ELEC_API elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
+                                           const elec_lattice *lattice, int k0, int k1,
+                                           const elec_msm_params *params, float *map,
+                                           elec_error *err);
 
 #ifdef __cplusplus
 }
@@ -3536,6 +3551,50 @@ ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *ver
     (void)none;
     return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
                           potential ? potential : &none, err);
+
+/* ------------------------------------------------ >>slab sub-lattices for distributed maps */
+
+ELEC_DEF elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
+                                           const elec_lattice *lattice, int k0, int k1,
+                                           const elec_msm_params *params, float *map,
+                                           elec_error *err) {
+    elec__msm_points_of where;
+    elec_lattice slab;
+    double lo[3], hi[3], *xyz;
+    elec_status s;
+    size_t count, p = 0;
+    int axis, i, j, k;
+    elec_msm_params resolved;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (s != ELEC_OK) return s;
+    if ((s = elec_lattice_slab(lattice, k0, k1, &slab, err)) != ELEC_OK) return s;
+    /* the whole map's choices: its point count, its frame, its extent */
+    resolved = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
+    if ((s = elec_msm_params_check(&resolved, err)) != ELEC_OK) return s;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    count = elec_lattice_size(&slab);
+    if (count > SIZE_MAX / (3 * sizeof *xyz))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", count);
+    xyz = (double *)ELEC_MALLOC(3 * count * sizeof *xyz);
+    if (!xyz)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", count);
+    /* the whole lattice's points, as elec__msm_point places them */
+    for (k = k0; k < k1; k++)
+        for (j = 0; j < lattice->dims[1]; j++)
+            for (i = 0; i < lattice->dims[0]; i++, p++)
+                elec_lattice_point(lattice, i, j, k, xyz + 3 * p);
+    where.lattice = NULL;
+    where.points = xyz;
+    for (axis = 0; axis < 3; axis++) {
+        double half = 0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
+        where.reference[axis] = lattice->origin[axis] + half;
+        lo[axis] = -half;
+        hi[axis] = half;
+    }
+    s = elec__msm_potential(atoms, &resolved, &where, lo, hi, count, NULL, map, err);
+    ELEC_FREE(xyz);
+    return s;
 }
 
 #ifdef __cplusplus

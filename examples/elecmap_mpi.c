@@ -1,0 +1,654 @@
+/* elecmap_mpi - elecmap over MPI ranks: the map cut into slabs of z planes
+   (elec.h, ">>slab"), one slab a rank, written as one map.
+
+   mpirun -np N elecmap_mpi [elecmap's options] input.pqr output.mrc|output.dx
+   mpirun -np N elecmap_mpi [options] --demo output.mrc
+
+   The options are elecmap's (this file includes examples/elecmap.c for its
+   parser, lattice, method choice and the map's comment); --method charges
+   and --gpus are refused.  Each rank computes its slab on the CPU (with
+   OpenMP threads where built with them) or, built by nvcc with
+   -DELEC_WITH_CUDA (make elecmap_mpi_cuda), on one GPU: device rank mod
+   the node's device count, the default where there is one (--cpu to stay
+   on the CPU); MSM slabs stay on the CPU there (elec_cpu_msm_map_slab:
+   the GPU MSM has no slab call yet).  Every rank reads the input
+   (a file system all ranks see) and builds the same lattice; rank r maps
+   the planes elec_slab_partition gives it:
+     dcs     every atom, on the slab's own lattice (elec_lattice_slab);
+     cutoff  the slab's halo (elec_atoms_halo: the atoms within the cutoff
+             of its points), on the slab's lattice;
+     mdh     every atom, at the slab's points;
+     msm     every atom, elec_cpu_msm_map_slab: the whole lattice hierarchy
+             on every rank (MSM's long range needs every charge), the short
+             range and the interpolation by slabs.
+   MSM slabs are the whole map's values bit for bit; DCS, cutoff and MDH
+   slabs sum relative to the slab's own frame and agree with elecmap's map
+   to float rounding (tests/test_mpi.sh says how closely).
+
+   Output by the name, as elecmap's:
+     .mrc .map .ccp4  MPI-IO: rank 0 writes the header (elec_mrc_header,
+                      with the minimum, maximum, mean and RMS reduced over
+                      the ranks), every rank its slab's floats at
+                      1024 + 4 k0 nx ny, little endian.  Written in place:
+                      unlike elecmap's outputs, a run that fails part way
+                      leaves a partial file.
+     anything else    (.dx, .dx.gz, .mrc.gz) the slabs gathered to rank 0,
+                      which writes the map with elec_write_map (whole or not
+                      at all); the map must fit rank 0's memory and hold
+                      fewer than 2^31 points (MPI's counts).
+   Frames (--frames): the input is a trajectory, frames ended by ENDMDL
+   records (multi-model PQR); frame f goes to rank f mod N, which maps it
+   whole (the slab of every plane: elecmap's map bit for bit) and writes
+   it alone, whole or not at all, as output with "_f" and the frame number
+   (from 0, four digits) before the extension: phi.mrc -> phi_f0000.mrc.
+   Every frame's map is on the first frame's lattice (or --dims/--origin's),
+   so that the maps line up.
+
+   Rank 0 prints elecmap's summary and a line per rank: its planes, the
+   atoms it summed, its seconds (and, on the CPU, the processor seconds:
+   its work, whatever else shares the cores). */
+#define ELECMAP_NO_MAIN
+#include "examples/elecmap.c"
+
+#include <mpi.h>
+
+/* The run's outcome on every rank: the worst status of any, and its
+   message from the first rank that had it. */
+static elec_status mpi_agree(elec_status s, elec_error *err, int rank) {
+    int mine = (int)s, worst, from, candidate = s != ELEC_OK ? rank : INT_MAX;
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst == ELEC_OK) return ELEC_OK;
+    MPI_Allreduce(&candidate, &from, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Bcast(err->message, (int)sizeof err->message, MPI_CHAR, from, MPI_COMM_WORLD);
+    return (elec_status)worst;
+}
+
+/* One rank's slab: its planes, the atoms it needs, its map. */
+typedef struct slab_job {
+    int k0, k1;
+    size_t atoms; /* summed by this rank: all, or the cutoff's halo */
+    double seconds;
+    double cpu;   /* processor seconds of the map (clock(): every thread's), the
+                     work whatever else shares the cores */
+    float *map;   /* (k1 - k0) nx ny values */
+} slab_job;
+
+static elec_status map_slab(const options *o, const elec_atoms *atoms,
+                            const elec_lattice *lattice, double scale, int device,
+                            slab_job *job, elec_error *err) {
+    elec_gpu_set gpu; /* device >= 0: this rank's GPU */
+    const size_t plane = (size_t)lattice->dims[0] * (size_t)lattice->dims[1];
+    elec_lattice slab;
+    elec_status s;
+    job->atoms = 0;
+    if (job->k0 == job->k1) return ELEC_OK; /* more ranks than planes */
+    job->atoms = atoms->count;
+    gpu.count = 1;
+    gpu.devices = &device;
+    if ((s = elec_lattice_slab(lattice, job->k0, job->k1, &slab, err)) != ELEC_OK) return s;
+    job->map = (float *)malloc((size_t)(job->k1 - job->k0) * plane * sizeof *job->map);
+    if (!job->map)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a slab of %d planes",
+                          job->k1 - job->k0);
+    if (o->method == METHOD_DCS) {
+        elec_dcs_params dp = {0};
+        dp.scale = scale;
+        dp.max_points = o->max_points;
+        dp.variant = o->variant;
+#ifdef ELEC_WITH_CUDA
+        if (device >= 0) {
+            dp.gpus = gpu; /* (the CPU calls check any set they are given) */
+            return elec_cuda_dcs_map(atoms, &slab, &dp, job->map, err);
+        }
+#endif
+        return elec_cpu_dcs_map(atoms, &slab, &dp, job->map, err);
+    } else if (o->method == METHOD_MSM) {
+        elec_msm_params sp = {0};
+        sp.scale = scale;
+        sp.cutoff = o->msm_cutoff;
+        sp.spacing = o->msm_spacing;
+        sp.interpolation = msm_interpolation(o);
+        sp.max_points = o->max_points;
+        sp.tolerance = o->tolerance;
+        return elec_cpu_msm_map_slab(atoms, lattice, job->k0, job->k1, &sp, job->map, err);
+    } else if (o->method == METHOD_CUTOFF) {
+        elec_cutoff_params cp = {0}, resolved;
+        size_t *index = (size_t *)malloc((atoms->count + 1) * sizeof *index), n = 0;
+        double *xyz = NULL, *q = NULL;
+        elec_atoms halo;
+        cp.scale = scale;
+        cp.cutoff = o->msm_cutoff;
+        cp.kind = o->shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
+        cp.max_points = o->max_points;
+        resolved = elec_cutoff_params_resolved(&cp);
+        s = index ? elec_atoms_halo(atoms, lattice, job->k0, job->k1, resolved.cutoff, index,
+                                    &n, err)
+                  : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
+        if (s == ELEC_OK) {
+            xyz = (double *)malloc((3 * n + 3) * sizeof *xyz);
+            q = (double *)malloc((n + 1) * sizeof *q);
+            s = xyz && q ? elec_atoms_gather(atoms, index, n, xyz, q, NULL, err)
+                         : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
+        }
+        if (s == ELEC_OK) {
+            job->atoms = n;
+            halo = elec_atoms_from_xyz(n, xyz, q, NULL);
+#ifdef ELEC_WITH_CUDA
+            if (device >= 0) {
+                cp.gpus = gpu;
+                s = elec_cuda_cutoff_map(&halo, &slab, &cp, job->map, err);
+            } else
+#endif
+                s = elec_cpu_cutoff_map(&halo, &slab, &cp, job->map, err);
+        }
+        free(index);
+        free(xyz);
+        free(q);
+        return s;
+    } else {
+        elec_mdh_params mp = {0};
+        progress_state quiet = {0.0, 0, -1, 0.0, 1.0};
+        mp.scale = scale;
+        mp.kappa = o->kappa;
+        mp.ionic_strength = o->ionic_strength;
+        mp.temperature = o->temperature;
+        if (device >= 0) mp.gpus = gpu;
+        return mdh_map(atoms, &slab, &mp, &quiet, device >= 0, job->map, err);
+    }
+}
+
+/* The map's statistics over every rank, as elec_write_mrc computes them
+   (the mean first, then the deviations from it). */
+static elec_map_stats reduce_stats(const slab_job *job, size_t plane, size_t total) {
+    const size_t n = (size_t)(job->k1 - job->k0) * plane;
+    double lo = HUGE_VAL, hi = -HUGE_VAL, sum = 0.0, squares = 0.0;
+    elec_map_stats st;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double v = job->map[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += v;
+    }
+    MPI_Allreduce(&lo, &st.min, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&hi, &st.max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&sum, &st.mean, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    st.mean /= (double)total;
+    for (i = 0; i < n; i++)
+        squares += ((double)job->map[i] - st.mean) * ((double)job->map[i] - st.mean);
+    MPI_Allreduce(&squares, &st.rms, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    st.rms = sqrt(st.rms / (double)total);
+    return st;
+}
+
+/* MRC through MPI-IO: the header from rank 0, each slab at its offset. */
+static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
+                                 const slab_job *job, const char *comment, int rank,
+                                 elec_error *err) {
+    const size_t plane = (size_t)lattice->dims[0] * (size_t)lattice->dims[1];
+    const size_t total = elec_lattice_size(lattice), n = (size_t)(job->k1 - job->k0) * plane;
+    const unsigned probe = 1;
+    const int little = *(const unsigned char *)&probe == 1;
+    elec_map_stats stats = reduce_stats(job, plane, total);
+    unsigned char header[1024];
+    elec_status s = ELEC_OK;
+    MPI_File fh;
+    int rc;
+    char text[MPI_MAX_ERROR_STRING];
+    int length;
+    if (rank == 0) s = elec_mrc_header(lattice, &stats, comment, header, err);
+    if ((s = mpi_agree(s, err, rank)) != ELEC_OK) return s;
+    rc = MPI_File_open(MPI_COMM_WORLD, (char *)path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                       MPI_INFO_NULL, &fh);
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_string(rc, text, &length);
+        s = elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s' with MPI-IO: %s", path, text);
+    }
+    /* (the open is collective: it fails on every rank or on none) */
+    if ((s = mpi_agree(s, err, rank)) != ELEC_OK) return s;
+    /* the file's exact length: an older, longer file is cut to it */
+    rc = MPI_File_set_size(fh, (MPI_Offset)(1024 + 4 * total));
+    if (rc == MPI_SUCCESS && rank == 0)
+        rc = MPI_File_write_at(fh, 0, header, 1024, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && n > 0) {
+        /* little endian, in runs that MPI's int counts hold */
+        const size_t run = (size_t)1 << 24;
+        float *swapped = little ? NULL : (float *)malloc((n < run ? n : run) * sizeof *swapped);
+        size_t done;
+        if (!little && !swapped) rc = MPI_ERR_NO_MEM;
+        for (done = 0; done < n && rc == MPI_SUCCESS; done += run) {
+            size_t m = n - done < run ? n - done : run, i;
+            const float *values = job->map + done;
+            if (!little) {
+                for (i = 0; i < m; i++) {
+                    unsigned char *b = (unsigned char *)&swapped[i], t;
+                    memcpy(b, &values[i], 4);
+                    t = b[0]; b[0] = b[3]; b[3] = t;
+                    t = b[1]; b[1] = b[2]; b[2] = t;
+                }
+                values = swapped;
+            }
+            rc = MPI_File_write_at(fh, (MPI_Offset)(1024 + 4 * ((size_t)job->k0 * plane + done)),
+                                   (void *)values, (int)m, MPI_FLOAT, MPI_STATUS_IGNORE);
+        }
+        free(swapped);
+    }
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_string(rc, text, &length);
+        s = elec__fail(err, ELEC_ERR_IO, 0, "writing '%s' with MPI-IO: %s", path, text);
+    }
+    MPI_File_close(&fh);
+    return mpi_agree(s, err, rank);
+}
+
+/* Any other format: the slabs gathered to rank 0, written there. */
+static elec_status write_gathered(const char *path, const elec_lattice *lattice,
+                                  const slab_job *job, const char *comment, int rank,
+                                  int ranks, elec_error *err) {
+    const size_t plane = (size_t)lattice->dims[0] * (size_t)lattice->dims[1];
+    const size_t total = elec_lattice_size(lattice);
+    int *counts = NULL, *offsets = NULL, r, mine = (int)((size_t)(job->k1 - job->k0) * plane);
+    float *map = NULL;
+    elec_status s = ELEC_OK;
+    if (total > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "a map of %zu points is too large to gather to one rank: write "
+                          "it as .mrc (MPI-IO)", total);
+    if (rank == 0) {
+        counts = (int *)malloc((size_t)ranks * sizeof *counts);
+        offsets = (int *)malloc((size_t)ranks * sizeof *offsets);
+        map = (float *)malloc(total * sizeof *map);
+        if (!counts || !offsets || !map)
+            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "rank 0: no memory for the map");
+        for (r = 0; r < ranks && s == ELEC_OK; r++) {
+            int k0, k1;
+            elec_slab_partition(lattice->dims[2], ranks, r, &k0, &k1, NULL);
+            counts[r] = (int)((size_t)(k1 - k0) * plane);
+            offsets[r] = (int)((size_t)k0 * plane);
+        }
+    }
+    if ((s = mpi_agree(s, err, rank)) == ELEC_OK) {
+        MPI_Gatherv(job->map, mine, MPI_FLOAT, map, counts, offsets, MPI_FLOAT, 0,
+                    MPI_COMM_WORLD);
+        if (rank == 0) s = elec_write_map(path, lattice, map, comment, err);
+        s = mpi_agree(s, err, rank);
+    }
+    free(counts);
+    free(offsets);
+    free(map);
+    return s;
+}
+
+/* The frames of a trajectory's text: where each starts and ends, a frame
+   ending with its ENDMDL line (text after the last ENDMDL, if it holds an
+   ATOM or HETATM record, is a last frame).  Returns the count; start and
+   end (room for max) are filled up to max. */
+static size_t split_frames(const char *text, size_t length, size_t *start, size_t *end,
+                           size_t max) {
+    size_t n = 0, at = 0, from = 0;
+    int atoms = 0;
+    while (at < length) {
+        const char *newline = (const char *)memchr(text + at, '\n', length - at);
+        size_t next = newline ? (size_t)(newline - text) + 1 : length;
+        if (next - at >= 6 && !memcmp(text + at, "ENDMDL", 6)) {
+            if (n < max) start[n] = from, end[n] = next;
+            n++;
+            from = next;
+            atoms = 0;
+        } else if (next - at >= 4 && (!memcmp(text + at, "ATOM", 4) ||
+                                      (next - at >= 6 && !memcmp(text + at, "HETATM", 6)))) {
+            atoms = 1;
+        }
+        at = next;
+    }
+    if (atoms) {
+        if (n < max) start[n] = from, end[n] = length;
+        n++;
+    }
+    return n;
+}
+
+/* output with "_f" and four digits of frame before its extension (the
+   last '.' after the last '/', and before a ".gz") */
+static void frame_name(const char *output, size_t frame, char *name, size_t size) {
+    const char *slash = strrchr(output, '/'), *dot;
+    size_t stem, total = strlen(output);
+    if (total > 3 && !strcmp(output + total - 3, ".gz")) total -= 3;
+    dot = output + total;
+    while (dot > output && *(dot - 1) != '.' && *(dot - 1) != '/') dot--;
+    stem = dot > output && *(dot - 1) == '.' && (!slash || dot - 1 > slash)
+               ? (size_t)(dot - 1 - output)
+               : strlen(output);
+    snprintf(name, size, "%.*s_f%04zu%s", (int)stem, output, frame, output + stem);
+}
+
+/* --frames: frame f on rank f mod ranks, each mapped whole and written by
+   its rank. */
+static int elecmap_mpi_frames(options *o, int rank, int ranks) {
+    elec_error err;
+    elec_status s;
+    char *text = NULL, *records = NULL, name[1100], method[256];
+    size_t length = 0, frames, f, *start = NULL, *end = NULL, mine = 0;
+    elec_lattice lattice;
+    double scale, t0;
+    int status = 0, have_lattice = 0;
+    if (o->demo || o->method == METHOD_CHARGES || o->gpus || o->device == DEVICE_GPU) {
+        if (rank == 0)
+            fprintf(stderr, "elecmap_mpi: --frames maps a trajectory file's potentials on "
+                            "the CPU (no --demo, --method charges, --gpu, --gpus)\n");
+        return 2;
+    }
+    if (!o->method_given) o->method = METHOD_DCS; /* one method for every frame */
+    err.message[0] = '\0';
+    frame_name(o->output, 0, name, sizeof name); /* the first output as a sample */
+    if (rank == 0) status = cli_map_output_check("elecmap_mpi", name, o->input);
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (status != 0) return status;
+    s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+    frames = s == ELEC_OK ? split_frames(text, length, NULL, NULL, 0) : 0;
+    if (s == ELEC_OK && frames == 0)
+        s = elec__fail(&err, ELEC_ERR_PARSE, 0, "no frame with atoms");
+    if (s == ELEC_OK) {
+        start = (size_t *)malloc(frames * sizeof *start);
+        end = (size_t *)malloc(frames * sizeof *end);
+        records = cli_input_records(text, length);
+        if (!start || !end || !records)
+            s = elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        else
+            split_frames(text, length, start, end, frames);
+    }
+    scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
+            : o->units == UNITS_KCAL ? ELEC_COULOMB
+                                     : VOLT_SCALE;
+    t0 = MPI_Wtime();
+    /* the first frame's lattice for all (every rank builds it) */
+    if (s == ELEC_OK) {
+        elec_structure first;
+        s = elec_parse_pqr(text + start[0], end[0] - start[0], &first, &err);
+        if (s == ELEC_OK) {
+            elec_atoms atoms = elec_structure_atoms(&first);
+            s = build_lattice(o, &atoms, &lattice, &err);
+            have_lattice = s == ELEC_OK;
+            elec_structure_free(&first);
+        }
+    }
+    for (f = (size_t)rank; s == ELEC_OK && f < frames; f += (size_t)ranks) {
+        elec_structure mol;
+        elec_atoms atoms;
+        slab_job job;
+        char *comment;
+        memset(&job, 0, sizeof job);
+        s = elec_parse_pqr(text + start[f], end[f] - start[f], &mol, &err);
+        if (s != ELEC_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", err.message);
+            s = elec__fail(&err, s, 0, "frame %zu: %s", f, why);
+            break;
+        }
+        atoms = elec_structure_atoms(&mol);
+        job.k0 = 0;
+        job.k1 = lattice.dims[2];
+        s = map_slab(o, &atoms, &lattice, scale, -1, &job, &err);
+        describe_method(o, &atoms, &lattice, 0, method, sizeof method);
+        snprintf(method + strlen(method), sizeof method - strlen(method),
+                 ", frame %zu of %zu (elecmap_mpi --frames)", f, frames);
+        comment = s == ELEC_OK ? provenance(o, records, &mol, &lattice, method) : NULL;
+        frame_name(o->output, f, name, sizeof name);
+        if (s == ELEC_OK)
+            s = comment ? elec_write_map(name, &lattice, job.map, comment, &err)
+                        : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        free(comment);
+        free(job.map);
+        elec_structure_free(&mol);
+        mine++;
+    }
+    s = mpi_agree(s, &err, rank);
+    if (rank == 0) {
+        if (s != ELEC_OK) {
+            fail(o->input, &err);
+            status = 1;
+        } else if (!o->quiet && have_lattice) {
+            frame_name(o->output, 0, name, sizeof name);
+            printf("elecmap_mpi: %s -> %s ... (%zu frames over %d ranks, %.3f s)\n", o->input,
+                   name, frames, ranks, MPI_Wtime() - t0);
+        }
+    }
+    (void)mine;
+    elec_free(text);
+    free(records);
+    free(start);
+    free(end);
+    return s == ELEC_OK ? 0 : (status ? status : 1);
+}
+
+static int mpi_usage(FILE *out) {
+    fprintf(out, "elecmap_mpi: elecmap over MPI ranks (mpirun -np N elecmap_mpi ...), one\n"
+                 "slab of z planes a rank; .mrc/.map/.ccp4 written with MPI-IO, other\n"
+                 "formats gathered to rank 0.  elecmap's options, but --method charges\n"
+                 "and --gpus (one device a rank: with CUDA, GPU rank mod the node's count;\n"
+                 "MSM on the CPU).  --frames: the input is a trajectory (frames ended by\n"
+                 "ENDMDL); frame f maps on rank f mod N to output_fNNNN.ext, all on the\n"
+                 "first frame's lattice (on the CPU; DCS unless --method says):\n\n");
+    usage(out);
+    return 0;
+}
+
+static int elecmap_mpi_run(options *o, int rank, int ranks) {
+    elec_structure mol;
+    elec_atoms atoms;
+    elec_lattice lattice;
+    elec_error err;
+    elec_status s;
+    slab_job job;
+    double scale, start, seconds, *all_seconds = NULL, *all_cpu = NULL, lo = 0.0, hi = 0.0;
+    clock_t cpu_start;
+    unsigned long long *all_atoms = NULL, my_atoms;
+    size_t length = 0;
+    int status = 0, r, mrc, gzip, device = -1, *all_devices = NULL;
+    char method[256], *text = NULL, *records = NULL, *comment = NULL;
+
+    memset(&job, 0, sizeof job);
+    err.message[0] = '\0';
+    if (o->method == METHOD_CHARGES || o->gpus) {
+        if (rank == 0)
+            fprintf(stderr, "elecmap_mpi: %s: elecmap_mpi maps potentials, one device a "
+                            "rank\n", o->method == METHOD_CHARGES ? "--method charges" : "--gpus");
+        return 2;
+    }
+    /* this rank's GPU: rank mod the devices this node has */
+#ifdef ELEC_WITH_CUDA
+    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0)
+        device = rank % elec_cuda_device_count();
+#endif
+    status = o->device == DEVICE_GPU && device < 0;
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (status) {
+        if (rank == 0)
+#ifdef ELEC_WITH_CUDA
+            fprintf(stderr, "elecmap_mpi: --gpu: a rank has no CUDA device (--cpu to compute "
+                            "on the CPU)\n");
+#else
+            fprintf(stderr, "elecmap_mpi: --gpu: this elecmap_mpi was built without CUDA "
+                            "(make elecmap_mpi_cuda)\n");
+#endif
+        return 1;
+    }
+    if (rank == 0) status = cli_map_output_check("elecmap_mpi", o->output, o->input);
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (status != 0) return status;
+
+    /* every rank reads the input and builds the same lattice */
+    if (o->demo) {
+        text = demo_pqr(&length);
+        s = text ? ELEC_OK : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+    } else {
+        s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+    }
+    if (s == ELEC_OK) s = elec_parse_pqr(text, length, &mol, &err);
+    if (s == ELEC_OK) {
+        records = cli_input_records(text, length);
+        if (!records) {
+            elec_structure_free(&mol);
+            s = elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        }
+    }
+    if (o->demo) free(text);
+    else elec_free(text);
+    if ((s = mpi_agree(s, &err, rank)) != ELEC_OK) {
+        if (rank == 0) fail(o->demo ? "demo input" : o->input, &err);
+        return 1;
+    }
+    atoms = elec_structure_atoms(&mol);
+    s = mpi_agree(build_lattice(o, &atoms, &lattice, &err), &err, rank);
+    /* the method without --method: rank 0 chooses (and says so), the
+       others follow */
+    if (s == ELEC_OK && rank == 0) status = choose_method(o, &atoms, &lattice, device >= 0);
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    {
+        int m = (int)o->method;
+        MPI_Bcast(&m, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        o->method = (map_method)m;
+    }
+    if (s != ELEC_OK || status != 0) {
+        if (s != ELEC_OK && rank == 0) fail(NULL, &err);
+        elec_structure_free(&mol);
+        free(records);
+        return s != ELEC_OK ? 1 : status;
+    }
+
+    scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
+            : o->units == UNITS_KCAL ? ELEC_COULOMB
+                                     : VOLT_SCALE;
+    elec_slab_partition(lattice.dims[2], ranks, rank, &job.k0, &job.k1, NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    cpu_start = clock();
+    s = map_slab(o, &atoms, &lattice, scale, o->method == METHOD_MSM ? -1 : device, &job,
+                 &err);
+    job.seconds = MPI_Wtime() - start;
+    job.cpu = (double)(clock() - cpu_start) / CLOCKS_PER_SEC;
+    if (s == ELEC_OK && job.map) { /* the writers refuse values that are not finite */
+        size_t i, n = (size_t)(job.k1 - job.k0) * (size_t)lattice.dims[0] * lattice.dims[1];
+        for (i = 0; i < n && s == ELEC_OK; i++)
+            if (!elec__finite(job.map[i]))
+                s = elec__fail(&err, ELEC_ERR_INVALID_ARG, 0,
+                               "rank %d: a value of its slab is %g", rank, (double)job.map[i]);
+    }
+    s = mpi_agree(s, &err, rank);
+    seconds = MPI_Wtime() - start;
+
+    describe_method(o, &atoms, &lattice, device >= 0 && o->method != METHOD_MSM, method,
+                    sizeof method);
+    snprintf(method + strlen(method), sizeof method - strlen(method),
+             ", over %d MPI rank%s (elecmap_mpi)", ranks, ranks == 1 ? "" : "s");
+    if (s == ELEC_OK) {
+        comment = provenance(o, records, &mol, &lattice, method);
+        s = mpi_agree(comment ? ELEC_OK
+                              : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0,
+                                           "no memory for the map's comment"),
+                      &err, rank);
+    }
+    mrc = elec_map_format_of(o->output, &gzip) == ELEC_MAP_MRC && !gzip;
+    if (s == ELEC_OK)
+        s = mrc ? write_mrc_mpi(o->output, &lattice, &job, comment, rank, &err)
+                : write_gathered(o->output, &lattice, &job, comment, rank, ranks, &err);
+    free(comment);
+    free(records);
+
+    /* the summary: rank 0 hears every rank's planes, atoms and time */
+    my_atoms = (unsigned long long)job.atoms;
+    if (rank == 0) {
+        all_seconds = (double *)malloc((size_t)ranks * sizeof *all_seconds);
+        all_atoms = (unsigned long long *)malloc((size_t)ranks * sizeof *all_atoms);
+        all_devices = (int *)malloc((size_t)ranks * sizeof *all_devices);
+        all_cpu = (double *)malloc((size_t)ranks * sizeof *all_cpu);
+    }
+    MPI_Gather(&job.cpu, 1, MPI_DOUBLE, all_cpu, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (o->method == METHOD_MSM) device = -1;
+    MPI_Gather(&device, 1, MPI_INT, all_devices, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(&job.seconds, 1, MPI_DOUBLE, all_seconds, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Gather(&my_atoms, 1, MPI_UNSIGNED_LONG_LONG, all_atoms, 1, MPI_UNSIGNED_LONG_LONG, 0,
+               MPI_COMM_WORLD);
+    if (s == ELEC_OK) { /* the smallest value and the smallest negated: min and max */
+        size_t i, n = job.map ? (size_t)(job.k1 - job.k0) * (size_t)lattice.dims[0] *
+                                    (size_t)lattice.dims[1]
+                              : 0;
+        double mine[2] = {HUGE_VAL, HUGE_VAL}, both[2];
+        for (i = 0; i < n; i++) {
+            mine[0] = job.map[i] < mine[0] ? job.map[i] : mine[0];
+            mine[1] = -job.map[i] < mine[1] ? -job.map[i] : mine[1];
+        }
+        MPI_Reduce(mine, both, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+        lo = both[0];
+        hi = -both[1];
+    }
+    if (rank == 0) {
+        if (s != ELEC_OK) {
+            fail(NULL, &err);
+        } else if (!o->quiet && all_seconds && all_atoms && all_devices && all_cpu) {
+            printf("elecmap_mpi: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
+            printf("  atoms      %zu\n", atoms.count);
+            printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
+                   "%.3f)\n", lattice.dims[0], lattice.dims[1], lattice.dims[2],
+                   elec_lattice_size(&lattice), lattice.spacing[0], lattice.origin[0],
+                   lattice.origin[1], lattice.origin[2]);
+            printf("  method     %s\n", method);
+            printf("  output     %s, %s\n", elec_map_format_name(o->output),
+                   mrc ? "MPI-IO" : "gathered to rank 0");
+            printf("  time       %.3f s (the slowest rank's map, with the ranks' agreement)\n",
+                   seconds);
+            printf("  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
+            for (r = 0; r < ranks; r++) {
+                int k0, k1;
+                elec_slab_partition(lattice.dims[2], ranks, r, &k0, &k1, NULL);
+                if (k0 == k1) printf("  rank %-4d  no planes (more ranks than planes)\n", r);
+                else if (all_devices[r] < 0)
+                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s (%.3f s of "
+                           "processor), CPU\n", r, k0, k1 - 1, k1 - k0, all_atoms[r],
+                           all_seconds[r], all_cpu[r]);
+                else
+                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, GPU %d\n", r,
+                           k0, k1 - 1, k1 - k0, all_atoms[r], all_seconds[r], all_devices[r]);
+            }
+        }
+    }
+    free(all_seconds);
+    free(all_atoms);
+    free(all_devices);
+    free(all_cpu);
+    free(job.map);
+    elec_structure_free(&mol);
+    return s == ELEC_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int rank, ranks, status, i, kept, frames = 0;
+    FILE *messages;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    (void)elecmap_run; /* elecmap's own main path: not this tool's */
+    /* every rank parses; rank 0 alone says what is wrong */
+    messages = rank == 0 ? stderr : fopen("/dev/null", "w");
+    /* --frames is this tool's own: taken out before elecmap's parser */
+    for (i = 1, kept = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--frames")) frames = 1;
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    switch (elecmap_parse(argc, argv, &o, messages ? messages : stderr)) {
+    case PARSE_HELP: status = rank == 0 ? mpi_usage(stdout) : 0; break;
+    case PARSE_VERSION:
+        if (rank == 0) cli_version(stdout, "elecmap_mpi", "MPI", 1);
+        status = 0;
+        break;
+    case PARSE_ERROR: status = 2; break;
+    default:
+        status = frames ? elecmap_mpi_frames(&o, rank, ranks) : elecmap_mpi_run(&o, rank, ranks);
+        break;
+    }
+    if (messages && messages != stderr) fclose(messages);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,156 @@
+#!/bin/sh
+# elecmap_mpi against elecmap: the map of the built-in input split over 2, 3
+# and 4 MPI ranks (one slab of z planes each, elec.h ">>slab") is the
+# single-process map, for DCS, cutoff, MSM and MDH; written with MPI-IO
+# (MRC) or gathered to rank 0 (DX); a rank with no planes; the refusals.
+# Skipped, saying why, where the build has no MPI (mpicc, mpirun).
+# Prints one line per check and the harness's tally line.
+# Usage: tests/test_mpi.sh BUILD_DIR
+build=${1:-build}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0; failed=0; skipped=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+skip() { echo "skip $1"; skipped=$((skipped + 1)); }
+
+checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
+mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
+mpi_frames_are_elecmaps_bit_for_bit mpi_refusals"
+why=""
+[ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
+[ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
+if [ -n "$why" ]; then
+    for c in $checks; do skip "$c: $why"; done
+    echo "tally: $passed passed, $failed failed, $skipped skipped"
+    exit 0
+fi
+
+# One OpenMP thread a rank: ranks oversubscribe this machine's cores as it
+# is.  --allow-run-as-root: CI containers run as root, which Open MPI
+# refuses without it.
+mpi() {
+    n=$1
+    shift
+    OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np "$n" \
+        "$build/elecmap_mpi" "$@"
+}
+# "points N differ D max_ulp U max_abs E max_ref M rel_rms R" of two maps
+compare() { "$build/map_compare" "$1" "$2"; }
+field() { printf '%s\n' "$1" | awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'; }
+
+# The demo (1394 atoms) at 1.5 A: a 32^3 lattice.
+common="--quiet --spacing 1.5 --demo"
+atoms=1394
+
+# method, then the awk condition on the comparison's fields that it must
+# meet (d = points that differ, u = max ulp, e = max |a - b|, m = max |b|,
+# r = relative RMS):
+#   msm     every value bit for bit (elec_cpu_msm_map_slab: the whole
+#           hierarchy, the whole map's frame);
+#   cutoff  the slab sums in double relative to its own centre: the same
+#           double sums to rounding, so float values a rounding apart at
+#           most (r <= 2^-24, e <= 2^-23 m);
+#   dcs,    float terms relative to the slab's centre instead of the
+#   mdh     map's: each term moves by float rounding (2^-24 relative), and
+#           a sum of N terms by 2^-24 sqrt(N) of their size as a random
+#           walk; the two maps' errors add: r <= 2 2^-24 sqrt(N).
+for method in dcs cutoff msm mdh; do
+    case $method in
+    msm) name=mpi_msm_maps_are_elecmaps_bit_for_bit; cond="d == 0" ;;
+    cutoff) name=mpi_cutoff_maps_equal_elecmaps; cond="r <= 2^-24 && e <= 2^-23 * m" ;;
+    *) name=mpi_${method}_maps_equal_elecmaps; cond="r <= 2 * 2^-24 * sqrt($atoms)" ;;
+    esac
+    if ! "$build/elecmap" --cpu --method $method $common "$dir/ref_$method.mrc" > "$dir/out" 2>&1; then
+        fail "$name: elecmap: $(cat "$dir/out")"
+        continue
+    fi
+    good=1 seen=""
+    for n in 2 3 4; do
+        if ! mpi $n --method $method $common "$dir/mpi.mrc" > "$dir/out" 2>&1; then
+            good=0 seen="$seen [$n ranks: $(cat "$dir/out")]"
+            continue
+        fi
+        line=$(compare "$dir/mpi.mrc" "$dir/ref_$method.mrc")
+        seen="$seen [$n ranks: $line]"
+        awk -v d="$(field "$line" differ)" -v u="$(field "$line" max_ulp)" \
+            -v e="$(field "$line" max_abs)" -v m="$(field "$line" max_ref)" \
+            -v r="$(field "$line" rel_rms)" "BEGIN { exit !(d != \"\" && $cond) }" || good=0
+        # the header's counts, cell, axes, minimum and maximum (words 1-21)
+        # are elecmap's wherever the values are
+        [ "$method" = msm ] && ! cmp -s -n 84 "$dir/mpi.mrc" "$dir/ref_$method.mrc" &&
+            good=0 seen="$seen [$n ranks: the header differs]"
+    done
+    if [ $good -eq 1 ]; then ok "$name ($cond)"
+    else fail "$name ($cond):$seen"; fi
+done
+
+# DX: gathered to rank 0 and written by elec_write_dx: elecmap's file but
+# for the comment's method line, which names the ranks.
+name=mpi_dx_output_is_gathered
+if "$build/elecmap" --cpu --method msm $common "$dir/ref.dx" > "$dir/out" 2>&1 &&
+   mpi 3 --method msm $common "$dir/mpi.dx" > "$dir/out" 2>&1 &&
+   grep -q '^# method .*over 3 MPI ranks' "$dir/mpi.dx" &&
+   [ "$(grep -v '^# method' "$dir/mpi.dx" | cksum)" = "$(grep -v '^# method' "$dir/ref.dx" | cksum)" ]; then
+    ok "$name"
+else fail "$name: $(cat "$dir/out")"; fi
+
+# More ranks than planes: 4 ranks, 3 planes; one rank maps nothing.
+name=mpi_rank_without_planes
+dims="--dims 9 8 3 --spacing 1.5"
+if "$build/elecmap" --cpu --quiet --method cutoff $dims --demo "$dir/ref3.mrc" > "$dir/out" 2>&1 &&
+   mpi 4 --method cutoff $dims --demo "$dir/mpi3.mrc" > "$dir/out" 2>&1 &&
+   grep -q "no planes" "$dir/out"; then
+    line=$(compare "$dir/mpi3.mrc" "$dir/ref3.mrc")
+    if awk -v e="$(field "$line" max_abs)" -v m="$(field "$line" max_ref)" \
+        'BEGIN { exit !(e != "" && e <= 2^-23 * m) }'; then ok "$name"
+    else fail "$name: $line"; fi
+else fail "$name: $(cat "$dir/out")"; fi
+
+# --frames: 5 frames of a trajectory over 2 ranks (3 and 2 frames), each
+# map elecmap's of that frame alone on the same lattice, bit for bit (a
+# frame is mapped whole: the map's own frame of reference), DCS and MSM.
+name=mpi_frames_are_elecmaps_bit_for_bit
+awk 'BEGIN { srand(7); for (f = 0; f < 5; f++) { printf "MODEL     %4d\n", f + 1
+    for (i = 0; i < 60; i++)
+        printf "ATOM  %5d  OW  HOH  %4d    %8.3f%8.3f%8.3f %7.4f %6.4f\n", i + 1, i + 1,
+               20 * rand(), 20 * rand(), 20 * rand(), (i % 2 ? 0.5 : -0.5), 1.5
+    print "ENDMDL" } }' > "$dir/traj.pqr"
+lattice="--dims 20 18 21 --origin -5 -4 -6 --spacing 1.5"
+good=1 seen=""
+for method in dcs msm; do
+    if ! mpi 2 --frames --method $method $lattice "$dir/traj.pqr" "$dir/tr.mrc" > "$dir/out" 2>&1; then
+        good=0 seen="$seen [$method: $(cat "$dir/out")]"
+        continue
+    fi
+    for f in 0 1 2 3 4; do
+        awk -v f=$f '/^ENDMDL/ { n++; next } n == f' "$dir/traj.pqr" > "$dir/frame.pqr"
+        "$build/elecmap" --cpu --quiet --method $method $lattice "$dir/frame.pqr" "$dir/frame.mrc" \
+            > "$dir/out" 2>&1 || good=0
+        line=$(compare "$dir/tr_f000$f.mrc" "$dir/frame.mrc" 2>&1)
+        [ "$(field "$line" differ)" = 0 ] || good=0 seen="$seen [$method frame $f: $line]"
+    done
+done
+[ -e "$dir/tr_f0005.mrc" ] && good=0 seen="$seen [a sixth frame]"
+if [ $good -eq 1 ]; then ok "$name"
+else fail "$name:$seen"; fi
+
+# Refusals, from rank 0 alone: what this tool does not do (status 2), a
+# missing input, --gpu without CUDA (status 1); no output is left.
+name=mpi_refusals
+mpi 2 --method charges --demo "$dir/x.mrc" > "$dir/out" 2>&1
+s1=$?
+n1=$(grep -c "elecmap_mpi maps potentials" "$dir/out")
+mpi 2 "$dir/missing.pqr" "$dir/x.mrc" > "$dir/out2" 2>&1
+s2=$?
+n2=$(grep -c "cannot open" "$dir/out2")
+# (elecmap_mpi is the CPU build: elecmap_mpi_cuda is another binary)
+mpi 2 --gpu --demo "$dir/x.mrc" > "$dir/out3" 2>&1
+s3=$?
+n3=$(grep -c "built without CUDA" "$dir/out3")
+if [ $s1 -eq 2 ] && [ "$n1" -eq 1 ] && [ $s2 -eq 1 ] && [ "$n2" -eq 1 ] && [ $s3 -eq 1 ] &&
+   [ "$n3" -eq 1 ] && [ ! -e "$dir/x.mrc" ]; then ok "$name"
+else fail "$name: $s1 $s2 $s3 $(cat "$dir/out" "$dir/out2" "$dir/out3")"; fi
+
+echo "tally: $passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
