@@ -301,7 +301,7 @@ static void time_msm(elec_cuda_msm_periodic_handle *h, const float4 *d_xyzq, siz
     cudaEvent_t start, stop;
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    double times[BATCHES];
+    double times[20]; /* at most the default batches */
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -311,7 +311,7 @@ static void time_msm(elec_cuda_msm_periodic_handle *h, const float4 *d_xyzq, siz
     for (int use_graph = 0; use_graph < 2; use_graph++) {
         for (int i = 0; i < WARMUP; i++)
             CHECK_ELEC(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, err));
-        for (int r = 0; r < BATCHES; r++) {
+        for (int r = 0; r < batches; r++) {
             float ms;
             CUDA_CHECK(cudaEventRecord(start, stream));
             for (int i = 0; i < BATCH; i++) {
@@ -324,7 +324,7 @@ static void time_msm(elec_cuda_msm_periodic_handle *h, const float4 *d_xyzq, siz
             CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
             times[r] = 1e3 * ms / BATCH;
         }
-        *(use_graph ? graphed : full) = median(times, BATCHES);
+        *(use_graph ? graphed : full) = median(times, batches);
     }
     CUDA_CHECK(cudaGraphExecDestroy(exec));
     CUDA_CHECK(cudaGraphDestroy(graph));
