@@ -3551,6 +3551,7 @@ ELEC_DEF elec_status elec_cpu_alpb_double(const elec_hcp *hcp, const double *ver
     (void)none;
     return elec__cpu_alpb(hcp, vertices, normals, count, params, NULL,
                           potential ? potential : &none, err);
+}
 
 /* ------------------------------------------------ >>slab sub-lattices for distributed maps */
 
@@ -3570,8 +3571,11 @@ ELEC_DEF elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
     if (s != ELEC_OK) return s;
     if ((s = elec_lattice_slab(lattice, k0, k1, &slab, err)) != ELEC_OK) return s;
     /* the whole map's choices: its point count, its frame, its extent */
-    resolved = elec__msm_params_for_points(params, elec_lattice_size(lattice), atoms->count);
-    if ((s = elec_msm_params_check(&resolved, err)) != ELEC_OK) return s;
+    s = elec_msm_params_resolve(params, (double)elec_lattice_size(lattice) /
+                                            (double)(atoms->count ? atoms->count : 1),
+                                &resolved, err);
+    if (s != ELEC_OK) return s;
+    if ((s = elec__msm_no_exclusions(&resolved, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     count = elec_lattice_size(&slab);
     if (count > SIZE_MAX / (3 * sizeof *xyz))

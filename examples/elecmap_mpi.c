@@ -120,10 +120,11 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         cp.cutoff = o->msm_cutoff;
         cp.kind = o->shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
         cp.max_points = o->max_points;
-        resolved = elec_cutoff_params_resolved(&cp);
-        s = index ? elec_atoms_halo(atoms, lattice, job->k0, job->k1, resolved.cutoff, index,
-                                    &n, err)
-                  : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
+        s = elec_cutoff_params_resolve(&cp, &resolved, err);
+        if (s == ELEC_OK)
+            s = index ? elec_atoms_halo(atoms, lattice, job->k0, job->k1, resolved.cutoff,
+                                        index, &n, err)
+                      : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
         if (s == ELEC_OK) {
             xyz = (double *)malloc((3 * n + 3) * sizeof *xyz);
             q = (double *)malloc((n + 1) * sizeof *q);
