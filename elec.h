@@ -5504,7 +5504,9 @@ static double elec__shortest_edge(const elec_box *box) {
    - float_floor: the relative force change when every coordinate is
      rounded to float (RMS ulp/sqrt(12) each), through the pair forces'
      derivatives 6 (q_i q_j)^2 / r^6 (Frobenius), with float arithmetic's
-     own ELEC_SPME_GPU_FLOAT_FLOOR added;
+     own ELEC_SPME_GPU_FLOAT_FLOOR added; relative to the same floored
+     force scale (a crystal at its sites would give rounding over
+     rounding: 1e9 for rock salt);
    - s[b]: the charge structure factor |S(k)|^2 / Q2 at k = (b + 1/2)
      ELEC__SK_STEP, from pairs within the reach weighted by (1 - r^2 /
      reach^2)^2: s = 1 + sum_{i != j} q_i q_j W(r) sin(kr)/(kr) / Q2 (over
@@ -5749,6 +5751,11 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
         const double mean_q2 = st->q2 / (double)n;
         const double floor_force = 0.1 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
         st->force_rms = sqrt(force2 / (double)n);
+        /* Relative to the forces, or to the typical force where they
+           nearly vanish (ions at a crystal's sites feel none: the ratio
+           would be rounding over rounding). */
+        force2 = force2 > (double)n * floor_force * floor_force
+                     ? force2 : (double)n * floor_force * floor_force;
         st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
         st->float_floor = sqrt(st->float_floor * st->float_floor +
                                ELEC_SPME_GPU_FLOAT_FLOOR * ELEC_SPME_GPU_FLOAT_FLOOR);
