@@ -319,6 +319,37 @@ static inline void test_system_displace(test_system *s, double rms,
         s->xyz[i] += rms * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
 }
 
+/* The check that a method's forces are minus the gradient of its energy:
+   the relative RMS over every coordinate of s of F + dE/dx, dE/dx by
+   central differences of step h (error ~ h^2 |E'''| of a force).
+   energy(user, &total) recomputes the total at s's current positions; a
+   failure stops the check and returns -1 with the coordinate in *failed.
+   Shared by test_ewald.c and test_spme.c. */
+typedef elec_status (*test_energy_fn)(void *user, double *total);
+static inline double test_forces_vs_gradient(test_system *s, const double *forces,
+                                             double h, test_energy_fn energy,
+                                             void *user, size_t *failed) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < 3 * s->count; i++) {
+        double keep = s->xyz[i], up, down, grad;
+        elec_status su, sd;
+        s->xyz[i] = keep + h;
+        su = energy(user, &up);
+        s->xyz[i] = keep - h;
+        sd = energy(user, &down);
+        s->xyz[i] = keep;
+        if (su != ELEC_OK || sd != ELEC_OK) {
+            *failed = i;
+            return -1.0;
+        }
+        grad = (up - down) / (2.0 * h);
+        num += (forces[i] + grad) * (forces[i] + grad);
+        den += forces[i] * forces[i];
+    }
+    return sqrt(num / den);
+}
+
 /* The systems the accuracy knob is held to (tests/test_tolerance.c and
    tests/test_gpu_spme.cu): 0 random neutral charges (1000, 24 A cube);
    1 random charges with a net charge (600, 21 A: +11.6 e); 2 SPC/E water
