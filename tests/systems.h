@@ -143,13 +143,18 @@ static inline elec_atoms test_system_atoms(const test_system *s) {
     return elec_atoms_from_xyz(s->count, s->xyz, s->charge, s->radius);
 }
 
+/* An orthorhombic periodic box of edges x, y, z (A). */
+static inline elec_box test_box(double x, double y, double z) {
+    elec_box b;
+    b.length[0] = x;
+    b.length[1] = y;
+    b.length[2] = z;
+    return b;
+}
+
 /* The periodic box of a system: its edges. */
 static inline elec_box test_system_box(const test_system *s) {
-    elec_box b;
-    b.length[0] = s->box[0];
-    b.length[1] = s->box[1];
-    b.length[2] = s->box[2];
-    return b;
+    return test_box(s->box[0], s->box[1], s->box[2]);
 }
 
 /* ------------------------------------------------------------- systems */

@@ -25,11 +25,7 @@ static test_system random_neutral(size_t n, double edge, unsigned long long seed
     return s;
 }
 
-static elec_box cube(double edge) {
-    elec_box b;
-    b.length[0] = b.length[1] = b.length[2] = edge;
-    return b;
-}
+static elec_box cube(double edge) { return test_box(edge, edge, edge); }
 
 TEST(rock_salt_gives_the_madelung_constant) {
     /* 2 x 2 x 2 conventional cells, 64 ions.  Tolerance 1e-9: the sum's
