@@ -50,7 +50,7 @@
 
    Contents (tools/contents.sh; ">>tag" finds a section in all three headers):
      >>common   atoms, lattices, shared math, bins
-                elec_status_string elec_kT_scale elec_atoms_from_xyz
+                elec_status_string elec_fail elec_kT_scale elec_atoms_from_xyz
                 elec_atoms_from_xyz_float elec_atoms_from_xyzq_float
                 elec_atoms_get elec_atoms_check elec_atoms_bounds
                 elec_lattice_size elec_lattice_check elec_lattice_check_points
@@ -64,9 +64,9 @@
      >>io       I/O: PQR, OpenDX, output files
                 elec_read_pqr elec_parse_pqr elec_structure_free
                 elec_structure_atoms elec_structure_box elec_write_dx
-                elec_read_dx elec_parse_dx elec_output_open elec_output_write
-                elec_output_printf elec_output_commit elec_output_abort
-                elec_output_check
+                elec_read_dx elec_parse_dx elec_read_text elec_output_open
+                elec_output_write elec_output_printf elec_output_commit
+                elec_output_abort elec_output_check
      >>mrc      MRC/CCP4 and gzipped OpenDX maps
                 elec_write_mrc elec_read_mrc elec_parse_mrc
                 elec_output_open_gzip elec_map_format_of elec_map_format_name
@@ -179,6 +179,16 @@ typedef struct elec_error {
 } elec_error;
 
 ELEC_API const char *elec_status_string(elec_status status);
+/* Fills err (when not NULL) with status, line and a printf-formatted
+   message, and returns status: how a tool built on elec reports its own
+   failures in the same elec_error, in one line:
+       return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %d planes", n); */
+ELEC_API elec_status elec_fail(elec_error *err, elec_status status, long line,
+                               const char *format, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
 
 /* Progress of a long computation, as a fraction in [0, 1].  Return 0 to go
    on; anything else stops the computation with ELEC_ERR_CANCELLED. */
@@ -606,6 +616,15 @@ ELEC_API elec_status elec_parse_dx(const char *text, size_t length,
 #ifndef ELEC_MAX_INPUT_BYTES
 #define ELEC_MAX_INPUT_BYTES ((size_t)1 << 30)
 #endif
+
+/* Reads a whole text file as elec_read_pqr and elec_read_dx do (the size
+   limit above, refusal of binary bytes, gzip inflated) into a new buffer
+   ending in '\0', allocated with ELEC_MALLOC: release it with elec_free.
+   what names the file's kind in a message ("a PQR").  For a tool that
+   keeps the text (its REMARK lines) as well as parsing it. */
+ELEC_API elec_status elec_read_text(const char *path, const char *what,
+                                    char **text, size_t *length,
+                                    elec_error *err);
 
 /* Output files, written whole or not at all, for elec_write_dx and any
    writer of another format:
@@ -1828,16 +1847,22 @@ ELEC_API elec_status elec_mrc_header(const elec_lattice *lattice,
 
 /* Fills err (when given) and returns the status, so that a failure is one
    line: return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "...", ...). */
-static inline elec_status elec__fail(elec_error *err, elec_status status,
-                                     long line, const char *format, ...) {
+static inline elec_status elec__vfail(elec_error *err, elec_status status,
+                                      long line, const char *format, va_list args) {
     if (err) {
-        va_list args;
         err->status = status;
         err->line = line;
-        va_start(args, format);
         vsnprintf(err->message, sizeof err->message, format, args);
-        va_end(args);
     }
+    return status;
+}
+
+static inline elec_status elec__fail(elec_error *err, elec_status status,
+                                     long line, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    status = elec__vfail(err, status, line, format, args);
+    va_end(args);
     return status;
 }
 
@@ -2484,6 +2509,15 @@ ELEC_DEF const char *elec_status_string(elec_status status) {
     case ELEC_STATUS_COUNT: break;
     }
     return "unknown status";
+}
+
+ELEC_DEF elec_status elec_fail(elec_error *err, elec_status status, long line,
+                               const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    status = elec__vfail(err, status, line, format, args);
+    va_end(args);
+    return status;
 }
 
 ELEC_DEF double elec_kT_scale(double temperature) {
@@ -3382,9 +3416,9 @@ static elec_status elec__read_file(const char *path, const char *what, int text,
     return ELEC_OK;
 }
 
-static elec_status elec__read_text(const char *path, const char *what,
-                                   char **text, size_t *length,
-                                   elec_error *err) {
+ELEC_DEF elec_status elec_read_text(const char *path, const char *what,
+                                    char **text, size_t *length,
+                                    elec_error *err) {
     return elec__read_file(path, what, 1, NULL, text, length, err);
 }
 
@@ -4120,7 +4154,7 @@ ELEC_DEF elec_status elec_read_pqr(const char *path, elec_structure *out,
     elec_status s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
-    s = elec__read_text(path, "a PQR", &text, &length, err);
+    s = elec_read_text(path, "a PQR", &text, &length, err);
     if (s != ELEC_OK) return s;
     s = elec_parse_pqr(text, length, out, err);
     ELEC_FREE(text);
@@ -4512,7 +4546,7 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "lattice or map is NULL");
     *map = NULL;
-    s = elec__read_text(path, "an OpenDX", &text, &length, err);
+    s = elec_read_text(path, "an OpenDX", &text, &length, err);
     if (s != ELEC_OK) return s;
     s = elec_parse_dx(text, length, lattice, map, err);
     ELEC_FREE(text);
@@ -5953,7 +5987,8 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
 
 /* ------------------------------------------------------------------------- >>spme SPME */
 
-/* generated by bench/spme_error_table.c (make spme-table): for p = 4, 6, 8
+/* (Data, not code written twice: its rows are alike by construction.)
+   generated by bench/spme_error_table.c (make spme-table): for p = 4, 6, 8
    and x = alpha h = 0.025 * 2^(j/4), j = 0..26: log10 of I_int / alpha,
    I_self / alpha^4, -2 E_bias / (Q2 alpha), I_pot alpha */
 static const float elec__spme_error_table[3][4][27] = {
@@ -7259,7 +7294,7 @@ ELEC_DEF elec_status elec_read_points(const char *path, elec_surface *out,
     elec_status s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
-    if ((s = elec__read_text(path, "a point list", &text, &length, err)) != ELEC_OK) return s;
+    if ((s = elec_read_text(path, "a point list", &text, &length, err)) != ELEC_OK) return s;
     s = elec_parse_points(text, length, out, err);
     ELEC_FREE(text);
     return s;
@@ -7290,7 +7325,7 @@ static elec_status elec__msms_faces(const char *path, elec_surface *s, elec_erro
     char *text;
     size_t length, count = 0, f = 0;
     elec_status st;
-    if ((st = elec__read_text(path, "an MSMS .face", &text, &length, err)) != ELEC_OK) return st;
+    if ((st = elec_read_text(path, "an MSMS .face", &text, &length, err)) != ELEC_OK) return st;
     c.p = text;
     c.end = text + length;
     c.number = 0;
@@ -7346,7 +7381,7 @@ ELEC_DEF elec_status elec_read_msms(const char *vert_path, const char *face_path
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
-    if ((st = elec__read_text(vert_path, "an MSMS .vert", &text, &length, err)) != ELEC_OK) return st;
+    if ((st = elec_read_text(vert_path, "an MSMS .vert", &text, &length, err)) != ELEC_OK) return st;
     c.p = text;
     c.end = text + length;
     c.number = 0;

@@ -123,6 +123,10 @@
 extern "C" {
 #endif
 
+/* Each GPU entry point below has the signature of its CPU twin in
+   elec_cpu.h (elec_cuda_X beside elec_cpu_X: one header, two faces), so a
+   scan for repeated blocks pairs the two headers' declarations: deliberate. */
+
 /* -------------------------------------------------------------------- >>common devices */
 
 /* Number of usable CUDA devices; 0 when there is no GPU or no driver. */
@@ -4661,6 +4665,8 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
 
 /* ------------------------------------------------------- SPME host side */
 
+/* ELEC__CUDA_TRY's twin for cuFFT, whose calls return a cufftResult, not a
+   cudaError_t: the same shape on purpose, one macro per error type. */
 #define ELEC__CUFFT_TRY(call)                                                \
     do {                                                                     \
         cufftResult elec__r = (call);                                        \

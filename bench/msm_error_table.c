@@ -7,7 +7,10 @@
    sum.  Runs on the CPU (make msm-table).  After the table, the least
    squares fit log10(error) = c0 + c1 log10(h) + c2 log10(a) per
    interpolation: the model elec.h's tolerance chooses by
-   (elec__msm_error_fit). */
+   (elec__msm_error_fit).  It calls nothing private, only names that fit:
+   the fit is written once, in elec.h ("math written once"), and this
+   program is where its numbers come from, so it stays a private table of
+   the header with its generator beside it here. */
 #define _POSIX_C_SOURCE 200809L
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"

@@ -1,6 +1,9 @@
 /* spme_error_table - the a-priori error of SPME's reciprocal part, for
    random uncorrelated charges, as the table elec.h interpolates
-   (elec__spme_error_table; make spme-table prints it again).
+   (elec__spme_error_table; make spme-table prints it again).  It calls
+   nothing private: it prints the table's C source, which is written once,
+   in elec.h ("math written once"), and stays private there, with its
+   generator beside it here.
 
    Theory (Hockney and Eastwood's error functional, extended by Deserno and
    Holm to P3M; here for SPME's B-splines of order p, Essmann's influence

@@ -824,7 +824,7 @@ static int elecmap_run(options *o) {
         if (!text) { fprintf(stderr, "elecmap: out of memory\n"); return 1; }
         s = ELEC_OK;
     } else {
-        s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+        s = elec_read_text(o->input, "a PQR", &text, &length, &err);
     }
     if (s == ELEC_OK) s = elec_parse_pqr(text, length, &mol, &err);
     records = s == ELEC_OK ? cli_input_records(text, length) : NULL;
@@ -956,7 +956,7 @@ static int elecmap_run(options *o) {
     if (s == ELEC_OK) {
         comment = provenance(o, records, &mol, &lattice, method);
         s = comment ? elec_write_map(o->output, &lattice, map, comment, &err)
-                    : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "no memory for the map's comment");
+                    : elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "no memory for the map's comment");
         free(comment);
     }
     free(records);

@@ -88,8 +88,8 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
     if ((s = elec_lattice_slab(lattice, job->k0, job->k1, &slab, err)) != ELEC_OK) return s;
     job->map = (float *)malloc((size_t)(job->k1 - job->k0) * plane * sizeof *job->map);
     if (!job->map)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a slab of %d planes",
-                          job->k1 - job->k0);
+        return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a slab of %d planes",
+                         job->k1 - job->k0);
     if (o->method == METHOD_DCS) {
         elec_dcs_params dp = {0};
         dp.scale = scale;
@@ -124,12 +124,12 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         if (s == ELEC_OK)
             s = index ? elec_atoms_halo(atoms, lattice, job->k0, job->k1, resolved.cutoff,
                                         index, &n, err)
-                      : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
+                      : elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
         if (s == ELEC_OK) {
             xyz = (double *)malloc((3 * n + 3) * sizeof *xyz);
             q = (double *)malloc((n + 1) * sizeof *q);
             s = xyz && q ? elec_atoms_gather(atoms, index, n, xyz, q, NULL, err)
-                         : elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
+                         : elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the halo");
         }
         if (s == ELEC_OK) {
             job->atoms = n;
@@ -203,7 +203,7 @@ static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
                        MPI_INFO_NULL, &fh);
     if (rc != MPI_SUCCESS) {
         MPI_Error_string(rc, text, &length);
-        s = elec__fail(err, ELEC_ERR_IO, 0, "cannot open '%s' with MPI-IO: %s", path, text);
+        s = elec_fail(err, ELEC_ERR_IO, 0, "cannot open '%s' with MPI-IO: %s", path, text);
     }
     /* (the open is collective: it fails on every rank or on none) */
     if ((s = mpi_agree(s, err, rank)) != ELEC_OK) return s;
@@ -236,7 +236,7 @@ static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
     }
     if (rc != MPI_SUCCESS) {
         MPI_Error_string(rc, text, &length);
-        s = elec__fail(err, ELEC_ERR_IO, 0, "writing '%s' with MPI-IO: %s", path, text);
+        s = elec_fail(err, ELEC_ERR_IO, 0, "writing '%s' with MPI-IO: %s", path, text);
     }
     MPI_File_close(&fh);
     return mpi_agree(s, err, rank);
@@ -252,15 +252,15 @@ static elec_status write_gathered(const char *path, const elec_lattice *lattice,
     float *map = NULL;
     elec_status s = ELEC_OK;
     if (total > (size_t)INT_MAX)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "a map of %zu points is too large to gather to one rank: write "
+        return elec_fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                         "a map of %zu points is too large to gather to one rank: write "
                           "it as .mrc (MPI-IO)", total);
     if (rank == 0) {
         counts = (int *)malloc((size_t)ranks * sizeof *counts);
         offsets = (int *)malloc((size_t)ranks * sizeof *offsets);
         map = (float *)malloc(total * sizeof *map);
         if (!counts || !offsets || !map)
-            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "rank 0: no memory for the map");
+            s = elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "rank 0: no memory for the map");
         for (r = 0; r < ranks && s == ELEC_OK; r++) {
             int k0, k1;
             elec_slab_partition(lattice->dims[2], ranks, r, &k0, &k1, NULL);
@@ -345,16 +345,16 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
     if (rank == 0) status = cli_map_output_check("elecmap_mpi", name, o->input);
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (status != 0) return status;
-    s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+    s = elec_read_text(o->input, "a PQR", &text, &length, &err);
     frames = s == ELEC_OK ? split_frames(text, length, NULL, NULL, 0) : 0;
     if (s == ELEC_OK && frames == 0)
-        s = elec__fail(&err, ELEC_ERR_PARSE, 0, "no frame with atoms");
+        s = elec_fail(&err, ELEC_ERR_PARSE, 0, "no frame with atoms");
     if (s == ELEC_OK) {
         start = (size_t *)malloc(frames * sizeof *start);
         end = (size_t *)malloc(frames * sizeof *end);
         records = cli_input_records(text, length);
         if (!start || !end || !records)
-            s = elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+            s = elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
         else
             split_frames(text, length, start, end, frames);
     }
@@ -383,7 +383,7 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
         if (s != ELEC_OK) {
             char why[256];
             snprintf(why, sizeof why, "%s", err.message);
-            s = elec__fail(&err, s, 0, "frame %zu: %s", f, why);
+            s = elec_fail(&err, s, 0, "frame %zu: %s", f, why);
             break;
         }
         atoms = elec_structure_atoms(&mol);
@@ -397,7 +397,7 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
         frame_name(o->output, f, name, sizeof name);
         if (s == ELEC_OK)
             s = comment ? elec_write_map(name, &lattice, job.map, comment, &err)
-                        : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+                        : elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
         free(comment);
         free(job.map);
         elec_structure_free(&mol);
@@ -481,16 +481,16 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     /* every rank reads the input and builds the same lattice */
     if (o->demo) {
         text = demo_pqr(&length);
-        s = text ? ELEC_OK : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+        s = text ? ELEC_OK : elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
     } else {
-        s = elec__read_text(o->input, "a PQR", &text, &length, &err);
+        s = elec_read_text(o->input, "a PQR", &text, &length, &err);
     }
     if (s == ELEC_OK) s = elec_parse_pqr(text, length, &mol, &err);
     if (s == ELEC_OK) {
         records = cli_input_records(text, length);
         if (!records) {
             elec_structure_free(&mol);
-            s = elec__fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
+            s = elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
         }
     }
     if (o->demo) free(text);
@@ -531,9 +531,9 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (s == ELEC_OK && job.map) { /* the writers refuse values that are not finite */
         size_t i, n = (size_t)(job.k1 - job.k0) * (size_t)lattice.dims[0] * lattice.dims[1];
         for (i = 0; i < n && s == ELEC_OK; i++)
-            if (!elec__finite(job.map[i]))
-                s = elec__fail(&err, ELEC_ERR_INVALID_ARG, 0,
-                               "rank %d: a value of its slab is %g", rank, (double)job.map[i]);
+            if (!isfinite(job.map[i]))
+                s = elec_fail(&err, ELEC_ERR_INVALID_ARG, 0,
+                              "rank %d: a value of its slab is %g", rank, (double)job.map[i]);
     }
     s = mpi_agree(s, &err, rank);
     seconds = MPI_Wtime() - start;
@@ -545,8 +545,8 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (s == ELEC_OK) {
         comment = provenance(o, records, &mol, &lattice, method);
         s = mpi_agree(comment ? ELEC_OK
-                              : elec__fail(&err, ELEC_ERR_NO_MEMORY, 0,
-                                           "no memory for the map's comment"),
+                              : elec_fail(&err, ELEC_ERR_NO_MEMORY, 0,
+                                          "no memory for the map's comment"),
                       &err, rank);
     }
     mrc = elec_map_format_of(o->output, &gzip) == ELEC_MAP_MRC && !gzip;

@@ -971,7 +971,7 @@ int main(int argc, char **argv) {
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
     /* the input's text: its REMARK and CRYST1 lines go into a map's comment */
-    if ((s = elec__read_text(o.input, "a PQR", &text, &length, &err)) != ELEC_OK ||
+    if ((s = elec_read_text(o.input, "a PQR", &text, &length, &err)) != ELEC_OK ||
         (s = elec_parse_pqr(text, length, &mol, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
         elec_free(text);

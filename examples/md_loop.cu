@@ -137,6 +137,8 @@ static double gaussian(unsigned long long *state) {
 /* Water's Lennard-Jones between oxygens (atoms 0, 3, 6, ...), minimum
    image, shifted so that energy and force vanish at the cutoff:
    E(r) = V(r) - V(rc) - (r - rc) V'(rc), V = 4 eps ((s/r)^12 - (s/r)^6). */
+/* Deliberate pair (a scan for repeated blocks lists it): repulsion's loop above
+   with the shifted-force Lennard-Jones of SPC/E's oxygens: each kernel short and whole. */
 __global__ void oxygens_lj(const float4 *xyzq, float *forces, double *energy, int molecules,
                            float3 box, float sigma, float epsilon, float cutoff) {
     int m = blockIdx.x * blockDim.x + threadIdx.x;

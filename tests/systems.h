@@ -143,13 +143,18 @@ static inline elec_atoms test_system_atoms(const test_system *s) {
     return elec_atoms_from_xyz(s->count, s->xyz, s->charge, s->radius);
 }
 
+/* An orthorhombic periodic box of edges x, y, z (A). */
+static inline elec_box test_box(double x, double y, double z) {
+    elec_box b;
+    b.length[0] = x;
+    b.length[1] = y;
+    b.length[2] = z;
+    return b;
+}
+
 /* The periodic box of a system: its edges. */
 static inline elec_box test_system_box(const test_system *s) {
-    elec_box b;
-    b.length[0] = s->box[0];
-    b.length[1] = s->box[1];
-    b.length[2] = s->box[2];
-    return b;
+    return test_box(s->box[0], s->box[1], s->box[2]);
 }
 
 /* ------------------------------------------------------------- systems */
@@ -317,6 +322,37 @@ static inline void test_system_displace(test_system *s, double rms,
     size_t i;
     for (i = 0; i < 3 * s->count; i++)
         s->xyz[i] += rms * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
+}
+
+/* The check that a method's forces are minus the gradient of its energy:
+   the relative RMS over every coordinate of s of F + dE/dx, dE/dx by
+   central differences of step h (error ~ h^2 |E'''| of a force).
+   energy(user, &total) recomputes the total at s's current positions; a
+   failure stops the check and returns -1 with the coordinate in *failed.
+   Shared by test_ewald.c and test_spme.c. */
+typedef elec_status (*test_energy_fn)(void *user, double *total);
+static inline double test_forces_vs_gradient(test_system *s, const double *forces,
+                                             double h, test_energy_fn energy,
+                                             void *user, size_t *failed) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < 3 * s->count; i++) {
+        double keep = s->xyz[i], up, down, grad;
+        elec_status su, sd;
+        s->xyz[i] = keep + h;
+        su = energy(user, &up);
+        s->xyz[i] = keep - h;
+        sd = energy(user, &down);
+        s->xyz[i] = keep;
+        if (su != ELEC_OK || sd != ELEC_OK) {
+            *failed = i;
+            return -1.0;
+        }
+        grad = (up - down) / (2.0 * h);
+        num += (forces[i] + grad) * (forces[i] + grad);
+        den += forces[i] * forces[i];
+    }
+    return sqrt(num / den);
 }
 
 /* The systems the accuracy knob is held to (tests/test_tolerance.c and

@@ -107,6 +107,18 @@ static inline double test_rel_rms_float(const float *got, const double *want, si
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* The same of doubles (double paths against a double reference). */
+static inline double test_rel_rms(const double *got, const double *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double d = got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
 static inline double test_max_abs_diff_float(const float *got, const double *want,
                                       size_t n) {
     double worst = 0.0;

@@ -69,16 +69,6 @@ static double central_value(const elec_alpb_params *given, double *spread) {
     return phi[0];
 }
 
-static double rel_rms(const double *got, const double *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
-
 /* A structure of ../shared/data, its hierarchy and its contact surface
    (density 3, probe 1.5); 0 when absent. */
 static int load(const char *name, elec_structure *s, elec_hcp *h, elec_surface *surf) {
@@ -280,7 +270,7 @@ TEST(off_centre_sphere_is_within_fenleys_bounds_of_kirkwood) {
     EXPECT(rms <= 0.1 && worst <= 0.45, "RMS %.4f, max %.4f", rms, worst);
     EXPECT(fabs(rms - 0.041) <= 0.0015 && fabs(worst - 0.352) <= 0.0015,
            "the notes measured RMS 0.041 and max 0.352: %.4f %.4f", rms, worst);
-    formula = rel_rms(phi, e1, n);
+    formula = test_rel_rms(phi, e1, n);
     EXPECT(formula <= 1e-12, "double against E1 written out: %g", formula);
     formula = test_rel_rms_float(phif, e1, n);
     EXPECT(formula <= 1e-5, "float against E1 written out: %g", formula);
@@ -599,7 +589,7 @@ TEST(hcp_with_infinite_thresholds_is_exact) {
         p.hcp_h[0] = p.hcp_h[1] = p.hcp_h[2] = HUGE_VAL;
         EXPECT(elec_cpu_alpb_double(&b.h, b.xyz, b.normal, 300, &p, hcp, NULL) == ELEC_OK,
                "hcp");
-        e = rel_rms(hcp, exact, 300);
+        e = test_rel_rms(hcp, exact, 300);
         EXPECT(e <= 1e-13, "mode %d: relative RMS %g", mode, e);
     }
     blob_free(&b);

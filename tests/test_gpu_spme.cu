@@ -19,21 +19,7 @@ static double relative(double got, double want) {
     return fabs(got - want) / fabs(want);
 }
 
-static double rel_rms(const double *got, const double *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = got[i] - want[i];
-        num += d * d;
-        den += want[i] * want[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
-static elec_box cube(double edge) {
-    elec_box b;
-    b.length[0] = b.length[1] = b.length[2] = edge;
-    return b;
-}
+static elec_box cube(double edge) { return test_box(edge, edge, edge); }
 
 /* Subtracts the mean charge: a neutral system. */
 static void neutralise(test_system *s) {
@@ -98,8 +84,8 @@ static void check_against_ewald(const char *what, const elec_atoms *atoms,
         double e_rec = relative(t.reciprocal, ref->terms.reciprocal);
         double e_real = relative(t.real, ref->terms.real);
         double e_total = relative(t.total, ref->terms.total);
-        double e_force = rel_rms(forces, ref->forces, 3 * n);
-        double e_phi = rel_rms(potential, ref->potential, n);
+        double e_force = test_rel_rms(forces, ref->forces, 3 * n);
+        double e_phi = test_rel_rms(potential, ref->potential, n);
         printf("     %-34s order %d grid %3d %3d %3d %-6s: reciprocal %.2e "
                "real %.2e total %.2e forces %.2e potential %.2e\n",
                what, r.order, r.grid[0], r.grid[1], r.grid[2],
@@ -305,7 +291,7 @@ TEST(gather_spreading_with_crowded_cells_matches_atomic) {
         EXPECT(s == ELEC_OK, "%s: %s", spread_name(p.spread), err.message);
     }
     double e_rec = relative(t[1].reciprocal, t[0].reciprocal);
-    double e_force = rel_rms(forces[1], forces[0], 3 * sys.count);
+    double e_force = test_rel_rms(forces[1], forces[0], 3 * sys.count);
     printf("     gather vs atomic: reciprocal %.2e, forces %.2e\n", e_rec, e_force);
     EXPECT(e_rec <= 1e-6, "reciprocal %.17g vs %.17g", t[1].reciprocal,
            t[0].reciprocal);
@@ -640,7 +626,7 @@ TEST(gpu_matches_cpu_spme) {
     EXPECT(elec_cuda_spme(&atoms, &box, &p, &gpu, fg, NULL, &err) == ELEC_OK, "%s", err.message);
     EXPECT(elec_cpu_spme(&atoms, &box, &p, &cpu, fc, NULL, &err) == ELEC_OK, "%s", err.message);
     double e_rec = relative(gpu.reciprocal, cpu.reciprocal);
-    double e_force = rel_rms(fg, fc, 3 * water.count);
+    double e_force = test_rel_rms(fg, fc, 3 * water.count);
     printf("     reciprocal %.2e, total %.2e, forces %.2e (relative)\n", e_rec,
            relative(gpu.total, cpu.total), e_force);
     EXPECT(e_rec <= 1e-5, "reciprocal %.17g vs %.17g", gpu.reciprocal, cpu.reciprocal);
@@ -812,7 +798,7 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
         got[3 * i + 1] = per_atom[i].y;
         got[3 * i + 2] = per_atom[i].z;
     }
-    double e_force = rel_rms(got, want, 3 * n);
+    double e_force = test_rel_rms(got, want, 3 * n);
     double e_real = relative(sums[ELEC__SPME_SUM_REAL], real);
     double e_excluded = relative(sums[ELEC__SPME_SUM_EXCLUDED], excluded);
     printf("     %zu atoms: real %.3e, excluded %.3e, forces %.3e (relative); list build "
@@ -1045,12 +1031,12 @@ TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
                    err.message);
             CUDA_OK(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < 3 * n; i++) gpu[i] = f[i];
-            measured = rel_rms(gpu, exact, 3 * n);
+            measured = test_rel_rms(gpu, exact, 3 * n);
             if (have_cpu) {
                 /* the handle keeps the choice, not the caller's array of pairs */
                 r.excluded_pairs = k.pairs;
                 if (elec_cpu_spme(&rounded, &box, &r, &probe_terms, cpu, NULL, &err) == ELEC_OK)
-                    float_part = rel_rms(gpu, cpu, 3 * n);
+                    float_part = test_rel_rms(gpu, cpu, 3 * n);
                 else
                     EXPECT(0, "%s: the CPU SPME at the handle's choice: %s", k.name, err.message);
                 if (float_part > worst_float) worst_float = float_part;
@@ -1128,9 +1114,9 @@ TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
             }
             EXPECT(s == ELEC_OK, "%s at %g: %s", k.name, tolerances[i], err.message);
             if (s != ELEC_OK) continue;
-            double measured = rel_rms(gpu, exact, 3 * n), floor_measured = 0.0;
+            double measured = test_rel_rms(gpu, exact, 3 * n), floor_measured = 0.0;
             if (elec_cpu_spme(&atoms, &box, &r, &t, cpu, NULL, &err) == ELEC_OK)
-                floor_measured = rel_rms(gpu, cpu, 3 * n);
+                floor_measured = test_rel_rms(gpu, cpu, 3 * n);
             printf("     %-14s T %.0e: force %.2e (estimate %.2e); float floor measured %.2e, "
                    "estimated %.2e\n", k.name, tolerances[i], measured, r.estimate.force,
                    floor_measured, r.estimate.float_floor);

@@ -237,7 +237,7 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
         size_t length; /* 0: strlen(text) */
         long line;     /* 0: not about one line */
         const char *says;
-    } cases[] = {
+    } cases[] = { /* a table of cases: its rows are alike by design */
         {"missing field", "ATOM 2 CA GLY 1 1.0 2.0 3.0 0.5\n", 0, 2, "truncated"},
         {"truncated line", "ATOM      2  CA  GLY     1      21.421   3.56", 0, 2,
          "truncated"},
@@ -598,7 +598,7 @@ TEST(dx_malformed_input_fails_with_line) {
         int with_header, status;
         long line;
         const char *says;
-    } cases[] = {
+    } cases[] = { /* a table of cases: its rows are alike by design */
         {"wrong item count",
          "object 3 class array type double rank 0 items 7 data follows\n"
          "1 2 3\n4 5 6\n7\n", 1, ELEC_ERR_PARSE, 7, "items 7"},

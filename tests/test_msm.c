@@ -418,14 +418,6 @@ typedef struct periodic_errors {
     double energy, forces, potential, force_rms, msm_energy, ewald_energy;
 } periodic_errors;
 
-static elec_box periodic_box(double x, double y, double z) {
-    elec_box b;
-    b.length[0] = x;
-    b.length[1] = y;
-    b.length[2] = z;
-    return b;
-}
-
 static periodic_errors periodic_vs_ewald(const test_system *s, const elec_box *box,
                                          const elec_msm_params *p, const char *what) {
     elec_atoms atoms = test_system_atoms(s);
@@ -479,8 +471,8 @@ TEST(periodic_msm_matches_ewald_for_random_charges_and_water) {
        3.2e-3, is the potential error magnified; water's is 6.9e-5. */
     test_system random = test_system_random(400, 25.0, 7);
     test_system water = test_system_water(216, 3);
-    elec_box random_box = periodic_box(25.0, 25.0, 25.0);
-    elec_box water_box = periodic_box(water.box[0], water.box[1], water.box[2]);
+    elec_box random_box = test_box(25.0, 25.0, 25.0);
+    elec_box water_box = test_box(water.box[0], water.box[1], water.box[2]);
     periodic_errors e;
     test_system_make_neutral(&random);
     e = periodic_vs_ewald(&random, &random_box, NULL, "random, seed 7");
@@ -509,7 +501,7 @@ TEST(periodic_msm_with_excluded_pairs_matches_ewald_with_them) {
        energy, -0.04, is three thousandths of its total.  Then the
        non-periodic energy refuses the pairs, saying why. */
     test_system water = test_system_water(216, 3);
-    elec_box box = periodic_box(water.box[0], water.box[1], water.box[2]);
+    elec_box box = test_box(water.box[0], water.box[1], water.box[2]);
     size_t *pairs = test_water_exclusions(216);
     elec_msm_params p = {0};
     elec_atoms atoms = test_system_atoms(&water);
@@ -543,7 +535,7 @@ TEST(periodic_msm_gives_the_madelung_energy_of_rock_salt) {
        held to about twice that. */
     const double a = 5.64, r0 = a / 2.0;
     test_system salt = test_system_nacl(3, a);
-    elec_box box = periodic_box(3.0 * a, 3.0 * a, 3.0 * a);
+    elec_box box = test_box(3.0 * a, 3.0 * a, 3.0 * a);
     periodic_errors e = periodic_vs_ewald(&salt, &box, NULL, "rock salt, 3^3 cells");
     const double pairs = (double)salt.count / 2.0, want = -NACL_MADELUNG / r0;
     const double energy_error = fabs(e.msm_energy / pairs - want) / fabs(want);
@@ -562,7 +554,7 @@ TEST(periodic_msm_quintic_at_finer_spacing_improves_the_error) {
        1.2e-3 -> 1.1e-5, potentials 9.2e-4 -> 1.2e-5; held to about twice
        those, and to a gain of at least 20 in forces and potentials. */
     test_system s = test_system_random(400, 25.0, 7);
-    elec_box box = periodic_box(25.0, 25.0, 25.0);
+    elec_box box = test_box(25.0, 25.0, 25.0);
     elec_msm_params p = {0};
     periodic_errors cubic, quintic;
     test_system_make_neutral(&s);
@@ -588,7 +580,7 @@ TEST(periodic_msm_with_a_net_charge_matches_ewald_with_its_background) {
        energy 2.2e-3, forces 1.2e-3, potentials 9.3e-4 (as for the neutral
        system); held to about twice that. */
     test_system s = test_system_random(300, 22.0, 11);
-    elec_box box = periodic_box(22.0, 22.0, 22.0);
+    elec_box box = test_box(22.0, 22.0, 22.0);
     periodic_errors e;
     test_system_make_neutral(&s);
     s.charge[0] += 1.0;
@@ -612,8 +604,8 @@ TEST(periodic_msm_sums_images_beyond_the_minimum_image) {
        1.4e-5 at C3).  Held to about twice those. */
     test_system cube = test_system_random(60, 10.0, 9);
     test_system slab = test_system_random(200, 1.0, 12);
-    elec_box cube_box = periodic_box(10.0, 10.0, 10.0), slab_box = periodic_box(8.0, 30.0, 12.0);
-    elec_box tiny = periodic_box(1.8, 1.8, 1.8);
+    elec_box cube_box = test_box(10.0, 10.0, 10.0), slab_box = test_box(8.0, 30.0, 12.0);
+    elec_box tiny = test_box(1.8, 1.8, 1.8);
     double xyz[3] = {0.3, 0.5, 0.7}, q[1] = {1.0}, e, want = -SIMPLE_CUBIC_WIGNER / (2.0 * 1.8);
     elec_atoms ion = elec_atoms_from_xyz(1, xyz, q, NULL);
     elec_error err;
@@ -648,7 +640,7 @@ TEST(periodic_msm_forces_are_the_gradient_of_its_energy) {
        the step would make the difference O(step) there). */
     test_system s = test_system_random(40, 12.0, 21);
     elec_atoms atoms = test_system_atoms(&s);
-    elec_box box = periodic_box(12.0, 12.0, 12.0);
+    elec_box box = test_box(12.0, 12.0, 12.0);
     double f[120], e_plus, e_minus, scale = 0.0, worst = 0.0, e;
     const double step = 1e-5;
     elec_error err;
@@ -676,7 +668,7 @@ TEST(periodic_msm_forces_are_the_gradient_of_its_energy) {
 TEST(periodic_msm_refuses_bad_input) {
     double xyz[6] = {1.0, 1.0, 1.0, 3.0, 1.0, 1.0}, q[2] = {1.0, -1.0}, e, f[6], phi[2];
     elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
-    elec_box box = periodic_box(10.0, 10.0, 10.0);
+    elec_box box = test_box(10.0, 10.0, 10.0);
     elec_msm_params p = {0};
     elec_error err;
     EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, NULL, NULL, f, phi, &err) ==

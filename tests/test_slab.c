@@ -295,6 +295,8 @@ TEST(cutoff_slabs_of_their_halo_are_the_whole_map) {
     test_system_free(&c.sys);
 }
 
+/* Deliberate pair (a scan for repeated blocks lists it): MSM's and cutoff's slab tests
+   above for DCS, one per method: tests read like specifications. */
 TEST(dcs_slabs_are_the_whole_map_to_float_rounding) {
     slab_case c = slab_case_make();
     float *whole = (float *)malloc(c.total * sizeof *whole);

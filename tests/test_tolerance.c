@@ -18,16 +18,6 @@
 #include "tests/systems.h"
 #include "tests/fftw.h"
 
-static double rel_rms(const double *got, const double *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    size_t i;
-    for (i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* ------------------------------------------------------------- systems */
 
 /* test_knob_system (tests/systems.h): the five systems. */
@@ -88,7 +78,7 @@ TEST(spme_tolerance_holds_on_five_systems) {
                 EXPECT(0, "%s at %g: %s", c.name, t, err.message);
                 continue;
             }
-            measured = rel_rms(f, exact, 3 * n);
+            measured = test_rel_rms(f, exact, 3 * n);
             energy = fabs(ts.total - te.total);
             printf("     %-14s T %.0e: cutoff %4.1f alpha %.3f order %d grid %3dx%3dx%3d"
                    " | force %.2e (estimate %.2e) energy %.1e (estimate %.1e)\n",
@@ -273,7 +263,7 @@ TEST(ewald_tolerance_bounds_its_truncation) {
                    err.message);
             EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, f, NULL, &err) == ELEC_OK, "%s",
                    err.message);
-            measured = rel_rms(f, exact, 3 * n);
+            measured = test_rel_rms(f, exact, 3 * n);
             printf("     water, Ewald T %.0e: alpha %.3f kmax %d %d %d: force %.2e "
                    "(estimate %.2e), energy %.1e (estimate %.1e)\n",
                    tolerances[k], r.alpha, r.kmax[0], r.kmax[1], r.kmax[2], measured,
@@ -368,8 +358,8 @@ TEST(ewald_forces_at_chosen_atoms_match_the_whole_sum) {
            err.message);
     for (k = 0; k < 5; k++) memcpy(want + 3 * k, all + 3 * which[k], 3 * sizeof *want);
     printf("     forces at 5 atoms vs the whole sum: %.1e relative\n",
-           rel_rms(some, want, 15));
-    EXPECT(rel_rms(some, want, 15) <= 1e-12, "relative %.3e", rel_rms(some, want, 15));
+           test_rel_rms(some, want, 15));
+    EXPECT(test_rel_rms(some, want, 15) <= 1e-12, "relative %.3e", test_rel_rms(some, want, 15));
     which[0] = n;
     EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 5, some, &err) ==
                ELEC_ERR_INVALID_ARG, "atom %zu of %zu accepted", n, n);
@@ -462,12 +452,12 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
         e_wmap = test_rel_rms_float(map, ref_w, points);
         EXPECT(elec_cpu_msm_energy(&ra, &p, &energy, got_r, &err) == ELEC_OK, "%s",
                err.message);
-        e_rf = rel_rms(got_r, rf, 3 * random.count);
+        e_rf = test_rel_rms(got_r, rf, 3 * random.count);
         EXPECT(elec_cpu_msm_energy(&wa, &p, &energy, got, &err) == ELEC_OK, "%s", err.message);
-        e_wf = rel_rms(got, wf, 3 * water.count);
+        e_wf = test_rel_rms(got, wf, 3 * water.count);
         EXPECT(elec_cpu_msm_periodic_energy(&wa, &wbox, &p, &energy, got, NULL, &err) ==
                    ELEC_OK, "%s", err.message);
-        e_pf = rel_rms(got, pf, 3 * water.count);
+        e_pf = test_rel_rms(got, pf, 3 * water.count);
         printf("     MSM T %.0e: maps %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e | "
                "forces %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e, periodic "
                "water %.1e\n", tolerances[k], msm_name(m.interpolation), m.spacing, m.cutoff,
