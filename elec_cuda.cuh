@@ -5659,8 +5659,8 @@ cleanup:
    top's constant are the CPU's very functions), every stage on the
    device, in float with energies summed in double, behind a handle with
    the SPME handle's shape.  One compute, all on the caller's stream:
-     short range      cell list of the wrapped atoms (SPME's count, scan
-                      and scatter kernels), then one thread per atom over
+     short range      cell list of the wrapped atoms (count, scan and
+                      scatter kernels below), then one thread per atom over
                       the cells within the cutoff, each neighbour cell
                       offset past the box edge an image (every (atom,
                       image) within a exactly once, however small the box):
@@ -5689,27 +5689,27 @@ cleanup:
    pair function is a template parameter for that): n cells per axis, each
    at least cutoff / reach long, atoms wrapped into the box and sorted by
    cell (count, scan, scatter). */
-typedef struct elec__spme_cells {
+typedef struct elec__pmsm_cells {
     int3 n;
     float3 per_length;     /* n / L */
     int reach;             /* neighbour cells each way */
-} elec__spme_cells;
+} elec__pmsm_cells;
 
 /* x wrapped into [0, length), in float (a value rounding up to length
    goes to 0's side of the cell list: clamped). */
-__device__ __forceinline__ float elec__spme_wrap(float x, float length, float inv_length) {
+__device__ __forceinline__ float elec__pmsm_wrap_coordinate(float x, float length, float inv_length) {
     float w = x - length * floorf(x * inv_length);
     if (w >= length) w -= length;
     return w < 0.0f ? 0.0f : w;
 }
 
-__device__ __forceinline__ float4 elec__spme_wrapped(float4 a, elec__spme_geometry g) {
-    return make_float4(elec__spme_wrap(a.x, g.length.x, g.inv_length.x),
-                       elec__spme_wrap(a.y, g.length.y, g.inv_length.y),
-                       elec__spme_wrap(a.z, g.length.z, g.inv_length.z), a.w);
+__device__ __forceinline__ float4 elec__pmsm_wrapped(float4 a, elec__spme_geometry g) {
+    return make_float4(elec__pmsm_wrap_coordinate(a.x, g.length.x, g.inv_length.x),
+                       elec__pmsm_wrap_coordinate(a.y, g.length.y, g.inv_length.y),
+                       elec__pmsm_wrap_coordinate(a.z, g.length.z, g.inv_length.z), a.w);
 }
 
-__device__ __forceinline__ int elec__spme_cell_index(float4 w, elec__spme_cells c) {
+__device__ __forceinline__ int elec__pmsm_cell_index(float4 w, elec__pmsm_cells c) {
     int cx = min((int)(w.x * c.per_length.x), c.n.x - 1);
     int cy = min((int)(w.y * c.per_length.y), c.n.y - 1);
     int cz = min((int)(w.z * c.per_length.z), c.n.z - 1);
@@ -5719,12 +5719,12 @@ __device__ __forceinline__ int elec__spme_cell_index(float4 w, elec__spme_cells 
 /* Step 1: each atom's cell and its slot in it (atomics on the per-cell
    counters, zeroed first). */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
-                         elec__spme_cells c, int *cell_count, int *atom_cell,
+elec__k_pmsm_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
+                         elec__pmsm_cells c, int *cell_count, int *atom_cell,
                          int *atom_slot) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    int cell = elec__spme_cell_index(elec__spme_wrapped(xyzq[i], g), c);
+    int cell = elec__pmsm_cell_index(elec__pmsm_wrapped(xyzq[i], g), c);
     atom_cell[i] = cell;
     atom_slot[i] = atomicAdd(&cell_count[cell], 1);
 }
@@ -5733,7 +5733,7 @@ elec__k_spme_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
    block: each thread sums a contiguous run, the block scans the run sums
    (elec__block_scan), each thread writes its run's starts. */
 __global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
-elec__k_spme_cells_scan(const int *count, int *start, int cells) {
+elec__k_pmsm_cells_scan(const int *count, int *start, int cells) {
     __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
     const int t = threadIdx.x;
     int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
@@ -5751,19 +5751,19 @@ elec__k_spme_cells_scan(const int *count, int *start, int cells) {
 
 /* Step 3: atoms in cell order, wrapped, with their original index. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
+elec__k_pmsm_cells_scatter(const float4 *xyzq, int n, elec__spme_geometry g,
                            const int *start, const int *atom_cell, const int *atom_slot,
                            float4 *sorted, int *sorted_index) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     int p = start[atom_cell[i]] + atom_slot[i];
-    sorted[p] = elec__spme_wrapped(xyzq[i], g);
+    sorted[p] = elec__pmsm_wrapped(xyzq[i], g);
     sorted_index[p] = i;
 }
 
 /* Whether j is on atom i's exclusion list list[begin .. end) (a few
    entries: a linear scan). */
-__device__ __forceinline__ bool elec__spme_excluded(const int *list, int begin, int end, int j) {
+__device__ __forceinline__ bool elec__pmsm_excluded(const int *list, int begin, int end, int j) {
     for (int k = begin; k < end; k++)
         if (list[k] == j) return true;
     return false;
@@ -5912,7 +5912,7 @@ __device__ __forceinline__ float elec__pmsm_smooth(const elec__pmsm_short_args &
    phi) by original index. */
 __global__ void __launch_bounds__(ELEC__MSM_BLOCK)
 elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *start,
-                   const float4 *xyzq, int n, elec__spme_geometry g, elec__spme_cells c,
+                   const float4 *xyzq, int n, elec__spme_geometry g, elec__pmsm_cells c,
                    const int *excl_start, const int *excl_list, elec__pmsm_short_args s,
                    float4 *out, double *sums) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -5951,7 +5951,7 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
                         if (r2 >= s.cutoff2 || (self && !image)) continue;
                         if (ee > eb && !self && fabsf(dx) <= 0.5f * length[0] &&
                             fabsf(dy) <= 0.5f * length[1] && fabsf(dz) <= 0.5f * length[2] &&
-                            elec__spme_excluded(excl_list, eb, ee, sorted_index[k]))
+                            elec__pmsm_excluded(excl_list, eb, ee, sorted_index[k]))
                             continue;
                         if (elec__spme_coincident(r2)) { coincident++; continue; }
                         const float rinv = rsqrtf(r2);
@@ -6010,7 +6010,7 @@ elec__k_pmsm_at_atoms(const float4 *xyzq, int n, const float *e0, elec__pmsm_gri
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     double energy = 0.0, charge = 0.0;
     if (i < n) {
-        const float4 a = elec__spme_wrapped(xyzq[i], geometry);
+        const float4 a = elec__pmsm_wrapped(xyzq[i], geometry);
         float w[3][2 * S], dw[3][2 * S], sum = 0.0f, gx = 0.0f, gy = 0.0f, gz = 0.0f;
         int first[3];
         first[0] = elec__msm_slopes_device<S>(a.x * inv_h.x, b, w[0], dw[0]);
@@ -6053,7 +6053,7 @@ struct elec_cuda_msm_periodic_handle {
     elec_box box;
     size_t max_atoms;
     elec__spme_geometry g;
-    elec__spme_cells cells;  /* the short range's cell list                 */
+    elec__pmsm_cells cells;  /* the short range's cell list                 */
     elec__pmsm_short_args s;
     int cell_count;
     double top;              /* C_L: the top's energy is C_L Q^2 / 2        */
@@ -6227,13 +6227,13 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
     if (n == 0) goto cleanup;
     ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0, (size_t)h->cell_count * sizeof(int),
                                    stream));
-    elec__k_spme_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+    elec__k_pmsm_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
         xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
     ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_spme_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+    elec__k_pmsm_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
         h->cell_counts, h->cell_start, h->cell_count);
     ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_spme_cells_scatter<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
+    elec__k_pmsm_cells_scatter<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
         xyzq, n, h->g, h->cell_start, h->atom_cell, h->atom_slot, h->sorted, h->sorted_index);
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_pmsm_short<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
