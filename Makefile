@@ -182,8 +182,13 @@ $(BUILD)/test_mpi: tests/test_mpi.sh $(BUILD)/elecmap $(BUILD)/map_compare $(MPI
 	printf '#!/bin/sh\nexec sh tests/test_mpi.sh $(BUILD)\n' > $@
 	chmod +x $@
 
-test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs
-	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs
+# tests/sanitize_gpu.sh's verdicts, against a stand-in for compute-sanitizer
+$(BUILD)/test_sanitize_gpu: tests/test_sanitize_gpu.sh tests/sanitize_gpu.sh | $(BUILD)
+	printf '#!/bin/sh\nexec sh tests/test_sanitize_gpu.sh\n' > $@
+	chmod +x $@
+
+test: $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs $(BUILD)/test_sanitize_gpu
+	@sh tests/run.sh $(TEST_BINS) $(BUILD)/test_cli $(BUILD)/test_mpi $(BUILD)/test_docs $(BUILD)/test_sanitize_gpu
 
 # Rewrites the contents block at the top of each header (tools/contents.sh)
 contents:
@@ -220,12 +225,21 @@ compile-matrix:
 # a failed test or a non-zero exit fails it (tests/sanitize_gpu.sh).  For
 # a subset: SANITIZE_GPU_TOOLS="memcheck synccheck", SANITIZE_GPU_TESTS=
 # "build/test_gpu_dcs", and ELEC_TEST_ONLY=points (tests whose name holds it).
+# SANITIZE_GPU_JOBS=N runs N at once (all of them one at a time take about
+# 40 minutes on an H100; 16 at once about 9).  cufft_baseline measures the
+# device memory cuFFT keeps after its last plan, charged to cuFFT rather
+# than to the test (tests/sanitize_gpu.sh).
 COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(dir $(shell command -v $(NVCC) 2>/dev/null))compute-sanitizer)
 SANITIZE_GPU_TOOLS ?= memcheck racecheck synccheck initcheck
 SANITIZE_GPU_TESTS ?= $(GPU_TESTS)
-sanitize-gpu: $(SANITIZE_GPU_TESTS)
+SANITIZE_GPU_JOBS ?= 1
+sanitize-gpu: $(SANITIZE_GPU_TESTS) $(BUILD)/cufft_baseline
 	@COMPUTE_SANITIZER="$(COMPUTE_SANITIZER)" SANITIZE_GPU_TOOLS="$(SANITIZE_GPU_TOOLS)" \
+	    SANITIZE_GPU_JOBS=$(SANITIZE_GPU_JOBS) SANITIZE_GPU_CUFFT_BASELINE=$(BUILD)/cufft_baseline \
 	    SANITIZE_GPU_LOGS=$(BUILD)/sanitize-gpu sh tests/sanitize_gpu.sh $(SANITIZE_GPU_TESTS)
+
+$(BUILD)/cufft_baseline: tests/cufft_baseline.cu | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -o $@ $< $(CUDA_LIBS)
 
 # The parsers under libFuzzer with ASan and UBSan (clang; on Debian the
 # fuzzer runtime is in libclang-rt-14-dev): the PQR, DX and MRC readers

@@ -634,6 +634,13 @@ static inline cudaError_t elec__cuda_alloc(void **ptr, size_t size) {
     cudaError_t e = ELEC_CUDA_MALLOC(ptr, size, 0);
     return e == cudaSuccess ? cudaStreamSynchronize(0) : e;
 }
+/* A handle's setup copies and zeroes its buffers with cudaMemcpy and
+   cudaMemset on the default stream; a caller's non-blocking stream would
+   not wait for them (and a pageable cudaMemcpy may return before its bytes
+   land), so each setup ends by waiting here, as elec__cuda_alloc does. */
+static inline cudaError_t elec__cuda_setup_landed(void) {
+    return cudaStreamSynchronize(0);
+}
 static inline cudaError_t elec__cuda_free_sync(void *ptr) {
     cudaError_t e, f;
     if (!ptr) return cudaSuccess;
@@ -3523,6 +3530,11 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                    cudaMemcpyHostToDevice, md.stream));
     ELEC__CUDA_TRY(cudaMemcpyAsync(d->cell, h->cell, (n + 1 + job.cells + 2) * sizeof(int),
                                    cudaMemcpyHostToDevice, md.stream));
+    /* the kernels write n_int entries of grad to short_range, not their
+       padding: zero the block so the one download reads no uninitialised
+       byte (compute-sanitizer's initcheck) */
+    ELEC__CUDA_TRY(cudaMemsetAsync(d->grad, 0, (size_t)((char *)d->cell - (char *)d->grad),
+                                   md.stream));
     if ((status = elec__msm_device_run(&md, d->atoms, n, ELEC__MSM_ALL, err)) != ELEC_OK ||
         (status = elec__msm_device_at_atoms(&md, d->atoms, n_int, d->phi, d->grad, err)) !=
             ELEC_OK)
@@ -5075,6 +5087,7 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
         ELEC__CUDA_TRY(cudaMemset(h->list.cell_count, 0, (size_t)h->list.tile_count *
                                                            ELEC__LIST_TILE_CELLS * sizeof(int)));
     }
+    ELEC__CUDA_TRY(elec__cuda_setup_landed());
 cleanup:
     ELEC_FREE(host_theta);
     ELEC_FREE(host_excl_start);
@@ -6140,6 +6153,7 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
     ELEC__CUDA_TRY(cudaMemset(md->lattices, 0, 2 * md->points * sizeof(float)));
     ELEC__CUDA_TRY(cudaMemcpy(md->stencil, host_float, stencil_points * sizeof(float),
                               cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(elec__cuda_setup_landed());
 cleanup:
     if (status != ELEC_OK) elec__msm_device_free(md);
     ELEC_FREE(host);
@@ -6384,6 +6398,7 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
+    ELEC__CUDA_TRY(elec__cuda_setup_landed());
     *out = h;
     h = NULL;
     elec__ok(err);
@@ -8377,6 +8392,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     ELEC__CHARGEMAP_DISPATCH(h, ELEC__CHARGEMAP_CONFIGURE_CALL);
 #undef ELEC__CHARGEMAP_CONFIGURE_CALL
     if (status != ELEC_OK) goto cleanup;
+    ELEC__CUDA_TRY(elec__cuda_setup_landed());
     *out = h;
     h = NULL;
     elec__ok(err);

@@ -38,6 +38,13 @@ static inline int gpu_test_summary(void) {
 }
 #endif
 
+/* The tests' own streams are blocking: the tests upload with cudaMemcpy
+   and poison with cudaMemset on the legacy default stream, and a
+   non-blocking stream would not wait for them (a pageable cudaMemcpy may
+   return before its copy reaches the device: under compute-sanitizer's
+   synccheck a charge-map test read half-copied atoms). */
+#define GPU_TEST_STREAM_FLAGS cudaStreamDefault
+
 /* The GPU float sums' tolerance (DCS, MDH) against the double reference.
    Float rounding over the sum: each term carries ~1 ulp of float (6e-8)
    from rsqrt and the coordinate differences, and the per-chunk float sums

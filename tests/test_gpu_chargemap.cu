@@ -469,7 +469,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             EXPECT(elec_cuda_chargemap_create(&ll, n + 100, &p, -1, &h, &err) == ELEC_OK,
                    "%s: %s", what, err.message);
             if (!h) continue;
-            CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+            CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
             CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
             CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
             CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));

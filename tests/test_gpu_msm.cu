@@ -793,7 +793,7 @@ TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
     EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
            err.message);
     if (h) {
-        EXPECT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+        EXPECT(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS) == cudaSuccess &&
                    cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
                    cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
                    cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==

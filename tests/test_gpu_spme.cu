@@ -416,7 +416,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         elec_status s = elec_cuda_spme_create(&box, &start, &p, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s != ELEC_OK) break;
-        CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
         CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
         CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
         CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
@@ -705,7 +705,7 @@ static int list_case_make(list_case *c, size_t molecules, double skin, unsigned 
         EXPECT(0, "create: %s", err.message);
         return 0;
     }
-    CUDA_OK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&c->stream, GPU_TEST_STREAM_FLAGS));
     CUDA_OK(cudaMalloc((void **)&c->d_xyzq, c->n * sizeof(float4)));
     CUDA_OK(cudaMalloc((void **)&c->d_forces, 3 * c->n * sizeof(float)));
     CUDA_OK(cudaMemcpy(c->d_xyzq, c->host, c->n * sizeof(float4), cudaMemcpyHostToDevice));
