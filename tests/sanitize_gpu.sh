@@ -19,11 +19,12 @@
 # Environment: COMPUTE_SANITIZER (the binary), SANITIZE_GPU_TOOLS (a
 # subset of "memcheck racecheck synccheck initcheck"), SANITIZE_GPU_JOBS
 # (runs at once, default 1: racecheck and initcheck slow big kernels down
-# by 10-100x, and the runs of one tool over every test take ten minutes or
-# more on an H100), ELEC_TEST_ONLY (only the tests whose name holds this
-# string).
+# by 10-100x, and the four tools over every test take about 45 minutes on
+# an H100; with more than one, each test of a program is a run of its own,
+# so the longest test, not the longest program, bounds the time),
+# ELEC_TEST_ONLY (only the tests whose name holds this string).
 # Usage: tests/sanitize_gpu.sh test_program...
-#        tests/sanitize_gpu.sh --one TOOL PROGRAM   (one run, one line)
+#        tests/sanitize_gpu.sh --one TOOL PROGRAM [TEST]   (one run, one line)
 sanitizer=${COMPUTE_SANITIZER:-compute-sanitizer}
 tools=${SANITIZE_GPU_TOOLS:-memcheck racecheck synccheck initcheck}
 logs=${SANITIZE_GPU_LOGS:-build/sanitize-gpu}
@@ -49,15 +50,17 @@ leaks_of() {
     ' "$1"
 }
 
-# One run: TOOL PROGRAM; prints "ok ..." or "FAIL ..." and its report lines.
+# One run: TOOL PROGRAM [TEST]; prints "ok ..." or "FAIL ..." and its
+# report lines.
 run_one() {
-    tool=$1 t=$2
+    tool=$1 t=$2 name=$(basename "$2")${3:+ $3}
+    [ -z "$3" ] || export ELEC_TEST_ONLY="=$3"
     case $tool in
     memcheck) flags="--tool memcheck --leak-check full" ;;
     racecheck | synccheck | initcheck) flags="--tool $tool" ;;
     *) echo "FAIL $tool: unknown tool"; return 1 ;;
     esac
-    log="$logs/$tool-$(basename "$t").log"
+    log="$logs/$tool-$(basename "$t")${3:+-$3}.log"
     start=$(now)
     # shellcheck disable=SC2086
     "$sanitizer" $flags --error-exitcode 86 --print-limit 100 "$t" > "$log" 2>&1
@@ -95,16 +98,16 @@ run_one() {
     echo "$tally" | grep -q " 0 failed" || why="$why tests: ${tally:-no tally line}"
     [ "$rc" -eq 0 ] || why="$why exit status $rc"
     if [ -z "$why" ]; then
-        echo "ok   $tool $(basename "$t") ($seconds s): $tally$note"
+        echo "ok   $tool $name ($seconds s): $tally$note"
     else
-        echo "FAIL $tool $(basename "$t") ($seconds s):$why (log $log)"
+        echo "FAIL $tool $name ($seconds s):$why (log $log)"
         grep "^=========" "$log" | head -n 40
     fi
 }
 
 if [ "$1" = --one ]; then
     baseline=$SANITIZE_GPU_BASELINE_LEAKS
-    run_one "$2" "$3" > "$logs/$2-$(basename "$3").result"
+    run_one "$2" "$3" "$4" > "$logs/$2-$(basename "$3")${4:+-$4}.result"
     exit 0
 fi
 
@@ -127,20 +130,29 @@ case " $tools " in *" memcheck "*)
 esac
 export SANITIZE_GPU_BASELINE_LEAKS="$baseline"
 
-results="$logs/results"
-start=$(now)
+# The runs, "TOOL PROGRAM [TEST]" a line: one per program, or with more
+# than one job one per test (ELEC_TEST_LIST names a program's tests).
+units="$logs/units"
+: > "$units"
 for tool in $tools; do
     for t in "$@"; do
-        rm -f "$logs/$tool-$(basename "$t").result"
-        echo "$tool $t"
+        if [ "$jobs" -gt 1 ]; then
+            ELEC_TEST_LIST=1 "$t" | sed -n "s|^test |$tool $t |p" >> "$units"
+        else
+            echo "$tool $t" >> "$units"
+        fi
     done
-done | xargs -P "$jobs" -L 1 sh "$0" --one
+done
+rm -f "$logs"/*.result
+start=$(now)
+xargs -P "$jobs" -L 1 sh "$0" --one < "$units"
 seconds=$(echo "$(now) $start" | awk '{ printf "%.1f", $1 - $2 }')
-for tool in $tools; do
-    for t in "$@"; do cat "$logs/$tool-$(basename "$t").result" 2> /dev/null; done
-done > "$results"
+results="$logs/results"
+while read -r tool t test; do
+    cat "$logs/$tool-$(basename "$t")${test:+-$test}.result" 2> /dev/null
+done < "$units" > "$results"
 cat "$results"
 runs=$(grep -c "^ok \|^FAIL " "$results")
 failed=$(grep -c "^FAIL " "$results")
 echo "sanitize-gpu: $((runs - failed)) runs clean, $failed failed ($tools; $jobs at once, $seconds s)"
-[ "$failed" -eq 0 ] && [ "$runs" -eq $(($(echo "$tools" | wc -w) * $#)) ]
+[ "$failed" -eq 0 ] && [ "$runs" -eq "$(wc -l < "$units")" ] && [ "$runs" -gt 0 ]

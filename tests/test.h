@@ -22,17 +22,27 @@ static const char *test__current_name;
 
 #define TEST(name) static void name(void)
 
-/* ELEC_TEST_ONLY=text runs only the tests whose name holds text (the
-   others are not run and not counted): make sanitize-gpu uses it to keep
-   the slow tools to a few tests. */
+/* ELEC_TEST_ONLY=text runs only the tests whose name holds text, and
+   ELEC_TEST_ONLY==name only the test of that name (the others are not run
+   and not counted); ELEC_TEST_LIST=1 prints "test NAME" for each test and
+   runs none.  make sanitize-gpu uses them to spread the slow tools over a
+   program's tests. */
 static int test__selected(const char *name) {
     const char *only = getenv("ELEC_TEST_ONLY");
-    return !only || !*only || strstr(name, only) != NULL;
+    if (!only || !*only) return 1;
+    return only[0] == '=' ? strcmp(name, only + 1) == 0 : strstr(name, only) != NULL;
+}
+
+static int test__listed(const char *name) {
+    const char *list = getenv("ELEC_TEST_LIST");
+    if (!list || !*list) return 0;
+    printf("test %s\n", name);
+    return 1;
 }
 
 #define RUN(name)                                                            \
     do {                                                                     \
-        if (!test__selected(#name)) break;                                   \
+        if (!test__selected(#name) || test__listed(#name)) break;            \
         test__current_name = #name;                                          \
         test__current_failed = test__current_skipped = 0;                    \
         name();                                                              \

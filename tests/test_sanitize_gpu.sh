@@ -53,7 +53,16 @@ else
 fi
 exit $rc
 STANDIN
-printf '#!/bin/sh\necho "tally: 2 passed, 0 failed, 0 skipped"\n' > "$dir/test_good"
+# test_good has two tests, first and second, and honours ELEC_TEST_LIST and
+# ELEC_TEST_ONLY==name as tests/test.h does (it notes each test it runs)
+cat > "$dir/test_good" <<GOOD
+#!/bin/sh
+if [ -n "\$ELEC_TEST_LIST" ]; then echo "test first"; echo "test second"; exit 0; fi
+case "\$ELEC_TEST_ONLY" in
+=first | =second) echo "\${ELEC_TEST_ONLY#=}" >> "$dir/ran"; echo "tally: 1 passed, 0 failed, 0 skipped" ;;
+*) echo "tally: 2 passed, 0 failed, 0 skipped" ;;
+esac
+GOOD
 printf '#!/bin/sh\necho "tally: 1 passed, 1 failed, 0 skipped"\nexit 1\n' > "$dir/test_bad"
 printf '#!/bin/sh\nexit 0\n' > "$dir/test_silent"
 printf '#!/bin/sh\nexit 0\n' > "$dir/baseline"
@@ -78,8 +87,16 @@ expect() { # NAME STATUS(0 pass, 1 fail) PATTERN
 run clean_runs_pass none 1 1 "$dir/test_good"; status=$?
 expect clean_runs_pass 0 "sanitize-gpu: 4 runs clean, 0 failed"
 
-run runs_in_parallel_each_report none 1 4 "$dir/test_good" "$dir/test_good"; status=$?
-expect runs_in_parallel_each_report 0 "sanitize-gpu: 8 runs clean, 0 failed"
+# in parallel each test is a run: 4 tools x 2 programs x 2 tests, each
+# test run once per tool and program
+: > "$dir/ran"
+run runs_in_parallel_are_one_per_test none 1 4 "$dir/test_good" "$dir/test_good"; status=$?
+expect runs_in_parallel_are_one_per_test 0 "sanitize-gpu: 16 runs clean, 0 failed"
+if [ "$(grep -c first "$dir/ran")" -eq 8 ] && [ "$(grep -c second "$dir/ran")" -eq 8 ]; then
+    ok each_test_runs_alone_once_per_tool_and_program
+else
+    fail "each_test_runs_alone_once_per_tool_and_program: $(sort "$dir/ran" | uniq -c)"
+fi
 
 run a_failed_test_fails none 1 1 "$dir/test_bad"; status=$?
 expect a_failed_test_fails 1 "sanitize-gpu: 0 runs clean, 4 failed"
