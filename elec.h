@@ -1393,6 +1393,13 @@ typedef struct elec_chargemap_params {
     elec_chargemap_variant variant;         /* GPU; 0 = fastest             */
     elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
     elec_gpu_set gpus; /* the first device is used                         */
+    int tile_groups;   /* GPU tile-binned rungs: blocks that bin the atoms
+                          (each writes its own counts per tile), at most
+                          the default; 0 = four per SM                      */
+    int no_pdl;        /* GPU: 1 launches every kernel in plain stream
+                          order; 0 = programmatic dependent launch between
+                          the sort's and the map's kernels where the device
+                          has it (sm_90)                                    */
 } elec_chargemap_params;
 
 ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);
@@ -6613,6 +6620,11 @@ ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *
                               r.tile[axis], axis_name[axis], r.order - 1,
                               lattice->dims[axis] < 64 ? lattice->dims[axis] : 64);
     }
+    if (r.tile_groups < 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "tile_groups %d is negative",
+                          r.tile_groups);
+    if (r.no_pdl != 0 && r.no_pdl != 1)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "no_pdl is %d: use 0 or 1", r.no_pdl);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     *out = r;
     elec__ok(err);

@@ -88,8 +88,10 @@
                 elec_cuda_chargemap elec_cuda_chargemap_timed
                 elec_cuda_chargemap_create elec_cuda_chargemap_compute
                 elec_cuda_chargemap_finish elec_cuda_chargemap_destroy
+                elec_cuda_chargemap_prepare elec_cuda_chargemap_map
+                elec_cuda_chargemap_describe elec_cuda_chargemap_sums
      >>alpb     ALPB surface potentials, HCP
-                elec_cuda_alpb elec_cuda_alpb_timed
+                elec_cuda_alpb elec_cuda_alpb_timed elec_cuda_alpb_host
    (end of contents) */
 #ifndef ELEC_CUDA_CUH
 #define ELEC_CUDA_CUH
@@ -536,6 +538,38 @@ ELEC_API elec_status elec_cuda_chargemap_finish(elec_cuda_chargemap_handle *h,
                                                 size_t *overflow_atoms,
                                                 cudaStream_t stream, elec_error *err);
 ELEC_API void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h);
+/* compute in its two stages, for atoms mapped more than once or a map
+   timed alone: prepare bins or sorts the atoms (all that depends on their
+   positions; the atomic rungs only keep the pointer, so d_xyzq must stay
+   valid until the map), map writes d_grid from what prepare left.
+   compute is prepare then map; the same rules (stream order, graphs, one
+   at a time per handle), and finish after either. */
+ELEC_API elec_status elec_cuda_chargemap_prepare(elec_cuda_chargemap_handle *h,
+                                                 const float4 *d_xyzq, size_t n,
+                                                 cudaStream_t stream, elec_error *err);
+ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, float *d_grid,
+                                             cudaStream_t stream, elec_error *err);
+/* What a handle chose for its rung (zeros where the rung has no such
+   part): the seed rungs' slots per bin; the sorted rungs' tile and tile
+   count; the tile-binned rungs' tile (powers of two), tiles along each
+   axis and in all, and binning groups, and whether the fused rungs run as one cooperative
+   kernel; whether kernels are chained by programmatic dependent launch. */
+typedef struct elec_cuda_chargemap_info {
+    elec_chargemap_variant variant;
+    int bin_slots;
+    int sorted_tile[3], sorted_tiles;
+    int band_tile[3], band_tiles_along[3], band_tiles, band_groups;
+    int one_kernel;
+    int pdl;
+} elec_cuda_chargemap_info;
+ELEC_API elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_handle *h,
+                                                  elec_cuda_chargemap_info *out,
+                                                  elec_error *err);
+/* Also sum q and q^2 of the atoms mapped into d_sums[0] and d_sums[1]
+   (device doubles, added to: SPME's self and neutralising terms read
+   them); NULL stops it. */
+ELEC_API elec_status elec_cuda_chargemap_sums(elec_cuda_chargemap_handle *h, double *d_sums,
+                                              elec_error *err);
 
 /* ------------------------------------------------- >>alpb ALPB surface potentials, HCP */
 
@@ -566,6 +600,21 @@ ELEC_API elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *ver
                                           const double *normals, size_t count,
                                           const elec_alpb_params *params, float *potential,
                                           elec_stage_times *times, elec_error *err);
+/* The rung's walk run on the CPU, one vertex after another: the kernels'
+   own float arithmetic (the same functions, compiled for the host), over
+   the layout a call uploads, with no GPU.  For checking the kernels where
+   there is no GPU, or seeing what a rung computes.  The pairs rung walks
+   vertex i beside vertex i + 1 (the last beside vertex 0), as a thread
+   holding two vertices does.  With params->exact every walk opens every
+   level (elec_cuda_alpb sends the exact sum without salt to the DCS points
+   kernel instead).  Slow: a test tool. */
+ELEC_API elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
+                                         const double *normals, size_t count,
+                                         const elec_alpb_params *params, float *potential,
+                                         elec_error *err);
+/* Points per chunk of the pipelined call, at least: calls with more points
+   overlap their chunks' uploads, walks and copies back. */
+#define ELEC_CUDA_ALPB_MIN_CHUNK ((size_t)1 << 17)
 
 #ifdef __cplusplus
 }
@@ -856,7 +905,7 @@ extern "C" {
 static elec_status elec__chargemap_enqueue(elec_cuda_chargemap_handle *h, const float4 *xyzq,
                                            int n, float *grid, cudaStream_t stream,
                                            cudaEvent_t *marks, elec_error *err);
-static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums);
+static void elec__chargemap_sums_into(elec_cuda_chargemap_handle *h, double *sums);
 #ifdef __cplusplus
 }
 #endif
@@ -3731,7 +3780,8 @@ cleanup:
 #define ELEC__SPME_SUM_REAL 0       /* sum over ordered pairs q q erfc/r / 2  */
 #define ELEC__SPME_SUM_RECIPROCAL 1 /* sum over the spectrum theta |F|^2      */
 #define ELEC__SPME_SUM_CHARGE 2     /* sum q                                  */
-#define ELEC__SPME_SUM_CHARGE2 3    /* sum q^2                                */
+#define ELEC__SPME_SUM_CHARGE2 3    /* sum q^2 (after sum q: the charge map
+                                       writes the two)                        */
 #define ELEC__SPME_SUM_EXCLUDED 4   /* -sum over excluded pairs q q erf/r     */
 #define ELEC__SPME_SUM_COINCIDENT 5 /* pairs (seen from both atoms) closer than
                                        ELEC_COINCIDENT_DISTANCE, not excluded  */
@@ -5061,7 +5111,8 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
             status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
                                                 &h->chargemap, err);
         if (status != ELEC_OK) goto cleanup;
-        elec__chargemap_set_sums(h->chargemap, h->sums);
+        /* sum q and sum q^2 side by side in SPME's sums */
+        elec__chargemap_sums_into(h->chargemap, h->sums + ELEC__SPME_SUM_CHARGE);
     }
     status = elec__spme_exclusions(resolved, h->max_atoms, &host_excl_start,
                                    &host_excl_list, err);
@@ -6667,12 +6718,13 @@ __device__ __forceinline__ float elec__chargemap_piece(int m, float t,
     }
 }
 
-/* SPME's sums of q and q^2 (self and background terms), where the caller
-   asked for them: every thread of the block calls it. */
+/* The sums of q and q^2 (sums[0], sums[1]: SPME's self and background
+   terms), where the caller asked for them: every thread of the block calls
+   it. */
 __device__ __forceinline__ void elec__chargemap_sums(double *sums, float q) {
     if (!sums) return;
-    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q);
-    elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, (double)q * q);
+    elec__spme_block_add(sums, q);
+    elec__spme_block_add(sums + 1, (double)q * q);
 }
 
 /* One record's order^3 terms by global atomics, loops z, y, x as the
@@ -7399,8 +7451,8 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
         q2 += (double)q * q;
     }
     if (sums) { /* the same for every thread */
-        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE, q1);
-        elec__spme_block_add(sums + ELEC__SPME_SUM_CHARGE2, q2);
+        elec__spme_block_add(sums, q1);
+        elec__spme_block_add(sums + 1, q2);
     }
     __syncthreads();
     {
@@ -7661,7 +7713,7 @@ struct elec_cuda_chargemap_handle {
     elec__msm_basis_args basis;
     elec__chargemap_tiling tiles;
     int use_pdl;
-    double *sums;              /* SPME's q and q^2 sums (device), or NULL     */
+    double *sums;              /* sum q, sum q^2 (device), or NULL            */
     int *status;               /* ELEC__CM_STATUS ints                        */
     elec__chargemap_bins bins; /* the seed's binned rungs                     */
     int gc_block[3];           /* GC_SHARED's block of points                 */
@@ -7803,7 +7855,10 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    cooperative grid's size on an H100).  0 where no tiling fits. */
 static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
     static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
-    const int groups = 4 * h->sm_count, fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+    const int groups = h->p.tile_groups > 0 && h->p.tile_groups < 4 * h->sm_count
+                           ? h->p.tile_groups
+                           : 4 * h->sm_count;
     int least = 0, found = 0;
     double best = 0.0;
     while ((1 << least) < h->g.width - 1) least++;
@@ -8199,8 +8254,41 @@ cleanup:
     return status;
 }
 
-static void elec__chargemap_set_sums(elec_cuda_chargemap_handle *h, double *sums) {
+static void elec__chargemap_sums_into(elec_cuda_chargemap_handle *h, double *sums) {
     h->sums = sums;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_sums(elec_cuda_chargemap_handle *h, double *d_sums,
+                                              elec_error *err) {
+    if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
+    elec__chargemap_sums_into(h, d_sums);
+    elec__ok(err);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_handle *h,
+                                                  elec_cuda_chargemap_info *out,
+                                                  elec_error *err) {
+    if (!h || !out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or out is NULL");
+    memset(out, 0, sizeof *out);
+    out->variant = h->p.variant;
+    if (elec__chargemap_is_binned(h->p.variant)) out->bin_slots = h->bins.S;
+    if (elec__chargemap_is_sorted(h->p.variant)) {
+        for (int axis = 0; axis < 3; axis++) out->sorted_tile[axis] = h->tiles.T[axis];
+        out->sorted_tiles = h->tiles.count;
+    }
+    if (elec__chargemap_is_tiled(h->p.variant)) {
+        for (int axis = 0; axis < 3; axis++) {
+            out->band_tile[axis] = 1 << h->bands.shift[axis];
+            out->band_tiles_along[axis] = h->bands.n[axis];
+        }
+        out->band_tiles = h->bands.count;
+        out->band_groups = h->bands.groups;
+        out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
+    }
+    out->pdl = h->use_pdl;
+    elec__ok(err);
+    return ELEC_OK;
 }
 
 ELEC_DEF void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h) {
@@ -8291,7 +8379,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
         h->basis = elec__msm_basis_of((resolved.order - 4) / 2);
     else
         memset(&h->basis, 0, sizeof h->basis);
-    h->use_pdl = ELEC__CHARGEMAP_PDL;
+    h->use_pdl = ELEC__CHARGEMAP_PDL && !resolved.no_pdl;
     M = (size_t)h->points;
 
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
@@ -8405,20 +8493,62 @@ cleanup:
     return status;
 }
 
-ELEC_DEF elec_status elec_cuda_chargemap_compute(elec_cuda_chargemap_handle *h,
-                                                 const float4 *d_xyzq, size_t n, float *d_grid,
-                                                 cudaStream_t stream, elec_error *err) {
-    elec_status status = ELEC_OK;
-    int caller_device = 0;
+/* The refusals of a compute's or a prepare's atoms. */
+static elec_status elec__chargemap_atoms_check(const elec_cuda_chargemap_handle *h,
+                                               const float4 *d_xyzq, size_t n,
+                                               elec_error *err) {
     if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
     if (n > h->max_atoms)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "%zu atoms: the handle was created for at most %zu", n, h->max_atoms);
-    if ((n > 0 && !d_xyzq) || !d_grid)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq or d_grid is NULL");
+    if (n > 0 && !d_xyzq) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_xyzq is NULL");
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_compute(elec_cuda_chargemap_handle *h,
+                                                 const float4 *d_xyzq, size_t n, float *d_grid,
+                                                 cudaStream_t stream, elec_error *err) {
+    elec_status status = elec__chargemap_atoms_check(h, d_xyzq, n, err);
+    int caller_device = 0;
+    if (status != ELEC_OK) return status;
+    if (!d_grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "d_grid is NULL");
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     status = elec__chargemap_enqueue(h, d_xyzq, (int)n, d_grid, stream, NULL, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_prepare(elec_cuda_chargemap_handle *h,
+                                                 const float4 *d_xyzq, size_t n,
+                                                 cudaStream_t stream, elec_error *err) {
+    elec_status status = elec__chargemap_atoms_check(h, d_xyzq, n, err);
+    int caller_device = 0;
+    if (status != ELEC_OK) return status;
+    if (n == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "prepare takes at least one atom (compute maps none to a zero grid)");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    status = elec__chargemap_prepare(h, d_xyzq, (int)n, stream, err);
+    if (status == ELEC_OK) elec__ok(err);
+cleanup:
+    cudaSetDevice(caller_device);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, float *d_grid,
+                                             cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    int caller_device = 0;
+    if (!h || !d_grid) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or d_grid is NULL");
+    if (h->n == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map before any prepare");
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    status = elec__chargemap_map(h, d_grid, stream, NULL, err);
     if (status == ELEC_OK) elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -8658,7 +8788,7 @@ cleanup:
 #ifndef ELEC__ALPB_PER_THREAD
 #define ELEC__ALPB_PER_THREAD 2
 #endif
-#define ELEC__ALPB_MIN_CHUNK ((size_t)1 << 17)
+#define ELEC__ALPB_MIN_CHUNK ELEC_CUDA_ALPB_MIN_CHUNK
 
 /* One level of the hierarchy as the seed flattened it: one array a field. */
 typedef struct elec__alpb_soa_level {
@@ -9596,6 +9726,28 @@ cleanup:
     return status;
 }
 
+/* One vertex's walk by the rung, on the host: P and P_ion the vertex
+   (projected, and moved out by the ion-exclusion radius), partner the
+   vertex the pairs rung holds beside it. */
+template <int MODE, int CHARGES>
+static float elec__alpb_host_walk(elec_alpb_variant variant, const elec__alpb_device &layout,
+                                  const elec__alpb_call &a, const float4 &P, const float4 &P_ion,
+                                  const float4 &partner, const float4 &partner_ion) {
+    if (variant == ELEC_ALPB_SIMPLE)
+        return elec__alpb_soa_walk<MODE, CHARGES, 1>(layout.soa, a, &P, P_ion);
+    if (variant == ELEC_ALPB_PACKED)
+        return elec__alpb_packed_walk<MODE, CHARGES>(layout.packed, layout.packed.level[2],
+                                                     layout.packed.level[1], a, P, P_ion);
+    if (variant == ELEC_ALPB_PAIRS) {
+        const float4 pair[2] = {P, partner}, pair_ion[2] = {P_ion, partner_ion};
+        float out[2];
+        elec__alpb_group_walk<MODE, CHARGES, 2>(layout.packed, layout.packed.level[2],
+                                                layout.packed.level[1], a, pair, pair_ion, out);
+        return out[0];
+    }
+    return elec__alpb_soa_walk<MODE, CHARGES, 0>(layout.soa, a, &P, P_ion);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -9605,6 +9757,66 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err) {
     return elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
+}
+
+ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
+                                         const double *normals, size_t count,
+                                         const elec_alpb_params *params, float *potential,
+                                         elec_error *err) {
+    elec_status status;
+    elec_alpb_params r;
+    elec_alpb_kernel k;
+    elec__alpb_call a;
+    elec__alpb_device layout;
+    double lo[3], hi[3], centre[3];
+    float4 *P = NULL, *P_ion = NULL;
+    void *host = NULL;
+    int packed, general;
+    if (!hcp || !potential || (count > 0 && (!vertices || !normals)))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "hcp, vertices, normals or potential is NULL");
+    if ((status = elec_alpb_params_resolve(params, hcp, &r, err)) != ELEC_OK) return status;
+    if (count == 0) {
+        elec__ok(err);
+        return ELEC_OK;
+    }
+    packed = elec__alpb_is_packed(r.variant);
+    P = (float4 *)ELEC_MALLOC(count * sizeof(float4));
+    P_ion = (float4 *)ELEC_MALLOC(count * sizeof(float4));
+    host = ELEC_MALLOC(elec__alpb_layout_bytes(hcp, packed));
+    if (!P || !P_ion || !host) {
+        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
+        goto cleanup;
+    }
+    elec_alpb_kernel_setup(&r, &k);
+    elec__alpb_call_setup(&r, &k, hcp->net_charge, &a);
+    elec__points_box(vertices, count, lo, hi); /* the call's reference point */
+    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
+    elec__alpb_points(vertices, normals, 0, count, r.proj, centre, P);
+    elec__alpb_points(vertices, normals, 0, count, r.ion_exclusion, centre, P_ion);
+    memset(&layout, 0, sizeof layout);
+    elec__alpb_layout(hcp, &r, k.front, packed, centre, host, host, &layout);
+    general = elec__alpb_mode(&k) == ELEC__ALPB_GENERAL;
+    for (size_t i = 0; i < count; i++) {
+        const size_t j = i + 1 < count ? i + 1 : 0;
+        potential[i] =
+            general ? (r.hcp_charges == 1
+                           ? elec__alpb_host_walk<ELEC__ALPB_GENERAL, 1>(
+                                 r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j])
+                           : elec__alpb_host_walk<ELEC__ALPB_GENERAL, 2>(
+                                 r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j]))
+                    : (r.hcp_charges == 1
+                           ? elec__alpb_host_walk<ELEC__ALPB_COULOMB, 1>(
+                                 r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j])
+                           : elec__alpb_host_walk<ELEC__ALPB_COULOMB, 2>(
+                                 r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j]));
+    }
+    elec__ok(err);
+cleanup:
+    ELEC_FREE(host);
+    ELEC_FREE(P);
+    ELEC_FREE(P_ion);
+    return status;
 }
 
 ELEC_DEF elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *vertices,

@@ -26,17 +26,6 @@
 #include <time.h>
 
 
-static double wall_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static double median(double *v, int n) {
-    std::sort(v, v + n);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* ------------------------------------------------------- rsqrt ceiling */
 
 /* Eight independent chains per thread, each x <- rsqrt(x) * c + d: one
@@ -73,7 +62,7 @@ static double measure_rsqrt_ceiling(int sms) {
         times[r] = ms * 1e-3;
     }
     CUDA_CHECK(cudaFree(out));
-    return (double)blocks * block * steps * 8 / median(times, 7);
+    return (double)blocks * block * steps * 8 / gpu_median(times, 7);
 }
 
 /* ------------------------------------------------ hybrid split sweep */
@@ -100,7 +89,7 @@ static double time_hybrid(float *slices, int pitch, int rows, int slices_n,
         CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         times[r] = ms * 1e-3;
     }
-    return (double)pitch * rows * slices_n * atoms / median(times, 5);
+    return (double)pitch * rows * slices_n * atoms / gpu_median(times, 5);
 }
 
 static void hybrid_split_sweep(double ceiling) {
@@ -190,7 +179,7 @@ static double time_mdh_kernel(int points, int atoms) {
     CUDA_CHECK(cudaFree(d_out));
     free(h);
     free(hb);
-    return (double)points * atoms / median(times, 5);
+    return (double)points * atoms / gpu_median(times, 5);
 }
 
 /* --------------------------------------------------------- DCS and MDH */
@@ -202,14 +191,14 @@ static double time_dcs_map(const elec_atoms *atoms, const elec_lattice *l,
     double times[3];
     p.gpus.count = gpus;
     for (int r = 0; r < 4; r++) {
-        double t0 = wall_seconds();
+        double t0 = gpu_wall_seconds();
         if (elec_cuda_dcs_map(atoms, l, &p, map, &err) != ELEC_OK) {
             fprintf(stderr, "DCS map failed: %s\n", err.message);
             exit(1);
         }
-        if (r > 0) times[r - 1] = wall_seconds() - t0; /* first run warms up */
+        if (r > 0) times[r - 1] = gpu_wall_seconds() - t0; /* first run warms up */
     }
-    return median(times, 3);
+    return gpu_median(times, 3);
 }
 
 /* Sections to run: all, or those named on the command line. */
@@ -280,12 +269,12 @@ int main(int argc, char **argv) {
         }
         map = (float *)malloc(elec_lattice_size(&l) * sizeof *map);
         for (int r = 0; r < 3; r++) {
-            double t0 = wall_seconds();
+            double t0 = gpu_wall_seconds();
             if (!map || elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) != ELEC_OK) {
                 fprintf(stderr, "cutoff map failed: %s\n", map ? err.message : "no memory");
                 return 1;
             }
-            if (r > 0) times[r - 1] = wall_seconds() - t0;
+            if (r > 0) times[r - 1] = gpu_wall_seconds() - t0;
         }
         printf("\nCutoff map (seed 000's case): %zu atoms in a %.1f A cube, %d^3 lattice "
                "at 0.5 A, cutoff 12 A\n", atoms.count, water.box[0], l.dims[0]);
@@ -301,12 +290,12 @@ int main(int argc, char **argv) {
                 double best_t = 1e30;
                 p.bin_length = lengths[b];
                 for (int r = 0; r < 2; r++) {
-                    double t0 = wall_seconds();
+                    double t0 = gpu_wall_seconds();
                     if (elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) != ELEC_OK) {
                         fprintf(stderr, "cutoff map failed: %s\n", err.message);
                         return 1;
                     }
-                    t0 = wall_seconds() - t0;
+                    t0 = gpu_wall_seconds() - t0;
                     best_t = t0 < best_t ? t0 : best_t;
                 }
                 printf(" %.2f A %.3f s;", lengths[b], best_t);
@@ -376,36 +365,36 @@ int main(int argc, char **argv) {
         sp.order = 4;
         sp.grid_spacing = 1.0;
         for (int r = 0; r < 6; r++) {
-            double t0 = wall_seconds();
+            double t0 = gpu_wall_seconds();
             if (elec_cuda_msm_energy(&atoms, NULL, &e_msm, forces, &err) != ELEC_OK) {
                 fprintf(stderr, "MSM energy failed: %s\n", err.message);
                 return 1;
             }
-            if (r > 0) t_msm[r - 1] = wall_seconds() - t0;
-            t0 = wall_seconds();
+            if (r > 0) t_msm[r - 1] = gpu_wall_seconds() - t0;
+            t0 = gpu_wall_seconds();
             if (elec_cuda_spme(&atoms, &b, &sp, &terms, forces, NULL, &err) != ELEC_OK) {
                 fprintf(stderr, "SPME failed: %s\n", err.message);
                 return 1;
             }
-            if (r > 0) t_spme[r - 1] = wall_seconds() - t0;
+            if (r > 0) t_spme[r - 1] = gpu_wall_seconds() - t0;
         }
         {
-            double t0 = wall_seconds(), e_cpu;
+            double t0 = gpu_wall_seconds(), e_cpu;
             if (elec_cpu_msm_energy(&atoms, NULL, &e_cpu, forces, &err) != ELEC_OK) {
                 fprintf(stderr, "CPU MSM energy failed: %s\n", err.message);
                 return 1;
             }
-            t_cpu = wall_seconds() - t0;
+            t_cpu = gpu_wall_seconds() - t0;
         }
         printf("\nMSM energy and forces, %zu atoms (ApoA1-size, 0.1 /A^3), defaults "
                "(C1 cubic, h = 2 A, a = 12 A), whole call\n", n);
         printf("  GPU MSM %.2f ms (E = %.4f e^2/A, non-periodic); CPU MSM %.0f ms "
-               "(%.0fx)\n", 1e3 * median(t_msm, 5), e_msm, 1e3 * t_cpu,
-               t_cpu / median(t_msm, 5));
+               "(%.0fx)\n", 1e3 * gpu_median(t_msm, 5), e_msm, 1e3 * t_cpu,
+               t_cpu / gpu_median(t_msm, 5));
         printf("  beside it, GPU SPME one-shot call, same atoms, periodic box, cutoff 9 A, "
                "alpha 0.3077, order 4, 1 A grid: %.2f ms (the kept-handle evaluation is "
                "in bench_spme)\n",
-               1e3 * median(t_spme, 5));
+               1e3 * gpu_median(t_spme, 5));
         free(forces);
         test_system_free(&sys);
     }
@@ -428,14 +417,14 @@ int main(int argc, char **argv) {
             xyz[i] = -20.0 + 140.0 * test_uniform(&rng);
         p.ionic_strength = 0.15;
         for (int r = 0; r < 4; r++) {
-            double t0 = wall_seconds();
+            double t0 = gpu_wall_seconds();
             if (elec_cuda_mdh_points(&atoms, xyz, points, &p, pot, &err) != ELEC_OK) {
                 fprintf(stderr, "MDH failed: %s\n", err.message);
                 return 1;
             }
-            if (r > 0) times[r - 1] = wall_seconds() - t0;
+            if (r > 0) times[r - 1] = gpu_wall_seconds() - t0;
         }
-        double t = median(times, 3);
+        double t = gpu_median(times, 3);
         printf("\nMDH at points: %zu atoms, %zu points\n", atoms.count, points);
         printf("  time (s)  evals/s  / rsqrt ceiling  / MDH ceiling (2 SFU ops)\n");
         printf("  %8.4f  %.3e  %8.2f  %8.2f\n", t, evals / t, evals / t / ceiling,

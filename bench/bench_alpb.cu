@@ -41,18 +41,7 @@
 #include <omp.h>
 #endif
 
-#define ELEC__BENCH_PI 3.14159265358979323846
-
-static double wall_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
-
-static double median(double *v, int n) {
-    std::sort(v, v + n);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#define BENCH_PI 3.14159265358979323846
 
 static void die(const char *what, const elec_error &err) {
     fprintf(stderr, "bench_alpb: %s: %s\n", what, err.message);
@@ -96,7 +85,7 @@ static int same(const rotation &a, const rotation &b) {
    a half turn about z (an edge's midpoint). */
 static int icosahedral_group(rotation *g) {
     const double phi = 0.5 * (1.0 + sqrt(5.0)), five[3] = {0.0, 1.0, phi}, two[3] = {0, 0, 1};
-    rotation generator[2] = {axis_rotation(five, 2.0 * ELEC__BENCH_PI / 5.0), axis_rotation(two, ELEC__BENCH_PI)};
+    rotation generator[2] = {axis_rotation(five, 2.0 * BENCH_PI / 5.0), axis_rotation(two, BENCH_PI)};
     int n = 1;
     g[0] = axis_rotation(two, 0.0);
     for (int i = 0; i < n; i++)
@@ -125,7 +114,7 @@ typedef struct capsid {
    each 5-fold axis make a pentamer (52 A from the axis, 61 A apart), each
    copy turned by its group element. */
 static capsid make_capsid(const elec_structure *mol) {
-    const double phi = 0.5 * (1.0 + sqrt(5.0)), radius = 160.0, off_axis = 19.0 * ELEC__BENCH_PI / 180.0;
+    const double phi = 0.5 * (1.0 + sqrt(5.0)), radius = 160.0, off_axis = 19.0 * BENCH_PI / 180.0;
     double axis[3] = {0.0, 1.0, phi}, across[3] = {1.0, 0.0, 0.0}, centre[3] = {0, 0, 0},
            place[3], fives[12][3];
     int five_count = 0;
@@ -194,29 +183,19 @@ static capsid make_capsid(const elec_structure *mol) {
 
 /* ------------------------------------------------------------- timing */
 
-static double rel_rms(const float *got, const float *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - want[i];
-        num += d * d;
-        den += (double)want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
-
 /* Median wall time of `runs` whole GPU calls (one when a call is slow). */
 static double time_gpu(const elec_hcp *h, const elec_surface *s, const elec_alpb_params *p,
                        float *out, int runs) {
     double t[3];
     elec_error err;
     for (int r = 0; r < runs; r++) {
-        double start = wall_seconds();
+        double start = gpu_wall_seconds();
         if (elec_cuda_alpb(h, s->xyz, s->normal, s->count, p, out, &err) != ELEC_OK)
             die("elec_cuda_alpb", err);
-        t[r] = wall_seconds() - start;
+        t[r] = gpu_wall_seconds() - start;
         if (t[r] > 2.0) return t[r];
     }
-    return median(t, runs);
+    return gpu_median(t, runs);
 }
 
 /* One row of the stage table: the timed call (elec_cuda_alpb_timed, stages one
@@ -235,7 +214,7 @@ static void print_stages(const char *rung, const char *setting, const elec_hcp *
         totals[r] = t[r].total;
     }
     for (int r = 0; r < 3; r++)
-        if (t[r].total == median(totals, 3)) mid = &t[r];
+        if (t[r].total == gpu_median(totals, 3)) mid = &t[r];
     pipelined = time_gpu(h, s, &p, out, 3);
     printf("%-10s %-17s %7.2f %8.2f %7.2f %7.2f %6.2f %7.2f %9.2f %7.2f %9.2f\n", rung,
            setting, 1e3 * elec_stage_seconds(mid, "prepare"),
@@ -293,13 +272,13 @@ int main(int argc, char **argv) {
         return 0;
     }
     elec_cuda_device_name(0, name, sizeof name, NULL);
-    start = wall_seconds();
+    start = gpu_wall_seconds();
     c = make_capsid(&mol);
     atoms = elec_atoms_from_xyz(c.count, c.xyz, c.charge, c.radius);
     if (elec_hcp_build(&atoms, c.residue, c.chain, c.complex_index, &h, &err) != ELEC_OK)
         die("hierarchy", err);
     if (elec_surface_contact(&atoms, 0.0, 0.0, &surf, &err) != ELEC_OK) die("surface", err);
-    setup = wall_seconds() - start;
+    setup = gpu_wall_seconds() - start;
     evals = (double)surf.count * (double)h.count[0];
     printf("ALPB, capsid stand-in on %s (%d CPU threads)\n", name, threads);
     printf("  %zu atoms, %zu residues, %zu chains, %zu complexes; A_det %.1f A; net charge %+.1f e\n",
@@ -331,12 +310,12 @@ int main(int argc, char **argv) {
         exact_time = time_gpu(&h, &surf, &p, exact, 3);
         memcpy(points, surf.xyz, 3 * surf.count * sizeof(double));
         for (int r = 0; r < 3; r++) {
-            double s0 = wall_seconds();
+            double s0 = gpu_wall_seconds();
             if (elec_cuda_dcs_points(&view, points, surf.count, &dp, phi, &err) != ELEC_OK)
                 die("DCS points", err);
-            t[r] = wall_seconds() - s0;
+            t[r] = gpu_wall_seconds() - s0;
         }
-        dcs_time = median(t, 3);
+        dcs_time = gpu_median(t, 3);
         free(points);
         printf("exact, GPU (DCS points kernel)   %8.4f s  %.3e evals/s\n", exact_time,
                evals / exact_time);
@@ -360,9 +339,9 @@ int main(int argc, char **argv) {
             memcpy(xyz + 3 * i, surf.xyz + 3 * i * stride, 3 * sizeof(double));
             memcpy(nrm + 3 * i, surf.normal + 3 * i * stride, 3 * sizeof(double));
         }
-        start = wall_seconds();
+        start = gpu_wall_seconds();
         if (elec_cpu_alpb(&h, xyz, nrm, m, &p, got, &err) != ELEC_OK) die("CPU exact", err);
-        cpu_time = (wall_seconds() - start) * (double)surf.count / (double)m;
+        cpu_time = (gpu_wall_seconds() - start) * (double)surf.count / (double)m;
         for (size_t i = 0; i < k; i++) {
             memcpy(xyz + 3 * i, surf.xyz + 3 * i * fine, 3 * sizeof(double));
             memcpy(nrm + 3 * i, surf.normal + 3 * i * fine, 3 * sizeof(double));
@@ -397,7 +376,7 @@ int main(int argc, char **argv) {
                 double t = time_gpu(&h, &surf, &p, phi, setting == 0 ? 1 : 3);
                 printf("%-10s %-20s %10.4f %12.3e %14.1f\n",
                        elec_alpb_variant_name((elec_alpb_variant)v), setting_name[setting], t,
-                       rel_rms(phi, exact, surf.count), exact_time / t);
+                       gpu_rel_rms_float(phi, exact, surf.count), exact_time / t);
             }
         printf("\n");
     }
@@ -431,21 +410,21 @@ int main(int argc, char **argv) {
             t = time_gpu(&h, &surf, &p, phi, 3);
             printf("%-10.3g %-20s %10.4f %12.3e %14.1f\n", tolerance[k],
                    tolerance[k] == ELEC_HCP_TOLERANCE ? "(the default)" : "", t,
-                   rel_rms(phi, exact, surf.count), exact_time / t);
+                   gpu_rel_rms_float(phi, exact, surf.count), exact_time / t);
         }
     }
     {
         elec_alpb_params p = base;
         double t = time_gpu(&h, &surf, &p, phi, 3);
         printf("\n%-10s %-20s %10.4f %12.3e %14.1f  (goal >= 20 at <= 1e-2)\n", "default",
-               "HCP-2 defaults", t, rel_rms(phi, exact, surf.count), exact_time / t);
+               "HCP-2 defaults", t, gpu_rel_rms_float(phi, exact, surf.count), exact_time / t);
         if (!gpu_only) {
-            start = wall_seconds();
+            start = gpu_wall_seconds();
             if (elec_cpu_alpb(&h, surf.xyz, surf.normal, surf.count, &p, phi, &err) != ELEC_OK)
                 die("CPU HCP", err);
-            t = wall_seconds() - start;
+            t = gpu_wall_seconds() - start;
             printf("%-10s %-20s %10.4f %12.3e %14.1f\n", "CPU", "HCP-2 defaults", t,
-                   rel_rms(phi, exact, surf.count), exact_time / t);
+                   gpu_rel_rms_float(phi, exact, surf.count), exact_time / t);
         }
     }
     free(exact);

@@ -12,8 +12,10 @@
         ATOMS.ADD): the ceiling of TILE_OWNER's map;
      c. the launch floor: an empty kernel back to back, three empty
         kernels in a CUDA graph, three chained with programmatic
-        dependent launch, and a cooperative kernel of 528 blocks with 0, 1
-        and 2 of TILE_FUSED's grid barriers.
+        dependent launch (CUDA's cudaGridDependencySynchronize), and a
+        cooperative kernel of 528 blocks with 0, 1 and 2 grid barriers
+        (cooperative groups' grid.sync(), the primitive TILE_FUSED's own
+        barrier stands for).
    Part 1, the ladder: every rung on the issue's systems (synthetic, 0.1
    atoms/A^3, charges uniform in [-1, 1] less their mean, random order):
      ApoA1-size  92,224 atoms, 108.86 x 108.86 x 77.76 A, 112x112x80 and 56x56x40;
@@ -39,7 +41,8 @@
    take, with its sums of q and q^2.  Goals on an H100: ApoA1
    112x112x80 e2e >= 10,000 PPUS (<= 9.2 us), map >= 20,000 PPUS; 1M on
    216^3 e2e >= 20,000 PPUS.  Record the output in bench/RESULTS.md.
-   The bench calls elec_cuda.cuh's private stages to time the map alone. */
+   The map alone is timed through elec_cuda_chargemap_prepare / _map, the
+   notes come from elec_cuda_chargemap_describe. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -47,17 +50,15 @@
 #include "tests/systems.h"
 #include "tests/gpu.h"
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <vector>
 
 
 #define SEED_K40M_BEST 201.8
 
-static double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double median(std::vector<double> v) { return gpu_median(v.data(), (int)v.size()); }
 
 /* Median us of one call of `step`: a timing call first sets the batch so
    that a batch takes about 2 ms (1 to 50 calls), then 15 batches. */
@@ -185,15 +186,32 @@ __global__ void empty_kernel(int *flag) {
     if (flag && threadIdx.x == 1024) *flag = 1;
 }
 
-/* An empty cooperative kernel, with or without TILE_FUSED's grid barrier. */
-__global__ void barrier_kernel(int *status, int barriers) {
-    for (int k = 0; k < barriers; k++) elec__chargemap_grid_barrier(status);
+/* An empty cooperative kernel with `barriers` grid barriers. */
+__global__ void barrier_kernel(int barriers) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    for (int k = 0; k < barriers; k++) grid.sync();
 }
 
+/* An empty kernel in a chain of programmatic dependent launches: it waits
+   for the one before, then lets the next one start. */
 __global__ void empty_kernel_pdl(int *flag) {
-    elec__chargemap_wait_prior();
-    elec__chargemap_release_next();
+    cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
     if (flag && threadIdx.x == 1024) *flag = 1;
+}
+
+/* empty_kernel_pdl launched to overlap the kernel before it. */
+static cudaError_t launch_pdl(dim3 grid, dim3 block, cudaStream_t stream) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, empty_kernel_pdl, (int *)NULL);
 }
 
 static void part0(cudaStream_t stream) {
@@ -326,20 +344,16 @@ static void part0(cudaStream_t stream) {
             empty_kernel<<<132 * 4, 256, 0, stream>>>(NULL);
             CUDA_CHECK(cudaGetLastError());
             for (int k = 0; k < 2; k++)
-                CUDA_CHECK(elec__chargemap_launch(empty_kernel_pdl, dim3(132 * 4), dim3(256), 0,
-                                                  stream, 1, (int *)NULL));
+                CUDA_CHECK(launch_pdl(dim3(132 * 4), dim3(256), stream));
         });
-        int *status;
         double coop[3];
-        CUDA_CHECK(cudaMalloc((void **)&status, ELEC__CM_STATUS * sizeof(int)));
-        CUDA_CHECK(cudaMemset(status, 0, ELEC__CM_STATUS * sizeof(int)));
         for (int barriers = 0; barriers < 3; barriers++)
             coop[barriers] = time_us(stream, [&] {
-                CUDA_CHECK(elec__chargemap_launch(barrier_kernel, dim3(132 * 4), dim3(256), 0,
-                                                  stream, ELEC__CM_COOPERATIVE, status,
-                                                  barriers));
+                void *args[1] = {&barriers};
+                CUDA_CHECK(cudaLaunchCooperativeKernel((const void *)barrier_kernel,
+                                                       dim3(132 * 4), dim3(256), args, 0,
+                                                       stream));
             });
-        CUDA_CHECK(cudaFree(status));
         printf("   empty kernel, 1 block, back to back      %7.2f us\n", one);
         printf("   empty kernel, 528 blocks, back to back   %7.2f us\n", wide);
         printf("   3 empty kernels (528 blocks) in a graph  %7.2f us\n", graphed);
@@ -420,9 +434,9 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
             printf("  %-22s skipped: %s\n", elec_chargemap_variant_name(variant), e.message);
             continue;
         }
-        CHECK_ELEC(elec__chargemap_prepare(h, d_xyzq, (int)n, stream, err));
+        CHECK_ELEC(elec_cuda_chargemap_prepare(h, d_xyzq, n, stream, err));
         const double map = time_us(stream, [&] {
-            CHECK_ELEC(elec__chargemap_map(h, d_grid, stream, NULL, err));
+            CHECK_ELEC(elec_cuda_chargemap_map(h, d_grid, stream, err));
         });
         const double e2e = time_us(stream, [&] {
             CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
@@ -432,38 +446,44 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
         CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
         const double graphed = time_us(stream, [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        elec_cuda_chargemap_info info;
+        CHECK_ELEC(elec_cuda_chargemap_describe(h, &info, err));
         {
             size_t overflow = 0;
             CHECK_ELEC(elec_cuda_chargemap_finish(h, &overflow, stream, err));
-            if (elec__chargemap_is_binned(variant))
-                snprintf(notes, sizeof notes, "%d slots, %zu overflow", h->bins.S, overflow);
-            if (elec__chargemap_is_sorted(variant))
-                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d)", h->tiles.T[0], h->tiles.T[1],
-                         h->tiles.T[2], h->tiles.count);
-            if (elec__chargemap_is_tiled(variant))
+            if (info.bin_slots)
+                snprintf(notes, sizeof notes, "%d slots, %zu overflow", info.bin_slots, overflow);
+            if (info.sorted_tiles)
+                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d)", info.sorted_tile[0],
+                         info.sorted_tile[1], info.sorted_tile[2], info.sorted_tiles);
+            if (info.band_tiles)
                 snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d), %d groups%s",
-                         1 << h->bands.shift[0], 1 << h->bands.shift[1], 1 << h->bands.shift[2],
-                         h->bands.count, h->bands.groups,
+                         info.band_tile[0], info.band_tile[1], info.band_tile[2],
+                         info.band_tiles, info.band_groups,
                          variant == ELEC_CHARGEMAP_TILE_BINNED ? ""
-                         : h->fused_blocks ? "; one kernel: map = e2e" : "; two kernels");
+                         : info.one_kernel ? "; one kernel: map = e2e" : "; two kernels");
         }
-        if (variant == ELEC_CHARGEMAP_TILE_OWNER && h->use_pdl) {
-            /* the same graph without programmatic dependent launch */
+        if (variant == ELEC_CHARGEMAP_TILE_OWNER && info.pdl) {
+            /* the same graph from a handle without programmatic dependent
+               launch */
+            elec_cuda_chargemap_handle *plain_handle = NULL;
             cudaGraph_t plain;
             cudaGraphExec_t plain_exec;
-            h->use_pdl = 0;
+            elec_chargemap_params q = p;
+            q.no_pdl = 1;
+            CHECK_ELEC(elec_cuda_chargemap_create(&lattice, n, &q, -1, &plain_handle, err));
             CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-            CHECK_ELEC(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, err));
+            CHECK_ELEC(elec_cuda_chargemap_compute(plain_handle, d_xyzq, n, d_grid, stream, err));
             CUDA_CHECK(cudaStreamEndCapture(stream, &plain));
             CUDA_CHECK(cudaGraphInstantiate(&plain_exec, plain, 0));
             const double no_pdl = time_us(stream, [&] {
                 CUDA_CHECK(cudaGraphLaunch(plain_exec, stream));
             });
-            h->use_pdl = 1;
             size_t used = strlen(notes);
             snprintf(notes + used, sizeof notes - used, "; graph without PDL %.2f us", no_pdl);
             CUDA_CHECK(cudaGraphExecDestroy(plain_exec));
             CUDA_CHECK(cudaGraphDestroy(plain));
+            elec_cuda_chargemap_destroy(plain_handle);
         }
         printf("  %-22s %9.2f %9.2f %9.2f | %9.0f %9.0f %9.0f | %7.1fx  %s\n",
                elec_chargemap_variant_name(variant), map, e2e, graphed, n / map, n / e2e,
@@ -514,45 +534,49 @@ static void knobs(const bench_system *sys, cudaStream_t stream) {
     printf("  %-12s %-14s %7s %7s | %8s %8s %8s | %9s %9s\n", "tile asked", "tiles", "count",
            "groups", "bin", "sum", "binned", "fused", "fixed");
     for (int s = 0; s < 6; s++) {
-        elec_cuda_chargemap_handle *h[3] = {NULL, NULL, NULL};
         char asked[32], got[32] = "?";
         int base = 0;
         snprintf(asked, sizeof asked, "%dx%dx%d", shapes[s][0], shapes[s][1], shapes[s][2]);
-        for (int r = 0; r < 3; r++) {
-            elec_chargemap_params p = {0};
-            elec_error e;
-            p.periodic = 1;
-            p.variant = (elec_chargemap_variant)(ELEC_CHARGEMAP_TILE_BINNED + r);
-            for (int a = 0; a < 3; a++) p.tile[a] = shapes[s][a];
-            if (elec_cuda_chargemap_create(&lattice, n, &p, -1, &h[r], &e) != ELEC_OK) {
-                printf("  %-12s skipped: %s\n", asked, e.message);
-                h[r] = NULL;
-            }
-        }
-        if (!h[0] || !h[1] || !h[2]) {
-            for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
-            continue;
-        }
-        snprintf(got, sizeof got, "%dx%dx%d", h[0]->bands.n[0], h[0]->bands.n[1],
-                 h[0]->bands.n[2]);
-        base = h[1]->bands.groups;
+        /* the binning groups: the default (four blocks an SM), a half and a
+           quarter of it */
         for (int d = 1; d <= 4; d *= 2) {
+            elec_cuda_chargemap_handle *h[3] = {NULL, NULL, NULL};
+            elec_cuda_chargemap_info info;
+            const char *why = NULL;
+            elec_error e;
             double us[5];
-            for (int r = 0; r < 3; r++) h[r]->bands.groups = base / d;
+            for (int r = 0; r < 3 && !why; r++) {
+                elec_chargemap_params p = {0};
+                p.periodic = 1;
+                p.variant = (elec_chargemap_variant)(ELEC_CHARGEMAP_TILE_BINNED + r);
+                p.tile_groups = base / d; /* 0 the first time: the default */
+                for (int a = 0; a < 3; a++) p.tile[a] = shapes[s][a];
+                if (elec_cuda_chargemap_create(&lattice, n, &p, -1, &h[r], &e) != ELEC_OK)
+                    why = e.message;
+            }
+            if (why) {
+                printf("  %-12s skipped: %s\n", asked, why);
+                for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
+                break;
+            }
+            CHECK_ELEC(elec_cuda_chargemap_describe(h[0], &info, err));
+            if (d == 1) base = info.band_groups;
+            snprintf(got, sizeof got, "%dx%dx%d", info.band_tiles_along[0],
+                     info.band_tiles_along[1], info.band_tiles_along[2]);
             us[0] = time_us(stream, [&] {
-                CHECK_ELEC(elec__chargemap_prepare(h[0], d_xyzq, (int)n, stream, err));
+                CHECK_ELEC(elec_cuda_chargemap_prepare(h[0], d_xyzq, n, stream, err));
             });
             us[1] = time_us(stream, [&] {
-                CHECK_ELEC(elec__chargemap_map(h[0], d_grid, stream, NULL, err));
+                CHECK_ELEC(elec_cuda_chargemap_map(h[0], d_grid, stream, err));
             });
             for (int r = 0; r < 3; r++)
                 us[2 + r] = time_us(stream, [&] {
                     CHECK_ELEC(elec_cuda_chargemap_compute(h[r], d_xyzq, n, d_grid, stream, err));
                 });
             printf("  %-12s %-14s %7d %7d | %8.2f %8.2f %8.2f | %9.2f %9.2f\n", asked, got,
-                   h[0]->bands.count, base / d, us[0], us[1], us[2], us[3], us[4]);
+                   info.band_tiles, info.band_groups, us[0], us[1], us[2], us[3], us[4]);
+            for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
         }
-        for (int r = 0; r < 3; r++) elec_cuda_chargemap_destroy(h[r]);
     }
     printf("\n");
     bench_data_free(&data);
@@ -575,7 +599,7 @@ static void spme_spread(cudaStream_t stream) {
         ELEC_CHARGEMAP_PC_LANES, ELEC_CHARGEMAP_TILE_BINNED, ELEC_CHARGEMAP_TILE_FUSED,
         ELEC_CHARGEMAP_TILE_FUSED_FIXED};
     double *d_sums;
-    CUDA_CHECK(cudaMalloc((void **)&d_sums, ELEC__SPME_SUMS * sizeof(double)));
+    CUDA_CHECK(cudaMalloc((void **)&d_sums, 2 * sizeof(double))); /* sum q, sum q^2 */
     printf("  %-12s %8s %-12s", "system", "atoms", "grid");
     for (int r = 0; r < 4; r++) printf(" %17s", elec_chargemap_variant_name(rungs[r]));
     printf("\n  %-12s %8s %-12s", "", "", "");
@@ -598,7 +622,7 @@ static void spme_spread(cudaStream_t stream) {
             p.periodic = 1;
             p.variant = rungs[r];
             CHECK_ELEC(elec_cuda_chargemap_create(&data.lattice, n, &p, -1, &h, err));
-            elec__chargemap_set_sums(h, d_sums);
+            CHECK_ELEC(elec_cuda_chargemap_sums(h, d_sums, err));
             const double e2e = time_us(stream, [&] {
                 CHECK_ELEC(
                     elec_cuda_chargemap_compute(h, data.d_xyzq, n, data.d_grid, stream, err));

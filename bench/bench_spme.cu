@@ -71,11 +71,6 @@
    spreading, for a profiler (ncu -k regex:elec__k_list_pairs). */
 static int batches = 20;
 
-static double median(double *v, int n) {
-    std::sort(v, v + n);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 typedef struct bench_system {
     const char *name;
     size_t atoms;
@@ -132,7 +127,7 @@ static double time_step(bench_state *b, int what) {
     }
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
-    return median(times, batches);
+    return gpu_median(times, batches);
 }
 
 /* Median time (us) of each stage in the instrumented, serial run. */
@@ -155,7 +150,7 @@ static void time_stages(bench_state *b, double stage[7], int rebuild) {
         times[5][r] = 1e3 * t.total;
         times[6][r] = 1e3 * elec_stage_seconds(&t, "list build");
     }
-    for (int k = 0; k < 7; k++) stage[k] = 1e3 * median(times[k], RUNS);
+    for (int k = 0; k < 7; k++) stage[k] = 1e3 * gpu_median(times[k], RUNS);
 }
 
 /* The accuracy knob on the device: for water boxes of DHFR and ApoA1 size,
@@ -324,7 +319,7 @@ static void time_msm(elec_cuda_msm_periodic_handle *h, const float4 *d_xyzq, siz
             CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
             times[r] = 1e3 * ms / BATCH;
         }
-        *(use_graph ? graphed : full) = median(times, batches);
+        *(use_graph ? graphed : full) = gpu_median(times, batches);
     }
     CUDA_CHECK(cudaGraphExecDestroy(exec));
     CUDA_CHECK(cudaGraphDestroy(graph));

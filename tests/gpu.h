@@ -10,8 +10,10 @@
 #ifndef ELEC_TESTS_GPU_H
 #define ELEC_TESTS_GPU_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define REQUIRE_GPU()                                                         \
     do {                                                                      \
@@ -44,6 +46,36 @@ static inline int gpu_test_summary(void) {
    return before its copy reaches the device: under compute-sanitizer's
    synccheck a charge-map test read half-copied atoms). */
 #define GPU_TEST_STREAM_FLAGS cudaStreamDefault
+
+/* The benchmarks' clock: monotonic wall seconds. */
+static inline double gpu_wall_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static inline int gpu__compare_doubles(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorts v): the benchmarks' statistic. */
+static inline double gpu_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, gpu__compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Relative RMS of float results against float ones, in double (the float
+   twin of tests/systems.h's test_rel_rms). */
+static inline double gpu_rel_rms_float(const float *got, const float *want, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)got[i] - want[i];
+        num += d * d;
+        den += (double)want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
 
 /* The GPU float sums' tolerance (DCS, MDH) against the double reference.
    Float rounding over the sum: each term carries ~1 ulp of float (6e-8)
@@ -87,8 +119,8 @@ static inline double gpu_chargemap_weight_error(elec_chargemap_basis basis, int 
     double worst = 0.0;
     for (int k = 0; k < 65536; k++) {
         const double t = (k + 0.5) / 65536.0;
-        double wd[ELEC__CHARGEMAP_MAX_ORDER];
-        float wf[ELEC__CHARGEMAP_MAX_ORDER];
+        double wd[10]; /* the longest stencil: Skeel's order 10 */
+        float wf[10];
         if (basis == ELEC_CHARGEMAP_SKEEL) {
             const int interpolation = (order - 4) / 2;
             elec_msm_axis_weights(t, interpolation, wd, NULL);

@@ -103,7 +103,6 @@ static unsigned char *clear_of_thresholds(const elec_hcp *h, const elec_surface 
 /* The GPU potential (or, on_host, the kernels' walk run on the CPU)
    against the CPU double one on the vertices clear of the thresholds (all
    of them for the exact sum). */
-static int host_walk(const alpb_case *c, const elec_alpb_params *p, float *out);
 static void check_on(const alpb_case *c, const elec_alpb_params *p, const char *what,
                      int on_host, elec_stage_times *times) {
     const size_t n = c->surf.count;
@@ -120,10 +119,10 @@ static void check_on(const alpb_case *c, const elec_alpb_params *p, const char *
     EXPECT(elec_cpu_alpb_double(&c->h, c->surf.xyz, c->surf.normal, n, p, want, &err) ==
                ELEC_OK,
            "%s CPU: %s", what, err.message);
-    if (on_host ? !host_walk(c, p, got)
-                : elec_cuda_alpb_timed(&c->h, c->surf.xyz, c->surf.normal, n, p, got, times,
-                                       &err) != ELEC_OK) {
-        EXPECT(0, "%s GPU: %s", what, on_host ? "host walk failed" : err.message);
+    if ((on_host ? elec_cuda_alpb_host(&c->h, c->surf.xyz, c->surf.normal, n, p, got, &err)
+                 : elec_cuda_alpb_timed(&c->h, c->surf.xyz, c->surf.normal, n, p, got, times,
+                                        &err)) != ELEC_OK) {
+        EXPECT(0, "%s %s: %s", what, on_host ? "host walk" : "GPU", err.message);
         goto done;
     }
     want_kept = (double *)malloc(n * sizeof(double));
@@ -149,76 +148,6 @@ done:
     free(want_kept);
     free(got_kept);
     free(clear);
-}
-
-/* The kernels' walks run on the CPU over the layout a call uploads: the
-   host twin of check(), which needs no GPU.  The pairs walk takes point i
-   with its neighbour i + 1 (the last with point 0), so the pairs' mixed
-   decisions are walked too. */
-template <int MODE, int CHARGES>
-static float host_walk_one(elec_alpb_variant variant, const elec__alpb_device &layout,
-                           const elec__alpb_call &a, const float4 *P, const float4 *P_ion,
-                           const float4 *partner, const float4 *partner_ion) {
-    if (variant == ELEC_ALPB_SIMPLE)
-        return elec__alpb_soa_walk<MODE, CHARGES, 1>(layout.soa, a, P, *P_ion);
-    if (variant == ELEC_ALPB_PACKED)
-        return elec__alpb_packed_walk<MODE, CHARGES>(layout.packed, layout.packed.level[2],
-                                                     layout.packed.level[1], a, *P, *P_ion);
-    if (variant == ELEC_ALPB_PAIRS) {
-        const float4 pair[2] = {*P, *partner}, pair_ion[2] = {*P_ion, *partner_ion};
-        float out[2];
-        elec__alpb_group_walk<MODE, CHARGES, 2>(layout.packed, layout.packed.level[2],
-                                                layout.packed.level[1], a, pair, pair_ion, out);
-        return out[0];
-    }
-    return elec__alpb_soa_walk<MODE, CHARGES, 0>(layout.soa, a, P, *P_ion);
-}
-
-static int host_walk(const alpb_case *c, const elec_alpb_params *p, float *out) {
-    const size_t n = c->surf.count;
-    elec_alpb_params r;
-    elec_alpb_kernel k;
-    elec__alpb_call a;
-    elec__alpb_device layout;
-    double lo[3], hi[3], centre[3];
-    float4 *P = (float4 *)malloc(n * sizeof(float4)), *P_ion = (float4 *)malloc(n * sizeof(float4));
-    const int packed = elec__alpb_is_packed(p->variant);
-    void *host = NULL;
-    if (!P || !P_ion || elec_alpb_params_resolve(p, &c->h, &r, NULL) != ELEC_OK) {
-        free(P);
-        free(P_ion);
-        return 0;
-    }
-    elec_alpb_kernel_setup(&r, &k);
-    elec__alpb_call_setup(&r, &k, c->h.net_charge, &a);
-    elec__points_box(c->surf.xyz, n, lo, hi); /* the call's reference point */
-    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    elec__alpb_points(c->surf.xyz, c->surf.normal, 0, n, r.proj, centre, P);
-    elec__alpb_points(c->surf.xyz, c->surf.normal, 0, n, r.ion_exclusion, centre, P_ion);
-    host = malloc(elec__alpb_layout_bytes(&c->h, packed));
-    if (host) {
-        const int general = elec__alpb_mode(&k) == ELEC__ALPB_GENERAL;
-        memset(&layout, 0, sizeof layout);
-        elec__alpb_layout(&c->h, &r, k.front, packed, centre, host, host, &layout);
-        for (size_t i = 0; i < n; i++) {
-            const size_t j = i + 1 < n ? i + 1 : 0;
-            const float4 *Q = P + j, *Q_ion = P_ion + j;
-            out[i] = general ? (r.hcp_charges == 1
-                                    ? host_walk_one<ELEC__ALPB_GENERAL, 1>(
-                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion)
-                                    : host_walk_one<ELEC__ALPB_GENERAL, 2>(
-                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion))
-                             : (r.hcp_charges == 1
-                                    ? host_walk_one<ELEC__ALPB_COULOMB, 1>(
-                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion)
-                                    : host_walk_one<ELEC__ALPB_COULOMB, 2>(
-                                          r.variant, layout, a, P + i, P_ion + i, Q, Q_ion));
-        }
-    }
-    free(host);
-    free(P);
-    free(P_ion);
-    return host != NULL;
 }
 
 static void check(const alpb_case *c, const elec_alpb_params *p, const char *what) {
@@ -336,7 +265,7 @@ TEST(packed_rung_without_room_in_shared_memory) {
     case_free(&c);
 }
 
-/* More points than one chunk (ELEC__ALPB_MIN_CHUNK): the case's vertices
+/* More points than one chunk (ELEC_CUDA_ALPB_MIN_CHUNK): the case's vertices
    repeated, each copy moved 0.37 A outward along the normals, to 3 chunks
    and an odd tail; the pipelined call and the timed one (one chunk, every
    stage timed) against the CPU, and the stage times filled. */
@@ -348,7 +277,7 @@ TEST(chunked_call_matches_the_cpu) {
         return;
     }
     {
-        const size_t m = c.surf.count, n = 3 * ELEC__ALPB_MIN_CHUNK + 5;
+        const size_t m = c.surf.count, n = 3 * ELEC_CUDA_ALPB_MIN_CHUNK + 5;
         double *xyz = (double *)malloc(3 * n * sizeof(double));
         double *normal = (double *)malloc(3 * n * sizeof(double));
         if (!xyz || !normal) {

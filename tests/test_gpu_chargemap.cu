@@ -513,6 +513,112 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     test_system_free(&sys);
 }
 
+/* The compute in its two public stages: prepare then map gives the grid
+   compute gives, bit for bit for the rungs whose sums have one order (the
+   fixed-point ones, whatever the atom order) and within the float bound
+   for the others; the sums of q and q^2 come out; describe reports the
+   rung's layout; map before any prepare and prepare without atoms are
+   refused. */
+TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(3000, 16.0, 61);
+    const int dims[3] = {32, 32, 32};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    const size_t n = sys.count;
+    float4 *host = (float4 *)malloc(n * sizeof(float4));
+    double q_sum = 0.0, q2_sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+        q_sum += host[i].w;
+        q2_sum += (double)host[i].w * host[i].w;
+    }
+    elec_chargemap_params p = {0};
+    reference r;
+    p.periodic = 1;
+    if (!reference_of(&atoms, &l, &p, &r)) {
+        EXPECT(0, "reference");
+        free(host);
+        test_system_free(&sys);
+        return;
+    }
+    const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+    float *staged = (float *)malloc(r.points * sizeof(float));
+    float *whole = (float *)malloc(r.points * sizeof(float));
+    float4 *d_xyzq = NULL;
+    float *d_grid = NULL;
+    double *d_sums = NULL, sums[2];
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&d_sums, 2 * sizeof(double)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+        elec_cuda_chargemap_handle *h = NULL;
+        elec_cuda_chargemap_info info;
+        elec_error err;
+        const char *name = elec_chargemap_variant_name((elec_chargemap_variant)v);
+        p.variant = (elec_chargemap_variant)v;
+        EXPECT(elec_cuda_chargemap_create(&l, n, &p, -1, &h, &err) == ELEC_OK, "%s: %s", name,
+               err.message);
+        if (!h) continue;
+        EXPECT(elec_cuda_chargemap_map(h, d_grid, 0, &err) == ELEC_ERR_INVALID_ARG,
+               "%s: map before any prepare accepted", name);
+        EXPECT(elec_cuda_chargemap_prepare(h, d_xyzq, 0, 0, &err) == ELEC_ERR_INVALID_ARG,
+               "%s: prepare of no atoms accepted", name);
+        CUDA_OK(cudaMemset(d_sums, 0, 2 * sizeof(double)));
+        EXPECT(elec_cuda_chargemap_sums(h, d_sums, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_prepare(h, d_xyzq, n, 0, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_map(h, d_grid, 0, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
+               "%s staged: %s", name, err.message);
+        CUDA_OK(cudaMemcpy(staged, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(sums, d_sums, sizeof sums, cudaMemcpyDeviceToHost));
+        /* the float charges' sums, added in a different order: 1e-12 */
+        EXPECT(fabs(sums[0] - q_sum) <= 1e-12 * q2_sum && fabs(sums[1] - q2_sum) <= 1e-12 * q2_sum,
+               "%s: sums %.15g %.15g, want %.15g %.15g", name, sums[0], sums[1], q_sum, q2_sum);
+        EXPECT(elec_cuda_chargemap_sums(h, NULL, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, 0, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
+               "%s compute: %s", name, err.message);
+        CUDA_OK(cudaMemcpy(whole, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
+        check(name, staged, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
+              is_fixed_point(v));
+        if (is_fixed_point(v))
+            EXPECT(memcmp(staged, whole, r.points * sizeof(float)) == 0,
+                   "%s: staged and whole grids differ", name);
+        EXPECT(elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK, "%s: %s", name,
+               err.message);
+        EXPECT(info.variant == p.variant, "%s: describe names variant %d", name,
+               (int)info.variant);
+        if (v >= ELEC_CHARGEMAP_PC_BINNED && v <= ELEC_CHARGEMAP_GC_REDUCED_READS)
+            EXPECT(info.bin_slots >= 1 && info.bin_slots <= 16, "%s: %d slots", name,
+                   info.bin_slots);
+        if (info.band_tiles > 0) {
+            int product = 1;
+            for (int axis = 0; axis < 3; axis++) {
+                product *= info.band_tiles_along[axis];
+                EXPECT((info.band_tile[axis] & (info.band_tile[axis] - 1)) == 0 &&
+                           info.band_tile[axis] >= 3,
+                       "%s: tile edge %d", name, info.band_tile[axis]);
+            }
+            EXPECT(product == info.band_tiles && info.band_groups > 0,
+                   "%s: %d tiles (%d along the axes), %d groups", name, info.band_tiles, product,
+                   info.band_groups);
+        }
+        elec_cuda_chargemap_destroy(h);
+    }
+    cudaFree(d_xyzq);
+    cudaFree(d_grid);
+    cudaFree(d_sums);
+    free(staged);
+    free(whole);
+    free(host);
+    reference_free(&r);
+    test_system_free(&sys);
+}
+
 /* The tile-binned rungs on what the ladder's systems do not reach: a tile
    holding over 1,024 copies (5,000 atoms in a 2 A cube: its copies pass
    through several windows of shared memory), tile edges that are not
@@ -590,5 +696,6 @@ int main(void) {
     RUN(fixed_point_is_bit_identical_whatever_the_order);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(tile_rungs_take_dense_tiles_and_any_edges);
+    RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
     return test_summary();
 }

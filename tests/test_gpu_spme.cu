@@ -319,16 +319,6 @@ static double terms_difference(const elec_ewald_terms *a,
     return worst;
 }
 
-static double float_rel_rms(const float *got, const float *want, size_t n) {
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - want[i];
-        num += d * d;
-        den += (double)want[i] * want[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 TEST(a_handle_in_the_callers_workspace_computes_as_its_own) {
     /* elec_cuda_spme_create_in, CUB's two phases: the size first, then the
        handle in a block the test allocates, at that size (a byte short is
@@ -437,9 +427,9 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             EXPECT(terms_difference(&again, &first) <= 1e-6,
                    "%s run %d: energy terms differ by %.3e", spread_name(p.spread),
                    run, terms_difference(&again, &first));
-            EXPECT(float_rel_rms(f_again, f_first, 3 * n) <= 1e-6,
+            EXPECT(gpu_rel_rms_float(f_again, f_first, 3 * n) <= 1e-6,
                    "%s run %d: forces differ by %.3e", spread_name(p.spread), run,
-                   float_rel_rms(f_again, f_first, 3 * n));
+                   gpu_rel_rms_float(f_again, f_first, 3 * n));
         }
         /* energy only: the same energy, forces untouched */
         EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, NULL, stream, &err) == ELEC_OK,
@@ -466,9 +456,9 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         EXPECT(terms_difference(&replay, &first) <= 1e-6,
                "%s graph: energy terms differ by %.3e", spread_name(p.spread),
                terms_difference(&replay, &first));
-        EXPECT(float_rel_rms(f_replay, f_first, 3 * n) <= 1e-6,
+        EXPECT(gpu_rel_rms_float(f_replay, f_first, 3 * n) <= 1e-6,
                "%s graph: forces differ by %.3e", spread_name(p.spread),
-               float_rel_rms(f_replay, f_first, 3 * n));
+               gpu_rel_rms_float(f_replay, f_first, 3 * n));
 
         /* the host API on the same atoms: the same numbers */
         elec_atoms atoms = test_system_atoms(&sys);
@@ -478,12 +468,12 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         EXPECT(terms_difference(&one_shot, &first) <= 1e-6,
                "one-shot: energy terms differ by %.3e",
                terms_difference(&one_shot, &first));
-        EXPECT(float_rel_rms(f_again, f_first, 3 * n) <= 1e-6,
-               "one-shot: forces differ by %.3e", float_rel_rms(f_again, f_first, 3 * n));
+        EXPECT(gpu_rel_rms_float(f_again, f_first, 3 * n) <= 1e-6,
+               "one-shot: forces differ by %.3e", gpu_rel_rms_float(f_again, f_first, 3 * n));
         printf("     %s: total %.10f kcal/mol; graph replay differs by %.1e, "
                "forces %.1e\n", spread_name(p.spread), first.total,
                terms_difference(&replay, &first),
-               float_rel_rms(f_replay, f_first, 3 * n));
+               gpu_rel_rms_float(f_replay, f_first, 3 * n));
 
         /* more atoms than the handle holds */
         EXPECT(elec_cuda_spme_compute(h, d_xyzq, n + 1, d_forces, stream,
@@ -756,11 +746,12 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     const double gauss = 2.0 * alpha / sqrt(3.14159265358979323846);
     double *want = (double *)calloc(3 * n, sizeof(double)), real = 0.0, excluded = 0.0;
     double *got = (double *)malloc(3 * n * sizeof(double));
-    float4 *per_atom = (float4 *)malloc(n * sizeof(float4));
+    float *full = (float *)malloc(3 * n * sizeof(float));
+    float *reciprocal = (float *)malloc(3 * n * sizeof(float));
     char *is_excluded = (char *)calloc(n * n, 1);
     elec_error err;
     elec_stage_times times;
-    double sums[ELEC__SPME_SUMS];
+    elec_ewald_terms terms;
     for (size_t e = 0; e < n; e++) { /* 3 pairs per molecule of 3 atoms */
         size_t a = c.pairs[2 * e], b = c.pairs[2 * e + 1];
         is_excluded[a * n + b] = is_excluded[b * n + a] = 1;
@@ -788,30 +779,36 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
                 want[3 * j + a] -= f * d[a];
             }
         }
-    EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_REAL, &times,
-                                        c.stream, &err) == ELEC_OK,
-           "real space: %s", err.message);
-    CUDA_OK(cudaMemcpy(per_atom, c.h->real, n * sizeof(float4), cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(sums, c.h->sums, sizeof sums, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; i++) {
-        got[3 * i] = per_atom[i].x;
-        got[3 * i + 1] = per_atom[i].y;
-        got[3 * i + 2] = per_atom[i].z;
-    }
+    /* through the public calls: the real-space forces are the whole
+       compute's less the reciprocal part's (each in float: rounding well
+       under the tolerance), the energies the terms over the scale */
+    EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, 0, &times, c.stream,
+                                        &err) == ELEC_OK &&
+               elec_cuda_spme_energy(c.h, &terms, c.stream, &err) == ELEC_OK,
+           "whole compute: %s", err.message);
+    CUDA_OK(cudaMemcpy(full, c.d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_RECIPROCAL,
+                                        NULL, c.stream, &err) == ELEC_OK,
+           "reciprocal part: %s", err.message);
+    CUDA_OK(cudaStreamSynchronize(c.stream));
+    CUDA_OK(cudaMemcpy(reciprocal, c.d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < 3 * n; k++)
+        got[k] = ((double)full[k] - reciprocal[k]) / ELEC_COULOMB;
+    const double real_got = terms.real / ELEC_COULOMB, excluded_got = terms.excluded / ELEC_COULOMB;
     double e_force = test_rel_rms(got, want, 3 * n);
-    double e_real = relative(sums[ELEC__SPME_SUM_REAL], real);
-    double e_excluded = relative(sums[ELEC__SPME_SUM_EXCLUDED], excluded);
+    double e_real = relative(real_got, real);
+    double e_excluded = relative(excluded_got, excluded);
     printf("     %zu atoms: real %.3e, excluded %.3e, forces %.3e (relative); list build "
            "%.1f us, pairs %.1f us\n", n, e_real, e_excluded, e_force,
            1e6 * elec_stage_seconds(&times, "list build"),
            1e6 * elec_stage_seconds(&times, "real space"));
     EXPECT(e_force <= 2e-5, "real-space forces relative RMS %.3e", e_force);
-    EXPECT(e_real <= 1e-5, "real energy %.12g vs %.12g", sums[ELEC__SPME_SUM_REAL], real);
-    EXPECT(e_excluded <= 1e-5, "excluded %.12g vs %.12g", sums[ELEC__SPME_SUM_EXCLUDED],
-           excluded);
+    EXPECT(e_real <= 1e-5, "real energy %.12g vs %.12g", real_got, real);
+    EXPECT(e_excluded <= 1e-5, "excluded %.12g vs %.12g", excluded_got, excluded);
     free(want);
     free(got);
-    free(per_atom);
+    free(full);
+    free(reciprocal);
     free(is_excluded);
     list_case_free(&c);
 }
@@ -868,7 +865,7 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
     EXPECT(s2.rebuilds == s1.rebuilds + 1, "elec_cuda_spme_rebuild: %lld builds", s2.rebuilds);
     printf("     carried vs rebuilt after moves of 0.49 skin: energy %.1e, forces %.1e; "
            "%lld tiles over %lld clusters\n",
-           terms_difference(&t_carried, &t_rebuilt), float_rel_rms(carried, rebuilt, 3 * n),
+           terms_difference(&t_carried, &t_rebuilt), gpu_rel_rms_float(carried, rebuilt, 3 * n),
            s2.tiles, s2.clusters);
     /* the energy terms to 1e-5: the real energy is sum q_i phi_i / 2 over
        atoms of both signs, each phi_i a float sum of ~400 terms whose
@@ -877,8 +874,8 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
        total by up to ~1e-5 of itself (measured 2.4e-6) */
     EXPECT(terms_difference(&t_carried, &t_rebuilt) <= 1e-5, "energy terms differ by %.3e",
            terms_difference(&t_carried, &t_rebuilt));
-    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "forces differ by %.3e",
-           float_rel_rms(carried, rebuilt, 3 * n));
+    EXPECT(gpu_rel_rms_float(carried, rebuilt, 3 * n) <= 1e-6, "forces differ by %.3e",
+           gpu_rel_rms_float(carried, rebuilt, 3 * n));
     /* past half the skin: one atom is enough */
     c.host[17].x += (float)(0.6 * skin);
     list_case_compute(&c, carried, &t_carried, &s1);
@@ -886,14 +883,14 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
            s1.rebuilds, s2.rebuilds + 1);
     EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
     list_case_compute(&c, rebuilt, &t_rebuilt, &s2);
-    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "after the rebuild: forces %.3e",
-           float_rel_rms(carried, rebuilt, 3 * n));
+    EXPECT(gpu_rel_rms_float(carried, rebuilt, 3 * n) <= 1e-6, "after the rebuild: forces %.3e",
+           gpu_rel_rms_float(carried, rebuilt, 3 * n));
     /* an atom the caller wraps by a box length: a rebuild, the same forces */
     c.host[5].y += (float)c.box.length[1];
     list_case_compute(&c, carried, &t_carried, &s1);
     EXPECT(s1.rebuilds == s2.rebuilds + 1, "a wrapped atom: %lld builds", s1.rebuilds);
-    EXPECT(float_rel_rms(carried, rebuilt, 3 * n) <= 1e-6, "a wrapped atom: forces %.3e",
-           float_rel_rms(carried, rebuilt, 3 * n));
+    EXPECT(gpu_rel_rms_float(carried, rebuilt, 3 * n) <= 1e-6, "a wrapped atom: forces %.3e",
+           gpu_rel_rms_float(carried, rebuilt, 3 * n));
     free(carried);
     free(rebuilt);
     list_case_free(&c);
@@ -941,9 +938,9 @@ TEST(a_captured_step_rebuilds_inside_the_graph) {
                s1.rebuilds, expected);
         EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
         list_case_compute(&c, direct, &t, &s0);
-        EXPECT(float_rel_rms(replayed, direct, 3 * n) <= 1e-6,
+        EXPECT(gpu_rel_rms_float(replayed, direct, 3 * n) <= 1e-6,
                "replay %d: forces differ from a rebuilt list's by %.3e", k,
-               float_rel_rms(replayed, direct, 3 * n));
+               gpu_rel_rms_float(replayed, direct, 3 * n));
     }
     EXPECT(exec != NULL, "the graph was not instantiated");
     if (exec) cudaGraphExecDestroy(exec);
