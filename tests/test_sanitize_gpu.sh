@@ -37,6 +37,10 @@ leak() { # bytes, library
     echo "========= "
 }
 errors=0
+if [ "$REPORT" = noapi ]; then # the program made no CUDA call
+    echo "========= Error: Target application terminated before first instrumented API call"
+    exit 255
+fi
 case "$REPORT:$tool" in
 cufft:memcheck) leak 6,967,984 libcufft.so.12; errors=1 ;;
 cufft2:memcheck) leak 6,967,984 libcufft.so.12; leak 6,967,984 libcufft.so.12; errors=2 ;;
@@ -109,6 +113,14 @@ expect a_hazard_fails 1 "FAIL racecheck test_good.*hazards"
 
 run an_error_fails error 1 1 "$dir/test_good"; status=$?
 expect an_error_fails 1 "FAIL synccheck test_good.*errors: 1"
+
+# a test making no CUDA call: the tool says so and exits 255; clean if its
+# tally is, a failure if not
+run a_test_without_cuda_calls_passes noapi 1 1 "$dir/test_good"; status=$?
+expect a_test_without_cuda_calls_passes 0 "no CUDA call: nothing for memcheck to check"
+
+run a_failed_test_without_cuda_calls_fails noapi 1 1 "$dir/test_bad"; status=$?
+expect a_failed_test_without_cuda_calls_fails 1 "FAIL memcheck test_bad.*tests: tally: 1 passed, 1 failed"
 
 # the baseline program's report is always one cuFFT leak, as on an H100
 run cufft_leak_within_the_baseline_passes cufft 1 1 "$dir/test_good"; status=$?
