@@ -26,6 +26,17 @@
         }                                                                     \
     } while (0)
 
+/* The GPU tests' first call: the device's context made before any test
+   runs (where there is a device), so that compute-sanitizer attaches at
+   once even to a test that then computes on the host for minutes (it
+   gives up on a process without a CUDA context after its launch timeout,
+   a minute by default).  Only with tests/test.h. */
+#ifdef ELEC_TEST_H
+static inline void gpu_test_start(void) {
+    if (cudaFree(0) != cudaSuccess) (void)cudaGetLastError(); /* no GPU: tests skip */
+}
+#endif
+
 /* The tally, after every device's context is destroyed: compute-sanitizer
    reports as leaks the device memory still allocated when a context ends,
    so the GPU tests end with this (make sanitize-gpu runs memcheck with

@@ -430,6 +430,7 @@ TEST(bad_input_is_refused_before_the_gpu) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(every_rung_exact_matches_the_cpu);
     RUN(every_rung_hcp_matches_the_cpu);
     RUN(every_rung_with_salt_and_gem_matches_the_cpu);

@@ -687,6 +687,7 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(every_rung_matches_the_double_reference);
     RUN(atoms_on_points_put_their_whole_charge_there);
     RUN(total_charge_is_kept);

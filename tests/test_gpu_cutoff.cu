@@ -322,6 +322,7 @@ TEST(bad_input_is_refused_without_a_gpu) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(bad_input_is_refused_without_a_gpu);
     RUN(gpu_cutoff_map_matches_double_reference);
     RUN(gpu_cutoff_map_follows_its_parameters);

@@ -235,6 +235,7 @@ TEST(gpu_paths_refuse_bad_input) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(rsqrt_on_fma_pipe_is_float_accurate);
     RUN(every_dcs_variant_matches_double_reference_on_random_atoms);
     RUN(default_dcs_matches_reference_on_water_and_crystal);

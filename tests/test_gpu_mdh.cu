@@ -77,6 +77,7 @@ TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(mdh_at_lattice_faces_matches_double_reference);
     RUN(mdh_atom_on_a_point_leaves_that_point_finite);
     RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);

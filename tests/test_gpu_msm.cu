@@ -977,6 +977,7 @@ TEST(gpu_msm_keeps_the_tolerance) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(bad_input_is_refused_without_a_gpu);
     RUN(every_gpu_stage_matches_the_cpu_stage);
     RUN(gpu_msm_matches_cpu_msm_and_the_exact_sum);

@@ -1128,6 +1128,7 @@ TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
 }
 
 int main(void) {
+    gpu_test_start();
     RUN(bad_input_gives_named_errors);
     RUN(rock_salt_energy_gives_madelung_constant);
     RUN(random_neutral_system_matches_ewald);
