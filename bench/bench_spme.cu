@@ -171,10 +171,10 @@ static void tolerance_sweep(void) {
     static const struct { const char *name; size_t molecules; } boxes[2] = {
         {"DHFR-size water", 7853}, {"ApoA1-size water", 30741}};
     static const double tolerances[4] = {0.0, 5e-4, 1e-4, 1e-5};
-    printf("\\ntolerance (relative RMS force error against exact Ewald): the choice, "
-           "the measured error\\n(1000 atoms' forces against the exact sum at the "
-           "same float positions) and the time per evaluation\\n\\n");
-    printf("%-17s %6s %-10s %6s %7s %5s %-12s %9s %9s %9s\\n", "system", "atoms",
+    printf("\ntolerance (relative RMS force error against exact Ewald): the choice, "
+           "the measured error\n(1000 atoms' forces against the exact sum at the "
+           "same float positions) and the time per evaluation\n\n");
+    printf("%-17s %6s %-10s %6s %7s %5s %-12s %9s %9s %9s\n", "system", "atoms",
            "tolerance", "cutoff", "alpha", "order", "grid", "estimate", "measured",
            "full (us)");
     for (int k = 0; k < 2; k++) {
@@ -219,7 +219,7 @@ static void tolerance_sweep(void) {
             {
                 struct timespec ts;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
-                printf("%-17s (reference: %zu atoms' exact forces in %.1f s on the CPU)\\n",
+                printf("%-17s (reference: %zu atoms' exact forces in %.1f s on the CPU)\n",
                        boxes[k].name, count, ts.tv_sec + 1e-9 * ts.tv_nsec - t0);
             }
         }
@@ -248,7 +248,7 @@ static void tolerance_sweep(void) {
             memset(&b, 0, sizeof b);
             elec_error create_err;
             if (elec_cuda_spme_create(&box, &start, &p, &b.h, &create_err) != ELEC_OK) {
-                printf("%-17s %6zu %-10s refused: %s\\n", boxes[k].name, n, tolerance,
+                printf("%-17s %6zu %-10s refused: %s\n", boxes[k].name, n, tolerance,
                        create_err.message);
                 continue;
             }
@@ -269,7 +269,7 @@ static void tolerance_sweep(void) {
                     den += exact[3 * c + a] * exact[3 * c + a];
                 }
             snprintf(grid, sizeof grid, "%dx%dx%d", r.grid[0], r.grid[1], r.grid[2]);
-            printf("%-17s %6zu %-10s %6.2f %7.4f %5d %-12s %9.2e %9.2e %9.1f\\n",
+            printf("%-17s %6zu %-10s %6.2f %7.4f %5d %-12s %9.2e %9.2e %9.1f\n",
                    boxes[k].name, n, tolerance, r.cutoff, r.alpha, r.order, grid,
                    r.estimate.force, sqrt(num / den), full);
             CUDA_CHECK(cudaStreamDestroy(b.stream));
@@ -285,8 +285,8 @@ static void tolerance_sweep(void) {
         free(forces);
         test_system_free(&w);
     }
-    printf("\\nestimate: what elec_spme_params_resolve expects of the choice (it aims "
-           "at 0.4 of the tolerance); measured should lie under the tolerance.\\n");
+    printf("\nestimate: what elec_spme_params_resolve expects of the choice (it aims "
+           "at 0.4 of the tolerance); measured should lie under the tolerance.\n");
 }
 
 /* Median time (us) of a periodic MSM compute (energy and forces), plain
