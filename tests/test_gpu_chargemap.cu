@@ -521,6 +521,8 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    refused. */
 TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     REQUIRE_GPU();
+    /* the periodic-images test's system and grid (a deliberate pair: each
+       test states its own case) */
     test_system sys = test_system_random(3000, 16.0, 61);
     const int dims[3] = {32, 32, 32};
     elec_lattice l = lattice_of(dims, 0.5, 0.0);

@@ -88,6 +88,8 @@ expect() { # NAME STATUS(0 pass, 1 fail) PATTERN
     else fail "$1: exit status $status, output: $(cat "$dir/$1.out")"; fi
 }
 
+# The cases below are a table: each a run and its expectation, alike by
+# design.
 run clean_runs_pass none 1 1 "$dir/test_good"; status=$?
 expect clean_runs_pass 0 "sanitize-gpu: 4 runs clean, 0 failed"
 
