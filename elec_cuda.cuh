@@ -9772,10 +9772,10 @@ ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
     float4 *P = NULL, *P_ion = NULL;
     void *host = NULL;
     int packed, general;
-    if (!hcp || !potential || (count > 0 && (!vertices || !normals)))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "hcp, vertices, normals or potential is NULL");
-    if ((status = elec_alpb_params_resolve(params, hcp, &r, err)) != ELEC_OK) return status;
+    /* the GPU call's checks and reference point (elec.h) */
+    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
+                                hi, err);
+    if (status != ELEC_OK) return status;
     if (count == 0) {
         elec__ok(err);
         return ELEC_OK;
@@ -9788,9 +9788,7 @@ ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
         goto cleanup;
     }
-    elec_alpb_kernel_setup(&r, &k);
     elec__alpb_call_setup(&r, &k, hcp->net_charge, &a);
-    elec__points_box(vertices, count, lo, hi); /* the call's reference point */
     for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
     elec__alpb_points(vertices, normals, 0, count, r.proj, centre, P);
     elec__alpb_points(vertices, normals, 0, count, r.ion_exclusion, centre, P_ion);
