@@ -5,8 +5,11 @@
    (make test-gpu sets it).  CUDA_CHECK(call): a CUDA runtime call in a
    benchmark or example, which prints the call and exits on failure;
    CHECK_ELEC(call) the same for an elec call.
-   gpu_test_summary(): the GPU tests' last call.  gpu_chargemap_weight_error
-   and gpu_chargemap_bound: a GPU charge map's float bound per point. */
+   gpu_test_start() and gpu_test_summary(): the GPU tests' first and last
+   calls; GPU_TEST_STREAM_FLAGS: their streams.  gpu_wall_seconds,
+   gpu_median, gpu_rel_rms_float: the benchmarks' clock and statistics.
+   gpu_chargemap_weight_error and gpu_chargemap_bound: a GPU charge map's
+   float bound per point. */
 #ifndef ELEC_TESTS_GPU_H
 #define ELEC_TESTS_GPU_H
 
@@ -30,7 +33,7 @@
    runs (where there is a device), so that compute-sanitizer attaches at
    once even to a test that then computes on the host for minutes (it
    gives up on a process without a CUDA context after its launch timeout,
-   a minute by default).  Only with tests/test.h. */
+   about a minute on the H100).  Only with tests/test.h. */
 #ifdef ELEC_TEST_H
 static inline void gpu_test_start(void) {
     if (cudaFree(0) != cudaSuccess) (void)cudaGetLastError(); /* no GPU: tests skip */
