@@ -905,7 +905,6 @@ extern "C" {
 static elec_status elec__chargemap_enqueue(elec_cuda_chargemap_handle *h, const float4 *xyzq,
                                            int n, float *grid, cudaStream_t stream,
                                            cudaEvent_t *marks, elec_error *err);
-static void elec__chargemap_sums_into(elec_cuda_chargemap_handle *h, double *sums);
 #ifdef __cplusplus
 }
 #endif
@@ -5110,9 +5109,10 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
         if (status == ELEC_OK)
             status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
                                                 &h->chargemap, err);
-        if (status != ELEC_OK) goto cleanup;
         /* sum q and sum q^2 side by side in SPME's sums */
-        elec__chargemap_sums_into(h->chargemap, h->sums + ELEC__SPME_SUM_CHARGE);
+        if (status == ELEC_OK)
+            status = elec_cuda_chargemap_sums(h->chargemap, h->sums + ELEC__SPME_SUM_CHARGE, err);
+        if (status != ELEC_OK) goto cleanup;
     }
     status = elec__spme_exclusions(resolved, h->max_atoms, &host_excl_start,
                                    &host_excl_list, err);
@@ -8254,14 +8254,10 @@ cleanup:
     return status;
 }
 
-static void elec__chargemap_sums_into(elec_cuda_chargemap_handle *h, double *sums) {
-    h->sums = sums;
-}
-
 ELEC_DEF elec_status elec_cuda_chargemap_sums(elec_cuda_chargemap_handle *h, double *d_sums,
                                               elec_error *err) {
     if (!h) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle is NULL");
-    elec__chargemap_sums_into(h, d_sums);
+    h->sums = d_sums;
     elec__ok(err);
     return ELEC_OK;
 }
