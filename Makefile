@@ -225,8 +225,8 @@ compile-matrix:
 # a failed test or a non-zero exit fails it (tests/sanitize_gpu.sh).  For
 # a subset: SANITIZE_GPU_TOOLS="memcheck synccheck", SANITIZE_GPU_TESTS=
 # "build/test_gpu_dcs", and ELEC_TEST_ONLY=points (tests whose name holds it).
-# SANITIZE_GPU_JOBS=N runs each test on its own, N at once (one program at
-# a time the four tools take about 45 minutes on an H100; 16 at once 6.4).
+# SANITIZE_GPU_JOBS=N runs each test on its own, N at once (on an H100 the
+# runs add up to about 45 minutes; 16 at once took 6.4).
 # cufft_baseline measures the device memory cuFFT keeps after its last
 # plan, charged to cuFFT rather than to the test (tests/sanitize_gpu.sh).
 COMPUTE_SANITIZER ?= $(or $(shell command -v compute-sanitizer 2>/dev/null),$(dir $(shell command -v $(NVCC) 2>/dev/null))compute-sanitizer)
