@@ -639,6 +639,33 @@ __device__ __forceinline__ float elec__exp2_sfu(float x) {
     return y;
 }
 
+/* A grid-wide barrier for a cooperative launch (every block resident),
+   on two words of device memory that start at zero: arrivals counted on
+   count[0], the last to arrive clears it and bumps the generation
+   (count[1]) the others wait on; fences on either side.  Every thread of
+   every block calls it. */
+__device__ __forceinline__ void elec__grid_barrier(unsigned *count) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *generation = count + 1;
+        unsigned seen, now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(generation) : "memory");
+        __threadfence();
+        if (atomicAdd(count, 1u) == gridDim.x - 1) {
+            atomicExch(count, 0u);
+            __threadfence();
+            atomicAdd(generation, 1u);
+        } else {
+            do {
+                __nanosleep(32);
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(generation) : "memory");
+            } while (now == seen);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
 /* 1/x on the special-function unit (MUFU.RCP, within 1 ulp). */
 __device__ __forceinline__ float elec__rcp_sfu(float x) {
     float y;
@@ -4126,11 +4153,13 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 since the build: a pair within the cutoff now was within
                 cutoff + skin then.  Each compute first compares the atoms'
                 positions with those of the build, on the device; a device
-                flag asks for a rebuild, and every build kernel reads it and
-                returns at once when it is clear: no host synchronisation,
-                and a captured graph replays right whichever way it goes.
+                flag asks for a rebuild.  The check and the build are one
+                cooperative kernel whose build steps, parted by grid
+                barriers, run only when the flag is up: no host
+                synchronisation, and a captured graph replays right
+                whichever way it goes.
      evaluation one warp per tile: lane l holds i atom l, the 32 j atoms
-                pass round the warp in 32 shuffles; each pair is computed
+                pass round the warp in 32 steps; each pair is computed
                 once and its force added to both atoms (Newton's third
                 law).  i's sums stay in registers over a warp's run of
                 tiles of one i cluster; j's go out by atomics.
@@ -4164,6 +4193,8 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                                       its room: the list is incomplete  */
 #define ELEC__LIST_SLOTS 3         /* atom slots in use (32 per cluster) */
 #define ELEC__LIST_TILES 4         /* tiles of 32 x 32 atoms in the list */
+#define ELEC__LIST_BARRIER 5       /* 5 and 6: the update's grid barrier */
+#define ELEC__LIST_NEXT_TILE 7     /* the pair kernel's next shared tile  */
 #define ELEC__LIST_INFO 8
 
 /* The list: its shape, fixed at create, and its device buffers (in the
@@ -4253,15 +4284,13 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
     return (b & 1) | ((b & 2) << 2) | ((b & 4) << 4);
 }
 
-/* Step 0, every compute: the accumulators zeroed, and each atom's
-   position now (in slot order, shifted as at the build) compared with
-   the build's: past half the skin, the flag asks for a rebuild.  With the
+/* Step 0, every compute, for slot p: its accumulator zeroed, and its
+   atom's position now (shifted as at the build) compared with the
+   build's: past half the skin, the flag asks for a rebuild.  With the
    flag already up (first compute, new n, elec_cuda_spme_rebuild) the
    build writes the positions. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_check(elec__list L, const float4 *xyzq) {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= L.slots) return;
+__device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const float4 *xyzq,
+                                                      int p) {
     L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (L.info[ELEC__LIST_BUILD] || p >= L.tile_start[L.tile_count]) return;
     int i = L.order[p];
@@ -4274,12 +4303,10 @@ elec__k_list_check(elec__list L, const float4 *xyzq) {
 }
 
 /* Build, step 1 (the cell counters were zeroed at create, then by step 2
-   of the build before): each atom's cell (tile x 512 + Z index within
-   the tile) and its slot in it. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_count(elec__list L, const float4 *xyzq, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !L.info[ELEC__LIST_BUILD]) return;
+   of the build before): atom i's cell (tile x 512 + Z index within the
+   tile) and its slot in it. */
+__device__ __forceinline__ void elec__list_count_atom(const elec__list &L, const float4 *xyzq,
+                                                      int i) {
     float4 a = xyzq[i], s = elec__list_shift(a, L);
     int cx = min(max((int)((a.x + s.x) * L.cells_per_length.x), 0), L.cells.x - 1);
     int cy = min(max((int)((a.y + s.y) * L.cells_per_length.y), 0), L.cells.y - 1);
@@ -4306,31 +4333,28 @@ __device__ __forceinline__ void elec__block_scan(int *v, int t, int n) {
     }
 }
 
-/* Step 2, one block of 512 per tile: its cells' starts within the tile
-   (a scan in shared memory; the counts zeroed for the next build), its
-   atoms, and their number rounded up to a cluster. */
-__global__ void __launch_bounds__(ELEC__LIST_TILE_CELLS)
-elec__k_list_tiles(elec__list L) {
-    __shared__ int v[ELEC__LIST_TILE_CELLS];
-    if (!L.info[ELEC__LIST_BUILD]) return;
-    const int t = threadIdx.x, cell = blockIdx.x * ELEC__LIST_TILE_CELLS + t;
+/* Step 2, a block of 512 (a thread per cell) for one tile: its cells'
+   starts within the tile (a scan in v, shared memory of 512; the counts
+   zeroed for the next build), its atoms, and their number rounded up to a
+   cluster.  Every thread of the block calls it. */
+__device__ __forceinline__ void elec__list_tile_cells(const elec__list &L, int tile, int *v) {
+    const int t = threadIdx.x, cell = tile * ELEC__LIST_TILE_CELLS + t;
     const int count = L.cell_count[cell];
     v[t] = count;
     elec__block_scan(v, t, ELEC__LIST_TILE_CELLS);
     L.cell_start[cell] = v[t] - count;
     L.cell_count[cell] = 0;
     if (t == ELEC__LIST_TILE_CELLS - 1) {
-        L.tile_atoms[blockIdx.x] = v[t];
-        L.tile_total[blockIdx.x] = (v[t] + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
+        L.tile_atoms[tile] = v[t];
+        L.tile_total[tile] = (v[t] + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
     }
+    __syncthreads(); /* v is the next tile's */
 }
 
-/* Step 4 (3 is the scan of the tiles' totals): atoms into their slots,
+/* Step 4 (3 is the scan of the tiles' totals): atom i into its slot,
    shifted into the box; the first slot of each cluster notes its tile. */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_scatter(elec__list L, const float4 *xyzq, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || !L.info[ELEC__LIST_BUILD]) return;
+__device__ __forceinline__ void elec__list_scatter_atom(const elec__list &L, const float4 *xyzq,
+                                                        int i) {
     int key = L.atom_key[i], tile = key / ELEC__LIST_TILE_CELLS;
     int p = L.tile_start[tile] + L.cell_start[key] + L.atom_slot[i];
     float4 a = xyzq[i], s = elec__list_shift(a, L);
@@ -4343,15 +4367,11 @@ elec__k_list_scatter(elec__list L, const float4 *xyzq, int n) {
     if ((p & (ELEC__LIST_CLUSTER - 1)) == 0) L.cluster_tile[p / ELEC__LIST_CLUSTER] = tile;
 }
 
-/* Step 5, one warp per cluster: the padding slots of the cluster (past
-   its tile's atoms) marked and put far away, and the cluster's bounding
-   box (padding left out; a cluster's first slot always holds an atom). */
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_bounds(elec__list L) {
-    const int lane = threadIdx.x & 31;
-    const int c = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (!L.info[ELEC__LIST_BUILD] || c >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER)
-        return;
+/* Step 5, a warp for cluster c (of those in use): the padding slots of
+   the cluster (past its tile's atoms) marked and put far away, and the
+   cluster's bounding box (padding left out; a cluster's first slot always
+   holds an atom). */
+__device__ __forceinline__ void elec__list_cluster_bounds(const elec__list &L, int c, int lane) {
     const int p = c * ELEC__LIST_CLUSTER + lane, tile = L.cluster_tile[c];
     const bool atom = p - L.tile_start[tile] < L.tile_atoms[tile];
     if (!atom) {
@@ -4421,13 +4441,11 @@ __device__ __forceinline__ unsigned elec__list_tile_skip(unsigned entry, int ci,
    pair of opposite images); for each, its atoms within rlist of i's box.
    WRITE 0 counts them (rounded up to 32: entry_count); WRITE 1 writes them
    from entry_start, pads i's last tile, and marks i's tiles (tile_i).  The
-   order is the same in both passes. */
+   order is the same in both passes.  A warp for cluster ci < clusters. */
 template <int WRITE>
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_list_search(elec__list L, const int *excl_start, const int *excl_list, int n) {
-    const int lane = threadIdx.x & 31;
-    const int ci = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    if (!L.info[ELEC__LIST_BUILD] || ci >= L.clusters) return;
+__device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, int ci, int lane,
+                                                          const int *excl_start,
+                                                          const int *excl_list, int n) {
     if (ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER) {
         if (!WRITE && lane == 0) L.entry_count[ci] = 0;
         return;
@@ -4507,28 +4525,68 @@ elec__k_list_search(elec__list L, const int *excl_start, const int *excl_list, i
     }
 }
 
-/* Steps 3 and 7: exclusive prefix sum of count[0 .. items) (each capped
-   at most) into start[0 .. items], in one block (items: thousands): each
-   thread sums a contiguous run, the block scans the run sums
-   (Hillis-Steele in shared memory), each thread writes its run's starts.
-   Only while the build flag is up. */
-#define ELEC__SPME_SCAN_THREADS 1024
-__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
-elec__k_list_scan(const int *info, const int *count, int *start, int items, int most) {
-    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
-    if (!info[ELEC__LIST_BUILD]) return;
-    const int t = threadIdx.x;
-    int per = (items + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
+/* Steps 3 and 7: exclusive prefix sum of count[0 .. items) into
+   start[0 .. items], by one block (items: thousands): each thread sums a
+   contiguous run, the block scans the run sums (Hillis-Steele in
+   run_sums, shared memory of blockDim.x), each thread writes its run's
+   starts.  Every thread of the block calls it. */
+__device__ __forceinline__ void elec__list_scan_block(const int *count, int *start, int items,
+                                                      int *run_sums) {
+    const int t = threadIdx.x, threads = blockDim.x;
+    int per = (items + threads - 1) / threads;
     int first = min(t * per, items), last = min(first + per, items), s = 0;
-    for (int i = first; i < last; i++) s += min(count[i], most);
+    for (int i = first; i < last; i++) s += count[i];
     run_sums[t] = s;
-    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
+    elec__block_scan(run_sums, t, threads);
     s = t > 0 ? run_sums[t - 1] : 0;
     for (int i = first; i < last; i++) {
         start[i] = s;
-        s += min(count[i], most);
+        s += count[i];
     }
-    if (t == ELEC__SPME_SCAN_THREADS - 1) start[items] = run_sums[t];
+    if (t == threads - 1) start[items] = run_sums[t];
+    __syncthreads(); /* run_sums is the caller's again */
+}
+
+/* The check and the build in one cooperative kernel (every block
+   resident), its steps parted by grid barriers: the check over every
+   slot, then, only where it (or the caller) raised the flag, steps 1 to
+   8, each spread over the grid.  One launch where the build was nine
+   (a check and eight kernels that read the flag and returned, ~1.5 us
+   each on an H100 even in a graph). */
+#define ELEC__LIST_UPDATE_THREADS ELEC__LIST_TILE_CELLS /* step 2: a cell a thread */
+__global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
+elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_start,
+                    const int *excl_list) {
+    __shared__ int v[ELEC__LIST_UPDATE_THREADS];
+    const int lane = threadIdx.x & 31;
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
+    /* warps dealt round the blocks (warp w of block b is b + w x blocks),
+       so that a few hundred clusters spread over every SM */
+    const int warp = blockIdx.x + (threadIdx.x >> 5) * gridDim.x, warps = threads >> 5;
+    unsigned *barrier = (unsigned *)(L.info + ELEC__LIST_BARRIER);
+    for (int p = thread; p < L.slots; p += threads) elec__list_check_slot(L, xyzq, p);
+    if (thread == 0) L.info[ELEC__LIST_NEXT_TILE] = 0; /* for the pair kernel after */
+    elec__grid_barrier(barrier);
+    if (!*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
+    for (int i = thread; i < n; i += threads) elec__list_count_atom(L, xyzq, i);
+    elec__grid_barrier(barrier);
+    for (int tile = blockIdx.x; tile < L.tile_count; tile += gridDim.x)
+        elec__list_tile_cells(L, tile, v);
+    elec__grid_barrier(barrier);
+    if (blockIdx.x == 0) elec__list_scan_block(L.tile_total, L.tile_start, L.tile_count, v);
+    elec__grid_barrier(barrier);
+    for (int i = thread; i < n; i += threads) elec__list_scatter_atom(L, xyzq, i);
+    elec__grid_barrier(barrier);
+    const int used = L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER;
+    for (int c = warp; c < used; c += warps) elec__list_cluster_bounds(L, c, lane);
+    elec__grid_barrier(barrier);
+    for (int c = warp; c < L.clusters; c += warps)
+        elec__list_search_cluster<0>(L, c, lane, excl_start, excl_list, n);
+    elec__grid_barrier(barrier);
+    if (blockIdx.x == 0) elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
+    elec__grid_barrier(barrier);
+    for (int c = warp; c < L.clusters; c += warps)
+        elec__list_search_cluster<1>(L, c, lane, excl_start, excl_list, n);
 }
 
 /* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
@@ -4541,112 +4599,203 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
     return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
 }
 
-/* The evaluation: a fixed grid of warps, each on a contiguous run of the
-   list's tiles (their number is known only on the device).  For i atom
-   (lane l of cluster ci) and j atom (entry k: slot, image s):
-   d = r_i - (r_j + s); pairs within the cutoff and not skipped (marked
-   tiles: elec__list_tile_skip) add F_i += q_i q_j f d, F_j -= the same,
-   phi_i += q_j g, phi_j += q_i g.  acc (zeroed by the check) gets both
-   atoms' sums by atomics: i's once per run of tiles of one i cluster, j's
-   once per tile.  Excluded pairs are corrected by
-   elec__k_spme_real_finish. */
+/* The evaluation: a grid of resident warps (elec__list_pair_grid).  Each
+   takes first a contiguous run of the list's tiles (together three
+   quarters of them, the runs even to a tile), then the rest one tile at a
+   time from a counter, as it comes free: tiles differ in cost (how many of
+   their pairs are within the cutoff), and with fixed runs alone the SMs
+   stood idle a sixth of the kernel (Nsight Compute, H100, DHFR-size;
+   runs even to a step did no better).  For i atom (lane l of cluster ci)
+   and j atom (entry k: slot, image s): d = r_i - (r_j + s); pairs within
+   the cutoff and not skipped (marked tiles: elec__list_tile_skip) add
+   F_i += q_i q_j f d, F_j -= the same, phi_i += q_j g, phi_j += q_i g.
+   acc (zeroed by the check) gets both atoms' sums by atomics: i's once
+   per run of tiles of one i cluster, j's once per tile.  Excluded pairs
+   are corrected by elec__k_spme_real_finish.
+
+   The tile's 32 j atoms pass round the warp, lane l meeting entry
+   (l + k) mod 32 at step k.  Their positions are read from the warp's
+   slab of shared memory, written twice over so that step k of lane l is
+   entry l + k without a wrap (one LDS.128 at a constant offset); their
+   force and potential sums travel with them in four shuffles a step.
+   The skip mask turns with them (bit 0: this step's entry), and only
+   marked tiles test it (MARKED). */
+#define ELEC__LIST_PAIR_WARPS (ELEC__SPME_BLOCK / 32)
+
+/* One tile's 32 x 32 pairs, for one lane: slab is the lane's place in the
+   slab, skip its mask turned to entry lane.  i's sums go to *fi, the
+   caller's registers over its run; the j sums of the lane's own entry
+   come back in *fj (after 32 turns). */
+template <bool MARKED, class Pair>
+__device__ __forceinline__ void elec__list_tile(const float4 *slab, float4 a, unsigned skip,
+                                                const Pair &pair, float cutoff2, float4 *fi,
+                                                float4 *fj, int *coincident) {
+    float fjx = 0.0f, fjy = 0.0f, fjz = 0.0f, phij = 0.0f;
+    const int next = (threadIdx.x + 1) & 31;
+#pragma unroll 8
+    for (int k = 0; k < 32; k++) {
+        const float4 b = slab[k];
+        const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+        const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+        bool in = r2 < cutoff2;
+        if (MARKED) {
+            in = in && !(skip & 1u);
+            skip = __funnelshift_r(skip, skip, 1);
+        }
+        if (in) {
+            if (elec__spme_coincident(r2)) {
+                *coincident += 2;
+            } else {
+                float g, f;
+                pair(r2, &g, &f);
+                const float q = a.w * b.w * f;
+                fi->x = fmaf(q, dx, fi->x);
+                fi->y = fmaf(q, dy, fi->y);
+                fi->z = fmaf(q, dz, fi->z);
+                fi->w = fmaf(b.w, g, fi->w);
+                fjx = fmaf(-q, dx, fjx);
+                fjy = fmaf(-q, dy, fjy);
+                fjz = fmaf(-q, dz, fjz);
+                phij = fmaf(a.w, g, phij);
+            }
+        }
+        fjx = __shfl_sync(0xffffffffu, fjx, next);
+        fjy = __shfl_sync(0xffffffffu, fjy, next);
+        fjz = __shfl_sync(0xffffffffu, fjz, next);
+        phij = __shfl_sync(0xffffffffu, phij, next);
+    }
+    *fj = make_float4(fjx, fjy, fjz, phij);
+}
+
+/* Sums added to a slot's accumulator. */
+__device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
+    atomicAdd(&acc->x, v.x);
+    atomicAdd(&acc->y, v.y);
+    atomicAdd(&acc->z, v.z);
+    atomicAdd(&acc->w, v.w);
+}
+
+/* A warp's state over its tiles: the i cluster it holds and its sums. */
+typedef struct elec__list_warp {
+    int ci, eb, ee, coincident;
+    float4 a, fi;
+} elec__list_warp;
+
+/* Tile t for one lane of a warp: the i cluster taken up where it changes
+   (the last one's sums added out), the j atoms into the slab, the pairs,
+   the j sums added out. */
+template <class Pair>
+__device__ __forceinline__ void elec__list_do_tile(const elec__list &L, const Pair &pair,
+                                                   const int *excl_start, const int *excl_list,
+                                                   int n, float4 *slab, int t,
+                                                   elec__list_warp *w) {
+    const int lane = threadIdx.x & 31;
+    const int record = L.tile_i[t];
+    const int i_cluster = record & ((1 << 30) - 1);
+    if (i_cluster != w->ci) {
+        if (w->ci >= 0) elec__list_add(&L.acc[w->ci * ELEC__LIST_CLUSTER + lane], w->fi);
+        w->ci = i_cluster;
+        w->fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        w->a = L.pos[i_cluster * ELEC__LIST_CLUSTER + lane];
+        int atom = L.order[i_cluster * ELEC__LIST_CLUSTER + lane];
+        w->eb = atom >= 0 ? excl_start[atom] : 0;
+        w->ee = atom >= 0 ? excl_start[atom + 1] : 0;
+    }
+    const unsigned entry = L.entries[t * ELEC__LIST_CLUSTER + lane];
+    const int js = (int)(entry >> 5);
+    float4 b;
+    if (entry != ELEC__LIST_NONE) {
+        float3 s = elec__list_image((int)(entry & 31u), L.length);
+        b = L.pos[js];
+        b.x += s.x;
+        b.y += s.y;
+        b.z += s.z;
+    } else {
+        b = elec__list_far(L.slots + lane);
+    }
+    __syncwarp(); /* the last tile's reads of the slab are done */
+    slab[lane] = b;
+    slab[lane + ELEC__LIST_CLUSTER] = b;
+    __syncwarp();
+    float4 fj;
+    if (record >> 30) {
+        const unsigned skip = elec__list_tile_skip(entry, w->ci, lane, w->eb, w->ee, excl_list,
+                                                   L.slot_of, n);
+        /* lane l meets entry l + k at step k: bit k of its turned mask */
+        elec__list_tile<true>(slab + lane, w->a, __funnelshift_r(skip, skip, lane), pair,
+                              L.cutoff2, &w->fi, &fj, &w->coincident);
+    } else {
+        elec__list_tile<false>(slab + lane, w->a, 0u, pair, L.cutoff2, &w->fi, &fj,
+                               &w->coincident);
+    }
+    if (entry != ELEC__LIST_NONE) elec__list_add(&L.acc[js], fj);
+}
+
 template <class Pair>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *excl_list,
                    int n, double *coincident_sum) {
-    const int lane = threadIdx.x & 31, next = (lane + 1) & 31;
-    const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const int warps = gridDim.x * (blockDim.x >> 5);
+    __shared__ float4 slabs[ELEC__LIST_PAIR_WARPS][2 * ELEC__LIST_CLUSTER];
+    const int lane = threadIdx.x & 31;
+    float4 *slab = slabs[threadIdx.x >> 5];
+    const long long warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long warps = gridDim.x * (blockDim.x >> 5);
     const int entries = L.entry_start[L.clusters];
     /* an overflowed list is not evaluated (elec_cuda_spme_energy says so) */
     const int total = entries <= L.entry_room ? entries / ELEC__LIST_CLUSTER : 0;
-    const int per = (total + warps - 1) / warps;
-    const int end = min(warp * per + per, total);
-    int ci = -1, eb = 0, ee = 0, coincident = 0;
-    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float fix = 0.0f, fiy = 0.0f, fiz = 0.0f, phii = 0.0f;
-    for (int t = warp * per; t < end; t++) {
-        const int record = L.tile_i[t];
-        const int i_cluster = record & ((1 << 30) - 1);
-        if (i_cluster != ci) {
-            if (ci >= 0) {
-                float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
-                atomicAdd(to, fix);
-                atomicAdd(to + 1, fiy);
-                atomicAdd(to + 2, fiz);
-                atomicAdd(to + 3, phii);
-            }
-            ci = i_cluster;
-            fix = fiy = fiz = phii = 0.0f;
-            a = L.pos[ci * ELEC__LIST_CLUSTER + lane];
-            int atom = L.order[ci * ELEC__LIST_CLUSTER + lane];
-            eb = atom >= 0 ? excl_start[atom] : 0;
-            ee = atom >= 0 ? excl_start[atom + 1] : 0;
-        }
-        const unsigned entry = L.entries[t * ELEC__LIST_CLUSTER + lane];
-        const int js = (int)(entry >> 5);
-        float4 b;
-        if (entry != ELEC__LIST_NONE) {
-            float3 s = elec__list_image((int)(entry & 31u), L.length);
-            b = L.pos[js];
-            b.x += s.x;
-            b.y += s.y;
-            b.z += s.z;
-        } else {
-            b = elec__list_far(L.slots + lane);
-        }
-        const unsigned skip = (record >> 30) ? elec__list_tile_skip(entry, ci, lane, eb, ee,
-                                                                    excl_list, L.slot_of, n)
-                                             : 0u;
-        float fjx = 0.0f, fjy = 0.0f, fjz = 0.0f, phij = 0.0f;
-#pragma unroll 4
-        for (int k = 0; k < 32; k++) {
-            /* lane l holds the j atom of entry (l + k) mod 32 */
-            const int jl = (lane + k) & 31;
-            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-            float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            if (r2 < L.cutoff2 && !((skip >> jl) & 1u)) {
-                if (elec__spme_coincident(r2)) {
-                    coincident += 2;
-                } else {
-                    float g, f;
-                    pair(r2, &g, &f);
-                    float q = a.w * b.w * f;
-                    fix = fmaf(q, dx, fix);
-                    fiy = fmaf(q, dy, fiy);
-                    fiz = fmaf(q, dz, fiz);
-                    fjx = fmaf(-q, dx, fjx);
-                    fjy = fmaf(-q, dy, fjy);
-                    fjz = fmaf(-q, dz, fjz);
-                    phii = fmaf(b.w, g, phii);
-                    phij = fmaf(a.w, g, phij);
-                }
-            }
-            b.x = __shfl_sync(0xffffffffu, b.x, next);
-            b.y = __shfl_sync(0xffffffffu, b.y, next);
-            b.z = __shfl_sync(0xffffffffu, b.z, next);
-            b.w = __shfl_sync(0xffffffffu, b.w, next);
-            fjx = __shfl_sync(0xffffffffu, fjx, next);
-            fjy = __shfl_sync(0xffffffffu, fjy, next);
-            fjz = __shfl_sync(0xffffffffu, fjz, next);
-            phij = __shfl_sync(0xffffffffu, phij, next);
-        }
-        if (entry != ELEC__LIST_NONE) {
-            float *to = &L.acc[js].x;
-            atomicAdd(to, fjx);
-            atomicAdd(to + 1, fjy);
-            atomicAdd(to + 2, fjz);
-            atomicAdd(to + 3, phij);
-        }
+    const long long fixed = 3 * (long long)total / 4;
+    elec__list_warp w;
+    w.ci = -1;
+    w.eb = w.ee = w.coincident = 0;
+    w.a = w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int t = (int)(fixed * warp / warps); t < (int)(fixed * (warp + 1) / warps); t++)
+        elec__list_do_tile(L, pair, excl_start, excl_list, n, slab, t, &w);
+    for (;;) {
+        int t = 0;
+        if (lane == 0) t = (int)fixed + atomicAdd(L.info + ELEC__LIST_NEXT_TILE, 1);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        if (t >= total) break;
+        elec__list_do_tile(L, pair, excl_start, excl_list, n, slab, t, &w);
     }
-    if (ci >= 0) {
-        float *to = &L.acc[ci * ELEC__LIST_CLUSTER + lane].x;
-        atomicAdd(to, fix);
-        atomicAdd(to + 1, fiy);
-        atomicAdd(to + 2, fiz);
-        atomicAdd(to + 3, phii);
-    }
-    if (coincident) atomicAdd(coincident_sum, (double)coincident);
+    if (w.ci >= 0) elec__list_add(&L.acc[w.ci * ELEC__LIST_CLUSTER + lane], w.fi);
+    if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
+}
+
+/* The pair kernel's grid for a pair function: as many blocks as the
+   device keeps resident at once.  One wave: with a fixed 8 blocks an SM
+   the kernel ran in 1.33 waves, its SMs idle a fifth of the time (Nsight
+   Compute, H100, DHFR-size). */
+template <class Pair>
+static elec_status elec__list_pair_grid(int sm_count, int *blocks, elec_error *err) {
+    elec_status status = ELEC_OK;
+    int per_sm = 0;
+    ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, elec__k_list_pairs<Pair>, ELEC__SPME_BLOCK, 0));
+    *blocks = (per_sm > 0 ? per_sm : 1) * sm_count;
+cleanup:
+    return status;
+}
+
+/* The update kernel's cooperative grid: as many blocks as can be
+   resident at once (0 where the device has no cooperative launch). */
+static elec_status elec__list_update_grid(int device, int sm_count, int *blocks,
+                                          elec_error *err) {
+    elec_status status = ELEC_OK;
+    int cooperative = 0, per_sm = 0;
+    *blocks = 0;
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+    if (!cooperative)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "this GPU has no cooperative launch, which the real-space "
+                          "neighbour list's update needs");
+    ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, elec__k_list_update, ELEC__LIST_UPDATE_THREADS, 0));
+    if (per_sm < 1)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the neighbour list's update kernel cannot be resident on this GPU");
+    *blocks = per_sm * sm_count;
+cleanup:
+    return status;
 }
 
 /* The build's last step, by one thread of the kernel after the pairs: the
@@ -4784,6 +4933,8 @@ struct elec_cuda_spme_handle {
     elec_box box;
     size_t max_atoms;
     int sm_count;
+    int pair_blocks;         /* the pair kernel's grid (resident blocks)  */
+    int update_blocks;       /* the list update's cooperative grid        */
     elec__spme_geometry g;
     int grid_points;         /* Kx Ky Kz                                  */
     int spectrum_points;     /* Kz Ky (Kx/2 + 1)                          */
@@ -5070,6 +5221,12 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
                                           cudaDevAttrMultiProcessorCount,
                                           h->device));
+    if ((status = elec__list_pair_grid<elec__pair_erfc>(h->sm_count, &h->pair_blocks, err)) !=
+        ELEC_OK)
+        goto cleanup;
+    if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
+        ELEC_OK)
+        goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
@@ -5261,58 +5418,44 @@ cleanup:
     }
 
 /* The neighbour list brought up to date on one stream, for the atoms of
-   this compute (indexed as the exclusions are): the check, then the build
-   chain, which does nothing unless the check (or a new n, or
-   elec_cuda_spme_rebuild) raised the flag; the kernel after the pairs
-   lowers it (elec__list_done).  *list_n: the atoms of the last build
-   request; another n raises the flag here. */
+   this compute (indexed as the exclusions are): one cooperative launch of
+   elec__k_list_update on a grid from elec__list_update_grid, which checks
+   and builds only where the check (or a new n, or elec_cuda_spme_rebuild)
+   raised the flag; the kernel after the pairs lowers it
+   (elec__list_done).  *list_n: the atoms of the last build request;
+   another n raises the flag here. */
 static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4 *xyzq,
                                      int n, const int *excl_start, const int *excl_list,
-                                     int sm_count, cudaStream_t stream, elec_error *err) {
+                                     int blocks, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
-    const int block = ELEC__SPME_BLOCK, warps_per_block = ELEC__SPME_BLOCK / 32;
-    const unsigned atom_blocks = (unsigned)((n + block - 1) / block);
-    const unsigned slot_blocks = (unsigned)((L->slots + block - 1) / block);
-    (void)sm_count;
-    const unsigned cluster_blocks = (unsigned)((L->clusters + warps_per_block - 1) /
-                                               warps_per_block);
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute cooperative[1] = {};
     if ((size_t)n != *list_n) {
         ELEC__CUDA_TRY(cudaMemsetAsync(L->info + ELEC__LIST_BUILD, 1, sizeof(int), stream));
         *list_n = (size_t)n;
     }
-    elec__k_list_check<<<slot_blocks, block, 0, stream>>>(*L, xyzq);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_count<<<atom_blocks, block, 0, stream>>>(*L, xyzq, n);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_tiles<<<L->tile_count, ELEC__LIST_TILE_CELLS, 0, stream>>>(*L);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
-        L->info, L->tile_total, L->tile_start, L->tile_count, INT_MAX);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_scatter<<<atom_blocks, block, 0, stream>>>(*L, xyzq, n);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_bounds<<<cluster_blocks, block, 0, stream>>>(*L);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_search<0><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
-        L->info, L->entry_count, L->entry_start, L->clusters, INT_MAX);
-    ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_list_search<1><<<cluster_blocks, block, 0, stream>>>(*L, excl_start, excl_list, n);
-    ELEC__CUDA_TRY(cudaGetLastError());
+    config.gridDim = dim3((unsigned)blocks);
+    config.blockDim = dim3(ELEC__LIST_UPDATE_THREADS);
+    config.stream = stream;
+    cooperative[0].id = cudaLaunchAttributeCooperative;
+    cooperative[0].val.cooperative = 1;
+    config.attrs = cooperative;
+    config.numAttrs = 1;
+    ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update, *L, xyzq, n, excl_start,
+                                      excl_list));
 cleanup:
     return status;
 }
 
-/* The list's pairs evaluated with a pair function into L->acc: a fixed
-   grid of 8 blocks of 8 warps per SM.  coincident_sum: where the count of
-   coincident pairs (2 per pair) is added. */
+/* The list's pairs evaluated with a pair function into L->acc, on a grid
+   of blocks from elec__list_pair_grid.  coincident_sum: where the count
+   of coincident pairs (2 per pair) is added. */
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,
                                        const int *excl_list, int n, double *coincident_sum,
-                                       int sm_count, cudaStream_t stream, elec_error *err) {
+                                       int blocks, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
-    elec__k_list_pairs<Pair><<<8 * sm_count, ELEC__SPME_BLOCK, 0, stream>>>(
+    elec__k_list_pairs<Pair><<<blocks, ELEC__SPME_BLOCK, 0, stream>>>(
         *L, pair, excl_start, excl_list, n, coincident_sum);
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
@@ -5334,11 +5477,12 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
     pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
     pair.gauss = gauss;
     status = elec__list_update(&h->list, &h->list_n, xyzq, n, h->excl_start, h->excl_list,
-                               h->sm_count, stream, err);
+                               h->update_blocks, stream, err);
     if (status != ELEC_OK) goto cleanup;
     if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
-                                 h->sums + ELEC__SPME_SUM_COINCIDENT, h->sm_count, stream, err);
+                                 h->sums + ELEC__SPME_SUM_COINCIDENT, h->pair_blocks, stream,
+                                 err);
     if (status != ELEC_OK) goto cleanup;
     elec__k_spme_real_finish<<<(unsigned)((h->list.slots + block - 1) / block), block, 0,
                                stream>>>(h->list, xyzq, n, h->g, h->excl_start, h->excl_list,
@@ -5806,23 +5950,12 @@ elec__k_pmsm_cells_count(const float4 *xyzq, int n, elec__spme_geometry g,
 }
 
 /* Step 2: exclusive prefix sum of the counts into start[0 .. cells] in one
-   block: each thread sums a contiguous run, the block scans the run sums
-   (elec__block_scan), each thread writes its run's starts. */
-__global__ void __launch_bounds__(ELEC__SPME_SCAN_THREADS)
+   block (elec__list_scan_block). */
+#define ELEC__PMSM_SCAN_THREADS 1024
+__global__ void __launch_bounds__(ELEC__PMSM_SCAN_THREADS)
 elec__k_pmsm_cells_scan(const int *count, int *start, int cells) {
-    __shared__ int run_sums[ELEC__SPME_SCAN_THREADS];
-    const int t = threadIdx.x;
-    int per = (cells + ELEC__SPME_SCAN_THREADS - 1) / ELEC__SPME_SCAN_THREADS;
-    int first = min(t * per, cells), last = min(first + per, cells), s = 0;
-    for (int i = first; i < last; i++) s += count[i];
-    run_sums[t] = s;
-    elec__block_scan(run_sums, t, ELEC__SPME_SCAN_THREADS);
-    s = t > 0 ? run_sums[t - 1] : 0;
-    for (int i = first; i < last; i++) {
-        start[i] = s;
-        s += count[i];
-    }
-    if (t == ELEC__SPME_SCAN_THREADS - 1) start[cells] = run_sums[t];
+    __shared__ int run_sums[ELEC__PMSM_SCAN_THREADS];
+    elec__list_scan_block(count, start, cells, run_sums);
 }
 
 /* Step 3: atoms in cell order, wrapped, with their original index. */
@@ -6307,7 +6440,7 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
     elec__k_pmsm_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
         xyzq, n, h->g, h->cells, h->cell_counts, h->atom_cell, h->atom_slot);
     ELEC__CUDA_TRY(cudaGetLastError());
-    elec__k_pmsm_cells_scan<<<1, ELEC__SPME_SCAN_THREADS, 0, stream>>>(
+    elec__k_pmsm_cells_scan<<<1, ELEC__PMSM_SCAN_THREADS, 0, stream>>>(
         h->cell_counts, h->cell_start, h->cell_count);
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_pmsm_cells_scatter<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
@@ -7631,30 +7764,9 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
     __syncthreads(); /* the shared memory is the next tile's */
 }
 
-/* A grid-wide barrier for a cooperative launch (every block resident):
-   arrivals counted on one word, the last to arrive clears it and bumps
-   the generation the others wait on; fences on either side. */
+/* TILE_FUSED's grid barrier (elec__grid_barrier) on its status words. */
 __device__ __forceinline__ void elec__chargemap_grid_barrier(int *status) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned *count = (unsigned *)(status + ELEC__CM_BARRIER);
-        unsigned *generation = count + 1;
-        unsigned seen, now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(generation) : "memory");
-        __threadfence();
-        if (atomicAdd(count, 1u) == gridDim.x - 1) {
-            atomicExch(count, 0u);
-            __threadfence();
-            atomicAdd(generation, 1u);
-        } else {
-            do {
-                __nanosleep(32);
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(generation) : "memory");
-            } while (now == seen);
-        }
-        __threadfence();
-    }
-    __syncthreads();
+    elec__grid_barrier((unsigned *)(status + ELEC__CM_BARRIER));
 }
 
 /* The outside count of this call handed to finish (a block after every
