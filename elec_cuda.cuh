@@ -4180,8 +4180,8 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
    giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
    g(r) of the potential between unit charges and f = -g'(r) / r: the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
-   to F_i.  SPME's is elec__pair_erfc; MSM's short range plugs in the same
-   way (elec__list_pairs<its functor>). */
+   to F_i.  SPME's is elec__pair_erfc; periodic MSM's short range is
+   elec__pair_msm. */
 
 #define ELEC__LIST_CLUSTER 32
 #define ELEC__LIST_TILE 8          /* cells per tile edge (3 bits of Z order) */
@@ -5046,11 +5046,70 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
    at an offset aligned to 256 bytes, in this order; with base NULL their
    block's size is only counted.  Returns the size. */
 #define ELEC__SPME_ALIGN 256
+
+/* A neighbour list's device buffers (for up to atoms atoms) placed from
+   offset at of base, the same way; returns the offset past them. */
+static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t at) {
+    const size_t tiles = (size_t)L->tile_count, cells = tiles * ELEC__LIST_TILE_CELLS;
+    const size_t slots = (size_t)L->slots, clusters = (size_t)L->clusters;
+    const size_t entries = (size_t)L->entry_room;
+#define ELEC__LIST_PLACE(field, type, count)                                 \
+    do {                                                                     \
+        if (base) L->field = (type *)(base + at);                            \
+        at += ((count) * sizeof(type) + ELEC__SPME_ALIGN - 1) / ELEC__SPME_ALIGN * \
+              ELEC__SPME_ALIGN;                                              \
+    } while (0)
+    ELEC__LIST_PLACE(info, int, ELEC__LIST_INFO);
+    ELEC__LIST_PLACE(cell_count, int, cells);
+    ELEC__LIST_PLACE(cell_start, int, cells);
+    ELEC__LIST_PLACE(tile_total, int, tiles);
+    ELEC__LIST_PLACE(tile_start, int, tiles + 1);
+    ELEC__LIST_PLACE(atom_key, int, atoms);
+    ELEC__LIST_PLACE(atom_slot, int, atoms);
+    ELEC__LIST_PLACE(order, int, slots);
+    ELEC__LIST_PLACE(slot_of, int, atoms);
+    ELEC__LIST_PLACE(shift, float4, slots);
+    ELEC__LIST_PLACE(ref, float4, slots);
+    ELEC__LIST_PLACE(pos, float4, slots);
+    ELEC__LIST_PLACE(acc, float4, slots);
+    ELEC__LIST_PLACE(cluster_tile, int, clusters);
+    ELEC__LIST_PLACE(box_centre, float4, clusters);
+    ELEC__LIST_PLACE(box_half, float4, clusters);
+    ELEC__LIST_PLACE(tile_atoms, int, tiles);
+    ELEC__LIST_PLACE(entry_count, int, clusters);
+    ELEC__LIST_PLACE(entry_start, int, clusters + 1);
+    ELEC__LIST_PLACE(entries, unsigned, entries);
+    ELEC__LIST_PLACE(tile_i, int, entries / ELEC__LIST_CLUSTER);
+#undef ELEC__LIST_PLACE
+    return at;
+}
+
+/* A placed list made ready for its first compute, synchronously: the
+   device words zeroed but the build flag (up: the first compute builds),
+   the cell counters zeroed (the build zeroes them after). */
+static elec_status elec__list_reset(const elec__list *L, elec_error *err) {
+    elec_status status = ELEC_OK;
+    int info[ELEC__LIST_INFO] = {0};
+    info[ELEC__LIST_BUILD] = 1;
+    ELEC__CUDA_TRY(cudaMemcpy(L->info, info, sizeof info, cudaMemcpyHostToDevice));
+    ELEC__CUDA_TRY(cudaMemset(L->cell_count, 0,
+                              (size_t)L->tile_count * ELEC__LIST_TILE_CELLS * sizeof(int)));
+cleanup:
+    return status;
+}
+
+/* ELEC_ERR_UNSUPPORTED, by name, where a list's device words (info, as
+   downloaded) say its build overflowed its room. */
+static elec_status elec__list_overflow_check(const int *info, elec_error *err) {
+    if (!info[ELEC__LIST_OVERFLOW]) return ELEC_OK;
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "the real-space neighbour list overflowed (atoms far denser "
+                      "somewhere than at create): make a handle for these positions");
+}
+
 static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
     const size_t atoms = h->max_atoms, grid = (size_t)h->grid_points;
     const size_t spectrum = (size_t)h->spectrum_points;
-    const size_t tiles = (size_t)h->list.tile_count, cells = tiles * ELEC__LIST_TILE_CELLS;
-    const size_t slots = (size_t)h->list.slots, clusters = (size_t)h->list.clusters;
     size_t at = 0;
 #define ELEC__SPME_PLACE(field, type, count)                                 \
     do {                                                                     \
@@ -5072,27 +5131,7 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
         ELEC__SPME_PLACE(overflow_atoms, int, atoms);
         ELEC__SPME_PLACE(weights, float, atoms * 3 * h->p.order);
     }
-    ELEC__SPME_PLACE(list.info, int, ELEC__LIST_INFO);
-    ELEC__SPME_PLACE(list.cell_count, int, cells);
-    ELEC__SPME_PLACE(list.cell_start, int, cells);
-    ELEC__SPME_PLACE(list.tile_total, int, tiles);
-    ELEC__SPME_PLACE(list.tile_start, int, tiles + 1);
-    ELEC__SPME_PLACE(list.atom_key, int, atoms);
-    ELEC__SPME_PLACE(list.atom_slot, int, atoms);
-    ELEC__SPME_PLACE(list.order, int, slots);
-    ELEC__SPME_PLACE(list.slot_of, int, atoms);
-    ELEC__SPME_PLACE(list.shift, float4, slots);
-    ELEC__SPME_PLACE(list.ref, float4, slots);
-    ELEC__SPME_PLACE(list.pos, float4, slots);
-    ELEC__SPME_PLACE(list.acc, float4, slots);
-    ELEC__SPME_PLACE(list.cluster_tile, int, clusters);
-    ELEC__SPME_PLACE(list.box_centre, float4, clusters);
-    ELEC__SPME_PLACE(list.box_half, float4, clusters);
-    ELEC__SPME_PLACE(list.tile_atoms, int, tiles);
-    ELEC__SPME_PLACE(list.entry_count, int, clusters);
-    ELEC__SPME_PLACE(list.entry_start, int, clusters + 1);
-    ELEC__SPME_PLACE(list.entries, unsigned, (size_t)h->list.entry_room);
-    ELEC__SPME_PLACE(list.tile_i, int, (size_t)h->list.entry_room / ELEC__LIST_CLUSTER);
+    at = elec__list_layout(&h->list, atoms, base, at);
     ELEC__SPME_PLACE(fft_work, char, h->fft_work_bytes);
 #undef ELEC__SPME_PLACE
     return at;
@@ -5300,13 +5339,7 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__SPME_SUMS * sizeof(double)));
-    {
-        int info[ELEC__LIST_INFO] = {0};
-        info[ELEC__LIST_BUILD] = 1; /* the first compute builds the list */
-        ELEC__CUDA_TRY(cudaMemcpy(h->list.info, info, sizeof info, cudaMemcpyHostToDevice));
-        ELEC__CUDA_TRY(cudaMemset(h->list.cell_count, 0, (size_t)h->list.tile_count *
-                                                           ELEC__LIST_TILE_CELLS * sizeof(int)));
-    }
+    if ((status = elec__list_reset(&h->list, err)) != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(elec__cuda_setup_landed());
 cleanup:
     ELEC_FREE(host_theta);
@@ -5725,12 +5758,7 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info,
                                    cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
-    if (info[ELEC__LIST_OVERFLOW]) {
-        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                            "the real-space neighbour list overflowed (atoms far denser "
-                            "somewhere than at create): make a handle for these positions");
-        goto cleanup;
-    }
+    if ((status = elec__list_overflow_check(info, err)) != ELEC_OK) goto cleanup;
     if (sums[ELEC__SPME_SUM_COINCIDENT] > 0.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "%.0f pair(s) of atoms closer than %g A and not excluded: "
@@ -5879,7 +5907,11 @@ cleanup:
    top's constant are the CPU's very functions), every stage on the
    device, in float with energies summed in double, behind a handle with
    the SPME handle's shape.  One compute, all on the caller's stream:
-     short range      cell list of the wrapped atoms (count, scan and
+     short range      where cutoff + 1.5 A is within half the box
+                      (elec__pmsm_list_fits), SPME's neighbour list with
+                      MSM's pair function (elec__pair_msm), kept across
+                      computes and rebuilt on the device when due; else
+                      a cell list of the wrapped atoms (count, scan and
                       scatter kernels below), then one thread per atom over
                       the cells within the cutoff, each neighbour cell
                       offset past the box edge an image (every (atom,
@@ -5899,16 +5931,12 @@ cleanup:
                       1/2 sum q_i phi_i summed in double
    The top (all axes down to one point) is the constant C_L of the
    zero-mean convention: C_L Q^2 / 2, added by elec_cuda_msm_periodic_energy
-   on the host from the compute's total charge.  The short range is a
-   kernel of its own, kept small: the SPME handle's neighbour-list engine
-   is to take it (MSM's pair function in place of erfc). */
+   on the host from the compute's total charge. */
 
-/* ---- >>msm periodic MSM: the short range's cell list.  SPME's real space
-   moved to the neighbour list (>>spme); the periodic MSM handle keeps this
-   plain cell list until its short range joins that engine (the list's
-   pair function is a template parameter for that): n cells per axis, each
-   at least cutoff / reach long, atoms wrapped into the box and sorted by
-   cell (count, scan, scatter). */
+/* ---- >>msm periodic MSM: the short range's cell list, for boxes shorter
+   than twice cutoff + skin (elec__pmsm_list_fits; longer ones take the
+   neighbour list): n cells per axis, each at least cutoff / reach long,
+   atoms wrapped into the box and sorted by cell (count, scan, scatter). */
 typedef struct elec__pmsm_cells {
     int3 n;
     float3 per_length;     /* n / L */
@@ -6111,6 +6139,73 @@ __device__ __forceinline__ float elec__pmsm_smooth(const elec__pmsm_short_args &
     return g;
 }
 
+/* The excluded partners' smooth parts g_0(r) (nearest image) taken back
+   out of atom a's sums (the pair sums leave the partners out, but the
+   lattices carry their smooth parts): returns (sum q_j g_0'(r) d / r,
+   -sum q_j g_0), to be added to (F_i / q_i, phi_i). */
+__device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
+    float4 a, const float4 *xyzq, int n, const int *excl_list, int eb, int ee,
+    const elec__spme_geometry &g, const elec__pmsm_short_args &s) {
+    float4 out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int e = eb; e < ee; e++) {
+        const int j = excl_list[e];
+        if (j >= n) continue; /* a partner past this compute's n atoms */
+        const float4 b = xyzq[j];
+        float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+        dx -= g.length.x * rintf(dx * g.inv_length.x);
+        dy -= g.length.y * rintf(dy * g.inv_length.y);
+        dz -= g.length.z * rintf(dz * g.inv_length.z);
+        const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+        float smooth, f;
+        if (r2 < s.cutoff2) { /* g_0 = G(t), grad g_0 = 2 G'(t) d / a^2 */
+            float slope;
+            smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f), &slope);
+            f = 2.0f * slope * s.inv_cutoff2;
+        } else { /* g_0 = 1/r */
+            const float rinv = rsqrtf(r2);
+            smooth = rinv;
+            f = -rinv * rinv * rinv;
+        }
+        out.w -= b.w * smooth;
+        out.x = fmaf(b.w * f, dx, out.x);
+        out.y = fmaf(b.w * f, dy, out.y);
+        out.z = fmaf(b.w * f, dz, out.z);
+    }
+    return out;
+}
+
+/* The short range on the neighbour list (>>spme): MSM's pair function,
+   g = 1/r - G(t), f = -g'(r)/r = 1/r^3 + 2 G'(t) / a^2, t = r^2/a^2 - 1. */
+struct elec__pair_msm {
+    elec__pmsm_short_args s;
+    __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
+        const float rinv = elec_rsqrt_sfu(r2);
+        float slope;
+        const float smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f), &slope);
+        *g = rinv - smooth;
+        *f = fmaf(2.0f * slope, s.inv_cutoff2, rinv * rinv * rinv);
+    }
+};
+
+/* After the list's pairs, one thread per slot: the atom's pair sums from
+   acc with its excluded partners' smooth parts taken out, written by
+   original index as elec__k_pmsm_short writes them (out[i] = (q_i F,
+   phi)); slot 0 lowers the build flag (elec__list_done). */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_short_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geometry g,
+                          const int *excl_start, const int *excl_list,
+                          elec__pmsm_short_args s, float4 *out) {
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = p < L.tile_start[L.tile_count] ? L.order[p] : -1;
+    if (p == 0) elec__list_done(L);
+    if (i < 0) return;
+    const float4 acc = L.acc[p], a = xyzq[i];
+    const float4 excluded = elec__pmsm_excluded_smooth(a, xyzq, n, excl_list, excl_start[i],
+                                                       excl_start[i + 1], g, s);
+    out[i] = make_float4(fmaf(a.w, excluded.x, acc.x), fmaf(a.w, excluded.y, acc.y),
+                         fmaf(a.w, excluded.z, acc.z), acc.w + excluded.w);
+}
+
 /* One thread per atom in cell order: over the cells home + offset,
    |offset| <= reach, a cell past the box edge being an image shifted by a
    box length.  phi_i += q_j (1/r - G), F_i / q_i += q_j (1/r^3 + 2 G'(t)/a^2) d
@@ -6175,31 +6270,9 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
                         fz = fmaf(f, dz, fz);
                     }
                 }
-        for (int e = eb; e < ee; e++) {
-            const int j = excl_list[e];
-            if (j >= n) continue; /* a partner past this compute's n atoms */
-            const float4 b = xyzq[j];
-            float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-            dx -= g.length.x * rintf(dx * g.inv_length.x);
-            dy -= g.length.y * rintf(dy * g.inv_length.y);
-            dz -= g.length.z * rintf(dz * g.inv_length.z);
-            const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-            float smooth, f;
-            if (r2 < s.cutoff2) { /* g_0 = G(t), grad g_0 = 2 G'(t) d / a^2 */
-                float slope;
-                smooth = elec__pmsm_smooth(s, fmaf(r2, s.inv_cutoff2, -1.0f), &slope);
-                f = 2.0f * slope * s.inv_cutoff2;
-            } else { /* g_0 = 1/r */
-                const float rinv = rsqrtf(r2);
-                smooth = rinv;
-                f = -rinv * rinv * rinv;
-            }
-            phi -= b.w * smooth;
-            fx = fmaf(b.w * f, dx, fx);
-            fy = fmaf(b.w * f, dy, fy);
-            fz = fmaf(b.w * f, dz, fz);
-        }
-        out[i] = make_float4(a.w * fx, a.w * fy, a.w * fz, phi);
+        float4 excluded = elec__pmsm_excluded_smooth(a, xyzq, n, excl_list, eb, ee, g, s);
+        out[i] = make_float4(a.w * (fx + excluded.x), a.w * (fy + excluded.y),
+                             a.w * (fz + excluded.z), phi + excluded.w);
     }
     if (__syncthreads_or(coincident != 0) && coincident)
         atomicAdd(sums + ELEC__PMSM_SUM_COINCIDENT, (double)coincident);
@@ -6271,7 +6344,80 @@ struct elec_cuda_msm_periodic_handle {
     int *excl_start, *excl_list;
     float4 *sorted, *short_range;
     double *sums;            /* ELEC__PMSM_SUMS raw sums                    */
+    /* the short range on SPME's neighbour list, where the box allows
+       (elec__pmsm_list_fits); else the cell list above */
+    int use_list;
+    elec__list list;
+    void *list_block;        /* the list's buffers                          */
+    size_t list_n;           /* atoms of the list's last build request      */
+    int pair_blocks, update_blocks;
 };
+
+/* The list's Verlet buffer for periodic MSM (SPME's default). */
+#define ELEC__PMSM_LIST_SKIN 1.5
+
+/* Whether the short range can run on the neighbour list: cutoff + skin
+   within half the shortest edge, so that only each pair's nearest image
+   is ever within the list's reach.  There the list's rules (an atom's own
+   images out of reach, an excluded pair skipped at whatever image the
+   list holds) are the cell kernel's (own images summed, exclusions at the
+   nearest image only); a longer cutoff takes the cell kernel. */
+static int elec__pmsm_list_fits(const elec_box *box, double cutoff) {
+    double shortest = box->length[0];
+    if (box->length[1] < shortest) shortest = box->length[1];
+    if (box->length[2] < shortest) shortest = box->length[2];
+    return cutoff + ELEC__PMSM_LIST_SKIN <= 0.5 * shortest;
+}
+
+/* The periodic handle's neighbour list: its shape, grids and buffers, made
+   ready for a first compute (which builds it). */
+static elec_status elec__pmsm_list_setup(elec_cuda_msm_periodic_handle *h, double cutoff,
+                                         elec_error *err) {
+    elec_status status = ELEC_OK;
+    int sm_count = 0;
+    size_t bytes;
+    status = elec__list_plan(&h->list, &h->box, h->max_atoms, cutoff, ELEC__PMSM_LIST_SKIN,
+                             err);
+    if (status != ELEC_OK) return status;
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount,
+                                          h->plan.device));
+    if ((status = elec__list_pair_grid<elec__pair_msm>(sm_count, &h->pair_blocks, err)) !=
+        ELEC_OK)
+        goto cleanup;
+    status = elec__list_update_grid(h->plan.device, sm_count, &h->update_blocks, err);
+    if (status != ELEC_OK) goto cleanup;
+    bytes = elec__list_layout(&h->list, h->max_atoms, NULL, 0);
+    ELEC__CUDA_TRY(elec__cuda_alloc(&h->list_block, bytes));
+    elec__list_layout(&h->list, h->max_atoms, (char *)h->list_block, 0);
+    if ((status = elec__list_reset(&h->list, err)) != ELEC_OK) goto cleanup;
+    h->list_n = h->max_atoms;
+    h->use_list = 1;
+cleanup:
+    return status;
+}
+
+/* The short range on the neighbour list: update (check, rebuild when due),
+   MSM's pairs, the finish into h->short_range. */
+static elec_status elec__pmsm_list_short(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
+                                         int n, cudaStream_t stream, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__pair_msm pair;
+    pair.s = h->s;
+    status = elec__list_update(&h->list, &h->list_n, xyzq, n, h->excl_start, h->excl_list,
+                               h->update_blocks, stream, err);
+    if (status != ELEC_OK) return status;
+    status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
+                                 h->sums + ELEC__PMSM_SUM_COINCIDENT, h->pair_blocks, stream,
+                                 err);
+    if (status != ELEC_OK) return status;
+    elec__k_pmsm_short_finish<<<(unsigned)((h->list.slots + ELEC__MSM_BLOCK - 1) /
+                                           ELEC__MSM_BLOCK),
+                                ELEC__MSM_BLOCK, 0, stream>>>(
+        h->list, xyzq, n, h->g, h->excl_start, h->excl_list, h->s, h->short_range);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
 
 /* The plan of a periodic hierarchy (elec__pmsm_shape_of) for resolved p on
    `device`: lattices and every level's folded stencil in one device block,
@@ -6435,6 +6581,10 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
     const unsigned atom_blocks = (unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK);
     ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double), stream));
     if (n == 0) goto cleanup;
+    if (h->use_list) {
+        if ((status = elec__pmsm_list_short(h, xyzq, n, stream, err)) != ELEC_OK) goto cleanup;
+        goto lattices;
+    }
     ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0, (size_t)h->cell_count * sizeof(int),
                                    stream));
     elec__k_pmsm_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
@@ -6450,6 +6600,7 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
         h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells, h->excl_start,
         h->excl_list, h->s, h->short_range, h->sums);
     ELEC__CUDA_TRY(cudaGetLastError());
+lattices:
     switch (elec_msm_support((int)h->plan.p.interpolation)) {
     case 2: status = elec__pmsm_device_stages<2>(&h->plan, xyzq, n, stream, err); break;
     case 3: status = elec__pmsm_device_stages<3>(&h->plan, xyzq, n, stream, err); break;
@@ -6474,6 +6625,7 @@ ELEC_DEF void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h) {
     cudaSetDevice(h->plan.device);
     cudaDeviceSynchronize(); /* computes in flight read the buffers */
     elec__cuda_free_sync(h->block);
+    elec__cuda_free_sync(h->list_block);
     elec__msm_device_free(&h->plan);
     (void)cudaGetLastError();
     cudaSetDevice(caller_device);
@@ -6594,6 +6746,9 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
+    if (elec__pmsm_list_fits(box, p.cutoff) &&
+        (status = elec__pmsm_list_setup(h, p.cutoff, err)) != ELEC_OK)
+        goto cleanup;
     ELEC__CUDA_TRY(elec__cuda_setup_landed());
     *out = h;
     h = NULL;
@@ -6643,13 +6798,18 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
                                                    elec_error *err) {
     elec_status status = ELEC_OK;
     double sums[ELEC__PMSM_SUMS];
+    int info[ELEC__LIST_INFO] = {0};
     int caller_device = 0;
     if (!h || !energy)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or energy is NULL");
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
     ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums, cudaMemcpyDeviceToHost, stream));
+    if (h->use_list)
+        ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info, cudaMemcpyDeviceToHost,
+                                       stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
+    if ((status = elec__list_overflow_check(info, err)) != ELEC_OK) goto cleanup;
     if (sums[ELEC__PMSM_SUM_COINCIDENT] > 0.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "%.0f pair(s) of atoms (or an atom and an image) closer than "

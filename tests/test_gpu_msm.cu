@@ -622,33 +622,40 @@ static elec_status pmsm_gpu(const test_system *s, const elec_box *box, const ele
    CPU alone, which is what an H100 showed before this change.  The energy
    is held relative to sum |q_i phi_i| / 2, the size of what is summed: E
    itself is a small difference of large terms for random charges. */
-static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_msm_params *p,
-                        const char *what) {
+static void pmsm_expect_cpu(const test_system *s, const elec_box *box,
+                            const elec_msm_params *p, double e_gpu, const double *f_gpu,
+                            const char *what) {
     const size_t n = s->count;
     test_system rounded = *s;
     double *xyz = (double *)malloc(3 * n * sizeof(double));
     for (size_t i = 0; i < 3 * n; i++) xyz[i] = (float)s->xyz[i];
     rounded.xyz = xyz;
     elec_atoms atoms = test_system_atoms(&rounded);
-    double *f_gpu = (double *)malloc(3 * n * sizeof(double));
     double *f_cpu = (double *)malloc(3 * n * sizeof(double));
     double *phi = (double *)malloc(n * sizeof(double));
-    double e_gpu = 0.0, e_cpu = 0.0, size = 0.0;
+    double e_cpu = 0.0, size = 0.0;
     elec_error err;
     EXPECT(elec_cpu_msm_periodic_energy(&atoms, box, p, &e_cpu, f_cpu, phi, &err) == ELEC_OK,
            "%s: CPU: %s", what, err.message);
-    EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s: GPU: %s", what,
-           err.message);
     for (size_t i = 0; i < n; i++) size += 0.5 * fabs(s->charge[i] * phi[i]);
     const double de = fabs(e_gpu - e_cpu) / size, df = rel_diff(f_gpu, f_cpu, 3 * n);
     printf("     %s: GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2), forces %.2e\n", what, e_gpu,
            e_cpu, de, df);
     EXPECT(de <= GPU_VS_CPU_TOLERANCE, "%s: energy %.3e", what, de);
     EXPECT(df <= GPU_VS_CPU_TOLERANCE, "%s: forces %.3e", what, df);
-    free(f_gpu);
     free(f_cpu);
     free(phi);
     free(xyz);
+}
+
+static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_msm_params *p,
+                        const char *what) {
+    double *f_gpu = (double *)malloc(3 * s->count * sizeof(double)), e_gpu = 0.0;
+    elec_error err;
+    EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s: GPU: %s", what,
+           err.message);
+    pmsm_expect_cpu(s, box, p, e_gpu, f_gpu, what);
+    free(f_gpu);
 }
 
 TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
@@ -749,10 +756,84 @@ TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
     test_system_free(&water);
 }
 
+TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
+    REQUIRE_GPU();
+    /* Water 1000 in its 31.1 A box: the default cutoff 12 A and the list's
+       1.5 A skin lie within half the box, so the short range runs on the
+       neighbour list (elec__pmsm_list_fits), with the excluded pairs.  One
+       handle, three sets of positions, each against the CPU's double
+       periodic MSM at the same positions (pmsm_vs_cpu's bounds): as built;
+       every atom moved up to 0.69 A from there (each axis within 0.4 A:
+       inside half the skin, the list is carried); up to 2.1 A (each axis
+       within 1.2 A: past it, the device rebuilds).  A carried list that
+       missed a pair now within the cutoff, or a rebuild that did not
+       happen, is off by far more than float rounding. */
+    const size_t n = 3000;
+    const double steps[3] = {0.0, 0.4, 1.2};
+    const char *names[3] = {"as built", "moved within half the skin (carried)",
+                            "moved past the skin (rebuilt)"};
+    test_system sys = test_system_water(1000, 97), moved = sys;
+    size_t *pairs = test_water_exclusions(1000);
+    elec_box box = test_box(sys.box[0], sys.box[1], sys.box[2]);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_msm_params p = {0};
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_error err;
+    test_rng rng = test_rng_seeded(98);
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *f = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
+    double *forces = (double *)malloc(3 * n * sizeof(double));
+    moved.xyz = (double *)malloc(3 * n * sizeof(double));
+    p.scale = ELEC_COULOMB;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 3000;
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
+           err.message);
+    if (h) {
+        elec_msm_params resolved;
+        EXPECT(elec_cuda_msm_periodic_params(h, &resolved, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(resolved.cutoff + 1.5 <= 0.5 * box.length[0] &&
+                   resolved.cutoff + 1.5 <= 0.5 * box.length[1] &&
+                   resolved.cutoff + 1.5 <= 0.5 * box.length[2],
+               "cutoff %g A: the %.1f A box is too short for the list", resolved.cutoff,
+               box.length[0]);
+    }
+    EXPECT(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
+               cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess,
+           "device buffers");
+    for (int k = 0; k < 3 && h; k++) {
+        double energy = 0.0;
+        for (size_t i = 0; i < 3 * n; i++)
+            moved.xyz[i] = sys.xyz[i] + steps[k] * (2.0 * test_uniform(&rng) - 1.0);
+        for (size_t i = 0; i < n; i++)
+            host[i] = make_float4((float)moved.xyz[3 * i], (float)moved.xyz[3 * i + 1],
+                                  (float)moved.xyz[3 * i + 2], (float)moved.charge[i]);
+        EXPECT(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==
+                   cudaSuccess, "upload");
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, 0, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_energy(h, &energy, 0, &err) == ELEC_OK,
+               "%s: %s", names[k], err.message);
+        EXPECT(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
+                   cudaSuccess, "forces back");
+        for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
+        pmsm_expect_cpu(&moved, &box, &p, energy, forces, names[k]);
+    }
+    elec_cuda_msm_periodic_destroy(h);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(f);
+    free(forces);
+    free(moved.xyz);
+    free(pairs);
+    test_system_free(&sys);
+}
+
 TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
     REQUIRE_GPU();
-    /* The cell list's slots come from atomics, so a pair sum's order (and
-       its float rounding) changes from run to run: not bit for bit.  Each
+    /* The list's slots and its sums come from atomics, so a pair sum's
+       order (and its float rounding) changes from run to run: not bit for
+       bit.  Each
        atom's force sums ~700 pair terms (12 A) whose magnitudes add to ~10
        times the force they leave (neutral molecules all round), so a new
        order moves it by about sqrt(700) 6e-8 10 = 1.6e-5 relative at most
@@ -855,17 +936,22 @@ TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
 TEST(periodic_gpu_msm_reports_coincident_atoms) {
     REQUIRE_GPU();
     /* Two atoms at one place, not excluded: infinite energy, reported by
-       the energy call as the CPU reports it. */
-    test_system s = test_system_random(200, 20.0, 97);
-    elec_box box = test_box(20.0, 20.0, 20.0);
-    elec_error err;
-    double e, *f = (double *)malloc(3 * s.count * sizeof(double));
-    for (int axis = 0; axis < 3; axis++) s.xyz[3 + axis] = s.xyz[axis];
-    EXPECT(pmsm_gpu(&s, &box, NULL, &e, f, &err) == ELEC_ERR_INVALID_ARG,
-           "coincident atoms were not reported");
-    printf("     %s\n", err.message);
-    free(f);
-    test_system_free(&s);
+       the energy call as the CPU reports it; in a 20 A box (the cell
+       kernel) and a 30 A one (the neighbour list: 12 + 1.5 A within half
+       of it). */
+    const double edges[2] = {20.0, 30.0};
+    for (int k = 0; k < 2; k++) {
+        test_system s = test_system_random(200, edges[k], 97);
+        elec_box box = test_box(edges[k], edges[k], edges[k]);
+        elec_error err;
+        double e, *f = (double *)malloc(3 * s.count * sizeof(double));
+        for (int axis = 0; axis < 3; axis++) s.xyz[3 + axis] = s.xyz[axis];
+        EXPECT(pmsm_gpu(&s, &box, NULL, &e, f, &err) == ELEC_ERR_INVALID_ARG,
+               "%g A: coincident atoms were not reported", edges[k]);
+        printf("     %g A: %s\n", edges[k], err.message);
+        free(f);
+        test_system_free(&s);
+    }
 }
 
 TEST(periodic_handle_refuses_bad_input_without_a_gpu) {
@@ -994,6 +1080,7 @@ int main(void) {
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
+    RUN(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt);
     RUN(periodic_gpu_msm_repeats_and_replays_from_a_graph);
     RUN(periodic_gpu_msm_reports_coincident_atoms);
     return gpu_test_summary();
