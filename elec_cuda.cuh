@@ -5921,12 +5921,12 @@ cleanup:
                       smooth part g_0(r) taken back out
      anterpolation    the charge map (Skeel's C1 basis of the
                       interpolation's order) on the periodic finest lattice
-     restriction      one thread per coarse point, fine indices wrapped
+     restriction      a few threads per coarse point, fine indices wrapped
      lattice cutoff   every level (no top sum): the circular convolution
                       with the level's folded stencil, by cuFFT with the
                       stencil's spectrum made at create (elec__pmsm_fft);
                       one thread per point where an axis has one point
-     prolongation     one thread per fine point, coarse indices wrapped
+     prolongation     a few threads per fine point, coarse indices wrapped
      at atoms         one thread per atom: potential and gradient
                       interpolated from the finest lattice, added to the
                       short range; forces written once, energy
@@ -6063,15 +6063,21 @@ __device__ __forceinline__ int elec__pmsm_prolong_axis(int m, int fine_n, int co
     return count;
 }
 
-/* Stages 2 and 4: one thread per output point, a gather over the per-axis
-   lists above; restriction writes q_{l+1}, prolongation adds to e_l. */
+/* Stages 2 and 4: `lanes` threads per output point (a power of two up to
+   32, elec__pmsm_transfer_lanes), sharing the gather over the per-axis
+   lists above (up to (4S - 1)^3 terms) and summing across the group;
+   restriction writes q_{l+1}, prolongation adds to e_l. */
 template <int S, bool RESTRICT>
 __global__ void __launch_bounds__(ELEC__MSM_BLOCK)
 elec__k_pmsm_transfer(float *out, elec__pmsm_grid_args og, const float *in,
                       elec__pmsm_grid_args ig, elec__pmsm_grid_args fine,
-                      elec__pmsm_grid_args coarse, elec__msm_basis_args b) {
-    const size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (at >= (size_t)og.n[0] * og.n[1] * og.n[2]) return;
+                      elec__pmsm_grid_args coarse, elec__msm_basis_args b, int lanes) {
+    const size_t thread = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const size_t points = (size_t)og.n[0] * og.n[1] * og.n[2];
+    const int lane = (int)(thread % lanes);
+    /* a group past the end sums nothing but stays for the shuffles */
+    const size_t at = thread / lanes < points ? thread / lanes : points - 1;
+    const bool valid = thread / lanes < points;
     const int p[3] = {(int)(at % og.n[0]), (int)(at / og.n[0] % og.n[1]),
                       (int)(at / og.n[0] / og.n[1])};
     int index[3][4 * S], count[3];
@@ -6083,13 +6089,18 @@ elec__k_pmsm_transfer(float *out, elec__pmsm_grid_args og, const float *in,
                                : elec__pmsm_prolong_axis<S>(p[axis], fine.n[axis],
                                                             coarse.n[axis], b, index[axis],
                                                             w[axis]);
-    for (int c = 0; c < count[2]; c++)
-        for (int bb = 0; bb < count[1]; bb++) {
-            const float wyz = w[2][c] * w[1][bb];
-            const float *row = in + (size_t)ig.n[0] * (index[1][bb] + (size_t)ig.n[1] * index[2][c]);
-            if (wyz == 0.0f) continue;
-            for (int a = 0; a < count[0]; a++) sum = fmaf(wyz * w[0][a], row[index[0][a]], sum);
-        }
+    for (int t = valid ? lane : INT_MAX; t < count[0] * count[1] * count[2]; t += lanes) {
+        const int a = t % count[0], bb = t / count[0] % count[1], c = t / count[0] / count[1];
+        const float weight = w[2][c] * w[1][bb] * w[0][a];
+        if (weight != 0.0f)
+            sum = fmaf(weight,
+                       in[index[0][a] + (size_t)ig.n[0] * (index[1][bb] +
+                                                           (size_t)ig.n[1] * index[2][c])],
+                       sum);
+    }
+    for (int offset = lanes >> 1; offset > 0; offset >>= 1)
+        sum += __shfl_down_sync(0xffffffffu, sum, offset, lanes);
+    if (lane != 0 || !valid) return;
     if (RESTRICT) out[at] = sum;
     else out[at] += sum;
 }
@@ -6697,6 +6708,19 @@ cleanup:
     return status;
 }
 
+/* Threads per output point of a transfer over `points` points: enough to
+   keep ~131,072 threads busy, at most a warp.  Measured on an H100 side by
+   side (bench_spme --quick, full / graph us): DHFR-size 302-312 / 265-266,
+   ApoA1-size 743-754 / 698-699; a warp only below 4096 points 338-349 /
+   299-301 and 796-806 / 751; always a warp 330-334 / 286-287 and 975-978
+   / 921-922; always one thread (this kernel) 471-480 / 428-432 and
+   920-939 / 878-886. */
+static int elec__pmsm_transfer_lanes(size_t points) {
+    int lanes = 1;
+    while (lanes < 32 && points * (size_t)lanes < ((size_t)1 << 17)) lanes <<= 1;
+    return lanes;
+}
+
 /* Stages 1 to 4 of a periodic plan on `stream`: charges in, e_0 out; the
    lattice cutoff by FFT on the levels fft says (NULL: none). */
 template <int S>
@@ -6721,9 +6745,11 @@ static elec_status elec__pmsm_device_stages(elec__msm_device *md, const elec__pm
     }
     for (int l = 0; l + 1 < levels; l++) {
         const size_t count = elec__pmsm_shape_points(&shape, l + 1);
+        const int lanes = elec__pmsm_transfer_lanes(count);
         elec__k_pmsm_transfer<S, true>
-            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
-               stream>>>(md->q[l + 1], g[l + 1], md->q[l], g[l], g[l], g[l + 1], b);
+            <<<(unsigned)((lanes * count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+               ELEC__MSM_BLOCK, 0, stream>>>(md->q[l + 1], g[l + 1], md->q[l], g[l], g[l],
+                                             g[l + 1], b, lanes);
         ELEC__CUDA_TRY(cudaGetLastError());
     }
     for (int l = 0; l < levels; l++) {
@@ -6743,9 +6769,11 @@ static elec_status elec__pmsm_device_stages(elec__msm_device *md, const elec__pm
     }
     for (int l = levels - 2; l >= 0; l--) {
         const size_t count = elec__pmsm_shape_points(&shape, l);
+        const int lanes = elec__pmsm_transfer_lanes(count);
         elec__k_pmsm_transfer<S, false>
-            <<<(unsigned)((count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK), ELEC__MSM_BLOCK, 0,
-               stream>>>(md->e[l], g[l], md->e[l + 1], g[l + 1], g[l], g[l + 1], b);
+            <<<(unsigned)((lanes * count + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK),
+               ELEC__MSM_BLOCK, 0, stream>>>(md->e[l], g[l], md->e[l + 1], g[l + 1], g[l],
+                                             g[l + 1], b, lanes);
         ELEC__CUDA_TRY(cudaGetLastError());
     }
 cleanup:
