@@ -5047,18 +5047,22 @@ static unsigned elec__spme_blocks(const elec_cuda_spme_handle *h, size_t threads
    block's size is only counted.  Returns the size. */
 #define ELEC__SPME_ALIGN 256
 
+/* owner->field placed at offset `at` of base (when base is not NULL) for
+   count values of type, and `at` moved past them, aligned. */
+#define ELEC__PLACE(owner, field, type, count)                               \
+    do {                                                                     \
+        if (base) (owner)->field = (type *)(base + at);                      \
+        at += ((count) * sizeof(type) + ELEC__SPME_ALIGN - 1) / ELEC__SPME_ALIGN * \
+              ELEC__SPME_ALIGN;                                              \
+    } while (0)
+
 /* A neighbour list's device buffers (for up to atoms atoms) placed from
    offset at of base, the same way; returns the offset past them. */
 static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t at) {
     const size_t tiles = (size_t)L->tile_count, cells = tiles * ELEC__LIST_TILE_CELLS;
     const size_t slots = (size_t)L->slots, clusters = (size_t)L->clusters;
     const size_t entries = (size_t)L->entry_room;
-#define ELEC__LIST_PLACE(field, type, count)                                 \
-    do {                                                                     \
-        if (base) L->field = (type *)(base + at);                            \
-        at += ((count) * sizeof(type) + ELEC__SPME_ALIGN - 1) / ELEC__SPME_ALIGN * \
-              ELEC__SPME_ALIGN;                                              \
-    } while (0)
+#define ELEC__LIST_PLACE(field, type, count) ELEC__PLACE(L, field, type, count)
     ELEC__LIST_PLACE(info, int, ELEC__LIST_INFO);
     ELEC__LIST_PLACE(cell_count, int, cells);
     ELEC__LIST_PLACE(cell_start, int, cells);
@@ -5111,12 +5115,7 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
     const size_t atoms = h->max_atoms, grid = (size_t)h->grid_points;
     const size_t spectrum = (size_t)h->spectrum_points;
     size_t at = 0;
-#define ELEC__SPME_PLACE(field, type, count)                                 \
-    do {                                                                     \
-        if (base) h->field = (type *)(base + at);                            \
-        at += ((count) * sizeof(type) + ELEC__SPME_ALIGN - 1) / ELEC__SPME_ALIGN * \
-              ELEC__SPME_ALIGN;                                              \
-    } while (0)
+#define ELEC__SPME_PLACE(field, type, count) ELEC__PLACE(h, field, type, count)
     ELEC__SPME_PLACE(grid, float, grid);
     ELEC__SPME_PLACE(spectrum, cufftComplex, spectrum);
     ELEC__SPME_PLACE(theta, float, spectrum);
