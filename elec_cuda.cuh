@@ -5925,6 +5925,7 @@ cleanup:
                       with the level's folded stencil, by cuFFT with the
                       stencil's spectrum made at create (elec__pmsm_fft);
                       one thread per point where an axis has one point
+                      or the level is past 128^3 or so
      prolongation     a few threads per fine point, coarse indices wrapped
      at atoms         one thread per atom: potential and gradient
                       interpolated from the finest lattice, added to the
@@ -6349,7 +6350,8 @@ elec__k_pmsm_at_atoms(const float4 *xyzq, int n, const float *e0, elec__pmsm_gri
    host, at create (elec__pmsm_stencil_spectrum).  One thread a point over the whole stencil took 1.1 ms at
    DHFR-size's finest level (32^3 points, a 27^3 stencil) on an H100;
    a cuFFT round trip of 32^3 takes microseconds.  Levels with an axis of
-   one point keep the direct kernel. */
+   one point, or past ELEC__PMSM_FFT_HOST_COST for the transform at
+   create (a 256^3 level), keep the direct kernel. */
 typedef struct elec__pmsm_fft {
     int used[ELEC_MSM_MAX_LEVELS];
     cufftHandle forward[ELEC_MSM_MAX_LEVELS], backward[ELEC_MSM_MAX_LEVELS];
@@ -6388,8 +6390,9 @@ struct elec_cuda_msm_periodic_handle {
 /* The list's Verlet buffer for periodic MSM (SPME's default). */
 #define ELEC__PMSM_LIST_SKIN 1.5
 
-/* Whether the short range can run on the neighbour list: cutoff + skin
-   within half the shortest edge, so that only each pair's nearest image
+/* Whether the short range can run on the neighbour list (where the list
+   cannot be made, e.g. without cooperative launch, the handle keeps the
+   cell kernel): cutoff + skin within half the shortest edge, so that only each pair's nearest image
    is ever within the list's reach.  There the list's rules (an atom's own
    images out of reach, an excluded pair skipped at whatever image the
    list holds) are the cell kernel's (own images summed, exclusions at the
@@ -6576,7 +6579,9 @@ static void elec__pmsm_wrapped_stencil(const elec_msm_params *p, const elec__pms
    frequencies, in double on the host.  The stencil is even along each
    axis (K_l depends on |k_x|, |k_y|, |k_z|; wrapping keeps that), so its
    DFT is real and separable: sum_m w(m) cos(2 pi k_x m_x / n_x) cos(..y)
-   cos(..z), one axis at a time (for 128^3, about 4e8 multiply-adds).
+   cos(..z), one axis at a time: points (n_x + n_y + n_z) / 2 multiply-adds
+   (for 128^3, 4e8; an O(n log n) transform is the better way for larger
+   lattices, not done yet).
    work: (n_x/2 + 1) n_y n_z doubles; cosines: n_x^2 + n_y^2 + n_z^2. */
 static void elec__pmsm_stencil_spectrum(const double *wrapped, const int *n, double *out,
                                         double *work, double *cosines) {
@@ -6621,6 +6626,10 @@ static void elec__pmsm_stencil_spectrum(const double *wrapped, const int *n, dou
     memcpy(out, work, (size_t)half * n[1] * n[2] * sizeof *out);
 }
 
+/* The most multiply-adds the host transform may take for one level: about
+   a second on one core (a 256^3 level takes 6.4e9 and stays direct). */
+#define ELEC__PMSM_FFT_HOST_COST 2.5e9
+
 /* The FFT plans and stencil spectra of a periodic plan's levels, on its
    device (current). */
 static elec_status elec__pmsm_fft_setup(elec__pmsm_fft *fft, const elec_msm_params *p,
@@ -6633,7 +6642,11 @@ static elec_status elec__pmsm_fft_setup(elec__pmsm_fft *fft, const elec_msm_para
     memset(fft, 0, sizeof *fft);
     for (int l = 0; l < shape->levels; l++) {
         const int *n = shape->n[l];
-        fft->used[l] = n[0] > 1 && n[1] > 1 && n[2] > 1;
+        /* the host transform costs points (n_x + n_y + n_z) / 2: at most
+           ELEC__PMSM_FFT_HOST_COST, else the direct kernel */
+        fft->used[l] = n[0] > 1 && n[1] > 1 && n[2] > 1 &&
+                       (double)elec__pmsm_shape_points(shape, l) * (n[0] + n[1] + n[2]) / 2.0 <=
+                           ELEC__PMSM_FFT_HOST_COST;
         if (!fft->used[l]) continue;
         fft->spectrum_points[l] = (n[0] / 2 + 1) * n[1] * n[2];
         at += ELEC__MSM_ALIGN((size_t)fft->spectrum_points[l] * sizeof(float));
@@ -6975,9 +6988,17 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     ELEC__CUDA_TRY(cudaMemcpy(h->excl_list, host_excl_list, (2 * pairs + 1) * sizeof(int),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
-    if (elec__pmsm_list_fits(box, p.cutoff) &&
-        (status = elec__pmsm_list_setup(h, p.cutoff, err)) != ELEC_OK)
-        goto cleanup;
+    if (elec__pmsm_list_fits(box, p.cutoff)) {
+        status = elec__pmsm_list_setup(h, p.cutoff, err);
+        if (status == ELEC_ERR_UNSUPPORTED) { /* no cooperative launch, or past the
+                                                 list's limits: the cell kernel */
+            elec__cuda_free_sync(h->list_block);
+            h->list_block = NULL;
+            h->use_list = 0;
+            status = ELEC_OK;
+        }
+        if (status != ELEC_OK) goto cleanup;
+    }
     if ((status = elec__pmsm_fft_setup(&h->fft, &p, &shape, err)) != ELEC_OK) goto cleanup;
     ELEC__CUDA_TRY(elec__cuda_setup_landed());
     *out = h;
