@@ -4777,7 +4777,8 @@ cleanup:
 }
 
 /* The update kernel's cooperative grid: as many blocks as can be
-   resident at once (0 where the device has no cooperative launch). */
+   resident at once; ELEC_ERR_UNSUPPORTED, by name, where the device has
+   no cooperative launch or cannot keep a block resident. */
 static elec_status elec__list_update_grid(int device, int sm_count, int *blocks,
                                           elec_error *err) {
     elec_status status = ELEC_OK;
@@ -6347,8 +6348,8 @@ elec__k_pmsm_at_atoms(const float4 *xyzq, int n, const float *e0, elec__pmsm_gri
    convolution of q with the stencil wrapped onto the lattice (K_l(k) =
    K_l(-k) on each axis): e = F^-1(F(q) F(K_l)), the same sum in another
    order.  F(K_l) is real (K_l even) and computed once, in double on the
-   host, at create (elec__pmsm_stencil_spectrum).  One thread a point over the whole stencil took 1.1 ms at
-   DHFR-size's finest level (32^3 points, a 27^3 stencil) on an H100;
+   host, at create (elec__pmsm_stencil_spectrum).  One thread a point over
+   the whole stencil took 1.1 ms at DHFR-size's finest level (32^3 points, a 27^3 stencil) on an H100;
    a cuFFT round trip of 32^3 takes microseconds.  Levels with an axis of
    one point, or past ELEC__PMSM_FFT_HOST_COST for the transform at
    create (a 256^3 level), keep the direct kernel. */
@@ -6377,10 +6378,10 @@ struct elec_cuda_msm_periodic_handle {
     int *excl_start, *excl_list;
     float4 *sorted, *short_range;
     double *sums;            /* ELEC__PMSM_SUMS raw sums                    */
-    /* the short range on SPME's neighbour list, where the box allows
-       (elec__pmsm_list_fits); else the cell list above */
     elec__pmsm_fft fft;      /* the lattice cutoff by FFT                   */
-    int use_list;
+    /* the short range on SPME's neighbour list where the box allows
+       (elec__pmsm_list_fits) and the list was made (list_block not NULL);
+       else the cell list above */
     elec__list list;
     void *list_block;        /* the list's buffers                          */
     size_t list_n;           /* atoms of the list's last build request      */
@@ -6392,8 +6393,8 @@ struct elec_cuda_msm_periodic_handle {
 
 /* Whether the short range can run on the neighbour list (where the list
    cannot be made, e.g. without cooperative launch, the handle keeps the
-   cell kernel): cutoff + skin within half the shortest edge, so that only each pair's nearest image
-   is ever within the list's reach.  There the list's rules (an atom's own
+   cell kernel): cutoff + skin within half the shortest edge, so that only
+   each pair's nearest image is ever within the list's reach.  There the list's rules (an atom's own
    images out of reach, an excluded pair skipped at whatever image the
    list holds) are the cell kernel's (own images summed, exclusions at the
    nearest image only); a longer cutoff takes the cell kernel. */
@@ -6426,7 +6427,6 @@ static elec_status elec__pmsm_list_setup(elec_cuda_msm_periodic_handle *h, doubl
     elec__list_layout(&h->list, h->max_atoms, (char *)h->list_block, 0);
     if ((status = elec__list_reset(&h->list, err)) != ELEC_OK) goto cleanup;
     h->list_n = h->max_atoms;
-    h->use_list = 1;
 cleanup:
     return status;
 }
@@ -6814,18 +6814,12 @@ cleanup:
     return status;
 }
 
-/* One evaluation on `stream`: the short range, the hierarchy, the finish. */
-static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
-                                      int n, float *forces, cudaStream_t stream,
-                                      elec_error *err) {
+/* The short range over the cell list (boxes the list does not take):
+   count, scan, scatter, then the cell kernel into h->short_range. */
+static elec_status elec__pmsm_cell_short(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
+                                         int n, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
     const unsigned atom_blocks = (unsigned)((n + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK);
-    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double), stream));
-    if (n == 0) goto cleanup;
-    if (h->use_list) {
-        if ((status = elec__pmsm_list_short(h, xyzq, n, stream, err)) != ELEC_OK) goto cleanup;
-        goto lattices;
-    }
     ELEC__CUDA_TRY(cudaMemsetAsync(h->cell_counts, 0, (size_t)h->cell_count * sizeof(int),
                                    stream));
     elec__k_pmsm_cells_count<<<atom_blocks, ELEC__MSM_BLOCK, 0, stream>>>(
@@ -6841,7 +6835,20 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
         h->sorted, h->sorted_index, h->cell_start, xyzq, n, h->g, h->cells, h->excl_start,
         h->excl_list, h->s, h->short_range, h->sums);
     ELEC__CUDA_TRY(cudaGetLastError());
-lattices:
+cleanup:
+    return status;
+}
+
+/* One evaluation on `stream`: the short range, the hierarchy, the finish. */
+static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const float4 *xyzq,
+                                      int n, float *forces, cudaStream_t stream,
+                                      elec_error *err) {
+    elec_status status = ELEC_OK;
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double), stream));
+    if (n == 0) goto cleanup;
+    status = h->list_block ? elec__pmsm_list_short(h, xyzq, n, stream, err)
+                           : elec__pmsm_cell_short(h, xyzq, n, stream, err);
+    if (status != ELEC_OK) goto cleanup;
     switch (elec_msm_support((int)h->plan.p.interpolation)) {
     case 2: status = elec__pmsm_device_stages<2>(&h->plan, &h->fft, xyzq, n, stream, err); break;
     case 3: status = elec__pmsm_device_stages<3>(&h->plan, &h->fft, xyzq, n, stream, err); break;
@@ -6994,7 +7001,6 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
                                                  list's limits: the cell kernel */
             elec__cuda_free_sync(h->list_block);
             h->list_block = NULL;
-            h->use_list = 0;
             status = ELEC_OK;
         }
         if (status != ELEC_OK) goto cleanup;
@@ -7056,7 +7062,7 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->plan.device));
     ELEC__CUDA_TRY(cudaMemcpyAsync(sums, h->sums, sizeof sums, cudaMemcpyDeviceToHost, stream));
-    if (h->use_list)
+    if (h->list_block)
         ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info, cudaMemcpyDeviceToHost,
                                        stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
