@@ -640,6 +640,94 @@ TEST(gpu_matches_cpu_spme) {
     test_system_free(&water);
 }
 
+TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
+    /* 500 of 1000 water molecules (moved whole, oxygens at random in a
+       6 A cube) crowd 1500 atoms where 25 would be: each of their lists
+       holds ~1500 partners where the handle, sized at create from the mean
+       density, has room for 1.5 times the mean atom's ~490.  The build
+       then evaluates each cluster's candidates whole (the stats say so),
+       and the forces must be the CPU SPME's at the same positions (the
+       floats both take).  Float arithmetic in the crowd: coordinates of
+       ~20 A carry 1e-6 A of rounding over distances down to ~0.3 A, a few
+       1e-6 per pair, where the spread pairs of gpu_matches_cpu_spme keep
+       1e-5: 2e-5. */
+    REQUIRE_GPU();
+    double x0[3] = {1, 1, 1}, q0 = 0.0;
+    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
+    elec_box probe_box = cube(10.0);
+    elec_ewald_terms probe_terms;
+    if (elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL, NULL) ==
+        ELEC_ERR_UNSUPPORTED)
+        SKIP("built without FFTW3: no CPU SPME to compare with");
+    const size_t molecules = 1000, crowded = 500;
+    test_system water = test_system_water(molecules, 41);
+    size_t *pairs = test_water_exclusions(molecules);
+    test_rng rng = test_rng_seeded(42);
+    const size_t n = water.count;
+    for (size_t m = 0; m < crowded; m++) {
+        double shift[3];
+        for (int a = 0; a < 3; a++)
+            shift[a] = 0.5 * water.box[a] + 6.0 * (test_uniform(&rng) - 0.5) -
+                       water.xyz[9 * m + a];
+        for (size_t k = 3 * m; k < 3 * m + 3; k++)
+            for (int a = 0; a < 3; a++) water.xyz[3 * k + a] += shift[a];
+    }
+    float4 *host = (float4 *)malloc(n * sizeof(float4));
+    for (size_t i = 0; i < n; i++) {
+        host[i] = make_float4((float)water.xyz[3 * i], (float)water.xyz[3 * i + 1],
+                              (float)water.xyz[3 * i + 2], (float)water.charge[i]);
+        for (int a = 0; a < 3; a++) water.xyz[3 * i + a] = (double)(&host[i].x)[a];
+        water.charge[i] = (double)host[i].w;
+    }
+    elec_atoms atoms = test_system_atoms(&water);
+    elec_box box = cube(water.box[0]);
+    elec_spme_params p = {0};
+    elec_cuda_spme_handle *h = NULL;
+    elec_spme_list_stats stats;
+    elec_ewald_terms gpu, cpu;
+    elec_error err;
+    cudaStream_t stream;
+    float4 *d_xyzq;
+    float *d_forces, *fg = (float *)malloc(3 * n * sizeof(float));
+    double *fgd = (double *)malloc(3 * n * sizeof(double));
+    double *fc = (double *)malloc(3 * n * sizeof(double));
+    p.scale = ELEC_COULOMB;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 3 * molecules;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
+           err.message);
+    if (h) {
+        EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK &&
+                   elec_cuda_spme_energy(h, &gpu, stream, &err) == ELEC_OK &&
+                   elec_cuda_spme_list_stats(h, &stats, stream, &err) == ELEC_OK,
+               "compute: %s", err.message);
+        CUDA_OK(cudaMemcpy(fg, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < 3 * n; k++) fgd[k] = fg[k];
+        EXPECT(elec_cpu_spme(&atoms, &box, &p, &cpu, fc, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        const double e_force = test_rel_rms(fgd, fc, 3 * n);
+        printf("     whole %d, %lld pairs evaluated; total %.2e, forces %.2e (relative)\n",
+               stats.whole, stats.evaluated, relative(gpu.total, cpu.total), e_force);
+        EXPECT(stats.whole == 1 && stats.overflow == 0, "whole %d, overflow %d", stats.whole,
+               stats.overflow);
+        EXPECT(e_force <= 2e-5, "forces relative RMS %.3e", e_force);
+    }
+    elec_cuda_spme_destroy(h);
+    cudaStreamDestroy(stream);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(fg);
+    free(fgd);
+    free(fc);
+    free(pairs);
+    test_system_free(&water);
+}
+
 TEST(coincident_atoms_are_reported_unless_excluded) {
     /* Two atoms at one place: an error (infinite energy), as on the CPU,
        not a silent omission; as an excluded pair the same pair is fine
@@ -759,6 +847,8 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     const double gauss = 2.0 * alpha / sqrt(3.14159265358979323846);
     double *want = (double *)calloc(3 * n, sizeof(double)), real = 0.0, excluded = 0.0;
     double *got = (double *)malloc(3 * n * sizeof(double));
+    long long within = 0; /* pairs within the cutoff, not excluded */
+    elec_spme_list_stats stats;
     float *full = (float *)malloc(3 * n * sizeof(float));
     float *reciprocal = (float *)malloc(3 * n * sizeof(float));
     char *is_excluded = (char *)calloc(n * n, 1);
@@ -781,6 +871,7 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
                 f = qq * (gauss * exp(-alpha * alpha * r2) - erf(alpha * r) / r) / r2;
                 excluded += e;
             } else if (r < rc) {
+                within++;
                 e = qq * erfc(alpha * r) / r;
                 f = qq * (erfc(alpha * r) / r + gauss * exp(-alpha * alpha * r2)) / r2;
                 real += e;
@@ -800,6 +891,8 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
                elec_cuda_spme_energy(c.h, &terms, c.stream, &err) == ELEC_OK,
            "whole compute: %s", err.message);
     CUDA_OK(cudaMemcpy(full, c.d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(elec_cuda_spme_list_stats(c.h, &stats, c.stream, &err) == ELEC_OK, "stats: %s",
+           err.message);
     EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_RECIPROCAL,
                                         NULL, c.stream, &err) == ELEC_OK,
            "reciprocal part: %s", err.message);
@@ -812,9 +905,16 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     double e_real = relative(real_got, real);
     double e_excluded = relative(excluded_got, excluded);
     printf("     %zu atoms: real %.3e, excluded %.3e, forces %.3e (relative); list build "
-           "%.1f us, pairs %.1f us\n", n, e_real, e_excluded, e_force,
-           1e6 * elec_stage_seconds(&times, "list build"),
-           1e6 * elec_stage_seconds(&times, "real space"));
+           "%.1f us, pairs %.1f us; %lld pairs within the cutoff, %lld evaluated\n", n, e_real,
+           e_excluded, e_force, 1e6 * elec_stage_seconds(&times, "list build"),
+           1e6 * elec_stage_seconds(&times, "real space"), within, stats.evaluated);
+    /* with no skin the per-atom lists hold each pair within the cutoff
+       twice (from both atoms; a pair at the cutoff to float rounding may
+       fall either way), padded to each cluster's longest list: uniform
+       water pads by about a tenth, never to twice */
+    EXPECT(stats.evaluated >= 2 * within - 2 * (long long)n / 100 &&
+               stats.evaluated <= 4 * within,
+           "%lld pairs evaluated for %lld within the cutoff", stats.evaluated, within);
     EXPECT(e_force <= 2e-5, "real-space forces relative RMS %.3e", e_force);
     EXPECT(e_real <= 1e-5, "real energy %.12g vs %.12g", real_got, real);
     EXPECT(e_excluded <= 1e-5, "excluded %.12g vs %.12g", excluded_got, excluded);
@@ -1151,6 +1251,7 @@ int main(void) {
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
     RUN(gpu_matches_cpu_spme);
+    RUN(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(coincident_atoms_are_reported_unless_excluded);
     RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
