@@ -82,8 +82,8 @@
                 elec_cuda_spme_create elec_cuda_spme_create_in
                 elec_cuda_spme_params elec_cuda_spme_compute
                 elec_cuda_spme_compute_timed elec_cuda_spme_list_stats
-                elec_cuda_spme_rebuild elec_cuda_spme_energy
-                elec_cuda_spme_destroy elec_cuda_spme
+                elec_cuda_msm_periodic_list_stats elec_cuda_spme_rebuild
+                elec_cuda_spme_energy elec_cuda_spme_destroy elec_cuda_spme
      >>charges  charge mapping
                 elec_cuda_chargemap elec_cuda_chargemap_timed
                 elec_cuda_chargemap_create elec_cuda_chargemap_compute
@@ -459,6 +459,14 @@ typedef struct elec_spme_list_stats {
 ELEC_API elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
                                                elec_spme_list_stats *stats,
                                                cudaStream_t stream, elec_error *err);
+/* Periodic MSM's short-range neighbour list (of the SPME handle's kind,
+   skin 1.5 A), as of the computes enqueued so far on `stream`
+   (synchronises it); ELEC_ERR_UNSUPPORTED, by name, where the handle runs
+   the short range on its cell list instead (cutoff + 1.5 A past half the
+   box). */
+ELEC_API elec_status elec_cuda_msm_periodic_list_stats(elec_cuda_msm_periodic_handle *h,
+                                                       elec_spme_list_stats *stats,
+                                                       cudaStream_t stream, elec_error *err);
 /* Makes the next compute on `stream` rebuild the neighbour list whatever
    the atoms' displacements (asynchronous; e.g. after reordering atoms).
    The displacement check needs no call: this is for benchmarks and for
@@ -4151,9 +4159,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 new cluster of 32 (the last one padded), so that a
                 cluster's bounding box lies within its tile.
      candidates for each i cluster, the atoms of the clusters j (with j's
-                image: 27 tried, pruned axis by axis) whose boxes are
-                closer than rlist = cutoff + skin to i's, j taken from the
-                tiles around i's, and of those the atoms themselves within
+                images that can be near, found axis by axis) whose boxes
+                are closer than rlist = cutoff + skin to i's, j taken from
+                the tiles around i's whose own box is that close (the
+                others skipped whole), and of those the atoms themselves within
                 rlist of i's box (as OpenMM's interacting atoms), in tiles
                 of 32.  Counted, then written (two passes of one kernel),
                 so that only the list's total has a room.
@@ -4218,7 +4227,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
 #define ELEC__LIST_INFO 9
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
-#define ELEC__LIST_PART 8
+#define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_part) */
+/* Warps that share the building of a cluster's lists (each a part of its
+   candidates). */
+#define ELEC__LIST_SHARES 8
 
 /* The list: its shape, fixed at create, and its device buffers (in the
    handle's workspace).  Passed to the kernels by value. */
@@ -4259,12 +4271,15 @@ typedef struct elec__list {
     unsigned *entries;           /* the candidates: j slot << 5 | image
                                     (0 .. 26, 13: the box itself),
                                     pad: padding                          */
+    int *share_count;            /* per cluster, share and lane: how many
+                                    partners the share gives the atom     */
     int *row_count, *row_start;  /* per i cluster: rows of its atoms'
                                     lists (multiples of ELEC__LIST_PART);
                                     starts + 1                            */
     unsigned *lane_j;            /* row_room x 32: row r, lane l holds the
                                     next j entry of i atom l of r's
-                                    cluster; pad: padding                 */
+                                    cluster (at elec__list_lane_at);
+                                    pad: padding                          */
     int *part_cluster;           /* per part of ELEC__LIST_PART rows: its
                                     i cluster                             */
 } elec__list;
@@ -4441,6 +4456,53 @@ __device__ __forceinline__ float elec__list_gap(float d, float h) {
     return fmaxf(fabsf(d) - h, 0.0f);
 }
 
+/* The images of a box along one axis (centre distance d, half extents
+   summed h, box length length) whose gap on that axis alone is within
+   rlist: bit k for an offset of k - 1 lengths. */
+__device__ __forceinline__ unsigned elec__list_axis_images(float d, float h, float length,
+                                                           float rlist2) {
+    unsigned m = 0u;
+    for (int k = 0; k < 3; k++) {
+        const float g = elec__list_gap(d + (float)(k - 1) * length, h);
+        if (g * g < rlist2) m |= 1u << k;
+    }
+    return m;
+}
+
+/* The a-th (from 0) offset set in a mask of elec__list_axis_images. */
+__device__ __forceinline__ int elec__list_nth_image(unsigned m, int a) {
+    for (int k = 0; k < 3; k++)
+        if ((m >> k) & 1u) {
+            if (a == 0) return k;
+            a--;
+        }
+    return 1;
+}
+
+/* Whether tile (ux, uy, uz) lies beyond rlist of a cluster's box (centre
+   c, half extents h) in every image: the tile's cells' box (the last
+   tile on an axis to the box's edge, where its short cells' atoms are),
+   with a margin for positions wrapped in float, by the minimum image of
+   the centres, which gives the smallest gap. */
+__device__ __forceinline__ bool elec__list_tile_far(const elec__list &L, int ux, int uy, int uz,
+                                                    float4 c, float4 h) {
+    const int u[3] = {ux, uy, uz}, cells[3] = {L.cells.x, L.cells.y, L.cells.z};
+    const float per[3] = {L.cells_per_length.x, L.cells_per_length.y, L.cells_per_length.z};
+    const float length[3] = {L.length.x, L.length.y, L.length.z};
+    const float centre[3] = {c.x, c.y, c.z}, half[3] = {h.x, h.y, h.z};
+    float gap2 = 0.0f;
+    for (int a = 0; a < 3; a++) {
+        const int first = u[a] * ELEC__LIST_TILE, end = first + ELEC__LIST_TILE;
+        const float lo = (float)first / per[a];
+        const float hi = end >= cells[a] ? length[a] : (float)end / per[a];
+        float d = 0.5f * (lo + hi) - centre[a];
+        d -= length[a] * rintf(d / length[a]);
+        const float g = elec__list_gap(d, 0.5f * (hi - lo) + half[a] + 0.01f);
+        gap2 = fmaf(g, g, gap2);
+    }
+    return gap2 >= L.rlist2;
+}
+
 /* The tile coordinate of step k along an axis of n tiles from t: offsets
    -reach .. reach, wrapped; every tile once where they would repeat. */
 __device__ __forceinline__ int elec__list_tile_at(int t, int k, int reach, int n) {
@@ -4495,9 +4557,11 @@ __device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, i
     for (int kz = 0; kz < kz_n; kz++)
         for (int ky = 0; ky < ky_n; ky++)
             for (int kx = 0; kx < kx_n; kx++) {
-                int u = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x) +
-                        L.tiles.x * (elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y) +
-                                     L.tiles.y * elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z));
+                const int ux = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x);
+                const int uy = elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y);
+                const int uz = elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z);
+                const int u = ux + L.tiles.x * (uy + L.tiles.y * uz);
+                if (elec__list_tile_far(L, ux, uy, uz, c, h)) continue;
                 int first = L.tile_start[u] / ELEC__LIST_CLUSTER;
                 int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
                 for (int c0 = first; c0 < end; c0 += 32) {
@@ -4508,17 +4572,38 @@ __device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, i
                         cc = L.box_centre[cj];
                         hh = L.box_half[cj];
                     }
-                    for (int code = 0; code < 27; code++) {
-                        float3 s = elec__list_image(code, L.length);
-                        float gx = elec__list_gap(cc.x + s.x - c.x, h.x + hh.x);
-                        float gy = elec__list_gap(cc.y + s.y - c.y, h.y + hh.y);
-                        float gz = elec__list_gap(cc.z + s.z - c.z, h.z + hh.z);
-                        bool near = have && fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2;
+                    /* j's images that can be near, axis by axis (offsets
+                       0, 1, 2 for -1, 0, +1 box lengths): one each in all
+                       but small boxes, where 27 were tried for every j */
+                    const unsigned mx = elec__list_axis_images(cc.x - c.x, h.x + hh.x,
+                                                               L.length.x, L.rlist2);
+                    const unsigned my = elec__list_axis_images(cc.y - c.y, h.y + hh.y,
+                                                               L.length.y, L.rlist2);
+                    const unsigned mz = elec__list_axis_images(cc.z - c.z, h.z + hh.z,
+                                                               L.length.z, L.rlist2);
+                    const int nx = __popc(mx), ny = __popc(my), nz = __popc(mz);
+                    int options = have ? nx * ny * nz : 0, most = options;
+                    for (int o = 16; o > 0; o >>= 1)
+                        most = max(most, __shfl_xor_sync(0xffffffffu, most, o));
+                    for (int option = 0; option < most; option++) {
+                        int my_code = 13;
+                        if (option < options)
+                            my_code = elec__list_nth_image(mx, option % nx) +
+                                      3 * elec__list_nth_image(my, option / nx % ny) +
+                                      9 * elec__list_nth_image(mz, option / (nx * ny));
+                        const float3 sj = elec__list_image(my_code, L.length);
+                        float gx = elec__list_gap(cc.x + sj.x - c.x, h.x + hh.x);
+                        float gy = elec__list_gap(cc.y + sj.y - c.y, h.y + hh.y);
+                        float gz = elec__list_gap(cc.z + sj.z - c.z, h.z + hh.z);
+                        bool near = option < options &&
+                                    fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2;
                         unsigned hits = __ballot_sync(0xffffffffu, near);
                         while (hits) {
                             const int from = __ffs(hits) - 1;
                             hits &= hits - 1u;
                             const int hj = __shfl_sync(0xffffffffu, cj, from);
+                            const int code = __shfl_sync(0xffffffffu, my_code, from);
+                            const float3 s = elec__list_image(code, L.length);
                             const int p = hj * ELEC__LIST_CLUSTER + lane;
                             float4 a = L.ref[p];
                             float ax = elec__list_gap(a.x + s.x - c.x, h.x);
@@ -4543,74 +4628,127 @@ __device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, i
     }
 }
 
-/* Steps 8 and 10, one warp per i cluster, lane l for its atom l: the
-   candidates within rlist of the atom at the build (ref), less those it
-   skips (elec__list_skips), in candidate order: the atom's list.  Each
-   32 candidates' positions are loaded a lane each, then passed round.
-   WRITE 0 (after step 8's search, by the same warp): the rows the cluster
-   needs, its longest list rounded up to a part (row_count; exclusions not
-   taken off: a bound).  WRITE 1: the lists written from row_start, a row
-   per entry, the short ones padded, and the cluster's parts noted
-   (part_cluster); or, where the lists outgrew their room (WHOLE, set by
-   step 9), only the parts of the cluster's candidates.  Each atom's list
-   holds all its partners, so each pair is evaluated twice, once from
-   each atom: no atomics on j, and lanes that each follow their own list
-   stay busy where the cluster pairs' tiles kept 13 % of their lanes'
-   pairs. */
+/* Where row r of lane l lies in lane_j: a part's 8 rows of a lane side by
+   side (a sector), the part's 32 lanes after each other, so that the
+   build's writes fill a lane's sector in turn and the pair kernel reads a
+   lane's part with two 16-byte loads, the warp's 1 KB at once (row by
+   row, [row][lane], the 1M-atom build's scattered 4-byte writes took
+   18.5 ms). */
+__device__ __forceinline__ size_t elec__list_lane_at(int r, int lane) {
+    return ((size_t)(r / ELEC__LIST_PART) * ELEC__LIST_CLUSTER + (size_t)lane) *
+               ELEC__LIST_PART + (size_t)(r % ELEC__LIST_PART);
+}
+
+/* A candidate's position at the build, its image applied. */
+__device__ __forceinline__ float4 elec__list_candidate(const elec__list &L, unsigned e) {
+    const float3 s = elec__list_image((int)(e & 31u), L.length);
+    const float4 b = L.ref[e >> 5];
+    return make_float4(b.x + s.x, b.y + s.y, b.z + s.z, 0.0f);
+}
+
+/* Whether cluster ci is in use and its candidates were all written (not
+   where the search overflowed). */
+__device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, int ci) {
+    return ci < L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER &&
+           L.entry_start[ci] + L.entry_count[ci] <= L.entry_room;
+}
+
+/* Steps 9 and 12, a warp for each share (ELEC__LIST_SHARES of a cluster:
+   its candidates' tiles dealt evenly), lane l for the cluster's atom l:
+   of the share's candidates, those within rlist of the atom at the build
+   (ref), less those it skips (elec__list_skips), in candidate order.
+   Each 32 candidates' positions are loaded a lane each, the next 32's
+   while these are tested, then passed round.  WRITE 0: how many, per
+   lane (share_count; skips not taken off: a bound).  WRITE 1: the
+   atom's list, its shares one after the other from row_start, each
+   padded to its bound, the last to the cluster's rows, the first noting the
+   cluster's parts (part_cluster); or, where the lists outgrew their room
+   (WHOLE, set by step 11), only the parts of the cluster's candidates.
+   Each atom's list holds all its partners, so each pair is evaluated
+   twice, once from each atom: no atomics on j, and lanes that each follow
+   their own list stay busy where the cluster pairs' tiles kept 13 % of
+   their lanes' pairs.  One warp a cluster left most of the GPU idle: the
+   DHFR-size build spent 1.1 of its 1.4 ms here (H200). */
 template <int WRITE>
-__device__ __forceinline__ void elec__list_lane_rows(const elec__list &L, int ci, int lane,
-                                                     const int *excl_start,
-                                                     const int *excl_list, int n) {
-    const int base = ci < L.clusters ? L.entry_start[ci] : 0;
-    const int entries = ci < L.clusters ? L.entry_count[ci] : 0;
-    const bool in_use = ci < L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER &&
-                        base + entries <= L.entry_room; /* else the search overflowed */
-    if (!in_use) {
-        if (!WRITE && lane == 0) L.row_count[ci] = 0;
-        return;
-    }
+__device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int item, int lane,
+                                                      const int *excl_start,
+                                                      const int *excl_list, int n) {
+    const int ci = item / ELEC__LIST_SHARES, share = item % ELEC__LIST_SHARES;
+    int *share_count = L.share_count + (size_t)ci * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER + lane;
+    if (!elec__list_cluster_listed(L, ci)) return; /* step 10 gives it no rows */
+    const int base = L.entry_start[ci], tiles = L.entry_count[ci] / ELEC__LIST_CLUSTER;
     if (WRITE && L.info[ELEC__LIST_WHOLE]) {
-        for (int q = lane; q < entries / ELEC__LIST_PART; q += 32)
-            L.part_cluster[base / ELEC__LIST_PART + q] = ci;
+        if (share == 0)
+            for (int q = lane; q < tiles * ELEC__LIST_CLUSTER / ELEC__LIST_PART; q += 32)
+                L.part_cluster[base / ELEC__LIST_PART + q] = ci;
         return;
     }
-    const int rows = WRITE ? L.row_count[ci] : 0, row0 = WRITE ? L.row_start[ci] : 0;
+    const int t_first = tiles * share / ELEC__LIST_SHARES;
+    const int t_end = tiles * (share + 1) / ELEC__LIST_SHARES;
     const int slot = ci * ELEC__LIST_CLUSTER + lane, atom = L.order[slot];
     const int eb = atom >= 0 ? excl_start[atom] : 0, ee = atom >= 0 ? excl_start[atom + 1] : 0;
     const float4 a = L.ref[slot];
-    int count = 0;
-    for (int t = 0; t < entries; t += 32) {
-        const unsigned mine = L.entries[base + t + lane];
-        const float3 s = elec__list_image((int)(mine & 31u), L.length);
-        float4 b = L.ref[mine >> 5];
-        b = make_float4(b.x + s.x, b.y + s.y, b.z + s.z, 0.0f);
-        for (int k = 0; k < 32; k++) {
-            const unsigned e = __shfl_sync(0xffffffffu, mine, k);
-            if (e == L.pad) break; /* padding: the last 32's tail */
-            const float dx = a.x - __shfl_sync(0xffffffffu, b.x, k);
-            const float dy = a.y - __shfl_sync(0xffffffffu, b.y, k);
-            const float dz = a.z - __shfl_sync(0xffffffffu, b.z, k);
-            if (atom >= 0 && fmaf(dx, dx, fmaf(dy, dy, dz * dz)) < L.rlist2 &&
-                (!WRITE || !elec__list_skips((int)(e >> 5), e & 31u, slot, eb, ee, excl_list,
-                                             L.slot_of, n))) {
-                if (WRITE) L.lane_j[(size_t)(row0 + count) * ELEC__LIST_CLUSTER + lane] = e;
-                count++;
+    int row = 0, count = 0;
+    if (WRITE) {
+        row = L.row_start[ci];
+        for (int q = 0; q < share; q++) row += share_count[q * ELEC__LIST_CLUSTER];
+    }
+    if (t_first < t_end) {
+        unsigned next = L.entries[base + t_first * ELEC__LIST_CLUSTER + lane];
+        float4 next_b = elec__list_candidate(L, next);
+        for (int t = t_first; t < t_end; t++) {
+            /* the next 32 candidates loaded while these are tested */
+            const unsigned mine = next;
+            const float4 b = next_b;
+            if (t + 1 < t_end) {
+                next = L.entries[base + (t + 1) * ELEC__LIST_CLUSTER + lane];
+                next_b = elec__list_candidate(L, next);
+            }
+            for (int k = 0; k < 32; k++) {
+                const unsigned e = __shfl_sync(0xffffffffu, mine, k);
+                if (e == L.pad) break; /* padding: the last 32's tail */
+                const float dx = a.x - __shfl_sync(0xffffffffu, b.x, k);
+                const float dy = a.y - __shfl_sync(0xffffffffu, b.y, k);
+                const float dz = a.z - __shfl_sync(0xffffffffu, b.z, k);
+                if (atom >= 0 && fmaf(dx, dx, fmaf(dy, dy, dz * dz)) < L.rlist2 &&
+                    (!WRITE || !elec__list_skips((int)(e >> 5), e & 31u, slot, eb, ee,
+                                                 excl_list, L.slot_of, n))) {
+                    if (WRITE) L.lane_j[elec__list_lane_at(row + count, lane)] = e;
+                    count++;
+                }
             }
         }
     }
     if (!WRITE) {
-        for (int o = 16; o > 0; o >>= 1) count = max(count, __shfl_xor_sync(0xffffffffu, count, o));
-        if (lane == 0) L.row_count[ci] = (count + ELEC__LIST_PART - 1) / ELEC__LIST_PART *
-                                         ELEC__LIST_PART;
+        share_count[share * ELEC__LIST_CLUSTER] = count;
     } else {
-        for (int r = count; r < rows; r++)
-            L.lane_j[(size_t)(row0 + r) * ELEC__LIST_CLUSTER + lane] = L.pad;
-        for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
-            L.part_cluster[row0 / ELEC__LIST_PART + q] = ci;
+        /* padded to the share's count (its skips were not taken off
+           there), the last share to the cluster's rows */
+        const int row0 = L.row_start[ci], rows = L.row_count[ci];
+        const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows
+                                                       : row + share_count[share * ELEC__LIST_CLUSTER];
+        for (int r = row + count; r < end; r++) L.lane_j[elec__list_lane_at(r, lane)] = L.pad;
+        if (share == 0)
+            for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
+                L.part_cluster[row0 / ELEC__LIST_PART + q] = ci;
     }
 }
 
-/* Steps 3, 7 and 9: exclusive prefix sum of count[0 .. items) into
+/* Step 10, a warp for cluster ci: its rows, the longest of its atoms'
+   lists (their shares summed) rounded up to a part; none for a cluster
+   not in use. */
+__device__ __forceinline__ void elec__list_cluster_rows(const elec__list &L, int ci, int lane) {
+    int count = 0;
+    if (elec__list_cluster_listed(L, ci))
+        for (int q = 0; q < ELEC__LIST_SHARES; q++)
+            count += L.share_count[((size_t)ci * ELEC__LIST_SHARES + q) * ELEC__LIST_CLUSTER +
+                                   lane];
+    for (int o = 16; o > 0; o >>= 1) count = max(count, __shfl_xor_sync(0xffffffffu, count, o));
+    if (lane == 0)
+        L.row_count[ci] = (count + ELEC__LIST_PART - 1) / ELEC__LIST_PART * ELEC__LIST_PART;
+}
+
+/* Steps 3, 7 and 11: exclusive prefix sum of count[0 .. items) into
    start[0 .. items], by one block (items: thousands): each thread sums a
    contiguous run, the block scans the run sums (Hillis-Steele in
    run_sums, shared memory of blockDim.x), each thread writes its run's
@@ -4635,7 +4773,7 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
 /* The check and the build in one cooperative kernel (every block
    resident), its steps parted by grid barriers: the check over every
    slot, then, only where it (or the caller) raised the flag, steps 1 to
-   10, each spread over the grid.  One launch where the build was nine
+   12, each spread over the grid.  One launch where the build was nine
    (a check and eight kernels that read the flag and returned, ~1.5 us
    each on an H100 even in a graph). */
 #define ELEC__LIST_UPDATE_THREADS ELEC__LIST_TILE_CELLS /* step 2: a cell a thread */
@@ -4668,19 +4806,21 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     elec__grid_barrier(barrier);
     if (blockIdx.x == 0) elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
     elec__grid_barrier(barrier);
-    for (int c = warp; c < L.clusters; c += warps) {
-        elec__list_search_cluster<1>(L, c, lane);
-        __syncwarp(); /* the warp's candidates written, for its own reads */
-        elec__list_lane_rows<0>(L, c, lane, excl_start, excl_list, n);
-    }
+    for (int c = warp; c < L.clusters; c += warps) elec__list_search_cluster<1>(L, c, lane);
+    elec__grid_barrier(barrier);
+    const int shares = L.clusters * ELEC__LIST_SHARES;
+    for (int s = warp; s < shares; s += warps)
+        elec__list_share_rows<0>(L, s, lane, excl_start, excl_list, n);
+    elec__grid_barrier(barrier);
+    for (int c = warp; c < L.clusters; c += warps) elec__list_cluster_rows(L, c, lane);
     elec__grid_barrier(barrier);
     if (blockIdx.x == 0) {
         elec__list_scan_block(L.row_count, L.row_start, L.clusters, v);
         if (threadIdx.x == 0) L.info[ELEC__LIST_WHOLE] = L.row_start[L.clusters] > L.row_room;
     }
     elec__grid_barrier(barrier);
-    for (int c = warp; c < L.clusters; c += warps)
-        elec__list_lane_rows<1>(L, c, lane, excl_start, excl_list, n);
+    for (int s = warp; s < shares; s += warps)
+        elec__list_share_rows<1>(L, s, lane, excl_start, excl_list, n);
 }
 
 /* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
@@ -4727,21 +4867,19 @@ typedef struct elec__list_lane {
     float4 a, fi;
 } elec__list_lane;
 
-/* One part's rows for one lane, partners from j (row r's at j[r * step]):
-   the lane's own list (step 32), or, WHOLE, the cluster's candidates, one
-   for every lane (step 1), of which a pair within the cutoff is tested
-   against the lane's skips (itself, its exclusions).  Padding is a far
-   atom, not a branch, so the part's loads can all be issued ahead of its
-   pairs. */
+/* One part's rows for one lane, its 8 partners at j (32-byte aligned):
+   the lane's own list (elec__list_lane_at), or, WHOLE, the cluster's
+   candidates, the same for every lane, of which a pair within the cutoff
+   is tested against the lane's skips (itself, its exclusions).  Padding
+   is a far atom, not a branch, so the part's loads can all be issued
+   ahead of its pairs. */
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
                                                 const float4 *image_shift, const Pair &pair,
                                                 const int *excl_list, int n,
                                                 elec__list_lane *w) {
-    const int step = WHOLE ? 1 : ELEC__LIST_CLUSTER;
-    unsigned e[ELEC__LIST_PART];
-#pragma unroll
-    for (int r = 0; r < ELEC__LIST_PART; r++) e[r] = j[r * step];
+    const uint4 lo = ((const uint4 *)j)[0], hi = ((const uint4 *)j)[1];
+    const unsigned e[ELEC__LIST_PART] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
         const float4 s = image_shift[e[r] & 31u], b = L.pos[e[r] >> 5];
@@ -4814,8 +4952,8 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
         if (whole)
             elec__list_part<true>(L, L.entries + row, image_shift, pair, excl_list, n, &w);
         else
-            elec__list_part<false>(L, L.lane_j + row * ELEC__LIST_CLUSTER + lane, image_shift,
-                                   pair, excl_list, n, &w);
+            elec__list_part<false>(L, L.lane_j + elec__list_lane_at((int)row, lane),
+                                   image_shift, pair, excl_list, n, &w);
     }
     if (w.ci >= 0) elec__list_add(&L.acc[w.slot], w.fi);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
@@ -5145,6 +5283,7 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(entry_count, int, clusters);
     ELEC__LIST_PLACE(entry_start, int, clusters + 1);
     ELEC__LIST_PLACE(entries, unsigned, entries);
+    ELEC__LIST_PLACE(share_count, int, clusters * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER);
     ELEC__LIST_PLACE(row_count, int, clusters);
     ELEC__LIST_PLACE(row_start, int, clusters + 1);
     ELEC__LIST_PLACE(lane_j, unsigned, (size_t)L->row_room * ELEC__LIST_CLUSTER);
@@ -5854,17 +5993,16 @@ cleanup:
     return status;
 }
 
-ELEC_DEF elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
-                                               elec_spme_list_stats *stats,
-                                               cudaStream_t stream, elec_error *err) {
+/* A neighbour list's counters, as of the computes enqueued so far on
+   stream (synchronises it), on the list's device; skin: its buffer. */
+static elec_status elec__list_stats(const elec__list *L, double skin, int device,
+                                    elec_spme_list_stats *stats, cudaStream_t stream,
+                                    elec_error *err) {
     elec_status status = ELEC_OK;
     int info[ELEC__LIST_INFO], caller_device = 0;
-    if (!h || !stats)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or stats is NULL");
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-    ELEC__CUDA_TRY(cudaSetDevice(h->device));
-    ELEC__CUDA_TRY(cudaMemcpyAsync(info, h->list.info, sizeof info, cudaMemcpyDeviceToHost,
-                                   stream));
+    ELEC__CUDA_TRY(cudaSetDevice(device));
+    ELEC__CUDA_TRY(cudaMemcpyAsync(info, L->info, sizeof info, cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
     memset(stats, 0, sizeof *stats);
     stats->rebuilds = info[ELEC__LIST_REBUILDS];
@@ -5875,11 +6013,19 @@ ELEC_DEF elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
                        ELEC__LIST_CLUSTER;
     stats->clusters = info[ELEC__LIST_SLOTS] / ELEC__LIST_CLUSTER;
     stats->overflow = info[ELEC__LIST_OVERFLOW] != 0;
-    stats->skin = h->p.list_skin;
+    stats->skin = skin;
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
     return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
+                                               elec_spme_list_stats *stats,
+                                               cudaStream_t stream, elec_error *err) {
+    if (!h || !stats)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or stats is NULL");
+    return elec__list_stats(&h->list, h->p.list_skin, h->device, stats, stream, err);
 }
 
 ELEC_DEF elec_status elec_cuda_spme_rebuild(elec_cuda_spme_handle *h, cudaStream_t stream,
@@ -6949,6 +7095,19 @@ static elec_status elec__pmsm_enqueue(elec_cuda_msm_periodic_handle *h, const fl
     }
 cleanup:
     return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_periodic_list_stats(elec_cuda_msm_periodic_handle *h,
+                                                       elec_spme_list_stats *stats,
+                                                       cudaStream_t stream, elec_error *err) {
+    if (!h || !stats)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "handle or stats is NULL");
+    if (!h->list_block)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "this handle's short range runs on its cell list (the cutoff and "
+                          "the list's skin exceed half the box, or the list could not be "
+                          "made): there is no neighbour list to report");
+    return elec__list_stats(&h->list, ELEC__PMSM_LIST_SKIN, h->plan.device, stats, stream, err);
 }
 
 ELEC_DEF void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h) {

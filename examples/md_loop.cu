@@ -240,6 +240,18 @@ static double electrostatics_energy(electrostatics *e, cudaStream_t stream) {
     return energy;
 }
 
+/* The real-space neighbour list's builds so far; -1 where the handle has
+   none (periodic MSM's short range on its cell list, in a small box). */
+static long long electrostatics_builds(electrostatics *e, cudaStream_t stream) {
+    elec_error err;
+    elec_spme_list_stats stats;
+    elec_status status = e->msm ? elec_cuda_msm_periodic_list_stats(e->pmsm, &stats, stream, &err)
+                                : elec_cuda_spme_list_stats(e->spme, &stats, stream, &err);
+    if (e->msm && status == ELEC_ERR_UNSUPPORTED) return -1;
+    ELEC_CHECK(status);
+    return stats.rebuilds;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: md_loop [--system nacl|water] [--method spme|msm] [--steps N >= 100] "
                     "[--dt fs > 0]\n");
@@ -471,6 +483,17 @@ int main(int argc, char **argv) {
                water ? "water" : "NaCl", es.msm ? "MSM" : "SPME", equilibration,
                water ? "equilibration" : "melting", (steps - equilibration) * dt * 1e-3, mean,
                spread, spread / fabs(mean), slope, slope / n);
+    }
+    {
+        /* the list is rebuilt once an atom has moved half its skin: how
+           often that came in this run */
+        long long builds = electrostatics_builds(&es, stream);
+        if (builds < 0)
+            printf("real space: periodic MSM's cell list (the box is too small for the "
+                   "neighbour list)\n");
+        else
+            printf("real space: the neighbour list built %lld times over %d steps (one build "
+                   "every %.1f steps)\n", builds, steps, builds > 0 ? (double)steps / builds : 0.0);
     }
     elec_cuda_spme_destroy(es.spme);
     elec_cuda_msm_periodic_destroy(es.pmsm);

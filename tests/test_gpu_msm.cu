@@ -778,6 +778,7 @@ TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
     elec_atoms atoms = test_system_atoms(&sys);
     elec_msm_params p = {0};
     elec_cuda_msm_periodic_handle *h = NULL;
+    elec_spme_list_stats stats;
     elec_error err;
     test_rng rng = test_rng_seeded(98);
     float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
@@ -817,6 +818,13 @@ TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
                    cudaSuccess, "forces back");
         for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
         pmsm_expect_cpu(&moved, &box, &p, energy, forces, names[k]);
+        /* builds: the first compute's, none for the carried list, one more
+           past the skin */
+        EXPECT(elec_cuda_msm_periodic_list_stats(h, &stats, 0, &err) == ELEC_OK, "stats: %s",
+               err.message);
+        EXPECT(stats.rebuilds == (k < 2 ? 1 : 2) && !stats.overflow && !stats.whole,
+               "%s: %lld builds, overflow %d, whole %d", names[k], stats.rebuilds,
+               stats.overflow, stats.whole);
     }
     elec_cuda_msm_periodic_destroy(h);
     cudaFree(d_xyzq);
