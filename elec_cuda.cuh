@@ -4204,9 +4204,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
    The pair function is a template parameter: a functor with
        __device__ void operator()(float r2, float *g, float *f) const
    giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
-   g(r) of the potential between unit charges and f = -g'(r) / r: the pair
+   g(r) of the potential between unit charges and f = -g'(r) / r (the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
-   to F_i.  SPME's is elec__pair_erfc; periodic MSM's short range is
+   to F_i), and min_blocks, the pair kernel's blocks an SM (its launch
+   bounds).  SPME's is elec__pair_erfc; periodic MSM's short range is
    elec__pair_msm. */
 
 #define ELEC__LIST_CLUSTER 32
@@ -4302,6 +4303,12 @@ __device__ __forceinline__ float3 elec__list_image(int code, const float3 &lengt
    exp2f wrap each in a test, a select and a scale, which were 12 of the
    50 instructions of a pair (SASS of nvcc 13.0, sm_90). */
 struct elec__pair_erfc {
+    /* 6 blocks an SM of the pair kernel (registers at most 40): with the
+       part's loads all in flight the compiler took 85 registers, 2 blocks
+       an SM, and the DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in
+       45.3 and 44.5, at 8 (32 registers) in 52.9 (H200): the loads'
+       latency is hidden by more warps better than by more loads a warp. */
+    enum { min_blocks = 6 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -4905,14 +4912,10 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
     }
 }
 
-/* Blocks of the pair kernel an SM keeps (registers at most 40): with the
-   part's loads all in flight the compiler took 85 registers, 2 blocks an
-   SM, and the DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in 45.3
-   and 44.5 (H200): the loads' latency is hidden by more warps better
-   than by more loads a warp. */
-#define ELEC__LIST_PAIR_MIN_BLOCKS 6
+/* The pair function's min_blocks: the blocks an SM keeps (its launch
+   bounds). */
 template <class Pair>
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK, ELEC__LIST_PAIR_MIN_BLOCKS)
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK, Pair::min_blocks)
 elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *excl_list,
                    int n, double *coincident_sum) {
     __shared__ float4 image_shift[27];
@@ -6422,6 +6425,11 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
 /* The short range on the neighbour list (>>spme): MSM's pair function,
    g = 1/r - G(t), f = -g'(r)/r = 1/r^3 + 2 G'(t) / a^2, t = r^2/a^2 - 1. */
 struct elec__pair_msm {
+    /* 6 blocks an SM as SPME's, though its registers then spill 12 bytes:
+       at 2 and 4 blocks DHFR-size's step took 274.3 and 279.3 us from a
+       graph against 268.5, ApoA1-size's 732.2 and 738.8 against 688.0
+       (H100) */
+    enum { min_blocks = 6 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
         const float rinv = elec_rsqrt_sfu(r2);
