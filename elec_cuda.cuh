@@ -442,7 +442,7 @@ typedef struct elec_spme_list_stats {
     long long evaluated;      /* atom pairs a compute evaluates: 32 per
                                  row of the per-atom lists, padding
                                  included; each pair twice, once from each
-                                 atom                                      */
+                                 atom (0 where the list overflowed)        */
     int whole;                /* 1: the per-atom lists outgrew their room
                                  at the last build (atoms far denser
                                  somewhere than at create): each cluster's
@@ -463,7 +463,8 @@ ELEC_API elec_status elec_cuda_spme_list_stats(elec_cuda_spme_handle *h,
    skin 1.5 A), as of the computes enqueued so far on `stream`
    (synchronises it); ELEC_ERR_UNSUPPORTED, by name, where the handle runs
    the short range on its cell list instead (cutoff + 1.5 A past half the
-   box). */
+   box, or the list could not be made: no cooperative launch, or past the
+   list's limits). */
 ELEC_API elec_status elec_cuda_msm_periodic_list_stats(elec_cuda_msm_periodic_handle *h,
                                                        elec_spme_list_stats *stats,
                                                        cudaStream_t stream, elec_error *err);
@@ -4161,17 +4162,18 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
      candidates for each i cluster, the atoms of the clusters j (with j's
                 images that can be near, found axis by axis) whose boxes
                 are closer than rlist = cutoff + skin to i's, j taken from
-                the tiles around i's whose own box is that close (the
-                others skipped whole), and of those the atoms themselves within
-                rlist of i's box (as OpenMM's interacting atoms), in tiles
-                of 32.  Counted, then written (two passes of one kernel),
-                so that only the list's total has a room.
+                the tiles around i's whose atoms' box is that close (the
+                others skipped whole), and of those the atoms themselves
+                within rlist of i's box (as OpenMM's interacting atoms), in
+                tiles of 32.  Counted, then written (two passes of one
+                kernel), so that only the list's total has a room.
      lists      for each i atom, its candidates within rlist of the atom
                 itself, but itself and its excluded partners: a row per
-                partner, the 32 atoms of a cluster side by side in a row
-                (lane l's entry at row r x 32 + l), as many rows as the
-                cluster's longest list.  Every pair is in both atoms'
-                lists.  The pairs within rlist of an atom are 63 % within
+                partner, the 32 atoms of a cluster side by side (stored a
+                lane's 8 rows of a part together: elec__list_lane_at), as
+                many rows as the cluster's longest list (itself and its
+                exclusions counted) rounded up to 8.  Every pair is in
+                both atoms' lists.  The pairs within rlist of an atom are 63 % within
                 the cutoff (9 A, skin 1.5 A), where the 32 x 32 tiles of a
                 cluster's candidates held 13 %.  Where the lists outgrow
                 their room (atoms far denser somewhere than at create),
@@ -4193,7 +4195,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 each atom, with no atomics on j: against Newton's third
                 law over 13 %-full tiles, the DHFR-size pair kernel went
                 from 65.5 to 44.5 us (H200).
-     exclusions not in the lists; elec__k_spme_real_finish corrects them.
+     exclusions not in the lists (where the candidates are evaluated whole,
+                each lane skips them: elec__list_skips); the method's
+                finish kernel corrects them (elec__k_spme_real_finish,
+                elec__k_pmsm_short_finish).
 
    Positions are kept continuous between builds: each atom's given
    position plus the whole box lengths that wrapped it at the build
@@ -4216,8 +4221,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
 /* The list's device words (info). */
 #define ELEC__LIST_BUILD 0         /* nonzero: the next compute rebuilds */
 #define ELEC__LIST_REBUILDS 1      /* builds since create                */
-#define ELEC__LIST_OVERFLOW 2      /* an i cluster found more pairs than
-                                      its room: the list is incomplete  */
+#define ELEC__LIST_OVERFLOW 2      /* the candidates outgrew entry_room:
+                                      the list is incomplete and is not
+                                      evaluated                         */
 #define ELEC__LIST_SLOTS 3         /* atom slots in use (32 per cluster) */
 #define ELEC__LIST_TILES 4         /* candidate tiles (32 entries each)   */
 #define ELEC__LIST_BARRIER 5       /* 5 and 6: the update's grid barrier */
@@ -4267,6 +4273,7 @@ typedef struct elec__list {
     float4 *acc;                 /* slot: force (unscaled), potential     */
     int *cluster_tile;
     float4 *box_centre, *box_half; /* per cluster                         */
+    float4 *tile_centre, *tile_half; /* per tile: its atoms' box          */
     int *entry_count, *entry_start; /* per i cluster (multiples of 32);
                                     starts + 1                            */
     unsigned *entries;           /* the candidates: j slot << 5 | image
@@ -4486,28 +4493,54 @@ __device__ __forceinline__ int elec__list_nth_image(unsigned m, int a) {
     return 1;
 }
 
-/* Whether tile (ux, uy, uz) lies beyond rlist of a cluster's box (centre
-   c, half extents h) in every image: the tile's cells' box (the last
-   tile on an axis to the box's edge, where its short cells' atoms are),
-   with a margin for positions wrapped in float, by the minimum image of
-   the centres, which gives the smallest gap. */
-__device__ __forceinline__ bool elec__list_tile_far(const elec__list &L, int ux, int uy, int uz,
-                                                    float4 c, float4 h) {
-    const int u[3] = {ux, uy, uz}, cells[3] = {L.cells.x, L.cells.y, L.cells.z};
-    const float per[3] = {L.cells_per_length.x, L.cells_per_length.y, L.cells_per_length.z};
-    const float length[3] = {L.length.x, L.length.y, L.length.z};
-    const float centre[3] = {c.x, c.y, c.z}, half[3] = {h.x, h.y, h.z};
-    float gap2 = 0.0f;
-    for (int a = 0; a < 3; a++) {
-        const int first = u[a] * ELEC__LIST_TILE, end = first + ELEC__LIST_TILE;
-        const float lo = (float)first / per[a];
-        const float hi = end >= cells[a] ? length[a] : (float)end / per[a];
-        float d = 0.5f * (lo + hi) - centre[a];
-        d -= length[a] * rintf(d / length[a]);
-        const float g = elec__list_gap(d, 0.5f * (hi - lo) + half[a] + 0.01f);
-        gap2 = fmaf(g, g, gap2);
+/* Step 6, a warp for tile t: the box of its atoms at the build, from its
+   clusters' boxes (half extent -1: no atoms). */
+__device__ __forceinline__ void elec__list_tile_bounds(const elec__list &L, int t, int lane) {
+    const int first = L.tile_start[t] / ELEC__LIST_CLUSTER;
+    const int end = L.tile_start[t + 1] / ELEC__LIST_CLUSTER;
+    float lo[3] = {3e38f, 3e38f, 3e38f}, hi[3] = {-3e38f, -3e38f, -3e38f};
+    for (int c = first + lane; c < end; c += 32) {
+        const float4 m = L.box_centre[c], h = L.box_half[c];
+        lo[0] = fminf(lo[0], m.x - h.x);
+        lo[1] = fminf(lo[1], m.y - h.y);
+        lo[2] = fminf(lo[2], m.z - h.z);
+        hi[0] = fmaxf(hi[0], m.x + h.x);
+        hi[1] = fmaxf(hi[1], m.y + h.y);
+        hi[2] = fmaxf(hi[2], m.z + h.z);
     }
-    return gap2 >= L.rlist2;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fminf(lo[k], __shfl_xor_sync(0xffffffffu, lo[k], o));
+            hi[k] = fmaxf(hi[k], __shfl_xor_sync(0xffffffffu, hi[k], o));
+        }
+    if (lane == 0) {
+        const bool empty = first == end;
+        L.tile_centre[t] = make_float4(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]),
+                                       0.5f * (lo[2] + hi[2]), 0.0f);
+        L.tile_half[t] = empty ? make_float4(-1.0f, -1.0f, -1.0f, 0.0f)
+                               : make_float4(0.5f * (hi[0] - lo[0]), 0.5f * (hi[1] - lo[1]),
+                                             0.5f * (hi[2] - lo[2]), 0.0f);
+    }
+}
+
+/* Whether tile u is empty or its atoms' box lies beyond rlist of a
+   cluster's box (centre c, half extents h) in every image: by the
+   minimum image of the centres, which gives the smallest gap.  The boxes
+   are those of the atoms' positions at the build, so no rounding of the
+   wrap can put an atom outside its tile's box. */
+__device__ __forceinline__ bool elec__list_tile_far(const elec__list &L, int u, float4 c,
+                                                    float4 h) {
+    const float4 m = L.tile_centre[u], t = L.tile_half[u];
+    if (t.x < 0.0f) return true;
+    float dx = m.x - c.x, dy = m.y - c.y, dz = m.z - c.z;
+    dx -= L.length.x * rintf(dx * L.inv_length.x);
+    dy -= L.length.y * rintf(dy * L.inv_length.y);
+    dz -= L.length.z * rintf(dz * L.inv_length.z);
+    const float gx = elec__list_gap(dx, h.x + t.x), gy = elec__list_gap(dy, h.y + t.y),
+                gz = elec__list_gap(dz, h.z + t.z);
+    return fmaf(gx, gx, fmaf(gy, gy, gz * gz)) >= L.rlist2;
 }
 
 /* The tile coordinate of step k along an axis of n tiles from t: offsets
@@ -4520,9 +4553,9 @@ __device__ __forceinline__ int elec__list_tile_at(int t, int k, int reach, int n
 
 /* Whether i atom (slot, exclusions eb .. ee of excl_list) leaves out its
    candidate js with image code: itself in the box itself, and its
-   excluded partners in any image (elec__k_spme_real_finish corrects the
+   excluded partners in any image (the finish kernel corrects the
    excluded pairs; the cutoff is within half the box, so only one image
-   of a partner can be near). */
+   of a partner can be within the cutoff). */
 __device__ __forceinline__ bool elec__list_skips(int js, unsigned code, int slot, int eb, int ee,
                                                  const int *excl_list, const int *slot_of,
                                                  int n) {
@@ -4534,7 +4567,7 @@ __device__ __forceinline__ bool elec__list_skips(int js, unsigned code, int slot
     return false;
 }
 
-/* Steps 6 and 8, one warp per i cluster: the clusters j of the tiles in
+/* Steps 7 and 9, one warp per i cluster: the clusters j of the tiles in
    reach (i's own among them), 32 at a time (a lane each), every image of
    j whose box is within rlist of i's; for each, its atoms within rlist of
    i's box: i's candidates.  WRITE 0 counts them (rounded up to 32:
@@ -4568,7 +4601,7 @@ __device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, i
                 const int uy = elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y);
                 const int uz = elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z);
                 const int u = ux + L.tiles.x * (uy + L.tiles.y * uz);
-                if (elec__list_tile_far(L, ux, uy, uz, c, h)) continue;
+                if (elec__list_tile_far(L, u, c, h)) continue;
                 int first = L.tile_start[u] / ELEC__LIST_CLUSTER;
                 int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
                 for (int c0 = first; c0 < end; c0 += 32) {
@@ -4660,7 +4693,7 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
            L.entry_start[ci] + L.entry_count[ci] <= L.entry_room;
 }
 
-/* Steps 9 and 12, a warp for each share (ELEC__LIST_SHARES of a cluster:
+/* Steps 10 and 13, a warp for each share (ELEC__LIST_SHARES of a cluster:
    its candidates' tiles dealt evenly), lane l for the cluster's atom l:
    of the share's candidates, those within rlist of the atom at the build
    (ref), less those it skips (elec__list_skips), in candidate order.
@@ -4670,7 +4703,7 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
    atom's list, its shares one after the other from row_start, each
    padded to its bound, the last to the cluster's rows, the first noting the
    cluster's parts (part_cluster); or, where the lists outgrew their room
-   (WHOLE, set by step 11), only the parts of the cluster's candidates.
+   (WHOLE, set by step 12), only the parts of the cluster's candidates.
    Each atom's list holds all its partners, so each pair is evaluated
    twice, once from each atom: no atomics on j, and lanes that each follow
    their own list stay busy where the cluster pairs' tiles kept 13 % of
@@ -4741,7 +4774,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
     }
 }
 
-/* Step 10, a warp for cluster ci: its rows, the longest of its atoms'
+/* Step 11, a warp for cluster ci: its rows, the longest of its atoms'
    lists (their shares summed) rounded up to a part; none for a cluster
    not in use. */
 __device__ __forceinline__ void elec__list_cluster_rows(const elec__list &L, int ci, int lane) {
@@ -4755,7 +4788,7 @@ __device__ __forceinline__ void elec__list_cluster_rows(const elec__list &L, int
         L.row_count[ci] = (count + ELEC__LIST_PART - 1) / ELEC__LIST_PART * ELEC__LIST_PART;
 }
 
-/* Steps 3, 7 and 11: exclusive prefix sum of count[0 .. items) into
+/* Steps 3, 8 and 12: exclusive prefix sum of count[0 .. items) into
    start[0 .. items], by one block (items: thousands): each thread sums a
    contiguous run, the block scans the run sums (Hillis-Steele in
    run_sums, shared memory of blockDim.x), each thread writes its run's
@@ -4780,9 +4813,9 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
 /* The check and the build in one cooperative kernel (every block
    resident), its steps parted by grid barriers: the check over every
    slot, then, only where it (or the caller) raised the flag, steps 1 to
-   12, each spread over the grid.  One launch where the build was nine
-   (a check and eight kernels that read the flag and returned, ~1.5 us
-   each on an H100 even in a graph). */
+   13, each spread over the grid.  One launch where an earlier build was
+   nine (a check and eight kernels that read the flag and returned, ~1.5
+   us each on an H100 even in a graph). */
 #define ELEC__LIST_UPDATE_THREADS ELEC__LIST_TILE_CELLS /* step 2: a cell a thread */
 __global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
 elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_start,
@@ -4808,6 +4841,8 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     elec__grid_barrier(barrier);
     const int used = L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER;
     for (int c = warp; c < used; c += warps) elec__list_cluster_bounds(L, c, lane);
+    elec__grid_barrier(barrier);
+    for (int t = warp; t < L.tile_count; t += warps) elec__list_tile_bounds(L, t, lane);
     elec__grid_barrier(barrier);
     for (int c = warp; c < L.clusters; c += warps) elec__list_search_cluster<0>(L, c, lane);
     elec__grid_barrier(barrier);
@@ -4848,11 +4883,10 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
    The partner's own sums come from its own list, so nothing is added to
    j: i's sums stay in registers over the warp's run of parts of one
    cluster and go to acc (zeroed by the check) where the cluster changes,
-   by an atomic where a run's first or last cluster is shared with another
-   warp.  The lanes run their own lists side by side: the warp steps as
+   by an atomic (a cluster's parts may be split between warps).  The lanes run their own lists side by side: the warp steps as
    long as its longest list, of which the rest are 90 % or so (uniform
-   atoms).  Excluded pairs are not in the lists; elec__k_spme_real_finish
-   corrects them. */
+   atoms).  Excluded pairs are not in the lists; the method's finish
+   kernel corrects them. */
 #define ELEC__LIST_PAIR_WARPS (ELEC__SPME_BLOCK / 32)
 
 /* Sums added to a slot's accumulator: one vector atomic on sm_90. */
@@ -5282,6 +5316,8 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(cluster_tile, int, clusters);
     ELEC__LIST_PLACE(box_centre, float4, clusters);
     ELEC__LIST_PLACE(box_half, float4, clusters);
+    ELEC__LIST_PLACE(tile_centre, float4, tiles);
+    ELEC__LIST_PLACE(tile_half, float4, tiles);
     ELEC__LIST_PLACE(tile_atoms, int, tiles);
     ELEC__LIST_PLACE(entry_count, int, clusters);
     ELEC__LIST_PLACE(entry_start, int, clusters + 1);
@@ -5358,17 +5394,19 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    the room for candidates: per cluster, the atoms within rlist of a box
    1.5 times the mean cluster's edge, times 1.5, and two tiles' padding;
    and for the per-atom lists' rows: per cluster, 1.5 times the atoms
-   within rlist of an atom, and a part.  Atoms much denser than at the
-   mean (a crowded
-   region of a mostly empty box) can outgrow it: the build then marks the
-   list overflowed, nothing is evaluated, and elec_cuda_spme_energy
-   reports it. */
+   within rlist of an atom, and a part (4 bytes an entry: ~2.9 KB an atom
+   for water at 9 A and a 1.5 A skin).  Lists past their room (atoms
+   denser somewhere) make the build evaluate the candidates whole,
+   slower; candidates past theirs (atoms much denser than at the mean, a
+   crowded region of a mostly empty box) make the build mark the list
+   overflowed: nothing is evaluated, and elec_cuda_spme_energy reports it.
+   Rooms past 2^30 entries or rows are refused by name. */
 static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t max_atoms,
                                    double cutoff, double skin, elec_error *err) {
     const double pi = 3.14159265358979323846, rlist = cutoff + skin;
     const double volume = box->length[0] * box->length[1] * box->length[2];
     const double density = (double)max_atoms / volume;
-    double cell = cbrt(3.0 / density), edge, reach_volume, room;
+    double cell = cbrt(3.0 / density), edge, reach_volume, room, rows;
     int n[3], t[3], r[3], axis;
     size_t slots, cells;
     if (cell < 1.5) cell = 1.5;
@@ -5407,13 +5445,20 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
                    3.0 * pi * edge * rlist * rlist + 4.0 / 3.0 * pi * rlist * rlist * rlist;
     room = L->clusters * (1.5 * reach_volume * density + 2.0 * ELEC__LIST_CLUSTER);
     if (room > 27.0 * L->clusters * (double)slots) room = 27.0 * L->clusters * (double)slots;
-    if (room > (double)(INT_MAX / 2)) room = (double)(INT_MAX / 2);
+    rows = 1.5 * 4.0 / 3.0 * pi * rlist * rlist * rlist * density; /* an atom's list */
+    if (rows > 27.0 * (double)max_atoms) rows = 27.0 * (double)max_atoms;
+    rows = L->clusters * (rows + ELEC__LIST_PART);
+    /* entries and rows are counted in int: a room past 2^30 is refused
+       here rather than overflowed at every compute (uniform water at 9 A
+       and a 1.5 A skin reaches it near 14 million atoms) */
+    if (room > (double)(INT_MAX / 2) || rows > (double)(INT_MAX / 2))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms at this density, cutoff %g A and skin %g A: the "
+                          "neighbour list would need %.3g candidates and %.3g rows, past "
+                          "its 2^30",
+                          max_atoms, cutoff, skin, room, rows);
     L->entry_room = (int)room / ELEC__LIST_CLUSTER * ELEC__LIST_CLUSTER;
-    room = 1.5 * 4.0 / 3.0 * pi * rlist * rlist * rlist * density; /* an atom's list */
-    if (room > 27.0 * (double)max_atoms) room = 27.0 * (double)max_atoms;
-    room = L->clusters * (room + ELEC__LIST_PART);
-    if (room > (double)(INT_MAX / 2)) room = (double)(INT_MAX / 2);
-    L->row_room = (int)room / ELEC__LIST_PART * ELEC__LIST_PART;
+    L->row_room = (int)rows / ELEC__LIST_PART * ELEC__LIST_PART;
     L->cutoff2 = (float)(cutoff * cutoff);
     L->rlist2 = (float)(rlist * rlist);
     L->half_skin2 = (float)(0.25 * skin * skin);
@@ -6011,11 +6056,15 @@ static elec_status elec__list_stats(const elec__list *L, double skin, int device
     stats->rebuilds = info[ELEC__LIST_REBUILDS];
     stats->tiles = info[ELEC__LIST_TILES];
     stats->whole = info[ELEC__LIST_WHOLE] != 0;
-    stats->evaluated = (long long)(stats->whole ? info[ELEC__LIST_TILES] * ELEC__LIST_CLUSTER
-                                                : info[ELEC__LIST_ROWS]) *
-                       ELEC__LIST_CLUSTER;
-    stats->clusters = info[ELEC__LIST_SLOTS] / ELEC__LIST_CLUSTER;
     stats->overflow = info[ELEC__LIST_OVERFLOW] != 0;
+    /* an overflowed list is not evaluated */
+    stats->evaluated = stats->overflow ? 0
+                                       : (long long)(stats->whole
+                                                         ? info[ELEC__LIST_TILES] *
+                                                               ELEC__LIST_CLUSTER
+                                                         : info[ELEC__LIST_ROWS]) *
+                                             ELEC__LIST_CLUSTER;
+    stats->clusters = info[ELEC__LIST_SLOTS] / ELEC__LIST_CLUSTER;
     stats->skin = skin;
     elec__ok(err);
 cleanup:
@@ -7249,8 +7298,9 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     ELEC__CUDA_TRY(cudaMemset(h->sums, 0, ELEC__PMSM_SUMS * sizeof(double)));
     if (elec__pmsm_list_fits(box, p.cutoff)) {
         status = elec__pmsm_list_setup(h, p.cutoff, err);
-        if (status == ELEC_ERR_UNSUPPORTED) { /* no cooperative launch, or past the
-                                                 list's limits: the cell kernel */
+        if (status == ELEC_ERR_UNSUPPORTED || status == ELEC_ERR_NO_MEMORY) {
+            /* no cooperative launch, past the list's limits, or no room on
+               the device for its lists: the cell kernel */
             elec__cuda_free_sync(h->list_block);
             h->list_block = NULL;
             status = ELEC_OK;
