@@ -4432,6 +4432,23 @@ __device__ __forceinline__ void elec__list_scatter_atom(const elec__list &L, con
     if ((p & (ELEC__LIST_CLUSTER - 1)) == 0) L.cluster_tile[p / ELEC__LIST_CLUSTER] = tile;
 }
 
+/* The box holding every lane's lo .. hi, for every lane of the warp: its
+   centre and half extents. */
+__device__ __forceinline__ void elec__list_warp_box(float lo[3], float hi[3], float4 *centre,
+                                                    float4 *half) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fminf(lo[k], __shfl_xor_sync(0xffffffffu, lo[k], o));
+            hi[k] = fmaxf(hi[k], __shfl_xor_sync(0xffffffffu, hi[k], o));
+        }
+    *centre = make_float4(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]), 0.5f * (lo[2] + hi[2]),
+                          0.0f);
+    *half = make_float4(0.5f * (hi[0] - lo[0]), 0.5f * (hi[1] - lo[1]), 0.5f * (hi[2] - lo[2]),
+                        0.0f);
+}
+
 /* Step 5, a warp for cluster c (of those in use): the padding slots of
    the cluster (past its tile's atoms) marked and put far away, and the
    cluster's bounding box (padding left out; a cluster's first slot always
@@ -4446,21 +4463,13 @@ __device__ __forceinline__ void elec__list_cluster_bounds(const elec__list &L, i
         L.ref[p] = far;
         L.shift[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
-    float4 a = L.ref[p];
+    float4 a = L.ref[p], centre, half;
     float lo[3] = {atom ? a.x : 3e38f, atom ? a.y : 3e38f, atom ? a.z : 3e38f};
     float hi[3] = {atom ? a.x : -3e38f, atom ? a.y : -3e38f, atom ? a.z : -3e38f};
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fminf(lo[k], __shfl_xor_sync(0xffffffffu, lo[k], o));
-            hi[k] = fmaxf(hi[k], __shfl_xor_sync(0xffffffffu, hi[k], o));
-        }
+    elec__list_warp_box(lo, hi, &centre, &half);
     if (lane == 0) {
-        L.box_centre[c] = make_float4(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]),
-                                      0.5f * (lo[2] + hi[2]), 0.0f);
-        L.box_half[c] = make_float4(0.5f * (hi[0] - lo[0]), 0.5f * (hi[1] - lo[1]),
-                                    0.5f * (hi[2] - lo[2]), 0.0f);
+        L.box_centre[c] = centre;
+        L.box_half[c] = half;
     }
 }
 
@@ -4499,6 +4508,7 @@ __device__ __forceinline__ void elec__list_tile_bounds(const elec__list &L, int 
     const int first = L.tile_start[t] / ELEC__LIST_CLUSTER;
     const int end = L.tile_start[t + 1] / ELEC__LIST_CLUSTER;
     float lo[3] = {3e38f, 3e38f, 3e38f}, hi[3] = {-3e38f, -3e38f, -3e38f};
+    float4 centre, half;
     for (int c = first + lane; c < end; c += 32) {
         const float4 m = L.box_centre[c], h = L.box_half[c];
         lo[0] = fminf(lo[0], m.x - h.x);
@@ -4508,20 +4518,10 @@ __device__ __forceinline__ void elec__list_tile_bounds(const elec__list &L, int 
         hi[1] = fmaxf(hi[1], m.y + h.y);
         hi[2] = fmaxf(hi[2], m.z + h.z);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fminf(lo[k], __shfl_xor_sync(0xffffffffu, lo[k], o));
-            hi[k] = fmaxf(hi[k], __shfl_xor_sync(0xffffffffu, hi[k], o));
-        }
+    elec__list_warp_box(lo, hi, &centre, &half);
     if (lane == 0) {
-        const bool empty = first == end;
-        L.tile_centre[t] = make_float4(0.5f * (lo[0] + hi[0]), 0.5f * (lo[1] + hi[1]),
-                                       0.5f * (lo[2] + hi[2]), 0.0f);
-        L.tile_half[t] = empty ? make_float4(-1.0f, -1.0f, -1.0f, 0.0f)
-                               : make_float4(0.5f * (hi[0] - lo[0]), 0.5f * (hi[1] - lo[1]),
-                                             0.5f * (hi[2] - lo[2]), 0.0f);
+        L.tile_centre[t] = centre;
+        L.tile_half[t] = first == end ? make_float4(-1.0f, -1.0f, -1.0f, 0.0f) : half;
     }
 }
 

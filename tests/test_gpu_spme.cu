@@ -601,18 +601,23 @@ TEST(bad_input_gives_named_errors) {
     test_system_free(&sys);
 }
 
+/* Whether the CPU SPME is there to compare with (it needs FFTW3). */
+static int cpu_spme_built(void) {
+    double x0[3] = {1, 1, 1}, q0 = 0.0;
+    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
+    elec_box probe_box = cube(10.0);
+    elec_ewald_terms probe_terms;
+    return elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL, NULL) !=
+           ELEC_ERR_UNSUPPORTED;
+}
+
 TEST(gpu_matches_cpu_spme) {
     REQUIRE_GPU();
     /* The same SPME (order 4, default grid, water with exclusions) on both
        sides: the GPU's float arithmetic against the CPU's double.  Float
        grid sums and coordinates: 1e-5 relative on the reciprocal energy
        and the forces. */
-    double x0[3] = {1, 1, 1}, q0 = 0.0;
-    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
-    elec_box probe_box = cube(10.0);
-    elec_ewald_terms probe_terms;
-    if (elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL, NULL) ==
-        ELEC_ERR_UNSUPPORTED)
+    if (!cpu_spme_built())
         SKIP("built without FFTW3: no CPU SPME to compare with");
     test_system water = test_system_water(1000, 8);
     size_t *pairs = test_water_exclusions(1000);
@@ -652,12 +657,7 @@ TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
        1e-6 per pair, where the spread pairs of gpu_matches_cpu_spme keep
        1e-5: 2e-5. */
     REQUIRE_GPU();
-    double x0[3] = {1, 1, 1}, q0 = 0.0;
-    elec_atoms probe = elec_atoms_from_xyz(1, x0, &q0, NULL);
-    elec_box probe_box = cube(10.0);
-    elec_ewald_terms probe_terms;
-    if (elec_cpu_spme(&probe, &probe_box, NULL, &probe_terms, NULL, NULL, NULL) ==
-        ELEC_ERR_UNSUPPORTED)
+    if (!cpu_spme_built())
         SKIP("built without FFTW3: no CPU SPME to compare with");
     const size_t molecules = 1000, crowded = 500;
     test_system water = test_system_water(molecules, 41);
