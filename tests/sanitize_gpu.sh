@@ -50,8 +50,9 @@ leaks_of() {
     ' "$1"
 }
 
-# One run: TOOL PROGRAM [TEST]; prints "ok ..." or "FAIL ..." and its
-# report lines.
+# One run: TOOL PROGRAM [TEST], unit number $unit (in its log's name: a
+# program named twice, or two of one name, run at once without sharing a
+# log); prints "ok ..." or "FAIL ..." and its report lines.
 run_one() {
     tool=$1 t=$2 name=$(basename "$2")${3:+ $3}
     [ -z "$3" ] || export ELEC_TEST_ONLY="=$3"
@@ -60,7 +61,7 @@ run_one() {
     racecheck | synccheck | initcheck) flags="--tool $tool" ;;
     *) echo "FAIL $tool: unknown tool"; return 1 ;;
     esac
-    log="$logs/$tool-$(basename "$t")${3:+-$3}.log"
+    log="$logs/$unit-$tool-$(basename "$t")${3:+-$3}.log"
     start=$(now)
     # shellcheck disable=SC2086
     "$sanitizer" $flags --error-exitcode 86 --print-limit 100 "$t" > "$log" 2>&1
@@ -113,7 +114,8 @@ run_one() {
 
 if [ "$1" = --one ]; then
     baseline=$SANITIZE_GPU_BASELINE_LEAKS
-    run_one "$2" "$3" "$4" > "$logs/$2-$(basename "$3")${4:+-$4}.result"
+    unit=$2
+    run_one "$3" "$4" "$5" > "$logs/$unit.result"
     exit 0
 fi
 
@@ -136,8 +138,9 @@ case " $tools " in *" memcheck "*)
 esac
 export SANITIZE_GPU_BASELINE_LEAKS="$baseline"
 
-# The runs, "TOOL PROGRAM [TEST]" a line: one per program, or with more
-# than one job one per test (ELEC_TEST_LIST names a program's tests).
+# The runs, "UNIT TOOL PROGRAM [TEST]" a line (UNIT numbers them): one
+# per program, or with more than one job one per test (ELEC_TEST_LIST names
+# a program's tests).
 units="$logs/units"
 : > "$units"
 for tool in $tools; do
@@ -149,13 +152,14 @@ for tool in $tools; do
         fi
     done
 done
+awk '{ print NR, $0 }' "$units" > "$units.numbered" && mv "$units.numbered" "$units"
 rm -f "$logs"/*.result
 start=$(now)
 xargs -P "$jobs" -L 1 sh "$0" --one < "$units"
 seconds=$(echo "$(now) $start" | awk '{ printf "%.1f", $1 - $2 }')
 results="$logs/results"
-while read -r tool t test; do
-    cat "$logs/$tool-$(basename "$t")${test:+-$test}.result" 2> /dev/null
+while read -r unit _; do
+    cat "$logs/$unit.result" 2> /dev/null
 done < "$units" > "$results"
 cat "$results"
 runs=$(grep -c "^ok \|^FAIL " "$results")
