@@ -4173,9 +4173,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 lane's 8 rows of a part together: elec__list_lane_at), as
                 many rows as the cluster's longest list (itself and its
                 exclusions counted) rounded up to 8.  Every pair is in
-                both atoms' lists.  The pairs within rlist of an atom are 63 % within
-                the cutoff (9 A, skin 1.5 A), where the 32 x 32 tiles of a
-                cluster's candidates held 13 %.  Where the lists outgrow
+                both atoms' lists.  The pairs within rlist of an atom are
+                63 % within the cutoff (9 A, skin 1.5 A), where the
+                32 x 32 tiles of a cluster's candidates held 13 %.  Where the lists outgrow
                 their room (atoms far denser somewhere than at create),
                 the build says so and the candidates are evaluated whole,
                 a lane testing its skips, correct and slower.
@@ -4292,6 +4292,14 @@ typedef struct elec__list {
                                     i cluster                             */
 } elec__list;
 
+
+/* The minimum image of a difference d in an orthorhombic box. */
+__device__ __forceinline__ void elec__min_image(float *dx, float *dy, float *dz,
+                                                const float3 &length, const float3 &inv_length) {
+    *dx -= length.x * rintf(*dx * inv_length.x);
+    *dy -= length.y * rintf(*dy * inv_length.y);
+    *dz -= length.z * rintf(*dz * inv_length.z);
+}
 
 /* The image shift of j for an image code (ix + 1) + 3 (iy + 1) + 9 (iz + 1). */
 __device__ __forceinline__ float3 elec__list_image(int code, const float3 &length) {
@@ -4535,9 +4543,7 @@ __device__ __forceinline__ bool elec__list_tile_far(const elec__list &L, int u, 
     const float4 m = L.tile_centre[u], t = L.tile_half[u];
     if (t.x < 0.0f) return true;
     float dx = m.x - c.x, dy = m.y - c.y, dz = m.z - c.z;
-    dx -= L.length.x * rintf(dx * L.inv_length.x);
-    dy -= L.length.y * rintf(dy * L.inv_length.y);
-    dz -= L.length.z * rintf(dz * L.inv_length.z);
+    elec__min_image(&dx, &dy, &dz, L.length, L.inv_length);
     const float gx = elec__list_gap(dx, h.x + t.x), gy = elec__list_gap(dy, h.y + t.y),
                 gz = elec__list_gap(dz, h.z + t.z);
     return fmaf(gx, gx, fmaf(gy, gy, gz * gz)) >= L.rlist2;
@@ -4765,8 +4771,8 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         /* padded to the share's count (its skips were not taken off
            there), the last share to the cluster's rows */
         const int row0 = L.row_start[ci], rows = L.row_count[ci];
-        const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows
-                                                       : row + share_count[share * ELEC__LIST_CLUSTER];
+        const int bound = row + share_count[share * ELEC__LIST_CLUSTER];
+        const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows : bound;
         for (int r = row + count; r < end; r++) L.lane_j[elec__list_lane_at(r, lane)] = L.pad;
         if (share == 0)
             for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
@@ -4883,11 +4889,10 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
    The partner's own sums come from its own list, so nothing is added to
    j: i's sums stay in registers over the warp's run of parts of one
    cluster and go to acc (zeroed by the check) where the cluster changes,
-   by an atomic (a cluster's parts may be split between warps).  The lanes run their own lists side by side: the warp steps as
-   long as its longest list, of which the rest are 90 % or so (uniform
-   atoms).  Excluded pairs are not in the lists; the method's finish
+   by an atomic (a cluster's parts may be split between warps).  The
+   lanes run their own lists side by side: the warp steps as long as its
+   longest list, of which the rest are 90 % or so (uniform atoms).  Excluded pairs are not in the lists; the method's finish
    kernel corrects them. */
-#define ELEC__LIST_PAIR_WARPS (ELEC__SPME_BLOCK / 32)
 
 /* Sums added to a slot's accumulator: one vector atomic on sm_90. */
 __device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
@@ -5068,9 +5073,7 @@ __device__ __forceinline__ void elec__spme_excluded_pairs(
         if (j >= n) continue; /* a partner past this compute's n atoms */
         float4 b = xyzq[j];
         float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-        dx -= g.length.x * rintf(dx * g.inv_length.x);
-        dy -= g.length.y * rintf(dy * g.inv_length.y);
-        dz -= g.length.z * rintf(dz * g.inv_length.z);
+        elec__min_image(&dx, &dy, &dz, g.length, g.inv_length);
         float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz)), smooth = gauss;
         if (r2 > 1e-16f) {
             float inv_r = rsqrtf(r2), r = r2 * inv_r;
@@ -5394,7 +5397,7 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    the room for candidates: per cluster, the atoms within rlist of a box
    1.5 times the mean cluster's edge, times 1.5, and two tiles' padding;
    and for the per-atom lists' rows: per cluster, 1.5 times the atoms
-   within rlist of an atom, and a part (4 bytes an entry: ~2.9 KB an atom
+   within rlist of an atom, and a part (4 bytes an entry: ~3.0 KB an atom
    for water at 9 A and a 1.5 A skin).  Lists past their room (atoms
    denser somewhere) make the build evaluate the candidates whole,
    slower; candidates past theirs (atoms much denser than at the mean, a
@@ -5450,7 +5453,7 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     rows = L->clusters * (rows + ELEC__LIST_PART);
     /* entries and rows are counted in int: a room past 2^30 is refused
        here rather than overflowed at every compute (uniform water at 9 A
-       and a 1.5 A skin reaches it near 14 million atoms) */
+       and a 1.5 A skin reaches it at about 9.4 million atoms) */
     if (room > (double)(INT_MAX / 2) || rows > (double)(INT_MAX / 2))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "%zu atoms at this density, cutoff %g A and skin %g A: the "
@@ -6449,9 +6452,7 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
         if (j >= n) continue; /* a partner past this compute's n atoms */
         const float4 b = xyzq[j];
         float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
-        dx -= g.length.x * rintf(dx * g.inv_length.x);
-        dy -= g.length.y * rintf(dy * g.inv_length.y);
-        dz -= g.length.z * rintf(dz * g.inv_length.z);
+        elec__min_image(&dx, &dy, &dz, g.length, g.inv_length);
         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
         float smooth, f;
         if (r2 < s.cutoff2) { /* g_0 = G(t), grad g_0 = 2 G'(t) d / a^2 */
