@@ -4699,6 +4699,22 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
            L.entry_start[ci] + L.entry_count[ci] <= L.entry_room;
 }
 
+/* Rows first .. stop - 1 of a lane's list, those of them in the chunk of
+   ELEC__LIST_PART from row `base` (a part's 32 bytes for the lane:
+   elec__list_lane_at), from the lane's staging (stage[r % 8]).  A whole
+   chunk is two 16-byte stores, one sector; a row at a time, each 4-byte
+   store of a warp touched 32 sectors. */
+__device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned *stage,
+                                                 int lane, int base, int first, int stop) {
+    unsigned *chunk = lists + elec__list_lane_at(base, lane);
+    if (first <= base && stop == base + ELEC__LIST_PART) {
+        ((uint4 *)chunk)[0] = make_uint4(stage[0], stage[1], stage[2], stage[3]);
+        ((uint4 *)chunk)[1] = make_uint4(stage[4], stage[5], stage[6], stage[7]);
+    } else {
+        for (int r = max(base, first); r < stop; r++) chunk[r - base] = stage[r - base];
+    }
+}
+
 /* Steps 10 and 13, a warp for each share (ELEC__LIST_SHARES of a cluster:
    its candidates' tiles dealt evenly), lane l for the cluster's atom l:
    of the share's candidates, those within rlist of the atom at the build
@@ -4714,11 +4730,19 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
    twice, once from each atom: no atomics on j, and lanes that each follow
    their own list stay busy where the cluster pairs' tiles kept 13 % of
    their lanes' pairs.  One warp a cluster left most of the GPU idle: the
-   DHFR-size build spent 1.1 of its 1.4 ms here (H200). */
+   DHFR-size build spent 1.1 of its 1.4 ms here (H200).  The rows are
+   written through the lane's staging (8 words of local memory), a
+   part's 8 rows at once (elec__list_flush): WRITE 1 over 1M atoms went
+   from 13.2 to 9.2 ms (H100).  Staged in shared memory (18 KB a block)
+   it took 11.0 ms for the whole build, but the 1M-atom step from a graph
+   went from 2.53 to 2.68 ms (one run each; likely the update kernel's
+   blocks, all resident at once, waiting longer for room beside the
+   reciprocal chain's). */
 template <int WRITE>
 __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int item, int lane,
                                                       const int *excl_start,
                                                       const int *excl_list, int n) {
+    unsigned stage[ELEC__LIST_PART];
     const int ci = item / ELEC__LIST_SHARES, share = item % ELEC__LIST_SHARES;
     int *share_count = L.share_count + (size_t)ci * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER + lane;
     if (!elec__list_cluster_listed(L, ci)) return; /* step 10 gives it no rows */
@@ -4759,7 +4783,13 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
                 if (atom >= 0 && fmaf(dx, dx, fmaf(dy, dy, dz * dz)) < L.rlist2 &&
                     (!WRITE || !elec__list_skips((int)(e >> 5), e & 31u, slot, eb, ee,
                                                  excl_list, L.slot_of, n))) {
-                    if (WRITE) L.lane_j[elec__list_lane_at(row + count, lane)] = e;
+                    if (WRITE) {
+                        const int r = row + count;
+                        stage[r % ELEC__LIST_PART] = e;
+                        if (r % ELEC__LIST_PART == ELEC__LIST_PART - 1)
+                            elec__list_flush(L.lane_j, stage, lane, r - (ELEC__LIST_PART - 1),
+                                             row, r + 1);
+                    }
                     count++;
                 }
             }
@@ -4773,7 +4803,12 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         const int row0 = L.row_start[ci], rows = L.row_count[ci];
         const int bound = row + share_count[share * ELEC__LIST_CLUSTER];
         const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows : bound;
-        for (int r = row + count; r < end; r++) L.lane_j[elec__list_lane_at(r, lane)] = L.pad;
+        const int done = row + count, chunk = done - done % ELEC__LIST_PART;
+        if (done % ELEC__LIST_PART) /* the last chunk, part full */
+            elec__list_flush(L.lane_j, stage, lane, chunk, row, done);
+        for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
+        for (int r = chunk; r < end; r += ELEC__LIST_PART)
+            elec__list_flush(L.lane_j, stage, lane, r, max(r, done), min(r + ELEC__LIST_PART, end));
         if (share == 0)
             for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
                 L.part_cluster[row0 / ELEC__LIST_PART + q] = ci;
@@ -4891,8 +4926,9 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
    cluster and go to acc (zeroed by the check) where the cluster changes,
    by an atomic (a cluster's parts may be split between warps).  The
    lanes run their own lists side by side: the warp steps as long as its
-   longest list, of which the rest are 90 % or so (uniform atoms).  Excluded pairs are not in the lists; the method's finish
-   kernel corrects them. */
+   longest list, of which the rest are 90 % or so (uniform atoms).
+   Excluded pairs are not in the lists; the method's finish kernel
+   corrects them. */
 
 /* Sums added to a slot's accumulator: one vector atomic on sm_90. */
 __device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
