@@ -4175,10 +4175,11 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 exclusions counted) rounded up to 8.  Every pair is in
                 both atoms' lists.  The pairs within rlist of an atom are
                 63 % within the cutoff (9 A, skin 1.5 A), where the
-                32 x 32 tiles of a cluster's candidates held 13 %.  Where the lists outgrow
-                their room (atoms far denser somewhere than at create),
-                the build says so and the candidates are evaluated whole,
-                a lane testing its skips, correct and slower.
+                32 x 32 tiles of a cluster's candidates held 13 %.  Where
+                the lists outgrow their room (atoms far denser somewhere
+                than at create), the build says so and the candidates are
+                evaluated whole, a lane testing its skips, correct and
+                slower.
      buffer     the list holds while no atom has moved more than skin / 2
                 since the build: a pair within the cutoff now was within
                 cutoff + skin then.  Each compute first compares the atoms'
@@ -4745,7 +4746,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
     unsigned stage[ELEC__LIST_PART];
     const int ci = item / ELEC__LIST_SHARES, share = item % ELEC__LIST_SHARES;
     int *share_count = L.share_count + (size_t)ci * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER + lane;
-    if (!elec__list_cluster_listed(L, ci)) return; /* step 10 gives it no rows */
+    if (!elec__list_cluster_listed(L, ci)) return; /* step 11 gives it no rows */
     const int base = L.entry_start[ci], tiles = L.entry_count[ci] / ELEC__LIST_CLUSTER;
     if (WRITE && L.info[ELEC__LIST_WHOLE]) {
         if (share == 0)
