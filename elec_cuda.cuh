@@ -3796,7 +3796,8 @@ cleanup:
 
 /* Smooth particle mesh Ewald (Essmann et al. 1995; GPU layout after seed
    001, Harvey and De Fabritiis 2009).  One evaluation is two chains of
-   kernels that run concurrently:
+   kernels that run concurrently (one after the other where the grid
+   would crowd L2: elec__spme_overlaps):
 
      reciprocal (caller's stream)      real space (the handle's side stream)
        spread charges on the grid        bin atoms into cells (atomics)
@@ -4202,10 +4203,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
                 elec__k_pmsm_short_finish).
 
    Positions are kept continuous between builds: each atom's given
-   position plus the whole box lengths that wrapped it at the build
-   (shift), so an atom crossing the box edge neither breaks the list nor
-   rebuilds it; an atom the caller wraps itself moves a box length, and
-   the list is rebuilt.
+   position plus the whole box lengths that bring it nearest its position
+   at the build (ref, in the box), so an atom crossing the box edge
+   neither breaks the list nor rebuilds it, and neither does an atom the
+   caller wraps (elec__list_check_slot).
 
    The pair function is a template parameter: a functor with
        __device__ void operator()(float r2, float *g, float *f) const
@@ -4268,7 +4269,6 @@ typedef struct elec__list {
     int *atom_key, *atom_slot;   /* per atom: its cell, its slot in it    */
     int *order;                  /* slot -> atom (-1: padding)            */
     int *slot_of;                /* atom -> slot                          */
-    float4 *shift;               /* slot: whole box lengths added         */
     float4 *ref;                 /* slot: position at the build, charge   */
     float4 *pos;                 /* slot: position now, charge            */
     float4 *acc;                 /* slot: force (unscaled), potential     */
@@ -4345,8 +4345,8 @@ __device__ __forceinline__ float4 elec__list_far(int p) {
                        1e5f * (float)(1 + (p >> 20)), 0.0f);
 }
 
-/* The whole box lengths that wrap x into [0, L) (in float: an atom is
-   then at x + shift, exactly as at every later compute). */
+/* The whole box lengths that wrap x into [0, L), in float (every later
+   compute recovers the same shift: elec__list_check_slot). */
 __device__ __forceinline__ float4 elec__list_shift(float4 a, const elec__list &L) {
     return make_float4(-L.length.x * floorf(a.x * L.inv_length.x),
                        -L.length.y * floorf(a.y * L.inv_length.y),
@@ -4359,18 +4359,25 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
 }
 
 /* Step 0, every compute, for slot p: its accumulator zeroed, and its
-   atom's position now (shifted as at the build) compared with the
-   build's: past half the skin, the flag asks for a rebuild.  With the
-   flag already up (first compute, new n, elec_cuda_spme_rebuild) the
-   build writes the positions. */
+   atom's position now, shifted by the whole box lengths that bring it
+   nearest its position at the build (ref), compared with that: past half
+   the skin, the flag asks for a rebuild.  Unmoved, the shift is the
+   build's (elec__list_shift: ref - a is m L to rounding, m an integer,
+   and L m rounds as L floor(a / L) did), so the positions are the
+   build's to the bit; wrapped by the caller, the atom keeps its image.
+   The shift is recovered rather than stored: 16 bytes a slot less to
+   read every step.  With the flag already up (first compute, new n,
+   elec_cuda_spme_rebuild) the build writes the positions. */
 __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const float4 *xyzq,
                                                       int p) {
     L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (L.info[ELEC__LIST_BUILD] || p >= L.tile_start[L.tile_count]) return;
     int i = L.order[p];
     if (i < 0) return;
-    float4 a = xyzq[i], s = L.shift[p], r = L.ref[p];
-    float4 now = make_float4(a.x + s.x, a.y + s.y, a.z + s.z, a.w);
+    float4 a = xyzq[i], r = L.ref[p];
+    float4 now = make_float4(a.x + L.length.x * rintf((r.x - a.x) * L.inv_length.x),
+                             a.y + L.length.y * rintf((r.y - a.y) * L.inv_length.y),
+                             a.z + L.length.z * rintf((r.z - a.z) * L.inv_length.z), a.w);
     L.pos[p] = now;
     float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
     if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
@@ -4435,7 +4442,6 @@ __device__ __forceinline__ void elec__list_scatter_atom(const elec__list &L, con
     float4 w = make_float4(a.x + s.x, a.y + s.y, a.z + s.z, a.w);
     L.order[p] = i;
     L.slot_of[i] = p;
-    L.shift[p] = s;
     L.ref[p] = w;
     L.pos[p] = w;
     if ((p & (ELEC__LIST_CLUSTER - 1)) == 0) L.cluster_tile[p / ELEC__LIST_CLUSTER] = tile;
@@ -4470,7 +4476,6 @@ __device__ __forceinline__ void elec__list_cluster_bounds(const elec__list &L, i
         L.order[p] = -1;
         L.pos[p] = far;
         L.ref[p] = far;
-        L.shift[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     float4 a = L.ref[p], centre, half;
     float lo[3] = {atom ? a.x : 3e38f, atom ? a.y : 3e38f, atom ? a.z : 3e38f};
@@ -5217,6 +5222,8 @@ struct elec_cuda_spme_handle {
     int spectrum_points;     /* Kz Ky (Kx/2 + 1)                          */
     cufftHandle forward, backward;
     int has_forward, has_backward;
+    int overlap;             /* 1: the real space beside the reciprocal
+                                chain (elec__spme_overlaps)               */
     cudaStream_t side;       /* the real-space chain                      */
     cudaEvent_t fork, join;
     float *grid;             /* charges, then the convolution             */
@@ -5349,7 +5356,6 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(atom_slot, int, atoms);
     ELEC__LIST_PLACE(order, int, slots);
     ELEC__LIST_PLACE(slot_of, int, atoms);
-    ELEC__LIST_PLACE(shift, float4, slots);
     ELEC__LIST_PLACE(ref, float4, slots + 1); /* + the padding entry's */
     ELEC__LIST_PLACE(pos, float4, slots + 1);
     ELEC__LIST_PLACE(acc, float4, slots);
@@ -5505,6 +5511,27 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     return ELEC_OK;
 }
 
+/* Whether an evaluation runs its real-space chain beside the reciprocal
+   chain (forked onto the handle's side stream) or after it on the
+   caller's stream: beside it where the charge grid (4 bytes a point)
+   takes at most 60 % of the device's L2 cache.  H100 (50 MB of L2),
+   bench_spme --quick, from a graph, beside / after: 600,000 atoms on
+   189^3 (27 MB) 1372 / 1422 us, on 216^3 (40 MB) 1599 / 1514, on 240^3
+   (55 MB) 1916 / 1916; 1M atoms on 160^3 (16 MB) 2000 / 2132 us, on
+   192^3 (28 MB) 2222 / 2234, on 216^3 2521 / 2388; DHFR- and ApoA1-size
+   (1 and 4 MB) 81 / 90 and 223 / 243 us.  Past that the two chains only
+   slow each other (likely because the grid and the pairs' partner
+   positions no longer fit in L2 together; not measured). */
+static elec_status elec__spme_overlaps(int device, size_t grid_points, int *overlap,
+                                       elec_error *err) {
+    elec_status status = ELEC_OK;
+    int l2_bytes = 0;
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+    *overlap = (double)grid_points * sizeof(float) <= 0.6 * (double)l2_bytes;
+cleanup:
+    return status;
+}
+
 /* A handle of already resolved parameters for up to max_atoms atoms, but
    for its device buffers: geometry, cells, a stream and events on the first
    device of p.gpus, and the cuFFT plans, made without their work area
@@ -5583,6 +5610,8 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
         h->pair_blocks -= h->sm_count;
     if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
         ELEC_OK)
+        goto cleanup;
+    if ((status = elec__spme_overlaps(h->device, grid_points, &h->overlap, err)) != ELEC_OK)
         goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
@@ -5847,7 +5876,9 @@ cleanup:
 /* One evaluation.  what: ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL, or
    ELEC_SPME_FFT_ONLY (the two transforms alone, nothing else).
    marks NULL: the real-space chain runs on the side stream, forked from
-   and joined back into `stream` by events (graph capture follows both).
+   and joined back into `stream` by events (graph capture follows both),
+   or, where the handle's grid is large (elec__spme_overlaps), after the
+   reciprocal chain's transforms on `stream`.
    marks given: everything in order on `stream`, with an event recorded
    before and after each stage (ELEC__SPME_MARKS), for the bench.
    potential: unscaled mesh + real + excluded parts (host API). */
@@ -5860,6 +5891,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     const int do_real = (what & ELEC_SPME_REAL) != 0;
     const int do_reciprocal = (what & ELEC_SPME_RECIPROCAL) != 0;
     const int want_atoms = forces != NULL || potential != NULL;
+    const int forked = do_real && !marks && h->overlap;
     if (what & ELEC_SPME_FFT_ONLY) {
         ELEC__CUFFT_TRY(cufftSetStream(h->forward, stream));
         ELEC__CUFFT_TRY(cufftSetStream(h->backward, stream));
@@ -5871,7 +5903,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
                                    stream));
     if (n == 0) goto cleanup;
     if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
-    if (do_real && !marks) {
+    if (forked) {
         ELEC__CUDA_TRY(cudaEventRecord(h->fork, stream));
         ELEC__CUDA_TRY(cudaStreamWaitEvent(h->side, h->fork, 0));
         status = elec__spme_real(h, xyzq, count, want_atoms, h->side, NULL, err);
@@ -5899,14 +5931,13 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     } else if (marks) { /* stages not asked for take no time */
         for (int m = 1; m <= 4; m++) ELEC__CUDA_TRY(cudaEventRecord(marks[m], stream));
     }
-    if (do_real) {
-        if (marks) {
-            status = elec__spme_real(h, xyzq, count, want_atoms, stream, marks[5], err);
-            if (status != ELEC_OK) goto cleanup;
-            ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
-        } else {
-            ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
-        }
+    if (forked) {
+        ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
+    } else if (do_real) {
+        status = elec__spme_real(h, xyzq, count, want_atoms, stream, marks ? marks[5] : NULL,
+                                 err);
+        if (status != ELEC_OK) goto cleanup;
+        if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
     } else if (marks) {
         ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
         ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
