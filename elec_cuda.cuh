@@ -4810,11 +4810,13 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         const int bound = row + share_count[share * ELEC__LIST_CLUSTER];
         const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows : bound;
         const int done = row + count, chunk = done - done % ELEC__LIST_PART;
-        if (done % ELEC__LIST_PART) /* the last chunk, part full */
-            elec__list_flush(L.lane_j, stage, lane, chunk, row, done);
+        /* the chunk holding `done`: its entries, then padding, in one write */
+        for (int r = done - chunk; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
+        if (chunk < end)
+            elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end));
         for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
-        for (int r = chunk; r < end; r += ELEC__LIST_PART)
-            elec__list_flush(L.lane_j, stage, lane, r, max(r, done), min(r + ELEC__LIST_PART, end));
+        for (int r = chunk + ELEC__LIST_PART; r < end; r += ELEC__LIST_PART)
+            elec__list_flush(L.lane_j, stage, lane, r, r, min(r + ELEC__LIST_PART, end));
         if (share == 0)
             for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
                 L.part_cluster[row0 / ELEC__LIST_PART + q] = ci;
