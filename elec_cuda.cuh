@@ -5613,15 +5613,15 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
-    /* The same handles run the list's update (two blocks an SM of 64
-       registers a thread fill the register file: a cooperative launch
-       then waits for every SM to empty) on one block an SM, so that it
-       starts beside the reciprocal chain's kernels.  H100, bench_spme
-       --quick, full / graph: DHFR-size 77.5 / 82.2 -> 76.6-82.7 / 77.0-77.7
-       us (four runs; the full step, launched from the host, varies), its
-       rebuild unchanged (636-649 us); ApoA1-size's step unchanged and its
-       rebuild 1482 -> 1840 us, 1M atoms' 13.4 -> 16.3 ms: the larger
-       handles keep both blocks. */
+    /* The same handles (at most 512 atoms an SM) run the list's update
+       (two blocks an SM of 64 registers a thread fill the register file:
+       a cooperative launch then waits for every SM to empty) on one
+       block an SM, so that it starts beside the reciprocal chain's
+       kernels.  H100, bench_spme --quick, full / graph: DHFR-size 77.5 /
+       82.2 -> 76.6-82.7 / 77.0-77.7 us (four runs; the full step,
+       launched from the host, varies), its rebuild unchanged (636-649
+       us); ApoA1-size's step unchanged and its rebuild 1482 -> 1840 us,
+       1M atoms' 13.4 -> 16.3 ms: the larger handles keep both blocks. */
     if (max_atoms <= (size_t)512 * (size_t)h->sm_count && h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
     if ((status = elec__spme_overlaps(h->device, grid_points, &h->overlap, err)) != ELEC_OK)
