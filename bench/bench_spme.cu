@@ -33,7 +33,9 @@
    (rsqrt, reciprocal, exp2) at 16 per SM per clock, the unit that bounds
    the pair loop once memory is out of the way.
    Goals on an H100: DHFR full <= 60 us with real space <= 30 us, ApoA1
-   full <= 200 us, 1M full <= 2.5 ms, steps without a rebuild.
+   full <= 200 us, 1M full <= 2.5 ms, steps without a rebuild; the last
+   line of the table part holds each system's graph time against its goal,
+   met or not.
    Target on an H100: the DHFR reciprocal part (energy and forces) within
    60 us, where the 64^3 round trip alone takes about 27.5 us.
    Then the accuracy knob (tolerance_sweep): for water boxes of DHFR and
@@ -522,6 +524,10 @@ int main(int argc, char **argv) {
     printf("%-8s %8s %-12s %-6s | %8s %8s %8s | %7s %7s %7s %7s %7s %8s %8s | %8s\n",
            "system", "atoms", "grid", "spread", "full", "graph", "recip",
            "spread", "FFT f+b", "solve", "gather", "list", "real", "serial", "FFT only");
+    /* issue 14's goals on an H100, the step from a graph (charge-map
+       spreading, no rebuild), against what this run measures */
+    const double goal_us[3] = {60.0, 200.0, 2500.0};
+    double graph_us[3] = {0.0, 0.0, 0.0};
     for (int k = 0; k < (dhfr ? 1 : 3); k++) {
         const bench_system *sys = &systems[k];
         size_t n = sys->atoms;
@@ -574,6 +580,7 @@ int main(int argc, char **argv) {
             }
             full = time_step(&b, STEP_FULL);
             graphed = time_step(&b, STEP_GRAPH);
+            if (spread == 0) graph_us[k] = graphed;
             recip = time_step(&b, STEP_RECIPROCAL);
             fft = time_step(&b, STEP_FFT);
             time_stages(&b, stage, 0);
@@ -647,6 +654,11 @@ int main(int argc, char **argv) {
            "serial = the sum of the stages run one after another.\n"
            "goal (H100): DHFR recip <= 60 us, against a 64^3 cuFFT round trip of "
            "~27.5 us.\n");
+    printf("issue 14's goals (H100, a step from a graph, cmap, no rebuild):");
+    for (int k = 0; k < (dhfr ? 1 : 3); k++)
+        printf("%s %s <= %.0f us: %.1f (%s)", k ? ";" : "", systems[k].name, goal_us[k],
+               graph_us[k], graph_us[k] <= goal_us[k] ? "met" : "not met");
+    printf("\n");
     if (sweep) tolerance_sweep();
     return 0;
 }
