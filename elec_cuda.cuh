@@ -349,7 +349,9 @@ ELEC_API void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h);
    real-space sum runs over a neighbour list of 32-atom clusters that the
    handle keeps across computes (Verlet buffer params.list_skin: rebuilt on
    the device, without a host synchronisation, once an atom has moved more
-   than half of it), concurrently with the reciprocal part.
+   than half of it, whole box lengths aside), concurrently with the
+   reciprocal part (after it where the charge grid would take more than
+   60 % of the GPU's L2 cache).
 
    An MD code keeps a handle and its coordinates on the GPU:
        elec_cuda_spme_handle *h;
@@ -4345,12 +4347,13 @@ __device__ __forceinline__ float4 elec__list_far(int p) {
                        1e5f * (float)(1 + (p >> 20)), 0.0f);
 }
 
-/* The whole box lengths that wrap x into [0, L), in float (every later
-   compute recovers the same shift: elec__list_check_slot). */
-__device__ __forceinline__ float4 elec__list_shift(float4 a, const elec__list &L) {
-    return make_float4(-L.length.x * floorf(a.x * L.inv_length.x),
-                       -L.length.y * floorf(a.y * L.inv_length.y),
-                       -L.length.z * floorf(a.z * L.inv_length.z), 0.0f);
+/* Atom a wrapped into [0, L) by whole box lengths, in float: x - L
+   floor(x / L) as one fused multiply-add, so that every later compute
+   recovers the same position to the bit (elec__list_check_slot). */
+__device__ __forceinline__ float4 elec__list_wrapped(float4 a, const elec__list &L) {
+    return make_float4(fmaf(-L.length.x, floorf(a.x * L.inv_length.x), a.x),
+                       fmaf(-L.length.y, floorf(a.y * L.inv_length.y), a.y),
+                       fmaf(-L.length.z, floorf(a.z * L.inv_length.z), a.z), a.w);
 }
 
 /* A 3-bit value's bits spread three apart: one axis of a Z-order index. */
@@ -4362,9 +4365,11 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
    atom's position now, shifted by the whole box lengths that bring it
    nearest its position at the build (ref), compared with that: past half
    the skin, the flag asks for a rebuild.  Unmoved, the shift is the
-   build's (elec__list_shift: ref - a is m L to rounding, m an integer,
-   and L m rounds as L floor(a / L) did), so the positions are the
-   build's to the bit; wrapped by the caller, the atom keeps its image.
+   build's (elec__list_wrapped: ref - a is m L to rounding, m = -floor(a
+   / L) an integer, and fmaf(L, m, a) rounds as fmaf(-L, floor(a / L), a)
+   did), so the positions are the build's to the bit; wrapped by the
+   caller, the atom keeps its image.  (A non-finite position gives NaN and
+   no rebuild: positions must be finite.)
    The shift is recovered rather than stored: 16 bytes a slot less to
    read every step.  With the flag already up (first compute, new n,
    elec_cuda_spme_rebuild) the build writes the positions. */
@@ -4375,9 +4380,9 @@ __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const
     int i = L.order[p];
     if (i < 0) return;
     float4 a = xyzq[i], r = L.ref[p];
-    float4 now = make_float4(a.x + L.length.x * rintf((r.x - a.x) * L.inv_length.x),
-                             a.y + L.length.y * rintf((r.y - a.y) * L.inv_length.y),
-                             a.z + L.length.z * rintf((r.z - a.z) * L.inv_length.z), a.w);
+    float4 now = make_float4(fmaf(L.length.x, rintf((r.x - a.x) * L.inv_length.x), a.x),
+                             fmaf(L.length.y, rintf((r.y - a.y) * L.inv_length.y), a.y),
+                             fmaf(L.length.z, rintf((r.z - a.z) * L.inv_length.z), a.z), a.w);
     L.pos[p] = now;
     float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
     if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
@@ -4388,10 +4393,10 @@ __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const
    tile) and its slot in it. */
 __device__ __forceinline__ void elec__list_count_atom(const elec__list &L, const float4 *xyzq,
                                                       int i) {
-    float4 a = xyzq[i], s = elec__list_shift(a, L);
-    int cx = min(max((int)((a.x + s.x) * L.cells_per_length.x), 0), L.cells.x - 1);
-    int cy = min(max((int)((a.y + s.y) * L.cells_per_length.y), 0), L.cells.y - 1);
-    int cz = min(max((int)((a.z + s.z) * L.cells_per_length.z), 0), L.cells.z - 1);
+    float4 w = elec__list_wrapped(xyzq[i], L);
+    int cx = min(max((int)(w.x * L.cells_per_length.x), 0), L.cells.x - 1);
+    int cy = min(max((int)(w.y * L.cells_per_length.y), 0), L.cells.y - 1);
+    int cz = min(max((int)(w.z * L.cells_per_length.z), 0), L.cells.z - 1);
     int tile = (cx >> 3) + L.tiles.x * ((cy >> 3) + L.tiles.y * (cz >> 3));
     int key = tile * ELEC__LIST_TILE_CELLS + (elec__list_spread3(cx & 7) |
                                               (elec__list_spread3(cy & 7) << 1) |
@@ -4438,8 +4443,7 @@ __device__ __forceinline__ void elec__list_scatter_atom(const elec__list &L, con
                                                         int i) {
     int key = L.atom_key[i], tile = key / ELEC__LIST_TILE_CELLS;
     int p = L.tile_start[tile] + L.cell_start[key] + L.atom_slot[i];
-    float4 a = xyzq[i], s = elec__list_shift(a, L);
-    float4 w = make_float4(a.x + s.x, a.y + s.y, a.z + s.z, a.w);
+    float4 w = elec__list_wrapped(xyzq[i], L);
     L.order[p] = i;
     L.slot_of[i] = p;
     L.ref[p] = w;
@@ -4810,7 +4814,8 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         const int bound = row + share_count[share * ELEC__LIST_CLUSTER];
         const int end = share == ELEC__LIST_SHARES - 1 ? row0 + rows : bound;
         const int done = row + count, chunk = done - done % ELEC__LIST_PART;
-        /* the chunk holding `done`: its entries, then padding, in one write */
+        /* the chunk holding `done`: its entries, then padding, in one flush
+           (one 32-byte store where the chunk is this share's alone) */
         for (int r = done - chunk; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
         if (chunk < end)
             elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end));
@@ -5597,6 +5602,8 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
                                           cudaDevAttrMultiProcessorCount,
                                           h->device));
+    if ((status = elec__spme_overlaps(h->device, grid_points, &h->overlap, err)) != ELEC_OK)
+        goto cleanup;
     if ((status = elec__list_pair_grid<elec__pair_erfc>(h->sm_count, &h->pair_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
@@ -5607,8 +5614,10 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        85.1 -> 77.5 / 81.1 us, the pairs alone unchanged; ApoA1-size (699)
        230.8 / 223.3 -> 227.8 / 223.1; 1M atoms 2535 / 2527 -> 2852 / 2871
        (the pairs 8 % slower); periodic MSM slower at both sizes it was
-       tried.  Hence SPME handles of up to 512 atoms an SM only. */
-    if (max_atoms <= (size_t)512 * (size_t)h->sm_count && h->pair_blocks > h->sm_count)
+       tried.  Hence SPME handles of up to 512 atoms an SM only, and only
+       where the two chains do run side by side (h->overlap). */
+    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count &&
+        h->pair_blocks > h->sm_count)
         h->pair_blocks -= h->sm_count;
     if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
         ELEC_OK)
@@ -5622,10 +5631,9 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        launched from the host, varies), its rebuild unchanged (636-649
        us); ApoA1-size's step unchanged and its rebuild 1482 -> 1840 us,
        1M atoms' 13.4 -> 16.3 ms: the larger handles keep both blocks. */
-    if (max_atoms <= (size_t)512 * (size_t)h->sm_count && h->update_blocks > h->sm_count)
+    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count &&
+        h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
-    if ((status = elec__spme_overlaps(h->device, grid_points, &h->overlap, err)) != ELEC_OK)
-        goto cleanup;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
