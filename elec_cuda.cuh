@@ -5607,33 +5607,30 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if ((status = elec__list_pair_grid<elec__pair_erfc>(h->sm_count, &h->pair_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
-    /* A block an SM left to the reciprocal chain, which runs beside the
-       pairs (a forked stream), where the pairs are few: it then overlaps
-       them rather than waits for their blocks to leave.  H100,
-       bench_spme --quick, full / graph: DHFR-size (178 atoms an SM) 88.7 /
-       85.1 -> 77.5 / 81.1 us, the pairs alone unchanged; ApoA1-size (699)
-       230.8 / 223.3 -> 227.8 / 223.1; 1M atoms 2535 / 2527 -> 2852 / 2871
-       (the pairs 8 % slower); periodic MSM slower at both sizes it was
-       tried.  Hence SPME handles of up to 512 atoms an SM only, and only
-       where the two chains do run side by side (h->overlap). */
-    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count &&
-        h->pair_blocks > h->sm_count)
-        h->pair_blocks -= h->sm_count;
     if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
-    /* The same handles (at most 512 atoms an SM) run the list's update
-       (two blocks an SM of 64 registers a thread fill the register file:
-       a cooperative launch then waits for every SM to empty) on one
-       block an SM, so that it starts beside the reciprocal chain's
-       kernels.  H100, bench_spme --quick, full / graph: DHFR-size 77.5 /
-       82.2 -> 76.6-82.7 / 77.0-77.7 us (four runs; the full step,
-       launched from the host, varies), its rebuild unchanged (636-649
-       us); ApoA1-size's step unchanged and its rebuild 1482 -> 1840 us,
-       1M atoms' 13.4 -> 16.3 ms: the larger handles keep both blocks. */
-    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count &&
-        h->update_blocks > h->sm_count)
-        h->update_blocks = h->sm_count;
+    /* Where the pairs are few (at most 512 atoms an SM) and the two chains
+       run side by side (h->overlap), room is left to the reciprocal chain,
+       which then overlaps the real space rather than waits for its blocks
+       to leave:
+       - one pair-kernel block an SM.  H100, bench_spme --quick, full /
+         graph: DHFR-size (178 atoms an SM) 88.7 / 85.1 -> 77.5 / 81.1 us,
+         the pairs alone unchanged; ApoA1-size (699) 230.8 / 223.3 ->
+         227.8 / 223.1; 1M atoms 2535 / 2527 -> 2852 / 2871 (the pairs 8 %
+         slower); periodic MSM slower at both sizes it was tried;
+       - the list's update on one block an SM, not two (two of 64
+         registers a thread fill the register file: a cooperative launch
+         then waits for every SM to empty).  DHFR-size 77.5 / 82.2 ->
+         76.6-82.7 / 77.0-77.7 us (four runs; the full step, launched from
+         the host, varies), its rebuild unchanged (636-649 us);
+         ApoA1-size's step unchanged and its rebuild 1482 -> 1840 us, 1M
+         atoms' 13.4 -> 16.3 ms.
+       Larger handles keep every block. */
+    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count) {
+        if (h->pair_blocks > h->sm_count) h->pair_blocks -= h->sm_count;
+        if (h->update_blocks > h->sm_count) h->update_blocks = h->sm_count;
+    }
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
