@@ -8386,6 +8386,20 @@ __device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *to
     return before;
 }
 
+/* The largest of the block's values v >= 0 (every thread calls it;
+   scratch: 32 ints of shared memory, free before and after).  A
+   non-negative float's bits order as integers. */
+__device__ __forceinline__ float elec__chargemap_block_max(float v, int *scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    if (lane == 0) scratch[warp] = __float_as_int(v);
+    __syncthreads();
+    int most = 0;
+    for (int k = 0; k < warps; k++) most = max(most, scratch[k]);
+    __syncthreads();
+    return __int_as_float(most);
+}
+
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
    memory for bd.count ints).  Two passes over the group's atoms: count the
    copies per tile (shared-memory atomics), scan, then place them (the
@@ -8446,19 +8460,42 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
    cuobjdump's SASS on the H100), two shared-memory operations a term.
    Batching a lane's loads and swaps by hand (atomicCAS: ATOMS.CAS, the
    results checked after) measured 3.3x slower on ApoA1 (145.8 against
-   43.6 us): the hardware's spin loop stays. */
+   43.6 us): the hardware's spin loop stays.  32-bit integers it adds
+   natively (ATOMS.ADD), so the 64-bit sums go as two 32-bit halves
+   where a tile's range allows (elec__chargemap_split_fits): the same
+   integers, TILE_FUSED_FIXED on ApoA1-size 49.7 -> 38.7 us and on 1M
+   atoms 465 -> 346 us (H100, bench/RESULTS.md). */
 template <int ACC> struct elec__chargemap_acc { typedef float type; };
 template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
+
+/* The split form of a term v (an integer in units of 2^-32 e): v = hi
+   2^16 + lo with lo in [0, 2^16), summed apart in 32-bit words, lo
+   unsigned and hi modulo 2^32, and joined at the store.  Exact where the
+   tile's copies number c < 2^16 and c max|q| <= 2^14 e: a term is at
+   most |q| (every weight is at most 1), so |v| <= 2^46, |hi| <= 2^30 and
+   |sum of hi| < 2^31, and the lows' sum stays under c 2^16 < 2^32. */
+__device__ __forceinline__ bool elec__chargemap_split_fits(int copies, float max_abs_q) {
+    return copies < 65536 && (float)copies * max_abs_q <= 16384.0f;
+}
+
+__device__ __forceinline__ void elec__chargemap_split_add(unsigned *lo, unsigned *hi, long long v) {
+    atomicAdd(lo, (unsigned)v & 0xFFFFu);
+    atomicAdd(hi, (unsigned)(v >> 16));
+}
+
+__device__ __forceinline__ long long elec__chargemap_split_join(unsigned lo, unsigned hi) {
+    return (long long)(int)hi * 65536 + (long long)lo;
+}
 
 /* One copy's terms inside the tile at t0 (len points per axis; pitch and
    plane: the shared tile's strides), lane jx taking the stencil's x plane
    jx.  The fixed-point term is q w_x w_z (a float, as PC_FIXED_POINT's)
    times w_y and 2^32, rounded once to an integer: the double FMA with
    1.5 2^52 leaves round(v) in the low bits (|v| < 2^51: |q| < 2^19 e). */
-template <int BASIS, int W, int ACC>
+template <int BASIS, int W, int ACC, bool SPLIT>
 __device__ __forceinline__ void elec__chargemap_add_in_tile(
     typename elec__chargemap_acc<ACC>::type *acc, float4 r, int jx, const int t0[3],
-    const int len[3], int pitch, int plane, const elec__chargemap_geometry &g,
+    const int len[3], int pitch, int plane, int volume, const elec__chargemap_geometry &g,
     const elec__msm_basis_args &b) {
     const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
     const int x = elec__chargemap_wrap(kx + g.offset + jx, g.K[0]) - t0[0];
@@ -8493,7 +8530,12 @@ __device__ __forceinline__ void elec__chargemap_add_in_tile(
                     const long long v =
                         __double_as_longlong(fma(scaled, (double)wy[my], ELEC__CHARGEMAP_MAGIC)) -
                         ELEC__CHARGEMAP_MAGIC_BITS;
-                    atomicAdd(column + slab[mz] + row[my], (unsigned long long)v);
+                    const int at = x + slab[mz] + row[my];
+                    if constexpr (SPLIT) /* lows, then highs: volume words on */
+                        elec__chargemap_split_add((unsigned *)acc + at,
+                                                  (unsigned *)acc + volume + at, v);
+                    else
+                        atomicAdd(acc + at, (unsigned long long)v);
                 }
         }
     }
@@ -8543,9 +8585,11 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
         s += c;
     }
     if (t == 0) offset[groups] = total;
-    for (int k = t; k < plane * len[2]; k += threads) acc[k] = 0;
+    const int volume = plane * len[2];
+    for (int k = t; k < volume; k += threads) acc[k] = 0;
     __syncthreads();
     const int lanes = elec__spme_lanes<W>::value, jx = t % lanes;
+    bool split = false; /* the fixed-point sums as 32-bit halves */
     for (int base = 0; base < total; base += ELEC__CHARGEMAP_TILE_WINDOW) {
         const int end = min(base + ELEC__CHARGEMAP_TILE_WINDOW, total);
         for (int j = a; j < e; j++) {
@@ -8554,10 +8598,31 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
             for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
         }
         __syncthreads();
+        if (ACC == 1 && base == 0) {
+            /* the tile's range before its first term: the staged window's
+               charges, or where the copies take more windows, all of them
+               read once first (the same integers either way) */
+            float most = 0.0f;
+            if (total <= ELEC__CHARGEMAP_TILE_WINDOW) {
+                for (int c = t; c < total; c += threads) most = fmaxf(most, fabsf(window[c].w));
+            } else {
+                for (int j = a; j < e; j++) {
+                    const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+                    for (int c = 0; c < offset[j + 1] - offset[j]; c++)
+                        most = fmaxf(most, fabsf(__ldcg(&from[c].w)));
+                }
+            }
+            split = elec__chargemap_split_fits(total, elec__chargemap_block_max(most, scratch));
+        }
         if (jx < W)
-            for (int c = t / lanes; c < end - base; c += threads / lanes)
-                elec__chargemap_add_in_tile<BASIS, W, ACC>(acc, window[c], jx, t0, len, pitch,
-                                                          plane, g, b);
+            for (int c = t / lanes; c < end - base; c += threads / lanes) {
+                if (ACC == 1 && split)
+                    elec__chargemap_add_in_tile<BASIS, W, ACC, ACC == 1>(
+                        acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
+                else
+                    elec__chargemap_add_in_tile<BASIS, W, ACC, false>(
+                        acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
+            }
         __syncthreads();
     }
     {
@@ -8568,12 +8633,17 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
         for (int row = warp * halves + lane / xs; row < rows; row += warps * halves) {
             const int z = row / len[1], y = row - z * len[1];
             float *out = grid + t0[0] + g.K[0] * ((t0[1] + y) + g.K[1] * (t0[2] + z));
-            const acc_t *in = acc + y * pitch + z * plane;
+            const int at = y * pitch + z * plane;
+            const acc_t *in = acc + at;
             for (int x = x0; x < len[0]; x += xs) {
-                if constexpr (ACC == 0)
+                if constexpr (ACC == 0) {
                     out[x] = in[x];
-                else /* exact in double, then rounded once */
-                    out[x] = (float)((double)(long long)in[x] * (1.0 / 4294967296.0));
+                } else { /* exact in double, then rounded once */
+                    const unsigned *lo = (const unsigned *)acc + at + x;
+                    const long long v = split ? elec__chargemap_split_join(lo[0], lo[volume])
+                                              : (long long)in[x];
+                    out[x] = (float)((double)v * (1.0 / 4294967296.0));
+                }
             }
         }
     }

@@ -147,7 +147,9 @@ __global__ void ceiling_atomics(float *grid, const float4 *atoms, int n, int3 K,
 /* b. A bare tile kernel: block = tile of T^3 points; its copies (the atoms
    whose 4^3 stencil reaches it, as cells relative to the tile's corner)
    add q to the in-tile points of their stencil in shared memory, then the
-   tile is stored once.  INT: 32-bit integer adds (native) of q * 2^20. */
+   tile is stored once.  INT 1: 32-bit integer adds (native) of q * 2^20;
+   INT 2: q * 2^32 as a 64-bit integer added in two 32-bit halves (the
+   exact form TILE_FUSED_FIXED uses where a tile's range allows). */
 template <int INT>
 __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, int3 K, int T,
                              int3 tiles) {
@@ -156,7 +158,8 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
     const int id = blockIdx.x;
     const int t0[3] = {id % tiles.x * T, id / tiles.x % tiles.y * T, id / tiles.x / tiles.y * T};
     const int points = T * T * T;
-    for (int k = threadIdx.x; k < points; k += blockDim.x) tile_f[k] = 0.0f;
+    unsigned *high = (unsigned *)tile_f + points;
+    for (int k = threadIdx.x; k < (INT == 2 ? 2 : 1) * points; k += blockDim.x) tile_f[k] = 0.0f;
     __syncthreads();
     for (int c = start[id] + threadIdx.x / 4; c < start[id + 1]; c += blockDim.x / 4) {
         const int4 r = copies[c];      /* cell relative to the tile, q bits */
@@ -169,16 +172,27 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
             for (int dy = -1; dy <= 2; dy++) {
                 const int y = r.y + dy;
                 if (y < 0 || y >= T) continue;
-                if (INT) atomicAdd(tile_i + x + T * (y + T * z), (int)(q * 1048576.0f));
-                else atomicAdd(tile_f + x + T * (y + T * z), q);
+                const int at = x + T * (y + T * z);
+                if (INT == 2) {
+                    const long long v = __double2ll_rn((double)q * 4294967296.0);
+                    atomicAdd((unsigned *)tile_i + at, (unsigned)v & 0xFFFFu);
+                    atomicAdd(high + at, (unsigned)(v >> 16));
+                } else if (INT == 1) {
+                    atomicAdd(tile_i + at, (int)(q * 1048576.0f));
+                } else {
+                    atomicAdd(tile_f + at, q);
+                }
             }
         }
     }
     __syncthreads();
     for (int k = threadIdx.x; k < points; k += blockDim.x) {
         const int x = k % T, y = k / T % T, z = k / T / T;
+        const long long sum = (long long)(int)high[k] * 65536 + (long long)(unsigned)tile_i[k];
         grid[t0[0] + x + K.x * ((t0[1] + y) + K.y * (t0[2] + z))] =
-            INT ? (float)tile_i[k] : tile_f[k];
+            INT == 2 ? (float)((double)sum * (1.0 / 4294967296.0))
+            : INT    ? (float)tile_i[k] * (1.0f / 1048576.0f)
+                     : tile_f[k];
     }
 }
 
@@ -303,11 +317,14 @@ static void part0(cudaStream_t stream) {
             CUDA_CHECK(cudaMemcpy(d_start, start.data(), start.size() * sizeof(int),
                                   cudaMemcpyHostToDevice));
             const size_t shared = (size_t)T * T * T * sizeof(float);
-            for (int integer = 0; integer < 2; integer++) {
+            for (int integer = 0; integer < 3; integer++) {
                 const int3 k3 = make_int3(K[0], K[1], K[2]), t3 = make_int3(tiles[0], tiles[1],
                                                                             tiles[2]);
                 const double us = time_us(stream, [&] {
-                    if (integer)
+                    if (integer == 2)
+                        ceiling_tile<2><<<count, 256, 2 * shared, stream>>>(d_grid, d_copies,
+                                                                            d_start, k3, T, t3);
+                    else if (integer)
                         ceiling_tile<1><<<count, 256, shared, stream>>>(d_grid, d_copies, d_start,
                                                                         k3, T, t3);
                     else
@@ -315,7 +332,8 @@ static void part0(cudaStream_t stream) {
                                                                         k3, T, t3);
                     CUDA_CHECK(cudaGetLastError());
                 });
-                printf("   %-6d %-10s %9zu %9.2f %9.0f\n", T, integer ? "int32" : "float CAS",
+                static const char *adds[3] = {"float CAS", "int32", "int32 x 2"};
+                printf("   %-6d %-10s %9zu %9.2f %9.0f\n", T, adds[integer],
                        copies.size(), us, n / us);
             }
             CUDA_CHECK(cudaFree(d_copies));
