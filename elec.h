@@ -1349,9 +1349,11 @@ typedef enum elec_chargemap_variant {
                                             cooperative kernel, a grid barrier
                                             between them: one launch          */
     ELEC_CHARGEMAP_TILE_FUSED_FIXED,     /* TILE_FUSED adding q w w w 2^32 as
-                                            64-bit integers in shared memory:
-                                            bit-identical whatever the atom
-                                            order (PC_FIXED_POINT's rounding) */
+                                            64-bit integers in shared memory
+                                            (as two 32-bit halves where a
+                                            tile's range allows): bit-identical
+                                            whatever the atom order (units of
+                                            2^-32 e, as PC_FIXED_POINT's)     */
     ELEC_CHARGEMAP_VARIANT_COUNT
 } elec_chargemap_variant;
 
