@@ -4967,13 +4967,19 @@ typedef struct elec__list_lane {
    candidates, the same for every lane, of which a pair within the cutoff
    is tested against the lane's skips (itself, its exclusions).  Padding
    is a far atom, not a branch, so the part's loads can all be issued
-   ahead of its pairs. */
+   ahead of its pairs.  The rows are read as streaming (__ldcs: evict
+   first from L2): read once a step, and nearly the whole L2 at DHFR
+   size already (48 of the H100's 50 MB), they would otherwise push out
+   what the step reads again (positions, the charge grid, the FFT's
+   data); a step from a graph on an H100: DHFR-size 77.5 -> 71.4 us,
+   ApoA1-size 221.5 -> 217.9, 1M atoms 2388 -> 2291 (bench/RESULTS.md,
+   2026-11-26). */
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
                                                 const float4 *image_shift, const Pair &pair,
                                                 const int *excl_list, int n,
                                                 elec__list_lane *w) {
-    const uint4 lo = ((const uint4 *)j)[0], hi = ((const uint4 *)j)[1];
+    const uint4 lo = __ldcs((const uint4 *)j), hi = __ldcs((const uint4 *)j + 1);
     const unsigned e[ELEC__LIST_PART] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
