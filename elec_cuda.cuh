@@ -7528,9 +7528,13 @@ cleanup:
      bin with shared-memory atomics only (stage 1: 9 to 11 us for ApoA1,
      two passes over the atoms and a (start, count) for every tile and
      group) and sum each tile in shared memory (stage 2: 32.5 us): sm_90
-     has no shared-memory add for float or 64-bit integers, so every term
-     is a compare-and-swap loop, two shared-memory operations, with bank
-     conflicts among the copies a warp holds.  One cooperative kernel
+     has no shared-memory add for float or 64-bit integers, so every float
+     term is a compare-and-swap loop, two shared-memory operations, with
+     bank conflicts among the copies a warp holds (TILE_FUSED_FIXED adds
+     its 64-bit integers as two native 32-bit halves where a tile's range
+     allows: elec__chargemap_split_fits).  Even one native 32-bit add a
+     term leaves a bare tile sum at 14.5 us for ApoA1 (bench/RESULTS.md):
+     the shared-memory atomic unit bounds it.  One cooperative kernel
      saves a launch (a grid barrier costs 0.6 us) but not the stages.
    bench/bench_chargemap.cu measures these bounds on the device (atomic
    rates random and sorted, a bare tile kernel, the launch floor, the grid
@@ -8469,8 +8473,8 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
    43.6 us): the hardware's spin loop stays.  32-bit integers it adds
    natively (ATOMS.ADD), so the 64-bit sums go as two 32-bit halves
    where a tile's range allows (elec__chargemap_split_fits): the same
-   integers, TILE_FUSED_FIXED on ApoA1-size 49.7 -> 38.7 us and on 1M
-   atoms 465 -> 346 us (H100, bench/RESULTS.md). */
+   integers, TILE_FUSED_FIXED on ApoA1-size 49.7 -> 38.8 us and on 1M
+   atoms 465 -> 346 us (H100, one run of each, bench/RESULTS.md). */
 template <int ACC> struct elec__chargemap_acc { typedef float type; };
 template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
 
@@ -8478,8 +8482,10 @@ template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
    2^16 + lo with lo in [0, 2^16), summed apart in 32-bit words, lo
    unsigned and hi modulo 2^32, and joined at the store.  Exact where the
    tile's copies number c < 2^16 and c max|q| <= 2^14 e: a term is at
-   most |q| (every weight is at most 1), so |v| <= 2^46, |hi| <= 2^30 and
-   |sum of hi| < 2^31, and the lows' sum stays under c 2^16 < 2^32. */
+   most |q| (every weight is at most 1), so the terms' |v| sum to at most
+   c max|q| 2^32 <= 2^46, the highs' to at most 2^30 + c < 2^31 (each
+   high is v / 2^16 rounded down), and the lows' sum stays under
+   c 2^16 < 2^32. */
 __device__ __forceinline__ bool elec__chargemap_split_fits(int copies, float max_abs_q) {
     return copies < 65536 && (float)copies * max_abs_q <= 16384.0f;
 }
@@ -8547,6 +8553,26 @@ __device__ __forceinline__ void elec__chargemap_add_in_tile(
     }
 }
 
+/* The largest |q| of a tile's copies (every thread of the block calls
+   it): from the staged window where the copies fit one, else read from
+   every group's run first (thread-owned groups a to e, as the staging). */
+__device__ float elec__chargemap_tile_max_q(const float4 *window, const float4 *copies,
+                                            int chunk, const int *start, const int *offset,
+                                            int a, int e, int total, int *scratch) {
+    float most = 0.0f;
+    if (total <= ELEC__CHARGEMAP_TILE_WINDOW) {
+        for (int c = threadIdx.x; c < total; c += blockDim.x)
+            most = fmaxf(most, fabsf(window[c].w));
+    } else {
+        for (int j = a; j < e; j++) {
+            const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+            for (int c = 0; c < offset[j + 1] - offset[j]; c++)
+                most = fmaxf(most, fabsf(__ldcg(&from[c].w)));
+        }
+    }
+    return elec__chargemap_block_max(most, scratch);
+}
+
 /* Stage 2 for tile `id` (every thread of the block calls it; smem: the
    window of staged copies, the tile, the groups' offsets and starts).
    The groups' (start, count) scanned into offsets; the copies staged in
@@ -8604,30 +8630,23 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
             for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
         }
         __syncthreads();
-        if (ACC == 1 && base == 0) {
-            /* the tile's range before its first term: the staged window's
-               charges, or where the copies take more windows, all of them
-               read once first (the same integers either way) */
-            float most = 0.0f;
-            if (total <= ELEC__CHARGEMAP_TILE_WINDOW) {
-                for (int c = t; c < total; c += threads) most = fmaxf(most, fabsf(window[c].w));
-            } else {
-                for (int j = a; j < e; j++) {
-                    const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
-                    for (int c = 0; c < offset[j + 1] - offset[j]; c++)
-                        most = fmaxf(most, fabsf(__ldcg(&from[c].w)));
-                }
-            }
-            split = elec__chargemap_split_fits(total, elec__chargemap_block_max(most, scratch));
+        if constexpr (ACC == 1) {
+            if (base == 0) /* the tile's range before its first term */
+                split = elec__chargemap_split_fits(
+                    total, elec__chargemap_tile_max_q(window, copies, chunk, start, offset, a,
+                                                      e, total, scratch));
         }
         if (jx < W)
             for (int c = t / lanes; c < end - base; c += threads / lanes) {
-                if (ACC == 1 && split)
-                    elec__chargemap_add_in_tile<BASIS, W, ACC, ACC == 1>(
-                        acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
-                else
-                    elec__chargemap_add_in_tile<BASIS, W, ACC, false>(
-                        acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
+                if constexpr (ACC == 1) {
+                    if (split) {
+                        elec__chargemap_add_in_tile<BASIS, W, ACC, true>(
+                            acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
+                        continue;
+                    }
+                }
+                elec__chargemap_add_in_tile<BASIS, W, ACC, false>(acc, window[c], jx, t0, len,
+                                                                  pitch, plane, volume, g, b);
             }
         __syncthreads();
     }

@@ -147,7 +147,8 @@ __global__ void ceiling_atomics(float *grid, const float4 *atoms, int n, int3 K,
 /* b. A bare tile kernel: block = tile of T^3 points; its copies (the atoms
    whose 4^3 stencil reaches it, as cells relative to the tile's corner)
    add q to the in-tile points of their stencil in shared memory, then the
-   tile is stored once.  INT 1: 32-bit integer adds (native) of q * 2^20;
+   tile is stored once.  INT 1: 32-bit integer adds (native) of q * 2^20
+   (stored scaled back);
    INT 2: q * 2^32 as a 64-bit integer added in two 32-bit halves (the
    exact form TILE_FUSED_FIXED uses where a tile's range allows). */
 template <int INT>
@@ -158,7 +159,7 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
     const int id = blockIdx.x;
     const int t0[3] = {id % tiles.x * T, id / tiles.x % tiles.y * T, id / tiles.x / tiles.y * T};
     const int points = T * T * T;
-    unsigned *high = (unsigned *)tile_f + points;
+    unsigned *high = (unsigned *)tile_f + points; /* INT 2 only: its shared memory is twice */
     for (int k = threadIdx.x; k < (INT == 2 ? 2 : 1) * points; k += blockDim.x) tile_f[k] = 0.0f;
     __syncthreads();
     for (int c = start[id] + threadIdx.x / 4; c < start[id + 1]; c += blockDim.x / 4) {
@@ -188,11 +189,15 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
     __syncthreads();
     for (int k = threadIdx.x; k < points; k += blockDim.x) {
         const int x = k % T, y = k / T % T, z = k / T / T;
-        const long long sum = (long long)(int)high[k] * 65536 + (long long)(unsigned)tile_i[k];
-        grid[t0[0] + x + K.x * ((t0[1] + y) + K.y * (t0[2] + z))] =
-            INT == 2 ? (float)((double)sum * (1.0 / 4294967296.0))
-            : INT    ? (float)tile_i[k] * (1.0f / 1048576.0f)
-                     : tile_f[k];
+        float *out = grid + t0[0] + x + K.x * ((t0[1] + y) + K.y * (t0[2] + z));
+        if constexpr (INT == 2) { /* the halves joined: exact in double */
+            const long long sum = (long long)(int)high[k] * 65536 + (long long)(unsigned)tile_i[k];
+            *out = (float)((double)sum * (1.0 / 4294967296.0));
+        } else if constexpr (INT == 1) {
+            *out = (float)tile_i[k] * (1.0f / 1048576.0f);
+        } else {
+            *out = tile_f[k];
+        }
     }
 }
 

@@ -429,75 +429,67 @@ TEST(fixed_point_is_bit_identical_whatever_the_order) {
 
 /* TILE_FUSED_FIXED sums a tile as two 32-bit halves where the tile's
    range allows, else as 64-bit integers: the same integers either way.
-   Atoms that add exact zeros must leave the grid's bits as they were:
-   1500 uncharged atoms in one 1 A cube (tiles of more copies than a
-   window, their range read before their first term) and +-20000 e at one
-   place (past the halves' range: 64-bit sums).  And 10^5 e on a point
-   (Skeel: the whole charge there) must come out whole, where 32-bit
-   halves would overflow. */
+   Pairs of +20000 and -20000 e at one place (on a 2 A lattice: every tile
+   holds some, so every tile takes the 64-bit sums) add exact zeros and
+   must leave the grid's bits as the halves made them, both bases.  And a
+   tile of more copies than a window has its range read from every window
+   before its first term: 1500 uncharged atoms crowd a 1 A cube and,
+   last (in the last window), 10^5 e sits on a point (Skeel: its whole
+   charge there), which 32-bit halves would overflow. */
 TEST(fixed_point_tiles_give_the_same_bits_in_halves_and_whole) {
     REQUIRE_GPU();
     test_system sys = test_system_random(3000, 20.0, 71);
     const int dims[3] = {40, 40, 40};
     const elec_lattice l = lattice_of(dims, 0.5, 0.0);
-    const size_t points = elec_lattice_size(&l), extra = 1500;
-    float *plain = (float *)malloc(points * sizeof(float));
-    float *padded = (float *)malloc(points * sizeof(float));
-    test_system more = sys__alloc(sys.count + extra);
+    const size_t points = elec_lattice_size(&l), pairs = 1000, crowd = 1500;
+    float *plain = (float *)calloc(points, sizeof(float));
+    float *padded = (float *)calloc(points, sizeof(float));
+    test_system more = sys__alloc(sys.count + 2 * pairs);
+    test_system crowded = sys__alloc(crowd + 1);
     test_rng rng = test_rng_seeded(9);
     elec_chargemap_params p = {0};
     elec_error err;
     snap(&sys, 0.5);
     memcpy(more.xyz, sys.xyz, 3 * sys.count * sizeof(double));
     memcpy(more.charge, sys.charge, sys.count * sizeof(double));
-    for (int axis = 0; axis < 3; axis++) more.box[axis] = sys.box[axis];
+    for (size_t k = 0; k < pairs; k++) { /* at (1 + 2i, 1 + 2j, 1 + 2k) A */
+        const size_t at = sys.count + 2 * k;
+        const size_t where[3] = {k % 10, k / 10 % 10, k / 100};
+        for (int axis = 0; axis < 3; axis++)
+            more.xyz[3 * at + axis] = more.xyz[3 * (at + 1) + axis] = 1.0 + 2.0 * where[axis];
+        more.charge[at] = 20000.0;
+        more.charge[at + 1] = -20000.0;
+    }
     p.periodic = 1;
     p.variant = ELEC_CHARGEMAP_TILE_FUSED_FIXED;
     for (int basis = 0; basis < 2; basis++) {
-        p.basis = (elec_chargemap_basis)basis;
         const elec_atoms atoms = test_system_atoms(&sys), all = test_system_atoms(&more);
+        p.basis = (elec_chargemap_basis)basis;
         EXPECT(elec_cuda_chargemap(&atoms, &l, &p, plain, &err) == ELEC_OK, "%s", err.message);
-        for (int pad = 0; pad < 2; pad++) {
-            /* pad 0: the extra atoms uncharged in a 1 A cube that straddles
-               tile edges (7.25 to 8.25 A: points 14.5 to 16.5), so each
-               of its tiles gets them all; pad 1: the first two only,
-               +20000 and -20000 e at one place in it */
-            for (size_t i = sys.count; i < more.count; i++) {
-                for (int axis = 0; axis < 3; axis++)
-                    more.xyz[3 * i + axis] = 7.25 + test_uniform(&rng);
-                more.charge[i] = 0.0;
-            }
-            elec_atoms padding = all;
-            if (pad == 1) {
-                for (int axis = 0; axis < 3; axis++)
-                    more.xyz[3 * (sys.count + 1) + axis] = more.xyz[3 * sys.count + axis];
-                more.charge[sys.count] = 20000.0;
-                more.charge[sys.count + 1] = -20000.0;
-                padding.count = sys.count + 2;
-            }
-            EXPECT(elec_cuda_chargemap(&padding, &l, &p, padded, &err) == ELEC_OK, "%s",
-                   err.message);
-            EXPECT(memcmp(plain, padded, points * sizeof(float)) == 0,
-                   "basis %d: %s changed the grid's bits", basis,
-                   pad == 0 ? "1500 uncharged atoms in one tile" : "+-20000 e at one place");
-        }
+        EXPECT(elec_cuda_chargemap(&all, &l, &p, padded, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(memcmp(plain, padded, points * sizeof(float)) == 0,
+               "basis %d: +-20000 e pairs in every tile changed the grid's bits", basis);
     }
     {
-        /* one atom of 10^5 e on a point, Skeel */
-        const double xyz[3] = {5.0, 6.5, 12.0}, q = 1e5;
-        const elec_atoms one = elec_atoms_from_xyz(1, xyz, &q, NULL);
-        const size_t at = 10 + 40 * (13 + 40 * 24);
+        const size_t at = 15 + 40 * (15 + 40 * 15); /* the point at 7.5 A */
         size_t wrong = 0;
+        for (size_t i = 0; i < crowd; i++)
+            for (int axis = 0; axis < 3; axis++)
+                crowded.xyz[3 * i + axis] = 7.25 + test_uniform(&rng);
+        for (int axis = 0; axis < 3; axis++) crowded.xyz[3 * crowd + axis] = 7.5;
+        crowded.charge[crowd] = 1e5;
+        const elec_atoms atoms = test_system_atoms(&crowded);
         p.basis = ELEC_CHARGEMAP_SKEEL;
-        EXPECT(elec_cuda_chargemap(&one, &l, &p, plain, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, plain, &err) == ELEC_OK, "%s", err.message);
         for (size_t g = 0; g < points; g++) wrong += plain[g] != (g == at ? 100000.0f : 0.0f);
-        EXPECT(wrong == 0, "10^5 e on a point: %zu points wrong (at it: %.9g)", wrong,
-               (double)plain[at]);
+        EXPECT(wrong == 0, "10^5 e on a point in a crowded tile: %zu points wrong (at it: %.9g)",
+               wrong, (double)plain[at]);
     }
     free(plain);
     free(padded);
     test_system_free(&sys);
     test_system_free(&more);
+    test_system_free(&crowded);
 }
 
 /* The device-pointer API (positions in A on the device; the kernels make
