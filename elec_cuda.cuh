@@ -8410,6 +8410,13 @@ __device__ __forceinline__ float elec__chargemap_block_max(float v, int *scratch
     return __int_as_float(most);
 }
 
+/* Group j's copies: room for 8 of each of its chunk atoms (an atom has a
+   copy in at most 2 x 2 x 2 tiles), runs per tile from there. */
+template <class Copy>
+__device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int j, int chunk) {
+    return copies + (size_t)j * 8 * chunk;
+}
+
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
    memory for bd.count ints).  Two passes over the group's atoms: count the
    copies per tile (shared-memory atomics), scan, then place them (the
@@ -8423,7 +8430,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
     const int chunk = (n + groups - 1) / groups;
     const int first = min(j * chunk, n), last = min(first + chunk, n);
-    float4 *out = copies + (size_t)j * 8 * chunk;
+    float4 *out = elec__chargemap_group_copies(copies, j, chunk);
     double q1 = 0.0, q2 = 0.0;
     for (int k = t; k < tiles; k += threads) hist[k] = 0;
     __syncthreads();
@@ -8525,7 +8532,6 @@ __device__ __forceinline__ void elec__chargemap_add_in_tile(
         slab[m] = (unsigned)z < (unsigned)len[2] ? z * plane : -1;
     }
     const float qx = r.w * elec__spme_pick<W>(wx, jx);
-    typename elec__chargemap_acc<ACC>::type *column = acc + x;
 #pragma unroll
     for (int mz = 0; mz < W; mz++) {
         if (slab[mz] < 0) continue;
@@ -8533,7 +8539,7 @@ __device__ __forceinline__ void elec__chargemap_add_in_tile(
         if constexpr (ACC == 0) {
 #pragma unroll
             for (int my = 0; my < W; my++)
-                if (row[my] >= 0) atomicAdd(column + slab[mz] + row[my], qxz * wy[my]);
+                if (row[my] >= 0) atomicAdd(acc + x + slab[mz] + row[my], qxz * wy[my]);
         } else {
             const double scaled = (double)qxz * 4294967296.0; /* exact */
 #pragma unroll
@@ -8565,7 +8571,7 @@ __device__ float elec__chargemap_tile_max_q(const float4 *window, const float4 *
             most = fmaxf(most, fabsf(window[c].w));
     } else {
         for (int j = a; j < e; j++) {
-            const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+            const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
             for (int c = 0; c < offset[j + 1] - offset[j]; c++)
                 most = fmaxf(most, fabsf(__ldcg(&from[c].w)));
         }
@@ -8626,7 +8632,7 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
         const int end = min(base + ELEC__CHARGEMAP_TILE_WINDOW, total);
         for (int j = a; j < e; j++) {
             const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
-            const float4 *from = copies + (size_t)j * 8 * chunk + start[j];
+            const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
             for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
         }
         __syncthreads();

@@ -175,9 +175,8 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
                 if (y < 0 || y >= T) continue;
                 const int at = x + T * (y + T * z);
                 if (INT == 2) {
-                    const long long v = __double2ll_rn((double)q * 4294967296.0);
-                    atomicAdd((unsigned *)tile_i + at, (unsigned)v & 0xFFFFu);
-                    atomicAdd(high + at, (unsigned)(v >> 16));
+                    elec__chargemap_split_add((unsigned *)tile_i + at, high + at,
+                                              __double2ll_rn((double)q * 4294967296.0));
                 } else if (INT == 1) {
                     atomicAdd(tile_i + at, (int)(q * 1048576.0f));
                 } else {
@@ -191,7 +190,7 @@ __global__ void ceiling_tile(float *grid, const int4 *copies, const int *start, 
         const int x = k % T, y = k / T % T, z = k / T / T;
         float *out = grid + t0[0] + x + K.x * ((t0[1] + y) + K.y * (t0[2] + z));
         if constexpr (INT == 2) { /* the halves joined: exact in double */
-            const long long sum = (long long)(int)high[k] * 65536 + (long long)(unsigned)tile_i[k];
+            const long long sum = elec__chargemap_split_join((unsigned)tile_i[k], high[k]);
             *out = (float)((double)sum * (1.0 / 4294967296.0));
         } else if constexpr (INT == 1) {
             *out = (float)tile_i[k] * (1.0f / 1048576.0f);
