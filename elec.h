@@ -1344,7 +1344,9 @@ typedef enum elec_chargemap_variant {
                                             share of the atoms by tile in
                                             shared memory; then a block per
                                             tile gathers its copies from every
-                                            block's run (two kernels)         */
+                                            block's run and sums the tile in
+                                            registers, no atomics (two
+                                            kernels)                          */
     ELEC_CHARGEMAP_TILE_FUSED,           /* TILE_BINNED's two stages in one
                                             cooperative kernel, a grid barrier
                                             between them: one launch          */
@@ -1397,7 +1399,8 @@ typedef struct elec_chargemap_params {
     elec_gpu_set gpus; /* the first device is used                         */
     int tile_groups;   /* GPU tile-binned rungs: blocks that bin the atoms
                           (each writes its own counts per tile), at most
-                          the default; 0 = four per SM                      */
+                          four per SM; 0 = one per SM (TILE_BINNED,
+                          TILE_FUSED) or four (TILE_FUSED_FIXED)           */
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream
                           order; 0 = programmatic dependent launch between
                           the sort's and the map's kernels where the device

@@ -7527,15 +7527,18 @@ cleanup:
    - the tile-binned rungs (TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED)
      bin with shared-memory atomics only (stage 1: 9 to 11 us for ApoA1,
      two passes over the atoms and a (start, count) for every tile and
-     group) and sum each tile in shared memory (stage 2: 32.5 us): sm_90
-     has no shared-memory add for float or 64-bit integers, so every float
-     term is a compare-and-swap loop, two shared-memory operations, with
-     bank conflicts among the copies a warp holds (TILE_FUSED_FIXED adds
-     its 64-bit integers as two native 32-bit halves where a tile's range
-     allows: elec__chargemap_split_fits).  Even one native 32-bit add a
-     term leaves a bare tile sum at 14.5 us for ApoA1 (bench/RESULTS.md):
-     the shared-memory atomic unit bounds it.  One cooperative kernel
-     saves a launch (a grid barrier costs 0.6 us) but not the stages.
+     group) and sum each tile once.  sm_90 has no shared-memory add for
+     float or 64-bit integers (a compare-and-swap loop a term), and even
+     one native 32-bit add a term leaves a bare tile sum at 14.5 us for
+     ApoA1 (bench/RESULTS.md): the shared-memory atomic unit bounds it.
+     So the float rungs sum in registers, no atomics
+     (elec__chargemap_sum_tile_registers: stage 2 21-23 us, where their
+     shared tile took 31-33), bound by staging the copies (barriers and
+     the groups' runs, Nsight Compute) more than by their FMAs;
+     TILE_FUSED_FIXED keeps its integers in shared memory, as two native
+     32-bit halves where a tile's range allows
+     (elec__chargemap_split_fits).  One cooperative kernel saves a launch
+     (a grid barrier costs 0.6 us) but not the stages.
    bench/bench_chargemap.cu measures these bounds on the device (atomic
    rates random and sorted, a bare tile kernel, the launch floor, the grid
    barrier). */
@@ -8470,11 +8473,13 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     }
 }
 
-/* A shared-memory tile's accumulator: float, or 64-bit integers in units
-   of 2^-32 e (integer addition: any order gives the same bits).  sm_90
-   has no shared-memory add for either: nvcc 13.0 compiles both atomicAdds
-   to a compare-and-swap loop (LDS, add, ATOMS.CAST.SPIN or .SPIN.64, in
-   cuobjdump's SASS on the H100), two shared-memory operations a term.
+/* TILE_FUSED_FIXED's shared-memory tile: 64-bit integers in units of
+   2^-32 e (integer addition: any order gives the same bits).  sm_90 has
+   no shared-memory add for them (nor for float, which is why the float
+   rungs sum in registers: elec__chargemap_sum_tile_registers): nvcc 13.0
+   compiles atomicAdd to a compare-and-swap loop (LDS, add,
+   ATOMS.CAST.SPIN.64 or ATOMS.CAST.SPIN for float, in cuobjdump's SASS
+   on the H100), two shared-memory operations a term.
    Batching a lane's loads and swaps by hand (atomicCAS: ATOMS.CAS, the
    results checked after) measured 3.3x slower on ApoA1 (145.8 against
    43.6 us): the hardware's spin loop stays.  32-bit integers it adds
@@ -8482,8 +8487,6 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
    where a tile's range allows (elec__chargemap_split_fits): the same
    integers, TILE_FUSED_FIXED on ApoA1-size 49.7 -> 38.8 us and on 1M
    atoms 465 -> 346 us (H100, one run of each, bench/RESULTS.md). */
-template <int ACC> struct elec__chargemap_acc { typedef float type; };
-template <> struct elec__chargemap_acc<1> { typedef unsigned long long type; };
 
 /* The split form of a term v (an integer in units of 2^-32 e): v = hi
    2^16 + lo with lo in [0, 2^16), summed apart in 32-bit words, lo
@@ -8508,12 +8511,12 @@ __device__ __forceinline__ long long elec__chargemap_split_join(unsigned lo, uns
 
 /* One copy's terms inside the tile at t0 (len points per axis; pitch and
    plane: the shared tile's strides), lane jx taking the stencil's x plane
-   jx.  The fixed-point term is q w_x w_z (a float, as PC_FIXED_POINT's)
-   times w_y and 2^32, rounded once to an integer: the double FMA with
-   1.5 2^52 leaves round(v) in the low bits (|v| < 2^51: |q| < 2^19 e). */
-template <int BASIS, int W, int ACC, bool SPLIT>
+   jx.  The term is q w_x w_z (a float, as PC_FIXED_POINT's) times w_y and
+   2^32, rounded once to an integer: the double FMA with 1.5 2^52 leaves
+   round(v) in the low bits (|v| < 2^51: |q| < 2^19 e). */
+template <int BASIS, int W, bool SPLIT>
 __device__ __forceinline__ void elec__chargemap_add_in_tile(
-    typename elec__chargemap_acc<ACC>::type *acc, float4 r, int jx, const int t0[3],
+    unsigned long long *acc, float4 r, int jx, const int t0[3],
     const int len[3], int pitch, int plane, int volume, const elec__chargemap_geometry &g,
     const elec__msm_basis_args &b) {
     const int kx = (int)r.x, ky = (int)r.y, kz = (int)r.z;
@@ -8535,27 +8538,20 @@ __device__ __forceinline__ void elec__chargemap_add_in_tile(
 #pragma unroll
     for (int mz = 0; mz < W; mz++) {
         if (slab[mz] < 0) continue;
-        const float qxz = qx * wz[mz];
-        if constexpr (ACC == 0) {
+        const double scaled = (double)(qx * wz[mz]) * 4294967296.0; /* exact */
 #pragma unroll
-            for (int my = 0; my < W; my++)
-                if (row[my] >= 0) atomicAdd(acc + x + slab[mz] + row[my], qxz * wy[my]);
-        } else {
-            const double scaled = (double)qxz * 4294967296.0; /* exact */
-#pragma unroll
-            for (int my = 0; my < W; my++)
-                if (row[my] >= 0) {
-                    const long long v =
-                        __double_as_longlong(fma(scaled, (double)wy[my], ELEC__CHARGEMAP_MAGIC)) -
-                        ELEC__CHARGEMAP_MAGIC_BITS;
-                    const int at = x + slab[mz] + row[my];
-                    if constexpr (SPLIT) /* lows, then highs: volume words on */
-                        elec__chargemap_split_add((unsigned *)acc + at,
-                                                  (unsigned *)acc + volume + at, v);
-                    else
-                        atomicAdd(acc + at, (unsigned long long)v);
-                }
-        }
+        for (int my = 0; my < W; my++)
+            if (row[my] >= 0) {
+                const long long v =
+                    __double_as_longlong(fma(scaled, (double)wy[my], ELEC__CHARGEMAP_MAGIC)) -
+                    ELEC__CHARGEMAP_MAGIC_BITS;
+                const int at = x + slab[mz] + row[my];
+                if constexpr (SPLIT) /* lows, then highs: volume words on */
+                    elec__chargemap_split_add((unsigned *)acc + at,
+                                              (unsigned *)acc + volume + at, v);
+                else
+                    atomicAdd(acc + at, (unsigned long long)v);
+            }
     }
 }
 
@@ -8579,80 +8575,101 @@ __device__ float elec__chargemap_tile_max_q(const float4 *window, const float4 *
     return elec__chargemap_block_max(most, scratch);
 }
 
-/* Stage 2 for tile `id` (every thread of the block calls it; smem: the
-   window of staged copies, the tile, the groups' offsets and starts).
-   The groups' (start, count) scanned into offsets; the copies staged in
-   windows of ELEC__CHARGEMAP_TILE_WINDOW (each thread copying the part of
-   its groups' runs that falls in the window), summed into the tile by
-   groups of lanes; then each point stored once, rows as contiguous runs. */
-template <int BASIS, int W, int ACC>
-__device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
-                                         const float4 *copies, int n,
-                                         const elec__chargemap_geometry &g,
-                                         const elec__chargemap_bands &bd,
-                                         const elec__msm_basis_args &b, unsigned char *smem) {
-    typedef typename elec__chargemap_acc<ACC>::type acc_t;
-    __shared__ int scratch[32];
-    const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
-    const int chunk = (n + groups - 1) / groups;
-    const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
-    float4 *window = (float4 *)smem;
-    acc_t *acc = (acc_t *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
-    int *offset = (int *)(acc + (size_t)plane * bd.L[2]); /* groups + 1 */
-    int *start = offset + groups + 1;                     /* groups */
+/* Stage 2's common steps.  A tile's first point and extent per axis. */
+__device__ __forceinline__ void elec__chargemap_tile_extent(int id,
+                                                            const elec__chargemap_geometry &g,
+                                                            const elec__chargemap_bands &bd,
+                                                            int t0[3], int len[3]) {
     const int at[3] = {id % bd.n[0], id / bd.n[0] % bd.n[1], id / bd.n[0] / bd.n[1]};
-    int t0[3], len[3];
 #pragma unroll
     for (int axis = 0; axis < 3; axis++) {
         t0[axis] = at[axis] << bd.shift[axis];
         len[axis] = at[axis] == bd.n[axis] - 1 ? g.K[axis] - t0[axis] : 1 << bd.shift[axis];
     }
-    const int per = (groups + threads - 1) / threads;
-    const int a = min(t * per, groups), e = min(a + per, groups);
+}
+
+/* The groups' (start, count) for tile id scanned into offsets (groups +
+   1) and starts, each thread taking groups [*a, *e); returns the tile's
+   copies.  Every thread calls it; offsets are ready after a barrier. */
+__device__ int elec__chargemap_tile_runs(int id, const int2 *runs, int groups, int *offset,
+                                         int *start, int *a, int *e, int *scratch) {
+    const int t = threadIdx.x, per = (groups + blockDim.x - 1) / blockDim.x;
+    *a = min(t * per, groups);
+    *e = min(*a + per, groups);
     int s = 0, total;
-    for (int j = a; j < e; j++) {
+    for (int j = *a; j < *e; j++) {
         const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
         start[j] = run.x;
         offset[j] = run.y;
         s += run.y;
     }
     s = elec__chargemap_scan(s, scratch, &total);
-    for (int j = a; j < e; j++) {
+    for (int j = *a; j < *e; j++) {
         const int c = offset[j];
         offset[j] = s;
         s += c;
     }
     if (t == 0) offset[groups] = total;
+    return total;
+}
+
+/* Copies [base, end) of the tile into window: each thread the part of its
+   groups' runs [a, e) that falls there. */
+__device__ __forceinline__ void elec__chargemap_stage_window(float4 *window, const float4 *copies,
+                                                             int chunk, const int *start,
+                                                             const int *offset, int a, int e,
+                                                             int base, int end) {
+    for (int j = a; j < e; j++) {
+        const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
+        const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
+        for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
+    }
+}
+
+/* TILE_FUSED_FIXED's stage 2 for tile `id` (every thread of the block
+   calls it; smem: the window of staged copies, the tile, the groups'
+   offsets and starts): the copies staged in windows of
+   ELEC__CHARGEMAP_TILE_WINDOW, summed into the shared tile by groups of
+   lanes; then each point stored once, rows as contiguous runs. */
+template <int BASIS, int W>
+__device__ void elec__chargemap_sum_tile_fixed(int id, float *grid, const int2 *runs,
+                                               const float4 *copies, int n,
+                                               const elec__chargemap_geometry &g,
+                                               const elec__chargemap_bands &bd,
+                                               const elec__msm_basis_args &b,
+                                               unsigned char *smem) {
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
+    float4 *window = (float4 *)smem;
+    unsigned long long *acc = (unsigned long long *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
+    int *offset = (int *)(acc + (size_t)plane * bd.L[2]); /* groups + 1 */
+    int *start = offset + groups + 1;                     /* groups */
+    int t0[3], len[3], a, e;
+    elec__chargemap_tile_extent(id, g, bd, t0, len);
+    const int total = elec__chargemap_tile_runs(id, runs, groups, offset, start, &a, &e, scratch);
     const int volume = plane * len[2];
     for (int k = t; k < volume; k += threads) acc[k] = 0;
     __syncthreads();
     const int lanes = elec__spme_lanes<W>::value, jx = t % lanes;
-    bool split = false; /* the fixed-point sums as 32-bit halves */
+    bool split = false; /* the sums as 32-bit halves */
     for (int base = 0; base < total; base += ELEC__CHARGEMAP_TILE_WINDOW) {
         const int end = min(base + ELEC__CHARGEMAP_TILE_WINDOW, total);
-        for (int j = a; j < e; j++) {
-            const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
-            const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
-            for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
-        }
+        elec__chargemap_stage_window(window, copies, chunk, start, offset, a, e, base, end);
         __syncthreads();
-        if constexpr (ACC == 1) {
-            if (base == 0) /* the tile's range before its first term */
-                split = elec__chargemap_split_fits(
-                    total, elec__chargemap_tile_max_q(window, copies, chunk, start, offset, a,
-                                                      e, total, scratch));
-        }
+        if (base == 0) /* the tile's range before its first term */
+            split = elec__chargemap_split_fits(
+                total, elec__chargemap_tile_max_q(window, copies, chunk, start, offset, a, e,
+                                                  total, scratch));
         if (jx < W)
             for (int c = t / lanes; c < end - base; c += threads / lanes) {
-                if constexpr (ACC == 1) {
-                    if (split) {
-                        elec__chargemap_add_in_tile<BASIS, W, ACC, true>(
-                            acc, window[c], jx, t0, len, pitch, plane, volume, g, b);
-                        continue;
-                    }
-                }
-                elec__chargemap_add_in_tile<BASIS, W, ACC, false>(acc, window[c], jx, t0, len,
-                                                                  pitch, plane, volume, g, b);
+                if (split)
+                    elec__chargemap_add_in_tile<BASIS, W, true>(acc, window[c], jx, t0, len,
+                                                                pitch, plane, volume, g, b);
+                else
+                    elec__chargemap_add_in_tile<BASIS, W, false>(acc, window[c], jx, t0, len,
+                                                                 pitch, plane, volume, g, b);
             }
         __syncthreads();
     }
@@ -8665,20 +8682,176 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
             const int z = row / len[1], y = row - z * len[1];
             float *out = grid + t0[0] + g.K[0] * ((t0[1] + y) + g.K[1] * (t0[2] + z));
             const int at = y * pitch + z * plane;
-            const acc_t *in = acc + at;
-            for (int x = x0; x < len[0]; x += xs) {
-                if constexpr (ACC == 0) {
-                    out[x] = in[x];
-                } else { /* exact in double, then rounded once */
-                    const unsigned *lo = (const unsigned *)acc + at + x;
-                    const long long v = split ? elec__chargemap_split_join(lo[0], lo[volume])
-                                              : (long long)in[x];
-                    out[x] = (float)((double)v * (1.0 / 4294967296.0));
-                }
+            for (int x = x0; x < len[0]; x += xs) { /* exact in double, then rounded once */
+                const unsigned *lo = (const unsigned *)acc + at + x;
+                const long long v = split ? elec__chargemap_split_join(lo[0], lo[volume])
+                                          : (long long)acc[at + x];
+                out[x] = (float)((double)v * (1.0 / 4294967296.0));
             }
         }
     }
     __syncthreads(); /* the shared memory is the next tile's */
+}
+
+/* TILE_BINNED's and TILE_FUSED's stage 2: the tile summed in registers,
+   no atomics (the float rungs' tile in shared memory, a compare-and-swap
+   loop a term, took 31-33 us on ApoA1-size, this 21-23 us; H100,
+   bench/RESULTS.md).  The tile is cut into sub-tiles of 4 x 4 x 4 points,
+   8 threads a sub-tile, a thread keeping 4 x 2 x 1 of them (x, y, z), and
+   32 sub-tiles summed at once (a batch; a tile of more takes the copies
+   again for each).  The copies are staged in windows of up to 256; each
+   copy's weights are written out over the tile's extent, zeros where its
+   stencil is not (x, y, and z times q: a record of `stride` floats), so
+   that a thread reads its 4 x weights as one 16-byte load, its 2 y
+   weights as one 8-byte load and its z weight, and adds q w_z w_y w_x to
+   its 8 points by FMA, each copy's once per sub-tile it reaches: a list
+   of the window's copies a sub-tile (byte indices, filled by a
+   shared-memory counter a sub-tile). */
+#define ELEC__CHARGEMAP_BATCH 32 /* sub-tiles summed at once: 8 threads each */
+
+/* A copy's record: the tile's longest extents rounded up to 4, x, y, z;
+   not a multiple of 32 floats (the bank of a record's word then differs
+   from its neighbours'). */
+__host__ __device__ inline int elec__chargemap_record_stride(const elec__chargemap_bands &bd) {
+    const int r = ((bd.L[0] + 3) & ~3) + ((bd.L[1] + 3) & ~3) + ((bd.L[2] + 3) & ~3);
+    return (r & 31) == 0 ? r + 4 : r;
+}
+
+/* Copies staged at once: 256 where their records take at most 48 KB (four
+   blocks an SM then fit an H100's shared memory), else 128. */
+__host__ __device__ inline int elec__chargemap_register_window(const elec__chargemap_bands &bd) {
+    return 256 * elec__chargemap_record_stride(bd) * 4 <= 48 * 1024 ? 256 : 128;
+}
+
+/* One staged copy r, window slot c: its record written, and c appended
+   to the list of each sub-tile of the batch from `first` that its
+   stencil reaches (ns sub-tiles per axis). */
+template <int BASIS, int W>
+__device__ __forceinline__ void elec__chargemap_record_copy(
+    float4 r, int c, float *record, int stride, unsigned char *list, int *listed, int win,
+    int first, const int t0[3], const int len[3], const int ns[3], const int part[3],
+    const elec__chargemap_geometry &g, const elec__msm_basis_args &b) {
+    float *out = record + (size_t)c * stride;
+    for (int k = 0; k < stride; k += 4) *(float4 *)(out + k) = make_float4(0.f, 0.f, 0.f, 0.f);
+    const float u[3] = {r.x, r.y, r.z};
+    unsigned reach[3]; /* bit s: sub-tile s along the axis */
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        const int k0 = (int)u[axis];
+        float w[W];
+        elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w);
+        reach[axis] = 0;
+#pragma unroll
+        for (int m = 0; m < W; m++) {
+            const int p = elec__chargemap_wrap(k0 + g.offset + m, g.K[axis]) - t0[axis];
+            if ((unsigned)p < (unsigned)len[axis]) {
+                out[part[axis] + p] = axis == 2 ? r.w * w[m] : w[m];
+                reach[axis] |= 1u << (p >> 2); /* p < 128: a tile edge is at most 127 */
+            }
+        }
+    }
+    for (unsigned mz = reach[2]; mz; mz &= mz - 1)
+        for (unsigned my = reach[1]; my; my &= my - 1)
+            for (unsigned mx = reach[0]; mx; mx &= mx - 1) {
+                const int k =
+                    (__ffs(mx) - 1) + ns[0] * ((__ffs(my) - 1) + ns[1] * (__ffs(mz) - 1)) - first;
+                if ((unsigned)k < ELEC__CHARGEMAP_BATCH)
+                    list[k * win + atomicAdd(listed + k, 1)] = (unsigned char)c;
+            }
+}
+
+/* The register sum for tile `id` (every thread of the block, 8 a
+   sub-tile of the batch, calls it; smem: the records, the window, the
+   lists, the groups' offsets and starts): for each batch, each window
+   staged, recorded and listed, then summed; each thread's points stored
+   once after the last window. */
+static_assert(ELEC__CHARGEMAP_TILE_THREADS == 8 * ELEC__CHARGEMAP_BATCH,
+              "the register sum takes 8 threads a sub-tile of a batch");
+template <int BASIS, int W>
+__device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const int2 *runs,
+                                                   const float4 *copies, int n,
+                                                   const elec__chargemap_geometry &g,
+                                                   const elec__chargemap_bands &bd,
+                                                   const elec__msm_basis_args &b,
+                                                   unsigned char *smem) {
+    __shared__ int scratch[32];
+    __shared__ int listed[ELEC__CHARGEMAP_BATCH];
+    const int t = threadIdx.x, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    const int stride = elec__chargemap_record_stride(bd);
+    const int win = elec__chargemap_register_window(bd);
+    const int part[3] = {0, (bd.L[0] + 3) & ~3, ((bd.L[0] + 3) & ~3) + ((bd.L[1] + 3) & ~3)};
+    float *record = (float *)smem;                                  /* win x stride */
+    float4 *window = (float4 *)(record + (size_t)win * stride);     /* win          */
+    unsigned char *list = (unsigned char *)(window + win);          /* BATCH x win  */
+    int *offset = (int *)(list + ELEC__CHARGEMAP_BATCH * win);      /* groups + 1   */
+    int *start = offset + groups + 1;                               /* groups       */
+    int t0[3], len[3], ns[3], a, e;
+    elec__chargemap_tile_extent(id, g, bd, t0, len);
+    for (int axis = 0; axis < 3; axis++) ns[axis] = (len[axis] + 3) >> 2;
+    const int total = elec__chargemap_tile_runs(id, runs, groups, offset, start, &a, &e, scratch);
+    __syncthreads();
+    const int subtiles = ns[0] * ns[1] * ns[2], mine = t >> 3, r = t & 7;
+    for (int first = 0; first < subtiles; first += ELEC__CHARGEMAP_BATCH) {
+        const int sub = first + mine;
+        const int sx = sub % ns[0], sy = sub / ns[0] % ns[1], sz = sub / ns[0] / ns[1];
+        const int x = 4 * sx, y = 4 * sy + 2 * (r & 1), z = 4 * sz + (r >> 1);
+        float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}; /* y: 0-3, y + 1: 4-7 */
+        for (int base = 0; base < total; base += win) {
+            const int end = min(base + win, total);
+            if (t < ELEC__CHARGEMAP_BATCH) listed[t] = 0;
+            elec__chargemap_stage_window(window, copies, chunk, start, offset, a, e, base, end);
+            __syncthreads();
+            if (t < end - base)
+                elec__chargemap_record_copy<BASIS, W>(window[t], t, record, stride, list, listed,
+                                                      win, first, t0, len, ns, part, g, b);
+            __syncthreads();
+            if (sub < subtiles) {
+                const unsigned char *mine_list = list + mine * win;
+                for (int k = 0; k < listed[mine]; k++) {
+                    const float *w = record + (size_t)mine_list[k] * stride;
+                    const float4 wx = *(const float4 *)(w + x);
+                    const float2 wy = *(const float2 *)(w + part[1] + y);
+                    const float wz = w[part[2] + z];
+                    const float a0 = wy.x * wz, a1 = wy.y * wz;
+                    sum[0] = fmaf(a0, wx.x, sum[0]);
+                    sum[1] = fmaf(a0, wx.y, sum[1]);
+                    sum[2] = fmaf(a0, wx.z, sum[2]);
+                    sum[3] = fmaf(a0, wx.w, sum[3]);
+                    sum[4] = fmaf(a1, wx.x, sum[4]);
+                    sum[5] = fmaf(a1, wx.y, sum[5]);
+                    sum[6] = fmaf(a1, wx.z, sum[6]);
+                    sum[7] = fmaf(a1, wx.w, sum[7]);
+                }
+            }
+            __syncthreads();
+        }
+        if (sub < subtiles && z < len[2])
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                if (y + j >= len[1]) continue;
+                float *row = grid + t0[0] + (size_t)g.K[0] * ((t0[1] + y + j) +
+                                                              (size_t)g.K[1] * (t0[2] + z));
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    if (x + i < len[0]) row[x + i] = sum[4 * j + i];
+            }
+    }
+    __syncthreads(); /* the shared memory is the next tile's */
+}
+
+/* Stage 2 by accumulator: ACC 0 float in registers (TILE_BINNED,
+   TILE_FUSED), ACC 1 64-bit integers in shared memory (TILE_FUSED_FIXED). */
+template <int BASIS, int W, int ACC>
+__device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
+                                         const float4 *copies, int n,
+                                         const elec__chargemap_geometry &g,
+                                         const elec__chargemap_bands &bd,
+                                         const elec__msm_basis_args &b, unsigned char *smem) {
+    if constexpr (ACC == 1)
+        elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+    else
+        elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
 }
 
 /* TILE_FUSED's grid barrier (elec__grid_barrier) on its status words. */
@@ -8878,12 +9051,17 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
     return bd;
 }
 
-/* Shared memory of the tile-binned rungs' stage 2: the window of copies,
-   the tile (4 or 8 bytes a point), the groups' offsets and starts. */
+/* Shared memory of the tile-binned rungs' stage 2 and the groups'
+   offsets and starts: TILE_FUSED_FIXED's window of copies and tile (8
+   bytes a point); the float rungs' records, window and lists. */
 static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed) {
-    return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
-           (size_t)bd->L[0] * bd->L[1] * bd->L[2] * (fixed ? 8 : 4) +
-           sizeof(int) * (2 * (size_t)groups + 1);
+    const size_t runs = sizeof(int) * (2 * (size_t)groups + 1);
+    if (fixed)
+        return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
+               (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
+    const size_t win = (size_t)elec__chargemap_register_window(*bd);
+    return win * elec__chargemap_record_stride(*bd) * 4 + win * 16 +
+           (size_t)ELEC__CHARGEMAP_BATCH * win + runs;
 }
 
 /* The tile-binned rungs' tiles: the caller's edges rounded up to powers
@@ -8891,21 +9069,26 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    stage 2's measured shape on an H100: the resident blocks (four an SM)
    take the tiles in rounds, and a round lasts as long as a tile's copies,
    max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
-   At least order - 1 points an edge (16 for order 10); stage 1's counters
-   and stage 2's tile in shared memory.  groups: four blocks an SM (the
-   cooperative grid's size on an H100).  0 where no tiling fits. */
+   The register sums (TILE_BINNED, TILE_FUSED) leave 16^3 out: its 64
+   sub-tiles take the copies twice (ApoA1-size's stage 2 50 us, against
+   23 at 16^2 x 8).  At least order - 1 points an edge (16 for order 10);
+   stage 1's counters and stage 2's shared memory within the device's.
+   groups: one block an SM for the register sums, four for
+   TILE_FUSED_FIXED (the fastest of 1, 2 and 4 on ApoA1-size and 1M atoms,
+   H100, bench/RESULTS.md).  0 where no tiling fits. */
 static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
     static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
     const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
     const int groups = h->p.tile_groups > 0 && h->p.tile_groups < 4 * h->sm_count
                            ? h->p.tile_groups
-                           : 4 * h->sm_count;
+                           : (fixed ? 4 : 1) * h->sm_count;
     int least = 0, found = 0;
     double best = 0.0;
     while ((1 << least) < h->g.width - 1) least++;
     for (int c = 0; c < 5; c++) {
         int shift[3];
         if (c == 4 && found) break;
+        if (c == 0 && !fixed && h->p.tile[0] == 0) continue;
         for (int axis = 0; axis < 3; axis++) {
             if (h->p.tile[0] > 0) {
                 shift[axis] = 0;
@@ -8919,7 +9102,8 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
             elec__chargemap_sum_bytes(&bd, groups, fixed) > (size_t)h->max_shared)
             continue;
-        double cost = ceil((double)bd.count / groups) * (double)h->max_atoms / bd.count;
+        const double rounds = ceil((double)bd.count / (4.0 * h->sm_count));
+        double cost = rounds * (double)h->max_atoms / bd.count;
         for (int axis = 0; axis < 3; axis++)
             if (bd.n[axis] > 1) cost *= 1.0 + (h->g.width - 1.0) / (1 << shift[axis]);
         if (!found || cost < best) {
