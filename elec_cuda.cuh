@@ -7532,9 +7532,9 @@ cleanup:
      one native 32-bit add a term leaves a bare tile sum at 14.5 us for
      ApoA1 (bench/RESULTS.md): the shared-memory atomic unit bounds it.
      So the float rungs sum in registers, no atomics
-     (elec__chargemap_sum_tile_registers: stage 2 21-23 us, where their
-     shared tile took 31-33), bound by staging the copies (barriers and
-     the groups' runs, Nsight Compute) more than by their FMAs;
+     (elec__chargemap_sum_tile_registers: stage 2 20 us, where their
+     shared tile took 31-33; block barriers, not the FMAs, are what their
+     warps wait on most under Nsight Compute);
      TILE_FUSED_FIXED keeps its integers in shared memory, as two native
      32-bit halves where a tile's range allows
      (elec__chargemap_split_fits).  One cooperative kernel saves a launch
@@ -8695,12 +8695,13 @@ __device__ void elec__chargemap_sum_tile_fixed(int id, float *grid, const int2 *
 
 /* TILE_BINNED's and TILE_FUSED's stage 2: the tile summed in registers,
    no atomics (the float rungs' tile in shared memory, a compare-and-swap
-   loop a term, took 31-33 us on ApoA1-size, this 21-23 us; H100,
+   loop a term, took 31-33 us on ApoA1-size, this 20 us; H100,
    bench/RESULTS.md).  The tile is cut into sub-tiles of 4 x 4 x 4 points,
    8 threads a sub-tile, a thread keeping 4 x 2 x 1 of them (x, y, z), and
    32 sub-tiles summed at once (a batch; a tile of more takes the copies
-   again for each).  The copies are staged in windows of up to 256; each
-   copy's weights are written out over the tile's extent, zeros where its
+   again for each).  The copies are taken in windows of up to 256, a
+   thread loading one (elec__chargemap_tile_copy); each copy's weights
+   are written out over the tile's extent, zeros where its
    stencil is not (x, y, and z times q: a record of `stride` floats), so
    that a thread reads its 4 x weights as one 16-byte load, its 2 y
    weights as one 8-byte load and its z weight, and adds q w_z w_y w_x to
@@ -8723,7 +8724,23 @@ __host__ __device__ inline int elec__chargemap_register_window(const elec__charg
     return 256 * elec__chargemap_record_stride(bd) * 4 <= 48 * 1024 ? 256 : 128;
 }
 
-/* One staged copy r, window slot c: its record written, and c appended
+/* Copy pos of the tile (0 .. total - 1): the group whose run holds it
+   found by bisection of the offsets (the last j with offset[j] <= pos),
+   so that each thread loads its own copy and the block's loads are all
+   in flight at once. */
+__device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies, int chunk,
+                                                            const int *start, const int *offset,
+                                                            int groups, int pos) {
+    int lo = 0, hi = groups - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (offset[mid] <= pos) lo = mid;
+        else hi = mid - 1;
+    }
+    return __ldcg(elec__chargemap_group_copies(copies, lo, chunk) + start[lo] + (pos - offset[lo]));
+}
+
+/* One copy r, window slot c: its record written (over zeros), and c appended
    to the list of each sub-tile of the batch from `first` that its
    stencil reaches (ns sub-tiles per axis). */
 template <int BASIS, int W>
@@ -8731,8 +8748,7 @@ __device__ __forceinline__ void elec__chargemap_record_copy(
     float4 r, int c, float *record, int stride, unsigned char *list, int *listed, int win,
     int first, const int t0[3], const int len[3], const int ns[3], const int part[3],
     const elec__chargemap_geometry &g, const elec__msm_basis_args &b) {
-    float *out = record + (size_t)c * stride;
-    for (int k = 0; k < stride; k += 4) *(float4 *)(out + k) = make_float4(0.f, 0.f, 0.f, 0.f);
+    float *out = record + (size_t)c * stride; /* zeroed by the block */
     const float u[3] = {r.x, r.y, r.z};
     unsigned reach[3]; /* bit s: sub-tile s along the axis */
 #pragma unroll
@@ -8761,10 +8777,10 @@ __device__ __forceinline__ void elec__chargemap_record_copy(
 }
 
 /* The register sum for tile `id` (every thread of the block, 8 a
-   sub-tile of the batch, calls it; smem: the records, the window, the
-   lists, the groups' offsets and starts): for each batch, each window
-   staged, recorded and listed, then summed; each thread's points stored
-   once after the last window. */
+   sub-tile of the batch, calls it; smem: the records, the lists, the
+   groups' offsets and starts): for each batch, each window's records
+   zeroed, its copies loaded, recorded and listed, then summed; each
+   thread's points stored once after the last window. */
 static_assert(ELEC__CHARGEMAP_TILE_THREADS == 8 * ELEC__CHARGEMAP_BATCH,
               "the register sum takes 8 threads a sub-tile of a batch");
 template <int BASIS, int W>
@@ -8782,11 +8798,10 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
     const int win = elec__chargemap_register_window(bd);
     const int part[3] = {0, (bd.L[0] + 3) & ~3, ((bd.L[0] + 3) & ~3) + ((bd.L[1] + 3) & ~3)};
     float *record = (float *)smem;                                  /* win x stride */
-    float4 *window = (float4 *)(record + (size_t)win * stride);     /* win          */
-    unsigned char *list = (unsigned char *)(window + win);          /* BATCH x win  */
+    unsigned char *list = (unsigned char *)(record + (size_t)win * stride); /* BATCH x win */
     int *offset = (int *)(list + ELEC__CHARGEMAP_BATCH * win);      /* groups + 1   */
     int *start = offset + groups + 1;                               /* groups       */
-    int t0[3], len[3], ns[3], a, e;
+    int t0[3], len[3], ns[3], a, e; /* a, e: this thread's groups in the scan */
     elec__chargemap_tile_extent(id, g, bd, t0, len);
     for (int axis = 0; axis < 3; axis++) ns[axis] = (len[axis] + 3) >> 2;
     const int total = elec__chargemap_tile_runs(id, runs, groups, offset, start, &a, &e, scratch);
@@ -8798,13 +8813,15 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
         const int x = 4 * sx, y = 4 * sy + 2 * (r & 1), z = 4 * sz + (r >> 1);
         float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}; /* y: 0-3, y + 1: 4-7 */
         for (int base = 0; base < total; base += win) {
-            const int end = min(base + win, total);
+            const int count = min(win, total - base);
             if (t < ELEC__CHARGEMAP_BATCH) listed[t] = 0;
-            elec__chargemap_stage_window(window, copies, chunk, start, offset, a, e, base, end);
+            for (int k = t; k < count * stride / 4; k += blockDim.x)
+                ((float4 *)record)[k] = make_float4(0.f, 0.f, 0.f, 0.f);
             __syncthreads();
-            if (t < end - base)
-                elec__chargemap_record_copy<BASIS, W>(window[t], t, record, stride, list, listed,
-                                                      win, first, t0, len, ns, part, g, b);
+            if (t < count)
+                elec__chargemap_record_copy<BASIS, W>(
+                    elec__chargemap_tile_copy(copies, chunk, start, offset, groups, base + t), t,
+                    record, stride, list, listed, win, first, t0, len, ns, part, g, b);
             __syncthreads();
             if (sub < subtiles) {
                 const unsigned char *mine_list = list + mine * win;
@@ -9060,8 +9077,8 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
-    return win * elec__chargemap_record_stride(*bd) * 4 + win * 16 +
-           (size_t)ELEC__CHARGEMAP_BATCH * win + runs;
+    return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
+           runs;
 }
 
 /* The tile-binned rungs' tiles: the caller's edges rounded up to powers
@@ -9070,12 +9087,13 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    take the tiles in rounds, and a round lasts as long as a tile's copies,
    max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
    The register sums (TILE_BINNED, TILE_FUSED) leave 16^3 out: its 64
-   sub-tiles take the copies twice (ApoA1-size's stage 2 50 us, against
-   23 at 16^2 x 8).  At least order - 1 points an edge (16 for order 10);
+   sub-tiles take the copies twice (ApoA1-size's stage 2 35 us, against
+   20 at 16^2 x 8).  At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
-   groups: one block an SM for the register sums, four for
-   TILE_FUSED_FIXED (the fastest of 1, 2 and 4 on ApoA1-size and 1M atoms,
-   H100, bench/RESULTS.md).  0 where no tiling fits. */
+   groups: one block an SM for the register sums (their binning the
+   fastest there, their sum the same at a half and a quarter of it), four
+   for TILE_FUSED_FIXED (two measured within 3 %; H100, ApoA1-size and 1M
+   atoms, bench/RESULTS.md).  0 where no tiling fits. */
 static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
     static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
     const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
