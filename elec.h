@@ -1398,9 +1398,10 @@ typedef struct elec_chargemap_params {
     elec_chargemap_cpu_variant cpu_variant; /* CPU; 0 = fastest             */
     elec_gpu_set gpus; /* the first device is used                         */
     int tile_groups;   /* GPU tile-binned rungs: blocks that bin the atoms
-                          (each writes its own counts per tile), at most
-                          four per SM; 0 = one per SM (TILE_BINNED,
-                          TILE_FUSED) or four (TILE_FUSED_FIXED)           */
+                          (each writes its own counts per tile), more
+                          taken as four per SM; 0 = one per SM
+                          (TILE_BINNED) or four (TILE_FUSED,
+                          TILE_FUSED_FIXED)                                */
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream
                           order; 0 = programmatic dependent launch between
                           the sort's and the map's kernels where the device

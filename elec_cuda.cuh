@@ -9086,20 +9086,24 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    stage 2's measured shape on an H100: the resident blocks (four an SM)
    take the tiles in rounds, and a round lasts as long as a tile's copies,
    max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
-   The register sums (TILE_BINNED, TILE_FUSED) leave 16^3 out: its 64
-   sub-tiles take the copies twice (ApoA1-size's stage 2 35 us, against
-   20 at 16^2 x 8).  At least order - 1 points an edge (16 for order 10);
+   The register sums (TILE_BINNED, TILE_FUSED) leave 16^3 out where the
+   order allows smaller edges: its 64 sub-tiles take the copies twice
+   (ApoA1-size's stage 2 35 us, against 20 at 16^2 x 8), and a caller's
+   larger tile more often still (a batch of 32 sub-tiles at a time).
+   At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
-   groups: one block an SM for the register sums (their binning the
-   fastest there, their sum the same at a half and a quarter of it), four
-   for TILE_FUSED_FIXED (two measured within 3 %; H100, ApoA1-size and 1M
-   atoms, bench/RESULTS.md).  0 where no tiling fits. */
+   groups: one block an SM for TILE_BINNED (its binning the fastest
+   there, its sum the same at two and four), four for the one-kernel
+   rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
+   TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
+   no tiling fits. */
 static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
     static const int candidates[4][3] = {{4, 4, 4}, {4, 4, 3}, {4, 3, 3}, {3, 3, 3}};
     const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
-    const int groups = h->p.tile_groups > 0 && h->p.tile_groups < 4 * h->sm_count
-                           ? h->p.tile_groups
-                           : (fixed ? 4 : 1) * h->sm_count;
+    const int most = 4 * h->sm_count;
+    const int groups = h->p.tile_groups > 0 ? (h->p.tile_groups < most ? h->p.tile_groups : most)
+                       : h->p.variant == ELEC_CHARGEMAP_TILE_BINNED ? h->sm_count
+                                                                     : most;
     int least = 0, found = 0;
     double best = 0.0;
     while ((1 << least) < h->g.width - 1) least++;

@@ -539,7 +539,8 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
 /* ------------------------------- part 2: the tile-binned rungs' knobs */
 
 /* The tile-binned rungs by tile edges (the caller's params.tile; 0 = the
-   default choice) and binning groups (the default, a half, a quarter):
+   default choice) and binning groups (four, two and one blocks an SM:
+   TILE_FUSED_FIXED's default, and TILE_BINNED's and TILE_FUSED's):
    TILE_BINNED's stages apart (bin: stage 1, sum: stage 2) and each rung
    end to end, in us. */
 static void knobs(const bench_system *sys, cudaStream_t stream) {
@@ -551,17 +552,16 @@ static void knobs(const bench_system *sys, cudaStream_t stream) {
     const elec_lattice &lattice = data.lattice;
     float4 *d_xyzq = data.d_xyzq;
     float *d_grid = data.d_grid;
+    int sm_count = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0));
     printf("%s: %zu atoms, %dx%dx%d, Skeel order 4: the tile-binned rungs' knobs (us)\n",
            sys->name, n, sys->grid[0], sys->grid[1], sys->grid[2]);
     printf("  %-12s %-14s %7s %7s | %8s %8s %8s | %9s %9s\n", "tile asked", "tiles", "count",
            "groups", "bin", "sum", "binned", "fused", "fixed");
     for (int s = 0; s < 6; s++) {
         char asked[32], got[32] = "?";
-        int base = 0;
         snprintf(asked, sizeof asked, "%dx%dx%d", shapes[s][0], shapes[s][1], shapes[s][2]);
-        /* the binning groups: the default (four blocks an SM), a half and a
-           quarter of it */
-        for (int d = 1; d <= 4; d *= 2) {
+        for (int per_sm = 4; per_sm >= 1; per_sm /= 2) {
             elec_cuda_chargemap_handle *h[3] = {NULL, NULL, NULL};
             elec_cuda_chargemap_info info;
             const char *why = NULL;
@@ -571,7 +571,7 @@ static void knobs(const bench_system *sys, cudaStream_t stream) {
                 elec_chargemap_params p = {0};
                 p.periodic = 1;
                 p.variant = (elec_chargemap_variant)(ELEC_CHARGEMAP_TILE_BINNED + r);
-                p.tile_groups = base / d; /* 0 the first time: the default */
+                p.tile_groups = per_sm * sm_count;
                 for (int a = 0; a < 3; a++) p.tile[a] = shapes[s][a];
                 if (elec_cuda_chargemap_create(&lattice, n, &p, -1, &h[r], &e) != ELEC_OK)
                     why = e.message;
@@ -582,7 +582,6 @@ static void knobs(const bench_system *sys, cudaStream_t stream) {
                 break;
             }
             CHECK_ELEC(elec_cuda_chargemap_describe(h[0], &info, err));
-            if (d == 1) base = info.band_groups;
             snprintf(got, sizeof got, "%dx%dx%d", info.band_tiles_along[0],
                      info.band_tiles_along[1], info.band_tiles_along[2]);
             us[0] = time_us(stream, [&] {
