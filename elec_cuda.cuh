@@ -7533,8 +7533,8 @@ cleanup:
      ApoA1 (bench/RESULTS.md): the shared-memory atomic unit bounds it.
      So the float rungs sum in registers, no atomics
      (elec__chargemap_sum_tile_registers: stage 2 20 us, where their
-     shared tile took 31-33; block barriers, not the FMAs, are what their
-     warps wait on most under Nsight Compute);
+     shared tile took 31-33; under Nsight Compute its first version waited
+     most at block barriers and on its staged copies, not on its FMAs);
      TILE_FUSED_FIXED keeps its integers in shared memory, as two native
      32-bit halves where a tile's range allows
      (elec__chargemap_split_fits).  One cooperative kernel saves a launch
