@@ -8718,8 +8718,10 @@ __host__ __device__ inline int elec__chargemap_record_stride(const elec__chargem
     return (r & 31) == 0 ? r + 4 : r;
 }
 
-/* Copies staged at once: 256 where their records take at most 48 KB (four
-   blocks an SM then fit an H100's shared memory), else 128. */
+/* Copies taken at once: 256 where their records take at most 48 KB, else
+   128 (a list entry is one byte).  With the lists and the groups' runs a
+   block takes 54 KB at ApoA1-size with one group an SM (four blocks an SM
+   on an H100) and 57 KB with four (three). */
 __host__ __device__ inline int elec__chargemap_register_window(const elec__chargemap_bands &bd) {
     return 256 * elec__chargemap_record_stride(bd) * 4 <= 48 * 1024 ? 256 : 128;
 }
