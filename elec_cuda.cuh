@@ -4076,19 +4076,28 @@ elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
    force of the atom (real: unscaled force and potential, NULL when the
    real part was not computed) and writes scale (F_mesh + F_real) once:
    no atomics, no zeroing.  potential (unscaled, mesh + real + excluded)
-   only for the host API. */
+   only for the host API.
+   The atoms are taken in the order of the real-space list's slots where
+   order is given (slot -> atom, -1 for padding; *used: the slots in use),
+   else in the caller's: the slots are sorted by cell, so that an atom's
+   neighbours in a warp read the same grid lines from L1, where atoms in
+   a random order each read theirs from L2. */
 template <int ORDER>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
-                    elec__spme_geometry g, const float4 *real, float scale,
+elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *order,
+                    const int *used, elec__spme_geometry g, const float4 *real, float scale,
                     float *forces, float *potential) {
     const int lanes = elec__spme_lanes<ORDER>::value;
     int thread = blockIdx.x * blockDim.x + threadIdx.x;
-    int atom = thread / lanes, jx = thread % lanes;
+    int item = thread / lanes, jx = thread % lanes, atom = -1;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     float du = 0.0f, dv = 0.0f, dw = 0.0f, phi = 0.0f;
-    if (atom < n) a = xyzq[atom];
-    if (atom < n && jx < ORDER) {
+    if (order)
+        atom = item < *used ? order[item] : -1;
+    else
+        atom = item < n ? item : -1;
+    if (atom >= 0) a = xyzq[atom];
+    if (atom >= 0 && jx < ORDER) {
         float tx, ty, tz;
         float wx[ORDER], wy[ORDER], wz[ORDER], dwx[ORDER], dwy[ORDER], dwz[ORDER];
         int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
@@ -4131,7 +4140,7 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n,
         dw += __shfl_xor_sync(0xffffffffu, dw, o);
         phi += __shfl_xor_sync(0xffffffffu, phi, o);
     }
-    if (atom < n && jx == 0) {
+    if (atom >= 0 && jx == 0) {
         float fx = -a.w * g.grid_per_length.x * du;
         float fy = -a.w * g.grid_per_length.y * dv;
         float fz = -a.w * g.grid_per_length.z * dw;
@@ -5801,10 +5810,14 @@ static elec_status elec__spme_gather(elec_cuda_spme_handle *h, const float4 *xyz
                                      elec_error *err) {
     elec_status status = ELEC_OK;
     const int block = ELEC__SPME_BLOCK, lanes = elec__spme_lanes<ORDER>::value;
+    /* With the real space in this compute, the list was brought up to date
+       for these atoms before it: the atoms in its slots' order. */
+    const int *order = real ? h->list.order : NULL;
+    const size_t items = real ? (size_t)h->list.slots : (size_t)n;
     elec__k_spme_gather<ORDER>
-        <<<(unsigned)(((size_t)n * lanes + block - 1) / block), block, 0,
-           stream>>>(h->grid, xyzq, n, h->g, real, (float)h->p.scale, forces,
-                     potential);
+        <<<(unsigned)((items * lanes + block - 1) / block), block, 0, stream>>>(
+            h->grid, xyzq, n, order, h->list.tile_start + h->list.tile_count, h->g, real,
+            (float)h->p.scale, forces, potential);
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
