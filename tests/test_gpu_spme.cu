@@ -509,6 +509,102 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     }
 }
 
+/* A compute of n atoms on a handle made for more: the first n of them, as
+   a handle made for exactly those computes them (the list rebuilt for the
+   new count, the gather taking its atoms in the list's order, which must
+   name only atoms below n: the forces past n stay as they were), and back
+   to all of them again.  Same box and fixed parameters on both handles,
+   so the same grid and splitting: what differs is the order of float
+   atomics, 1e-6 as in the test above. */
+TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
+    REQUIRE_GPU();
+    const size_t all = 2000, some = 1500;
+    test_system sys = test_system_random(all, 30.0, 23);
+    neutralise(&sys);
+    elec_box box = cube(30.0);
+    elec_spme_params p = {0};
+    elec_cuda_spme_handle *big = NULL, *small = NULL;
+    elec_error err;
+    elec_ewald_terms t_big, t_small, t_again, t_first;
+    float4 *host = (float4 *)malloc(all * sizeof(float4));
+    float *f_big = (float *)malloc(3 * all * sizeof(float));
+    float *f_small = (float *)malloc(3 * all * sizeof(float));
+    float *f_first = (float *)malloc(3 * all * sizeof(float));
+    float4 *d_xyzq = NULL;
+    float *d_forces = NULL;
+    cudaStream_t stream = NULL;
+    p.scale = ELEC_COULOMB;
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
+    p.order = 4;
+    p.grid_spacing = 1.0;
+    for (size_t i = 0; i < all; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    elec_atoms every = test_system_atoms(&sys), first = every;
+    first.count = some;
+    elec_status s = elec_cuda_spme_create(&box, &every, &p, &big, &err);
+    EXPECT(s == ELEC_OK, "create for %zu atoms: %s", all, err.message);
+    if (s == ELEC_OK) s = elec_cuda_spme_create(&box, &first, &p, &small, &err);
+    EXPECT(s == ELEC_OK, "create for %zu atoms: %s", some, err.message);
+    if (s == ELEC_OK) {
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, all * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_forces, 3 * all * sizeof(float)));
+        CUDA_OK(cudaMemcpy(d_xyzq, host, all * sizeof(float4), cudaMemcpyHostToDevice));
+        /* every atom first, so that the next compute changes the count */
+        EXPECT(elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err) == ELEC_OK,
+               "compute of %zu: %s", all, err.message);
+        EXPECT(elec_cuda_spme_energy(big, &t_first, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_first, d_forces, 3 * all * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        /* the first `some` on the big handle, the rest of the forces NaN */
+        CUDA_OK(cudaMemset(d_forces, 0xff, 3 * all * sizeof(float)));
+        EXPECT(elec_cuda_spme_compute(big, d_xyzq, some, d_forces, stream, &err) == ELEC_OK,
+               "compute of %zu on the big handle: %s", some, err.message);
+        EXPECT(elec_cuda_spme_energy(big, &t_big, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        EXPECT(elec_cuda_spme_compute(small, d_xyzq, some, d_forces, stream, &err) ==
+                   ELEC_OK, "compute on the small handle: %s", err.message);
+        EXPECT(elec_cuda_spme_energy(small, &t_small, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_small, d_forces, 3 * all * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        EXPECT(terms_difference(&t_big, &t_small) <= 1e-6,
+               "energy terms differ by %.3e", terms_difference(&t_big, &t_small));
+        EXPECT(gpu_rel_rms_float(f_big, f_small, 3 * some) <= 1e-6,
+               "forces differ by %.3e", gpu_rel_rms_float(f_big, f_small, 3 * some));
+        size_t written = 0;
+        for (size_t k = 3 * some; k < 3 * all; k++) written += f_big[k] == f_big[k];
+        EXPECT(written == 0, "%zu force components past atom %zu written", written, some);
+        /* all of them again on the big handle */
+        EXPECT(elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err) == ELEC_OK,
+               "compute of %zu again: %s", all, err.message);
+        EXPECT(elec_cuda_spme_energy(big, &t_again, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        EXPECT(terms_difference(&t_again, &t_first) <= 1e-6,
+               "again: energy terms differ by %.3e", terms_difference(&t_again, &t_first));
+        EXPECT(gpu_rel_rms_float(f_big, f_first, 3 * all) <= 1e-6,
+               "again: forces differ by %.3e", gpu_rel_rms_float(f_big, f_first, 3 * all));
+    }
+    if (stream) CUDA_OK(cudaStreamSynchronize(stream));
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    if (stream) cudaStreamDestroy(stream);
+    elec_cuda_spme_destroy(big);
+    elec_cuda_spme_destroy(small);
+    free(host);
+    free(f_big);
+    free(f_small);
+    free(f_first);
+    test_system_free(&sys);
+}
+
 TEST(bad_input_gives_named_errors) {
     /* Parameters are checked before any GPU is looked for: these run on
        every machine. */
@@ -1321,6 +1417,7 @@ int main(void) {
     RUN(gather_spreading_with_crowded_cells_matches_atomic);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
+    RUN(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size);
     RUN(gpu_matches_cpu_spme);
     RUN(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(coincident_atoms_are_reported_unless_excluded);
