@@ -4244,7 +4244,13 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
 #define ELEC__LIST_WHOLE 8         /* 1: the per-atom lists outgrew their
                                       room; the candidates are evaluated
                                       whole                             */
-#define ELEC__LIST_INFO 9
+#define ELEC__LIST_BUILT_N 9       /* the atoms of the last build (-1:
+                                      none yet); a compute of another n
+                                      rebuilds (elec__k_list_update), so
+                                      that a graph captured for one n
+                                      stays right after computes of
+                                      another                           */
+#define ELEC__LIST_INFO 10
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
 #define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_part) */
@@ -4380,12 +4386,12 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
    caller, the atom keeps its image.  (A non-finite position gives NaN and
    no rebuild: positions must be finite.)
    The shift is recovered rather than stored: 16 bytes a slot less to
-   read every step.  With the flag already up (first compute, new n,
-   elec_cuda_spme_rebuild) the build writes the positions. */
+   read every step.  With a build due already (first compute, new n,
+   elec_cuda_spme_rebuild: `due`) the build writes the positions. */
 __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const float4 *xyzq,
-                                                      int p) {
+                                                      int p, bool due) {
     L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (L.info[ELEC__LIST_BUILD] || p >= L.tile_start[L.tile_count]) return;
+    if (due || p >= L.tile_start[L.tile_count]) return;
     int i = L.order[p];
     if (i < 0) return;
     float4 a = xyzq[i], r = L.ref[p];
@@ -4890,9 +4896,15 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
        so that a few hundred clusters spread over every SM */
     const int warp = blockIdx.x + (threadIdx.x >> 5) * gridDim.x, warps = threads >> 5;
     unsigned *barrier = (unsigned *)(L.info + ELEC__LIST_BARRIER);
-    for (int p = thread; p < L.slots; p += threads) elec__list_check_slot(L, xyzq, p);
+    /* a build is due where the flag is up or the list is another n's
+       (BUILT_N is written only by elec__list_done, after this kernel) */
+    const bool other_n = L.info[ELEC__LIST_BUILT_N] != n;
+    const bool due = other_n || L.info[ELEC__LIST_BUILD];
+    for (int p = thread; p < L.slots; p += threads) elec__list_check_slot(L, xyzq, p, due);
     elec__grid_barrier(barrier);
-    if (!*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
+    if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
+    /* the flag up for elec__list_done (no block reads it again here) */
+    if (blockIdx.x == 0 && threadIdx.x == 0) L.info[ELEC__LIST_BUILD] = 1;
     for (int i = thread; i < n; i += threads) elec__list_count_atom(L, xyzq, i);
     elec__grid_barrier(barrier);
     for (int tile = blockIdx.x; tile < L.tile_count; tile += gridDim.x)
@@ -5106,9 +5118,10 @@ cleanup:
 /* The build's last step, by one thread of the kernel after the pairs: the
    flag lowered (every build kernel has read it), the build counted and
    the list's size noted. */
-__device__ __forceinline__ void elec__list_done(const elec__list &L) {
+__device__ __forceinline__ void elec__list_done(const elec__list &L, int n) {
     if (!L.info[ELEC__LIST_BUILD]) return;
     L.info[ELEC__LIST_BUILD] = 0;
+    L.info[ELEC__LIST_BUILT_N] = n;
     L.info[ELEC__LIST_REBUILDS] += 1;
     L.info[ELEC__LIST_SLOTS] = L.tile_start[L.tile_count];
     L.info[ELEC__LIST_TILES] = L.entry_start[L.clusters] / ELEC__LIST_CLUSTER;
@@ -5175,7 +5188,7 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
     const int used = L.tile_start[L.tile_count];
     int i = p < used ? L.order[p] : -1;
-    if (p == 0) elec__list_done(L);
+    if (p == 0) elec__list_done(L, n);
     if (i >= 0) {
         float4 acc = L.acc[p], a = xyzq[i];
         s.real = 0.5 * (double)a.w * (double)acc.w;
@@ -5260,7 +5273,6 @@ struct elec_cuda_spme_handle {
     float *weights;          /* max_atoms x 3 x order                     */
     /* real space */
     elec__list list;         /* the neighbour list                         */
-    size_t list_n;           /* atoms of the list's last build request      */
     float4 *real;            /* per atom: force (unscaled), potential     */
     int *excl_start, *excl_list;
     void *fft_work;          /* cuFFT's work area, the two plans' (they run
@@ -5412,6 +5424,7 @@ static elec_status elec__list_reset(const elec__list *L, elec_error *err) {
     int info[ELEC__LIST_INFO] = {0};
     const float4 far = make_float4(-1e5f, -1e5f, -1e5f, 0.0f); /* the padding entry's atom */
     info[ELEC__LIST_BUILD] = 1;
+    info[ELEC__LIST_BUILT_N] = -1;
     ELEC__CUDA_TRY(cudaMemcpy(L->info, info, sizeof info, cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(L->cell_count, 0,
                               (size_t)L->tile_count * ELEC__LIST_TILE_CELLS * sizeof(int)));
@@ -5612,7 +5625,6 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if ((status = elec__list_plan(&h->list, box, max_atoms, h->p.cutoff, h->p.list_skin,
                                   err)) != ELEC_OK)
         goto cleanup;
-    h->list_n = max_atoms; /* the flag is up at create (elec__spme_handle_place) */
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->sm_count,
                                           cudaDevAttrMultiProcessorCount,
@@ -5839,18 +5851,17 @@ cleanup:
    elec__k_list_update on a grid from elec__list_update_grid, which checks
    and builds only where the check (or a new n, or elec_cuda_spme_rebuild)
    raised the flag; the kernel after the pairs lowers it
-   (elec__list_done).  *list_n: the atoms of the last build request;
-   another n raises the flag here. */
-static elec_status elec__list_update(elec__list *L, size_t *list_n, const float4 *xyzq,
-                                     int n, const int *excl_start, const int *excl_list,
-                                     int blocks, cudaStream_t stream, elec_error *err) {
+   (elec__list_done).  A compute of another n than the last build's
+   rebuilds: the kernel compares n with the list's ELEC__LIST_BUILT_N on
+   the device, where a graph's replay sees it (a host-side count, read at
+   capture, let a graph captured for one n evaluate a list built since
+   for another). */
+static elec_status elec__list_update(elec__list *L, const float4 *xyzq, int n,
+                                     const int *excl_start, const int *excl_list, int blocks,
+                                     cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute cooperative[1] = {};
-    if ((size_t)n != *list_n) {
-        ELEC__CUDA_TRY(cudaMemsetAsync(L->info + ELEC__LIST_BUILD, 1, sizeof(int), stream));
-        *list_n = (size_t)n;
-    }
     config.gridDim = dim3((unsigned)blocks);
     config.blockDim = dim3(ELEC__LIST_UPDATE_THREADS);
     config.stream = stream;
@@ -5893,7 +5904,7 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
     pair.half_alpha = 0.5f * alpha;
     pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
     pair.gauss = gauss;
-    status = elec__list_update(&h->list, &h->list_n, xyzq, n, h->excl_start, h->excl_list,
+    status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
                                h->update_blocks, stream, err);
     if (status != ELEC_OK) goto cleanup;
     if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
@@ -6615,7 +6626,7 @@ elec__k_pmsm_short_finish(elec__list L, const float4 *xyzq, int n, elec__spme_ge
                           elec__pmsm_short_args s, float4 *out) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = p < L.tile_start[L.tile_count] ? L.order[p] : -1;
-    if (p == 0) elec__list_done(L);
+    if (p == 0) elec__list_done(L, n);
     if (i < 0) return;
     const float4 acc = L.acc[p], a = xyzq[i];
     const float4 excluded = elec__pmsm_excluded_smooth(a, xyzq, n, excl_list, excl_start[i],
@@ -6788,7 +6799,6 @@ struct elec_cuda_msm_periodic_handle {
        else the cell list above */
     elec__list list;
     void *list_block;        /* the list's buffers                          */
-    size_t list_n;           /* atoms of the list's last build request      */
     int pair_blocks, update_blocks;
 };
 
@@ -6830,7 +6840,6 @@ static elec_status elec__pmsm_list_setup(elec_cuda_msm_periodic_handle *h, doubl
     ELEC__CUDA_TRY(elec__cuda_alloc(&h->list_block, bytes));
     elec__list_layout(&h->list, h->max_atoms, (char *)h->list_block, 0);
     if ((status = elec__list_reset(&h->list, err)) != ELEC_OK) goto cleanup;
-    h->list_n = h->max_atoms;
 cleanup:
     return status;
 }
@@ -6842,7 +6851,7 @@ static elec_status elec__pmsm_list_short(elec_cuda_msm_periodic_handle *h, const
     elec_status status = ELEC_OK;
     elec__pair_msm pair;
     pair.s = h->s;
-    status = elec__list_update(&h->list, &h->list_n, xyzq, n, h->excl_start, h->excl_list,
+    status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
                                h->update_blocks, stream, err);
     if (status != ELEC_OK) return status;
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,

@@ -513,7 +513,8 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    a handle made for exactly those computes them (the list rebuilt for the
    new count, the gather taking its atoms in the list's order, which must
    name only atoms below n: the forces past n stay as they were), and back
-   to all of them again.  Same box and fixed parameters on both handles,
+   to all of them again, directly and from a graph captured before a
+   compute of fewer.  Same box and fixed parameters on both handles,
    so the same grid and splitting: what differs is the order of float
    atomics, 1e-6 as in the test above. */
 TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
@@ -533,6 +534,8 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
     float4 *d_xyzq = NULL;
     float *d_forces = NULL;
     cudaStream_t stream = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
     p.scale = ELEC_COULOMB;
     p.cutoff = 9.0;
     p.alpha = 0.3077;
@@ -591,8 +594,31 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
                "again: energy terms differ by %.3e", terms_difference(&t_again, &t_first));
         EXPECT(gpu_rel_rms_float(f_big, f_first, 3 * all) <= 1e-6,
                "again: forces differ by %.3e", gpu_rel_rms_float(f_big, f_first, 3 * all));
+        /* a graph captured for every atom, replayed after a direct compute
+           of fewer: the replay rebuilds for every atom again (the list
+           knows its n on the device) */
+        CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        s = elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err);
+        EXPECT(s == ELEC_OK, "captured compute: %s", err.message);
+        CUDA_OK(cudaStreamEndCapture(stream, &graph));
+        if (graph) CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        EXPECT(exec != NULL, "the graph was not instantiated");
+        EXPECT(elec_cuda_spme_compute(big, d_xyzq, some, d_forces, stream, &err) == ELEC_OK,
+               "compute of %zu between replays: %s", some, err.message);
+        CUDA_OK(cudaMemset(d_forces, 0xff, 3 * all * sizeof(float)));
+        if (exec) CUDA_OK(cudaGraphLaunch(exec, stream));
+        EXPECT(elec_cuda_spme_energy(big, &t_again, stream, &err) == ELEC_OK, "%s",
+               err.message);
+        CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
+                           cudaMemcpyDeviceToHost));
+        EXPECT(terms_difference(&t_again, &t_first) <= 1e-6,
+               "replay: energy terms differ by %.3e", terms_difference(&t_again, &t_first));
+        EXPECT(gpu_rel_rms_float(f_big, f_first, 3 * all) <= 1e-6,
+               "replay: forces differ by %.3e", gpu_rel_rms_float(f_big, f_first, 3 * all));
     }
     if (stream) CUDA_OK(cudaStreamSynchronize(stream));
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
     cudaFree(d_xyzq);
     cudaFree(d_forces);
     if (stream) cudaStreamDestroy(stream);
