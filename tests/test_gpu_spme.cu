@@ -307,6 +307,19 @@ TEST(gather_spreading_with_crowded_cells_matches_atomic) {
         EXPECT(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));   \
     } while (0)
 
+/* The first n atoms of sys on the device as the handle takes them (float4
+   x, y, z, q), in a new allocation the caller frees with cudaFree. */
+static float4 *device_xyzq(const test_system *sys, size_t n) {
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys->xyz[3 * i], (float)sys->xyz[3 * i + 1],
+                              (float)sys->xyz[3 * i + 2], (float)sys->charge[i]);
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    free(host);
+    return d_xyzq;
+}
+
 /* Two evaluations' energy terms apart, the largest difference of a term
    (real, reciprocal, self, excluded, background, total) over the size of
    the parts summed, |real| + |reciprocal| + |self|.  Runs differ by the
@@ -346,17 +359,13 @@ TEST(a_handle_in_the_callers_workspace_computes_as_its_own) {
     elec_error err;
     size_t bytes = 0, short_bytes;
     void *workspace = NULL;
-    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
-    for (size_t i = 0; i < n; i++)
-        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    float4 *d_xyzq = NULL;
     EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, NULL, &bytes, NULL, &err) == ELEC_OK &&
                bytes > 0,
            "size query: %s", err.message);
     printf("     workspace of the handle: %zu bytes\n", bytes);
     CUDA_OK(cudaMalloc(&workspace, bytes));
-    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
-    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    d_xyzq = device_xyzq(&sys, n);
     short_bytes = bytes - 1;
     EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, workspace, &short_bytes, &in, &err) ==
                    ELEC_ERR_INVALID_ARG && in == NULL,
@@ -381,7 +390,6 @@ TEST(a_handle_in_the_callers_workspace_computes_as_its_own) {
     elec_cuda_spme_destroy(own);
     cudaFree(workspace);
     cudaFree(d_xyzq);
-    free(host);
     test_system_free(&sys);
 }
 
@@ -400,7 +408,6 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         elec_cuda_spme_handle *h = NULL;
         elec_error err;
         elec_ewald_terms first, again, replay, one_shot;
-        float4 *host = (float4 *)malloc(n * sizeof(float4));
         float *f_first = (float *)malloc(3 * n * sizeof(float));
         float *f_again = (float *)malloc(3 * n * sizeof(float));
         float *f_replay = (float *)malloc(3 * n * sizeof(float));
@@ -412,17 +419,13 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         cudaGraphExec_t exec = NULL;
         p.scale = ELEC_COULOMB;
         p.spread = (elec_spme_spread)spread;
-        for (size_t i = 0; i < n; i++)
-            host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                                  (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
         elec_atoms start = test_system_atoms(&sys);
         elec_status s = elec_cuda_spme_create(&box, &start, &p, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
         if (s != ELEC_OK) break;
         CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
-        CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        d_xyzq = device_xyzq(&sys, n);
         CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
-        CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
 
         EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK,
                "compute: %s", err.message);
@@ -500,7 +503,6 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         cudaFree(d_forces);
         cudaStreamDestroy(stream);
         elec_cuda_spme_destroy(h);
-        free(host);
         free(f_first);
         free(f_again);
         free(f_replay);
@@ -527,7 +529,6 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
     elec_cuda_spme_handle *big = NULL, *small = NULL;
     elec_error err;
     elec_ewald_terms t_big, t_small, t_again, t_first;
-    float4 *host = (float4 *)malloc(all * sizeof(float4));
     float *f_big = (float *)malloc(3 * all * sizeof(float));
     float *f_small = (float *)malloc(3 * all * sizeof(float));
     float *f_first = (float *)malloc(3 * all * sizeof(float));
@@ -541,9 +542,6 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
     p.alpha = 0.3077;
     p.order = 4;
     p.grid_spacing = 1.0;
-    for (size_t i = 0; i < all; i++)
-        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
     elec_atoms every = test_system_atoms(&sys), first = every;
     first.count = some;
     elec_status s = elec_cuda_spme_create(&box, &every, &p, &big, &err);
@@ -552,9 +550,8 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
     EXPECT(s == ELEC_OK, "create for %zu atoms: %s", some, err.message);
     if (s == ELEC_OK) {
         CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
-        CUDA_OK(cudaMalloc((void **)&d_xyzq, all * sizeof(float4)));
+        d_xyzq = device_xyzq(&sys, all);
         CUDA_OK(cudaMalloc((void **)&d_forces, 3 * all * sizeof(float)));
-        CUDA_OK(cudaMemcpy(d_xyzq, host, all * sizeof(float4), cudaMemcpyHostToDevice));
         /* every atom first, so that the next compute changes the count */
         EXPECT(elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err) == ELEC_OK,
                "compute of %zu: %s", all, err.message);
@@ -624,7 +621,6 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
     if (stream) cudaStreamDestroy(stream);
     elec_cuda_spme_destroy(big);
     elec_cuda_spme_destroy(small);
-    free(host);
     free(f_big);
     free(f_small);
     free(f_first);
