@@ -742,10 +742,10 @@ TEST(gpu_matches_cpu_spme) {
     elec_atoms atoms = test_system_atoms(&water);
     elec_box box = cube(water.box[0]);
     elec_spme_params p = {0};
-    elec_ewald_terms gpu, cpu;
+    elec_ewald_terms gpu = {0}, cpu = {0};
     elec_error err;
     double *fg = (double *)malloc(3 * water.count * sizeof(double));
-    double *fc = (double *)malloc(3 * water.count * sizeof(double));
+    double *fc = (double *)calloc(3 * water.count, sizeof(double));
     p.scale = ELEC_COULOMB;
     p.excluded_pairs = pairs;
     p.excluded_pair_count = 3000;
@@ -802,13 +802,13 @@ TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
     elec_spme_params p = {0};
     elec_cuda_spme_handle *h = NULL;
     elec_spme_list_stats stats;
-    elec_ewald_terms gpu, cpu;
+    elec_ewald_terms gpu = {0}, cpu = {0};
     elec_error err;
     cudaStream_t stream;
     float4 *d_xyzq;
     float *d_forces, *fg = (float *)malloc(3 * n * sizeof(float));
     double *fgd = (double *)malloc(3 * n * sizeof(double));
-    double *fc = (double *)malloc(3 * n * sizeof(double));
+    double *fc = (double *)calloc(3 * n, sizeof(double));
     p.scale = ELEC_COULOMB;
     p.excluded_pairs = pairs;
     p.excluded_pair_count = 3 * molecules;
@@ -1309,7 +1309,7 @@ TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
         CUDA_OK(cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)));
         CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
         for (int t = 0; t < 4; t++) {
-            elec_spme_params p = {0}, r;
+            elec_spme_params p = {0}, r = {0};
             elec_cuda_spme_handle *h = NULL;
             elec_atoms start = elec_atoms_from_xyzq_float(n, (const float *)host);
             double measured, float_part = 0.0;
@@ -1396,7 +1396,7 @@ TEST(one_shot_keeps_the_tolerance_or_refuses_it_by_name) {
                    err.message);
         }
         for (int i = 0; i < 4; i++) {
-            elec_spme_params p = {0}, r;
+            elec_spme_params p = {0}, r = {0};
             p.tolerance = tolerances[i];
             p.excluded_pairs = k.pairs;
             p.excluded_pair_count = k.pair_count;
