@@ -511,6 +511,28 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     }
 }
 
+/* One compute of n atoms on h, its energy terms into *terms and the forces
+   of `room` atoms (those past n as the compute left them) into host. */
+static void compute_and_read(elec_cuda_spme_handle *h, const float4 *d_xyzq, size_t n,
+                             float *d_forces, size_t room, cudaStream_t stream,
+                             elec_ewald_terms *terms, float *host) {
+    elec_error err;
+    EXPECT(elec_cuda_spme_compute(h, d_xyzq, n, d_forces, stream, &err) == ELEC_OK,
+           "compute of %zu: %s", n, err.message);
+    EXPECT(elec_cuda_spme_energy(h, terms, stream, &err) == ELEC_OK, "%s", err.message);
+    CUDA_OK(cudaMemcpy(host, d_forces, 3 * room * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+/* Two evaluations of the same atoms agree: energy terms within 1e-6 of
+   their size, the first n atoms' forces within 1e-6 relative RMS. */
+static void expect_same(const char *what, const elec_ewald_terms *ta, const float *fa,
+                        const elec_ewald_terms *tb, const float *fb, size_t n) {
+    EXPECT(terms_difference(ta, tb) <= 1e-6, "%s: energy terms differ by %.3e", what,
+           terms_difference(ta, tb));
+    EXPECT(gpu_rel_rms_float(fa, fb, 3 * n) <= 1e-6, "%s: forces differ by %.3e", what,
+           gpu_rel_rms_float(fa, fb, 3 * n));
+}
+
 /* A compute of n atoms on a handle made for more: the first n of them, as
    a handle made for exactly those computes them (the list rebuilt for the
    new count, the gather taking its atoms in the list's order, which must
@@ -553,44 +575,18 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
         d_xyzq = device_xyzq(&sys, all);
         CUDA_OK(cudaMalloc((void **)&d_forces, 3 * all * sizeof(float)));
         /* every atom first, so that the next compute changes the count */
-        EXPECT(elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err) == ELEC_OK,
-               "compute of %zu: %s", all, err.message);
-        EXPECT(elec_cuda_spme_energy(big, &t_first, stream, &err) == ELEC_OK, "%s",
-               err.message);
-        CUDA_OK(cudaMemcpy(f_first, d_forces, 3 * all * sizeof(float),
-                           cudaMemcpyDeviceToHost));
+        compute_and_read(big, d_xyzq, all, d_forces, all, stream, &t_first, f_first);
         /* the first `some` on the big handle, the rest of the forces NaN */
         CUDA_OK(cudaMemset(d_forces, 0xff, 3 * all * sizeof(float)));
-        EXPECT(elec_cuda_spme_compute(big, d_xyzq, some, d_forces, stream, &err) == ELEC_OK,
-               "compute of %zu on the big handle: %s", some, err.message);
-        EXPECT(elec_cuda_spme_energy(big, &t_big, stream, &err) == ELEC_OK, "%s",
-               err.message);
-        CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
-                           cudaMemcpyDeviceToHost));
-        EXPECT(elec_cuda_spme_compute(small, d_xyzq, some, d_forces, stream, &err) ==
-                   ELEC_OK, "compute on the small handle: %s", err.message);
-        EXPECT(elec_cuda_spme_energy(small, &t_small, stream, &err) == ELEC_OK, "%s",
-               err.message);
-        CUDA_OK(cudaMemcpy(f_small, d_forces, 3 * all * sizeof(float),
-                           cudaMemcpyDeviceToHost));
-        EXPECT(terms_difference(&t_big, &t_small) <= 1e-6,
-               "energy terms differ by %.3e", terms_difference(&t_big, &t_small));
-        EXPECT(gpu_rel_rms_float(f_big, f_small, 3 * some) <= 1e-6,
-               "forces differ by %.3e", gpu_rel_rms_float(f_big, f_small, 3 * some));
+        compute_and_read(big, d_xyzq, some, d_forces, all, stream, &t_big, f_big);
+        compute_and_read(small, d_xyzq, some, d_forces, all, stream, &t_small, f_small);
+        expect_same("fewer atoms", &t_big, f_big, &t_small, f_small, some);
         size_t written = 0;
         for (size_t k = 3 * some; k < 3 * all; k++) written += f_big[k] == f_big[k];
         EXPECT(written == 0, "%zu force components past atom %zu written", written, some);
         /* all of them again on the big handle */
-        EXPECT(elec_cuda_spme_compute(big, d_xyzq, all, d_forces, stream, &err) == ELEC_OK,
-               "compute of %zu again: %s", all, err.message);
-        EXPECT(elec_cuda_spme_energy(big, &t_again, stream, &err) == ELEC_OK, "%s",
-               err.message);
-        CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
-                           cudaMemcpyDeviceToHost));
-        EXPECT(terms_difference(&t_again, &t_first) <= 1e-6,
-               "again: energy terms differ by %.3e", terms_difference(&t_again, &t_first));
-        EXPECT(gpu_rel_rms_float(f_big, f_first, 3 * all) <= 1e-6,
-               "again: forces differ by %.3e", gpu_rel_rms_float(f_big, f_first, 3 * all));
+        compute_and_read(big, d_xyzq, all, d_forces, all, stream, &t_again, f_big);
+        expect_same("again", &t_again, f_big, &t_first, f_first, all);
         /* a graph captured for every atom, replayed after a direct compute
            of fewer: the replay rebuilds for every atom again (the list
            knows its n on the device) */
@@ -608,10 +604,7 @@ TEST(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size) {
                err.message);
         CUDA_OK(cudaMemcpy(f_big, d_forces, 3 * all * sizeof(float),
                            cudaMemcpyDeviceToHost));
-        EXPECT(terms_difference(&t_again, &t_first) <= 1e-6,
-               "replay: energy terms differ by %.3e", terms_difference(&t_again, &t_first));
-        EXPECT(gpu_rel_rms_float(f_big, f_first, 3 * all) <= 1e-6,
-               "replay: forces differ by %.3e", gpu_rel_rms_float(f_big, f_first, 3 * all));
+        expect_same("replay", &t_again, f_big, &t_first, f_first, all);
     }
     if (stream) CUDA_OK(cudaStreamSynchronize(stream));
     if (exec) cudaGraphExecDestroy(exec);
