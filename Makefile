@@ -77,7 +77,7 @@ BUILD   = build
 # The tests are named after what they test: the core, I/O, each method
 # (CPU and its GPU twin), the accuracy knob, the header-only build.
 CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_slab $(BUILD)/test_header_only
-GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda
+GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda $(BUILD)/test_gpu_spme_one_search_warp
 
 ifeq ($(HAVE_NVCC),)
 TEST_BINS = $(CPU_TESTS)
@@ -146,6 +146,11 @@ $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
+
+# test_gpu_spme again with the neighbour list's search one warp a cluster
+# (the form of large handles) at every size, so that both forms run
+$(BUILD)/test_gpu_spme_one_search_warp: tests/test_gpu_spme.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
+	$(NVCC) $(ALL_NVCCFLAGS) -DELEC__LIST_SEARCH_ITEMS=1 -o $@ $< $(CUDA_LIBS)
 
 $(BUILD)/test_gpu_%: tests/test_gpu_%.cu tests/test.h tests/systems.h tests/gpu.h $(HEADERS) | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ $< $(CUDA_LIBS)

@@ -4257,6 +4257,20 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
 /* Warps that share the building of a cluster's lists (each a part of its
    candidates). */
 #define ELEC__LIST_SHARES 8
+/* Warps that share a cluster's candidate search (steps 7 and 9, each every
+   ELEC__LIST_SEARCH_SHARES-th tile in reach) where the clusters times
+   these are at most ELEC__LIST_SEARCH_ITEMS; one warp a cluster past it,
+   where the clusters alone fill the grid (elec__list_plan).  One warp a
+   cluster left most of a small handle's grid idle: at DHFR size 750
+   warps of the update's 2,112 searched, each walking its 27 tiles in
+   turn; shared by 8, the search's two steps went from 110 + 121 to
+   49 + 52 us (H100).
+   The limit can be set at compile time (the tests build one form with
+   it at 1, so that both forms run). */
+#define ELEC__LIST_SEARCH_SHARES 8
+#ifndef ELEC__LIST_SEARCH_ITEMS
+#define ELEC__LIST_SEARCH_ITEMS 32768
+#endif
 
 /* The list: its shape, fixed at create, and its device buffers (in the
    handle's workspace).  Passed to the kernels by value. */
@@ -4270,6 +4284,8 @@ typedef struct elec__list {
     int slots;                   /* room for atoms: max_atoms and each
                                     tile's padding, 32 per cluster        */
     int clusters;                /* slots / 32                            */
+    int search_shares;           /* warps a cluster's search: 1 or
+                                    ELEC__LIST_SEARCH_SHARES              */
     int entry_room;              /* j entries the list may hold            */
     int row_room;                /* rows of per-atom lists it may hold
                                     (a multiple of ELEC__LIST_PART)       */
@@ -4294,6 +4310,9 @@ typedef struct elec__list {
     float4 *tile_centre, *tile_half; /* per tile: its atoms' box          */
     int *entry_count, *entry_start; /* per i cluster (multiples of 32);
                                     starts + 1                            */
+    int *search_count;           /* per cluster and search share: the
+                                    share's candidates (a multiple of 32;
+                                    with one share, entry_count alone)    */
     unsigned *entries;           /* the candidates: j slot << 5 | image
                                     (0 .. 26, 13: the box itself),
                                     pad: padding                          */
@@ -4598,26 +4617,126 @@ __device__ __forceinline__ bool elec__list_skips(int js, unsigned code, int slot
     return false;
 }
 
-/* Steps 7 and 9, one warp per i cluster: the clusters j of the tiles in
-   reach (i's own among them), 32 at a time (a lane each), every image of
-   j whose box is within rlist of i's; for each, its atoms within rlist of
-   i's box: i's candidates.  WRITE 0 counts them (rounded up to 32:
-   entry_count); WRITE 1 writes them from entry_start and pads the last
-   32.  The order is the same in both passes.  A warp for cluster ci <
-   clusters. */
+/* Where a search share's candidates start in the list: its cluster's
+   start and the earlier shares' counts. */
+__device__ __forceinline__ int elec__list_search_base(const elec__list &L, int ci, int share) {
+    int base = L.entry_start[ci];
+    for (int q = 0; q < share; q++) base += L.search_count[ci * L.search_shares + q];
+    return base;
+}
+
+/* The next tile step of a search share: k_x on by `by` (the shares),
+   carried into k_y and k_z as a number written in digits of n_x, n_y (a
+   few additions where a division and a modulo a tile would cost more than
+   the step itself).  `by` is at most ELEC__LIST_SEARCH_SHARES; an n_x of
+   1 carries `by` times. */
+__device__ __forceinline__ void elec__list_step_on(int *kx, int *ky, int *kz, int by, int nx,
+                                                   int ny) {
+    *kx += by;
+    while (*kx >= nx) {
+        *kx -= nx;
+        if (++*ky == ny) {
+            *ky = 0;
+            ++*kz;
+        }
+    }
+}
+
+/* Tile u's part of a search (steps 7 and 9): its clusters j, 32 at a
+   time (a lane each), every image of j whose box is within rlist of i's
+   box (centre c, half extents h); for each, its atoms within rlist of
+   i's box, counted into count (WRITE 1: written from base + count). */
 template <int WRITE>
-__device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, int ci,
-                                                          int lane) {
+__device__ __forceinline__ void elec__list_search_tile(const elec__list &L, int u, float4 c,
+                                                       float4 h, int lane, int base,
+                                                       int *count_io) {
+    const unsigned below = (1u << lane) - 1u;
+    int count = *count_io;
+    const int first = L.tile_start[u] / ELEC__LIST_CLUSTER;
+    const int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
+    for (int c0 = first; c0 < end; c0 += 32) {
+        const int cj = c0 + lane;
+        const bool have = cj < end;
+        float4 cc = make_float4(0.0f, 0.0f, 0.0f, 0.0f), hh = cc;
+        if (have) {
+            cc = L.box_centre[cj];
+            hh = L.box_half[cj];
+        }
+        /* j's images that can be near, axis by axis (offsets 0, 1, 2 for
+           -1, 0, +1 box lengths): one each in all but small boxes, where 27
+           were tried for every j */
+        const unsigned mx = elec__list_axis_images(cc.x - c.x, h.x + hh.x, L.length.x, L.rlist2);
+        const unsigned my = elec__list_axis_images(cc.y - c.y, h.y + hh.y, L.length.y, L.rlist2);
+        const unsigned mz = elec__list_axis_images(cc.z - c.z, h.z + hh.z, L.length.z, L.rlist2);
+        const int nx = __popc(mx), ny = __popc(my), nz = __popc(mz);
+        int options = have ? nx * ny * nz : 0, most = options;
+        for (int o = 16; o > 0; o >>= 1)
+            most = max(most, __shfl_xor_sync(0xffffffffu, most, o));
+        for (int option = 0; option < most; option++) {
+            int my_code = 13;
+            if (option < options)
+                my_code = elec__list_nth_image(mx, option % nx) +
+                          3 * elec__list_nth_image(my, option / nx % ny) +
+                          9 * elec__list_nth_image(mz, option / (nx * ny));
+            const float3 sj = elec__list_image(my_code, L.length);
+            float gx = elec__list_gap(cc.x + sj.x - c.x, h.x + hh.x);
+            float gy = elec__list_gap(cc.y + sj.y - c.y, h.y + hh.y);
+            float gz = elec__list_gap(cc.z + sj.z - c.z, h.z + hh.z);
+            bool near = option < options && fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2;
+            unsigned hits = __ballot_sync(0xffffffffu, near);
+            while (hits) {
+                const int from = __ffs(hits) - 1;
+                hits &= hits - 1u;
+                const int hj = __shfl_sync(0xffffffffu, cj, from);
+                const int code = __shfl_sync(0xffffffffu, my_code, from);
+                const float3 s = elec__list_image(code, L.length);
+                const int p = hj * ELEC__LIST_CLUSTER + lane;
+                float4 a = L.ref[p];
+                float ax = elec__list_gap(a.x + s.x - c.x, h.x);
+                float ay = elec__list_gap(a.y + s.y - c.y, h.y);
+                float az = elec__list_gap(a.z + s.z - c.z, h.z);
+                bool in = L.order[p] >= 0 && fmaf(ax, ax, fmaf(ay, ay, az * az)) < L.rlist2;
+                unsigned got = __ballot_sync(0xffffffffu, in);
+                if (WRITE && in)
+                    L.entries[base + count + __popc(got & below)] =
+                        ((unsigned)p << 5) | (unsigned)code;
+                count += __popc(got);
+            }
+        }
+    }
+    *count_io = count;
+}
+
+/* Steps 7 and 9, a warp for each search share of an i cluster (item =
+   cluster x search_shares + share): of the tiles in reach (i's own among
+   them), those whose atoms' box is within rlist of i's, searched by
+   elec__list_search_tile: i's candidates.  SHARED 0 (one share a
+   cluster): every tile, in three nested loops; SHARED 1: every
+   search_shares-th from the share's, stepped by elec__list_step_on (one
+   loop for both cost the one-share search of the 1M-atom build 15 % on
+   an H100).  WRITE 0 counts the share's candidates (rounded up to 32:
+   entry_count with one share, else search_count, which step 8 sums into
+   entry_count); WRITE 1 writes them from the share's start
+   (elec__list_search_base) and pads its last 32.  The order is the same
+   in both passes.  A cluster's shares take the same overflow test (its
+   whole count), so that none writes past the room. */
+template <int WRITE, bool SHARED>
+__device__ __forceinline__ void elec__list_search_share(const elec__list &L, int item,
+                                                        int lane) {
+    const int shares = SHARED ? L.search_shares : 1;
+    const int ci = SHARED ? item / shares : item, share = item - ci * shares;
+    int *const count_out = SHARED ? L.search_count + item : L.entry_count + ci;
     if (ci >= L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER) {
-        if (!WRITE && lane == 0) L.entry_count[ci] = 0;
+        if (!WRITE && lane == 0) *count_out = 0;
         return;
     }
-    const unsigned below = (1u << lane) - 1u;
-    const int base = WRITE ? L.entry_start[ci] : 0;
-    if (WRITE && base + L.entry_count[ci] > L.entry_room) {
+    if (WRITE && L.entry_start[ci] + L.entry_count[ci] > L.entry_room) {
         if (lane == 0) L.info[ELEC__LIST_OVERFLOW] = 1;
         return;
     }
+    const int base = !WRITE   ? 0
+                     : SHARED ? elec__list_search_base(L, ci, share)
+                              : L.entry_start[ci];
     const float4 c = L.box_centre[ci], h = L.box_half[ci];
     const int tile = L.cluster_tile[ci];
     const int tx = tile % L.tiles.x, ty = (tile / L.tiles.x) % L.tiles.y,
@@ -4625,75 +4744,31 @@ __device__ __forceinline__ void elec__list_search_cluster(const elec__list &L, i
     const int kx_n = min(2 * L.reach.x + 1, L.tiles.x), ky_n = min(2 * L.reach.y + 1, L.tiles.y),
               kz_n = min(2 * L.reach.z + 1, L.tiles.z);
     int count = 0;
-    for (int kz = 0; kz < kz_n; kz++)
-        for (int ky = 0; ky < ky_n; ky++)
-            for (int kx = 0; kx < kx_n; kx++) {
-                const int ux = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x);
-                const int uy = elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y);
-                const int uz = elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z);
-                const int u = ux + L.tiles.x * (uy + L.tiles.y * uz);
-                if (elec__list_tile_far(L, u, c, h)) continue;
-                int first = L.tile_start[u] / ELEC__LIST_CLUSTER;
-                int end = L.tile_start[u + 1] / ELEC__LIST_CLUSTER;
-                for (int c0 = first; c0 < end; c0 += 32) {
-                    const int cj = c0 + lane;
-                    const bool have = cj < end;
-                    float4 cc = make_float4(0.0f, 0.0f, 0.0f, 0.0f), hh = cc;
-                    if (have) {
-                        cc = L.box_centre[cj];
-                        hh = L.box_half[cj];
-                    }
-                    /* j's images that can be near, axis by axis (offsets
-                       0, 1, 2 for -1, 0, +1 box lengths): one each in all
-                       but small boxes, where 27 were tried for every j */
-                    const unsigned mx = elec__list_axis_images(cc.x - c.x, h.x + hh.x,
-                                                               L.length.x, L.rlist2);
-                    const unsigned my = elec__list_axis_images(cc.y - c.y, h.y + hh.y,
-                                                               L.length.y, L.rlist2);
-                    const unsigned mz = elec__list_axis_images(cc.z - c.z, h.z + hh.z,
-                                                               L.length.z, L.rlist2);
-                    const int nx = __popc(mx), ny = __popc(my), nz = __popc(mz);
-                    int options = have ? nx * ny * nz : 0, most = options;
-                    for (int o = 16; o > 0; o >>= 1)
-                        most = max(most, __shfl_xor_sync(0xffffffffu, most, o));
-                    for (int option = 0; option < most; option++) {
-                        int my_code = 13;
-                        if (option < options)
-                            my_code = elec__list_nth_image(mx, option % nx) +
-                                      3 * elec__list_nth_image(my, option / nx % ny) +
-                                      9 * elec__list_nth_image(mz, option / (nx * ny));
-                        const float3 sj = elec__list_image(my_code, L.length);
-                        float gx = elec__list_gap(cc.x + sj.x - c.x, h.x + hh.x);
-                        float gy = elec__list_gap(cc.y + sj.y - c.y, h.y + hh.y);
-                        float gz = elec__list_gap(cc.z + sj.z - c.z, h.z + hh.z);
-                        bool near = option < options &&
-                                    fmaf(gx, gx, fmaf(gy, gy, gz * gz)) < L.rlist2;
-                        unsigned hits = __ballot_sync(0xffffffffu, near);
-                        while (hits) {
-                            const int from = __ffs(hits) - 1;
-                            hits &= hits - 1u;
-                            const int hj = __shfl_sync(0xffffffffu, cj, from);
-                            const int code = __shfl_sync(0xffffffffu, my_code, from);
-                            const float3 s = elec__list_image(code, L.length);
-                            const int p = hj * ELEC__LIST_CLUSTER + lane;
-                            float4 a = L.ref[p];
-                            float ax = elec__list_gap(a.x + s.x - c.x, h.x);
-                            float ay = elec__list_gap(a.y + s.y - c.y, h.y);
-                            float az = elec__list_gap(a.z + s.z - c.z, h.z);
-                            bool in = L.order[p] >= 0 &&
-                                      fmaf(ax, ax, fmaf(ay, ay, az * az)) < L.rlist2;
-                            unsigned got = __ballot_sync(0xffffffffu, in);
-                            if (WRITE && in)
-                                L.entries[base + count + __popc(got & below)] =
-                                    ((unsigned)p << 5) | (unsigned)code;
-                            count += __popc(got);
-                        }
-                    }
+    if (SHARED) {
+        int kx = share % kx_n, ky = share / kx_n % ky_n, kz = share / (kx_n * ky_n);
+        for (; kz < kz_n; elec__list_step_on(&kx, &ky, &kz, shares, kx_n, ky_n)) {
+            const int u = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x) +
+                          L.tiles.x * (elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y) +
+                                       L.tiles.y * elec__list_tile_at(tz, kz, L.reach.z,
+                                                                      L.tiles.z));
+            if (!elec__list_tile_far(L, u, c, h))
+                elec__list_search_tile<WRITE>(L, u, c, h, lane, base, &count);
+        }
+    } else {
+        for (int kz = 0; kz < kz_n; kz++)
+            for (int ky = 0; ky < ky_n; ky++)
+                for (int kx = 0; kx < kx_n; kx++) {
+                    const int ux = elec__list_tile_at(tx, kx, L.reach.x, L.tiles.x);
+                    const int uy = elec__list_tile_at(ty, ky, L.reach.y, L.tiles.y);
+                    const int uz = elec__list_tile_at(tz, kz, L.reach.z, L.tiles.z);
+                    const int u = ux + L.tiles.x * (uy + L.tiles.y * uz);
+                    if (!elec__list_tile_far(L, u, c, h))
+                        elec__list_search_tile<WRITE>(L, u, c, h, lane, base, &count);
                 }
-            }
+    }
     const int padded = (count + ELEC__LIST_CLUSTER - 1) & ~(ELEC__LIST_CLUSTER - 1);
     if (!WRITE) {
-        if (lane == 0) L.entry_count[ci] = padded;
+        if (lane == 0) *count_out = padded;
     } else {
         for (int k = count + lane; k < padded; k += 32) L.entries[base + k] = L.pad;
     }
@@ -4728,7 +4803,8 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
    ELEC__LIST_PART from row `base` (a part's 32 bytes for the lane:
    elec__list_lane_at), from the lane's staging (stage[r % 8]).  A whole
    chunk is two 16-byte stores, one sector; a row at a time, each 4-byte
-   store of a warp touched 32 sectors. */
+   store of a warp touched 32 sectors.  Every index into stage is a
+   constant once unrolled, so that the staging stays in registers. */
 __device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned *stage,
                                                  int lane, int base, int first, int stop) {
     unsigned *chunk = lists + elec__list_lane_at(base, lane);
@@ -4736,8 +4812,19 @@ __device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned
         ((uint4 *)chunk)[0] = make_uint4(stage[0], stage[1], stage[2], stage[3]);
         ((uint4 *)chunk)[1] = make_uint4(stage[4], stage[5], stage[6], stage[7]);
     } else {
-        for (int r = max(base, first); r < stop; r++) chunk[r - base] = stage[r - base];
+#pragma unroll
+        for (int k = 0; k < ELEC__LIST_PART; k++)
+            if (base + k >= first && base + k < stop) chunk[k] = stage[k];
     }
+}
+
+/* stage[at] = e, with at known only at run time: a select a word, which
+   keeps the staging in registers (an index known only at run time puts
+   an array in local memory). */
+__device__ __forceinline__ void elec__list_stage(unsigned *stage, int at, unsigned e) {
+#pragma unroll
+    for (int k = 0; k < ELEC__LIST_PART; k++)
+        if (k == at) stage[k] = e;
 }
 
 /* Steps 10 and 13, a warp for each share (ELEC__LIST_SHARES of a cluster:
@@ -4756,13 +4843,15 @@ __device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned
    their own list stay busy where the cluster pairs' tiles kept 13 % of
    their lanes' pairs.  One warp a cluster left most of the GPU idle: the
    DHFR-size build spent 1.1 of its 1.4 ms here (H200).  The rows are
-   written through the lane's staging (8 words of local memory), a
-   part's 8 rows at once (elec__list_flush): WRITE 1 over 1M atoms went
-   from 13.2 to 9.2 ms (H100).  Staged in shared memory (18 KB a block)
-   it took 11.0 ms for the whole build, but the 1M-atom step from a graph
-   went from 2.53 to 2.68 ms (one run each; likely the update kernel's
-   blocks, all resident at once, waiting longer for room beside the
-   reciprocal chain's). */
+   written through the lane's staging, a part's 8 rows at once
+   (elec__list_flush): WRITE 1 over 1M atoms went from 13.2 to 9.2 ms
+   (H100).  The staging in 8 registers (elec__list_stage) rather than
+   local memory: 1M atoms 8.8 -> 6.7 ms, ApoA1 size 0.85 -> 0.66 ms
+   (H100; DHFR size 0.27 ms either way).  Staged in shared memory (18 KB
+   a block) it took 11.0 ms for the whole build, but the 1M-atom step
+   from a graph went from 2.53 to 2.68 ms (one run each; likely the
+   update kernel's blocks, all resident at once, waiting longer for room
+   beside the reciprocal chain's). */
 template <int WRITE>
 __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int item, int lane,
                                                       const int *excl_start,
@@ -4810,7 +4899,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
                                                  excl_list, L.slot_of, n))) {
                     if (WRITE) {
                         const int r = row + count;
-                        stage[r % ELEC__LIST_PART] = e;
+                        elec__list_stage(stage, r % ELEC__LIST_PART, e);
                         if (r % ELEC__LIST_PART == ELEC__LIST_PART - 1)
                             elec__list_flush(L.lane_j, stage, lane, r - (ELEC__LIST_PART - 1),
                                              row, r + 1);
@@ -4831,7 +4920,9 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         const int done = row + count, chunk = done - done % ELEC__LIST_PART;
         /* the chunk holding `done`: its entries, then padding, in one flush
            (one 32-byte store where the chunk is this share's alone) */
-        for (int r = done - chunk; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
+#pragma unroll
+        for (int r = 0; r < ELEC__LIST_PART; r++)
+            if (r >= done - chunk) stage[r] = L.pad;
         if (chunk < end)
             elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end));
         for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
@@ -4855,6 +4946,18 @@ __device__ __forceinline__ void elec__list_cluster_rows(const elec__list &L, int
     for (int o = 16; o > 0; o >>= 1) count = max(count, __shfl_xor_sync(0xffffffffu, count, o));
     if (lane == 0)
         L.row_count[ci] = (count + ELEC__LIST_PART - 1) / ELEC__LIST_PART * ELEC__LIST_PART;
+}
+
+/* Step 8's first half, by one block where the search is shared: each
+   cluster's candidates, its shares' counts summed (entry_count).  Every
+   thread of the block calls it; the barrier makes the sums the scan's. */
+__device__ __forceinline__ void elec__list_sum_search_shares(const elec__list &L) {
+    for (int ci = threadIdx.x; ci < L.clusters; ci += blockDim.x) {
+        int total = 0;
+        for (int q = 0; q < L.search_shares; q++) total += L.search_count[ci * L.search_shares + q];
+        L.entry_count[ci] = total;
+    }
+    __syncthreads();
 }
 
 /* Steps 3, 8 and 12: exclusive prefix sum of count[0 .. items) into
@@ -4884,8 +4987,10 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
    slot, then, only where it (or the caller) raised the flag, steps 1 to
    13, each spread over the grid.  One launch where an earlier build was
    nine (a check and eight kernels that read the flag and returned, ~1.5
-   us each on an H100 even in a graph). */
+   us each on an H100 even in a graph).  SHARED_SEARCH: the search dealt
+   to L.search_shares warps a cluster (elec__list_search_share). */
 #define ELEC__LIST_UPDATE_THREADS ELEC__LIST_TILE_CELLS /* step 2: a cell a thread */
+template <bool SHARED_SEARCH>
 __global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
 elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_start,
                     const int *excl_list) {
@@ -4919,11 +5024,17 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     elec__grid_barrier(barrier);
     for (int t = warp; t < L.tile_count; t += warps) elec__list_tile_bounds(L, t, lane);
     elec__grid_barrier(barrier);
-    for (int c = warp; c < L.clusters; c += warps) elec__list_search_cluster<0>(L, c, lane);
+    const int searches = L.clusters * L.search_shares;
+    for (int s = warp; s < searches; s += warps)
+        elec__list_search_share<0, SHARED_SEARCH>(L, s, lane);
     elec__grid_barrier(barrier);
-    if (blockIdx.x == 0) elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
+    if (blockIdx.x == 0) {
+        if (SHARED_SEARCH) elec__list_sum_search_shares(L);
+        elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
+    }
     elec__grid_barrier(barrier);
-    for (int c = warp; c < L.clusters; c += warps) elec__list_search_cluster<1>(L, c, lane);
+    for (int s = warp; s < searches; s += warps)
+        elec__list_search_share<1, SHARED_SEARCH>(L, s, lane);
     elec__grid_barrier(barrier);
     const int shares = L.clusters * ELEC__LIST_SHARES;
     for (int s = warp; s < shares; s += warps)
@@ -5095,8 +5206,8 @@ cleanup:
 /* The update kernel's cooperative grid: as many blocks as can be
    resident at once; ELEC_ERR_UNSUPPORTED, by name, where the device has
    no cooperative launch or cannot keep a block resident. */
-static elec_status elec__list_update_grid(int device, int sm_count, int *blocks,
-                                          elec_error *err) {
+static elec_status elec__list_update_grid(const elec__list *L, int device, int sm_count,
+                                          int *blocks, elec_error *err) {
     elec_status status = ELEC_OK;
     int cooperative = 0, per_sm = 0;
     *blocks = 0;
@@ -5105,8 +5216,13 @@ static elec_status elec__list_update_grid(int device, int sm_count, int *blocks,
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "this GPU has no cooperative launch, which the real-space "
                           "neighbour list's update needs");
-    ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, elec__k_list_update, ELEC__LIST_UPDATE_THREADS, 0));
+    /* the form the list launches (elec__list_update) */
+    if (L->search_shares > 1)
+        ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, elec__k_list_update<true>, ELEC__LIST_UPDATE_THREADS, 0));
+    else
+        ELEC__CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, elec__k_list_update<false>, ELEC__LIST_UPDATE_THREADS, 0));
     if (per_sm < 1)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "the neighbour list's update kernel cannot be resident on this GPU");
@@ -5401,6 +5517,7 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(tile_atoms, int, tiles);
     ELEC__LIST_PLACE(entry_count, int, clusters);
     ELEC__LIST_PLACE(entry_start, int, clusters + 1);
+    ELEC__LIST_PLACE(search_count, int, clusters * (size_t)L->search_shares);
     ELEC__LIST_PLACE(entries, unsigned, entries);
     ELEC__LIST_PLACE(share_count, int, clusters * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER);
     ELEC__LIST_PLACE(row_count, int, clusters);
@@ -5473,7 +5590,8 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    room for the atoms and each tile's padding; the tiles each way within
    reach of rlist (one more where the last tile along an axis is short);
    the room for candidates: per cluster, the atoms within rlist of a box
-   1.5 times the mean cluster's edge, times 1.5, and two tiles' padding;
+   1.5 times the mean cluster's edge, times 1.5, and a tile's padding
+   for the cluster and one for each of its search shares;
    and for the per-atom lists' rows: per cluster, 1.5 times the atoms
    within rlist of an atom, and a part (4 bytes an entry: ~3.0 KB an atom
    for water at 9 A and a 1.5 A skin).  Lists past their room (atoms
@@ -5521,10 +5639,15 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     L->slots = (int)slots;
     L->clusters = (int)(slots / ELEC__LIST_CLUSTER);
     L->pad = ((unsigned)slots << 5) | 13u;
+    L->search_shares = (size_t)L->clusters * ELEC__LIST_SEARCH_SHARES <= ELEC__LIST_SEARCH_ITEMS
+                           ? ELEC__LIST_SEARCH_SHARES
+                           : 1;
     edge = 1.5 * cbrt(ELEC__LIST_CLUSTER / density);
     reach_volume = edge * edge * edge + 6.0 * edge * edge * rlist +
                    3.0 * pi * edge * rlist * rlist + 4.0 / 3.0 * pi * rlist * rlist * rlist;
-    room = L->clusters * (1.5 * reach_volume * density + 2.0 * ELEC__LIST_CLUSTER);
+    /* each search share pads its candidates to 32 */
+    room = L->clusters * (1.5 * reach_volume * density +
+                          (1.0 + L->search_shares) * ELEC__LIST_CLUSTER);
     if (room > 27.0 * L->clusters * (double)slots) room = 27.0 * L->clusters * (double)slots;
     rows = 1.5 * 4.0 / 3.0 * pi * rlist * rlist * rlist * density; /* an atom's list */
     if (rows > 27.0 * (double)max_atoms) rows = 27.0 * (double)max_atoms;
@@ -5634,9 +5757,8 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if ((status = elec__list_pair_grid<elec__pair_erfc>(h->sm_count, &h->pair_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
-    if ((status = elec__list_update_grid(h->device, h->sm_count, &h->update_blocks, err)) !=
-        ELEC_OK)
-        goto cleanup;
+    status = elec__list_update_grid(&h->list, h->device, h->sm_count, &h->update_blocks, err);
+    if (status != ELEC_OK) goto cleanup;
     /* Where the pairs are few (at most 512 atoms an SM) and the two chains
        run side by side (h->overlap), room is left to the reciprocal chain,
        which then overlaps the real space rather than waits for its blocks
@@ -5869,8 +5991,12 @@ static elec_status elec__list_update(elec__list *L, const float4 *xyzq, int n,
     cooperative[0].val.cooperative = 1;
     config.attrs = cooperative;
     config.numAttrs = 1;
-    ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update, *L, xyzq, n, excl_start,
-                                      excl_list));
+    if (L->search_shares > 1)
+        ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update<true>, *L, xyzq, n,
+                                          excl_start, excl_list));
+    else
+        ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update<false>, *L, xyzq, n,
+                                          excl_start, excl_list));
 cleanup:
     return status;
 }
@@ -6834,7 +6960,8 @@ static elec_status elec__pmsm_list_setup(elec_cuda_msm_periodic_handle *h, doubl
     if ((status = elec__list_pair_grid<elec__pair_msm>(sm_count, &h->pair_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
-    status = elec__list_update_grid(h->plan.device, sm_count, &h->update_blocks, err);
+    status = elec__list_update_grid(&h->list, h->plan.device, sm_count, &h->update_blocks,
+                                    err);
     if (status != ELEC_OK) goto cleanup;
     bytes = elec__list_layout(&h->list, h->max_atoms, NULL, 0);
     ELEC__CUDA_TRY(elec__cuda_alloc(&h->list_block, bytes));
