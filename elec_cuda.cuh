@@ -440,7 +440,9 @@ typedef struct elec_spme_list_stats {
                                  included)                                 */
     long long tiles;          /* the build's candidates in tiles of 32:
                                  atoms within cutoff + skin of a cluster's
-                                 bounding box                              */
+                                 bounding box, each search share's
+                                 padded to 32 (up to 8 shares a cluster
+                                 on small handles)                         */
     long long evaluated;      /* atom pairs a compute evaluates: 32 per
                                  row of the per-atom lists, padding
                                  included; each pair twice, once from each
@@ -4290,10 +4292,10 @@ typedef struct elec__list {
     int row_room;                /* rows of per-atom lists it may hold
                                     (a multiple of ELEC__LIST_PART)       */
     unsigned pad;                /* the padding entry: slot `slots`, kept
-                                    far from every atom (pos, ref), in the
-                                    box itself; a pair with it is never
-                                    within a cutoff, so no step tests for
-                                    it                                    */
+                                    far from every atom (pos, ref: -1e5 A
+                                    each way), image 13 (no shift); a
+                                    pair with it is never within rlist,
+                                    so no step tests for it               */
     float cutoff2, rlist2, half_skin2;
     int *info;                   /* ELEC__LIST_INFO words                 */
     int *cell_count, *cell_start; /* per cell (tile x 512 + Z index)     */
@@ -5636,8 +5638,9 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    room for the atoms and each tile's padding; the tiles each way within
    reach of rlist (one more where the last tile along an axis is short);
    the room for candidates: per cluster, the atoms within rlist of a box
-   1.5 times the mean cluster's edge, times 1.5, and a tile's padding
-   for the cluster and one for each of its search shares;
+   1.5 times the mean cluster's edge, times 1.5, a tile's padding for
+   each of its search shares (each pads its candidates to 32) and one
+   more;
    and for the per-atom lists' rows: per cluster, 1.5 times the atoms
    within rlist of an atom, and a part (4 bytes an entry: ~3.0 KB an atom
    for water at 9 A and a 1.5 A skin).  Lists past their room (atoms
