@@ -5251,6 +5251,31 @@ cleanup:
     return status;
 }
 
+/* How many times over a pair grid of `blocks` resident blocks is
+   launched where the real space runs alone (after the reciprocal chain):
+   so that each warp takes about ELEC__LIST_PARTS_A_WARP parts of the
+   lists as the plan expects them (a mean atom's partners within rlist,
+   and a part of padding, a cluster), at least once.  In waves, the warps
+   running at one time work on nearby clusters, whose partners then stay
+   in cache; in one wave each warp's share spans the whole system at
+   once.  H100, bench_spme --quick, 1M atoms (31,603 clusters, about 300
+   parts a warp in one wave), pairs alone / step from a graph: 1 wave
+   1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319 / 2080-2088, 32
+   1332 / 2101, 64 1373 / 2145.  Where the chains overlap (ApoA1-size:
+   about 28 parts a warp) waves lose: 8 and 16 took the step from
+   209-210 to 217 and 231 us, so those handles keep one. */
+#define ELEC__LIST_PARTS_A_WARP 20
+static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int blocks) {
+    const double pi = 3.14159265358979323846;
+    const double volume = (double)L->length.x * L->length.y * L->length.z;
+    const double rlist3 = pow((double)L->rlist2, 1.5);
+    const double partners = 4.0 / 3.0 * pi * rlist3 * (double)max_atoms / volume;
+    const double parts = L->clusters * (partners + ELEC__LIST_PART) / ELEC__LIST_PART;
+    const double warps = (double)blocks * (ELEC__SPME_BLOCK / 32);
+    const double waves = floor(parts / (warps * ELEC__LIST_PARTS_A_WARP));
+    return waves < 1.0 ? 1 : waves > 64.0 ? 64 : (int)waves;
+}
+
 /* The update kernel's cooperative grid: as many blocks as can be
    resident at once; ELEC_ERR_UNSUPPORTED, by name, where the device has
    no cooperative launch or cannot keep a block resident. */
@@ -5414,7 +5439,8 @@ struct elec_cuda_spme_handle {
     elec_box box;
     size_t max_atoms;
     int sm_count;
-    int pair_blocks;         /* the pair kernel's grid (resident blocks)  */
+    int pair_blocks;         /* the pair kernel's grid (resident blocks,
+                                or in waves: elec__list_pair_waves)      */
     int update_blocks;       /* the list update's cooperative grid        */
     elec__spme_geometry g;
     int grid_points;         /* Kx Ky Kz                                  */
@@ -5829,6 +5855,7 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
         if (h->pair_blocks > h->sm_count) h->pair_blocks -= h->sm_count;
         if (h->update_blocks > h->sm_count) h->update_blocks = h->sm_count;
     }
+    if (!h->overlap) h->pair_blocks *= elec__list_pair_waves(&h->list, max_atoms, h->pair_blocks);
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));

@@ -1245,6 +1245,50 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
     list_case_free(&c);
 }
 
+TEST(pair_grid_in_waves_computes_as_in_one) {
+    /* Where the real space runs alone, the pair kernel's grid is launched
+       several times over its resident blocks (elec__list_pair_waves):
+       each warp then takes a shorter share of the lists' parts, some none
+       at all.  The same forces (1e-6: the accumulators' float atomics
+       add in another order) and energy with the grid 1 and 7 times over;
+       and the plan's count: 15 waves for 1M atoms at 0.1 /A^3 (about 300
+       parts a warp in one wave of 792 blocks), one for ApoA1-size (28). */
+    REQUIRE_GPU();
+    list_case c;
+    if (!list_case_make(&c, 1500, 1.5, 36)) return;
+    const size_t n = c.n;
+    float *one = (float *)malloc(3 * n * sizeof(float));
+    float *seven = (float *)malloc(3 * n * sizeof(float));
+    elec_ewald_terms t_one, t_seven;
+    elec_spme_list_stats s;
+    elec_error err;
+    list_case_compute(&c, one, &t_one, &s);
+    c.h->pair_blocks *= 7;
+    list_case_compute(&c, seven, &t_seven, &s);
+    EXPECT(gpu_rel_rms_float(seven, one, 3 * n) <= 1e-6,
+           "forces with the pair grid 7 times over differ by %.3e",
+           gpu_rel_rms_float(seven, one, 3 * n));
+    EXPECT(fabs(t_seven.real - t_one.real) <= 1e-6 * fabs(t_one.real),
+           "real-space energy %.12e in waves, %.12e in one", t_seven.real, t_one.real);
+    free(one);
+    free(seven);
+    list_case_free(&c);
+    {
+        const double edge_1m = cbrt(1.0e7);
+        const elec_box big = cube(edge_1m), apoa1 = test_box(108.86, 108.86, 77.76);
+        elec__list plan;
+        memset(&err, 0, sizeof err);
+        EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec__list_pair_waves(&plan, 1000000, 792) == 15, "1M atoms: %d waves",
+               elec__list_pair_waves(&plan, 1000000, 792));
+        EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec__list_pair_waves(&plan, 92224, 792) == 1, "ApoA1-size: %d waves",
+               elec__list_pair_waves(&plan, 92224, 792));
+    }
+}
+
 /* ------------------------------------------------- the accuracy knob */
 
 TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
@@ -1440,6 +1484,7 @@ int main(void) {
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
     RUN(a_captured_step_rebuilds_inside_the_graph);
     RUN(real_space_after_the_reciprocal_chain_computes_as_beside_it);
+    RUN(pair_grid_in_waves_computes_as_in_one);
     RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
     RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return gpu_test_summary();
