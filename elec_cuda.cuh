@@ -5109,9 +5109,10 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
     return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
 }
 
-/* The evaluation: a grid of resident warps (elec__list_pair_grid), each
-   taking an even share of the rows of the per-atom lists, in parts of
-   ELEC__LIST_PART rows of one i cluster.  Lane l holds i atom l of the
+/* The evaluation: a grid of resident warps (elec__list_pair_grid; or a
+   whole multiple of them, elec__list_pair_waves), each taking an even
+   share of the rows of the per-atom lists, in parts of ELEC__LIST_PART
+   rows of one i cluster.  Lane l holds i atom l of the
    part's cluster; row r gives it its r-th partner j (slot, image s): d =
    r_i - (r_j + s), and within the cutoff F_i += q_i q_j f d, phi_i += q_j g.
    The partner's own sums come from its own list, so nothing is added to
@@ -5258,12 +5259,13 @@ cleanup:
    and a part of padding, a cluster), at least once.  In waves, the warps
    running at one time work on nearby clusters, whose partners then stay
    in cache; in one wave each warp's share spans the whole system at
-   once.  H100, bench_spme --quick, 1M atoms (31,603 clusters, about 300
-   parts a warp in one wave), pairs alone / step from a graph: 1 wave
-   1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319 / 2080-2088, 32
-   1332 / 2101, 64 1373 / 2145.  Where the chains overlap (ApoA1-size:
-   about 28 parts a warp) waves lose: 8 and 16 took the step from
-   209-210 to 217 and 231 us, so those handles keep one. */
+   once.  (That the blocks start roughly in blockIdx order is observed,
+   not promised by CUDA.)  H100, bench_spme --quick, 1M atoms (31,979
+   planned clusters, 311 parts a warp in one wave), pairs alone / step
+   from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
+   / 2080-2088, 32 1332 / 2101, 64 1373 / 2145.  Where the chains
+   overlap (ApoA1-size: 29 parts a warp) waves lose: 8 and 16 took the
+   step from 209.4-210.9 to 216.7 and 231 us, so those handles keep one. */
 #define ELEC__LIST_PARTS_A_WARP 20
 static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int blocks) {
     const double pi = 3.14159265358979323846;
@@ -6078,7 +6080,8 @@ cleanup:
 }
 
 /* The list's pairs evaluated with a pair function into L->acc, on a grid
-   of blocks from elec__list_pair_grid.  coincident_sum: where the count
+   of blocks from elec__list_pair_grid (or a whole multiple of it,
+   elec__list_pair_waves).  coincident_sum: where the count
    of coincident pairs (2 per pair) is added. */
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,

@@ -1249,10 +1249,10 @@ TEST(pair_grid_in_waves_computes_as_in_one) {
     /* Where the real space runs alone, the pair kernel's grid is launched
        several times over its resident blocks (elec__list_pair_waves):
        each warp then takes a shorter share of the lists' parts, some none
-       at all.  The same forces (1e-6: the accumulators' float atomics
-       add in another order) and energy with the grid 1 and 7 times over;
-       and the plan's count: 15 waves for 1M atoms at 0.1 /A^3 (about 300
-       parts a warp in one wave of 792 blocks), one for ApoA1-size (28). */
+       at all (here about 1.8 parts a warp in one wave, 0.26 in seven).
+       The same forces (1e-6: the accumulators' float atomics add in
+       another order) and real-space energy with the grid 1 and 7 times
+       over. */
     REQUIRE_GPU();
     list_case c;
     if (!list_case_make(&c, 1500, 1.5, 36)) return;
@@ -1261,7 +1261,6 @@ TEST(pair_grid_in_waves_computes_as_in_one) {
     float *seven = (float *)malloc(3 * n * sizeof(float));
     elec_ewald_terms t_one, t_seven;
     elec_spme_list_stats s;
-    elec_error err;
     list_case_compute(&c, one, &t_one, &s);
     c.h->pair_blocks *= 7;
     list_case_compute(&c, seven, &t_seven, &s);
@@ -1273,20 +1272,29 @@ TEST(pair_grid_in_waves_computes_as_in_one) {
     free(one);
     free(seven);
     list_case_free(&c);
-    {
-        const double edge_1m = cbrt(1.0e7);
-        const elec_box big = cube(edge_1m), apoa1 = test_box(108.86, 108.86, 77.76);
-        elec__list plan;
-        memset(&err, 0, sizeof err);
-        EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s",
-               err.message);
-        EXPECT(elec__list_pair_waves(&plan, 1000000, 792) == 15, "1M atoms: %d waves",
-               elec__list_pair_waves(&plan, 1000000, 792));
-        EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
-               err.message);
-        EXPECT(elec__list_pair_waves(&plan, 92224, 792) == 1, "ApoA1-size: %d waves",
-               elec__list_pair_waves(&plan, 92224, 792));
-    }
+}
+
+TEST(pair_grid_waves_follow_the_planned_parts) {
+    /* The plan's count of waves (host only): about 20 parts of the lists a
+       warp.  1M atoms at 0.1 /A^3, cutoff 9 A, skin 1.5 A: 31,979
+       planned clusters of 485 partners, 311 parts a warp in one wave of
+       792 blocks of 8 warps: 15 waves.  ApoA1-size: 29 parts a warp, one.
+       One atom in a small box: one. */
+    const elec_box big = cube(cbrt(1.0e7)), apoa1 = test_box(108.86, 108.86, 77.76);
+    const elec_box small = cube(20.0);
+    elec__list plan;
+    elec_error err;
+    memset(&err, 0, sizeof err);
+    EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec__list_pair_waves(&plan, 1000000, 792) == 15, "1M atoms: %d waves",
+           elec__list_pair_waves(&plan, 1000000, 792));
+    EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(elec__list_pair_waves(&plan, 92224, 792) == 1, "ApoA1-size: %d waves",
+           elec__list_pair_waves(&plan, 92224, 792));
+    EXPECT(elec__list_plan(&plan, &small, 1, 9.0, 1.0, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec__list_pair_waves(&plan, 1, 132) == 1, "one atom: %d waves",
+           elec__list_pair_waves(&plan, 1, 132));
 }
 
 /* ------------------------------------------------- the accuracy knob */
@@ -1485,6 +1493,7 @@ int main(void) {
     RUN(a_captured_step_rebuilds_inside_the_graph);
     RUN(real_space_after_the_reciprocal_chain_computes_as_beside_it);
     RUN(pair_grid_in_waves_computes_as_in_one);
+    RUN(pair_grid_waves_follow_the_planned_parts);
     RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
     RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return gpu_test_summary();
