@@ -5112,9 +5112,9 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
 /* The evaluation: a grid of resident warps (elec__list_pair_grid; or a
    whole multiple of them, elec__list_pair_waves), each taking an even
    share of the rows of the per-atom lists, in parts of ELEC__LIST_PART
-   rows of one i cluster.  Lane l holds i atom l of the
-   part's cluster; row r gives it its r-th partner j (slot, image s): d =
-   r_i - (r_j + s), and within the cutoff F_i += q_i q_j f d, phi_i += q_j g.
+   rows of one i cluster.  Lane l holds i atom l of the part's cluster;
+   row r gives it its r-th partner j (slot, image s): d = r_i - (r_j + s),
+   and within the cutoff F_i += q_i q_j f d, phi_i += q_j g.
    The partner's own sums come from its own list, so nothing is added to
    j: i's sums stay in registers over the warp's run of parts of one
    cluster and go to acc (zeroed by the check) where the cluster changes,
@@ -5256,11 +5256,12 @@ cleanup:
    launched where the real space runs alone (after the reciprocal chain):
    so that each warp takes about ELEC__LIST_PARTS_A_WARP parts of the
    lists as the plan expects them (a mean atom's partners within rlist,
-   and a part of padding, a cluster), at least once.  In waves, the warps
-   running at one time work on nearby clusters, whose partners then stay
-   in cache; in one wave each warp's share spans the whole system at
-   once.  (That the blocks start roughly in blockIdx order is observed,
-   not promised by CUDA.)  H100, bench_spme --quick, 1M atoms (31,979
+   and a part of padding, a cluster), at least once.  In waves, the
+   blocks running at one time work on nearby clusters, whose partners
+   then stay in cache (1M atoms, Nsight Compute: L1 hit rate 67 -> 75 %);
+   in one wave each warp's share spans the whole system at once.  (That
+   the blocks start roughly in blockIdx order is observed, not promised
+   by CUDA.)  H100, bench_spme --quick, 1M atoms (31,979
    planned clusters, 311 parts a warp in one wave), pairs alone / step
    from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
    / 2080-2088, 32 1332 / 2101, 64 1373 / 2145.  Where the chains
