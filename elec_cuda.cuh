@@ -5279,6 +5279,34 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
     return waves < 1.0 ? 1 : waves > 64.0 ? 64 : (int)waves;
 }
 
+/* SPME's pair grid, from the `resident` blocks of elec__list_pair_grid
+   on `sm_count` SMs.  Where the real space runs beside the reciprocal
+   chain (overlap), one block an SM fewer: room is left to the chain,
+   which then overlaps the pairs rather than waits for their blocks to
+   leave; at most ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more
+   in two (the first wave's blocks leave half way through the pairs, and
+   the chain's kernels, queued since the start, take part of their room).
+   Where it runs alone, after the chain, every block, in waves
+   (elec__list_pair_waves).  H100, bench_spme --quick, full / graph:
+   - one block an SM fewer, one wave: DHFR-size (178 atoms an SM) 88.7 /
+     85.1 -> 77.5 / 81.1 us, the pairs alone unchanged; ApoA1-size (699)
+     230.8 / 223.3 -> 227.8 / 223.1; 1M atoms 2535 / 2527 -> 2852 / 2871
+     (the pairs 8 % slower; now in waves); periodic MSM slower at both
+     sizes it was tried;
+   - ApoA1-size (2026-11-27, graph medians of six runs): every block in
+     one wave 216.2 us (full 223.6), one fewer in two waves 211.0 (222.1),
+     in three 212.0; every block in three 213.0; four an SM in 2-6 waves
+     217.2, 214.4, 212.0, 213.5, 216.2 (one run each: one fewer in one
+     wave 212.1 against 212.0); DHFR-size one fewer in two waves 77.2
+     against 70.4 in one. */
+#define ELEC__SPME_FEW_ATOMS_AN_SM 512
+static int elec__spme_pair_blocks(const elec__list *L, size_t max_atoms, int overlap,
+                                  int resident, int sm_count) {
+    if (!overlap) return resident * elec__list_pair_waves(L, max_atoms, resident);
+    const int fewer = resident > sm_count ? resident - sm_count : resident;
+    return max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)sm_count ? fewer : 2 * fewer;
+}
+
 /* The update kernel's cooperative grid: as many blocks as can be
    resident at once; ELEC_ERR_UNSUPPORTED, by name, where the device has
    no cooperative launch or cannot keep a block resident. */
@@ -5837,28 +5865,20 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
         goto cleanup;
     status = elec__list_update_grid(&h->list, h->device, h->sm_count, &h->update_blocks, err);
     if (status != ELEC_OK) goto cleanup;
+    h->pair_blocks = elec__spme_pair_blocks(&h->list, max_atoms, h->overlap, h->pair_blocks,
+                                            h->sm_count);
     /* Where the pairs are few (at most 512 atoms an SM) and the two chains
-       run side by side (h->overlap), room is left to the reciprocal chain,
-       which then overlaps the real space rather than waits for its blocks
-       to leave:
-       - one pair-kernel block an SM.  H100, bench_spme --quick, full /
-         graph: DHFR-size (178 atoms an SM) 88.7 / 85.1 -> 77.5 / 81.1 us,
-         the pairs alone unchanged; ApoA1-size (699) 230.8 / 223.3 ->
-         227.8 / 223.1; 1M atoms 2535 / 2527 -> 2852 / 2871 (the pairs 8 %
-         slower); periodic MSM slower at both sizes it was tried;
-       - the list's update on one block an SM, not two (two of 64
-         registers a thread fill the register file: a cooperative launch
-         then waits for every SM to empty).  DHFR-size 77.5 / 82.2 ->
-         76.6-82.7 / 77.0-77.7 us (four runs; the full step, launched from
-         the host, varies), its rebuild unchanged (636-649 us);
-         ApoA1-size's step unchanged and its rebuild 1482 -> 1840 us, 1M
-         atoms' 13.4 -> 16.3 ms.
-       Larger handles keep every block. */
-    if (h->overlap && max_atoms <= (size_t)512 * (size_t)h->sm_count) {
-        if (h->pair_blocks > h->sm_count) h->pair_blocks -= h->sm_count;
-        if (h->update_blocks > h->sm_count) h->update_blocks = h->sm_count;
-    }
-    if (!h->overlap) h->pair_blocks *= elec__list_pair_waves(&h->list, max_atoms, h->pair_blocks);
+       run side by side, the list's update runs on one block an SM, not
+       two (two of 64 registers a thread fill the register file: a
+       cooperative launch then waits for every SM to empty).  H100,
+       bench_spme --quick, full / graph: DHFR-size 77.5 / 82.2 ->
+       76.6-82.7 / 77.0-77.7 us (four runs; the full step, launched from
+       the host, varies), its rebuild unchanged (636-649 us); ApoA1-size's
+       step unchanged and its rebuild 1482 -> 1840 us, 1M atoms' 13.4 ->
+       16.3 ms.  Larger handles keep two. */
+    if (h->overlap && max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)h->sm_count &&
+        h->update_blocks > h->sm_count)
+        h->update_blocks = h->sm_count;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));

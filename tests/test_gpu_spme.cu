@@ -1295,6 +1295,32 @@ TEST(pair_grid_waves_follow_the_planned_parts) {
            elec__list_pair_waves(&plan, 1, 132));
 }
 
+TEST(spme_pair_grid_follows_the_chains_and_the_atoms_an_sm) {
+    /* SPME's pair grid (host only), from 6 resident blocks an SM on 132
+       SMs (792): beside the reciprocal chain one block an SM fewer, in
+       one wave at DHFR size (178 atoms an SM), in two at ApoA1 size
+       (699); after the chain (1M atoms) every block, in the plan's 15
+       waves; one SM of one resident block keeps it, in two waves. */
+    const elec_box dhfr = cube(62.23), apoa1 = test_box(108.86, 108.86, 77.76);
+    const elec_box big = cube(cbrt(1.0e7));
+    elec__list plan;
+    elec_error err;
+    memset(&err, 0, sizeof err);
+    EXPECT(elec__list_plan(&plan, &dhfr, 23558, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec__spme_pair_blocks(&plan, 23558, 1, 792, 132) == 660, "DHFR-size: %d blocks",
+           elec__spme_pair_blocks(&plan, 23558, 1, 792, 132));
+    EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 792, 132) == 1320,
+           "ApoA1-size: %d blocks", elec__spme_pair_blocks(&plan, 92224, 1, 792, 132));
+    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 1, 1) == 2, "one SM, one block: %d",
+           elec__spme_pair_blocks(&plan, 92224, 1, 1, 1));
+    EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec__spme_pair_blocks(&plan, 1000000, 0, 792, 132) == 792 * 15,
+           "1M atoms after the chain: %d blocks",
+           elec__spme_pair_blocks(&plan, 1000000, 0, 792, 132));
+}
+
 /* ------------------------------------------------- the accuracy knob */
 
 TEST(handle_keeps_the_tolerance_down_to_float_arithmetic) {
@@ -1492,6 +1518,7 @@ int main(void) {
     RUN(real_space_after_the_reciprocal_chain_computes_as_beside_it);
     RUN(pair_grid_in_waves_computes_as_in_one);
     RUN(pair_grid_waves_follow_the_planned_parts);
+    RUN(spme_pair_grid_follows_the_chains_and_the_atoms_an_sm);
     RUN(handle_keeps_the_tolerance_down_to_float_arithmetic);
     RUN(one_shot_keeps_the_tolerance_or_refuses_it_by_name);
     return gpu_test_summary();
