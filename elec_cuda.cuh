@@ -5284,8 +5284,8 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
    chain (overlap), one block an SM fewer: room is left to the chain,
    which then overlaps the pairs rather than waits for their blocks to
    leave; at most ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more
-   in two (the first wave's blocks leave half way through the pairs, and
-   the chain's kernels, queued since the start, take part of their room).
+   in two (presumably the chain's kernels, queued since the start, take
+   part of the room the first wave's blocks leave half way; not traced).
    Where it runs alone, after the chain, every block, in waves
    (elec__list_pair_waves).  H100, bench_spme --quick, full / graph:
    - one block an SM fewer, one wave: DHFR-size (178 atoms an SM) 88.7 /
