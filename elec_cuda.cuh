@@ -5109,8 +5109,8 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
     return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
 }
 
-/* The evaluation: a grid of resident warps (elec__list_pair_grid; or a
-   whole multiple of them, elec__list_pair_waves), each taking an even
+/* The evaluation: a grid of warps (resident ones, elec__list_pair_grid,
+   or as a method sets it, e.g. elec__spme_pair_blocks), each taking an even
    share of the rows of the per-atom lists, in parts of ELEC__LIST_PART
    rows of one i cluster.  Lane l holds i atom l of the part's cluster;
    row r gives it its r-th partner j (slot, image s): d = r_i - (r_j + s),
@@ -5265,8 +5265,9 @@ cleanup:
    planned clusters, 311 parts a warp in one wave), pairs alone / step
    from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
    / 2080-2088, 32 1332 / 2101, 64 1373 / 2145.  Where the chains
-   overlap (ApoA1-size: 29 parts a warp) waves lose: 8 and 16 took the
-   step from 209.4-210.9 to 216.7 and 231 us, so those handles keep one. */
+   overlap (ApoA1-size: 29 parts a warp) these waves lose: 8 and 16 took
+   the step from 209.4-210.9 to 216.7 and 231 us; those handles take
+   elec__spme_pair_blocks's grid instead. */
 #define ELEC__LIST_PARTS_A_WARP 20
 static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int blocks) {
     const double pi = 3.14159265358979323846;
@@ -5281,11 +5282,13 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
 
 /* SPME's pair grid, from the `resident` blocks of elec__list_pair_grid
    on `sm_count` SMs.  Where the real space runs beside the reciprocal
-   chain (overlap), one block an SM fewer: room is left to the chain,
-   which then overlaps the pairs rather than waits for their blocks to
-   leave; at most ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more
-   in two (presumably the chain's kernels, queued since the start, take
-   part of the room the first wave's blocks leave half way; not traced).
+   chain (overlap), one block an SM fewer (where an SM keeps more than
+   one): room is left to the chain, which then overlaps the pairs rather
+   than waits for their blocks to leave; at most
+   ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more in two
+   (presumably the chain's kernels, queued since the start, take part of
+   the room the first wave's blocks leave half way; not traced).  An SM
+   of one resident block (not measured) keeps its grid in one wave.
    Where it runs alone, after the chain, every block, in waves
    (elec__list_pair_waves).  H100, bench_spme --quick, full / graph:
    - one block an SM fewer, one wave: DHFR-size (178 atoms an SM) 88.7 /
@@ -5303,7 +5306,8 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
 static int elec__spme_pair_blocks(const elec__list *L, size_t max_atoms, int overlap,
                                   int resident, int sm_count) {
     if (!overlap) return resident * elec__list_pair_waves(L, max_atoms, resident);
-    const int fewer = resident > sm_count ? resident - sm_count : resident;
+    if (resident <= sm_count) return resident;
+    const int fewer = resident - sm_count;
     return max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)sm_count ? fewer : 2 * fewer;
 }
 
@@ -5470,8 +5474,8 @@ struct elec_cuda_spme_handle {
     elec_box box;
     size_t max_atoms;
     int sm_count;
-    int pair_blocks;         /* the pair kernel's grid (resident blocks,
-                                or in waves: elec__list_pair_waves)      */
+    int pair_blocks;         /* the pair kernel's grid
+                                (elec__spme_pair_blocks)                 */
     int update_blocks;       /* the list update's cooperative grid        */
     elec__spme_geometry g;
     int grid_points;         /* Kx Ky Kz                                  */
@@ -5875,7 +5879,7 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        76.6-82.7 / 77.0-77.7 us (four runs; the full step, launched from
        the host, varies), its rebuild unchanged (636-649 us); ApoA1-size's
        step unchanged and its rebuild 1482 -> 1840 us, 1M atoms' 13.4 ->
-       16.3 ms.  Larger handles keep two. */
+       16.3 ms.  Larger handles keep every resident block. */
     if (h->overlap && max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)h->sm_count &&
         h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
@@ -6101,8 +6105,8 @@ cleanup:
 }
 
 /* The list's pairs evaluated with a pair function into L->acc, on a grid
-   of blocks from elec__list_pair_grid (or a whole multiple of it,
-   elec__list_pair_waves).  coincident_sum: where the count
+   of `blocks` (elec__list_pair_grid's resident blocks, or the method's
+   choice: elec__spme_pair_blocks).  coincident_sum: where the count
    of coincident pairs (2 per pair) is added. */
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,

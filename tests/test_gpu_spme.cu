@@ -1302,7 +1302,7 @@ TEST(spme_pair_grid_follows_the_chains_and_the_atoms_an_sm) {
        SMs (792): beside the reciprocal chain one block an SM fewer, in
        one wave at DHFR size (178 atoms an SM), in two at ApoA1 size
        (699); after the chain (1M atoms) every block, in the plan's 15
-       waves; one SM of one resident block keeps it, in two waves. */
+       waves; one resident block an SM stays one wave. */
     const elec_box dhfr = cube(62.23), apoa1 = test_box(108.86, 108.86, 77.76);
     const elec_box big = cube(cbrt(1.0e7));
     elec__list plan;
@@ -1315,8 +1315,8 @@ TEST(spme_pair_grid_follows_the_chains_and_the_atoms_an_sm) {
            err.message);
     EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 792, 132) == 1320,
            "ApoA1-size: %d blocks", elec__spme_pair_blocks(&plan, 92224, 1, 792, 132));
-    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 1, 1) == 2, "one SM, one block: %d",
-           elec__spme_pair_blocks(&plan, 92224, 1, 1, 1));
+    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 132, 132) == 132,
+           "one block an SM: %d", elec__spme_pair_blocks(&plan, 92224, 1, 132, 132));
     EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
     EXPECT(elec__spme_pair_blocks(&plan, 1000000, 0, 792, 132) == 792 * 15,
            "1M atoms after the chain: %d blocks",
