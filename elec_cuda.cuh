@@ -5303,12 +5303,15 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
      wave 212.1 against 212.0); DHFR-size one fewer in two waves 77.2
      against 70.4 in one. */
 #define ELEC__SPME_FEW_ATOMS_AN_SM 512
+static int elec__spme_few_atoms_an_sm(size_t max_atoms, int sm_count) {
+    return max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)sm_count;
+}
 static int elec__spme_pair_blocks(const elec__list *L, size_t max_atoms, int overlap,
                                   int resident, int sm_count) {
     if (!overlap) return resident * elec__list_pair_waves(L, max_atoms, resident);
     if (resident <= sm_count) return resident;
     const int fewer = resident - sm_count;
-    return max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)sm_count ? fewer : 2 * fewer;
+    return elec__spme_few_atoms_an_sm(max_atoms, sm_count) ? fewer : 2 * fewer;
 }
 
 /* The update kernel's cooperative grid: as many blocks as can be
@@ -5880,7 +5883,7 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        the host, varies), its rebuild unchanged (636-649 us); ApoA1-size's
        step unchanged and its rebuild 1482 -> 1840 us, 1M atoms' 13.4 ->
        16.3 ms.  Larger handles keep every resident block. */
-    if (h->overlap && max_atoms <= ELEC__SPME_FEW_ATOMS_AN_SM * (size_t)h->sm_count &&
+    if (h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
         h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
