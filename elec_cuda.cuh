@@ -4357,12 +4357,15 @@ __device__ __forceinline__ float3 elec__list_image(int code, const float3 &lengt
    exp2f wrap each in a test, a select and a scale, which were 12 of the
    50 instructions of a pair (SASS of nvcc 13.0, sm_90). */
 struct elec__pair_erfc {
-    /* 6 blocks an SM of the pair kernel (registers at most 40): with the
-       part's loads all in flight the compiler took 85 registers, 2 blocks
-       an SM, and the DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in
-       45.3 and 44.5, at 8 (32 registers) in 52.9 (H200): the loads'
-       latency is hidden by more warps better than by more loads a warp. */
-    enum { min_blocks = 6 };
+    /* 5 blocks an SM of the pair kernel (registers at most 48).  With a
+       branch around the pair function (before 2026-11-27): the part's
+       loads all in flight took 85 registers, 2 blocks an SM, and the
+       DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in 45.3 and 44.5,
+       at 8 (32 registers) in 52.9 (H200).  Without it (elec__list_part), a
+       step from a graph on an H100 at 4, 5 and 6 blocks an SM: DHFR-size
+       67.3, 66.1, 68.3 us, ApoA1-size 196.0, 195.5, 201.5; 1M atoms 1947
+       and 1969 at 4 and 5 (bench/RESULTS.md, 2026-11-27, 20:25 UTC on). */
+    enum { min_blocks = 5 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -5154,7 +5157,22 @@ typedef struct elec__list_lane {
    what the step reads again (positions, the charge grid, the FFT's
    data); a step from a graph on an H100: DHFR-size 77.5 -> 71.4 us,
    ApoA1-size 221.5 -> 217.9, 1M atoms 2388 -> 2291 (bench/RESULTS.md,
-   2026-11-26). */
+   2026-11-26).
+   Every row runs the pair function, at r2 clamped into
+   [ELEC_COINCIDENT_DISTANCE^2, cutoff^2], and only the pairs within the
+   cutoff (and not coincident) add to the sums: a warp ran the function
+   anyway wherever one of its 32 lanes had a pair within (58 % of the
+   rows' pairs are), and a row without a branch lets the compiler start
+   the next row's load and arithmetic inside this one's.  With the branch
+   around the function each row waited on its own partner; without it
+   (and five blocks an SM, elec__pair_erfc) a step from a graph on an
+   H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
+   size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:25
+   UTC on). */
+__device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
+    const float floor2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    return fminf(fmaxf(r2, floor2), cutoff2);
+}
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
                                                 const float4 *image_shift, const Pair &pair,
@@ -5168,21 +5186,20 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
         const float4 a = w->a;
         const float dx = a.x - (b.x + s.x), dy = a.y - (b.y + s.y), dz = a.z - (b.z + s.z);
         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-        if (r2 < L.cutoff2) {
-            if (WHOLE && elec__list_skips((int)(e[r] >> 5), e[r] & 31u, w->slot, w->eb, w->ee,
-                                          excl_list, L.slot_of, n))
-                continue;
-            if (elec__spme_coincident(r2)) {
-                w->coincident += 1; /* the partner counts it too: 2 a pair */
-            } else {
-                float g, f;
-                pair(r2, &g, &f);
-                const float q = a.w * b.w * f;
-                w->fi.x = fmaf(q, dx, w->fi.x);
-                w->fi.y = fmaf(q, dy, w->fi.y);
-                w->fi.z = fmaf(q, dz, w->fi.z);
-                w->fi.w = fmaf(b.w, g, w->fi.w);
-            }
+        bool within = r2 < L.cutoff2;
+        if (WHOLE && within)
+            within = !elec__list_skips((int)(e[r] >> 5), e[r] & 31u, w->slot, w->eb, w->ee,
+                                       excl_list, L.slot_of, n);
+        const bool coincident = elec__spme_coincident(r2);
+        w->coincident += within && coincident; /* the partner counts it too: 2 a pair */
+        float g, f;
+        pair(elec__list_clamped(r2, L.cutoff2), &g, &f);
+        if (within && !coincident) { /* selects, not a branch */
+            const float q = a.w * b.w * f;
+            w->fi.x = fmaf(q, dx, w->fi.x);
+            w->fi.y = fmaf(q, dy, w->fi.y);
+            w->fi.z = fmaf(q, dz, w->fi.z);
+            w->fi.w = fmaf(b.w, g, w->fi.w);
         }
     }
 }
