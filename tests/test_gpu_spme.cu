@@ -1281,8 +1281,9 @@ TEST(pair_grid_waves_follow_the_planned_parts) {
     /* The plan's count of waves (host only): about 20 parts of the lists a
        warp.  1M atoms at 0.1 /A^3, cutoff 9 A, skin 1.5 A: 31,979
        planned clusters of 485 partners, 311 parts a warp in one wave of
-       792 blocks of 8 warps: 15 waves.  ApoA1-size: 29 parts a warp, one.
-       One atom in a small box: one. */
+       792 blocks of 8 warps (six an SM on 132 SMs): 15 waves; 373 in one
+       of 660 (five an SM, SPME's pair kernel since 2026-11-27): 18.
+       ApoA1-size: 29 parts a warp, one.  One atom in a small box: one. */
     const elec_box big = cube(cbrt(1.0e7)), apoa1 = test_box(108.86, 108.86, 77.76);
     const elec_box small = cube(20.0);
     elec__list plan;
@@ -1291,6 +1292,8 @@ TEST(pair_grid_waves_follow_the_planned_parts) {
     EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
     EXPECT(elec__list_pair_waves(&plan, 1000000, 792) == 15, "1M atoms: %d waves",
            elec__list_pair_waves(&plan, 1000000, 792));
+    EXPECT(elec__list_pair_waves(&plan, 1000000, 660) == 18, "1M atoms, 660 blocks: %d waves",
+           elec__list_pair_waves(&plan, 1000000, 660));
     EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
            err.message);
     EXPECT(elec__list_pair_waves(&plan, 92224, 792) == 1, "ApoA1-size: %d waves",
@@ -1301,29 +1304,30 @@ TEST(pair_grid_waves_follow_the_planned_parts) {
 }
 
 TEST(spme_pair_grid_follows_the_chains_and_the_atoms_an_sm) {
-    /* SPME's pair grid (host only), from 6 resident blocks an SM on 132
-       SMs (792): beside the reciprocal chain one block an SM fewer, in
-       one wave at DHFR size (178 atoms an SM), in two at ApoA1 size
-       (699); after the chain (1M atoms) every block, in the plan's 15
-       waves; one resident block an SM stays one wave. */
+    /* SPME's pair grid (host only), from 5 resident blocks an SM on 132
+       SMs (660, as its pair kernel keeps on an H100): beside the
+       reciprocal chain one block an SM fewer, in one wave at DHFR size
+       (178 atoms an SM), in two at ApoA1 size (699); after the chain (1M
+       atoms) every block, in the plan's 18 waves; one resident block an
+       SM stays one wave. */
     const elec_box dhfr = cube(62.23), apoa1 = test_box(108.86, 108.86, 77.76);
     const elec_box big = cube(cbrt(1.0e7));
     elec__list plan;
     elec_error err;
     memset(&err, 0, sizeof err);
     EXPECT(elec__list_plan(&plan, &dhfr, 23558, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
-    EXPECT(elec__spme_pair_blocks(&plan, 23558, 1, 792, 132) == 660, "DHFR-size: %d blocks",
-           elec__spme_pair_blocks(&plan, 23558, 1, 792, 132));
+    EXPECT(elec__spme_pair_blocks(&plan, 23558, 1, 660, 132) == 528, "DHFR-size: %d blocks",
+           elec__spme_pair_blocks(&plan, 23558, 1, 660, 132));
     EXPECT(elec__list_plan(&plan, &apoa1, 92224, 9.0, 1.5, &err) == ELEC_OK, "%s",
            err.message);
-    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 792, 132) == 1320,
-           "ApoA1-size: %d blocks", elec__spme_pair_blocks(&plan, 92224, 1, 792, 132));
+    EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 660, 132) == 1056,
+           "ApoA1-size: %d blocks", elec__spme_pair_blocks(&plan, 92224, 1, 660, 132));
     EXPECT(elec__spme_pair_blocks(&plan, 92224, 1, 132, 132) == 132,
            "one block an SM: %d", elec__spme_pair_blocks(&plan, 92224, 1, 132, 132));
     EXPECT(elec__list_plan(&plan, &big, 1000000, 9.0, 1.5, &err) == ELEC_OK, "%s", err.message);
-    EXPECT(elec__spme_pair_blocks(&plan, 1000000, 0, 792, 132) == 792 * 15,
+    EXPECT(elec__spme_pair_blocks(&plan, 1000000, 0, 660, 132) == 660 * 18,
            "1M atoms after the chain: %d blocks",
-           elec__spme_pair_blocks(&plan, 1000000, 0, 792, 132));
+           elec__spme_pair_blocks(&plan, 1000000, 0, 660, 132));
 }
 
 /* ------------------------------------------------- the accuracy knob */
