@@ -4227,7 +4227,11 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
    g(r) of the potential between unit charges and f = -g'(r) / r (the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
    to F_i), and min_blocks, the pair kernel's blocks an SM (its launch
-   bounds).  SPME's is elec__pair_erfc; periodic MSM's short range is
+   bounds).  The pair kernel calls it on every row of its lists, at r2
+   clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
+   and keeps the result only for pairs within the cutoff: it must be
+   finite over that whole range, the cutoff included, and have no side
+   effects.  SPME's is elec__pair_erfc; periodic MSM's short range is
    elec__pair_msm. */
 
 #define ELEC__LIST_CLUSTER 32
@@ -4362,9 +4366,11 @@ struct elec__pair_erfc {
        loads all in flight took 85 registers, 2 blocks an SM, and the
        DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in 45.3 and 44.5,
        at 8 (32 registers) in 52.9 (H200).  Without it (elec__list_part), a
-       step from a graph on an H100 at 4, 5 and 6 blocks an SM: DHFR-size
-       67.3, 66.1, 68.3 us, ApoA1-size 196.0, 195.5, 201.5; 1M atoms 1947
-       and 1969 at 4 and 5 (bench/RESULTS.md, 2026-11-27, 20:25 UTC on). */
+       step from a graph on an H100 at 4 and 5 blocks an SM (one device
+       call): DHFR-size 67.3 and 66.1 us, ApoA1-size 196.0 and 195.5, 1M
+       atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
+       as committed there) 68.3 and 201.5 (bench/RESULTS.md, 2026-11-27,
+       20:13 UTC on).  Five for DHFR-size, the goal still open. */
     enum { min_blocks = 5 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
@@ -5162,12 +5168,12 @@ typedef struct elec__list_lane {
    [ELEC_COINCIDENT_DISTANCE^2, cutoff^2], and only the pairs within the
    cutoff (and not coincident) add to the sums: a warp ran the function
    anyway wherever one of its 32 lanes had a pair within (58 % of the
-   rows' pairs are), and a row without a branch lets the compiler start
-   the next row's load and arithmetic inside this one's.  With the branch
+   rows' pairs are), and a row without a branch lets the compiler issue
+   the next row's partner load inside this one (SASS, nvcc 13.0).  With the branch
    around the function each row waited on its own partner; without it
    (and five blocks an SM, elec__pair_erfc) a step from a graph on an
    H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
-   size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:25
+   size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:13
    UTC on). */
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     const float floor2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
@@ -5279,8 +5285,9 @@ cleanup:
    in one wave each warp's share spans the whole system at once.  (That
    the blocks start roughly in blockIdx order is observed, not promised
    by CUDA.)  H100, bench_spme --quick, 1M atoms (31,979
-   planned clusters, 311 parts a warp in one wave), pairs alone / step
-   from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
+   planned clusters, 311 parts a warp in one wave of 792 blocks, six an
+   SM, as the pair kernel kept before 2026-11-27; at five, 373 and 18
+   waves, not swept again), pairs alone / step from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
    / 2080-2088, 32 1332 / 2101, 64 1373 / 2145.  Where the chains
    overlap (ApoA1-size: 29 parts a warp) these waves lose: 8 and 16 took
    the step from 209.4-210.9 to 216.7 and 231 us; those handles take
@@ -6851,10 +6858,12 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
 /* The short range on the neighbour list (>>spme): MSM's pair function,
    g = 1/r - G(t), f = -g'(r)/r = 1/r^3 + 2 G'(t) / a^2, t = r^2/a^2 - 1. */
 struct elec__pair_msm {
-    /* 6 blocks an SM as SPME's, though its registers then spill 12 bytes:
-       at 2 and 4 blocks DHFR-size's step took 274.3 and 279.3 us from a
-       graph against 268.5, ApoA1-size's 732.2 and 738.8 against 688.0
-       (H100) */
+    /* 6 blocks an SM, as SPME's kept until 2026-11-27 (it keeps 5 since
+       its loop went without a branch; this one was not measured at 5),
+       though its registers then spill (12 bytes with the branch, 28
+       without: ptxas, nvcc 13.0): at 2 and 4 blocks DHFR-size's step
+       took 274.3 and 279.3 us from a graph against 268.5, ApoA1-size's
+       732.2 and 738.8 against 688.0 (H100, with the branch) */
     enum { min_blocks = 6 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
