@@ -5114,8 +5114,9 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
    register; each thread adds its count once at the end (an atomic in the
    pair loop slows the loop by half), so that elec_cuda_spme_energy reports
    it as the CPU paths do (seen from both atoms: 2 per pair). */
+#define ELEC__COINCIDENT2_FLOAT ((float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE))
 __device__ __forceinline__ bool elec__spme_coincident(float r2) {
-    return r2 < (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
+    return r2 < ELEC__COINCIDENT2_FLOAT;
 }
 
 /* The evaluation: a grid of warps (resident ones, elec__list_pair_grid,
@@ -5169,15 +5170,14 @@ typedef struct elec__list_lane {
    cutoff (and not coincident) add to the sums: a warp ran the function
    anyway wherever one of its 32 lanes had a pair within (58 % of the
    rows' pairs are), and a row without a branch lets the compiler issue
-   the next row's partner load inside this one (SASS, nvcc 13.0).  With the branch
-   around the function each row waited on its own partner; without it
-   (and five blocks an SM, elec__pair_erfc) a step from a graph on an
-   H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
+   the next row's partner load inside this one (SASS, nvcc 13.0).  With
+   the branch around the function each row waited on its own partner;
+   without it (and five blocks an SM, elec__pair_erfc) a step from a
+   graph on an H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
    size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:13
    UTC on). */
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
-    const float floor2 = (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
-    return fminf(fmaxf(r2, floor2), cutoff2);
+    return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
@@ -5287,8 +5287,9 @@ cleanup:
    by CUDA.)  H100, bench_spme --quick, 1M atoms (31,979
    planned clusters, 311 parts a warp in one wave of 792 blocks, six an
    SM, as the pair kernel kept before 2026-11-27; at five, 373 and 18
-   waves, not swept again), pairs alone / step from a graph: 1 wave 1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319
-   / 2080-2088, 32 1332 / 2101, 64 1373 / 2145.  Where the chains
+   waves, not swept again), pairs alone / step from a graph: 1 wave
+   1431-1443 / 2210 us, 8 1346 / 2115, 16 1309-1319 / 2080-2088, 32
+   1332 / 2101, 64 1373 / 2145.  Where the chains
    overlap (ApoA1-size: 29 parts a warp) these waves lose: 8 and 16 took
    the step from 209.4-210.9 to 216.7 and 231 us; those handles take
    elec__spme_pair_blocks's grid instead. */
@@ -6859,11 +6860,13 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
    g = 1/r - G(t), f = -g'(r)/r = 1/r^3 + 2 G'(t) / a^2, t = r^2/a^2 - 1. */
 struct elec__pair_msm {
     /* 6 blocks an SM, as SPME's kept until 2026-11-27 (it keeps 5 since
-       its loop went without a branch; this one was not measured at 5),
-       though its registers then spill (12 bytes with the branch, 28
-       without: ptxas, nvcc 13.0): at 2 and 4 blocks DHFR-size's step
-       took 274.3 and 279.3 us from a graph against 268.5, ApoA1-size's
-       732.2 and 738.8 against 688.0 (H100, with the branch) */
+       its loop went without a branch), though its registers then spill
+       (12 bytes with the branch, 28 without: ptxas, nvcc 13.0): at 2 and
+       4 blocks DHFR-size's step took 274.3 and 279.3 us from a graph
+       against 268.5, ApoA1-size's 732.2 and 738.8 against 688.0 (H100,
+       with the branch); without it, at 5 against 6, DHFR-size 246.5-249.3
+       against 253.3-257.2 us, ApoA1-size 663.4-666.8 against 657.0-660.4
+       (bench/RESULTS.md, 2026-11-27, 20:13 UTC on) */
     enum { min_blocks = 6 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
