@@ -423,9 +423,11 @@ ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
    reciprocal chain), CUDA events between them; the call waits for them and
    fills times with "spread", "forward FFT", "solve", "backward FFT",
    "list build" (the displacement check, and the neighbour list's rebuild
-   when one is due), "real space" (the pairs over the list, exclusions)
-   and "gather" (a part not asked for takes 0 s; total: first event to
-   last; nothing for FFT_ONLY or no atoms). */
+   when one is due), "real space" (the pairs over the list, and the
+   exclusions unless a gather follows) and "gather" (with both parts and
+   d_forces, the real space's exclusions and per-atom sums too; a part
+   not asked for takes 0 s; total: first event to last; nothing for
+   FFT_ONLY or no atoms). */
 #define ELEC_SPME_RECIPROCAL 1
 #define ELEC_SPME_REAL 2
 #define ELEC_SPME_FFT_ONLY 4
@@ -4071,35 +4073,17 @@ elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
 /* ------------------------------------------------------------ gather */
 
 /* Forces (and potentials) from the convolved grid, Essmann eq. 4.9: lane
-   jx of an atom's group sums its x plane of the stencil,
+   jx of an atom's group (elec__spme_lanes) sums its x plane of the
+   stencil,
        A  = sum wy wz conv,  By = sum dwy wz conv,  Bz = sum wy dwz conv,
-   so that its share is phi = wx A, dE/du = (dwx A, wx By, wx Bz); the
-   group's shares are added by shuffles.  Lane 0 adds the real-space
-   force of the atom (real: unscaled force and potential, NULL when the
-   real part was not computed) and writes scale (F_mesh + F_real) once:
-   no atomics, no zeroing.  potential (unscaled, mesh + real + excluded)
-   only for the host API.
-   The atoms are taken in the order of the real-space list's slots where
-   order is given (slot -> atom, -1 for padding; *used: the slots in use),
-   else in the caller's: the slots are sorted by cell, so that an atom's
-   neighbours in a warp read the same grid lines from L1, where atoms in
-   a random order each read theirs from L2. */
+   so that its share is phi = wx A, dE/du = (dwx A, wx By, wx Bz),
+   returned as (dE/du, dE/dv, dE/dw, phi); zero for jx >= ORDER. */
 template <int ORDER>
-__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
-elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *order,
-                    const int *used, elec__spme_geometry g, const float4 *real, float scale,
-                    float *forces, float *potential) {
-    const int lanes = elec__spme_lanes<ORDER>::value;
-    int thread = blockIdx.x * blockDim.x + threadIdx.x;
-    int item = thread / lanes, jx = thread % lanes, atom = -1;
-    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    float du = 0.0f, dv = 0.0f, dw = 0.0f, phi = 0.0f;
-    if (order)
-        atom = item < *used ? order[item] : -1;
-    else
-        atom = item < n ? item : -1;
-    if (atom >= 0) a = xyzq[atom];
-    if (atom >= 0 && jx < ORDER) {
+__device__ __forceinline__ float4 elec__spme_mesh_share(const float *conv, float4 a,
+                                                        const elec__spme_geometry &g,
+                                                        int jx) {
+    float4 share = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (jx < ORDER) {
         float tx, ty, tz;
         float wx[ORDER], wy[ORDER], wz[ORDER], dwx[ORDER], dwy[ORDER], dwz[ORDER];
         int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
@@ -4130,35 +4114,82 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
         }
         float my_w = elec__spme_pick<ORDER>(wx, jx);
         float my_dw = elec__spme_pick<ORDER>(dwx, jx);
-        du = my_dw * sum_a;
-        dv = my_w * sum_y;
-        dw = my_w * sum_z;
-        phi = my_w * sum_a;
+        share = make_float4(my_dw * sum_a, my_w * sum_y, my_w * sum_z, my_w * sum_a);
     }
-#pragma unroll
+    return share;
+}
+
+/* A group of `lanes` (a power of two up to 32, aligned in its warp):
+   the sum of its lanes' v, on every lane.  Every lane of the warp calls
+   it. */
+__device__ __forceinline__ float4 elec__spme_group_sum(float4 v, int lanes) {
     for (int o = lanes / 2; o > 0; o >>= 1) {
-        du += __shfl_xor_sync(0xffffffffu, du, o);
-        dv += __shfl_xor_sync(0xffffffffu, dv, o);
-        dw += __shfl_xor_sync(0xffffffffu, dw, o);
-        phi += __shfl_xor_sync(0xffffffffu, phi, o);
+        v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+        v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+        v.z += __shfl_xor_sync(0xffffffffu, v.z, o);
+        v.w += __shfl_xor_sync(0xffffffffu, v.w, o);
     }
+    return v;
+}
+
+/* The mesh force on atom a (unscaled) from its group's summed shares:
+   -q dE/dr = -q (K/L) dE/du per axis. */
+__device__ __forceinline__ float3 elec__spme_mesh_force(float4 a, const elec__spme_geometry &g,
+                                                        float4 sum) {
+    return make_float3(-a.w * g.grid_per_length.x * sum.x, -a.w * g.grid_per_length.y * sum.y,
+                       -a.w * g.grid_per_length.z * sum.z);
+}
+
+/* Atom i's results written once: scale times its force, its potential
+   unscaled (potential: only for the host API).  No atomics, no zeroing. */
+__device__ __forceinline__ void elec__spme_write_atom(float *forces, float *potential, int i,
+                                                      float scale, float3 force, float phi) {
+    if (forces) {
+        forces[3 * (size_t)i] = scale * force.x;
+        forces[3 * (size_t)i + 1] = scale * force.y;
+        forces[3 * (size_t)i + 2] = scale * force.z;
+    }
+    if (potential) potential[i] = phi;
+}
+
+/* The gather: a group of lanes an atom.  Lane 0 adds the real-space
+   force of the atom where the real space's finish wrote it (real:
+   unscaled force and potential, NULL without the real space) and writes
+   scale (F_mesh + F_real) once: no atomics, no zeroing.  potential
+   (unscaled, mesh + real + excluded) only for the host API.
+   The atoms are taken in the order of the real-space list's slots where
+   order is given (slot -> atom, -1 for padding; *used: the slots in use),
+   else in the caller's: the slots are sorted by cell, so that an atom's
+   neighbours in a warp read the same grid lines from L1, where atoms in
+   a random order each read theirs from L2.  (Where the real space runs
+   just before, elec__k_spme_gather_finish finishes it here instead.) */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *order,
+                    const int *used, elec__spme_geometry g, const float4 *real, float scale,
+                    float *forces, float *potential) {
+    const int lanes = elec__spme_lanes<ORDER>::value;
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const int item = thread / lanes, jx = thread % lanes;
+    int atom = -1;
+    if (order)
+        atom = item < *used ? order[item] : -1;
+    else
+        atom = item < n ? item : -1;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), mesh = a;
+    if (atom >= 0) {
+        a = xyzq[atom];
+        mesh = elec__spme_mesh_share<ORDER>(conv, a, g, jx);
+    }
+    mesh = elec__spme_group_sum(mesh, lanes);
     if (atom >= 0 && jx == 0) {
-        float fx = -a.w * g.grid_per_length.x * du;
-        float fy = -a.w * g.grid_per_length.y * dv;
-        float fz = -a.w * g.grid_per_length.z * dw;
+        float3 force = elec__spme_mesh_force(a, g, mesh);
         if (real) {
-            float4 r = real[atom];
-            fx += r.x;
-            fy += r.y;
-            fz += r.z;
-            phi += r.w;
+            const float4 r = real[atom];
+            force = make_float3(force.x + r.x, force.y + r.y, force.z + r.z);
+            mesh.w += r.w;
         }
-        if (forces) {
-            forces[3 * (size_t)atom] = scale * fx;
-            forces[3 * (size_t)atom + 1] = scale * fy;
-            forces[3 * (size_t)atom + 2] = scale * fz;
-        }
-        if (potential) potential[atom] = phi;
+        elec__spme_write_atom(forces, potential, atom, scale, force, mesh.w);
     }
 }
 
@@ -5427,6 +5458,14 @@ __device__ __forceinline__ void elec__spme_excluded_pairs(
     }
 }
 
+/* What SPME's real-space finish needs beside the list: the excluded
+   pairs (elec__spme_exclusions) and alpha, in float and double. */
+typedef struct elec__spme_finish_args {
+    const int *excl_start, *excl_list;
+    float alpha, gauss; /* gauss: 2 alpha / sqrt(pi) */
+    double alpha_exact;
+} elec__spme_finish_args;
+
 /* SPME's last real-space step, one thread per slot: the atom's pair sums
    from acc, its energy 1/2 q_i phi_i in double (before the exclusions
    touch phi), its excluded pairs' correction, written once per atom in
@@ -5434,8 +5473,7 @@ __device__ __forceinline__ void elec__spme_excluded_pairs(
    only. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geometry g,
-                         const int *excl_start, const int *excl_list, float alpha,
-                         float gauss, double alpha_exact, float4 *out, double *sums) {
+                         elec__spme_finish_args f, float4 *out, double *sums) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
     const int used = L.tile_start[L.tile_count];
@@ -5444,11 +5482,62 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
     if (i >= 0) {
         float4 acc = L.acc[p], a = xyzq[i];
         s.real = 0.5 * (double)a.w * (double)acc.w;
-        elec__spme_excluded_pairs(&s, a, xyzq, n, excl_list, excl_start[i],
-                                  excl_start[i + 1], 0, 1, g, alpha, gauss, alpha_exact);
+        elec__spme_excluded_pairs(&s, a, xyzq, n, f.excl_list, f.excl_start[i],
+                                  f.excl_start[i + 1], 0, 1, g, f.alpha, f.gauss,
+                                  f.alpha_exact);
         if (out)
             out[i] = make_float4(fmaf(a.w, s.fx, acc.x), fmaf(a.w, s.fy, acc.y),
                                  fmaf(a.w, s.fz, acc.z), acc.w + s.phi);
+    }
+    elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
+    elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
+}
+
+/* The gather and the real space's finish in one kernel, where the real
+   space runs just before the gather on one stream (elec__spme_enqueue):
+   a group of lanes a slot of the list, in its order.  Lane jx takes its
+   share of the mesh (elec__spme_mesh_share) and every lanes-th of the
+   atom's excluded pairs; lane 0 adds the pair sums (acc) and writes
+   scale (F_mesh + F_real) once.  One kernel fewer in that series: the
+   1M-atom step from a graph on an H100 went from 1963.9 to 1903.0 us
+   (the finish's 7 us of work at ApoA1 size cost the gather 3).  Where
+   the real space runs beside the reciprocal chain, its own finish stays
+   hidden behind that chain and this kernel only lengthened the step's
+   tail (DHFR-size 66.4 -> 66.9 us, ApoA1-size 196.4 -> 197.0;
+   bench/RESULTS.md, 2026-11-28). */
+template <int ORDER>
+__global__ void __launch_bounds__(ELEC__SPME_BLOCK)
+elec__k_spme_gather_finish(const float *conv, const float4 *xyzq, int n, elec__list L,
+                           elec__spme_geometry g, elec__spme_finish_args f, float scale,
+                           float *forces, float *potential, double *sums) {
+    const int lanes = elec__spme_lanes<ORDER>::value;
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const int slot = thread / lanes, jx = thread % lanes;
+    const int used = L.tile_start[L.tile_count];
+    const int i = slot < used ? L.order[slot] : -1;
+    elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), mesh = a, acc = a;
+    if (thread == 0) elec__list_done(L, n);
+    if (i >= 0) {
+        a = xyzq[i];
+        mesh = elec__spme_mesh_share<ORDER>(conv, a, g, jx);
+        elec__spme_excluded_pairs(&s, a, xyzq, n, f.excl_list, f.excl_start[i],
+                                  f.excl_start[i + 1], jx, lanes, g, f.alpha, f.gauss,
+                                  f.alpha_exact);
+        if (jx == 0) {
+            acc = L.acc[slot];
+            s.real = 0.5 * (double)a.w * (double)acc.w;
+        }
+    }
+    mesh = elec__spme_group_sum(mesh, lanes);
+    const float4 excluded = elec__spme_group_sum(make_float4(s.fx, s.fy, s.fz, s.phi), lanes);
+    if (i >= 0 && jx == 0) {
+        const float3 m = elec__spme_mesh_force(a, g, mesh);
+        const float3 force = make_float3(m.x + fmaf(a.w, excluded.x, acc.x),
+                                         m.y + fmaf(a.w, excluded.y, acc.y),
+                                         m.z + fmaf(a.w, excluded.z, acc.z));
+        elec__spme_write_atom(forces, potential, i, scale, force,
+                              mesh.w + (acc.w + excluded.w));
     }
     elec__spme_block_add(sums + ELEC__SPME_SUM_REAL, s.real);
     elec__spme_block_add(sums + ELEC__SPME_SUM_EXCLUDED, s.excluded);
@@ -6068,21 +6157,42 @@ cleanup:
     return status;
 }
 
+/* The real space's finish arguments for handle h. */
+static elec__spme_finish_args elec__spme_finishing(const elec_cuda_spme_handle *h) {
+    elec__spme_finish_args f;
+    f.excl_start = h->excl_start;
+    f.excl_list = h->excl_list;
+    f.alpha = (float)h->p.alpha;
+    f.gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
+    f.alpha_exact = h->p.alpha;
+    return f;
+}
+
+/* The gather.  real: the real space's per-atom results to add (written
+   by its finish), NULL for none; or finish_real: the real space just
+   ran on this stream without its finish, which the gather does
+   (elec__k_spme_gather_finish).  With the real space, the list was
+   brought up to date for these atoms before it: the atoms are taken in
+   its slots' order. */
 template <int ORDER>
 static elec_status elec__spme_gather(elec_cuda_spme_handle *h, const float4 *xyzq,
-                                     int n, const float4 *real, float *forces,
-                                     float *potential, cudaStream_t stream,
+                                     int n, const float4 *real, int finish_real,
+                                     float *forces, float *potential, cudaStream_t stream,
                                      elec_error *err) {
     elec_status status = ELEC_OK;
     const int block = ELEC__SPME_BLOCK, lanes = elec__spme_lanes<ORDER>::value;
-    /* With the real space in this compute, the list was brought up to date
-       for these atoms before it: the atoms in its slots' order. */
-    const int *order = real ? h->list.order : NULL;
-    const size_t items = real ? (size_t)h->list.slots : (size_t)n;
-    elec__k_spme_gather<ORDER>
-        <<<(unsigned)((items * lanes + block - 1) / block), block, 0, stream>>>(
-            h->grid, xyzq, n, order, h->list.tile_start + h->list.tile_count, h->g, real,
-            (float)h->p.scale, forces, potential);
+    const int in_list_order = real || finish_real;
+    const size_t items = in_list_order ? (size_t)h->list.slots : (size_t)n;
+    const unsigned blocks = (unsigned)((items * lanes + block - 1) / block);
+    if (finish_real)
+        elec__k_spme_gather_finish<ORDER><<<blocks, block, 0, stream>>>(
+            h->grid, xyzq, n, h->list, h->g, elec__spme_finishing(h), (float)h->p.scale,
+            forces, potential, h->sums);
+    else
+        elec__k_spme_gather<ORDER><<<blocks, block, 0, stream>>>(
+            h->grid, xyzq, n, in_list_order ? h->list.order : NULL,
+            h->list.tile_start + h->list.tile_count, h->g, real, (float)h->p.scale, forces,
+            potential);
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
@@ -6149,19 +6259,20 @@ cleanup:
 }
 
 /* The real-space chain on one stream: the list brought up to date (then
-   after_list recorded, for the timed run), its pairs, the exclusions and
-   the per-atom results. */
+   after_list recorded, where given), its pairs, and, with finish, the
+   exclusions and the per-atom results (elec__k_spme_real_finish; out:
+   where they go, NULL for the energies alone); without it the gather
+   that follows on this stream finishes the real space
+   (elec__k_spme_gather_finish). */
 static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq, int n,
-                                   int want_atoms, cudaStream_t stream,
+                                   int finish, float4 *out, cudaStream_t stream,
                                    cudaEvent_t after_list, elec_error *err) {
     elec_status status = ELEC_OK;
     const int block = ELEC__SPME_BLOCK;
-    const float alpha = (float)h->p.alpha;
-    const float gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
     elec__pair_erfc pair;
-    pair.half_alpha = 0.5f * alpha;
+    pair.half_alpha = (float)(0.5 * h->p.alpha);
     pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
-    pair.gauss = gauss;
+    pair.gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
     status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
                                h->update_blocks, stream, err);
     if (status != ELEC_OK) goto cleanup;
@@ -6170,11 +6281,12 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
                                  h->sums + ELEC__SPME_SUM_COINCIDENT, h->pair_blocks, stream,
                                  err);
     if (status != ELEC_OK) goto cleanup;
-    elec__k_spme_real_finish<<<(unsigned)((h->list.slots + block - 1) / block), block, 0,
-                               stream>>>(h->list, xyzq, n, h->g, h->excl_start, h->excl_list,
-                                         alpha, gauss, h->p.alpha,
-                                         want_atoms ? h->real : NULL, h->sums);
-    ELEC__CUDA_TRY(cudaGetLastError());
+    if (finish) {
+        elec__k_spme_real_finish<<<(unsigned)((h->list.slots + block - 1) / block), block, 0,
+                                   stream>>>(h->list, xyzq, n, h->g, elec__spme_finishing(h),
+                                             out, h->sums);
+        ELEC__CUDA_TRY(cudaGetLastError());
+    }
 cleanup:
     return status;
 }
@@ -6187,6 +6299,11 @@ cleanup:
    reciprocal chain's transforms on `stream`.
    marks given: everything in order on `stream`, with an event recorded
    before and after each stage (ELEC__SPME_MARKS), for the bench.
+   The real-space chain ends with its finish (elec__k_spme_real_finish),
+   whose per-atom results the gather adds, except where it runs just
+   before the gather on `stream` (not forked, forces asked for): there
+   the gather finishes it (elec__k_spme_gather_finish), one kernel
+   fewer in the series.
    potential: unscaled mesh + real + excluded parts (host API). */
 static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xyzq,
                                       size_t n, float *forces, float *potential,
@@ -6198,6 +6315,9 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     const int do_reciprocal = (what & ELEC_SPME_RECIPROCAL) != 0;
     const int want_atoms = forces != NULL || potential != NULL;
     const int forked = do_real && !marks && h->overlap;
+    const int gather = do_reciprocal && want_atoms;
+    const int gather_finishes = gather && do_real && !forked;
+    float4 *real_out = gather && do_real && forked ? h->real : NULL;
     if (what & ELEC_SPME_FFT_ONLY) {
         ELEC__CUFFT_TRY(cufftSetStream(h->forward, stream));
         ELEC__CUFFT_TRY(cufftSetStream(h->backward, stream));
@@ -6212,7 +6332,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     if (forked) {
         ELEC__CUDA_TRY(cudaEventRecord(h->fork, stream));
         ELEC__CUDA_TRY(cudaStreamWaitEvent(h->side, h->fork, 0));
-        status = elec__spme_real(h, xyzq, count, want_atoms, h->side, NULL, err);
+        status = elec__spme_real(h, xyzq, count, 1, real_out, h->side, NULL, err);
         if (status != ELEC_OK) goto cleanup;
         ELEC__CUDA_TRY(cudaEventRecord(h->join, h->side));
     }
@@ -6240,18 +6360,18 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     if (forked) {
         ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
     } else if (do_real) {
-        status = elec__spme_real(h, xyzq, count, want_atoms, stream, marks ? marks[5] : NULL,
-                                 err);
+        status = elec__spme_real(h, xyzq, count, !gather_finishes, NULL, stream,
+                                 marks ? marks[5] : NULL, err);
         if (status != ELEC_OK) goto cleanup;
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
     } else if (marks) {
         ELEC__CUDA_TRY(cudaEventRecord(marks[5], stream));
         ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
     }
-    if (do_reciprocal && want_atoms) {
-        const float4 *real = do_real ? h->real : NULL;
+    if (gather) {
 #define ELEC__SPME_GATHER_CALL(order) \
-    elec__spme_gather<order>(h, xyzq, count, real, forces, potential, stream, err)
+    elec__spme_gather<order>(h, xyzq, count, real_out, gather_finishes, forces, potential, \
+                             stream, err)
         ELEC__SPME_BY_ORDER(ELEC__SPME_GATHER_CALL)
 #undef ELEC__SPME_GATHER_CALL
         if (status != ELEC_OK) goto cleanup;

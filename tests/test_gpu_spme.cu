@@ -941,8 +941,8 @@ static void list_case_compute(list_case *c, float *forces, elec_ewald_terms *ter
 }
 
 TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
-    /* The real-space part alone (compute_timed, ELEC_SPME_REAL: the
-       handle's per-atom real-space results, h->real) against its exact
+    /* The real-space part alone (the whole compute less its reciprocal
+       part, below) against its exact
        double sum written out here: over the pairs within the cutoff
        (minimum image) not excluded, q_i q_j erfc(alpha r)/r, and over the
        excluded pairs -q_i q_j erf(alpha r)/r, at the same float
@@ -1195,7 +1195,8 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
        choice flipped on one small handle: the same forces (1e-6, the
        atomics' rounding in float) and energy (1e-6 of its terms' sizes:
        the spread's and the pairs' float atomics add in another order),
-       computed directly and replayed from a graph captured that way. */
+       computed directly and replayed from a graph captured that way, and
+       the same potentials (1e-6). */
     REQUIRE_GPU();
     list_case c;
     if (!list_case_make(&c, 1500, 1.5, 35)) return;
@@ -1209,10 +1210,16 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
     cudaGraphExec_t exec = NULL;
     EXPECT(c.h->overlap == 1, "a %d-point grid: the real space should run beside the "
            "reciprocal chain", c.h->grid_points);
+    /* the forces and the real space's per-atom results poisoned (NaN)
+       before each compute: beside, the gather must read the latter only
+       after this compute's finish wrote them; after, the gather finishes
+       the real space itself and must not read them at all; either way
+       every force is written again, whole */
+    CUDA_OK(cudaMemsetAsync(c.d_forces, 0xff, 3 * n * sizeof(float), c.stream));
+    CUDA_OK(cudaMemsetAsync(c.h->real, 0xff, n * sizeof(float4), c.stream));
     list_case_compute(&c, beside, &t_beside, &s);
     c.h->overlap = 0;
-    /* the real-space results poisoned: a gather that read them before this
-       compute wrote them would give NaN, not the forces of the last one */
+    CUDA_OK(cudaMemsetAsync(c.d_forces, 0xff, 3 * n * sizeof(float), c.stream));
     CUDA_OK(cudaMemsetAsync(c.h->real, 0xff, n * sizeof(float4), c.stream));
     list_case_compute(&c, after, &t_after, &s);
     EXPECT(gpu_rel_rms_float(after, beside, 3 * n) <= 1e-6,
@@ -1229,7 +1236,7 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
     if (graph) CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
     EXPECT(exec != NULL, "the graph was not instantiated");
     if (exec) {
-        CUDA_OK(cudaMemsetAsync(c.d_forces, 0, 3 * n * sizeof(float), c.stream));
+        CUDA_OK(cudaMemsetAsync(c.d_forces, 0xff, 3 * n * sizeof(float), c.stream));
         CUDA_OK(cudaMemsetAsync(c.h->real, 0xff, n * sizeof(float4), c.stream));
         CUDA_OK(cudaGraphLaunch(exec, c.stream));
         CUDA_OK(cudaStreamSynchronize(c.stream));
@@ -1238,6 +1245,32 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
                "replayed forces differ from beside it by %.3e",
                gpu_rel_rms_float(after, beside, 3 * n));
         cudaGraphExecDestroy(exec);
+    }
+    {
+        /* the potentials (the host API's, elec_cuda_spme) both ways: after
+           the reciprocal chain the gather sums the excluded pairs' part
+           over its lanes and adds the pair sums itself */
+        float *d_potential = NULL;
+        float *phi_beside = (float *)malloc(n * sizeof(float));
+        float *phi_after = (float *)malloc(n * sizeof(float));
+        const int both = ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL;
+        CUDA_OK(cudaMalloc((void **)&d_potential, n * sizeof(float)));
+        for (int overlap = 1; overlap >= 0; overlap--) {
+            c.h->overlap = overlap;
+            CUDA_OK(cudaMemsetAsync(d_potential, 0xff, n * sizeof(float), c.stream));
+            EXPECT(elec__spme_enqueue(c.h, c.d_xyzq, n, c.d_forces, d_potential, c.stream, both,
+                                      NULL, &err) == ELEC_OK,
+                   "compute with potentials: %s", err.message);
+            CUDA_OK(cudaStreamSynchronize(c.stream));
+            CUDA_OK(cudaMemcpy(overlap ? phi_beside : phi_after, d_potential,
+                               n * sizeof(float), cudaMemcpyDeviceToHost));
+        }
+        EXPECT(gpu_rel_rms_float(phi_after, phi_beside, n) <= 1e-6,
+               "potentials after the reciprocal chain differ from beside it by %.3e",
+               gpu_rel_rms_float(phi_after, phi_beside, n));
+        cudaFree(d_potential);
+        free(phi_beside);
+        free(phi_after);
     }
     if (graph) cudaGraphDestroy(graph);
     free(beside);
