@@ -3813,6 +3813,10 @@ cleanup:
                                          pairs' correction
                         \---- join ----/
        gather: mesh forces + real-space forces, written once per atom
+   (where the chains run one after the other on the caller's stream, the
+   gather does the excluded pairs' correction itself:
+   elec__k_spme_gather_finish).  The real space's steps are those of the
+   neighbour list below.
 
    Grid: K points per axis, x fastest (index kx + Kx (ky + Ky kz)).  An atom
    at grid coordinate u = K x / L (x wrapped into [0, L)), k0 = floor(u),
@@ -4243,8 +4247,8 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
                 from 65.5 to 44.5 us (H200).
      exclusions not in the lists (where the candidates are evaluated whole,
                 each lane skips them: elec__list_skips); the method's
-                finish kernel corrects them (elec__k_spme_real_finish,
-                elec__k_pmsm_short_finish).
+                finish kernel corrects them (elec__k_spme_real_finish or
+                elec__k_spme_gather_finish, elec__k_pmsm_short_finish).
 
    Positions are kept continuous between builds: each atom's given
    position plus the whole box lengths that bring it nearest its position
@@ -5615,7 +5619,9 @@ struct elec_cuda_spme_handle {
     float *weights;          /* max_atoms x 3 x order                     */
     /* real space */
     elec__list list;         /* the neighbour list                         */
-    float4 *real;            /* per atom: force (unscaled), potential     */
+    float4 *real;            /* per atom: force (unscaled), potential;
+                                written where the real space is forked
+                                and a gather follows (elec__spme_enqueue) */
     int *excl_start, *excl_list;
     void *fft_work;          /* cuFFT's work area, the two plans' (they run
                                 one after the other on one stream)        */
@@ -6301,7 +6307,8 @@ cleanup:
    before and after each stage (ELEC__SPME_MARKS), for the bench.
    The real-space chain ends with its finish (elec__k_spme_real_finish),
    whose per-atom results the gather adds, except where it runs just
-   before the gather on `stream` (not forked, forces asked for): there
+   before the gather on `stream` (not forked, both parts, forces or
+   potentials asked for): there
    the gather finishes it (elec__k_spme_gather_finish), one kernel
    fewer in the series.
    potential: unscaled mesh + real + excluded parts (host API). */

@@ -20,9 +20,10 @@
      and a breakdown from a separate, instrumented run in which every stage
      runs in order on one stream between events (no overlap of real space
      with the reciprocal chain): spread, FFT forward + backward, solve,
-     gather, list (the neighbour list's displacement check: no rebuild),
-     real space (the pairs over the list and the exclusions); and the cuFFT
-     R2C + C2R round trip of the same grid alone.
+     gather (with the real space's exclusions and per-atom sums, which the
+     gather finishes in that run), list (the neighbour list's displacement
+     check: no rebuild), real space (the pairs over the list); and the
+     cuFFT R2C + C2R round trip of the same grid alone.
    Then the real space on its own line: its time without a rebuild, the
    rebuild's cost (the instrumented run after elec_cuda_spme_rebuild),
    the list (candidate tiles, clusters), the pairs within the cutoff

@@ -1196,7 +1196,8 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
        atomics' rounding in float) and energy (1e-6 of its terms' sizes:
        the spread's and the pairs' float atomics add in another order),
        computed directly and replayed from a graph captured that way, and
-       the same potentials (1e-6). */
+       the same potentials (1e-6); the list built once more where asked,
+       not again. */
     REQUIRE_GPU();
     list_case c;
     if (!list_case_make(&c, 1500, 1.5, 35)) return;
@@ -1218,10 +1219,18 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
     CUDA_OK(cudaMemsetAsync(c.d_forces, 0xff, 3 * n * sizeof(float), c.stream));
     CUDA_OK(cudaMemsetAsync(c.h->real, 0xff, n * sizeof(float4), c.stream));
     list_case_compute(&c, beside, &t_beside, &s);
+    const long long built_beside = s.rebuilds;
     c.h->overlap = 0;
     CUDA_OK(cudaMemsetAsync(c.d_forces, 0xff, 3 * n * sizeof(float), c.stream));
     CUDA_OK(cudaMemsetAsync(c.h->real, 0xff, n * sizeof(float4), c.stream));
+    /* a rebuild in the compute after the chain, whose gather then lowers
+       the list's flag (elec__list_done): the computes after it, the
+       graph's replay below, must not build again */
+    EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "rebuild: %s",
+           err.message);
     list_case_compute(&c, after, &t_after, &s);
+    EXPECT(s.rebuilds == built_beside + 1, "%lld builds after the asked-for rebuild, %lld "
+           "before it", s.rebuilds, built_beside);
     EXPECT(gpu_rel_rms_float(after, beside, 3 * n) <= 1e-6,
            "forces after the reciprocal chain differ from beside it by %.3e",
            gpu_rel_rms_float(after, beside, 3 * n));
@@ -1244,6 +1253,10 @@ TEST(real_space_after_the_reciprocal_chain_computes_as_beside_it) {
         EXPECT(gpu_rel_rms_float(after, beside, 3 * n) <= 1e-6,
                "replayed forces differ from beside it by %.3e",
                gpu_rel_rms_float(after, beside, 3 * n));
+        EXPECT(elec_cuda_spme_list_stats(c.h, &s, c.stream, &err) == ELEC_OK, "stats: %s",
+               err.message);
+        EXPECT(s.rebuilds == built_beside + 1, "the replay built the list again (%lld "
+               "builds, %lld expected)", s.rebuilds, built_beside + 1);
         cudaGraphExecDestroy(exec);
     }
     {
