@@ -9297,8 +9297,10 @@ __device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
         status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
 }
 
-/* TILE_BINNED, stage 1: a block per group. */
-__global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS)
+/* TILE_BINNED, stage 1: a block per group, of elec__chargemap_bin_threads
+   threads. */
+#define ELEC__CHARGEMAP_BIN_THREADS_MOST 1024
+__global__ void __launch_bounds__(ELEC__CHARGEMAP_BIN_THREADS_MOST)
 elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
                            elec__chargemap_bands bd, int2 *runs, float4 *copies, int *status,
                            double *sums) {
@@ -9621,6 +9623,20 @@ cleanup:
     return status;
 }
 
+/* Stage 1's block apart from stage 2's: 1024 threads where the groups are
+   at most one an SM (TILE_BINNED's default), 256 where there are more.
+   The binning waits on its loads and shared-memory atomics (Nsight
+   Compute, 1M atoms: a warp issued once in 58 cycles), and a group's
+   block is alone on its SM (its registers).  H100, stage 1 alone, us,
+   256 / 1024 threads: ApoA1-size 132 groups 8.73-9.03 / 8.07-8.08, 264
+   groups 9.79-10.02 / 10.85-11.02; 1M atoms 132 groups 120.9-122.0 /
+   106.1-106.8 (bench/RESULTS.md, 2026-11-28).  Loading four atoms a thread
+   before using any gained nothing there. */
+static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h) {
+    return h->bands.groups <= h->sm_count ? ELEC__CHARGEMAP_BIN_THREADS_MOST
+                                          : ELEC__CHARGEMAP_TILE_THREADS;
+}
+
 /* Stage 1: the atoms into the rung's layout (bins, or the tile sort); the
    status words the rung counts in, zeroed where the rung does not clear
    them itself. */
@@ -9638,8 +9654,8 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
-                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->bin_shared_bytes, stream, 0, xyzq, n, h->g,
-                h->bands, h->runs, h->copies, h->status, h->sums));
+                dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, 0, xyzq, n,
+                h->g, h->bands, h->runs, h->copies, h->status, h->sums));
         goto cleanup;
     }
     if (elec__chargemap_is_sorted(v)) {
