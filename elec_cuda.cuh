@@ -9297,8 +9297,9 @@ __device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
         status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
 }
 
-/* TILE_BINNED, stage 1: a block per group, of elec__chargemap_bin_threads
-   threads. */
+/* TILE_BINNED's stage 1 (and TILE_FUSED's and TILE_FUSED_FIXED's where
+   the device has no cooperative launch): a block per group, of
+   elec__chargemap_bin_threads threads. */
 #define ELEC__CHARGEMAP_BIN_THREADS_MOST 1024
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BIN_THREADS_MOST)
 elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
@@ -9623,18 +9624,24 @@ cleanup:
     return status;
 }
 
-/* Stage 1's block apart from stage 2's: 1024 threads where the groups are
-   at most one an SM (TILE_BINNED's default), 256 where there are more.
-   The binning waits on its loads and shared-memory atomics (Nsight
-   Compute, 1M atoms: a warp issued once in 58 cycles), and a group's
-   block is alone on its SM (its registers).  H100, stage 1 alone, us,
-   256 / 1024 threads: ApoA1-size 132 groups 8.73-9.03 / 8.07-8.08, 264
-   groups 9.79-10.02 / 10.85-11.02; 1M atoms 132 groups 120.9-122.0 /
-   106.1-106.8 (bench/RESULTS.md, 2026-11-28).  Loading four atoms a thread
-   before using any gained nothing there. */
-static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h) {
-    return h->bands.groups <= h->sm_count ? ELEC__CHARGEMAP_BIN_THREADS_MOST
-                                          : ELEC__CHARGEMAP_TILE_THREADS;
+/* Stage 1's block apart from stage 2's: 1024 threads where a group has
+   at least 512 atoms, else 256.  With the groups one an SM (TILE_BINNED's
+   default) a block's own warps are all that hide the binning's latency
+   (Nsight Compute, 1M atoms: a warp issued once in 58 cycles, waiting on
+   its loads, stores and shared-memory atomics); with a few hundred atoms
+   a group, 1024 threads mostly idle.  H100, stage 1 alone, us, 256 /
+   1024 threads (atoms a group): ApoA1-size 132 groups (699) 8.77-9.03 /
+   8.02, 264 (349) 9.90-9.99 / 11.02, 528 (175) 11.52-11.56 / 16.05; 1M
+   atoms 132 (7576) 116.3-123.1 / 106.3, 264 (3788) 138.3-139.7 / 122.8,
+   528 (1894) 194.6-195.2 / 136.6 (bench/RESULTS.md, 2026-11-28, 03:20 UTC
+   on).  Loading four atoms a
+   thread before using any, or two blocks an SM at 32 registers, gained
+   nothing at one group an SM. */
+#define ELEC__CHARGEMAP_BIN_WIDE_ATOMS 512
+static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h, int n) {
+    const int chunk = (n + h->bands.groups - 1) / h->bands.groups;
+    return chunk >= ELEC__CHARGEMAP_BIN_WIDE_ATOMS ? ELEC__CHARGEMAP_BIN_THREADS_MOST
+                                                   : ELEC__CHARGEMAP_TILE_THREADS;
 }
 
 /* Stage 1: the atoms into the rung's layout (bins, or the tile sort); the
@@ -9654,7 +9661,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
-                dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, 0, xyzq, n,
+                dim3(elec__chargemap_bin_threads(h, n)), h->bin_shared_bytes, stream, 0, xyzq, n,
                 h->g, h->bands, h->runs, h->copies, h->status, h->sums));
         goto cleanup;
     }
