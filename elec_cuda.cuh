@@ -9634,9 +9634,8 @@ cleanup:
    8.02, 264 (349) 9.90-9.99 / 11.02, 528 (175) 11.52-11.56 / 16.05; 1M
    atoms 132 (7576) 116.3-123.1 / 106.3, 264 (3788) 138.3-139.7 / 122.8,
    528 (1894) 194.6-195.2 / 136.6 (bench/RESULTS.md, 2026-11-28, 03:20 UTC
-   on).  Loading four atoms a
-   thread before using any, or two blocks an SM at 32 registers, gained
-   nothing at one group an SM. */
+   on).  Loading four atoms a thread before using any, or two blocks an
+   SM at 32 registers, gained nothing at one group an SM. */
 #define ELEC__CHARGEMAP_BIN_WIDE_ATOMS 512
 static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h, int n) {
     const int chunk = (n + h->bands.groups - 1) / h->bands.groups;
