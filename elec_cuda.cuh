@@ -9628,7 +9628,7 @@ cleanup:
    at least 512 atoms, else 256.  With the groups one an SM (TILE_BINNED's
    default) a block's own warps are all that hide the binning's latency
    (Nsight Compute, 1M atoms: a warp issued once in 58 cycles, waiting on
-   its loads, stores and shared-memory atomics); with a few hundred atoms
+   its global loads and shared-memory atomics); with a few hundred atoms
    a group, 1024 threads mostly idle.  H100, stage 1 alone, us, 256 /
    1024 threads (atoms a group): ApoA1-size 132 groups (699) 8.77-9.03 /
    8.02, 264 (349) 9.90-9.99 / 11.02, 528 (175) 11.52-11.56 / 16.05; 1M
