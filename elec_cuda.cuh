@@ -576,13 +576,16 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
 /* What a handle chose for its rung (zeros where the rung has no such
    part): the seed rungs' slots per bin; the sorted rungs' tile and tile
    count; the tile-binned rungs' tile (powers of two), tiles along each
-   axis and in all, and binning groups, and whether the fused rungs run as one cooperative
-   kernel; whether kernels are chained by programmatic dependent launch. */
+   axis and in all, binning groups, whether the float rungs sum a tile by
+   columns (1) or by sub-tiles in registers (0), and whether the fused
+   rungs run as one cooperative kernel; whether kernels are chained by
+   programmatic dependent launch. */
 typedef struct elec_cuda_chargemap_info {
     elec_chargemap_variant variant;
     int bin_slots;
     int sorted_tile[3], sorted_tiles;
     int band_tile[3], band_tiles_along[3], band_tiles, band_groups;
+    int band_columns;
     int one_kernel;
     int pdl;
 } elec_cuda_chargemap_info;
@@ -7946,7 +7949,9 @@ cleanup:
      So the float rungs sum in registers, no atomics
      (elec__chargemap_sum_tile_registers: stage 2 20 us, where their
      shared tile took 31-33; under Nsight Compute its first version waited
-     most at block barriers and on its staged copies, not on its FMAs);
+     most at block barriers and on its staged copies, not on its FMAs),
+     and where a tile fits, by columns that visit only the copies reaching
+     them (elec__chargemap_sum_tile_columns: 17.8 us);
      TILE_FUSED_FIXED keeps its integers in shared memory, as two native
      32-bit halves where a tile's range allows
      (elec__chargemap_split_fits).  One cooperative kernel saves a launch
@@ -7960,6 +7965,7 @@ cleanup:
 #endif
 #define ELEC__CHARGEMAP_BLOCK 256
 #define ELEC__CHARGEMAP_MAX_SLOTS 16 /* elec_chargemap_params_resolve's limit */
+#define ELEC__CHARGEMAP_STATIC_SHARED 2048 /* room for the kernels' __shared__ arrays */
 
 /* The plan's status words (device ints). */
 #define ELEC__CM_OVERFLOW 0     /* records on the overflow list (binned rungs)  */
@@ -9271,6 +9277,196 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
     __syncthreads(); /* the shared memory is the next tile's */
 }
 
+/* TILE_BINNED's and TILE_FUSED's stage 2 by columns, where it fits (the
+   register sum above otherwise): a thread owns an (x, y) column of the
+   tile and keeps ELEC__CHARGEMAP_COLUMN_Z of its z points in registers.
+   The window's copies are counting-sorted in shared memory by their
+   stencil's (x, y) corner relative to the tile, so that the copies that
+   reach column (X, Y) from corner row Y - dy (dy = 0 .. W - 1, corners
+   x0 = X - W + 1 .. X) are one contiguous run of the sorted order: a
+   thread walks its W runs as one loop and adds q w_z w_y w_x to its z
+   points, visiting only the copies that reach it (the register sum visits
+   whole 4 x 4 x 4 sub-tiles, most terms zeros: 21,000 warp instructions a
+   16 x 16 x 8 tile at ApoA1 size under Nsight Compute, this 16,000, and
+   ApoA1-size's stage 2 20.5 -> 17.8 us, 1M atoms' 175 -> 142 us; H100,
+   bench/RESULTS.md).  A copy's record is q w_z over the z chunk (zeros
+   outside its stencil), w_x, w_y and its corner x0, kept as arrays over
+   the sorted index (an array of records, 20 floats apart, put the lanes'
+   loads on 8 banks: 3-way conflicts and 19.2 us).  It takes one image of
+   a stencil reaching the tile, so every axis needs K >= L + W - 1, and
+   (L0 + W - 1)(L1 + W - 1) corner bins at most
+   ELEC__CHARGEMAP_COLUMN_BINS. */
+#define ELEC__CHARGEMAP_COLUMN_PER_THREAD 2 /* copies a thread records a window */
+#define ELEC__CHARGEMAP_COLUMN_WINDOW (ELEC__CHARGEMAP_COLUMN_PER_THREAD * ELEC__CHARGEMAP_TILE_THREADS)
+#define ELEC__CHARGEMAP_COLUMN_Z 8       /* z points a thread keeps at once */
+#define ELEC__CHARGEMAP_COLUMN_BINS 1024 /* corner bins at most            */
+
+__host__ __device__ inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd,
+                                                            const int K[3], int W) {
+    for (int axis = 0; axis < 3; axis++)
+        if (K[axis] < bd.L[axis] + W - 1) return false;
+    return (bd.L[0] + W - 1) * (bd.L[1] + W - 1) <= ELEC__CHARGEMAP_COLUMN_BINS;
+}
+
+/* Its shared memory: the window's records, the corner bins' offsets and
+   the groups' runs. */
+static inline size_t elec__chargemap_column_bytes(int W, int groups) {
+    const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 1; /* a copy's record */
+    return (size_t)ELEC__CHARGEMAP_COLUMN_WINDOW * floats * 4 +
+           (size_t)(ELEC__CHARGEMAP_COLUMN_BINS + 1) * 4 + sizeof(int) * (2 * (size_t)groups + 1);
+}
+
+/* A copy's stencil corner along one axis relative to the tile's first
+   point t0: the image whose W points overlap [0, len). */
+__device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0, int len, int K,
+                                                      int W) {
+    int c = k0 + offset - t0;
+    if (c > len - 1) c -= K;
+    else if (c < -(W - 1)) c += K;
+    return c;
+}
+
+template <int BASIS, int W>
+__device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2 *runs,
+                                                 const float4 *copies, int n,
+                                                 const elec__chargemap_geometry &g,
+                                                 const elec__chargemap_bands &bd,
+                                                 const elec__msm_basis_args &b,
+                                                 unsigned char *smem) {
+    constexpr int ZC = ELEC__CHARGEMAP_COLUMN_Z, PER = ELEC__CHARGEMAP_COLUMN_PER_THREAD;
+    constexpr int WIN = ELEC__CHARGEMAP_COLUMN_WINDOW;
+    constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS; /* the launch's block */
+    static_assert(ZC % 4 == 0, "the z chunk is read as float4");
+    __shared__ int scratch[32];
+    const int t = threadIdx.x, groups = bd.groups;
+    const int chunk = (n + groups - 1) / groups;
+    /* the window's records as arrays over the sorted copy k, so that the
+       lanes of a warp, reading neighbouring k, hit distinct banks */
+    float4 *qz = (float4 *)smem;                       /* ZC / 4 x WIN: q w_z */
+    float *wxs = (float *)(qz + (ZC / 4) * WIN);       /* W x WIN: w_x        */
+    float *wys = wxs + W * WIN;                        /* W x WIN: w_y        */
+    int *x0s = (int *)(wys + W * WIN);                 /* WIN: corner x0      */
+    int *bin = x0s + WIN;                              /* BINS + 1            */
+    int *offset = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* groups + 1     */
+    int *start = offset + groups + 1;                    /* groups         */
+    int t0[3], len[3], a, e;
+    elec__chargemap_tile_extent(id, g, bd, t0, len);
+    const int total = elec__chargemap_tile_runs(id, runs, groups, offset, start, &a, &e, scratch);
+    const int BX = len[0] + W - 1, bins = BX * (len[1] + W - 1), columns = len[0] * len[1];
+    __syncthreads();
+    for (int zc0 = 0; zc0 < len[2]; zc0 += ZC)
+        for (int cc0 = 0; cc0 < columns; cc0 += threads) {
+            const int c = cc0 + t, X = c % len[0], Y = c / len[0];
+            const bool mine = c < columns;
+            float acc[ZC];
+#pragma unroll
+            for (int j = 0; j < ZC; j++) acc[j] = 0.0f;
+            for (int base = 0; base < total; base += WIN) {
+                const int count = min(WIN, total - base);
+                for (int k = t; k <= bins; k += threads) bin[k] = 0;
+                __syncthreads();
+                int key[PER], rank[PER], corner[PER][3];
+                float w[PER][3][W], qw[PER];
+#pragma unroll
+                for (int i = 0; i < PER; i++) {
+                    const int s = t + i * threads;
+                    key[i] = rank[i] = 0;
+                    if (s < count) {
+                        const float4 r =
+                            elec__chargemap_tile_copy(copies, chunk, start, offset, groups, base + s);
+                        const float u[3] = {r.x, r.y, r.z};
+                        qw[i] = r.w;
+#pragma unroll
+                        for (int axis = 0; axis < 3; axis++) {
+                            const int k0 = (int)u[axis];
+                            elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[i][axis]);
+                            corner[i][axis] = elec__chargemap_corner(k0, g.offset, t0[axis],
+                                                                     len[axis], g.K[axis], W);
+                        }
+                        key[i] = (corner[i][0] + W - 1) + (corner[i][1] + W - 1) * BX;
+                        rank[i] = atomicAdd(bin + key[i], 1);
+                    }
+                }
+                __syncthreads();
+                {
+                    /* exclusive scan of the bins' counts, each thread a run */
+                    const int per = (bins + threads - 1) / threads;
+                    const int lo = min(t * per, bins), hi = min(lo + per, bins);
+                    int sum = 0, all;
+                    for (int k = lo; k < hi; k++) sum += bin[k];
+                    sum = elec__chargemap_scan(sum, scratch, &all);
+                    for (int k = lo; k < hi; k++) {
+                        const int v = bin[k];
+                        bin[k] = sum;
+                        sum += v;
+                    }
+                    if (t == 0) bin[bins] = all;
+                }
+                __syncthreads();
+#pragma unroll
+                for (int i = 0; i < PER; i++)
+                    if (t + i * threads < count) { /* the record at its sorted place */
+                        const int at = bin[key[i]] + rank[i];
+                        float v[ZC];
+#pragma unroll
+                        for (int j = 0; j < ZC; j++) {
+                            const int m = zc0 + j - corner[i][2];
+                            v[j] = 0.0f;
+#pragma unroll
+                            for (int mm = 0; mm < W; mm++)
+                                if (m == mm) v[j] = qw[i] * w[i][2][mm];
+                        }
+#pragma unroll
+                        for (int j = 0; j < ZC; j += 4)
+                            qz[(j / 4) * WIN + at] = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+#pragma unroll
+                        for (int m = 0; m < W; m++) {
+                            wxs[m * WIN + at] = w[i][0][m];
+                            wys[m * WIN + at] = w[i][1][m];
+                        }
+                        x0s[at] = corner[i][0];
+                    }
+                __syncthreads();
+                if (mine) {
+                    /* the W runs (one a corner row) as one loop: a warp
+                       iterates as often as its busiest lane's total */
+                    int dy = 0, row = (Y + W - 1) * BX + X;
+                    int k = bin[row], last = bin[row + W];
+                    for (;;) {
+                        while (k == last && dy < W - 1) {
+                            dy++;
+                            row -= BX;
+                            k = bin[row];
+                            last = bin[row + W];
+                        }
+                        if (k == last) break;
+                        const int dx = X - x0s[k];
+                        const float wxy = wxs[dx * WIN + k] * wys[dy * WIN + k];
+#pragma unroll
+                        for (int j = 0; j < ZC; j += 4) {
+                            const float4 q = qz[(j / 4) * WIN + k];
+                            acc[j] = fmaf(wxy, q.x, acc[j]);
+                            acc[j + 1] = fmaf(wxy, q.y, acc[j + 1]);
+                            acc[j + 2] = fmaf(wxy, q.z, acc[j + 2]);
+                            acc[j + 3] = fmaf(wxy, q.w, acc[j + 3]);
+                        }
+                        k++;
+                    }
+                }
+                __syncthreads();
+            }
+            if (mine)
+#pragma unroll
+                for (int j = 0; j < ZC; j++) {
+                    const int z = zc0 + j;
+                    if (z < len[2])
+                        grid[(size_t)(t0[0] + X) +
+                             (size_t)g.K[0] * ((t0[1] + Y) + (size_t)g.K[1] * (t0[2] + z))] = acc[j];
+                }
+        }
+    __syncthreads(); /* the shared memory is the next tile's */
+}
+
 /* Stage 2 by accumulator: ACC 0 float in registers (TILE_BINNED,
    TILE_FUSED), ACC 1 64-bit integers in shared memory (TILE_FUSED_FIXED). */
 template <int BASIS, int W, int ACC>
@@ -9281,6 +9477,8 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
                                          const elec__msm_basis_args &b, unsigned char *smem) {
     if constexpr (ACC == 1)
         elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+    else if (elec__chargemap_columns_fit(bd, g.K, W))
+        elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
     else
         elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
 }
@@ -9488,11 +9686,14 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
 /* Shared memory of the tile-binned rungs' stage 2 and the groups'
    offsets and starts: TILE_FUSED_FIXED's window of copies and tile (8
    bytes a point); the float rungs' records, window and lists. */
-static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed) {
+static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed,
+                                        const int K[3], int width) {
     const size_t runs = sizeof(int) * (2 * (size_t)groups + 1);
     if (fixed)
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
+    if (elec__chargemap_columns_fit(*bd, K, width))
+        return elec__chargemap_column_bytes(width, groups);
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
     return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
            runs;
@@ -9539,7 +9740,8 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         }
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
         if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
-            elec__chargemap_sum_bytes(&bd, groups, fixed) > (size_t)h->max_shared)
+            elec__chargemap_sum_bytes(&bd, groups, fixed, h->g.K, h->g.width) >
+                (size_t)h->max_shared)
             continue;
         const double rounds = ceil((double)bd.count / (4.0 * h->sm_count));
         double cost = rounds * (double)h->max_atoms / bd.count;
@@ -9574,7 +9776,8 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
               : elec__k_chargemap_tile_fused<BASIS, W, 0>;
     int cooperative = 0, per_sm = 0;
     h->bin_shared_bytes = (size_t)h->bands.count * sizeof(int);
-    h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed);
+    h->sum_shared_bytes =
+        elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed, h->g.K, h->g.width);
     h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
                                                                       : h->sum_shared_bytes;
     if (h->bin_shared_bytes > 48 * 1024)
@@ -9963,6 +10166,8 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         }
         out->band_tiles = h->bands.count;
         out->band_groups = h->bands.groups;
+        out->band_columns = h->p.variant != ELEC_CHARGEMAP_TILE_FUSED_FIXED &&
+                            elec__chargemap_columns_fit(h->bands, h->g.K, h->g.width);
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
     }
     out->pdl = h->use_pdl;
@@ -10066,6 +10271,10 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
                                           h->device));
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&h->max_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                           h->device));
+    /* the limit holds static and dynamic shared memory together: the
+       dynamic sizes below are checked against what the kernels' own
+       declarations leave (1,296 bytes at most, ptxas -v on sm_90) */
+    h->max_shared -= ELEC__CHARGEMAP_STATIC_SHARED;
     {
         int major = 0;
         ELEC__CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h->device));

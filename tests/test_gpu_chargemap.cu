@@ -686,12 +686,28 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     test_system_free(&sys);
 }
 
+/* Whether a handle for these parameters sums its tiles by columns. */
+static int sums_by_columns(const elec_lattice *l, size_t atoms, const elec_chargemap_params *p) {
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_cuda_chargemap_info info;
+    elec_error err;
+    int columns = 0;
+    EXPECT(elec_cuda_chargemap_create(l, atoms, p, -1, &h, &err) == ELEC_OK, "create: %s",
+           err.message);
+    if (h && elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK) columns = info.band_columns;
+    elec_cuda_chargemap_destroy(h);
+    return columns != 0;
+}
+
 /* The tile-binned rungs on what the ladder's systems do not reach: a tile
    holding over 1,024 copies (5,000 atoms in a 2 A cube: its copies pass
    through several windows of shared memory), tile edges that are not
    powers of two (rounded up) or longer than the lattice, a rest of fewer
    than order - 1 points (joining the tile before it), and fewer atoms
-   than binning blocks; maps and periodic grids. */
+   than binning blocks; maps and periodic grids.  The float rungs' tiles
+   are summed both ways: by columns, and in registers where one tile spans
+   an axis (40 points asked, 64 after rounding, on 44) and so a stencil may
+   reach it through two images. */
 TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     REQUIRE_GPU();
     test_system sys = test_system_random(6000, 16.0, 59);
@@ -708,6 +724,7 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     for (size_t i = 0; i < 3 * few.count; i++) few.xyz[i] = 4.0 + 0.75 * few.xyz[i];
     snap(&few, 0.5);
     elec_atoms few_atoms = test_system_atoms(&few);
+    int by_sum[2] = {0, 0}; /* the float rungs' tile sums: registers, columns */
     for (int periodic = 0; periodic < 2; periodic++)
         for (int basis = 0; basis < 2; basis++)
             for (int order = 4; order <= 8; order += 4) {
@@ -744,11 +761,15 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
                                "%s, 7 atoms: %s", what, err.message);
                         check(what, got, rf.want, rf.abs_sum, rf.terms, rf.points, order, e_w,
                               max_charge(&few), is_fixed_point(v));
+                        if (!is_fixed_point(v)) by_sum[sums_by_columns(&l, atoms.count, &p)]++;
                     }
                 free(got);
                 reference_free(&r);
                 reference_free(&rf);
             }
+    EXPECT(by_sum[0] > 0 && by_sum[1] > 0,
+           "tile sums by registers %d times and by columns %d: both should be tried", by_sum[0],
+           by_sum[1]);
     test_system_free(&sys);
     test_system_free(&few);
 }
