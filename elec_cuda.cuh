@@ -9292,7 +9292,7 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
    bench/RESULTS.md).  A copy's record is q w_z over the z chunk (zeros
    outside its stencil), w_x, w_y and its corner x0, kept as arrays over
    the sorted index (an array of records, 20 floats apart, put the lanes'
-   loads on 8 banks: 3-way conflicts and 19.2 us).  It takes one image of
+   loads on 8 banks: 3-way conflicts and 18.7 us).  It takes one image of
    a stencil reaching the tile, so every axis needs K >= L + W - 1, and
    (L0 + W - 1)(L1 + W - 1) corner bins at most
    ELEC__CHARGEMAP_COLUMN_BINS. */
