@@ -9686,6 +9686,9 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
 /* Shared memory of the tile-binned rungs' stage 2 and the groups'
    offsets and starts: TILE_FUSED_FIXED's window of copies and tile (8
    bytes a point); the float rungs' records, window and lists. */
+/* Stage 2's dynamic shared memory: TILE_FUSED_FIXED's integer tile and
+   copies; the column sum's (elec__chargemap_column_bytes) where the tile
+   fits it; else the register sum's records, lists and runs. */
 static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed,
                                         const int K[3], int width) {
     const size_t runs = sizeof(int) * (2 * (size_t)groups + 1);
@@ -9704,10 +9707,12 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    stage 2's measured shape on an H100: the resident blocks (four an SM)
    take the tiles in rounds, and a round lasts as long as a tile's copies,
    max_atoms / tiles times the halo factor prod (1 + (order - 1) / T).
-   The register sums (TILE_BINNED, TILE_FUSED) leave 16^3 out where the
-   order allows smaller edges: its 64 sub-tiles take the copies twice
+   The float sums (TILE_BINNED, TILE_FUSED) leave 16^3 out where the
+   order allows smaller edges: by sub-tiles its 64 take the copies twice
    (ApoA1-size's stage 2 35 us, against 20 at 16^2 x 8), and a caller's
-   larger tile more often still (a batch of 32 sub-tiles at a time).
+   larger tile more often still (a batch of 32 sub-tiles at a time); by
+   columns its two z chunks of 8 take them twice (1M atoms' stage 2 266
+   us, against 159 at 16^2 x 8).
    At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
    groups: one block an SM for TILE_BINNED (its binning the fastest
@@ -9758,6 +9763,17 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
     return found;
 }
 
+/* Lets kernel take `bytes` of dynamic shared memory.  Without the
+   attribute a launch may take 48 KB less the kernel's static arrays, so it
+   is set wherever bytes come within ELEC__CHARGEMAP_STATIC_SHARED of 48
+   KB; and set to the handle's whole limit, the same for every handle on a
+   device, so that one handle never lowers what another's launches need. */
+template <typename Kernel>
+static cudaError_t elec__chargemap_allow_shared(Kernel *kernel, size_t bytes, int max_shared) {
+    if (bytes + ELEC__CHARGEMAP_STATIC_SHARED <= 48 * 1024) return cudaSuccess;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_shared);
+}
+
 /* The tile-binned rungs' kernels for the plan: shared-memory limits, and
    TILE_FUSED's cooperative grid (as many blocks as can be resident, at
    most four an SM; 0 without cooperative launch: stage 1 and 2 as
@@ -9780,16 +9796,10 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
         elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed, h->g.K, h->g.width);
     h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
                                                                       : h->sum_shared_bytes;
-    if (h->bin_shared_bytes > 48 * 1024)
-        ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_tile_bin,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)h->bin_shared_bytes));
-    if (h->sum_shared_bytes > 48 * 1024)
-        ELEC__CUDA_TRY(cudaFuncSetAttribute(sum, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)h->sum_shared_bytes));
-    if (h->fused_shared_bytes > 48 * 1024)
-        ELEC__CUDA_TRY(cudaFuncSetAttribute(fused, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)h->fused_shared_bytes));
+    ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_bin, h->bin_shared_bytes,
+                                                h->max_shared));
+    ELEC__CUDA_TRY(elec__chargemap_allow_shared(sum, h->sum_shared_bytes, h->max_shared));
+    ELEC__CUDA_TRY(elec__chargemap_allow_shared(fused, h->fused_shared_bytes, h->max_shared));
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, h->device));
     h->fused_blocks = 0;
     if (h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && cooperative) {
@@ -9813,15 +9823,13 @@ static unsigned elec__chargemap_blocks(size_t threads) {
 template <int BASIS, int W>
 static elec_status elec__chargemap_configure_t(elec_cuda_chargemap_handle *h, elec_error *err) {
     elec_status status = ELEC_OK;
-    if (h->p.variant == ELEC_CHARGEMAP_TILE_OWNER && h->tile_shared_bytes > 48 * 1024)
-        ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_tile_owner<BASIS, W>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)h->tile_shared_bytes));
+    if (h->p.variant == ELEC_CHARGEMAP_TILE_OWNER)
+        ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_owner<BASIS, W>,
+                                                    h->tile_shared_bytes, h->max_shared));
     if constexpr (W == 4) {
-        if (h->p.variant == ELEC_CHARGEMAP_GC_SHARED && h->gc_shared_bytes > 48 * 1024)
-            ELEC__CUDA_TRY(cudaFuncSetAttribute(elec__k_chargemap_gc_shared<BASIS, W>,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)h->gc_shared_bytes));
+        if (h->p.variant == ELEC_CHARGEMAP_GC_SHARED)
+            ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_gc_shared<BASIS, W>,
+                                                        h->gc_shared_bytes, h->max_shared));
     }
 cleanup:
     return status;

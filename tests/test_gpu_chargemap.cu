@@ -705,13 +705,14 @@ static int sums_by_columns(const elec_lattice *l, size_t atoms, const elec_charg
    powers of two (rounded up) or longer than the lattice, a rest of fewer
    than order - 1 points (joining the tile before it), and fewer atoms
    than binning blocks; maps and periodic grids.  The float rungs' tiles
-   are summed both ways: by columns, and in registers where one tile spans
-   an axis (40 points asked, 64 after rounding, on 44) and so a stencil may
-   reach it through two images. */
+   are summed both ways: by columns (32 x 16 tiles: more columns than a
+   block has threads), and in registers where one tile spans an axis (40
+   points asked, 64 after rounding, on 44) and so a stencil may reach it
+   through two images. */
 TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     REQUIRE_GPU();
     test_system sys = test_system_random(6000, 16.0, 59);
-    static const int tiles[4][3] = {{0, 0, 0}, {3, 5, 7}, {16, 16, 16}, {40, 9, 12}};
+    static const int tiles[5][3] = {{0, 0, 0}, {3, 5, 7}, {16, 16, 16}, {40, 9, 12}, {32, 16, 8}};
     const int dims[3] = {44, 41, 37};
     /* the first 5,000 atoms in [9, 11) A, the rest in [4, 16) A: grid
        coordinates 8 to 32, inside the map (points 0 to 36 along z) for
@@ -742,7 +743,7 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
                 const double e_w = gpu_chargemap_weight_error(p.basis, p.order);
                 float *got = (float *)malloc(r.points * sizeof(float));
                 for (int v = ELEC_CHARGEMAP_TILE_BINNED; v <= ELEC_CHARGEMAP_TILE_FUSED_FIXED; v++)
-                    for (int k = 0; k < 4; k++) {
+                    for (int k = 0; k < 5; k++) {
                         elec_error err;
                         char what[160];
                         p.variant = (elec_chargemap_variant)v;
