@@ -9297,7 +9297,8 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
    (L0 + W - 1)(L1 + W - 1) corner bins at most
    ELEC__CHARGEMAP_COLUMN_BINS. */
 #define ELEC__CHARGEMAP_COLUMN_PER_THREAD 2 /* copies a thread records a window */
-#define ELEC__CHARGEMAP_COLUMN_WINDOW (ELEC__CHARGEMAP_COLUMN_PER_THREAD * ELEC__CHARGEMAP_TILE_THREADS)
+#define ELEC__CHARGEMAP_COLUMN_WINDOW                                        \
+    (ELEC__CHARGEMAP_COLUMN_PER_THREAD * ELEC__CHARGEMAP_TILE_THREADS) /* copies a window */
 #define ELEC__CHARGEMAP_COLUMN_Z 8       /* z points a thread keeps at once */
 #define ELEC__CHARGEMAP_COLUMN_BINS 1024 /* corner bins at most            */
 
@@ -9685,10 +9686,9 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
 
 /* Shared memory of the tile-binned rungs' stage 2 and the groups'
    offsets and starts: TILE_FUSED_FIXED's window of copies and tile (8
-   bytes a point); the float rungs' records, window and lists. */
-/* Stage 2's dynamic shared memory: TILE_FUSED_FIXED's integer tile and
-   copies; the column sum's (elec__chargemap_column_bytes) where the tile
-   fits it; else the register sum's records, lists and runs. */
+   bytes a point); the float rungs' column sum where the tile fits it
+   (elec__chargemap_column_bytes), else their register sum's records,
+   window and lists. */
 static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed,
                                         const int K[3], int width) {
     const size_t runs = sizeof(int) * (2 * (size_t)groups + 1);
