@@ -9366,25 +9366,23 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                 const int count = min(WIN, total - base);
                 for (int k = t; k <= bins; k += threads) bin[k] = 0;
                 __syncthreads();
-                int key[PER], rank[PER], corner[PER][3];
-                float w[PER][3][W], qw[PER];
+                /* the corners now, for the sort; the weights after it, so
+                   that only a copy, its key and rank live across the scan */
+                int key[PER], rank[PER];
+                float4 r[PER];
 #pragma unroll
                 for (int i = 0; i < PER; i++) {
                     const int s = t + i * threads;
                     key[i] = rank[i] = 0;
+                    r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (s < count) {
-                        const float4 r =
-                            elec__chargemap_tile_copy(copies, chunk, start, offset, groups, base + s);
-                        const float u[3] = {r.x, r.y, r.z};
-                        qw[i] = r.w;
-#pragma unroll
-                        for (int axis = 0; axis < 3; axis++) {
-                            const int k0 = (int)u[axis];
-                            elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[i][axis]);
-                            corner[i][axis] = elec__chargemap_corner(k0, g.offset, t0[axis],
-                                                                     len[axis], g.K[axis], W);
-                        }
-                        key[i] = (corner[i][0] + W - 1) + (corner[i][1] + W - 1) * BX;
+                        r[i] = elec__chargemap_tile_copy(copies, chunk, start, offset, groups,
+                                                         base + s);
+                        const int cx = elec__chargemap_corner((int)r[i].x, g.offset, t0[0], len[0],
+                                                              g.K[0], W);
+                        const int cy = elec__chargemap_corner((int)r[i].y, g.offset, t0[1], len[1],
+                                                              g.K[1], W);
+                        key[i] = (cx + W - 1) + (cy + W - 1) * BX;
                         rank[i] = atomicAdd(bin + key[i], 1);
                     }
                 }
@@ -9408,24 +9406,33 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                 for (int i = 0; i < PER; i++)
                     if (t + i * threads < count) { /* the record at its sorted place */
                         const int at = bin[key[i]] + rank[i];
-                        float v[ZC];
+                        const float u[3] = {r[i].x, r[i].y, r[i].z};
+                        int corner[3];
+                        float w[3][W], v[ZC];
+#pragma unroll
+                        for (int axis = 0; axis < 3; axis++) {
+                            const int k0 = (int)u[axis];
+                            elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
+                            corner[axis] = elec__chargemap_corner(k0, g.offset, t0[axis],
+                                                                  len[axis], g.K[axis], W);
+                        }
 #pragma unroll
                         for (int j = 0; j < ZC; j++) {
-                            const int m = zc0 + j - corner[i][2];
+                            const int m = zc0 + j - corner[2];
                             v[j] = 0.0f;
 #pragma unroll
                             for (int mm = 0; mm < W; mm++)
-                                if (m == mm) v[j] = qw[i] * w[i][2][mm];
+                                if (m == mm) v[j] = r[i].w * w[2][mm];
                         }
 #pragma unroll
                         for (int j = 0; j < ZC; j += 4)
                             qz[(j / 4) * WIN + at] = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
 #pragma unroll
                         for (int m = 0; m < W; m++) {
-                            wxs[m * WIN + at] = w[i][0][m];
-                            wys[m * WIN + at] = w[i][1][m];
+                            wxs[m * WIN + at] = w[0][m];
+                            wys[m * WIN + at] = w[1][m];
                         }
-                        x0s[at] = corner[i][0];
+                        x0s[at] = corner[0];
                     }
                 __syncthreads();
                 if (mine) {
@@ -9468,17 +9475,30 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     __syncthreads(); /* the shared memory is the next tile's */
 }
 
-/* Stage 2 by accumulator: ACC 0 float in registers (TILE_BINNED,
-   TILE_FUSED), ACC 1 64-bit integers in shared memory (TILE_FUSED_FIXED). */
-template <int BASIS, int W, int ACC>
+/* Stage 2's sums, a template argument of its kernels (SUM below), chosen
+   on the host once a handle's tiles are planned (elec__chargemap_sum_of):
+   each kernel holds one sum, so that its registers are that sum's alone.
+   Chosen inside one kernel at run time, the register sum spilled 204-268
+   bytes a thread at order 8 and the one-kernel rungs 72-80 at order 4,
+   where they spilled none before the column sum came (nvcc 13.0,
+   ptxas -v). */
+enum {
+    ELEC__CHARGEMAP_SUM_REGISTERS = 0, /* float sub-tiles in registers     */
+    ELEC__CHARGEMAP_SUM_FIXED = 1,     /* 64-bit integers in shared memory
+                                          (TILE_FUSED_FIXED)               */
+    ELEC__CHARGEMAP_SUM_COLUMNS = 2    /* float columns in registers, where
+                                          the tile fits them               */
+};
+
+template <int BASIS, int W, int SUM>
 __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
                                          const float4 *copies, int n,
                                          const elec__chargemap_geometry &g,
                                          const elec__chargemap_bands &bd,
                                          const elec__msm_basis_args &b, unsigned char *smem) {
-    if constexpr (ACC == 1)
+    if constexpr (SUM == ELEC__CHARGEMAP_SUM_FIXED)
         elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
-    else if (elec__chargemap_columns_fit(bd, g.K, W))
+    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_COLUMNS)
         elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
     else
         elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
@@ -9509,23 +9529,23 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
                               (int *)elec__chargemap_bin_smem);
 }
 
-/* TILE_BINNED, stage 2: a block per tile (ACC 1: TILE_FUSED_FIXED's
+/* TILE_BINNED, stage 2: a block per tile (SUM_FIXED: TILE_FUSED_FIXED's
    stage 2 where the device has no cooperative launch). */
-template <int BASIS, int W, int ACC>
+template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
 elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
                            elec__chargemap_geometry g, elec__chargemap_bands bd,
                            elec__msm_basis_args b, int *status) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
     elec__chargemap_hand_over(status);
-    elec__chargemap_sum_tile<BASIS, W, ACC>(blockIdx.x, grid, runs, copies, n, g, bd, b,
+    elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, n, g, bd, b,
                                             elec__chargemap_sum_smem);
 }
 
-/* TILE_FUSED (ACC 0) and TILE_FUSED_FIXED (ACC 1): the first bd.groups
-   blocks bin, every block waits at the grid barrier, then the blocks take
-   the tiles in turn. */
-template <int BASIS, int W, int ACC>
+/* TILE_FUSED (SUM_REGISTERS or SUM_COLUMNS) and TILE_FUSED_FIXED
+   (SUM_FIXED): the first bd.groups blocks bin, every block waits at the
+   grid barrier, then the blocks take the tiles in turn. */
+template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
 elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
                              elec__chargemap_bands bd, elec__msm_basis_args b, int2 *runs,
@@ -9537,7 +9557,7 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
     elec__chargemap_grid_barrier(status);
     elec__chargemap_hand_over(status);
     for (int id = blockIdx.x; id < bd.count; id += gridDim.x)
-        elec__chargemap_sum_tile<BASIS, W, ACC>(id, grid, runs, copies, n, g, bd, b,
+        elec__chargemap_sum_tile<BASIS, W, SUM>(id, grid, runs, copies, n, g, bd, b,
                                                 elec__chargemap_fused_smem);
 }
 
@@ -9570,6 +9590,7 @@ struct elec_cuda_chargemap_handle {
     long long *fixed;          /* PC_FIXED_POINT                              */
     elec__chargemap_bands bands; /* the tile-binned rungs: tiles and groups   */
     int2 *runs;                /* their (start, count) per tile and group     */
+    int sum;                   /* stage 2's sum: ELEC__CHARGEMAP_SUM_*        */
     int fused_blocks;          /* TILE_FUSED's cooperative grid (0: the device
                                   has no cooperative launch: two kernels)     */
     size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
@@ -9684,19 +9705,27 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
     return bd;
 }
 
-/* Shared memory of the tile-binned rungs' stage 2 and the groups'
-   offsets and starts: TILE_FUSED_FIXED's window of copies and tile (8
-   bytes a point); the float rungs' column sum where the tile fits it
-   (elec__chargemap_column_bytes), else their register sum's records,
-   window and lists. */
-static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int fixed,
-                                        const int K[3], int width) {
+/* Stage 2's sum for tiles bd: TILE_FUSED_FIXED's integers (fixed), else
+   the float rungs' columns where the tile fits them, else their register
+   sum. */
+static int elec__chargemap_sum_of(const elec__chargemap_bands *bd, int fixed, const int K[3],
+                                  int width) {
+    if (fixed) return ELEC__CHARGEMAP_SUM_FIXED;
+    return elec__chargemap_columns_fit(*bd, K, width) ? ELEC__CHARGEMAP_SUM_COLUMNS
+                                                      : ELEC__CHARGEMAP_SUM_REGISTERS;
+}
+
+/* Shared memory of the tile-binned rungs' stage 2 by `sum`, with the
+   groups' offsets and starts: the integer sum's window of copies and tile
+   (8 bytes a point); the column sum's (elec__chargemap_column_bytes); the
+   register sum's records, window and lists. */
+static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int groups, int sum,
+                                        int width) {
     const size_t runs = sizeof(int) * (2 * (size_t)groups + 1);
-    if (fixed)
+    if (sum == ELEC__CHARGEMAP_SUM_FIXED)
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
-    if (elec__chargemap_columns_fit(*bd, K, width))
-        return elec__chargemap_column_bytes(width, groups);
+    if (sum == ELEC__CHARGEMAP_SUM_COLUMNS) return elec__chargemap_column_bytes(width, groups);
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
     return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
            runs;
@@ -9744,9 +9773,9 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
             if (shift[axis] < least) shift[axis] = least;
         }
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
+        const int sum = elec__chargemap_sum_of(&bd, fixed, h->g.K, h->g.width);
         if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
-            elec__chargemap_sum_bytes(&bd, groups, fixed, h->g.K, h->g.width) >
-                (size_t)h->max_shared)
+            elec__chargemap_sum_bytes(&bd, groups, sum, h->g.width) > (size_t)h->max_shared)
             continue;
         const double rounds = ceil((double)bd.count / (4.0 * h->sm_count));
         double cost = rounds * (double)h->max_atoms / bd.count;
@@ -9755,6 +9784,7 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         if (!found || cost < best) {
             h->bands = bd;
             h->bands.groups = groups;
+            h->sum = sum;
             best = cost;
         }
         found = 1;
@@ -9774,6 +9804,36 @@ static cudaError_t elec__chargemap_allow_shared(Kernel *kernel, size_t bytes, in
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_shared);
 }
 
+/* Stage 2's kernels with the handle's sum (h->sum): TILE_BINNED's, and
+   the one-kernel rungs'. */
+typedef void (*elec__chargemap_sum_kernel)(float *, const int2 *, const float4 *, int,
+                                           elec__chargemap_geometry, elec__chargemap_bands,
+                                           elec__msm_basis_args, int *);
+typedef void (*elec__chargemap_fused_kernel)(float *, const float4 *, int,
+                                             elec__chargemap_geometry, elec__chargemap_bands,
+                                             elec__msm_basis_args, int2 *, float4 *, int *,
+                                             double *);
+template <int BASIS, int W>
+static elec__chargemap_sum_kernel elec__chargemap_sum_kernel_of(int sum) {
+    switch (sum) {
+    case ELEC__CHARGEMAP_SUM_FIXED:
+        return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_FIXED>;
+    case ELEC__CHARGEMAP_SUM_COLUMNS:
+        return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_COLUMNS>;
+    default: return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_REGISTERS>;
+    }
+}
+template <int BASIS, int W>
+static elec__chargemap_fused_kernel elec__chargemap_fused_kernel_of(int sum) {
+    switch (sum) {
+    case ELEC__CHARGEMAP_SUM_FIXED:
+        return elec__k_chargemap_tile_fused<BASIS, W, ELEC__CHARGEMAP_SUM_FIXED>;
+    case ELEC__CHARGEMAP_SUM_COLUMNS:
+        return elec__k_chargemap_tile_fused<BASIS, W, ELEC__CHARGEMAP_SUM_COLUMNS>;
+    default: return elec__k_chargemap_tile_fused<BASIS, W, ELEC__CHARGEMAP_SUM_REGISTERS>;
+    }
+}
+
 /* The tile-binned rungs' kernels for the plan: shared-memory limits, and
    TILE_FUSED's cooperative grid (as many blocks as can be resident, at
    most four an SM; 0 without cooperative launch: stage 1 and 2 as
@@ -9782,18 +9842,11 @@ template <int BASIS, int W>
 static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle *h,
                                                      elec_error *err) {
     elec_status status = ELEC_OK;
-    const int fixed = h->p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
-    void (*sum)(float *, const int2 *, const float4 *, int, elec__chargemap_geometry,
-                elec__chargemap_bands, elec__msm_basis_args, int *) =
-        fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1> : elec__k_chargemap_tile_sum<BASIS, W, 0>;
-    void (*fused)(float *, const float4 *, int, elec__chargemap_geometry, elec__chargemap_bands,
-                  elec__msm_basis_args, int2 *, float4 *, int *, double *) =
-        fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
-              : elec__k_chargemap_tile_fused<BASIS, W, 0>;
+    const elec__chargemap_sum_kernel sum = elec__chargemap_sum_kernel_of<BASIS, W>(h->sum);
+    const elec__chargemap_fused_kernel fused = elec__chargemap_fused_kernel_of<BASIS, W>(h->sum);
     int cooperative = 0, per_sm = 0;
     h->bin_shared_bytes = (size_t)h->bands.count * sizeof(int);
-    h->sum_shared_bytes =
-        elec__chargemap_sum_bytes(&h->bands, h->bands.groups, fixed, h->g.K, h->g.width);
+    h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, h->sum, h->g.width);
     h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
                                                                       : h->sum_shared_bytes;
     ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_bin, h->bin_shared_bytes,
@@ -9978,21 +10031,18 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
     case ELEC_CHARGEMAP_TILE_BINNED:
     case ELEC_CHARGEMAP_TILE_FUSED:
     case ELEC_CHARGEMAP_TILE_FUSED_FIXED: {
-        const int fixed = v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
         if (v != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks) {
             ELEC__CUDA_TRY(elec__chargemap_launch(
-                fixed ? elec__k_chargemap_tile_fused<BASIS, W, 1>
-                      : elec__k_chargemap_tile_fused<BASIS, W, 0>,
-                dim3(h->fused_blocks), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->fused_shared_bytes,
-                stream, ELEC__CM_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs, h->copies,
-                h->status, h->sums));
+                elec__chargemap_fused_kernel_of<BASIS, W>(h->sum), dim3(h->fused_blocks),
+                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->fused_shared_bytes, stream,
+                ELEC__CM_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs,
+                h->copies, h->status, h->sums));
         } else {
             ELEC__CUDA_TRY(elec__chargemap_launch(
-                fixed ? elec__k_chargemap_tile_sum<BASIS, W, 1>
-                      : elec__k_chargemap_tile_sum<BASIS, W, 0>,
-                dim3(h->bands.count), dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes,
-                stream, 0, grid, (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g,
-                h->bands, h->basis, h->status));
+                elec__chargemap_sum_kernel_of<BASIS, W>(h->sum), dim3(h->bands.count),
+                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes, stream, 0, grid,
+                (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g, h->bands, h->basis,
+                h->status));
         }
         break;
     }
@@ -10174,8 +10224,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         }
         out->band_tiles = h->bands.count;
         out->band_groups = h->bands.groups;
-        out->band_columns = h->p.variant != ELEC_CHARGEMAP_TILE_FUSED_FIXED &&
-                            elec__chargemap_columns_fit(h->bands, h->g.K, h->g.width);
+        out->band_columns = h->sum == ELEC__CHARGEMAP_SUM_COLUMNS;
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
     }
     out->pdl = h->use_pdl;
