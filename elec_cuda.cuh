@@ -8841,12 +8841,20 @@ __device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int 
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
    memory for bd.count ints).  Two passes over the group's atoms: count the
    copies per tile (shared-memory atomics), scan, then place them (the
-   atoms read again: L1 holds them).  q and q^2 summed for SPME. */
+   atoms read again: L1 holds them).  q and q^2 summed for SPME.
+   Placed straight into global memory, each copy is a scattered 16-byte
+   store; where the group's copies fit in `stage` (stage_room of them;
+   NULL and 0 in the one-kernel rungs, whose blocks keep their shared
+   memory for stage 2), they are placed there and stored in order,
+   coalesced: H200, ApoA1-size (one group an SM), binning 7.6-7.8 -> 6.4-6.6
+   us and both stages 25.2-25.5 -> 24.2-24.5; 1M atoms at four groups an
+   SM (the stage does not fit at one) 110 -> 76 us (bench/RESULTS.md,
+   2026-11-28, 11:14 UTC). */
 __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
                                           const elec__chargemap_geometry &g,
                                           const elec__chargemap_bands &bd, int2 *runs,
                                           float4 *copies, int *status, double *sums,
-                                          int *hist) {
+                                          int *hist, float4 *stage, int stage_room) {
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
     const int chunk = (n + groups - 1) / groups;
@@ -8868,11 +8876,12 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
         elec__spme_block_add(sums + 1, q2);
     }
     __syncthreads();
+    int total;
     {
         /* each thread a contiguous run of tiles */
         const int per = (tiles + threads - 1) / threads;
         const int a = min(t * per, tiles), e = min(a + per, tiles);
-        int s = 0, total;
+        int s = 0;
         for (int k = a; k < e; k++) s += hist[k];
         s = elec__chargemap_scan(s, scratch, &total);
         for (int k = a; k < e; k++) {
@@ -8883,11 +8892,20 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
         }
     }
     __syncthreads();
+    /* the copies sorted in shared memory where they fit, then stored in
+       order (coalesced), else stored straight to their places */
+    const bool staged = stage && total <= stage_room;
+    float4 *to = staged ? stage : out;
     for (int i = first + t; i < last; i += threads) {
         int outside = 0;
         const float4 r = elec__chargemap_record(g, xyzq[i], &outside);
         if (!outside)
-            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { out[atomicAdd(hist + tile, 1)] = r; });
+            elec__chargemap_for_tiles(r, g, bd,
+                                      [&](int tile) { to[atomicAdd(hist + tile, 1)] = r; });
+    }
+    if (staged) {
+        __syncthreads();
+        for (int c = t; c < total; c += threads) out[c] = stage[c];
     }
 }
 
@@ -9516,21 +9534,29 @@ __device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
         status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
 }
 
+/* Stage 1's counters, in bytes, rounded up to 16 (its copies' stage
+   follows them). */
+__host__ __device__ inline size_t elec__chargemap_hist_bytes(int tiles) {
+    return ((size_t)tiles * sizeof(int) + 15) / 16 * 16;
+}
+
 /* TILE_BINNED's stage 1 (and TILE_FUSED's and TILE_FUSED_FIXED's where
    the device has no cooperative launch): a block per group, of
-   elec__chargemap_bin_threads threads. */
+   elec__chargemap_bin_threads threads; stage_room copies fit in shared
+   memory after its counters. */
 #define ELEC__CHARGEMAP_BIN_THREADS_MOST 1024
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BIN_THREADS_MOST)
 elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
                            elec__chargemap_bands bd, int2 *runs, float4 *copies, int *status,
-                           double *sums) {
+                           double *sums, int stage_room) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
+    float4 *stage = (float4 *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
     elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
-                              (int *)elec__chargemap_bin_smem);
+                              (int *)elec__chargemap_bin_smem, stage, stage_room);
 }
 
-/* TILE_BINNED, stage 2: a block per tile (SUM_FIXED: TILE_FUSED_FIXED's
-   stage 2 where the device has no cooperative launch). */
+/* TILE_BINNED's stage 2, and the one-kernel rungs' where the device has
+   no cooperative launch: a block per tile. */
 template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
 elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
@@ -9553,7 +9579,7 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
     extern __shared__ __align__(16) unsigned char elec__chargemap_fused_smem[];
     if ((int)blockIdx.x < bd.groups)
         elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
-                                  (int *)elec__chargemap_fused_smem);
+                                  (int *)elec__chargemap_fused_smem, NULL, 0);
     elec__chargemap_grid_barrier(status);
     elec__chargemap_hand_over(status);
     for (int id = blockIdx.x; id < bd.count; id += gridDim.x)
@@ -9594,6 +9620,7 @@ struct elec_cuda_chargemap_handle {
     int fused_blocks;          /* TILE_FUSED's cooperative grid (0: the device
                                   has no cooperative launch: two kernels)     */
     size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
+    int bin_stage_room;        /* copies stage 1 sorts in shared memory      */
     const float4 *xyzq;        /* the current call's atoms (PC_BASELINE, the
                                   fused rungs)                                */
     int n;
@@ -9745,7 +9772,10 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
    groups: one block an SM for TILE_BINNED (its binning the fastest
-   there, its sum the same at two and four), four for the one-kernel
+   there, its sum the same at two and four; at 1M atoms, whose groups'
+   copies fit stage 1's shared memory only at four an SM, four took both
+   stages from 239 to 224 us on an H200 in --knobs runs, 2026-11-28: not
+   yet the default), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -9845,10 +9875,19 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const elec__chargemap_sum_kernel sum = elec__chargemap_sum_kernel_of<BASIS, W>(h->sum);
     const elec__chargemap_fused_kernel fused = elec__chargemap_fused_kernel_of<BASIS, W>(h->sum);
     int cooperative = 0, per_sm = 0;
-    h->bin_shared_bytes = (size_t)h->bands.count * sizeof(int);
+    /* stage 1's room for a group's copies: twice the mean (a chunk times the
+       halo factor), where that fits; none where it does not, so that L1
+       keeps the atoms its second pass reads again */
+    const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
+    const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
+    double mean = ceil((double)h->max_atoms / h->bands.groups);
+    for (int axis = 0; axis < 3; axis++)
+        if (h->bands.n[axis] > 1) mean *= 1.0 + (h->g.width - 1.0) / h->bands.L[axis];
+    const size_t room = 2.0 * mean + 64.0 <= (double)most ? (size_t)(2.0 * mean + 64.0) : 0;
+    h->bin_stage_room = (int)room;
+    h->bin_shared_bytes = hist + 16 * room;
     h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, h->sum, h->g.width);
-    h->fused_shared_bytes = h->bin_shared_bytes > h->sum_shared_bytes ? h->bin_shared_bytes
-                                                                      : h->sum_shared_bytes;
+    h->fused_shared_bytes = hist > h->sum_shared_bytes ? hist : h->sum_shared_bytes;
     ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_bin, h->bin_shared_bytes,
                                                 h->max_shared));
     ELEC__CUDA_TRY(elec__chargemap_allow_shared(sum, h->sum_shared_bytes, h->max_shared));
@@ -9925,7 +9964,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
                 dim3(elec__chargemap_bin_threads(h, n)), h->bin_shared_bytes, stream, 0, xyzq, n,
-                h->g, h->bands, h->runs, h->copies, h->status, h->sums));
+                h->g, h->bands, h->runs, h->copies, h->status, h->sums, h->bin_stage_room));
         goto cleanup;
     }
     if (elec__chargemap_is_sorted(v)) {
