@@ -8844,12 +8844,12 @@ __device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int 
    atoms read again: L1 holds them).  q and q^2 summed for SPME.
    Placed straight into global memory, each copy is a scattered 16-byte
    store; where the group's copies fit in `stage` (stage_room of them;
-   NULL and 0 in the one-kernel rungs, whose blocks keep their shared
-   memory for stage 2), they are placed there and stored in order,
-   coalesced: H200, ApoA1-size (one group an SM), binning 7.6-7.8 -> 6.4-6.6
-   us and both stages 25.2-25.5 -> 24.2-24.5; 1M atoms at four groups an
-   SM (the stage does not fit at one) 110 -> 76 us (bench/RESULTS.md,
-   2026-11-28, 11:14 UTC). */
+   NULL and 0 in the one-kernel rungs' cooperative kernel, whose blocks
+   keep their shared memory for stage 2), they are placed there and
+   stored in order, coalesced: H200, ApoA1-size (one group an SM),
+   binning 7.6-7.8 -> 6.4-6.6 us and both stages 25.2-25.5 -> 24.2-24.5;
+   1M atoms at four groups an SM (the stage does not fit at one) 110 -> 76
+   us (bench/RESULTS.md, 2026-11-28, 11:14 UTC). */
 __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
                                           const elec__chargemap_geometry &g,
                                           const elec__chargemap_bands &bd, int2 *runs,
@@ -9875,9 +9875,11 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const elec__chargemap_sum_kernel sum = elec__chargemap_sum_kernel_of<BASIS, W>(h->sum);
     const elec__chargemap_fused_kernel fused = elec__chargemap_fused_kernel_of<BASIS, W>(h->sum);
     int cooperative = 0, per_sm = 0;
-    /* stage 1's room for a group's copies: twice the mean (a chunk times the
-       halo factor), where that fits; none where it does not, so that L1
-       keeps the atoms its second pass reads again */
+    /* stage 1's room for a group's copies: twice their mean plus 64 (the
+       mean: a chunk of atoms times 1 + (W - 1) / L along each tiled axis, L
+       the longest tile edge), where that fits; none where it does not, so
+       that L1 keeps the atoms its second pass reads again (the kernel
+       stages a group only where its copies fit the room) */
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
     const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
     double mean = ceil((double)h->max_atoms / h->bands.groups);
