@@ -9320,8 +9320,8 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
 #define ELEC__CHARGEMAP_COLUMN_Z 8       /* z points a thread keeps at once */
 #define ELEC__CHARGEMAP_COLUMN_BINS 1024 /* corner bins at most            */
 
-__host__ __device__ inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd,
-                                                            const int K[3], int W) {
+static inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd, const int K[3],
+                                               int W) {
     for (int axis = 0; axis < 3; axis++)
         if (K[axis] < bd.L[axis] + W - 1) return false;
     return (bd.L[0] + W - 1) * (bd.L[1] + W - 1) <= ELEC__CHARGEMAP_COLUMN_BINS;
@@ -9804,7 +9804,7 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         }
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
         const int sum = elec__chargemap_sum_of(&bd, fixed, h->g.K, h->g.width);
-        if ((size_t)bd.count * sizeof(int) > (size_t)h->max_shared ||
+        if (elec__chargemap_hist_bytes(bd.count) > (size_t)h->max_shared ||
             elec__chargemap_sum_bytes(&bd, groups, sum, h->g.width) > (size_t)h->max_shared)
             continue;
         const double rounds = ceil((double)bd.count / (4.0 * h->sm_count));
