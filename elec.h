@@ -1400,7 +1400,9 @@ typedef struct elec_chargemap_params {
     int tile_groups;   /* GPU tile-binned rungs: blocks that bin the atoms
                           (each writes its own counts per tile), more
                           taken as four per SM; 0 = one per SM
-                          (TILE_BINNED) or four (TILE_FUSED,
+                          (TILE_BINNED; two or four where only those
+                          let it sort a block's copies in shared
+                          memory) or four (TILE_FUSED,
                           TILE_FUSED_FIXED)                                */
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream
                           order; 0 = programmatic dependent launch between

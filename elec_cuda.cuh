@@ -576,15 +576,17 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
 /* What a handle chose for its rung (zeros where the rung has no such
    part): the seed rungs' slots per bin; the sorted rungs' tile and tile
    count; the tile-binned rungs' tile (powers of two), tiles along each
-   axis and in all, binning groups, whether the float rungs sum a tile by
-   columns (1) or by sub-tiles in registers (0), and whether the fused
-   rungs run as one cooperative kernel; whether kernels are chained by
-   programmatic dependent launch. */
+   axis and in all, binning groups, whether the binning sorts a group's
+   copies in shared memory before storing them (1) or scatters them (0),
+   whether the float rungs sum a tile by columns (1) or by sub-tiles in
+   registers (0), and whether the fused rungs run as one cooperative
+   kernel; whether kernels are chained by programmatic dependent launch. */
 typedef struct elec_cuda_chargemap_info {
     elec_chargemap_variant variant;
     int bin_slots;
     int sorted_tile[3], sorted_tiles;
     int band_tile[3], band_tiles_along[3], band_tiles, band_groups;
+    int band_staged;
     int band_columns;
     int one_kernel;
     int pdl;
@@ -9772,10 +9774,10 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
    groups: one block an SM for TILE_BINNED (its binning the fastest
-   there, its sum the same at two and four; at 1M atoms, whose groups'
-   copies fit stage 1's shared memory only at four an SM, four took both
-   stages from 239 to 224 us on an H200 in --knobs runs, 2026-11-28: not
-   yet the default), four for the one-kernel
+   there, its sum the same at two and four), raised later to two or four
+   where only those let stage 1 sort a group's copies in shared memory
+   (elec__chargemap_configure_tiles_t; 1M atoms: four, both stages 239 ->
+   224 us on an H200 in --knobs runs, 2026-11-28), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -9864,8 +9866,25 @@ static elec__chargemap_fused_kernel elec__chargemap_fused_kernel_of(int sum) {
     }
 }
 
-/* The tile-binned rungs' kernels for the plan: shared-memory limits, and
-   TILE_FUSED's cooperative grid (as many blocks as can be resident, at
+/* Stage 1's room for a group's copies when the atoms are taken in
+   `groups` chunks: twice their mean plus 64 (the mean: a chunk of atoms
+   times 1 + (W - 1) / L along each tiled axis, L the longest tile edge),
+   where that fits beside the counters; 0 where it does not, so that L1
+   keeps the atoms its second pass reads again (the kernel stages a group
+   only where its copies fit the room). */
+static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int groups) {
+    const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
+    const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
+    double mean = ceil((double)h->max_atoms / groups);
+    for (int axis = 0; axis < 3; axis++)
+        if (h->bands.n[axis] > 1) mean *= 1.0 + (h->g.width - 1.0) / h->bands.L[axis];
+    return 2.0 * mean + 64.0 <= (double)most ? (int)(2.0 * mean + 64.0) : 0;
+}
+
+/* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one
+   an SM, or the fewest of two and four an SM at which stage 1's room
+   fits, where the caller left them to the handle), shared-memory limits,
+   and TILE_FUSED's cooperative grid (as many blocks as can be resident, at
    most four an SM; 0 without cooperative launch: stage 1 and 2 as
    TILE_BINNED's kernels); groups no more than the grid. */
 template <int BASIS, int W>
@@ -9875,19 +9894,19 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const elec__chargemap_sum_kernel sum = elec__chargemap_sum_kernel_of<BASIS, W>(h->sum);
     const elec__chargemap_fused_kernel fused = elec__chargemap_fused_kernel_of<BASIS, W>(h->sum);
     int cooperative = 0, per_sm = 0;
-    /* stage 1's room for a group's copies: twice their mean plus 64 (the
-       mean: a chunk of atoms times 1 + (W - 1) / L along each tiled axis, L
-       the longest tile edge), where that fits; none where it does not, so
-       that L1 keeps the atoms its second pass reads again (the kernel
-       stages a group only where its copies fit the room) */
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
-    const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
-    double mean = ceil((double)h->max_atoms / h->bands.groups);
-    for (int axis = 0; axis < 3; axis++)
-        if (h->bands.n[axis] > 1) mean *= 1.0 + (h->g.width - 1.0) / h->bands.L[axis];
-    const size_t room = 2.0 * mean + 64.0 <= (double)most ? (size_t)(2.0 * mean + 64.0) : 0;
-    h->bin_stage_room = (int)room;
-    h->bin_shared_bytes = hist + 16 * room;
+    h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
+    for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
+                         h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;
+         blocks *= 2) {
+        const int groups = blocks * h->sm_count;
+        if (elec__chargemap_sum_bytes(&h->bands, groups, h->sum, h->g.width) >
+            (size_t)h->max_shared)
+            break;
+        h->bin_stage_room = elec__chargemap_stage_room(h, groups);
+        if (h->bin_stage_room > 0) h->bands.groups = groups;
+    }
+    h->bin_shared_bytes = hist + 16 * (size_t)h->bin_stage_room;
     h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, h->sum, h->g.width);
     h->fused_shared_bytes = hist > h->sum_shared_bytes ? hist : h->sum_shared_bytes;
     ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_bin, h->bin_shared_bytes,
@@ -10267,6 +10286,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         out->band_groups = h->bands.groups;
         out->band_columns = h->sum == ELEC__CHARGEMAP_SUM_COLUMNS;
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
+        out->band_staged = h->bin_stage_room > 0 && !out->one_kernel;
     }
     out->pdl = h->use_pdl;
     elec__ok(err);

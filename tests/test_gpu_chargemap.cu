@@ -5,7 +5,8 @@
    name, device API by count); periodic images; the fixed-point rungs
    bit-identical under shuffling and repetition; the device-pointer API
    repeated and replayed from a CUDA graph; the tile-binned rungs on dense
-   tiles, odd tile edges and few atoms.  Without a GPU every case
+   tiles, odd tile edges and few atoms, and their binning groups raised
+   only where that sorts the copies in shared memory.  Without a GPU every case
    skips and says so; make test-gpu sets ELEC_REQUIRE_GPU=1, and then a
    missing GPU is a failure.
 
@@ -775,6 +776,60 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     test_system_free(&few);
 }
 
+/* TILE_BINNED's binning groups where the caller leaves them to the handle:
+   one block an SM, raised to two or four an SM only where that lets
+   stage 1 sort a group's copies in shared memory.  A million atoms on a
+   128^3 periodic grid at 1 A (0.48 atoms / A^3) bring each of one group
+   an SM's chunks about 10,000 copies (7,600 atoms an SM on a device of
+   132, times the tiles' halo), past the room of twice that in 227 KB;
+   at four an SM they fit, so a device with at least 100 SMs and 200 KB
+   of shared memory a block must stage, with more groups than SMs.  The
+   map stays within the float bound of the double reference. */
+TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(1000000, 128.0, 67);
+    const int dims[3] = {128, 128, 128};
+    elec_lattice l = lattice_of(dims, 1.0, 0.0);
+    elec_chargemap_params p = {0};
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_cuda_chargemap_info info;
+    elec_error err;
+    reference r;
+    int device = 0, sms = 0, optin = 0;
+    memset(&info, 0, sizeof info);
+    snap(&sys, 1.0);
+    elec_atoms atoms = test_system_atoms(&sys);
+    p.periodic = 1;
+    p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+    CUDA_OK(cudaGetDevice(&device));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_OK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    EXPECT(elec_cuda_chargemap_create(&l, atoms.count, &p, -1, &h, &err) == ELEC_OK &&
+               elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK,
+           "create: %s", err.message);
+    elec_cuda_chargemap_destroy(h);
+    printf("     %d SMs, %d bytes a block: %d groups, %s\n", sms, optin, info.band_groups,
+           info.band_staged ? "staged" : "scattered");
+    EXPECT(info.band_groups == sms ||
+               (info.band_staged && (info.band_groups == 2 * sms || info.band_groups == 4 * sms)),
+           "%d groups on %d SMs, %s: raised without staging", info.band_groups, sms,
+           info.band_staged ? "staged" : "scattered");
+    if (sms >= 100 && optin >= 200 * 1024)
+        EXPECT(info.band_staged && info.band_groups > sms,
+               "%d groups on %d SMs, %s: should stage at more groups than SMs",
+               info.band_groups, sms, info.band_staged ? "staged" : "scattered");
+    if (reference_of(&atoms, &l, &p, &r)) {
+        float *got = (float *)malloc(r.points * sizeof(float));
+        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "map: %s",
+               err.message);
+        check("tile-binned, a million atoms", got, r.want, r.abs_sum, r.terms, r.points, 4,
+              gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys), false);
+        free(got);
+        reference_free(&r);
+    }
+    test_system_free(&sys);
+}
+
 int main(void) {
     gpu_test_start();
     RUN(every_rung_matches_the_double_reference);
@@ -787,6 +842,7 @@ int main(void) {
     RUN(fixed_point_tiles_give_the_same_bits_in_halves_and_whole);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(tile_rungs_take_dense_tiles_and_any_edges);
+    RUN(tile_binned_raises_its_groups_only_to_stage_its_copies);
     RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
     return test_summary();
 }
