@@ -9776,8 +9776,8 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    groups: one block an SM for TILE_BINNED (its binning the fastest
    there, its sum the same at two and four), raised later to two or four
    where only those let stage 1 sort a group's copies in shared memory
-   (elec__chargemap_configure_tiles_t; 1M atoms: four, both stages 239 ->
-   224 us on an H200 in --knobs runs, 2026-11-28), four for the one-kernel
+   (elec__chargemap_configure_tiles_t; 1M atoms: two, both stages 237 ->
+   195 us on an H200 in --knobs runs, 2026-11-28), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -9867,18 +9867,22 @@ static elec__chargemap_fused_kernel elec__chargemap_fused_kernel_of(int sum) {
 }
 
 /* Stage 1's room for a group's copies when the atoms are taken in
-   `groups` chunks: twice their mean plus 64 (the mean: a chunk of atoms
-   times 1 + (W - 1) / L along each tiled axis, L the longest tile edge),
-   where that fits beside the counters; 0 where it does not, so that L1
-   keeps the atoms its second pass reads again (the kernel stages a group
-   only where its copies fit the room). */
+   `groups` chunks: one and a half times their mean plus 64 (the mean: a
+   chunk of atoms times 1 + (W - 1) / L along each tiled axis, L the
+   longest tile edge), where that fits beside the counters; 0 where it
+   does not, so that L1 keeps the atoms its second pass reads again (the
+   kernel stages a group only where its copies fit the room; a chunk's
+   copies stay near the mean, an atom taking at most 2^3 of them).  At
+   1M atoms on 216^3 (16^2 x 8 tiles) one and a half lets two groups an
+   SM stage, twice only four: both stages 195 us at two against 224 at
+   four (H200, --knobs, 2026-11-28). */
 static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int groups) {
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
     const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
     double mean = ceil((double)h->max_atoms / groups);
     for (int axis = 0; axis < 3; axis++)
         if (h->bands.n[axis] > 1) mean *= 1.0 + (h->g.width - 1.0) / h->bands.L[axis];
-    return 2.0 * mean + 64.0 <= (double)most ? (int)(2.0 * mean + 64.0) : 0;
+    return 1.5 * mean + 64.0 <= (double)most ? (int)(1.5 * mean + 64.0) : 0;
 }
 
 /* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one

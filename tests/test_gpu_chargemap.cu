@@ -780,11 +780,12 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
    one block an SM, raised to two or four an SM only where that lets
    stage 1 sort a group's copies in shared memory.  A million atoms on a
    128^3 periodic grid at 1 A (0.48 atoms / A^3) bring each of one group
-   an SM's chunks about 10,000 copies (7,600 atoms an SM on a device of
-   132, times the tiles' halo), past the room of twice that in 227 KB;
-   at four an SM they fit, so a device with at least 100 SMs and 200 KB
-   of shared memory a block must stage, with more groups than SMs.  The
-   map stays within the float bound of the double reference. */
+   an SM's chunks about 14,700 copies (7,576 atoms on a device of 132
+   SMs, times 16^2 x 8 tiles' halo of 1.94), whose room of one and a
+   half times that does not fit in 227 KB; at two an SM it does, so a
+   device with at least 100 SMs and 200 KB of shared memory a block must
+   stage, with more groups than SMs.  The map stays within the float
+   bound of the double reference. */
 TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
     REQUIRE_GPU();
     test_system sys = test_system_random(1000000, 128.0, 67);
