@@ -1297,8 +1297,10 @@ ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
    are grid cells with bin_capacity slots, atoms past it go to an overflow
    list mapped by atomics afterwards: */
 typedef enum elec_chargemap_variant {
-    ELEC_CHARGEMAP_FASTEST = 0,          /* default: PC_LANES (the fastest end
-                                            to end on an H100, README)        */
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_BINNED or PC_LANES,
+                                            whichever mapped faster end to
+                                            end for the size (README;
+                                            elec__chargemap_fastest)          */
     ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
                                             the caller's order, order^3 global
                                             atomics                           */
@@ -1413,7 +1415,8 @@ typedef struct elec_chargemap_params {
 ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);
 ELEC_API const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant variant);
 /* Defaults and checks in one place: every zero field resolved (variants
-   FASTEST made concrete, bin_capacity from atom_count and the lattice),
+   FASTEST made concrete, the GPU rung from atom_count, the lattice's
+   points and the order; bin_capacity from atom_count and the lattice),
    ELEC_ERR_INVALID_ARG naming what is out of range (order for the basis,
    dims below the order, a periodic grid over 2^31 points, a tile shorter
    than order - 1, unknown variants).  The methods call it once. */
@@ -6548,6 +6551,24 @@ ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
     return "unknown";
 }
 
+/* The GPU rung ELEC_CHARGEMAP_FASTEST stands for: tile-binned where it
+   mapped faster end to end than pc-lanes in bench_chargemap, at order 4
+   with 65,536 to 2^22 atoms and no more than one atom for two points
+   (us: ApoA1-size on 112 x 112 x 80, 24.0 against 31.2; 1M atoms on
+   216^3, 196.3 against 279.9; DMPC-size on 64^3, 23.1 against 23.8;
+   SPME's spread at ApoA1 size, 25.7 against 33.1), pc-lanes elsewhere
+   (DHFR-size's spread, 23,558 atoms: 13.0 against 17.2; ApoA1-size on
+   56 x 56 x 40, 0.74 atoms a point: 33.7 against 37.4); H200,
+   2026-11-28.  Other orders were not measured against each other; past
+   2^22 atoms tile-binned's copies (128 bytes an atom) would pass 512
+   MB, where pc-lanes needs none. */
+static elec_chargemap_variant elec__chargemap_fastest(size_t atoms, double points, int order) {
+    if (order == 4 && atoms >= 65536 && atoms <= ((size_t)1 << 22) &&
+        2.0 * (double)atoms <= points)
+        return ELEC_CHARGEMAP_TILE_BINNED;
+    return ELEC_CHARGEMAP_PC_LANES;
+}
+
 ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
                                                    const elec_lattice *lattice,
                                                    size_t atom_count,
@@ -6590,7 +6611,8 @@ ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *
     if ((int)r.variant < 0 || r.variant >= ELEC_CHARGEMAP_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown charge-mapping variant %d",
                           (int)r.variant);
-    if (r.variant == ELEC_CHARGEMAP_FASTEST) r.variant = ELEC_CHARGEMAP_PC_LANES;
+    if (r.variant == ELEC_CHARGEMAP_FASTEST)
+        r.variant = elec__chargemap_fastest(atom_count, points, r.order);
     if ((int)r.cpu_variant < 0 || r.cpu_variant >= ELEC_CHARGEMAP_CPU_VARIANT_COUNT)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "unknown CPU charge-mapping variant %d", (int)r.cpu_variant);

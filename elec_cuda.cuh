@@ -576,8 +576,9 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
 /* What a handle chose for its rung (zeros where the rung has no such
    part): the seed rungs' slots per bin; the sorted rungs' tile and tile
    count; the tile-binned rungs' tile (powers of two), tiles along each
-   axis and in all, binning groups, whether the binning sorts a group's
-   copies in shared memory before storing them (1) or scatters them (0),
+   axis and in all, binning groups, whether the binning has room to sort
+   a group's copies in shared memory before storing them (1: those of a
+   group that fit the room) or scatters them all (0),
    whether the float rungs sum a tile by columns (1) or by sub-tiles in
    registers (0), and whether the fused rungs run as one cooperative
    kernel; whether kernels are chained by programmatic dependent launch. */
@@ -9773,11 +9774,13 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    against 17.8 at 16^2 x 8 for ApoA1-size, 239 against 142 for 1M).
    At least order - 1 points an edge (16 for order 10);
    stage 1's counters and stage 2's shared memory within the device's.
-   groups: one block an SM for TILE_BINNED (its binning the fastest
-   there, its sum the same at two and four), raised later to two or four
-   where only those let stage 1 sort a group's copies in shared memory
-   (elec__chargemap_configure_tiles_t; 1M atoms: two, both stages 237 ->
-   195 us on an H200 in --knobs runs, 2026-11-28), four for the one-kernel
+   groups: one block an SM for TILE_BINNED (where neither stages, its
+   binning the fastest there and its sum the same at two and four),
+   raised later to two or four where only those let stage 1 sort a
+   group's copies in shared memory (elec__chargemap_configure_tiles_t;
+   1M atoms: two, binning 69-71 -> 49.5 us and both stages 237 -> 195 on
+   an H200 in --knobs runs, 2026-11-28; two blocks' rooms do not fit an
+   SM together, so they run in waves), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -10345,6 +10348,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     elec_status status = ELEC_OK;
     elec_cuda_chargemap_handle *h = NULL;
     elec_chargemap_params resolved;
+    const int by_default = !params || params->variant == ELEC_CHARGEMAP_FASTEST;
     int caller_device = 0, devices;
     size_t M;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
@@ -10443,12 +10447,16 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
         }
     }
     if (elec__chargemap_is_tiled(resolved.variant) && !elec__chargemap_plan_bands(h)) {
-        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                            "%s: no tiling of %d x %d x %d points fits in shared memory "
-                            "(%d bytes): give larger tiles, or use pc-lanes",
-                            elec_chargemap_variant_name(resolved.variant), h->g.K[0], h->g.K[1],
-                            h->g.K[2], h->max_shared);
-        goto cleanup;
+        if (!by_default) {
+            status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "%s: no tiling of %d x %d x %d points fits in shared memory "
+                                "(%d bytes): give larger tiles, or use pc-lanes",
+                                elec_chargemap_variant_name(resolved.variant), h->g.K[0],
+                                h->g.K[1], h->g.K[2], h->max_shared);
+            goto cleanup;
+        }
+        /* the default's tile-binned has no tiling here: pc-lanes instead */
+        resolved.variant = h->p.variant = ELEC_CHARGEMAP_PC_LANES;
     }
     if (elec__chargemap_is_tiled(resolved.variant)) {
 #define ELEC__CHARGEMAP_TILES_CALL(B, W) elec__chargemap_configure_tiles_t<B, W>(h, err)
@@ -10682,6 +10690,8 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
                             max_charge);
         goto cleanup;
     }
+    if (!params || params->variant == ELEC_CHARGEMAP_FASTEST)
+        p.variant = ELEC_CHARGEMAP_FASTEST; /* the handle chooses again, with its fallback */
     status = elec_cuda_chargemap_create(lattice, n ? n : 1, &p, -1, &h, err);
     if (status != ELEC_OK) goto cleanup;
     h->g.grid_units = 1;

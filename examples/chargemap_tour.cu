@@ -259,6 +259,13 @@ int main(void) {
         cudaGraphDestroy(graph);
         elec_cuda_chargemap_destroy(h);
     }
+    {
+        elec_chargemap_params asked = {0}, chosen;
+        asked.periodic = 1;
+        if (elec_chargemap_params_resolve(&asked, &l, n, &chosen, &err) == ELEC_OK)
+            printf("\nThe default rung (ELEC_CHARGEMAP_FASTEST) for these atoms and this grid: "
+                   "%s.\n", elec_chargemap_variant_name(chosen.variant));
+    }
     printf("\nvs 1 core: over the seed's Alg. 2 on one CPU core; vs base: over pc-baseline; "
            "vs K40m: over the\nseed's best (201.8 PPUS).  Goal on an H100: >= 10,000 PPUS "
            "end to end (<= 9.2 us).\n");

@@ -134,7 +134,7 @@ static void usage(FILE *out) {
 "  --variant NAME        DCS GPU kernel: simple, const, unroll4,\n"
 "                        unroll8-coalesced, volume, hybrid-rsqrt (default);\n"
 "                        charges: a rung of the charge-mapping ladder\n"
-"                        (pc-baseline ... tile-fused-fixed; default pc-lanes)\n"
+"                        (pc-baseline ... tile-fused-fixed; default: by size)\n"
 "  --basis skeel|bspline charges: Skeel's C1 cubic (default; orders 6, 8, 10:\n"
 "                        MSM's C1 family) or a B-spline (SPME's: the charge\n"
 "                        sits order/2 points below each atom)\n"

@@ -98,6 +98,52 @@ TEST(params_resolve_fills_defaults_and_refuses_what_cannot_map) {
            "name %s", elec_chargemap_variant_name(ELEC_CHARGEMAP_GC_SHARED));
 }
 
+/* The GPU rung the default stands for: tile-binned at order 4 for 65,536
+   to 2^22 atoms at no more than one atom for two points (ApoA1-size on
+   112 x 112 x 80, 1M atoms on 216^3), pc-lanes for fewer atoms
+   (DHFR-size's 23,558), a coarser grid (ApoA1-size on 56 x 56 x 40),
+   another order, or more atoms; a rung asked for is kept. */
+TEST(the_default_gpu_rung_follows_the_size) {
+    static const struct {
+        int dims[3];
+        size_t atoms;
+        int basis, order;
+        elec_chargemap_variant want;
+    } cases[] = {
+        {{112, 112, 80}, 92224, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{112, 112, 80}, 92224, 1, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{216, 216, 216}, 1000000, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 65536, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 65535, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{64, 64, 64}, 23558, 1, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{56, 56, 40}, 92224, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{112, 112, 80}, 92224, 0, 6, ELEC_CHARGEMAP_PC_LANES},
+        {{256, 256, 256}, 4194304, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{256, 256, 256}, 4194305, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+    };
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        elec_lattice l = test_lattice_cube(8, 0.0, 1.0);
+        elec_chargemap_params p = {0}, r;
+        elec_error err;
+        int axis;
+        memset(&err, 0, sizeof err);
+        memset(&r, 0, sizeof r);
+        for (axis = 0; axis < 3; axis++) l.dims[axis] = cases[c].dims[axis];
+        p.basis = (elec_chargemap_basis)cases[c].basis;
+        p.order = cases[c].order;
+        EXPECT(elec_chargemap_params_resolve(&p, &l, cases[c].atoms, &r, &err) == ELEC_OK &&
+                   r.variant == cases[c].want,
+               "%zu atoms on %d x %d x %d, order %d: %s, want %s (%s)", cases[c].atoms,
+               l.dims[0], l.dims[1], l.dims[2], p.order, elec_chargemap_variant_name(r.variant),
+               elec_chargemap_variant_name(cases[c].want), err.message);
+        p.variant = ELEC_CHARGEMAP_PC_BASELINE;
+        EXPECT(elec_chargemap_params_resolve(&p, &l, cases[c].atoms, &r, &err) == ELEC_OK &&
+                   r.variant == ELEC_CHARGEMAP_PC_BASELINE,
+               "pc-baseline asked, %s given", elec_chargemap_variant_name(r.variant));
+    }
+}
+
 TEST(periodic_lattice_covers_the_box) {
     elec_box box = {{108.86, 108.86, 77.76}};
     int grid[3] = {112, 112, 80};
@@ -564,6 +610,7 @@ TEST(no_atoms_give_a_zero_grid) {
 
 int main(void) {
     RUN(params_resolve_fills_defaults_and_refuses_what_cannot_map);
+    RUN(the_default_gpu_rung_follows_the_size);
     RUN(periodic_lattice_covers_the_box);
     RUN(double_reference_keeps_the_total_charge);
     RUN(skeel_basis_keeps_first_and_second_moments);

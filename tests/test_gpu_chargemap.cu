@@ -583,8 +583,8 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    compute gives, bit for bit for the rungs whose sums have one order (the
    fixed-point ones, whatever the atom order) and within the float bound
    for the others; the sums of q and q^2 come out; describe reports the
-   rung's layout; map before any prepare and prepare without atoms are
-   refused. */
+   rung's layout, and the default's for 3,000 atoms (pc-lanes); map
+   before any prepare and prepare without atoms are refused. */
 TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     REQUIRE_GPU();
     /* the periodic-images test's system and grid (a deliberate pair: each
@@ -676,6 +676,19 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
                    info.band_groups);
         }
         elec_cuda_chargemap_destroy(h);
+    }
+    { /* the default rung for 3,000 atoms: pc-lanes */
+        elec_cuda_chargemap_handle *h = NULL;
+        elec_cuda_chargemap_info info;
+        elec_error err;
+        memset(&info, 0, sizeof info);
+        p.variant = ELEC_CHARGEMAP_FASTEST;
+        EXPECT(elec_cuda_chargemap_create(&l, n, &p, -1, &h, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK,
+               "create by default: %s", err.message);
+        elec_cuda_chargemap_destroy(h);
+        EXPECT(info.variant == ELEC_CHARGEMAP_PC_LANES, "the default chose %s",
+               elec_chargemap_variant_name(info.variant));
     }
     cudaFree(d_xyzq);
     cudaFree(d_grid);
@@ -783,9 +796,11 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
    an SM's chunks about 14,700 copies (7,576 atoms on a device of 132
    SMs, times 16^2 x 8 tiles' halo of 1.94), whose room of one and a
    half times that does not fit in 227 KB; at two an SM it does, so a
-   device with at least 100 SMs and 200 KB of shared memory a block must
-   stage, with more groups than SMs.  The map stays within the float
-   bound of the double reference. */
+   device with at least 100 SMs and 200 to 227 KB of shared memory a
+   block must stage, with more groups than SMs, and with fewer groups
+   given it must not.  The map stays within the float
+   bound of the double reference, and the default rung for this size is
+   tile-binned, with the same groups. */
 TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
     REQUIRE_GPU();
     test_system sys = test_system_random(1000000, 128.0, 67);
@@ -815,16 +830,54 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
                (info.band_staged && (info.band_groups == 2 * sms || info.band_groups == 4 * sms)),
            "%d groups on %d SMs, %s: raised without staging", info.band_groups, sms,
            info.band_staged ? "staged" : "scattered");
-    if (sms >= 100 && optin >= 200 * 1024)
+    /* the fewest that stage: with fewer given (the same tiles), none */
+    for (int blocks = 1; sms > 0 && blocks * sms < info.band_groups; blocks *= 2) {
+        elec_chargemap_params q = p;
+        elec_cuda_chargemap_info fewer;
+        memset(&fewer, 0, sizeof fewer);
+        q.tile_groups = blocks * sms;
+        h = NULL;
+        EXPECT(elec_cuda_chargemap_create(&l, atoms.count, &q, -1, &h, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_describe(h, &fewer, &err) == ELEC_OK,
+               "create at %d groups: %s", q.tile_groups, err.message);
+        elec_cuda_chargemap_destroy(h);
+        EXPECT(!fewer.band_staged && fewer.band_tiles == info.band_tiles,
+               "%d groups given: %s, %d tiles (the default %d groups, %d tiles)",
+               q.tile_groups, fewer.band_staged ? "staged" : "scattered", fewer.band_tiles,
+               info.band_groups, info.band_tiles);
+    }
+    /* H100 and H200 (132 SMs, 227 KB): two an SM */
+    if (sms >= 100 && optin >= 200 * 1024 && optin <= 232448)
         EXPECT(info.band_staged && info.band_groups > sms,
                "%d groups on %d SMs, %s: should stage at more groups than SMs",
                info.band_groups, sms, info.band_staged ? "staged" : "scattered");
+    /* the default rung for this size (a million atoms, half an atom a
+       point) is tile-binned, its groups as above */
+    {
+        elec_chargemap_params q = p;
+        elec_cuda_chargemap_info chosen;
+        memset(&chosen, 0, sizeof chosen);
+        q.variant = ELEC_CHARGEMAP_FASTEST;
+        h = NULL;
+        EXPECT(elec_cuda_chargemap_create(&l, atoms.count, &q, -1, &h, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_describe(h, &chosen, &err) == ELEC_OK,
+               "create by default: %s", err.message);
+        elec_cuda_chargemap_destroy(h);
+        EXPECT(chosen.variant == ELEC_CHARGEMAP_TILE_BINNED &&
+                   chosen.band_groups == info.band_groups,
+               "the default chose %s with %d groups", elec_chargemap_variant_name(chosen.variant),
+               chosen.band_groups);
+    }
     if (reference_of(&atoms, &l, &p, &r)) {
         float *got = (float *)malloc(r.points * sizeof(float));
-        EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "map: %s",
-               err.message);
-        check("tile-binned, a million atoms", got, r.want, r.abs_sum, r.terms, r.points, 4,
-              gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys), false);
+        for (int by_default = 0; by_default < 2; by_default++) {
+            p.variant = by_default ? ELEC_CHARGEMAP_FASTEST : ELEC_CHARGEMAP_TILE_BINNED;
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "map: %s",
+                   err.message);
+            check(by_default ? "the default, a million atoms" : "tile-binned, a million atoms",
+                  got, r.want, r.abs_sum, r.terms, r.points, 4,
+                  gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys), false);
+        }
         free(got);
         reference_free(&r);
     }
