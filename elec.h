@@ -1403,7 +1403,7 @@ typedef struct elec_chargemap_params {
                           (each writes its own counts per tile), more
                           taken as four per SM; 0 = one per SM
                           (TILE_BINNED; two or four where only those
-                          let it sort a block's copies in shared
+                          let it sort a group's copies in shared
                           memory) or four (TILE_FUSED,
                           TILE_FUSED_FIXED)                                */
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream

@@ -578,10 +578,10 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
    count; the tile-binned rungs' tile (powers of two), tiles along each
    axis and in all, binning groups, whether the binning has room to sort
    a group's copies in shared memory before storing them (1: those of a
-   group that fit the room) or scatters them all (0),
-   whether the float rungs sum a tile by columns (1) or by sub-tiles in
-   registers (0), and whether the fused rungs run as one cooperative
-   kernel; whether kernels are chained by programmatic dependent launch. */
+   group that fit the room) or scatters them all (0), whether the float
+   rungs sum a tile by columns (1) or by sub-tiles in registers (0), and
+   whether the fused rungs run as one cooperative kernel; whether kernels
+   are chained by programmatic dependent launch. */
 typedef struct elec_cuda_chargemap_info {
     elec_chargemap_variant variant;
     int bin_slots;
