@@ -6559,9 +6559,11 @@ ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
    SPME's spread at ApoA1 size, 25.7 against 33.1), pc-lanes elsewhere
    (DHFR-size's spread, 23,558 atoms: 13.0 against 17.2; ApoA1-size on
    56 x 56 x 40, 0.74 atoms a point: 33.7 against 37.4); H200,
-   2026-11-28.  Other orders were not measured against each other; past
-   2^22 atoms tile-binned's copies (128 bytes an atom) would pass 512
-   MB, where pc-lanes needs none. */
+   2026-11-28.  The edges (65,536 atoms, half an atom a point) lie
+   between measured systems and were not measured themselves; other
+   orders were not measured against each other.  atoms is the handle's
+   max_atoms, whose copies tile-binned keeps (128 bytes each: 512 MB at
+   2^22, past which pc-lanes, which keeps none). */
 static elec_chargemap_variant elec__chargemap_fastest(size_t atoms, double points, int order) {
     if (order == 4 && atoms >= 65536 && atoms <= ((size_t)1 << 22) &&
         2.0 * (double)atoms <= points)

@@ -596,8 +596,9 @@ ELEC_API elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
                                                   elec_cuda_chargemap_info *out,
                                                   elec_error *err);
 /* Also sum q and q^2 of the atoms mapped into d_sums[0] and d_sums[1]
-   (device doubles, added to: SPME's self and neutralising terms read
-   them); NULL stops it. */
+   (device doubles, added to once a compute: SPME's self and neutralising
+   terms read them; with prepare and map apart, the tile rungs add them
+   in prepare, the others in every map); NULL stops it. */
 ELEC_API elec_status elec_cuda_chargemap_sums(elec_cuda_chargemap_handle *h, double *d_sums,
                                               elec_error *err);
 
@@ -7978,7 +7979,9 @@ cleanup:
                                    moves it here and clears OUTSIDE)            */
 #define ELEC__CM_BARRIER 4      /* TILE_FUSED's grid barrier: arrivals, then
                                    the generation (5)                           */
-#define ELEC__CM_STATUS 6
+#define ELEC__CM_PREPARED 6 /* 1: the tile rungs' stage 1 ran since the last
+                               hand-over (elec__chargemap_hand_over)        */
+#define ELEC__CM_STATUS 7
 
 /* Lattice and basis as the kernels take them.  u, an atom's grid
    coordinate along an axis, is computed three ways:
@@ -8864,6 +8867,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     const int first = min(j * chunk, n), last = min(first + chunk, n);
     float4 *out = elec__chargemap_group_copies(copies, j, chunk);
     double q1 = 0.0, q2 = 0.0;
+    if (j == 0 && t == 0) status[ELEC__CM_PREPARED] = 1; /* for elec__chargemap_hand_over */
     for (int k = t; k < tiles; k += threads) hist[k] = 0;
     __syncthreads();
     for (int i = first + t; i < last; i += threads) {
@@ -9530,11 +9534,14 @@ __device__ __forceinline__ void elec__chargemap_grid_barrier(int *status) {
     elec__grid_barrier((unsigned *)(status + ELEC__CM_BARRIER));
 }
 
-/* The outside count of this call handed to finish (a block after every
-   atom was seen). */
+/* The outside count of the last stage 1 handed to finish (a block after
+   every atom was seen), once: a second map of the same prepared atoms
+   leaves it as it was, so that finish reports it again. */
 __device__ __forceinline__ void elec__chargemap_hand_over(int *status) {
-    if (blockIdx.x == 0 && threadIdx.x == 0)
+    if (blockIdx.x == 0 && threadIdx.x == 0 && status[ELEC__CM_PREPARED]) {
         status[ELEC__CM_OUTSIDE_SEEN] = atomicExch(status + ELEC__CM_OUTSIDE, 0);
+        status[ELEC__CM_PREPARED] = 0;
+    }
 }
 
 /* Stage 1's counters, in bytes, rounded up to 16 (its copies' stage

@@ -115,6 +115,8 @@ TEST(the_default_gpu_rung_follows_the_size) {
         {{216, 216, 216}, 1000000, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
         {{64, 64, 64}, 65536, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
         {{64, 64, 64}, 65535, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{64, 64, 64}, 131072, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 131073, 0, 4, ELEC_CHARGEMAP_PC_LANES},
         {{64, 64, 64}, 23558, 1, 4, ELEC_CHARGEMAP_PC_LANES},
         {{56, 56, 40}, 92224, 0, 4, ELEC_CHARGEMAP_PC_LANES},
         {{112, 112, 80}, 92224, 0, 6, ELEC_CHARGEMAP_PC_LANES},

@@ -329,6 +329,15 @@ TEST(atoms_outside_a_map_are_refused) {
         EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG &&
                    strstr(err.message, "1 atom"), "%s device API: %s",
                elec_chargemap_variant_name(p.variant), err.message);
+        /* prepared once and mapped twice: each map's finish refuses */
+        for (int map = 0; map < 2; map++) {
+            EXPECT((map > 0 || elec_cuda_chargemap_prepare(h, d_xyzq, 2, 0, &err) == ELEC_OK) &&
+                       elec_cuda_chargemap_map(h, d_grid, 0, &err) == ELEC_OK,
+                   "%s: %s", elec_chargemap_variant_name(p.variant), err.message);
+            EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG,
+                   "%s, map %d of one prepare: %s", elec_chargemap_variant_name(p.variant),
+                   map + 1, err.message);
+        }
         /* the next call, with the inside atom alone, is clean */
         EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, 1, d_grid, 0, &err) == ELEC_OK, "%s",
                err.message);
@@ -583,8 +592,9 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    compute gives, bit for bit for the rungs whose sums have one order (the
    fixed-point ones, whatever the atom order) and within the float bound
    for the others; the sums of q and q^2 come out; describe reports the
-   rung's layout, and the default's for 3,000 atoms (pc-lanes); map
-   before any prepare and prepare without atoms are refused. */
+   rung's layout, and the default's for 3,000 atoms (pc-lanes) and where
+   no tiling fits (pc-lanes); map before any prepare and prepare without
+   atoms are refused. */
 TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     REQUIRE_GPU();
     /* the periodic-images test's system and grid (a deliberate pair: each
@@ -689,6 +699,26 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
         elec_cuda_chargemap_destroy(h);
         EXPECT(info.variant == ELEC_CHARGEMAP_PC_LANES, "the default chose %s",
                elec_chargemap_variant_name(info.variant));
+        /* 65,536 atoms on 512^3 (the rule's tile-binned): no tiling's
+           counters fit in shared memory (65,536 tiles of 16^2 x 8 take
+           256 KB), so the handle falls back to pc-lanes; asked for by
+           name, tile-binned is refused */
+        const int big[3] = {512, 512, 512};
+        const elec_lattice wide = lattice_of(big, 0.5, 0.0);
+        h = NULL;
+        memset(&info, 0, sizeof info);
+        EXPECT(elec_cuda_chargemap_create(&wide, 65536, &p, -1, &h, &err) == ELEC_OK &&
+                   elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK,
+               "create by default on 512^3: %s", err.message);
+        elec_cuda_chargemap_destroy(h);
+        EXPECT(info.variant == ELEC_CHARGEMAP_PC_LANES, "the default on 512^3 chose %s",
+               elec_chargemap_variant_name(info.variant));
+        p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+        h = NULL;
+        EXPECT(elec_cuda_chargemap_create(&wide, 65536, &p, -1, &h, &err) ==
+                   ELEC_ERR_UNSUPPORTED,
+               "tile-binned on 512^3 accepted");
+        elec_cuda_chargemap_destroy(h);
     }
     cudaFree(d_xyzq);
     cudaFree(d_grid);
