@@ -2,13 +2,14 @@
    of the ladder, both bases, on maps and periodic grids, against the
    double CPU reference point by point; the total charge; overfull bins
    and the overflow count; refusal of atoms outside a map (host API by
-   name, device API by count); periodic images; the fixed-point rungs
-   bit-identical under shuffling and repetition; the device-pointer API
+   name, device API by count, again for a second map of one prepare);
+   periodic images; the fixed-point rungs bit-identical under shuffling
+   and repetition; the device-pointer API
    repeated and replayed from a CUDA graph; the tile-binned rungs on dense
    tiles, odd tile edges and few atoms, and their binning groups raised
-   only where that sorts the copies in shared memory.  Without a GPU every case
-   skips and says so; make test-gpu sets ELEC_REQUIRE_GPU=1, and then a
-   missing GPU is a failure.
+   only where that sorts the copies in shared memory; the default rung by
+   size.  Without a GPU every case skips and says so; make test-gpu sets
+   ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure.
 
    Geometry: spacings of 0.5 A and positions rounded so that x / h is a
    float, periods of 2^k A over 2^m points: the grid coordinates the GPU
@@ -828,9 +829,9 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
    half times that does not fit in 227 KB; at two an SM it does, so a
    device with at least 100 SMs and 200 to 227 KB of shared memory a
    block must stage, with more groups than SMs, and with fewer groups
-   given it must not.  The map stays within the float
-   bound of the double reference, and the default rung for this size is
-   tile-binned, with the same groups. */
+   given it must not.  The map stays within the float bound of the double
+   reference, and the default rung for this size is tile-binned, with the
+   same groups. */
 TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
     REQUIRE_GPU();
     test_system sys = test_system_random(1000000, 128.0, 67);
