@@ -8700,7 +8700,9 @@ elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
 /* PC_LANES: the same lanes in the caller's order, each group reading its
    atom (SPME's spreading before the charge map): a group's four atomics
    of a step fall in one or two sectors whatever the order of the atoms,
-   and there is no sort to pay for; the grid is zeroed first. */
+   and there is no sort to pay for; the grid is zeroed first.  (A row's
+   four points as float4 vector atomics, one or two a row, were no faster:
+   bench/RESULTS.md, 2026-11-28, 16:16 UTC on.) */
 template <int BASIS, int W>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
 elec__k_chargemap_pc_lanes(float *grid, const float4 *xyzq, int n, elec__chargemap_geometry g,
@@ -10025,8 +10027,9 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         }
         goto cleanup;
     }
-    ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream)); /* overflow, outside */
+    /* pc-baseline and pc-lanes count in map, which zeroes their words */
     if (v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES) goto cleanup;
+    ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream)); /* overflow, outside */
     switch (elec__chargemap_layout(v)) {
     case ELEC__CM_BIN_STRUCT:
         /* counters and ghosts: the whole array */
@@ -10076,6 +10079,10 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
                      v == ELEC_CHARGEMAP_PC_SORTED_LANES;
     if (zero)
         ELEC__CUDA_TRY(cudaMemsetAsync(grid, 0, (size_t)h->points * sizeof(float), stream));
+    /* the rungs that count outside atoms here count each map's alone (a
+       second map of one prepare reports the same count, not twice it) */
+    if (v == ELEC_CHARGEMAP_PC_BASELINE || v == ELEC_CHARGEMAP_PC_LANES)
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->status, 0, 2 * sizeof(int), stream));
     ELEC__CHARGEMAP_MARK(2);
     switch (v) {
     case ELEC_CHARGEMAP_PC_BASELINE:
@@ -10348,10 +10355,12 @@ static elec__chargemap_geometry elec__chargemap_geometry_of(const elec_lattice *
     return g;
 }
 
-ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
-                                                const elec_chargemap_params *params, int device,
-                                                elec_cuda_chargemap_handle **out,
-                                                elec_error *err) {
+/* The handle of params' rung (elec_cuda_chargemap_create, which falls
+   back to pc-lanes from here where the default's copies do not fit). */
+static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t max_atoms,
+                                             const elec_chargemap_params *params, int device,
+                                             elec_cuda_chargemap_handle **out,
+                                             elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_chargemap_handle *h = NULL;
     elec_chargemap_params resolved;
@@ -10516,6 +10525,28 @@ cleanup:
     }
     cudaSetDevice(caller_device);
     return status;
+}
+
+/* The default rung (ELEC_CHARGEMAP_FASTEST) is the one the rule names
+   (elec_chargemap_params_resolve) where it fits, and else pc-lanes: where
+   no tiling fits shared memory (elec__chargemap_create_as), and where
+   tile-binned's eight copies an atom do not fit the device's memory
+   (pc-lanes keeps none). */
+ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
+                                                const elec_chargemap_params *params, int device,
+                                                elec_cuda_chargemap_handle **out,
+                                                elec_error *err) {
+    elec_chargemap_params lanes, rule;
+    elec_status status = elec__chargemap_create_as(lattice, max_atoms, params, device, out, err);
+    const int by_default = !params || params->variant == ELEC_CHARGEMAP_FASTEST;
+    if (status != ELEC_ERR_NO_MEMORY || !by_default ||
+        elec_chargemap_params_resolve(params, lattice, max_atoms, &rule, NULL) != ELEC_OK ||
+        !elec__chargemap_is_tiled(rule.variant))
+        return status;
+    if (params) lanes = *params;
+    else memset(&lanes, 0, sizeof lanes);
+    lanes.variant = ELEC_CHARGEMAP_PC_LANES;
+    return elec__chargemap_create_as(lattice, max_atoms, &lanes, device, out, err);
 }
 
 /* The refusals of a compute's or a prepare's atoms. */

@@ -259,12 +259,17 @@ int main(void) {
         cudaGraphDestroy(graph);
         elec_cuda_chargemap_destroy(h);
     }
-    {
-        elec_chargemap_params asked = {0}, chosen;
+    { /* the rung a default handle takes here (describe: the rule's, or
+         pc-lanes where tile-binned does not fit) */
+        elec_chargemap_params asked = {0};
+        elec_cuda_chargemap_handle *h = NULL;
+        elec_cuda_chargemap_info info;
         asked.periodic = 1;
-        if (elec_chargemap_params_resolve(&asked, &l, n, &chosen, &err) == ELEC_OK)
+        if (elec_cuda_chargemap_create(&l, n, &asked, -1, &h, &err) == ELEC_OK &&
+            elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK)
             printf("\nThe default rung (ELEC_CHARGEMAP_FASTEST) for these atoms and this grid: "
-                   "%s.\n", elec_chargemap_variant_name(chosen.variant));
+                   "%s.\n", elec_chargemap_variant_name(info.variant));
+        elec_cuda_chargemap_destroy(h);
     }
     printf("\nvs 1 core: over the seed's Alg. 2 on one CPU core; vs base: over pc-baseline; "
            "vs K40m: over the\nseed's best (201.8 PPUS).  Goal on an H100: >= 10,000 PPUS "

@@ -8,7 +8,8 @@
    repeated and replayed from a CUDA graph; the tile-binned rungs on dense
    tiles, odd tile edges and few atoms, and their binning groups raised
    only where that sorts the copies in shared memory; the default rung by
-   size.  Without a GPU every case skips and says so; make test-gpu sets
+   size, and pc-lanes where no tiling fits or tile-binned's copies do not
+   fit the device's memory (allocations failed on purpose).  Without a GPU every case skips and says so; make test-gpu sets
    ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure.
 
    Geometry: spacings of 0.5 A and positions rounded so that x / h is a
@@ -24,6 +25,20 @@
    multiply-adds than the host compiler), and 2^-33 per term for the
    fixed-point rungs' rounding to 2^-32 e (tests/gpu.h's
    gpu_chargemap_weight_error and gpu_chargemap_bound). */
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+/* Device memory through a gate a test can narrow: with allocation_limit
+   set, every allocation larger fails as out of memory (a GPU too small
+   for a handle's buffers); 0 lets all through. */
+static size_t allocation_limit = 0;
+static cudaError_t gated_malloc(void **ptr, size_t size, cudaStream_t stream) {
+    if (allocation_limit > 0 && size > allocation_limit) return cudaErrorMemoryAllocation;
+    return cudaMallocAsync(ptr, size, stream);
+}
+#define ELEC_CUDA_MALLOC(ptr, size, stream) gated_malloc((ptr), (size), (stream))
+#define ELEC_CUDA_FREE(ptr, stream) cudaFreeAsync((ptr), (stream))
+
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -330,12 +345,14 @@ TEST(atoms_outside_a_map_are_refused) {
         EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG &&
                    strstr(err.message, "1 atom"), "%s device API: %s",
                elec_chargemap_variant_name(p.variant), err.message);
-        /* prepared once and mapped twice: each map's finish refuses */
+        /* prepared once and mapped twice: each map's finish refuses, and
+           counts the one atom once (not once more a map) */
         for (int map = 0; map < 2; map++) {
             EXPECT((map > 0 || elec_cuda_chargemap_prepare(h, d_xyzq, 2, 0, &err) == ELEC_OK) &&
                        elec_cuda_chargemap_map(h, d_grid, 0, &err) == ELEC_OK,
                    "%s: %s", elec_chargemap_variant_name(p.variant), err.message);
-            EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG,
+            EXPECT(elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_ERR_INVALID_ARG &&
+                       strncmp(err.message, "1 atom", 6) == 0,
                    "%s, map %d of one prepare: %s", elec_chargemap_variant_name(p.variant),
                    map + 1, err.message);
         }
@@ -720,6 +737,34 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
                    ELEC_ERR_UNSUPPORTED,
                "tile-binned on 512^3 accepted");
         elec_cuda_chargemap_destroy(h);
+        /* 65,536 atoms on 128^3: the rule's tile-binned, whose tiling fits
+           there, takes pc-lanes where its copies (8.4 MB) do not fit the
+           device's memory, here every allocation over 4 MB failing;
+           asked for by name, tile-binned says so */
+        const int mid[3] = {128, 128, 128};
+        const elec_lattice middle = lattice_of(mid, 0.5, 0.0);
+        const elec_chargemap_variant want[2] = {ELEC_CHARGEMAP_TILE_BINNED,
+                                                ELEC_CHARGEMAP_PC_LANES};
+        for (int small = 0; small < 2; small++) {
+            p.variant = ELEC_CHARGEMAP_FASTEST;
+            h = NULL;
+            memset(&info, 0, sizeof info);
+            allocation_limit = small ? (size_t)4 << 20 : 0;
+            EXPECT(elec_cuda_chargemap_create(&middle, 65536, &p, -1, &h, &err) == ELEC_OK &&
+                       elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK,
+                   "create by default on 128^3%s: %s", small ? " in little memory" : "",
+                   err.message);
+            elec_cuda_chargemap_destroy(h);
+            EXPECT(info.variant == want[small], "the default on 128^3%s chose %s",
+                   small ? " in little memory" : "", elec_chargemap_variant_name(info.variant));
+            p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+            h = NULL;
+            EXPECT(elec_cuda_chargemap_create(&middle, 65536, &p, -1, &h, &err) ==
+                       (small ? ELEC_ERR_NO_MEMORY : ELEC_OK),
+                   "tile-binned on 128^3%s: %s", small ? " in little memory" : "", err.message);
+            elec_cuda_chargemap_destroy(h);
+        }
+        allocation_limit = 0;
     }
     cudaFree(d_xyzq);
     cudaFree(d_grid);
