@@ -1300,7 +1300,10 @@ typedef enum elec_chargemap_variant {
     ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_BINNED or PC_LANES,
                                             whichever mapped faster end to
                                             end for the size (README;
-                                            elec__chargemap_fastest)          */
+                                            elec__chargemap_fastest); a GPU
+                                            handle takes PC_LANES where
+                                            TILE_BINNED does not fit
+                                            (describe names the rung)         */
     ELEC_CHARGEMAP_PC_BASELINE,          /* seed Alg. 3: a thread per atom in
                                             the caller's order, order^3 global
                                             atomics                           */
@@ -6563,7 +6566,9 @@ ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
    between measured systems and were not measured themselves; other
    orders were not measured against each other.  atoms is the handle's
    max_atoms, whose copies tile-binned keeps (128 bytes each: 512 MB at
-   2^22, past which pc-lanes, which keeps none). */
+   2^22, past which pc-lanes, which keeps none).  The GPU handle takes
+   pc-lanes instead where tile-binned has no tiling that fits shared memory
+   or cannot allocate its buffers (elec_cuda_chargemap_create). */
 static elec_chargemap_variant elec__chargemap_fastest(size_t atoms, double points, int order) {
     if (order == 4 && atoms >= 65536 && atoms <= ((size_t)1 << 22) &&
         2.0 * (double)atoms <= points)

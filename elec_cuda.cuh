@@ -516,7 +516,7 @@ ELEC_API elec_status elec_cuda_spme(const elec_atoms *atoms,
        elec_cuda_chargemap_handle *h;
        elec_cuda_chargemap_create(&lattice, max_atoms, &p, -1, &h, &err);
        each step:  elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err);
-       when wanted: elec_cuda_chargemap_finish(h, stream, &err);  (syncs)
+       when wanted: elec_cuda_chargemap_finish(h, NULL, stream, &err);  (syncs)
        elec_cuda_chargemap_destroy(h);
    compute only enqueues on `stream` (no allocation, no host transfer, no
    synchronisation: it can be captured in a CUDA graph); one compute at a
@@ -533,7 +533,8 @@ ELEC_API elec_status elec_cuda_chargemap(const elec_atoms *atoms,
                                          float *grid, elec_error *err);
 /* The same with the device part's stages in times (elec.h:
    elec_stage_times, by CUDA events): "bin" (placement into bins, or the
-   sort by tile), "zero" (zeroing the grid: atomic rungs), "map" (the
+   sort by tile), "zero" (zeroing the grid: atomic rungs; pc-baseline's and
+   pc-lanes' count of atoms left out too), "map" (the
    rung's mapping kernel), "overflow" (the atoms that did not fit a bin, by
    atomics); total, the device part.  overflow_atoms (may be NULL): the
    atoms that went to the seed rungs' overflow list, as
@@ -567,7 +568,9 @@ ELEC_API void elec_cuda_chargemap_destroy(elec_cuda_chargemap_handle *h);
    positions; the atomic rungs only keep the pointer, so d_xyzq must stay
    valid until the map), map writes d_grid from what prepare left.
    compute is prepare then map; the same rules (stream order, graphs, one
-   at a time per handle), and finish after either. */
+   at a time per handle).  finish after a map reports the atoms that map
+   left out (prepared once and mapped twice, each map's finish does);
+   called after a prepare alone, what it reports depends on the rung. */
 ELEC_API elec_status elec_cuda_chargemap_prepare(elec_cuda_chargemap_handle *h,
                                                  const float4 *d_xyzq, size_t n,
                                                  cudaStream_t stream, elec_error *err);
@@ -597,8 +600,11 @@ ELEC_API elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
                                                   elec_error *err);
 /* Also sum q and q^2 of the atoms mapped into d_sums[0] and d_sums[1]
    (device doubles, added to once a compute: SPME's self and neutralising
-   terms read them; with prepare and map apart, the tile rungs add them
-   in prepare, the others in every map); NULL stops it. */
+   terms read them; with prepare and map apart, the stage that reads the
+   atoms adds them: prepare for the seed's binned rungs, the sorted rungs
+   and tile-binned; every map for pc-baseline, pc-lanes and the tile-fused
+   rungs where they run as one kernel (describe's one_kernel)); NULL stops
+   it. */
 ELEC_API elec_status elec_cuda_chargemap_sums(elec_cuda_chargemap_handle *h, double *d_sums,
                                               elec_error *err);
 
@@ -10062,9 +10068,9 @@ cleanup:
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[index], stream));    \
     } while (0)
 
-/* Stage 2: the grid from the prepared layout: zeroing (atomic rungs),
-   the rung's kernel, the overflow (binned rungs).  Marks 2, 3, 4 after
-   each, where given. */
+/* Stage 2: the grid from the prepared layout: zeroing (atomic rungs, and
+   the status words of those that count in map), the rung's kernel, the
+   overflow (binned rungs).  Marks 2, 3, 4 after each, where given. */
 template <int BASIS, int W>
 static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *grid,
                                          cudaStream_t stream, int pdl, cudaEvent_t *marks,
@@ -10355,8 +10361,10 @@ static elec__chargemap_geometry elec__chargemap_geometry_of(const elec_lattice *
     return g;
 }
 
-/* The handle of params' rung (elec_cuda_chargemap_create, which falls
-   back to pc-lanes from here where the default's copies do not fit). */
+/* The handle of params' rung, or for the default pc-lanes where the
+   rule's tiled rung has no tiling that fits shared memory
+   (elec_cuda_chargemap_create also falls back where it runs out of
+   memory). */
 static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t max_atoms,
                                              const elec_chargemap_params *params, int device,
                                              elec_cuda_chargemap_handle **out,
@@ -10529,9 +10537,10 @@ cleanup:
 
 /* The default rung (ELEC_CHARGEMAP_FASTEST) is the one the rule names
    (elec_chargemap_params_resolve) where it fits, and else pc-lanes: where
-   no tiling fits shared memory (elec__chargemap_create_as), and where
-   tile-binned's eight copies an atom do not fit the device's memory
-   (pc-lanes keeps none). */
+   no tiling fits shared memory (elec__chargemap_create_as), and where the
+   tiled rung's buffers (mostly its copies, eight an atom) cannot be
+   allocated (pc-lanes keeps none).  A rung asked for by name is never
+   swapped. */
 ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
                                                 const elec_chargemap_params *params, int device,
                                                 elec_cuda_chargemap_handle **out,

@@ -269,6 +269,8 @@ int main(void) {
             elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK)
             printf("\nThe default rung (ELEC_CHARGEMAP_FASTEST) for these atoms and this grid: "
                    "%s.\n", elec_chargemap_variant_name(info.variant));
+        else
+            printf("\nThe default rung: no handle (%s).\n", err.message);
         elec_cuda_chargemap_destroy(h);
     }
     printf("\nvs 1 core: over the seed's Alg. 2 on one CPU core; vs base: over pc-baseline; "

@@ -734,11 +734,17 @@ static void describe_method(const options *o, const elec_atoms *atoms,
         chosen.basis = o->charge_basis;
         chosen.order = o->charge_order;
         chosen.variant = o->charge_variant;
+        /* the default's tile-binned gives way to pc-lanes where it does
+           not fit the GPU (elec_cuda_chargemap_create) */
+        const int may_yield = use_gpu && chosen.variant == ELEC_CHARGEMAP_FASTEST;
         if (elec_chargemap_params_resolve(&chosen, lattice, atoms->count, &r, NULL) == ELEC_OK)
-            snprintf(text, size, "charge mapping, %s order %d%s%s",
+            snprintf(text, size, "charge mapping, %s order %d%s%s%s",
                      r.basis == ELEC_CHARGEMAP_SKEEL ? "Skeel C1" : "B-spline", r.order,
                      use_gpu ? ", GPU rung " : "",
-                     use_gpu ? elec_chargemap_variant_name(r.variant) : "");
+                     use_gpu ? elec_chargemap_variant_name(r.variant) : "",
+                     may_yield && r.variant == ELEC_CHARGEMAP_TILE_BINNED
+                         ? " (pc-lanes where it does not fit)"
+                         : "");
         else
             snprintf(text, size, "charge mapping");
     } else if (o->method == METHOD_CUTOFF) {

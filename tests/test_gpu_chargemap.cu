@@ -9,7 +9,8 @@
    tiles, odd tile edges and few atoms, and their binning groups raised
    only where that sorts the copies in shared memory; the default rung by
    size, and pc-lanes where no tiling fits or tile-binned's copies do not
-   fit the device's memory (allocations failed on purpose).  Without a GPU every case skips and says so; make test-gpu sets
+   fit the device's memory (allocations failed on purpose).  Without a GPU
+   every case skips and says so; make test-gpu sets
    ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure.
 
    Geometry: spacings of 0.5 A and positions rounded so that x / h is a
@@ -610,9 +611,10 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    compute gives, bit for bit for the rungs whose sums have one order (the
    fixed-point ones, whatever the atom order) and within the float bound
    for the others; the sums of q and q^2 come out; describe reports the
-   rung's layout, and the default's for 3,000 atoms (pc-lanes) and where
-   no tiling fits (pc-lanes); map before any prepare and prepare without
-   atoms are refused. */
+   rung's layout, and the default's for 3,000 atoms (pc-lanes), where no
+   tiling fits (pc-lanes), and for 65,536 atoms on 128^3 with and without
+   memory for tile-binned's copies (pc-lanes, tile-binned); map before any
+   prepare and prepare without atoms are refused. */
 TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     REQUIRE_GPU();
     /* the periodic-images test's system and grid (a deliberate pair: each
