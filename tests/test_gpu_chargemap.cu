@@ -613,7 +613,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
    for the others; the sums of q and q^2 come out; describe reports the
    rung's layout, and the default's for 3,000 atoms (pc-lanes), where no
    tiling fits (pc-lanes), and for 65,536 atoms on 128^3 with and without
-   memory for tile-binned's copies (pc-lanes, tile-binned); map before any
+   memory for tile-binned's copies (tile-binned, pc-lanes); map before any
    prepare and prepare without atoms are refused. */
 TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     REQUIRE_GPU();
