@@ -10361,10 +10361,7 @@ static elec__chargemap_geometry elec__chargemap_geometry_of(const elec_lattice *
     return g;
 }
 
-/* The handle of params' rung, or for the default pc-lanes where the
-   rule's tiled rung has no tiling that fits shared memory
-   (elec_cuda_chargemap_create also falls back where it runs out of
-   memory). */
+/* The handle of params' rung (elec_cuda_chargemap_create chooses it). */
 static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t max_atoms,
                                              const elec_chargemap_params *params, int device,
                                              elec_cuda_chargemap_handle **out,
@@ -10372,7 +10369,6 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     elec_status status = ELEC_OK;
     elec_cuda_chargemap_handle *h = NULL;
     elec_chargemap_params resolved;
-    const int by_default = !params || params->variant == ELEC_CHARGEMAP_FASTEST;
     int caller_device = 0, devices;
     size_t M;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
@@ -10471,16 +10467,12 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
         }
     }
     if (elec__chargemap_is_tiled(resolved.variant) && !elec__chargemap_plan_bands(h)) {
-        if (!by_default) {
-            status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                                "%s: no tiling of %d x %d x %d points fits in shared memory "
-                                "(%d bytes): give larger tiles, or use pc-lanes",
-                                elec_chargemap_variant_name(resolved.variant), h->g.K[0],
-                                h->g.K[1], h->g.K[2], h->max_shared);
-            goto cleanup;
-        }
-        /* the default's tile-binned has no tiling here: pc-lanes instead */
-        resolved.variant = h->p.variant = ELEC_CHARGEMAP_PC_LANES;
+        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                            "%s: no tiling of %d x %d x %d points fits in shared memory "
+                            "(%d bytes): give larger tiles, or use pc-lanes",
+                            elec_chargemap_variant_name(resolved.variant), h->g.K[0], h->g.K[1],
+                            h->g.K[2], h->max_shared);
+        goto cleanup;
     }
     if (elec__chargemap_is_tiled(resolved.variant)) {
 #define ELEC__CHARGEMAP_TILES_CALL(B, W) elec__chargemap_configure_tiles_t<B, W>(h, err)
@@ -10537,9 +10529,9 @@ cleanup:
 
 /* The default rung (ELEC_CHARGEMAP_FASTEST) is the one the rule names
    (elec_chargemap_params_resolve) where it fits, and else pc-lanes: where
-   no tiling fits shared memory (elec__chargemap_create_as), and where the
-   tiled rung's buffers (mostly its copies, eight an atom) cannot be
-   allocated (pc-lanes keeps none).  A rung asked for by name is never
+   the rule's tiled rung is refused (ELEC_ERR_UNSUPPORTED: no tiling fits
+   shared memory) or its buffers (mostly its copies, eight an atom) cannot
+   be allocated (pc-lanes keeps none).  A rung asked for by name is never
    swapped. */
 ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
                                                 const elec_chargemap_params *params, int device,
@@ -10548,7 +10540,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     elec_chargemap_params lanes, rule;
     elec_status status = elec__chargemap_create_as(lattice, max_atoms, params, device, out, err);
     const int by_default = !params || params->variant == ELEC_CHARGEMAP_FASTEST;
-    if (status != ELEC_ERR_NO_MEMORY || !by_default ||
+    if ((status != ELEC_ERR_NO_MEMORY && status != ELEC_ERR_UNSUPPORTED) || !by_default ||
         elec_chargemap_params_resolve(params, lattice, max_atoms, &rule, NULL) != ELEC_OK ||
         !elec__chargemap_is_tiled(rule.variant))
         return status;
