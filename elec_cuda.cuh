@@ -9317,18 +9317,24 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
    stencil's (x, y) corner relative to the tile, so that the copies that
    reach column (X, Y) from corner row Y - dy (dy = 0 .. W - 1, corners
    x0 = X - W + 1 .. X) are one contiguous run of the sorted order: a
-   thread walks its W runs as one loop and adds q w_z w_y w_x to its z
-   points, visiting only the copies that reach it (the register sum visits
+   thread walks its W runs and adds q w_z w_y w_x to its z points,
+   visiting only the copies that reach it (the register sum visits
    whole 4 x 4 x 4 sub-tiles, most terms zeros: 21,000 warp instructions a
    16 x 16 x 8 tile at ApoA1 size under Nsight Compute, this 16,000, and
    ApoA1-size's stage 2 20.5 -> 17.8 us, 1M atoms' 175 -> 142 us; H100,
    bench/RESULTS.md).  A copy's record is q w_z over the z chunk (zeros
    outside its stencil), w_x, w_y and its corner x0, kept as arrays over
    the sorted index (an array of records, 20 floats apart, put the lanes'
-   loads on 8 banks: 3-way conflicts and 18.7 us).  It takes one image of
-   a stencil reaching the tile, so every axis needs K >= L + W - 1, and
-   (L0 + W - 1)(L1 + W - 1) corner bins at most
-   ELEC__CHARGEMAP_COLUMN_BINS. */
+   loads on 8 banks: 3-way conflicts and 18.7 us).  The runs are walked
+   in turn, two copies at a time, so that two visits' shared loads are in
+   flight together; walked as one loop, each lane that came to the end of
+   a run took a turn of the warp of its own to start the next (5 lanes
+   busy on average, under Nsight Compute), and a visit's loads waited one
+   after the other: ApoA1-size's stage 2 17.6 -> 16.5 us, 1M atoms' 147.5
+   -> 138.2 us (one copy at a time 17.1 and 141.1, four 17.2 and 143.1;
+   H200, bench/RESULTS.md).  It takes one image of a stencil reaching the
+   tile, so every axis needs K >= L + W - 1, and (L0 + W - 1)(L1 + W - 1)
+   corner bins at most ELEC__CHARGEMAP_COLUMN_BINS. */
 #define ELEC__CHARGEMAP_COLUMN_PER_THREAD 2 /* copies a thread records a window */
 #define ELEC__CHARGEMAP_COLUMN_WINDOW                                        \
     (ELEC__CHARGEMAP_COLUMN_PER_THREAD * ELEC__CHARGEMAP_TILE_THREADS) /* copies a window */
@@ -9469,18 +9475,9 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                     }
                 __syncthreads();
                 if (mine) {
-                    /* the W runs (one a corner row) as one loop: a warp
-                       iterates as often as its busiest lane's total */
-                    int dy = 0, row = (Y + W - 1) * BX + X;
-                    int k = bin[row], last = bin[row + W];
-                    for (;;) {
-                        while (k == last && dy < W - 1) {
-                            dy++;
-                            row -= BX;
-                            k = bin[row];
-                            last = bin[row + W];
-                        }
-                        if (k == last) break;
+                    /* the W runs (one a corner row) in turn, two visits
+                       at a time: their shared loads in flight together */
+                    const auto visit = [&](int k, int dy) {
                         const int dx = X - x0s[k];
                         const float wxy = wxs[dx * WIN + k] * wys[dy * WIN + k];
 #pragma unroll
@@ -9491,7 +9488,17 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                             acc[j + 2] = fmaf(wxy, q.z, acc[j + 2]);
                             acc[j + 3] = fmaf(wxy, q.w, acc[j + 3]);
                         }
-                        k++;
+                    };
+#pragma unroll
+                    for (int dy = 0; dy < W; dy++) {
+                        const int row = (Y + W - 1 - dy) * BX + X;
+                        const int last = bin[row + W];
+                        int k = bin[row];
+                        for (; k + 1 < last; k += 2) {
+                            visit(k, dy);
+                            visit(k + 1, dy);
+                        }
+                        if (k < last) visit(k, dy);
                     }
                 }
                 __syncthreads();
