@@ -8831,6 +8831,38 @@ __device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *to
     return before;
 }
 
+/* Exclusive scan in place of v[0, count) by one warp (its 32 lanes call
+   it), each lane a contiguous run; v[count] becomes the total, which every
+   lane gets back.  Where the block waits for the scan anyway, one warp
+   scanning a few hundred counts spares the block scan's three barriers:
+   the column sum's corner bins (361 a tile at ApoA1 size) so scanned took
+   16.0 -> 15.6 us at ApoA1 size and 137.0 -> 131.2 at 1M atoms.  Its
+   groups' runs so scanned (the first window's places filled by the same
+   warp) took longer, 15.8 -> 16.7 us at 132 groups and 16.8 -> 18.6 at
+   528: there one warp's work in turn costs more than the barriers
+   spared (H200, --knobs, bench/RESULTS.md). */
+__device__ __forceinline__ int elec__chargemap_warp_scan(int *v, int count) {
+    const int lane = threadIdx.x & 31, per = (count + 31) >> 5;
+    const int lo = min(lane * per, count), hi = min(lo + per, count);
+    int sum = 0;
+    for (int k = lo; k < hi; k++) sum += v[k];
+    int x = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    const int total = __shfl_sync(0xffffffffu, x, 31);
+    int run = x - sum;
+    for (int k = lo; k < hi; k++) {
+        const int c = v[k];
+        v[k] = run;
+        run += c;
+    }
+    if (lane == 0) v[count] = total;
+    return total;
+}
+
 /* The largest of the block's values v >= 0 (every thread calls it;
    scratch: 32 ints of shared memory, free before and after).  A
    non-negative float's bits order as integers. */
@@ -9193,6 +9225,26 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
     return __ldcg(elec__chargemap_group_copies(copies, lo, chunk) + start[lo] + (pos - offset[lo]));
 }
 
+/* Where each of the window's copies [base, end) lies in `copies`:
+   source[pos - base], each thread filling the part of its share of the
+   groups' runs that falls there (about (end - base) / groups places a
+   group), so that a copy's load is
+   one shared load away.  elec__chargemap_tile_copy's binary search over
+   the groups' offsets takes eight in turn at 132 groups: the column sum
+   with it took 16.4 us at ApoA1 size and 138.2 at 1M atoms, with the
+   places 16.05 and 136.6 (H200, --knobs, bench/RESULTS.md). */
+__device__ __forceinline__ void elec__chargemap_window_sources(int *source, int chunk, int groups,
+                                                              const int *start, const int *offset,
+                                                              int base, int end) {
+    const int per = (groups + blockDim.x - 1) / blockDim.x;
+    const int a = min((int)threadIdx.x * per, groups), e = min(a + per, groups);
+    for (int j = a; j < e; j++) {
+        const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
+        const int from = j * 8 * chunk + start[j] - offset[j]; /* group_copies + start */
+        for (int pos = lo; pos < hi; pos++) source[pos - base] = from + pos;
+    }
+}
+
 /* One copy r, window slot c: its record written (over zeros), and c appended
    to the list of each sub-tile of the batch from `first` that its
    stencil reaches (ns sub-tiles per axis). */
@@ -9348,10 +9400,10 @@ static inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd, 
     return (bd.L[0] + W - 1) * (bd.L[1] + W - 1) <= ELEC__CHARGEMAP_COLUMN_BINS;
 }
 
-/* Its shared memory: the window's records, the corner bins' offsets and
-   the groups' runs. */
+/* Its shared memory: the window's records and its copies' places, the
+   corner bins' offsets and the groups' runs. */
 static inline size_t elec__chargemap_column_bytes(int W, int groups) {
-    const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 1; /* a copy's record */
+    const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 2; /* a copy's record, source */
     return (size_t)ELEC__CHARGEMAP_COLUMN_WINDOW * floats * 4 +
            (size_t)(ELEC__CHARGEMAP_COLUMN_BINS + 1) * 4 + sizeof(int) * (2 * (size_t)groups + 1);
 }
@@ -9387,7 +9439,8 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     float *wys = wxs + W * WIN;                        /* W x WIN: w_y        */
     int *x0s = (int *)(wys + W * WIN);                 /* WIN: corner x0      */
     int *bin = x0s + WIN;                              /* BINS + 1            */
-    int *offset = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* groups + 1     */
+    int *source = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* WIN: copies' places */
+    int *offset = source + WIN;                          /* groups + 1     */
     int *start = offset + groups + 1;                    /* groups         */
     int t0[3], len[3], a, e;
     elec__chargemap_tile_extent(id, g, bd, t0, len);
@@ -9404,6 +9457,8 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
             for (int base = 0; base < total; base += WIN) {
                 const int count = min(WIN, total - base);
                 for (int k = t; k <= bins; k += threads) bin[k] = 0;
+                elec__chargemap_window_sources(source, chunk, groups, start, offset, base,
+                                               base + count);
                 __syncthreads();
                 /* the corners now, for the sort; the weights after it, so
                    that only a copy, its key and rank live across the scan */
@@ -9415,8 +9470,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                     key[i] = rank[i] = 0;
                     r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (s < count) {
-                        r[i] = elec__chargemap_tile_copy(copies, chunk, start, offset, groups,
-                                                         base + s);
+                        r[i] = __ldcg(copies + source[s]);
                         const int cx = elec__chargemap_corner((int)r[i].x, g.offset, t0[0], len[0],
                                                               g.K[0], W);
                         const int cy = elec__chargemap_corner((int)r[i].y, g.offset, t0[1], len[1],
@@ -9426,20 +9480,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                     }
                 }
                 __syncthreads();
-                {
-                    /* exclusive scan of the bins' counts, each thread a run */
-                    const int per = (bins + threads - 1) / threads;
-                    const int lo = min(t * per, bins), hi = min(lo + per, bins);
-                    int sum = 0, all;
-                    for (int k = lo; k < hi; k++) sum += bin[k];
-                    sum = elec__chargemap_scan(sum, scratch, &all);
-                    for (int k = lo; k < hi; k++) {
-                        const int v = bin[k];
-                        bin[k] = sum;
-                        sum += v;
-                    }
-                    if (t == 0) bin[bins] = all;
-                }
+                if (t < 32) elec__chargemap_warp_scan(bin, bins); /* the bins' offsets */
                 __syncthreads();
 #pragma unroll
                 for (int i = 0; i < PER; i++)
