@@ -8836,11 +8836,13 @@ __device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *to
    lane gets back.  Where the block waits for the scan anyway, one warp
    scanning a few hundred counts spares the block scan's three barriers:
    the column sum's corner bins (361 a tile at ApoA1 size) so scanned took
-   16.0 -> 15.6 us at ApoA1 size and 137.0 -> 131.2 at 1M atoms.  Its
-   groups' runs so scanned (the first window's places filled by the same
-   warp) took longer, 15.8 -> 16.7 us at 132 groups and 16.8 -> 18.6 at
-   528: there one warp's work in turn costs more than the barriers
-   spared (H200, --knobs, bench/RESULTS.md). */
+   16.0 -> 15.6 us at ApoA1 size and 137.0 -> 131.2 at 1M atoms; its
+   groups' runs so scanned, 15.9 -> 15.7 and 133.5 -> 131.6 (at 528
+   groups, 17 a lane, up to 1 % slower with small tiles).  With the same
+   warp also filling the first window's places, the runs' scan took
+   longer (15.8 -> 16.7 us at 132 groups, 16.8 -> 18.6 at 528): its work
+   in turn then costs more than the barriers spared (H200, --knobs,
+   bench/RESULTS.md). */
 __device__ __forceinline__ int elec__chargemap_warp_scan(int *v, int count) {
     const int lane = threadIdx.x & 31, per = (count + 31) >> 5;
     const int lo = min(lane * per, count), hi = min(lo + per, count);
@@ -9429,7 +9431,6 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     constexpr int WIN = ELEC__CHARGEMAP_COLUMN_WINDOW;
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS; /* the launch's block */
     static_assert(ZC % 4 == 0, "the z chunk is read as float4");
-    __shared__ int scratch[32];
     const int t = threadIdx.x, groups = bd.groups;
     const int chunk = (n + groups - 1) / groups;
     /* the window's records as arrays over the sorted copy k, so that the
@@ -9442,11 +9443,18 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     int *source = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* WIN: copies' places */
     int *offset = source + WIN;                          /* groups + 1     */
     int *start = offset + groups + 1;                    /* groups         */
-    int t0[3], len[3], a, e;
+    int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    const int total = elec__chargemap_tile_runs(id, runs, groups, offset, start, &a, &e, scratch);
+    for (int j = t; j < groups; j += threads) { /* the groups' runs, scanned by one warp */
+        const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
+        start[j] = run.x;
+        offset[j] = run.y;
+    }
+    __syncthreads();
+    if (t < 32) elec__chargemap_warp_scan(offset, groups);
     const int BX = len[0] + W - 1, bins = BX * (len[1] + W - 1), columns = len[0] * len[1];
     __syncthreads();
+    const int total = offset[groups];
     for (int zc0 = 0; zc0 < len[2]; zc0 += ZC)
         for (int cc0 = 0; cc0 < columns; cc0 += threads) {
             const int c = cc0 + t, X = c % len[0], Y = c / len[0];
