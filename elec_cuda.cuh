@@ -9230,11 +9230,11 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
 /* Where each of the window's copies [base, end) lies in `copies`:
    source[pos - base], each thread filling the part of its share of the
    groups' runs that falls there (about (end - base) / groups places a
-   group), so that a copy's load is
-   one shared load away.  elec__chargemap_tile_copy's binary search over
-   the groups' offsets takes eight in turn at 132 groups: the column sum
-   with it took 16.4 us at ApoA1 size and 138.2 at 1M atoms, with the
-   places 16.05 and 136.6 (H200, --knobs, bench/RESULTS.md). */
+   group), so that a copy's load is one shared load away.
+   elec__chargemap_tile_copy's binary search over the groups' offsets
+   takes eight in turn at 132 groups: the column sum with it took 16.4 us
+   at ApoA1 size and 138.2 at 1M atoms, with the places 16.05 and 136.6
+   (H200, --knobs, bench/RESULTS.md). */
 __device__ __forceinline__ void elec__chargemap_window_sources(int *source, int chunk, int groups,
                                                               const int *start, const int *offset,
                                                               int base, int end) {
