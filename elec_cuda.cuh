@@ -8831,17 +8831,15 @@ __device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *to
     return before;
 }
 
-/* Exclusive scan in place of v[0, count) by one warp (its 32 lanes call
-   it), each lane a contiguous run; v[count] becomes the total, which every
-   lane gets back.  Where the block waits for the scan anyway, one warp
-   scanning a few hundred counts spares the block scan's three barriers:
-   the column sum's corner bins (361 a tile at ApoA1 size) so scanned took
-   16.0 -> 15.6 us at ApoA1 size and 137.0 -> 131.2 at 1M atoms; its
-   groups' runs so scanned, 15.9 -> 15.7 and 133.5 -> 131.6 (at 528
-   groups, 17 a lane, up to 1 % slower with small tiles).  With the same
-   warp also filling the first window's places, the runs' scan took
-   longer (15.8 -> 16.7 us at 132 groups, 16.8 -> 18.6 at 528): its work
-   in turn then costs more than the barriers spared (H200, --knobs,
+/* Exclusive scan in place of v[0, count) by one warp (the whole warp,
+   converged, calls it; readers wait at a barrier after it), each lane a
+   contiguous run; v[count] becomes the total, which every lane gets back.
+   Where the block waits for the scan anyway, one warp scanning up to a
+   thousand counts spares the block scan's barriers: the column sum's
+   corner bins (361 a tile at ApoA1 size, at most 1,024) so scanned took
+   16.03 -> 15.63 us at ApoA1 size and 137.3 -> 131.0 at 1M atoms, and
+   its groups' runs 15.9 -> 15.7 and 133.5 -> 131.6 (at 528 groups, 17 a
+   lane, up to 1 % slower with small tiles; H200, --knobs,
    bench/RESULTS.md). */
 __device__ __forceinline__ int elec__chargemap_warp_scan(int *v, int count) {
     const int lane = threadIdx.x & 31, per = (count + 31) >> 5;
@@ -9234,7 +9232,10 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
    elec__chargemap_tile_copy's binary search over the groups' offsets
    takes eight in turn at 132 groups: the column sum with it took 16.4 us
    at ApoA1 size and 138.2 at 1M atoms, with the places 16.05 and 136.6
-   (H200, --knobs, bench/RESULTS.md). */
+   (H200, --knobs, bench/RESULTS.md; atoms at random, so a tile's copies
+   come from most groups: atoms in space order, a tile's copies from a
+   few groups, leave a few threads most of the places, not measured).
+   The index is an int: 8 copies an atom, at most 2^27 atoms. */
 __device__ __forceinline__ void elec__chargemap_window_sources(int *source, int chunk, int groups,
                                                               const int *start, const int *offset,
                                                               int base, int end) {
@@ -9403,7 +9404,11 @@ static inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd, 
 }
 
 /* Its shared memory: the window's records and its copies' places, the
-   corner bins' offsets and the groups' runs. */
+   corner bins' offsets and the groups' runs.  The places' 2 KB (947e5fd)
+   leave room for three blocks an SM, not four, at order 8 (and at order
+   7 in tile-fused's 528 groups) on a 228 KB SM, by the arithmetic; the
+   x0s array could hold them (the places are dead before the records are
+   written), not yet run on a device. */
 static inline size_t elec__chargemap_column_bytes(int W, int groups) {
     const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 2; /* a copy's record, source */
     return (size_t)ELEC__CHARGEMAP_COLUMN_WINDOW * floats * 4 +
@@ -9445,7 +9450,10 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     int *start = offset + groups + 1;                    /* groups         */
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    for (int j = t; j < groups; j += threads) { /* the groups' runs, scanned by one warp */
+    /* the groups' runs, scanned by one warp (which, filling the first
+       window's places as well, made every block wait for it: 15.8 -> 16.7
+       us at ApoA1 size; bench/RESULTS.md) */
+    for (int j = t; j < groups; j += threads) {
         const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
         start[j] = run.x;
         offset[j] = run.y;
