@@ -9232,9 +9232,11 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
    elec__chargemap_tile_copy's binary search over the groups' offsets
    takes eight in turn at 132 groups: the column sum with it took 16.4 us
    at ApoA1 size and 138.2 at 1M atoms, with the places 16.05 and 136.6
-   (H200, --knobs, bench/RESULTS.md; atoms at random, so a tile's copies
-   come from most groups: atoms in space order, a tile's copies from a
-   few groups, leave a few threads most of the places, not measured).
+   (H200, --knobs, atoms at random, bench/RESULTS.md).  Atoms sorted by
+   grid cell bring a tile's copies from a few groups, and a few threads
+   fill most of the places: the gain is then about half (16.3-16.7 ->
+   16.2-16.4 us, 135.7 -> 132.6; H200, 2026-11-29), and tile-fused at
+   order 7 (528 groups) lost 2-3 % (62.5 -> 64.0 us at random).
    The index is an int: 8 copies an atom, at most 2^27 atoms. */
 __device__ __forceinline__ void elec__chargemap_window_sources(int *source, int chunk, int groups,
                                                               const int *start, const int *offset,
@@ -9403,14 +9405,13 @@ static inline bool elec__chargemap_columns_fit(const elec__chargemap_bands &bd, 
     return (bd.L[0] + W - 1) * (bd.L[1] + W - 1) <= ELEC__CHARGEMAP_COLUMN_BINS;
 }
 
-/* Its shared memory: the window's records and its copies' places, the
-   corner bins' offsets and the groups' runs.  The places' 2 KB (947e5fd)
-   leave room for three blocks an SM, not four, at order 8 (and at order
-   7 in tile-fused's 528 groups) on a 228 KB SM, by the arithmetic; the
-   x0s array could hold them (the places are dead before the records are
-   written), not yet run on a device. */
+/* Its shared memory: the window's records, the corner bins' offsets and
+   the groups' runs.  The copies' places share the corners' array (x0s):
+   they are read before the bins are scanned, the corners written after.
+   Apart, their 2 KB left room for three blocks an SM, not four, at order
+   8 (and at order 7 in tile-fused's 528 groups) on a 228 KB SM. */
 static inline size_t elec__chargemap_column_bytes(int W, int groups) {
-    const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 2; /* a copy's record, source */
+    const int floats = ELEC__CHARGEMAP_COLUMN_Z + 2 * W + 1; /* a copy's record */
     return (size_t)ELEC__CHARGEMAP_COLUMN_WINDOW * floats * 4 +
            (size_t)(ELEC__CHARGEMAP_COLUMN_BINS + 1) * 4 + sizeof(int) * (2 * (size_t)groups + 1);
 }
@@ -9444,9 +9445,9 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     float *wxs = (float *)(qz + (ZC / 4) * WIN);       /* W x WIN: w_x        */
     float *wys = wxs + W * WIN;                        /* W x WIN: w_y        */
     int *x0s = (int *)(wys + W * WIN);                 /* WIN: corner x0      */
+    int *source = x0s;                                 /* WIN: copies' places */
     int *bin = x0s + WIN;                              /* BINS + 1            */
-    int *source = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* WIN: copies' places */
-    int *offset = source + WIN;                          /* groups + 1     */
+    int *offset = bin + ELEC__CHARGEMAP_COLUMN_BINS + 1; /* groups + 1     */
     int *start = offset + groups + 1;                    /* groups         */
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
