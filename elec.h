@@ -6555,25 +6555,39 @@ ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
 }
 
 /* The GPU rung ELEC_CHARGEMAP_FASTEST stands for: tile-binned where it
-   mapped faster end to end than pc-lanes in bench_chargemap, at order 4
-   with 65,536 to 2^22 atoms and no more than one atom for two points
-   (us: ApoA1-size on 112 x 112 x 80, 24.0 against 31.2; 1M atoms on
-   216^3, 196.3 against 279.9; DMPC-size on 64^3, 23.1 against 23.8;
-   SPME's spread at ApoA1 size, 25.7 against 33.1), pc-lanes elsewhere
-   (DHFR-size's spread, 23,558 atoms: 13.0 against 17.2; ApoA1-size on
-   56 x 56 x 40, 0.74 atoms a point: 33.7 against 37.4); H200,
-   2026-11-28.  The edges (65,536 atoms, half an atom a point) lie
-   between measured systems and were not measured themselves; other
-   orders were not measured against each other.  atoms is the handle's
-   max_atoms, whose copies tile-binned keeps (128 bytes each: 512 MB at
-   2^22, past which pc-lanes, which keeps none).  The GPU handle takes
-   pc-lanes instead where tile-binned has no tiling that fits shared memory
-   or cannot allocate its buffers (elec_cuda_chargemap_create). */
+   mapped faster end to end than pc-lanes in a run of both on an H200
+   (2026-11-29, bench/RESULTS.md; atoms at random and sorted by cell, us),
+   pc-lanes elsewhere:
+   - order 4: tile-binned for 65,536 to 2^22 atoms at no more than an atom
+     a point (ApoA1-size on 112 x 112 x 80, 22.9 against 31.8; on 56 x 56
+     x 40, 0.74 atoms a point, 29.5 against 34.2; DMPC-size on 64^3, 21.1
+     against 24.2; 1M atoms on 216^3, 178.9 against 279.8; with atoms
+     sorted by cell, B-splines on the 56 x 56 x 40 and DMPC grids were 3
+     to 5 % slower); pc-lanes for fewer (DHFR-size, 23,558 atoms on 64^3:
+     14.9 against 12.7);
+   - orders 5 to 8: tile-binned for 16,384 to 2^22 atoms at one atom for
+     16 points to one a point, 1.00 to 2.4 times faster in every system
+     measured there (DHFR-size on 64^3, B-spline 5 16.8 against 17.3, 8
+     33.1 against 42.6; ApoA1-size, 8: 70.0 against 132.0); pc-lanes on
+     sparser grids, where it was the faster at most orders (DHFR-size on
+     84^3 and 90^3, one atom for 25 and 31 points: B-spline 6 24.6
+     against 28.8; not Skeel's 8, tile-binned's by 16-34 %);
+   - order 10: pc-lanes.  A stencil of 10 needs tiles of 16 points an
+     edge: tile-binned was slower on five of the seven grids, and 68
+     times slower on 56 x 56 x 40 (18 tiles, by the arithmetic).
+   The edges (16,384 and 65,536 atoms, the densities) lie between the
+   measured systems and were not measured themselves.  atoms is the
+   handle's max_atoms, whose copies tile-binned keeps (128 bytes each: 512
+   MB at 2^22, past which pc-lanes, which keeps none).  The GPU handle
+   takes pc-lanes instead where tile-binned has no tiling that fits shared
+   memory or cannot allocate its buffers (elec_cuda_chargemap_create). */
 static elec_chargemap_variant elec__chargemap_fastest(size_t atoms, double points, int order) {
-    if (order == 4 && atoms >= 65536 && atoms <= ((size_t)1 << 22) &&
-        2.0 * (double)atoms <= points)
-        return ELEC_CHARGEMAP_TILE_BINNED;
-    return ELEC_CHARGEMAP_PC_LANES;
+    const double per_point = (double)atoms / points;
+    const size_t fewest = order == 4 ? 65536 : 16384;
+    if (order > 8 || atoms < fewest || atoms > ((size_t)1 << 22) || per_point > 1.0)
+        return ELEC_CHARGEMAP_PC_LANES;
+    if (order > 4 && 16.0 * per_point < 1.0) return ELEC_CHARGEMAP_PC_LANES;
+    return ELEC_CHARGEMAP_TILE_BINNED;
 }
 
 ELEC_DEF elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,

@@ -3939,12 +3939,31 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
 
 /* The default spreading is a charge map (the charge-mapping section at the
    end of this file): B-splines of the SPME order on the periodic grid, q
-   and q^2 summed by its first kernel, by the rung below (flip it here or
-   with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs: bench_spme's
-   spread column shows the effect). */
+   and q^2 summed by the kernel that reads the atoms, by the rung below
+   (set it with -DELEC__SPME_CHARGEMAP_VARIANT=... to compare rungs:
+   bench_spme's spread column shows the effect). */
 #ifndef ELEC__SPME_CHARGEMAP_VARIANT
-#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
+#define ELEC__SPME_CHARGEMAP_VARIANT ELEC_CHARGEMAP_FASTEST
 #endif
+
+/* The spread's rung for a handle of `order` whose real space runs beside
+   the reciprocal chain (overlap) or after it: the charge map's default
+   for the size (elec__chargemap_fastest), but pc-lanes at order 4 beside
+   the real space.  There tile-binned's blocks, 54 KB of shared memory
+   each, take SMs from the pair kernel: ApoA1-size's step from a graph
+   188.7-189.0 -> 191.7-191.9 us, though its spread alone takes 41-42 ->
+   30 us.  After the chain, and at order 6 beside it, the faster spread
+   shortens the step: 1M atoms (216^3, order 4) 1816-1827 -> 1726-1736 us
+   from a graph; ApoA1-size water at order 6 on 112^3 227.9-228.1 ->
+   205.4-206.8 us, DHFR-size's on 72^3 82.0-83.0 -> 74.0-74.3 (bench_spme,
+   H200, 2026-11-29, bench/RESULTS.md; the sparser grids of its table,
+   where the charge map's default is pc-lanes, 0.8 % slower to 3 % faster
+   by tile-binned). */
+static elec_chargemap_variant elec__spme_spread_rung(int order, int overlap) {
+    const elec_chargemap_variant asked = ELEC__SPME_CHARGEMAP_VARIANT;
+    if (asked == ELEC_CHARGEMAP_FASTEST && order == 4 && overlap) return ELEC_CHARGEMAP_PC_LANES;
+    return asked;
+}
 
 /* --------------------------------------- spreading: gather (seed 001) */
 
@@ -6065,7 +6084,7 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
         cp.basis = ELEC_CHARGEMAP_BSPLINE;
         cp.order = h->p.order;
         cp.periodic = 1;
-        cp.variant = ELEC__SPME_CHARGEMAP_VARIANT;
+        cp.variant = elec__spme_spread_rung(h->p.order, h->overlap);
         status = elec_chargemap_periodic_lattice(&h->box, h->p.grid, 0.0, &grid_lattice, err);
         if (status == ELEC_OK)
             status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,

@@ -7,7 +7,8 @@
      ApoA1-size  92,224 atoms, 108.86 x 108.86 x 77.76 A, grid at 1 A;
      1M atoms    a 215.44 A cube, grid at 1 A.
    For each, and each spreading scheme (cmap: the charge map's rung that
-   elec_cuda.cuh's ELEC__SPME_CHARGEMAP_VARIANT picks; gather: seed 001):
+   elec_cuda.cuh's elec__spme_spread_rung picks, named on the row after;
+   gather: seed 001):
      full     one evaluation (energy and forces) through
               elec_cuda_spme_compute on a stream: 50 back to back between
               two CUDA events, divided by 50; the median of 20 such batches;
@@ -174,6 +175,16 @@ static void time_stages(bench_state *b, double stage[7], int rebuild) {
    atom acting on them; elec_cpu_ewald_forces_at at tolerance 1e-9, about
    1e-4 of the smallest error measured): the all-pairs sum of every atom
    would take minutes at ApoA1 size. */
+/* The rung a handle spreads its charges with: the charge map's, or the
+   gather (seed 001). */
+static const char *spread_rung(const elec_cuda_spme_handle *h) {
+    elec_cuda_chargemap_info info;
+    elec_error e;
+    if (!h->chargemap || elec_cuda_chargemap_describe(h->chargemap, &info, &e) != ELEC_OK)
+        return "gather";
+    return elec_chargemap_variant_name(info.variant);
+}
+
 static void tolerance_sweep(void) {
     static const struct { const char *name; size_t molecules; } boxes[2] = {
         {"DHFR-size water", 7853}, {"ApoA1-size water", 30741}};
@@ -181,9 +192,9 @@ static void tolerance_sweep(void) {
     printf("\ntolerance (relative RMS force error against exact Ewald): the choice, "
            "the measured error\n(1000 atoms' forces against the exact sum at the "
            "same float positions) and the time per evaluation\n\n");
-    printf("%-17s %6s %-10s %6s %7s %5s %-12s %9s %9s %9s\n", "system", "atoms",
+    printf("%-17s %6s %-10s %6s %7s %5s %-12s %9s %9s %9s  %s\n", "system", "atoms",
            "tolerance", "cutoff", "alpha", "order", "grid", "estimate", "measured",
-           "full (us)");
+           "full (us)", "spread");
     for (int k = 0; k < 2; k++) {
         test_system w = test_system_water(boxes[k].molecules, 77 + k);
         const size_t n = w.count, molecules = boxes[k].molecules, count = 1000;
@@ -276,9 +287,9 @@ static void tolerance_sweep(void) {
                     den += exact[3 * c + a] * exact[3 * c + a];
                 }
             snprintf(grid, sizeof grid, "%dx%dx%d", r.grid[0], r.grid[1], r.grid[2]);
-            printf("%-17s %6zu %-10s %6.2f %7.4f %5d %-12s %9.2e %9.2e %9.1f\n",
+            printf("%-17s %6zu %-10s %6.2f %7.4f %5d %-12s %9.2e %9.2e %9.1f  %s\n",
                    boxes[k].name, n, tolerance, r.cutoff, r.alpha, r.order, grid,
-                   r.estimate.force, sqrt(num / den), full);
+                   r.estimate.force, sqrt(num / den), full, spread_rung(b.h));
             CUDA_CHECK(cudaStreamDestroy(b.stream));
             elec_cuda_spme_destroy(b.h);
         }
@@ -598,11 +609,12 @@ int main(int argc, char **argv) {
                    recip, stage[0], stage[1], stage[2], stage[3], stage[6], stage[4],
                    stage[5], fft);
             printf("%-8s   E = %.6e kcal/mol (real %.4e, reciprocal %.4e, self "
-                   "%.4e), alpha %.4f /A; real space %s\n", "",
+                   "%.4e), alpha %.4f /A; real space %s; spread by %s\n", "",
                    terms.total, terms.real, terms.reciprocal, terms.self,
                    b.h->p.alpha,
                    b.h->overlap ? "beside the reciprocal chain"
-                                : "after the reciprocal chain (the grid > 60 % of L2)");
+                                : "after the reciprocal chain (the grid > 60 % of L2)",
+                   spread_rung(b.h));
             {
                 const double volume = box.length[0] * box.length[1] * box.length[2];
                 const double rc = b.h->p.cutoff, pi = 3.14159265358979323846;

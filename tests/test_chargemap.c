@@ -98,11 +98,14 @@ TEST(params_resolve_fills_defaults_and_refuses_what_cannot_map) {
            "name %s", elec_chargemap_variant_name(ELEC_CHARGEMAP_GC_SHARED));
 }
 
-/* The GPU rung the default stands for: tile-binned at order 4 for 65,536
-   to 2^22 atoms at no more than one atom for two points (ApoA1-size on
-   112 x 112 x 80, 1M atoms on 216^3), pc-lanes for fewer atoms
-   (DHFR-size's 23,558), a coarser grid (ApoA1-size on 56 x 56 x 40),
-   another order, or more atoms; a rung asked for is kept. */
+/* The GPU rung the default stands for (elec__chargemap_fastest): at
+   order 4 tile-binned for 65,536 to 2^22 atoms at no more than an atom a
+   point (ApoA1-size on 112 x 112 x 80 and 56 x 56 x 40, 1M atoms on
+   216^3), pc-lanes for fewer (DHFR-size's 23,558) or more atoms, or more
+   than an atom a point; at orders 5 to 8 tile-binned from 16,384 atoms at
+   one atom for 16 points to one a point (DHFR-size on 64^3), pc-lanes on
+   sparser grids (DHFR-size on 84^3); at order 10 pc-lanes; a rung asked
+   for is kept. */
 TEST(the_default_gpu_rung_follows_the_size) {
     static const struct {
         int dims[3];
@@ -115,13 +118,22 @@ TEST(the_default_gpu_rung_follows_the_size) {
         {{216, 216, 216}, 1000000, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
         {{64, 64, 64}, 65536, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
         {{64, 64, 64}, 65535, 0, 4, ELEC_CHARGEMAP_PC_LANES},
-        {{64, 64, 64}, 131072, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
-        {{64, 64, 64}, 131073, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{64, 64, 64}, 262144, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 262145, 0, 4, ELEC_CHARGEMAP_PC_LANES},
         {{64, 64, 64}, 23558, 1, 4, ELEC_CHARGEMAP_PC_LANES},
-        {{56, 56, 40}, 92224, 0, 4, ELEC_CHARGEMAP_PC_LANES},
-        {{112, 112, 80}, 92224, 0, 6, ELEC_CHARGEMAP_PC_LANES},
+        {{56, 56, 40}, 92224, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
+        {{112, 112, 80}, 92224, 0, 6, ELEC_CHARGEMAP_TILE_BINNED},
+        {{112, 112, 80}, 92224, 1, 8, ELEC_CHARGEMAP_TILE_BINNED},
+        {{112, 112, 80}, 92224, 0, 10, ELEC_CHARGEMAP_PC_LANES},
+        {{64, 64, 64}, 23558, 1, 5, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 23558, 0, 8, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 16384, 1, 6, ELEC_CHARGEMAP_TILE_BINNED},
+        {{64, 64, 64}, 16383, 1, 6, ELEC_CHARGEMAP_PC_LANES},
+        {{84, 84, 84}, 23558, 1, 6, ELEC_CHARGEMAP_PC_LANES},
+        {{64, 64, 64}, 262145, 1, 6, ELEC_CHARGEMAP_PC_LANES},
         {{256, 256, 256}, 4194304, 0, 4, ELEC_CHARGEMAP_TILE_BINNED},
         {{256, 256, 256}, 4194305, 0, 4, ELEC_CHARGEMAP_PC_LANES},
+        {{256, 256, 256}, 4194305, 1, 6, ELEC_CHARGEMAP_PC_LANES},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {

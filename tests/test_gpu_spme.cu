@@ -301,6 +301,91 @@ TEST(gather_spreading_with_crowded_cells_matches_atomic) {
     test_system_free(&sys);
 }
 
+/* SPME's spread rung (elec__spme_spread_rung): the charge map's default
+   for the size, but pc-lanes at order 4 where the real space runs beside
+   the reciprocal chain; a rung set at build time is kept. */
+TEST(the_spread_rung_follows_the_order_and_the_overlap) {
+    EXPECT(elec__spme_spread_rung(4, 1) == ELEC_CHARGEMAP_PC_LANES, "order 4 beside: %s",
+           elec_chargemap_variant_name(elec__spme_spread_rung(4, 1)));
+    EXPECT(elec__spme_spread_rung(4, 0) == ELEC__SPME_CHARGEMAP_VARIANT, "order 4 after: %s",
+           elec_chargemap_variant_name(elec__spme_spread_rung(4, 0)));
+    EXPECT(elec__spme_spread_rung(6, 1) == ELEC__SPME_CHARGEMAP_VARIANT, "order 6 beside: %s",
+           elec_chargemap_variant_name(elec__spme_spread_rung(6, 1)));
+}
+
+/* The rung an SPME handle spreads with, for n random atoms at 0.1 /A^3 at
+   `order` on a 1 A grid (beside the real space: grids of a few MB). */
+static elec_chargemap_variant handle_spread_rung(size_t n, int order) {
+    test_system sys = test_system_random(n, cbrt((double)n / 0.1), 41);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(sys.box[0]);
+    elec_spme_params p = {0};
+    elec_cuda_spme_handle *h = NULL;
+    elec_cuda_chargemap_info info;
+    elec_error err;
+    memset(&info, 0, sizeof info);
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
+    p.order = order;
+    p.grid_spacing = 1.0;
+    EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "%zu atoms: %s", n,
+           err.message);
+    if (h) {
+        EXPECT(h->overlap && h->chargemap, "%zu atoms: overlap %d", n, h->overlap);
+        if (h->chargemap)
+            EXPECT(elec_cuda_chargemap_describe(h->chargemap, &info, &err) == ELEC_OK, "%s",
+                   err.message);
+    }
+    elec_cuda_spme_destroy(h);
+    test_system_free(&sys);
+    return info.variant;
+}
+
+TEST(dense_systems_at_order_6_spread_by_tile_binned_as_the_gather_does) {
+    REQUIRE_GPU();
+    /* 92,224 atoms: the charge map's default is tile-binned at both
+       orders, SPME's pc-lanes at order 4 beside the real space */
+    const elec_chargemap_variant order4 = handle_spread_rung(92224, 4);
+    const elec_chargemap_variant order6 = handle_spread_rung(92224, 6);
+    EXPECT(order4 == ELEC_CHARGEMAP_PC_LANES, "92,224 atoms, order 4: %s",
+           elec_chargemap_variant_name(order4));
+    EXPECT(order6 == ELEC_CHARGEMAP_TILE_BINNED, "92,224 atoms, order 6: %s",
+           elec_chargemap_variant_name(order6));
+    /* 20,000 atoms at order 6 on a 1 A grid (0.09 atoms a point): spread
+       by tile-binned, against the gather (seed 001), which adds the same
+       float products in another order: 1e-6 relative, as above */
+    const size_t n = 20000;
+    EXPECT(handle_spread_rung(n, 6) == ELEC_CHARGEMAP_TILE_BINNED, "20,000 atoms, order 6: %s",
+           elec_chargemap_variant_name(handle_spread_rung(n, 6)));
+    test_system sys = test_system_random(n, cbrt((double)n / 0.1), 42);
+    neutralise(&sys);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_box box = cube(sys.box[0]);
+    elec_spme_params p = {0};
+    elec_ewald_terms t[2];
+    elec_error err;
+    double *forces[2];
+    p.cutoff = 9.0;
+    p.alpha = 0.3077;
+    p.order = 6;
+    p.grid_spacing = 1.0;
+    for (int spread = 0; spread < 2; spread++) {
+        forces[spread] = (double *)malloc(3 * n * sizeof(double));
+        p.spread = (elec_spme_spread)spread;
+        elec_status s = elec_cuda_spme(&atoms, &box, &p, &t[spread], forces[spread], NULL, &err);
+        EXPECT(s == ELEC_OK, "%s: %s", spread_name(p.spread), err.message);
+    }
+    const double e_rec = relative(t[1].reciprocal, t[0].reciprocal);
+    const double e_force = test_rel_rms(forces[1], forces[0], 3 * n);
+    printf("     order 6, gather vs tile-binned: reciprocal %.2e, forces %.2e\n", e_rec,
+           e_force);
+    EXPECT(e_rec <= 1e-6, "reciprocal %.17g vs %.17g", t[1].reciprocal, t[0].reciprocal);
+    EXPECT(e_force <= 1e-6, "forces relative RMS %.3e", e_force);
+    free(forces[0]);
+    free(forces[1]);
+    test_system_free(&sys);
+}
+
 #define CUDA_OK(call)                                                         \
     do {                                                                      \
         cudaError_t e_ = (call);                                              \
@@ -1561,6 +1646,8 @@ int main(void) {
     RUN(charged_system_matches_ewald);
     RUN(water_with_exclusions_matches_ewald);
     RUN(gather_spreading_with_crowded_cells_matches_atomic);
+    RUN(the_spread_rung_follows_the_order_and_the_overlap);
+    RUN(dense_systems_at_order_6_spread_by_tile_binned_as_the_gather_does);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
     RUN(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size);
