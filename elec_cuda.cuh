@@ -2500,10 +2500,14 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
 /* Stage 1, anterpolation q_0(m) = sum_j q_j Phi(x_j/h - m), is a charge
    map (the charge-mapping section at the end of this file): Skeel's C1
    basis of the interpolation's order on the finest lattice, by the rung
-   below (flip it here or with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare
-   rungs; bench/RESULTS.md has the ladder). */
+   below (set it with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare rungs;
+   bench/RESULTS.md has the ladder).  The charge map's default for the
+   size: every MSM stage runs on one stream, so the faster map is the
+   faster step (ApoA1-size's periodic MSM from a graph 645.1-647.0 us by
+   pc-lanes, 634.9-637.4 by tile-binned; the 1.5M-atom map's anterpolation
+   0.47 -> 0.32 ms; H200, 2026-11-29, bench/RESULTS.md). */
 #ifndef ELEC__MSM_CHARGEMAP_VARIANT
-#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_PC_LANES
+#define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_FASTEST
 #endif
 
 /* The fine points m = 2M + d of a coarse point M, d = -(2S-1) .. 2S-1,
@@ -8896,11 +8900,15 @@ __device__ __forceinline__ float elec__chargemap_block_max(float v, int *scratch
     return __int_as_float(most);
 }
 
-/* Group j's copies: room for 8 of each of its chunk atoms (an atom has a
-   copy in at most 2 x 2 x 2 tiles), runs per tile from there. */
+/* Where group j's copies start in the copies buffer: room for 8 of each
+   of its chunk atoms (an atom has a copy in at most 2 x 2 x 2 tiles),
+   runs per tile from there. */
+__device__ __forceinline__ size_t elec__chargemap_group_first(int j, int chunk) {
+    return (size_t)j * 8 * chunk;
+}
 template <class Copy>
 __device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int j, int chunk) {
-    return copies + (size_t)j * 8 * chunk;
+    return copies + elec__chargemap_group_first(j, chunk);
 }
 
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
@@ -9264,7 +9272,7 @@ __device__ __forceinline__ void elec__chargemap_window_sources(int *source, int 
     const int a = min((int)threadIdx.x * per, groups), e = min(a + per, groups);
     for (int j = a; j < e; j++) {
         const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
-        const int from = j * 8 * chunk + start[j] - offset[j]; /* group_copies + start */
+        const int from = (int)elec__chargemap_group_first(j, chunk) + start[j] - offset[j];
         for (int pos = lo; pos < hi; pos++) source[pos - base] = from + pos;
     }
 }
