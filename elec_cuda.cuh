@@ -2503,9 +2503,11 @@ __device__ __forceinline__ size_t elec__msm_index(const elec__msm_level_args &g,
    below (set it with -DELEC__MSM_CHARGEMAP_VARIANT=... to compare rungs;
    bench/RESULTS.md has the ladder).  The charge map's default for the
    size: every MSM stage runs on one stream, so the faster map is the
-   faster step (ApoA1-size's periodic MSM from a graph 645.1-647.0 us by
-   pc-lanes, 634.9-637.4 by tile-binned; the 1.5M-atom map's anterpolation
-   0.47 -> 0.32 ms; H200, 2026-11-29, bench/RESULTS.md). */
+   faster step, if by little (ApoA1-size's periodic MSM from a graph,
+   bench_spme --quick in turns: 645.1-647.0 us by pc-lanes, 634.9-637.4 by
+   tile-binned; make bench after them 643.6, pc-lanes' 643.6-644.5 in
+   earlier calls; the 1.5M-atom map's anterpolation 0.47 -> 0.32 ms; H200,
+   2026-11-29, bench/RESULTS.md). */
 #ifndef ELEC__MSM_CHARGEMAP_VARIANT
 #define ELEC__MSM_CHARGEMAP_VARIANT ELEC_CHARGEMAP_FASTEST
 #endif
