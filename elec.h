@@ -1297,9 +1297,9 @@ ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
    are grid cells with bin_capacity slots, atoms past it go to an overflow
    list mapped by atomics afterwards: */
 typedef enum elec_chargemap_variant {
-    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_BINNED or PC_LANES,
-                                            whichever mapped faster end to
-                                            end for the size (README;
+    ELEC_CHARGEMAP_FASTEST = 0,          /* default: TILE_BINNED or PC_LANES
+                                            by the atoms, the points and the
+                                            order, as measured (README;
                                             elec__chargemap_fastest); a GPU
                                             handle takes PC_LANES where
                                             TILE_BINNED does not fit
@@ -6570,8 +6570,9 @@ ELEC_DEF const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
      measured there (DHFR-size on 64^3, B-spline 5 16.8 against 17.3, 8
      33.1 against 42.6; ApoA1-size, 8: 70.0 against 132.0); pc-lanes on
      sparser grids, where it was the faster at most orders (DHFR-size on
-     84^3 and 90^3, one atom for 25 and 31 points: B-spline 6 24.6
-     against 28.8; not Skeel's 8, tile-binned's by 16-34 %);
+     84^3 and 90^3, one atom for 25 and 31 points: B-spline 6 28.8
+     against 24.6; not Skeel's 8, by 16-34 %, nor B-spline 5 on 84^3 and
+     8 on 90^3, by 2-3 %);
    - order 10: pc-lanes.  A stencil of 10 needs tiles of 16 points an
      edge: tile-binned was slower on five of the seven grids, and 68
      times slower on 56 x 56 x 40 (18 tiles, by the arithmetic).

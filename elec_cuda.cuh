@@ -387,8 +387,9 @@ ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
 /* The same, CUB's way, in device memory the caller provides: with
    workspace NULL and out NULL, *bytes gets the size of the block the handle
    needs (its grids, buffers and cuFFT's work area; the default spreading's
-   charge map allocates its own, through ELEC_CUDA_MALLOC) and nothing is
-   made; with a workspace of *bytes bytes (at least that size, 256-byte
+   charge map allocates its own, through ELEC_CUDA_MALLOC: where it maps by
+   tile-binned, 128 bytes an atom for its copies, 128 MB at 1M atoms) and
+   nothing is made; with a workspace of *bytes bytes (at least that size, 256-byte
    aligned as cudaMalloc's are), the handle is made in it and never frees it
    (free it after elec_cuda_spme_destroy).  workspace NULL with out given:
    elec_cuda_spme_create. */
@@ -2433,7 +2434,7 @@ cleanup:
    seed 002): every stage on the device, in float, so that a large map
    never waits on the host.
      short range     the cutoff kernel above, MSM kind, into the padded map
-     anterpolation   one thread per atom, 2s x 2s x 2s atomic adds
+     anterpolation   a charge map (ELEC__MSM_CHARGEMAP_VARIANT below)
      restriction     one thread per coarse point, gathering the fine points
                      of its stencil: q_{l+1}(M) = sum_m Phi(m/2 - M) q_l(m)
      lattice cutoff  one thread per point, the stencil g_0(|k| h) / 2^l
@@ -3957,14 +3958,17 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    for the size (elec__chargemap_fastest), but pc-lanes at order 4 beside
    the real space.  There tile-binned's blocks, 54 KB of shared memory
    each, take SMs from the pair kernel: ApoA1-size's step from a graph
-   188.7-189.0 -> 191.7-191.9 us, though its spread alone takes 41-42 ->
-   30 us.  After the chain, and at order 6 beside it, the faster spread
-   shortens the step: 1M atoms (216^3, order 4) 1816-1827 -> 1726-1736 us
-   from a graph; ApoA1-size water at order 6 on 112^3 227.9-228.1 ->
-   205.4-206.8 us, DHFR-size's on 72^3 82.0-83.0 -> 74.0-74.3 (bench_spme,
-   H200, 2026-11-29, bench/RESULTS.md; the sparser grids of its table,
-   where the charge map's default is pc-lanes, 0.8 % slower to 3 % faster
-   by tile-binned). */
+   188.7-189.0 -> 191.7-191.9 us, though its spread alone takes 40.8-42.0
+   -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
+   spread shortens the step: 1M atoms (216^3, order 4) 1816-1827 ->
+   1726-1736 us from a graph; ApoA1-size water at order 6 on 112^3
+   227.9-228.1 -> 205.4-206.8 us, DHFR-size's on 72^3 82.0-83.0 ->
+   74.0-74.3 (bench_spme, H200, 2026-11-29, bench/RESULTS.md; the sparser
+   grids of its table, where the charge map's default is pc-lanes, 0.8 %
+   slower to 3 % faster by tile-binned).  Orders 5, 7 and 8 beside the
+   real space follow order 6, not measured there.  The rung is the
+   handle's, chosen at create: a compute of the reciprocal part alone, or
+   a timed one (its stages in series), spreads by it too. */
 static elec_chargemap_variant elec__spme_spread_rung(int order, int overlap) {
     const elec_chargemap_variant asked = ELEC__SPME_CHARGEMAP_VARIANT;
     if (asked == ELEC_CHARGEMAP_FASTEST && order == 4 && overlap) return ELEC_CHARGEMAP_PC_LANES;
@@ -7957,8 +7961,9 @@ cleanup:
      launches is bounded by their sum, however little the GPU does.
    - every rung that adds with global atomics (the PC rungs, the binned
      rungs' overflow) makes 64 atomics per atom, and the L2's atomic units
-     bound it.  PC_LANES (the default) sets neighbouring lanes on an
-     atom's neighbouring x points, so a warp's atomics fall in few sectors:
+     bound it.  PC_LANES (the default for fewer atoms) sets neighbouring
+     lanes on an atom's neighbouring x points, so a warp's atomics fall in
+     few sectors:
      5.9e6 atomics in 33.8 us, 1.75e11 a second, in any atom order, and no
      sort to pay for: 35.4 us end to end (2,600 PPUS).  Zeroing the grid
      first costs another 4 MB write.

@@ -161,6 +161,16 @@ static void time_stages(bench_state *b, double stage[7], int rebuild) {
     for (int k = 0; k < 7; k++) stage[k] = 1e3 * gpu_median(times[k], RUNS);
 }
 
+/* The rung a handle spreads its charges with: the charge map's, the
+   gather (seed 001) where it has none, "?" where describe fails. */
+static const char *spread_rung(const elec_cuda_spme_handle *h) {
+    elec_cuda_chargemap_info info;
+    elec_error e;
+    if (!h->chargemap) return "gather";
+    if (elec_cuda_chargemap_describe(h->chargemap, &info, &e) != ELEC_OK) return "?";
+    return elec_chargemap_variant_name(info.variant);
+}
+
 /* The accuracy knob on the device: for water boxes of DHFR and ApoA1 size,
    the parameters the tolerance chooses at 5e-4, 1e-4 and 1e-5, the forces'
    relative RMS error against the exact Ewald sum and the time of one
@@ -175,16 +185,6 @@ static void time_stages(bench_state *b, double stage[7], int rebuild) {
    atom acting on them; elec_cpu_ewald_forces_at at tolerance 1e-9, about
    1e-4 of the smallest error measured): the all-pairs sum of every atom
    would take minutes at ApoA1 size. */
-/* The rung a handle spreads its charges with: the charge map's, or the
-   gather (seed 001). */
-static const char *spread_rung(const elec_cuda_spme_handle *h) {
-    elec_cuda_chargemap_info info;
-    elec_error e;
-    if (!h->chargemap || elec_cuda_chargemap_describe(h->chargemap, &info, &e) != ELEC_OK)
-        return "gather";
-    return elec_chargemap_variant_name(info.variant);
-}
-
 static void tolerance_sweep(void) {
     static const struct { const char *name; size_t molecules; } boxes[2] = {
         {"DHFR-size water", 7853}, {"ApoA1-size water", 30741}};

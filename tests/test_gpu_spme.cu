@@ -305,7 +305,10 @@ TEST(gather_spreading_with_crowded_cells_matches_atomic) {
    for the size, but pc-lanes at order 4 where the real space runs beside
    the reciprocal chain; a rung set at build time is kept. */
 TEST(the_spread_rung_follows_the_order_and_the_overlap) {
-    EXPECT(elec__spme_spread_rung(4, 1) == ELEC_CHARGEMAP_PC_LANES, "order 4 beside: %s",
+    const elec_chargemap_variant beside = ELEC__SPME_CHARGEMAP_VARIANT == ELEC_CHARGEMAP_FASTEST
+                                              ? ELEC_CHARGEMAP_PC_LANES
+                                              : ELEC__SPME_CHARGEMAP_VARIANT;
+    EXPECT(elec__spme_spread_rung(4, 1) == beside, "order 4 beside: %s",
            elec_chargemap_variant_name(elec__spme_spread_rung(4, 1)));
     EXPECT(elec__spme_spread_rung(4, 0) == ELEC__SPME_CHARGEMAP_VARIANT, "order 4 after: %s",
            elec_chargemap_variant_name(elec__spme_spread_rung(4, 0)));
@@ -314,8 +317,9 @@ TEST(the_spread_rung_follows_the_order_and_the_overlap) {
 }
 
 /* The rung an SPME handle spreads with, for n random atoms at 0.1 /A^3 at
-   `order` on a 1 A grid (beside the real space: grids of a few MB). */
-static elec_chargemap_variant handle_spread_rung(size_t n, int order) {
+   `order` on a 1 A grid; *overlap: whether its real space runs beside the
+   reciprocal chain (grids of a few MB: beside, on a GPU with L2 enough). */
+static elec_chargemap_variant handle_spread_rung(size_t n, int order, int *overlap) {
     test_system sys = test_system_random(n, cbrt((double)n / 0.1), 41);
     elec_atoms atoms = test_system_atoms(&sys);
     elec_box box = cube(sys.box[0]);
@@ -330,8 +334,10 @@ static elec_chargemap_variant handle_spread_rung(size_t n, int order) {
     p.grid_spacing = 1.0;
     EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "%zu atoms: %s", n,
            err.message);
+    *overlap = 0;
     if (h) {
-        EXPECT(h->overlap && h->chargemap, "%zu atoms: overlap %d", n, h->overlap);
+        *overlap = h->overlap;
+        EXPECT(h->chargemap != NULL, "%zu atoms: no charge map", n);
         if (h->chargemap)
             EXPECT(elec_cuda_chargemap_describe(h->chargemap, &info, &err) == ELEC_OK, "%s",
                    err.message);
@@ -344,19 +350,25 @@ static elec_chargemap_variant handle_spread_rung(size_t n, int order) {
 TEST(dense_systems_at_order_6_spread_by_tile_binned_as_the_gather_does) {
     REQUIRE_GPU();
     /* 92,224 atoms: the charge map's default is tile-binned at both
-       orders, SPME's pc-lanes at order 4 beside the real space */
-    const elec_chargemap_variant order4 = handle_spread_rung(92224, 4);
-    const elec_chargemap_variant order6 = handle_spread_rung(92224, 6);
-    EXPECT(order4 == ELEC_CHARGEMAP_PC_LANES, "92,224 atoms, order 4: %s",
-           elec_chargemap_variant_name(order4));
-    EXPECT(order6 == ELEC_CHARGEMAP_TILE_BINNED, "92,224 atoms, order 6: %s",
+       orders, SPME's pc-lanes at order 4 beside the real space (after it,
+       on a GPU whose L2 the grid would crowd, tile-binned) */
+    int overlap = 0;
+    const elec_chargemap_variant order4 = handle_spread_rung(92224, 4, &overlap);
+    const elec_chargemap_variant order6 = handle_spread_rung(92224, 6, &overlap);
+    const elec_chargemap_variant want4 =
+        overlap ? ELEC_CHARGEMAP_PC_LANES : ELEC_CHARGEMAP_TILE_BINNED;
+    const int by_default = ELEC__SPME_CHARGEMAP_VARIANT == ELEC_CHARGEMAP_FASTEST;
+    EXPECT(!by_default || order4 == want4, "92,224 atoms, order 4, real space %s: %s",
+           overlap ? "beside" : "after", elec_chargemap_variant_name(order4));
+    EXPECT(!by_default || order6 == ELEC_CHARGEMAP_TILE_BINNED, "92,224 atoms, order 6: %s",
            elec_chargemap_variant_name(order6));
     /* 20,000 atoms at order 6 on a 1 A grid (0.09 atoms a point): spread
        by tile-binned, against the gather (seed 001), which adds the same
        float products in another order: 1e-6 relative, as above */
     const size_t n = 20000;
-    EXPECT(handle_spread_rung(n, 6) == ELEC_CHARGEMAP_TILE_BINNED, "20,000 atoms, order 6: %s",
-           elec_chargemap_variant_name(handle_spread_rung(n, 6)));
+    const elec_chargemap_variant small6 = handle_spread_rung(n, 6, &overlap);
+    EXPECT(!by_default || small6 == ELEC_CHARGEMAP_TILE_BINNED, "20,000 atoms, order 6: %s",
+           elec_chargemap_variant_name(small6));
     test_system sys = test_system_random(n, cbrt((double)n / 0.1), 42);
     neutralise(&sys);
     elec_atoms atoms = test_system_atoms(&sys);
@@ -483,12 +495,16 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     /* Atomics add in a different order on every run (the spreading, the
        cell slots), so runs agree to float rounding, not bit for bit:
        1e-6 of the energy terms' size (terms_difference) and 1e-6 relative
-       in the forces. */
-    const size_t n = 2000;
-    for (int spread = 0; spread < 2; spread++) {
-        test_system sys = test_system_random(n, 30.0, 21);
+       in the forces.  Each spreading scheme on 2,000 atoms, then the
+       charge map on 20,000 at order 6 on a 1 A grid, where its default
+       rung is tile-binned (as the test above checks). */
+    for (int c = 0; c < 3; c++) {
+        const int spread = c == 1, dense = c == 2;
+        const size_t n = dense ? 20000 : 2000;
+        const double edge = dense ? cbrt((double)n / 0.1) : 30.0;
+        test_system sys = test_system_random(n, edge, 21);
         neutralise(&sys);
-        elec_box box = cube(30.0);
+        elec_box box = cube(edge);
         elec_spme_params p = {0};
         elec_cuda_spme_handle *h = NULL;
         elec_error err;
@@ -504,6 +520,12 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
         cudaGraphExec_t exec = NULL;
         p.scale = ELEC_COULOMB;
         p.spread = (elec_spme_spread)spread;
+        if (dense) {
+            p.cutoff = 9.0;
+            p.alpha = 0.3077;
+            p.order = 6;
+            p.grid_spacing = 1.0;
+        }
         elec_atoms start = test_system_atoms(&sys);
         elec_status s = elec_cuda_spme_create(&box, &start, &p, &h, &err);
         EXPECT(s == ELEC_OK, "create: %s", err.message);
@@ -571,8 +593,9 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
                terms_difference(&one_shot, &first));
         EXPECT(gpu_rel_rms_float(f_again, f_first, 3 * n) <= 1e-6,
                "one-shot: forces differ by %.3e", gpu_rel_rms_float(f_again, f_first, 3 * n));
-        printf("     %s: total %.10f kcal/mol; graph replay differs by %.1e, "
-               "forces %.1e\n", spread_name(p.spread), first.total,
+        printf("     %s%s: total %.10f kcal/mol; graph replay differs by %.1e, "
+               "forces %.1e\n", spread_name(p.spread), dense ? ", 20,000 at order 6" : "",
+               first.total,
                terms_difference(&replay, &first),
                gpu_rel_rms_float(f_replay, f_first, 3 * n));
 
