@@ -352,14 +352,14 @@ TEST(dense_systems_at_order_6_spread_by_tile_binned_as_the_gather_does) {
     /* 92,224 atoms: the charge map's default is tile-binned at both
        orders, SPME's pc-lanes at order 4 beside the real space (after it,
        on a GPU whose L2 the grid would crowd, tile-binned) */
-    int overlap = 0;
-    const elec_chargemap_variant order4 = handle_spread_rung(92224, 4, &overlap);
+    int overlap = 0, overlap4 = 0;
+    const elec_chargemap_variant order4 = handle_spread_rung(92224, 4, &overlap4);
     const elec_chargemap_variant order6 = handle_spread_rung(92224, 6, &overlap);
     const elec_chargemap_variant want4 =
-        overlap ? ELEC_CHARGEMAP_PC_LANES : ELEC_CHARGEMAP_TILE_BINNED;
+        overlap4 ? ELEC_CHARGEMAP_PC_LANES : ELEC_CHARGEMAP_TILE_BINNED;
     const int by_default = ELEC__SPME_CHARGEMAP_VARIANT == ELEC_CHARGEMAP_FASTEST;
     EXPECT(!by_default || order4 == want4, "92,224 atoms, order 4, real space %s: %s",
-           overlap ? "beside" : "after", elec_chargemap_variant_name(order4));
+           overlap4 ? "beside" : "after", elec_chargemap_variant_name(order4));
     EXPECT(!by_default || order6 == ELEC_CHARGEMAP_TILE_BINNED, "92,224 atoms, order 6: %s",
            elec_chargemap_variant_name(order6));
     /* 20,000 atoms at order 6 on a 1 A grid (0.09 atoms a point): spread
