@@ -8918,6 +8918,40 @@ __device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int 
     return copies + elec__chargemap_group_first(j, chunk);
 }
 
+/* Stage 2's view of a tile's copies: group j's run of them (stage 1's
+   runs[tile][j], scanned) starts at start[j] in the group's copies and at
+   offset[j] in the tile's order, so the tile's copy pos of that run lies
+   here in `copies`. */
+__device__ __forceinline__ size_t elec__chargemap_run_place(int j, int chunk, const int *start,
+                                                            const int *offset, int pos) {
+    return elec__chargemap_group_first(j, chunk) + (size_t)(start[j] + (pos - offset[j]));
+}
+
+/* This thread's share of a tile's groups, [*a, *e): contiguous, as even as
+   the block's threads make it. */
+__device__ __forceinline__ void elec__chargemap_group_share(int groups, int *a, int *e) {
+    const int per = (groups + blockDim.x - 1) / blockDim.x;
+    *a = min((int)threadIdx.x * per, groups);
+    *e = min(*a + per, groups);
+}
+
+/* visit(pos, place) for each of the tile's copies pos in [base, end) that
+   lies in groups [a, e), place its index in `copies`.  A run's first
+   place is taken before its loop: visit's shared stores may alias start
+   and offset, which the loop would otherwise read again at every copy
+   (the column sum 1-4 % slower; H200, bench/RESULTS.md). */
+template <class Visit>
+__device__ __forceinline__ void elec__chargemap_runs_in_window(int chunk, const int *start,
+                                                               const int *offset, int a, int e,
+                                                               int base, int end, Visit visit) {
+    for (int j = a; j < e; j++) {
+        const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
+        if (lo >= hi) continue;
+        const size_t first = elec__chargemap_run_place(j, chunk, start, offset, lo);
+        for (int pos = lo; pos < hi; pos++) visit(pos, first + (size_t)(pos - lo));
+    }
+}
+
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
    memory for bd.count ints).  Two passes over the group's atoms: count the
    copies per tile (shared-memory atomics), scan, then place them (the
@@ -9083,11 +9117,10 @@ __device__ float elec__chargemap_tile_max_q(const float4 *window, const float4 *
         for (int c = threadIdx.x; c < total; c += blockDim.x)
             most = fmaxf(most, fabsf(window[c].w));
     } else {
-        for (int j = a; j < e; j++) {
-            const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
-            for (int c = 0; c < offset[j + 1] - offset[j]; c++)
-                most = fmaxf(most, fabsf(__ldcg(&from[c].w)));
-        }
+        elec__chargemap_runs_in_window(chunk, start, offset, a, e, 0, total,
+                                       [&](int, size_t place) {
+                                           most = fmaxf(most, fabsf(__ldcg(&copies[place].w)));
+                                       });
     }
     return elec__chargemap_block_max(most, scratch);
 }
@@ -9105,17 +9138,22 @@ __device__ __forceinline__ void elec__chargemap_tile_extent(int id,
     }
 }
 
+/* Group j's (start, count) in tile id, written by stage 1 on other SMs:
+   read past L1. */
+__device__ __forceinline__ int2 elec__chargemap_tile_run(const int2 *runs, int id, int groups,
+                                                         int j) {
+    return __ldcg(runs + (size_t)id * groups + j);
+}
+
 /* The groups' (start, count) for tile id scanned into offsets (groups +
    1) and starts, each thread taking groups [*a, *e); returns the tile's
    copies.  Every thread calls it; offsets are ready after a barrier. */
 __device__ int elec__chargemap_tile_runs(int id, const int2 *runs, int groups, int *offset,
                                          int *start, int *a, int *e, int *scratch) {
-    const int t = threadIdx.x, per = (groups + blockDim.x - 1) / blockDim.x;
-    *a = min(t * per, groups);
-    *e = min(*a + per, groups);
+    elec__chargemap_group_share(groups, a, e);
     int s = 0, total;
     for (int j = *a; j < *e; j++) {
-        const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
+        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
         start[j] = run.x;
         offset[j] = run.y;
         s += run.y;
@@ -9126,7 +9164,7 @@ __device__ int elec__chargemap_tile_runs(int id, const int2 *runs, int groups, i
         offset[j] = s;
         s += c;
     }
-    if (t == 0) offset[groups] = total;
+    if (threadIdx.x == 0) offset[groups] = total;
     return total;
 }
 
@@ -9136,11 +9174,10 @@ __device__ __forceinline__ void elec__chargemap_stage_window(float4 *window, con
                                                              int chunk, const int *start,
                                                              const int *offset, int a, int e,
                                                              int base, int end) {
-    for (int j = a; j < e; j++) {
-        const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
-        const float4 *from = elec__chargemap_group_copies(copies, j, chunk) + start[j];
-        for (int c = lo; c < hi; c++) window[c - base] = __ldcg(from + (c - offset[j]));
-    }
+    elec__chargemap_runs_in_window(chunk, start, offset, a, e, base, end,
+                                   [&](int pos, size_t place) {
+                                       window[pos - base] = __ldcg(copies + place);
+                                   });
 }
 
 /* TILE_FUSED_FIXED's stage 2 for tile `id` (every thread of the block
@@ -9256,7 +9293,7 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
         if (offset[mid] <= pos) lo = mid;
         else hi = mid - 1;
     }
-    return __ldcg(elec__chargemap_group_copies(copies, lo, chunk) + start[lo] + (pos - offset[lo]));
+    return __ldcg(copies + elec__chargemap_run_place(lo, chunk, start, offset, pos));
 }
 
 /* Where each of the window's copies [base, end) lies in `copies`:
@@ -9275,13 +9312,10 @@ __device__ __forceinline__ float4 elec__chargemap_tile_copy(const float4 *copies
 __device__ __forceinline__ void elec__chargemap_window_sources(int *source, int chunk, int groups,
                                                               const int *start, const int *offset,
                                                               int base, int end) {
-    const int per = (groups + blockDim.x - 1) / blockDim.x;
-    const int a = min((int)threadIdx.x * per, groups), e = min(a + per, groups);
-    for (int j = a; j < e; j++) {
-        const int lo = max(offset[j], base), hi = min(offset[j + 1], end);
-        const int from = (int)elec__chargemap_group_first(j, chunk) + start[j] - offset[j];
-        for (int pos = lo; pos < hi; pos++) source[pos - base] = from + pos;
-    }
+    int a, e;
+    elec__chargemap_group_share(groups, &a, &e);
+    elec__chargemap_runs_in_window(chunk, start, offset, a, e, base, end,
+                                   [&](int pos, size_t place) { source[pos - base] = (int)place; });
 }
 
 /* One copy r, window slot c: its record written (over zeros), and c appended
@@ -9489,7 +9523,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
        window's places as well, made every block wait for it: 15.8 -> 16.7
        us at ApoA1 size; bench/RESULTS.md) */
     for (int j = t; j < groups; j += threads) {
-        const int2 run = __ldcg(runs + (size_t)id * groups + j); /* written by other SMs */
+        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
         start[j] = run.x;
         offset[j] = run.y;
     }
