@@ -5259,7 +5259,7 @@ __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
                                                 const float4 *image_shift, const Pair &pair,
-                                                const int *excl_list, int n,
+                                                float coincident2, const int *excl_list, int n,
                                                 elec__list_lane *w) {
     const uint4 lo = __ldcs((const uint4 *)j), hi = __ldcs((const uint4 *)j + 1);
     const unsigned e[ELEC__LIST_PART] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
@@ -5273,8 +5273,15 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
         if (WHOLE && within)
             within = !elec__list_skips((int)(e[r] >> 5), e[r] & 31u, w->slot, w->eb, w->ee,
                                        excl_list, L.slot_of, n);
-        const bool coincident = elec__spme_coincident(r2);
-        w->coincident += within && coincident; /* the partner counts it too: 2 a pair */
+        /* coincident2 <= cutoff2: a coincident pair is within, and where no
+           skip applies its count takes one test (the partner counts it
+           too: 2 a pair).  Counted as within && coincident, the SPME
+           pair kernel took 20.75M instructions at DHFR size, now 20.35M
+           (and no longer spills 12 bytes), and its steps from a graph went
+           from 65.1 to 64.2-64.5 us, 188.4 to 185.3-186.0 and 1676 to 1645
+           at ApoA1 and 1M size (H200, bench/RESULTS.md, 2026-11-29). */
+        const bool coincident = r2 < coincident2;
+        w->coincident += WHOLE ? within && coincident : coincident;
         float g, f;
         pair(elec__list_clamped(r2, L.cutoff2), &g, &f);
         if (within && !coincident) { /* selects, not a branch */
@@ -5307,6 +5314,7 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     /* an overflowed list is not evaluated (elec_cuda_spme_energy says so) */
     const bool fits = !L.info[ELEC__LIST_OVERFLOW] && rows <= (whole ? L.entry_room : L.row_room);
     const long long parts = fits ? rows / ELEC__LIST_PART : 0;
+    const float coincident2 = fminf(ELEC__COINCIDENT2_FLOAT, L.cutoff2);
     const int first = (int)(parts * warp / warps), last = (int)(parts * (warp + 1) / warps);
     elec__list_lane w;
     w.ci = -1;
@@ -5328,10 +5336,11 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
         }
         const size_t row = (size_t)q * ELEC__LIST_PART;
         if (whole)
-            elec__list_part<true>(L, L.entries + row, image_shift, pair, excl_list, n, &w);
+            elec__list_part<true>(L, L.entries + row, image_shift, pair, coincident2, excl_list,
+                                  n, &w);
         else
             elec__list_part<false>(L, L.lane_j + elec__list_lane_at((int)row, lane),
-                                   image_shift, pair, excl_list, n, &w);
+                                   image_shift, pair, coincident2, excl_list, n, &w);
     }
     if (w.ci >= 0) elec__list_add(&L.acc[w.slot], w.fi);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
