@@ -5275,11 +5275,13 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
                                        excl_list, L.slot_of, n);
         /* coincident2 <= cutoff2: a coincident pair is within, and where no
            skip applies its count takes one test (the partner counts it
-           too: 2 a pair).  Counted as within && coincident, the SPME
-           pair kernel took 20.75M instructions at DHFR size, now 20.35M
-           (and no longer spills 12 bytes), and its steps from a graph went
-           from 65.1 to 64.2-64.5 us, 188.4 to 185.3-186.0 and 1676 to 1645
-           at ApoA1 and 1M size (H200, bench/RESULTS.md, 2026-11-29). */
+           too: 2 a pair).  Counted before as within && coincident in
+           both forms, the SPME pair kernel took 20.75M instructions at
+           DHFR size, now 20.35M (and no longer spills 12 bytes); its steps
+           from a graph went from 65.1 to 64.2-64.5 us at DHFR size, 188.4
+           to 185.3-186.0 at ApoA1 size and 1676 to 1645 at 1M atoms (H200,
+           bench/RESULTS.md, 2026-11-29).  The host refuses a cutoff that
+           is not finite and positive, so coincident2 is a number. */
         const bool coincident = r2 < coincident2;
         w->coincident += WHOLE ? within && coincident : coincident;
         float g, f;
@@ -8929,8 +8931,8 @@ __device__ __forceinline__ Copy *elec__chargemap_group_copies(Copy *copies, int 
 
 /* Stage 2's view of a tile's copies: group j's run of them (stage 1's
    runs[tile][j], scanned) starts at start[j] in the group's copies and at
-   offset[j] in the tile's order, so the tile's copy pos of that run lies
-   here in `copies`. */
+   offset[j] in the tile's order; returns the index in `copies` of the
+   tile's copy pos of that run. */
 __device__ __forceinline__ size_t elec__chargemap_run_place(int j, int chunk, const int *start,
                                                             const int *offset, int pos) {
     return elec__chargemap_group_first(j, chunk) + (size_t)(start[j] + (pos - offset[j]));
@@ -8948,7 +8950,7 @@ __device__ __forceinline__ void elec__chargemap_group_share(int groups, int *a, 
    lies in groups [a, e), place its index in `copies`.  A run's first
    place is taken before its loop: visit's shared stores may alias start
    and offset, which the loop would otherwise read again at every copy
-   (the column sum 1-4 % slower; H200, bench/RESULTS.md). */
+   (the column sum 0.4-4 % slower; H200, bench/RESULTS.md). */
 template <class Visit>
 __device__ __forceinline__ void elec__chargemap_runs_in_window(int chunk, const int *start,
                                                                const int *offset, int a, int e,
