@@ -4303,9 +4303,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
    giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
    g(r) of the potential between unit charges and f = -g'(r) / r (the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
-   to F_i), and min_blocks, the pair kernel's blocks an SM (its launch
-   bounds).  The pair kernel calls it on every row of its lists, at r2
-   clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
+   to F_i), min_blocks, the pair kernel's blocks an SM (its launch
+   bounds), and whole_apart, 1 where the lists' whole form runs as a
+   function of its own (elec__list_run_whole).  The pair kernel calls it
+   on every row of its lists, at r2 clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
    and keeps the result only for pairs within the cutoff: it must be
    finite over that whole range, the cutoff included, and have no side
    effects.  SPME's is elec__pair_erfc; periodic MSM's short range is
@@ -4448,7 +4449,7 @@ struct elec__pair_erfc {
        atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
        as committed there) 68.3 and 201.5 (bench/RESULTS.md, 2026-11-27,
        20:13 UTC on).  Five for DHFR-size, the goal still open. */
-    enum { min_blocks = 5 };
+    enum { min_blocks = 5, whole_apart = 0 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -5201,7 +5202,8 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
    share of the rows of the per-atom lists, in parts of ELEC__LIST_PART
    rows of one i cluster.  Lane l holds i atom l of the part's cluster;
    row r gives it its r-th partner j (slot, image s): d = r_i - (r_j + s),
-   and within the cutoff F_i += q_i q_j f d, phi_i += q_j g.
+   and within the cutoff F_i += q_i q_j f d, phi_i += q_j g (q_i taken
+   out of the sum: elec__list_flush).
    The partner's own sums come from its own list, so nothing is added to
    j: i's sums stay in registers over the warp's run of parts of one
    cluster and go to acc (zeroed by the check) where the cluster changes,
@@ -5224,11 +5226,21 @@ __device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
 }
 
 /* A lane's i atom and its sums over a warp's run of parts of one
-   cluster. */
+   cluster: fi holds sum q_j f d and phi, and q_i multiplies the force
+   once, where the run's sums go to acc (elec__list_flush), not at every
+   pair. */
 typedef struct elec__list_lane {
     int ci, slot, eb, ee, coincident;
     float4 a, fi;
 } elec__list_lane;
+
+/* A run's sums added to its slot's accumulator: (q_i F / q_i, phi) as
+   summed, the force times q_i. */
+__device__ __forceinline__ void elec__list_flush(const elec__list &L, const elec__list_lane *w) {
+    const float qi = w->a.w;
+    elec__list_add(&L.acc[w->slot], make_float4(qi * w->fi.x, qi * w->fi.y, qi * w->fi.z,
+                                                w->fi.w));
+}
 
 /* One part's rows for one lane, its 8 partners at j (32-byte aligned):
    the lane's own list (elec__list_lane_at), or, WHOLE, the cluster's
@@ -5287,13 +5299,69 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
         float g, f;
         pair(elec__list_clamped(r2, L.cutoff2), &g, &f);
         if (within && !coincident) { /* selects, not a branch */
-            const float q = a.w * b.w * f;
+            const float q = b.w * f;
             w->fi.x = fmaf(q, dx, w->fi.x);
             w->fi.y = fmaf(q, dy, w->fi.y);
             w->fi.z = fmaf(q, dz, w->fi.z);
             w->fi.w = fmaf(b.w, g, w->fi.w);
         }
     }
+}
+
+/* A warp's run of parts, first to last, in one form of the lists.  The
+   kernel picks the form once, at its start, and each form is a loop of
+   its own.  With the choice made at every part (before 2026-11-29) the
+   compiler merged the two forms' code: the DHFR-size pair kernel issued
+   20.36M instructions, 19.67M with the whole form compiled out (Nsight
+   Compute, H200).  With a loop a form and q_i out of the sum
+   (elec__list_flush), SPME's DHFR-size pairs took 32.2-32.5 us against
+   33.5-33.8, and its steps from a graph went from 64.5-65.1 to 63.0-63.1
+   us at DHFR size, 184.9-185.4 to 181.5-182.0 at ApoA1 size (H200,
+   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
+template <bool WHOLE, class Pair>
+__device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
+                                               const float4 *image_shift, int first, int last,
+                                               int lane, float coincident2,
+                                               const int *excl_start, const int *excl_list,
+                                               int n, elec__list_lane *w) {
+    for (int q = first; q < last; q++) {
+        const int c = L.part_cluster[q];
+        if (c != w->ci) {
+            if (w->ci >= 0) elec__list_flush(L, w);
+            w->ci = c;
+            w->slot = c * ELEC__LIST_CLUSTER + lane;
+            w->a = L.pos[w->slot];
+            w->fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (WHOLE) {
+                const int atom = L.order[w->slot];
+                w->eb = atom >= 0 ? excl_start[atom] : 0;
+                w->ee = atom >= 0 ? excl_start[atom + 1] : 0;
+            }
+        }
+        const int row = q * ELEC__LIST_PART;
+        const unsigned *j = WHOLE ? L.entries + row : L.lane_j + elec__list_lane_at(row, lane);
+        elec__list_part<WHOLE>(L, j, image_shift, pair, coincident2, excl_list, n, w);
+    }
+}
+
+/* The whole form's run, not inlined, for a pair function whose kernel
+   spills with both forms inline (Pair::whole_apart): the usual form then
+   takes its registers as if the whole form were not there, and the whole
+   form, a fallback, runs slower (L is read from the stack).  MSM's pair
+   kernel spilled 44 bytes with both inline, 28 before the forms had
+   loops of their own, 12 with this (ptxas, nvcc 13.0); at DHFR size its
+   usual form took 88.1-88.5 us against 92.7-95.5, its whole form 332-334
+   against 305.5-305.7.  SPME's kernel spills in no form and keeps both
+   inline; apart, its whole form took 167 us against 140 (H200,
+   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
+template <class Pair>
+__device__ __noinline__ elec__list_lane elec__list_run_whole(
+    const elec__list L, const Pair pair, const float4 *image_shift, int first, int last,
+    int lane, float coincident2, const int *excl_start, const int *excl_list, int n,
+    elec__list_lane w) {
+    elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                         excl_list, n, &w);
+    return w;
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
@@ -5322,29 +5390,16 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     w.ci = -1;
     w.slot = w.eb = w.ee = w.coincident = 0;
     w.a = w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int q = first; q < last; q++) {
-        const int c = L.part_cluster[q];
-        if (c != w.ci) {
-            if (w.ci >= 0) elec__list_add(&L.acc[w.slot], w.fi);
-            w.ci = c;
-            w.slot = c * ELEC__LIST_CLUSTER + lane;
-            w.a = L.pos[w.slot];
-            w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (whole) {
-                const int atom = L.order[w.slot];
-                w.eb = atom >= 0 ? excl_start[atom] : 0;
-                w.ee = atom >= 0 ? excl_start[atom + 1] : 0;
-            }
-        }
-        const size_t row = (size_t)q * ELEC__LIST_PART;
-        if (whole)
-            elec__list_part<true>(L, L.entries + row, image_shift, pair, coincident2, excl_list,
-                                  n, &w);
-        else
-            elec__list_part<false>(L, L.lane_j + elec__list_lane_at((int)row, lane),
-                                   image_shift, pair, coincident2, excl_list, n, &w);
-    }
-    if (w.ci >= 0) elec__list_add(&L.acc[w.slot], w.fi);
+    if (whole && Pair::whole_apart)
+        w = elec__list_run_whole(L, pair, image_shift, first, last, lane, coincident2,
+                                 excl_start, excl_list, n, w);
+    else if (whole)
+        elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                             excl_list, n, &w);
+    else
+        elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                              excl_list, n, &w);
+    if (w.ci >= 0) elec__list_flush(L, &w);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
 }
 
@@ -7047,7 +7102,7 @@ struct elec__pair_msm {
        with the branch); without it, at 5 against 6, DHFR-size 246.5-249.3
        against 253.3-257.2 us, ApoA1-size 663.4-666.8 against 657.0-660.4
        (bench/RESULTS.md, 2026-11-27, 20:13 UTC on) */
-    enum { min_blocks = 6 };
+    enum { min_blocks = 6, whole_apart = 1 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
         const float rinv = elec_rsqrt_sfu(r2);
