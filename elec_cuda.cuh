@@ -5264,7 +5264,9 @@ __device__ __forceinline__ void elec__list_flush(const elec__list &L, const elec
    without it (and five blocks an SM, elec__pair_erfc) a step from a
    graph on an H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
    size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:13
-   UTC on). */
+   UTC on).  SPME's and MSM's sums need no clamp (the selects drop every
+   pair outside the cutoff), but without it every step was slower (H200,
+   2026-11-29: 63.3 -> 64.1 us at DHFR size, 1.63 -> 1.67 ms at 1M atoms). */
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
