@@ -4303,10 +4303,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
    giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
    g(r) of the potential between unit charges and f = -g'(r) / r (the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
-   to F_i), min_blocks, the pair kernel's blocks an SM (its launch
-   bounds), and whole_apart, 1 where the lists' whole form runs as a
-   function of its own (elec__list_run_whole).  The pair kernel calls it
-   on every row of its lists, at r2 clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
+   to F_i), and min_blocks, the pair kernel's blocks an SM (its launch
+   bounds).  The pair kernel calls it on every row of its lists, at r2
+   clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
    and keeps the result only for pairs within the cutoff: it must be
    finite over that whole range, the cutoff included, and have no side
    effects.  SPME's is elec__pair_erfc; periodic MSM's short range is
@@ -4449,7 +4448,7 @@ struct elec__pair_erfc {
        atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
        as committed there) 68.3 and 201.5 (bench/RESULTS.md, 2026-11-27,
        20:13 UTC on).  Five for DHFR-size, the goal still open. */
-    enum { min_blocks = 5, whole_apart = 0 };
+    enum { min_blocks = 5 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -5203,7 +5202,7 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
    rows of one i cluster.  Lane l holds i atom l of the part's cluster;
    row r gives it its r-th partner j (slot, image s): d = r_i - (r_j + s),
    and within the cutoff F_i += q_i q_j f d, phi_i += q_j g (q_i taken
-   out of the sum: elec__list_flush).
+   out of the sum: elec__list_lane_flush).
    The partner's own sums come from its own list, so nothing is added to
    j: i's sums stay in registers over the warp's run of parts of one
    cluster and go to acc (zeroed by the check) where the cluster changes,
@@ -5227,16 +5226,17 @@ __device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
 
 /* A lane's i atom and its sums over a warp's run of parts of one
    cluster: fi holds sum q_j f d and phi, and q_i multiplies the force
-   once, where the run's sums go to acc (elec__list_flush), not at every
-   pair. */
+   once, where the run's sums go to acc (elec__list_lane_flush), not at
+   every pair. */
 typedef struct elec__list_lane {
     int ci, slot, eb, ee, coincident;
     float4 a, fi;
 } elec__list_lane;
 
-/* A run's sums added to its slot's accumulator: (q_i F / q_i, phi) as
-   summed, the force times q_i. */
-__device__ __forceinline__ void elec__list_flush(const elec__list &L, const elec__list_lane *w) {
+/* A run's sums added to its slot's accumulator: fi holds (F_i / q_i,
+   phi_i), and acc takes (F_i, phi_i). */
+__device__ __forceinline__ void elec__list_lane_flush(const elec__list &L,
+                                                      const elec__list_lane *w) {
     const float qi = w->a.w;
     elec__list_add(&L.acc[w->slot], make_float4(qi * w->fi.x, qi * w->fi.y, qi * w->fi.z,
                                                 w->fi.w));
@@ -5265,8 +5265,9 @@ __device__ __forceinline__ void elec__list_flush(const elec__list &L, const elec
    graph on an H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
    size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:13
    UTC on).  SPME's and MSM's sums need no clamp (the selects drop every
-   pair outside the cutoff), but without it every step was slower (H200,
-   2026-11-29: 63.3 -> 64.1 us at DHFR size, 1.63 -> 1.67 ms at 1M atoms). */
+   pair outside the cutoff), but without it SPME's steps were slower: 63.3
+   -> 64.1 us at DHFR size, 1.63-1.64 -> 1.67 ms at 1M atoms (H200,
+   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
@@ -5291,7 +5292,7 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
            skip applies its count takes one test (the partner counts it
            too: 2 a pair).  Counted before as within && coincident in
            both forms, the SPME pair kernel took 20.75M instructions at
-           DHFR size, now 20.35M (and no longer spills 12 bytes); its steps
+           DHFR size, then 20.35M (and no longer spilled 12 bytes); its steps
            from a graph went from 65.1 to 64.2-64.5 us at DHFR size, 188.4
            to 185.3-186.0 at ApoA1 size and 1676 to 1645 at 1M atoms (H200,
            bench/RESULTS.md, 2026-11-29).  The host refuses a cutoff that
@@ -5316,10 +5317,16 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
    compiler merged the two forms' code: the DHFR-size pair kernel issued
    20.36M instructions, 19.67M with the whole form compiled out (Nsight
    Compute, H200).  With a loop a form and q_i out of the sum
-   (elec__list_flush), SPME's DHFR-size pairs took 32.2-32.5 us against
-   33.5-33.8, and its steps from a graph went from 64.5-65.1 to 63.0-63.1
-   us at DHFR size, 184.9-185.4 to 181.5-182.0 at ApoA1 size (H200,
-   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
+   (elec__list_lane_flush), SPME's DHFR-size pairs took 32.2-32.5 us
+   against 33.5-33.8, and in one call its steps from a graph went from
+   64.5-65.1 to 62.9-63.2 us at DHFR size, 184.9-185.4 to 181.3-181.8 at
+   ApoA1 size and 1657-1659 to 1623-1624 at 1M atoms.  MSM's pair kernel
+   now spills 44 bytes (ptxas, nvcc 13.0; 28 before), yet its DHFR-size
+   pairs took 88.9-91.3 us against 92.7-95.5, its whole form 280.9-281.8
+   against 305.5-305.7.  With the whole form a function of its own
+   (__noinline__) the usual form spilled 12 bytes and took 87.8-89.4 us,
+   but the whole form 332-337: not kept (H200, bench/RESULTS.md,
+   2026-11-29, 05:47 UTC on). */
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
@@ -5329,7 +5336,7 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
     for (int q = first; q < last; q++) {
         const int c = L.part_cluster[q];
         if (c != w->ci) {
-            if (w->ci >= 0) elec__list_flush(L, w);
+            if (w->ci >= 0) elec__list_lane_flush(L, w);
             w->ci = c;
             w->slot = c * ELEC__LIST_CLUSTER + lane;
             w->a = L.pos[w->slot];
@@ -5344,26 +5351,6 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
         const unsigned *j = WHOLE ? L.entries + row : L.lane_j + elec__list_lane_at(row, lane);
         elec__list_part<WHOLE>(L, j, image_shift, pair, coincident2, excl_list, n, w);
     }
-}
-
-/* The whole form's run, not inlined, for a pair function whose kernel
-   spills with both forms inline (Pair::whole_apart): the usual form then
-   takes its registers as if the whole form were not there, and the whole
-   form, a fallback, runs slower (L is read from the stack).  MSM's pair
-   kernel spilled 44 bytes with both inline, 28 before the forms had
-   loops of their own, 12 with this (ptxas, nvcc 13.0); at DHFR size its
-   usual form took 88.1-88.5 us against 92.7-95.5, its whole form 332-334
-   against 305.5-305.7.  SPME's kernel spills in no form and keeps both
-   inline; apart, its whole form took 167 us against 140 (H200,
-   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
-template <class Pair>
-__device__ __noinline__ elec__list_lane elec__list_run_whole(
-    const elec__list L, const Pair pair, const float4 *image_shift, int first, int last,
-    int lane, float coincident2, const int *excl_start, const int *excl_list, int n,
-    elec__list_lane w) {
-    elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
-                         excl_list, n, &w);
-    return w;
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
@@ -5392,16 +5379,13 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     w.ci = -1;
     w.slot = w.eb = w.ee = w.coincident = 0;
     w.a = w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (whole && Pair::whole_apart)
-        w = elec__list_run_whole(L, pair, image_shift, first, last, lane, coincident2,
-                                 excl_start, excl_list, n, w);
-    else if (whole)
+    if (whole)
         elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
                              excl_list, n, &w);
     else
         elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
                               excl_list, n, &w);
-    if (w.ci >= 0) elec__list_flush(L, &w);
+    if (w.ci >= 0) elec__list_lane_flush(L, &w);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
 }
 
@@ -7104,7 +7088,7 @@ struct elec__pair_msm {
        with the branch); without it, at 5 against 6, DHFR-size 246.5-249.3
        against 253.3-257.2 us, ApoA1-size 663.4-666.8 against 657.0-660.4
        (bench/RESULTS.md, 2026-11-27, 20:13 UTC on) */
-    enum { min_blocks = 6, whole_apart = 1 };
+    enum { min_blocks = 6 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
         const float rinv = elec_rsqrt_sfu(r2);
