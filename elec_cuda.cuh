@@ -5265,9 +5265,9 @@ __device__ __forceinline__ void elec__list_lane_flush(const elec__list &L,
    graph on an H100 went from 70.9 to 66.1 us at DHFR size, 207.8 to 195.5 at ApoA1
    size, 2086 to 1969 at 1M atoms (bench/RESULTS.md, 2026-11-27, 20:13
    UTC on).  SPME's and MSM's sums need no clamp (the selects drop every
-   pair outside the cutoff), but without it SPME's steps were slower: 63.3
-   -> 64.1 us at DHFR size, 1.63-1.64 -> 1.67 ms at 1M atoms (H200,
-   bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
+   pair outside it, coincident pairs included), but without it SPME's
+   steps were slower: 63.3-63.4 -> 64.1 us at DHFR size, 1.63-1.64 -> 1.67
+   ms at 1M atoms (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
@@ -5295,7 +5295,7 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
            DHFR size, then 20.35M (and no longer spilled 12 bytes); its steps
            from a graph went from 65.1 to 64.2-64.5 us at DHFR size, 188.4
            to 185.3-186.0 at ApoA1 size and 1676 to 1645 at 1M atoms (H200,
-           bench/RESULTS.md, 2026-11-29).  The host refuses a cutoff that
+           bench/RESULTS.md, 2026-11-29, 03:24 UTC on).  The host refuses a cutoff that
            is not finite and positive, so coincident2 is a number. */
         const bool coincident = r2 < coincident2;
         w->coincident += WHOLE ? within && coincident : coincident;
@@ -5313,20 +5313,21 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
 
 /* A warp's run of parts, first to last, in one form of the lists.  The
    kernel picks the form once, at its start, and each form is a loop of
-   its own.  With the choice made at every part (before 2026-11-29) the
+   its own.  With the choice made at every part (until 3b23496) the
    compiler merged the two forms' code: the DHFR-size pair kernel issued
    20.36M instructions, 19.67M with the whole form compiled out (Nsight
    Compute, H200).  With a loop a form and q_i out of the sum
    (elec__list_lane_flush), SPME's DHFR-size pairs took 32.2-32.5 us
-   against 33.5-33.8, and in one call its steps from a graph went from
-   64.5-65.1 to 62.9-63.2 us at DHFR size, 184.9-185.4 to 181.3-181.8 at
-   ApoA1 size and 1657-1659 to 1623-1624 at 1M atoms.  MSM's pair kernel
-   now spills 44 bytes (ptxas, nvcc 13.0; 28 before), yet its DHFR-size
-   pairs took 88.9-91.3 us against 92.7-95.5, its whole form 280.9-281.8
-   against 305.5-305.7.  With the whole form a function of its own
-   (__noinline__) the usual form spilled 12 bytes and took 87.8-89.4 us,
-   but the whole form 332-337: not kept (H200, bench/RESULTS.md,
-   2026-11-29, 05:47 UTC on). */
+   against 33.5-33.8 in one call, and in another (the whole form then
+   apart, below) its steps from a graph went from 64.5-65.1 to 62.9-63.2
+   us at DHFR size, 184.9-185.4 to 181.3-181.8 at ApoA1 size.  MSM's pair
+   kernel now spills 44 bytes (ptxas, nvcc 13.0; 28 before), yet its
+   DHFR-size pairs took 88.9-91.3 us (92.7-95.5 before, in an earlier
+   call), its whole form 280.9-281.8 (305.5-305.7).  With the whole form a
+   function of its own (__noinline__, in the same call) the usual form
+   spilled 12 bytes and took 87.8-88.9 us, but the whole form 334.5-337.0:
+   not kept, as a system whose lists outgrow their room runs the whole
+   form at every step (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
 template <bool WHOLE, class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
@@ -7082,7 +7083,8 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
 struct elec__pair_msm {
     /* 6 blocks an SM, as SPME's kept until 2026-11-27 (it keeps 5 since
        its loop went without a branch), though its registers then spill
-       (12 bytes with the branch, 28 without: ptxas, nvcc 13.0): at 2 and
+       (12 bytes with the branch, 28 without, 44 since the lists' two forms
+       have loops of their own: ptxas, nvcc 13.0): at 2 and
        4 blocks DHFR-size's step took 274.3 and 279.3 us from a graph
        against 268.5, ApoA1-size's 732.2 and 738.8 against 688.0 (H100,
        with the branch); without it, at 5 against 6, DHFR-size 246.5-249.3
