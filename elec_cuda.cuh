@@ -4399,6 +4399,11 @@ typedef struct elec__list {
     unsigned *entries;           /* the candidates: j slot << 5 | image
                                     (0 .. 26, 13: the box itself),
                                     pad: padding                          */
+    unsigned *near_masks;        /* beside each 32 candidates (entries),
+                                    for lane l of the i cluster: which of
+                                    them lie within rlist of its atom
+                                    (elec__list_near_mask), from step 10
+                                    for step 13                          */
     int *share_count;            /* per cluster, share and lane: how many
                                     partners the share gives the atom     */
     int *row_count, *row_start;  /* per i cluster: rows of its atoms'
@@ -4965,7 +4970,12 @@ __device__ __forceinline__ void elec__list_stage_front(unsigned *stage, int held
    DHFR size, 546 to 498 us at ApoA1 size and 5.7 to 5.1 ms at 1M atoms
    (H100).
    WRITE 0: how many, per lane (share_count; skips not taken off: a
-   bound).  WRITE 1: the atom's list, its shares one after the other from
+   bound), each 32 candidates' mask kept for WRITE 1 (near_masks), which
+   then loads it rather than the candidates' positions: recomputed there,
+   the masks took 44 of the 393 us of a DHFR-size build, 1.24 of 9.6 ms at
+   1M atoms (their count, step 10, as timed after each grid barrier; H200,
+   bench/RESULTS.md, 2026-11-29, 07:54 UTC on).  WRITE 1: the atom's list,
+   its shares one after the other from
    row_start, each padded to its bound, the last to the cluster's rows,
    the first noting the cluster's parts (part_cluster); or, where the
    lists outgrew their room (WHOLE, set by step 12), only the parts of the
@@ -5004,7 +5014,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
     const int t_end = tiles * (share + 1) / ELEC__LIST_SHARES;
     const int slot = ci * ELEC__LIST_CLUSTER + lane, atom = L.order[slot];
     const int eb = atom >= 0 ? excl_start[atom] : 0, ee = atom >= 0 ? excl_start[atom + 1] : 0;
-    const float4 a = L.ref[slot];
+    const float4 a = WRITE ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : L.ref[slot];
     int row = 0, count = 0;
 #pragma unroll
     for (int k = 0; k < ELEC__LIST_PART; k++) stage[k] = L.pad;
@@ -5013,21 +5023,33 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         for (int q = 0; q < share; q++) row += share_count[q * ELEC__LIST_CLUSTER];
     }
     if (t_first < t_end) {
-        unsigned next = L.entries[base + t_first * ELEC__LIST_CLUSTER + lane];
-        float4 next_b = elec__list_candidate(L, next);
-        for (int t = t_first; t < t_end; t++) {
-            /* the next 32 candidates loaded while these are tested */
-            const unsigned mine = next;
+        size_t at = (size_t)base + (size_t)t_first * ELEC__LIST_CLUSTER + lane;
+        unsigned next = L.entries[at];
+        float4 next_b = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        unsigned next_near = 0u;
+        if (WRITE)
+            next_near = L.near_masks[at];
+        else
+            next_b = elec__list_candidate(L, next);
+        for (int t = t_first; t < t_end; t++, at += ELEC__LIST_CLUSTER) {
+            /* the next 32 candidates (WRITE: their mask) loaded while
+               these are tested */
+            const unsigned mine = next, kept_near = next_near;
             const float4 b = next_b;
             if (t + 1 < t_end) {
-                next = L.entries[base + (t + 1) * ELEC__LIST_CLUSTER + lane];
-                next_b = elec__list_candidate(L, next);
+                next = L.entries[at + ELEC__LIST_CLUSTER];
+                if (WRITE)
+                    next_near = L.near_masks[at + ELEC__LIST_CLUSTER];
+                else
+                    next_b = elec__list_candidate(L, next);
             }
-            const unsigned near = elec__list_near_mask(a, b, atom >= 0, L.rlist2);
             if (!WRITE) {
+                const unsigned near = elec__list_near_mask(a, b, atom >= 0, L.rlist2);
+                L.near_masks[at] = near;
                 count += __popc(near);
                 continue;
             }
+            const unsigned near = kept_near;
             tile_entries[lane] = mine;
             __syncwarp();
             for (unsigned kept = near; kept; kept &= kept - 1u) {
@@ -5846,6 +5868,7 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(entry_start, int, clusters + 1);
     ELEC__LIST_PLACE(search_count, int, clusters * (size_t)L->search_shares);
     ELEC__LIST_PLACE(entries, unsigned, entries);
+    ELEC__LIST_PLACE(near_masks, unsigned, entries);
     ELEC__LIST_PLACE(share_count, int, clusters * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER);
     ELEC__LIST_PLACE(row_count, int, clusters);
     ELEC__LIST_PLACE(row_start, int, clusters + 1);
@@ -5919,7 +5942,7 @@ static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
    the room for candidates: per cluster, the atoms within rlist of a box
    1.5 times the mean cluster's edge, times 1.5, a tile's padding for
    each of its search shares (each pads its candidates to 32) and one
-   more;
+   more (4 bytes an entry, and 4 more for its lane's mask, near_masks);
    and for the per-atom lists' rows: per cluster, 1.5 times the atoms
    within rlist of an atom, and a part (4 bytes an entry: ~3.0 KB an atom
    for water at 9 A and a 1.5 A skin).  Lists past their room (atoms
