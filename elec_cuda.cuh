@@ -4959,23 +4959,26 @@ __device__ __forceinline__ void elec__list_stage_front(unsigned *stage, int held
    its candidates' tiles dealt evenly), lane l for the cluster's atom l:
    of the share's candidates, those within rlist of the atom at the build
    (ref), less those it skips (elec__list_skips), in candidate order.
-   Each 32 candidates' positions are loaded a lane each, the next 32's
-   while these are tested, then passed round (elec__list_near_mask); to
-   write, the warp puts the 32 entries in shared memory (tile_entries, 32
-   words of its own) and each lane steps through the candidates it keeps
-   alone.  Stepping as a warp through every candidate some lane kept
-   (with its entry passed round), 2/3 of them, 11 lanes of 32 busy on
-   average, had taken 50 instructions a kept candidate (Nsight Compute,
-   DHFR size); a lane alone, the lists' write went from 222 to 198 us at
-   DHFR size, 546 to 498 us at ApoA1 size and 5.7 to 5.1 ms at 1M atoms
-   (H100).
+   Step 10 loads each 32 candidates' positions a lane each, the next 32's
+   while these are tested, then passes them round (elec__list_near_mask);
+   to write, the warp puts the 32 entries in shared memory (tile_entries,
+   32 words of its own) and each lane steps through the candidates it
+   keeps alone.  Stepping as a warp through every candidate some lane
+   kept (with its entry passed round), 2/3 of them, 11 lanes of 32 busy
+   on average, had taken 50 instructions a kept candidate (Nsight
+   Compute, DHFR size); a lane alone, the lists' write went from 222 to
+   198 us at DHFR size, 546 to 498 us at ApoA1 size and 5.7 to 5.1 ms at
+   1M atoms (H100).
    WRITE 0: how many, per lane (share_count; skips not taken off: a
-   bound), each 32 candidates' mask kept for WRITE 1 (near_masks), which
-   then loads it rather than the candidates' positions: recomputed there,
-   the masks took 44 of the 393 us of a DHFR-size build, 1.24 of 9.6 ms at
-   1M atoms (their count, step 10, as timed after each grid barrier; H200,
-   bench/RESULTS.md, 2026-11-29, 07:54 UTC on).  WRITE 1: the atom's list,
-   its shares one after the other from
+   bound), each 32 candidates' mask kept for WRITE 1 (near_masks, 4 bytes
+   an entry), which loads it rather than the candidates' positions and
+   tests nothing again: the write went from 198 to 158 us at DHFR size,
+   487 to 381 us at ApoA1 size and 5.14 to 3.90 ms at 1M atoms, and the
+   whole build from 395 to 355 us, 1.03 to 0.93 ms and 9.61 to 8.36 ms
+   (storing the masks cost step 10 6 % at ApoA1 size, nothing at the
+   others; each step timed after its grid barrier, H200,
+   bench/RESULTS.md, 2026-11-29, 07:54 UTC on).  WRITE 1: the atom's
+   list, its shares one after the other from
    row_start, each padded to its bound, the last to the cluster's rows,
    the first noting the cluster's parts (part_cluster); or, where the
    lists outgrew their room (WHOLE, set by step 12), only the parts of the
@@ -5032,8 +5035,8 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         else
             next_b = elec__list_candidate(L, next);
         for (int t = t_first; t < t_end; t++, at += ELEC__LIST_CLUSTER) {
-            /* the next 32 candidates (WRITE: their mask) loaded while
-               these are tested */
+            /* the next 32 candidates (WRITE: their masks) loaded while
+               these are tested (WRITE: written) */
             const unsigned mine = next, kept_near = next_near;
             const float4 b = next_b;
             if (t + 1 < t_end) {
