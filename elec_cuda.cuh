@@ -4333,7 +4333,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
                                       that a graph captured for one n
                                       stays right after computes of
                                       another                           */
-#define ELEC__LIST_INFO 10
+#define ELEC__LIST_DEALT 10        /* 10 to 13: the items the heavy build
+                                      steps have dealt (elec__list_deal) */
+#define ELEC__LIST_INFO 14
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
 #define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_part) */
@@ -5140,13 +5142,31 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
     __syncthreads(); /* run_sums is the caller's again */
 }
 
+/* The next of a build step's items for the calling warp, from the step's
+   counter (zeroed as the build starts): warps that finish early take
+   more, where a fixed round left a block's warps waiting at each grid
+   barrier for its slowest (Nsight Compute, DHFR size: 30 % of the build's
+   stall samples at block barriers; bench/RESULTS.md, 2026-11-29, 07:54
+   UTC on).  Dealt so in steps 7, 9, 10 and 13, the whole build went from
+   352 to 320 us at DHFR size, 930 to 718 us at ApoA1 size and 8.37 to
+   6.21 ms at 1M atoms (H200, each step timed after its grid barrier;
+   bench/RESULTS.md, 2026-11-29, 09:48 UTC on).  Every lane of the warp
+   calls it. */
+__device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, int lane) {
+    int item = 0;
+    if (lane == 0) item = atomicAdd(L.info + ELEC__LIST_DEALT + step, 1);
+    return __shfl_sync(0xffffffffu, item, 0);
+}
+
 /* The check and the build in one cooperative kernel (every block
    resident), its steps parted by grid barriers: the check over every
    slot, then, only where it (or the caller) raised the flag, steps 1 to
    13, each spread over the grid.  One launch where an earlier build was
    nine (a check and eight kernels that read the flag and returned, ~1.5
    us each on an H100 even in a graph).  SHARED_SEARCH: the search dealt
-   to L.search_shares warps a cluster (elec__list_search_share). */
+   to L.search_shares warps a cluster (elec__list_search_share).  The
+   heavy steps' items go to warps from counters (elec__list_deal), the
+   light steps' in a fixed round. */
 #define ELEC__LIST_UPDATE_THREADS ELEC__LIST_TILE_CELLS /* step 2: a cell a thread */
 template <bool SHARED_SEARCH>
 __global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
@@ -5167,7 +5187,10 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     elec__grid_barrier(barrier);
     if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
     /* the flag up for elec__list_done (no block reads it again here) */
-    if (blockIdx.x == 0 && threadIdx.x == 0) L.info[ELEC__LIST_BUILD] = 1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        L.info[ELEC__LIST_BUILD] = 1;
+        for (int k = 0; k < 4; k++) L.info[ELEC__LIST_DEALT + k] = 0; /* read past a barrier */
+    }
     for (int i = thread; i < n; i += threads) elec__list_count_atom(L, xyzq, i);
     elec__grid_barrier(barrier);
     for (int tile = blockIdx.x; tile < L.tile_count; tile += gridDim.x)
@@ -5183,7 +5206,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     for (int t = warp; t < L.tile_count; t += warps) elec__list_tile_bounds(L, t, lane);
     elec__grid_barrier(barrier);
     const int searches = L.clusters * L.search_shares;
-    for (int s = warp; s < searches; s += warps)
+    for (int s = elec__list_deal(L, 0, lane); s < searches; s = elec__list_deal(L, 0, lane))
         elec__list_search_share<0, SHARED_SEARCH>(L, s, lane);
     elec__grid_barrier(barrier);
     if (blockIdx.x == 0) {
@@ -5191,11 +5214,11 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
         elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
     }
     elec__grid_barrier(barrier);
-    for (int s = warp; s < searches; s += warps)
+    for (int s = elec__list_deal(L, 1, lane); s < searches; s = elec__list_deal(L, 1, lane))
         elec__list_search_share<1, SHARED_SEARCH>(L, s, lane);
     elec__grid_barrier(barrier);
     const int shares = L.clusters * ELEC__LIST_SHARES;
-    for (int s = warp; s < shares; s += warps)
+    for (int s = elec__list_deal(L, 2, lane); s < shares; s = elec__list_deal(L, 2, lane))
         elec__list_share_rows<0>(L, s, lane, excl_start, excl_list, n, NULL);
     elec__grid_barrier(barrier);
     for (int c = warp; c < L.clusters; c += warps) elec__list_cluster_rows(L, c, lane);
@@ -5205,7 +5228,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
         if (threadIdx.x == 0) L.info[ELEC__LIST_WHOLE] = L.row_start[L.clusters] > L.row_room;
     }
     elec__grid_barrier(barrier);
-    for (int s = warp; s < shares; s += warps)
+    for (int s = elec__list_deal(L, 3, lane); s < shares; s = elec__list_deal(L, 3, lane))
         elec__list_share_rows<1>(L, s, lane, excl_start, excl_list, n,
                                  (unsigned *)v + (threadIdx.x & ~31)); /* v: free after step 12 */
 }
