@@ -5148,10 +5148,11 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
    barrier for its slowest (Nsight Compute, DHFR size: 30 % of the build's
    stall samples at block barriers; bench/RESULTS.md, 2026-11-29, 07:54
    UTC on).  Dealt so in steps 7, 9, 10 and 13, the whole build went from
-   352 to 320 us at DHFR size, 930 to 718 us at ApoA1 size and 8.37 to
-   6.21 ms at 1M atoms (H200, each step timed after its grid barrier;
-   bench/RESULTS.md, 2026-11-29, 09:48 UTC on).  Every lane of the warp
-   calls it. */
+   352 to 319 us at DHFR size, 930 to 717 us at ApoA1 size and 8.37 to
+   6.21 ms at 1M atoms (H200, skin 1.5 A, medians of three rounds
+   alternating with the code before, each step timed after its grid
+   barrier; bench/RESULTS.md, 2026-11-29, 09:48 UTC on).  Every lane of
+   the warp calls it. */
 __device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, int lane) {
     int item = 0;
     if (lane == 0) item = atomicAdd(L.info + ELEC__LIST_DEALT + step, 1);
@@ -5176,7 +5177,8 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     const int lane = threadIdx.x & 31;
     const int thread = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
     /* warps dealt round the blocks (warp w of block b is b + w x blocks),
-       so that a few hundred clusters spread over every SM */
+       so that a few hundred clusters spread over every SM (the steps that
+       deal their items in a fixed round: 5, 6 and 11) */
     const int warp = blockIdx.x + (threadIdx.x >> 5) * gridDim.x, warps = threads >> 5;
     unsigned *barrier = (unsigned *)(L.info + ELEC__LIST_BARRIER);
     /* a build is due where the flag is up or the list is another n's
