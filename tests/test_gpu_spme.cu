@@ -982,7 +982,7 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
    a stream and the device buffers. */
 typedef struct list_case {
     test_system w;
-    size_t n, *pairs;
+    size_t n, *pairs, pair_count;
     elec_box box;
     float4 *host, *d_xyzq;
     float *d_forces;
@@ -990,13 +990,46 @@ typedef struct list_case {
     cudaStream_t stream;
 } list_case;
 
-static int list_case_make(list_case *c, size_t molecules, double skin, unsigned seed) {
+/* Every pair within each group of consecutive atoms excluded, the groups
+   of 1, 2, ..., most atoms in turn: each atom has 0 to most - 1
+   exclusions.  Sets c->pairs (NULL where the allocation fails) and
+   c->pair_count. */
+static void list_case_group_exclusions(list_case *c, size_t most) {
+    size_t count = 0, start = 0, size = 1;
+    c->pairs = (size_t *)malloc((c->n * (most - 1) / 2 + 1) * 2 * sizeof(size_t));
+    while (c->pairs && start < c->n) {
+        const size_t end = start + size < c->n ? start + size : c->n;
+        for (size_t i = start; i < end; i++)
+            for (size_t j = i + 1; j < end; j++) {
+                c->pairs[2 * count] = i;
+                c->pairs[2 * count + 1] = j;
+                count++;
+            }
+        start = end;
+        size = size % most + 1;
+    }
+    c->pair_count = count;
+}
+
+/* most_excluded 0: each water molecule's three pairs excluded; else
+   groups of up to most_excluded atoms (list_case_group_exclusions). */
+static int list_case_make_excluding(list_case *c, size_t molecules, double skin, unsigned seed,
+                                    size_t most_excluded) {
     elec_spme_params p = {0};
     elec_error err;
     memset(c, 0, sizeof *c);
     c->w = test_system_water(molecules, seed);
     c->n = c->w.count;
-    c->pairs = test_water_exclusions(molecules);
+    if (most_excluded) {
+        list_case_group_exclusions(c, most_excluded);
+    } else {
+        c->pairs = test_water_exclusions(molecules);
+        c->pair_count = 3 * molecules;
+    }
+    if (!c->pairs) {
+        EXPECT(0, "no memory for the excluded pairs");
+        return 0;
+    }
     c->box = cube(c->w.box[0]);
     c->host = (float4 *)malloc(c->n * sizeof(float4));
     for (size_t i = 0; i < c->n; i++)
@@ -1009,7 +1042,7 @@ static int list_case_make(list_case *c, size_t molecules, double skin, unsigned 
     p.grid_spacing = 1.0;
     p.list_skin = skin;
     p.excluded_pairs = c->pairs;
-    p.excluded_pair_count = 3 * molecules;
+    p.excluded_pair_count = c->pair_count;
     elec_atoms atoms = test_system_atoms(&c->w);
     if (elec_cuda_spme_create(&c->box, &atoms, &p, &c->h, &err) != ELEC_OK) {
         EXPECT(0, "create: %s", err.message);
@@ -1020,6 +1053,10 @@ static int list_case_make(list_case *c, size_t molecules, double skin, unsigned 
     CUDA_OK(cudaMalloc((void **)&c->d_forces, 3 * c->n * sizeof(float)));
     CUDA_OK(cudaMemcpy(c->d_xyzq, c->host, c->n * sizeof(float4), cudaMemcpyHostToDevice));
     return 1;
+}
+
+static int list_case_make(list_case *c, size_t molecules, double skin, unsigned seed) {
+    return list_case_make_excluding(c, molecules, skin, seed, 0);
 }
 
 static void list_case_free(list_case *c) {
@@ -1048,19 +1085,19 @@ static void list_case_compute(list_case *c, float *forces, elec_ewald_terms *ter
     CUDA_OK(cudaMemcpy(forces, c->d_forces, 3 * c->n * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
-TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
-    /* The real-space part alone (the whole compute less its reciprocal
-       part, below) against its exact
-       double sum written out here: over the pairs within the cutoff
+/* For 1,000 water molecules, excluding as list_case_make_excluding
+   does: the real-space part alone (the whole compute less its reciprocal
+   part, below) against its exact double sum written out here. */
+static void check_real_space_exact(size_t most_excluded) {
+    /* The exact sum: over the pairs within the cutoff
        (minimum image) not excluded, q_i q_j erfc(alpha r)/r, and over the
        excluded pairs -q_i q_j erf(alpha r)/r, at the same float
        positions.  What remains is float arithmetic: differences of
        coordinates up to 31 A (ulp 2e-6 A) over distances of 1-9 A, a few
        1e-6 per pair, and erfc's approximation (3e-7); 2e-5 relative RMS
        in the forces and 1e-5 in the energy terms leave a margin of ~5. */
-    REQUIRE_GPU();
     list_case c;
-    if (!list_case_make(&c, 1000, 0.0, 31)) return;
+    if (!list_case_make_excluding(&c, 1000, 0.0, 31, most_excluded)) return;
     const size_t n = c.n;
     const double alpha = 0.3077, rc = 9.0, L = c.box.length[0];
     const double gauss = 2.0 * alpha / sqrt(3.14159265358979323846);
@@ -1074,7 +1111,7 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     elec_error err;
     elec_stage_times times;
     elec_ewald_terms terms;
-    for (size_t e = 0; e < n; e++) { /* 3 pairs per molecule of 3 atoms */
+    for (size_t e = 0; e < c.pair_count; e++) {
         size_t a = c.pairs[2 * e], b = c.pairs[2 * e + 1];
         is_excluded[a * n + b] = is_excluded[b * n + a] = 1;
     }
@@ -1123,9 +1160,10 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     double e_force = test_rel_rms(got, want, 3 * n);
     double e_real = relative(real_got, real);
     double e_excluded = relative(excluded_got, excluded);
-    printf("     %zu atoms: real %.3e, excluded %.3e, forces %.3e (relative); list build "
-           "%.1f us, pairs %.1f us; %lld pairs within the cutoff, %lld evaluated\n", n, e_real,
-           e_excluded, e_force, 1e6 * elec_stage_seconds(&times, "list build"),
+    printf("     %zu atoms, %zu excluded pairs: real %.3e, excluded %.3e, forces %.3e "
+           "(relative); list build %.1f us, pairs %.1f us; %lld pairs within the cutoff, %lld "
+           "evaluated\n", n, c.pair_count, e_real, e_excluded, e_force,
+           1e6 * elec_stage_seconds(&times, "list build"),
            1e6 * elec_stage_seconds(&times, "real space"), within, stats.evaluated);
     /* with no skin the per-atom lists hold each pair within the cutoff
        twice (from both atoms; a pair at the cutoff to float rounding may
@@ -1143,6 +1181,19 @@ TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
     free(reciprocal);
     free(is_excluded);
     list_case_free(&c);
+}
+
+TEST(real_space_matches_the_exact_real_space_sum_with_exclusions) {
+    REQUIRE_GPU();
+    check_real_space_exact(0); /* water: each atom two exclusions */
+}
+
+/* The list's build holds an atom's first ELEC__LIST_HELD exclusions in
+   registers and loops over the rest: groups of 1 to 9 atoms give atoms of
+   0 to 8 exclusions, each way taken. */
+TEST(real_space_matches_the_exact_real_space_sum_with_up_to_eight_exclusions_an_atom) {
+    REQUIRE_GPU();
+    check_real_space_exact(9);
 }
 
 /* Every atom moved by a random vector of length `step` (A). */
@@ -1678,6 +1729,7 @@ int main(void) {
     RUN(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(coincident_atoms_are_reported_unless_excluded);
     RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
+    RUN(real_space_matches_the_exact_real_space_sum_with_up_to_eight_exclusions_an_atom);
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
     RUN(a_captured_step_rebuilds_inside_the_graph);
     RUN(real_space_after_the_reciprocal_chain_computes_as_beside_it);
