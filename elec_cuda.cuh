@@ -4335,6 +4335,7 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
                                       another                           */
 #define ELEC__LIST_DEALT 10        /* 10 to 13: the items the heavy build
                                       steps have dealt (elec__list_deal) */
+#define ELEC__LIST_DEALT_STEPS 4   /* steps 7, 9, 10 and 13              */
 #define ELEC__LIST_INFO 14
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
@@ -4700,16 +4701,21 @@ __device__ __forceinline__ int elec__list_tile_at(int t, int k, int reach, int n
    candidate js with image code: itself in the box itself, and its
    excluded partners in any image (the finish kernel corrects the
    excluded pairs; the cutoff is within half the box, so only one image
-   of a partner can be within the cutoff). */
-__device__ __forceinline__ bool elec__list_skips(int js, unsigned code, int slot, int eb, int ee,
-                                                 const int *excl_list, const int *slot_of,
-                                                 int n) {
-    if (js == slot && code == 13u) return true;
+   of a partner can be within the cutoff).  elec__list_excludes: the
+   exclusions' part of that test, for the partners eb .. ee. */
+__device__ __forceinline__ bool elec__list_excludes(int js, int eb, int ee,
+                                                    const int *excl_list, const int *slot_of,
+                                                    int n) {
     for (int x = eb; x < ee; x++) {
-        int partner = excl_list[x];
+        const int partner = excl_list[x];
         if (partner < n && slot_of[partner] == js) return true;
     }
     return false;
+}
+__device__ __forceinline__ bool elec__list_skips(int js, unsigned code, int slot, int eb, int ee,
+                                                 const int *excl_list, const int *slot_of,
+                                                 int n) {
+    return (js == slot && code == 13u) || elec__list_excludes(js, eb, ee, excl_list, slot_of, n);
 }
 
 /* The slots of an atom's first ELEC__LIST_HELD excluded partners (its
@@ -4745,8 +4751,8 @@ __device__ __forceinline__ bool elec__list_skips_held(int js, unsigned code, int
     bool held_hit = false;
 #pragma unroll
     for (int k = 0; k < ELEC__LIST_HELD; k++) held_hit |= held[k] == js;
-    return held_hit || elec__list_skips(js, code, slot, eb + ELEC__LIST_HELD, ee, excl_list,
-                                        slot_of, n);
+    return held_hit ||
+           elec__list_excludes(js, eb + ELEC__LIST_HELD, ee, excl_list, slot_of, n);
 }
 
 /* Where a search share's candidates start in the list: its cluster's
@@ -5229,7 +5235,8 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     /* the flag up for elec__list_done (no block reads it again here) */
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         L.info[ELEC__LIST_BUILD] = 1;
-        for (int k = 0; k < 4; k++) L.info[ELEC__LIST_DEALT + k] = 0; /* read past a barrier */
+        for (int k = 0; k < ELEC__LIST_DEALT_STEPS; k++) /* read past a barrier */
+            L.info[ELEC__LIST_DEALT + k] = 0;
     }
     for (int i = thread; i < n; i += threads) elec__list_count_atom(L, xyzq, i);
     elec__grid_barrier(barrier);
