@@ -4336,7 +4336,10 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
 #define ELEC__LIST_DEALT 10        /* 10 to 13: the items the heavy build
                                       steps have dealt (elec__list_deal) */
 #define ELEC__LIST_DEALT_STEPS 4   /* steps 7, 9, 10 and 13              */
-#define ELEC__LIST_INFO 14
+#define ELEC__LIST_PAIRS_DEALT 14  /* the parts a pair kernel has dealt
+                                      (Pair::dealt > 0), zeroed by each
+                                      compute's update                  */
+#define ELEC__LIST_INFO 15
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
 #define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_part) */
@@ -4455,8 +4458,13 @@ struct elec__pair_erfc {
        call): DHFR-size 67.3 and 66.1 us, ApoA1-size 196.0 and 195.5, 1M
        atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
        as committed there) 68.3 and 201.5 (bench/RESULTS.md, 2026-11-27,
-       20:13 UTC on).  Five for DHFR-size, the goal still open. */
-    enum { min_blocks = 5 };
+       20:13 UTC on).  Five for DHFR-size, the goal still open.
+       Not dealt (elec__k_list_pairs): dealt four at a time from a counter,
+       SPME's pairs took 34.6-34.9 -> 38.0-38.1 us at DHFR size, its steps
+       from a graph 62.8-63.1 -> 73.3-73.6 us, 180.5-180.9 -> 203.5-203.9
+       at ApoA1 size and 1624-1630 -> 1841-1860 at 1M atoms (H200,
+       bench/RESULTS.md, 2026-11-29, 11:48 UTC on) */
+    enum { min_blocks = 5, dealt = 0 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -5186,8 +5194,10 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
     __syncthreads(); /* run_sums is the caller's again */
 }
 
-/* The next of a build step's items for the calling warp, from the step's
-   counter (zeroed as the build starts): warps that finish early take
+/* elec__list_take: the next item for the calling warp from a counter
+   (lane 0's atomic, given to every lane).  elec__list_deal: the next of
+   a build step's items, from the step's counter (zeroed as the build
+   starts): warps that finish early take
    more, where a fixed round left a block's warps waiting at each grid
    barrier for its slowest (Nsight Compute, DHFR size: 30 % of the build's
    stall samples at block barriers; bench/RESULTS.md, 2026-11-29, 07:54
@@ -5197,10 +5207,13 @@ __device__ __forceinline__ void elec__list_scan_block(const int *count, int *sta
    alternating with the code before, each step timed after its grid
    barrier; bench/RESULTS.md, 2026-11-29, 09:48 UTC on).  Every lane of
    the warp calls it. */
-__device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, int lane) {
+__device__ __forceinline__ int elec__list_take(int *counter, int lane) {
     int item = 0;
-    if (lane == 0) item = atomicAdd(L.info + ELEC__LIST_DEALT + step, 1);
+    if (lane == 0) item = atomicAdd(counter, 1);
     return __shfl_sync(0xffffffffu, item, 0);
+}
+__device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, int lane) {
+    return elec__list_take(L.info + ELEC__LIST_DEALT + step, lane);
 }
 
 /* The check and the build in one cooperative kernel (every block
@@ -5229,6 +5242,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
        (BUILT_N is written only by elec__list_done, after this kernel) */
     const bool other_n = L.info[ELEC__LIST_BUILT_N] != n;
     const bool due = other_n || L.info[ELEC__LIST_BUILD];
+    if (thread == 0) L.info[ELEC__LIST_PAIRS_DEALT] = 0; /* for the pair kernel after it */
     for (int p = thread; p < L.slots; p += threads) elec__list_check_slot(L, xyzq, p, due);
     elec__grid_barrier(barrier);
     if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
@@ -5293,7 +5307,8 @@ __device__ __forceinline__ bool elec__spme_coincident(float r2) {
 
 /* The evaluation: a grid of warps (resident ones, elec__list_pair_grid,
    or as a method sets it, e.g. elec__spme_pair_blocks), each taking an even
-   share of the rows of the per-atom lists, in parts of ELEC__LIST_PART
+   share of the rows of the per-atom lists (or its parts dealt from a
+   counter: Pair::dealt, elec__k_list_pairs), in parts of ELEC__LIST_PART
    rows of one i cluster.  Lane l holds i atom l of the part's cluster;
    row r gives it its r-th partner j (slot, image s): d = r_i - (r_j + s),
    and within the cutoff F_i += q_i q_j f d, phi_i += q_j g (q_i taken
@@ -5450,7 +5465,13 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
-   bounds). */
+   bounds).  Its dealt: 0, each warp takes an even share of the parts,
+   fixed at launch; n > 0, each warp takes n parts at a time from the
+   list's counter (ELEC__LIST_PAIRS_DEALT, zeroed by the update kernel
+   that comes before the pairs in every compute) until none are left, so
+   that a warp that finishes early takes more, and the warps at work at
+   one time work on nearby clusters.  MSM's pairs are dealt, SPME's are
+   not (each measured both ways: elec__pair_msm, elec__pair_erfc). */
 template <class Pair>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK, Pair::min_blocks)
 elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *excl_list,
@@ -5475,12 +5496,26 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     w.ci = -1;
     w.slot = w.eb = w.ee = w.coincident = 0;
     w.a = w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (whole)
+    if (Pair::dealt > 0) {
+        for (;;) {
+            const long long from =
+                (long long)elec__list_take(L.info + ELEC__LIST_PAIRS_DEALT, lane) * Pair::dealt;
+            if (from >= parts) break;
+            const int to = (int)(from + Pair::dealt < parts ? from + Pair::dealt : parts);
+            if (whole)
+                elec__list_run<true>(L, pair, image_shift, (int)from, to, lane, coincident2,
+                                     excl_start, excl_list, n, &w);
+            else
+                elec__list_run<false>(L, pair, image_shift, (int)from, to, lane, coincident2,
+                                      excl_start, excl_list, n, &w);
+        }
+    } else if (whole) {
         elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
                              excl_list, n, &w);
-    else
+    } else {
         elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
                               excl_list, n, &w);
+    }
     if (w.ci >= 0) elec__list_lane_flush(L, &w);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
 }
@@ -7185,8 +7220,16 @@ struct elec__pair_msm {
        against 268.5, ApoA1-size's 732.2 and 738.8 against 688.0 (H100,
        with the branch); without it, at 5 against 6, DHFR-size 246.5-249.3
        against 253.3-257.2 us, ApoA1-size 663.4-666.8 against 657.0-660.4
-       (bench/RESULTS.md, 2026-11-27, 20:13 UTC on) */
-    enum { min_blocks = 6 };
+       (bench/RESULTS.md, 2026-11-27, 20:13 UTC on).
+       Since 2026-11-29 its parts are dealt four at a time (dealt, in
+       elec__k_list_pairs) on 5 blocks an SM (8 bytes spilled, 47
+       registers): steps from a graph at DHFR size 245.3-246.2 -> 234.3-234.8
+       us, at ApoA1 size 625.3-632.1 -> 589.0-591.9 (H200, bench_spme
+       --quick, three rounds alternating; dealt on 6 blocks an SM
+       243.7-243.9 and 607.3-608.9, two at a time on 5 234.8-235.3 and
+       599.5-600.6; bench/RESULTS.md, 2026-11-29, 11:48 UTC on).  SPME's
+       pairs dealt were slower at every size: dealt = 0 there. */
+    enum { min_blocks = 5, dealt = 4 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
         const float rinv = elec_rsqrt_sfu(r2);
