@@ -4303,8 +4303,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
    giving, for a pair at squared distance 0 < r2 < cutoff^2, the kernel
    g(r) of the potential between unit charges and f = -g'(r) / r (the pair
    adds q_j g to phi_i, q_i q_j g to the energy and q_i q_j f (r_i - r_j)
-   to F_i), and min_blocks, the pair kernel's blocks an SM (its launch
-   bounds).  The pair kernel calls it on every row of its lists, at r2
+   to F_i), min_blocks, the pair kernel's blocks an SM (its launch
+   bounds), and dealt, how its warps take their parts (0: even shares;
+   elec__k_list_pairs).  The pair kernel calls it on every row of its lists, at r2
    clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
    and keeps the result only for pairs within the cutoff: it must be
    finite over that whole range, the cutoff included, and have no side
@@ -4463,6 +4464,7 @@ struct elec__pair_erfc {
        SPME's pairs took 34.6-34.9 -> 38.0-38.1 us at DHFR size, its steps
        from a graph 62.8-63.1 -> 73.3-73.6 us, 180.5-180.9 -> 203.5-203.9
        at ApoA1 size and 1624-1630 -> 1841-1860 at 1M atoms (H200,
+       bench_spme --quick, the ranges of three rounds alternating;
        bench/RESULTS.md, 2026-11-29, 11:48 UTC on) */
     enum { min_blocks = 5, dealt = 0 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
@@ -5422,7 +5424,8 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
 }
 
 /* A warp's run of parts, first to last, in one form of the lists.  The
-   kernel picks the form once, at its start, and each form is a loop of
+   kernel picks the form once for each run (once a warp with even shares,
+   once a take where its parts are dealt), and each form is a loop of
    its own.  With the choice made at every part (until 3b23496) the
    compiler merged the two forms' code: the DHFR-size pair kernel issued
    20.36M instructions, 19.67M with the whole form compiled out (Nsight
@@ -5469,9 +5472,9 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
    fixed at launch; n > 0, each warp takes n parts at a time from the
    list's counter (ELEC__LIST_PAIRS_DEALT, zeroed by the update kernel
    that comes before the pairs in every compute) until none are left, so
-   that a warp that finishes early takes more, and the warps at work at
-   one time work on nearby clusters.  MSM's pairs are dealt, SPME's are
-   not (each measured both ways: elec__pair_msm, elec__pair_erfc). */
+   that a warp that finishes early takes more.  MSM's pairs are dealt,
+   SPME's are not (each measured both ways: elec__pair_msm,
+   elec__pair_erfc). */
 template <class Pair>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK, Pair::min_blocks)
 elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *excl_list,
@@ -6477,7 +6480,10 @@ cleanup:
 /* The list's pairs evaluated with a pair function into L->acc, on a grid
    of `blocks` (elec__list_pair_grid's resident blocks, or the method's
    choice: elec__spme_pair_blocks).  coincident_sum: where the count
-   of coincident pairs (2 per pair) is added. */
+   of coincident pairs (2 per pair) is added.  It must follow
+   elec__list_update on the same stream in every compute: the update
+   zeroes acc and the counter a dealt pair function takes its parts
+   from. */
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,
                                        const int *excl_list, int n, double *coincident_sum,
@@ -7212,8 +7218,9 @@ __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
 /* The short range on the neighbour list (>>spme): MSM's pair function,
    g = 1/r - G(t), f = -g'(r)/r = 1/r^3 + 2 G'(t) / a^2, t = r^2/a^2 - 1. */
 struct elec__pair_msm {
-    /* 6 blocks an SM, as SPME's kept until 2026-11-27 (it keeps 5 since
-       its loop went without a branch), though its registers then spill
+    /* 6 blocks an SM until 2026-11-29, as SPME's kept until 2026-11-27
+       (it keeps 5 since its loop went without a branch), though its
+       registers then spill
        (12 bytes with the branch, 28 without, 44 since the lists' two forms
        have loops of their own: ptxas, nvcc 13.0): at 2 and
        4 blocks DHFR-size's step took 274.3 and 279.3 us from a graph
@@ -7223,12 +7230,17 @@ struct elec__pair_msm {
        (bench/RESULTS.md, 2026-11-27, 20:13 UTC on).
        Since 2026-11-29 its parts are dealt four at a time (dealt, in
        elec__k_list_pairs) on 5 blocks an SM (8 bytes spilled, 47
-       registers): steps from a graph at DHFR size 245.3-246.2 -> 234.3-234.8
-       us, at ApoA1 size 625.3-632.1 -> 589.0-591.9 (H200, bench_spme
-       --quick, three rounds alternating; dealt on 6 blocks an SM
-       243.7-243.9 and 607.3-608.9, two at a time on 5 234.8-235.3 and
-       599.5-600.6; bench/RESULTS.md, 2026-11-29, 11:48 UTC on).  SPME's
-       pairs dealt were slower at every size: dealt = 0 there. */
+       registers).  Steps from a graph, H200, bench_spme --quick, the
+       ranges of three rounds alternating with the code before, measured
+       on an experiment copy that took the chunk as a run-time argument:
+       DHFR size 245.3-246.2 -> 234.3-234.8 us, ApoA1 size 625.3-632.1 ->
+       589.0-591.9 (dealt on 6 blocks an SM 243.7-243.9 and 607.3-608.9,
+       two at a time on 5 234.8-235.3 and 599.5-600.6).  As committed
+       (the chunk fixed here) one make bench gave 237.1 and 590.6.  Five
+       blocks with even shares were not timed on the H200, so how the gain
+       splits between the two is not known (bench/RESULTS.md, 2026-11-29,
+       11:48 UTC on).  SPME's pairs dealt were slower at every size:
+       dealt = 0 there. */
     enum { min_blocks = 5, dealt = 4 };
     elec__pmsm_short_args s;
     __device__ __forceinline__ void operator()(float r2, float *g, float *f) const {
