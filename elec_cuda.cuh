@@ -5467,6 +5467,23 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
     }
 }
 
+/* elec__list_run in the form of the lists the kernel found (whole: the
+   candidates). */
+template <class Pair>
+__device__ __forceinline__ void elec__list_run_in(bool whole, const elec__list &L,
+                                                  const Pair &pair, const float4 *image_shift,
+                                                  int first, int last, int lane,
+                                                  float coincident2, const int *excl_start,
+                                                  const int *excl_list, int n,
+                                                  elec__list_lane *w) {
+    if (whole)
+        elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                             excl_list, n, w);
+    else
+        elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                              excl_list, n, w);
+}
+
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
    bounds).  Its dealt: 0, each warp takes an even share of the parts,
    fixed at launch; n > 0, each warp takes n parts at a time from the
@@ -5505,19 +5522,12 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
                 (long long)elec__list_take(L.info + ELEC__LIST_PAIRS_DEALT, lane) * Pair::dealt;
             if (from >= parts) break;
             const int to = (int)(from + Pair::dealt < parts ? from + Pair::dealt : parts);
-            if (whole)
-                elec__list_run<true>(L, pair, image_shift, (int)from, to, lane, coincident2,
-                                     excl_start, excl_list, n, &w);
-            else
-                elec__list_run<false>(L, pair, image_shift, (int)from, to, lane, coincident2,
-                                      excl_start, excl_list, n, &w);
+            elec__list_run_in(whole, L, pair, image_shift, (int)from, to, lane, coincident2,
+                              excl_start, excl_list, n, &w);
         }
-    } else if (whole) {
-        elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
-                             excl_list, n, &w);
     } else {
-        elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
-                              excl_list, n, &w);
+        elec__list_run_in(whole, L, pair, image_shift, first, last, lane, coincident2,
+                          excl_start, excl_list, n, &w);
     }
     if (w.ci >= 0) elec__list_lane_flush(L, &w);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
