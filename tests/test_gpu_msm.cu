@@ -837,6 +837,80 @@ TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
     test_system_free(&sys);
 }
 
+TEST(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
+    REQUIRE_GPU();
+    /* The MSM counterpart of test_gpu_spme's crowded-atoms test, for the
+       pair kernel's dealt loop (MSM's pairs are dealt from a counter,
+       SPME's are not) in the lists' whole form.  700 of 1000 water
+       molecules (moved whole, oxygens at random in a 6 A cube) crowd 2100
+       atoms where 21 would be.  At the default cutoff 12 A and the 1.5 A
+       skin the handle, sized at create from the mean density, has rows
+       for 1.5 times the ~1,030 atoms within 13.5 A of the mean atom, a
+       cluster's worth each; here the atoms average 1,890 partners within
+       13.5 A (the crowd's up to 2,606), so the build evaluates the
+       candidates whole (the stats must say so) without overflowing (no
+       cluster can have more candidates than the system's 3,000 atoms,
+       under the room's ~5,700 each).  Held to the CPU's double periodic
+       MSM at the same float positions by pmsm_expect_cpu's bounds: the
+       closest pair is 0.035 A apart, and the differences of float
+       coordinates are taken exactly, as in test_gpu_spme's crowd. */
+    const size_t molecules = 1000, crowded = 700, n = 3 * molecules;
+    test_system sys = test_system_water(molecules, 43);
+    size_t *pairs = test_water_exclusions(molecules);
+    test_rng rng = test_rng_seeded(44);
+    for (size_t m = 0; m < crowded; m++) {
+        double shift[3];
+        for (int a = 0; a < 3; a++)
+            shift[a] = 0.5 * sys.box[a] + 6.0 * (test_uniform(&rng) - 0.5) - sys.xyz[9 * m + a];
+        for (size_t k = 3 * m; k < 3 * m + 3; k++)
+            for (int a = 0; a < 3; a++) sys.xyz[3 * k + a] += shift[a];
+    }
+    elec_box box = test_box(sys.box[0], sys.box[1], sys.box[2]);
+    elec_atoms atoms = test_system_atoms(&sys);
+    elec_msm_params p = {0};
+    elec_cuda_msm_periodic_handle *h = NULL;
+    elec_spme_list_stats stats;
+    elec_error err;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *f = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
+    double *forces = (double *)malloc(3 * n * sizeof(double)), energy = 0.0;
+    p.scale = ELEC_COULOMB;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 3 * molecules;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
+           err.message);
+    EXPECT(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
+               cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
+               cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==
+                   cudaSuccess,
+           "device buffers");
+    if (h) {
+        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, 0, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_energy(h, &energy, 0, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_list_stats(h, &stats, 0, &err) == ELEC_OK,
+               "compute: %s", err.message);
+        EXPECT(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
+                   cudaSuccess, "forces back");
+        for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
+        printf("     whole %d, overflow %d, %lld pairs evaluated\n", stats.whole, stats.overflow,
+               stats.evaluated);
+        EXPECT(stats.whole == 1 && stats.overflow == 0, "whole %d, overflow %d", stats.whole,
+               stats.overflow);
+        pmsm_expect_cpu(&sys, &box, &p, energy, forces, "water 1000, 700 crowded");
+    }
+    elec_cuda_msm_periodic_destroy(h);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(f);
+    free(forces);
+    free(pairs);
+    test_system_free(&sys);
+}
+
 TEST(periodic_gpu_msm_repeats_and_replays_from_a_graph) {
     REQUIRE_GPU();
     /* The list's slots and its sums come from atomics, so a pair sum's
@@ -1114,6 +1188,7 @@ int main(void) {
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
     RUN(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt);
+    RUN(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(periodic_gpu_msm_repeats_and_replays_from_a_graph);
     RUN(periodic_gpu_msm_reports_coincident_atoms);
     return gpu_test_summary();
