@@ -323,9 +323,11 @@ ELEC_HD static inline double elec_distance2(const double a[3],
    points k0 - j, j = 0 .. order-1, carry the weights w[j] = M_n(t + j) and
    their derivatives dw[j] = M_n'(t + j) = M_{n-1}(t + j) - M_{n-1}(t + j - 1)
    (d/du); the weights sum to 1.  Orders 2 to ELEC_MAX_SPLINE_ORDER.  One
-   body, two precisions: the CPU reference in double, kernels in float. */
+   body, two precisions: the CPU reference in double, kernels in float.
+   DIVIDE(x, m) is x / m in both (elec_cuda.cuh's gather passes a
+   multiply by 1/m instead: elec__spme_gather_weights). */
 #define ELEC_MAX_SPLINE_ORDER 8
-#define ELEC__BSPLINE_WEIGHTS(type)                                           \
+#define ELEC__BSPLINE_WEIGHTS(type, DIVIDE)                                   \
     int m, j;                                                                 \
     w[0] = t;                                                                 \
     w[1] = (type)1 - t;                                                       \
@@ -336,23 +338,26 @@ ELEC_HD static inline double elec_distance2(const double a[3],
             for (j = m - 1; j > 0; j--) dw[j] = w[j] - w[j - 1];              \
             dw[0] = w[0];                                                     \
         }                                                                     \
-        w[m] = ((type)1 - t) * w[m - 1] / (type)m;                            \
+        w[m] = DIVIDE(((type)1 - t) * w[m - 1], m);                           \
         for (j = m - 1; j > 0; j--)                                           \
-            w[j] = ((t + (type)j) * w[j] + ((type)(m + 1 - j) - t) * w[j - 1]) \
-                   / (type)m;                                                 \
-        w[0] = t * w[0] / (type)m;                                            \
+            w[j] = DIVIDE((t + (type)j) * w[j] +                              \
+                              ((type)(m + 1 - j) - t) * w[j - 1],             \
+                          m);                                                 \
+        w[0] = DIVIDE(t * w[0], m);                                           \
     }                                                                         \
     if (order == 2 && dw) {                                                   \
         dw[0] = (type)1;                                                      \
         dw[1] = (type)-1;                                                     \
     }
+#define ELEC__BSPLINE_DIVIDE(x, m) ((x) / (double)(m))
+#define ELEC__BSPLINE_DIVIDE_FLOAT(x, m) ((x) / (float)(m))
 ELEC_HD static inline void elec_bspline_weights(int order, double t, double *w,
                                                 double *dw) {
-    ELEC__BSPLINE_WEIGHTS(double)
+    ELEC__BSPLINE_WEIGHTS(double, ELEC__BSPLINE_DIVIDE)
 }
 ELEC_HD static inline void elec_bspline_weights_float(int order, float t,
                                                       float *w, float *dw) {
-    ELEC__BSPLINE_WEIGHTS(float)
+    ELEC__BSPLINE_WEIGHTS(float, ELEC__BSPLINE_DIVIDE_FLOAT)
 }
 
 /* erfc in float, for the real-space pair functions: erfc(x) = exp(-x^2)

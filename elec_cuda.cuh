@@ -4118,6 +4118,27 @@ elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
 
 /* ------------------------------------------------------------ gather */
 
+/* The B-spline weights of the gather: elec_bspline_weights_float with a
+   multiply by 1/m for each division by m.  A float division by 3 (or 5,
+   6, 7) is IEEE-exact, a sequence of about ten instructions with a slow
+   path (div.rn.f32: twelve of them at order 4 for an atom's three axes,
+   in each of its lanes); 1/m is a constant where the order is a template
+   argument, so each becomes one multiply, and a weight moves by an ulp
+   or two, inside the float rounding the gather carries anyway.  The
+   gather's registers went from 63 to 40 (order 4), and on an H200
+   (2026-11-29, bench_spme --quick, steps from a graph, four rounds) the
+   step from 62.8-63.3 to 62.5-62.7 us at DHFR size, 181.5-182.2 to
+   179.4-180.5 at ApoA1 size, 1628-1636 to 1614-1618 at 1M atoms.  The
+   spreading kernels keep the divisions: with the multiplies in them too,
+   the DHFR-size step took 64.1-64.8 us, though the 1M-atom step gained
+   35 us (pc-lanes then needs 32 registers instead of 40, so more of its
+   blocks fit beside the pair kernel's: the likely cause, not profiled). */
+#define ELEC__SPME_TIMES_RECIPROCAL(x, m) ((x) * (1.0f / (float)(m)))
+__device__ __forceinline__ void elec__spme_gather_weights(int order, float t, float *w,
+                                                          float *dw) {
+    ELEC__BSPLINE_WEIGHTS(float, ELEC__SPME_TIMES_RECIPROCAL)
+}
+
 /* Forces (and potentials) from the convolved grid, Essmann eq. 4.9: lane
    jx of an atom's group (elec__spme_lanes) sums its x plane of the
    stencil,
@@ -4135,9 +4156,9 @@ __device__ __forceinline__ float4 elec__spme_mesh_share(const float *conv, float
         int x0 = elec__spme_grid_point(a.x, g.inv_length.x, g.K.x, &tx);
         int y0 = elec__spme_grid_point(a.y, g.inv_length.y, g.K.y, &ty);
         int z0 = elec__spme_grid_point(a.z, g.inv_length.z, g.K.z, &tz);
-        elec_bspline_weights_float(ORDER, tx, wx, dwx);
-        elec_bspline_weights_float(ORDER, ty, wy, dwy);
-        elec_bspline_weights_float(ORDER, tz, wz, dwz);
+        elec__spme_gather_weights(ORDER, tx, wx, dwx);
+        elec__spme_gather_weights(ORDER, ty, wy, dwy);
+        elec__spme_gather_weights(ORDER, tz, wz, dwz);
         int x = x0 - jx;
         if (x < 0) x += g.K.x;
         float sum_a = 0.0f, sum_y = 0.0f, sum_z = 0.0f;
