@@ -4130,9 +4130,10 @@ elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
    step from 62.8-63.3 to 62.5-62.7 us at DHFR size, 181.5-182.2 to
    179.4-180.5 at ApoA1 size, 1628-1636 to 1614-1618 at 1M atoms.  The
    spreading kernels keep the divisions: with the multiplies in them too,
-   the DHFR-size step took 64.1-64.8 us, though the 1M-atom step gained
-   35 us (pc-lanes then needs 32 registers instead of 40, so more of its
-   blocks fit beside the pair kernel's: the likely cause, not profiled). */
+   the DHFR-size step took 64.1-64.8 us, though the 1M-atom step took
+   1592-1602 (pc-lanes then needs 32 registers instead of 40, so more of
+   its blocks fit beside the pair kernel's: the likely cause, not
+   profiled). */
 #define ELEC__SPME_TIMES_RECIPROCAL(x, m) ((x) * (1.0f / (float)(m)))
 __device__ __forceinline__ void elec__spme_gather_weights(int order, float t, float *w,
                                                           float *dw) {
