@@ -580,9 +580,11 @@ TEST(bad_input_is_refused_without_a_gpu) {
 
 /* The GPU periodic handle on a test system: create, upload float4 atoms,
    compute with forces, energy, download.  Returns the status; forces
-   (3n, -dE/dr) in double. */
+   (3n, -dE/dr) in double; the neighbour list's stats where stats is not
+   NULL. */
 static elec_status pmsm_gpu(const test_system *s, const elec_box *box, const elec_msm_params *p,
-                            double *energy, double *forces, elec_error *err) {
+                            double *energy, double *forces, elec_spme_list_stats *stats,
+                            elec_error *err) {
     const size_t n = s->count;
     elec_atoms atoms = test_system_atoms(s);
     elec_cuda_msm_periodic_handle *h = NULL;
@@ -600,6 +602,8 @@ static elec_status pmsm_gpu(const test_system *s, const elec_box *box, const ele
                "device buffers");
         status = elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, 0, err);
         if (status == ELEC_OK) status = elec_cuda_msm_periodic_energy(h, energy, 0, err);
+        if (status == ELEC_OK && stats)
+            status = elec_cuda_msm_periodic_list_stats(h, stats, 0, err);
         EXPECT(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
                    cudaSuccess, "forces back");
         for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
@@ -652,7 +656,7 @@ static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_ms
                         const char *what) {
     double *f_gpu = (double *)malloc(3 * s->count * sizeof(double)), e_gpu = 0.0;
     elec_error err;
-    EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, &err) == ELEC_OK, "%s: GPU: %s", what,
+    EXPECT(pmsm_gpu(s, box, p, &e_gpu, f_gpu, NULL, &err) == ELEC_OK, "%s: GPU: %s", what,
            err.message);
     pmsm_expect_cpu(s, box, p, e_gpu, f_gpu, what);
     free(f_gpu);
@@ -741,7 +745,7 @@ TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
         ewald.tolerance = 1e-10;
         EXPECT(elec_cpu_ewald(&atoms, &box, &ewald, &truth, fe, NULL, &err) == ELEC_OK, "%s",
                err.message);
-        EXPECT(pmsm_gpu(s, &box, NULL, &e, f, &err) == ELEC_OK, "%s: %s", names[k],
+        EXPECT(pmsm_gpu(s, &box, NULL, &e, f, NULL, &err) == ELEC_OK, "%s: %s", names[k],
                err.message);
         const double de = fabs(e - truth.total) / fabs(truth.total);
         const double df = rel_diff(f, fe, 3 * s->count);
@@ -866,46 +870,21 @@ TEST(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
             for (int a = 0; a < 3; a++) sys.xyz[3 * k + a] += shift[a];
     }
     elec_box box = test_box(sys.box[0], sys.box[1], sys.box[2]);
-    elec_atoms atoms = test_system_atoms(&sys);
     elec_msm_params p = {0};
-    elec_cuda_msm_periodic_handle *h = NULL;
     elec_spme_list_stats stats;
     elec_error err;
-    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
-    float *f = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
     double *forces = (double *)malloc(3 * n * sizeof(double)), energy = 0.0;
     p.scale = ELEC_COULOMB;
     p.excluded_pairs = pairs;
     p.excluded_pair_count = 3 * molecules;
-    for (size_t i = 0; i < n; i++)
-        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
-    EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK, "create: %s",
+    memset(&stats, 0, sizeof stats);
+    EXPECT(pmsm_gpu(&sys, &box, &p, &energy, forces, &stats, &err) == ELEC_OK, "GPU: %s",
            err.message);
-    EXPECT(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
-               cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
-               cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice) ==
-                   cudaSuccess,
-           "device buffers");
-    if (h) {
-        EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, 0, &err) == ELEC_OK &&
-                   elec_cuda_msm_periodic_energy(h, &energy, 0, &err) == ELEC_OK &&
-                   elec_cuda_msm_periodic_list_stats(h, &stats, 0, &err) == ELEC_OK,
-               "compute: %s", err.message);
-        EXPECT(cudaMemcpy(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost) ==
-                   cudaSuccess, "forces back");
-        for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
-        printf("     whole %d, overflow %d, %lld pairs evaluated\n", stats.whole, stats.overflow,
-               stats.evaluated);
-        EXPECT(stats.whole == 1 && stats.overflow == 0, "whole %d, overflow %d", stats.whole,
-               stats.overflow);
-        pmsm_expect_cpu(&sys, &box, &p, energy, forces, "water 1000, 700 crowded");
-    }
-    elec_cuda_msm_periodic_destroy(h);
-    cudaFree(d_xyzq);
-    cudaFree(d_forces);
-    free(host);
-    free(f);
+    printf("     whole %d, overflow %d, %lld pairs evaluated\n", stats.whole, stats.overflow,
+           stats.evaluated);
+    EXPECT(stats.whole == 1 && stats.overflow == 0, "whole %d, overflow %d", stats.whole,
+           stats.overflow);
+    pmsm_expect_cpu(&sys, &box, &p, energy, forces, "water 1000, 700 crowded");
     free(forces);
     free(pairs);
     test_system_free(&sys);
@@ -1053,7 +1032,7 @@ TEST(periodic_gpu_msm_reports_coincident_atoms) {
         elec_error err;
         double e, *f = (double *)malloc(3 * s.count * sizeof(double));
         for (int axis = 0; axis < 3; axis++) s.xyz[3 + axis] = s.xyz[axis];
-        EXPECT(pmsm_gpu(&s, &box, NULL, &e, f, &err) == ELEC_ERR_INVALID_ARG,
+        EXPECT(pmsm_gpu(&s, &box, NULL, &e, f, NULL, &err) == ELEC_ERR_INVALID_ARG,
                "%g A: coincident atoms were not reported", edges[k]);
         printf("     %g A: %s\n", edges[k], err.message);
         free(f);
