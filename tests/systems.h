@@ -314,6 +314,26 @@ static inline size_t *test_water_exclusions(size_t molecules) {
     return pairs;
 }
 
+/* The first `crowded` molecules of water (test_system_water) moved
+   whole, each one's oxygen to a point at random in a cube of `edge` A at
+   the box's centre: atoms far denser there than at the mean, so that a
+   neighbour list sized from the mean density outgrows its room (the GPU
+   tests' whole-form cases). */
+static inline void test_water_crowd(test_system *water, size_t crowded, double edge,
+                                    unsigned long long seed) {
+    test_rng rng = test_rng_seeded(seed);
+    size_t m, k;
+    int a;
+    for (m = 0; m < crowded; m++) {
+        double shift[3];
+        for (a = 0; a < 3; a++)
+            shift[a] = 0.5 * water->box[a] + edge * (test_uniform(&rng) - 0.5) -
+                       water->xyz[9 * m + a];
+        for (k = 3 * m; k < 3 * m + 3; k++)
+            for (a = 0; a < 3; a++) water->xyz[3 * k + a] += shift[a];
+    }
+}
+
 /* Every coordinate moved by a uniform amount in +-rms sqrt(3): rms A RMS
    per axis (a crystal at room temperature: 0.1 A). */
 static inline void test_system_displace(test_system *s, double rms,

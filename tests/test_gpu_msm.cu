@@ -863,14 +863,7 @@ TEST(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
     const size_t molecules = 1000, crowded = 700, n = 3 * molecules;
     test_system sys = test_system_water(molecules, 43);
     size_t *pairs = test_water_exclusions(molecules);
-    test_rng rng = test_rng_seeded(44);
-    for (size_t m = 0; m < crowded; m++) {
-        double shift[3];
-        for (int a = 0; a < 3; a++)
-            shift[a] = 0.5 * sys.box[a] + 6.0 * (test_uniform(&rng) - 0.5) - sys.xyz[9 * m + a];
-        for (size_t k = 3 * m; k < 3 * m + 3; k++)
-            for (int a = 0; a < 3; a++) sys.xyz[3 * k + a] += shift[a];
-    }
+    test_water_crowd(&sys, crowded, 6.0, 44);
     elec_box box = test_box(sys.box[0], sys.box[1], sys.box[2]);
     elec_msm_params p = {0};
     elec_spme_list_stats stats;

@@ -881,16 +881,8 @@ TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
     const size_t molecules = 1000, crowded = 500;
     test_system water = test_system_water(molecules, 41);
     size_t *pairs = test_water_exclusions(molecules);
-    test_rng rng = test_rng_seeded(42);
     const size_t n = water.count;
-    for (size_t m = 0; m < crowded; m++) {
-        double shift[3];
-        for (int a = 0; a < 3; a++)
-            shift[a] = 0.5 * water.box[a] + 6.0 * (test_uniform(&rng) - 0.5) -
-                       water.xyz[9 * m + a];
-        for (size_t k = 3 * m; k < 3 * m + 3; k++)
-            for (int a = 0; a < 3; a++) water.xyz[3 * k + a] += shift[a];
-    }
+    test_water_crowd(&water, crowded, 6.0, 42);
     float4 *host = (float4 *)malloc(n * sizeof(float4));
     for (size_t i = 0; i < n; i++) {
         host[i] = make_float4((float)water.xyz[3 * i], (float)water.xyz[3 * i + 1],
