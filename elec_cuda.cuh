@@ -4119,22 +4119,21 @@ elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
 /* ------------------------------------------------------------ gather */
 
 /* The B-spline weights of the gather: elec_bspline_weights_float with a
-   multiply by 1/m for each division by m.  A float division by 3 (or 5,
-   6, 7) is correctly rounded, a sequence of about ten instructions with a
+   multiply by 1/m for each division by m.  A float division by 3 (or 5, 6,
+   7) is correctly rounded, a sequence of about ten instructions with a
    slow path (div.rn.f32: twelve of them at order 4 for an atom's three
    axes, in each of its lanes); 1/m is a constant where the order is a
-   template argument, so each becomes one multiply, and the weights move
-   by float rounding (at most 6e-8 at order 4, 2.4e-7 at order 8), inside
-   the float rounding the gather carries anyway.  The
-   gather's registers went from 63 to 40 (order 4), and on an H200
-   (2026-11-29, bench_spme --quick, steps from a graph, four rounds) the
-   step from 62.8-63.3 to 62.5-62.7 us at DHFR size, 181.5-182.2 to
-   179.4-180.5 at ApoA1 size, 1628-1636 to 1614-1618 at 1M atoms.  The
-   spreading kernels keep the divisions: with the multiplies in them too,
-   the DHFR-size step took 64.1-64.8 us (pc-lanes then needs 32 registers
-   instead of 40, so more of its blocks fit beside the pair kernel's: the
-   likely cause, not profiled), though the 1M-atom step, whose tile-binned
-   spread ran faster, took 1592-1602. */
+   template argument, so each becomes one multiply, and the weights move by
+   float rounding (at most 6e-8 at order 4, 2.4e-7 at order 8), inside the
+   float rounding the gather carries anyway.  The gather's registers went
+   from 63 to 40 (order 4), and on an H200 (2026-11-29, bench_spme --quick,
+   steps from a graph, four rounds) the step from 62.8-63.3 to 62.5-62.7 us
+   at DHFR size, 181.5-182.2 to 179.4-180.5 at ApoA1 size, 1628-1636 to
+   1614-1618 at 1M atoms.  The spreading kernels keep the divisions: with
+   the multiplies in them too, the DHFR-size step took 64.1-64.8 us
+   (pc-lanes then needs 32 registers instead of 40, so more of its blocks
+   fit beside the pair kernel's: the likely cause, not profiled), though
+   the 1M-atom step, whose tile-binned spread ran faster, took 1592-1602. */
 #define ELEC__SPME_TIMES_RECIPROCAL(x, m) ((x) * (1.0f / (float)(m)))
 __device__ __forceinline__ void elec__spme_gather_weights(int order, float t, float *w,
                                                           float *dw) {
