@@ -5603,12 +5603,18 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
 /* SPME's pair grid, from the `resident` blocks of elec__list_pair_grid
    on `sm_count` SMs.  Where the real space runs beside the reciprocal
    chain (overlap), one block an SM fewer (where an SM keeps more than
-   one): room is left to the chain, which then overlaps the pairs rather
-   than waits for their blocks to leave; at most
-   ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more in two
-   (presumably the chain's kernels, queued since the start, take part of
-   the room the first wave's blocks leave half way; not traced).  An SM
-   of one resident block (not measured) keeps its grid in one wave.
+   one), at most ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more
+   in two.  What the fewer blocks buy, on a timeline of the DHFR-size
+   step's blocks (H200, bench/RESULTS.md, 2026-11-29, 18:30 UTC on): not
+   room beside the pairs, as first meant, since cuFFT's kernels never ran
+   on an SM holding a pair block (the pairs keep the SM's L1, and cuFFT
+   needs more shared memory; with a carveout that let it in, the pairs
+   alone took 60 us instead of 35.5).  The pair blocks begin as the
+   spread's leave, and the SMs emptied first take five, so 39 SMs keep
+   two, whose pairs end by about 30 us; the transforms run there from
+   then on.  Every block to the pairs (or an even four an SM) fills every
+   SM, and the transforms wait for the last pair.  An SM of one resident
+   block (not measured) keeps its grid in one wave.
    Where it runs alone, after the chain, every block, in waves
    (elec__list_pair_waves).  H100, bench_spme --quick, full / graph:
    - one block an SM fewer, one wave: DHFR-size (178 atoms an SM) 88.7 /
