@@ -5606,16 +5606,17 @@ static int elec__list_pair_waves(const elec__list *L, size_t max_atoms, int bloc
    one), at most ELEC__SPME_FEW_ATOMS_AN_SM atoms an SM in one wave, more
    in two.  What the fewer blocks buy, on a timeline of the DHFR-size
    step's blocks (H200, bench/RESULTS.md, 2026-11-29, 18:30 UTC on): not
-   room beside the pairs, as first meant, since the forward transform
-   (cuFFT, timed by the kernels around it) did not overlap the pair
-   blocks (presumably the pairs keep the SM's L1 and cuFFT needs more
-   shared memory: with a carveout that let it in, the pairs alone took 60
-   us instead of 35.5).  The pair blocks begin as the spread's leave, and
-   the SMs emptied first take five, so 39 SMs keep two, whose pairs end
-   by 29-33 us; the transforms end after that.  Five or an even four an
-   SM (blocks placed by %smid in an experiment) fill every SM, and the
-   transforms wait for the last pair.  An SM of one resident block (not
-   measured) keeps its grid in one wave.
+   room beside the pairs, as first meant.  The forward transform (cuFFT,
+   timed by the kernels around it) seems not to have shared an SM with a
+   pair block: its 12 us of work took 32, ending after the SMs holding
+   two pair blocks had emptied (presumably the pairs keep the SM's L1
+   and cuFFT needs more shared memory: with a carveout that let it in,
+   the pairs alone took 60 us instead of 35.5).  The pair blocks begin
+   as the spread's leave, and the SMs emptied first take five, so 39 SMs
+   keep two, whose pairs end by 29-33 us; the transforms end after that.
+   Five or an even four an SM (blocks placed by %smid in an experiment)
+   fill every SM, and the transforms wait for the last pair.  An SM of
+   one resident block (not measured) keeps its grid in one wave.
    Where it runs alone, after the chain, every block, in waves
    (elec__list_pair_waves).  H100, bench_spme --quick, full / graph:
    - one block an SM fewer, one wave: DHFR-size (178 atoms an SM) 88.7 /
