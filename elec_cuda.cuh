@@ -9939,7 +9939,11 @@ __host__ __device__ inline size_t elec__chargemap_hist_bytes(int tiles) {
 /* TILE_BINNED's stage 1 (and TILE_FUSED's and TILE_FUSED_FIXED's where
    the device has no cooperative launch): a block per group, of
    elec__chargemap_bin_threads threads; stage_room copies fit in shared
-   memory after its counters. */
+   memory after its counters.  Each block releases stage 2 (launched with
+   PDL where the handle uses it) as it starts, so that stage 2 may be
+   scheduled once every stage-1 block has started; stage 2's blocks wait
+   for stage 1 to finish before they read anything
+   (elec__k_chargemap_tile_sum). */
 #define ELEC__CHARGEMAP_BIN_THREADS_MOST 1024
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BIN_THREADS_MOST)
 elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
@@ -9947,18 +9951,21 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
                            double *sums, int stage_room) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
     float4 *stage = (float4 *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
+    elec__chargemap_release_next();
     elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
                               (int *)elec__chargemap_bin_smem, stage, stage_room);
 }
 
 /* TILE_BINNED's stage 2, and the one-kernel rungs' where the device has
-   no cooperative launch: a block per tile. */
+   no cooperative launch: a block per tile.  Launched with PDL, its blocks
+   may start while stage 1 runs, and wait for it first. */
 template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
 elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
                            elec__chargemap_geometry g, elec__chargemap_bands bd,
                            elec__msm_basis_args b, int *status) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
+    elec__chargemap_wait_prior();
     elec__chargemap_hand_over(status);
     elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, n, g, bd, b,
                                             elec__chargemap_sum_smem);
@@ -10505,7 +10512,7 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
         } else {
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__chargemap_sum_kernel_of<BASIS, W>(h->sum), dim3(h->bands.count),
-                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes, stream, 0, grid,
+                dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes, stream, pdl, grid,
                 (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g, h->bands, h->basis,
                 h->status));
         }
@@ -10803,6 +10810,16 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
         int major = 0;
         ELEC__CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h->device));
         if (major < 9) h->use_pdl = 0; /* griddepcontrol is sm_90's */
+    }
+    {
+        /* and the kernels' code must have it: code compiled for an older
+           virtual architecture has no griddepcontrol (__CUDA_ARCH__ < 900
+           above), even where the driver compiles its PTX for sm_90, as it
+           does for a build for sm_80 alone (binaryVersion 90, ptxVersion
+           80) */
+        cudaFuncAttributes code;
+        ELEC__CUDA_TRY(cudaFuncGetAttributes(&code, elec__k_chargemap_tile_bin));
+        if (code.ptxVersion < 90) h->use_pdl = 0;
     }
     ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->status, ELEC__CM_STATUS * sizeof(int)));
     ELEC__CUDA_TRY(cudaMemset(h->status, 0, ELEC__CM_STATUS * sizeof(int)));
