@@ -1417,7 +1417,8 @@ typedef struct elec_chargemap_params {
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream
                           order; 0 = programmatic dependent launch between
                           the sort's and the map's kernels where the device
-                          has it (sm_90)                                    */
+                          has it (sm_90) and the kernels were compiled for
+                          compute_90 or later                               */
 } elec_chargemap_params;
 
 ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);

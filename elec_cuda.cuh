@@ -3956,8 +3956,11 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
 /* The spread's rung for a handle of `order` whose real space runs beside
    the reciprocal chain (overlap) or after it: the charge map's default
    for the size (elec__chargemap_fastest), but pc-lanes at order 4 beside
-   the real space.  There tile-binned's blocks, 54 KB of shared memory
-   each, take SMs from the pair kernel: ApoA1-size's step from a graph
+   the real space.  There tile-binned's stage-2 blocks, about 40 KB of
+   shared memory each (the column sum), take SMs from the pair kernel
+   (the DHFR-size step from a graph, in an experiment copy, 64.7-64.8
+   -> 77.0-77.4 us, H200, 2026-11-29, 21:37 UTC); ApoA1-size's step from
+   a graph
    188.7-189.0 -> 191.7-191.9 us, though its spread alone takes 40.8-42.0
    -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
    spread shortens the step: 1M atoms (216^3, order 4) 1816-1827 ->
@@ -9993,8 +9996,9 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
 /* ---------------------------------------------------- host side: plans */
 
 /* Programmatic dependent launch between the sort's and the map's kernels
-   (sm_90): 1 on, 0 off (every launch then waits for the one before; or
-   -DELEC__CHARGEMAP_PDL=0). */
+   (sm_90, with kernels compiled for compute_90 or later: the handle's
+   use_pdl, elec__chargemap_create_as): 1 on, 0 off (every launch then
+   waits for the one before; or -DELEC__CHARGEMAP_PDL=0). */
 #ifndef ELEC__CHARGEMAP_PDL
 #define ELEC__CHARGEMAP_PDL 1
 #endif
@@ -10814,9 +10818,9 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     {
         /* and the kernels' code must have it: code compiled for an older
            virtual architecture has no griddepcontrol (__CUDA_ARCH__ < 900
-           above), even where the driver compiles its PTX for sm_90, as it
-           does for a build for sm_80 alone (binaryVersion 90, ptxVersion
-           80) */
+           in elec__chargemap_wait_prior), even where the driver compiles
+           its PTX for sm_90, as it does for a build for sm_80 alone
+           (binaryVersion 90, ptxVersion 80) */
         cudaFuncAttributes code;
         ELEC__CUDA_TRY(cudaFuncGetAttributes(&code, elec__k_chargemap_tile_bin));
         if (code.ptxVersion < 90) h->use_pdl = 0;
