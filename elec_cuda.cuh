@@ -3960,9 +3960,8 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    shared memory each (the column sum), take SMs from the pair kernel
    (the DHFR-size step from a graph, in an experiment copy, 64.7-64.8
    -> 77.0-77.4 us, H200, 2026-11-29, 21:37 UTC); ApoA1-size's step from
-   a graph
-   188.7-189.0 -> 191.7-191.9 us, though its spread alone takes 40.8-42.0
-   -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
+   a graph 188.7-189.0 -> 191.7-191.9 us, though its spread alone takes
+   40.8-42.0 -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
    spread shortens the step: 1M atoms (216^3, order 4) 1816-1827 ->
    1726-1736 us from a graph; ApoA1-size water at order 6 on 112^3
    227.9-228.1 -> 205.4-206.8 us, DHFR-size's on 72^3 82.0-83.0 ->
@@ -10811,16 +10810,13 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
        declarations leave (1,296 bytes at most, ptxas -v on sm_90) */
     h->max_shared -= ELEC__CHARGEMAP_STATIC_SHARED;
     {
-        int major = 0;
-        ELEC__CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, h->device));
-        if (major < 9) h->use_pdl = 0; /* griddepcontrol is sm_90's */
-    }
-    {
-        /* and the kernels' code must have it: code compiled for an older
-           virtual architecture has no griddepcontrol (__CUDA_ARCH__ < 900
-           in elec__chargemap_wait_prior), even where the driver compiles
-           its PTX for sm_90, as it does for a build for sm_80 alone
-           (binaryVersion 90, ptxVersion 80) */
+        /* griddepcontrol is sm_90's, and the kernels' code must have it:
+           code compiled for an older virtual architecture has none
+           (__CUDA_ARCH__ < 900 in elec__chargemap_wait_prior), even where
+           the driver compiles its PTX for sm_90, as it does for a build
+           for sm_80 alone (binaryVersion 90, ptxVersion 80).  Code of
+           ptxVersion 90 or later runs only on sm_90 or later, so this one
+           check also covers the device. */
         cudaFuncAttributes code;
         ELEC__CUDA_TRY(cudaFuncGetAttributes(&code, elec__k_chargemap_tile_bin));
         if (code.ptxVersion < 90) h->use_pdl = 0;
