@@ -4284,10 +4284,13 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
                 kernel), so that only the list's total has a room.
      lists      for each i atom, its candidates within rlist of the atom
                 itself, but itself and its excluded partners: a row per
-                partner, the 32 atoms of a cluster side by side (stored a
-                lane's 8 rows of a part together: elec__list_lane_at), as
-                many rows as the cluster's longest list (itself and its
-                exclusions counted) rounded up to 8.  Every pair is in
+                partner (the index of its position in pos, an image copy
+                where the partner lies in another image of the box:
+                elec__list_slot_images), the 32 atoms of a cluster side
+                by side (stored a lane's 8 rows of a part together:
+                elec__list_lane_at), as many rows as the cluster's
+                longest list (itself and its exclusions counted) rounded
+                up to 8.  Every pair is in
                 both atoms' lists.  The pairs within rlist of an atom are
                 63 % within the cutoff (9 A, skin 1.5 A), where the
                 32 x 32 tiles of a cluster's candidates held 13 %.  Where
@@ -4408,6 +4411,15 @@ typedef struct elec__list {
                                     each way), image 13 (no shift); a
                                     pair with it is never within rlist,
                                     so no step tests for it               */
+    unsigned lane_pad;           /* the same in the per-atom lists, whose
+                                    entries are positions in pos: `slots` */
+    int image_base;              /* pos's first image copy: slots + 1     */
+    int image_room;              /* image copies pos may hold: slots times
+                                    the most an atom can need             */
+    float image_reach;           /* an atom this near a face of the box
+                                    (rlist and a margin) has a copy in the
+                                    image beyond the opposite face
+                                    (elec__list_slot_images)              */
     float cutoff2, rlist2, half_skin2;
     int *info;                   /* ELEC__LIST_INFO words                 */
     int *cell_count, *cell_start; /* per cell (tile x 512 + Z index)     */
@@ -4417,7 +4429,10 @@ typedef struct elec__list {
     int *order;                  /* slot -> atom (-1: padding)            */
     int *slot_of;                /* atom -> slot                          */
     float4 *ref;                 /* slot: position at the build, charge   */
-    float4 *pos;                 /* slot: position now, charge            */
+    float4 *pos;                 /* slot: position now, charge; then the
+                                    padding entry's, then the image copies
+                                    (from image_base): an atom's position
+                                    shifted by whole box lengths          */
     float4 *acc;                 /* slot: force (unscaled), potential     */
     int *cluster_tile;
     float4 *box_centre, *box_half; /* per cluster                         */
@@ -4437,13 +4452,23 @@ typedef struct elec__list {
                                     for step 13                          */
     int *share_count;            /* per cluster, share and lane: how many
                                     partners the share gives the atom     */
+    int2 *image_of;              /* per slot: pos's index of its first
+                                    image copy, and which images it has
+                                    (elec__list_slot_images)              */
+    int *image_count, *image_start; /* per cluster: its atoms' image copies;
+                                    starts + 1                            */
+    int2 *image_src;             /* per image copy (from image_base): its
+                                    slot << 5 | image code (as unsigned),
+                                    and its atom (elec__list_check_copy)  */
     int *row_count, *row_start;  /* per i cluster: rows of its atoms'
                                     lists (multiples of ELEC__LIST_PART);
                                     starts + 1                            */
     unsigned *lane_j;            /* row_room x 32: row r, lane l holds the
-                                    next j entry of i atom l of r's
-                                    cluster (at elec__list_lane_at);
-                                    pad: padding                          */
+                                    next partner of i atom l of r's
+                                    cluster (at elec__list_lane_at): its
+                                    position's index in pos, the image
+                                    applied (elec__list_lane_entry);
+                                    lane_pad: padding                     */
     int *part_cluster;           /* per part of ELEC__LIST_PART rows: its
                                     i cluster                             */
 } elec__list;
@@ -4525,6 +4550,95 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
     return (b & 1) | ((b & 2) << 2) | ((b & 4) << 4);
 }
 
+/* Image copies.  A partner in another image of the box (its position
+   shifted by s, whole box lengths an axis) is read from a copy of its
+   position with s added, kept in pos past the slots: the per-atom lists
+   hold positions' indices in pos, so that the pair kernel reads every
+   partner as it is, with no shift to look up and add (a shared-memory
+   load and three adds a row).  Which images an atom has: per axis, an
+   offset of 0, +1 where it lies within image_reach of the lower face
+   (only then can its copy one box length up come within rlist of an
+   atom in the box), -1 where it lies that near the upper face; every
+   combination of those but the box itself (at most 7, 26 where an axis
+   is shorter than 2 image_reach).  The build writes the copies from the
+   positions at the build, each compute's check from the positions now.
+   On an H200 (bench_spme --quick, two rounds alternating with the code
+   before; bench/RESULTS.md, 2026-11-30, 00:04 UTC on), the pairs alone /
+   a step from a graph: DHFR-size 34.6-34.8 -> 32.1-32.7 / 62.2 -> 60.3
+   us, ApoA1-size 123.2-123.6 -> 109.4-109.5 / 179.2-179.3 -> 167.1-167.2
+   us, 1M atoms 1078-1079 -> 954-955 / 1607-1608 -> 1468-1469 us;
+   periodic MSM's steps 234.6-235.2 -> 233.2 and 590.3-590.5 -> 570.3-570.4
+   us.  The cost: the check (a thread a copy, elec__list_check_copy)
+   9.2 -> 10.2 us at ApoA1 size and 31.1 -> 36.0 at 1M atoms, the rebuild
+   4-5 % (305 -> 319 us, 701 -> 732 us, 6.19 -> 6.48 ms), and the room, up
+   to 7 copies a slot (elec__list_plan). */
+
+/* One axis's offsets for an atom at x (at the build): bit k for an
+   offset of k - 1 box lengths. */
+__device__ __forceinline__ unsigned elec__list_axis_offsets(float x, float length, float reach) {
+    return 2u | (x < reach ? 4u : 0u) | (x > length - reach ? 1u : 0u);
+}
+
+/* The images of a slot's atom at b (its position at the build) that a
+   list may hold: 3 bits an axis (elec__list_axis_offsets), x in bits
+   0-2, y in 3-5, z in 6-8; none for a padding slot. */
+__device__ __forceinline__ unsigned elec__list_slot_images(const elec__list &L, float4 b,
+                                                           bool atom) {
+    if (!atom) return 0u;
+    return elec__list_axis_offsets(b.x, L.length.x, L.image_reach) |
+           elec__list_axis_offsets(b.y, L.length.y, L.image_reach) << 3 |
+           elec__list_axis_offsets(b.z, L.length.z, L.image_reach) << 6;
+}
+
+/* How many copies a slot's images make: every combination of its
+   offsets but the box itself. */
+__device__ __forceinline__ int elec__list_image_copies(unsigned m) {
+    return m ? __popc(m & 7u) * __popc((m >> 3) & 7u) * __popc(m >> 6) - 1 : 0;
+}
+
+/* Whether image `code` ((ix + 1) + 3 (iy + 1) + 9 (iz + 1), as
+   elec__list_image) is among a slot's images m. */
+__device__ __forceinline__ bool elec__list_has_image(unsigned m, int code) {
+    return ((m >> (code % 3)) & (m >> (3 + (code / 3) % 3)) & (m >> (6 + code / 9)) & 1u) != 0u;
+}
+
+/* The place of image code's copy among the slot's copies, which lie in
+   the order of their codes (the box itself, 13, has none): the images of
+   m with a smaller code, z offset first, then y, then x. */
+__device__ __forceinline__ int elec__list_image_rank(unsigned m, int code) {
+    const int kx = code % 3, ky = (code / 3) % 3, kz = code / 9;
+    const int nx = __popc(m & 7u), ny = __popc((m >> 3) & 7u);
+    return nx * ny * __popc((m >> 6) & ((1u << kz) - 1u)) +
+           nx * __popc((m >> 3) & ((1u << ky) - 1u)) + __popc(m & ((1u << kx) - 1u)) -
+           (code > 13 ? 1 : 0);
+}
+
+/* An atom's position now (a, as given) shifted by the whole box lengths
+   that bring it nearest its position at the build (r): see
+   elec__list_check_slot. */
+__device__ __forceinline__ float4 elec__list_now(const elec__list &L, float4 a, float4 r) {
+    return make_float4(fmaf(L.length.x, rintf((r.x - a.x) * L.inv_length.x), a.x),
+                       fmaf(L.length.y, rintf((r.y - a.y) * L.inv_length.y), a.y),
+                       fmaf(L.length.z, rintf((r.z - a.z) * L.inv_length.z), a.z), a.w);
+}
+
+/* Step 0 for image copy k (not where a build is due): its atom's
+   position now, as its slot's (elec__list_now), plus the copy's shift,
+   as the pair kernel added it before the copies (elec__list_image), so
+   that the pairs' terms are the same to the bit.  A thread a copy, beside
+   the slots' threads: with each slot's thread writing its own copies in
+   turn, the DHFR-size check ended 7.7-11.7 us into a step from a graph,
+   against 3.9-6.2 before the copies; a thread a copy, 4.4-6.5 (H200,
+   bench/RESULTS.md, 2026-11-30, 00:04 UTC on). */
+__device__ __forceinline__ void elec__list_check_copy(const elec__list &L, const float4 *xyzq,
+                                                      int k) {
+    const int2 src = L.image_src[k];
+    const unsigned slot_code = (unsigned)src.x;
+    const float4 now = elec__list_now(L, xyzq[src.y], L.ref[slot_code >> 5]);
+    const float3 s = elec__list_image((int)(slot_code & 31u), L.length);
+    L.pos[L.image_base + k] = make_float4(now.x + s.x, now.y + s.y, now.z + s.z, now.w);
+}
+
 /* Step 0, every compute, for slot p: its accumulator zeroed, and its
    atom's position now, shifted by the whole box lengths that bring it
    nearest its position at the build (ref), compared with that: past half
@@ -4543,10 +4657,7 @@ __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const
     if (due || p >= L.tile_start[L.tile_count]) return;
     int i = L.order[p];
     if (i < 0) return;
-    float4 a = xyzq[i], r = L.ref[p];
-    float4 now = make_float4(fmaf(L.length.x, rintf((r.x - a.x) * L.inv_length.x), a.x),
-                             fmaf(L.length.y, rintf((r.y - a.y) * L.inv_length.y), a.y),
-                             fmaf(L.length.z, rintf((r.z - a.z) * L.inv_length.z), a.z), a.w);
+    float4 r = L.ref[p], now = elec__list_now(L, xyzq[i], r);
     L.pos[p] = now;
     float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
     if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
@@ -4633,9 +4744,9 @@ __device__ __forceinline__ void elec__list_warp_box(float lo[3], float hi[3], fl
 }
 
 /* Step 5, a warp for cluster c (of those in use): the padding slots of
-   the cluster (past its tile's atoms) marked and put far away, and the
+   the cluster (past its tile's atoms) marked and put far away, the
    cluster's bounding box (padding left out; a cluster's first slot always
-   holds an atom). */
+   holds an atom), and how many image copies its atoms have. */
 __device__ __forceinline__ void elec__list_cluster_bounds(const elec__list &L, int c, int lane) {
     const int p = c * ELEC__LIST_CLUSTER + lane, tile = L.cluster_tile[c];
     const bool atom = p - L.tile_start[tile] < L.tile_atoms[tile];
@@ -4648,10 +4759,13 @@ __device__ __forceinline__ void elec__list_cluster_bounds(const elec__list &L, i
     float4 a = L.ref[p], centre, half;
     float lo[3] = {atom ? a.x : 3e38f, atom ? a.y : 3e38f, atom ? a.z : 3e38f};
     float hi[3] = {atom ? a.x : -3e38f, atom ? a.y : -3e38f, atom ? a.z : -3e38f};
+    int copies = elec__list_image_copies(elec__list_slot_images(L, a, atom));
     elec__list_warp_box(lo, hi, &centre, &half);
+    for (int o = 16; o > 0; o >>= 1) copies += __shfl_xor_sync(0xffffffffu, copies, o);
     if (lane == 0) {
         L.box_centre[c] = centre;
         L.box_half[c] = half;
+        L.image_count[c] = copies;
     }
 }
 
@@ -5034,6 +5148,61 @@ __device__ __forceinline__ void elec__list_stage_front(unsigned *stage, int held
         if (step < ELEC__LIST_PART - held) elec__list_shift_in(stage, pad);
 }
 
+/* Step 11's second half, a warp for cluster c: its slots' image copies
+   placed (image_of, from step 8's scan of the counts of step 5), their
+   sources noted (image_src, for each compute's check) and the copies
+   written from the positions at the build (pos is ref then, and each
+   copy is its slot's position plus the shift, as elec__list_check_copy
+   writes it); none for a cluster not in use (`used`: the clusters in
+   use). */
+__device__ __forceinline__ void elec__list_cluster_images(const elec__list &L, int c, int lane,
+                                                          int used) {
+    if (c >= used) return;
+    const int p = c * ELEC__LIST_CLUSTER + lane;
+    const float4 b = L.ref[p];
+    const unsigned m = elec__list_slot_images(L, b, L.order[p] >= 0);
+    const int copies = elec__list_image_copies(m);
+    int through = copies; /* this lane's and those before it */
+    for (int o = 1; o < 32; o <<= 1) {
+        const int before = __shfl_up_sync(0xffffffffu, through, o);
+        if (lane >= o) through += before;
+    }
+    int at = L.image_base + L.image_start[c] + through - copies;
+    L.image_of[p] = make_int2(at, (int)m);
+    if (copies == 0) return;
+    /* the copies in the order of their codes: z offset, then y, then x,
+       each loop over the offsets set alone (one or two copies for most
+       atoms near a face) */
+    for (unsigned z = m >> 6; z; z &= z - 1u)
+        for (unsigned y = (m >> 3) & 7u; y; y &= y - 1u)
+            for (unsigned x = m & 7u; x; x &= x - 1u) {
+                const int code = (__ffs((int)x) - 1) + 3 * (__ffs((int)y) - 1) +
+                                 9 * (__ffs((int)z) - 1);
+                if (code == 13) continue; /* the box itself */
+                const float3 s = elec__list_image(code, L.length);
+                L.image_src[at - L.image_base] =
+                    make_int2((int)((unsigned)p << 5 | (unsigned)code), L.order[p]);
+                L.pos[at++] = make_float4(b.x + s.x, b.y + s.y, b.z + s.z, b.w);
+            }
+}
+
+/* A candidate (j's slot << 5 | image) as the per-atom lists hold it:
+   the index in pos of j's position in that image, its slot for the box
+   itself (13), else its copy; lane_pad where j has no such copy.  A
+   candidate within rlist of an atom in the box always has it (the margin
+   of image_reach, elec__list_plan); were one kept without it, step 13
+   would mark the list overflowed, evaluated by nothing and reported
+   (elec_cuda_spme_energy), rather than evaluated wrong.  Candidates
+   farther away (padding slots among them) may have none. */
+__device__ __forceinline__ unsigned elec__list_lane_entry(const elec__list &L, unsigned e) {
+    const int j = (int)(e >> 5), code = (int)(e & 31u);
+    if (code == 13) return (unsigned)j;
+    const int2 of = L.image_of[j];
+    return elec__list_has_image((unsigned)of.y, code)
+               ? (unsigned)(of.x + elec__list_image_rank((unsigned)of.y, code))
+               : L.lane_pad;
+}
+
 /* Steps 10 and 13, a warp for each share (ELEC__LIST_SHARES of a cluster:
    its candidates' tiles dealt evenly), lane l for the cluster's atom l:
    of the share's candidates, those within rlist of the atom at the build
@@ -5041,8 +5210,9 @@ __device__ __forceinline__ void elec__list_stage_front(unsigned *stage, int held
    Step 10 loads each 32 candidates' positions a lane each, the next 32's
    while these are tested, then passes them round (elec__list_near_mask);
    to write, the warp puts the 32 entries in shared memory (tile_entries,
-   32 words of its own) and each lane steps through the candidates it
-   keeps alone.  Stepping as a warp through every candidate some lane
+   64 words of its own: the entries, then where each one's position lies
+   in pos, elec__list_lane_entry, a lane each) and each lane steps
+   through the candidates it keeps alone.  Stepping as a warp through every candidate some lane
    kept (with its entry passed round), 2/3 of them, 11 lanes of 32 busy
    on average, had taken 50 instructions a kept candidate (Nsight
    Compute, DHFR size); a lane alone, the lists' write went from 222 to
@@ -5099,7 +5269,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
     const float4 a = WRITE ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : L.ref[slot];
     int row = 0, count = 0, held[ELEC__LIST_HELD];
 #pragma unroll
-    for (int k = 0; k < ELEC__LIST_PART; k++) stage[k] = L.pad;
+    for (int k = 0; k < ELEC__LIST_PART; k++) stage[k] = L.lane_pad;
     if (WRITE) {
         elec__list_hold_excluded(held, eb, ee, excl_list, L.slot_of, n);
         row = L.row_start[ci];
@@ -5134,14 +5304,19 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
             }
             const unsigned near = kept_near;
             tile_entries[lane] = mine;
+            tile_entries[ELEC__LIST_CLUSTER + lane] = elec__list_lane_entry(L, mine);
             __syncwarp();
             for (unsigned kept = near; kept; kept &= kept - 1u) {
-                const unsigned e = tile_entries[__ffs(kept) - 1];
+                const int k = __ffs(kept) - 1;
+                const unsigned e = tile_entries[k], at_pos = tile_entries[ELEC__LIST_CLUSTER + k];
                 if (elec__list_skips_held((int)(e >> 5), e & 31u, slot, held, eb, ee, excl_list,
                                           L.slot_of, n))
                     continue;
+                /* a partner within rlist always has its copy (a guard:
+                   elec__list_lane_entry) */
+                if (at_pos == L.lane_pad) L.info[ELEC__LIST_OVERFLOW] = 1;
                 const int r = row + count;
-                elec__list_shift_in(stage, e);
+                elec__list_shift_in(stage, at_pos);
                 if (r % ELEC__LIST_PART == ELEC__LIST_PART - 1)
                     elec__list_flush(L.lane_j, stage, lane, r - (ELEC__LIST_PART - 1), row, r + 1);
                 count++;
@@ -5160,10 +5335,10 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
         const int done = row + count, chunk = done - done % ELEC__LIST_PART;
         /* the chunk holding `done`: its entries, then padding, in one flush
            (one 32-byte store where the chunk is this share's alone) */
-        elec__list_stage_front(stage, done - chunk, L.pad);
+        elec__list_stage_front(stage, done - chunk, L.lane_pad);
         if (chunk < end)
             elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end));
-        for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.pad;
+        for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.lane_pad;
         for (int r = chunk + ELEC__LIST_PART; r < end; r += ELEC__LIST_PART)
             elec__list_flush(L.lane_j, stage, lane, r, r, min(r + ELEC__LIST_PART, end));
         if (share == 0)
@@ -5256,7 +5431,7 @@ template <bool SHARED_SEARCH>
 __global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
 elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_start,
                     const int *excl_list) {
-    __shared__ int v[ELEC__LIST_UPDATE_THREADS];
+    __shared__ int v[2 * ELEC__LIST_UPDATE_THREADS]; /* scans (the first half); step 13 */
     const int lane = threadIdx.x & 31;
     const int thread = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
     /* warps dealt round the blocks (warp w of block b is b + w x blocks),
@@ -5269,7 +5444,14 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     const bool other_n = L.info[ELEC__LIST_BUILT_N] != n;
     const bool due = other_n || L.info[ELEC__LIST_BUILD];
     if (thread == 0) L.info[ELEC__LIST_PAIRS_DEALT] = 0; /* for the pair kernel after it */
-    for (int p = thread; p < L.slots; p += threads) elec__list_check_slot(L, xyzq, p, due);
+    /* the slots, then the image copies of the last build (none where a
+       build is due: it writes them) */
+    const int checked = L.slots + (due ? 0 : L.image_start[L.clusters]);
+    for (int p = thread; p < checked; p += threads)
+        if (p < L.slots)
+            elec__list_check_slot(L, xyzq, p, due);
+        else
+            elec__list_check_copy(L, xyzq, p - L.slots);
     elec__grid_barrier(barrier);
     if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
     /* the flag up for elec__list_done (no block reads it again here) */
@@ -5288,7 +5470,11 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     for (int i = thread; i < n; i += threads) elec__list_scatter_atom(L, xyzq, i);
     elec__grid_barrier(barrier);
     const int used = L.tile_start[L.tile_count] / ELEC__LIST_CLUSTER;
-    for (int c = warp; c < used; c += warps) elec__list_cluster_bounds(L, c, lane);
+    for (int c = warp; c < L.clusters; c += warps)
+        if (c < used)
+            elec__list_cluster_bounds(L, c, lane);
+        else if (lane == 0)
+            L.image_count[c] = 0; /* no atoms, no copies (step 8's scan) */
     elec__grid_barrier(barrier);
     for (int t = warp; t < L.tile_count; t += warps) elec__list_tile_bounds(L, t, lane);
     elec__grid_barrier(barrier);
@@ -5299,6 +5485,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     if (blockIdx.x == 0) {
         if (SHARED_SEARCH) elec__list_sum_search_shares(L);
         elec__list_scan_block(L.entry_count, L.entry_start, L.clusters, v);
+        elec__list_scan_block(L.image_count, L.image_start, L.clusters, v);
     }
     elec__grid_barrier(barrier);
     for (int s = elec__list_deal(L, 1, lane); s < searches; s = elec__list_deal(L, 1, lane))
@@ -5308,7 +5495,10 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     for (int s = elec__list_deal(L, 2, lane); s < shares; s = elec__list_deal(L, 2, lane))
         elec__list_share_rows<0>(L, s, lane, excl_start, excl_list, n, NULL);
     elec__grid_barrier(barrier);
-    for (int c = warp; c < L.clusters; c += warps) elec__list_cluster_rows(L, c, lane);
+    for (int c = warp; c < L.clusters; c += warps) {
+        elec__list_cluster_rows(L, c, lane);
+        elec__list_cluster_images(L, c, lane, used);
+    }
     elec__grid_barrier(barrier);
     if (blockIdx.x == 0) {
         elec__list_scan_block(L.row_count, L.row_start, L.clusters, v);
@@ -5317,7 +5507,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     elec__grid_barrier(barrier);
     for (int s = elec__list_deal(L, 3, lane); s < shares; s = elec__list_deal(L, 3, lane))
         elec__list_share_rows<1>(L, s, lane, excl_start, excl_list, n,
-                                 (unsigned *)v + (threadIdx.x & ~31)); /* v: free after step 12 */
+                                 (unsigned *)v + 2 * (threadIdx.x & ~31)); /* free after step 12 */
 }
 
 /* Two atoms at one place (closer than ELEC_COINCIDENT_DISTANCE) and not an
@@ -5416,9 +5606,14 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
     const unsigned e[ELEC__LIST_PART] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
-        const float4 s = image_shift[e[r] & 31u], b = L.pos[e[r] >> 5];
+        /* the per-atom lists give the partner's position in its image
+           (elec__list_lane_entry); the candidates, its slot and image */
+        const float4 s = WHOLE ? image_shift[e[r] & 31u] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 b = L.pos[WHOLE ? e[r] >> 5 : e[r]];
         const float4 a = w->a;
-        const float dx = a.x - (b.x + s.x), dy = a.y - (b.y + s.y), dz = a.z - (b.z + s.z);
+        const float dx = WHOLE ? a.x - (b.x + s.x) : a.x - b.x;
+        const float dy = WHOLE ? a.y - (b.y + s.y) : a.y - b.y;
+        const float dz = WHOLE ? a.z - (b.z + s.z) : a.z - b.z;
         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
         bool within = r2 < L.cutoff2;
         if (WHOLE && within)
@@ -6009,7 +6204,8 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(order, int, slots);
     ELEC__LIST_PLACE(slot_of, int, atoms);
     ELEC__LIST_PLACE(ref, float4, slots + 1); /* + the padding entry's */
-    ELEC__LIST_PLACE(pos, float4, slots + 1);
+    /* + the padding entry's and the image copies (elec__list_slot_images) */
+    ELEC__LIST_PLACE(pos, float4, slots + 1 + (size_t)L->image_room);
     ELEC__LIST_PLACE(acc, float4, slots);
     ELEC__LIST_PLACE(cluster_tile, int, clusters);
     ELEC__LIST_PLACE(box_centre, float4, clusters);
@@ -6023,6 +6219,10 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
     ELEC__LIST_PLACE(entries, unsigned, entries);
     ELEC__LIST_PLACE(near_masks, unsigned, entries);
     ELEC__LIST_PLACE(share_count, int, clusters * ELEC__LIST_SHARES * ELEC__LIST_CLUSTER);
+    ELEC__LIST_PLACE(image_of, int2, slots);
+    ELEC__LIST_PLACE(image_src, int2, (size_t)L->image_room);
+    ELEC__LIST_PLACE(image_count, int, clusters);
+    ELEC__LIST_PLACE(image_start, int, clusters + 1);
     ELEC__LIST_PLACE(row_count, int, clusters);
     ELEC__LIST_PLACE(row_start, int, clusters + 1);
     ELEC__LIST_PLACE(lane_j, unsigned, (size_t)L->row_room * ELEC__LIST_CLUSTER);
@@ -6109,8 +6309,8 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     const double pi = 3.14159265358979323846, rlist = cutoff + skin;
     const double volume = box->length[0] * box->length[1] * box->length[2];
     const double density = (double)max_atoms / volume;
-    double cell = cbrt(3.0 / density), edge, reach_volume, room, rows;
-    int n[3], t[3], r[3], axis;
+    double cell = cbrt(3.0 / density), edge, reach_volume, room, rows, longest, reach;
+    int n[3], t[3], r[3], axis, copies;
     size_t slots, cells;
     if (cell < 1.5) cell = 1.5;
     for (axis = 0; axis < 3; axis++) {
@@ -6167,6 +6367,31 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
                           max_atoms, cutoff, skin, room, rows);
     L->entry_room = (int)room / ELEC__LIST_CLUSTER * ELEC__LIST_CLUSTER;
     L->row_room = (int)rows / ELEC__LIST_PART * ELEC__LIST_PART;
+    /* image copies (elec__list_slot_images): room for the most an atom
+       can need, at every slot, so that they never outgrow it (24 bytes a
+       copy with its source: 168 bytes a slot where each axis is at least
+       2 image_reach long, against ~3 KB an atom of lists).  The margin of image_reach:
+       a partner kept at the build lies within rlist of an atom in [0, L]
+       (the build's wrapped positions), so its shifted position lies
+       within rlist of the box to the rounding of the shift and of the
+       distance, a few float ulps of 2 L; 1e-3 rlist + 1e-5 L covers that
+       many times over, and a copy too many costs only its 16 bytes. */
+    longest = box->length[0];
+    for (axis = 1; axis < 3; axis++)
+        if (box->length[axis] > longest) longest = box->length[axis];
+    reach = rlist * (1.0 + 1e-3) + 1e-5 * longest;
+    copies = 1;
+    for (axis = 0; axis < 3; axis++) copies *= box->length[axis] < 2.0 * reach ? 3 : 2;
+    copies -= 1;
+    if ((double)slots * (copies + 1) + 1.0 > (double)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms in this box: past the neighbour list's limits "
+                          "(%zu slots and up to %d image copies each)",
+                          max_atoms, slots, copies);
+    L->image_reach = (float)reach;
+    L->image_base = (int)slots + 1;
+    L->image_room = (int)slots * copies;
+    L->lane_pad = (unsigned)slots;
     L->cutoff2 = (float)(cutoff * cutoff);
     L->rlist2 = (float)(rlist * rlist);
     L->half_skin2 = (float)(0.25 * skin * skin);
