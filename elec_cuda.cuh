@@ -4290,14 +4290,13 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
                 by side (stored a lane's 8 rows of a part together:
                 elec__list_lane_at), as many rows as the cluster's
                 longest list (itself and its exclusions counted) rounded
-                up to 8.  Every pair is in
-                both atoms' lists.  The pairs within rlist of an atom are
-                63 % within the cutoff (9 A, skin 1.5 A), where the
-                32 x 32 tiles of a cluster's candidates held 13 %.  Where
-                the lists outgrow their room (atoms far denser somewhere
-                than at create), the build says so and the candidates are
-                evaluated whole, a lane testing its skips, correct and
-                slower.
+                up to 8.  Every pair is in both atoms' lists.  The pairs
+                within rlist of an atom are 63 % within the cutoff (9 A,
+                skin 1.5 A), where the 32 x 32 tiles of a cluster's
+                candidates held 13 %.  Where the lists outgrow their room
+                (atoms far denser somewhere than at create), the build
+                says so and the candidates are evaluated whole, a lane
+                testing its skips, correct and slower.
      buffer     the list holds while no atom has moved more than skin / 2
                 since the build: a pair within the cutoff now was within
                 cutoff + skin then.  Each compute first compares the atoms'
@@ -4345,9 +4344,12 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
 /* The list's device words (info). */
 #define ELEC__LIST_BUILD 0         /* nonzero: the next compute rebuilds */
 #define ELEC__LIST_REBUILDS 1      /* builds since create                */
-#define ELEC__LIST_OVERFLOW 2      /* the candidates outgrew entry_room:
-                                      the list is incomplete and is not
-                                      evaluated                         */
+#define ELEC__LIST_OVERFLOW 2      /* 1: the candidates outgrew
+                                      entry_room; 2: a kept partner had no
+                                      image copy (a guard that should
+                                      never trip: elec__list_lane_entry).
+                                      Either way the list is incomplete
+                                      and is not evaluated              */
 #define ELEC__LIST_SLOTS 3         /* atom slots in use (32 per cluster) */
 #define ELEC__LIST_TILES 4         /* candidate tiles (32 entries each)   */
 #define ELEC__LIST_BARRIER 5       /* 5 and 6: the update's grid barrier */
@@ -4559,9 +4561,10 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
    offset of 0, +1 where it lies within image_reach of the lower face
    (only then can its copy one box length up come within rlist of an
    atom in the box), -1 where it lies that near the upper face; every
-   combination of those but the box itself (at most 7, 26 where an axis
-   is shorter than 2 image_reach).  The build writes the copies from the
-   positions at the build, each compute's check from the positions now.
+   combination of those but the box itself (at most 7 where each axis is
+   at least 2 image_reach long; 11, 17 or 26 where one, two or three are
+   shorter).  The build writes the copies from the positions at the
+   build, each compute's check from the positions now.
    On an H200 (bench_spme --quick, two rounds alternating with the code
    before; bench/RESULTS.md, 2026-11-30, 00:04 UTC on), the pairs alone /
    a step from a graph: DHFR-size 34.6-34.8 -> 32.1-32.7 / 62.2 -> 60.3
@@ -4569,9 +4572,9 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
    us, 1M atoms 1078-1079 -> 954-955 / 1607-1608 -> 1468-1469 us;
    periodic MSM's steps 234.6-235.2 -> 233.2 and 590.3-590.5 -> 570.3-570.4
    us.  The cost: the check (a thread a copy, elec__list_check_copy)
-   9.2 -> 10.2 us at ApoA1 size and 31.1 -> 36.0 at 1M atoms, the rebuild
-   4-5 % (305 -> 319 us, 701 -> 732 us, 6.19 -> 6.48 ms), and the room, up
-   to 7 copies a slot (elec__list_plan). */
+   9.2-9.3 -> 10.2 us at ApoA1 size and 31.1-31.2 -> 35.9-36.0 at 1M
+   atoms, the rebuild 4-5 % (305 -> 319 us, 701 -> 732 us, 6.19 -> 6.48
+   ms), and the room, up to 7 copies a slot (elec__list_plan). */
 
 /* One axis's offsets for an atom at x (at the build): bit k for an
    offset of k - 1 box lengths. */
@@ -5191,9 +5194,10 @@ __device__ __forceinline__ void elec__list_cluster_images(const elec__list &L, i
    itself (13), else its copy; lane_pad where j has no such copy.  A
    candidate within rlist of an atom in the box always has it (the margin
    of image_reach, elec__list_plan); were one kept without it, step 13
-   would mark the list overflowed, evaluated by nothing and reported
-   (elec_cuda_spme_energy), rather than evaluated wrong.  Candidates
-   farther away (padding slots among them) may have none. */
+   would mark the list overflowed (ELEC__LIST_OVERFLOW 2), evaluated by
+   nothing and reported (elec_cuda_spme_energy), rather than evaluated
+   wrong.  Candidates farther away (padding slots among them) may have
+   none. */
 __device__ __forceinline__ unsigned elec__list_lane_entry(const elec__list &L, unsigned e) {
     const int j = (int)(e >> 5), code = (int)(e & 31u);
     if (code == 13) return (unsigned)j;
@@ -5212,12 +5216,12 @@ __device__ __forceinline__ unsigned elec__list_lane_entry(const elec__list &L, u
    to write, the warp puts the 32 entries in shared memory (tile_entries,
    64 words of its own: the entries, then where each one's position lies
    in pos, elec__list_lane_entry, a lane each) and each lane steps
-   through the candidates it keeps alone.  Stepping as a warp through every candidate some lane
-   kept (with its entry passed round), 2/3 of them, 11 lanes of 32 busy
-   on average, had taken 50 instructions a kept candidate (Nsight
-   Compute, DHFR size); a lane alone, the lists' write went from 222 to
-   198 us at DHFR size, 546 to 498 us at ApoA1 size and 5.7 to 5.1 ms at
-   1M atoms (H100).
+   through the candidates it keeps alone.  Stepping as a warp through
+   every candidate some lane kept (with its entry passed round), 2/3 of
+   them, 11 lanes of 32 busy on average, had taken 50 instructions a kept
+   candidate (Nsight Compute, DHFR size); a lane alone, the lists' write
+   went from 222 to 198 us at DHFR size, 546 to 498 us at ApoA1 size and
+   5.7 to 5.1 ms at 1M atoms (H100).
    WRITE 0: how many, per lane (share_count; skips not taken off: a
    bound), each 32 candidates' mask kept for WRITE 1 (near_masks, 4 bytes
    an entry), which loads it rather than the candidates' positions and
@@ -5314,7 +5318,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
                     continue;
                 /* a partner within rlist always has its copy (a guard:
                    elec__list_lane_entry) */
-                if (at_pos == L.lane_pad) L.info[ELEC__LIST_OVERFLOW] = 1;
+                if (at_pos == L.lane_pad) L.info[ELEC__LIST_OVERFLOW] = 2;
                 const int r = row + count;
                 elec__list_shift_in(stage, at_pos);
                 if (r % ELEC__LIST_PART == ELEC__LIST_PART - 1)
@@ -6255,9 +6259,14 @@ cleanup:
 }
 
 /* ELEC_ERR_UNSUPPORTED, by name, where a list's device words (info, as
-   downloaded) say its build overflowed its room. */
+   downloaded) say its build overflowed its room, or lacked an image copy
+   (ELEC__LIST_OVERFLOW 2: a fault of elec's, said so). */
 static elec_status elec__list_overflow_check(const int *info, elec_error *err) {
     if (!info[ELEC__LIST_OVERFLOW]) return ELEC_OK;
+    if (info[ELEC__LIST_OVERFLOW] == 2)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the real-space neighbour list lacks an image copy that a pair "
+                          "needs (a fault in elec, please report it); nothing was evaluated");
     return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                       "the real-space neighbour list overflowed (atoms far denser "
                       "somewhere than at create): make a handle for these positions");
@@ -6375,7 +6384,8 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
        (the build's wrapped positions), so its shifted position lies
        within rlist of the box to the rounding of the shift and of the
        distance, a few float ulps of 2 L; 1e-3 rlist + 1e-5 L covers that
-       many times over, and a copy too many costs only its 16 bytes. */
+       many times over, and a copy too many costs only its refresh at each
+       check (the room is the most an atom can need anyway). */
     longest = box->length[0];
     for (axis = 1; axis < 3; axis++)
         if (box->length[axis] > longest) longest = box->length[axis];
