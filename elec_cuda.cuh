@@ -457,8 +457,10 @@ typedef struct elec_spme_list_stats {
                                  correct, slower), evaluated counting them */
     long long clusters;       /* clusters of 32 atom slots in use          */
     int overflow;             /* 1: the list outgrew its room (atoms far
-                                 denser than at create); computes are wrong
-                                 until a handle is made for them           */
+                                 denser than at create), or lacked an image
+                                 copy (a fault in elec; elec_cuda_spme_energy
+                                 says which); computes are wrong until a
+                                 handle is made for them                   */
     double skin;              /* the Verlet buffer (A)                     */
 } elec_spme_list_stats;
 /* The list's counters as of the computes enqueued so far on `stream`
@@ -483,7 +485,8 @@ ELEC_API elec_status elec_cuda_spme_rebuild(elec_cuda_spme_handle *h, cudaStream
                                             elec_error *err);
 /* The energy terms of the last compute (times scale); synchronises
    `stream`.  ELEC_ERR_INVALID_ARG when the last compute met coincident
-   atoms, ELEC_ERR_UNSUPPORTED when the neighbour list overflowed. */
+   atoms, ELEC_ERR_UNSUPPORTED when the neighbour list overflowed or
+   lacked an image copy (a fault in elec, said so). */
 ELEC_API elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
