@@ -4577,7 +4577,8 @@ __device__ __forceinline__ int elec__list_spread3(int b) {
    us.  The cost: the check (a thread a copy, elec__list_check_copy)
    9.2-9.3 -> 10.2 us at ApoA1 size and 31.1-31.2 -> 35.9-36.0 at 1M
    atoms, the rebuild 4-5 % (305 -> 319 us, 701 -> 732 us, 6.19 -> 6.48
-   ms), and the room, up to 7 copies a slot (elec__list_plan). */
+   ms), and the room: the most copies an atom can need, at every slot
+   (elec__list_plan). */
 
 /* One axis's offsets for an atom at x (at the build): bit k for an
    offset of k - 1 box lengths. */
