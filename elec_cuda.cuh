@@ -4493,6 +4493,15 @@ __device__ __forceinline__ float3 elec__list_image(int code, const float3 &lengt
                        (float)(code / 9 - 1) * length.z);
 }
 
+/* Position b in image `code`, its charge kept: b plus the image's shift,
+   the one sum that makes a candidate's position at the build, an image
+   copy (the build's and each check's) and, in the whole form, the pair
+   kernel's partner, so that all of them agree to the bit. */
+__device__ __forceinline__ float4 elec__list_in_image(const elec__list &L, float4 b, int code) {
+    const float3 s = elec__list_image(code, L.length);
+    return make_float4(b.x + s.x, b.y + s.y, b.z + s.z, b.w);
+}
+
 /* SPME's pair function: g = erfc(alpha r)/r, f = (g + 2 alpha/sqrt(pi)
    exp(-alpha^2 r^2)) / r^2.  erfc from elec_erfc_scaled_float (elec.h)
    times the exp(-alpha^2 r^2) the force needs anyway: a reciprocal, eight
@@ -4630,9 +4639,9 @@ __device__ __forceinline__ float4 elec__list_now(const elec__list &L, float4 a, 
 }
 
 /* Step 0 for image copy k (not where a build is due): its atom's
-   position now, as its slot's (elec__list_now), plus the copy's shift,
-   as the pair kernel added it before the copies (elec__list_image), so
-   that the pairs' terms are the same to the bit.  A thread a copy, beside
+   position now, as its slot's (elec__list_now), in the copy's image
+   (elec__list_in_image, as the pair kernel formed it before the copies),
+   so that the pairs' terms are the same to the bit.  A thread a copy, beside
    the slots' threads: with each slot's thread writing its own copies in
    turn, the DHFR-size check ended 7.7-11.7 us into a step from a graph,
    against 3.9-6.2 before the copies; a thread a copy, 4.4-6.5 (H200,
@@ -4642,8 +4651,7 @@ __device__ __forceinline__ void elec__list_check_copy(const elec__list &L, const
     const int2 src = L.image_src[k];
     const unsigned slot_code = (unsigned)src.x;
     const float4 now = elec__list_now(L, xyzq[src.y], L.ref[slot_code >> 5]);
-    const float3 s = elec__list_image((int)(slot_code & 31u), L.length);
-    L.pos[L.image_base + k] = make_float4(now.x + s.x, now.y + s.y, now.z + s.z, now.w);
+    L.pos[L.image_base + k] = elec__list_in_image(L, now, (int)(slot_code & 31u));
 }
 
 /* Step 0, every compute, for slot p: its accumulator zeroed, and its
@@ -5080,9 +5088,9 @@ __device__ __forceinline__ size_t elec__list_lane_at(int r, int lane) {
 
 /* A candidate's position at the build, its image applied. */
 __device__ __forceinline__ float4 elec__list_candidate(const elec__list &L, unsigned e) {
-    const float3 s = elec__list_image((int)(e & 31u), L.length);
-    const float4 b = L.ref[e >> 5];
-    return make_float4(b.x + s.x, b.y + s.y, b.z + s.z, 0.0f);
+    float4 c = elec__list_in_image(L, L.ref[e >> 5], (int)(e & 31u));
+    c.w = 0.0f;
+    return c;
 }
 
 /* Whether cluster ci is in use and its candidates were all written (not
@@ -5186,10 +5194,9 @@ __device__ __forceinline__ void elec__list_cluster_images(const elec__list &L, i
                 const int code = (__ffs((int)x) - 1) + 3 * (__ffs((int)y) - 1) +
                                  9 * (__ffs((int)z) - 1);
                 if (code == 13) continue; /* the box itself */
-                const float3 s = elec__list_image(code, L.length);
                 L.image_src[at - L.image_base] =
                     make_int2((int)((unsigned)p << 5 | (unsigned)code), L.order[p]);
-                L.pos[at++] = make_float4(b.x + s.x, b.y + s.y, b.z + s.z, b.w);
+                L.pos[at++] = elec__list_in_image(L, b, code);
             }
 }
 
@@ -6383,9 +6390,10 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     /* image copies (elec__list_slot_images): room for the most an atom
        can need, at every slot, so that they never outgrow it (24 bytes a
        copy with its source: 168 bytes a slot where each axis is at least
-       2 image_reach long, against ~3 KB an atom of lists).  The margin of image_reach:
-       a partner kept at the build lies within rlist of an atom in [0, L]
-       (the build's wrapped positions), so its shifted position lies
+       2 image_reach long, against ~3 KB an atom of lists).  The margin of
+       image_reach: a partner kept at the build lies within rlist of an
+       atom in [0, L] (the build's wrapped positions), so its shifted
+       position lies
        within rlist of the box to the rounding of the shift and of the
        distance, a few float ulps of 2 L; 1e-3 rlist + 1e-5 L covers that
        many times over, and a copy too many costs only its refresh at each
