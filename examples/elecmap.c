@@ -116,7 +116,7 @@ static void usage(FILE *out) {
 "  --tolerance T         MSM's relative RMS error against the direct sum (with\n"
 "                        --method msm, or when MSM is chosen): picks the\n"
 "                        spacing, cutoff and order not given, the cheapest\n"
-"                        that meets T by the measured error table (1e-7 to 1)\n"
+"                        that meets T by the measured error table (2e-7 up to 1)\n"
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
 "                        is made smoother with it (C2, C3, C4, C5)\n"
