@@ -2449,7 +2449,9 @@ static inline int elec__alpb_is_coulomb(const elec_alpb_params *r,
     return r->exact && k->kappa == 0.0 && (k->region != 1 || r->proj == 0.0);
 }
 
-/* A periodic box: every edge positive and finite. */
+/* A periodic box: every edge positive and finite, and its volume too (the
+   reciprocal sums divide by it: edges of 1e150 A made the Ewald energy
+   NaN). */
 static inline elec_status elec__box_check(const elec_box *box, elec_error *err) {
     int axis;
     if (!box) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "box is NULL");
@@ -2458,6 +2460,45 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "box edge %d is %g: it must be positive", axis,
                               box->length[axis]);
+    if (!elec__finite(box->length[0] * box->length[1] * box->length[2]))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "box %g x %g x %g A: its volume is past double's range",
+                          box->length[0], box->length[1], box->length[2]);
+    return ELEC_OK;
+}
+
+/* Results that finite inputs did not keep finite: charges, a box or
+   parameters so large that a double sum overflowed (charges of 1e200 e
+   gave a Coulomb energy of -inf, an Ewald energy of NaN).  Refused,
+   naming the first such value, rather than returned as a number; the
+   outputs then hold what the sums gave. */
+static inline elec_status elec__results_finite(const char *method, const char *what,
+                                               const double *values, size_t count,
+                                               elec_error *err) {
+    size_t i;
+    for (i = 0; values && i < count; i++)
+        if (!elec__finite(values[i]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "%s: %s %zu came out %g: the charges, the box or the "
+                              "parameters take the sums past double's range",
+                              method, what, i, values[i]);
+    return ELEC_OK;
+}
+
+/* The same for an energy's terms (elec_ewald_terms), each by name. */
+static inline elec_status elec__terms_finite(const char *method, const elec_ewald_terms *t,
+                                             elec_error *err) {
+    static const char *const name[6] = {"real", "reciprocal", "self",
+                                        "excluded", "background", "total"};
+    const double value[6] = {t->real, t->reciprocal, t->self,
+                             t->excluded, t->background, t->total};
+    int k;
+    for (k = 0; k < 6; k++)
+        if (!elec__finite(value[k]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "%s: the %s energy came out %g: the charges, the box or "
+                              "the parameters take the sums past double's range",
+                              method, name[k], value[k]);
     return ELEC_OK;
 }
 
@@ -2705,6 +2746,13 @@ ELEC_DEF elec_status elec_lattice_check(const elec_lattice *l,
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "lattice: %c origin is not finite",
                               axis_name[axis]);
+        /* every point a number: spacing 1e308 on three points passes the
+           tests above and puts the last one at infinity */
+        if (!elec__finite(l->origin[axis] + (l->dims[axis] - 1.0) * l->spacing[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "lattice: the last %c point, %g + %d x %g A, is past "
+                              "double's range", axis_name[axis], l->origin[axis],
+                              l->dims[axis] - 1, l->spacing[axis]);
     }
     if ((double)l->dims[0] * l->dims[1] * l->dims[2] > (double)(SIZE_MAX / 8))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -7182,6 +7230,12 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
         r.kappa = r.gem_compat ? 0.316 * sqrt(r.salt) /* GEM's defines.h */
                                : elec_kappa_from_ionic_strength(r.salt, r.eps_out,
                                                                 r.temperature);
+    /* finite inputs, an overflowing kappa: salt 1e300 mol/L, or a tiny
+       temperature (then kappa/(1 + kappa r) is NaN at every point) */
+    if (!elec__finite(r.kappa))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "salt %g mol/L at eps_out %g and %g K gives kappa %g /A: past "
+                          "double's range", r.salt, r.eps_out, r.temperature, r.kappa);
     *out = r;
     elec__ok(err);
     return ELEC_OK;
@@ -7370,19 +7424,28 @@ ELEC_DEF elec_status elec_read_points(const char *path, elec_surface *out,
     return s;
 }
 
-/* MSMS's header: '#' lines, then a line whose first field is the count. */
+/* MSMS's header: '#' lines, then a line whose first field is the count,
+   at most the records the rest of the file can hold (each at least a
+   character and its newline): a count of 2^31 - 1 in a 30-byte file once
+   asked for 51 GB before reading a record. */
 static elec_status elec__msms_count(elec__lines *c, const char *path, size_t *count,
                                     elec_error *err) {
     elec__pqr_token t[4];
     long n;
     while ((n = elec__next_line(c, t, 4)) >= 0) {
         long long v;
+        const size_t room = (size_t)(c->end - c->p) / 2 + 1;
         if (n == 0 || t[0].p[0] == '#') continue;
         if (elec__pqr_integer(t[0].p, t[0].n, (long long)INT_MAX, &v) !=
                 ELEC__PQR_NUMBER_OK || v < 1)
             return elec__fail(err, ELEC_ERR_PARSE, c->number,
                               "%s: line %ld: '%.*s%s' is not a count", path, c->number,
                               ELEC__PQR_QUOTE(t[0].p, t[0].n));
+        if ((size_t)v > room)
+            return elec__fail(err, ELEC_ERR_PARSE, c->number,
+                              "%s: line %ld: a count of %lld, but the %zu bytes after it "
+                              "hold at most %zu records", path, c->number, v,
+                              (size_t)(c->end - c->p), room);
         *count = (size_t)v;
         return ELEC_OK;
     }
@@ -7925,6 +7988,16 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
     }
     /* an atom adds under 1e-4 beyond sqrt(1 + ln(1e4) / s) radii */
     reach2 = 1.0 + 9.21034 / blobbiness;
+    /* a lattice coarser than the largest atom's reach across resolves no
+       atom: at 1e20 A a point could still land on an atom's centre (the
+       origin's offset cancelling to the bit) and make a "surface" 1e20 A
+       wide */
+    if (spacing > 2.0 * largest * sqrt(reach2)) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "mesh spacing %g A is coarser than the largest atom's reach (%g A "
+                       "across): no surface to mesh", spacing, 2.0 * largest * sqrt(reach2));
+        goto cleanup;
+    }
     pad = largest * sqrt(reach2) + 2.0 * spacing;
     for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
     for (i = 1; i < n; i++)

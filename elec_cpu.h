@@ -260,7 +260,9 @@ ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
    be NULL where p = 0 and there is no salt.  The exact sum without salt
    runs on elec_cpu_dcs_points (float terms in the float call, double in
    the double one); everything else is summed in double.  potential gets
-   count values; it is not touched when the call fails. */
+   count values; it is not touched when the call is refused, and where a
+   value comes out past the output type's range (absurd charges) the call
+   fails (ELEC_ERR_INVALID_ARG, naming the point) after writing them. */
 ELEC_API elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
                                    const double *normals, size_t count,
                                    const elec_alpb_params *params, float *potential,
@@ -866,6 +868,10 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
         }
     elec__cpu_atoms_free(&a);
     *energy = scale * sum;
+    if ((s = elec__results_finite("Coulomb", "energy", energy, 1, err)) != ELEC_OK ||
+        (s = elec__results_finite("Coulomb", "force component", forces, 3 * atoms->count,
+                                  err)) != ELEC_OK)
+        return s;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -1615,6 +1621,9 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (long_range + short_range);
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
+    if ((s = elec__results_finite("MSM", "energy", energy, 1, err)) != ELEC_OK ||
+        (s = elec__results_finite("MSM", "force component", forces, 3 * n, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
@@ -2132,6 +2141,11 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     *energy = p.scale * 0.5 * sum;
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
     for (i = 0; i < n && potential; i++) potential[i] = p.scale * phi[i];
+    if ((s = elec__results_finite("periodic MSM", "energy", energy, 1, err)) != ELEC_OK ||
+        (s = elec__results_finite("periodic MSM", "force component", forces, 3 * n, err)) !=
+            ELEC_OK ||
+        (s = elec__results_finite("periodic MSM", "potential", potential, n, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
@@ -2653,6 +2667,10 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                        potential);
     t.error = p.estimate.energy;
     *energy = t;
+    if ((s = elec__terms_finite("Ewald", &t, err)) != ELEC_OK ||
+        (s = elec__results_finite("Ewald", "force component", forces, 3 * n, err)) != ELEC_OK ||
+        (s = elec__results_finite("Ewald", "potential", potential, n, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
@@ -2776,6 +2794,9 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
             }
     }
     for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
+    if ((s = elec__results_finite("Ewald", "force component", forces, 3 * count, err)) !=
+        ELEC_OK)
+        goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
@@ -3061,6 +3082,10 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
                        potential);
     t.error = p.estimate.energy;
     *energy = t;
+    if ((s = elec__terms_finite("SPME", &t, err)) != ELEC_OK ||
+        (s = elec__results_finite("SPME", "force component", forces, 3 * n, err)) != ELEC_OK ||
+        (s = elec__results_finite("SPME", "potential", potential, n, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
 cleanup:
     ELEC_FREE(x);
@@ -3463,6 +3488,24 @@ static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c
     return sum;
 }
 
+/* The potentials written, each a number: charges of 1e150 e passed every
+   check and came out inf in float, a salt of 1e300 mol/L NaN (now refused
+   by elec_alpb_params_resolve).  ELEC_ERR_INVALID_ARG names the first. */
+static elec_status elec__alpb_finite(const float *outf, const double *outd, size_t count,
+                                     elec_error *err) {
+    size_t i;
+    for (i = 0; i < count; i++) {
+        const double phi = outf ? (double)outf[i] : outd[i];
+        if (!elec__finite(phi))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "ALPB: the potential at point %zu came out %g: the charges or "
+                              "the parameters take it past %s's range", i, phi,
+                              outf ? "float" : "double");
+    }
+    elec__ok(err);
+    return ELEC_OK;
+}
+
 static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
                                   const double *normals, size_t count,
                                   const elec_alpb_params *params, float *outf,
@@ -3496,7 +3539,7 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
             if (outf) outf[i] = (float)(outf[i] + shift);
             else outd[i] += shift;
         }
-        return ELEC_OK;
+        return elec__alpb_finite(outf, outd, count, err);
     }
     w.h = hcp;
     w.charges = r.hcp_charges;
@@ -3526,8 +3569,7 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
         else outd[v] = phi;
     }
     ELEC_FREE(reach2);
-    elec__ok(err);
-    return ELEC_OK;
+    return elec__alpb_finite(outf, outd, count, err);
 }
 
 ELEC_DEF elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,

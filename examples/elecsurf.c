@@ -206,6 +206,12 @@ static int parse_options(int argc, char **argv, options *o) {
             char copy[256], *token, *rest;
             int level = 0;
             NEED(1);
+            if (strlen(argv[i + 1]) >= sizeof copy) { /* not cut short in silence */
+                fprintf(stderr, "elecsurf: --hcp '%.40s...': give 1 to 3 thresholds in A, "
+                                "comma-separated, in under %zu characters\n",
+                        argv[i + 1], sizeof copy);
+                return 0;
+            }
             snprintf(copy, sizeof copy, "%s", argv[++i]);
             for (token = strtok_r(copy, ",", &rest); token; token = strtok_r(NULL, ",", &rest)) {
                 double h;
@@ -617,17 +623,22 @@ static void draw_triangle(picture *p, const screen_vertex *a, const screen_verte
         }
 }
 
-/* A point of a surface without triangles: a shaded disc. */
+/* A point of a surface without triangles: a shaded disc, over the pixels
+   of its square that lie in the picture (a disc far larger than the
+   picture once looped over its whole square, and its corners left int's
+   range). */
 static void draw_disc(picture *p, const screen_vertex *v, double radius, double range) {
+    const double x0 = fmax(floor(v->x - radius), 0.0), x1 = fmin(ceil(v->x + radius), p->w - 1.0);
+    const double y0 = fmax(floor(v->y - radius), 0.0), y1 = fmin(ceil(v->y + radius), p->h - 1.0);
     unsigned char rgb[3];
     int x, y;
+    if (!(x0 <= x1 && y0 <= y1)) return; /* outside the picture (or NaN) */
     shade(v->phi, v->n, range, rgb);
-    for (y = (int)floor(v->y - radius); y <= (int)ceil(v->y + radius); y++)
-        for (x = (int)floor(v->x - radius); x <= (int)ceil(v->x + radius); x++) {
+    for (y = (int)y0; y <= (int)y1; y++)
+        for (x = (int)x0; x <= (int)x1; x++) {
             double dx = x + 0.5 - v->x, dy = y + 0.5 - v->y;
             size_t at;
-            if (x < 0 || y < 0 || x >= p->w || y >= p->h || dx * dx + dy * dy > radius * radius)
-                continue;
+            if (dx * dx + dy * dy > radius * radius) continue;
             at = (size_t)y * p->w + x;
             if (v->z <= p->depth[at]) continue;
             p->depth[at] = (float)v->z;
@@ -671,7 +682,9 @@ static int render(picture *p, const options *o, const elec_surface *s, const flo
             if (i == 0 || c > hi[k]) hi[k] = c;
         }
     }
-    scale = 0.92 * fmin(view_w / fmax(hi[0] - lo[0], 1e-9), p->h / fmax(hi[1] - lo[1], 1e-9));
+    /* at least 1 A across: points on one spot would otherwise scale by
+       1e9 and more */
+    scale = 0.92 * fmin(view_w / fmax(hi[0] - lo[0], 1.0), p->h / fmax(hi[1] - lo[1], 1.0));
     for (i = 0; i < s->count; i++) {
         const double *x = s->xyz + 3 * i, *n = s->normal ? s->normal + 3 * i : NULL;
         double flip = o->view_sign < 0 ? 1.0 : -1.0;
@@ -946,6 +959,27 @@ done:
     return status;
 }
 
+/* The output may replace neither input (the structure, a surface file),
+   by name, symlink or hard link: a map as elecmap checks it, the table,
+   PLY and PNG by elec_output_check (they once overwrote the input).
+   0 when it may be written, else the exit status. */
+static int output_check(const options *o) {
+    const char *inputs[2] = {o->input, o->surface_file};
+    elec_error err;
+    int k;
+    for (k = 0; k < 2; k++) {
+        if (!inputs[k]) continue;
+        if (o->kind == OUTPUT_MAP) {
+            const int status = cli_map_output_check("elecsurf", o->output, inputs[k]);
+            if (status != 0) return status;
+        } else if (elec_output_check(o->output, inputs[k], &err) != ELEC_OK) {
+            fprintf(stderr, "elecsurf: %s\n", err.message);
+            return err.status == ELEC_ERR_INVALID_ARG ? 2 : 1;
+        }
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -966,8 +1000,7 @@ int main(int argc, char **argv) {
     FILE *out;
 
     if (!parse_options(argc, argv, &o)) return 2;
-    if (o.kind == OUTPUT_MAP && (ok = cli_map_output_check("elecsurf", o.output, o.input)) != 0)
-        return ok;
+    if ((ok = output_check(&o)) != 0) return ok;
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
     /* the input's text: its REMARK and CRYST1 lines go into a map's comment */
@@ -1039,6 +1072,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
     }
+    for (i = 0; i < surf.count; i++) /* a number at every point, on either path */
+        if (!isfinite(phi[i])) {
+            fprintf(stderr, "elecsurf: the potential at point %zu came out %g: the charges "
+                            "or the parameters take it past float's range\n", i, phi[i]);
+            goto done;
+        }
     for (i = 0; i < surf.count; i++) {
         if (i == 0 || phi[i] < lo) lo = phi[i];
         if (i == 0 || phi[i] > hi) hi = phi[i];

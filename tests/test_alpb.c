@@ -921,9 +921,40 @@ TEST(bad_input_is_named_and_nothing_is_written) {
     EXPECT(elec_cpu_alpb_double(&b.h, b.xyz, NULL, 300, &p, out, &err) ==
                    ELEC_ERR_INVALID_ARG && strstr(err.message, "hcp_h[1]"),
            "%s", err.message);
+    /* a salt whose kappa overflows (it made every potential NaN) */
+    p.hcp_h[1] = 0.0;
+    p.salt = 1e300;
+    EXPECT(elec_cpu_alpb_double(&b.h, b.xyz, b.normal, 300, &p, out, &err) ==
+                   ELEC_ERR_INVALID_ARG && strstr(err.message, "kappa inf"),
+           "%s", err.message);
     for (i = 0; i < 300; i++) untouched &= out[i] == -7.0;
     EXPECT(untouched, "a refused call wrote its output");
     blob_free(&b);
+}
+
+TEST(potentials_past_the_outputs_range_fail_the_call) {
+    /* Charges of 1e150 e pass every check, and their potentials pass
+       float's range: the float call fails, naming the point, where it
+       once returned inf; the double call sums them. */
+    const double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1e150, -1e150}, r[2] = {1.9, 2.5};
+    const double points[6] = {0, 0, 6, 3, 0, 6}, normals[6] = {0, 0, 1, 0, 0, 1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    elec_alpb_params p = {0};
+    elec_hcp h;
+    elec_error err;
+    float outf[2];
+    double outd[2];
+    if (elec_hcp_build(&atoms, NULL, NULL, NULL, &h, &err) != ELEC_OK) {
+        EXPECT(0, "hierarchy: %s", err.message);
+        return;
+    }
+    EXPECT(elec_cpu_alpb(&h, points, normals, 2, &p, outf, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "float's range"),
+           "float: %s", err.message);
+    EXPECT(elec_cpu_alpb_double(&h, points, normals, 2, &p, outd, &err) == ELEC_OK &&
+               isfinite(outd[0]) && isfinite(outd[1]),
+           "double: %s", err.message);
+    elec_hcp_free(&h);
 }
 
 /* ------------------------------------------------------------ surfaces */
@@ -986,6 +1017,7 @@ TEST(msms_files_are_read) {
         "      2      4      3  2    1\n";
     static const char *const bad_face =
         "#\n#\n 1 2 3.0 1.5\n 1 2 5 2 1\n";
+    static const char *const huge_count = "#\n#\n2147483647 0 0 0\n";
     elec_surface s;
     elec_error err;
     if (!write_file("build/test_alpb.vert", vert) || !write_file("build/test_alpb.face", face) ||
@@ -1003,6 +1035,13 @@ TEST(msms_files_are_read) {
                err.line == 4 && strstr(err.message, "'5' is not one of the 4 vertices") &&
                s.count == 0,
            "%s", err.message);
+    /* a count the file cannot hold: refused before any allocation (it
+       once asked for 51 GB) */
+    EXPECT(write_file("build/test_alpb_huge.vert", huge_count) &&
+               elec_read_msms("build/test_alpb_huge.vert", NULL, &s, &err) == ELEC_ERR_PARSE &&
+               strstr(err.message, "a count of 2147483647"),
+           "%s", err.message);
+    remove("build/test_alpb_huge.vert");
     remove("build/test_alpb.vert");
     remove("build/test_alpb.face");
     remove("build/test_alpb_bad.face");
@@ -1107,6 +1146,11 @@ TEST(mesh_of_one_atom_is_a_closed_sphere) {
     EXPECT(worst <= 0.0075 * 1.01 && worst_normal <= 1e-12, "radius off by %g, normal by %g", worst,
            worst_normal);
     elec_surface_free(&s);
+    /* a lattice coarser than the atom's reach resolves nothing: refused
+       (at 1e20 A a point landing on the centre once made a "surface") */
+    EXPECT(elec_surface_mesh(&one, 1e20, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "coarser than the largest atom's reach") && s.count == 0,
+           "%s", err.message);
 }
 
 /* A structure's mesh: closed and consistently oriented, enclosing a
@@ -1171,6 +1215,7 @@ int main(void) {
     RUN(hcp_on_the_apbs_structures_matches_the_research_table);
     RUN(float_path_is_within_float_rounding_of_double);
     RUN(bad_input_is_named_and_nothing_is_written);
+    RUN(potentials_past_the_outputs_range_fail_the_call);
     RUN(point_lists_read_with_and_without_normals);
     RUN(point_list_with_a_malformed_line_is_refused);
     RUN(msms_files_are_read);

@@ -329,6 +329,42 @@ refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-ch
 refused elecsurf_refuses_salt_with_a_map 2 "salt with a map" "$dir/r7.dx" --salt 0.1 "$dir/ion.pqr"
 refused elecsurf_refuses_a_projection_with_a_map 2 "proj with a map" "$dir/r8.mrc" --proj 1.4 \
     "$dir/ion.pqr"
+# hostile input (an audit's findings): absurd values come back as errors,
+# not as inf or NaN with status 0, a meaningless mesh or a hang
+printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1e150 2.0000\nATOM      2  CL  ION     2       4.000   2.000   3.000  -1e150 2.0000\n' > "$dir/huge.pqr"
+refused elecsurf_refuses_potentials_past_floats_range 1 "past float's range" "$dir/r9.txt" \
+    --surface "$dir/sphere.txt" "$dir/huge.pqr"
+refused elecsurf_refuses_a_salt_whose_kappa_overflows 1 "kappa inf" "$dir/r10.txt" --salt 1e300 \
+    --surface "$dir/sphere.txt" "$dir/ion.pqr"
+refused elecsurf_refuses_a_mesh_coarser_than_its_atoms 1 "coarser than the largest atom" \
+    "$dir/r11.ply" --density 1e-40 "$dir/ion.pqr"
+refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 characters" \
+    "$dir/r12.txt" --hcp "$(awk 'BEGIN { for (i = 0; i < 130; i++) printf "1,"; print 1 }')" \
+    "$dir/ion.pqr"
+printf '# a\n# b\n2147483647 0 0 0\n' > "$dir/huge.vert"
+refused elecsurf_refuses_an_msms_count_its_file_cannot_hold 1 "a count of 2147483647" \
+    "$dir/r13.txt" --surface "$dir/huge.vert" "$dir/ion.pqr"
+# no output replaces an input, whatever its kind (the table, PLY and PNG
+# once overwrote the structure or the point list)
+cp "$dir/ion.pqr" "$dir/self.txt"
+cp "$dir/sphere.txt" "$dir/points.txt"
+"$build/elecsurf" --cpu "$dir/self.txt" "$dir/self.txt" > "$dir/out" 2>&1; rc1=$?
+"$build/elecsurf" --cpu --surface "$dir/points.txt" "$dir/ion.pqr" "$dir/points.txt" > "$dir/out2" 2>&1; rc2=$?
+if [ $rc1 -ne 0 ] && [ $rc2 -ne 0 ] && grep -q "destroy the input" "$dir/out" &&
+   grep -q "destroy the input" "$dir/out2" && cmp -s "$dir/self.txt" "$dir/ion.pqr" &&
+   cmp -s "$dir/points.txt" "$dir/sphere.txt"; then
+    ok "elecsurf_writes_over_no_input"
+else fail "elecsurf_writes_over_no_input: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
+# two points 1e-5 A apart, drawn as discs: scaled to a 1 A view, not 1e9
+# (which once looped for ever over the discs' squares)
+printf '0 0 0\n0.00001 0.00001 0\n' > "$dir/close.txt"
+if command -v timeout > /dev/null; then
+    timeout 60 "$build/elecsurf" --cpu --size 96 --surface "$dir/close.txt" "$dir/ion.pqr" \
+        "$dir/close.png" > "$dir/out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] || grep -q "without libpng" "$dir/out"; then ok "elecsurf_draws_points_on_one_spot"
+    else fail "elecsurf_draws_points_on_one_spot: status $rc $(cat "$dir/out")"; fi
+else skip "elecsurf_draws_points_on_one_spot: no timeout(1) here"; fi
 
 # A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
 # point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
@@ -527,6 +563,16 @@ else fail "elecenergy_keeps_the_old_forces_when_a_write_fails: status $st $(cat 
 "$build/elecenergy" --method direct --forces "$dir/forces.txt" "$dir/pair.pqr" > "$dir/out" 2>&1 &&
     [ "$(sed -n 2p "$dir/forces.txt" | awk '{ print $1 }')" = 1 ] && [ "$(wc -l < "$dir/forces.txt")" -eq 3 ] &&
     ok "elecenergy_writes_the_forces" || fail "elecenergy_writes_the_forces: $(cat "$dir/out" "$dir/forces.txt")"
+
+# elecenergy: sums past double's range are errors, not -inf, NaN or JSON
+# that no parser reads
+printf 'ATOM      1  NA  ION     1       0.000   0.000   0.000  1e200 1.0\nATOM      2  CL  ION     2       3.000   0.000   0.000 -1e200 1.0\n' > "$dir/huge2.pqr"
+"$build/elecenergy" --cpu --method direct --json "$dir/huge2.pqr" > "$dir/out" 2>&1; rc1=$?
+"$build/elecenergy" --cpu --method ewald --box 1e150 1e150 1e150 "$dir/huge2.pqr" > "$dir/out2" 2>&1; rc2=$?
+if [ $rc1 -eq 1 ] && grep -q "double's range" "$dir/out" && ! grep -q '"total"' "$dir/out" &&
+   [ $rc2 -ne 0 ] && grep -q "volume is past double's range" "$dir/out2"; then
+    ok "elecenergy_refuses_sums_past_doubles_range"
+else fail "elecenergy_refuses_sums_past_doubles_range: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
 
 echo "tally: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

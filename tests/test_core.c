@@ -183,6 +183,10 @@ TEST(lattice_check_rejects_bad_lattices) {
         l.spacing[axis] = NAN;
         EXPECT(elec_lattice_check(&l, &err) == ELEC_ERR_INVALID_ARG,
                "NaN spacing on axis %d accepted", axis);
+        l.spacing[axis] = 1e308; /* finite, but the last point is not */
+        EXPECT(elec_lattice_check(&l, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "double's range"),
+               "a last point past double's range on axis %d: %s", axis, err.message);
     }
     EXPECT(elec_lattice_check(NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL lattice accepted");

@@ -333,6 +333,35 @@ TEST(direct_coulomb_energy_of_a_few_charges) {
            "coincident charges must be an error");
 }
 
+TEST(sums_past_doubles_range_are_refused_not_returned) {
+    /* Finite inputs whose sums overflow: charges of 1e200 e (the Coulomb
+       energy was -inf, the Ewald energy NaN, both returned as ELEC_OK) and
+       a box whose volume overflows (NaN energies).  Each an error naming
+       what overflowed; a box of 1e100 A still sums. */
+    double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1e200, -1e200}, e, f[6];
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = cube(20.0);
+    elec_ewald_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, f, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "double's range"),
+           "Coulomb of 1e200 e: %s", err.message);
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, f, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "double's range"),
+           "Ewald of 1e200 e: %s", err.message);
+    q[0] = 1.0;
+    q[1] = -1.0;
+    box = cube(1e150);
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "volume"),
+           "a box of 1e150 A: %s", err.message);
+    box = cube(1e100);
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_OK &&
+               isfinite(t.total),
+           "a box of 1e100 A: %s", err.message);
+}
+
 TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
     /* Two atoms at one place (here through the periodic wrap) that are not
        excluded have infinite energy: an error, not a number.  A pair
@@ -385,6 +414,7 @@ TEST(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding) {
 
 int main(void) {
     RUN(coincident_atoms_and_doubled_exclusions_are_refused);
+    RUN(sums_past_doubles_range_are_refused_not_returned);
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(rock_salt_gives_the_madelung_constant);
