@@ -3970,13 +3970,19 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    227.9-228.1 -> 205.4-206.8 us, DHFR-size's on 72^3 82.0-83.0 ->
    74.0-74.3 (bench_spme, H200, 2026-11-29, bench/RESULTS.md; the sparser
    grids of its table, where the charge map's default is pc-lanes, 0.8 %
-   slower to 3 % faster by tile-binned).  Orders 5, 7 and 8 beside the
-   real space follow order 6, not measured there.  The rung is the
-   handle's, chosen at create: a compute of the reciprocal part alone, or
-   a timed one (its stages in series), spreads by it too. */
-static elec_chargemap_variant elec__spme_spread_rung(int order, int overlap) {
+   slower to 3 % faster by tile-binned).  At order 5 it depends on the
+   size: beside the DHFR-size real space (few atoms an SM,
+   elec__spme_few_atoms_an_sm) pc-lanes took the step from a graph from
+   78.1-78.6 to 65.5 us, but at ApoA1 size from 183.0-183.4 to 188.3-188.4
+   (bench_spme --peer, two rounds alternating, H200, bench/RESULTS.md,
+   2026-12-01): pc-lanes at order 5 where the atoms are few.  Orders 7
+   and 8 beside the real space follow order 6, not measured there.  The
+   rung is the handle's, chosen at create: a compute of the reciprocal
+   part alone, or a timed one (its stages in series), spreads by it too. */
+static elec_chargemap_variant elec__spme_spread_rung(int order, int overlap, int few_atoms) {
     const elec_chargemap_variant asked = ELEC__SPME_CHARGEMAP_VARIANT;
-    if (asked == ELEC_CHARGEMAP_FASTEST && order == 4 && overlap) return ELEC_CHARGEMAP_PC_LANES;
+    if (asked == ELEC_CHARGEMAP_FASTEST && overlap && (order == 4 || (order == 5 && few_atoms)))
+        return ELEC_CHARGEMAP_PC_LANES;
     return asked;
 }
 
@@ -6570,7 +6576,8 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
         cp.basis = ELEC_CHARGEMAP_BSPLINE;
         cp.order = h->p.order;
         cp.periodic = 1;
-        cp.variant = elec__spme_spread_rung(h->p.order, h->overlap);
+        cp.variant = elec__spme_spread_rung(
+            h->p.order, h->overlap, elec__spme_few_atoms_an_sm(h->max_atoms, h->sm_count));
         status = elec_chargemap_periodic_lattice(&h->box, h->p.grid, 0.0, &grid_lattice, err);
         if (status == ELEC_OK)
             status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
