@@ -247,14 +247,14 @@ $(BUILD)/cufft_baseline: tests/cufft_baseline.cu | $(BUILD)
 	$(NVCC) $(ALL_NVCCFLAGS) -o $@ $< $(CUDA_LIBS)
 
 # The parsers under libFuzzer with ASan and UBSan (clang; on Debian the
-# fuzzer runtime is in libclang-rt-14-dev): the PQR, DX and MRC readers
+# fuzzer runtime is in libclang-rt-14-dev): the PQR, DX, MRC and point-list readers
 # and the command lines of elecmap and elecenergy, FUZZ_SECONDS each,
 # seeded from ../shared/data/structures, maps elecmap writes and
 # tests/fuzz/seeds (tests/fuzz/run.sh).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
-FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options $(FUZZ_BUILD)/fuzz_points
 $(FUZZ_BUILD):
 	mkdir -p $(FUZZ_BUILD)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)

@@ -7299,10 +7299,19 @@ static elec_status elec__surface_alloc(elec_surface *s, size_t count, int normal
     return ELEC_OK;
 }
 
-/* Scales a normal to unit length; 0 when it is zero. */
+/* Scales a normal to unit length; 0 when it is zero.  Divided first by
+   its largest component, so that the squares neither overflow (a
+   component of 6e256 made the length inf and the normal zero, found by
+   tests/fuzz/fuzz_points.c) nor underflow (1e-200). */
 static int elec__unit(double *n) {
-    double length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    if (!(length > 0.0)) return 0;
+    double largest = fabs(n[0]), length;
+    if (fabs(n[1]) > largest) largest = fabs(n[1]);
+    if (fabs(n[2]) > largest) largest = fabs(n[2]);
+    if (!(largest > 0.0)) return 0;
+    n[0] /= largest;
+    n[1] /= largest;
+    n[2] /= largest;
+    length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
     n[0] /= length;
     n[1] /= length;
     n[2] /= length;

@@ -976,6 +976,18 @@ TEST(point_lists_read_with_and_without_normals) {
                !s.normal && s.xyz[5] == 6.0,
            "without normals: %s", err.message);
     elec_surface_free(&s);
+    {   /* normals far from unit length, renormalised without overflow or
+           underflow (6e256 once came out the zero vector) */
+        static const char *const extreme = "4 4 5 6e256 0 3\n1 2 3 1e-200 0 -1e-200\n";
+        const double half = sqrt(0.5);
+        EXPECT(elec_parse_points(extreme, strlen(extreme), &s, &err) == ELEC_OK &&
+                   s.count == 2 && s.normal[0] == 1.0 &&
+                   fabs(s.normal[2] / 5e-257 - 1.0) <= 1e-15 &&
+                   fabs(s.normal[3] - half) <= 4e-16 && fabs(s.normal[5] + half) <= 4e-16,
+               "extreme normals: %s (%g %g %g, %g %g %g)", err.message, s.normal[0],
+               s.normal[1], s.normal[2], s.normal[3], s.normal[4], s.normal[5]);
+        elec_surface_free(&s);
+    }
 }
 
 TEST(point_list_with_a_malformed_line_is_refused) {
