@@ -171,7 +171,14 @@ typedef enum elec_status {
 } elec_status;
 
 /* Detail for a failure: which line of a file, and a sentence a person can
-   act on.  Pass NULL where the detail is not wanted. */
+   act on.  Pass NULL where the detail is not wanted.
+   Results that finite inputs take past their type's range (charges of
+   1e200 e; a box whose volume overflows) are ELEC_ERR_INVALID_ARG, not
+   inf or NaN: the energy calls (Coulomb, Ewald, SPME and MSM, CPU and
+   GPU: their energies, and the forces and potentials they return on the
+   host) and ALPB check what they wrote and fail, naming the first value,
+   with the outputs as the sums left them; maps are not checked (elecmap
+   refuses a map that holds one when it writes it). */
 typedef struct elec_error {
     elec_status status;
     long line; /* 1-based line of an input file, 0 when not about a file */
@@ -2482,6 +2489,25 @@ static inline elec_status elec__results_finite(const char *method, const char *w
                               "%s: %s %zu came out %g: the charges, the box or the "
                               "parameters take the sums past double's range",
                               method, what, i, values[i]);
+    return ELEC_OK;
+}
+
+/* ALPB's potentials, written by the CPU (float or double) or the GPU
+   (float), each a number: charges of 1e150 e passed every check and came
+   out inf in float, a salt of 1e300 mol/L NaN (now refused by
+   elec_alpb_params_resolve).  ELEC_ERR_INVALID_ARG names the first. */
+static inline elec_status elec__alpb_finite(const float *outf, const double *outd,
+                                            size_t count, elec_error *err) {
+    size_t i;
+    for (i = 0; i < count; i++) {
+        const double phi = outf ? (double)outf[i] : outd[i];
+        if (!elec__finite(phi))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "ALPB: the potential at point %zu came out %g: the charges or "
+                              "the parameters take it past %s's range", i, phi,
+                              outf ? "float" : "double");
+    }
+    elec__ok(err);
     return ELEC_OK;
 }
 
@@ -7997,16 +8023,6 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
     }
     /* an atom adds under 1e-4 beyond sqrt(1 + ln(1e4) / s) radii */
     reach2 = 1.0 + 9.21034 / blobbiness;
-    /* a lattice coarser than the largest atom's reach across resolves no
-       atom: at 1e20 A a point could still land on an atom's centre (the
-       origin's offset cancelling to the bit) and make a "surface" 1e20 A
-       wide */
-    if (spacing > 2.0 * largest * sqrt(reach2)) {
-        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                       "mesh spacing %g A is coarser than the largest atom's reach (%g A "
-                       "across): no surface to mesh", spacing, 2.0 * largest * sqrt(reach2));
-        goto cleanup;
-    }
     pad = largest * sqrt(reach2) + 2.0 * spacing;
     for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
     for (i = 1; i < n; i++)
@@ -8014,6 +8030,23 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
             if (xyz[3 * i + axis] < lo[axis]) lo[axis] = xyz[3 * i + axis];
             if (xyz[3 * i + axis] > hi[axis]) hi[axis] = xyz[3 * i + axis];
         }
+    {   /* a lattice coarser than the whole blob (the atoms' span and the
+           largest reach) resolves nothing: at 1e20 A a point could still
+           land on an atom's centre (the origin's offset cancelling to the
+           bit) and make a "surface" 1e20 A wide.  Coarse meshes of a
+           molecule (10-25 A for a protein) stay allowed. */
+        double across = 0.0;
+        for (axis = 0; axis < 3; axis++)
+            if (hi[axis] - lo[axis] > across) across = hi[axis] - lo[axis];
+        across += 2.0 * largest * sqrt(reach2);
+        if (spacing > across) {
+            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "mesh spacing %g A is coarser than the atoms' whole extent (%g A "
+                           "across, their reach included): no surface to mesh", spacing,
+                           across);
+            goto cleanup;
+        }
+    }
     {
         double total = 1.0;
         for (axis = 0; axis < 3; axis++) {

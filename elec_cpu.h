@@ -3488,24 +3488,6 @@ static double elec__alpb_component(const elec__alpb_walk *w, int level, size_t c
     return sum;
 }
 
-/* The potentials written, each a number: charges of 1e150 e passed every
-   check and came out inf in float, a salt of 1e300 mol/L NaN (now refused
-   by elec_alpb_params_resolve).  ELEC_ERR_INVALID_ARG names the first. */
-static elec_status elec__alpb_finite(const float *outf, const double *outd, size_t count,
-                                     elec_error *err) {
-    size_t i;
-    for (i = 0; i < count; i++) {
-        const double phi = outf ? (double)outf[i] : outd[i];
-        if (!elec__finite(phi))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "ALPB: the potential at point %zu came out %g: the charges or "
-                              "the parameters take it past %s's range", i, phi,
-                              outf ? "float" : "double");
-    }
-    elec__ok(err);
-    return ELEC_OK;
-}
-
 static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
                                   const double *normals, size_t count,
                                   const elec_alpb_params *params, float *outf,

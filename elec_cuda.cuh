@@ -3700,6 +3700,10 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
                          0.5 * job.self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
+    if ((status = elec__results_finite("GPU MSM", "energy", energy, 1, err)) != ELEC_OK ||
+        (status = elec__results_finite("GPU MSM", "force component", forces,
+                                       forces ? 3 * atoms->count : 0, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
     status = ELEC_OK;
 
@@ -7077,6 +7081,9 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
         goto cleanup;
     }
     elec__spme_terms(h, sums, terms);
+    /* charges whose float terms overflow (about 1e19 e) reach here as inf
+       or NaN: refused by name, as on the CPU */
+    if ((status = elec__terms_finite("GPU SPME", terms, err)) != ELEC_OK) goto cleanup;
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -7212,6 +7219,10 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                       2.0 * p.alpha / sqrt(pi) * host_xyzq[i].w -
                                       pi * charge / (p.alpha * p.alpha * volume));
     }
+    if ((status = elec__results_finite("GPU SPME", "force component", forces, 3 * n, err)) !=
+            ELEC_OK ||
+        (status = elec__results_finite("GPU SPME", "potential", potential, n, err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
 cleanup:
     elec__cuda_free(d_xyzq, stream); /* on the stream, before it goes */
@@ -8438,6 +8449,9 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
     *energy = h->plan.p.scale * (sums[ELEC__PMSM_SUM_ENERGY] +
                                  0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
                                      sums[ELEC__PMSM_SUM_CHARGE]);
+    if ((status = elec__results_finite("GPU periodic MSM", "energy", energy, 1, err)) !=
+        ELEC_OK)
+        goto cleanup;
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -12464,7 +12478,9 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     const double *normals, size_t count,
                                     const elec_alpb_params *params, float *potential,
                                     elec_error *err) {
-    return elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
+    const elec_status status =
+        elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
+    return status == ELEC_OK ? elec__alpb_finite(potential, NULL, count, err) : status;
 }
 
 ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
@@ -12547,7 +12563,7 @@ ELEC_DEF elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *ver
         times->count = 7;
         times->total = t.total;
     }
-    return status;
+    return status == ELEC_OK ? elec__alpb_finite(potential, NULL, count, err) : status;
 }
 
 #ifdef __cplusplus

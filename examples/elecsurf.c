@@ -632,7 +632,8 @@ static void draw_disc(picture *p, const screen_vertex *v, double radius, double 
     const double y0 = fmax(floor(v->y - radius), 0.0), y1 = fmin(ceil(v->y + radius), p->h - 1.0);
     unsigned char rgb[3];
     int x, y;
-    if (!(x0 <= x1 && y0 <= y1)) return; /* outside the picture (or NaN) */
+    if (!isfinite(v->x) || !isfinite(v->y) || !(x0 <= x1 && y0 <= y1))
+        return; /* not a place, or outside the picture */
     shade(v->phi, v->n, range, rgb);
     for (y = (int)y0; y <= (int)y1; y++)
         for (x = (int)x0; x <= (int)x1; x++) {

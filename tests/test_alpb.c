@@ -1158,10 +1158,11 @@ TEST(mesh_of_one_atom_is_a_closed_sphere) {
     EXPECT(worst <= 0.0075 * 1.01 && worst_normal <= 1e-12, "radius off by %g, normal by %g", worst,
            worst_normal);
     elec_surface_free(&s);
-    /* a lattice coarser than the atom's reach resolves nothing: refused
-       (at 1e20 A a point landing on the centre once made a "surface") */
+    /* a lattice coarser than the atom's whole reach resolves nothing:
+       refused (at 1e20 A a point landing on the centre once made a
+       "surface") */
     EXPECT(elec_surface_mesh(&one, 1e20, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
-               strstr(err.message, "coarser than the largest atom's reach") && s.count == 0,
+               strstr(err.message, "coarser than the atoms' whole extent") && s.count == 0,
            "%s", err.message);
 }
 
@@ -1204,6 +1205,12 @@ TEST(mesh_of_a_structure_is_closed_and_faces_outward) {
     EXPECT(open == 0, "%ld open or doubled edges", open);
     EXPECT(volume > 5000.0 && disagree <= (long)(s.triangle_count / 100),
            "volume %g, %ld triangles face against their normals", volume, disagree);
+    elec_surface_free(&s);
+    /* a coarse mesh of the molecule (coarser than any one atom's reach,
+       finer than the whole) is still a mesh */
+    EXPECT(elec_surface_mesh(&atoms, 15.0, 0.0, &s, &err) == ELEC_OK && s.count > 0 &&
+               mesh_open_edges(&s, &euler) == 0,
+           "fas2 at 15 A: %s", err.message);
     elec_surface_free(&s);
     elec_structure_free(&st);
 }

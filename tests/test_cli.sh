@@ -336,7 +336,7 @@ refused elecsurf_refuses_potentials_past_floats_range 1 "past float's range" "$d
     --surface "$dir/sphere.txt" "$dir/huge.pqr"
 refused elecsurf_refuses_a_salt_whose_kappa_overflows 1 "kappa inf" "$dir/r10.txt" --salt 1e300 \
     --surface "$dir/sphere.txt" "$dir/ion.pqr"
-refused elecsurf_refuses_a_mesh_coarser_than_its_atoms 1 "coarser than the largest atom" \
+refused elecsurf_refuses_a_mesh_coarser_than_its_atoms 1 "coarser than the atoms' whole extent" \
     "$dir/r11.ply" --density 1e-40 "$dir/ion.pqr"
 refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 characters" \
     "$dir/r12.txt" --hcp "$(awk 'BEGIN { for (i = 0; i < 130; i++) printf "1,"; print 1 }')" \

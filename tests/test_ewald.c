@@ -350,6 +350,31 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, f, NULL, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "double's range"),
            "Ewald of 1e200 e: %s", err.message);
+    {   /* the other energy calls, each refusing by name */
+        const size_t which[1] = {0};
+        elec_msm_params mp = {0};
+        elec_spme_params sp = {0};
+        elec_status got;
+        EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 1, f, &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "double's range"),
+               "Ewald forces at atom 0 of 1e200 e: %s", err.message);
+        EXPECT(elec_cpu_msm_energy(&atoms, &mp, &e, f, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "double's range"),
+               "MSM of 1e200 e: %s", err.message);
+        EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &mp, &e, f, NULL, &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "double's range"),
+               "periodic MSM of 1e200 e: %s", err.message);
+        sp.cutoff = 9.0; /* explicit, so that the resolve does not choose */
+        sp.alpha = 0.3;
+        sp.order = 4;
+        sp.grid[0] = sp.grid[1] = sp.grid[2] = 20;
+        got = elec_cpu_spme(&atoms, &box, &sp, &t, f, NULL, &err);
+        EXPECT(got == ELEC_ERR_UNSUPPORTED /* no FFTW3 */ ||
+                   (got == ELEC_ERR_INVALID_ARG && strstr(err.message, "double's range")),
+               "SPME of 1e200 e: %s", err.message);
+    }
     q[0] = 1.0;
     q[1] = -1.0;
     box = cube(1e150);

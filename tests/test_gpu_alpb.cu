@@ -429,6 +429,28 @@ TEST(bad_input_is_refused_before_the_gpu) {
     case_free(&c);
 }
 
+TEST(potentials_past_floats_range_fail_the_call) {
+    /* Charges of 1e150 e pass every check; their potentials pass float's
+       range.  The call fails, naming the point, where it once returned
+       inf with ELEC_OK (as the CPU's float call does now too). */
+    REQUIRE_GPU();
+    const double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1e150, -1e150}, r[2] = {1.9, 2.5};
+    const double points[6] = {0, 0, 6, 3, 0, 6}, normals[6] = {0, 0, 1, 0, 0, 1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    elec_alpb_params p = {0};
+    elec_hcp h;
+    elec_error err;
+    float out[2];
+    if (elec_hcp_build(&atoms, NULL, NULL, NULL, &h, &err) != ELEC_OK) {
+        EXPECT(0, "hierarchy: %s", err.message);
+        return;
+    }
+    EXPECT(elec_cuda_alpb(&h, points, normals, 2, &p, out, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "float's range"),
+           "%s", err.message);
+    elec_hcp_free(&h);
+}
+
 int main(void) {
     gpu_test_start();
     RUN(every_rung_exact_matches_the_cpu);
@@ -439,5 +461,6 @@ int main(void) {
     RUN(achbp_default_call_matches_the_cpu);
     RUN(kernel_walks_on_the_host_match_the_cpu);
     RUN(bad_input_is_refused_before_the_gpu);
+    RUN(potentials_past_floats_range_fail_the_call);
     return test_summary();
 }

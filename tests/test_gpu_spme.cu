@@ -302,18 +302,29 @@ TEST(gather_spreading_with_crowded_cells_matches_atomic) {
 }
 
 /* SPME's spread rung (elec__spme_spread_rung): the charge map's default
-   for the size, but pc-lanes at order 4 where the real space runs beside
-   the reciprocal chain; a rung set at build time is kept. */
+   for the size, but pc-lanes where the real space runs beside the
+   reciprocal chain at order 4, and at order 5 where the atoms are few (at
+   most 512 an SM); a rung set at build time is kept. */
 TEST(the_spread_rung_follows_the_order_and_the_overlap) {
     const elec_chargemap_variant beside = ELEC__SPME_CHARGEMAP_VARIANT == ELEC_CHARGEMAP_FASTEST
                                               ? ELEC_CHARGEMAP_PC_LANES
                                               : ELEC__SPME_CHARGEMAP_VARIANT;
-    EXPECT(elec__spme_spread_rung(4, 1) == beside, "order 4 beside: %s",
-           elec_chargemap_variant_name(elec__spme_spread_rung(4, 1)));
-    EXPECT(elec__spme_spread_rung(4, 0) == ELEC__SPME_CHARGEMAP_VARIANT, "order 4 after: %s",
-           elec_chargemap_variant_name(elec__spme_spread_rung(4, 0)));
-    EXPECT(elec__spme_spread_rung(6, 1) == ELEC__SPME_CHARGEMAP_VARIANT, "order 6 beside: %s",
-           elec_chargemap_variant_name(elec__spme_spread_rung(6, 1)));
+    const struct {
+        int order, overlap, few;
+        elec_chargemap_variant want;
+    } cases[] = {{4, 1, 0, beside},
+                 {4, 1, 1, beside},
+                 {4, 0, 1, ELEC__SPME_CHARGEMAP_VARIANT},
+                 {5, 1, 1, beside},
+                 {5, 1, 0, ELEC__SPME_CHARGEMAP_VARIANT},
+                 {5, 0, 1, ELEC__SPME_CHARGEMAP_VARIANT},
+                 {6, 1, 1, ELEC__SPME_CHARGEMAP_VARIANT}};
+    for (const auto &c : cases) {
+        const elec_chargemap_variant got = elec__spme_spread_rung(c.order, c.overlap, c.few);
+        EXPECT(got == c.want, "order %d, real space %s, %s atoms: %s", c.order,
+               c.overlap ? "beside" : "after", c.few ? "few" : "many",
+               elec_chargemap_variant_name(got));
+    }
 }
 
 /* The rung an SPME handle spreads with, for n random atoms at 0.1 /A^3 at
@@ -937,6 +948,34 @@ TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
     free(fc);
     free(pairs);
     test_system_free(&water);
+}
+
+TEST(energies_past_floats_range_are_refused_not_returned) {
+    /* Charges of 1e20 e: finite, but their float products pass float's
+       range, so the device's sums come back inf or NaN.  The energy call
+       refuses them by name (it once returned them with ELEC_OK); charges
+       of 1 in the same box compute. */
+    REQUIRE_GPU();
+    double xyz[6] = {1.0, 2.0, 3.0, 4.0, 2.0, 3.0}, q[2] = {1e20, -1e20};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = cube(20.0);
+    elec_spme_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    double forces[6];
+    p.cutoff = 9.0; /* explicit, so that the resolve does not choose */
+    p.alpha = 0.3;
+    p.order = 4;
+    p.grid[0] = p.grid[1] = p.grid[2] = 20;
+    EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, forces, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "range"),
+           "1e20 e: %s", err.message);
+    printf("     1e20 e: %s\n", err.message);
+    q[0] = 1.0;
+    q[1] = -1.0;
+    EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, forces, NULL, &err) == ELEC_OK &&
+               isfinite(t.total),
+           "1 e: %s", err.message);
 }
 
 TEST(coincident_atoms_are_reported_unless_excluded) {
@@ -1720,6 +1759,7 @@ int main(void) {
     RUN(gpu_matches_cpu_spme);
     RUN(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(coincident_atoms_are_reported_unless_excluded);
+    RUN(energies_past_floats_range_are_refused_not_returned);
     RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
     RUN(real_space_matches_the_exact_real_space_sum_with_up_to_eight_exclusions_an_atom);
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
