@@ -2481,14 +2481,14 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
    outputs then hold what the sums gave. */
 static inline elec_status elec__results_finite(const char *method, const char *what,
                                                const double *values, size_t count,
-                                               elec_error *err) {
+                                               const char *type, elec_error *err) {
     size_t i;
     for (i = 0; values && i < count; i++)
         if (!elec__finite(values[i]))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "%s: %s %zu came out %g: the charges, the box or the "
-                              "parameters take the sums past double's range",
-                              method, what, i, values[i]);
+                              "parameters take the sums past %s's range",
+                              method, what, i, values[i], type);
     return ELEC_OK;
 }
 
@@ -2511,9 +2511,10 @@ static inline elec_status elec__alpb_finite(const float *outf, const double *out
     return ELEC_OK;
 }
 
-/* The same for an energy's terms (elec_ewald_terms), each by name. */
+/* The same for an energy's terms (elec_ewald_terms), each by name; type:
+   the arithmetic of the sums ("double" on the CPU, "float" on the GPU). */
 static inline elec_status elec__terms_finite(const char *method, const elec_ewald_terms *t,
-                                             elec_error *err) {
+                                             const char *type, elec_error *err) {
     static const char *const name[6] = {"real", "reciprocal", "self",
                                         "excluded", "background", "total"};
     const double value[6] = {t->real, t->reciprocal, t->self,
@@ -2523,8 +2524,8 @@ static inline elec_status elec__terms_finite(const char *method, const elec_ewal
         if (!elec__finite(value[k]))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "%s: the %s energy came out %g: the charges, the box or "
-                              "the parameters take the sums past double's range",
-                              method, name[k], value[k]);
+                              "the parameters take the sums past %s's range",
+                              method, name[k], value[k], type);
     return ELEC_OK;
 }
 

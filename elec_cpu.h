@@ -868,9 +868,9 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
         }
     elec__cpu_atoms_free(&a);
     *energy = scale * sum;
-    if ((s = elec__results_finite("Coulomb", "energy", energy, 1, err)) != ELEC_OK ||
+    if ((s = elec__results_finite("Coulomb", "energy", energy, 1, "double", err)) != ELEC_OK ||
         (s = elec__results_finite("Coulomb", "force component", forces, 3 * atoms->count,
-                                  err)) != ELEC_OK)
+                                  "double", err)) != ELEC_OK)
         return s;
     elec__ok(err);
     return ELEC_OK;
@@ -1621,8 +1621,9 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (long_range + short_range);
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
-    if ((s = elec__results_finite("MSM", "energy", energy, 1, err)) != ELEC_OK ||
-        (s = elec__results_finite("MSM", "force component", forces, 3 * n, err)) != ELEC_OK)
+    if ((s = elec__results_finite("MSM", "energy", energy, 1, "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("MSM", "force component", forces, 3 * n,
+                                  "double", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
@@ -2141,10 +2142,11 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     *energy = p.scale * 0.5 * sum;
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
     for (i = 0; i < n && potential; i++) potential[i] = p.scale * phi[i];
-    if ((s = elec__results_finite("periodic MSM", "energy", energy, 1, err)) != ELEC_OK ||
-        (s = elec__results_finite("periodic MSM", "force component", forces, 3 * n, err)) !=
-            ELEC_OK ||
-        (s = elec__results_finite("periodic MSM", "potential", potential, n, err)) != ELEC_OK)
+    if ((s = elec__results_finite("periodic MSM", "energy", energy, 1, "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("periodic MSM", "force component", forces, 3 * n,
+                                  "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("periodic MSM", "potential", potential, n, "double",
+                                  err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
@@ -2667,9 +2669,10 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                        potential);
     t.error = p.estimate.energy;
     *energy = t;
-    if ((s = elec__terms_finite("Ewald", &t, err)) != ELEC_OK ||
-        (s = elec__results_finite("Ewald", "force component", forces, 3 * n, err)) != ELEC_OK ||
-        (s = elec__results_finite("Ewald", "potential", potential, n, err)) != ELEC_OK)
+    if ((s = elec__terms_finite("Ewald", &t, "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("Ewald", "force component", forces, 3 * n,
+                                  "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("Ewald", "potential", potential, n, "double", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
@@ -2794,7 +2797,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
             }
     }
     for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
-    if ((s = elec__results_finite("Ewald", "force component", forces, 3 * count, err)) !=
+    if ((s = elec__results_finite("Ewald", "force component", forces, 3 * count, "double", err)) !=
         ELEC_OK)
         goto cleanup;
     elec__ok(err);
@@ -3082,9 +3085,10 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
                        potential);
     t.error = p.estimate.energy;
     *energy = t;
-    if ((s = elec__terms_finite("SPME", &t, err)) != ELEC_OK ||
-        (s = elec__results_finite("SPME", "force component", forces, 3 * n, err)) != ELEC_OK ||
-        (s = elec__results_finite("SPME", "potential", potential, n, err)) != ELEC_OK)
+    if ((s = elec__terms_finite("SPME", &t, "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("SPME", "force component", forces, 3 * n,
+                                  "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("SPME", "potential", potential, n, "double", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 cleanup:

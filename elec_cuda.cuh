@@ -3700,9 +3700,9 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
                          0.5 * job.self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
-    if ((status = elec__results_finite("GPU MSM", "energy", energy, 1, err)) != ELEC_OK ||
+    if ((status = elec__results_finite("GPU MSM", "energy", energy, 1, "float", err)) != ELEC_OK ||
         (status = elec__results_finite("GPU MSM", "force component", forces,
-                                       forces ? 3 * atoms->count : 0, err)) != ELEC_OK)
+                                       forces ? 3 * atoms->count : 0, "float", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     status = ELEC_OK;
@@ -7083,7 +7083,7 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     elec__spme_terms(h, sums, terms);
     /* charges whose float terms overflow (about 1e19 e) reach here as inf
        or NaN: refused by name, as on the CPU */
-    if ((status = elec__terms_finite("GPU SPME", terms, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__terms_finite("GPU SPME", terms, "float", err)) != ELEC_OK) goto cleanup;
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -7219,9 +7219,10 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                       2.0 * p.alpha / sqrt(pi) * host_xyzq[i].w -
                                       pi * charge / (p.alpha * p.alpha * volume));
     }
-    if ((status = elec__results_finite("GPU SPME", "force component", forces, 3 * n, err)) !=
-            ELEC_OK ||
-        (status = elec__results_finite("GPU SPME", "potential", potential, n, err)) != ELEC_OK)
+    if ((status = elec__results_finite("GPU SPME", "force component", forces, 3 * n,
+                                       "float", err)) != ELEC_OK ||
+        (status = elec__results_finite("GPU SPME", "potential", potential, n, "float",
+                                       err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 cleanup:
@@ -8449,7 +8450,7 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
     *energy = h->plan.p.scale * (sums[ELEC__PMSM_SUM_ENERGY] +
                                  0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
                                      sums[ELEC__PMSM_SUM_CHARGE]);
-    if ((status = elec__results_finite("GPU periodic MSM", "energy", energy, 1, err)) !=
+    if ((status = elec__results_finite("GPU periodic MSM", "energy", energy, 1, "float", err)) !=
         ELEC_OK)
         goto cleanup;
     elec__ok(err);
