@@ -6026,8 +6026,13 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
     if (r.alpha == 0.0) {
-        /* the smallest alpha whose real-space error meets its share */
-        double lo = 0.0, hi = 1.0 / r.cutoff;
+        /* the smallest alpha whose real-space error meets its share, and
+           at least 1 / cutoff: below alpha rc = 1 Kolafa and Perram's
+           asymptotic estimates lose their meaning (the energy's grows as
+           1 / alpha^2: at tolerance 0.9 alpha came out 1e-31 /A and the
+           energy's expected error 2.7e61 kcal/mol), and a smaller alpha
+           saves only reciprocal vectors that are already few */
+        double lo = 1.0 / r.cutoff, hi = lo;
         int i;
         while (elec__real_force_error(&st, volume, r.cutoff, hi) > target && hi < 1e6) hi *= 2.0;
         for (i = 0; i < 100; i++) {

@@ -387,6 +387,34 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
            "a box of 1e100 A: %s", err.message);
 }
 
+TEST(a_loose_tolerance_keeps_alpha_where_its_estimates_hold) {
+    /* At tolerance 0.9 the real-space share alone would let alpha fall to
+       1e-31 /A, where the energy's asymptotic estimate grows as 1/alpha^2
+       (2.7e61 kcal/mol for two ions).  alpha stays at 1/cutoff or more,
+       and the expected error bounds the actual one. */
+    double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1.0, -1.0};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = cube(20.0);
+    elec_ewald_params p = {0}, r;
+    elec_ewald_terms loose, exact;
+    elec_error err;
+    p.scale = ELEC_COULOMB;
+    p.tolerance = 0.9;
+    EXPECT(elec_ewald_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK &&
+               r.alpha * r.cutoff >= 1.0 - 1e-12 && isfinite(r.estimate.energy),
+           "alpha %g at cutoff %g, energy estimate %g: %s", r.alpha, r.cutoff,
+           r.estimate.energy, err.message);
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &loose, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    p.tolerance = 1e-10;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &exact, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    printf("     tolerance 0.9: alpha %.4f, error %.3g kcal/mol, expected %.3g\n", r.alpha,
+           fabs(loose.total - exact.total), loose.error);
+    EXPECT(fabs(loose.total - exact.total) <= loose.error && loose.error < 100.0,
+           "error %g, expected %g", fabs(loose.total - exact.total), loose.error);
+}
+
 TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
     /* Two atoms at one place (here through the periodic wrap) that are not
        excluded have infinite energy: an error, not a number.  A pair
@@ -440,6 +468,7 @@ TEST(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding) {
 int main(void) {
     RUN(coincident_atoms_and_doubled_exclusions_are_refused);
     RUN(sums_past_doubles_range_are_refused_not_returned);
+    RUN(a_loose_tolerance_keeps_alpha_where_its_estimates_hold);
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(rock_salt_gives_the_madelung_constant);
