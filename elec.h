@@ -1146,9 +1146,10 @@ typedef struct elec_ewald_params {
                           may exceed it (more images are summed)          */
     double tolerance;  /* relative RMS force error of the truncations
                           (above); 0 = 1e-12.  alpha is the smallest that
-                          meets half of it in real space, kmax the
-                          smallest that meets the other half; below
-                          ELEC_EWALD_TOLERANCE_FLOOR refused              */
+                          meets half of it in real space and at least
+                          1/cutoff, kmax the smallest that meets the
+                          other half; below ELEC_EWALD_TOLERANCE_FLOOR
+                          refused                                         */
     double alpha;      /* Ewald coefficient (1/A); 0 = from tolerance      */
     int kmax[3];       /* reciprocal vectors |n_axis| <= kmax[axis];
                           0 = from alpha and tolerance                    */
@@ -6029,7 +6030,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
         /* the smallest alpha whose real-space error meets its share, and
            at least 1 / cutoff: below alpha rc = 1 Kolafa and Perram's
            asymptotic estimates lose their meaning (the energy's grows as
-           1 / alpha^2: at tolerance 0.9 alpha came out 1e-31 /A and the
+           1 / alpha^2: at tolerance 0.9 alpha came out 8e-32 /A and the
            energy's expected error 2.7e61 kcal/mol), and a smaller alpha
            saves only reciprocal vectors that are already few */
         double lo = 1.0 / r.cutoff, hi = lo;

@@ -389,7 +389,7 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
 
 TEST(a_loose_tolerance_keeps_alpha_where_its_estimates_hold) {
     /* At tolerance 0.9 the real-space share alone would let alpha fall to
-       1e-31 /A, where the energy's asymptotic estimate grows as 1/alpha^2
+       8e-32 /A, where the energy's asymptotic estimate grows as 1/alpha^2
        (2.7e61 kcal/mol for two ions).  alpha stays at 1/cutoff or more,
        and the expected error bounds the actual one. */
     double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1.0, -1.0};
