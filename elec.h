@@ -2500,13 +2500,16 @@ static inline elec_status elec__results_finite(const char *method, const char *w
 static inline elec_status elec__alpb_finite(const float *outf, const double *outd,
                                             size_t count, elec_error *err) {
     size_t i;
-    for (i = 0; i < count; i++) {
-        const double phi = outf ? (double)outf[i] : outd[i];
-        if (!elec__finite(phi))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "ALPB: the potential at point %zu came out %g: the charges or "
-                              "the parameters take it past %s's range", i, phi,
-                              outf ? "float" : "double");
+    if (!outf) {
+        if (elec__results_finite("ALPB", "potential at point", outd, count, "double", err))
+            return ELEC_ERR_INVALID_ARG;
+    } else {
+        for (i = 0; i < count; i++)
+            if (!elec__finite(outf[i]))
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "ALPB: potential at point %zu came out %g: the charges, the "
+                                  "box or the parameters take the sums past float's range", i,
+                                  (double)outf[i]);
     }
     elec__ok(err);
     return ELEC_OK;

@@ -3701,8 +3701,8 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
                          0.5 * job.self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
     if ((status = elec__results_finite("GPU MSM", "energy", energy, 1, "float", err)) != ELEC_OK ||
-        (status = elec__results_finite("GPU MSM", "force component", forces,
-                                       forces ? 3 * atoms->count : 0, "float", err)) != ELEC_OK)
+        (status = elec__results_finite("GPU MSM", "force component", forces, 3 * n, "float",
+                                       err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     status = ELEC_OK;

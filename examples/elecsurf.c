@@ -1073,12 +1073,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
     }
-    for (i = 0; i < surf.count; i++) /* a number at every point, on either path */
-        if (!isfinite(phi[i])) {
-            fprintf(stderr, "elecsurf: the potential at point %zu came out %g: the charges "
-                            "or the parameters take it past float's range\n", i, phi[i]);
-            goto done;
-        }
     for (i = 0; i < surf.count; i++) {
         if (i == 0 || phi[i] < lo) lo = phi[i];
         if (i == 0 || phi[i] > hi) hi = phi[i];

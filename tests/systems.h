@@ -296,6 +296,21 @@ static inline void test_sphere_points(size_t n, const double centre[3], double r
     }
 }
 
+/* Two ions of +-1e150 e (radii 1.9 and 2.5 A, 3 A apart) in a hierarchy,
+   and two points 6 A above them with upward normals: charges every check
+   passes, whose ALPB potentials pass float's range (tests/test_alpb.c,
+   tests/test_gpu_alpb.cu).  The caller frees h where this returns
+   ELEC_OK. */
+static inline elec_status test_huge_ions(elec_hcp *h, double points[6], double normals[6],
+                                         elec_error *err) {
+    const double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1e150, -1e150}, r[2] = {1.9, 2.5};
+    const double p[6] = {0, 0, 6, 3, 0, 6}, n[6] = {0, 0, 1, 0, 0, 1};
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    memcpy(points, p, sizeof p);
+    memcpy(normals, n, sizeof n);
+    return elec_hcp_build(&atoms, NULL, NULL, NULL, h, err);
+}
+
 /* The three pairs of each water molecule of test_system_water (O, H1, H2
    consecutive), flattened as the excluded pairs of Ewald and SPME take them;
    NULL when the allocation fails.  The caller frees. */

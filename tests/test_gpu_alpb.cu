@@ -434,14 +434,12 @@ TEST(potentials_past_floats_range_fail_the_call) {
        range.  The call fails, naming the point, where it once returned
        inf with ELEC_OK (as the CPU's float call does now too). */
     REQUIRE_GPU();
-    const double xyz[6] = {0, 0, 0, 3, 0, 0}, q[2] = {1e150, -1e150}, r[2] = {1.9, 2.5};
-    const double points[6] = {0, 0, 6, 3, 0, 6}, normals[6] = {0, 0, 1, 0, 0, 1};
-    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    double points[6], normals[6];
     elec_alpb_params p = {0};
     elec_hcp h;
     elec_error err;
     float out[2];
-    if (elec_hcp_build(&atoms, NULL, NULL, NULL, &h, &err) != ELEC_OK) {
+    if (test_huge_ions(&h, points, normals, &err) != ELEC_OK) {
         EXPECT(0, "hierarchy: %s", err.message);
         return;
     }
