@@ -6,6 +6,7 @@
 #ifndef ELEC_EXAMPLES_CLI_H
 #define ELEC_EXAMPLES_CLI_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,19 @@ static inline int cli_map_output_check(const char *tool, const char *output,
     if (s == ELEC_OK) return 0;
     fprintf(stderr, "%s: %s\n", tool, err.message);
     return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
+}
+
+/* The points a lattice around the atoms takes at spacing h with padding
+   pad (each axis ceil(extent / h) + 1, as elec_lattice_around counts
+   them), in double so that no count overflows.  A refused lattice is
+   mended by a coarser spacing only where this passes the limit; else the
+   refusal is about something else (a point past double's range). */
+static inline double cli_points_around(const elec_atoms *atoms, double h, double pad) {
+    double lo[3], hi[3], points = 1.0;
+    int axis;
+    elec_atoms_bounds(atoms, lo, hi);
+    for (axis = 0; axis < 3; axis++) points *= ceil((hi[axis] - lo[axis] + 2.0 * pad) / h) + 1.0;
+    return points;
 }
 
 /* The most REMARK lines of an input that a map's comment repeats. */

@@ -695,6 +695,27 @@ static elec_status build_lattice(const options *o, const elec_atoms *atoms,
     return elec_lattice_check_points(lattice, o->max_points, err);
 }
 
+/* Why the lattice was refused and, where the count of points is the
+   reason, what lowers it: a coarser --spacing, or fewer --dims where they
+   were given (the spacing does not change their count).  A point past
+   double's range is not mended by a coarser spacing, so no advice. */
+static void lattice_refused(const options *o, const elec_atoms *atoms, elec_status s,
+                            const elec_error *err) {
+    const double limit = (double)o->max_points;
+    double lo[3], hi[3], points;
+    elec_atoms_bounds(atoms, lo, hi);
+    points = o->explicit_dims ? (double)o->dims[0] * o->dims[1] * o->dims[2]
+                              : cli_points_around(atoms, o->spacing, o->padding);
+    if (!(points > limit) && s != ELEC_ERR_UNSUPPORTED) {
+        fprintf(stderr, "elecmap: %s\n", err->message);
+        return;
+    }
+    fprintf(stderr, "elecmap: %s: the atoms span %.4g x %.4g x %.4g A; %s%s\n", err->message,
+            hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2],
+            o->explicit_dims ? "fewer --dims" : "a coarser --spacing",
+            s == ELEC_ERR_UNSUPPORTED ? ", or --max-points" : "");
+}
+
 /* ----------------------------------------------------- what the map says */
 
 /* The unit of the map's values. */
@@ -846,11 +867,7 @@ static int elecmap_run(options *o) {
 
     s = build_lattice(o, &atoms, &lattice, &err);
     if (s != ELEC_OK) {
-        double lo3[3], hi3[3];
-        elec_atoms_bounds(&atoms, lo3, hi3);
-        fprintf(stderr, "elecmap: %s: the atoms span %.4g x %.4g x %.4g A; a coarser "
-                        "--spacing%s\n", err.message, hi3[0] - lo3[0], hi3[1] - lo3[1],
-                hi3[2] - lo3[2], s == ELEC_ERR_UNSUPPORTED ? ", or --max-points" : "");
+        lattice_refused(o, &atoms, s, &err);
         elec_structure_free(&mol);
         free(records);
         return 1;

@@ -834,7 +834,13 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
     if ((s = elec_lattice_around(&atoms, o->map_spacing, o->map_padding, &lattice, &err)) !=
             ELEC_OK ||
         (s = elec_lattice_check_points(&lattice, 0, &err)) != ELEC_OK) {
-        fprintf(stderr, "elecsurf: map lattice: %s (a coarser --spacing)\n", err.message);
+        /* a coarser --spacing mends a count of points, not a point past
+           double's range */
+        const int too_many = s == ELEC_ERR_UNSUPPORTED ||
+                             cli_points_around(&atoms, o->map_spacing, o->map_padding) >
+                                 (double)ELEC_DEFAULT_MAX_LATTICE_POINTS;
+        fprintf(stderr, "elecsurf: map lattice: %s%s\n", err.message,
+                too_many ? " (a coarser --spacing)" : "");
         return 1;
     }
     points = elec_lattice_size(&lattice);

@@ -488,6 +488,18 @@ if [ $st -eq 1 ] && grep -q "over the limit of 268435456" "$dir/out" && grep -q 
    ! grep -q "lattice: lattice" "$dir/out"; then
     ok "elecmap_refuses_a_lattice_past_max_points"
 else fail "elecmap_refuses_a_lattice_past_max_points: status $st $(cat "$dir/out")"; fi
+# a coarser --spacing is advised only where the count of points is the
+# reason; with --dims the spacing leaves the count alone
+"$build/elecmap" --cpu --dims 100000 100000 100000 "$dir/far.pqr" "$dir/x.dx" > "$dir/out" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "fewer --dims, or --max-points" "$dir/out" && ! grep -q "coarser" "$dir/out"
+then ok "elecmap_advises_fewer_dims_where_they_were_given"
+else fail "elecmap_advises_fewer_dims_where_they_were_given: status $st $(cat "$dir/out")"; fi
+"$build/elecmap" --cpu --dims 3 3 3 --spacing 1e308 "$dir/far.pqr" "$dir/x.dx" > "$dir/out" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "past double's range" "$dir/out" && ! grep -q "coarser\|fewer" "$dir/out"
+then ok "elecmap_gives_no_count_advice_for_a_point_past_range"
+else fail "elecmap_gives_no_count_advice_for_a_point_past_range: status $st $(cat "$dir/out")"; fi
 demo --max-points 100 "$dir/x.dx" > "$dir/out" 2>&1
 st1=$?
 demo --max-points 10000 "$dir/x.dx" > "$dir/out2" 2>&1
