@@ -176,9 +176,13 @@ typedef enum elec_status {
    1e200 e; a box whose volume overflows) are ELEC_ERR_INVALID_ARG, not
    inf or NaN: the energy calls (Coulomb, Ewald, SPME and MSM, CPU and
    GPU: their energies, and the forces and potentials they return on the
-   host) and ALPB check what they wrote and fail, naming the first value,
-   with the outputs as the sums left them; maps are not checked (elecmap
-   refuses a map that holds one when it writes it). */
+   host), the maps and the potentials at points (DCS, MDH, cutoff, MSM,
+   charge maps, ALPB, CPU and GPU) check what they wrote and fail, naming
+   the method, the first value and its index ("DCS map: point 12 came out
+   inf: ..."), with the outputs as the sums left them.  A cancelled or
+   failed call keeps its own status.  What the GPU handles write to device
+   memory is not checked: reading it back would cost what they exist to
+   save. */
 typedef struct elec_error {
     elec_status status;
     long line; /* 1-based line of an input file, 0 when not about a file */
@@ -2476,42 +2480,27 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
 }
 
 /* Results that finite inputs did not keep finite: charges, a box or
-   parameters so large that a double sum overflowed (charges of 1e200 e
-   gave a Coulomb energy of -inf, an Ewald energy of NaN).  Refused,
-   naming the first such value, rather than returned as a number; the
-   outputs then hold what the sums gave. */
+   parameters so large that a sum overflowed (charges of 1e200 e gave a
+   Coulomb energy of -inf, an Ewald energy of NaN; of 1e300 e a DCS map of
+   inf, ALPB's float potentials inf).  Refused, naming the first such value,
+   rather than returned as a number; the outputs then hold what the sums
+   gave.  The values are float (outf) or double (outd, read where outf is
+   NULL; both NULL: nothing to check); type names the arithmetic whose
+   range was passed ("float" or "double").  One pass that stops at the
+   first, cheap beside the sums that wrote the values. */
 static inline elec_status elec__results_finite(const char *method, const char *what,
-                                               const double *values, size_t count,
-                                               const char *type, elec_error *err) {
+                                               const float *outf, const double *outd,
+                                               size_t count, const char *type,
+                                               elec_error *err) {
     size_t i;
-    for (i = 0; values && i < count; i++)
-        if (!elec__finite(values[i]))
+    for (i = 0; (outf || outd) && i < count; i++) {
+        const double v = outf ? (double)outf[i] : outd[i];
+        if (!elec__finite(v))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "%s: %s %zu came out %g: the charges, the box or the "
                               "parameters take the sums past %s's range",
-                              method, what, i, values[i], type);
-    return ELEC_OK;
-}
-
-/* ALPB's potentials, written by the CPU (float or double) or the GPU
-   (float), each a number: charges of 1e150 e passed every check and came
-   out inf in float, a salt of 1e300 mol/L NaN (now refused by
-   elec_alpb_params_resolve).  ELEC_ERR_INVALID_ARG names the first. */
-static inline elec_status elec__alpb_finite(const float *outf, const double *outd,
-                                            size_t count, elec_error *err) {
-    size_t i;
-    if (!outf) {
-        if (elec__results_finite("ALPB", "potential at point", outd, count, "double", err))
-            return ELEC_ERR_INVALID_ARG;
-    } else {
-        for (i = 0; i < count; i++)
-            if (!elec__finite(outf[i]))
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "ALPB: potential at point %zu came out %g: the charges, the "
-                                  "box or the parameters take the sums past float's range", i,
-                                  (double)outf[i]);
+                              method, what, i, v, type);
     }
-    elec__ok(err);
     return ELEC_OK;
 }
 

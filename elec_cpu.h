@@ -70,7 +70,9 @@ extern "C" {
 /* Atoms are checked (elec_atoms_check) and copied once from the caller's
    view, relative to a reference point (the centre of the lattice or of the
    points; wrapped into the box for the periodic methods); long calls
-   report progress between blocks of work and may be cancelled. */
+   report progress between blocks of work and may be cancelled.  What a
+   call wrote is checked last: a value past its type's range fails it
+   (elec.h, elec_error). */
 
 /* ------------------------------------------------- >>dcs DCS: direct Coulomb summation */
 
@@ -482,7 +484,7 @@ typedef struct elec__cpu_points_job {
     void *user;
     float *outf;  /* one of the two outputs is used */
     double *outd;
-    const char *what;
+    const char *what; /* the method, as messages name it */
 } elec__cpu_points_job;
 
 /* Packs the atoms relative to the centre of the points' bounding box,
@@ -536,6 +538,9 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
     if (elec__cpu_cancelled(job->progress, job->user, 1, 1))
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "%s cancelled by the progress callback", job->what);
+    if ((s = elec__results_finite(job->what, "potential at point", job->outf, job->outd,
+                                  count, job->outf ? "float" : "double", err)) != ELEC_OK)
+        return s;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -705,6 +710,9 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     if (elec__cpu_cancelled(p.progress, p.progress_user, 1, 1))
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "DCS map cancelled by the progress callback");
+    if ((s = elec__results_finite("DCS map", "point", mapf, mapd, elec_lattice_size(lattice),
+                                  mapf ? "float" : "double", err)) != ELEC_OK)
+        return s;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -774,7 +782,8 @@ static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
                                         const double *points, size_t count,
                                         const elec_dcs_params *params,
                                         float *outf, double *outd,
-                                        const void *out, elec_error *err) {
+                                        const void *out, const char *method,
+                                        elec_error *err) {
     elec_status s;
     elec_dcs_params p;
     elec__cpu_points_job job;
@@ -791,7 +800,7 @@ static elec_status elec__cpu_dcs_points(const elec_atoms *atoms,
     job.user = p.progress_user;
     job.outf = outf;
     job.outd = outd;
-    job.what = "DCS at points";
+    job.what = method;
     return elec__cpu_points_run(atoms, &job, err);
 }
 
@@ -807,7 +816,7 @@ ELEC_DEF elec_status elec_cpu_dcs_points(const elec_atoms *atoms,
     float none;
     return elec__cpu_dcs_points(atoms, points, point_count, params,
                                 potential ? potential : &none, NULL,
-                                potential, err);
+                                potential, "DCS at points", err);
 }
 
 ELEC_DEF elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
@@ -817,7 +826,7 @@ ELEC_DEF elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
                                                 double *potential,
                                                 elec_error *err) {
     return elec__cpu_dcs_points(atoms, points, point_count, params, NULL,
-                                potential, potential, err);
+                                potential, potential, "DCS at points", err);
 }
 
 /* ------------------------------------------------------- direct energy */
@@ -868,9 +877,10 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
         }
     elec__cpu_atoms_free(&a);
     *energy = scale * sum;
-    if ((s = elec__results_finite("Coulomb", "energy", energy, 1, "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("Coulomb", "force component", forces, 3 * atoms->count,
-                                  "double", err)) != ELEC_OK)
+    if ((s = elec__results_finite("Coulomb", "energy", NULL, energy, 1, "double", err)) !=
+            ELEC_OK ||
+        (s = elec__results_finite("Coulomb", "force component", NULL, forces,
+                                  3 * atoms->count, "double", err)) != ELEC_OK)
         return s;
     elec__ok(err);
     return ELEC_OK;
@@ -1069,8 +1079,10 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
             goto cleanup;
         }
     }
+    if ((s = elec__results_finite("cutoff map", "point", map, NULL, count, "float", err)) !=
+        ELEC_OK)
+        goto cleanup;
     elec__ok(err);
-    s = ELEC_OK;
 cleanup:
     elec_cells_free(&cells);
     ELEC_FREE(x);
@@ -1111,6 +1123,9 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
         }
         map[k] = p.scale * sum;
     }
+    if ((s = elec__results_finite("cutoff map", "point", NULL, map, (size_t)count, "double",
+                                  err)) != ELEC_OK)
+        return s;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -1410,14 +1425,15 @@ static void elec__msm_point(const elec__msm_points_of *s, size_t index,
 
 /* The potential at count points spanning lo..hi (relative coordinates):
    the lattice hierarchy once, then per point interpolation plus the
-   short-range sum, in blocks with progress between them. */
+   short-range sum, in blocks with progress between them.  method names
+   the call in the message about a value past its output's range. */
 static elec_status elec__msm_potential(const elec_atoms *atoms,
                                        const elec_msm_params *resolved,
                                        const elec__msm_points_of *where,
                                        const double lo_points[3],
                                        const double hi_points[3], size_t count,
                                        double *out_double, float *out_float,
-                                       elec_error *err) {
+                                       const char *method, elec_error *err) {
     const elec_msm_params p = *resolved;
     elec__msm m;
     elec_cells cells;
@@ -1459,8 +1475,11 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
             goto cleanup;
         }
     }
+    if ((s = elec__results_finite(method, out_double ? "potential at point" : "point",
+                                  out_float, out_double, count,
+                                  out_double ? "double" : "float", err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
-    s = ELEC_OK;
 cleanup:
     elec_cells_free(&cells);
     elec__msm_free(&m);
@@ -1496,7 +1515,7 @@ ELEC_DEF elec_status elec_cpu_msm_map(const elec_atoms *atoms,
         hi[axis] = half;
     }
     return elec__msm_potential(atoms, &p, &where, lo, hi, elec_lattice_size(lattice), NULL,
-                               map, err);
+                               map, "MSM map", err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
@@ -1535,7 +1554,8 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
         lo[axis] -= where.reference[axis];
         hi[axis] -= where.reference[axis];
     }
-    return elec__msm_potential(atoms, &p, &where, lo, hi, point_count, potential, NULL, err);
+    return elec__msm_potential(atoms, &p, &where, lo, hi, point_count, potential, NULL,
+                               "MSM at points", err);
 }
 
 ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
@@ -1621,8 +1641,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (long_range + short_range);
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
-    if ((s = elec__results_finite("MSM", "energy", energy, 1, "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("MSM", "force component", forces, 3 * n,
+    if ((s = elec__results_finite("MSM", "energy", NULL, energy, 1, "double", err)) != ELEC_OK ||
+        (s = elec__results_finite("MSM", "force component", NULL, forces, 3 * n,
                                   "double", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
@@ -2142,10 +2162,11 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     *energy = p.scale * 0.5 * sum;
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
     for (i = 0; i < n && potential; i++) potential[i] = p.scale * phi[i];
-    if ((s = elec__results_finite("periodic MSM", "energy", energy, 1, "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("periodic MSM", "force component", forces, 3 * n,
+    if ((s = elec__results_finite("periodic MSM", "energy", NULL, energy, 1, "double",
+                                  err)) != ELEC_OK ||
+        (s = elec__results_finite("periodic MSM", "force component", NULL, forces, 3 * n,
                                   "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("periodic MSM", "potential", potential, n, "double",
+        (s = elec__results_finite("periodic MSM", "potential", NULL, potential, n, "double",
                                   err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
@@ -2670,9 +2691,10 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     t.error = p.estimate.energy;
     *energy = t;
     if ((s = elec__terms_finite("Ewald", &t, "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("Ewald", "force component", forces, 3 * n,
+        (s = elec__results_finite("Ewald", "force component", NULL, forces, 3 * n,
                                   "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("Ewald", "potential", potential, n, "double", err)) != ELEC_OK)
+        (s = elec__results_finite("Ewald", "potential", NULL, potential, n, "double",
+                                  err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
@@ -2797,8 +2819,8 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
             }
     }
     for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
-    if ((s = elec__results_finite("Ewald", "force component", forces, 3 * count, "double", err)) !=
-        ELEC_OK)
+    if ((s = elec__results_finite("Ewald", "force component", NULL, forces, 3 * count,
+                                  "double", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     s = ELEC_OK;
@@ -3086,9 +3108,10 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
     t.error = p.estimate.energy;
     *energy = t;
     if ((s = elec__terms_finite("SPME", &t, "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("SPME", "force component", forces, 3 * n,
+        (s = elec__results_finite("SPME", "force component", NULL, forces, 3 * n,
                                   "double", err)) != ELEC_OK ||
-        (s = elec__results_finite("SPME", "potential", potential, n, "double", err)) != ELEC_OK)
+        (s = elec__results_finite("SPME", "potential", NULL, potential, n, "double",
+                                  err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 cleanup:
@@ -3415,6 +3438,11 @@ ELEC_DEF elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
     }
     ELEC_FREE(u);
     ELEC_FREE(q);
+    if ((s = elec__results_finite("charge map", "point", NULL, grid, points, "double",
+                                  err)) != ELEC_OK ||
+        (s = elec__results_finite("charge map", "abs_sum at point", NULL, abs_sum, points,
+                                  "double", err)) != ELEC_OK)
+        return s;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -3441,6 +3469,9 @@ ELEC_DEF elec_status elec_cpu_chargemap(const elec_atoms *atoms, const elec_latt
     }
     ELEC_FREE(u);
     ELEC_FREE(q);
+    if (s == ELEC_OK)
+        s = elec__results_finite("charge map", "point", grid, NULL, elec_lattice_size(lattice),
+                                 "float", err);
     if (s == ELEC_OK) elec__ok(err);
     return s;
 }
@@ -3517,15 +3548,21 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
         for (i = 0; i < count; i++) elec__alpb_point(vertices, normals, i, r.proj, points + 3 * i);
         memset(&dp, 0, sizeof dp);
         dp.scale = r.scale * w.k.front;
-        s = outf ? elec_cpu_dcs_points(&atoms, points, count, &dp, outf, err)
-                 : elec_cpu_dcs_points_double(&atoms, points, count, &dp, outd, err);
+        /* the points call checks its sums, naming ALPB; below, the shifted
+           values are checked too (the shift can take a sum past float) */
+        s = elec__cpu_dcs_points(&atoms, points, count, &dp, outf, outd,
+                                 outf ? (const void *)outf : (const void *)outd, "ALPB", err);
         ELEC_FREE(points);
         if (s != ELEC_OK) return s;
         for (i = 0; i < count; i++) {
             if (outf) outf[i] = (float)(outf[i] + shift);
             else outd[i] += shift;
         }
-        return elec__alpb_finite(outf, outd, count, err);
+        if ((s = elec__results_finite("ALPB", "potential at point", outf, outd, count,
+                                      outf ? "float" : "double", err)) != ELEC_OK)
+            return s;
+        elec__ok(err);
+        return ELEC_OK;
     }
     w.h = hcp;
     w.charges = r.hcp_charges;
@@ -3555,7 +3592,12 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
         else outd[v] = phi;
     }
     ELEC_FREE(reach2);
-    return elec__alpb_finite(outf, outd, count, err);
+    /* charges of 1e150 e passed every check and came out inf in float */
+    if ((s = elec__results_finite("ALPB", "potential at point", outf, outd, count,
+                                  outf ? "float" : "double", err)) != ELEC_OK)
+        return s;
+    elec__ok(err);
+    return ELEC_OK;
 }
 
 ELEC_DEF elec_status elec_cpu_alpb(const elec_hcp *hcp, const double *vertices,
@@ -3624,7 +3666,8 @@ ELEC_DEF elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
         lo[axis] = -half;
         hi[axis] = half;
     }
-    s = elec__msm_potential(atoms, &resolved, &where, lo, hi, count, NULL, map, err);
+    s = elec__msm_potential(atoms, &resolved, &where, lo, hi, count, NULL, map, "MSM slab",
+                            err);
     ELEC_FREE(xyz);
     return s;
 }

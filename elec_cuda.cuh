@@ -263,7 +263,7 @@ ELEC_API elec_status elec_cuda_msm_map(const elec_atoms *atoms,
    (below the top, every level), "top", "prolongation", "interpolation"
    (the five stages, by CUDA events) and "copy back" (the rest of the call:
    the map to the host, the host's share of the short range beyond the GPU
-   stages, progress). */
+   stages, progress, the check that every value is finite). */
 ELEC_API elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                                              const elec_lattice *lattice,
                                              const elec_msm_params *params, float *map,
@@ -527,8 +527,12 @@ ELEC_API elec_status elec_cuda_spme(const elec_atoms *atoms,
    time per handle.  Its atoms need finite positions; on a map, atoms whose
    stencil leaves the lattice are left out and counted, and finish returns
    ELEC_ERR_INVALID_ARG saying how many (the host API refuses them before
-   any work, by name).  The seed's rungs (pc-binned to gc-reduced-reads)
-   are written for order 4, both bases; the other rungs take every order. */
+   any work, by name).  The grid a handle writes stays on the device and
+   is not checked for values past float's range (charges of 1e300 e give
+   inf): a scan would cost a copy or a kernel each step; elec_cuda_chargemap
+   checks the grid it copies back, as the maps do (elec.h, elec_error).
+   The seed's rungs (pc-binned to gc-reduced-reads) are written for order
+   4, both bases; the other rungs take every order. */
 typedef struct elec_cuda_chargemap_handle elec_cuda_chargemap_handle;
 
 ELEC_API elec_status elec_cuda_chargemap(const elec_atoms *atoms,
@@ -555,7 +559,8 @@ ELEC_API elec_status elec_cuda_chargemap_create(const elec_lattice *lattice,
                                                 int device,
                                                 elec_cuda_chargemap_handle **out,
                                                 elec_error *err);
-/* d_grid: the lattice's points, x fastest, every one written. */
+/* d_grid: the lattice's points, x fastest, every one written (and not
+   checked for inf or NaN: see above). */
 ELEC_API elec_status elec_cuda_chargemap_compute(elec_cuda_chargemap_handle *h,
                                                  const float4 *d_xyzq, size_t n,
                                                  float *d_grid, cudaStream_t stream,
@@ -1564,6 +1569,9 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     }
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
                                       job->params.scale, job->centre, map, err);
+    if (status == ELEC_OK)
+        status = elec__results_finite("GPU DCS map", "point", map, NULL, nx * ny * nz,
+                                      "float", err);
     if (status == ELEC_OK) elec__ok(err);
 
 cleanup:
@@ -1597,6 +1605,9 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     if (status != ELEC_OK) return status;
     for (size_t i = 0; i < point_count; i++)
         potential[i] = (float)(p.scale * potential[i]);
+    if ((status = elec__results_finite("GPU DCS at points", "potential at point", potential,
+                                       NULL, point_count, "float", err)) != ELEC_OK)
+        return status;
     elec__ok(err);
     return ELEC_OK;
 }
@@ -1780,7 +1791,9 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                 potential[first + (size_t)i] = (float)(p.scale * potential[first + (size_t)i]);
         }
     }
-    elec__ok(err);
+    status = elec__results_finite("GPU MDH at points", "potential at point", potential, NULL,
+                                  point_count, "float", err);
+    if (status == ELEC_OK) elec__ok(err);
 cleanup:
     for (int k = 0; k < 2; k++)
         if (streams[k]) cudaStreamSynchronize(streams[k]);
@@ -2418,8 +2431,10 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                             "cutoff map cancelled by the progress callback");
         goto cleanup;
     }
+    if ((status = elec__results_finite("GPU cutoff map", "point", map, NULL,
+                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
-    status = ELEC_OK;
 
 cleanup:
     elec__cutoff_job_free(&job); /* on the stream, before it goes */
@@ -3459,6 +3474,9 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                             "MSM map cancelled by the progress callback");
         goto cleanup;
     }
+    if ((status = elec__results_finite("GPU MSM map", "point", map, NULL,
+                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+        goto cleanup;
     if (times) {
         /* the last stage is what the others leave of the call */
         times->total = elec__msm_clock() - started;
@@ -3468,7 +3486,6 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
         times->count = 9;
     }
     elec__ok(err);
-    status = ELEC_OK;
 
 cleanup:
     elec__msm_map_free(&job); /* on the plan's stream, before it goes */
@@ -3700,9 +3717,10 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
     }
     *energy = p.scale * (0.5 * long_range + 0.5 * short_range -
                          0.5 * job.self * elec_msm_gamma(0.0, p.splitting) / p.cutoff);
-    if ((status = elec__results_finite("GPU MSM", "energy", energy, 1, "float", err)) != ELEC_OK ||
-        (status = elec__results_finite("GPU MSM", "force component", forces, 3 * n, "float",
-                                       err)) != ELEC_OK)
+    if ((status = elec__results_finite("GPU MSM", "energy", NULL, energy, 1, "float", err)) !=
+            ELEC_OK ||
+        (status = elec__results_finite("GPU MSM", "force component", NULL, forces, 3 * n,
+                                       "float", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
     status = ELEC_OK;
@@ -7219,9 +7237,9 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                       2.0 * p.alpha / sqrt(pi) * host_xyzq[i].w -
                                       pi * charge / (p.alpha * p.alpha * volume));
     }
-    if ((status = elec__results_finite("GPU SPME", "force component", forces, 3 * n,
+    if ((status = elec__results_finite("GPU SPME", "force component", NULL, forces, 3 * n,
                                        "float", err)) != ELEC_OK ||
-        (status = elec__results_finite("GPU SPME", "potential", potential, n, "float",
+        (status = elec__results_finite("GPU SPME", "potential", NULL, potential, n, "float",
                                        err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
@@ -8450,8 +8468,8 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
     *energy = h->plan.p.scale * (sums[ELEC__PMSM_SUM_ENERGY] +
                                  0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
                                      sums[ELEC__PMSM_SUM_CHARGE]);
-    if ((status = elec__results_finite("GPU periodic MSM", "energy", energy, 1, "float", err)) !=
-        ELEC_OK)
+    if ((status = elec__results_finite("GPU periodic MSM", "energy", NULL, energy, 1, "float",
+                                       err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 cleanup:
@@ -11412,6 +11430,10 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
     ELEC__CUDA_TRY(cudaMemcpyAsync(grid, d_grid, (size_t)h->points * sizeof(float),
                                    cudaMemcpyDeviceToHost, stream));
     if ((status = elec_cuda_chargemap_finish(h, &overflow, stream, err)) != ELEC_OK) goto cleanup;
+    /* finish waited for the stream: the grid is on the host */
+    if ((status = elec__results_finite("GPU charge map", "point", grid, NULL,
+                                       (size_t)h->points, "float", err)) != ELEC_OK)
+        goto cleanup;
     if (overflow_atoms) *overflow_atoms = overflow;
     if (times) {
         float ms;
@@ -12481,7 +12503,9 @@ ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
                                     elec_error *err) {
     const elec_status status =
         elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
-    return status == ELEC_OK ? elec__alpb_finite(potential, NULL, count, err) : status;
+    return status == ELEC_OK ? elec__results_finite("ALPB", "potential at point", potential,
+                                                    NULL, count, "float", err)
+                             : status;
 }
 
 ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
@@ -12564,7 +12588,9 @@ ELEC_DEF elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *ver
         times->count = 7;
         times->total = t.total;
     }
-    return status == ELEC_OK ? elec__alpb_finite(potential, NULL, count, err) : status;
+    return status == ELEC_OK ? elec__results_finite("ALPB", "potential at point", potential,
+                                                    NULL, count, "float", err)
+                             : status;
 }
 
 #ifdef __cplusplus

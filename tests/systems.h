@@ -311,6 +311,32 @@ static inline elec_status test_huge_ions(elec_hcp *h, double points[6], double n
     return elec_hcp_build(&atoms, NULL, NULL, NULL, h, err);
 }
 
+/* Two charges of 1e308 e, which every check passes (a double holds them, a
+   float does not), each a quarter of an angstrom from a point of
+   test_lattice_cube(6, 0.0, 1.0): (1.25, 1, 1) by point 43 = (1, 1, 1), the
+   first whose double sum passes double's range (4e308 e/A), and (3, 3,
+   2.25) by (3, 3, 2).  Their potentials pass float's range everywhere.
+   The maps and the potentials at points must refuse them, naming the
+   method (tests/test_dcs.c, test_cutoff.c, test_msm.c, test_slab.c,
+   test_chargemap.c and the GPU tests). */
+static inline elec_atoms test_huge_charges(void) {
+    static const double xyz[6] = {1.25, 1.0, 1.0, 3.0, 3.0, 2.25};
+    static const double q[2] = {1e308, 1e308};
+    return elec_atoms_from_xyz(2, xyz, q, NULL);
+}
+
+/* Whether a call was refused as test_huge_charges must be: status
+   ELEC_ERR_INVALID_ARG, the message opening with the method ("DCS map: ")
+   and naming the type whose range the sums passed ("float"). */
+static inline int test_refused_past_range(elec_status s, const elec_error *err,
+                                          const char *method, const char *type) {
+    char range[32];
+    snprintf(range, sizeof range, "past %s's range", type);
+    return s == ELEC_ERR_INVALID_ARG && strncmp(err->message, method, strlen(method)) == 0 &&
+           strncmp(err->message + strlen(method), ": ", 2) == 0 &&
+           strstr(err->message, range) != NULL;
+}
+
 /* The three pairs of each water molecule of test_system_water (O, H1, H2
    consecutive), flattened as the excluded pairs of Ewald and SPME take them;
    NULL when the allocation fails.  The caller frees. */

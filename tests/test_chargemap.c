@@ -604,6 +604,43 @@ TEST(shuffled_atoms_map_alike) {
     test_system_free(&s);
 }
 
+/* Charges past a grid's range: 1e308 e (test_huge_charges) is inf in
+   float, for every rung; two of them on one point give it 2e308 in
+   double, and two of opposite sign 2e308 in abs_sum.  Each call fails,
+   naming the charge map and the point, where it once returned ELEC_OK and
+   a grid of inf. */
+TEST(charges_past_the_grids_range_are_refused) {
+    double xyz[6] = {3.0, 3.0, 3.0, 3.0, 3.0, 3.0}, q[2] = {1e308, 1e308};
+    elec_atoms huge = test_huge_charges(), pair = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0), l8 = test_lattice_cube(8, 0.0, 1.0);
+    float got[216];
+    double want[512], abs_sum[512];
+    elec_chargemap_params p = {0};
+    elec_error err;
+    elec_status s;
+    int v;
+    for (v = 0; v < ELEC_CHARGEMAP_CPU_VARIANT_COUNT; v++) {
+        p.cpu_variant = (elec_chargemap_cpu_variant)v;
+        s = elec_cpu_chargemap(&huge, &l, &p, got, &err);
+        EXPECT(test_refused_past_range(s, &err, "charge map", "float"), "%s: status %d, %s",
+               elec_chargemap_cpu_variant_name(p.cpu_variant), (int)s, err.message);
+    }
+    /* Skeel's basis puts each whole charge on the point (3, 3, 3) */
+    s = elec_cpu_chargemap_double(&pair, &l8, &p, want, NULL, NULL, &err);
+    EXPECT(test_refused_past_range(s, &err, "charge map", "double") &&
+               strstr(err.message, "point 219 came out inf"),
+           "double: status %d, %s", (int)s, err.message);
+    /* +-1e308 e: the charges cancel, their sum of |q w w w| does not */
+    q[1] = -1e308;
+    s = elec_cpu_chargemap_double(&pair, &l8, &p, want, NULL, NULL, &err);
+    EXPECT(s == ELEC_OK && want[219] == 0.0, "opposite charges: status %d, %s", (int)s,
+           err.message);
+    s = elec_cpu_chargemap_double(&pair, &l8, &p, want, abs_sum, NULL, &err);
+    EXPECT(test_refused_past_range(s, &err, "charge map", "double") &&
+               strstr(err.message, "abs_sum at point 219"),
+           "abs_sum: status %d, %s", (int)s, err.message);
+}
+
 /* No atoms: a zero grid (and the float paths overwrite what was there). */
 TEST(no_atoms_give_a_zero_grid) {
     elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
@@ -640,5 +677,6 @@ int main(void) {
     RUN(cpu_ladder_matches_the_double_reference);
     RUN(shuffled_atoms_map_alike);
     RUN(no_atoms_give_a_zero_grid);
+    RUN(charges_past_the_grids_range_are_refused);
     return test_summary();
 }

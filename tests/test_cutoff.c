@@ -260,6 +260,27 @@ TEST(bad_input_is_refused) {
     EXPECT(test_all_finite_float(map, 64), "an atom on a lattice point leaves the map finite");
 }
 
+TEST(maps_past_their_range_are_refused) {
+    /* Charges of 1e308 e (test_huge_charges): both maps fail, naming the
+       method and the first point past their type's range (the float map's
+       first, the double map's point 43), where they once returned ELEC_OK
+       full of inf. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    elec_cutoff_params p = {0};
+    elec_error err;
+    float mapf[216];
+    double mapd[216];
+    elec_status s = elec_cpu_cutoff_map(&atoms, &l, &p, mapf, &err);
+    EXPECT(test_refused_past_range(s, &err, "cutoff map", "float") &&
+               strstr(err.message, "point 0 came out inf"),
+           "float: status %d, %s", (int)s, err.message);
+    s = elec_cpu_cutoff_map_double(&atoms, &l, &p, mapd, &err);
+    EXPECT(test_refused_past_range(s, &err, "cutoff map", "double") &&
+               strstr(err.message, "point 43 came out inf"),
+           "double: status %d, %s", (int)s, err.message);
+}
+
 int main(void) {
     RUN(bin_length_follows_density_and_fill);
     RUN(every_atom_lands_in_a_slot_the_overflow_or_outside);
@@ -269,5 +290,6 @@ int main(void) {
     RUN(cutoff_map_equals_the_direct_cutoff_sum);
     RUN(smoothed_potentials_vanish_at_the_cutoff);
     RUN(bad_input_is_refused);
+    RUN(maps_past_their_range_are_refused);
     return test_summary();
 }

@@ -2,7 +2,8 @@
    loops and hand-computed sums for the double references, the double
    references for the float paths; and what MDH shares with DCS there (the
    points path: atoms on a point, no atoms, bad input, progress, scale),
-   tested for both.  MDH's own sums: tests/test_mdh.c. */
+   tested for both; sums past their type's range refused.  MDH's own
+   sums: tests/test_mdh.c. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -532,6 +533,47 @@ TEST(maps_past_the_lattice_cap_are_refused_before_any_work) {
            "a raised cap: %s", err.message);
 }
 
+TEST(maps_and_points_past_their_range_are_refused) {
+    /* Charges of 1e308 e (test_huge_charges) pass every check; their sums
+       pass float's range at every point and double's at point 43.  Each
+       call fails, naming the method and the first such point, where the
+       maps once returned ELEC_OK full of inf; a cancelled map keeps its
+       own status. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    double pts[6] = {0.0, 0.0, 5.0, 1.0, 1.0, 1.0}; /* 0: finite in double */
+    float mapf[216], phif[2];
+    double mapd[216], phid[2];
+    elec_dcs_params p;
+    progress_log log;
+    elec_error err;
+    elec_status s;
+    memset(&p, 0, sizeof p);
+    s = elec_cpu_dcs_map(&atoms, &l, &p, mapf, &err);
+    EXPECT(test_refused_past_range(s, &err, "DCS map", "float") &&
+               strstr(err.message, "point 0 came out inf"),
+           "float map: status %d, %s", (int)s, err.message);
+    s = elec_cpu_dcs_map_double(&atoms, &l, &p, mapd, &err);
+    EXPECT(test_refused_past_range(s, &err, "DCS map", "double") &&
+               strstr(err.message, "point 43 came out inf"),
+           "double map: status %d, %s", (int)s, err.message);
+    s = elec_cpu_dcs_points(&atoms, pts, 2, &p, phif, &err);
+    EXPECT(test_refused_past_range(s, &err, "DCS at points", "float") &&
+               strstr(err.message, "point 0 came out inf"),
+           "float points: status %d, %s", (int)s, err.message);
+    s = elec_cpu_dcs_points_double(&atoms, pts, 2, &p, phid, &err);
+    EXPECT(test_refused_past_range(s, &err, "DCS at points", "double") &&
+               strstr(err.message, "point 1 came out inf") && isfinite(phid[0]),
+           "double points: status %d, %s", (int)s, err.message);
+    memset(&log, 0, sizeof log);
+    log.increasing = 1;
+    log.cancel_after = 1;
+    p.progress = on_progress;
+    p.progress_user = &log;
+    s = elec_cpu_dcs_map(&atoms, &l, &p, mapf, &err);
+    EXPECT(s == ELEC_ERR_CANCELLED, "cancelled: status %d, %s", (int)s, err.message);
+}
+
 int main(void) {
     RUN(dcs_double_matches_two_charges);
     RUN(dcs_float_map_matches_double);
@@ -543,6 +585,7 @@ int main(void) {
     RUN(scale_multiplies_results);
     RUN(dcs_map_of_a_real_protein_matches_double);
     RUN(maps_past_the_lattice_cap_are_refused_before_any_work);
+    RUN(maps_and_points_past_their_range_are_refused);
     (void)test_rng_seeded; /* test.h helpers this file does not need */
     (void)test_uniform;
     return test_summary();

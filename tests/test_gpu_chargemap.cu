@@ -368,6 +368,29 @@ TEST(atoms_outside_a_map_are_refused) {
     }
 }
 
+TEST(charges_past_floats_range_are_refused) {
+    REQUIRE_GPU();
+    /* Charges of 1e308 e (test_huge_charges) are inf in float: the host
+       API of every float rung fails, naming the charge map, where it once
+       came back ELEC_OK with a grid of inf; the fixed-point rungs refuse
+       such charges before any work, as they always did. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    float grid[216];
+    for (int v = 0; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+        elec_chargemap_params p = {0};
+        elec_error err;
+        p.variant = (elec_chargemap_variant)v;
+        const int fixed = p.variant == ELEC_CHARGEMAP_PC_FIXED_POINT ||
+                          p.variant == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+        elec_status s = elec_cuda_chargemap(&atoms, &l, &p, grid, &err);
+        EXPECT(fixed ? s == ELEC_ERR_INVALID_ARG
+                     : test_refused_past_range(s, &err, "GPU charge map", "float"),
+               "%s: status %d, %s", elec_chargemap_variant_name(p.variant), (int)s,
+               err.message);
+    }
+}
+
 /* A periodic grid maps atoms and their images alike (the host wraps in
    double; periods of 16 A keep the wrapped positions exact). */
 TEST(periodic_images_map_alike) {
@@ -969,6 +992,7 @@ int main(void) {
     RUN(total_charge_is_kept);
     RUN(overfull_bins_overflow_and_are_counted);
     RUN(atoms_outside_a_map_are_refused);
+    RUN(charges_past_floats_range_are_refused);
     RUN(periodic_images_map_alike);
     RUN(fixed_point_is_bit_identical_whatever_the_order);
     RUN(fixed_point_tiles_give_the_same_bits_in_halves_and_whole);

@@ -1,9 +1,10 @@
 /* tests/test_gpu_dcs.cu - DCS on the GPU (every rung of the ladder, one
    and every GPU, maps and points) against the CPU double-precision
    reference, and what the GPU's lattice and points paths share (the cap on
-   map points, bad input).  MDH: tests/test_gpu_mdh.cu.  Without a GPU each
-   test skips and says so; `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then
-   a missing GPU is a failure. */
+   map points, bad input, sums past float's range, the cutoff map's too).
+   MDH: tests/test_gpu_mdh.cu.  Without a GPU each test skips and says so;
+   `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then a missing GPU is a
+   failure. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -234,6 +235,33 @@ TEST(gpu_paths_refuse_bad_input) {
     EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "zero spacing");
 }
 
+TEST(gpu_maps_and_points_past_floats_range_are_refused) {
+    REQUIRE_GPU();
+    /* Charges of 1e308 e (test_huge_charges) are inf in float: every rung's
+       map and the points fail, naming the method, where the map once came
+       back ELEC_OK full of inf; the cutoff map too (tests/test_cutoff.c). */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    double pts[6] = {0.0, 0.0, 5.0, 1.0, 1.0, 1.0};
+    float map[216], phi[2];
+    elec_dcs_params p = {0};
+    elec_cutoff_params cp = {0};
+    elec_error err;
+    for (int v = 0; v < ELEC_DCS_VARIANT_COUNT; v++) {
+        p.variant = (elec_dcs_variant)v;
+        elec_status s = elec_cuda_dcs_map(&atoms, &l, &p, map, &err);
+        EXPECT(test_refused_past_range(s, &err, "GPU DCS map", "float"), "%s: status %d, %s",
+               elec_dcs_variant_name(p.variant), (int)s, err.message);
+    }
+    p.variant = ELEC_DCS_FASTEST;
+    elec_status s = elec_cuda_dcs_points(&atoms, pts, 2, &p, phi, &err);
+    EXPECT(test_refused_past_range(s, &err, "GPU DCS at points", "float"),
+           "points: status %d, %s", (int)s, err.message);
+    s = elec_cuda_cutoff_map(&atoms, &l, &cp, map, &err);
+    EXPECT(test_refused_past_range(s, &err, "GPU cutoff map", "float"),
+           "cutoff: status %d, %s", (int)s, err.message);
+}
+
 int main(void) {
     gpu_test_start();
     RUN(rsqrt_on_fma_pipe_is_float_accurate);
@@ -245,5 +273,6 @@ int main(void) {
     RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
     RUN(dcs_map_of_a_real_protein_matches_reference);
     RUN(gpu_paths_refuse_bad_input);
+    RUN(gpu_maps_and_points_past_floats_range_are_refused);
     return gpu_test_summary();
 }

@@ -2,9 +2,9 @@
    (elec_cpu_msm_map_double's stages, through elec_cpu_msm_points at the
    map's points) and against the exact direct sum: every interpolation
    order, other cutoffs and spacings, an overfull bin, far-away atoms, an
-   empty system, stage times and bad input.  Without a GPU each GPU test
-   skips and says so; `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then a
-   missing GPU is a failure. */
+   empty system, stage times, bad input and charges past float's range.
+   Without a GPU each GPU test skips and says so; `make test-gpu` sets
+   ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure. */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -262,6 +262,24 @@ TEST(an_empty_system_gives_a_zero_map) {
     for (size_t i = 0; i < n; i++) nonzero += map[i] != 0.0f;
     EXPECT(nonzero == 0, "%zu nonzero points without atoms", nonzero);
     free(map);
+}
+
+TEST(a_map_past_floats_range_is_refused) {
+    REQUIRE_GPU();
+    /* Charges of 1e308 e (test_huge_charges) are inf in float: the map,
+       timed or not, fails naming the method, where it once came back
+       ELEC_OK full of inf or NaN. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    float map[216];
+    elec_stage_times times;
+    elec_error err;
+    elec_status s = elec_cuda_msm_map(&atoms, &l, NULL, map, &err);
+    EXPECT(test_refused_past_range(s, &err, "GPU MSM map", "float"), "status %d, %s", (int)s,
+           err.message);
+    s = elec_cuda_msm_map_timed(&atoms, &l, NULL, map, &times, &err);
+    EXPECT(test_refused_past_range(s, &err, "GPU MSM map", "float"), "timed: status %d, %s",
+           (int)s, err.message);
 }
 
 TEST(stage_times_fit_within_the_call) {
@@ -1152,6 +1170,7 @@ int main(void) {
     RUN(overfull_bins_and_far_atoms_are_summed);
     RUN(atoms_on_map_points_follow_the_coincident_rule);
     RUN(an_empty_system_gives_a_zero_map);
+    RUN(a_map_past_floats_range_is_refused);
     RUN(stage_times_fit_within_the_call);
     RUN(gpu_msm_energy_and_forces_match_the_cpu);
     RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);

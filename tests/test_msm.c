@@ -369,6 +369,26 @@ TEST(bad_parameters_are_refused) {
            "one charge has no energy: %g", e);
 }
 
+TEST(maps_and_points_past_their_range_are_refused) {
+    /* Charges of 1e308 e (test_huge_charges): the float map passes float's
+       range, the double potential at (1, 1, 1) double's; both calls fail,
+       naming the method and the point, where the map once returned ELEC_OK
+       full of inf. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    double pts[6] = {0.0, 0.0, 5.0, 1.0, 1.0, 1.0}, phi[2];
+    float map[216];
+    elec_msm_params p = {0};
+    elec_error err;
+    elec_status s = elec_cpu_msm_map(&atoms, &l, &p, map, &err);
+    EXPECT(test_refused_past_range(s, &err, "MSM map", "float"), "map: status %d, %s", (int)s,
+           err.message);
+    s = elec_cpu_msm_points(&atoms, pts, 2, &p, phi, &err);
+    EXPECT(test_refused_past_range(s, &err, "MSM at points", "double") &&
+               strstr(err.message, "point 1 came out"),
+           "points: status %d, %s", (int)s, err.message);
+}
+
 TEST(awkward_lattices_and_far_points_are_safe) {
     /* A lattice whose first point rounds across a lattice line (found by
        review under AddressSanitizer), and points 2^33 A away. */
@@ -732,6 +752,7 @@ int main(void) {
     RUN(lattices_keep_the_charge_level_by_level);
     RUN(points_equal_the_map_and_coincident_atoms_are_left_out);
     RUN(bad_parameters_are_refused);
+    RUN(maps_and_points_past_their_range_are_refused);
     RUN(periodic_msm_matches_ewald_for_random_charges_and_water);
     RUN(periodic_msm_with_excluded_pairs_matches_ewald_with_them);
     RUN(periodic_msm_gives_the_madelung_energy_of_rock_salt);

@@ -246,6 +246,19 @@ TEST(msm_slabs_are_the_whole_map_bit_for_bit) {
     test_system_free(&c.sys);
 }
 
+TEST(an_msm_slab_past_floats_range_is_refused) {
+    /* Charges of 1e308 e (test_huge_charges): the slab of planes 1 and 2
+       fails, naming the call and its first point, as the whole map does. */
+    elec_atoms atoms = test_huge_charges();
+    elec_lattice l = test_lattice_cube(6, 0.0, 1.0);
+    float map[72];
+    elec_msm_params p = {0};
+    elec_error err;
+    elec_status s = elec_cpu_msm_map_slab(&atoms, &l, 1, 3, &p, map, &err);
+    EXPECT(test_refused_past_range(s, &err, "MSM slab", "float"), "status %d, %s", (int)s,
+           err.message);
+}
+
 TEST(cutoff_slabs_of_their_halo_are_the_whole_map) {
     slab_case c = slab_case_make();
     float *whole = (float *)malloc(c.total * sizeof *whole);
@@ -358,6 +371,7 @@ int main(void) {
     RUN(gather_copies_the_atoms_it_is_given);
     RUN(mrc_header_is_the_writers);
     RUN(msm_slabs_are_the_whole_map_bit_for_bit);
+    RUN(an_msm_slab_past_floats_range_is_refused);
     RUN(cutoff_slabs_of_their_halo_are_the_whole_map);
     RUN(dcs_slabs_are_the_whole_map_to_float_rounding);
     return test_summary();
