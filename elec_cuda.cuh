@@ -591,7 +591,9 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
    axis and in all, binning groups, whether the binning has room to sort
    a group's copies in shared memory before storing them (1: those of a
    group that fit the room) or scatters them all (0), whether the float
-   rungs sum a tile by columns (1) or by sub-tiles in registers (0), and
+   rungs sum a tile by columns (band_columns 1), on the tensor cores
+   (band_tensor 1: TILE_BINNED on sm_80 and later, where the tile fits) or
+   by sub-tiles in registers (both 0), and
    whether the fused rungs run as one cooperative kernel; whether kernels
    are chained by programmatic dependent launch. */
 typedef struct elec_cuda_chargemap_info {
@@ -601,6 +603,7 @@ typedef struct elec_cuda_chargemap_info {
     int band_tile[3], band_tiles_along[3], band_tiles, band_groups;
     int band_staged;
     int band_columns;
+    int band_tensor;
     int one_kernel;
     int pdl;
 } elec_cuda_chargemap_info;
@@ -9330,6 +9333,13 @@ typedef struct elec__chargemap_bands {
 #define ELEC__CHARGEMAP_MAGIC 6755399441055744.0        /* 1.5 2^52 */
 #define ELEC__CHARGEMAP_MAGIC_BITS 0x4338000000000000LL /* its bits */
 
+/* Atoms a binning group takes (the last group fewer): an unsigned
+   division, half the instructions of a signed one by a value known only at
+   run time, which every thread of stages 1 and 2 takes. */
+__device__ __forceinline__ int elec__chargemap_chunk(int n, int groups) {
+    return (int)(((unsigned)n + (unsigned)groups - 1u) / (unsigned)groups);
+}
+
 __device__ __forceinline__ int elec__chargemap_band(int p, int axis,
                                                     const elec__chargemap_bands &bd) {
     return min(p >> bd.shift[axis], bd.n[axis] - 1);
@@ -9505,7 +9515,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
                                           int *hist, float4 *stage, int stage_room) {
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
-    const int chunk = (n + groups - 1) / groups;
+    const int chunk = elec__chargemap_chunk(n, groups);
     const int first = min(j * chunk, n), last = min(first + chunk, n);
     float4 *out = elec__chargemap_group_copies(copies, j, chunk);
     double q1 = 0.0, q2 = 0.0;
@@ -9528,7 +9538,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     int total;
     {
         /* each thread a contiguous run of tiles */
-        const int per = (tiles + threads - 1) / threads;
+        const int per = elec__chargemap_chunk(tiles, threads);
         const int a = min(t * per, tiles), e = min(a + per, tiles);
         int s = 0;
         for (int k = a; k < e; k++) s += hist[k];
@@ -9664,7 +9674,12 @@ __device__ __forceinline__ void elec__chargemap_tile_extent(int id,
                                                             const elec__chargemap_geometry &g,
                                                             const elec__chargemap_bands &bd,
                                                             int t0[3], int len[3]) {
-    const int at[3] = {id % bd.n[0], id / bd.n[0] % bd.n[1], id / bd.n[0] / bd.n[1]};
+    /* unsigned: a signed division by a value known only at run time is
+       twice the instructions, and every thread of the tile's block takes
+       these */
+    const unsigned u = (unsigned)id, n0 = (unsigned)bd.n[0], row = u / n0;
+    const int at[3] = {(int)(u - row * n0), (int)(row % (unsigned)bd.n[1]),
+                       (int)(row / (unsigned)bd.n[1])};
 #pragma unroll
     for (int axis = 0; axis < 3; axis++) {
         t0[axis] = at[axis] << bd.shift[axis];
@@ -9728,7 +9743,7 @@ __device__ void elec__chargemap_sum_tile_fixed(int id, float *grid, const int2 *
                                                unsigned char *smem) {
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
-    const int chunk = (n + groups - 1) / groups;
+    const int chunk = elec__chargemap_chunk(n, groups);
     const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
     float4 *window = (float4 *)smem;
     unsigned long long *acc = (unsigned long long *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
@@ -9905,7 +9920,7 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
     __shared__ int scratch[32];
     __shared__ int listed[ELEC__CHARGEMAP_BATCH];
     const int t = threadIdx.x, groups = bd.groups;
-    const int chunk = (n + groups - 1) / groups;
+    const int chunk = elec__chargemap_chunk(n, groups);
     const int stride = elec__chargemap_record_stride(bd);
     const int win = elec__chargemap_register_window(bd);
     const int part[3] = {0, (bd.L[0] + 3) & ~3, ((bd.L[0] + 3) & ~3) + ((bd.L[1] + 3) & ~3)};
@@ -10040,7 +10055,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS; /* the launch's block */
     static_assert(ZC % 4 == 0, "the z chunk is read as float4");
     const int t = threadIdx.x, groups = bd.groups;
-    const int chunk = (n + groups - 1) / groups;
+    const int chunk = elec__chargemap_chunk(n, groups);
     /* the window's records as arrays over the sorted copy k, so that the
        lanes of a warp, reading neighbouring k, hit distinct banks */
     float4 *qz = (float4 *)smem;                       /* ZC / 4 x WIN: q w_z */
@@ -10107,7 +10122,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                         const int at = bin[key[i]] + rank[i];
                         const float u[3] = {r[i].x, r[i].y, r[i].z};
                         int corner[3];
-                        float w[3][W], v[ZC];
+                        float w[3][W];
 #pragma unroll
                         for (int axis = 0; axis < 3; axis++) {
                             const int k0 = (int)u[axis];
@@ -10116,16 +10131,18 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                                                                   len[axis], g.K[axis], W);
                         }
 #pragma unroll
-                        for (int j = 0; j < ZC; j++) {
-                            const int m = zc0 + j - corner[2];
-                            v[j] = 0.0f;
-#pragma unroll
-                            for (int mm = 0; mm < W; mm++)
-                                if (m == mm) v[j] = r[i].w * w[2][mm];
-                        }
-#pragma unroll
                         for (int j = 0; j < ZC; j += 4)
-                            qz[(j / 4) * WIN + at] = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+                            qz[(j / 4) * WIN + at] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                        /* then the stencil's points in the chunk, each
+                           stored where it falls (a select for every
+                           pair of z and stencil point took 6 % of stage
+                           2's instructions) */
+#pragma unroll
+                        for (int mm = 0; mm < W; mm++) {
+                            const int j = corner[2] + mm - zc0;
+                            if ((unsigned)j < (unsigned)ZC)
+                                ((float *)(qz + (j >> 2) * WIN + at))[j & 3] = r[i].w * w[2][mm];
+                        }
 #pragma unroll
                         for (int m = 0; m < W; m++) {
                             wxs[m * WIN + at] = w[0][m];
@@ -10163,15 +10180,230 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                 }
                 __syncthreads();
             }
-            if (mine)
+            if (mine) {
+                /* the column's first point, then a plane a step (the
+                   64-bit index of each point apart took 9 %) */
+                const size_t plane = (size_t)g.K[0] * g.K[1];
+                float *out = grid + (t0[0] + X) + (size_t)g.K[0] * (t0[1] + Y) +
+                             plane * (size_t)(t0[2] + zc0);
 #pragma unroll
-                for (int j = 0; j < ZC; j++) {
-                    const int z = zc0 + j;
-                    if (z < len[2])
-                        grid[(size_t)(t0[0] + X) +
-                             (size_t)g.K[0] * ((t0[1] + Y) + (size_t)g.K[1] * (t0[2] + z))] = acc[j];
-                }
+                for (int j = 0; j < ZC; j++, out += plane)
+                    if (zc0 + j < len[2]) *out = acc[j];
+            }
         }
+    __syncthreads(); /* the shared memory is the next tile's */
+}
+
+/* TILE_BINNED's stage 2 on the tensor cores, where the tile fits (x and y
+   at most 16 points, z at most 8; one image of a stencil, as the column
+   sum) and the device has them (sm_80 on): a y row of the tile is a 16 x 8
+   (x by z) product,
+     G_y[x][z] = sum over copies c of wx_c[x] (wy_c[y - cy_c] q wz_c[z]),
+   a sum over the copies that reach row y (cy_c <= y < cy_c + W), which
+   the window's copies sorted by their stencil's y corner cy make one
+   contiguous run.  Each warp keeps two rows' sums in the fragments of
+   mma.m16n8k8 (TF32: A = wx over x and eight copies, B = the copies' wy q
+   wz over z) and steps through the run eight copies at a time, so no lane
+   waits for another: the column sum's lanes each walk runs of their own,
+   15 of 32 busy on average (Nsight Compute, H200).  Most products are
+   zeros (4 of 16 x, 4 of 8 z at order 4), which cost the tensor cores
+   nothing.  ApoA1-size's stage 2 14.7 -> 12.7 us, 1M atoms' 128.6 ->
+   123.8 (H200, bench/RESULTS.md, 2026-12-02).
+   Accuracy: TF32 reads 10 of a float's 23 significand bits, so each
+   operand is split, v = hi + lo (elec__tf32_split), and three products
+   are summed, hi hi + hi lo + lo hi: each term q wx wy wz is then off by
+   less than 3 2^-20 of itself (the lo lo term and the bits of lo the
+   tensor cores drop), where float arithmetic is off by a few 2^-24; the
+   tensor cores' products are exact and their sums are float's, rounded
+   toward zero (Fasi et al., PeerJ Comput. Sci. 7:e330, 2021, measured
+   that on the V100, T4 and A100).  tests/gpu.h's gpu_chargemap_bound
+   states the resulting bound; the tests found the sum within a quarter
+   of the float rungs' own. */
+#define ELEC__CHARGEMAP_TENSOR_WINDOW 416 /* copies a window: 4 blocks an SM */
+/* a window, its eight padding slots, and 4 mod 32 (lanes' loads on distinct banks) */
+#define ELEC__CHARGEMAP_TENSOR_STRIDE ((ELEC__CHARGEMAP_TENSOR_WINDOW + 8 + 27) / 32 * 32 + 4)
+
+static inline bool elec__chargemap_tensor_fits(const elec__chargemap_bands &bd, const int K[3],
+                                               int W) {
+    for (int axis = 0; axis < 3; axis++)
+        if (K[axis] < bd.L[axis] + W - 1) return false;
+    return bd.L[0] <= 16 && bd.L[1] <= 16 && bd.L[2] <= 8 && W <= 8;
+}
+
+/* Its shared memory: per window slot, wx over 16 x, q wz over 8 z, wy over
+   W, cy; the corner rows' offsets; the groups' runs. */
+static inline size_t elec__chargemap_tensor_bytes(int W, int groups) {
+    return (size_t)ELEC__CHARGEMAP_TENSOR_STRIDE * (16 + 8 + W + 1) * 4 + 64 * 4 +
+           sizeof(int) * (2 * (size_t)groups + 1);
+}
+
+/* v as TF32 and the rest: hi keeps the sign, the exponent and the top 10
+   bits of the significand (the bits the tensor cores read), lo = v - hi
+   (exact in float: the 13 bits dropped), of which the tensor cores read
+   the top 11, dropping less than 2^-10 |lo| < 2^-20 |v|.  Two
+   instructions, and the compiler passes v itself as hi: the conversion
+   with rounding (cvt.rna.tf32) is four on sm_90 (a carry, a test for inf,
+   a select and the mask; nvcc 13.0's SASS), and with it ApoA1-size's stage
+   2 took 16.5 us, against 13.6 (H200, bench/RESULTS.md, 2026-12-02). */
+__device__ __forceinline__ void elec__tf32_split(float v, unsigned *hi, unsigned *lo) {
+    *hi = __float_as_uint(v) & 0xffffe000u;
+    *lo = __float_as_uint(v - __uint_as_float(*hi));
+}
+
+/* c += a b for one m16n8k8 TF32 tile (sm_80 on; the plan keeps older
+   devices on the column sum). */
+__device__ __forceinline__ void elec__mma_tf32(float c[4], const unsigned a[4],
+                                               const unsigned b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    (void)c;
+    (void)a;
+    (void)b;
+    __trap();
+#endif
+}
+
+template <int BASIS, int W>
+__device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 *runs,
+                                                const float4 *copies, int n,
+                                                const elec__chargemap_geometry &g,
+                                                const elec__chargemap_bands &bd,
+                                                const elec__msm_basis_args &b,
+                                                unsigned char *smem) {
+    constexpr int WIN = ELEC__CHARGEMAP_TENSOR_WINDOW, S = ELEC__CHARGEMAP_TENSOR_STRIDE;
+    constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
+    static_assert(threads == 256, "eight warps, two y rows each");
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;
+    const int groups = bd.groups, chunk = elec__chargemap_chunk(n, groups);
+    float *ax = (float *)smem;     /* 16 x S: wx at x          */
+    float *bz = ax + 16 * S;       /* 8 x S: q wz at z         */
+    float *wy = bz + 8 * S;        /* W x S: wy                */
+    int *cy = (int *)(wy + W * S); /* S: the y corner          */
+    int *source = cy;              /* the copies' places, first */
+    int *bin = cy + S;             /* 64: corner rows' offsets  */
+    int *offset = bin + 64;        /* groups + 1                */
+    int *start = offset + groups + 1;
+    int t0[3], len[3];
+    elec__chargemap_tile_extent(id, g, bd, t0, len);
+    for (int j = t; j < groups; j += threads) {
+        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
+        start[j] = run.x;
+        offset[j] = run.y;
+    }
+    __syncthreads();
+    if (t < 32) elec__chargemap_warp_scan(offset, groups);
+    __syncthreads();
+    const int total = offset[groups], rows = len[1] + W - 1; /* corner rows */
+    const int y0 = 2 * warp;                                 /* this warp's rows y0, y0 + 1 */
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int base = 0; base < total; base += WIN) {
+        const int count = min(WIN, total - base);
+        for (int k = t; k <= rows; k += threads) bin[k] = 0;
+        elec__chargemap_window_sources(source, chunk, groups, start, offset, base, base + count);
+        __syncthreads();
+        int key[PER], rank[PER];
+        float4 r[PER];
+#pragma unroll
+        for (int i = 0; i < PER; i++) {
+            const int s = t + i * threads;
+            key[i] = rank[i] = 0;
+            r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (s < count) {
+                r[i] = __ldcg(copies + source[s]);
+                key[i] = elec__chargemap_corner((int)r[i].y, g.offset, t0[1], len[1], g.K[1], W) +
+                         W - 1;
+                rank[i] = atomicAdd(bin + key[i], 1);
+            }
+        }
+        __syncthreads();
+        if (t < 32) elec__chargemap_warp_scan(bin, rows);
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            if (t + i * threads < count) { /* the record at its sorted place */
+                const int at = bin[key[i]] + rank[i];
+                const float u[3] = {r[i].x, r[i].y, r[i].z};
+                int corner[3];
+                float w[3][W];
+#pragma unroll
+                for (int axis = 0; axis < 3; axis++) {
+                    const int k0 = (int)u[axis];
+                    elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
+                    corner[axis] =
+                        elec__chargemap_corner(k0, g.offset, t0[axis], len[axis], g.K[axis], W);
+                }
+#pragma unroll
+                for (int x = 0; x < 16; x++) ax[x * S + at] = 0.0f;
+#pragma unroll
+                for (int z = 0; z < 8; z++) bz[z * S + at] = 0.0f;
+#pragma unroll
+                for (int m = 0; m < W; m++) {
+                    const int x = corner[0] + m, z = corner[2] + m;
+                    if ((unsigned)x < 16u) ax[x * S + at] = w[0][m];
+                    if ((unsigned)z < 8u) bz[z * S + at] = r[i].w * w[2][m];
+                    wy[m * S + at] = w[1][m];
+                }
+                cy[at] = key[i] - (W - 1);
+            }
+        if (t < 8) { /* eight slots past the copies: zeros, and a corner no row takes */
+            for (int x = 0; x < 16; x++) ax[x * S + count + t] = 0.0f;
+            for (int z = 0; z < 8; z++) bz[z * S + count + t] = 0.0f;
+            cy[count + t] = 1 << 20;
+        }
+        __syncthreads();
+        /* the copies that reach row y0 or y0 + 1: corner rows y0 - W + 1
+           to y0 + 1, keys y0 to y0 + W */
+        const int lo = bin[min(y0, rows)], hi = bin[min(y0 + W + 1, rows)];
+        if (y0 < len[1]) {
+            /* this lane's elements: x gq and gq + 8 of A, z gq of B, copies
+               kb + tq and kb + tq + 4; past the run (other rows' copies,
+               the padding) d leaves [0, W) and B is zero */
+            const float *axk = ax + gq * S + lo + tq, *bzk = bz + gq * S + lo + tq;
+            const float *wyk = wy + lo + tq;
+            const int *cyk = cy + lo + tq;
+            for (int kb = lo; kb < hi; kb += 8, axk += 8, bzk += 8, wyk += 8, cyk += 8) {
+                unsigned a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
+#pragma unroll
+                for (int h = 0; h < 2; h++) { /* a0 a1 (k = tq), a2 a3 (k = tq + 4) */
+                    elec__tf32_split(axk[4 * h], &a_hi[2 * h], &a_lo[2 * h]);
+                    elec__tf32_split(axk[8 * S + 4 * h], &a_hi[2 * h + 1], &a_lo[2 * h + 1]);
+                    const int c = cyk[4 * h];
+                    const float qz = bzk[4 * h];
+#pragma unroll
+                    for (int row = 0; row < 2; row++) {
+                        const int d = y0 + row - c;
+                        const float v = (unsigned)d < (unsigned)W ? wyk[d * S + 4 * h] * qz : 0.0f;
+                        elec__tf32_split(v, &b_hi[row][h], &b_lo[row][h]);
+                    }
+                }
+#pragma unroll
+                for (int row = 0; row < 2; row++) {
+                    elec__mma_tf32(acc[row], a_lo, b_hi[row]);
+                    elec__mma_tf32(acc[row], a_hi, b_lo[row]);
+                    elec__mma_tf32(acc[row], a_hi, b_hi[row]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+    /* the fragments: c0 (x gq, z 2 tq), c1 (x gq, z 2 tq + 1), c2 and c3 at
+       x gq + 8 */
+    const size_t plane = (size_t)g.K[0] * g.K[1];
+#pragma unroll
+    for (int row = 0; row < 2; row++) {
+        const int y = y0 + row;
+        if (y >= len[1]) continue;
+        float *out = grid + t0[0] + (size_t)g.K[0] * (t0[1] + y) + plane * t0[2];
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const int x = gq + 8 * (c >> 1), z = 2 * tq + (c & 1);
+            if (x < len[0] && z < len[2]) out[x + plane * z] = acc[row][c];
+        }
+    }
     __syncthreads(); /* the shared memory is the next tile's */
 }
 
@@ -10186,8 +10418,9 @@ enum {
     ELEC__CHARGEMAP_SUM_REGISTERS = 0, /* float sub-tiles in registers     */
     ELEC__CHARGEMAP_SUM_FIXED = 1,     /* 64-bit integers in shared memory
                                           (TILE_FUSED_FIXED)               */
-    ELEC__CHARGEMAP_SUM_COLUMNS = 2    /* float columns in registers, where
+    ELEC__CHARGEMAP_SUM_COLUMNS = 2,   /* float columns in registers, where
                                           the tile fits them               */
+    ELEC__CHARGEMAP_SUM_TENSOR = 3     /* y rows on the tensor cores       */
 };
 
 template <int BASIS, int W, int SUM>
@@ -10200,6 +10433,8 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
         elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_COLUMNS)
         elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
+        elec__chargemap_sum_tile_tensor<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
     else
         elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
 }
@@ -10299,6 +10534,8 @@ struct elec_cuda_chargemap_handle {
     elec__msm_basis_args basis;
     elec__chargemap_tiling tiles;
     int use_pdl;
+    int tensor_cores;          /* stage 2 may sum on the tensor cores (mma
+                                  TF32: sm_80 on, and the kernels' code)   */
     double *sums;              /* sum q, sum q^2 (device), or NULL            */
     int *status;               /* ELEC__CM_STATUS ints                        */
     elec__chargemap_bins bins; /* the seed's binned rungs                     */
@@ -10426,11 +10663,15 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
 }
 
 /* Stage 2's sum for tiles bd: TILE_FUSED_FIXED's integers (fixed), else
-   the float rungs' columns where the tile fits them, else their register
-   sum. */
-static int elec__chargemap_sum_of(const elec__chargemap_bands *bd, int fixed, const int K[3],
-                                  int width) {
+   TILE_BINNED's tensor cores where the device and the kernels' code have
+   them (tensor) and the tile fits, else the float rungs' columns where the
+   tile fits them, else their register sum.  The one-kernel rungs keep the
+   columns: the tensor sum's 53 KB a block would leave their cooperative
+   grid three blocks an SM, and it was measured in TILE_BINNED alone. */
+static int elec__chargemap_sum_of(const elec__chargemap_bands *bd, int fixed, int tensor,
+                                  const int K[3], int width) {
     if (fixed) return ELEC__CHARGEMAP_SUM_FIXED;
+    if (tensor && elec__chargemap_tensor_fits(*bd, K, width)) return ELEC__CHARGEMAP_SUM_TENSOR;
     return elec__chargemap_columns_fit(*bd, K, width) ? ELEC__CHARGEMAP_SUM_COLUMNS
                                                       : ELEC__CHARGEMAP_SUM_REGISTERS;
 }
@@ -10446,6 +10687,7 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
     if (sum == ELEC__CHARGEMAP_SUM_COLUMNS) return elec__chargemap_column_bytes(width, groups);
+    if (sum == ELEC__CHARGEMAP_SUM_TENSOR) return elec__chargemap_tensor_bytes(width, groups);
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
     return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
            runs;
@@ -10498,7 +10740,9 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
             if (shift[axis] < least) shift[axis] = least;
         }
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
-        const int sum = elec__chargemap_sum_of(&bd, fixed, h->g.K, h->g.width);
+        const int sum = elec__chargemap_sum_of(
+            &bd, fixed, h->tensor_cores && h->p.variant == ELEC_CHARGEMAP_TILE_BINNED, h->g.K,
+            h->g.width);
         if (elec__chargemap_hist_bytes(bd.count) > (size_t)h->max_shared ||
             elec__chargemap_sum_bytes(&bd, groups, sum, h->g.width) > (size_t)h->max_shared)
             continue;
@@ -10545,6 +10789,8 @@ static elec__chargemap_sum_kernel elec__chargemap_sum_kernel_of(int sum) {
         return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_FIXED>;
     case ELEC__CHARGEMAP_SUM_COLUMNS:
         return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_COLUMNS>;
+    case ELEC__CHARGEMAP_SUM_TENSOR:
+        return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_TENSOR>;
     default: return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_REGISTERS>;
     }
 }
@@ -10987,6 +11233,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         out->band_tiles = h->bands.count;
         out->band_groups = h->bands.groups;
         out->band_columns = h->sum == ELEC__CHARGEMAP_SUM_COLUMNS;
+        out->band_tensor = h->sum == ELEC__CHARGEMAP_SUM_TENSOR;
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
         out->band_staged = h->bin_stage_room > 0 && !out->one_kernel;
     }
@@ -11107,6 +11354,9 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
         cudaFuncAttributes code;
         ELEC__CUDA_TRY(cudaFuncGetAttributes(&code, elec__k_chargemap_tile_bin));
         if (code.ptxVersion < 90) h->use_pdl = 0;
+        /* mma's TF32 shapes are sm_80's: code of ptxVersion 80 or later
+           has them (elec__mma_tf32) and runs only on sm_80 or later */
+        h->tensor_cores = code.ptxVersion >= 80;
     }
     ELEC__CUDA_TRY(elec__cuda_alloc((void **)&h->status, ELEC__CM_STATUS * sizeof(int)));
     ELEC__CUDA_TRY(cudaMemset(h->status, 0, ELEC__CM_STATUS * sizeof(int)));

@@ -149,17 +149,29 @@ static inline double gpu_chargemap_weight_error(elec_chargemap_basis basis, int 
     return 2.0 * worst;
 }
 
+/* How a GPU charge map's rung adds its terms (gpu_chargemap_bound). */
+enum { GPU_SUMS_FLOAT = 0, GPU_SUMS_FIXED_POINT = 1, GPU_SUMS_TENSOR = 2 };
+
 /* A float charge map's bound against the double map of the same grid
    coordinates, point by point (tests/test_gpu_chargemap.cu says where it
    comes from): (terms + c) 2^-24 A for the sums and the three products
    (c = max(8, 2 order) ulps), terms 3 e_w max|q| for the weights, and
    terms 2^-33 for a fixed-point rung's rounding to 2^-32 e; A = sum |q w w
-   w| and terms as elec_cpu_chargemap_double returns them. */
+   w| and terms as elec_cpu_chargemap_double returns them.  On the tensor
+   cores (TILE_BINNED's stage 2 on sm_80 and later, elec_cuda.cuh) each
+   term is further off by less than 3 2^-20 of itself (48 ulps of A: the
+   operands split into TF32 halves, three products of the four), and each
+   of the three sums of products that holds a term by at most 9 2^-23 of
+   the largest of its nine addends (eight exact products and the sum so
+   far, each at most A), were it aligned to the largest and truncated, as
+   Fasi et al. (PeerJ Comput. Sci. 7:e330, 2021) measured tensor cores to
+   round: 18 ulps of A, three sums a term. */
 static inline double gpu_chargemap_bound(int terms, double abs_sum, int order, double weight_err,
-                                         double max_q, int fixed_point) {
+                                         double max_q, int sums) {
     const double c = order * 2 > 8 ? order * 2 : 8;
-    return (terms + c) * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
-           (fixed_point ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
+    const double ulps = terms + c + (sums == GPU_SUMS_TENSOR ? 48.0 + 3.0 * 18.0 * terms : 0.0);
+    return ulps * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
+           (sums == GPU_SUMS_FIXED_POINT ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
 }
 
 #endif

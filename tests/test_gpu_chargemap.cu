@@ -24,7 +24,8 @@
    against double and doubled (the device evaluates the same operations,
    but may contract the B-spline recursion's products into other fused
    multiply-adds than the host compiler), and 2^-33 per term for the
-   fixed-point rungs' rounding to 2^-32 e (tests/gpu.h's
+   fixed-point rungs' rounding to 2^-32 e, and for tile-binned's sum on the
+   tensor cores its TF32 halves and truncated sums (tests/gpu.h's
    gpu_chargemap_weight_error and gpu_chargemap_bound). */
 #include <cuda_runtime.h>
 #include <stddef.h>
@@ -71,12 +72,12 @@ static void snap(test_system *s, double h) {
 /* A GPU map against the reference; returns the worst |f - d| / bound. */
 static double check(const char *what, const float *got, const double *want, const double *abs_sum,
                     const int *terms, size_t points, int order, double weight_err,
-                    double max_q, int fixed_point) {
+                    double max_q, int sums) {
     double worst = 0.0;
     size_t at = 0;
     for (size_t g = 0; g < points; g++) {
         const double bound = gpu_chargemap_bound(terms[g], abs_sum[g], order, weight_err, max_q,
-                                                 fixed_point);
+                                                 sums);
         const double r = fabs((double)got[g] - want[g]) / bound;
         if (!(r <= worst)) {
             worst = r;
@@ -117,6 +118,27 @@ static void reference_free(reference *r) {
 /* The rungs that add integers in units of 2^-32 e. */
 static bool is_fixed_point(int v) {
     return v == ELEC_CHARGEMAP_PC_FIXED_POINT || v == ELEC_CHARGEMAP_TILE_FUSED_FIXED;
+}
+
+/* How a handle's rung adds its terms (gpu.h's GPU_SUMS_*, for the
+   bound): in fixed point, on the tensor cores (as describe says), or in
+   float. */
+static int sums_of_handle(const elec_cuda_chargemap_handle *h) {
+    elec_cuda_chargemap_info info;
+    elec_error err;
+    if (!h || elec_cuda_chargemap_describe(h, &info, &err) != ELEC_OK) return GPU_SUMS_FLOAT;
+    if (is_fixed_point(info.variant)) return GPU_SUMS_FIXED_POINT;
+    return info.band_tensor ? GPU_SUMS_TENSOR : GPU_SUMS_FLOAT;
+}
+
+/* The same for the handle that elec_cuda_chargemap makes for (l, n, p). */
+static int sums_of(const elec_lattice *l, size_t n, const elec_chargemap_params *p) {
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_error err;
+    if (elec_cuda_chargemap_create(l, n, p, -1, &h, &err) != ELEC_OK) return GPU_SUMS_FLOAT;
+    const int sums = sums_of_handle(h);
+    elec_cuda_chargemap_destroy(h);
+    return sums;
 }
 
 static double max_charge(const test_system *s) {
@@ -174,7 +196,7 @@ TEST(every_rung_matches_the_double_reference) {
                     worst_all = std::max(
                         worst_all, check(what, got, r.want, r.abs_sum, r.terms, r.points, p.order,
                                          e_w, max_charge(&sys),
-                                         is_fixed_point(v)));
+                                         sums_of(&l, atoms.count, &p)));
                 }
                 free(got);
                 reference_free(&r);
@@ -416,7 +438,7 @@ TEST(periodic_images_map_alike) {
         EXPECT(elec_cuda_chargemap(&images, &l, &p, got, &err) == ELEC_OK, "%s: %s",
                elec_chargemap_variant_name(p.variant), err.message);
         check(elec_chargemap_variant_name(p.variant), got, r.want, r.abs_sum, r.terms, r.points,
-              4, e_w, max_charge(&sys), is_fixed_point(v));
+              4, e_w, max_charge(&sys), sums_of(&l, images.count, &p));
     }
     free(got);
     reference_free(&r);
@@ -598,7 +620,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
                 CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
                                    cudaMemcpyDeviceToHost));
                 check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
-                      is_fixed_point(v));
+                      sums_of_handle(h));
             }
             CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
             EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err) == ELEC_OK,
@@ -613,7 +635,7 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
             CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
             if (exec)
                 check(what, got, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
-                      is_fixed_point(v));
+                      sums_of_handle(h));
             EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n + 101, d_grid, stream, &err) ==
                        ELEC_ERR_INVALID_ARG, "%s: more atoms than the handle accepted", what);
             if (exec) cudaGraphExecDestroy(exec);
@@ -705,7 +727,7 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
                "%s compute: %s", name, err.message);
         CUDA_OK(cudaMemcpy(whole, d_grid, r.points * sizeof(float), cudaMemcpyDeviceToHost));
         check(name, staged, r.want, r.abs_sum, r.terms, r.points, 4, e_w, max_charge(&sys),
-              is_fixed_point(v));
+              sums_of_handle(h));
         if (is_fixed_point(v))
             EXPECT(memcmp(staged, whole, r.points * sizeof(float)) == 0,
                    "%s: staged and whole grids differ", name);
@@ -801,17 +823,19 @@ TEST(prepare_then_map_is_compute_and_describe_says_what_was_chosen) {
     test_system_free(&sys);
 }
 
-/* Whether a handle for these parameters sums its tiles by columns. */
-static int sums_by_columns(const elec_lattice *l, size_t atoms, const elec_chargemap_params *p) {
+/* How a handle for these parameters sums its tiles: 0 in registers, 1 by
+   columns, 2 on the tensor cores. */
+static int tile_sum_of(const elec_lattice *l, size_t atoms, const elec_chargemap_params *p) {
     elec_cuda_chargemap_handle *h = NULL;
     elec_cuda_chargemap_info info;
     elec_error err;
-    int columns = 0;
+    int sum = 0;
     EXPECT(elec_cuda_chargemap_create(l, atoms, p, -1, &h, &err) == ELEC_OK, "create: %s",
            err.message);
-    if (h && elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK) columns = info.band_columns;
+    if (h && elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK)
+        sum = info.band_tensor ? 2 : info.band_columns ? 1 : 0;
     elec_cuda_chargemap_destroy(h);
-    return columns != 0;
+    return sum;
 }
 
 /* The tile-binned rungs on what the ladder's systems do not reach: a tile
@@ -820,10 +844,12 @@ static int sums_by_columns(const elec_lattice *l, size_t atoms, const elec_charg
    powers of two (rounded up) or longer than the lattice, a rest of fewer
    than order - 1 points (joining the tile before it), and fewer atoms
    than binning blocks; maps and periodic grids.  The float rungs' tiles
-   are summed both ways: by columns (32 x 16 tiles: more columns than a
-   block has threads), and in registers where one tile spans an axis (40
-   points asked, 64 after rounding, on 44) and so a stencil may reach it
-   through two images. */
+   are summed every way: by columns (32 x 16 tiles: more columns than a
+   block has threads; and TILE_FUSED's), in registers where one tile spans
+   an axis (40 points asked, 64 after rounding, on 44) and so a stencil may
+   reach it through two images, and on the tensor cores (TILE_BINNED's
+   tiles of at most 16 x 16 x 8 on sm_80 and later, the dense tile's
+   copies through several windows of 416). */
 TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     REQUIRE_GPU();
     test_system sys = test_system_random(6000, 16.0, 59);
@@ -840,7 +866,7 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     for (size_t i = 0; i < 3 * few.count; i++) few.xyz[i] = 4.0 + 0.75 * few.xyz[i];
     snap(&few, 0.5);
     elec_atoms few_atoms = test_system_atoms(&few);
-    int by_sum[2] = {0, 0}; /* the float rungs' tile sums: registers, columns */
+    int by_sum[3] = {0, 0, 0}; /* the float rungs' tile sums: registers, columns, tensor */
     for (int periodic = 0; periodic < 2; periodic++)
         for (int basis = 0; basis < 2; basis++)
             for (int order = 4; order <= 8; order += 4) {
@@ -872,20 +898,23 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
                         EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
                                what, err.message);
                         check(what, got, r.want, r.abs_sum, r.terms, r.points, order, e_w,
-                              max_charge(&sys), is_fixed_point(v));
+                              max_charge(&sys), sums_of(&l, atoms.count, &p));
                         EXPECT(elec_cuda_chargemap(&few_atoms, &l, &p, got, &err) == ELEC_OK,
                                "%s, 7 atoms: %s", what, err.message);
                         check(what, got, rf.want, rf.abs_sum, rf.terms, rf.points, order, e_w,
-                              max_charge(&few), is_fixed_point(v));
-                        if (!is_fixed_point(v)) by_sum[sums_by_columns(&l, atoms.count, &p)]++;
+                              max_charge(&few), sums_of(&l, few_atoms.count, &p));
+                        if (!is_fixed_point(v)) by_sum[tile_sum_of(&l, atoms.count, &p)]++;
                     }
                 free(got);
                 reference_free(&r);
                 reference_free(&rf);
             }
-    EXPECT(by_sum[0] > 0 && by_sum[1] > 0,
-           "tile sums by registers %d times and by columns %d: both should be tried", by_sum[0],
-           by_sum[1]);
+    /* the tensor cores on a device that has them (sm_80 on) */
+    int major = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    EXPECT(by_sum[0] > 0 && by_sum[1] > 0 && (by_sum[2] > 0) == (major >= 8),
+           "tile sums by registers %d times, by columns %d and on the tensor cores %d (compute "
+           "capability %d): each should be tried", by_sum[0], by_sum[1], by_sum[2], major);
     test_system_free(&sys);
     test_system_free(&few);
 }
@@ -977,7 +1006,8 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
                    err.message);
             check(by_default ? "the default, a million atoms" : "tile-binned, a million atoms",
                   got, r.want, r.abs_sum, r.terms, r.points, 4,
-                  gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys), false);
+                  gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys),
+                  sums_of(&l, atoms.count, &p));
         }
         free(got);
         reference_free(&r);
