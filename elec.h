@@ -2504,6 +2504,38 @@ static inline elec_status elec__results_finite(const char *method, const char *w
     return ELEC_OK;
 }
 
+/* A map's values (float outf, or double outd) checked as
+   elec__results_finite does, where they could have passed their type's
+   range at all.  Each map sums q K(r) with |K(r)| <= 1 / r and r at least
+   ELEC_COINCIDENT_DISTANCE (Coulomb; the cutoff maps' smoothed kernels;
+   MSM's short part, its lattices' smooth parts at most 1 / a, interpolated
+   by weights of modest sums), or is a charge grid (scale 1, weights at
+   most 1): |value| <= |scale| sum|q| / ELEC_COINCIDENT_DISTANCE, times a
+   margin of 10^6 here for MSM's lattices and for rounding.  Below half
+   the type's largest value no value can be inf or NaN and the scan is
+   skipped, at the cost of one pass over the charges: scanning every point
+   on the host took the GPU cutoff map of seed 000's case (497^3 points)
+   from 0.19 to 0.42 s and the MSM map from 0.24 to 0.43 (make bench, H200,
+   bench/RESULTS.md, 2026-12-02).  Charges that do take the bound past it
+   (1e30 e and more) are scanned for, and refused by, the first bad point. */
+static inline elec_status elec__sums_finite(const char *method, const float *outf,
+                                            const double *outd, size_t count,
+                                            const elec_atoms *atoms, double scale,
+                                            elec_error *err) {
+    const double most = outf ? (double)FLT_MAX : DBL_MAX;
+    double charge = 0.0;
+    size_t j;
+    for (j = 0; j < atoms->count; j++) {
+        double q;
+        elec_atoms_get(atoms, j, NULL, &q, NULL);
+        charge += fabs(q);
+    }
+    /* written so that inf or NaN anywhere falls through to the scan */
+    if (fabs(scale) * charge / ELEC_COINCIDENT_DISTANCE * 1e6 < 0.5 * most) return ELEC_OK;
+    return elec__results_finite(method, "point", outf, outd, count, outf ? "float" : "double",
+                                err);
+}
+
 /* The same for an energy's terms (elec_ewald_terms), each by name; type:
    the arithmetic of the sums ("double" on the CPU, "float" on the GPU). */
 static inline elec_status elec__terms_finite(const char *method, const elec_ewald_terms *t,

@@ -1573,8 +1573,8 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
                                       job->params.scale, job->centre, map, err);
     if (status == ELEC_OK)
-        status = elec__results_finite("GPU DCS map", "point", map, NULL, nx * ny * nz,
-                                      "float", err);
+        status = elec__sums_finite("GPU DCS map", map, NULL, nx * ny * nz, atoms,
+                                   job->params.scale, err);
     if (status == ELEC_OK) elec__ok(err);
 
 cleanup:
@@ -2434,8 +2434,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                             "cutoff map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__results_finite("GPU cutoff map", "point", map, NULL,
-                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+    if ((status = elec__sums_finite("GPU cutoff map", map, NULL, elec_lattice_size(lattice),
+                                    atoms, p.scale, err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 
@@ -3477,8 +3477,8 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                             "MSM map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__results_finite("GPU MSM map", "point", map, NULL,
-                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+    if ((status = elec__sums_finite("GPU MSM map", map, NULL, elec_lattice_size(lattice),
+                                    atoms, p.scale, err)) != ELEC_OK)
         goto cleanup;
     if (times) {
         /* the last stage is what the others leave of the call */
@@ -6578,6 +6578,15 @@ cleanup:
     return status;
 }
 
+/* A charge map's handle whose kernels may share the SMs (defined with
+   the charge maps, below, where the C API's linkage is). */
+extern "C" {
+static elec_status elec__chargemap_create(const elec_lattice *lattice, size_t max_atoms,
+                                          const elec_chargemap_params *params, int device,
+                                          int sharing, elec_cuda_chargemap_handle **out,
+                                          elec_error *err);
+}
+
 /* A planned handle's buffers in the block at base: the pointers, the plans'
    work area, the default spreading's charge map, the influence function
    and the exclusions (from resolved, whose excluded pairs are the
@@ -6605,8 +6614,8 @@ static elec_status elec__spme_handle_place(elec_cuda_spme_handle *h, void *base,
             h->p.order, h->overlap, elec__spme_few_atoms_an_sm(h->max_atoms, h->sm_count));
         status = elec_chargemap_periodic_lattice(&h->box, h->p.grid, 0.0, &grid_lattice, err);
         if (status == ELEC_OK)
-            status = elec_cuda_chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
-                                                &h->chargemap, err);
+            status = elec__chargemap_create(&grid_lattice, h->max_atoms, &cp, h->device,
+                                            h->overlap, &h->chargemap, err);
         /* sum q and sum q^2 side by side in SPME's sums */
         if (status == ELEC_OK)
             status = elec_cuda_chargemap_sums(h->chargemap, h->sums + ELEC__SPME_SUM_CHARGE, err);
@@ -10536,6 +10545,9 @@ struct elec_cuda_chargemap_handle {
     int use_pdl;
     int tensor_cores;          /* stage 2 may sum on the tensor cores (mma
                                   TF32: sm_80 on, and the kernels' code)   */
+    int sharing;               /* its kernels run beside others' (SPME's
+                                  spread beside its real space): no tensor
+                                  sum (elec__chargemap_create)             */
     double *sums;              /* sum q, sum q^2 (device), or NULL            */
     int *status;               /* ELEC__CM_STATUS ints                        */
     elec__chargemap_bins bins; /* the seed's binned rungs                     */
@@ -10741,8 +10753,9 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         }
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
         const int sum = elec__chargemap_sum_of(
-            &bd, fixed, h->tensor_cores && h->p.variant == ELEC_CHARGEMAP_TILE_BINNED, h->g.K,
-            h->g.width);
+            &bd, fixed,
+            h->tensor_cores && !h->sharing && h->p.variant == ELEC_CHARGEMAP_TILE_BINNED,
+            h->g.K, h->g.width);
         if (elec__chargemap_hist_bytes(bd.count) > (size_t)h->max_shared ||
             elec__chargemap_sum_bytes(&bd, groups, sum, h->g.width) > (size_t)h->max_shared)
             continue;
@@ -11286,7 +11299,7 @@ static elec__chargemap_geometry elec__chargemap_geometry_of(const elec_lattice *
 /* The handle of params' rung (elec_cuda_chargemap_create chooses it). */
 static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t max_atoms,
                                              const elec_chargemap_params *params, int device,
-                                             elec_cuda_chargemap_handle **out,
+                                             int sharing, elec_cuda_chargemap_handle **out,
                                              elec_error *err) {
     elec_status status = ELEC_OK;
     elec_cuda_chargemap_handle *h = NULL;
@@ -11332,6 +11345,7 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     else
         memset(&h->basis, 0, sizeof h->basis);
     h->use_pdl = ELEC__CHARGEMAP_PDL && !resolved.no_pdl;
+    h->sharing = sharing;
     M = (size_t)h->points;
 
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
@@ -11464,13 +11478,23 @@ cleanup:
    the rule's tiled rung is refused (ELEC_ERR_UNSUPPORTED: no tiling fits
    shared memory) or its buffers (mostly its copies, eight an atom) cannot
    be allocated (pc-lanes keeps none).  A rung asked for by name is never
-   swapped. */
-ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
-                                                const elec_chargemap_params *params, int device,
-                                                elec_cuda_chargemap_handle **out,
-                                                elec_error *err) {
+   swapped.  sharing: the handle's kernels will run beside others' (SPME's
+   spread beside its real space), and tile-binned then sums by columns, not
+   on the tensor cores: the tensor sum's 53 KB a block come out of the L1
+   that the others cache in.  At ApoA1 size a plainly launched SPME step
+   of order 5 took 249.5 us with it, 215.3 by columns (from a graph 183.4
+   and 185.2; H200, bench/RESULTS.md, 2026-12-02).  A build whose window
+   was 288 copies (39 KB) took 193.0 there, and its map alone 14.2 us, not
+   12.6; with the window chosen at run time (416, or 288 for a handle that
+   shares), the map alone took 13.99 us against 13.10: a second tensor
+   kernel with the smaller window fixed is the next step. */
+static elec_status elec__chargemap_create(const elec_lattice *lattice, size_t max_atoms,
+                                          const elec_chargemap_params *params, int device,
+                                          int sharing, elec_cuda_chargemap_handle **out,
+                                          elec_error *err) {
     elec_chargemap_params lanes, rule;
-    elec_status status = elec__chargemap_create_as(lattice, max_atoms, params, device, out, err);
+    elec_status status =
+        elec__chargemap_create_as(lattice, max_atoms, params, device, sharing, out, err);
     const int by_default = !params || params->variant == ELEC_CHARGEMAP_FASTEST;
     if ((status != ELEC_ERR_NO_MEMORY && status != ELEC_ERR_UNSUPPORTED) || !by_default ||
         elec_chargemap_params_resolve(params, lattice, max_atoms, &rule, NULL) != ELEC_OK ||
@@ -11479,7 +11503,14 @@ ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, siz
     if (params) lanes = *params;
     else memset(&lanes, 0, sizeof lanes);
     lanes.variant = ELEC_CHARGEMAP_PC_LANES;
-    return elec__chargemap_create_as(lattice, max_atoms, &lanes, device, out, err);
+    return elec__chargemap_create_as(lattice, max_atoms, &lanes, device, sharing, out, err);
+}
+
+ELEC_DEF elec_status elec_cuda_chargemap_create(const elec_lattice *lattice, size_t max_atoms,
+                                                const elec_chargemap_params *params, int device,
+                                                elec_cuda_chargemap_handle **out,
+                                                elec_error *err) {
+    return elec__chargemap_create(lattice, max_atoms, params, device, 0, out, err);
 }
 
 /* The refusals of a compute's or a prepare's atoms. */
@@ -11681,8 +11712,8 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
                                    cudaMemcpyDeviceToHost, stream));
     if ((status = elec_cuda_chargemap_finish(h, &overflow, stream, err)) != ELEC_OK) goto cleanup;
     /* finish waited for the stream: the grid is on the host */
-    if ((status = elec__results_finite("GPU charge map", "point", grid, NULL,
-                                       (size_t)h->points, "float", err)) != ELEC_OK)
+    if ((status = elec__sums_finite("GPU charge map", grid, NULL, (size_t)h->points, atoms,
+                                    1.0, err)) != ELEC_OK)
         goto cleanup;
     if (overflow_atoms) *overflow_atoms = overflow;
     if (times) {

@@ -482,7 +482,9 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
                 snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d), %d groups%s%s%s",
                          info.band_tile[0], info.band_tile[1], info.band_tile[2],
                          info.band_tiles, info.band_groups, info.band_staged ? ", staged" : "",
-                         info.band_columns ? ", columns" : "",
+                         info.band_columns  ? ", columns"
+                         : info.band_tensor ? ", tensor cores"
+                                            : "",
                          variant == ELEC_CHARGEMAP_TILE_BINNED ? ""
                          : info.one_kernel ? "; one kernel: map = e2e" : "; two kernels");
         }

@@ -849,7 +849,8 @@ static int tile_sum_of(const elec_lattice *l, size_t atoms, const elec_chargemap
    an axis (40 points asked, 64 after rounding, on 44) and so a stencil may
    reach it through two images, and on the tensor cores (TILE_BINNED's
    tiles of at most 16 x 16 x 8 on sm_80 and later, the dense tile's
-   copies through several windows of 416). */
+   copies through several windows of 416; not in a handle sharing the
+   SMs, below). */
 TEST(tile_rungs_take_dense_tiles_and_any_edges) {
     REQUIRE_GPU();
     test_system sys = test_system_random(6000, 16.0, 59);
@@ -917,6 +918,72 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
            "capability %d): each should be tried", by_sum[0], by_sum[1], by_sum[2], major);
     test_system_free(&sys);
     test_system_free(&few);
+}
+
+/* A handle whose kernels share the SMs (SPME's spread beside its real
+   space) never sums on the tensor cores, whose shared memory would come
+   out of the others' L1: on the tile test's dense tile (its 5,000 atoms'
+   copies through many windows) and its spread atoms, through the device
+   API, tile-binned sums by columns or in registers, within the float bound
+   of the reference, both bases, orders 4 and 8, maps and periodic grids. */
+TEST(a_sharing_handle_sums_without_the_tensor_cores) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(6000, 16.0, 59);
+    const int dims[3] = {44, 41, 37};
+    for (size_t i = 0; i < 3 * sys.count; i++)
+        sys.xyz[i] = i < 15000 ? 9.0 + sys.xyz[i] / 8.0 : 4.0 + 0.75 * sys.xyz[i];
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    const size_t n = sys.count;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *d_grid = NULL;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int basis = 0; basis < 2; basis++)
+            for (int order = 4; order <= 8; order += 4) {
+                elec_chargemap_params p = {0};
+                elec_lattice l = lattice_of(dims, 0.5, 0.0);
+                elec_cuda_chargemap_handle *h = NULL;
+                elec_error err;
+                reference r;
+                char what[96];
+                p.basis = (elec_chargemap_basis)basis;
+                p.order = order;
+                p.periodic = periodic;
+                p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+                snprintf(what, sizeof what, "sharing, %s order %d, %s",
+                         basis ? "B-spline" : "Skeel", order, periodic ? "periodic" : "map");
+                if (!reference_of(&atoms, &l, &p, &r)) continue;
+                EXPECT(elec__chargemap_create(&l, n, &p, -1, 1, &h, &err) == ELEC_OK, "%s: %s",
+                       what, err.message);
+                if (h) {
+                    float *got = (float *)malloc(r.points * sizeof(float));
+                    CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+                    EXPECT(h->sharing && h->sum != ELEC__CHARGEMAP_SUM_TENSOR &&
+                               sums_of_handle(h) == GPU_SUMS_FLOAT,
+                           "%s: sum %d", what, h->sum);
+                    EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, 0, &err) ==
+                                   ELEC_OK &&
+                               elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
+                           "%s: %s", what, err.message);
+                    CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
+                                       cudaMemcpyDeviceToHost));
+                    check(what, got, r.want, r.abs_sum, r.terms, r.points, order,
+                          gpu_chargemap_weight_error(p.basis, order), max_charge(&sys),
+                          sums_of_handle(h));
+                    CUDA_OK(cudaFree(d_grid));
+                    free(got);
+                }
+                elec_cuda_chargemap_destroy(h);
+                reference_free(&r);
+            }
+    CUDA_OK(cudaFree(d_xyzq));
+    free(host);
+    test_system_free(&sys);
 }
 
 /* TILE_BINNED's binning groups where the caller leaves them to the handle:
@@ -1028,6 +1095,7 @@ int main(void) {
     RUN(fixed_point_tiles_give_the_same_bits_in_halves_and_whole);
     RUN(device_api_repeats_and_replays_from_a_graph);
     RUN(tile_rungs_take_dense_tiles_and_any_edges);
+    RUN(a_sharing_handle_sums_without_the_tensor_cores);
     RUN(tile_binned_raises_its_groups_only_to_stage_its_copies);
     RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
     return test_summary();
