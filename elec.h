@@ -2479,6 +2479,42 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
     return ELEC_OK;
 }
 
+/* The first of v[0, n) that is not finite (n where all are): x - x is 0
+   for a finite x and NaN for inf or NaN, tested without a branch a value so
+   that the compiler can vectorize it, a block at a time, the blocks spread
+   over OpenMP's threads where there are many.  A test a value with a branch
+   took seed 000's GPU cutoff map (497^3 points, scanned on the host) from
+   0.19 to 0.42 s (make bench, H200, bench/RESULTS.md, 2026-12-02). */
+#define ELEC__SCAN_BLOCK 4096
+#ifdef _OPENMP
+#define ELEC__SCAN_PARALLEL \
+    _Pragma("omp parallel for schedule(static) reduction(min : first) if (blocks > 64)")
+#else
+#define ELEC__SCAN_PARALLEL
+#endif
+#define ELEC__SCAN_FIRST_BAD(TYPE, name)                                        \
+    static inline size_t name(const TYPE *v, size_t n) {                       \
+        const long blocks = (long)((n + ELEC__SCAN_BLOCK - 1) / ELEC__SCAN_BLOCK); \
+        size_t first = n;                                                      \
+        long k;                                                                \
+        ELEC__SCAN_PARALLEL                                                    \
+        for (k = 0; k < blocks; k++) {                                         \
+            const size_t lo = (size_t)k * ELEC__SCAN_BLOCK;                    \
+            const size_t hi = n - lo < ELEC__SCAN_BLOCK ? n : lo + ELEC__SCAN_BLOCK; \
+            size_t i;                                                          \
+            int bad = 0;                                                       \
+            for (i = lo; i < hi; i++) bad |= !(v[i] - v[i] == 0);              \
+            for (i = lo; bad && i < hi; i++)                                   \
+                if (!(v[i] - v[i] == 0)) {                                     \
+                    if (i < first) first = i;                                  \
+                    break;                                                     \
+                }                                                              \
+        }                                                                      \
+        return first;                                                          \
+    }
+ELEC__SCAN_FIRST_BAD(float, elec__first_bad_float)
+ELEC__SCAN_FIRST_BAD(double, elec__first_bad_double)
+
 /* Results that finite inputs did not keep finite: charges, a box or
    parameters so large that a sum overflowed (charges of 1e200 e gave a
    Coulomb energy of -inf, an Ewald energy of NaN; of 1e300 e a DCS map of
@@ -2486,54 +2522,20 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
    rather than returned as a number; the outputs then hold what the sums
    gave.  The values are float (outf) or double (outd, read where outf is
    NULL; both NULL: nothing to check); type names the arithmetic whose
-   range was passed ("float" or "double").  One pass that stops at the
-   first, cheap beside the sums that wrote the values. */
+   range was passed ("float" or "double"). */
 static inline elec_status elec__results_finite(const char *method, const char *what,
                                                const float *outf, const double *outd,
                                                size_t count, const char *type,
                                                elec_error *err) {
-    size_t i;
-    for (i = 0; (outf || outd) && i < count; i++) {
-        const double v = outf ? (double)outf[i] : outd[i];
-        if (!elec__finite(v))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "%s: %s %zu came out %g: the charges, the box or the "
-                              "parameters take the sums past %s's range",
-                              method, what, i, v, type);
-    }
+    const size_t i = outf   ? elec__first_bad_float(outf, count)
+                     : outd ? elec__first_bad_double(outd, count)
+                            : count;
+    if (i < count)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%s: %s %zu came out %g: the charges, the box or the "
+                          "parameters take the sums past %s's range",
+                          method, what, i, outf ? (double)outf[i] : outd[i], type);
     return ELEC_OK;
-}
-
-/* A map's values (float outf, or double outd) checked as
-   elec__results_finite does, where they could have passed their type's
-   range at all.  Each map sums q K(r) with |K(r)| <= 1 / r and r at least
-   ELEC_COINCIDENT_DISTANCE (Coulomb; the cutoff maps' smoothed kernels;
-   MSM's short part, its lattices' smooth parts at most 1 / a, interpolated
-   by weights of modest sums), or is a charge grid (scale 1, weights at
-   most 1): |value| <= |scale| sum|q| / ELEC_COINCIDENT_DISTANCE, times a
-   margin of 10^6 here for MSM's lattices and for rounding.  Below half
-   the type's largest value no value can be inf or NaN and the scan is
-   skipped, at the cost of one pass over the charges: scanning every point
-   on the host took the GPU cutoff map of seed 000's case (497^3 points)
-   from 0.19 to 0.42 s and the MSM map from 0.24 to 0.43 (make bench, H200,
-   bench/RESULTS.md, 2026-12-02).  Charges that do take the bound past it
-   (1e30 e and more) are scanned for, and refused by, the first bad point. */
-static inline elec_status elec__sums_finite(const char *method, const float *outf,
-                                            const double *outd, size_t count,
-                                            const elec_atoms *atoms, double scale,
-                                            elec_error *err) {
-    const double most = outf ? (double)FLT_MAX : DBL_MAX;
-    double charge = 0.0;
-    size_t j;
-    for (j = 0; j < atoms->count; j++) {
-        double q;
-        elec_atoms_get(atoms, j, NULL, &q, NULL);
-        charge += fabs(q);
-    }
-    /* written so that inf or NaN anywhere falls through to the scan */
-    if (fabs(scale) * charge / ELEC_COINCIDENT_DISTANCE * 1e6 < 0.5 * most) return ELEC_OK;
-    return elec__results_finite(method, "point", outf, outd, count, outf ? "float" : "double",
-                                err);
 }
 
 /* The same for an energy's terms (elec_ewald_terms), each by name; type:

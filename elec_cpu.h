@@ -710,8 +710,8 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     if (elec__cpu_cancelled(p.progress, p.progress_user, 1, 1))
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "DCS map cancelled by the progress callback");
-    if ((s = elec__sums_finite("DCS map", mapf, mapd, elec_lattice_size(lattice), atoms,
-                               p.scale, err)) != ELEC_OK)
+    if ((s = elec__results_finite("DCS map", "point", mapf, mapd, elec_lattice_size(lattice),
+                                  mapf ? "float" : "double", err)) != ELEC_OK)
         return s;
     elec__ok(err);
     return ELEC_OK;
@@ -1079,7 +1079,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
             goto cleanup;
         }
     }
-    if ((s = elec__sums_finite("cutoff map", map, NULL, count, atoms, p.scale, err)) !=
+    if ((s = elec__results_finite("cutoff map", "point", map, NULL, count, "float", err)) !=
         ELEC_OK)
         goto cleanup;
     elec__ok(err);
@@ -1123,8 +1123,8 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
         }
         map[k] = p.scale * sum;
     }
-    if ((s = elec__sums_finite("cutoff map", NULL, map, (size_t)count, atoms, p.scale,
-                               err)) != ELEC_OK)
+    if ((s = elec__results_finite("cutoff map", "point", NULL, map, (size_t)count, "double",
+                                  err)) != ELEC_OK)
         return s;
     elec__ok(err);
     return ELEC_OK;
@@ -1475,10 +1475,10 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
             goto cleanup;
         }
     }
-    s = out_float ? elec__sums_finite(method, out_float, NULL, count, atoms, p.scale, err)
-                  : elec__results_finite(method, "potential at point", NULL, out_double,
-                                         count, "double", err);
-    if (s != ELEC_OK) goto cleanup;
+    if ((s = elec__results_finite(method, out_double ? "potential at point" : "point",
+                                  out_float, out_double, count,
+                                  out_double ? "double" : "float", err)) != ELEC_OK)
+        goto cleanup;
     elec__ok(err);
 cleanup:
     elec_cells_free(&cells);
@@ -3438,8 +3438,8 @@ ELEC_DEF elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
     }
     ELEC_FREE(u);
     ELEC_FREE(q);
-    if ((s = elec__sums_finite("charge map", NULL, grid, points, atoms, 1.0, err)) !=
-            ELEC_OK ||
+    if ((s = elec__results_finite("charge map", "point", NULL, grid, points, "double",
+                                  err)) != ELEC_OK ||
         (s = elec__results_finite("charge map", "abs_sum at point", NULL, abs_sum, points,
                                   "double", err)) != ELEC_OK)
         return s;
@@ -3470,8 +3470,8 @@ ELEC_DEF elec_status elec_cpu_chargemap(const elec_atoms *atoms, const elec_latt
     ELEC_FREE(u);
     ELEC_FREE(q);
     if (s == ELEC_OK)
-        s = elec__sums_finite("charge map", grid, NULL, elec_lattice_size(lattice), atoms,
-                              1.0, err);
+        s = elec__results_finite("charge map", "point", grid, NULL, elec_lattice_size(lattice),
+                                 "float", err);
     if (s == ELEC_OK) elec__ok(err);
     return s;
 }

@@ -1573,8 +1573,8 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
                                       job->params.scale, job->centre, map, err);
     if (status == ELEC_OK)
-        status = elec__sums_finite("GPU DCS map", map, NULL, nx * ny * nz, atoms,
-                                   job->params.scale, err);
+        status = elec__results_finite("GPU DCS map", "point", map, NULL, nx * ny * nz,
+                                      "float", err);
     if (status == ELEC_OK) elec__ok(err);
 
 cleanup:
@@ -2434,8 +2434,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                             "cutoff map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__sums_finite("GPU cutoff map", map, NULL, elec_lattice_size(lattice),
-                                    atoms, p.scale, err)) != ELEC_OK)
+    if ((status = elec__results_finite("GPU cutoff map", "point", map, NULL,
+                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 
@@ -3477,8 +3477,8 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                             "MSM map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__sums_finite("GPU MSM map", map, NULL, elec_lattice_size(lattice),
-                                    atoms, p.scale, err)) != ELEC_OK)
+    if ((status = elec__results_finite("GPU MSM map", "point", map, NULL,
+                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
         goto cleanup;
     if (times) {
         /* the last stage is what the others leave of the call */
@@ -10052,6 +10052,41 @@ __device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0
     return c;
 }
 
+/* The column and tensor sums' shared steps.  The groups' (start, count)
+   runs of tile id, their offsets scanned by one warp (which, filling the
+   first window's places as well, made every block wait for it: 15.8 ->
+   16.7 us at ApoA1 size; bench/RESULTS.md); returns the tile's copies.
+   Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS) calls it. */
+__device__ __forceinline__ int elec__chargemap_warp_runs(int id, const int2 *runs, int groups,
+                                                         int *start, int *offset) {
+    for (int j = threadIdx.x; j < groups; j += ELEC__CHARGEMAP_TILE_THREADS) {
+        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
+        start[j] = run.x;
+        offset[j] = run.y;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) elec__chargemap_warp_scan(offset, groups);
+    __syncthreads();
+    return offset[groups];
+}
+
+/* A copy's weights w[axis][m] over its stencil and its stencil's corner
+   relative to the tile, per axis. */
+template <int BASIS, int W>
+__device__ __forceinline__ void elec__chargemap_copy_stencil(float4 r, const int t0[3],
+                                                             const int len[3],
+                                                             const elec__chargemap_geometry &g,
+                                                             const elec__msm_basis_args &b,
+                                                             float w[3][W], int corner[3]) {
+    const float u[3] = {r.x, r.y, r.z};
+#pragma unroll
+    for (int axis = 0; axis < 3; axis++) {
+        const int k0 = (int)u[axis];
+        elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
+        corner[axis] = elec__chargemap_corner(k0, g.offset, t0[axis], len[axis], g.K[axis], W);
+    }
+}
+
 template <int BASIS, int W>
 __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2 *runs,
                                                  const float4 *copies, int n,
@@ -10077,19 +10112,8 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     int *start = offset + groups + 1;                    /* groups         */
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    /* the groups' runs, scanned by one warp (which, filling the first
-       window's places as well, made every block wait for it: 15.8 -> 16.7
-       us at ApoA1 size; bench/RESULTS.md) */
-    for (int j = t; j < groups; j += threads) {
-        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
-        start[j] = run.x;
-        offset[j] = run.y;
-    }
-    __syncthreads();
-    if (t < 32) elec__chargemap_warp_scan(offset, groups);
+    const int total = elec__chargemap_warp_runs(id, runs, groups, start, offset);
     const int BX = len[0] + W - 1, bins = BX * (len[1] + W - 1), columns = len[0] * len[1];
-    __syncthreads();
-    const int total = offset[groups];
     for (int zc0 = 0; zc0 < len[2]; zc0 += ZC)
         for (int cc0 = 0; cc0 < columns; cc0 += threads) {
             const int c = cc0 + t, X = c % len[0], Y = c / len[0];
@@ -10129,16 +10153,9 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                 for (int i = 0; i < PER; i++)
                     if (t + i * threads < count) { /* the record at its sorted place */
                         const int at = bin[key[i]] + rank[i];
-                        const float u[3] = {r[i].x, r[i].y, r[i].z};
                         int corner[3];
                         float w[3][W];
-#pragma unroll
-                        for (int axis = 0; axis < 3; axis++) {
-                            const int k0 = (int)u[axis];
-                            elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
-                            corner[axis] = elec__chargemap_corner(k0, g.offset, t0[axis],
-                                                                  len[axis], g.K[axis], W);
-                        }
+                        elec__chargemap_copy_stencil<BASIS, W>(r[i], t0, len, g, b, w, corner);
 #pragma unroll
                         for (int j = 0; j < ZC; j += 4)
                             qz[(j / 4) * WIN + at] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -10225,7 +10242,10 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    tensor cores drop), where float arithmetic is off by a few 2^-24; the
    tensor cores' products are exact and their sums are float's, rounded
    toward zero (Fasi et al., PeerJ Comput. Sci. 7:e330, 2021, measured
-   that on the V100, T4 and A100).  tests/gpu.h's gpu_chargemap_bound
+   that on the V100, T4 and A100; assumed here for sm_90).  The split by a
+   mask relies on the tensor cores reading a TF32 operand's top 19 bits
+   and ignoring the low 13, which PTX leaves to the implementation: the
+   tests' maps would show a departure.  tests/gpu.h's gpu_chargemap_bound
    states the resulting bound; the tests found the sum within a quarter
    of the float rungs' own. */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW 416 /* copies a window: 4 blocks an SM */
@@ -10298,15 +10318,8 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     int *start = offset + groups + 1;
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    for (int j = t; j < groups; j += threads) {
-        const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
-        start[j] = run.x;
-        offset[j] = run.y;
-    }
-    __syncthreads();
-    if (t < 32) elec__chargemap_warp_scan(offset, groups);
-    __syncthreads();
-    const int total = offset[groups], rows = len[1] + W - 1; /* corner rows */
+    const int total = elec__chargemap_warp_runs(id, runs, groups, start, offset);
+    const int rows = len[1] + W - 1; /* corner rows */
     const int y0 = 2 * warp;                                 /* this warp's rows y0, y0 + 1 */
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
@@ -10335,16 +10348,9 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
         for (int i = 0; i < PER; i++)
             if (t + i * threads < count) { /* the record at its sorted place */
                 const int at = bin[key[i]] + rank[i];
-                const float u[3] = {r[i].x, r[i].y, r[i].z};
                 int corner[3];
                 float w[3][W];
-#pragma unroll
-                for (int axis = 0; axis < 3; axis++) {
-                    const int k0 = (int)u[axis];
-                    elec__chargemap_weights<BASIS, W>(u[axis] - (float)k0, b, w[axis]);
-                    corner[axis] =
-                        elec__chargemap_corner(k0, g.offset, t0[axis], len[axis], g.K[axis], W);
-                }
+                elec__chargemap_copy_stencil<BASIS, W>(r[i], t0, len, g, b, w, corner);
 #pragma unroll
                 for (int x = 0; x < 16; x++) ax[x * S + at] = 0.0f;
 #pragma unroll
@@ -11712,8 +11718,8 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
                                    cudaMemcpyDeviceToHost, stream));
     if ((status = elec_cuda_chargemap_finish(h, &overflow, stream, err)) != ELEC_OK) goto cleanup;
     /* finish waited for the stream: the grid is on the host */
-    if ((status = elec__sums_finite("GPU charge map", grid, NULL, (size_t)h->points, atoms,
-                                    1.0, err)) != ELEC_OK)
+    if ((status = elec__results_finite("GPU charge map", "point", grid, NULL,
+                                       (size_t)h->points, "float", err)) != ELEC_OK)
         goto cleanup;
     if (overflow_atoms) *overflow_atoms = overflow;
     if (times) {

@@ -161,15 +161,16 @@ enum { GPU_SUMS_FLOAT = 0, GPU_SUMS_FIXED_POINT = 1, GPU_SUMS_TENSOR = 2 };
    cores (TILE_BINNED's stage 2 on sm_80 and later, elec_cuda.cuh) each
    term is further off by less than 3 2^-20 of itself (48 ulps of A: the
    operands split into TF32 halves, three products of the four), and each
-   of the three sums of products that holds a term by at most 9 2^-23 of
-   the largest of its nine addends (eight exact products and the sum so
-   far, each at most A), were it aligned to the largest and truncated, as
-   Fasi et al. (PeerJ Comput. Sci. 7:e330, 2021) measured tensor cores to
-   round: 18 ulps of A, three sums a term. */
+   of the three sums of products that holds a term by at most 10 2^-23 of
+   A (the nine addends, eight exact products and the sum so far, each at
+   most A, aligned to the largest and truncated, and the result's own
+   truncation), as Fasi et al. (PeerJ Comput. Sci. 7:e330, 2021) measured
+   the V100's, T4's and A100's tensor cores to round; the model is assumed
+   for sm_90's: 20 ulps of A, three sums a term. */
 static inline double gpu_chargemap_bound(int terms, double abs_sum, int order, double weight_err,
                                          double max_q, int sums) {
     const double c = order * 2 > 8 ? order * 2 : 8;
-    const double ulps = terms + c + (sums == GPU_SUMS_TENSOR ? 48.0 + 3.0 * 18.0 * terms : 0.0);
+    const double ulps = terms + c + (sums == GPU_SUMS_TENSOR ? 48.0 + 3.0 * 20.0 * terms : 0.0);
     return ulps * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
            (sums == GPU_SUMS_FIXED_POINT ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
 }

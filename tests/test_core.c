@@ -312,6 +312,44 @@ TEST(params_resolve_defaults) {
            "kappa from ionic strength %g", mdh.kappa);
 }
 
+/* The finiteness scan (elec.h, elec__results_finite) names the first
+   value that is not finite, wherever it lies among the blocks that OpenMP's
+   threads share out, in float and in double. */
+TEST(results_scan_names_the_first_value_past_range) {
+    const size_t n = 1000003; /* 245 blocks of 4,096 and a rest */
+    float *f = (float *)malloc(n * sizeof *f);
+    double *d = (double *)malloc(n * sizeof *d);
+    const size_t at[3] = {999999, 600001, 4095};
+    size_t i, k;
+    elec_error err;
+    EXPECT(f && d, "no memory");
+    if (!f || !d) {
+        free(f);
+        free(d);
+        return;
+    }
+    for (i = 0; i < n; i++) f[i] = (float)(d[i] = 1e30 * ((double)i - 5e5));
+    EXPECT(elec__results_finite("scan", "point", f, NULL, n, "float", &err) == ELEC_OK &&
+               elec__results_finite("scan", "point", NULL, d, n, "double", &err) == ELEC_OK,
+           "finite values refused: %s", err.message);
+    for (k = 0; k < 3; k++) { /* the last, then earlier ones: the first named */
+        char want[32];
+        f[at[k]] = k == 1 ? NAN : INFINITY;
+        d[at[k]] = k == 1 ? NAN : -INFINITY;
+        snprintf(want, sizeof want, "point %lu came out", (unsigned long)at[k]);
+        EXPECT(elec__results_finite("scan", "point", f, NULL, n, "float", &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, want),
+               "float, bad value at %lu: %s", (unsigned long)at[k], err.message);
+        EXPECT(elec__results_finite("scan", "point", NULL, d, n, "double", &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, want),
+               "double, bad value at %lu: %s", (unsigned long)at[k], err.message);
+    }
+    free(f);
+    free(d);
+}
+
 TEST(params_resolve_rejects_bad_values) {
     elec_dcs_params dcs, out_dcs;
     elec_mdh_params mdh, out_mdh;
@@ -375,5 +413,6 @@ int main(void) {
     RUN(lattice_faces_match_brute_force);
     RUN(params_resolve_defaults);
     RUN(params_resolve_rejects_bad_values);
+    RUN(results_scan_names_the_first_value_past_range);
     return test_summary();
 }

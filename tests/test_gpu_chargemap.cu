@@ -202,7 +202,7 @@ TEST(every_rung_matches_the_double_reference) {
                 reference_free(&r);
             }
         }
-    printf("     worst of every rung: %.3f of the float bound\n", worst_all);
+    printf("     worst of every rung: %.3f of its bound\n", worst_all);
     test_system_free(&sys);
 }
 
@@ -838,6 +838,21 @@ static int tile_sum_of(const elec_lattice *l, size_t atoms, const elec_chargemap
     return sum;
 }
 
+/* Whether this build's kernels and the device sum tiles on the tensor
+   cores (the handle's own gate: the kernels' ptxVersion, elec_cuda.cuh). */
+static int has_tensor_cores(void) {
+    const int dims[3] = {16, 16, 16};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    elec_chargemap_params p = {0};
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_error err;
+    int tensor = 0;
+    p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+    if (elec_cuda_chargemap_create(&l, 1, &p, -1, &h, &err) == ELEC_OK) tensor = h->tensor_cores;
+    elec_cuda_chargemap_destroy(h);
+    return tensor;
+}
+
 /* The tile-binned rungs on what the ladder's systems do not reach: a tile
    holding over 1,024 copies (5,000 atoms in a 2 A cube: its copies pass
    through several windows of shared memory), tile edges that are not
@@ -910,12 +925,12 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
                 reference_free(&r);
                 reference_free(&rf);
             }
-    /* the tensor cores on a device that has them (sm_80 on) */
-    int major = 0;
-    CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-    EXPECT(by_sum[0] > 0 && by_sum[1] > 0 && (by_sum[2] > 0) == (major >= 8),
-           "tile sums by registers %d times, by columns %d and on the tensor cores %d (compute "
-           "capability %d): each should be tried", by_sum[0], by_sum[1], by_sum[2], major);
+    /* the tensor cores where the build and the device have them (sm_80 on) */
+    const int tensor = has_tensor_cores();
+    EXPECT(by_sum[0] > 0 && by_sum[1] > 0 && (by_sum[2] > 0) == (tensor != 0),
+           "tile sums by registers %d times, by columns %d and on the tensor cores %d (tensor "
+           "cores %s): each should be tried", by_sum[0], by_sum[1], by_sum[2],
+           tensor ? "present" : "absent");
     test_system_free(&sys);
     test_system_free(&few);
 }
@@ -925,7 +940,9 @@ TEST(tile_rungs_take_dense_tiles_and_any_edges) {
    out of the others' L1: on the tile test's dense tile (its 5,000 atoms'
    copies through many windows) and its spread atoms, through the device
    API, tile-binned sums by columns or in registers, within the float bound
-   of the reference, both bases, orders 4 and 8, maps and periodic grids. */
+   of the reference, both bases, orders 4 and 8, maps and periodic grids.
+   At order 4 the same handle not sharing sums on the tensor cores, where
+   the build and the device have them (the control). */
 TEST(a_sharing_handle_sums_without_the_tensor_cores) {
     REQUIRE_GPU();
     test_system sys = test_system_random(6000, 16.0, 59);
@@ -966,6 +983,10 @@ TEST(a_sharing_handle_sums_without_the_tensor_cores) {
                     EXPECT(h->sharing && h->sum != ELEC__CHARGEMAP_SUM_TENSOR &&
                                sums_of_handle(h) == GPU_SUMS_FLOAT,
                            "%s: sum %d", what, h->sum);
+                    if (order == 4)
+                        EXPECT(tile_sum_of(&l, n, &p) == (h->tensor_cores ? 2 : 1),
+                               "%s: not sharing, the sum is %d (tensor cores %d)", what,
+                               tile_sum_of(&l, n, &p), h->tensor_cores);
                     EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, 0, &err) ==
                                    ELEC_OK &&
                                elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
