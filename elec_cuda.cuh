@@ -10087,6 +10087,39 @@ __device__ __forceinline__ void elec__chargemap_copy_stencil(float4 r, const int
     }
 }
 
+/* A window of the tile's copies [base, base + count) counting-sorted by a
+   key in [0, bins): each thread loads its PER copies r[i] (zeros past the
+   window), keys them by key_of(copy) and takes a rank in its key's bin; the
+   bins' counts, scanned by one warp, become offsets (bin[bins] the
+   window's count), so that copy i's sorted place is bin[key[i]] + rank[i].
+   Only a copy, its key and rank live across the scan: the weights come
+   after it.  Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS)
+   calls it; source holds the copies' places until the scan. */
+template <int PER, typename KeyOf>
+__device__ __forceinline__ void elec__chargemap_sort_window(
+    const float4 *copies, int chunk, int groups, const int *start, const int *offset, int base,
+    int count, int *source, int *bin, int bins, KeyOf key_of, float4 r[PER], int key[PER],
+    int rank[PER]) {
+    const int t = threadIdx.x;
+    for (int k = t; k <= bins; k += ELEC__CHARGEMAP_TILE_THREADS) bin[k] = 0;
+    elec__chargemap_window_sources(source, chunk, groups, start, offset, base, base + count);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int s = t + i * ELEC__CHARGEMAP_TILE_THREADS;
+        key[i] = rank[i] = 0;
+        r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (s < count) {
+            r[i] = __ldcg(copies + source[s]);
+            key[i] = key_of(r[i]);
+            rank[i] = atomicAdd(bin + key[i], 1);
+        }
+    }
+    __syncthreads();
+    if (t < 32) elec__chargemap_warp_scan(bin, bins);
+    __syncthreads();
+}
+
 template <int BASIS, int W>
 __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2 *runs,
                                                  const float4 *copies, int n,
@@ -10123,32 +10156,19 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
             for (int j = 0; j < ZC; j++) acc[j] = 0.0f;
             for (int base = 0; base < total; base += WIN) {
                 const int count = min(WIN, total - base);
-                for (int k = t; k <= bins; k += threads) bin[k] = 0;
-                elec__chargemap_window_sources(source, chunk, groups, start, offset, base,
-                                               base + count);
-                __syncthreads();
-                /* the corners now, for the sort; the weights after it, so
-                   that only a copy, its key and rank live across the scan */
+                /* keyed by the stencil's (x, y) corner */
                 int key[PER], rank[PER];
                 float4 r[PER];
-#pragma unroll
-                for (int i = 0; i < PER; i++) {
-                    const int s = t + i * threads;
-                    key[i] = rank[i] = 0;
-                    r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                    if (s < count) {
-                        r[i] = __ldcg(copies + source[s]);
-                        const int cx = elec__chargemap_corner((int)r[i].x, g.offset, t0[0], len[0],
+                elec__chargemap_sort_window<PER>(
+                    copies, chunk, groups, start, offset, base, count, source, bin, bins,
+                    [&](float4 c) {
+                        const int cx = elec__chargemap_corner((int)c.x, g.offset, t0[0], len[0],
                                                               g.K[0], W);
-                        const int cy = elec__chargemap_corner((int)r[i].y, g.offset, t0[1], len[1],
+                        const int cy = elec__chargemap_corner((int)c.y, g.offset, t0[1], len[1],
                                                               g.K[1], W);
-                        key[i] = (cx + W - 1) + (cy + W - 1) * BX;
-                        rank[i] = atomicAdd(bin + key[i], 1);
-                    }
-                }
-                __syncthreads();
-                if (t < 32) elec__chargemap_warp_scan(bin, bins); /* the bins' offsets */
-                __syncthreads();
+                        return (cx + W - 1) + (cy + W - 1) * BX;
+                    },
+                    r, key, rank);
 #pragma unroll
                 for (int i = 0; i < PER; i++)
                     if (t + i * threads < count) { /* the record at its sorted place */
@@ -10324,26 +10344,16 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
         const int count = min(WIN, total - base);
-        for (int k = t; k <= rows; k += threads) bin[k] = 0;
-        elec__chargemap_window_sources(source, chunk, groups, start, offset, base, base + count);
-        __syncthreads();
+        /* keyed by the stencil's y corner */
         int key[PER], rank[PER];
         float4 r[PER];
-#pragma unroll
-        for (int i = 0; i < PER; i++) {
-            const int s = t + i * threads;
-            key[i] = rank[i] = 0;
-            r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (s < count) {
-                r[i] = __ldcg(copies + source[s]);
-                key[i] = elec__chargemap_corner((int)r[i].y, g.offset, t0[1], len[1], g.K[1], W) +
-                         W - 1;
-                rank[i] = atomicAdd(bin + key[i], 1);
-            }
-        }
-        __syncthreads();
-        if (t < 32) elec__chargemap_warp_scan(bin, rows);
-        __syncthreads();
+        elec__chargemap_sort_window<PER>(
+            copies, chunk, groups, start, offset, base, count, source, bin, rows,
+            [&](float4 c) {
+                return elec__chargemap_corner((int)c.y, g.offset, t0[1], len[1], g.K[1], W) +
+                       W - 1;
+            },
+            r, key, rank);
 #pragma unroll
         for (int i = 0; i < PER; i++)
             if (t + i * threads < count) { /* the record at its sorted place */
