@@ -2525,7 +2525,16 @@ ELEC__SCAN_FIRST_BAD(double, elec__first_bad_double)
    rather than returned as a number; the outputs then hold what the sums
    gave.  The values are float (outf) or double (outd, read where outf is
    NULL; both NULL: nothing to check); type names the arithmetic whose
-   range was passed ("float" or "double"). */
+   range was passed ("float" or "double").  elec__result_past_range: the
+   refusal of value i, where a caller found it by a scan of its own. */
+static inline elec_status elec__result_past_range(const char *method, const char *what,
+                                                  size_t i, double value, const char *type,
+                                                  elec_error *err) {
+    return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                      "%s: %s %zu came out %g: the charges, the box or the "
+                      "parameters take the sums past %s's range",
+                      method, what, i, value, type);
+}
 static inline elec_status elec__results_finite(const char *method, const char *what,
                                                const float *outf, const double *outd,
                                                size_t count, const char *type,
@@ -2534,10 +2543,8 @@ static inline elec_status elec__results_finite(const char *method, const char *w
                      : outd ? elec__first_bad_double(outd, count)
                             : count;
     if (i < count)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "%s: %s %zu came out %g: the charges, the box or the "
-                          "parameters take the sums past %s's range",
-                          method, what, i, outf ? (double)outf[i] : outd[i], type);
+        return elec__result_past_range(method, what, i, outf ? (double)outf[i] : outd[i], type,
+                                       err);
     return ELEC_OK;
 }
 

@@ -2009,6 +2009,10 @@ typedef struct elec__cutoff_job {
     unsigned char *touched; /* z-slices of the caller's map that hold the
                                host's share (the copy back adds to them);
                                NULL = no share                             */
+    int scanned;            /* elec__cutoff_finish scanned the map as it
+                               copied it back: first_bad is its first point
+                               past float's range (SIZE_MAX: none)        */
+    size_t first_bad;
 } elec__cutoff_job;
 
 static void elec__cutoff_job_free(elec__cutoff_job *job) {
@@ -2306,11 +2310,18 @@ cleanup:
 
 /* Slices [first, first + count) of the map from `from` (staging, unpadded)
    into the caller's map: a copy, or an add where the slice holds the
-   host's share (job->touched). */
-static void elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size_t first,
-                                 size_t count, const float *from, float *map) {
+   host's share (job->touched).  Returns the first of their points past
+   float's range (SIZE_MAX: none), each slice scanned while it is in the
+   cache and the next chunk's copy runs: a scan of the whole map after the
+   copy cost seed 000's cutoff map (497^3 points) about 9 ms a call, this
+   one no more than the noise (0.196, 0.205, 0.228 s against 0.188, 0.196,
+   0.219, and 0.189, 0.194, 0.234 with no check at all; three rounds
+   alternating, H200, bench/RESULTS.md, 2026-12-02). */
+static size_t elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size_t first,
+                                   size_t count, const float *from, float *map) {
+    size_t first_bad = SIZE_MAX;
 #ifdef _OPENMP
-#pragma omp parallel for
+#pragma omp parallel for reduction(min : first_bad)
 #endif
     for (long k = 0; k < (long)count; k++) {
         const float *src = from + (size_t)k * slice;
@@ -2320,7 +2331,11 @@ static void elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size
         } else {
             memcpy(dst, src, slice * sizeof(float));
         }
+        const size_t bad = elec__first_bad_float(dst, slice); /* from cache */
+        if (bad < slice && (first + (size_t)k) * slice + bad < first_bad)
+            first_bad = (first + (size_t)k) * slice + bad;
     }
+    return first_bad;
 }
 
 /* Copies the map back without the padding (the kernel applied the scale),
@@ -2329,11 +2344,14 @@ static void elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size
    overlaps the host's copy of the other into the caller's (pageable) map,
    which a direct copy would stage through the driver at a few GB/s.  A
    small map without a host share is copied directly; with one, through one
-   pageable buffer. */
+   pageable buffer.  Staged, the map is scanned for values past float's
+   range as it comes (job->scanned, job->first_bad). */
 #define ELEC__STAGING_BYTES ((size_t)16 << 20)
 static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice *lattice,
                                        float *map, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
+    job->scanned = 0;
+    job->first_bad = SIZE_MAX;
     const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     const size_t slice = nx * ny;
     size_t per_chunk = slice * sizeof(float) >= ELEC__STAGING_BYTES
@@ -2383,9 +2401,12 @@ static elec_status elec__cutoff_finish(elec__cutoff_job *job, const elec_lattice
             const size_t done = c - 1, first = done * per_chunk;
             const size_t count = first + per_chunk <= nz ? per_chunk : nz - first;
             ELEC__CUDA_TRY(cudaEventSynchronize(copied[done % 2]));
-            elec__cutoff_unstage(job, slice, first, count, staging[done % 2], map);
+            const size_t bad =
+                elec__cutoff_unstage(job, slice, first, count, staging[done % 2], map);
+            if (bad < job->first_bad) job->first_bad = bad;
         }
     }
+    job->scanned = 1;
 cleanup:
     if (staging[0]) cudaStreamSynchronize(stream);
     if (pinned) cudaFreeHost(pinned);
@@ -2393,6 +2414,21 @@ cleanup:
     if (copied[0]) cudaEventDestroy(copied[0]);
     if (copied[1]) cudaEventDestroy(copied[1]);
     return status;
+}
+
+/* The map's finiteness check (elec__results_finite) once elec__cutoff_finish
+   copied it back: its scan where it made one, else the whole map; `also`
+   is a first point past range that the caller found after the copy
+   (SIZE_MAX: none). */
+static elec_status elec__cutoff_map_finite(const elec__cutoff_job *job, const char *method,
+                                           const float *map, size_t count, size_t also,
+                                           elec_error *err) {
+    size_t first = job->scanned ? job->first_bad : elec__first_bad_float(map, count);
+    if (first >= count) first = SIZE_MAX;
+    if (also < first) first = also;
+    return first == SIZE_MAX
+               ? ELEC_OK
+               : elec__result_past_range(method, "point", first, map[first], "float", err);
 }
 
 ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
@@ -2434,8 +2470,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                             "cutoff map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__results_finite("GPU cutoff map", "point", map, NULL,
-                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+    if ((status = elec__cutoff_map_finite(&job, "GPU cutoff map", map,
+                                          elec_lattice_size(lattice), SIZE_MAX, err)) != ELEC_OK)
         goto cleanup;
     elec__ok(err);
 
@@ -3208,8 +3244,16 @@ static elec_status elec__msm_take_back_find(const elec_atoms *atoms, const elec_
     return ELEC_OK;
 }
 
-static void elec__msm_take_back_apply(const elec__msm_take_back *t, float *map) {
-    for (size_t c = 0; c < t->count; c++) map[t->index[c]] += t->value[c];
+/* Returns the first of the points it changed that came out past float's
+   range (SIZE_MAX: none), for the map's check (elec__cutoff_map_finite). */
+static size_t elec__msm_take_back_apply(const elec__msm_take_back *t, float *map) {
+    size_t first_bad = SIZE_MAX;
+    for (size_t c = 0; c < t->count; c++) {
+        const size_t i = t->index[c];
+        map[i] += t->value[c];
+        if (!(map[i] - map[i] == 0.0f) && i < first_bad) first_bad = i;
+    }
+    return first_bad;
 }
 
 /* The GPU's float lattice sums agree with the CPU's double ones to ~1e-6:
@@ -3401,6 +3445,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
               nz = lattice ? lattice->dims[2] : 0;
     const double started = elec__msm_clock();
+    size_t taken_back_bad; /* the first point past range the take-back made */
 
     memset(&job, 0, sizeof job);
     memset(&md, 0, sizeof md);
@@ -3462,7 +3507,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
             ELEC_OK ||
         (status = elec__cutoff_finish(&job.cutoff, lattice, map, md.stream, err)) != ELEC_OK)
         goto cleanup;
-    elec__msm_take_back_apply(&job.take_back, map);
+    taken_back_bad = elec__msm_take_back_apply(&job.take_back, map);
     ELEC__MSM_MARK(&md, 8);
     if (times) {
         float ms;
@@ -3477,8 +3522,9 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                             "MSM map cancelled by the progress callback");
         goto cleanup;
     }
-    if ((status = elec__results_finite("GPU MSM map", "point", map, NULL,
-                                       elec_lattice_size(lattice), "float", err)) != ELEC_OK)
+    if ((status = elec__cutoff_map_finite(&job.cutoff, "GPU MSM map", map,
+                                          elec_lattice_size(lattice), taken_back_bad, err)) !=
+        ELEC_OK)
         goto cleanup;
     if (times) {
         /* the last stage is what the others leave of the call */

@@ -1,7 +1,8 @@
 /* GPU cutoff maps (elec_cuda_cutoff_map) against the CPU double-precision
    direct sum with the same smoothed S(r) (elec_cpu_cutoff_map_double):
    both kinds, awkward lattice sizes, an overfull bin (the CPU overflow
-   path), atoms outside the lattice, an empty system and bad input.
+   path), atoms outside the lattice, a staged map past float's range, an
+   empty system and bad input.
    Without a GPU each GPU test skips and says so; `make test-gpu` sets
    ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure. */
 #define ELEC_ALL_IMPLEMENTATION
@@ -246,6 +247,40 @@ TEST(a_large_map_comes_back_through_the_staging_buffers) {
     test_system_free(&sys);
 }
 
+/* The point a refusal past float's range names ("...: point N came out"),
+   or SIZE_MAX. */
+static size_t named_point(const elec_error *err, const char *method) {
+    char format[80];
+    size_t named = SIZE_MAX;
+    snprintf(format, sizeof format, "%s: point %%zu", method);
+    return sscanf(err->message, format, &named) == 1 ? named : SIZE_MAX;
+}
+
+TEST(a_staged_map_past_range_names_its_first_bad_point) {
+    /* The staged copy back (more than three 16 MB chunks) scans each
+       chunk's slices as they arrive, not the whole map after: one atom of
+       1e308 e (inf in float) at z = 110 A reaches only the slices from 98 A
+       on, in the third chunk; the refusal must name the map's first value
+       that is not finite, and every value before it is finite (0). */
+    REQUIRE_GPU();
+    const double xyz[3] = {58.0, 59.0, 110.0}, q[1] = {1e308};
+    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    elec_lattice l = {{232, 236, 240}, {0.0, 0.0, 0.0}, {0.5, 0.5, 0.5}};
+    const size_t n = elec_lattice_size(&l), slice = 232 * 236;
+    float *map = (float *)malloc(n * sizeof *map);
+    elec_error err;
+    size_t first = 0;
+    elec_status s = elec_cuda_cutoff_map(&atoms, &l, NULL, map, &err);
+    EXPECT(test_refused_past_range(s, &err, "GPU cutoff map", "float"), "status %d, %s",
+           (int)s, err.message);
+    while (first < n && map[first] - map[first] == 0.0f) first++;
+    EXPECT(first >= 152 * slice && first < n, "first value not finite: %zu (slice %zu)", first,
+           first / slice);
+    EXPECT(named_point(&err, "GPU cutoff map") == first, "named %zu, first %zu: %s",
+           named_point(&err, "GPU cutoff map"), first, err.message);
+    free(map);
+}
+
 TEST(an_empty_system_gives_a_zero_map) {
     REQUIRE_GPU();
     elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
@@ -329,6 +364,7 @@ int main(void) {
     RUN(an_overfull_bin_is_summed_through_the_overflow);
     RUN(atoms_outside_the_lattice_count_only_within_the_cutoff);
     RUN(a_large_map_comes_back_through_the_staging_buffers);
+    RUN(a_staged_map_past_range_names_its_first_bad_point);
     RUN(an_empty_system_gives_a_zero_map);
     RUN(progress_is_reported);
     return gpu_test_summary();

@@ -280,6 +280,22 @@ TEST(a_map_past_floats_range_is_refused) {
     s = elec_cuda_msm_map_timed(&atoms, &l, NULL, map, &times, &err);
     EXPECT(test_refused_past_range(s, &err, "GPU MSM map", "float"), "timed: status %d, %s",
            (int)s, err.message);
+    /* a map large enough to come back in chunks, scanned as they arrive
+       (and the points the take-back changed after): the first value that
+       is not finite is named */
+    {
+        elec_lattice big = {{232, 236, 240}, {0.0, 0.0, 0.0}, {0.5, 0.5, 0.5}};
+        const size_t n = elec_lattice_size(&big);
+        float *large = (float *)malloc(n * sizeof *large);
+        size_t first = 0, named = SIZE_MAX;
+        s = elec_cuda_msm_map(&atoms, &big, NULL, large, &err);
+        EXPECT(test_refused_past_range(s, &err, "GPU MSM map", "float"),
+               "staged: status %d, %s", (int)s, err.message);
+        while (first < n && large[first] - large[first] == 0.0f) first++;
+        EXPECT(sscanf(err.message, "GPU MSM map: point %zu", &named) == 1 && named == first,
+               "staged: named %zu, first %zu: %s", named, first, err.message);
+        free(large);
+    }
 }
 
 TEST(stage_times_fit_within_the_call) {
