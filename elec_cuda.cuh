@@ -10315,8 +10315,19 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    states the resulting bound; the tests found the sum within a quarter
    of the float rungs' own. */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW 416 /* copies a window: 4 blocks an SM */
+/* A handle whose kernels share the SMs (SPME's spread beside its real
+   space) sums in windows of 288 copies, 39 KB a block against 53: four
+   blocks of 53 KB leave the pair kernel beside them about 28 KB of an SM's
+   256 KB for its L1, and ApoA1-size's step at order 5, launched plainly,
+   took 249.5 us against 215 by columns and 193.0 with this window; the map
+   alone is slower in it (14.2 against 12.6 us), so a handle alone keeps
+   416 (H200, bench/RESULTS.md, 2026-12-02; chosen at run time, the window
+   cost the map alone 7 %, so each is a kernel of its own). */
+#define ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING 288
 /* a window, its eight padding slots, and 4 mod 32 (lanes' loads on distinct banks) */
-#define ELEC__CHARGEMAP_TENSOR_STRIDE ((ELEC__CHARGEMAP_TENSOR_WINDOW + 8 + 27) / 32 * 32 + 4)
+__host__ __device__ constexpr int elec__chargemap_tensor_stride(int window) {
+    return (window + 8 + 27) / 32 * 32 + 4;
+}
 
 static inline bool elec__chargemap_tensor_fits(const elec__chargemap_bands &bd, const int K[3],
                                                int W) {
@@ -10325,10 +10336,11 @@ static inline bool elec__chargemap_tensor_fits(const elec__chargemap_bands &bd, 
     return bd.L[0] <= 16 && bd.L[1] <= 16 && bd.L[2] <= 8 && W <= 8;
 }
 
-/* Its shared memory: per window slot, wx over 16 x, q wz over 8 z, wy over
-   W, cy; the corner rows' offsets; the groups' runs. */
-static inline size_t elec__chargemap_tensor_bytes(int W, int groups) {
-    return (size_t)ELEC__CHARGEMAP_TENSOR_STRIDE * (16 + 8 + W + 1) * 4 + 64 * 4 +
+/* Its shared memory in windows of `window` copies: per window slot, wx
+   over 16 x, q wz over 8 z, wy over W, cy; the corner rows' offsets; the
+   groups' runs. */
+static inline size_t elec__chargemap_tensor_bytes(int W, int groups, int window) {
+    return (size_t)elec__chargemap_tensor_stride(window) * (16 + 8 + W + 1) * 4 + 64 * 4 +
            sizeof(int) * (2 * (size_t)groups + 1);
 }
 
@@ -10362,14 +10374,14 @@ __device__ __forceinline__ void elec__mma_tf32(float c[4], const unsigned a[4],
 #endif
 }
 
-template <int BASIS, int W>
+template <int BASIS, int W, int WIN>
 __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 *runs,
                                                 const float4 *copies, int n,
                                                 const elec__chargemap_geometry &g,
                                                 const elec__chargemap_bands &bd,
                                                 const elec__msm_basis_args &b,
                                                 unsigned char *smem) {
-    constexpr int WIN = ELEC__CHARGEMAP_TENSOR_WINDOW, S = ELEC__CHARGEMAP_TENSOR_STRIDE;
+    constexpr int S = elec__chargemap_tensor_stride(WIN);
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
     static_assert(threads == 256, "eight warps, two y rows each");
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;
@@ -10491,7 +10503,9 @@ enum {
                                           (TILE_FUSED_FIXED)               */
     ELEC__CHARGEMAP_SUM_COLUMNS = 2,   /* float columns in registers, where
                                           the tile fits them               */
-    ELEC__CHARGEMAP_SUM_TENSOR = 3     /* y rows on the tensor cores       */
+    ELEC__CHARGEMAP_SUM_TENSOR = 3,    /* y rows on the tensor cores       */
+    ELEC__CHARGEMAP_SUM_TENSOR_SHARING = 4 /* the same in narrower windows,
+                                              beside others' kernels      */
 };
 
 template <int BASIS, int W, int SUM>
@@ -10505,7 +10519,11 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_COLUMNS)
         elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
-        elec__chargemap_sum_tile_tensor<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+        elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW>(
+            id, grid, runs, copies, n, g, bd, b, smem);
+    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
+        elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING>(
+            id, grid, runs, copies, n, g, bd, b, smem);
     else
         elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
 }
@@ -10608,8 +10626,9 @@ struct elec_cuda_chargemap_handle {
     int tensor_cores;          /* stage 2 may sum on the tensor cores (mma
                                   TF32: sm_80 on, and the kernels' code)   */
     int sharing;               /* its kernels run beside others' (SPME's
-                                  spread beside its real space): no tensor
-                                  sum (elec__chargemap_create)             */
+                                  spread beside its real space): the tensor
+                                  sum in narrower windows
+                                  (elec__chargemap_create)                 */
     double *sums;              /* sum q, sum q^2 (device), or NULL            */
     int *status;               /* ELEC__CM_STATUS ints                        */
     elec__chargemap_bins bins; /* the seed's binned rungs                     */
@@ -10738,14 +10757,16 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
 
 /* Stage 2's sum for tiles bd: TILE_FUSED_FIXED's integers (fixed), else
    TILE_BINNED's tensor cores where the device and the kernels' code have
-   them (tensor) and the tile fits, else the float rungs' columns where the
-   tile fits them, else their register sum.  The one-kernel rungs keep the
+   them (tensor) and the tile fits, in narrower windows for a handle that
+   shares the SMs (sharing), else the float rungs' columns where the tile
+   fits them, else their register sum.  The one-kernel rungs keep the
    columns: the tensor sum's 53 KB a block would leave their cooperative
    grid three blocks an SM, and it was measured in TILE_BINNED alone. */
 static int elec__chargemap_sum_of(const elec__chargemap_bands *bd, int fixed, int tensor,
-                                  const int K[3], int width) {
+                                  int sharing, const int K[3], int width) {
     if (fixed) return ELEC__CHARGEMAP_SUM_FIXED;
-    if (tensor && elec__chargemap_tensor_fits(*bd, K, width)) return ELEC__CHARGEMAP_SUM_TENSOR;
+    if (tensor && elec__chargemap_tensor_fits(*bd, K, width))
+        return sharing ? ELEC__CHARGEMAP_SUM_TENSOR_SHARING : ELEC__CHARGEMAP_SUM_TENSOR;
     return elec__chargemap_columns_fit(*bd, K, width) ? ELEC__CHARGEMAP_SUM_COLUMNS
                                                       : ELEC__CHARGEMAP_SUM_REGISTERS;
 }
@@ -10761,7 +10782,10 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
     if (sum == ELEC__CHARGEMAP_SUM_COLUMNS) return elec__chargemap_column_bytes(width, groups);
-    if (sum == ELEC__CHARGEMAP_SUM_TENSOR) return elec__chargemap_tensor_bytes(width, groups);
+    if (sum == ELEC__CHARGEMAP_SUM_TENSOR)
+        return elec__chargemap_tensor_bytes(width, groups, ELEC__CHARGEMAP_TENSOR_WINDOW);
+    if (sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
+        return elec__chargemap_tensor_bytes(width, groups, ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING);
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
     return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
            runs;
@@ -10816,8 +10840,8 @@ static int elec__chargemap_plan_bands(elec_cuda_chargemap_handle *h) {
         const elec__chargemap_bands bd = elec__chargemap_bands_of(h->g.K, shift, h->g.width);
         const int sum = elec__chargemap_sum_of(
             &bd, fixed,
-            h->tensor_cores && !h->sharing && h->p.variant == ELEC_CHARGEMAP_TILE_BINNED,
-            h->g.K, h->g.width);
+            h->tensor_cores && h->p.variant == ELEC_CHARGEMAP_TILE_BINNED, h->sharing, h->g.K,
+            h->g.width);
         if (elec__chargemap_hist_bytes(bd.count) > (size_t)h->max_shared ||
             elec__chargemap_sum_bytes(&bd, groups, sum, h->g.width) > (size_t)h->max_shared)
             continue;
@@ -10866,6 +10890,8 @@ static elec__chargemap_sum_kernel elec__chargemap_sum_kernel_of(int sum) {
         return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_COLUMNS>;
     case ELEC__CHARGEMAP_SUM_TENSOR:
         return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_TENSOR>;
+    case ELEC__CHARGEMAP_SUM_TENSOR_SHARING:
+        return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_TENSOR_SHARING>;
     default: return elec__k_chargemap_tile_sum<BASIS, W, ELEC__CHARGEMAP_SUM_REGISTERS>;
     }
 }
@@ -11308,7 +11334,8 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         out->band_tiles = h->bands.count;
         out->band_groups = h->bands.groups;
         out->band_columns = h->sum == ELEC__CHARGEMAP_SUM_COLUMNS;
-        out->band_tensor = h->sum == ELEC__CHARGEMAP_SUM_TENSOR;
+        out->band_tensor = h->sum == ELEC__CHARGEMAP_SUM_TENSOR ||
+                           h->sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING;
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
         out->band_staged = h->bin_stage_room > 0 && !out->one_kernel;
     }
@@ -11541,15 +11568,9 @@ cleanup:
    shared memory) or its buffers (mostly its copies, eight an atom) cannot
    be allocated (pc-lanes keeps none).  A rung asked for by name is never
    swapped.  sharing: the handle's kernels will run beside others' (SPME's
-   spread beside its real space), and tile-binned then sums by columns, not
-   on the tensor cores: the tensor sum's 53 KB a block come out of the L1
-   that the others cache in.  At ApoA1 size a plainly launched SPME step
-   of order 5 took 249.5 us with it, 215.3 by columns (from a graph 183.4
-   and 185.2; H200, bench/RESULTS.md, 2026-12-02).  A build whose window
-   was 288 copies (39 KB) took 193.0 there, and its map alone 14.2 us, not
-   12.6; with the window chosen at run time (416, or 288 for a handle that
-   shares), the map alone took 13.99 us against 13.10: a second tensor
-   kernel with the smaller window fixed is the next step. */
+   spread beside its real space), and tile-binned's tensor sum then takes
+   windows of 288 copies, not 416 (ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING
+   says why). */
 static elec_status elec__chargemap_create(const elec_lattice *lattice, size_t max_atoms,
                                           const elec_chargemap_params *params, int device,
                                           int sharing, elec_cuda_chargemap_handle **out,
