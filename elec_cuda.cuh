@@ -4033,7 +4033,9 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    the real space.  There tile-binned's stage-2 blocks, about 40 KB of
    shared memory each (the column sum), take SMs from the pair kernel
    (the DHFR-size step from a graph, in an experiment copy, 64.7-64.8
-   -> 77.0-77.4 us, H200, 2026-11-29, 21:37 UTC); ApoA1-size's step from
+   -> 77.0-77.4 us, H200, 2026-11-29, 21:37 UTC; with the tensor sum in
+   its narrower windows, 60.0-60.4 -> 70.5-70.7 us, and ApoA1-size's
+   165.8-166.0 -> 169.9-170.1, 2026-12-02); ApoA1-size's step from
    a graph 188.7-189.0 -> 191.7-191.9 us, though its spread alone takes
    40.8-42.0 -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
    spread shortens the step: 1M atoms (216^3, order 4) 1816-1827 ->
