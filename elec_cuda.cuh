@@ -2311,17 +2311,19 @@ cleanup:
 /* Slices [first, first + count) of the map from `from` (staging, unpadded)
    into the caller's map: a copy, or an add where the slice holds the
    host's share (job->touched).  Returns the first of their points past
-   float's range (SIZE_MAX: none), each slice scanned while it is in the
-   cache and the next chunk's copy runs: a scan of the whole map after the
-   copy cost seed 000's cutoff map (497^3 points) about 9 ms a call, this
-   one no more than the noise (0.196, 0.205, 0.228 s against 0.188, 0.196,
-   0.219, and 0.189, 0.194, 0.234 with no check at all; three rounds
-   alternating, H200, bench/RESULTS.md, 2026-12-02). */
+   float's range (SIZE_MAX: none), each slice scanned just after its copy,
+   while the next chunk's DMA runs: for seed 000's cutoff map (497^3
+   points, 16 slices a chunk) a scan of the whole map after the copy cost
+   about 9 ms a call, this one no more than the noise (0.196, 0.205, 0.228
+   s against 0.188, 0.196, 0.219, and 0.189, 0.194, 0.234 with no check at
+   all; three rounds alternating, H200, bench/RESULTS.md, 2026-12-02).  A
+   chunk of one slice (16 MB or more) is copied by one thread as before,
+   and scanned by all (the scan's own parallel loop). */
 static size_t elec__cutoff_unstage(const elec__cutoff_job *job, size_t slice, size_t first,
                                    size_t count, const float *from, float *map) {
     size_t first_bad = SIZE_MAX;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(min : first_bad)
+#pragma omp parallel for reduction(min : first_bad) if (count > 1)
 #endif
     for (long k = 0; k < (long)count; k++) {
         const float *src = from + (size_t)k * slice;
@@ -10318,13 +10320,15 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    of the float rungs' own. */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW 416 /* copies a window: 4 blocks an SM */
 /* A handle whose kernels share the SMs (SPME's spread beside its real
-   space) sums in windows of 288 copies, 39 KB a block against 53: four
-   blocks of 53 KB leave the pair kernel beside them about 28 KB of an SM's
-   256 KB for its L1, and ApoA1-size's step at order 5, launched plainly,
-   took 249.5 us against 215 by columns and 193.0 with this window; the map
-   alone is slower in it (14.2 against 12.6 us), so a handle alone keeps
-   416 (H200, bench/RESULTS.md, 2026-12-02; chosen at run time, the window
-   cost the map alone 7 %, so each is a kernel of its own). */
+   space) sums in windows of 288 copies, 39 KB a block against 53 at order
+   4 (40 and 56 at order 5): four blocks of 53 KB leave the pair kernel
+   beside them about 28 KB of an SM's 256 KB for its L1, and ApoA1-size's
+   step at order 5, launched plainly, took 249.5 us against 215 by columns
+   and 193.0 with this window; the map alone is slower in it (14.2 against
+   12.6 us), so a handle alone keeps 416 (H200, bench/RESULTS.md,
+   2026-12-02).  Each window is a kernel of its own: chosen at run time,
+   the window seemed to cost the map alone about 7 % (13.99 us in a
+   --quick run against make bench's 13.10, not side by side). */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING 288
 /* a window, its eight padding slots, and 4 mod 32 (lanes' loads on distinct banks) */
 __host__ __device__ constexpr int elec__chargemap_tensor_stride(int window) {
@@ -10384,6 +10388,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
                                                 const elec__msm_basis_args &b,
                                                 unsigned char *smem) {
     constexpr int S = elec__chargemap_tensor_stride(WIN);
+    static_assert(S >= WIN + 8, "a window and its eight padding slots");
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
     static_assert(threads == 256, "eight warps, two y rows each");
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;

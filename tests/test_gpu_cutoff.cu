@@ -257,27 +257,36 @@ static size_t named_point(const elec_error *err, const char *method) {
 }
 
 TEST(a_staged_map_past_range_names_its_first_bad_point) {
-    /* The staged copy back (more than three 16 MB chunks) scans each
-       chunk's slices as they arrive, not the whole map after: one atom of
-       1e308 e (inf in float) at z = 110 A reaches only the slices from 98 A
-       on, in the third chunk; the refusal must name the map's first value
-       that is not finite, and every value before it is finite (0). */
+    /* The staged copy back (three or more 16 MB chunks: here four, of 76,
+       76, 76 and 12 slices) scans each chunk's slices as they arrive, not
+       the whole map after.  One atom of 1e308 e (inf in float), within the
+       12 A cutoff of slices 197 to 239 only (z = 110.25 A: the third chunk
+       and the last), or of slices 231 to 239 (z = 127.25 A, past the
+       lattice: the last chunk alone), the nearest slice left out 12.25 A
+       away; the refusal must name the map's first value that is not
+       finite, and every value before it is 0. */
     REQUIRE_GPU();
-    const double xyz[3] = {58.0, 59.0, 110.0}, q[1] = {1e308};
-    elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+    static const double z[2] = {110.25, 127.25};
+    static const size_t first_slice[2] = {197, 231};
     elec_lattice l = {{232, 236, 240}, {0.0, 0.0, 0.0}, {0.5, 0.5, 0.5}};
     const size_t n = elec_lattice_size(&l), slice = 232 * 236;
     float *map = (float *)malloc(n * sizeof *map);
-    elec_error err;
-    size_t first = 0;
-    elec_status s = elec_cuda_cutoff_map(&atoms, &l, NULL, map, &err);
-    EXPECT(test_refused_past_range(s, &err, "GPU cutoff map", "float"), "status %d, %s",
-           (int)s, err.message);
-    while (first < n && map[first] - map[first] == 0.0f) first++;
-    EXPECT(first >= 152 * slice && first < n, "first value not finite: %zu (slice %zu)", first,
-           first / slice);
-    EXPECT(named_point(&err, "GPU cutoff map") == first, "named %zu, first %zu: %s",
-           named_point(&err, "GPU cutoff map"), first, err.message);
+    for (int c = 0; c < 2; c++) {
+        const double xyz[3] = {58.0, 59.0, z[c]}, q[1] = {1e308};
+        elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+        elec_error err;
+        size_t first = 0, nonzero = 0;
+        elec_status s = elec_cuda_cutoff_map(&atoms, &l, NULL, map, &err);
+        EXPECT(test_refused_past_range(s, &err, "GPU cutoff map", "float"),
+               "z %.2f: status %d, %s", z[c], (int)s, err.message);
+        while (first < n && map[first] - map[first] == 0.0f) first++;
+        for (size_t i = 0; i < first; i++) nonzero += map[i] != 0.0f;
+        EXPECT(first / slice == first_slice[c] && nonzero == 0,
+               "z %.2f: first value not finite %zu (slice %zu, want %zu), %zu nonzero before",
+               z[c], first, first / slice, first_slice[c], nonzero);
+        EXPECT(named_point(&err, "GPU cutoff map") == first, "z %.2f: named %zu, first %zu: %s",
+               z[c], named_point(&err, "GPU cutoff map"), first, err.message);
+    }
     free(map);
 }
 

@@ -280,9 +280,10 @@ TEST(a_map_past_floats_range_is_refused) {
     s = elec_cuda_msm_map_timed(&atoms, &l, NULL, map, &times, &err);
     EXPECT(test_refused_past_range(s, &err, "GPU MSM map", "float"), "timed: status %d, %s",
            (int)s, err.message);
-    /* a map large enough to come back in chunks, scanned as they arrive
-       (and the points the take-back changed after): the first value that
-       is not finite is named */
+    /* a map large enough to come back in chunks, scanned as they arrive:
+       the first value that is not finite is named (point 0 here, the long
+       range reaching every point; test_gpu_cutoff.cu places the first
+       in later chunks, and the test below merges the take-back's) */
     {
         elec_lattice big = {{232, 236, 240}, {0.0, 0.0, 0.0}, {0.5, 0.5, 0.5}};
         const size_t n = elec_lattice_size(&big);
@@ -296,6 +297,47 @@ TEST(a_map_past_floats_range_is_refused) {
                "staged: named %zu, first %zu: %s", named, first, err.message);
         free(large);
     }
+}
+
+TEST(the_maps_check_merges_the_copy_backs_scan_and_the_take_back) {
+    /* Host side, no GPU: elec__cutoff_map_finite names the smaller of the
+       staged copy back's first bad point and the take-back's, scans the
+       whole map where the copy was not staged, and the take-back names the
+       first of its points it made past range. */
+    float map[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    size_t index[2] = {6, 2};
+    float value[2] = {INFINITY, 1.0f};
+    elec__msm_take_back t;
+    elec__cutoff_job job;
+    elec_error err;
+    memset(&t, 0, sizeof t);
+    memset(&job, 0, sizeof job);
+    t.count = 2;
+    t.index = index;
+    t.value = value;
+    EXPECT(elec__msm_take_back_apply(&t, map) == 6 && map[2] == 3.0f,
+           "the take-back's first bad point");
+    job.scanned = 1;
+    job.first_bad = SIZE_MAX;
+    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, 6, &err) ==
+                   ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "point 6 came out inf"),
+           "the take-back's alone: %s", err.message);
+    map[4] = NAN; /* as the copy back's scan found it */
+    job.first_bad = 4;
+    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, 6, &err) ==
+                   ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "point 4 came out"),
+           "the smaller of the two: %s", err.message);
+    job.scanned = 0; /* not staged: the whole map, which finds 4 */
+    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, SIZE_MAX, &err) ==
+                   ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "point 4 came out"),
+           "the whole map: %s", err.message);
+    map[4] = 4.0f;
+    map[6] = 6.0f;
+    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, SIZE_MAX, &err) == ELEC_OK,
+           "a finite map refused: %s", err.message);
 }
 
 TEST(stage_times_fit_within_the_call) {
@@ -1187,6 +1229,7 @@ int main(void) {
     RUN(atoms_on_map_points_follow_the_coincident_rule);
     RUN(an_empty_system_gives_a_zero_map);
     RUN(a_map_past_floats_range_is_refused);
+    RUN(the_maps_check_merges_the_copy_backs_scan_and_the_take_back);
     RUN(stage_times_fit_within_the_call);
     RUN(gpu_msm_energy_and_forces_match_the_cpu);
     RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);
