@@ -8693,17 +8693,23 @@ __device__ __forceinline__ float4 elec__chargemap_record(const elec__chargemap_g
     return make_float4(u[0], u[1], u[2], a.w);
 }
 
-/* Atom i's record, its charge in *q; 0 (and the atom counted) where it
+/* Atom a's record, its charge in *q; 0 (and the atom counted) where it
    lies outside a map. */
-__device__ __forceinline__ int elec__chargemap_take(const float4 *xyzq, int i,
-                                                    const elec__chargemap_geometry &g,
-                                                    int *status, float4 *r, float *q) {
-    const float4 a = xyzq[i];
+__device__ __forceinline__ int elec__chargemap_take_atom(float4 a,
+                                                         const elec__chargemap_geometry &g,
+                                                         int *status, float4 *r, float *q) {
     int outside = 0;
     *r = elec__chargemap_record(g, a, &outside);
     *q = a.w;
     if (outside) atomicAdd(status + ELEC__CM_OUTSIDE, 1);
     return !outside;
+}
+
+/* The same for atom i of xyzq. */
+__device__ __forceinline__ int elec__chargemap_take(const float4 *xyzq, int i,
+                                                    const elec__chargemap_geometry &g,
+                                                    int *status, float4 *r, float *q) {
+    return elec__chargemap_take_atom(xyzq[i], g, status, r, q);
 }
 
 /* A point index k0 + offset + m on the grid: wrapped where periodic (a
@@ -9555,39 +9561,77 @@ __device__ __forceinline__ void elec__chargemap_runs_in_window(int chunk, const 
     }
 }
 
+/* Atoms a thread of stage 1 keeps in registers between its two passes,
+   where the group has at most this many a thread (elec__chargemap_bin_group). */
+#define ELEC__CHARGEMAP_BIN_KEEP 4
+
 /* Stage 1 for group j (every thread of the block calls it; hist: shared
    memory for bd.count ints).  Two passes over the group's atoms: count the
-   copies per tile (shared-memory atomics), scan, then place them (the
-   atoms read again: L1 holds them).  q and q^2 summed for SPME.
+   copies per tile (shared-memory atomics), scan, then place them.  A
+   group of at most ELEC__CHARGEMAP_BIN_KEEP atoms a thread loads them all
+   at once and keeps their records in registers for the second pass;
+   others read the atoms again (from L1 where the stage leaves it room).
+   Kept, ApoA1-size's binning took 6.64-6.75 -> 6.48-6.51 us (H200,
+   bench/RESULTS.md, 2026-12-02, 08:40 UTC).  q and q^2 summed for SPME.
    Placed straight into global memory, each copy is a scattered 16-byte
    store; where the group's copies fit in `stage` (stage_room of them;
    NULL and 0 in the one-kernel rungs' cooperative kernel, whose blocks
-   keep their shared memory for stage 2), they are placed there and
-   stored in order, coalesced: H200, ApoA1-size (one group an SM),
-   binning 7.6-7.8 -> 6.4-6.6 us and both stages 25.2-25.5 -> 24.2-24.5;
-   1M atoms at four groups an SM (the stage does not fit at one) 110 -> 76
-   us (bench/RESULTS.md, 2026-11-28, 11:14 UTC). */
+   keep their shared memory for stage 2), their atoms' indices are placed
+   there and the copies then stored in order, coalesced, each record
+   computed again from its atom (L1 or L2 holds the group's atoms).
+   Staging copies whole took 16 bytes a copy, and at 1M atoms on 216^3 a
+   group an SM did not fit: at two groups an SM binning took 50.4 us and
+   the map 125-126; with indices, one group an SM: 40.1 and 117 (H200,
+   the same session).  Before either (H200, bench/RESULTS.md, 2026-11-28,
+   11:14 UTC): ApoA1-size's binning 7.6-7.8 -> 6.4-6.6 us, 1M atoms at
+   four groups an SM 110 -> 76 us. */
 __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
                                           const elec__chargemap_geometry &g,
                                           const elec__chargemap_bands &bd, int2 *runs,
                                           float4 *copies, int *status, double *sums,
-                                          int *hist, float4 *stage, int stage_room) {
+                                          int *hist, int *stage, int stage_room) {
+    constexpr int KEEP = ELEC__CHARGEMAP_BIN_KEEP;
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
     const int chunk = elec__chargemap_chunk(n, groups);
     const int first = min(j * chunk, n), last = min(first + chunk, n);
+    const bool keep = last - first <= KEEP * threads;
     float4 *out = elec__chargemap_group_copies(copies, j, chunk);
+    float4 kept[KEEP];
+    unsigned inside = 0; /* bit u: kept[u] is a record in the map */
     double q1 = 0.0, q2 = 0.0;
+    const auto count = [&](float4 r) {
+        elec__chargemap_for_tiles(r, g, bd, [&](int tile) { atomicAdd(hist + tile, 1); });
+    };
     if (j == 0 && t == 0) status[ELEC__CM_PREPARED] = 1; /* for elec__chargemap_hand_over */
     for (int k = t; k < tiles; k += threads) hist[k] = 0;
     __syncthreads();
-    for (int i = first + t; i < last; i += threads) {
-        float4 r;
-        float q;
-        if (elec__chargemap_take(xyzq, i, g, status, &r, &q))
-            elec__chargemap_for_tiles(r, g, bd, [&](int tile) { atomicAdd(hist + tile, 1); });
-        q1 += q;
-        q2 += (double)q * q;
+    if (keep) {
+        /* every load in flight before the first is used */
+#pragma unroll
+        for (int u = 0; u < KEEP; u++) {
+            const int i = first + t + u * threads;
+            kept[u] = i < last ? xyzq[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < KEEP; u++) {
+            float q = 0.0f;
+            if (first + t + u * threads < last &&
+                elec__chargemap_take_atom(kept[u], g, status, &kept[u], &q)) {
+                inside |= 1u << u;
+                count(kept[u]);
+            }
+            q1 += q;
+            q2 += (double)q * q;
+        }
+    } else {
+        for (int i = first + t; i < last; i += threads) {
+            float4 r;
+            float q;
+            if (elec__chargemap_take(xyzq, i, g, status, &r, &q)) count(r);
+            q1 += q;
+            q2 += (double)q * q;
+        }
     }
     if (sums) { /* the same for every thread */
         elec__spme_block_add(sums, q1);
@@ -9610,20 +9654,33 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
         }
     }
     __syncthreads();
-    /* the copies sorted in shared memory where they fit, then stored in
-       order (coalesced), else stored straight to their places */
+    /* atom i's copies, of record r, to their places: in order in the
+       stage where the copies fit it, else straight to global memory */
     const bool staged = stage && total <= stage_room;
-    float4 *to = staged ? stage : out;
-    for (int i = first + t; i < last; i += threads) {
-        int outside = 0;
-        const float4 r = elec__chargemap_record(g, xyzq[i], &outside);
-        if (!outside)
-            elec__chargemap_for_tiles(r, g, bd,
-                                      [&](int tile) { to[atomicAdd(hist + tile, 1)] = r; });
+    const auto place = [&](int i, float4 r) {
+        elec__chargemap_for_tiles(r, g, bd, [&](int tile) {
+            const int c = atomicAdd(hist + tile, 1);
+            if (staged) stage[c] = i;
+            else out[c] = r;
+        });
+    };
+    if (keep) {
+#pragma unroll
+        for (int u = 0; u < KEEP; u++)
+            if (inside & (1u << u)) place(first + t + u * threads, kept[u]);
+    } else {
+        for (int i = first + t; i < last; i += threads) {
+            int outside = 0;
+            const float4 r = elec__chargemap_record(g, xyzq[i], &outside);
+            if (!outside) place(i, r);
+        }
     }
     if (staged) {
         __syncthreads();
-        for (int c = t; c < total; c += threads) out[c] = stage[c];
+        for (int c = t; c < total; c += threads) {
+            int outside = 0; /* staged atoms are inside */
+            out[c] = elec__chargemap_record(g, xyzq[stage[c]], &outside);
+        }
     }
 }
 
@@ -10570,7 +10627,7 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
                            elec__chargemap_bands bd, int2 *runs, float4 *copies, int *status,
                            double *sums, int stage_room) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
-    float4 *stage = (float4 *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
+    int *stage = (int *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
     elec__chargemap_release_next();
     elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
                               (int *)elec__chargemap_bin_smem, stage, stage_room);
@@ -10815,9 +10872,10 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    binning the fastest there and its sum the same at two and four),
    raised later to two or four where only those let stage 1 sort a
    group's copies in shared memory (elec__chargemap_configure_tiles_t;
-   1M atoms: two, binning 69-71 -> 49.5 us and both stages 237 -> 195 on
-   an H200 in --knobs runs, 2026-11-28; two blocks' rooms do not fit an
-   SM together, so they run in waves), four for the one-kernel
+   the copies staged whole, 1M atoms took two: binning 69-71 -> 49.5 us
+   and both stages 237 -> 195 on an H200 in --knobs runs, 2026-11-28;
+   staged as their atoms' indices, one fits again: 50.4 -> 40.1 us and
+   173 -> 157, 2026-12-02), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -10919,13 +10977,16 @@ static elec__chargemap_fused_kernel elec__chargemap_fused_kernel_of(int sum) {
    longest tile edge), where that fits beside the counters; 0 where it
    does not, so that L1 keeps the atoms its second pass reads again (the
    kernel stages a group only where its copies fit the room; a chunk's
-   copies stay near the mean, an atom taking at most 2^3 of them).  At
-   1M atoms on 216^3 (16^2 x 8 tiles) one and a half lets two groups an
-   SM stage, twice only four: both stages 195 us at two against 224 at
-   four (H200, --knobs, 2026-11-28). */
+   copies stay near the mean, an atom taking at most 2^3 of them).  The
+   stage holds an atom index a copy (elec__chargemap_bin_group).  At 1M
+   atoms on 216^3 (16^2 x 8 tiles) one and a half lets one group an SM
+   stage (88 KB); when the stage held whole copies, 16 bytes each, it
+   let two groups an SM stage, twice only four, and both stages took
+   195 us at two against 224 at four (H200, --knobs, 2026-11-28). */
 static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int groups) {
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
-    const size_t most = ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / 16;
+    const size_t most =
+        ((size_t)h->max_shared > hist ? (size_t)h->max_shared - hist : 0) / sizeof(int);
     double mean = ceil((double)h->max_atoms / groups);
     for (int axis = 0; axis < 3; axis++)
         if (h->bands.n[axis] > 1) mean *= 1.0 + (h->g.width - 1.0) / h->bands.L[axis];
@@ -10957,7 +11018,7 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
         h->bin_stage_room = elec__chargemap_stage_room(h, groups);
         if (h->bin_stage_room > 0) h->bands.groups = groups;
     }
-    h->bin_shared_bytes = hist + 16 * (size_t)h->bin_stage_room;
+    h->bin_shared_bytes = hist + sizeof(int) * (size_t)h->bin_stage_room;
     h->sum_shared_bytes = elec__chargemap_sum_bytes(&h->bands, h->bands.groups, h->sum, h->g.width);
     h->fused_shared_bytes = hist > h->sum_shared_bytes ? hist : h->sum_shared_bytes;
     ELEC__CUDA_TRY(elec__chargemap_allow_shared(elec__k_chargemap_tile_bin, h->bin_shared_bytes,

@@ -1034,20 +1034,22 @@ TEST(a_sharing_handle_sums_in_narrower_windows) {
 
 /* TILE_BINNED's binning groups where the caller leaves them to the handle:
    one block an SM, raised to two or four an SM only where that lets
-   stage 1 sort a group's copies in shared memory.  A million atoms on a
-   128^3 periodic grid at 1 A (0.48 atoms / A^3) bring each of one group
-   an SM's chunks about 14,700 copies (7,576 atoms on a device of 132
-   SMs, times 16^2 x 8 tiles' halo of 1.94), whose room of one and a
-   half times that does not fit in 227 KB; at two an SM it does, so a
-   device with at least 100 SMs and 200 to 227 KB of shared memory a
-   block must stage, with more groups than SMs, and with fewer groups
-   given it must not.  The map stays within the float bound of the double
-   reference, and the default rung for this size is tile-binned, with the
-   same groups. */
+   stage 1 sort a group's copies in shared memory (an atom index a copy).
+   Three million atoms on a 160^3 periodic grid at 1 A (0.73 atoms a
+   point, under the default rule's limit of one) bring each of one group
+   an SM's chunks about 44,000 copies (22,728 atoms on a device of 132
+   SMs, times 16^2 x 8 tiles' halo of 1.94), whose room of one and a half
+   times that (265 KB) does not fit in 227 KB; at two an SM it does (132
+   KB), so a device with at least 100 SMs and 200 to 227 KB of shared
+   memory a block must stage, with more groups than SMs, and with fewer
+   groups given it must not.  The maps
+   stay within the float bound of the double reference, staged and not
+   (the copies then stored where they fall), and the default rung for
+   this size is tile-binned, with the same groups. */
 TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
     REQUIRE_GPU();
-    test_system sys = test_system_random(1000000, 128.0, 67);
-    const int dims[3] = {128, 128, 128};
+    test_system sys = test_system_random(3000000, 160.0, 67);
+    const int dims[3] = {160, 160, 160};
     elec_lattice l = lattice_of(dims, 1.0, 0.0);
     elec_chargemap_params p = {0};
     elec_cuda_chargemap_handle *h = NULL;
@@ -1094,8 +1096,8 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
         EXPECT(info.band_staged && info.band_groups > sms,
                "%d groups on %d SMs, %s: should stage at more groups than SMs",
                info.band_groups, sms, info.band_staged ? "staged" : "scattered");
-    /* the default rung for this size (a million atoms, half an atom a
-       point) is tile-binned, its groups as above */
+    /* the default rung for this size (three million atoms, 0.73 a point)
+       is tile-binned, its groups as above */
     {
         elec_chargemap_params q = p;
         elec_cuda_chargemap_info chosen;
@@ -1112,15 +1114,19 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
                chosen.band_groups);
     }
     if (reference_of(&atoms, &l, &p, &r)) {
+        static const char *const what[3] = {"tile-binned, three million atoms", "the default",
+                                            "tile-binned at a group an SM (not staged)"};
         float *got = (float *)malloc(r.points * sizeof(float));
-        for (int by_default = 0; by_default < 2; by_default++) {
-            p.variant = by_default ? ELEC_CHARGEMAP_FASTEST : ELEC_CHARGEMAP_TILE_BINNED;
-            EXPECT(elec_cuda_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "map: %s",
-                   err.message);
-            check(by_default ? "the default, a million atoms" : "tile-binned, a million atoms",
-                  got, r.want, r.abs_sum, r.terms, r.points, 4,
+        for (int k = 0; k < 3; k++) {
+            elec_chargemap_params q = p;
+            q.variant = k == 1 ? ELEC_CHARGEMAP_FASTEST : ELEC_CHARGEMAP_TILE_BINNED;
+            q.tile_groups = k == 2 ? sms : 0;
+            if (k == 2 && info.band_groups == sms) continue; /* the first map's groups */
+            EXPECT(elec_cuda_chargemap(&atoms, &l, &q, got, &err) == ELEC_OK, "%s: %s",
+                   what[k], err.message);
+            check(what[k], got, r.want, r.abs_sum, r.terms, r.points, 4,
                   gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4), max_charge(&sys),
-                  sums_of(&l, atoms.count, &p));
+                  sums_of(&l, atoms.count, &q));
         }
         free(got);
         reference_free(&r);
