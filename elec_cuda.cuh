@@ -10375,7 +10375,16 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    tests' maps would show a departure.  tests/gpu.h's gpu_chargemap_bound
    states the resulting bound; the tests found the sum within a quarter
    of the float rungs' own. */
-#define ELEC__CHARGEMAP_TENSOR_WINDOW 416 /* copies a window: 4 blocks an SM */
+/* Copies a window, 4 blocks an SM: 444 fills the slots that 416 took
+   with its padding (elec__chargemap_tensor_stride: 452 either way), and
+   a tile whose copies pass the window takes a second one.  ApoA1-size's
+   tiles hold 365 copies on average (about 19 more or fewer), and a few
+   of its 490 passed 416: in the one wave of stage 2 the slowest block
+   decides, and 416 -> 444 took the map from 12.62-12.65 to 12.44-12.46 us
+   and end to end from 20.13-20.21 to 19.30-19.36; 1M atoms on 216^3 (394
+   copies a tile on average) 117.3 -> 114.4-115.0 and 157.2-157.5 ->
+   154.2-154.7 (H200, bench/RESULTS.md, 2026-12-02, 09:10 UTC). */
+#define ELEC__CHARGEMAP_TENSOR_WINDOW 444
 /* A handle whose kernels share the SMs (SPME's spread beside its real
    space) sums in windows of 288 copies, 39 KB a block against 53 at order
    4 (40 and 56 at order 5): four blocks of 53 KB leave the pair kernel
