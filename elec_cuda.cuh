@@ -3986,9 +3986,12 @@ __device__ static void elec__spme_block_add(double *target, double v) {
    returns k0 = floor(u) and sets t = u - k0. */
 __device__ __forceinline__ float elec__spme_grid_coordinate(float x, float inv_length,
                                                             int K) {
-    float f = x * inv_length;
-    f -= floorf(f);
-    float u = f * (float)K;
+    /* explicit _rn operations: no contraction, so that every kernel that
+       computes an atom's u gets the same bits (the charge map's stage 1
+       computes a record once to choose its tiles and again to store it) */
+    const float scaled = __fmul_rn(x, inv_length);
+    const float f = __fsub_rn(scaled, floorf(scaled));
+    const float u = __fmul_rn(f, (float)K);
     return u >= (float)K ? 0.0f : u;
 }
 
@@ -9572,7 +9575,7 @@ __device__ __forceinline__ void elec__chargemap_runs_in_window(int chunk, const 
    at once and keeps their records in registers for the second pass;
    others read the atoms again (from L1 where the stage leaves it room).
    Kept, ApoA1-size's binning took 6.64-6.75 -> 6.48-6.51 us (H200,
-   bench/RESULTS.md, 2026-12-02, 08:40 UTC).  q and q^2 summed for SPME.
+   bench/RESULTS.md, 2026-12-02, 08:37 UTC).  q and q^2 summed for SPME.
    Placed straight into global memory, each copy is a scattered 16-byte
    store; where the group's copies fit in `stage` (stage_room of them;
    NULL and 0 in the one-kernel rungs' cooperative kernel, whose blocks
@@ -9600,7 +9603,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     float4 kept[KEEP];
     unsigned inside = 0; /* bit u: kept[u] is a record in the map */
     double q1 = 0.0, q2 = 0.0;
-    const auto count = [&](float4 r) {
+    const auto count_copies = [&](float4 r) {
         elec__chargemap_for_tiles(r, g, bd, [&](int tile) { atomicAdd(hist + tile, 1); });
     };
     if (j == 0 && t == 0) status[ELEC__CM_PREPARED] = 1; /* for elec__chargemap_hand_over */
@@ -9619,7 +9622,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
             if (first + t + u * threads < last &&
                 elec__chargemap_take_atom(kept[u], g, status, &kept[u], &q)) {
                 inside |= 1u << u;
-                count(kept[u]);
+                count_copies(kept[u]);
             }
             q1 += q;
             q2 += (double)q * q;
@@ -9628,7 +9631,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
         for (int i = first + t; i < last; i += threads) {
             float4 r;
             float q;
-            if (elec__chargemap_take(xyzq, i, g, status, &r, &q)) count(r);
+            if (elec__chargemap_take(xyzq, i, g, status, &r, &q)) count_copies(r);
             q1 += q;
             q2 += (double)q * q;
         }
@@ -10377,12 +10380,12 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    of the float rungs' own. */
 /* Copies a window, 4 blocks an SM: 444 fills the slots that 416 took
    with its padding (elec__chargemap_tensor_stride: 452 either way), and
-   a tile whose copies pass the window takes a second one.  ApoA1-size's
-   tiles hold 365 copies on average (about 19 more or fewer), and a few
-   of its 490 passed 416: in the one wave of stage 2 the slowest block
-   decides, and 416 -> 444 took the map from 12.62-12.65 to 12.44-12.46 us
-   and end to end from 20.13-20.21 to 19.30-19.36; 1M atoms on 216^3 (394
-   copies a tile on average) 117.3 -> 114.4-115.0 and 157.2-157.5 ->
+   a tile whose copies pass the window takes a second one.  At 1M atoms
+   on 216^3 (394 copies a tile on average) 11 % of the tiles took two
+   (Nsight Compute); ApoA1-size's tiles hold 365 on average, and a few of
+   its 490 are expected past 416.  416 -> 444 took ApoA1-size's map from
+   12.62-12.65 to 12.44-12.46 us and end to end from 20.13-20.21 to
+   19.30-19.36; 1M atoms 117.3 -> 114.4-115.0 and 157.2-157.5 ->
    154.2-154.7 (H200, bench/RESULTS.md, 2026-12-02, 09:10 UTC). */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW 444
 /* A handle whose kernels share the SMs (SPME's spread beside its real
@@ -10391,8 +10394,8 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    beside them about 28 KB of an SM's 256 KB for its L1, and ApoA1-size's
    step at order 5, launched plainly, took 249.5 us against 215 by columns
    and 193.0 with this window; the map alone is slower in it (14.2 against
-   12.6 us), so a handle alone keeps 416 (H200, bench/RESULTS.md,
-   2026-12-02).  Each window is a kernel of its own: chosen at run time,
+   12.6 us), so a handle alone keeps the wider window (416 then, 444 now;
+   H200, bench/RESULTS.md, 2026-12-02).  Each window is a kernel of its own: chosen at run time,
    the window seemed to cost the map alone about 7 % (13.99 us in a
    --quick run against make bench's 13.10, not side by side). */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING 288
@@ -10884,7 +10887,8 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
    the copies staged whole, 1M atoms took two: binning 69-71 -> 49.5 us
    and both stages 237 -> 195 on an H200 in --knobs runs, 2026-11-28;
    staged as their atoms' indices, one fits again: 50.4 -> 40.1 us and
-   173 -> 157, 2026-12-02), four for the one-kernel
+   173 -> 157 on an H200 in runs of a driver kept outside the tree,
+   2026-12-02), four for the one-kernel
    rungs (ApoA1-size, H100: TILE_FUSED 32.8 us at four, 35.3 at one;
    TILE_FUSED_FIXED 39.1 at four, 41.5 at one; bench/RESULTS.md).  0 where
    no tiling fits. */
@@ -11080,7 +11084,10 @@ cleanup:
    atoms 132 (7576) 116.3-123.1 / 106.3, 264 (3788) 138.3-139.7 / 122.8,
    528 (1894) 194.6-195.2 / 136.6 (bench/RESULTS.md, 2026-11-28, 03:20 UTC
    on).  Loading four atoms a thread before using any, or two blocks an
-   SM at 32 registers, gained nothing at one group an SM. */
+   SM at 32 registers, gained nothing at one group an SM (1M atoms: seven
+   or eight a thread); where a group has at most four a thread,
+   elec__chargemap_bin_group now keeps them in registers, which gains a
+   little (ApoA1-size, 2026-12-02). */
 #define ELEC__CHARGEMAP_BIN_WIDE_ATOMS 512
 static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h, int n) {
     const int chunk = (n + h->bands.groups - 1) / h->bands.groups;
@@ -11646,7 +11653,7 @@ cleanup:
    be allocated (pc-lanes keeps none).  A rung asked for by name is never
    swapped.  sharing: the handle's kernels will run beside others' (SPME's
    spread beside its real space), and tile-binned's tensor sum then takes
-   windows of 288 copies, not 416 (ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING
+   windows of 288 copies, not 444 (ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING
    says why). */
 static elec_status elec__chargemap_create(const elec_lattice *lattice, size_t max_atoms,
                                           const elec_chargemap_params *params, int device,
