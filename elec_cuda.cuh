@@ -9585,9 +9585,9 @@ __device__ __forceinline__ void elec__chargemap_runs_in_window(int chunk, const 
    Staging copies whole took 16 bytes a copy, and at 1M atoms on 216^3 a
    group an SM did not fit: at two groups an SM binning took 50.4 us and
    the map 125-126; with indices, one group an SM: 40.1 and 117 (H200,
-   the same session).  Before either (H200, bench/RESULTS.md, 2026-11-28,
-   11:14 UTC): ApoA1-size's binning 7.6-7.8 -> 6.4-6.6 us, 1M atoms at
-   four groups an SM 110 -> 76 us. */
+   bench/RESULTS.md, 2026-12-02, 08:37 UTC).  Before either (H200,
+   bench/RESULTS.md, 2026-11-28, 11:14 UTC): ApoA1-size's binning
+   7.6-7.8 -> 6.4-6.6 us, 1M atoms at four groups an SM 110 -> 76 us. */
 __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
                                           const elec__chargemap_geometry &g,
                                           const elec__chargemap_bands &bd, int2 *runs,
@@ -10394,10 +10394,11 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    beside them about 28 KB of an SM's 256 KB for its L1, and ApoA1-size's
    step at order 5, launched plainly, took 249.5 us against 215 by columns
    and 193.0 with this window; the map alone is slower in it (14.2 against
-   12.6 us), so a handle alone keeps the wider window (416 then, 444 now;
-   H200, bench/RESULTS.md, 2026-12-02).  Each window is a kernel of its own: chosen at run time,
-   the window seemed to cost the map alone about 7 % (13.99 us in a
-   --quick run against make bench's 13.10, not side by side). */
+   12.6 us), so a handle alone keeps the wider window (416 then, 444
+   now; H200, bench/RESULTS.md, 2026-12-02).  Each window is a kernel of
+   its own: chosen at run time, the window seemed to cost the map alone
+   about 7 % (13.99 us in a --quick run against make bench's 13.10, not
+   side by side). */
 #define ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING 288
 /* a window, its eight padding slots, and 4 mod 32 (lanes' loads on distinct banks) */
 __host__ __device__ constexpr int elec__chargemap_tensor_stride(int window) {
