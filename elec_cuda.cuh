@@ -10381,9 +10381,10 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
 /* Copies a window, 4 blocks an SM: 444 fills the slots that 416 took
    with its padding (elec__chargemap_tensor_stride: 452 either way), and
    a tile whose copies pass the window takes a second one.  At 1M atoms
-   on 216^3 (394 copies a tile on average) 11 % of the tiles took two
-   (Nsight Compute); ApoA1-size's tiles hold 365 on average, and a few of
-   its 490 are expected past 416.  416 -> 444 took ApoA1-size's map from
+   on 216^3 (a whole tile's copies 394 on average, by the arithmetic)
+   about 11 % of the tiles took two (Nsight Compute's instruction
+   counts); ApoA1-size's tiles hold 365 on average, and a few of its 490
+   are expected past 416.  416 -> 444 took ApoA1-size's map from
    12.62-12.65 to 12.44-12.46 us and end to end from 20.13-20.21 to
    19.30-19.36; 1M atoms 117.3 -> 114.4-115.0 and 157.2-157.5 ->
    154.2-154.7 (H200, bench/RESULTS.md, 2026-12-02, 09:10 UTC). */
