@@ -9379,6 +9379,29 @@ elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
 
 /* -------------------- beyond the seed: tiles binned without global atomics */
 
+/* Unsigned division of a < 2^31 by an invariant d (1 <= d < 2^31) as a
+   multiply-high, an add and a shift (Granlund and Montgomery, PLDI 1994,
+   fig. 4.1, whose add cannot carry past 32 bits for such a): magic =
+   floor(2^32 (2^l - d) / d) + 1 with l = ceil(log2 d), then a / d =
+   (umulhi(a, magic) + a) >> l.  The GPU has no integer divide: a division
+   by a value known only at run time is compiled to a float reciprocal,
+   conversions and corrections, and every thread of every tile's block
+   took two (elec__chargemap_tile_extent). */
+typedef struct elec__divisor {
+    unsigned magic;
+    int shift;
+} elec__divisor;
+static inline elec__divisor elec__divisor_of(unsigned d) {
+    elec__divisor v;
+    v.shift = 0;
+    while ((1ull << v.shift) < d) v.shift++;
+    v.magic = (unsigned)((((1ull << v.shift) - d) << 32) / d + 1);
+    return v;
+}
+__device__ __forceinline__ unsigned elec__divide(unsigned a, elec__divisor d) {
+    return (__umulhi(a, d.magic) + a) >> d.shift;
+}
+
 /* TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED (what bounds them: the comment
    at the top of this section).  Tiles of 2^s points per axis, the last one
    taking the rest (a rest shorter than order - 1 joins the tile before
@@ -9394,6 +9417,8 @@ typedef struct elec__chargemap_bands {
                                  longest (the pitch of the tile in shared
                                  memory)                                    */
     int count, groups;
+    int chunk;                /* atoms a group takes, set by each prepare   */
+    elec__divisor n0, n1;     /* n[0] and n[1] as divisors (a tile's place) */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -9401,10 +9426,11 @@ typedef struct elec__chargemap_bands {
 #define ELEC__CHARGEMAP_MAGIC 6755399441055744.0        /* 1.5 2^52 */
 #define ELEC__CHARGEMAP_MAGIC_BITS 0x4338000000000000LL /* its bits */
 
-/* Atoms a binning group takes (the last group fewer): an unsigned
-   division, half the instructions of a signed one by a value known only at
-   run time, which every thread of stages 1 and 2 takes. */
-__device__ __forceinline__ int elec__chargemap_chunk(int n, int groups) {
+/* ceil(n / groups): an unsigned division, half the instructions of a
+   signed one by a value known only at run time.  The atoms a binning
+   group takes (the last group fewer) are bands.chunk, set on the host by
+   each prepare, so that no thread of stages 1 and 2 divides for it. */
+__host__ __device__ __forceinline__ int elec__chargemap_chunk(int n, int groups) {
     return (int)(((unsigned)n + (unsigned)groups - 1u) / (unsigned)groups);
 }
 
@@ -9540,9 +9566,10 @@ __device__ __forceinline__ size_t elec__chargemap_run_place(int j, int chunk, co
 }
 
 /* This thread's share of a tile's groups, [*a, *e): contiguous, as even as
-   the block's threads make it. */
+   the block's threads (stage 2's ELEC__CHARGEMAP_TILE_THREADS, a constant,
+   so that no thread divides by blockDim.x) make it. */
 __device__ __forceinline__ void elec__chargemap_group_share(int groups, int *a, int *e) {
-    const int per = (groups + blockDim.x - 1) / blockDim.x;
+    const int per = (groups + ELEC__CHARGEMAP_TILE_THREADS - 1) / ELEC__CHARGEMAP_TILE_THREADS;
     *a = min((int)threadIdx.x * per, groups);
     *e = min(*a + per, groups);
 }
@@ -9596,7 +9623,7 @@ __device__ void elec__chargemap_bin_group(int j, const float4 *xyzq, int n,
     constexpr int KEEP = ELEC__CHARGEMAP_BIN_KEEP;
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, tiles = bd.count, groups = bd.groups;
-    const int chunk = elec__chargemap_chunk(n, groups);
+    const int chunk = bd.chunk;
     const int first = min(j * chunk, n), last = min(first + chunk, n);
     const bool keep = last - first <= KEEP * threads;
     float4 *out = elec__chargemap_group_copies(copies, j, chunk);
@@ -9793,12 +9820,18 @@ __device__ __forceinline__ void elec__chargemap_tile_extent(int id,
                                                             const elec__chargemap_geometry &g,
                                                             const elec__chargemap_bands &bd,
                                                             int t0[3], int len[3]) {
-    /* unsigned: a signed division by a value known only at run time is
-       twice the instructions, and every thread of the tile's block takes
-       these */
-    const unsigned u = (unsigned)id, n0 = (unsigned)bd.n[0], row = u / n0;
-    const int at[3] = {(int)(u - row * n0), (int)(row % (unsigned)bd.n[1]),
-                       (int)(row / (unsigned)bd.n[1])};
+    /* by the divisors' multiplies: every thread of the tile's block takes
+       these, and at 1M atoms the two divisions and the rest of the tile's
+       setup were 6.5 % of stage 2's instructions (Nsight Compute, H200).
+       With them, bands.chunk from the host and the groups' share by a
+       constant, stage 2 took 12.36-12.44 us at ApoA1 size against
+       12.46-12.63, 111.4-111.9 at 1M atoms against 113.9-115.2 (H200, two
+       calls of two rounds, alternating; bench/RESULTS.md, 2026-12-02,
+       12:07 UTC on) */
+    const unsigned u = (unsigned)id, row = elec__divide(u, bd.n0);
+    const unsigned plane = elec__divide(row, bd.n1);
+    const int at[3] = {(int)(u - row * (unsigned)bd.n[0]), (int)(row - plane * (unsigned)bd.n[1]),
+                       (int)plane};
 #pragma unroll
     for (int axis = 0; axis < 3; axis++) {
         t0[axis] = at[axis] << bd.shift[axis];
@@ -9855,14 +9888,14 @@ __device__ __forceinline__ void elec__chargemap_stage_window(float4 *window, con
    lanes; then each point stored once, rows as contiguous runs. */
 template <int BASIS, int W>
 __device__ void elec__chargemap_sum_tile_fixed(int id, float *grid, const int2 *runs,
-                                               const float4 *copies, int n,
+                                               const float4 *copies,
                                                const elec__chargemap_geometry &g,
                                                const elec__chargemap_bands &bd,
                                                const elec__msm_basis_args &b,
                                                unsigned char *smem) {
     __shared__ int scratch[32];
     const int t = threadIdx.x, threads = blockDim.x, groups = bd.groups;
-    const int chunk = elec__chargemap_chunk(n, groups);
+    const int chunk = bd.chunk;
     const int pitch = bd.L[0], plane = bd.L[0] * bd.L[1];
     float4 *window = (float4 *)smem;
     unsigned long long *acc = (unsigned long long *)(smem + 16 * ELEC__CHARGEMAP_TILE_WINDOW);
@@ -10031,7 +10064,7 @@ static_assert(ELEC__CHARGEMAP_TILE_THREADS == 8 * ELEC__CHARGEMAP_BATCH,
               "the register sum takes 8 threads a sub-tile of a batch");
 template <int BASIS, int W>
 __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const int2 *runs,
-                                                   const float4 *copies, int n,
+                                                   const float4 *copies,
                                                    const elec__chargemap_geometry &g,
                                                    const elec__chargemap_bands &bd,
                                                    const elec__msm_basis_args &b,
@@ -10039,7 +10072,7 @@ __device__ void elec__chargemap_sum_tile_registers(int id, float *grid, const in
     __shared__ int scratch[32];
     __shared__ int listed[ELEC__CHARGEMAP_BATCH];
     const int t = threadIdx.x, groups = bd.groups;
-    const int chunk = elec__chargemap_chunk(n, groups);
+    const int chunk = bd.chunk;
     const int stride = elec__chargemap_record_stride(bd);
     const int win = elec__chargemap_register_window(bd);
     const int part[3] = {0, (bd.L[0] + 3) & ~3, ((bd.L[0] + 3) & ~3) + ((bd.L[1] + 3) & ~3)};
@@ -10232,7 +10265,7 @@ __device__ __forceinline__ void elec__chargemap_sort_window(
 
 template <int BASIS, int W>
 __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2 *runs,
-                                                 const float4 *copies, int n,
+                                                 const float4 *copies,
                                                  const elec__chargemap_geometry &g,
                                                  const elec__chargemap_bands &bd,
                                                  const elec__msm_basis_args &b,
@@ -10242,7 +10275,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS; /* the launch's block */
     static_assert(ZC % 4 == 0, "the z chunk is read as float4");
     const int t = threadIdx.x, groups = bd.groups;
-    const int chunk = elec__chargemap_chunk(n, groups);
+    const int chunk = bd.chunk;
     /* the window's records as arrays over the sorted copy k, so that the
        lanes of a warp, reading neighbouring k, hit distinct banks */
     float4 *qz = (float4 *)smem;                       /* ZC / 4 x WIN: q w_z */
@@ -10453,7 +10486,7 @@ __device__ __forceinline__ void elec__mma_tf32(float c[4], const unsigned a[4],
 
 template <int BASIS, int W, int WIN>
 __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 *runs,
-                                                const float4 *copies, int n,
+                                                const float4 *copies,
                                                 const elec__chargemap_geometry &g,
                                                 const elec__chargemap_bands &bd,
                                                 const elec__msm_basis_args &b,
@@ -10463,7 +10496,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
     static_assert(threads == 256, "eight warps, two y rows each");
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;
-    const int groups = bd.groups, chunk = elec__chargemap_chunk(n, groups);
+    const int groups = bd.groups, chunk = bd.chunk;
     float *ax = (float *)smem;     /* 16 x S: wx at x          */
     float *bz = ax + 16 * S;       /* 8 x S: q wz at z         */
     float *wy = bz + 8 * S;        /* W x S: wy                */
@@ -10588,22 +10621,22 @@ enum {
 
 template <int BASIS, int W, int SUM>
 __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
-                                         const float4 *copies, int n,
+                                         const float4 *copies,
                                          const elec__chargemap_geometry &g,
                                          const elec__chargemap_bands &bd,
                                          const elec__msm_basis_args &b, unsigned char *smem) {
     if constexpr (SUM == ELEC__CHARGEMAP_SUM_FIXED)
-        elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+        elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_COLUMNS)
-        elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+        elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
         elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW>(
-            id, grid, runs, copies, n, g, bd, b, smem);
+            id, grid, runs, copies, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
         elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING>(
-            id, grid, runs, copies, n, g, bd, b, smem);
+            id, grid, runs, copies, g, bd, b, smem);
     else
-        elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, n, g, bd, b, smem);
+        elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
 }
 
 /* TILE_FUSED's grid barrier (elec__grid_barrier) on its status words. */
@@ -10652,13 +10685,13 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
    may start while stage 1 runs, and wait for it first. */
 template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
-elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies, int n,
+elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies,
                            elec__chargemap_geometry g, elec__chargemap_bands bd,
                            elec__msm_basis_args b, int *status) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
     elec__chargemap_wait_prior();
     elec__chargemap_hand_over(status);
-    elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, n, g, bd, b,
+    elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, g, bd, b,
                                             elec__chargemap_sum_smem);
 }
 
@@ -10677,7 +10710,7 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
     elec__chargemap_grid_barrier(status);
     elec__chargemap_hand_over(status);
     for (int id = blockIdx.x; id < bd.count; id += gridDim.x)
-        elec__chargemap_sum_tile<BASIS, W, SUM>(id, grid, runs, copies, n, g, bd, b,
+        elec__chargemap_sum_tile<BASIS, W, SUM>(id, grid, runs, copies, g, bd, b,
                                                 elec__chargemap_fused_smem);
 }
 
@@ -10830,6 +10863,8 @@ static elec__chargemap_bands elec__chargemap_bands_of(const int K[3], const int 
         bd.L[axis] = n == 1 ? K[axis] : K[axis] - (n - 1) * T > T ? K[axis] - (n - 1) * T : T;
         bd.count *= n;
     }
+    bd.n0 = elec__divisor_of((unsigned)bd.n[0]);
+    bd.n1 = elec__divisor_of((unsigned)bd.n[1]);
     return bd;
 }
 
@@ -10954,7 +10989,7 @@ static cudaError_t elec__chargemap_allow_shared(Kernel *kernel, size_t bytes, in
 
 /* Stage 2's kernels with the handle's sum (h->sum): TILE_BINNED's, and
    the one-kernel rungs'. */
-typedef void (*elec__chargemap_sum_kernel)(float *, const int2 *, const float4 *, int,
+typedef void (*elec__chargemap_sum_kernel)(float *, const int2 *, const float4 *,
                                            elec__chargemap_geometry, elec__chargemap_bands,
                                            elec__msm_basis_args, int *);
 typedef void (*elec__chargemap_fused_kernel)(float *, const float4 *, int,
@@ -11092,7 +11127,7 @@ cleanup:
    little (ApoA1-size, 2026-12-02). */
 #define ELEC__CHARGEMAP_BIN_WIDE_ATOMS 512
 static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h, int n) {
-    const int chunk = (n + h->bands.groups - 1) / h->bands.groups;
+    const int chunk = elec__chargemap_chunk(n, h->bands.groups);
     return chunk >= ELEC__CHARGEMAP_BIN_WIDE_ATOMS ? ELEC__CHARGEMAP_BIN_THREADS_MOST
                                                    : ELEC__CHARGEMAP_TILE_THREADS;
 }
@@ -11110,6 +11145,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
     h->xyzq = xyzq;
     h->n = n;
     if (elec__chargemap_is_tiled(v)) {
+        h->bands.chunk = elec__chargemap_chunk(n, h->bands.groups);
         /* stage 1 apart, unless TILE_FUSED's one kernel does it */
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
@@ -11236,7 +11272,7 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__chargemap_sum_kernel_of<BASIS, W>(h->sum), dim3(h->bands.count),
                 dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes, stream, pdl, grid,
-                (const int2 *)h->runs, (const float4 *)h->copies, h->n, h->g, h->bands, h->basis,
+                (const int2 *)h->runs, (const float4 *)h->copies, h->g, h->bands, h->basis,
                 h->status));
         }
         break;

@@ -9,7 +9,8 @@
    tiles, odd tile edges and few atoms, and their binning groups raised
    only where that sorts the copies in shared memory; the default rung by
    size, and pc-lanes where no tiling fits or tile-binned's copies do not
-   fit the device's memory (allocations failed on purpose).  Without a GPU
+   fit the device's memory (allocations failed on purpose); the division by
+   a multiply that places a tile.  Without a GPU
    every case skips and says so; make test-gpu sets
    ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure.
 
@@ -50,6 +51,7 @@ static cudaError_t gated_malloc(void **ptr, size_t size, cudaStream_t stream) {
 #include "tests/gpu.h"
 
 #include <algorithm>
+#include <vector>
 
 #define CUDA_OK(call) EXPECT((call) == cudaSuccess, "%s failed", #call)
 
@@ -1136,6 +1138,54 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
     test_system_free(&sys);
 }
 
+/* The tile-binned rungs find a tile's place by elec__divide, a multiply
+   for a division: every divisor up to 4,096 and some far past any tile
+   count, each against the dividends at and around its multiples
+   (0, d - 1, d, ...), the largest multiples under 2^31, and 2^31 - 1,
+   on the device against its own integer division. */
+__global__ void divide_against_division(const unsigned *divisors, const elec__divisor *by,
+                                        int count, unsigned *wrong) {
+    const int k = blockIdx.x;
+    if (k >= count) return;
+    const unsigned d = divisors[k], top = 0x7fffffffu;
+    for (int s = threadIdx.x; s < 4096; s += blockDim.x) {
+        /* q = s / 2 from 0 for s < 2048, then down from the largest */
+        const unsigned q = s < 2048 ? (unsigned)(s >> 1) : top / d - (unsigned)((s - 2048) >> 1);
+        const unsigned a[3] = {q * d, q * d + d - 1, min(top, q * d + (d >> 1))};
+        for (int i = 0; i < 3; i++)
+            if (a[i] <= top && elec__divide(a[i], by[k]) != a[i] / d) atomicAdd(wrong, 1u);
+    }
+    if (threadIdx.x == 0 && elec__divide(top, by[k]) != top / d) atomicAdd(wrong, 1u);
+}
+
+TEST(tile_places_divide_exactly_by_a_multiply) {
+    REQUIRE_GPU();
+    std::vector<unsigned> divisors;
+    for (unsigned d = 1; d <= 4096; d++) divisors.push_back(d);
+    const unsigned far[] = {65535u, 65536u, 65537u, 1000003u, 1u << 20, (1u << 20) + 1u,
+                            0x40000001u, 0x7ffffffeu, 0x7fffffffu};
+    for (unsigned d : far) divisors.push_back(d);
+    std::vector<elec__divisor> by;
+    for (unsigned d : divisors) by.push_back(elec__divisor_of(d));
+    const int count = (int)divisors.size();
+    unsigned *d_divisors = NULL, *d_wrong = NULL, wrong = 1;
+    elec__divisor *d_by = NULL;
+    CUDA_OK(cudaMalloc((void **)&d_divisors, count * sizeof(unsigned)));
+    CUDA_OK(cudaMalloc((void **)&d_by, count * sizeof(elec__divisor)));
+    CUDA_OK(cudaMalloc((void **)&d_wrong, sizeof(unsigned)));
+    CUDA_OK(cudaMemcpy(d_divisors, divisors.data(), count * sizeof(unsigned),
+                       cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(d_by, by.data(), count * sizeof(elec__divisor), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(d_wrong, 0, sizeof(unsigned)));
+    divide_against_division<<<count, 256>>>(d_divisors, d_by, count, d_wrong);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpy(&wrong, d_wrong, sizeof(unsigned), cudaMemcpyDeviceToHost));
+    EXPECT(wrong == 0, "%u quotients differ from the division's over %d divisors", wrong, count);
+    CUDA_OK(cudaFree(d_divisors));
+    CUDA_OK(cudaFree(d_by));
+    CUDA_OK(cudaFree(d_wrong));
+}
+
 int main(void) {
     gpu_test_start();
     RUN(every_rung_matches_the_double_reference);
@@ -1152,5 +1202,6 @@ int main(void) {
     RUN(a_sharing_handle_sums_in_narrower_windows);
     RUN(tile_binned_raises_its_groups_only_to_stage_its_copies);
     RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
+    RUN(tile_places_divide_exactly_by_a_multiply);
     return test_summary();
 }
