@@ -10499,6 +10499,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     const int groups = bd.groups, chunk = bd.chunk;
     float *ax = (float *)smem;     /* 16 x S: wx at x          */
     float *bz = ax + 16 * S;       /* 8 x S: q wz at z         */
+    static_assert(S % 4 == 0, "A and B zeroed as float4");
     float *wy = bz + 8 * S;        /* W x S: wy                */
     int *cy = (int *)(wy + W * S); /* S: the y corner          */
     int *source = cy;              /* the copies' places, first */
@@ -10513,6 +10514,15 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
         const int count = min(WIN, total - base);
+        /* A and B zeroed whole, 16 bytes a store, before the sort (whose
+           barriers come before the records are written).  Zeroed a copy at
+           a time, its 24 slots stored at its sorted place (the lanes'
+           places scattered over the banks), stage 2 took 12.31-12.38 us at
+           ApoA1 size and 110.9-111.2 at 1M atoms; so, 11.27-11.32 and
+           100.4-100.6 (H200, two rounds alternating; bench/RESULTS.md,
+           2026-12-02, 12:07 UTC on) */
+        for (int k = t; k < 24 * S / 4; k += threads)
+            ((float4 *)ax)[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         /* keyed by the stencil's y corner */
         int key[PER], rank[PER];
         float4 r[PER];
@@ -10531,10 +10541,6 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
                 float w[3][W];
                 elec__chargemap_copy_stencil<BASIS, W>(r[i], t0, len, g, b, w, corner);
 #pragma unroll
-                for (int x = 0; x < 16; x++) ax[x * S + at] = 0.0f;
-#pragma unroll
-                for (int z = 0; z < 8; z++) bz[z * S + at] = 0.0f;
-#pragma unroll
                 for (int m = 0; m < W; m++) {
                     const int x = corner[0] + m, z = corner[2] + m;
                     if ((unsigned)x < 16u) ax[x * S + at] = w[0][m];
@@ -10543,11 +10549,8 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
                 }
                 cy[at] = key[i] - (W - 1);
             }
-        if (t < 8) { /* eight slots past the copies: zeros, and a corner no row takes */
-            for (int x = 0; x < 16; x++) ax[x * S + count + t] = 0.0f;
-            for (int z = 0; z < 8; z++) bz[z * S + count + t] = 0.0f;
-            cy[count + t] = 1 << 20;
-        }
+        /* eight slots past the copies (zeros): a corner no row takes */
+        if (t < 8) cy[count + t] = 1 << 20;
         __syncthreads();
         /* the copies that reach row y0 or y0 + 1: corner rows y0 - W + 1
            to y0 + 1, keys y0 to y0 + W */
