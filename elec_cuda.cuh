@@ -9380,10 +9380,11 @@ elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
 /* -------------------- beyond the seed: tiles binned without global atomics */
 
 /* Unsigned division of a < 2^31 by an invariant d (1 <= d < 2^31) as a
-   multiply-high, an add and a shift (Granlund and Montgomery, PLDI 1994,
-   fig. 4.1, whose add cannot carry past 32 bits for such a): magic =
-   floor(2^32 (2^l - d) / d) + 1 with l = ceil(log2 d), then a / d =
-   (umulhi(a, magic) + a) >> l.  The GPU has no integer divide: a division
+   multiply-high, an add and a shift: magic = floor(2^32 (2^l - d) / d) + 1
+   with l = ceil(log2 d), then a / d = (umulhi(a, magic) + a) >> l
+   (Granlund and Montgomery, PLDI 1994, fig. 4.1, simplified: its halving
+   of a - umulhi keeps the add within 32 bits for any a, which a < 2^31
+   does already).  The GPU has no integer divide: a division
    by a value known only at run time is compiled to a float reciprocal,
    conversions and corrections, and every thread of every tile's block
    took two (elec__chargemap_tile_extent). */
@@ -9398,8 +9399,13 @@ static inline elec__divisor elec__divisor_of(unsigned d) {
     v.magic = (unsigned)((((1ull << v.shift) - d) << 32) / d + 1);
     return v;
 }
-__device__ __forceinline__ unsigned elec__divide(unsigned a, elec__divisor d) {
-    return (__umulhi(a, d.magic) + a) >> d.shift;
+__host__ __device__ __forceinline__ unsigned elec__divide(unsigned a, elec__divisor d) {
+#ifdef __CUDA_ARCH__
+    const unsigned high = __umulhi(a, d.magic);
+#else /* the host's twin, which the tests check without a GPU */
+    const unsigned high = (unsigned)(((unsigned long long)a * d.magic) >> 32);
+#endif
+    return (high + a) >> d.shift;
 }
 
 /* TILE_BINNED, TILE_FUSED, TILE_FUSED_FIXED (what bounds them: the comment
@@ -9822,12 +9828,13 @@ __device__ __forceinline__ void elec__chargemap_tile_extent(int id,
                                                             int t0[3], int len[3]) {
     /* by the divisors' multiplies: every thread of the tile's block takes
        these, and at 1M atoms the two divisions and the rest of the tile's
-       setup were 6.5 % of stage 2's instructions (Nsight Compute, H200).
-       With them, bands.chunk from the host and the groups' share by a
-       constant, stage 2 took 12.36-12.44 us at ApoA1 size against
-       12.46-12.63, 111.4-111.9 at 1M atoms against 113.9-115.2 (H200, two
-       calls of two rounds, alternating; bench/RESULTS.md, 2026-12-02,
-       12:07 UTC on) */
+       setup were 6.5 % of stage 2's instructions (Nsight Compute, H200,
+       bench/RESULTS.md, 2026-12-02, 08:24 UTC on).  These multiplies,
+       bands.chunk from the host and the groups' share by a constant
+       (elec__chargemap_group_share) took the tensor sum from 12.46-12.63
+       to 12.36-12.44 us at ApoA1 size and from 113.9-115.2 to 111.4-111.9
+       at 1M atoms (H200, four rounds alternating over two calls;
+       bench/RESULTS.md, 2026-12-02, 12:07 UTC on) */
     const unsigned u = (unsigned)id, row = elec__divide(u, bd.n0);
     const unsigned plane = elec__divide(row, bd.n1);
     const int at[3] = {(int)(u - row * (unsigned)bd.n[0]), (int)(row - plane * (unsigned)bd.n[1]),
@@ -10518,9 +10525,9 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
            barriers come before the records are written).  Zeroed a copy at
            a time, its 24 slots stored at its sorted place (the lanes'
            places scattered over the banks), stage 2 took 12.31-12.38 us at
-           ApoA1 size and 110.9-111.2 at 1M atoms; so, 11.27-11.32 and
-           100.4-100.6 (H200, two rounds alternating; bench/RESULTS.md,
-           2026-12-02, 12:07 UTC on) */
+           ApoA1 size and 110.9-111.2 at 1M atoms; zeroed whole,
+           11.27-11.32 and 100.4-100.6 (H200, two rounds alternating in one
+           call; bench/RESULTS.md, 2026-12-02, 12:07 UTC on) */
         for (int k = t; k < 24 * S / 4; k += threads)
             ((float4 *)ax)[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         /* keyed by the stencil's y corner */

@@ -9,10 +9,10 @@
    tiles, odd tile edges and few atoms, and their binning groups raised
    only where that sorts the copies in shared memory; the default rung by
    size, and pc-lanes where no tiling fits or tile-binned's copies do not
-   fit the device's memory (allocations failed on purpose); the division by
-   a multiply that places a tile.  Without a GPU
-   every case skips and says so; make test-gpu sets
-   ELEC_REQUIRE_GPU=1, and then a missing GPU is a failure.
+   fit the device's memory (allocations failed on purpose); the division
+   by a multiply that places a tile (on the host as well).  Without a GPU
+   every GPU case skips and says so; make test-gpu sets ELEC_REQUIRE_GPU=1,
+   and then a missing GPU is a failure.
 
    Geometry: spacings of 0.5 A and positions rounded so that x / h is a
    float, periods of 2^k A over 2^m points: the grid coordinates the GPU
@@ -1140,50 +1140,74 @@ TEST(tile_binned_raises_its_groups_only_to_stage_its_copies) {
 
 /* The tile-binned rungs find a tile's place by elec__divide, a multiply
    for a division: every divisor up to 4,096 and some far past any tile
-   count, each against the dividends at and around its multiples
-   (0, d - 1, d, ...), the largest multiples under 2^31, and 2^31 - 1,
-   on the device against its own integer division. */
-__global__ void divide_against_division(const unsigned *divisors, const elec__divisor *by,
-                                        int count, unsigned *wrong) {
-    const int k = blockIdx.x;
-    if (k >= count) return;
-    const unsigned d = divisors[k], top = 0x7fffffffu;
-    for (int s = threadIdx.x; s < 4096; s += blockDim.x) {
-        /* q = s / 2 from 0 for s < 2048, then down from the largest */
-        const unsigned q = s < 2048 ? (unsigned)(s >> 1) : top / d - (unsigned)((s - 2048) >> 1);
-        const unsigned a[3] = {q * d, q * d + d - 1, min(top, q * d + (d >> 1))};
-        for (int i = 0; i < 3; i++)
-            if (a[i] <= top && elec__divide(a[i], by[k]) != a[i] / d) atomicAdd(wrong, 1u);
-    }
-    if (threadIdx.x == 0 && elec__divide(top, by[k]) != top / d) atomicAdd(wrong, 1u);
-}
-
-TEST(tile_places_divide_exactly_by_a_multiply) {
-    REQUIRE_GPU();
+   count, each against the dividends at, just under and half way past
+   2,048 multiples from 0 and 2,048 down from the largest under 2^31 (for
+   divisors past 2^20 that count wraps: other dividends, still checked),
+   and 2^31 - 1; on the host (which every build runs) and on the device,
+   against the integer division. */
+static std::vector<unsigned> divisors_to_check(void) {
     std::vector<unsigned> divisors;
     for (unsigned d = 1; d <= 4096; d++) divisors.push_back(d);
     const unsigned far[] = {65535u, 65536u, 65537u, 1000003u, 1u << 20, (1u << 20) + 1u,
                             0x40000001u, 0x7ffffffeu, 0x7fffffffu};
     for (unsigned d : far) divisors.push_back(d);
+    return divisors;
+}
+
+/* Dividends past 2^31 - 1 are out of elec__divide's range and skipped. */
+__host__ __device__ static unsigned divide_misses(unsigned d, elec__divisor by, int s) {
+    const unsigned top = 0x7fffffffu;
+    const unsigned q = s < 2048 ? (unsigned)s : top / d - (unsigned)(s - 2048);
+    const unsigned a[3] = {q * d, q * d + d - 1, q * d + (d >> 1)};
+    unsigned misses = s == 0 && elec__divide(top, by) != top / d;
+    for (int i = 0; i < 3; i++) misses += a[i] <= top && elec__divide(a[i], by) != a[i] / d;
+    return misses;
+}
+
+__global__ void divide_on_the_device(const unsigned *divisors, const elec__divisor *by,
+                                     int count, unsigned *misses) {
+    const int k = blockIdx.x;
+    if (k >= count) return;
+    for (int s = threadIdx.x; s < 4096; s += blockDim.x) {
+        const unsigned m = divide_misses(divisors[k], by[k], s);
+        if (m) atomicAdd(misses, m);
+    }
+}
+
+TEST(tile_places_divide_exactly_by_a_multiply_on_the_host) {
+    const std::vector<unsigned> divisors = divisors_to_check();
+    unsigned misses = 0;
+    for (unsigned d : divisors) {
+        const elec__divisor by = elec__divisor_of(d);
+        for (int s = 0; s < 4096; s++) misses += divide_misses(d, by, s);
+    }
+    EXPECT(misses == 0, "%u quotients differ from the division's over %zu divisors", misses,
+           divisors.size());
+}
+
+TEST(tile_places_divide_exactly_by_a_multiply_on_the_device) {
+    REQUIRE_GPU();
+    const std::vector<unsigned> divisors = divisors_to_check();
     std::vector<elec__divisor> by;
     for (unsigned d : divisors) by.push_back(elec__divisor_of(d));
     const int count = (int)divisors.size();
-    unsigned *d_divisors = NULL, *d_wrong = NULL, wrong = 1;
+    unsigned *d_divisors = NULL, *d_misses = NULL, misses = 1;
     elec__divisor *d_by = NULL;
     CUDA_OK(cudaMalloc((void **)&d_divisors, count * sizeof(unsigned)));
     CUDA_OK(cudaMalloc((void **)&d_by, count * sizeof(elec__divisor)));
-    CUDA_OK(cudaMalloc((void **)&d_wrong, sizeof(unsigned)));
+    CUDA_OK(cudaMalloc((void **)&d_misses, sizeof(unsigned)));
     CUDA_OK(cudaMemcpy(d_divisors, divisors.data(), count * sizeof(unsigned),
                        cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(d_by, by.data(), count * sizeof(elec__divisor), cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(d_wrong, 0, sizeof(unsigned)));
-    divide_against_division<<<count, 256>>>(d_divisors, d_by, count, d_wrong);
+    CUDA_OK(cudaMemset(d_misses, 0, sizeof(unsigned)));
+    divide_on_the_device<<<count, 256>>>(d_divisors, d_by, count, d_misses);
     CUDA_OK(cudaGetLastError());
-    CUDA_OK(cudaMemcpy(&wrong, d_wrong, sizeof(unsigned), cudaMemcpyDeviceToHost));
-    EXPECT(wrong == 0, "%u quotients differ from the division's over %d divisors", wrong, count);
+    CUDA_OK(cudaMemcpy(&misses, d_misses, sizeof(unsigned), cudaMemcpyDeviceToHost));
+    EXPECT(misses == 0, "%u quotients differ from the division's over %d divisors", misses,
+           count);
     CUDA_OK(cudaFree(d_divisors));
     CUDA_OK(cudaFree(d_by));
-    CUDA_OK(cudaFree(d_wrong));
+    CUDA_OK(cudaFree(d_misses));
 }
 
 int main(void) {
@@ -1202,6 +1226,7 @@ int main(void) {
     RUN(a_sharing_handle_sums_in_narrower_windows);
     RUN(tile_binned_raises_its_groups_only_to_stage_its_copies);
     RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
-    RUN(tile_places_divide_exactly_by_a_multiply);
+    RUN(tile_places_divide_exactly_by_a_multiply_on_the_host);
+    RUN(tile_places_divide_exactly_by_a_multiply_on_the_device);
     return test_summary();
 }
