@@ -4040,7 +4040,10 @@ __device__ __forceinline__ float elec__spme_pick(const float *w, int j) {
    (the DHFR-size step from a graph, in an experiment copy, 64.7-64.8
    -> 77.0-77.4 us, H200, 2026-11-29, 21:37 UTC; with the tensor sum in
    its narrower windows, 60.0-60.4 -> 70.5-70.7 us, and ApoA1-size's
-   165.8-166.0 -> 169.9-170.1, 2026-12-02); ApoA1-size's step from
+   165.8-166.0 -> 169.9-170.1, 2026-12-02; with its A and B zeroed
+   whole, 60.2-60.3 -> 66.6-66.9 and 166.6-167.3 -> 170.1-170.5, though
+   ApoA1-size's spread alone took 38.5-39.9 -> 26.1-26.2 us: bench_spme
+   --quick, two rounds, H200, 2026-12-02, 13:36 UTC); ApoA1-size's step from
    a graph 188.7-189.0 -> 191.7-191.9 us, though its spread alone takes
    40.8-42.0 -> 29.5-29.9 us.  After the chain, and at order 6 beside it, the faster
    spread shortens the step: 1M atoms (216^3, order 4) 1816-1827 ->
