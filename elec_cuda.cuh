@@ -11139,10 +11139,9 @@ cleanup:
    elec__chargemap_bin_group now keeps them in registers, which gains a
    little (ApoA1-size, 2026-12-02). */
 #define ELEC__CHARGEMAP_BIN_WIDE_ATOMS 512
-static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h, int n) {
-    const int chunk = elec__chargemap_chunk(n, h->bands.groups);
-    return chunk >= ELEC__CHARGEMAP_BIN_WIDE_ATOMS ? ELEC__CHARGEMAP_BIN_THREADS_MOST
-                                                   : ELEC__CHARGEMAP_TILE_THREADS;
+static unsigned elec__chargemap_bin_threads(const elec_cuda_chargemap_handle *h) {
+    return h->bands.chunk >= ELEC__CHARGEMAP_BIN_WIDE_ATOMS ? ELEC__CHARGEMAP_BIN_THREADS_MOST
+                                                            : ELEC__CHARGEMAP_TILE_THREADS;
 }
 
 /* Stage 1: the atoms into the rung's layout (bins, or the tile sort); the
@@ -11163,7 +11162,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
-                dim3(elec__chargemap_bin_threads(h, n)), h->bin_shared_bytes, stream, 0, xyzq, n,
+                dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, 0, xyzq, n,
                 h->g, h->bands, h->runs, h->copies, h->status, h->sums, h->bin_stage_room));
         goto cleanup;
     }
