@@ -1428,9 +1428,12 @@ typedef struct elec_chargemap_params {
                           TILE_FUSED_FIXED)                                */
     int no_pdl;        /* GPU: 1 launches every kernel in plain stream
                           order; 0 = programmatic dependent launch between
-                          the sort's and the map's kernels where the device
-                          has it (sm_90) and the kernels were compiled for
-                          compute_90 or later                               */
+                          the sort's and the map's kernels, and between the
+                          kernel before a call and tile-binned's first,
+                          where the device has it (sm_90) and the kernels
+                          were compiled for compute_90 or later (each
+                          waits for the kernel before it to finish before
+                          it touches memory)                                */
 } elec_chargemap_params;
 
 ELEC_API const char *elec_chargemap_variant_name(elec_chargemap_variant variant);

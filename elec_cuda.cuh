@@ -10680,7 +10680,13 @@ __host__ __device__ inline size_t elec__chargemap_hist_bytes(int tiles) {
    PDL where the handle uses it) as it starts, so that stage 2 may be
    scheduled once every stage-1 block has started; stage 2's blocks wait
    for stage 1 to finish before they read anything
-   (elec__k_chargemap_tile_sum). */
+   (elec__k_chargemap_tile_sum).  Stage 1 is itself launched with PDL
+   and waits, before it touches memory, for the kernel before it (the
+   last map's stage 2, or whatever wrote the atoms): its blocks are then
+   scheduled as that kernel's blocks end, not once its completion has been
+   processed.  ApoA1-size end to end 17.95-18.04 -> 17.01 us, the binning
+   alone 6.2-6.4 -> 5.2-5.3, 1M atoms 139.6-140.0 -> 138.8-138.9 (H200,
+   two rounds alternating; bench/RESULTS.md, 2026-12-02, 16:14 UTC on). */
 #define ELEC__CHARGEMAP_BIN_THREADS_MOST 1024
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BIN_THREADS_MOST)
 elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g,
@@ -10689,6 +10695,7 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
     extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
     int *stage = (int *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
     elec__chargemap_release_next();
+    elec__chargemap_wait_prior();
     elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
                               (int *)elec__chargemap_bin_smem, stage, stage_room);
 }
@@ -10729,8 +10736,9 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
 
 /* ---------------------------------------------------- host side: plans */
 
-/* Programmatic dependent launch between the sort's and the map's kernels
-   (sm_90, with kernels compiled for compute_90 or later: the handle's
+/* Programmatic dependent launch between the sort's and the map's kernels,
+   and between the kernel before a call and tile-binned's stage 1 (sm_90,
+   with kernels compiled for compute_90 or later: the handle's
    use_pdl, elec__chargemap_create_as): 1 on, 0 off (every launch then
    waits for the one before; or -DELEC__CHARGEMAP_PDL=0). */
 #ifndef ELEC__CHARGEMAP_PDL
@@ -11162,7 +11170,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
-                dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, 0, xyzq, n,
+                dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, pdl, xyzq, n,
                 h->g, h->bands, h->runs, h->copies, h->status, h->sums, h->bin_stage_room));
         goto cleanup;
     }
@@ -11426,7 +11434,7 @@ static elec_status elec__chargemap_enqueue(elec_cuda_chargemap_handle *h, const 
         goto cleanup;
     }
     if (marks) {
-        /* the sort's second kernel in plain order too */
+        /* the sort's kernels in plain order too */
         const int pdl = h->use_pdl;
         h->use_pdl = 0;
         status = elec__chargemap_prepare(h, xyzq, n, stream, err);

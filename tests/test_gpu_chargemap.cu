@@ -4,8 +4,9 @@
    and the overflow count; refusal of atoms outside a map (host API by
    name, device API by count, again for a second map of one prepare);
    periodic images; the fixed-point rungs bit-identical under shuffling
-   and repetition; the device-pointer API
-   repeated and replayed from a CUDA graph; the tile-binned rungs on dense
+   and repetition; the device-pointer API repeated and replayed from a
+   CUDA graph, and mapping the atoms that a kernel which releases its
+   dependents early writes just before; the tile-binned rungs on dense
    tiles, odd tile edges and few atoms, and their binning groups raised
    only where that sorts the copies in shared memory; the default rung by
    size, and pc-lanes where no tiling fits or tile-binned's copies do not
@@ -654,6 +655,90 @@ TEST(device_api_repeats_and_replays_from_a_graph) {
     test_system_free(&sys);
 }
 
+/* A kernel that lets the kernels after it start at once (PDL's early
+   release, sm_90 on) and writes the atoms only after spinning for `spin`
+   cycles: a stage launched with PDL that read the atoms before waiting
+   for it would read the ones there before. */
+__global__ void write_atoms_late(float4 *to, const float4 *from, int n, long long spin) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    const long long start = clock64();
+    while (clock64() - start < spin) {
+    }
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        to[i] = from[i];
+}
+
+/* Every rung maps the atoms that the kernel just before it in the stream
+   wrote, though that kernel releases its dependents early and writes
+   late: the buffer first holds the atoms with their charges negated, so
+   that a read before the write gives the negated map. */
+TEST(the_atoms_a_kernel_writes_just_before_are_the_ones_mapped) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(4000, 16.0, 59);
+    const int dims[3] = {32, 32, 32};
+    const elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    snap(&sys, 0.5);
+    const elec_atoms atoms = test_system_atoms(&sys);
+    const int n = (int)sys.count;
+    std::vector<float4> host(n), stale(n);
+    for (int i = 0; i < n; i++) {
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+        stale[i] = host[i];
+        stale[i].w = -host[i].w;
+    }
+    elec_chargemap_params p = {0};
+    p.periodic = 1;
+    reference r;
+    if (reference_of(&atoms, &l, &p, &r)) {
+        const double e_w = gpu_chargemap_weight_error(ELEC_CHARGEMAP_SKEEL, 4);
+        std::vector<float> got(r.points);
+        float4 *d_xyzq = NULL, *d_fresh = NULL;
+        float *d_grid = NULL;
+        cudaStream_t stream = NULL;
+        CUDA_OK(cudaStreamCreateWithFlags(&stream, GPU_TEST_STREAM_FLAGS));
+        CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_fresh, n * sizeof(float4)));
+        CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+        CUDA_OK(cudaMemcpy(d_fresh, host.data(), n * sizeof(float4), cudaMemcpyHostToDevice));
+        for (int v = 1; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++) {
+            elec_cuda_chargemap_handle *h = NULL;
+            elec_error err;
+            p.variant = (elec_chargemap_variant)v;
+            const char *what = elec_chargemap_variant_name(p.variant);
+            EXPECT(elec_cuda_chargemap_create(&l, n, &p, -1, &h, &err) == ELEC_OK, "%s: %s",
+                   what, err.message);
+            if (!h) continue;
+            /* about a millisecond at 2 GHz: far past the host's time to
+               enqueue the map, so that the map's kernels are waiting */
+            const long long spin = 2000000;
+            for (int run = 0; run < 2; run++) {
+                CUDA_OK(cudaMemcpy(d_xyzq, stale.data(), n * sizeof(float4),
+                                   cudaMemcpyHostToDevice));
+                write_atoms_late<<<4, 256, 0, stream>>>(d_xyzq, d_fresh, n, spin);
+                CUDA_OK(cudaGetLastError());
+                EXPECT(elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, stream, &err) ==
+                           ELEC_OK, "%s run %d: %s", what, run, err.message);
+                EXPECT(elec_cuda_chargemap_finish(h, NULL, stream, &err) == ELEC_OK, "%s: %s",
+                       what, err.message);
+                CUDA_OK(cudaMemcpy(got.data(), d_grid, r.points * sizeof(float),
+                                   cudaMemcpyDeviceToHost));
+                check(what, got.data(), r.want, r.abs_sum, r.terms, r.points, 4, e_w,
+                      max_charge(&sys), sums_of_handle(h));
+            }
+            elec_cuda_chargemap_destroy(h);
+        }
+        cudaStreamDestroy(stream);
+        cudaFree(d_xyzq);
+        cudaFree(d_fresh);
+        cudaFree(d_grid);
+        reference_free(&r);
+    }
+    test_system_free(&sys);
+}
+
 /* The compute in its two public stages: prepare then map gives the grid
    compute gives, bit for bit for the rungs whose sums have one order (the
    fixed-point ones, whatever the atom order) and within the float bound
@@ -1222,6 +1307,7 @@ int main(void) {
     RUN(fixed_point_is_bit_identical_whatever_the_order);
     RUN(fixed_point_tiles_give_the_same_bits_in_halves_and_whole);
     RUN(device_api_repeats_and_replays_from_a_graph);
+    RUN(the_atoms_a_kernel_writes_just_before_are_the_ones_mapped);
     RUN(tile_rungs_take_dense_tiles_and_any_edges);
     RUN(a_sharing_handle_sums_in_narrower_windows);
     RUN(tile_binned_raises_its_groups_only_to_stage_its_copies);
