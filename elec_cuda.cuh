@@ -10410,8 +10410,9 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
    123.8 (H200, bench/RESULTS.md, 2026-12-02).
    Accuracy: TF32 reads 10 of a float's 23 significand bits, so each
    operand is split, v = hi + lo (elec__tf32_split), and three products
-   are summed, hi hi + hi lo + lo hi: each term q wx wy wz is then off by
-   less than 3 2^-20 of itself (the lo lo term and the bits of lo the
+   are summed, hi hi + hi lo + lo hi (hi hi in sums apart from the other
+   two, added at the store): each term q wx wy wz is then off by less
+   than 3 2^-20 of itself (the lo lo term and the bits of lo the
    tensor cores drop), where float arithmetic is off by a few 2^-24; the
    tensor cores' products are exact and their sums are float's, rounded
    toward zero (Fasi et al., PeerJ Comput. Sci. 7:e330, 2021, measured
@@ -10494,6 +10495,37 @@ __device__ __forceinline__ void elec__mma_tf32(float c[4], const unsigned a[4],
 #endif
 }
 
+/* ldmatrix (sm_75 on; compiled from sm_80 on, as elec__mma_tf32, the
+   only sum that calls it running there): four (x4) or two
+   (x2) 8 x 4 matrices of 32-bit words from rows of 16 bytes in shared
+   memory (16-byte aligned), each lane's address one row's; lane l gets
+   row l / 4, word l % 4 of each. */
+__device__ __forceinline__ unsigned elec__smem_address(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void elec__ldmatrix_x4(unsigned v[4], unsigned at) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(at));
+#else
+    (void)v;
+    (void)at;
+    __trap();
+#endif
+}
+__device__ __forceinline__ void elec__ldmatrix_x2(unsigned v[2], unsigned at) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(v[0]), "=r"(v[1])
+                 : "r"(at));
+#else
+    (void)v;
+    (void)at;
+    __trap();
+#endif
+}
+
 template <int BASIS, int W, int WIN>
 __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 *runs,
                                                 const float4 *copies,
@@ -10522,6 +10554,11 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     const int rows = len[1] + W - 1; /* corner rows */
     const int y0 = 2 * warp;                                 /* this warp's rows y0, y0 + 1 */
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    /* hi lo + lo hi, in sums of their own up to order 5; at 6 to 8 the
+       eight registers more spilled 12 to 76 bytes a thread (B-spline;
+       ptxas -v, nvcc 13.0), and those orders add all three in acc */
+    constexpr bool CROSS_APART = W <= 5;
+    float cross[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
         const int count = min(WIN, total - base);
         /* A and B zeroed whole, 16 bytes a store, before the sort (whose
@@ -10566,31 +10603,53 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
            to y0 + 1, keys y0 to y0 + W */
         const int lo = bin[min(y0, rows)], hi = bin[min(y0 + W + 1, rows)];
         if (y0 < len[1]) {
-            /* this lane's elements: x gq and gq + 8 of A, z gq of B, copies
-               kb + tq and kb + tq + 4; past the run (other rows' copies,
-               the padding) d leaves [0, W) and B is zero */
-            const float *axk = ax + gq * S + lo + tq, *bzk = bz + gq * S + lo + tq;
-            const float *wyk = wy + lo + tq;
-            const int *cyk = cy + lo + tq;
-            for (int kb = lo; kb < hi; kb += 8, axk += 8, bzk += 8, wyk += 8, cyk += 8) {
-                unsigned a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
+            /* A (x by eight copies) in one ldmatrix.x4, the copies' q wz
+               (B's factor) in one .x2, where four and two loads a lane
+               took: ApoA1-size's map 11.30-11.37 -> 11.18-11.23 us, with
+               the two sums below 11.07-11.13 (H200, three rounds
+               alternating; bench/RESULTS.md, 2026-12-02, 16:14 UTC on).
+               Rows are 16 bytes, so the run is read from the multiple of
+               4 at or below lo: the copies before lo (corner rows above
+               this warp's) have d >= W, and B zero.  Lane l gives the
+               address of row l % 8 of matrix l / 8: A's x is that row, + 8
+               in matrices 1 and 3, its copies kb, + 4 in matrices 2 and
+               3; B's z is the row, its copies kb, + 4 in matrix 1 (lanes
+               16-31 repeat 0-15, unread).  Past the run (other rows'
+               copies, the padding) d leaves [0, W) and B is zero. */
+            const int k0 = lo & ~3, mat = lane >> 3, r8 = lane & 7;
+            unsigned a_at = elec__smem_address(ax + (r8 + 8 * (mat & 1)) * S + 4 * (mat >> 1) +
+                                               k0);
+            unsigned b_at = elec__smem_address(bz + r8 * S + 4 * (mat & 1) + k0);
+            const float *wyk = wy + k0 + tq;
+            const int *cyk = cy + k0 + tq;
+            for (int kb = k0; kb < hi; kb += 8, a_at += 32, b_at += 32, wyk += 8, cyk += 8) {
+                unsigned a[4], qz[2], a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
+                elec__ldmatrix_x4(a, a_at);
+                elec__ldmatrix_x2(qz, b_at);
 #pragma unroll
-                for (int h = 0; h < 2; h++) { /* a0 a1 (k = tq), a2 a3 (k = tq + 4) */
-                    elec__tf32_split(axk[4 * h], &a_hi[2 * h], &a_lo[2 * h]);
-                    elec__tf32_split(axk[8 * S + 4 * h], &a_hi[2 * h + 1], &a_lo[2 * h + 1]);
+                for (int i = 0; i < 4; i++)
+                    elec__tf32_split(__uint_as_float(a[i]), &a_hi[i], &a_lo[i]);
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
                     const int c = cyk[4 * h];
-                    const float qz = bzk[4 * h];
 #pragma unroll
                     for (int row = 0; row < 2; row++) {
                         const int d = y0 + row - c;
-                        const float v = (unsigned)d < (unsigned)W ? wyk[d * S + 4 * h] * qz : 0.0f;
+                        const float v = (unsigned)d < (unsigned)W
+                                            ? wyk[d * S + 4 * h] * __uint_as_float(qz[h])
+                                            : 0.0f;
                         elec__tf32_split(v, &b_hi[row][h], &b_lo[row][h]);
                     }
                 }
+                /* the cross products in sums of their own: a chain of two
+                   dependent products a row, not three (1M atoms' map
+                   100.2-100.5 -> 99.2 us with ldmatrix, H200, the same
+                   rounds) */
 #pragma unroll
                 for (int row = 0; row < 2; row++) {
-                    elec__mma_tf32(acc[row], a_lo, b_hi[row]);
-                    elec__mma_tf32(acc[row], a_hi, b_lo[row]);
+                    float *into = CROSS_APART ? cross[row] : acc[row];
+                    elec__mma_tf32(into, a_lo, b_hi[row]);
+                    elec__mma_tf32(into, a_hi, b_lo[row]);
                     elec__mma_tf32(acc[row], a_hi, b_hi[row]);
                 }
             }
@@ -10608,7 +10667,8 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             const int x = gq + 8 * (c >> 1), z = 2 * tq + (c & 1);
-            if (x < len[0] && z < len[2]) out[x + plane * z] = acc[row][c];
+            if (x < len[0] && z < len[2])
+                out[x + plane * z] = CROSS_APART ? acc[row][c] + cross[row][c] : acc[row][c];
         }
     }
     __syncthreads(); /* the shared memory is the next tile's */

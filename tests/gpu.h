@@ -166,11 +166,13 @@ enum { GPU_SUMS_FLOAT = 0, GPU_SUMS_FIXED_POINT = 1, GPU_SUMS_TENSOR = 2 };
    most A, aligned to the largest and truncated, and the result's own
    truncation), as Fasi et al. (PeerJ Comput. Sci. 7:e330, 2021) measured
    the V100's, T4's and A100's tensor cores to round; the model is assumed
-   for sm_90's: 20 ulps of A, three sums a term. */
+   for sm_90's: 20 ulps of A, three sums a term; and 1 ulp of A where the
+   hi hi sums and the cross products' are added at the store. */
 static inline double gpu_chargemap_bound(int terms, double abs_sum, int order, double weight_err,
                                          double max_q, int sums) {
     const double c = order * 2 > 8 ? order * 2 : 8;
-    const double ulps = terms + c + (sums == GPU_SUMS_TENSOR ? 48.0 + 3.0 * 20.0 * terms : 0.0);
+    const double ulps =
+        terms + c + (sums == GPU_SUMS_TENSOR ? 48.0 + 1.0 + 3.0 * 20.0 * terms : 0.0);
     return ulps * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
            (sums == GPU_SUMS_FIXED_POINT ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
 }
