@@ -10496,29 +10496,25 @@ __device__ __forceinline__ void elec__mma_tf32(float c[4], const unsigned a[4],
 }
 
 /* ldmatrix (sm_75 on; compiled from sm_80 on, as elec__mma_tf32, the
-   only sum that calls it running there): four (x4) or two
-   (x2) 8 x 4 matrices of 32-bit words from rows of 16 bytes in shared
-   memory (16-byte aligned), each lane's address one row's; lane l gets
-   row l / 4, word l % 4 of each. */
+   only sum that calls it running there): N (4: .x4, 2: .x2) 8 x 4
+   matrices of 32-bit words from rows of 16 bytes in shared memory
+   (16-byte aligned), each lane's address one row's; lane l gets row
+   l / 4, word l % 4 of each. */
 __device__ __forceinline__ unsigned elec__smem_address(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
-__device__ __forceinline__ void elec__ldmatrix_x4(unsigned v[4], unsigned at) {
+template <int N>
+__device__ __forceinline__ void elec__ldmatrix(unsigned (&v)[N], unsigned at) {
+    static_assert(N == 2 || N == 4, "ldmatrix .x2 or .x4");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-                 : "r"(at));
-#else
-    (void)v;
-    (void)at;
-    __trap();
-#endif
-}
-__device__ __forceinline__ void elec__ldmatrix_x2(unsigned v[2], unsigned at) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-                 : "=r"(v[0]), "=r"(v[1])
-                 : "r"(at));
+    if constexpr (N == 4)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                     : "r"(at));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                     : "=r"(v[0]), "=r"(v[1])
+                     : "r"(at));
 #else
     (void)v;
     (void)at;
@@ -10624,8 +10620,8 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
             const int *cyk = cy + k0 + tq;
             for (int kb = k0; kb < hi; kb += 8, a_at += 32, b_at += 32, wyk += 8, cyk += 8) {
                 unsigned a[4], qz[2], a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
-                elec__ldmatrix_x4(a, a_at);
-                elec__ldmatrix_x2(qz, b_at);
+                elec__ldmatrix(a, a_at);
+                elec__ldmatrix(qz, b_at);
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     elec__tf32_split(__uint_as_float(a[i]), &a_hi[i], &a_lo[i]);
