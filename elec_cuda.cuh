@@ -10533,6 +10533,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     static_assert(S >= WIN + 8, "a window and its eight padding slots");
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
     static_assert(threads == 256, "eight warps, two y rows each");
+    static_assert(S / 4 <= threads, "a thread zeroes a column of four of A and B");
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;
     const int groups = bd.groups, chunk = bd.chunk;
     float *ax = (float *)smem;     /* 16 x S: wx at x          */
@@ -10557,15 +10558,21 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     float cross[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
         const int count = min(WIN, total - base);
-        /* A and B zeroed whole, 16 bytes a store, before the sort (whose
+        /* A and B zeroed by rows, 16 bytes a store, before the sort (whose
            barriers come before the records are written).  Zeroed a copy at
            a time, its 24 slots stored at its sorted place (the lanes'
            places scattered over the banks), stage 2 took 12.31-12.38 us at
            ApoA1 size and 110.9-111.2 at 1M atoms; zeroed whole,
            11.27-11.32 and 100.4-100.6 (H200, two rounds alternating in one
-           call; bench/RESULTS.md, 2026-12-02, 12:07 UTC on) */
-        for (int k = t; k < 24 * S / 4; k += threads)
-            ((float4 *)ax)[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+           call; bench/RESULTS.md, 2026-12-02, 12:07 UTC on).  Only the
+           columns the loop reads are zeroed (the window's copies and the
+           eight padding slots, a thread a column of 4): ApoA1-size
+           10.95-11.03 -> 10.81-10.91 us, 1M atoms 97.98-98.78 ->
+           97.10-97.79 (H200, six rounds alternating in two calls;
+           bench/RESULTS.md, 2026-12-02, 23:28 UTC on). */
+        if (t < (count + 8 + 3) / 4)
+            for (int row = 0; row < 24; row++)
+                ((float4 *)(ax + row * S))[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         /* keyed by the stencil's y corner */
         int key[PER], rank[PER];
         float4 r[PER];
