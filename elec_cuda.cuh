@@ -10558,7 +10558,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     float cross[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     for (int base = 0; base < total; base += WIN) {
         const int count = min(WIN, total - base);
-        /* A and B zeroed by rows, 16 bytes a store, before the sort (whose
+        /* A and B zeroed, 16 bytes a store, before the sort (whose
            barriers come before the records are written).  Zeroed a copy at
            a time, its 24 slots stored at its sorted place (the lanes'
            places scattered over the banks), stage 2 took 12.31-12.38 us at
