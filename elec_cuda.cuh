@@ -9428,6 +9428,8 @@ typedef struct elec__chargemap_bands {
     int count, groups;
     int chunk;                /* atoms a group takes, set by each prepare   */
     elec__divisor n0, n1;     /* n[0] and n[1] as divisors (a tile's place) */
+    int prefetch;             /* stage 2 prefetches a tile's copies into L1
+                                 (elec__chargemap_prefetches)              */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -10209,13 +10211,31 @@ __device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0
    runs of tile id, their offsets scanned by one warp (which, filling the
    first window's places as well, made every block wait for it: 15.8 ->
    16.7 us at ApoA1 size; bench/RESULTS.md); returns the tile's copies.
-   Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS) calls it. */
-__device__ __forceinline__ int elec__chargemap_warp_runs(int id, const int2 *runs, int groups,
+   Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS) calls it.
+   In the tensor sum (PREFETCH; in the column sum, which the one-kernel
+   rungs share, its code took registers that spilled) and where
+   bd.prefetch is set, the thread that reads a group's run asks for the
+   run's copies in L1 at once (a line of 128 bytes a step of eight copies,
+   and the last copy's), and the window's sort then reads them through L1
+   (elec__chargemap_sort_window). */
+__device__ __forceinline__ void elec__prefetch_l1(const void *p) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+template <bool PREFETCH>
+__device__ __forceinline__ int elec__chargemap_warp_runs(int id, const int2 *runs,
+                                                         const float4 *copies,
+                                                         const elec__chargemap_bands &bd,
                                                          int *start, int *offset) {
+    const int groups = bd.groups;
     for (int j = threadIdx.x; j < groups; j += ELEC__CHARGEMAP_TILE_THREADS) {
         const int2 run = elec__chargemap_tile_run(runs, id, groups, j);
         start[j] = run.x;
         offset[j] = run.y;
+        if (PREFETCH && bd.prefetch) {
+            const float4 *first = elec__chargemap_group_copies(copies, j, bd.chunk) + run.x;
+            for (int c = 0; c < run.y; c += 8) elec__prefetch_l1(first + c);
+            if (run.y > 0) elec__prefetch_l1(first + run.y - 1);
+        }
     }
     __syncthreads();
     if (threadIdx.x < 32) elec__chargemap_warp_scan(offset, groups);
@@ -10247,12 +10267,16 @@ __device__ __forceinline__ void elec__chargemap_copy_stencil(float4 r, const int
    window's count), so that copy i's sorted place is bin[key[i]] + rank[i].
    Only a copy, its key and rank live across the scan: the weights come
    after it.  Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS)
-   calls it; source holds the copies' places until the scan. */
+   calls it; source holds the copies' places until the scan.  The copies
+   are read past L1 (written by stage 1 on other SMs) unless they were
+   prefetched into it (cached; elec__chargemap_warp_runs): a read after
+   stage 2's wait for stage 1 (griddepcontrol.wait, whose writes it makes
+   visible to the grid) or after the kernel boundary. */
 template <int PER, typename KeyOf>
 __device__ __forceinline__ void elec__chargemap_sort_window(
     const float4 *copies, int chunk, int groups, const int *start, const int *offset, int base,
     int count, int *source, int *bin, int bins, KeyOf key_of, float4 r[PER], int key[PER],
-    int rank[PER]) {
+    int rank[PER], bool cached) {
     const int t = threadIdx.x;
     for (int k = t; k <= bins; k += ELEC__CHARGEMAP_TILE_THREADS) bin[k] = 0;
     elec__chargemap_window_sources(source, chunk, groups, start, offset, base, base + count);
@@ -10263,7 +10287,7 @@ __device__ __forceinline__ void elec__chargemap_sort_window(
         key[i] = rank[i] = 0;
         r[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (s < count) {
-            r[i] = __ldcg(copies + source[s]);
+            r[i] = cached ? copies[source[s]] : __ldcg(copies + source[s]);
             key[i] = key_of(r[i]);
             rank[i] = atomicAdd(bin + key[i], 1);
         }
@@ -10298,7 +10322,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
     int *start = offset + groups + 1;                    /* groups         */
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    const int total = elec__chargemap_warp_runs(id, runs, groups, start, offset);
+    const int total = elec__chargemap_warp_runs<false>(id, runs, copies, bd, start, offset);
     const int BX = len[0] + W - 1, bins = BX * (len[1] + W - 1), columns = len[0] * len[1];
     for (int zc0 = 0; zc0 < len[2]; zc0 += ZC)
         for (int cc0 = 0; cc0 < columns; cc0 += threads) {
@@ -10321,7 +10345,7 @@ __device__ void elec__chargemap_sum_tile_columns(int id, float *grid, const int2
                                                               g.K[1], W);
                         return (cx + W - 1) + (cy + W - 1) * BX;
                     },
-                    r, key, rank);
+                    r, key, rank, false);
 #pragma unroll
                 for (int i = 0; i < PER; i++)
                     if (t + i * threads < count) { /* the record at its sorted place */
@@ -10547,7 +10571,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     int *start = offset + groups + 1;
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    const int total = elec__chargemap_warp_runs(id, runs, groups, start, offset);
+    const int total = elec__chargemap_warp_runs<true>(id, runs, copies, bd, start, offset);
     const int rows = len[1] + W - 1; /* corner rows */
     const int y0 = 2 * warp;                                 /* this warp's rows y0, y0 + 1 */
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
@@ -10582,7 +10606,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
                 return elec__chargemap_corner((int)c.y, g.offset, t0[1], len[1], g.K[1], W) +
                        W - 1;
             },
-            r, key, rank);
+            r, key, rank, bd.prefetch != 0);
 #pragma unroll
         for (int i = 0; i < PER; i++)
             if (t + i * threads < count) { /* the record at its sorted place */
@@ -11127,6 +11151,30 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
     return 1.5 * mean + 64.0 <= (double)most ? (int)(1.5 * mean + 64.0) : 0;
 }
 
+/* Whether TILE_BINNED's stage 2 prefetches a tile's copies into L1
+   (elec__chargemap_warp_runs): where the copies (max_atoms times the
+   tiles' halo, 16 bytes each) and the grid outgrow L2, so that the
+   copies come from DRAM.  There the prefetch hid that latency: 1M atoms
+   on 216^3 (about 33 + 40 MB) took 93.67-93.90 us against 97.10-97.39
+   without it, and 3 % less with tiles of 16 x 8 x 8 and 8 x 8 x 8 as well.
+   Where they stay in L2 the prefetch's loop only lengthens a block's path:
+   ApoA1-size (about 3 + 4 MB) 2-3 % slower in one, two or four waves of
+   tiles, DMPC-size up to 3 %.  So gated, 1M atoms' map 96.65-96.97 ->
+   93.65-93.83 us, ApoA1-size's and DMPC-size's within 1 % of before
+   (H200, three rounds alternating a call; bench/RESULTS.md, 2026-12-02,
+   23:28 UTC on).  Sizes between the two were not measured.  Not for the
+   one-kernel rungs, whose stage 1 writes the copies in the same kernel,
+   before a grid barrier. */
+static int elec__chargemap_prefetches(const elec__chargemap_bands *bd, size_t max_atoms,
+                                      const int K[3], int width, int l2_bytes) {
+    double copies = 16.0 * (double)max_atoms, grid = 4.0;
+    for (int axis = 0; axis < 3; axis++) {
+        if (bd->n[axis] > 1) copies *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
+        grid *= (double)K[axis];
+    }
+    return copies + grid > (double)l2_bytes;
+}
+
 /* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one
    an SM, or the fewest of two and four an SM at which stage 1's room
    fits, where the caller left them to the handle), shared-memory limits,
@@ -11141,6 +11189,11 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const elec__chargemap_fused_kernel fused = elec__chargemap_fused_kernel_of<BASIS, W>(h->sum);
     int cooperative = 0, per_sm = 0;
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
+    int l2_bytes = 0;
+    ELEC__CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, h->device));
+    h->bands.prefetch = h->p.variant == ELEC_CHARGEMAP_TILE_BINNED &&
+                        elec__chargemap_prefetches(&h->bands, h->max_atoms, h->g.K, h->g.width,
+                                                   l2_bytes);
     h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
     for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
                          h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;

@@ -1295,6 +1295,93 @@ TEST(tile_places_divide_exactly_by_a_multiply_on_the_device) {
     CUDA_OK(cudaFree(d_misses));
 }
 
+/* TILE_BINNED's stage 2 prefetches a tile's copies into L1 only where
+   the copies and the grid outgrow L2 (elec__chargemap_prefetches), here
+   an L2 of 50 MB as the H100's and H200's: ApoA1-size on 112 x 112 x 80
+   (about 3 + 4 MB) not, 1M atoms on 216^3 (about 33 + 40 MB) yes, and a
+   coarse grid's few atoms not however many tiles. */
+TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
+    const int l2 = 50 << 20, shift[3] = {4, 4, 3};
+    const int apoa1[3] = {112, 112, 80}, million[3] = {216, 216, 216}, coarse[3] = {64, 64, 64};
+    const elec__chargemap_bands a = elec__chargemap_bands_of(apoa1, shift, 4);
+    const elec__chargemap_bands m = elec__chargemap_bands_of(million, shift, 4);
+    const elec__chargemap_bands c = elec__chargemap_bands_of(coarse, shift, 4);
+    EXPECT(!elec__chargemap_prefetches(&a, 92224, apoa1, 4, l2), "ApoA1-size prefetches");
+    EXPECT(elec__chargemap_prefetches(&m, 1000000, million, 4, l2), "1M atoms do not prefetch");
+    EXPECT(!elec__chargemap_prefetches(&c, 68484, coarse, 4, l2), "DMPC-size prefetches");
+    EXPECT(!elec__chargemap_prefetches(&m, 1000, million, 4, 2 * l2),
+           "216^3 with a thousand atoms prefetches from an L2 of 100 MB");
+}
+
+/* The same maps with the prefetch forced on a small system (the sizes
+   that turn it on take seconds of the CPU's reference): every point
+   within the float bound of the double reference, Skeel and B-spline, a
+   map and a periodic grid, and the handle planned without it.  A second
+   call maps the atoms with their charges negated: copies left in L1 by
+   the first would show. */
+TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
+    REQUIRE_GPU();
+    test_system sys = test_system_random(6000, 16.0, 71);
+    const int map_dims[3] = {44, 41, 37}, periodic_dims[3] = {32, 32, 32};
+    for (size_t i = 0; i < 3 * sys.count; i++) /* [4, 16) A: inside the map */
+        sys.xyz[i] = 4.0 + 0.75 * sys.xyz[i];
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    const size_t n = sys.count;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, 2 * n * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < n; i++) host[i].w = -host[i].w;
+    CUDA_OK(cudaMemcpy(d_xyzq + n, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int basis = 0; basis < 2; basis++) {
+            elec_chargemap_params p = {0};
+            elec_lattice l = lattice_of(periodic ? periodic_dims : map_dims, 0.5, 0.0);
+            elec_cuda_chargemap_handle *h = NULL;
+            elec_error err;
+            reference r;
+            char what[96];
+            p.basis = (elec_chargemap_basis)basis;
+            p.periodic = periodic;
+            p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+            snprintf(what, sizeof what, "prefetched, %s order 4, %s",
+                     basis ? "B-spline" : "Skeel", periodic ? "periodic" : "map");
+            if (!reference_of(&atoms, &l, &p, &r)) continue;
+            EXPECT(elec_cuda_chargemap_create(&l, n, &p, -1, &h, &err) == ELEC_OK, "%s: %s",
+                   what, err.message);
+            if (h) {
+                float *got = (float *)malloc(r.points * sizeof(float)), *d_grid = NULL;
+                double *minus = (double *)malloc(r.points * sizeof(double));
+                for (size_t g = 0; g < r.points; g++) minus[g] = -r.want[g];
+                EXPECT(!h->bands.prefetch, "%s: planned with the prefetch", what);
+                h->bands.prefetch = 1;
+                CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+                for (int call = 0; call < 2; call++) {
+                    EXPECT(elec_cuda_chargemap_compute(h, d_xyzq + call * n, n, d_grid, 0,
+                                                       &err) == ELEC_OK &&
+                               elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
+                           "%s: %s", what, err.message);
+                    CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
+                                       cudaMemcpyDeviceToHost));
+                    check(what, got, call ? minus : r.want, r.abs_sum, r.terms, r.points, 4,
+                          gpu_chargemap_weight_error(p.basis, 4), max_charge(&sys),
+                          sums_of_handle(h));
+                }
+                free(minus);
+                CUDA_OK(cudaFree(d_grid));
+                free(got);
+            }
+            elec_cuda_chargemap_destroy(h);
+            reference_free(&r);
+        }
+    CUDA_OK(cudaFree(d_xyzq));
+    free(host);
+    test_system_free(&sys);
+}
+
 int main(void) {
     gpu_test_start();
     RUN(every_rung_matches_the_double_reference);
@@ -1314,5 +1401,7 @@ int main(void) {
     RUN(prepare_then_map_is_compute_and_describe_says_what_was_chosen);
     RUN(tile_places_divide_exactly_by_a_multiply_on_the_host);
     RUN(tile_places_divide_exactly_by_a_multiply_on_the_device);
+    RUN(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2);
+    RUN(tile_binned_maps_alike_with_its_copies_prefetched);
     return test_summary();
 }
