@@ -9428,8 +9428,8 @@ typedef struct elec__chargemap_bands {
     int count, groups;
     int chunk;                /* atoms a group takes, set by each prepare   */
     elec__divisor n0, n1;     /* n[0] and n[1] as divisors (a tile's place) */
-    int prefetch;             /* stage 2 prefetches a tile's copies into L1
-                                 (elec__chargemap_prefetches)              */
+    int prefetch;             /* stage 2's tensor sum prefetches a tile's
+                                 copies into L1 (elec__chargemap_prefetches) */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -10212,12 +10212,12 @@ __device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0
    first window's places as well, made every block wait for it: 15.8 ->
    16.7 us at ApoA1 size; bench/RESULTS.md); returns the tile's copies.
    Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS) calls it.
-   In the tensor sum (PREFETCH; in the column sum, which the one-kernel
-   rungs share, its code took registers that spilled) and where
-   bd.prefetch is set, the thread that reads a group's run asks for the
-   run's copies in L1 at once (a line of 128 bytes a step of eight copies,
-   and the last copy's), and the window's sort then reads them through L1
-   (elec__chargemap_sort_window). */
+   In the tensor sum (PREFETCH) and where bd.prefetch is set, the thread
+   that reads a group's run asks for the run's copies in L1 at once (a
+   line of 128 bytes a step of eight copies, and the last copy's), and the
+   window's sort then reads them through L1 (elec__chargemap_sort_window).
+   Not in the column sum: the one-kernel rungs share it, and there its
+   code took registers that spilled (elec__chargemap_prefetches). */
 __device__ __forceinline__ void elec__prefetch_l1(const void *p) {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
@@ -11155,7 +11155,7 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
    (elec__chargemap_warp_runs): where the copies (max_atoms times the
    tiles' halo, 16 bytes each) and the grid outgrow L2, so that the
    copies come from DRAM.  There the prefetch hid that latency: 1M atoms
-   on 216^3 (about 33 + 40 MB) took 93.67-93.90 us against 97.10-97.39
+   on 216^3 (about 31 + 40 MB by this estimate) took 93.67-93.90 us against 97.10-97.39
    without it, and 3 % less with tiles of 16 x 8 x 8 and 8 x 8 x 8 as well.
    Where they stay in L2 the prefetch's loop only lengthens a block's path:
    ApoA1-size (about 3 + 4 MB) 2-3 % slower in one, two or four waves of
@@ -11164,7 +11164,8 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
    (H200, three rounds alternating a call; bench/RESULTS.md, 2026-12-02,
    23:28 UTC on).  Sizes between the two were not measured.  Not for the
    one-kernel rungs, whose stage 1 writes the copies in the same kernel,
-   before a grid barrier. */
+   before a grid barrier, and whose column sum spilled with the
+   prefetch's code (the fused B-spline kernels up to 136 bytes; ptxas). */
 static int elec__chargemap_prefetches(const elec__chargemap_bands *bd, size_t max_atoms,
                                       const int K[3], int width, int l2_bytes) {
     double copies = 16.0 * (double)max_atoms, grid = 4.0;

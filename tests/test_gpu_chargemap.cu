@@ -1298,8 +1298,9 @@ TEST(tile_places_divide_exactly_by_a_multiply_on_the_device) {
 /* TILE_BINNED's stage 2 prefetches a tile's copies into L1 only where
    the copies and the grid outgrow L2 (elec__chargemap_prefetches), here
    an L2 of 50 MB as the H100's and H200's: ApoA1-size on 112 x 112 x 80
-   (about 3 + 4 MB) not, 1M atoms on 216^3 (about 33 + 40 MB) yes, and a
-   coarse grid's few atoms not however many tiles. */
+   (about 3 + 4 MB) not, DMPC-size on 64^3 not, 1M atoms on 216^3 (about
+   31 + 40 MB) yes, and a thousand atoms on 216^3 not (the grid alone,
+   40 MB, under 50). */
 TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
     const int l2 = 50 << 20, shift[3] = {4, 4, 3};
     const int apoa1[3] = {112, 112, 80}, million[3] = {216, 216, 216}, coarse[3] = {64, 64, 64};
@@ -1309,8 +1310,8 @@ TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
     EXPECT(!elec__chargemap_prefetches(&a, 92224, apoa1, 4, l2), "ApoA1-size prefetches");
     EXPECT(elec__chargemap_prefetches(&m, 1000000, million, 4, l2), "1M atoms do not prefetch");
     EXPECT(!elec__chargemap_prefetches(&c, 68484, coarse, 4, l2), "DMPC-size prefetches");
-    EXPECT(!elec__chargemap_prefetches(&m, 1000, million, 4, 2 * l2),
-           "216^3 with a thousand atoms prefetches from an L2 of 100 MB");
+    EXPECT(!elec__chargemap_prefetches(&m, 1000, million, 4, l2),
+           "216^3 with a thousand atoms prefetches");
 }
 
 /* The same maps with the prefetch forced on a small system (the sizes
