@@ -594,8 +594,11 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
    rungs sum a tile by columns (band_columns 1), on the tensor cores
    (band_tensor 1: TILE_BINNED on sm_80 and later, where the tile fits) or
    by sub-tiles in registers (both 0), and
-   whether the fused rungs run as one cooperative kernel; whether kernels
-   are chained by programmatic dependent launch. */
+   whether the fused rungs run as one cooperative kernel; whether the last
+   prepare's stage 2 prefetches a tile's copies into L1 (band_prefetch 1:
+   TILE_BINNED's tensor sum, where that call's copies and the grid outgrow
+   the device's L2; 0 before any prepare); whether kernels are chained by
+   programmatic dependent launch. */
 typedef struct elec_cuda_chargemap_info {
     elec_chargemap_variant variant;
     int bin_slots;
@@ -605,6 +608,7 @@ typedef struct elec_cuda_chargemap_info {
     int band_columns;
     int band_tensor;
     int one_kernel;
+    int band_prefetch;
     int pdl;
 } elec_cuda_chargemap_info;
 ELEC_API elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_handle *h,
@@ -9429,7 +9433,8 @@ typedef struct elec__chargemap_bands {
     int chunk;                /* atoms a group takes, set by each prepare   */
     elec__divisor n0, n1;     /* n[0] and n[1] as divisors (a tile's place) */
     int prefetch;             /* stage 2's tensor sum prefetches a tile's
-                                 copies into L1 (elec__chargemap_prefetches) */
+                                 copies into L1, set by each prepare
+                                 (elec__chargemap_prefetch_atoms)           */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -10217,7 +10222,7 @@ __device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0
    line of 128 bytes a step of eight copies, and the last copy's), and the
    window's sort then reads them through L1 (elec__chargemap_sort_window).
    Not in the column sum: the one-kernel rungs share it, and there its
-   code took registers that spilled (elec__chargemap_prefetches). */
+   code took registers that spilled (elec__chargemap_prefetch_atoms). */
 __device__ __forceinline__ void elec__prefetch_l1(const void *p) {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
@@ -10863,6 +10868,9 @@ struct elec_cuda_chargemap_handle {
                                   has no cooperative launch: two kernels)     */
     size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
     int bin_stage_room;        /* copies stage 1 sorts in shared memory      */
+    size_t prefetch_atoms;     /* a call of at least this many atoms sets
+                                  bands.prefetch (SIZE_MAX: never;
+                                  elec__chargemap_prefetch_atoms)          */
     const float4 *xyzq;        /* the current call's atoms (PC_BASELINE, the
                                   fused rungs)                                */
     int n;
@@ -11151,29 +11159,33 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
     return 1.5 * mean + 64.0 <= (double)most ? (int)(1.5 * mean + 64.0) : 0;
 }
 
-/* Whether TILE_BINNED's stage 2 prefetches a tile's copies into L1
-   (elec__chargemap_warp_runs): where the copies (max_atoms times the
-   tiles' halo, 16 bytes each) and the grid outgrow L2, so that the
-   copies come from DRAM.  There the prefetch hid that latency: 1M atoms
-   on 216^3 (about 31 + 40 MB by this estimate) took 93.67-93.90 us against 97.10-97.39
-   without it, and 3 % less with tiles of 16 x 8 x 8 and 8 x 8 x 8 as well.
-   Where they stay in L2 the prefetch's loop only lengthens a block's path:
-   ApoA1-size (about 3 + 4 MB) 2-3 % slower in one, two or four waves of
-   tiles, DMPC-size up to 3 %.  So gated, 1M atoms' map 96.65-96.97 ->
-   93.65-93.83 us, ApoA1-size's and DMPC-size's within 1 % of before
-   (H200, three rounds alternating a call; bench/RESULTS.md, 2026-12-02,
-   23:28 UTC on).  Sizes between the two were not measured.  Not for the
+/* The fewest atoms at which TILE_BINNED's stage 2 prefetches a tile's
+   copies into L1 (elec__chargemap_warp_runs): those whose copies (the
+   atoms times the tiles' halo, 16 bytes each) and the grid outgrow L2, so
+   that the copies come from DRAM; 0 where the grid alone does.  There the
+   prefetch hid that latency: 1M atoms on 216^3 (about 31 + 40 MB by this
+   estimate) took 93.67-93.90 us against 97.10-97.39 without it, and 3 %
+   less with tiles of 16 x 8 x 8 and 8 x 8 x 8 as well.  Where they stay in
+   L2 the prefetch's loop only lengthens a block's path: ApoA1-size (about
+   3 + 4 MB) 2-3 % slower in one, two or four waves of tiles, DMPC-size up
+   to 3 %.  So gated, 1M atoms' map 96.65-96.97 -> 93.65-93.83 us,
+   ApoA1-size's and DMPC-size's within 1 % of before (H200, three rounds
+   alternating a call; bench/RESULTS.md, 2026-12-02, 23:28 UTC on).  Sizes
+   between the two were not measured.  Each prepare compares its own atoms
+   with this count, so a handle sized for more atoms than a call maps
+   prefetches only where that call's copies outgrow L2.  Not for the
    one-kernel rungs, whose stage 1 writes the copies in the same kernel,
    before a grid barrier, and whose column sum spilled with the
    prefetch's code (the fused B-spline kernels up to 136 bytes; ptxas). */
-static int elec__chargemap_prefetches(const elec__chargemap_bands *bd, size_t max_atoms,
-                                      const int K[3], int width, int l2_bytes) {
-    double copies = 16.0 * (double)max_atoms, grid = 4.0;
+static size_t elec__chargemap_prefetch_atoms(const elec__chargemap_bands *bd, const int K[3],
+                                             int width, int l2_bytes) {
+    double copy_bytes = 16.0, grid = 4.0; /* an atom's copies; the grid's bytes */
     for (int axis = 0; axis < 3; axis++) {
-        if (bd->n[axis] > 1) copies *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
+        if (bd->n[axis] > 1) copy_bytes *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
         grid *= (double)K[axis];
     }
-    return copies + grid > (double)l2_bytes;
+    if (grid >= (double)l2_bytes) return 0;
+    return (size_t)floor(((double)l2_bytes - grid) / copy_bytes) + 1;
 }
 
 /* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one
@@ -11192,9 +11204,10 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
     int l2_bytes = 0;
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, h->device));
-    h->bands.prefetch = h->p.variant == ELEC_CHARGEMAP_TILE_BINNED &&
-                        elec__chargemap_prefetches(&h->bands, h->max_atoms, h->g.K, h->g.width,
-                                                   l2_bytes);
+    h->prefetch_atoms = h->p.variant == ELEC_CHARGEMAP_TILE_BINNED
+                            ? elec__chargemap_prefetch_atoms(&h->bands, h->g.K, h->g.width,
+                                                             l2_bytes)
+                            : SIZE_MAX;
     h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
     for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
                          h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;
@@ -11283,6 +11296,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
     h->n = n;
     if (elec__chargemap_is_tiled(v)) {
         h->bands.chunk = elec__chargemap_chunk(n, h->bands.groups);
+        h->bands.prefetch = (size_t)n >= h->prefetch_atoms;
         /* stage 1 apart, unless TILE_FUSED's one kernel does it */
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
@@ -11597,6 +11611,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
                            h->sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING;
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
         out->band_staged = h->bin_stage_room > 0 && !out->one_kernel;
+        out->band_prefetch = h->bands.prefetch && out->band_tensor;
     }
     out->pdl = h->use_pdl;
     elec__ok(err);

@@ -479,12 +479,13 @@ static void ladder(const bench_system *sys, elec_chargemap_basis basis, cudaStre
                 snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d)", info.sorted_tile[0],
                          info.sorted_tile[1], info.sorted_tile[2], info.sorted_tiles);
             if (info.band_tiles)
-                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d), %d groups%s%s%s",
+                snprintf(notes, sizeof notes, "tiles %dx%dx%d (%d), %d groups%s%s%s%s",
                          info.band_tile[0], info.band_tile[1], info.band_tile[2],
                          info.band_tiles, info.band_groups, info.band_staged ? ", staged" : "",
                          info.band_columns  ? ", columns"
                          : info.band_tensor ? ", tensor cores"
                                             : "",
+                         info.band_prefetch ? ", L1 prefetch" : "",
                          variant == ELEC_CHARGEMAP_TILE_BINNED ? ""
                          : info.one_kernel ? "; one kernel: map = e2e" : "; two kernels");
         }

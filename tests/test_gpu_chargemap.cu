@@ -1296,22 +1296,84 @@ TEST(tile_places_divide_exactly_by_a_multiply_on_the_device) {
 }
 
 /* TILE_BINNED's stage 2 prefetches a tile's copies into L1 only where
-   the copies and the grid outgrow L2 (elec__chargemap_prefetches), here
-   an L2 of 50 MB as the H100's and H200's: ApoA1-size on 112 x 112 x 80
-   (about 3 + 4 MB) not, DMPC-size on 64^3 not, 1M atoms on 216^3 (about
-   31 + 40 MB) yes, and a thousand atoms on 216^3 not (the grid alone,
-   40 MB, under 50). */
+   a call's copies and the grid outgrow L2 (elec__chargemap_prefetch_atoms,
+   the fewest atoms that do), here an L2 of 50 MiB as the H100's and
+   H200's: ApoA1-size on 112 x 112 x 80 (about 2.8 + 3.8 MiB) not,
+   DMPC-size on 64^3 not, 1M atoms on 216^3 (about 29.6 + 38.4 MiB) yes,
+   a thousand atoms on 216^3 not (the grid alone under 50 MiB), and a
+   single atom on 240^3 yes (the grid alone, 52.7 MiB, over it). */
 TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
     const int l2 = 50 << 20, shift[3] = {4, 4, 3};
     const int apoa1[3] = {112, 112, 80}, million[3] = {216, 216, 216}, coarse[3] = {64, 64, 64};
+    const int past_l2[3] = {240, 240, 240};
     const elec__chargemap_bands a = elec__chargemap_bands_of(apoa1, shift, 4);
     const elec__chargemap_bands m = elec__chargemap_bands_of(million, shift, 4);
     const elec__chargemap_bands c = elec__chargemap_bands_of(coarse, shift, 4);
-    EXPECT(!elec__chargemap_prefetches(&a, 92224, apoa1, 4, l2), "ApoA1-size prefetches");
-    EXPECT(elec__chargemap_prefetches(&m, 1000000, million, 4, l2), "1M atoms do not prefetch");
-    EXPECT(!elec__chargemap_prefetches(&c, 68484, coarse, 4, l2), "DMPC-size prefetches");
-    EXPECT(!elec__chargemap_prefetches(&m, 1000, million, 4, l2),
-           "216^3 with a thousand atoms prefetches");
+    const elec__chargemap_bands big = elec__chargemap_bands_of(past_l2, shift, 4);
+    const size_t at_apoa1 = elec__chargemap_prefetch_atoms(&a, apoa1, 4, l2);
+    const size_t at_million = elec__chargemap_prefetch_atoms(&m, million, 4, l2);
+    const size_t at_coarse = elec__chargemap_prefetch_atoms(&c, coarse, 4, l2);
+    EXPECT(92224 < at_apoa1, "ApoA1-size prefetches (from %zu atoms)", at_apoa1);
+    EXPECT(1000000 >= at_million, "1M atoms on 216^3 do not (from %zu)", at_million);
+    EXPECT(68484 < at_coarse, "DMPC-size prefetches (from %zu)", at_coarse);
+    EXPECT(1000 < at_million, "216^3 with a thousand atoms prefetches (from %zu)", at_million);
+    EXPECT(elec__chargemap_prefetch_atoms(&big, past_l2, 4, l2) <= 1,
+           "one atom on 240^3 (a grid past L2) does not prefetch");
+}
+
+/* The gate is each call's: a handle on 216^3 made for 1M atoms prefetches
+   when a prepare brings a million (about 29.6 MiB of copies beside the
+   38.4 MiB grid) and not when the next brings 92,224 of them (2.7 MiB),
+   on a device whose L2 lies between the two sums (the H100's and H200's
+   50 MiB); describe reports it (band_prefetch), 0 before any prepare.  Only
+   stage 1 runs: the map needs no checking here (the test after this one
+   maps with the prefetch). */
+TEST(tile_binned_prefetches_by_each_calls_atoms) {
+    REQUIRE_GPU();
+    const int dims[3] = {216, 216, 216};
+    const size_t most = 1000000, fewer = 92224;
+    elec_lattice l = lattice_of(dims, 1.0, 0.0);
+    elec_chargemap_params p = {0};
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_cuda_chargemap_info before, after_most, after_fewer;
+    elec_error err;
+    int device = 0, l2 = 0;
+    CUDA_OK(cudaGetDevice(&device));
+    CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    if (l2 < (42 << 20) || l2 > (67 << 20)) /* 41.2 and 68.0 MiB: the two sums */
+        SKIP("an L2 of %d MiB: the sizes here are for one between 42 and 67 MiB", l2 >> 20);
+    p.periodic = 1;
+    p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+    if (!has_tensor_cores()) SKIP("no tensor sum here: only it prefetches");
+    float4 *host = (float4 *)malloc(most * sizeof(float4)), *d_xyzq = NULL;
+    unsigned state = 97;
+    for (size_t i = 0; i < most; i++) { /* anywhere in the box, charges +-1 */
+        float u[3];
+        for (int axis = 0; axis < 3; axis++) {
+            state = state * 1664525u + 1013904223u;
+            u[axis] = 216.0f * (float)(state >> 8) / 16777216.0f;
+        }
+        host[i] = make_float4(u[0], u[1], u[2], i % 2 ? 1.0f : -1.0f);
+    }
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, most * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, most * sizeof(float4), cudaMemcpyHostToDevice));
+    EXPECT(elec_cuda_chargemap_create(&l, most, &p, -1, &h, &err) == ELEC_OK &&
+               elec_cuda_chargemap_describe(h, &before, &err) == ELEC_OK &&
+               elec_cuda_chargemap_prepare(h, d_xyzq, most, 0, &err) == ELEC_OK &&
+               elec_cuda_chargemap_describe(h, &after_most, &err) == ELEC_OK &&
+               elec_cuda_chargemap_prepare(h, d_xyzq, fewer, 0, &err) == ELEC_OK &&
+               elec_cuda_chargemap_describe(h, &after_fewer, &err) == ELEC_OK,
+           "%s", err.message);
+    if (h) {
+        CUDA_OK(cudaDeviceSynchronize());
+        EXPECT(before.band_tensor, "the handle sums off the tensor cores");
+        EXPECT(!before.band_prefetch, "prefetches before any prepare");
+        EXPECT(after_most.band_prefetch, "1M atoms do not prefetch (an L2 of %d MiB)", l2 >> 20);
+        EXPECT(!after_fewer.band_prefetch, "92,224 atoms prefetch (an L2 of %d MiB)", l2 >> 20);
+    }
+    elec_cuda_chargemap_destroy(h);
+    CUDA_OK(cudaFree(d_xyzq));
+    free(host);
 }
 
 /* The same maps with the prefetch forced on a small system (the sizes
@@ -1322,6 +1384,7 @@ TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
    the first would show. */
 TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
     REQUIRE_GPU();
+    const int tensor = has_tensor_cores();
     test_system sys = test_system_random(6000, 16.0, 71);
     const int map_dims[3] = {44, 41, 37}, periodic_dims[3] = {32, 32, 32};
     for (size_t i = 0; i < 3 * sys.count; i++) /* [4, 16) A: inside the map */
@@ -1357,8 +1420,10 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
                 float *got = (float *)malloc(r.points * sizeof(float)), *d_grid = NULL;
                 double *minus = (double *)malloc(r.points * sizeof(double));
                 for (size_t g = 0; g < r.points; g++) minus[g] = -r.want[g];
-                EXPECT(!h->bands.prefetch, "%s: planned with the prefetch", what);
-                h->bands.prefetch = 1;
+                EXPECT(h->prefetch_atoms > n, "%s: planned with the prefetch", what);
+                EXPECT(h->sum == ELEC__CHARGEMAP_SUM_TENSOR || !tensor,
+                       "%s: stage 2 sums off the tensor cores (sum %d)", what, h->sum);
+                h->prefetch_atoms = 0; /* every call prefetches */
                 CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
                 for (int call = 0; call < 2; call++) {
                     EXPECT(elec_cuda_chargemap_compute(h, d_xyzq + call * n, n, d_grid, 0,
@@ -1371,6 +1436,11 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
                           gpu_chargemap_weight_error(p.basis, 4), max_charge(&sys),
                           sums_of_handle(h));
                 }
+                elec_cuda_chargemap_info info;
+                EXPECT(elec_cuda_chargemap_describe(h, &info, &err) == ELEC_OK &&
+                           info.band_prefetch == tensor,
+                       "%s: describe says band_prefetch %d on a device %s tensor cores", what,
+                       info.band_prefetch, tensor ? "with" : "without");
                 free(minus);
                 CUDA_OK(cudaFree(d_grid));
                 free(got);
@@ -1403,6 +1473,7 @@ int main(void) {
     RUN(tile_places_divide_exactly_by_a_multiply_on_the_host);
     RUN(tile_places_divide_exactly_by_a_multiply_on_the_device);
     RUN(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2);
+    RUN(tile_binned_prefetches_by_each_calls_atoms);
     RUN(tile_binned_maps_alike_with_its_copies_prefetched);
     return test_summary();
 }
