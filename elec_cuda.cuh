@@ -594,11 +594,12 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
    rungs sum a tile by columns (band_columns 1), on the tensor cores
    (band_tensor 1: TILE_BINNED on sm_80 and later, where the tile fits) or
    by sub-tiles in registers (both 0), and
-   whether the fused rungs run as one cooperative kernel; whether the last
-   prepare's stage 2 prefetches a tile's copies into L1 (band_prefetch 1:
-   TILE_BINNED's tensor sum, where that call's copies and the grid outgrow
-   the device's L2; 0 before any prepare); whether kernels are chained by
-   programmatic dependent launch. */
+   whether the fused rungs run as one cooperative kernel; whether kernels
+   are chained by programmatic dependent launch; whether the maps after
+   the last prepare prefetch a tile's copies into L1 (band_prefetch 1:
+   where that prepare's copies and the grid outgrow the device's L2; 0
+   before any prepare, and always on rungs other than TILE_BINNED on the
+   tensor cores). */
 typedef struct elec_cuda_chargemap_info {
     elec_chargemap_variant variant;
     int bin_slots;
@@ -608,8 +609,8 @@ typedef struct elec_cuda_chargemap_info {
     int band_columns;
     int band_tensor;
     int one_kernel;
-    int band_prefetch;
     int pdl;
+    int band_prefetch;
 } elec_cuda_chargemap_info;
 ELEC_API elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_handle *h,
                                                   elec_cuda_chargemap_info *out,
@@ -11697,6 +11698,7 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     h = (elec_cuda_chargemap_handle *)ELEC_MALLOC(sizeof *h);
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
+    h->prefetch_atoms = SIZE_MAX; /* the tile-binned rungs' own, below */
     h->device = device == -1 ? caller_device : device;
     h->p = resolved;
     h->lattice = *lattice;

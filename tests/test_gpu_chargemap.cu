@@ -1298,7 +1298,7 @@ TEST(tile_places_divide_exactly_by_a_multiply_on_the_device) {
 /* TILE_BINNED's stage 2 prefetches a tile's copies into L1 only where
    a call's copies and the grid outgrow L2 (elec__chargemap_prefetch_atoms,
    the fewest atoms that do), here an L2 of 50 MiB as the H100's and
-   H200's: ApoA1-size on 112 x 112 x 80 (about 2.8 + 3.8 MiB) not,
+   H200's: ApoA1-size on 112 x 112 x 80 (about 2.7 + 3.8 MiB) not,
    DMPC-size on 64^3 not, 1M atoms on 216^3 (about 29.6 + 38.4 MiB) yes,
    a thousand atoms on 216^3 not (the grid alone under 50 MiB), and a
    single atom on 240^3 yes (the grid alone, 52.7 MiB, over it). */
@@ -1317,8 +1317,14 @@ TEST(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2) {
     EXPECT(1000000 >= at_million, "1M atoms on 216^3 do not (from %zu)", at_million);
     EXPECT(68484 < at_coarse, "DMPC-size prefetches (from %zu)", at_coarse);
     EXPECT(1000 < at_million, "216^3 with a thousand atoms prefetches (from %zu)", at_million);
-    EXPECT(elec__chargemap_prefetch_atoms(&big, past_l2, 4, l2) <= 1,
+    EXPECT(elec__chargemap_prefetch_atoms(&big, past_l2, 4, l2) == 0,
            "one atom on 240^3 (a grid past L2) does not prefetch");
+    /* at the count exactly: an atom fewer fits L2, the count does not */
+    const double copy_bytes = 16.0 * (1.0 + 3.0 / 16) * (1.0 + 3.0 / 16) * (1.0 + 3.0 / 8);
+    const double grid = 4.0 * 216 * 216 * 216;
+    EXPECT(grid + copy_bytes * (double)(at_million - 1) <= (double)l2 &&
+               grid + copy_bytes * (double)at_million > (double)l2,
+           "216^3: %zu atoms is not where the copies and grid pass L2", at_million);
 }
 
 /* The gate is each call's: a handle on 216^3 made for 1M atoms prefetches
@@ -1338,6 +1344,9 @@ TEST(tile_binned_prefetches_by_each_calls_atoms) {
     elec_cuda_chargemap_info before, after_most, after_fewer;
     elec_error err;
     int device = 0, l2 = 0;
+    memset(&before, 0, sizeof before);
+    memset(&after_most, 0, sizeof after_most);
+    memset(&after_fewer, 0, sizeof after_fewer);
     CUDA_OK(cudaGetDevice(&device));
     CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     if (l2 < (42 << 20) || l2 > (67 << 20)) /* 41.2 and 68.0 MiB: the two sums */
@@ -1367,6 +1376,9 @@ TEST(tile_binned_prefetches_by_each_calls_atoms) {
     if (h) {
         CUDA_OK(cudaDeviceSynchronize());
         EXPECT(before.band_tensor, "the handle sums off the tensor cores");
+        EXPECT(before.band_tile[0] == 16 && before.band_tile[1] == 16 && before.band_tile[2] == 8,
+               "tiles of %d x %d x %d: the sums above are for 16 x 16 x 8", before.band_tile[0],
+               before.band_tile[1], before.band_tile[2]);
         EXPECT(!before.band_prefetch, "prefetches before any prepare");
         EXPECT(after_most.band_prefetch, "1M atoms do not prefetch (an L2 of %d MiB)", l2 >> 20);
         EXPECT(!after_fewer.band_prefetch, "92,224 atoms prefetch (an L2 of %d MiB)", l2 >> 20);
