@@ -11205,10 +11205,9 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     const size_t hist = elec__chargemap_hist_bytes(h->bands.count);
     int l2_bytes = 0;
     ELEC__CUDA_TRY(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, h->device));
-    h->prefetch_atoms = h->p.variant == ELEC_CHARGEMAP_TILE_BINNED
-                            ? elec__chargemap_prefetch_atoms(&h->bands, h->g.K, h->g.width,
-                                                             l2_bytes)
-                            : SIZE_MAX;
+    if (h->p.variant == ELEC_CHARGEMAP_TILE_BINNED) /* the others keep SIZE_MAX */
+        h->prefetch_atoms =
+            elec__chargemap_prefetch_atoms(&h->bands, h->g.K, h->g.width, l2_bytes);
     h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
     for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
                          h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;
@@ -11698,7 +11697,7 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     h = (elec_cuda_chargemap_handle *)ELEC_MALLOC(sizeof *h);
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
-    h->prefetch_atoms = SIZE_MAX; /* the tile-binned rungs' own, below */
+    h->prefetch_atoms = SIZE_MAX; /* never; TILE_BINNED's set by its plan */
     h->device = device == -1 ? caller_device : device;
     h->p = resolved;
     h->lattice = *lattice;

@@ -1355,14 +1355,12 @@ TEST(tile_binned_prefetches_by_each_calls_atoms) {
     p.variant = ELEC_CHARGEMAP_TILE_BINNED;
     if (!has_tensor_cores()) SKIP("no tensor sum here: only it prefetches");
     float4 *host = (float4 *)malloc(most * sizeof(float4)), *d_xyzq = NULL;
-    unsigned state = 97;
+    test_rng rng = test_rng_seeded(97);
     for (size_t i = 0; i < most; i++) { /* anywhere in the box, charges +-1 */
-        float u[3];
-        for (int axis = 0; axis < 3; axis++) {
-            state = state * 1664525u + 1013904223u;
-            u[axis] = 216.0f * (float)(state >> 8) / 16777216.0f;
-        }
-        host[i] = make_float4(u[0], u[1], u[2], i % 2 ? 1.0f : -1.0f);
+        const float x = (float)(216.0 * test_uniform(&rng));
+        const float y = (float)(216.0 * test_uniform(&rng));
+        const float z = (float)(216.0 * test_uniform(&rng));
+        host[i] = make_float4(x, y, z, i % 2 ? 1.0f : -1.0f);
     }
     CUDA_OK(cudaMalloc((void **)&d_xyzq, most * sizeof(float4)));
     CUDA_OK(cudaMemcpy(d_xyzq, host, most * sizeof(float4), cudaMemcpyHostToDevice));
