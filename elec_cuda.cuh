@@ -597,7 +597,8 @@ ELEC_API elec_status elec_cuda_chargemap_map(elec_cuda_chargemap_handle *h, floa
    whether the fused rungs run as one cooperative kernel; whether kernels
    are chained by programmatic dependent launch; whether the maps after
    the last prepare prefetch a tile's copies into L1 (band_prefetch 1:
-   where that prepare's copies and the grid outgrow the device's L2; 0
+   where that prepare's copies and the grid outgrow the device's L2, for
+   the tiles whose copies the block gathers rather than its warps; 0
    before any prepare, and always on rungs other than TILE_BINNED on the
    tensor cores). */
 typedef struct elec_cuda_chargemap_info {
@@ -9433,9 +9434,9 @@ typedef struct elec__chargemap_bands {
     int count, groups;
     int chunk;                /* atoms a group takes, set by each prepare   */
     elec__divisor n0, n1;     /* n[0] and n[1] as divisors (a tile's place) */
-    int prefetch;             /* stage 2's tensor sum prefetches a tile's
-                                 copies into L1, set by each prepare
-                                 (elec__chargemap_prefetch_atoms)           */
+    int prefetch;             /* stage 2's tensor sum prefetches into L1
+                                 the copies its block gathers, set by each
+                                 prepare (elec__chargemap_prefetch_atoms)   */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -10218,10 +10219,12 @@ __device__ __forceinline__ int elec__chargemap_corner(int k0, int offset, int t0
    first window's places as well, made every block wait for it: 15.8 ->
    16.7 us at ApoA1 size; bench/RESULTS.md); returns the tile's copies.
    Every thread of the block (ELEC__CHARGEMAP_TILE_THREADS) calls it.
-   In the tensor sum (PREFETCH) and where bd.prefetch is set, the thread
-   that reads a group's run asks for the run's copies in L1 at once (a
-   line of 128 bytes a step of eight copies, and the last copy's), and the
-   window's sort then reads them through L1 (elec__chargemap_sort_window).
+   In the tensor sum's gather by the block (PREFETCH; its warps' gather
+   loads each copy as its run is read) and where bd.prefetch is set, the
+   thread that reads a group's run asks for the run's copies in L1 at
+   once (a line of 128 bytes a step of eight copies, and the last copy's),
+   and the window's sort then reads them through L1
+   (elec__chargemap_sort_window).
    Not in the column sum: the one-kernel rungs share it, and there its
    code took registers that spilled (elec__chargemap_prefetch_atoms). */
 __device__ __forceinline__ void elec__prefetch_l1(const void *p) {
@@ -10552,6 +10555,59 @@ __device__ __forceinline__ void elec__ldmatrix(unsigned (&v)[N], unsigned at) {
 #endif
 }
 
+/* Copies a lane holds in the tensor sum's gather by warps: 96 a warp,
+   where a warp's share of a tile (an eighth of its groups) averages 46 at
+   ApoA1 size and 49 at 1M atoms (16 x 16 x 8 tiles, 132 groups). */
+#define ELEC__CHARGEMAP_GATHERED 3
+
+/* A warp's share of tile id's copies, gathered without waiting for the
+   block: warp w takes groups [w G / 8, (w + 1) G / 8) (a lane each: G at
+   most 256), scans their runs' counts by shuffles, lists the places of
+   its copies in its own 32 PER ints of `list`, and loads them, lane l the
+   copies l, l + 32, ... of the list into r (zeros past them).  Returns
+   the warp's count; past 32 PER it lists and loads none. */
+template <int PER>
+__device__ __forceinline__ int elec__chargemap_gather_warp(int id, const int2 *runs,
+                                                           const float4 *copies,
+                                                           const elec__chargemap_bands &bd,
+                                                           int *list, float4 r[PER]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, groups = bd.groups;
+    const int j = (warp * groups >> 3) + lane, end = (warp + 1) * groups >> 3;
+    int2 run = make_int2(0, 0); /* (start, count) */
+    if (j < end) run = elec__chargemap_tile_run(runs, id, groups, j);
+    int through = run.y; /* copies of lanes 0 to this one */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, through, o);
+        if (lane >= o) through += y;
+    }
+    const int count = __shfl_sync(0xffffffffu, through, 31);
+    int *own = list + warp * 32 * PER;
+    if (count <= 32 * PER) {
+        const int first = (int)elec__chargemap_group_first(j, bd.chunk) + run.x;
+        for (int c = 0, at = through - run.y; c < run.y; c++) own[at + c] = first + c;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        const int k = lane + 32 * i;
+        r[i] = k < count && count <= 32 * PER ? __ldcg(copies + own[k])
+                                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    return count;
+}
+
+/* A and B of the tensor sum in a window of WIN copies, zeroed: the sum
+   reads them so on entry (elec__k_chargemap_tile_sum, a block a tile). */
+template <int WIN>
+__device__ __forceinline__ void elec__chargemap_tensor_zero(unsigned char *smem) {
+    constexpr int S = elec__chargemap_tensor_stride(WIN);
+    static_assert(S % 4 == 0, "A and B zeroed as float4");
+    for (int c = threadIdx.x; c < 24 * S / 4; c += ELEC__CHARGEMAP_TILE_THREADS)
+        ((float4 *)smem)[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+/* A and B come zeroed (elec__chargemap_tensor_zero). */
 template <int BASIS, int W, int WIN>
 __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 *runs,
                                                 const float4 *copies,
@@ -10562,23 +10618,29 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     constexpr int S = elec__chargemap_tensor_stride(WIN);
     static_assert(S >= WIN + 8, "a window and its eight padding slots");
     constexpr int threads = ELEC__CHARGEMAP_TILE_THREADS, PER = (WIN + threads - 1) / threads;
+    constexpr int GATHERED = ELEC__CHARGEMAP_GATHERED;
     static_assert(threads == 256, "eight warps, two y rows each");
     static_assert(S / 4 <= threads, "a thread zeroes a column of four of A and B");
+    static_assert(8 * 32 * GATHERED <= W * S, "the warps' lists fit wy");
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5, gq = lane >> 2, tq = lane & 3;
     const int groups = bd.groups, chunk = bd.chunk;
     float *ax = (float *)smem;     /* 16 x S: wx at x          */
     float *bz = ax + 16 * S;       /* 8 x S: q wz at z         */
-    static_assert(S % 4 == 0, "A and B zeroed as float4");
-    float *wy = bz + 8 * S;        /* W x S: wy                */
+    float *wy = bz + 8 * S;        /* W x S: wy; first, the warps' lists */
     int *cy = (int *)(wy + W * S); /* S: the y corner          */
     int *source = cy;              /* the copies' places, first */
     int *bin = cy + S;             /* 64: corner rows' offsets  */
     int *offset = bin + 64;        /* groups + 1                */
     int *start = offset + groups + 1;
+    int *gathered_count = bin + 62, *overfull = bin + 63; /* past the rows' bins */
+    static_assert(16 + 8 - 1 < 62, "a tile's corner rows (len[1] + W - 1) below them");
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
-    const int total = elec__chargemap_warp_runs<true>(id, runs, copies, bd, start, offset);
     const int rows = len[1] + W - 1; /* corner rows */
+    /* a copy's key: its stencil's y corner row */
+    const auto key_of = [&](float4 c) {
+        return elec__chargemap_corner((int)c.y, g.offset, t0[1], len[1], g.K[1], W) + W - 1;
+    };
     const int y0 = 2 * warp;                                 /* this warp's rows y0, y0 + 1 */
     float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
     /* hi lo + lo hi, in sums of their own up to order 5; at 6 to 8 the
@@ -10586,108 +10648,171 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
        ptxas -v, nvcc 13.0), and those orders add all three in acc */
     constexpr bool CROSS_APART = W <= 5;
     float cross[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    for (int base = 0; base < total; base += WIN) {
-        const int count = min(WIN, total - base);
-        /* A and B zeroed, 16 bytes a store, before the sort (whose
-           barriers come before the records are written).  Zeroed a copy at
-           a time, its 24 slots stored at its sorted place (the lanes'
-           places scattered over the banks), stage 2 took 12.31-12.38 us at
-           ApoA1 size and 110.9-111.2 at 1M atoms; zeroed whole,
-           11.27-11.32 and 100.4-100.6 (H200, two rounds alternating in one
-           call; bench/RESULTS.md, 2026-12-02, 12:07 UTC on).  Only the
-           columns the loop reads are zeroed (the window's copies and the
-           eight padding slots, a thread a column of 4): ApoA1-size
-           10.95-11.03 -> 10.81-10.91 us, 1M atoms 97.98-98.78 ->
-           97.10-97.79 (H200, six rounds alternating in two calls;
-           bench/RESULTS.md, 2026-12-02, 23:28 UTC on). */
-        if (t < (count + 8 + 3) / 4)
-            for (int row = 0; row < 24; row++)
-                ((float4 *)(ax + row * S))[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        /* keyed by the stencil's y corner */
-        int key[PER], rank[PER];
-        float4 r[PER];
-        elec__chargemap_sort_window<PER>(
-            copies, chunk, groups, start, offset, base, count, source, bin, rows,
-            [&](float4 c) {
-                return elec__chargemap_corner((int)c.y, g.offset, t0[1], len[1], g.K[1], W) +
-                       W - 1;
-            },
-            r, key, rank, bd.prefetch != 0);
+    /* copy r's record at its sorted place: wx over A's x rows, q wz over
+       B's z rows (the rest stay zero), wy and the y corner */
+    const auto record = [&](float4 r, int key, int at) {
+        int corner[3];
+        float w[3][W];
+        elec__chargemap_copy_stencil<BASIS, W>(r, t0, len, g, b, w, corner);
 #pragma unroll
-        for (int i = 0; i < PER; i++)
-            if (t + i * threads < count) { /* the record at its sorted place */
-                const int at = bin[key[i]] + rank[i];
-                int corner[3];
-                float w[3][W];
-                elec__chargemap_copy_stencil<BASIS, W>(r[i], t0, len, g, b, w, corner);
+        for (int m = 0; m < W; m++) {
+            const int x = corner[0] + m, z = corner[2] + m;
+            if ((unsigned)x < 16u) ax[x * S + at] = w[0][m];
+            if ((unsigned)z < 8u) bz[z * S + at] = r.w * w[2][m];
+            wy[m * S + at] = w[1][m];
+        }
+        cy[at] = key - (W - 1);
+    };
+    /* the window's products, its records written and a barrier passed:
+       the copies that reach row y0 or y0 + 1 (corner rows y0 - W + 1 to
+       y0 + 1, keys y0 to y0 + W) lie at sorted places [lo, hi) */
+    const auto multiply = [&](int lo, int hi) {
+        if (y0 >= len[1]) return;
+        /* A (x by eight copies) in one ldmatrix.x4, the copies' q wz
+           (B's factor) in one .x2, where four and two loads a lane
+           took: ApoA1-size's map 11.30-11.37 -> 11.18-11.23 us, with
+           the two sums below 11.07-11.13 (H200, three rounds
+           alternating; bench/RESULTS.md, 2026-12-02, 16:14 UTC on).
+           Rows are 16 bytes, so the run is read from the multiple of
+           4 at or below lo: the copies before lo (corner rows above
+           this warp's) have d >= W, and B zero.  Lane l gives the
+           address of row l % 8 of matrix l / 8: A's x is that row, + 8
+           in matrices 1 and 3, its copies kb, + 4 in matrices 2 and
+           3; B's z is the row, its copies kb, + 4 in matrix 1 (lanes
+           16-31 repeat 0-15, unread).  Past the run (other rows'
+           copies, the padding) d leaves [0, W) and B is zero. */
+        const int k0 = lo & ~3, mat = lane >> 3, r8 = lane & 7;
+        unsigned a_at = elec__smem_address(ax + (r8 + 8 * (mat & 1)) * S + 4 * (mat >> 1) +
+                                           k0);
+        unsigned b_at = elec__smem_address(bz + r8 * S + 4 * (mat & 1) + k0);
+        const float *wyk = wy + k0 + tq;
+        const int *cyk = cy + k0 + tq;
+        for (int kb = k0; kb < hi; kb += 8, a_at += 32, b_at += 32, wyk += 8, cyk += 8) {
+            unsigned a[4], qz[2], a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
+            elec__ldmatrix(a, a_at);
+            elec__ldmatrix(qz, b_at);
 #pragma unroll
-                for (int m = 0; m < W; m++) {
-                    const int x = corner[0] + m, z = corner[2] + m;
-                    if ((unsigned)x < 16u) ax[x * S + at] = w[0][m];
-                    if ((unsigned)z < 8u) bz[z * S + at] = r[i].w * w[2][m];
-                    wy[m * S + at] = w[1][m];
-                }
-                cy[at] = key[i] - (W - 1);
-            }
-        /* eight slots past the copies (zeros): a corner no row takes */
-        if (t < 8) cy[count + t] = 1 << 20;
-        __syncthreads();
-        /* the copies that reach row y0 or y0 + 1: corner rows y0 - W + 1
-           to y0 + 1, keys y0 to y0 + W */
-        const int lo = bin[min(y0, rows)], hi = bin[min(y0 + W + 1, rows)];
-        if (y0 < len[1]) {
-            /* A (x by eight copies) in one ldmatrix.x4, the copies' q wz
-               (B's factor) in one .x2, where four and two loads a lane
-               took: ApoA1-size's map 11.30-11.37 -> 11.18-11.23 us, with
-               the two sums below 11.07-11.13 (H200, three rounds
-               alternating; bench/RESULTS.md, 2026-12-02, 16:14 UTC on).
-               Rows are 16 bytes, so the run is read from the multiple of
-               4 at or below lo: the copies before lo (corner rows above
-               this warp's) have d >= W, and B zero.  Lane l gives the
-               address of row l % 8 of matrix l / 8: A's x is that row, + 8
-               in matrices 1 and 3, its copies kb, + 4 in matrices 2 and
-               3; B's z is the row, its copies kb, + 4 in matrix 1 (lanes
-               16-31 repeat 0-15, unread).  Past the run (other rows'
-               copies, the padding) d leaves [0, W) and B is zero. */
-            const int k0 = lo & ~3, mat = lane >> 3, r8 = lane & 7;
-            unsigned a_at = elec__smem_address(ax + (r8 + 8 * (mat & 1)) * S + 4 * (mat >> 1) +
-                                               k0);
-            unsigned b_at = elec__smem_address(bz + r8 * S + 4 * (mat & 1) + k0);
-            const float *wyk = wy + k0 + tq;
-            const int *cyk = cy + k0 + tq;
-            for (int kb = k0; kb < hi; kb += 8, a_at += 32, b_at += 32, wyk += 8, cyk += 8) {
-                unsigned a[4], qz[2], a_hi[4], a_lo[4], b_hi[2][2], b_lo[2][2];
-                elec__ldmatrix(a, a_at);
-                elec__ldmatrix(qz, b_at);
+            for (int i = 0; i < 4; i++)
+                elec__tf32_split(__uint_as_float(a[i]), &a_hi[i], &a_lo[i]);
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    elec__tf32_split(__uint_as_float(a[i]), &a_hi[i], &a_lo[i]);
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int c = cyk[4 * h];
-#pragma unroll
-                    for (int row = 0; row < 2; row++) {
-                        const int d = y0 + row - c;
-                        const float v = (unsigned)d < (unsigned)W
-                                            ? wyk[d * S + 4 * h] * __uint_as_float(qz[h])
-                                            : 0.0f;
-                        elec__tf32_split(v, &b_hi[row][h], &b_lo[row][h]);
-                    }
-                }
-                /* the cross products in sums of their own: a chain of two
-                   dependent products a row, not three (1M atoms' map
-                   100.2-100.5 -> 99.2 us with ldmatrix, H200, the same
-                   rounds) */
+            for (int h = 0; h < 2; h++) {
+                const int c = cyk[4 * h];
 #pragma unroll
                 for (int row = 0; row < 2; row++) {
-                    float *into = CROSS_APART ? cross[row] : acc[row];
-                    elec__mma_tf32(into, a_lo, b_hi[row]);
-                    elec__mma_tf32(into, a_hi, b_lo[row]);
-                    elec__mma_tf32(acc[row], a_hi, b_hi[row]);
+                    const int d = y0 + row - c;
+                    const float v = (unsigned)d < (unsigned)W
+                                        ? wyk[d * S + 4 * h] * __uint_as_float(qz[h])
+                                        : 0.0f;
+                    elec__tf32_split(v, &b_hi[row][h], &b_lo[row][h]);
                 }
             }
+            /* the cross products in sums of their own: a chain of two
+               dependent products a row, not three (1M atoms' map
+               100.2-100.5 -> 99.2 us with ldmatrix, H200, the same
+               rounds) */
+#pragma unroll
+            for (int row = 0; row < 2; row++) {
+                float *into = CROSS_APART ? cross[row] : acc[row];
+                elec__mma_tf32(into, a_lo, b_hi[row]);
+                elec__mma_tf32(into, a_hi, b_lo[row]);
+                elec__mma_tf32(acc[row], a_hi, b_hi[row]);
+            }
+        }
+    };
+    /* The window's copies gathered warp by warp, where the tile's groups
+       number at most 256 (elec__chargemap_gather_warp): a warp scans its
+       groups' runs and loads its copies without waiting for the others,
+       and scans the corner rows' counts (at most 23, a lane each) in its
+       own lanes, so the block passes three barriers before the products;
+       the block's gather below passes six (the runs scanned by one warp,
+       the window's places, the copies' ranks, the rows scanned by one
+       warp, the records).  ApoA1-size's map 10.91-11.03 -> 10.28-10.33
+       us and end to end 16.61-16.76 -> 15.24-15.33; B-spline 11.97-12.12
+       -> 11.76-11.96 and 17.46-17.56 -> 16.74-16.96; DMPC-size 9.97-10.04
+       -> 9.28-9.33 and 15.39-15.45 -> 14.10-14.24; 1M atoms 94.5-95.1 ->
+       91.9-92.5 and 134.0-134.6 -> 130.4-131.0 (H200, four rounds
+       alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on).  A tile
+       whose copies pass the window, or whose copies come to one warp from
+       more than 32 GATHERED (few groups hold them: atoms in space order,
+       or few groups asked for), takes the block's gather. */
+    bool gathered = false;
+    if (groups <= 8 * 32) {
+        if (t < 64) bin[t] = 0; /* seen by every warp after the barrier */
+        float4 r[GATHERED];
+        const int mine = elec__chargemap_gather_warp<GATHERED>(id, runs, copies, bd, (int *)wy, r);
+        __syncthreads();
+        int key[GATHERED], rank[GATHERED];
+#pragma unroll
+        for (int i = 0; i < GATHERED; i++) {
+            key[i] = rank[i] = 0;
+            if (lane + 32 * i < mine && mine <= 32 * GATHERED) {
+                key[i] = key_of(r[i]);
+                rank[i] = atomicAdd(bin + key[i], 1);
+            }
+        }
+        if (lane == 0) {
+            atomicAdd(gathered_count, mine);
+            if (mine > 32 * GATHERED) *overfull = 1;
         }
         __syncthreads();
+        const int count = *gathered_count;
+        if (!*overfull && count <= WIN) {
+            const int n = lane <= rows ? bin[lane] : 0; /* row `lane`'s copies */
+            int through = n;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int y = __shfl_up_sync(0xffffffffu, through, o);
+                if (lane >= o) through += y;
+            }
+            const int before = through - n; /* row `lane`'s first sorted place */
+#pragma unroll
+            for (int i = 0; i < GATHERED; i++) {
+                const int at = __shfl_sync(0xffffffffu, before, key[i]) + rank[i];
+                if (lane + 32 * i < mine) record(r[i], key[i], at);
+            }
+            /* eight slots past the copies (zeros): a corner no row takes */
+            if (warp == 0 && lane < 8) cy[count + lane] = 1 << 20;
+            const int lo = __shfl_sync(0xffffffffu, before, min(y0, rows));
+            const int hi = __shfl_sync(0xffffffffu, before, min(y0 + W + 1, rows));
+            __syncthreads();
+            multiply(lo, hi);
+            gathered = true;
+        }
+    }
+    if (!gathered) {
+        const int total = elec__chargemap_warp_runs<true>(id, runs, copies, bd, start, offset);
+        for (int base = 0; base < total; base += WIN) {
+            const int count = min(WIN, total - base);
+            /* A and B zeroed again from the second window on, 16 bytes a
+               store, before the sort (whose barriers come before the
+               records are written).  Zeroed a copy at a time, its 24 slots
+               stored at its sorted place (the lanes' places scattered over
+               the banks), stage 2 took 12.31-12.38 us at ApoA1 size and
+               110.9-111.2 at 1M atoms; zeroed whole, 11.27-11.32 and
+               100.4-100.6 (H200, two rounds alternating in one call;
+               bench/RESULTS.md, 2026-12-02, 12:07 UTC on).  Only the
+               columns the loop reads are zeroed (the window's copies and
+               the eight padding slots, a thread a column of 4):
+               ApoA1-size 10.95-11.03 -> 10.81-10.91 us, 1M atoms
+               97.98-98.78 -> 97.10-97.79 (H200, six rounds alternating in
+               two calls; bench/RESULTS.md, 2026-12-02, 23:28 UTC on). */
+            if (base > 0 && t < (count + 8 + 3) / 4)
+                for (int row = 0; row < 24; row++)
+                    ((float4 *)(ax + row * S))[t] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            /* keyed by the stencil's y corner */
+            int key[PER], rank[PER];
+            float4 r[PER];
+            elec__chargemap_sort_window<PER>(copies, chunk, groups, start, offset, base, count,
+                                             source, bin, rows, key_of, r, key, rank,
+                                             bd.prefetch != 0);
+#pragma unroll
+            for (int i = 0; i < PER; i++)
+                if (t + i * threads < count) record(r[i], key[i], bin[key[i]] + rank[i]);
+            if (t < 8) cy[count + t] = 1 << 20;
+            __syncthreads();
+            multiply(bin[min(y0, rows)], bin[min(y0 + W + 1, rows)]);
+            __syncthreads();
+        }
     }
     /* the fragments: c0 (x gq, z 2 tq), c1 (x gq, z 2 tq + 1), c2 and c3 at
        x gq + 8 */
@@ -10795,13 +10920,24 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
 
 /* TILE_BINNED's stage 2, and the one-kernel rungs' where the device has
    no cooperative launch: a block per tile.  Launched with PDL, its blocks
-   may start while stage 1 runs, and wait for it first. */
+   may start while stage 1 runs, and wait for it first.  The tensor sums'
+   A and B are zeroed before that wait, under the kernel before: zeroed
+   after the gather's loads were issued instead, ApoA1-size's end to end
+   took 15.78-16.03 us against 15.24-15.33, DMPC-size's 14.75-14.85
+   against 14.10-14.24; 1M atoms' 129.4-130.0 against 130.4-131.0, whose
+   later waves of blocks zero on their path either way (H200, four rounds
+   alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on). */
 template <int BASIS, int W, int SUM>
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_TILE_THREADS, 4)
 elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies,
                            elec__chargemap_geometry g, elec__chargemap_bands bd,
                            elec__msm_basis_args b, int *status) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
+    if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
+        elec__chargemap_tensor_zero<ELEC__CHARGEMAP_TENSOR_WINDOW>(elec__chargemap_sum_smem);
+    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
+        elec__chargemap_tensor_zero<ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING>(
+            elec__chargemap_sum_smem);
     elec__chargemap_wait_prior();
     elec__chargemap_hand_over(status);
     elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, g, bd, b,
@@ -10817,6 +10953,8 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
                              elec__chargemap_bands bd, elec__msm_basis_args b, int2 *runs,
                              float4 *copies, int *status, double *sums) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_fused_smem[];
+    static_assert(SUM != ELEC__CHARGEMAP_SUM_TENSOR && SUM != ELEC__CHARGEMAP_SUM_TENSOR_SHARING,
+                  "the tensor sums take A and B zeroed: one tile a block");
     if ((int)blockIdx.x < bd.groups)
         elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
                                   (int *)elec__chargemap_fused_smem, NULL, 0);
@@ -11177,7 +11315,10 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
    prefetches only where that call's copies outgrow L2.  Not for the
    one-kernel rungs, whose stage 1 writes the copies in the same kernel,
    before a grid barrier, and whose column sum spilled with the
-   prefetch's code (the fused B-spline kernels up to 136 bytes; ptxas). */
+   prefetch's code (the fused B-spline kernels up to 136 bytes; ptxas).
+   Since 2026-12-03 the tensor sum's warps gather most tiles' copies,
+   loading each as its run is read; only the tiles left to the block's
+   gather (past a window, or whose copies come from few groups) prefetch. */
 static size_t elec__chargemap_prefetch_atoms(const elec__chargemap_bands *bd, const int K[3],
                                              int width, int l2_bytes) {
     double copy_bytes = 16.0, grid = 4.0; /* an atom's copies; the grid's bytes */

@@ -1463,6 +1463,128 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
     test_system_free(&sys);
 }
 
+/* Which of the tensor sum's two gathers each tile of a map takes, as
+   stage 1 lays the copies out (elec__chargemap_sum_tile_tensor): by its
+   warps where the groups number at most 256, the tile's copies fit the
+   window and no warp's groups hold more than 32 ELEC__CHARGEMAP_GATHERED
+   of them; else by the block.  Atoms on grid points (snapped), so that
+   their stencils' points are exact on the host. */
+static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_system *s,
+                           double spacing, int *by_warps, int *by_block) {
+    elec_cuda_chargemap_info info;
+    elec_error err;
+    if (elec_cuda_chargemap_describe(h, &info, &err) != ELEC_OK || !info.band_tensor) return;
+    const int tiles = info.band_tiles, groups = info.band_groups;
+    const int window = h->sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
+                                                            : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING;
+    std::vector<int> total(tiles, 0), share(8 * (size_t)tiles, 0);
+    for (size_t i = 0; i < s->count; i++) {
+        const int j = (int)(i / (size_t)h->bands.chunk);
+        int warp = 0; /* the warp whose groups [w G / 8, (w + 1) G / 8) hold j */
+        while (warp < 7 && j >= (warp + 1) * groups / 8) warp++;
+        int lo[3], hi[3];
+        for (int axis = 0; axis < 3; axis++) {
+            const int k = (int)floor(s->xyz[3 * i + axis] / spacing) + h->g.offset;
+            lo[axis] = std::min(k / info.band_tile[axis], info.band_tiles_along[axis] - 1);
+            hi[axis] = std::min((k + h->g.width - 1) / info.band_tile[axis],
+                                info.band_tiles_along[axis] - 1);
+        }
+        for (int c = lo[2]; c <= hi[2]; c++)
+            for (int b = lo[1]; b <= hi[1]; b++)
+                for (int a = lo[0]; a <= hi[0]; a++) {
+                    const int tile = a + info.band_tiles_along[0] *
+                                             (b + info.band_tiles_along[1] * c);
+                    total[tile]++;
+                    share[8 * (size_t)tile + warp]++;
+                }
+    }
+    for (int tile = 0; tile < tiles; tile++) {
+        bool warps = groups <= 256 && total[tile] <= window;
+        for (int w = 0; w < 8; w++)
+            warps = warps && share[8 * (size_t)tile + w] <= 32 * ELEC__CHARGEMAP_GATHERED;
+        (warps ? *by_warps : *by_block) += 1;
+    }
+}
+
+/* TILE_BINNED's tensor sum gathers a tile's copies by its warps, or by
+   the block where they pass the window, the groups number over 256, or
+   one warp's groups hold more than its lanes take: maps alike either way,
+   on 6,000 atoms (about 320 copies a tile of 16 x 16 x 8) binned in 1
+   group (every copy from warp 0: the block gathers), 8 (a group a warp:
+   about 40 copies each, the warps gather), the default, and four an SM
+   (over 256 on 65 SMs or more: the block gathers). */
+TEST(tile_binned_gathers_by_warps_or_by_the_block_alike) {
+    REQUIRE_GPU();
+    const int tensor = has_tensor_cores();
+    int sms = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    test_system sys = test_system_random(6000, 16.0, 73);
+    const int map_dims[3] = {44, 41, 37}, periodic_dims[3] = {32, 32, 32};
+    for (size_t i = 0; i < 3 * sys.count; i++) /* [4, 16) A: inside the map */
+        sys.xyz[i] = 4.0 + 0.75 * sys.xyz[i];
+    snap(&sys, 0.5);
+    elec_atoms atoms = test_system_atoms(&sys);
+    const size_t n = sys.count;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    for (size_t i = 0; i < n; i++)
+        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
+                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
+    CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
+    const int asked[4] = {1, 8, 0, 4 * sms};
+    int by_warps[4] = {0, 0, 0, 0}, by_block[4] = {0, 0, 0, 0};
+    for (int periodic = 0; periodic < 2; periodic++)
+        for (int basis = 0; basis < 2; basis++) {
+            elec_chargemap_params p = {0};
+            elec_lattice l = lattice_of(periodic ? periodic_dims : map_dims, 0.5, 0.0);
+            reference r;
+            p.basis = (elec_chargemap_basis)basis;
+            p.periodic = periodic;
+            p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+            if (!reference_of(&atoms, &l, &p, &r)) continue;
+            float *got = (float *)malloc(r.points * sizeof(float)), *d_grid = NULL;
+            CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
+            for (int k = 0; k < 4; k++) {
+                elec_cuda_chargemap_handle *h = NULL;
+                elec_error err;
+                char what[96];
+                p.tile_groups = asked[k];
+                snprintf(what, sizeof what, "%s order 4, %s, %d groups asked",
+                         basis ? "B-spline" : "Skeel", periodic ? "periodic" : "map", asked[k]);
+                EXPECT(elec_cuda_chargemap_create(&l, n, &p, -1, &h, &err) == ELEC_OK &&
+                           elec_cuda_chargemap_compute(h, d_xyzq, n, d_grid, 0, &err) ==
+                               ELEC_OK &&
+                           elec_cuda_chargemap_finish(h, NULL, 0, &err) == ELEC_OK,
+                       "%s: %s", what, err.message);
+                if (h) {
+                    CUDA_OK(cudaMemcpy(got, d_grid, r.points * sizeof(float),
+                                       cudaMemcpyDeviceToHost));
+                    check(what, got, r.want, r.abs_sum, r.terms, r.points, 4,
+                          gpu_chargemap_weight_error(p.basis, 4), max_charge(&sys),
+                          sums_of_handle(h));
+                    if (!periodic) tensor_gathers(h, &sys, 0.5, &by_warps[k], &by_block[k]);
+                }
+                elec_cuda_chargemap_destroy(h);
+            }
+            CUDA_OK(cudaFree(d_grid));
+            free(got);
+            reference_free(&r);
+        }
+    printf("     tiles gathered by warps / by the block, at 1, 8, default, %d groups asked: "
+           "%d / %d, %d / %d, %d / %d, %d / %d\n",
+           4 * sms, by_warps[0], by_block[0], by_warps[1], by_block[1], by_warps[2],
+           by_block[2], by_warps[3], by_block[3]);
+    /* each gather taken where the tensor cores sum: the block's at one
+       group and at over 256, the warps' at eight */
+    EXPECT(!tensor || (by_block[0] > 0 && by_warps[1] > 0 && (4 * sms <= 256 || by_block[3] > 0)),
+           "the two gathers each taken (warps / block at 1, 8, %d groups: %d / %d, %d / %d, %d / "
+           "%d)",
+           4 * sms, by_warps[0], by_block[0], by_warps[1], by_block[1], by_warps[3], by_block[3]);
+    CUDA_OK(cudaFree(d_xyzq));
+    free(host);
+    test_system_free(&sys);
+}
+
 int main(void) {
     gpu_test_start();
     RUN(every_rung_matches_the_double_reference);
@@ -1485,5 +1607,6 @@ int main(void) {
     RUN(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2);
     RUN(tile_binned_prefetches_by_each_calls_atoms);
     RUN(tile_binned_maps_alike_with_its_copies_prefetched);
+    RUN(tile_binned_gathers_by_warps_or_by_the_block_alike);
     return test_summary();
 }
