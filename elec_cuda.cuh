@@ -10633,7 +10633,7 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     int *offset = bin + 64;        /* groups + 1                */
     int *start = offset + groups + 1;
     int *gathered_count = bin + 62, *overfull = bin + 63; /* past the rows' bins */
-    static_assert(16 + 8 - 1 < 62, "a tile's corner rows (len[1] + W - 1) below them");
+    static_assert(16 + W - 1 < 32, "a tile's corner rows, a lane each and below bin[62]");
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
     const int rows = len[1] + W - 1; /* corner rows */
@@ -10721,20 +10721,20 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     };
     /* The window's copies gathered warp by warp, where the tile's groups
        number at most 256 (elec__chargemap_gather_warp): a warp scans its
-       groups' runs and loads its copies without waiting for the others,
-       and scans the corner rows' counts (at most 23, a lane each) in its
-       own lanes, so the block passes three barriers before the products;
-       the block's gather below passes six (the runs scanned by one warp,
-       the window's places, the copies' ranks, the rows scanned by one
-       warp, the records).  ApoA1-size's map 10.91-11.03 -> 10.28-10.33
-       us and end to end 16.61-16.76 -> 15.24-15.33; B-spline 11.97-12.12
-       -> 11.76-11.96 and 17.46-17.56 -> 16.74-16.96; DMPC-size 9.97-10.04
-       -> 9.28-9.33 and 15.39-15.45 -> 14.10-14.24; 1M atoms 94.5-95.1 ->
+       groups' runs and loads its copies without waiting for the others, and
+       scans the corner rows' counts (at most 23, a lane each) in its own
+       lanes, so the block passes three barriers before the products; the
+       block's gather below passes six (the runs stored, then scanned by one
+       warp; the window's places; the copies' ranks; the rows scanned by one
+       warp; the records).  ApoA1-size's map 10.91-11.03 -> 10.28-10.33 us and
+       end to end 16.61-16.76 -> 15.24-15.33; B-spline 11.97-12.12 ->
+       11.76-11.96 and 17.46-17.56 -> 16.74-16.96; DMPC-size 9.97-10.04 ->
+       9.28-9.33 and 15.39-15.45 -> 14.10-14.24; 1M atoms 94.5-95.1 ->
        91.9-92.5 and 134.0-134.6 -> 130.4-131.0 (H200, four rounds
-       alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on).  A tile
-       whose copies pass the window, or whose copies come to one warp from
-       more than 32 GATHERED (few groups hold them: atoms in space order,
-       or few groups asked for), takes the block's gather. */
+       alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on).  A tile whose
+       copies pass the window, or whose copies come to one warp from more than
+       32 GATHERED (few groups hold them: atoms in space order, or few groups
+       asked for), takes the block's gather. */
     bool gathered = false;
     if (groups <= 8 * 32) {
         if (t < 64) bin[t] = 0; /* seen by every warp after the barrier */
@@ -10924,7 +10924,7 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
    A and B are zeroed before that wait, under the kernel before: zeroed
    after the gather's loads were issued instead, ApoA1-size's end to end
    took 15.78-16.03 us against 15.24-15.33, DMPC-size's 14.75-14.85
-   against 14.10-14.24; 1M atoms' 129.4-130.0 against 130.4-131.0, whose
+   against 14.10-14.24; 1M atoms' 129.4-129.9 against 130.4-131.0, whose
    later waves of blocks zero on their path either way (H200, four rounds
    alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on). */
 template <int BASIS, int W, int SUM>

@@ -1467,8 +1467,9 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
    stage 1 lays the copies out (elec__chargemap_sum_tile_tensor): by its
    warps where the groups number at most 256, the tile's copies fit the
    window and no warp's groups hold more than 32 ELEC__CHARGEMAP_GATHERED
-   of them; else by the block.  Atoms on grid points (snapped), so that
-   their stencils' points are exact on the host. */
+   of them; else by the block.  The atoms' grid coordinates are floats
+   (snapped: x / h a float, h = 0.5), so that the host finds their
+   stencils' points as the device does. */
 static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_system *s,
                            double spacing, int *by_warps, int *by_block) {
     elec_cuda_chargemap_info info;
@@ -1509,19 +1510,20 @@ static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_syste
 /* TILE_BINNED's tensor sum gathers a tile's copies by its warps, or by
    the block where they pass the window, the groups number over 256, or
    one warp's groups hold more than its lanes take: maps alike either way,
-   on 6,000 atoms (about 320 copies a tile of 16 x 16 x 8) binned in 1
-   group (every copy from warp 0: the block gathers), 8 (a group a warp:
-   about 40 copies each, the warps gather), the default, and four an SM
-   (over 256 on 65 SMs or more: the block gathers). */
+   on 6,000 atoms at 4-28 A on 64^3 points (about 110 atoms and 210 copies
+   a whole tile of 16 x 16 x 8) binned in 1 group (a tile's copies all
+   from one warp, the last: past 96, the block gathers), 8 (a group a
+   warp, about 27 copies each: the warps gather), the default, and four an
+   SM (over 256 groups on 65 SMs or more: the block gathers). */
 TEST(tile_binned_gathers_by_warps_or_by_the_block_alike) {
     REQUIRE_GPU();
     const int tensor = has_tensor_cores();
     int sms = 0;
     CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     test_system sys = test_system_random(6000, 16.0, 73);
-    const int map_dims[3] = {44, 41, 37}, periodic_dims[3] = {32, 32, 32};
-    for (size_t i = 0; i < 3 * sys.count; i++) /* [4, 16) A: inside the map */
-        sys.xyz[i] = 4.0 + 0.75 * sys.xyz[i];
+    const int dims[3] = {64, 64, 64};
+    for (size_t i = 0; i < 3 * sys.count; i++) /* [4, 28) A: grid points 8 to 56 */
+        sys.xyz[i] = 4.0 + 1.5 * sys.xyz[i];
     snap(&sys, 0.5);
     elec_atoms atoms = test_system_atoms(&sys);
     const size_t n = sys.count;
@@ -1536,7 +1538,7 @@ TEST(tile_binned_gathers_by_warps_or_by_the_block_alike) {
     for (int periodic = 0; periodic < 2; periodic++)
         for (int basis = 0; basis < 2; basis++) {
             elec_chargemap_params p = {0};
-            elec_lattice l = lattice_of(periodic ? periodic_dims : map_dims, 0.5, 0.0);
+            elec_lattice l = lattice_of(dims, 0.5, 0.0);
             reference r;
             p.basis = (elec_chargemap_basis)basis;
             p.periodic = periodic;
