@@ -9437,6 +9437,9 @@ typedef struct elec__chargemap_bands {
     int prefetch;             /* stage 2's tensor sum prefetches into L1
                                  the copies its block gathers, set by each
                                  prepare (elec__chargemap_prefetch_atoms)   */
+    int gather;               /* its warps try to gather a tile's copies,
+                                 set by each prepare
+                                 (elec__chargemap_gather_atoms)             */
 } elec__chargemap_bands;
 
 #define ELEC__CHARGEMAP_TILE_THREADS 256
@@ -10734,9 +10737,11 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
        alternating; bench/RESULTS.md, 2026-12-03, 07:35 UTC on).  A tile whose
        copies pass the window, or whose copies come to one warp from more than
        32 GATHERED (few groups hold them: atoms in space order, or few groups
-       asked for), takes the block's gather. */
+       asked for), takes the block's gather; where the tiles' copies pass
+       the window on average (elec__chargemap_gather_atoms) the block
+       gathers from the start. */
     bool gathered = false;
-    if (groups <= 8 * 32) {
+    if (bd.gather && groups <= 8 * 32) {
         if (t < 64) bin[t] = 0; /* seen by every warp after the barrier */
         float4 r[GATHERED];
         const int mine = elec__chargemap_gather_warp<GATHERED>(id, runs, copies, bd, (int *)wy, r);
@@ -11007,6 +11012,9 @@ struct elec_cuda_chargemap_handle {
                                   has no cooperative launch: two kernels)     */
     size_t bin_shared_bytes, sum_shared_bytes, fused_shared_bytes;
     int bin_stage_room;        /* copies stage 1 sorts in shared memory      */
+    size_t gather_atoms;       /* a call of at most this many atoms sets
+                                  bands.gather (0: never;
+                                  elec__chargemap_gather_atoms)            */
     size_t prefetch_atoms;     /* a call of at least this many atoms sets
                                   bands.prefetch (SIZE_MAX: never;
                                   elec__chargemap_prefetch_atoms)          */
@@ -11330,6 +11338,24 @@ static size_t elec__chargemap_prefetch_atoms(const elec__chargemap_bands *bd, co
     return (size_t)floor(((double)l2_bytes - grid) / copy_bytes) + 1;
 }
 
+/* The most atoms at which TILE_BINNED's tensor sum tries its warps'
+   gather (elec__chargemap_sum_tile_tensor): those whose copies (the atoms
+   times the tiles' halo) come to at most a window a tile on average.
+   Where the tiles pass the window, every block would try the warps'
+   gather and then gather again: ApoA1-size on 56 x 56 x 40 (8^3 tiles,
+   about 980 copies a tile) took 15.55 us for the map in `make bench`,
+   against 14.91 before the warps' gather (H200, bench/RESULTS.md,
+   2026-12-03).  ApoA1-size on 112 x 112 x 80 (365 copies a tile on
+   average), DMPC-size on 64^3 (348) and 1M atoms on 216^3 (367; 394 a
+   whole tile) gain from it; sizes between were not measured. */
+static size_t elec__chargemap_gather_atoms(const elec__chargemap_bands *bd, int width,
+                                           int window) {
+    double halo = 1.0; /* copies an atom */
+    for (int axis = 0; axis < 3; axis++)
+        if (bd->n[axis] > 1) halo *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
+    return (size_t)floor((double)window * bd->count / halo);
+}
+
 /* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one
    an SM, or the fewest of two and four an SM at which stage 1's room
    fits, where the caller left them to the handle), shared-memory limits,
@@ -11349,6 +11375,11 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     if (h->p.variant == ELEC_CHARGEMAP_TILE_BINNED) /* the others keep SIZE_MAX */
         h->prefetch_atoms =
             elec__chargemap_prefetch_atoms(&h->bands, h->g.K, h->g.width, l2_bytes);
+    if (h->sum == ELEC__CHARGEMAP_SUM_TENSOR || h->sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
+        h->gather_atoms = elec__chargemap_gather_atoms(
+            &h->bands, h->g.width,
+            h->sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
+                                                 : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING);
     h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
     for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
                          h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;
@@ -11438,6 +11469,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
     if (elec__chargemap_is_tiled(v)) {
         h->bands.chunk = elec__chargemap_chunk(n, h->bands.groups);
         h->bands.prefetch = (size_t)n >= h->prefetch_atoms;
+        h->bands.gather = (size_t)n <= h->gather_atoms;
         /* stage 1 apart, unless TILE_FUSED's one kernel does it */
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
             ELEC__CUDA_TRY(elec__chargemap_launch(
@@ -11839,6 +11871,7 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     if (!h) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
     memset(h, 0, sizeof *h);
     h->prefetch_atoms = SIZE_MAX; /* never; TILE_BINNED's set by its plan */
+    h->gather_atoms = 0;          /* never; the tensor sums' set by their plan */
     h->device = device == -1 ? caller_device : device;
     h->p = resolved;
     h->lattice = *lattice;

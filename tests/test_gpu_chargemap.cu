@@ -1463,9 +1463,40 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
     test_system_free(&sys);
 }
 
+/* The warps' gather is tried where a call's copies come to at most a
+   window a tile on average (elec__chargemap_gather_atoms): ApoA1-size on
+   112 x 112 x 80, DMPC-size on 64^3 and 1M atoms on 216^3 (their default
+   tiles), not ApoA1-size on 56 x 56 x 40 (about 980 copies a tile of 8^3);
+   at the count exactly the mean fits, an atom more does not. */
+TEST(tile_binned_gathers_by_warps_where_tiles_fit_a_window) {
+    const int shift16[3] = {4, 4, 3}, shift8[3] = {3, 3, 3};
+    const int apoa1[3] = {112, 112, 80}, million[3] = {216, 216, 216}, dmpc[3] = {64, 64, 64};
+    const int coarse[3] = {56, 56, 40};
+    const int window = ELEC__CHARGEMAP_TENSOR_WINDOW;
+    const elec__chargemap_bands a = elec__chargemap_bands_of(apoa1, shift16, 4);
+    const elec__chargemap_bands m = elec__chargemap_bands_of(million, shift16, 4);
+    const elec__chargemap_bands d = elec__chargemap_bands_of(dmpc, shift8, 4);
+    const elec__chargemap_bands c = elec__chargemap_bands_of(coarse, shift8, 4);
+    const size_t at_apoa1 = elec__chargemap_gather_atoms(&a, 4, window);
+    const size_t at_million = elec__chargemap_gather_atoms(&m, 4, window);
+    const size_t at_dmpc = elec__chargemap_gather_atoms(&d, 4, window);
+    const size_t at_coarse = elec__chargemap_gather_atoms(&c, 4, window);
+    EXPECT(92224 <= at_apoa1, "ApoA1-size on 112 x 112 x 80 gathers by warps (up to %zu)",
+           at_apoa1);
+    EXPECT(1000000 <= at_million, "1M atoms on 216^3 gather by warps (up to %zu)", at_million);
+    EXPECT(68484 <= at_dmpc, "DMPC-size on 64^3 gathers by warps (up to %zu)", at_dmpc);
+    EXPECT(92224 > at_coarse, "ApoA1-size on 56 x 56 x 40 does not (up to %zu)", at_coarse);
+    const double halo = (1.0 + 3.0 / 16) * (1.0 + 3.0 / 16) * (1.0 + 3.0 / 8);
+    EXPECT(a.count == 490 && (double)at_apoa1 * halo <= (double)window * a.count &&
+               (double)(at_apoa1 + 1) * halo > (double)window * a.count,
+           "112 x 112 x 80 (%d tiles): %zu atoms is not where the mean passes the window",
+           a.count, at_apoa1);
+}
+
 /* Which of the tensor sum's two gathers each tile of a map takes, as
    stage 1 lays the copies out (elec__chargemap_sum_tile_tensor): by its
-   warps where the groups number at most 256, the tile's copies fit the
+   warps where the call's copies fit a window a tile on average
+   (bands.gather), the groups number at most 256, the tile's copies fit the
    window and no warp's groups hold more than 32 ELEC__CHARGEMAP_GATHERED
    of them; else by the block.  The atoms' grid coordinates are floats
    (snapped: x / h a float, h = 0.5), so that the host finds their
@@ -1500,7 +1531,7 @@ static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_syste
                 }
     }
     for (int tile = 0; tile < tiles; tile++) {
-        bool warps = groups <= 256 && total[tile] <= window;
+        bool warps = h->bands.gather && groups <= 256 && total[tile] <= window;
         for (int w = 0; w < 8; w++)
             warps = warps && share[8 * (size_t)tile + w] <= 32 * ELEC__CHARGEMAP_GATHERED;
         (warps ? *by_warps : *by_block) += 1;
@@ -1510,8 +1541,8 @@ static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_syste
 /* TILE_BINNED's tensor sum gathers a tile's copies by its warps, or by
    the block where they pass the window, the groups number over 256, or
    one warp's groups hold more than its lanes take: maps alike either way,
-   on 6,000 atoms at 4-28 A on 64^3 points (about 110 atoms and 210 copies
-   a whole tile of 16 x 16 x 8) binned in 1 group (a tile's copies all
+   on 6,000 atoms at 4-28 A on 64^3 points in tiles of 16 x 16 x 8 (about
+   110 atoms and 210 copies a whole tile) binned in 1 group (a tile's copies all
    from one warp, the last: past 96, the block gathers), 8 (a group a
    warp, about 27 copies each: the warps gather), the default, and four an
    SM (over 256 groups on 65 SMs or more: the block gathers). */
@@ -1543,6 +1574,8 @@ TEST(tile_binned_gathers_by_warps_or_by_the_block_alike) {
             p.basis = (elec_chargemap_basis)basis;
             p.periodic = periodic;
             p.variant = ELEC_CHARGEMAP_TILE_BINNED;
+            p.tile[0] = p.tile[1] = 16;
+            p.tile[2] = 8;
             if (!reference_of(&atoms, &l, &p, &r)) continue;
             float *got = (float *)malloc(r.points * sizeof(float)), *d_grid = NULL;
             CUDA_OK(cudaMalloc((void **)&d_grid, r.points * sizeof(float)));
@@ -1609,6 +1642,7 @@ int main(void) {
     RUN(tile_binned_prefetches_only_where_copies_and_grid_outgrow_l2);
     RUN(tile_binned_prefetches_by_each_calls_atoms);
     RUN(tile_binned_maps_alike_with_its_copies_prefetched);
+    RUN(tile_binned_gathers_by_warps_where_tiles_fit_a_window);
     RUN(tile_binned_gathers_by_warps_or_by_the_block_alike);
     return test_summary();
 }
