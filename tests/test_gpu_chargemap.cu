@@ -144,6 +144,15 @@ static int sums_of(const elec_lattice *l, size_t n, const elec_chargemap_params 
     return sums;
 }
 
+/* The system as float4 (x, y, z, q), as the device API takes it (malloc'd). */
+static float4 *xyzq_on_host(const test_system *s) {
+    float4 *host = (float4 *)malloc(s->count * sizeof(float4));
+    for (size_t i = 0; i < s->count; i++)
+        host[i] = make_float4((float)s->xyz[3 * i], (float)s->xyz[3 * i + 1],
+                              (float)s->xyz[3 * i + 2], (float)s->charge[i]);
+    return host;
+}
+
 static double max_charge(const test_system *s) {
     double m = 0.0;
     for (size_t i = 0; i < s->count; i++) m = std::max(m, fabs(s->charge[i]));
@@ -1402,10 +1411,7 @@ TEST(tile_binned_maps_alike_with_its_copies_prefetched) {
     snap(&sys, 0.5);
     elec_atoms atoms = test_system_atoms(&sys);
     const size_t n = sys.count;
-    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
-    for (size_t i = 0; i < n; i++)
-        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    float4 *host = xyzq_on_host(&sys), *d_xyzq = NULL;
     CUDA_OK(cudaMalloc((void **)&d_xyzq, 2 * n * sizeof(float4)));
     CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
     for (size_t i = 0; i < n; i++) host[i].w = -host[i].w;
@@ -1558,10 +1564,7 @@ TEST(tile_binned_gathers_by_warps_or_by_the_block_alike) {
     snap(&sys, 0.5);
     elec_atoms atoms = test_system_atoms(&sys);
     const size_t n = sys.count;
-    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
-    for (size_t i = 0; i < n; i++)
-        host[i] = make_float4((float)sys.xyz[3 * i], (float)sys.xyz[3 * i + 1],
-                              (float)sys.xyz[3 * i + 2], (float)sys.charge[i]);
+    float4 *host = xyzq_on_host(&sys), *d_xyzq = NULL;
     CUDA_OK(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)));
     CUDA_OK(cudaMemcpy(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice));
     const int asked[4] = {1, 8, 0, 4 * sms};
