@@ -10855,6 +10855,15 @@ enum {
                                               beside others' kernels      */
 };
 
+/* The tensor sums, and the window of copies each takes. */
+static inline bool elec__chargemap_is_tensor(int sum) {
+    return sum == ELEC__CHARGEMAP_SUM_TENSOR || sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING;
+}
+static inline int elec__chargemap_tensor_window(int sum) {
+    return sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
+                                             : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING;
+}
+
 template <int BASIS, int W, int SUM>
 __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
                                          const float4 *copies,
@@ -11158,10 +11167,8 @@ static size_t elec__chargemap_sum_bytes(const elec__chargemap_bands *bd, int gro
         return (size_t)16 * ELEC__CHARGEMAP_TILE_WINDOW +
                (size_t)bd->L[0] * bd->L[1] * bd->L[2] * 8 + runs;
     if (sum == ELEC__CHARGEMAP_SUM_COLUMNS) return elec__chargemap_column_bytes(width, groups);
-    if (sum == ELEC__CHARGEMAP_SUM_TENSOR)
-        return elec__chargemap_tensor_bytes(width, groups, ELEC__CHARGEMAP_TENSOR_WINDOW);
-    if (sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
-        return elec__chargemap_tensor_bytes(width, groups, ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING);
+    if (elec__chargemap_is_tensor(sum))
+        return elec__chargemap_tensor_bytes(width, groups, elec__chargemap_tensor_window(sum));
     const size_t win = (size_t)elec__chargemap_register_window(*bd);
     return win * elec__chargemap_record_stride(*bd) * 4 + (size_t)ELEC__CHARGEMAP_BATCH * win +
            runs;
@@ -11327,13 +11334,20 @@ static int elec__chargemap_stage_room(const elec_cuda_chargemap_handle *h, int g
    Since 2026-12-03 the tensor sum's warps gather most tiles' copies,
    loading each as its run is read; only the tiles left to the block's
    gather (past a window, or whose copies come from few groups) prefetch. */
+/* An atom's copies on average: the tiles' halo, 1 + (W - 1) / L along
+   each tiled axis. */
+static double elec__chargemap_halo(const elec__chargemap_bands *bd, int width) {
+    double halo = 1.0;
+    for (int axis = 0; axis < 3; axis++)
+        if (bd->n[axis] > 1) halo *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
+    return halo;
+}
+
 static size_t elec__chargemap_prefetch_atoms(const elec__chargemap_bands *bd, const int K[3],
                                              int width, int l2_bytes) {
-    double copy_bytes = 16.0, grid = 4.0; /* an atom's copies; the grid's bytes */
-    for (int axis = 0; axis < 3; axis++) {
-        if (bd->n[axis] > 1) copy_bytes *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
-        grid *= (double)K[axis];
-    }
+    const double copy_bytes = 16.0 * elec__chargemap_halo(bd, width); /* an atom's copies */
+    double grid = 4.0;                                                 /* the grid's bytes */
+    for (int axis = 0; axis < 3; axis++) grid *= (double)K[axis];
     if (grid >= (double)l2_bytes) return 0;
     return (size_t)floor(((double)l2_bytes - grid) / copy_bytes) + 1;
 }
@@ -11350,10 +11364,7 @@ static size_t elec__chargemap_prefetch_atoms(const elec__chargemap_bands *bd, co
    whole tile) gain from it; sizes between were not measured. */
 static size_t elec__chargemap_gather_atoms(const elec__chargemap_bands *bd, int width,
                                            int window) {
-    double halo = 1.0; /* copies an atom */
-    for (int axis = 0; axis < 3; axis++)
-        if (bd->n[axis] > 1) halo *= 1.0 + (width - 1.0) / (double)(1 << bd->shift[axis]);
-    return (size_t)floor((double)window * bd->count / halo);
+    return (size_t)floor((double)window * bd->count / elec__chargemap_halo(bd, width));
 }
 
 /* The tile-binned rungs' kernels for the plan: TILE_BINNED's groups (one
@@ -11375,11 +11386,9 @@ static elec_status elec__chargemap_configure_tiles_t(elec_cuda_chargemap_handle 
     if (h->p.variant == ELEC_CHARGEMAP_TILE_BINNED) /* the others keep SIZE_MAX */
         h->prefetch_atoms =
             elec__chargemap_prefetch_atoms(&h->bands, h->g.K, h->g.width, l2_bytes);
-    if (h->sum == ELEC__CHARGEMAP_SUM_TENSOR || h->sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
-        h->gather_atoms = elec__chargemap_gather_atoms(
-            &h->bands, h->g.width,
-            h->sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
-                                                 : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING);
+    if (elec__chargemap_is_tensor(h->sum))
+        h->gather_atoms = elec__chargemap_gather_atoms(&h->bands, h->g.width,
+                                                       elec__chargemap_tensor_window(h->sum));
     h->bin_stage_room = elec__chargemap_stage_room(h, h->bands.groups);
     for (int blocks = 2; blocks <= 4 && h->bin_stage_room == 0 && h->p.tile_groups <= 0 &&
                          h->p.variant == ELEC_CHARGEMAP_TILE_BINNED;

@@ -1513,8 +1513,7 @@ static void tensor_gathers(const elec_cuda_chargemap_handle *h, const test_syste
     elec_error err;
     if (elec_cuda_chargemap_describe(h, &info, &err) != ELEC_OK || !info.band_tensor) return;
     const int tiles = info.band_tiles, groups = info.band_groups;
-    const int window = h->sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
-                                                            : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING;
+    const int window = elec__chargemap_tensor_window(h->sum);
     std::vector<int> total(tiles, 0), share(8 * (size_t)tiles, 0);
     for (size_t i = 0; i < s->count; i++) {
         const int j = (int)(i / (size_t)h->bands.chunk);
