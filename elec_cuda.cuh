@@ -728,6 +728,18 @@ __device__ __forceinline__ float elec__rcp_sfu(float x) {
     return y;
 }
 
+/* The sum of x over lanes 0 to this one (an inclusive scan by five
+   shuffles); the whole warp, converged, calls it. */
+__device__ __forceinline__ int elec__warp_inclusive_sum(int x) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    return x;
+}
+
 /* elec_rsqrt_sfu and elec_rsqrt_fma_pipe are public (>>dcs above). */
 
 /* ----------------------------------------------------------- error checks */
@@ -5270,11 +5282,7 @@ __device__ __forceinline__ void elec__list_cluster_images(const elec__list &L, i
     const float4 b = L.ref[p];
     const unsigned m = elec__list_slot_images(L, b, L.order[p] >= 0);
     const int copies = elec__list_image_copies(m);
-    int through = copies; /* this lane's and those before it */
-    for (int o = 1; o < 32; o <<= 1) {
-        const int before = __shfl_up_sync(0xffffffffu, through, o);
-        if (lane >= o) through += before;
-    }
+    const int through = elec__warp_inclusive_sum(copies); /* this lane's and those before */
     int at = L.image_base + L.image_start[c] + through - copies;
     L.image_of[p] = make_int2(at, (int)m);
     if (copies == 0) return;
@@ -9496,21 +9504,11 @@ __device__ __forceinline__ void elec__chargemap_for_tiles(float4 r, const elec__
    when it returns. */
 __device__ __forceinline__ int elec__chargemap_scan(int v, int *scratch, int *total) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    int x = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
+    const int x = elec__warp_inclusive_sum(v);
     if (lane == 31) scratch[warp] = x;
     __syncthreads();
     if (warp == 0) {
-        int w = lane < warps ? scratch[lane] : 0;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += y;
-        }
+        const int w = elec__warp_inclusive_sum(lane < warps ? scratch[lane] : 0);
         if (lane < warps) scratch[lane] = w;
     }
     __syncthreads();
@@ -9535,12 +9533,7 @@ __device__ __forceinline__ int elec__chargemap_warp_scan(int *v, int count) {
     const int lo = min(lane * per, count), hi = min(lo + per, count);
     int sum = 0;
     for (int k = lo; k < hi; k++) sum += v[k];
-    int x = sum;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
+    const int x = elec__warp_inclusive_sum(sum);
     const int total = __shfl_sync(0xffffffffu, x, 31);
     int run = x - sum;
     for (int k = lo; k < hi; k++) {
@@ -10578,12 +10571,7 @@ __device__ __forceinline__ int elec__chargemap_gather_warp(int id, const int2 *r
     const int j = (warp * groups >> 3) + lane, end = (warp + 1) * groups >> 3;
     int2 run = make_int2(0, 0); /* (start, count) */
     if (j < end) run = elec__chargemap_tile_run(runs, id, groups, j);
-    int through = run.y; /* copies of lanes 0 to this one */
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, through, o);
-        if (lane >= o) through += y;
-    }
+    const int through = elec__warp_inclusive_sum(run.y); /* copies of lanes 0 to this one */
     const int count = __shfl_sync(0xffffffffu, through, 31);
     int *own = list + warp * 32 * PER;
     if (count <= 32 * PER) {
@@ -10635,8 +10623,8 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
     int *bin = cy + S;             /* 64: corner rows' offsets  */
     int *offset = bin + 64;        /* groups + 1                */
     int *start = offset + groups + 1;
-    int *gathered_count = bin + 62, *overfull = bin + 63; /* past the rows' bins */
-    static_assert(16 + W - 1 < 32, "a tile's corner rows, a lane each and below bin[62]");
+    int *overfull = bin + 63; /* past the rows' bins */
+    static_assert(16 + W - 1 < 32, "a tile's corner rows, a lane each and below bin[63]");
     int t0[3], len[3];
     elec__chargemap_tile_extent(id, g, bd, t0, len);
     const int rows = len[1] + W - 1; /* corner rows */
@@ -10755,20 +10743,12 @@ __device__ void elec__chargemap_sum_tile_tensor(int id, float *grid, const int2 
                 rank[i] = atomicAdd(bin + key[i], 1);
             }
         }
-        if (lane == 0) {
-            atomicAdd(gathered_count, mine);
-            if (mine > 32 * GATHERED) *overfull = 1;
-        }
+        if (lane == 0 && mine > 32 * GATHERED) *overfull = 1; /* its copies not ranked */
         __syncthreads();
-        const int count = *gathered_count;
+        const int n = lane <= rows ? bin[lane] : 0; /* row `lane`'s copies */
+        const int through = elec__warp_inclusive_sum(n);
+        const int count = __shfl_sync(0xffffffffu, through, 31); /* the ranked copies */
         if (!*overfull && count <= WIN) {
-            const int n = lane <= rows ? bin[lane] : 0; /* row `lane`'s copies */
-            int through = n;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int y = __shfl_up_sync(0xffffffffu, through, o);
-                if (lane >= o) through += y;
-            }
             const int before = through - n; /* row `lane`'s first sorted place */
 #pragma unroll
             for (int i = 0; i < GATHERED; i++) {
