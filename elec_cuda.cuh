@@ -10835,11 +10835,12 @@ enum {
                                               beside others' kernels      */
 };
 
-/* The tensor sums, and the window of copies each takes. */
-static inline bool elec__chargemap_is_tensor(int sum) {
+/* The tensor sums, and the window of copies each takes (on the host, and
+   at compile time in the kernels). */
+__host__ __device__ constexpr bool elec__chargemap_is_tensor(int sum) {
     return sum == ELEC__CHARGEMAP_SUM_TENSOR || sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING;
 }
-static inline int elec__chargemap_tensor_window(int sum) {
+__host__ __device__ constexpr int elec__chargemap_tensor_window(int sum) {
     return sum == ELEC__CHARGEMAP_SUM_TENSOR ? ELEC__CHARGEMAP_TENSOR_WINDOW
                                              : ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING;
 }
@@ -10854,11 +10855,8 @@ __device__ void elec__chargemap_sum_tile(int id, float *grid, const int2 *runs,
         elec__chargemap_sum_tile_fixed<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
     else if constexpr (SUM == ELEC__CHARGEMAP_SUM_COLUMNS)
         elec__chargemap_sum_tile_columns<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
-    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
-        elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW>(
-            id, grid, runs, copies, g, bd, b, smem);
-    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
-        elec__chargemap_sum_tile_tensor<BASIS, W, ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING>(
+    else if constexpr (elec__chargemap_is_tensor(SUM))
+        elec__chargemap_sum_tile_tensor<BASIS, W, elec__chargemap_tensor_window(SUM)>(
             id, grid, runs, copies, g, bd, b, smem);
     else
         elec__chargemap_sum_tile_registers<BASIS, W>(id, grid, runs, copies, g, bd, b, smem);
@@ -10927,11 +10925,8 @@ elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies,
                            elec__chargemap_geometry g, elec__chargemap_bands bd,
                            elec__msm_basis_args b, int *status) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
-    if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR)
-        elec__chargemap_tensor_zero<ELEC__CHARGEMAP_TENSOR_WINDOW>(elec__chargemap_sum_smem);
-    else if constexpr (SUM == ELEC__CHARGEMAP_SUM_TENSOR_SHARING)
-        elec__chargemap_tensor_zero<ELEC__CHARGEMAP_TENSOR_WINDOW_SHARING>(
-            elec__chargemap_sum_smem);
+    if constexpr (elec__chargemap_is_tensor(SUM))
+        elec__chargemap_tensor_zero<elec__chargemap_tensor_window(SUM)>(elec__chargemap_sum_smem);
     elec__chargemap_wait_prior();
     elec__chargemap_hand_over(status);
     elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, g, bd, b,
@@ -10947,7 +10942,7 @@ elec__k_chargemap_tile_fused(float *grid, const float4 *xyzq, int n, elec__charg
                              elec__chargemap_bands bd, elec__msm_basis_args b, int2 *runs,
                              float4 *copies, int *status, double *sums) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_fused_smem[];
-    static_assert(SUM != ELEC__CHARGEMAP_SUM_TENSOR && SUM != ELEC__CHARGEMAP_SUM_TENSOR_SHARING,
+    static_assert(!elec__chargemap_is_tensor(SUM),
                   "the tensor sums take A and B zeroed: one tile a block");
     if ((int)blockIdx.x < bd.groups)
         elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
@@ -11769,8 +11764,7 @@ ELEC_DEF elec_status elec_cuda_chargemap_describe(const elec_cuda_chargemap_hand
         out->band_tiles = h->bands.count;
         out->band_groups = h->bands.groups;
         out->band_columns = h->sum == ELEC__CHARGEMAP_SUM_COLUMNS;
-        out->band_tensor = h->sum == ELEC__CHARGEMAP_SUM_TENSOR ||
-                           h->sum == ELEC__CHARGEMAP_SUM_TENSOR_SHARING;
+        out->band_tensor = elec__chargemap_is_tensor(h->sum);
         out->one_kernel = h->p.variant != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks > 0;
         out->band_staged = h->bin_stage_room > 0 && !out->one_kernel;
         out->band_prefetch = h->bands.prefetch && out->band_tensor;
