@@ -660,8 +660,10 @@ ELEC_API elec_status elec_read_text(const char *path, const char *what,
    file-size limit, an error from the caller's writer) it is still there,
    whole, or there is none: the library only ever removes the temporary
    file it created.  A path that exists and is not a regular file (a
-   device such as /dev/null or /dev/stdout, a pipe) is written straight
-   through, never replaced and never removed.  A symbolic link at path is
+   device such as /dev/null, a pipe), and any path under /dev/ or /proc/
+   (/dev/stdout, which is a regular file where stdout is redirected to
+   one), is written straight through (as fopen(path, "w") would: not
+   atomically), never replaced and never removed.  A symbolic link at path is
    replaced by the new file (the file it named is left as it was), and an
    existing file's permission bits carry over to the new one. */
 typedef struct elec_output elec_output;
@@ -3678,9 +3680,14 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
             return elec__fail(err, ELEC_ERR_IO, 0,
                               "cannot write '%s': it is a directory", path);
         }
-        if (exists && !S_ISREG(st.st_mode)) {
-            /* a device or a pipe: written where it is, never replaced */
-            o->fd = open(path, O_WRONLY | O_NOCTTY);
+        /* /dev/stdout leads to fd 1: a regular file where stdout is
+           redirected to one, which a rename would have replaced (the link
+           /dev/stdout itself, run as root) rather than written */
+        const int system_path = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
+        if (system_path || (exists && !S_ISREG(st.st_mode))) {
+            /* a device, a pipe or a system path: written where it is (a
+               regular file there truncated first), never replaced */
+            o->fd = open(path, O_WRONLY | O_NOCTTY | (system_path ? O_CREAT | O_TRUNC : 0), 0666);
             if (o->fd < 0) {
                 int e = errno;
                 elec__output_free(o);

@@ -12,6 +12,7 @@
 #include "tests/systems.h" /* test_rng */
 #include "tests/files.h"   /* scratch_dir, write_file */
 
+#include <fcntl.h>
 #include <float.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -937,6 +938,54 @@ TEST(a_pipe_output_is_written_through_and_kept) {
     scratch_remove(dir);
 }
 
+TEST(dev_stdout_redirected_to_a_file_is_written_through) {
+    /* /dev/stdout leads to fd 1; where that is a regular file (a shell's
+       > out.dx) the map goes into it, and /dev/stdout stays what it was
+       (replaced by a rename, the link itself became the map, as root) */
+    char *dir = scratch_dir(), path[256], target[256], *text;
+    float map[8];
+    elec_lattice lat = small_lattice(map);
+    struct stat before, after;
+    ssize_t target_length;
+    pid_t child;
+    int child_status = 0;
+    EXPECT(dir != NULL, "mkdtemp failed");
+    if (!dir) return;
+    if (lstat("/dev/stdout", &before) != 0) {
+        scratch_remove(dir);
+        SKIP("this system has no /dev/stdout");
+    }
+    target_length = readlink("/dev/stdout", target, sizeof target - 1);
+    target[target_length > 0 ? target_length : 0] = '\0';
+    snprintf(path, sizeof path, "%s/out.dx", dir);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) { /* stdout to the file, then the map to /dev/stdout */
+        elec_error err;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || dup2(fd, 1) < 0) _exit(2);
+        _exit(elec_write_dx("/dev/stdout", &lat, map, NULL, &err) == ELEC_OK ? 0 : 1);
+    }
+    EXPECT(child > 0, "fork failed");
+    if (child > 0) waitpid(child, &child_status, 0);
+    EXPECT(child > 0 && WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+           "writing to /dev/stdout failed (child status %d)", child_status);
+    text = read_text(path);
+    EXPECT(text && strstr(text, "object 3 class array"), "the file holds no map: '%.60s'",
+           text ? text : "(none)");
+    free(text);
+    if (!(lstat("/dev/stdout", &after) == 0 && after.st_mode == before.st_mode &&
+          after.st_ino == before.st_ino)) {
+        EXPECT(0, "/dev/stdout changed: mode %o -> %o", (unsigned)before.st_mode,
+               (unsigned)after.st_mode);
+        /* put the link back for the tests after this one */
+        if (S_ISLNK(before.st_mode) && target_length > 0 && unlink("/dev/stdout") == 0 &&
+            symlink(target, "/dev/stdout") != 0)
+            printf("     /dev/stdout could not be restored: %s\n", strerror(errno));
+    }
+    scratch_remove(dir);
+}
+
 TEST(output_check_refuses_the_input_and_what_cannot_be_written) {
     char *dir = scratch_dir(), input[256], same[256], other[256], missing[256];
     elec_error err;
@@ -1069,6 +1118,7 @@ int main(void) {
     RUN(a_write_that_fails_midway_leaves_the_old_file_whole);
     RUN(device_outputs_are_written_in_place_and_never_removed);
     RUN(a_pipe_output_is_written_through_and_kept);
+    RUN(dev_stdout_redirected_to_a_file_is_written_through);
     RUN(output_check_refuses_the_input_and_what_cannot_be_written);
     RUN(inputs_too_large_or_binary_are_refused_before_reading_them);
     RUN(dx_header_claiming_more_values_than_its_file_holds_is_refused);
