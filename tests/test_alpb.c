@@ -647,7 +647,10 @@ TEST(hcp_far_field_error_falls_eightfold_per_doubling) {
         elec_atoms atoms;
         if (charges == 2) test_system_make_neutral(&s);
         atoms = test_system_atoms(&s);
-        if (elec_hcp_build(&atoms, residue, NULL, NULL, &h, NULL) != ELEC_OK) return;
+        if (elec_hcp_build(&atoms, residue, NULL, NULL, &h, NULL) != ELEC_OK) {
+            EXPECT(0, "elec_hcp_build failed");
+            return;
+        }
         for (d = 0; d < 3; d++) {
             elec_alpb_params p = {0};
             double num = 0.0;
@@ -655,12 +658,14 @@ TEST(hcp_far_field_error_falls_eightfold_per_doubling) {
             test_sphere_points(200, centre, 30.0 * (1 << d), xyz, normal);
             p.electrostatic_size = 5.0;
             p.exact = 1;
-            elec_cpu_alpb_double(&h, xyz, normal, 200, &p, exact, NULL);
+            EXPECT(elec_cpu_alpb_double(&h, xyz, normal, 200, &p, exact, NULL) == ELEC_OK,
+                   "exact sum failed");
             p.exact = 0;
             p.hcp_charges = charges;
             p.hcp_h[0] = p.hcp_h[1] = p.hcp_h[2] = 1.0;
             p.hcp_tolerance = HUGE_VAL; /* the approximation at every distance */
-            elec_cpu_alpb_double(&h, xyz, normal, 200, &p, hcp, NULL);
+            EXPECT(elec_cpu_alpb_double(&h, xyz, normal, 200, &p, hcp, NULL) == ELEC_OK,
+                   "HCP sum failed");
             for (i = 0; i < 200; i++) num += (hcp[i] - exact[i]) * (hcp[i] - exact[i]);
             error[d] = sqrt(num / 200);
         }
@@ -738,11 +743,13 @@ TEST(hcp_error_test_bounds_a_charged_ring) {
                at_reach, r.hcp_tolerance);
         /* the complex's charges alone: thresholds near zero, no error test */
         p.exact = 1;
-        elec_cpu_alpb_double(&h, xyz, normal, points, &p, exact, NULL);
+        EXPECT(elec_cpu_alpb_double(&h, xyz, normal, points, &p, exact, NULL) == ELEC_OK,
+               "exact sum failed");
         p.exact = 0;
         p.hcp_h[0] = p.hcp_h[1] = p.hcp_h[2] = 1e-9;
         p.hcp_tolerance = HUGE_VAL;
-        elec_cpu_alpb_double(&h, xyz, normal, points, &p, hcp, NULL);
+        EXPECT(elec_cpu_alpb_double(&h, xyz, normal, points, &p, hcp, NULL) == ELEC_OK,
+               "HCP sum failed");
         for (i = 0; i < points; i++)
             if (fabs(hcp[i] - exact[i]) > worst) worst = fabs(hcp[i] - exact[i]);
         bound = k.front * (e[0] / (D * D) + e[1] / (D * D * D));
@@ -850,8 +857,10 @@ TEST(float_path_is_within_float_rounding_of_double) {
         double e;
         p.exact = exact;
         p.proj = 1.4;
-        elec_cpu_alpb_double(&b.h, b.xyz, b.normal, 300, &p, want, NULL);
-        elec_cpu_alpb(&b.h, b.xyz, b.normal, 300, &p, got, NULL);
+        EXPECT(elec_cpu_alpb_double(&b.h, b.xyz, b.normal, 300, &p, want, NULL) == ELEC_OK,
+               "exact %d: double failed", exact);
+        EXPECT(elec_cpu_alpb(&b.h, b.xyz, b.normal, 300, &p, got, NULL) == ELEC_OK,
+               "exact %d: float failed", exact);
         e = test_rel_rms_float(got, want, 300);
         EXPECT(e <= (exact ? 1e-5 : 1e-7), "exact %d: %g", exact, e);
     }

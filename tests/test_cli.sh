@@ -68,11 +68,13 @@ else fail "elecmap_msm_options_are_used_and_quintic_improves_it: $e6 vs $e $(cat
     "$build/elecmap" --cpu --spacing 1.5 --method cutoff --cutoff 8 --shifted --demo "$dir/shift.dx" \
         > "$dir/out2" 2>&1 && grep -q "shifted" "$dir/out2"
 cut_ok=$?
+# the kinds as asked for and unlike DCS (or each other); their values are
+# tests/test_cutoff.c's
 ec=$(dx_rel_rms "$dir/cut.dx" "$dir/dcs.dx")
 es=$(dx_rel_rms "$dir/shift.dx" "$dir/cut.dx")
 if [ $cut_ok -eq 0 ] && awk -v a="$ec" -v b="$es" 'BEGIN { exit !(a > 1e-2 && b > 1e-3) }'; then
-    ok "elecmap_cutoff_maps_are_short_range_of_either_kind"
-else fail "elecmap_cutoff_maps_are_short_range_of_either_kind: $ec $es $(cat "$dir/out" "$dir/out2")"; fi
+    ok "elecmap_makes_cutoff_maps_of_either_kind_unlike_dcs"
+else fail "elecmap_makes_cutoff_maps_of_either_kind_unlike_dcs: $ec $es $(cat "$dir/out" "$dir/out2")"; fi
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"

@@ -431,14 +431,16 @@ TEST(scale_multiplies_results) {
     int n;
     memset(&dp, 0, sizeof dp);
     memset(&mp, 0, sizeof mp);
-    elec_cpu_dcs_map_double(&atoms, &l, &dp, plain, NULL);
-    elec_cpu_dcs_map(&atoms, &l, &dp, fplain, NULL);
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &l, &dp, plain, NULL) == ELEC_OK, "DCS double");
+    EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, fplain, NULL) == ELEC_OK, "DCS float");
     mp.kappa = 0.1;
-    elec_cpu_mdh_points_double(&atoms, pts, 2, &mp, mdh_plain, NULL);
+    EXPECT(elec_cpu_mdh_points_double(&atoms, pts, 2, &mp, mdh_plain, NULL) == ELEC_OK, "MDH");
     dp.scale = mp.scale = ELEC_COULOMB;
-    elec_cpu_dcs_map_double(&atoms, &l, &dp, scaled, NULL);
-    elec_cpu_dcs_map(&atoms, &l, &dp, fscaled, NULL);
-    elec_cpu_mdh_points_double(&atoms, pts, 2, &mp, mdh_scaled, NULL);
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &l, &dp, scaled, NULL) == ELEC_OK,
+           "DCS double, scaled");
+    EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, fscaled, NULL) == ELEC_OK, "DCS float, scaled");
+    EXPECT(elec_cpu_mdh_points_double(&atoms, pts, 2, &mp, mdh_scaled, NULL) == ELEC_OK,
+           "MDH, scaled");
     for (n = 0; n < 216; n++) {
         /* the scale multiplies the double sum once: one rounding */
         EXPECT(fabs(scaled[n] - ELEC_COULOMB * plain[n]) <=

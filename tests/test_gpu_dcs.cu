@@ -101,7 +101,8 @@ TEST(dcs_on_every_gpu_matches_one_gpu) {
     float *one = (float *)malloc(n * sizeof *one), *all = (float *)malloc(n * sizeof *all);
     elec_dcs_params p = {0};
     elec_error err;
-    printf("     %d GPU(s)\n", elec_cuda_device_count());
+    const int gpus = elec_cuda_device_count();
+    printf("     %d GPU(s)\n", gpus);
     EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, one, &err) == ELEC_OK, "%s", err.message);
     p.gpus.count = ELEC_ALL_GPUS;
     EXPECT(elec_cuda_dcs_map(&atoms, &l, &p, all, &err) == ELEC_OK, "%s", err.message);
@@ -116,6 +117,12 @@ TEST(dcs_on_every_gpu_matches_one_gpu) {
     free(one);
     free(all);
     test_system_free(&sys);
+    /* With one GPU, "every GPU" is that one (a device may not be listed
+       twice: constant memory is one a device), so the comparisons above
+       ran the one-GPU path twice: the split over GPUs was not tested (a
+       skip, unless a check above failed: a skip would hide that). */
+    if (gpus < 2 && !test__current_failed)
+        SKIP("one GPU here: the slices' split over GPUs needs two or more");
 }
 
 TEST(atom_on_a_lattice_point_leaves_that_point_finite) {

@@ -278,11 +278,16 @@ TEST(cutoff_slabs_of_their_halo_are_the_whole_map) {
         size_t n;
         elec_lattice slab;
         elec_atoms halo;
-        elec_slab_partition(c.lattice.dims[2], ranks, rank, &k0, &k1, NULL);
-        elec_lattice_slab(&c.lattice, k0, k1, &slab, NULL);
-        elec_atoms_halo(&c.atoms, &c.lattice, k0, k1, p.cutoff, index, &n, NULL);
+        EXPECT(elec_slab_partition(c.lattice.dims[2], ranks, rank, &k0, &k1, NULL) == ELEC_OK,
+               "rank %d: partition", rank);
+        EXPECT(elec_lattice_slab(&c.lattice, k0, k1, &slab, NULL) == ELEC_OK, "rank %d: slab",
+               rank);
+        EXPECT(elec_atoms_halo(&c.atoms, &c.lattice, k0, k1, p.cutoff, index, &n, NULL) ==
+                   ELEC_OK,
+               "rank %d: halo", rank);
         smallest = n < smallest ? n : smallest;
-        elec_atoms_gather(&c.atoms, index, n, xyz, q, NULL, NULL);
+        EXPECT(elec_atoms_gather(&c.atoms, index, n, xyz, q, NULL, NULL) == ELEC_OK,
+               "rank %d: gather", rank);
         halo = elec_atoms_from_xyz(n, xyz, q, NULL);
         EXPECT(elec_cpu_cutoff_map(&halo, &slab, &p, parts + (size_t)k0 * c.plane, &err) ==
                    ELEC_OK, "%s", err.message);
