@@ -47,9 +47,15 @@ typedef struct options {
     run_device device;
     double density, probe, temperature, range, hcp_tolerance; /* output units */
     double map_spacing, map_padding; /* a map's lattice (A) */
+    size_t max_points;               /* a map's lattice points at most */
     elec_alpb_params alpb;
     int units_kT, quiet, size, view_axis, view_sign;
 } options;
+
+/* A map's points at most by default: each holds its position (three
+   doubles) and potential (a float) while the sums run, 28 bytes, so 2^25
+   points take 0.9 GiB, about what elecmap's 2^28 float points take. */
+#define ELECSURF_MAX_MAP_POINTS ((size_t)1 << 25)
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -100,6 +106,8 @@ static void usage(FILE *out) {
 "  --size N              .png picture of N x N pixels (default 480)\n"
 "  --spacing H           a map's lattice spacing in A (default 1)\n"
 "  --padding P           a map's margin around the atoms in A (default 10)\n"
+"  --max-points N        refuse maps of more than N points (default 2^25: a\n"
+"                        map holds 28 bytes a point, 0.9 GiB at 2^25)\n"
 "  --view [-]x|y|z       .png: look along this axis (default -z: from +z)\n"
 "  --quiet               no summary\n"
 "  --version             elec's version and what this build has\n"
@@ -127,6 +135,7 @@ static int parse_options(int argc, char **argv, options *o) {
     o->size = 480;
     o->map_spacing = 1.0;
     o->map_padding = 10.0;
+    o->max_points = ELECSURF_MAX_MAP_POINTS;
     o->view_axis = 2;
     o->view_sign = -1;
     for (i = 1; i < argc; i++) {
@@ -298,6 +307,13 @@ static int parse_options(int argc, char **argv, options *o) {
                         o->map_spacing);
                 return 0;
             }
+        } else if (!strcmp(a, "--max-points")) {
+            NEED(1);
+            if (!cli_size(argv[++i], 1.0, 9007199254740992.0, &o->max_points)) {
+                fprintf(stderr, "elecsurf: --max-points: '%s' is not a count of 1 to 2^53\n",
+                        argv[i]);
+                return 0;
+            }
         } else if (!strcmp(a, "--padding")) {
             DOUBLE_ARG(o->map_padding, "padding in A");
             if (!(o->map_padding >= 0.0)) {
@@ -456,65 +472,52 @@ static double colour_range(const options *o, const float *phi, size_t n) {
 
 /* -------------------------------------------------------------- output */
 
-/* Output is written to <path>.tmp and renamed over path once complete, so
-   that a failure leaves no partial file.  (A shared write-to-temp-and-
-   rename helper is coming to elec.h: these two functions are where
-   elecsurf switches to it.) */
-static FILE *output_open(const char *path, char *tmp, size_t size) {
-    snprintf(tmp, size, "%s.tmp", path);
-    return fopen(tmp, "wb");
-}
-
-static int output_close(FILE *f, const char *tmp, const char *path, int ok) {
-    ok = !ferror(f) && ok;
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) == 0) return 1;
-    remove(tmp);
-    return 0;
-}
-
-static int write_txt(FILE *f, const options *o, const elec_surface *s, const float *phi) {
+/* Output goes through elec_output_open (elec.h): a temporary file of a
+   name of its own beside path, renamed over it once whole, so that a
+   failure leaves the old file (a fixed "<path>.tmp" overwrote a user's
+   file of that name, the input itself among them). */
+static int write_txt(elec_output *f, const options *o, const elec_surface *s, const float *phi) {
     size_t i;
-    fprintf(f, "# elecsurf: ALPB potential in %s at each point moved %g A along its normal\n",
+    elec_output_printf(f, "# elecsurf: ALPB potential in %s at each point moved %g A along its normal\n",
             o->units_kT ? "kT/e" : "kcal/(mol e)", o->alpb.proj);
-    fprintf(f, s->normal ? "# x y z nx ny nz potential\n" : "# x y z potential\n");
+    elec_output_printf(f, s->normal ? "# x y z nx ny nz potential\n" : "# x y z potential\n");
     for (i = 0; i < s->count; i++) {
         const double *x = s->xyz + 3 * i;
         if (s->normal)
-            fprintf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2], s->normal[3 * i],
+            elec_output_printf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2], s->normal[3 * i],
                     s->normal[3 * i + 1], s->normal[3 * i + 2], (double)phi[i]);
         else
-            fprintf(f, "%.4f %.4f %.4f %.6g\n", x[0], x[1], x[2], (double)phi[i]);
+            elec_output_printf(f, "%.4f %.4f %.4f %.6g\n", x[0], x[1], x[2], (double)phi[i]);
     }
     return 1;
 }
 
-static int write_ply(FILE *f, const options *o, const elec_surface *s, const float *phi,
+static int write_ply(elec_output *f, const options *o, const elec_surface *s, const float *phi,
                      double range) {
     size_t i;
-    fprintf(f, "ply\nformat ascii 1.0\n");
-    fprintf(f, "comment elecsurf: ALPB potential in %s; colours red (-%g) white blue (+%g)\n",
+    elec_output_printf(f, "ply\nformat ascii 1.0\n");
+    elec_output_printf(f, "comment elecsurf: ALPB potential in %s; colours red (-%g) white blue (+%g)\n",
             o->units_kT ? "kT/e" : "kcal/(mol e)", range, range);
-    fprintf(f, "element vertex %zu\nproperty float x\nproperty float y\nproperty float z\n",
+    elec_output_printf(f, "element vertex %zu\nproperty float x\nproperty float y\nproperty float z\n",
             s->count);
-    if (s->normal) fprintf(f, "property float nx\nproperty float ny\nproperty float nz\n");
-    fprintf(f, "property uchar red\nproperty uchar green\nproperty uchar blue\n"
+    if (s->normal) elec_output_printf(f, "property float nx\nproperty float ny\nproperty float nz\n");
+    elec_output_printf(f, "property uchar red\nproperty uchar green\nproperty uchar blue\n"
                "property float potential\n");
     if (s->triangle_count)
-        fprintf(f, "element face %zu\nproperty list uchar int vertex_indices\n",
+        elec_output_printf(f, "element face %zu\nproperty list uchar int vertex_indices\n",
                 s->triangle_count);
-    fprintf(f, "end_header\n");
+    elec_output_printf(f, "end_header\n");
     for (i = 0; i < s->count; i++) {
         unsigned char rgb[3];
         colour_of(phi[i], range, rgb);
-        fprintf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1], s->xyz[3 * i + 2]);
+        elec_output_printf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1], s->xyz[3 * i + 2]);
         if (s->normal)
-            fprintf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
+            elec_output_printf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
                     s->normal[3 * i + 2]);
-        fprintf(f, " %d %d %d %.6g\n", rgb[0], rgb[1], rgb[2], (double)phi[i]);
+        elec_output_printf(f, " %d %d %d %.6g\n", rgb[0], rgb[1], rgb[2], (double)phi[i]);
     }
     for (i = 0; i < s->triangle_count; i++)
-        fprintf(f, "3 %zu %zu %zu\n", s->triangles[3 * i], s->triangles[3 * i + 1],
+        elec_output_printf(f, "3 %zu %zu %zu\n", s->triangles[3 * i], s->triangles[3 * i + 1],
                 s->triangles[3 * i + 2]);
     return 1;
 }
@@ -594,18 +597,17 @@ static void shade(double phi, const double n[3], double range, unsigned char out
 static void draw_triangle(picture *p, const screen_vertex *a, const screen_vertex *b,
                           const screen_vertex *c, double range) {
     double area = (b->x - a->x) * (c->y - a->y) - (b->y - a->y) * (c->x - a->x);
-    int x0, x1, y0, y1, x, y;
-    if (fabs(area) < 1e-12) return;
-    x0 = (int)floor(fmin(a->x, fmin(b->x, c->x)));
-    x1 = (int)ceil(fmax(a->x, fmax(b->x, c->x)));
-    y0 = (int)floor(fmin(a->y, fmin(b->y, c->y)));
-    y1 = (int)ceil(fmax(a->y, fmax(b->y, c->y)));
-    if (x0 < 0) x0 = 0;
-    if (y0 < 0) y0 = 0;
-    if (x1 > p->w - 1) x1 = p->w - 1;
-    if (y1 > p->h - 1) y1 = p->h - 1;
-    for (y = y0; y <= y1; y++)
-        for (x = x0; x <= x1; x++) {
+    /* the bounding box clamped to the picture in double, then made int (a
+       corner far outside, or not finite, left int's range: undefined) */
+    const double x0 = fmax(floor(fmin(a->x, fmin(b->x, c->x))), 0.0);
+    const double x1 = fmin(ceil(fmax(a->x, fmax(b->x, c->x))), p->w - 1.0);
+    const double y0 = fmax(floor(fmin(a->y, fmin(b->y, c->y))), 0.0);
+    const double y1 = fmin(ceil(fmax(a->y, fmax(b->y, c->y))), p->h - 1.0);
+    int x, y;
+    if (!(fabs(area) >= 1e-12) || !isfinite(area) || !(x0 <= x1 && y0 <= y1))
+        return; /* no area, not a place, or outside the picture */
+    for (y = (int)y0; y <= (int)y1; y++)
+        for (x = (int)x0; x <= (int)x1; x++) {
             double px = x + 0.5, py = y + 0.5;
             double wa = ((b->x - px) * (c->y - py) - (b->y - py) * (c->x - px)) / area;
             double wb = ((c->x - px) * (a->y - py) - (c->y - py) * (a->x - px)) / area;
@@ -722,7 +724,13 @@ static int render(picture *p, const options *o, const elec_surface *s, const flo
     return 1;
 }
 
-static int write_png(FILE *f, const picture *p) {
+/* libpng's writes into an elec_output (its flushes: the commit's) */
+static void png_write_output(png_structp png, png_bytep data, png_size_t size) {
+    elec_output_write((elec_output *)png_get_io_ptr(png), data, size);
+}
+static void png_flush_output(png_structp png) { (void)png; }
+
+static int write_png(elec_output *f, const picture *p) {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     int y;
@@ -734,7 +742,7 @@ static int write_png(FILE *f, const picture *p) {
         png_destroy_write_struct(&png, &info);
         return 0;
     }
-    png_init_io(png, f);
+    png_set_write_fn(png, f, png_write_output, png_flush_output);
     png_set_IHDR(png, info, (png_uint_32)p->w, (png_uint_32)p->h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -833,14 +841,16 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
     }
     if ((s = elec_lattice_around(&atoms, o->map_spacing, o->map_padding, &lattice, &err)) !=
             ELEC_OK ||
-        (s = elec_lattice_check_points(&lattice, 0, &err)) != ELEC_OK) {
+        (s = elec_lattice_check_points(&lattice, o->max_points, &err)) != ELEC_OK) {
         /* a coarser --spacing mends a count of points, not a point past
            double's range */
         const int too_many = s == ELEC_ERR_UNSUPPORTED ||
                              cli_points_around(&atoms, o->map_spacing, o->map_padding) >
-                                 (double)ELEC_DEFAULT_MAX_LATTICE_POINTS;
+                                 (double)o->max_points;
         fprintf(stderr, "elecsurf: map lattice: %s%s\n", err.message,
-                too_many ? " (a coarser --spacing)" : "");
+                too_many ? " (a coarser --spacing, or --max-points: a map holds 28 bytes a "
+                           "point)"
+                         : "");
         return 1;
     }
     points = elec_lattice_size(&lattice);
@@ -1001,10 +1011,10 @@ int main(int argc, char **argv) {
     float *phi = NULL;
     double surface_seconds, seconds, start, lo = 0.0, hi = 0.0, sum = 0.0, sum2 = 0.0;
     double mesh_spacing = 0.0, range = 1.0;
-    char device_name[128] = "CPU", tmp[4096], *text = NULL, *records = NULL;
+    char device_name[128] = "CPU", *text = NULL, *records = NULL;
     int use_gpu = 0, ok = 0;
     size_t i, length = 0;
-    FILE *out;
+    elec_output *out;
 
     if (!parse_options(argc, argv, &o)) return 2;
     if ((ok = output_check(&o)) != 0) return ok;
@@ -1086,9 +1096,8 @@ int main(int argc, char **argv) {
         sum2 += (double)phi[i] * phi[i];
     }
     if (o.kind != OUTPUT_TXT) range = colour_range(&o, phi, surf.count);
-    out = output_open(o.output, tmp, sizeof tmp);
-    if (!out) {
-        fprintf(stderr, "elecsurf: cannot open '%s' for writing\n", tmp);
+    if (elec_output_open(o.output, &out, &err) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
     }
     if (o.kind == OUTPUT_TXT) ok = write_txt(out, &o, &surf, phi);
@@ -1104,8 +1113,13 @@ int main(int argc, char **argv) {
         free(pic.depth);
     }
 #endif
-    if (!output_close(out, tmp, o.output, ok)) {
+    if (!ok) {
+        elec_output_abort(out);
         fprintf(stderr, "elecsurf: error writing '%s'\n", o.output);
+        goto done;
+    }
+    if (elec_output_commit(out, &err) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s\n", err.message);
         ok = 0;
         goto done;
     }

@@ -304,6 +304,20 @@ elif grep -q "built without libpng" "$dir/out" && [ ! -e "$dir/ion.png" ]; then
     ok "elecsurf_renders_a_png (refused: built without libpng)"
 else fail "elecsurf_renders_a_png: $(cat "$dir/out")"; fi
 
+# A file named as the output's old temporary name ("<output>.tmp", which
+# elecsurf once wrote and renamed, the input itself where so named) is the
+# user's: left as it was.
+printf 'mine\n' > "$dir/keep.txt.tmp"
+cp "$dir/ion.pqr" "$dir/input.txt.tmp"
+if "$build/elecsurf" --cpu --quiet --surface "$dir/sphere.txt" "$dir/ion.pqr" "$dir/keep.txt" \
+       > "$dir/out" 2>&1 &&
+   "$build/elecsurf" --cpu --quiet --surface "$dir/sphere.txt" "$dir/input.txt.tmp" \
+       "$dir/input.txt" >> "$dir/out" 2>&1 &&
+   [ "$(cat "$dir/keep.txt.tmp")" = mine ] && cmp -s "$dir/ion.pqr" "$dir/input.txt.tmp" &&
+   grep -q "potential" "$dir/keep.txt" && grep -q "potential" "$dir/input.txt"; then
+    ok "elecsurf_leaves_a_users_file_of_the_outputs_name_and_tmp"
+else fail "elecsurf_leaves_a_users_file_of_the_outputs_name_and_tmp: $(cat "$dir/out")"; fi
+
 # Refusals: named, nonzero status, and no output file (not even a partial
 # or temporary one).
 printf '1 2 3 0 0 1\n4 5 x 0 0 1\n' > "$dir/bad.txt"
@@ -312,7 +326,8 @@ refused() { # name, expected status, expected message, output, args...
     name=$1; want=$2; message=$3; output=$4; shift 4
     "$build/elecsurf" --cpu "$@" "$output" > "$dir/out" 2>&1
     rc=$?
-    if [ $rc -eq "$want" ] && grep -q "$message" "$dir/out" && [ ! -e "$output" ] && [ ! -e "$output.tmp" ]; then
+    if [ $rc -eq "$want" ] && grep -q "$message" "$dir/out" && [ ! -e "$output" ] &&
+       [ -z "$(find "$dir" -name '.*.tmp')" ]; then
         ok "$name"
     else fail "$name: status $rc, $(cat "$dir/out")"; fi
 }
@@ -340,6 +355,8 @@ refused elecsurf_refuses_a_salt_whose_kappa_overflows 1 "kappa inf" "$dir/r10.tx
     --surface "$dir/sphere.txt" "$dir/ion.pqr"
 refused elecsurf_refuses_a_mesh_coarser_than_its_atoms 1 "coarser than the atoms' whole extent" \
     "$dir/r11.ply" --density 1e-40 "$dir/ion.pqr"
+refused elecsurf_refuses_a_map_past_max_points 1 "over the limit of 100 (max_points)" \
+    "$dir/r13.dx" --max-points 100 "$dir/ion.pqr"
 refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 characters" \
     "$dir/r12.txt" --hcp "$(awk 'BEGIN { for (i = 0; i < 130; i++) printf "1,"; print 1 }')" \
     "$dir/ion.pqr"
