@@ -586,8 +586,11 @@ typedef struct elec_structure {
 /* Reads a PQR file: ATOM/HETATM records as pdb2pqr writes them (PDB
    columns) or whitespace-separated, with or without chain identifiers,
    residue names of up to 4 characters, and a CRYST1 cell when present.
-   Any malformed record fails the whole read with ELEC_ERR_PARSE, the line
-   number and the field; nothing partial is returned. */
+   One structure: an END record ends the read (what follows is not read),
+   and atoms after an ENDMDL (a second model of a trajectory) fail it, as
+   merging the models would be a wrong structure.  Any malformed record
+   fails the whole read with ELEC_ERR_PARSE, the line number and the field;
+   nothing partial is returned. */
 ELEC_API elec_status elec_read_pqr(const char *path, elec_structure *out,
                                    elec_error *err);
 /* The same from text in memory (length bytes; need not end in '\0'). */
@@ -4214,6 +4217,7 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
     const char *p = text, *end = text + length;
     char why[224];
     char after_ter = 0, after_end_of_complex = 0; /* for the next atom */
+    long model_end = 0; /* the line of an ENDMDL, after which no atom may come */
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if (!text && length)
@@ -4245,6 +4249,13 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
                 snprintf(why, sizeof why, "radius %g is negative", a.radius);
                 ok = 0;
             }
+            if (ok && model_end) {
+                snprintf(why, sizeof why,
+                         "an atom after the ENDMDL of line %ld: a second model (one "
+                         "structure is read; split the models, or elecmap_mpi --frames)",
+                         model_end);
+                ok = 0;
+            }
             if (!ok) {
                 elec__pqr_release(&s);
                 return elec__fail(err, ELEC_ERR_PARSE, line_number,
@@ -4267,6 +4278,12 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
         } else if (n >= 3 && memcmp(p, "TER", 3) == 0 &&
                    (n == 3 || elec__pqr_space(p[3]))) {
             after_ter = 1;
+        } else if (n >= 6 && memcmp(p, "ENDMDL", 6) == 0 &&
+                   (n == 6 || elec__pqr_space(p[6]))) {
+            model_end = line_number;
+        } else if (n >= 3 && memcmp(p, "END", 3) == 0 &&
+                   (n == 3 || elec__pqr_space(p[3]))) {
+            break; /* the file's end, as PDB has it */
         } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
             elec__pqr_token t[4];
             size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);

@@ -132,6 +132,38 @@ TEST(pqr_crlf_file_reads_like_lf) {
     remove(path);
 }
 
+TEST(pqr_reads_one_structure_up_to_end_and_refuses_a_second_model) {
+    /* PDB's END ends the file: what follows is not read; a trajectory's
+       second model (atoms after ENDMDL) is refused, naming both lines,
+       where merging the models was a wrong structure with status 0 */
+    const char *ended = "ATOM      1 NA    NA     1       0.000   0.000   0.000  1.0000 1.8680\n"
+                        "END\n"
+                        "ATOM      2 CL    CL     2       3.000   0.000   0.000 -1.0000 2.2700\n";
+    const char *models = "MODEL        1\n"
+                         "ATOM      1 NA    NA     1       0.000   0.000   0.000  1.0000 1.8680\n"
+                         "ENDMDL\n"
+                         "MODEL        2\n"
+                         "ATOM      1 NA    NA     1       0.100   0.000   0.000  1.0000 1.8680\n"
+                         "ENDMDL\n";
+    const char *one_model = "MODEL        1\n"
+                            "ATOM      1 NA    NA     1       0.000   0.000   0.000  1.0000 1.8680\n"
+                            "ENDMDL\nCONECT    1\nEND\n";
+    elec_structure s;
+    elec_error err;
+    int status = parse(ended, &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 1, "after END: status %d, %zu atoms: %s", status,
+           status == ELEC_OK ? s.count : 0, err.message);
+    elec_structure_free(&s);
+    status = parse(models, &s, &err);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 5 && strstr(err.message, "ENDMDL of line 3") &&
+               strstr(err.message, "second model"),
+           "two models: status %d, line %ld: %s", status, err.line, err.message);
+    EXPECT(structure_is_empty(&s), "a refused read returns nothing");
+    status = parse(one_model, &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 1, "one model: status %d: %s", status, err.message);
+    elec_structure_free(&s);
+}
+
 TEST(pqr_fixed_columns_with_run_together_numbers) {
     /* PDB columns: serial 7-11, name 13-16, resName 18-21, chain 22,
        resSeq 23-26, iCode 27, x 31-38, y 39-46, z 47-54.  Wide values run
@@ -1103,6 +1135,7 @@ TEST(status_string_names_every_code) {
 int main(void) {
     RUN(pqr_whitespace_dialect_fills_the_right_labels);
     RUN(pqr_crlf_file_reads_like_lf);
+    RUN(pqr_reads_one_structure_up_to_end_and_refuses_a_second_model);
     RUN(pqr_fixed_columns_with_run_together_numbers);
     RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
     RUN(pqr_malformed_input_fails_with_line_and_field);
