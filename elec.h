@@ -1562,7 +1562,8 @@ typedef struct elec_hcp {
     double *residual[ELEC_HCP_LEVELS];
     double net_charge;  /* sum of the charges (e)                            */
     double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
-                           undefined (no radii, or every radius zero)      */
+                           undefined (no radii, every radius zero, or a
+                           singular or overflowing inertia tensor)        */
     void *block;        /* the allocation the arrays live in                 */
 } elec_hcp;
 
@@ -1997,7 +1998,7 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
             if (to->box) {
                 if (!elec__wrap(&p[axis], to->box->length[axis]))
                     return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                      "atom %zu lies %.0f box lengths outside the "
+                                      "atom %zu lies %.15g box lengths outside the "
                                       "box along axis %d", i,
                                       fabs(floor(p[axis] / to->box->length[axis])), axis);
             } else if (to->reference) {
@@ -6897,7 +6898,7 @@ ELEC_DEF elec_status elec_structure_components(const elec_structure *s,
 
 ELEC_DEF elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
                                     elec_error *err) {
-    double mass = 0.0, centre[3] = {0.0, 0.0, 0.0}, I[3][3], det;
+    double mass = 0.0, centre[3] = {0.0, 0.0, 0.0}, I[3][3], det, largest = 0.0;
     size_t i;
     int a, b;
     elec_status s;
@@ -6907,35 +6908,57 @@ ELEC_DEF elec_status elec_alpb_size(const elec_atoms *atoms, double *size,
     if (atoms->count == 0)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "A_det of no atoms");
     for (i = 0; i < atoms->count; i++) {
+        double r;
+        elec_atoms_get(atoms, i, NULL, NULL, &r);
+        if (r > largest) largest = r;
+    }
+    if (!(largest > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "A_det is undefined: every radius is zero (give the size)");
+    /* masses (r / largest)^3: A_det does not change when every mass is
+       scaled (I and M scale alike), and r^3 past 1e102 A no longer
+       overflows */
+    for (i = 0; i < atoms->count; i++) {
         double x[3], r, m;
         elec_atoms_get(atoms, i, x, NULL, &r);
-        m = r * r * r;
+        m = (r / largest) * (r / largest) * (r / largest);
         mass += m;
         for (a = 0; a < 3; a++) centre[a] += m * x[a];
     }
-    if (!(mass > 0.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "every atom radius is zero: the electrostatic size A_det "
-                          "is undefined (give it)");
     for (a = 0; a < 3; a++) centre[a] /= mass;
     memset(I, 0, sizeof I);
     for (i = 0; i < atoms->count; i++) {
-        double x[3], r, m, r2;
+        double x[3], r, m;
         elec_atoms_get(atoms, i, x, NULL, &r);
-        m = r * r * r;
+        m = (r / largest) * (r / largest) * (r / largest);
         for (a = 0; a < 3; a++) x[a] -= centre[a];
-        r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
+        /* the diagonal as the other two axes' squares: |x|^2 - x_a^2 lost
+           the small term to rounding (two atoms 1e10 A apart along x gave
+           I_xx = 0, a singular tensor) */
         for (a = 0; a < 3; a++)
             for (b = 0; b < 3; b++)
-                I[a][b] += m * ((a == b ? r2 + 0.4 * r * r : 0.0) - x[a] * x[b]);
+                I[a][b] += m * (a == b ? x[(a + 1) % 3] * x[(a + 1) % 3] +
+                                             x[(a + 2) % 3] * x[(a + 2) % 3] + 0.4 * r * r
+                                       : -x[a] * x[b]);
     }
     det = I[0][0] * (I[1][1] * I[2][2] - I[1][2] * I[2][1]) -
           I[0][1] * (I[1][0] * I[2][2] - I[1][2] * I[2][0]) +
           I[0][2] * (I[1][0] * I[2][1] - I[1][1] * I[2][0]);
+    if (!elec__finite(det))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "A_det is undefined: the inertia tensor is past double's range "
+                          "(an extent or radius near 1e100 A; give the size)");
     if (!(det > 0.0))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "the inertia tensor is singular: A_det is undefined");
+                          "A_det is undefined: the inertia tensor is singular (give the "
+                          "size)");
     *size = sqrt(2.5 / mass) * pow(det, 1.0 / 6.0);
+    if (!(*size > 0.0) || !elec__finite(*size)) {
+        *size = 0.0;
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "A_det is undefined: it came out %g (give the size)",
+                          sqrt(2.5 / mass) * pow(det, 1.0 / 6.0));
+    }
     elec__ok(err);
     return ELEC_OK;
 }
@@ -7286,10 +7309,20 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
         elec__positive(r.ion_exclusion, 0, "ion_exclusion (A)", err))
         return ELEC_ERR_INVALID_ARG;
     if (r.electrostatic_size == 0.0) {
-        if (!(hcp->size > 0.0))
+        if (!(hcp->size > 0.0)) {
+            /* elec_alpb_size again, for its reason (the build keeps only 0) */
+            elec_error why;
+            double size = 0.0;
+            elec_atoms view = elec_atoms_from_xyz(hcp->count[0], hcp->xyz, hcp->charge,
+                                                  hcp->radius);
+            if (!hcp->radius)
+                snprintf(why.message, sizeof why.message,
+                         "A_det is undefined: the atoms have no radii (give the size)");
+            else if (elec_alpb_size(&view, &size, &why) == ELEC_OK)
+                snprintf(why.message, sizeof why.message, "the hierarchy holds no A_det");
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "electrostatic_size is 0 (A_det) and A_det is undefined: "
-                              "the atoms have no radii or every radius is zero");
+                              "electrostatic_size is 0 (A_det), and %s", why.message);
+        }
         r.electrostatic_size = hcp->size;
     }
     if (!elec__finite(r.proj))

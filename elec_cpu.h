@@ -3195,7 +3195,7 @@ static elec_status elec__chargemap_gather(const elec_atoms *atoms, const elec_la
             if (!(first >= 0.0 && first + p->order <= l->dims[axis]))
                 return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                                   "atom %zu at %g A along %c: its %d-point stencil (points "
-                                  "%.0f to %.0f) leaves the lattice (points 0 to %d); pad the "
+                                  "%.15g to %.15g) leaves the lattice (points 0 to %d); pad the "
                                   "lattice, or map periodically", i, x, axis_name[axis],
                                   p->order, first, first + p->order - 1,
                                   l->dims[axis] - 1);

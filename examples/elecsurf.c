@@ -478,14 +478,17 @@ static double colour_range(const options *o, const float *phi, size_t n) {
    file of that name, the input itself among them). */
 static int write_txt(elec_output *f, const options *o, const elec_surface *s, const float *phi) {
     size_t i;
-    elec_output_printf(f, "# elecsurf: ALPB potential in %s at each point moved %g A along its normal\n",
-            o->units_kT ? "kT/e" : "kcal/(mol e)", o->alpb.proj);
+    elec_output_printf(f,
+                       "# elecsurf: ALPB potential in %s at each point moved %g A along its "
+                       "normal\n",
+                       o->units_kT ? "kT/e" : "kcal/(mol e)", o->alpb.proj);
     elec_output_printf(f, s->normal ? "# x y z nx ny nz potential\n" : "# x y z potential\n");
     for (i = 0; i < s->count; i++) {
         const double *x = s->xyz + 3 * i;
         if (s->normal)
-            elec_output_printf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2], s->normal[3 * i],
-                    s->normal[3 * i + 1], s->normal[3 * i + 2], (double)phi[i]);
+            elec_output_printf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2],
+                               s->normal[3 * i], s->normal[3 * i + 1], s->normal[3 * i + 2],
+                               (double)phi[i]);
         else
             elec_output_printf(f, "%.4f %.4f %.4f %.6g\n", x[0], x[1], x[2], (double)phi[i]);
     }
@@ -496,29 +499,35 @@ static int write_ply(elec_output *f, const options *o, const elec_surface *s, co
                      double range) {
     size_t i;
     elec_output_printf(f, "ply\nformat ascii 1.0\n");
-    elec_output_printf(f, "comment elecsurf: ALPB potential in %s; colours red (-%g) white blue (+%g)\n",
-            o->units_kT ? "kT/e" : "kcal/(mol e)", range, range);
-    elec_output_printf(f, "element vertex %zu\nproperty float x\nproperty float y\nproperty float z\n",
-            s->count);
-    if (s->normal) elec_output_printf(f, "property float nx\nproperty float ny\nproperty float nz\n");
+    elec_output_printf(f,
+                       "comment elecsurf: ALPB potential in %s; colours red (-%g) white blue "
+                       "(+%g)\n",
+                       o->units_kT ? "kT/e" : "kcal/(mol e)", range, range);
+    elec_output_printf(f,
+                       "element vertex %zu\nproperty float x\nproperty float y\n"
+                       "property float z\n",
+                       s->count);
+    if (s->normal)
+        elec_output_printf(f, "property float nx\nproperty float ny\nproperty float nz\n");
     elec_output_printf(f, "property uchar red\nproperty uchar green\nproperty uchar blue\n"
-               "property float potential\n");
+                          "property float potential\n");
     if (s->triangle_count)
         elec_output_printf(f, "element face %zu\nproperty list uchar int vertex_indices\n",
-                s->triangle_count);
+                           s->triangle_count);
     elec_output_printf(f, "end_header\n");
     for (i = 0; i < s->count; i++) {
         unsigned char rgb[3];
         colour_of(phi[i], range, rgb);
-        elec_output_printf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1], s->xyz[3 * i + 2]);
+        elec_output_printf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1],
+                           s->xyz[3 * i + 2]);
         if (s->normal)
             elec_output_printf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
-                    s->normal[3 * i + 2]);
+                               s->normal[3 * i + 2]);
         elec_output_printf(f, " %d %d %d %.6g\n", rgb[0], rgb[1], rgb[2], (double)phi[i]);
     }
     for (i = 0; i < s->triangle_count; i++)
         elec_output_printf(f, "3 %zu %zu %zu\n", s->triangles[3 * i], s->triangles[3 * i + 1],
-                s->triangles[3 * i + 2]);
+                           s->triangles[3 * i + 2]);
     return 1;
 }
 

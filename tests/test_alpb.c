@@ -349,6 +349,28 @@ TEST(size_det_of_one_atom_and_of_a_sphere) {
     free(radius);
 }
 
+/* Two atoms of radius r a distance d apart along x, each of mass r^3:
+   I_xx = 2 (2/5) m r^2, I_yy = I_zz = 2 m (d^2/4 + (2/5) r^2).  At d = 1e10
+   A the diagonal as |x|^2 - x^2 + (2/5) r^2 lost I_xx to rounding (a
+   singular tensor and a refusal).  A radius of 1e200 A: refused as past
+   double's range, not as a singular tensor or missing radii. */
+TEST(size_det_of_far_atoms_and_huge_radii) {
+    const double d = 1e10, r = 1.5, m = r * r * r;
+    const double xyz[6] = {-0.5 * d, 0.0, 0.0, 0.5 * d, 0.0, 0.0}, q[2] = {1.0, -1.0};
+    const double radius[2] = {r, r}, huge[2] = {1e200, 1e200};
+    const double side = 2.0 * m * (0.25 * d * d + 0.4 * r * r);
+    const double want = sqrt(2.5 / (2.0 * m)) * pow(0.8 * m * r * r * side * side, 1.0 / 6.0);
+    elec_atoms far = elec_atoms_from_xyz(2, xyz, q, radius);
+    elec_atoms big = elec_atoms_from_xyz(2, xyz, q, huge);
+    elec_error err;
+    double A = 0.0;
+    EXPECT(elec_alpb_size(&far, &A, &err) == ELEC_OK && fabs(A / want - 1.0) <= 1e-12,
+           "1e10 A apart: %.16g, want %.16g (%s)", A, want, err.message);
+    EXPECT(elec_alpb_size(&big, &A, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "past double's range"),
+           "radii of 1e200 A: %s", err.message);
+}
+
 /* Research notes 2.4 (an independent numpy reference), to the table's
    rounding (5e-4 A); the hierarchies read residues and chains (README of
    the data: 3 and 5 chains by restarting residue numbers). */
@@ -1229,6 +1251,7 @@ int main(void) {
     RUN(off_centre_sphere_is_within_fenleys_bounds_of_kirkwood);
     RUN(gem_mode_at_p_zero_is_e1_without_its_constant);
     RUN(size_det_of_one_atom_and_of_a_sphere);
+    RUN(size_det_of_far_atoms_and_huge_radii);
     RUN(size_det_and_hierarchy_of_the_apbs_structures);
     RUN(pqr_components_follow_ter_complex_and_residue_numbers);
     RUN(hierarchy_from_arrays_groups_the_atoms);
