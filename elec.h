@@ -5438,7 +5438,16 @@ ELEC_DEF elec_status elec_mdh_params_resolve(const elec_mdh_params *in,
                                                  r.dielectric, r.temperature);
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.kappa >= 0.0) || !elec__finite(r.kappa))
+    /* finite inputs, an overflowing kappa: ionic strength 1e300 M, or a
+       temperature of 1e-300 K */
+    if (!elec__finite(r.kappa) && (in ? in->kappa : 0.0) == 0.0 && r.ionic_strength > 0.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "ionic strength %g M at dielectric %g and %g K gives kappa %g /A: "
+                          "past double's range", r.ionic_strength, r.dielectric,
+                          r.temperature, r.kappa);
+    if (!elec__finite(r.kappa))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "kappa %g is not finite", r.kappa);
+    if (!(r.kappa >= 0.0))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "kappa %g must be zero or positive", r.kappa);
     if (!(r.ionic_strength >= 0.0) || !elec__finite(r.ionic_strength))
@@ -7270,6 +7279,8 @@ ELEC_DEF const char *elec_alpb_variant_name(elec_alpb_variant v) {
 static elec_status elec__positive(double v, int allow_zero, const char *what,
                                   elec_error *err) {
     if (elec__finite(v) && (v > 0.0 || (allow_zero && v == 0.0))) return ELEC_OK;
+    if (!elec__finite(v))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g is not finite", what, v);
     return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%s %g must be %s", what, v,
                       allow_zero ? "zero or positive" : "positive");
 }

@@ -146,10 +146,35 @@ TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
            "float MDH at 10 M: status %d (%s)", (int)s, err.message);
 }
 
+/* A kappa that overflows from finite inputs (ionic strength 1e300 M, or
+   1e-300 K) is refused naming those inputs; it said "kappa inf must be
+   zero or positive" of a kappa nobody gave (an audit's finding). */
+TEST(mdh_names_the_inputs_of_an_overflowing_kappa) {
+    elec_mdh_params in, out;
+    elec_error err;
+    memset(&in, 0, sizeof in);
+    in.ionic_strength = 1e300;
+    EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "ionic strength 1e+300 M") &&
+               strstr(err.message, "past double's range"),
+           "ionic strength 1e300: %s", err.message);
+    in.ionic_strength = 0.1;
+    in.temperature = 1e-300;
+    EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "1e-300 K"),
+           "1e-300 K: %s", err.message);
+    memset(&in, 0, sizeof in);
+    in.kappa = HUGE_VAL;
+    EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "kappa inf is not finite"),
+           "kappa inf: %s", err.message);
+}
+
 int main(void) {
     RUN(mdh_double_matches_hand_sum);
     RUN(mdh_without_screening_is_dcs);
     RUN(mdh_float_matches_double_on_water_faces);
     RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
+    RUN(mdh_names_the_inputs_of_an_overflowing_kappa);
     return test_summary();
 }
