@@ -1748,8 +1748,8 @@ ELEC_API elec_status elec_parse_points(const char *text, size_t length,
    max(1, round(density 4 pi r_i^2)) Fibonacci directions u, its vertex
    x_i + r_i u with normal u kept where the probe sphere touching it,
    centred at x_i + (r_i + probe) u, keeps at least r_j + probe from every
-   other atom j (re-entrant patches are left out).  density 0 = 3 per A^2,
-   probe 0 = 1.5 A.  Needs radii. */
+   other atom j (re-entrant patches are left out).  density 0 = 3 per A^2
+   (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii. */
 ELEC_API elec_status elec_surface_contact(const elec_atoms *atoms, double density,
                                           double probe, elec_surface *out,
                                           elec_error *err);
@@ -2116,9 +2116,10 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
     int axis, l;
     memset(shape, 0, sizeof *shape);
     for (axis = 0; axis < 3; axis++) {
-        /* the region in lattice points, bounded before any cast */
-        if ((hi[axis] - lo[axis]) / p->spacing > 1048576.0 ||
-            fabs(lo[axis]) / p->spacing > 1e9 || fabs(hi[axis]) / p->spacing > 1e9)
+        /* the region in lattice points, bounded before any cast (NaN too:
+           each test is written to hold only for a number in range) */
+        if (!((hi[axis] - lo[axis]) / p->spacing <= 1048576.0) ||
+            !(fabs(lo[axis]) / p->spacing <= 1e9) || !(fabs(hi[axis]) / p->spacing <= 1e9))
             return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                               "atoms and points span %g A along axis %d: over "
                               "2^20 MSM lattice points at %g A", hi[axis] - lo[axis],
@@ -2294,11 +2295,15 @@ static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const el
     if (evaluations > ELEC__PMSM_MAX_STENCIL) {
         const int levels = s->levels;
         s->levels = 0;
+        /* the stencils' reach grows with cutoff x 2^level (past the box
+           they wrap) and with the box's elongation (more levels): either
+           can be the cause, so both are named */
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "periodic MSM: the box %g x %g x %g A is too elongated "
-                          "for cutoff %g A (%d levels, stencils of %.2g points)",
-                          box->length[0], box->length[1], box->length[2], p->cutoff,
-                          levels, evaluations);
+                          "periodic MSM: cutoff %g A in the box %g x %g x %g A makes "
+                          "stencils of %.2g points over %d levels, past %.2g: a shorter "
+                          "cutoff, or a less elongated box",
+                          p->cutoff, box->length[0], box->length[1], box->length[2],
+                          evaluations, levels, (double)ELEC__PMSM_MAX_STENCIL);
     }
     return ELEC_OK;
 }
@@ -2858,6 +2863,7 @@ ELEC_DEF elec_status elec_lattice_around(const elec_atoms *atoms,
     int axis;
     elec_status s = elec_atoms_check(atoms, 0, err);
     if (s != ELEC_OK) return s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     if (!(spacing > 0.0) || !elec__finite(spacing))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "spacing %g must be positive", spacing);
@@ -2964,6 +2970,9 @@ ELEC_DEF elec_status elec_cells_build(const double *xyz, size_t count,
     if ((!xyz && count > 0) || !origin || !length)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "cell list: positions, origin or length is NULL");
+    if (count > (size_t)PTRDIFF_MAX / (3 * sizeof(double)))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "cell list: %zu positions, more than an array can hold", count);
     if (!(min_cell > 0.0) || !elec__finite(min_cell))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cell length %g A must be positive",
                           min_cell);
@@ -5975,6 +5984,20 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
             st->s[b] = s > 1e-3 ? s : 1e-3;
         }
     }
+    /* charges near 1e150 e: the forces squared pass double's range, every
+       estimate is inf or NaN and no choice would ever meet a tolerance
+       (which was the message) */
+    if (!elec__finite(st->q2) || !elec__finite(st->force_rms) ||
+        !elec__finite(st->float_floor)) {
+        double largest = 0.0;
+        for (i = 0; i < n; i++)
+            if (fabs(q[i]) > largest) largest = fabs(q[i]);
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "charges of up to %g e: the error estimate's sums (the charges "
+                            "squared, the forces squared) pass double's range",
+                            largest);
+        goto cleanup;
+    }
     status = ELEC_OK;
 cleanup:
     ELEC_FREE(x);
@@ -7783,8 +7806,11 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
     if (!(density > 0.0) || !(density <= 1e4))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "density %g per A^2: use a value in (0, 1e4]", density);
-    if (!(probe > 0.0) || !elec__finite(probe))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "probe %g A must be positive",
+    /* a probe past 1e4 A makes the atoms' hull, no more (water's is 1.4
+       A); past ~1e15 A the burial test x_i + (r_i + probe) u - x_j loses
+       the atoms' separation to rounding and buried points came back */
+    if (!(probe > 0.0) || !(probe <= 1e4))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "probe %g A: use a value in (0, 1e4]",
                           probe);
     if ((s = elec__surface_atoms(atoms, &xyz, &radius, &largest, err)) != ELEC_OK)
         return s;

@@ -467,6 +467,10 @@ static elec_status elec__cpu_points_check(const double *points, size_t count,
     if (!out)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "potential (the output) is NULL");
+    /* 3 count doubles must be an array's (and 3 count not wrap) */
+    if (count > (size_t)PTRDIFF_MAX / (3 * sizeof(double)))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu points: more than an array can hold", count);
     for (i = 0; i < 3 * count; i++)
         if (!elec__finite(points[i]))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -1680,7 +1684,12 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
     if ((s = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return s;
     memset(&m, 0, sizeof m);
     if (reference) {
-        for (axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
+        for (axis = 0; axis < 3; axis++) {
+            if (!elec__finite(reference[axis]))
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "reference[%d] %g is not finite", axis, reference[axis]);
+            ref[axis] = reference[axis];
+        }
     } else {
         elec_atoms_bounds(atoms, lo, hi);
         for (axis = 0; axis < 3; axis++) {

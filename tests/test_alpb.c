@@ -1120,6 +1120,17 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
                s.count > 0,
            "%zu points, %d buried", s.count, buried);
     elec_surface_free(&s);
+    /* a probe past 1e4 A is refused: at 1e16 A and more rounding lost the
+       atoms' separation and buried points came back (an audit's finding) */
+    {
+        elec_error err;
+        EXPECT(elec_surface_contact(&two, 0.0, 1e16, &s, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "probe 1e+16 A"),
+               "probe 1e16 A: %s", err.message);
+        EXPECT(elec_surface_contact(&two, 0.0, 1e4, &s, &err) == ELEC_OK, "probe 1e4 A: %s",
+               err.message);
+        elec_surface_free(&s);
+    }
 }
 
 /* Every undirected edge of a closed, consistently oriented mesh is used

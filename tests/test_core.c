@@ -222,6 +222,8 @@ TEST(lattice_around_covers_atoms_with_padding) {
     EXPECT(elec_lattice_around(&atoms, spacing, -1.0, &l, &err) ==
                ELEC_ERR_INVALID_ARG,
            "negative padding accepted");
+    EXPECT(elec_lattice_around(&atoms, spacing, padding, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "NULL out accepted");
     test_system_free(&s);
 }
 

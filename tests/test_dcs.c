@@ -338,6 +338,12 @@ TEST(invalid_arguments_are_reported) {
                ELEC_ERR_INVALID_ARG,
            "infinite point accepted");
     pts[2] = 1.0;
+    /* a count whose 3 x count doubles wrap: the check read 2 of them, the
+       sum then ran past the array (an audit's finding) */
+    EXPECT(elec_cpu_dcs_points(&atoms, pts, SIZE_MAX / 3 + 1, NULL, &phif, &err) ==
+                   ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "more than an array can hold"),
+           "a wrapping count: %s", err.message);
     dp.variant = ELEC_DCS_VARIANT_COUNT;
     EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, map, &err) ==
                ELEC_ERR_INVALID_ARG,

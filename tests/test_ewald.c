@@ -406,6 +406,13 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
         EXPECT(got == ELEC_ERR_UNSUPPORTED /* no FFTW3 */ ||
                    (got == ELEC_ERR_INVALID_ARG && strstr(err.message, "double's range")),
                "SPME of 1e200 e: %s", err.message);
+        /* the parameters left to the resolve: its error estimates overflow
+           (it said no cutoff, order and grid met the tolerance) */
+        memset(&sp, 0, sizeof sp);
+        EXPECT(elec_spme_params_resolve(&sp, &box, &atoms, &sp, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "charges of up to 1e+200 e") &&
+                   strstr(err.message, "double's range"),
+               "SPME's resolve at 1e200 e: %s", err.message);
     }
     q[0] = 1.0;
     q[1] = -1.0;

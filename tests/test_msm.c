@@ -319,6 +319,15 @@ TEST(lattices_keep_the_charge_level_by_level) {
         EXPECT(m.e[i] == m.cutoff[i], "top point %zu: prolongation changed it", i);
     EXPECT(elec_cpu_msm_lattices(&atoms, NULL, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL out accepted");
+    {   /* a reference that is not a number: refused (it went through every
+           range test, as NaN compares false, into undefined casts) */
+        const double nan_reference[3] = {0.0, NAN, 0.0};
+        elec_msm_lattices none;
+        EXPECT(elec_cpu_msm_lattices(&atoms, nan_reference, NULL, &none, &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "reference[1] nan is not finite"),
+               "NaN reference: %s", err.message);
+    }
     elec_msm_lattices_free(&m);
     test_system_free(&s);
 }
@@ -729,6 +738,16 @@ TEST(periodic_msm_refuses_bad_input) {
     EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
                ELEC_ERR_UNSUPPORTED, "a 1e5 x 1 x 1 A box: %s", err.message);
     printf("     %s\n", err.message);
+    /* a cube and a cutoff of ten edges: refused naming the cutoff too (it
+       said a cube was too elongated) */
+    box.length[0] = box.length[1] = box.length[2] = 20.0;
+    p.cutoff = 100.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+                   ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "cutoff 100 A in the box 20 x 20 x 20 A") &&
+               strstr(err.message, "a shorter cutoff"),
+           "a cutoff of 100 A in a 20 A cube: %s", err.message);
+    p.cutoff = 0.0;
     box.length[0] = box.length[1] = box.length[2] = 10.0;
     xyz[3] = 11.0; /* the other atom's image */
     EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
