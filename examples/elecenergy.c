@@ -148,6 +148,11 @@ static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
         fprintf(messages, "elecenergy: --gpu and --cpu exclude each other\n");
         return PARSE_ERROR;
     }
+    if (o->gpu && o->method != METHOD_SPME) {
+        fprintf(messages, "elecenergy: --gpu: only SPME runs on the GPU (the direct sum and "
+                          "exact Ewald are the CPU's references)\n");
+        return PARSE_ERROR;
+    }
     return PARSE_RUN;
 }
 

@@ -188,10 +188,15 @@ static int parse_options(int argc, char **argv, options *o) {
             }
         } else if (!strcmp(a, "--proj")) {
             DOUBLE_ARG(o->alpb.proj, "length in A");
-        } else if (!strcmp(a, "--eps-in")) {
-            DOUBLE_ARG(o->alpb.eps_in, "dielectric constant");
-        } else if (!strcmp(a, "--eps-out")) {
-            DOUBLE_ARG(o->alpb.eps_out, "dielectric constant");
+        } else if (!strcmp(a, "--eps-in") || !strcmp(a, "--eps-out")) {
+            /* 0 is the library's "default": given here, it is refused */
+            double *eps = !strcmp(a, "--eps-in") ? &o->alpb.eps_in : &o->alpb.eps_out;
+            DOUBLE_ARG(*eps, "dielectric constant");
+            if (!(*eps > 0.0)) {
+                fprintf(stderr, "elecsurf: %s %g: give a positive dielectric constant\n", a,
+                        *eps);
+                return 0;
+            }
         } else if (!strcmp(a, "--salt")) {
             DOUBLE_ARG(o->alpb.salt, "concentration in mol/L");
         } else if (!strcmp(a, "--A")) {
@@ -222,6 +227,14 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
             snprintf(copy, sizeof copy, "%s", argv[++i]);
+            /* strtok_r passes over an empty field: "20,,70" would be 20,70 */
+            if (copy[0] == ',' || strstr(copy, ",,") ||
+                (copy[0] && copy[strlen(copy) - 1] == ',')) {
+                fprintf(stderr, "elecsurf: --hcp '%s': an empty threshold; give 1 to 3 "
+                                "positive thresholds in A (or inf), comma-separated\n",
+                        argv[i]);
+                return 0;
+            }
             for (token = strtok_r(copy, ",", &rest); token; token = strtok_r(NULL, ",", &rest)) {
                 double h;
                 if (level == ELEC_HCP_LEVELS ||
@@ -265,9 +278,12 @@ static int parse_options(int argc, char **argv, options *o) {
                     o->alpb.variant = (elec_alpb_variant)v;
                     found = 1;
                 }
-            if (!found) {
-                fprintf(stderr, "elecsurf: unknown GPU kernel '%s' (simple, registers, sorted, "
-                                "packed, fastest)\n", a);
+            if (!found) { /* the names from the library, so that none is left out */
+                fprintf(stderr, "elecsurf: unknown GPU kernel '%s' (", a);
+                for (v = 0; v < ELEC_ALPB_VARIANT_COUNT; v++)
+                    fprintf(stderr, "%s%s", v ? ", " : "",
+                            elec_alpb_variant_name((elec_alpb_variant)v));
+                fprintf(stderr, ")\n");
                 return 0;
             }
         } else if (!strcmp(a, "--units")) {

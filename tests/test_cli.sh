@@ -140,6 +140,10 @@ elif [ $spme_status -eq 0 ] &&
         ok "elecenergy_json_has_the_choice_and_its_estimate ($fe)"
     else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")"; fi
 else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")"; fi
+"$build/elecenergy" --gpu --method direct "$dir/ions.pqr" > "$dir/out" 2>&1
+[ $? -eq 2 ] && grep -q "only SPME runs on the GPU" "$dir/out" &&
+    ok "elecenergy_refuses_the_gpu_for_a_cpu_method" ||
+    fail "elecenergy_refuses_the_gpu_for_a_cpu_method: $(cat "$dir/out")"
 "$build/elecenergy" --cpu --method ewald --tolerance 1e-300 "$dir/ions.pqr" > "$dir/out" 2>&1
 [ $? -eq 1 ] && grep -q "below what it can meet" "$dir/out" && ok "elecenergy_refuses_a_tolerance_out_of_reach" ||
     fail "elecenergy_refuses_a_tolerance_out_of_reach: $(cat "$dir/out")"
@@ -355,6 +359,12 @@ refused elecsurf_refuses_a_salt_whose_kappa_overflows 1 "kappa inf" "$dir/r10.tx
     --surface "$dir/sphere.txt" "$dir/ion.pqr"
 refused elecsurf_refuses_a_mesh_coarser_than_its_atoms 1 "coarser than the atoms' whole extent" \
     "$dir/r11.ply" --density 1e-40 "$dir/ion.pqr"
+refused elecsurf_refuses_an_empty_hcp_threshold 2 "an empty threshold" "$dir/r14.txt" \
+    --hcp 20,,70 "$dir/ion.pqr"
+refused elecsurf_refuses_a_zero_dielectric 2 "eps-out 0: give a positive" "$dir/r15.txt" \
+    --eps-out 0 "$dir/ion.pqr"
+refused elecsurf_lists_every_gpu_kernel_for_an_unknown_one 2 "simple, registers, sorted, packed, pairs" \
+    "$dir/r16.txt" --variant bogus "$dir/ion.pqr"
 refused elecsurf_refuses_a_map_past_max_points 1 "over the limit of 100 (max_points)" \
     "$dir/r13.dx" --max-points 100 "$dir/ion.pqr"
 refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 characters" \
