@@ -586,9 +586,9 @@ typedef struct elec_structure {
 /* Reads a PQR file: ATOM/HETATM records as pdb2pqr writes them (PDB
    columns) or whitespace-separated, with or without chain identifiers,
    residue names of up to 4 characters, and a CRYST1 cell when present.
-   One structure: an END record ends the read (what follows is not read),
-   and atoms after an ENDMDL (a second model of a trajectory) fail it, as
-   merging the models would be a wrong structure.  Any malformed record
+   One structure: atoms after an END or ENDMDL record (files run together,
+   a trajectory's next frame or model) fail the read, naming both lines, as
+   merging them would be a wrong structure.  Any malformed record
    fails the whole read with ELEC_ERR_PARSE, the line number and the field;
    nothing partial is returned. */
 ELEC_API elec_status elec_read_pqr(const char *path, elec_structure *out,
@@ -663,10 +663,12 @@ ELEC_API elec_status elec_read_text(const char *path, const char *what,
    file-size limit, an error from the caller's writer) it is still there,
    whole, or there is none: the library only ever removes the temporary
    file it created.  A path that exists and is not a regular file (a
-   device such as /dev/null, a pipe), and any path under /dev/ or /proc/
-   (/dev/stdout, which is a regular file where stdout is redirected to
-   one), is written straight through (as fopen(path, "w") would: not
-   atomically), never replaced and never removed.  A symbolic link at path is
+   device such as /dev/null, a pipe) is written straight through, never
+   replaced and never removed; so is a descriptor's name (/dev/stdout,
+   /dev/stderr, /dev/fd/N, /proc/self/fd/N), written through a copy of that
+   descriptor, so that the output lands where the caller's next writes
+   would (after what it wrote, in append mode where it is; flush stdio's
+   buffers first), never truncated.  A symbolic link at path is
    replaced by the new file (the file it named is left as it was), and an
    existing file's permission bits carry over to the new one. */
 typedef struct elec_output elec_output;
@@ -685,8 +687,10 @@ ELEC_API void elec_output_abort(elec_output *out); /* out may be NULL */
 
 /* What a tool checks before a long computation, so that it does not fail
    at the end: that path can be written (for a new or regular file, a
-   temporary file is made beside it and removed again; otherwise the path
-   itself must be writable) and, when input is not NULL, that path is not
+   temporary file is made beside it and removed again; for a descriptor's
+   name such as /dev/stdout, the descriptor must be open for writing;
+   otherwise the path itself must be writable; nothing at path is opened
+   or changed) and, when input is not NULL, that path is not
    the input file itself (the same device and inode, however named). */
 ELEC_API elec_status elec_output_check(const char *path, const char *input,
                                        elec_error *err);
@@ -3659,6 +3663,25 @@ static char *elec__output_temp(const char *path, unsigned mode, int *fd) {
 }
 #endif
 
+#ifdef ELEC__POSIX
+/* The descriptor a path names: 1 for /dev/stdout, 2 for /dev/stderr, N
+   for /dev/fd/N and /proc/self/fd/N; -1 for any other path. */
+static int elec__output_descriptor(const char *path) {
+    const char *digits = NULL;
+    long n = 0;
+    if (!strcmp(path, "/dev/stdout")) return 1;
+    if (!strcmp(path, "/dev/stderr")) return 2;
+    if (!strncmp(path, "/dev/fd/", 8)) digits = path + 8;
+    else if (!strncmp(path, "/proc/self/fd/", 14)) digits = path + 14;
+    if (!digits || !*digits) return -1;
+    for (; *digits; digits++) {
+        if (*digits < '0' || *digits > '9' || n > INT_MAX / 10 - 1) return -1;
+        n = 10 * n + (*digits - '0');
+    }
+    return (int)n;
+}
+#endif
+
 ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
                                       elec_error *err) {
     elec_output *o;
@@ -3693,14 +3716,23 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
             return elec__fail(err, ELEC_ERR_IO, 0,
                               "cannot write '%s': it is a directory", path);
         }
-        /* /dev/stdout leads to fd 1: a regular file where stdout is
-           redirected to one, which a rename would have replaced (the link
-           /dev/stdout itself, run as root) rather than written */
-        const int system_path = !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6);
-        if (system_path || (exists && !S_ISREG(st.st_mode))) {
-            /* a device, a pipe or a system path: written where it is (a
-               regular file there truncated first), never replaced */
-            o->fd = open(path, O_WRONLY | O_NOCTTY | (system_path ? O_CREAT | O_TRUNC : 0), 0666);
+        const int descriptor = elec__output_descriptor(path);
+        if (descriptor >= 0) {
+            /* the caller's own descriptor, shared (its offset, its append
+               mode): /dev/stdout is a regular file where stdout is
+               redirected to one, and a rename replaced the link itself (as
+               root) where the file was meant; opened by name, it would
+               start again at offset 0 under what the caller writes next */
+            o->fd = dup(descriptor);
+            if (o->fd < 0) {
+                int e = errno;
+                elec__output_free(o);
+                return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
+                                  strerror(e));
+            }
+        } else if (exists && !S_ISREG(st.st_mode)) {
+            /* a device or a pipe: written where it is, never replaced */
+            o->fd = open(path, O_WRONLY | O_NOCTTY);
             if (o->fd < 0) {
                 int e = errno;
                 elec__output_free(o);
@@ -3942,6 +3974,18 @@ ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
             if (S_ISDIR(st.st_mode))
                 return elec__fail(err, ELEC_ERR_IO, 0,
                                   "cannot write '%s': it is a directory", path);
+            if (elec__output_descriptor(path) >= 0) {
+                /* the caller's descriptor: open for writing, and left as it
+                   is (opening it by name would truncate its file now) */
+                int flags = fcntl(elec__output_descriptor(path), F_GETFL);
+                if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+                    return elec__fail(err, ELEC_ERR_IO, 0,
+                                      "cannot write '%s': %s", path,
+                                      flags < 0 ? strerror(errno)
+                                                : "the descriptor is open for reading");
+                elec__ok(err);
+                return ELEC_OK;
+            }
             if (!S_ISREG(st.st_mode)) {
                 /* opening a pipe could wait for a reader: ask instead */
                 if (access(path, W_OK) != 0)
@@ -4227,7 +4271,8 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
     const char *p = text, *end = text + length;
     char why[224];
     char after_ter = 0, after_end_of_complex = 0; /* for the next atom */
-    long model_end = 0; /* the line of an ENDMDL, after which no atom may come */
+    long model_end = 0; /* the line of an END or ENDMDL, after which no atom may come */
+    const char *end_record = "ENDMDL";
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if (!text && length)
@@ -4261,9 +4306,9 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             }
             if (ok && model_end) {
                 snprintf(why, sizeof why,
-                         "an atom after the ENDMDL of line %ld: a second model (one "
-                         "structure is read; split the models, or elecmap_mpi --frames)",
-                         model_end);
+                         "an atom after the %s of line %ld: a second structure or model "
+                         "(one is read; split the file, or elecmap_mpi --frames)",
+                         end_record, model_end);
                 ok = 0;
             }
             if (!ok) {
@@ -4290,10 +4335,12 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             after_ter = 1;
         } else if (n >= 6 && memcmp(p, "ENDMDL", 6) == 0 &&
                    (n == 6 || elec__pqr_space(p[6]))) {
-            model_end = line_number;
+            if (!model_end) model_end = line_number, end_record = "ENDMDL";
         } else if (n >= 3 && memcmp(p, "END", 3) == 0 &&
                    (n == 3 || elec__pqr_space(p[3]))) {
-            break; /* the file's end, as PDB has it */
+            /* the file's end, as PDB has it: atoms after it are another
+               file's (cat a.pqr b.pqr, or a trajectory's next frame) */
+            if (!model_end) model_end = line_number, end_record = "END";
         } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
             elec__pqr_token t[4];
             size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);
@@ -5447,18 +5494,6 @@ ELEC_DEF elec_status elec_mdh_params_resolve(const elec_mdh_params *in,
                                                  r.dielectric, r.temperature);
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    /* finite inputs, an overflowing kappa: ionic strength 1e300 M, or a
-       temperature of 1e-300 K */
-    if (!elec__finite(r.kappa) && (in ? in->kappa : 0.0) == 0.0 && r.ionic_strength > 0.0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "ionic strength %g M at dielectric %g and %g K gives kappa %g /A: "
-                          "past double's range", r.ionic_strength, r.dielectric,
-                          r.temperature, r.kappa);
-    if (!elec__finite(r.kappa))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "kappa %g is not finite", r.kappa);
-    if (!(r.kappa >= 0.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "kappa %g must be zero or positive", r.kappa);
     if (!(r.ionic_strength >= 0.0) || !elec__finite(r.ionic_strength))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "ionic strength %g must be zero or positive",
@@ -5469,6 +5504,18 @@ ELEC_DEF elec_status elec_mdh_params_resolve(const elec_mdh_params *in,
     if (!(r.dielectric > 0.0) || !elec__finite(r.dielectric))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "dielectric %g must be positive", r.dielectric);
+    /* the inputs finite and in range, an overflowing kappa: ionic strength
+       1e300 M, or a temperature of 1e-300 K */
+    if (!elec__finite(r.kappa) && (in ? in->kappa : 0.0) == 0.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "ionic strength %g M at dielectric %g and %g K gives kappa %g /A: "
+                          "past double's range", r.ionic_strength, r.dielectric,
+                          r.temperature, r.kappa);
+    if (!elec__finite(r.kappa))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "kappa %g is not finite", r.kappa);
+    if (!(r.kappa >= 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "kappa %g must be zero or positive", r.kappa);
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     *out = r;
     elec__ok(err);
@@ -7344,14 +7391,19 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
         return ELEC_ERR_INVALID_ARG;
     if (r.electrostatic_size == 0.0) {
         if (!(hcp->size > 0.0)) {
-            /* elec_alpb_size again, for its reason (the build keeps only 0) */
+            /* elec_alpb_size again, for its reason (the build keeps only 0,
+               and zero radii where the atoms had none) */
             elec_error why;
             double size = 0.0;
             elec_atoms view = elec_atoms_from_xyz(hcp->count[0], hcp->xyz, hcp->charge,
                                                   hcp->radius);
-            if (!hcp->radius)
+            size_t i;
+            int any_radius = 0;
+            for (i = 0; i < hcp->count[0]; i++) any_radius |= hcp->radius[i] > 0.0;
+            if (!any_radius)
                 snprintf(why.message, sizeof why.message,
-                         "A_det is undefined: the atoms have no radii (give the size)");
+                         "A_det is undefined: the atoms have no radii, or every radius is "
+                         "zero (give the size)");
             else if (elec_alpb_size(&view, &size, &why) == ELEC_OK)
                 snprintf(why.message, sizeof why.message, "the hierarchy holds no A_det");
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,

@@ -37,7 +37,8 @@
                       at all); the map must fit rank 0's memory and hold
                       fewer than 2^31 points (MPI's counts).
    Frames (--frames): the input is a trajectory, frames ended by ENDMDL
-   records (multi-model PQR); frame f goes to rank f mod N, which maps it
+   records (multi-model PQR) or by END records (files run together, as
+   VMD writes a trajectory); frame f goes to rank f mod N, which maps it
    whole (the slab of every plane: elecmap's map bit for bit) and writes
    it alone, whole or not at all, as output with "_f" and the frame number
    (from 0, four digits) before the extension: phi.mrc -> phi_f0000.mrc.
@@ -281,9 +282,10 @@ static elec_status write_gathered(const char *path, const elec_lattice *lattice,
 }
 
 /* The frames of a trajectory's text: where each starts and ends, a frame
-   ending with its ENDMDL line (text after the last ENDMDL, if it holds an
-   ATOM or HETATM record, is a last frame).  Returns the count; start and
-   end (room for max) are filled up to max. */
+   ending with its ENDMDL line, or with an END line after an ATOM or HETATM
+   record (an END right after an ENDMDL ends no frame; text after the last
+   end, if it holds an atom, is a last frame).  Returns the count; start
+   and end (room for max) are filled up to max. */
 static size_t split_frames(const char *text, size_t length, size_t *start, size_t *end,
                            size_t max) {
     size_t n = 0, at = 0, from = 0;
@@ -291,7 +293,10 @@ static size_t split_frames(const char *text, size_t length, size_t *start, size_
     while (at < length) {
         const char *newline = (const char *)memchr(text + at, '\n', length - at);
         size_t next = newline ? (size_t)(newline - text) + 1 : length;
-        if (next - at >= 6 && !memcmp(text + at, "ENDMDL", 6)) {
+        const int end_record = next - at >= 3 && !memcmp(text + at, "END", 3) &&
+                               (next - at == 3 || text[at + 3] == ' ' || text[at + 3] == '\t' ||
+                                text[at + 3] == '\r' || text[at + 3] == '\n');
+        if ((next - at >= 6 && !memcmp(text + at, "ENDMDL", 6)) || (end_record && atoms)) {
             if (n < max) start[n] = from, end[n] = next;
             n++;
             from = next;
@@ -428,7 +433,7 @@ static int mpi_usage(FILE *out) {
                  "formats gathered to rank 0.  elecmap's options, but --method charges\n"
                  "and --gpus (one device a rank: with CUDA, GPU rank mod the node's count;\n"
                  "MSM on the CPU).  --frames: the input is a trajectory (frames ended by\n"
-                 "ENDMDL); frame f maps on rank f mod N to output_fNNNN.ext, all on the\n"
+                 "ENDMDL or END); frame f maps on rank f mod N to output_fNNNN.ext, all on the\n"
                  "first frame's lattice (on the CPU; DCS unless --method says):\n\n");
     usage(out);
     return 0;

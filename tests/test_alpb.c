@@ -473,6 +473,12 @@ TEST(hierarchy_from_arrays_groups_the_atoms) {
                h.first[2][1] == 2,
            "component ranges");
     EXPECT(h.size == 0.0 && fabs(h.net_charge - 21.0) <= 1e-12, "no radii: A_det 0");
+    {   /* and the resolve says so, naming no radii (not only zero ones) */
+        elec_alpb_params out;
+        EXPECT(elec_alpb_params_resolve(NULL, &h, &out, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "the atoms have no radii, or every radius is zero"),
+               "resolve without radii: %s", err.message);
+    }
     EXPECT(fabs(h.centre[0][3 * 1] - 2.5) <= 1e-15 && fabs(h.centre[1][0] - 10.0 / 3.0) <= 1e-15,
            "centres %g %g", h.centre[0][3], h.centre[1][0]);
     elec_hcp_free(&h);

@@ -132,10 +132,10 @@ TEST(pqr_crlf_file_reads_like_lf) {
     remove(path);
 }
 
-TEST(pqr_reads_one_structure_up_to_end_and_refuses_a_second_model) {
-    /* PDB's END ends the file: what follows is not read; a trajectory's
-       second model (atoms after ENDMDL) is refused, naming both lines,
-       where merging the models was a wrong structure with status 0 */
+TEST(pqr_refuses_atoms_after_end_or_endmdl) {
+    /* atoms after END (files run together: pdb2pqr ends each with END)
+       or after ENDMDL (a trajectory's next model) are refused, naming both
+       lines, where merging them was a wrong structure with status 0 */
     const char *ended = "ATOM      1 NA    NA     1       0.000   0.000   0.000  1.0000 1.8680\n"
                         "END\n"
                         "ATOM      2 CL    CL     2       3.000   0.000   0.000 -1.0000 2.2700\n";
@@ -151,12 +151,12 @@ TEST(pqr_reads_one_structure_up_to_end_and_refuses_a_second_model) {
     elec_structure s;
     elec_error err;
     int status = parse(ended, &s, &err);
-    EXPECT(status == ELEC_OK && s.count == 1, "after END: status %d, %zu atoms: %s", status,
-           status == ELEC_OK ? s.count : 0, err.message);
-    elec_structure_free(&s);
+    EXPECT(status == ELEC_ERR_PARSE && err.line == 3 && strstr(err.message, "END of line 2"),
+           "an atom after END: status %d, line %ld: %s", status, err.line, err.message);
+    EXPECT(structure_is_empty(&s), "a refused read returns nothing");
     status = parse(models, &s, &err);
     EXPECT(status == ELEC_ERR_PARSE && err.line == 5 && strstr(err.message, "ENDMDL of line 3") &&
-               strstr(err.message, "second model"),
+               strstr(err.message, "second structure or model"),
            "two models: status %d, line %ld: %s", status, err.line, err.message);
     EXPECT(structure_is_empty(&s), "a refused read returns nothing");
     status = parse(one_model, &s, &err);
@@ -972,15 +972,16 @@ TEST(a_pipe_output_is_written_through_and_kept) {
 
 TEST(dev_stdout_redirected_to_a_file_is_written_through) {
     /* /dev/stdout leads to fd 1; where that is a regular file (a shell's
-       > out.dx) the map goes into it, and /dev/stdout stays what it was
-       (replaced by a rename, the link itself became the map, as root) */
+       > out.dx, or >> log) the map goes into it after what the program
+       wrote, before what it writes next, and /dev/stdout stays what it was
+       (a rename replaced the link itself, as root; opened by name, the map
+       was truncated under the program's next line) */
     char *dir = scratch_dir(), path[256], target[256], *text;
     float map[8];
     elec_lattice lat = small_lattice(map);
     struct stat before, after;
     ssize_t target_length;
-    pid_t child;
-    int child_status = 0;
+    int append;
     EXPECT(dir != NULL, "mkdtemp failed");
     if (!dir) return;
     if (lstat("/dev/stdout", &before) != 0) {
@@ -990,22 +991,40 @@ TEST(dev_stdout_redirected_to_a_file_is_written_through) {
     target_length = readlink("/dev/stdout", target, sizeof target - 1);
     target[target_length > 0 ? target_length : 0] = '\0';
     snprintf(path, sizeof path, "%s/out.dx", dir);
-    fflush(stdout);
-    child = fork();
-    if (child == 0) { /* stdout to the file, then the map to /dev/stdout */
-        elec_error err;
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || dup2(fd, 1) < 0) _exit(2);
-        _exit(elec_write_dx("/dev/stdout", &lat, map, NULL, &err) == ELEC_OK ? 0 : 1);
+    for (append = 0; append <= 1; append++) {
+        pid_t child;
+        int child_status = 0;
+        const char *map_at, *after_at;
+        EXPECT(write_file(path, "old\n", 4), "cannot write %s", path);
+        fflush(stdout);
+        child = fork();
+        if (child == 0) { /* stdout to the file; a line, the map, a line */
+            elec_error err;
+            int fd = open(path, O_WRONLY | (append ? O_APPEND : O_TRUNC));
+            int ok;
+            if (fd < 0 || dup2(fd, 1) < 0) _exit(2);
+            printf("before\n");
+            fflush(stdout);
+            ok = elec_output_check("/dev/stdout", NULL, &err) == ELEC_OK &&
+                 elec_write_dx("/dev/stdout", &lat, map, NULL, &err) == ELEC_OK;
+            printf("after\n");
+            fflush(stdout);
+            _exit(ok ? 0 : 1);
+        }
+        EXPECT(child > 0, "fork failed");
+        if (child > 0) waitpid(child, &child_status, 0);
+        EXPECT(child > 0 && WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+               "append %d: writing to /dev/stdout failed (child status %d)", append,
+               child_status);
+        text = read_text(path);
+        map_at = text ? strstr(text, "object 3 class array") : NULL;
+        after_at = map_at ? strstr(map_at, "after\n") : NULL;
+        EXPECT(text && !strncmp(text, append ? "old\nbefore\n" : "before\n",
+                                append ? 11 : 7) &&
+                   map_at && after_at && after_at[6] == '\0',
+               "append %d: the file holds '%.80s'", append, text ? text : "(none)");
+        free(text);
     }
-    EXPECT(child > 0, "fork failed");
-    if (child > 0) waitpid(child, &child_status, 0);
-    EXPECT(child > 0 && WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
-           "writing to /dev/stdout failed (child status %d)", child_status);
-    text = read_text(path);
-    EXPECT(text && strstr(text, "object 3 class array"), "the file holds no map: '%.60s'",
-           text ? text : "(none)");
-    free(text);
     if (!(lstat("/dev/stdout", &after) == 0 && after.st_mode == before.st_mode &&
           after.st_ino == before.st_ino)) {
         EXPECT(0, "/dev/stdout changed: mode %o -> %o", (unsigned)before.st_mode,
@@ -1135,7 +1154,7 @@ TEST(status_string_names_every_code) {
 int main(void) {
     RUN(pqr_whitespace_dialect_fills_the_right_labels);
     RUN(pqr_crlf_file_reads_like_lf);
-    RUN(pqr_reads_one_structure_up_to_end_and_refuses_a_second_model);
+    RUN(pqr_refuses_atoms_after_end_or_endmdl);
     RUN(pqr_fixed_columns_with_run_together_numbers);
     RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
     RUN(pqr_malformed_input_fails_with_line_and_field);

@@ -163,6 +163,11 @@ TEST(mdh_names_the_inputs_of_an_overflowing_kappa) {
     EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "1e-300 K"),
            "1e-300 K: %s", err.message);
+    in.temperature = 0.0;
+    in.ionic_strength = HUGE_VAL; /* an input not finite: named as such */
+    EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "ionic strength inf must be"),
+           "ionic strength inf: %s", err.message);
     memset(&in, 0, sizeof in);
     in.kappa = HUGE_VAL;
     EXPECT(elec_mdh_params_resolve(&in, &out, &err) == ELEC_ERR_INVALID_ARG &&
