@@ -586,9 +586,10 @@ typedef struct elec_structure {
 /* Reads a PQR file: ATOM/HETATM records as pdb2pqr writes them (PDB
    columns) or whitespace-separated, with or without chain identifiers,
    residue names of up to 4 characters, and a CRYST1 cell when present.
-   One structure: atoms after an END or ENDMDL record (files run together,
-   a trajectory's next frame or model) fail the read, naming both lines, as
-   merging them would be a wrong structure.  Any malformed record
+   One structure: past an END or ENDMDL record nothing is read, and an
+   atom there (files run together, a trajectory's next frame or model)
+   fails the read, naming both lines, as merging them would be a wrong
+   structure.  Any malformed record
    fails the whole read with ELEC_ERR_PARSE, the line number and the field;
    nothing partial is returned. */
 ELEC_API elec_status elec_read_pqr(const char *path, elec_structure *out,
@@ -665,10 +666,12 @@ ELEC_API elec_status elec_read_text(const char *path, const char *what,
    file it created.  A path that exists and is not a regular file (a
    device such as /dev/null, a pipe) is written straight through, never
    replaced and never removed; so is a descriptor's name (/dev/stdout,
-   /dev/stderr, /dev/fd/N, /proc/self/fd/N), written through a copy of that
-   descriptor, so that the output lands where the caller's next writes
-   would (after what it wrote, in append mode where it is; flush stdio's
-   buffers first), never truncated.  A symbolic link at path is
+   /dev/stderr, /dev/fd/N, /proc/self/fd/N, or any name of what stdout or
+   stderr holds open), written through a copy of that descriptor, so that
+   the output lands where the caller's next writes would (after what it
+   wrote, in append mode where it is; flush stdio's buffers first), never
+   truncated; a descriptor open only for reading (/dev/stdin) is refused.
+   A symbolic link at path is
    replaced by the new file (the file it named is left as it was), and an
    existing file's permission bits carry over to the new one. */
 typedef struct elec_output elec_output;
@@ -3664,21 +3667,41 @@ static char *elec__output_temp(const char *path, unsigned mode, int *fd) {
 #endif
 
 #ifdef ELEC__POSIX
-/* The descriptor a path names: 1 for /dev/stdout, 2 for /dev/stderr, N
-   for /dev/fd/N and /proc/self/fd/N; -1 for any other path. */
+/* The descriptor a path names, or -1: 0, 1 and 2 for /dev/stdin,
+   /dev/stdout and /dev/stderr, N for /dev/fd/N and /proc/self/fd/N (as the
+   kernel spells them: digits, no leading zero), and 1 or 2 for any other
+   name of what stdout or stderr holds open, found by device and inode
+   (/dev//stdout, /proc/<pid>/fd/1, or the file stdout is redirected to):
+   a name's spelling alone let /dev//stdout be renamed over, as root. */
 static int elec__output_descriptor(const char *path) {
     const char *digits = NULL;
-    long n = 0;
+    long long n = 0;
+    struct stat named, held;
+    int fd;
+    if (!strcmp(path, "/dev/stdin")) return 0;
     if (!strcmp(path, "/dev/stdout")) return 1;
     if (!strcmp(path, "/dev/stderr")) return 2;
     if (!strncmp(path, "/dev/fd/", 8)) digits = path + 8;
     else if (!strncmp(path, "/proc/self/fd/", 14)) digits = path + 14;
-    if (!digits || !*digits) return -1;
-    for (; *digits; digits++) {
-        if (*digits < '0' || *digits > '9' || n > INT_MAX / 10 - 1) return -1;
-        n = 10 * n + (*digits - '0');
+    if (digits && *digits && !(digits[0] == '0' && digits[1])) {
+        for (; *digits >= '0' && *digits <= '9' && n <= INT_MAX; digits++)
+            n = 10 * n + (*digits - '0');
+        if (!*digits && n <= INT_MAX) return (int)n;
     }
-    return (int)n;
+    if (stat(path, &named) != 0) return -1;
+    for (fd = 1; fd <= 2; fd++)
+        if (fstat(fd, &held) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return fd;
+    return -1;
+}
+
+/* Whether descriptor fd is open for writing: 0, or errno's value (EBADF
+   for none; EACCES where it is open only for reading). */
+static int elec__output_writable(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0) return errno ? errno : EBADF;
+    return (flags & O_ACCMODE) == O_RDONLY ? EACCES : 0;
 }
 #endif
 
@@ -3723,12 +3746,14 @@ ELEC_DEF elec_status elec_output_open(const char *path, elec_output **out,
                redirected to one, and a rename replaced the link itself (as
                root) where the file was meant; opened by name, it would
                start again at offset 0 under what the caller writes next */
-            o->fd = dup(descriptor);
+            int e = elec__output_writable(descriptor);
+            o->fd = e ? -1 : dup(descriptor);
             if (o->fd < 0) {
-                int e = errno;
+                if (!e) e = errno;
                 elec__output_free(o);
                 return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
-                                  strerror(e));
+                                  e == EACCES ? "its descriptor is open only for reading"
+                                              : strerror(e));
             }
         } else if (exists && !S_ISREG(st.st_mode)) {
             /* a device or a pipe: written where it is, never replaced */
@@ -3977,12 +4002,11 @@ ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
             if (elec__output_descriptor(path) >= 0) {
                 /* the caller's descriptor: open for writing, and left as it
                    is (opening it by name would truncate its file now) */
-                int flags = fcntl(elec__output_descriptor(path), F_GETFL);
-                if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
-                    return elec__fail(err, ELEC_ERR_IO, 0,
-                                      "cannot write '%s': %s", path,
-                                      flags < 0 ? strerror(errno)
-                                                : "the descriptor is open for reading");
+                int e = elec__output_writable(elec__output_descriptor(path));
+                if (e)
+                    return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
+                                      e == EACCES ? "its descriptor is open only for reading"
+                                                  : strerror(e));
                 elec__ok(err);
                 return ELEC_OK;
             }
@@ -4283,6 +4307,20 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
         const char *line_end = newline ? newline : end, *c;
         size_t n = (size_t)(line_end - p), keyword = 0;
         line_number++;
+        if (model_end) {
+            /* past END or ENDMDL nothing is read but an atom, refused (files
+               run together, a trajectory's next frame or model) */
+            if ((n >= 4 && memcmp(p, "ATOM", 4) == 0) || (n >= 6 && memcmp(p, "HETATM", 6) == 0)) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                                  "line %ld: an atom after the %s of line %ld: a second "
+                                  "structure or model (one is read; split the file, or "
+                                  "elecmap_mpi --frames)",
+                                  line_number, end_record, model_end);
+            }
+            p = newline ? newline + 1 : end;
+            continue;
+        }
         for (c = p; c < line_end; c++) {
             unsigned char b = (unsigned char)*c;
             if ((b < 0x20 && b != '\t' && b != '\r') || b == 0x7f) {
@@ -4302,13 +4340,6 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             int ok = elec__pqr_record(p, n, keyword, &a, why, sizeof why);
             if (ok && !(a.radius >= 0.0)) {
                 snprintf(why, sizeof why, "radius %g is negative", a.radius);
-                ok = 0;
-            }
-            if (ok && model_end) {
-                snprintf(why, sizeof why,
-                         "an atom after the %s of line %ld: a second structure or model "
-                         "(one is read; split the file, or elecmap_mpi --frames)",
-                         end_record, model_end);
                 ok = 0;
             }
             if (!ok) {
@@ -4335,12 +4366,12 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             after_ter = 1;
         } else if (n >= 6 && memcmp(p, "ENDMDL", 6) == 0 &&
                    (n == 6 || elec__pqr_space(p[6]))) {
-            if (!model_end) model_end = line_number, end_record = "ENDMDL";
+            model_end = line_number, end_record = "ENDMDL";
         } else if (n >= 3 && memcmp(p, "END", 3) == 0 &&
                    (n == 3 || elec__pqr_space(p[3]))) {
             /* the file's end, as PDB has it: atoms after it are another
                file's (cat a.pqr b.pqr, or a trajectory's next frame) */
-            if (!model_end) model_end = line_number, end_record = "END";
+            model_end = line_number, end_record = "END";
         } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
             elec__pqr_token t[4];
             size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);
@@ -7399,7 +7430,7 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
                                                   hcp->radius);
             size_t i;
             int any_radius = 0;
-            for (i = 0; i < hcp->count[0]; i++) any_radius |= hcp->radius[i] > 0.0;
+            for (i = 0; hcp->radius && i < hcp->count[0]; i++) any_radius |= hcp->radius[i] > 0.0;
             if (!any_radius)
                 snprintf(why.message, sizeof why.message,
                          "A_det is undefined: the atoms have no radii, or every radius is "

@@ -10,6 +10,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* Where a tool's summary goes: stderr where its output goes to stdout
+   (/dev/stdout, or another name of what stdout holds: the file it is
+   redirected to, its pipe), so that the summary does not land among the
+   output's data; else stdout. */
+static inline FILE *cli_report_stream(const char *output) {
+    struct stat named, held;
+    if (!output) return stdout;
+    if (!strcmp(output, "/dev/stdout") || !strcmp(output, "/dev/fd/1") ||
+        !strcmp(output, "/proc/self/fd/1"))
+        return stderr;
+    if (stat(output, &named) == 0 && fstat(1, &held) == 0 && named.st_dev == held.st_dev &&
+        named.st_ino == held.st_ino)
+        return stderr;
+    return stdout;
+}
 
 /* A finite number spelled by the whole of text. */
 static inline int cli_number(const char *text, double *value) {

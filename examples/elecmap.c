@@ -996,26 +996,31 @@ static int elecmap_run(options *o) {
     if (!o->quiet) {
         double evals = (double)points * (double)atoms.count;
         double net = 0.0;
-        printf("elecmap: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
+        /* stderr where the map goes to stdout: not among its data */
+        FILE *report = cli_report_stream(o->output);
+        fprintf(report, "elecmap: %s -> %s\n", o->demo ? "(built-in demo)" : o->input,
+                o->output);
         for (p = 0; p < mol.count; p++) net += mol.charge[p];
-        printf("  atoms      %zu (net charge %+.4f e)\n", atoms.count, net);
-        printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, %.3f)\n",
-               lattice.dims[0], lattice.dims[1], lattice.dims[2], points,
-               lattice.spacing[0], lattice.origin[0], lattice.origin[1], lattice.origin[2]);
-        printf("  method     %s\n", method);
-        printf("  output     %s\n", elec_map_format_name(o->output));
-        printf("  device     %s\n", device_name);
+        fprintf(report, "  atoms      %zu (net charge %+.4f e)\n", atoms.count, net);
+        fprintf(report,
+                "  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
+                "%.3f)\n",
+                lattice.dims[0], lattice.dims[1], lattice.dims[2], points, lattice.spacing[0],
+                lattice.origin[0], lattice.origin[1], lattice.origin[2]);
+        fprintf(report, "  method     %s\n", method);
+        fprintf(report, "  output     %s\n", elec_map_format_name(o->output));
+        fprintf(report, "  device     %s\n", device_name);
         if (o->method == METHOD_CHARGES) {
             double total = 0.0;
             for (p = 0; p < points; p++) total += map[p];
-            printf("  time       %.3f s, %.3g atoms mapped per us\n", seconds,
-                   atoms.count / (seconds > 0 ? seconds * 1e6 : 1e-3));
-            printf("  charge     min %.4g, max %.4g, total %+.4f e\n", lo, hi, total);
+            fprintf(report, "  time       %.3f s, %.3g atoms mapped per us\n", seconds,
+                    atoms.count / (seconds > 0 ? seconds * 1e6 : 1e-3));
+            fprintf(report, "  charge     min %.4g, max %.4g, total %+.4f e\n", lo, hi, total);
         } else {
-            printf("  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
-                   evals / (seconds > 0 ? seconds : 1e-9),
-                   o->method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
-            printf("  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
+            fprintf(report, "  time       %.3f s, %.3e atom evaluations/s%s\n", seconds,
+                    evals / (seconds > 0 ? seconds : 1e-9),
+                    o->method == METHOD_MSM ? " (the direct sum's count; MSM does fewer)" : "");
+            fprintf(report, "  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
         }
     }
     free(map);

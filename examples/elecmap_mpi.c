@@ -282,10 +282,11 @@ static elec_status write_gathered(const char *path, const elec_lattice *lattice,
 }
 
 /* The frames of a trajectory's text: where each starts and ends, a frame
-   ending with its ENDMDL line, or with an END line after an ATOM or HETATM
-   record (an END right after an ENDMDL ends no frame; text after the last
-   end, if it holds an atom, is a last frame).  Returns the count; start
-   and end (room for max) are filled up to max. */
+   ending with the first ENDMDL or END line after its atoms (MODEL, atoms,
+   END, ENDMDL, as a loop of cat over pdb2pqr's files makes: the ENDMDL,
+   with no atoms before it, ends no frame and is left out; text after the
+   last end, if it holds an atom, is a last frame).  Returns the count;
+   start and end (room for max) are filled up to max. */
 static size_t split_frames(const char *text, size_t length, size_t *start, size_t *end,
                            size_t max) {
     size_t n = 0, at = 0, from = 0;
@@ -296,10 +297,12 @@ static size_t split_frames(const char *text, size_t length, size_t *start, size_
         const int end_record = next - at >= 3 && !memcmp(text + at, "END", 3) &&
                                (next - at == 3 || text[at + 3] == ' ' || text[at + 3] == '\t' ||
                                 text[at + 3] == '\r' || text[at + 3] == '\n');
-        if ((next - at >= 6 && !memcmp(text + at, "ENDMDL", 6)) || (end_record && atoms)) {
-            if (n < max) start[n] = from, end[n] = next;
-            n++;
-            from = next;
+        if (end_record || (next - at >= 6 && !memcmp(text + at, "ENDMDL", 6))) {
+            if (atoms) {
+                if (n < max) start[n] = from, end[n] = next;
+                n++;
+            }
+            from = next; /* an end with no atoms before it ends no frame */
             atoms = 0;
         } else if (next - at >= 4 && (!memcmp(text + at, "ATOM", 4) ||
                                       (next - at >= 6 && !memcmp(text + at, "HETATM", 6)))) {

@@ -977,22 +977,24 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
     }
     status = 0;
     if (!o->quiet) {
-        printf("elecsurf: %s -> %s\n", o->input, o->output);
-        printf("  atoms      %zu (net charge %+.4f e)\n", mol->count, net);
-        printf("  size       A = %.3f A (%s)\n", resolved->electrostatic_size,
-               o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
-        printf("  surface    %zu vertices, %.3f s (for the points' distances)\n", surf->count,
-               surface_seconds);
-        printf("  lattice    %d x %d x %d = %zu points, spacing %g A, %d outside the surface\n",
-               lattice.dims[0], lattice.dims[1], lattice.dims[2], points, lattice.spacing[0],
-               outside);
-        printf("  method     ALPB E1, eps %g/%g, %s\n", resolved->eps_in, resolved->eps_out,
-               resolved->exact ? "exact" : "HCP");
-        printf("  output     %s\n", elec_map_format_name(o->output));
-        printf("  device     %s\n", device_name);
-        printf("  time       %.3f s\n", seconds);
-        printf("  potential  min %.4g, max %.4g %s\n", low, high,
-               o->units_kT ? "kT/e" : "kcal/(mol e)");
+        FILE *report = cli_report_stream(o->output); /* not among the map's data */
+        fprintf(report, "elecsurf: %s -> %s\n", o->input, o->output);
+        fprintf(report, "  atoms      %zu (net charge %+.4f e)\n", mol->count, net);
+        fprintf(report, "  size       A = %.3f A (%s)\n", resolved->electrostatic_size,
+                o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        fprintf(report, "  surface    %zu vertices, %.3f s (for the points' distances)\n",
+                surf->count, surface_seconds);
+        fprintf(report,
+                "  lattice    %d x %d x %d = %zu points, spacing %g A, %d outside the surface\n",
+                lattice.dims[0], lattice.dims[1], lattice.dims[2], points, lattice.spacing[0],
+                outside);
+        fprintf(report, "  method     ALPB E1, eps %g/%g, %s\n", resolved->eps_in,
+                resolved->eps_out, resolved->exact ? "exact" : "HCP");
+        fprintf(report, "  output     %s\n", elec_map_format_name(o->output));
+        fprintf(report, "  device     %s\n", device_name);
+        fprintf(report, "  time       %.3f s\n", seconds);
+        fprintf(report, "  potential  min %.4g, max %.4g %s\n", low, high,
+                o->units_kT ? "kT/e" : "kcal/(mol e)");
     }
 done:
     free(comment);
@@ -1150,49 +1152,59 @@ int main(int argc, char **argv) {
     }
     if (!o.quiet) {
         const char *unit = o.units_kT ? "kT/e" : "kcal/(mol e)";
-        printf("elecsurf: %s -> %s\n", o.input, o.output);
-        printf("  atoms      %zu (net charge %+.4f e), %zu residues, %zu chains, %zu complexes\n",
-               hcp.count[0], hcp.net_charge, hcp.count[1], hcp.count[2], hcp.count[3]);
-        printf("  size       A = %.3f A (%s)\n", resolved.electrostatic_size,
-               o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        FILE *report = cli_report_stream(o.output); /* not among the output's data */
+        fprintf(report, "elecsurf: %s -> %s\n", o.input, o.output);
+        fprintf(report,
+                "  atoms      %zu (net charge %+.4f e), %zu residues, %zu chains, %zu complexes\n",
+                hcp.count[0], hcp.net_charge, hcp.count[1], hcp.count[2], hcp.count[3]);
+        fprintf(report, "  size       A = %.3f A (%s)\n", resolved.electrostatic_size,
+                o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
         if (o.surface == SURFACE_MESH)
-            printf("  surface    mesh, %zu vertices, %zu triangles (spacing %.3g A), %.3f s\n",
-                   surf.count, surf.triangle_count, mesh_spacing, surface_seconds);
+            fprintf(report,
+                    "  surface    mesh, %zu vertices, %zu triangles (spacing %.3g A), %.3f s\n",
+                    surf.count, surf.triangle_count, mesh_spacing, surface_seconds);
         else if (o.surface == SURFACE_CONTACT)
-            printf("  surface    contact, %zu points (density %g per A^2, probe %g A), %.3f s\n",
-                   surf.count, o.density > 0.0 ? o.density : 3.0,
-                   o.probe > 0.0 ? o.probe : 1.5, surface_seconds);
+            fprintf(report,
+                    "  surface    contact, %zu points (density %g per A^2, probe %g A), %.3f s\n",
+                    surf.count, o.density > 0.0 ? o.density : 3.0, o.probe > 0.0 ? o.probe : 1.5,
+                    surface_seconds);
         else
-            printf("  surface    %s, %zu points%s%s\n", o.surface_file, surf.count,
-                   surf.normal ? " with normals" : "",
-                   surf.triangle_count ? " and triangles" : "");
-        printf("  method     ALPB%s, eps %g/%g, p %g A, ", resolved.gem_compat ? " (GEM's formulas)" : "",
-               resolved.eps_in, resolved.eps_out, resolved.proj);
-        if (resolved.kappa > 0.0) printf("salt %g M (kappa %.4f /A), ", resolved.salt, resolved.kappa);
-        else printf("no salt, ");
-        if (resolved.exact) printf("exact\n");
+            fprintf(report, "  surface    %s, %zu points%s%s\n", o.surface_file, surf.count,
+                    surf.normal ? " with normals" : "",
+                    surf.triangle_count ? " and triangles" : "");
+        fprintf(report, "  method     ALPB%s, eps %g/%g, p %g A, ",
+                resolved.gem_compat ? " (GEM's formulas)" : "", resolved.eps_in, resolved.eps_out,
+                resolved.proj);
+        if (resolved.kappa > 0.0)
+            fprintf(report, "salt %g M (kappa %.4f /A), ", resolved.salt, resolved.kappa);
         else
-            printf("HCP %d charge%s, thresholds %g/%g/%g A, tolerance %.3g %s\n",
-                   resolved.hcp_charges, resolved.hcp_charges == 1 ? "" : "s",
-                   resolved.hcp_h[0], resolved.hcp_h[1], resolved.hcp_h[2],
-                   resolved.hcp_tolerance * fabs(resolved.scale),
-                   o.units_kT ? "kT/e" : "kcal/(mol e)");
+            fprintf(report, "no salt, ");
+        if (resolved.exact)
+            fprintf(report, "exact\n");
+        else
+            fprintf(report, "HCP %d charge%s, thresholds %g/%g/%g A, tolerance %.3g %s\n",
+                    resolved.hcp_charges, resolved.hcp_charges == 1 ? "" : "s", resolved.hcp_h[0],
+                    resolved.hcp_h[1], resolved.hcp_h[2],
+                    resolved.hcp_tolerance * fabs(resolved.scale),
+                    o.units_kT ? "kT/e" : "kcal/(mol e)");
 #ifdef ELEC_WITH_CUDA
         if (use_gpu) {
             elec_alpb_variant v = o.alpb.variant;
             const char *kernel = v != ELEC_ALPB_FASTEST ? elec_alpb_variant_name(v)
                                  : resolved.exact && resolved.kappa == 0.0 &&
-                                           (!resolved.gem_compat || resolved.proj >= 0.0)
+                                         (!resolved.gem_compat || resolved.proj >= 0.0)
                                      ? "DCS points"
                                      : elec_alpb_variant_name(ELEC_ALPB_FASTEST_WALK);
-            printf("  device     %s, kernel %s\n", device_name, kernel);
+            fprintf(report, "  device     %s, kernel %s\n", device_name, kernel);
         } else
 #endif
-            printf("  device     %s\n", device_name);
-        printf("  time       %.4f s, %.3e atom evaluations/s (the exact sum's count)\n", seconds,
-               (double)surf.count * (double)hcp.count[0] / (seconds > 0 ? seconds : 1e-9));
-        printf("  potential  min %.4g, max %.4g, RMS %.4g %s; sum over the %zu points %.6g\n", lo,
-               hi, sqrt(sum2 / (double)surf.count), unit, surf.count, sum);
+            fprintf(report, "  device     %s\n", device_name);
+        fprintf(report, "  time       %.4f s, %.3e atom evaluations/s (the exact sum's count)\n",
+                seconds,
+                (double)surf.count * (double)hcp.count[0] / (seconds > 0 ? seconds : 1e-9));
+        fprintf(report,
+                "  potential  min %.4g, max %.4g, RMS %.4g %s; sum over the %zu points %.6g\n", lo,
+                hi, sqrt(sum2 / (double)surf.count), unit, surf.count, sum);
     }
 done:
     free(phi);

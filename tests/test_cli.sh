@@ -75,6 +75,19 @@ es=$(dx_rel_rms "$dir/shift.dx" "$dir/cut.dx")
 if [ $cut_ok -eq 0 ] && awk -v a="$ec" -v b="$es" 'BEGIN { exit !(a > 1e-2 && b > 1e-3) }'; then
     ok "elecmap_makes_cutoff_maps_of_either_kind_unlike_dcs"
 else fail "elecmap_makes_cutoff_maps_of_either_kind_unlike_dcs: $ec $es $(cat "$dir/out" "$dir/out2")"; fi
+# A map to /dev/stdout redirected to a file: the map alone in the file (the
+# summary on stderr, not among its data), as a map written to a file is
+"$build/elecmap" --cpu --dims 5 5 5 --demo "$dir/named.dx" > /dev/null 2>&1
+link_before=$(ls -ld /dev/stdout 2>&1)
+"$build/elecmap" --cpu --dims 5 5 5 --demo /dev/stdout > "$dir/stdout.dx" 2> "$dir/err"
+rc=$?
+grep -v '^#' "$dir/named.dx" > "$dir/named.body"
+grep -v '^#' "$dir/stdout.dx" > "$dir/stdout.body"
+if [ $rc -eq 0 ] && cmp -s "$dir/named.body" "$dir/stdout.body" &&
+   grep -q "elecmap: (built-in demo) -> /dev/stdout" "$dir/err" &&
+   [ "$(ls -ld /dev/stdout 2>&1)" = "$link_before" ]; then
+    ok "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr"
+else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "$dir/err")"; fi
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"

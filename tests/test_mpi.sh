@@ -110,7 +110,7 @@ else fail "$name: $(cat "$dir/out")"; fi
 # --frames: 5 frames of a trajectory over 2 ranks (3 and 2 frames), each
 # map elecmap's of that frame alone on the same lattice, bit for bit (a
 # frame is mapped whole: the map's own frame of reference), DCS and MSM;
-# then frames ended by END alone.
+# then frames ended by END alone, and by END inside MODEL/ENDMDL.
 name=mpi_frames_are_elecmaps_bit_for_bit
 awk 'BEGIN { srand(7); for (f = 0; f < 5; f++) { printf "MODEL     %4d\n", f + 1
     for (i = 0; i < 60; i++)
@@ -133,16 +133,21 @@ for method in dcs msm; do
     done
 done
 [ -e "$dir/tr_f0005.mrc" ] && good=0 seen="$seen [a sixth frame]"
-# the same frames ended by END alone (files run together, VMD's way):
+# the same frames ended by END alone (files run together, VMD's way), and
+# by TER and END inside MODEL/ENDMDL (a loop of cat over pdb2pqr's files):
 # the same five maps (the last method's), no sixth
 sed -e '/^MODEL/d' -e 's/^ENDMDL$/END/' "$dir/traj.pqr" > "$dir/traj_end.pqr"
-if mpi 2 --frames --method msm $lattice "$dir/traj_end.pqr" "$dir/te.mrc" > "$dir/out" 2>&1; then
-    for f in 0 1 2 3 4; do
-        line=$(compare "$dir/te_f000$f.mrc" "$dir/tr_f000$f.mrc" 2>&1)
-        [ "$(field "$line" differ)" = 0 ] || good=0 seen="$seen [END frame $f: $line]"
-    done
-    [ -e "$dir/te_f0005.mrc" ] && good=0 seen="$seen [a sixth END frame]"
-else good=0 seen="$seen [END frames: $(cat "$dir/out")]"; fi
+sed -e 's/^ENDMDL$/TER\nEND\nENDMDL/' "$dir/traj.pqr" > "$dir/traj_cat.pqr"
+for layout in end cat; do
+    if mpi 2 --frames --method msm $lattice "$dir/traj_$layout.pqr" "$dir/t$layout.mrc" \
+        > "$dir/out" 2>&1; then
+        for f in 0 1 2 3 4; do
+            line=$(compare "$dir/t${layout}_f000$f.mrc" "$dir/tr_f000$f.mrc" 2>&1)
+            [ "$(field "$line" differ)" = 0 ] || good=0 seen="$seen [$layout frame $f: $line]"
+        done
+        [ -e "$dir/t${layout}_f0005.mrc" ] && good=0 seen="$seen [a sixth $layout frame]"
+    else good=0 seen="$seen [$layout frames: $(cat "$dir/out")]"; fi
+done
 if [ $good -eq 1 ]; then ok "$name"
 else fail "$name:$seen"; fi
 
