@@ -589,9 +589,9 @@ typedef struct elec_structure {
    One structure: past an END or ENDMDL record nothing is read, and an
    atom there (files run together, a trajectory's next frame or model)
    fails the read, naming both lines, as merging them would be a wrong
-   structure.  Any malformed record
-   fails the whole read with ELEC_ERR_PARSE, the line number and the field;
-   nothing partial is returned. */
+   structure.  Any malformed record fails the whole read with
+   ELEC_ERR_PARSE, the line number and the field; nothing partial is
+   returned. */
 ELEC_API elec_status elec_read_pqr(const char *path, elec_structure *out,
                                    elec_error *err);
 /* The same from text in memory (length bytes; need not end in '\0'). */
@@ -671,9 +671,9 @@ ELEC_API elec_status elec_read_text(const char *path, const char *what,
    the output lands where the caller's next writes would (after what it
    wrote, in append mode where it is; flush stdio's buffers first), never
    truncated; a descriptor open only for reading (/dev/stdin) is refused.
-   A symbolic link at path is
-   replaced by the new file (the file it named is left as it was), and an
-   existing file's permission bits carry over to the new one. */
+   A symbolic link at path is replaced by the new file (the file it named
+   is left as it was), and an existing file's permission bits carry over
+   to the new one. */
 typedef struct elec_output elec_output;
 
 ELEC_API elec_status elec_output_open(const char *path, elec_output **out,
