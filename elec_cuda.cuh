@@ -1506,9 +1506,27 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     if ((status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err)) !=
         ELEC_OK)
         return status;
+    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+    {
+        /* CUDA's grids take at most 65535 blocks along y (rows of
+           ELEC__DCS_BLOCK_Y points) and z (a device's slices, on the volume
+           rungs), and a row's padded pitch is an int: refused by name here,
+           where past them the launch failed after the allocations (or the
+           pitch overflowed) */
+        const size_t used = (size_t)device_count < nz ? (size_t)device_count : nz;
+        const size_t slices = (nz + used - 1) / used;
+        if ((ny + ELEC__DCS_BLOCK_Y - 1) / ELEC__DCS_BLOCK_Y > 65535 ||
+            (resolved.variant >= ELEC_DCS_VOLUME && slices > 65535) ||
+            nx > (size_t)INT_MAX - 65536)
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "lattice %zu x %zu x %zu: the GPU DCS map takes at most %d "
+                              "points along y, %d planes a GPU along z (the volume rungs) "
+                              "and %d along x; the CPU has no such limit",
+                              nx, ny, nz, 65535 * ELEC__DCS_BLOCK_Y, 65535,
+                              INT_MAX - 65536);
+    }
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
 
-    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     job = (elec__dcs_job *)ELEC_MALLOC(sizeof *job);
     if (!job) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
@@ -3830,6 +3848,12 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     memset(out, 0, sizeof *out);
     if ((status = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return status;
     if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
+    /* as elec_cpu_msm_lattices: a NaN reference passed every range test
+       (NaN compares false) and gave NaN at every atom with ELEC_OK */
+    for (int axis = 0; reference && axis < 3; axis++)
+        if (!elec__finite(reference[axis]))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "reference[%d] %g is not finite",
+                              axis, reference[axis]);
     n = atoms->count;
     if (n > (size_t)INT_MAX / 2)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
@@ -7076,6 +7100,13 @@ ELEC_DEF elec_status elec_cuda_spme_create_in(const elec_box *box, const elec_at
     if (workspace && (!out || !bytes))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "a workspace needs its size and a handle to make");
+    /* the buffers are placed at aligned offsets from it: a misaligned base
+       made the first compute's float4 and double loads fault, which ends
+       the process's CUDA context */
+    if (workspace && (uintptr_t)workspace % ELEC__SPME_ALIGN != 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "workspace %p is not %d-byte aligned (cudaMalloc's are)", workspace,
+                          ELEC__SPME_ALIGN);
     if ((status = elec_spme_params_resolve(params, box, atoms, &resolved, err)) != ELEC_OK)
         return status;
     if (resolved.tolerance < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR)
@@ -13354,7 +13385,11 @@ ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
                            : elec__alpb_host_walk<ELEC__ALPB_COULOMB, 2>(
                                  r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j]));
     }
-    elec__ok(err);
+    /* as the device calls: finite charges can still sum past float's range
+       (1e39 e), which returned inf with ELEC_OK */
+    status = elec__results_finite("ALPB", "potential at point", potential, NULL, count, "float",
+                                  err);
+    if (status == ELEC_OK) elec__ok(err);
 cleanup:
     ELEC_FREE(host);
     ELEC_FREE(P);

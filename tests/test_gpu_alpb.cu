@@ -446,6 +446,11 @@ TEST(potentials_past_floats_range_fail_the_call) {
     EXPECT(elec_cuda_alpb(&h, points, normals, 2, &p, out, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "float's range"),
            "%s", err.message);
+    /* the kernels' walks run on the host: the same check (it returned inf) */
+    EXPECT(elec_cuda_alpb_host(&h, points, normals, 2, &p, out, &err) ==
+                   ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "float's range"),
+           "on the host: %s", err.message);
     elec_hcp_free(&h);
 }
 

@@ -196,6 +196,18 @@ TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
     elec_error err;
     EXPECT(elec_cuda_dcs_map(&atom, &big, &dp, map, &err) == ELEC_ERR_UNSUPPORTED,
            "DCS: %s", err.message);
+    {   /* under the cap but past CUDA's grids (65535 blocks along y, and
+           along z a GPU's planes on the volume rungs): refused by name
+           before any work, where the launch failed after the allocations */
+        elec_lattice tall = {{1, 600000, 1}, {0, 0, 0}, {1, 1, 1}};
+        elec_lattice deep = {{8, 8, 70000}, {0, 0, 0}, {1, 1, 1}};
+        EXPECT(elec_cuda_dcs_map(&atom, &tall, &dp, map, &err) == ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "along y"),
+               "DCS, 600000 rows: %s", err.message);
+        EXPECT(elec_cuda_dcs_map(&atom, &deep, &dp, map, &err) == ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "along z"),
+               "DCS, 70000 planes: %s", err.message);
+    }
     EXPECT(elec_cuda_cutoff_map(&atom, &big, &cp, map, &err) == ELEC_ERR_UNSUPPORTED,
            "cutoff: %s", err.message);
     EXPECT(elec_cuda_msm_map(&atom, &big, &mp, map, &err) == ELEC_ERR_UNSUPPORTED,

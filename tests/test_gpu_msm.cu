@@ -553,6 +553,15 @@ static void stages_against_the_cpu(const elec_msm_params *p, const char *what) {
     elec_error err;
     test_system_make_neutral(&sys);
     elec_atoms atoms = test_system_atoms(&sys);
+    {   /* a NaN reference: refused as the CPU refuses it (it passed every
+           range test and gave NaN at every atom with ELEC_OK) */
+        const double nan_reference[3] = {15.0, NAN, 15.0};
+        elec_msm_lattices none;
+        EXPECT(elec_cuda_msm_lattices(&atoms, nan_reference, p, &none, &err) ==
+                       ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "reference[1] nan is not finite"),
+               "%s: a NaN reference: %s", what, err.message);
+    }
     elec_status s_gpu = elec_cuda_msm_lattices(&atoms, reference, p, &gpu, &err);
     EXPECT(s_gpu == ELEC_OK, "GPU lattices: %s", err.message);
     elec_status s_cpu = elec_cpu_msm_lattices(&atoms, reference, p, &cpu, &err);

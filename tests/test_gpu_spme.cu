@@ -478,6 +478,14 @@ TEST(a_handle_in_the_callers_workspace_computes_as_its_own) {
     EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, workspace, &short_bytes, &in, &err) ==
                    ELEC_ERR_INVALID_ARG && in == NULL,
            "a workspace a byte short accepted");
+    {   /* a base not 256-byte aligned: refused (made, the first compute's
+           float4 loads faulted and ended the context) */
+        size_t room = bytes - 256;
+        EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, (char *)workspace + 4, &room, &in,
+                                        &err) == ELEC_ERR_INVALID_ARG &&
+                   in == NULL && strstr(err.message, "aligned"),
+               "a misaligned workspace: %s", err.message);
+    }
     EXPECT(elec_cuda_spme_create_in(&box, &atoms, &p, workspace, &bytes, &in, &err) == ELEC_OK,
            "create_in: %s", err.message);
     EXPECT(elec_cuda_spme_create(&box, &atoms, &p, &own, &err) == ELEC_OK, "create: %s",
