@@ -418,7 +418,9 @@ ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
 /* One evaluation, or parts of one, for benchmarks and profiles: parts
    ELEC_SPME_RECIPROCAL (spread, FFTs, solve, gather), ELEC_SPME_REAL (the
    real space), both (0: as elec_cuda_spme_compute), or ELEC_SPME_FFT_ONLY
-   (the two transforms of the grid alone, whatever it holds: their cost).
+   (the two transforms of the grid alone, whatever it holds: their cost);
+   d_forces must be NULL where parts leave out the reciprocal part, whose
+   gather writes the forces.
    times NULL: asynchronous in `stream`, as compute.  times given: every
    stage in order on `stream` (no overlap of the real space with the
    reciprocal chain), CUDA events between them; the call waits for them and
@@ -7157,6 +7159,13 @@ ELEC_DEF elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
     if (parts < 0 || parts > (ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL | ELEC_SPME_FFT_ONLY))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "unknown SPME parts %d", parts);
     if (parts == 0) parts = ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL;
+    /* the forces are written by the gather, the reciprocal chain's end: a
+       part without it left d_forces as it was, with ELEC_OK */
+    if (d_forces && !(parts & ELEC_SPME_RECIPROCAL))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "SPME parts %d write no forces (the gather that writes them ends "
+                          "the reciprocal part): pass d_forces NULL",
+                          parts);
     if (times) memset(times, 0, sizeof *times);
     /* timed: every stage in order on stream, an event between each two */
     timed = times && n > 0 && !(parts & ELEC_SPME_FFT_ONLY);

@@ -1188,6 +1188,12 @@ static void check_real_space_exact(size_t most_excluded) {
     CUDA_OK(cudaMemcpy(full, c.d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost));
     EXPECT(elec_cuda_spme_list_stats(c.h, &stats, c.stream, &err) == ELEC_OK, "stats: %s",
            err.message);
+    /* the real space alone writes no forces: asked for, they are refused
+       (they were left as they were, with ELEC_OK) */
+    EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_REAL, NULL,
+                                        c.stream, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "write no forces"),
+           "the real space alone with forces: %s", err.message);
     EXPECT(elec_cuda_spme_compute_timed(c.h, c.d_xyzq, n, c.d_forces, ELEC_SPME_RECIPROCAL,
                                         NULL, c.stream, &err) == ELEC_OK,
            "reciprocal part: %s", err.message);
