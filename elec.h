@@ -3999,10 +3999,11 @@ ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
             if (S_ISDIR(st.st_mode))
                 return elec__fail(err, ELEC_ERR_IO, 0,
                                   "cannot write '%s': it is a directory", path);
-            if (elec__output_descriptor(path) >= 0) {
+            const int descriptor = elec__output_descriptor(path);
+            if (descriptor >= 0) {
                 /* the caller's descriptor: open for writing, and left as it
                    is (opening it by name would truncate its file now) */
-                int e = elec__output_writable(elec__output_descriptor(path));
+                int e = elec__output_writable(descriptor);
                 if (e)
                     return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
                                       e == EACCES ? "its descriptor is open only for reading"

@@ -12,18 +12,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Where a tool's summary goes: stderr where its output goes to stdout
-   (/dev/stdout, or another name of what stdout holds: the file it is
-   redirected to, its pipe), so that the summary does not land among the
-   output's data; else stdout. */
+/* Where a tool's summary goes: stderr where its output is what stdout
+   holds (/dev/stdout, or any other name of the file stdout is redirected
+   to, or of its pipe: the same device and inode), so that the summary
+   does not land among the output's data; else stdout. */
 static inline FILE *cli_report_stream(const char *output) {
     struct stat named, held;
-    if (!output) return stdout;
-    if (!strcmp(output, "/dev/stdout") || !strcmp(output, "/dev/fd/1") ||
-        !strcmp(output, "/proc/self/fd/1"))
-        return stderr;
-    if (stat(output, &named) == 0 && fstat(1, &held) == 0 && named.st_dev == held.st_dev &&
-        named.st_ino == held.st_ino)
+    if (output && stat(output, &named) == 0 && fstat(1, &held) == 0 &&
+        named.st_dev == held.st_dev && named.st_ino == held.st_ino)
         return stderr;
     return stdout;
 }
