@@ -186,8 +186,13 @@ typedef enum elec_status {
 typedef struct elec_error {
     elec_status status;
     long line; /* 1-based line of an input file, 0 when not about a file */
+    size_t atom[2]; /* the atoms the message names, as indices into the
+                       caller's arrays (from 0), ELEC_NO_ATOM past those it
+                       names: so that a tool can say which of its input's
+                       records they are ("atoms 0 and 2 coincide") */
     char message[256];
 } elec_error;
+#define ELEC_NO_ATOM ((size_t)-1)
 
 ELEC_API const char *elec_status_string(elec_status status);
 /* Fills err (when not NULL) with status, line and a printf-formatted
@@ -1907,6 +1912,7 @@ static inline elec_status elec__vfail(elec_error *err, elec_status status,
     if (err) {
         err->status = status;
         err->line = line;
+        err->atom[0] = err->atom[1] = ELEC_NO_ATOM;
         vsnprintf(err->message, sizeof err->message, format, args);
     }
     return status;
@@ -1925,8 +1931,21 @@ static inline void elec__ok(elec_error *err) {
     if (err) {
         err->status = ELEC_OK;
         err->line = 0;
+        err->atom[0] = err->atom[1] = ELEC_NO_ATOM;
         err->message[0] = '\0';
     }
+}
+
+/* Records in err the atoms a failure's message names (ELEC_NO_ATOM for
+   none) and returns its status: return elec__name_atoms(elec__fail(err,
+   ..., "atoms %zu and %zu coincide", i, j), err, i, j). */
+static inline elec_status elec__name_atoms(elec_status status, elec_error *err, size_t first,
+                                           size_t second) {
+    if (err) {
+        err->atom[0] = first;
+        err->atom[1] = second;
+    }
+    return status;
 }
 
 /* qsort/bsearch order of size_t keys. */
@@ -2004,10 +2023,11 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
         for (axis = 0; axis < 3; axis++) {
             if (to->box) {
                 if (!elec__wrap(&p[axis], to->box->length[axis]))
-                    return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                      "atom %zu lies %.15g box lengths outside the "
-                                      "box along axis %d", i,
-                                      fabs(floor(p[axis] / to->box->length[axis])), axis);
+                    return elec__name_atoms(
+                        elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                   "atom %zu lies %.15g box lengths outside the box along axis "
+                                   "%d", i, fabs(floor(p[axis] / to->box->length[axis])), axis),
+                        err, i, ELEC_NO_ATOM);
             } else if (to->reference) {
                 p[axis] -= to->reference[axis];
             }
@@ -2054,11 +2074,12 @@ static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
         elec_atoms_get(atoms, j, NULL, &q, &sigma);
         ks = kappa * sigma;
         if (ks > room)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "MDH: kappa %g /A times atom %zu's radius %g A is "
-                              "%g: e^%g is beyond the range of the result (the "
-                              "Debye length would be %.3g A)", kappa, j, sigma, ks,
-                              ks, 1.0 / kappa);
+            return elec__name_atoms(
+                elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "MDH: kappa %g /A times atom %zu's radius %g A is %g: e^%g is "
+                           "beyond the range of the result (the Debye length would be %.3g A)",
+                           kappa, j, sigma, ks, ks, 1.0 / kappa),
+                err, j, ELEC_NO_ATOM);
         if (q == 0.0) continue;
         term = log(fabs(q)) + ks - log1p(ks) - log_r;
         if (term > largest) {
@@ -2078,11 +2099,12 @@ static inline elec_status elec__mdh_range_check(const elec_atoms *atoms,
         if (bound > room) {
             double q, sigma;
             elec_atoms_get(atoms, worst, NULL, &q, &sigma);
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "MDH: with kappa %g /A the potential could reach "
-                              "e^%.0f, beyond the range of the result (atom %zu: "
-                              "charge %g, radius %g A)", kappa, bound, worst, q,
-                              sigma);
+            return elec__name_atoms(
+                elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "MDH: with kappa %g /A the potential could reach e^%.0f, beyond "
+                           "the range of the result (atom %zu: charge %g, radius %g A)",
+                           kappa, bound, worst, q, sigma),
+                err, worst, ELEC_NO_ATOM);
         }
     }
     return ELEC_OK;
@@ -2600,9 +2622,10 @@ static inline elec_status elec__exclusions_check(const size_t *pairs, size_t cou
                               "excluded pair %zu (%zu, %zu): there are %zu atoms",
                               e, pairs[2 * e], pairs[2 * e + 1], atom_count);
         if (pairs[2 * e] == pairs[2 * e + 1])
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "excluded pair %zu pairs atom %zu with itself", e,
-                              pairs[2 * e]);
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "excluded pair %zu pairs atom %zu with itself",
+                                               e, pairs[2 * e]),
+                                    err, pairs[2 * e], ELEC_NO_ATOM);
     }
     if (count > 1) { /* a pair listed twice would be corrected twice */
         size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
@@ -2777,15 +2800,18 @@ ELEC_DEF elec_status elec_atoms_check(const elec_atoms *a, int need_radius,
         double p[3], q, r;
         elec_atoms_get(a, i, p, &q, &r);
         if (!elec__finite(p[0]) || !elec__finite(p[1]) || !elec__finite(p[2]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "atom %zu: position is not finite", i);
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "atom %zu: position is not finite", i),
+                                    err, i, ELEC_NO_ATOM);
         if (!elec__finite(q))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "atom %zu: charge is not finite", i);
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "atom %zu: charge is not finite", i),
+                                    err, i, ELEC_NO_ATOM);
         if (!elec__finite(r) || r < 0.0)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "atom %zu: radius %g is negative or not finite",
-                              i, r);
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "atom %zu: radius %g is negative or not finite",
+                                               i, r),
+                                    err, i, ELEC_NO_ATOM);
     }
     elec__ok(err);
     return ELEC_OK;
@@ -7232,10 +7258,12 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
         key[i].chain = chain_of ? chain_of[i] : key[i].complex_index;
         key[i].atom = i;
         if (key[i].residue < 0 || key[i].chain < 0 || key[i].complex_index < 0) {
-            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                           "atom %zu: component indices must be >= 0 (residue %d, "
-                           "chain %d, complex %d)", i, key[i].residue, key[i].chain,
-                           key[i].complex_index);
+            s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                            "atom %zu: component indices must be >= 0 "
+                                            "(residue %d, chain %d, complex %d)",
+                                            i, key[i].residue, key[i].chain,
+                                            key[i].complex_index),
+                                 err, i, ELEC_NO_ATOM);
             goto cleanup;
         }
     }
@@ -7258,11 +7286,13 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
         if (repeated >= 0) {
             for (i = 0; i < n; i++) /* name an atom of it for the message */
                 if ((level == 1 ? key[i].residue : key[i].chain) == (int)repeated) break;
-            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                           "%s %ld spans two %s (atom %zu is in %s %d): the levels "
-                           "must nest", level_name[level], repeated, level_plural[level + 1],
-                           key[i].atom, level_name[level + 1],
-                           level == 1 ? key[i].chain : key[i].complex_index);
+            s = elec__name_atoms(
+                elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "%s %ld spans two %s (atom %zu is in %s %d): the levels must nest",
+                           level_name[level], repeated, level_plural[level + 1], key[i].atom,
+                           level_name[level + 1],
+                           level == 1 ? key[i].chain : key[i].complex_index),
+                err, key[i].atom, ELEC_NO_ATOM);
             goto cleanup;
         }
     }
@@ -7908,9 +7938,10 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
     for (i = 0; i < n; i++) {
         double points = floor(density * four_pi * radius[i] * radius[i] + 0.5);
         if (points > 1e7) {
-            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                           "atom %zu: radius %g A at %g per A^2 is over 1e7 points", i,
-                           radius[i], density);
+            s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                            "atom %zu: radius %g A at %g per A^2 is over 1e7 "
+                                            "points", i, radius[i], density),
+                                 err, i, ELEC_NO_ATOM);
             goto cleanup;
         }
         first[i + 1] = first[i] + (points < 1.0 ? 1 : (size_t)points);

@@ -865,9 +865,10 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
             r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
             if (r2 < limit2) {
                 elec__cpu_atoms_free(&a);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atoms %zu and %zu coincide: their energy is "
-                                  "infinite", i, j);
+                return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                                   "atoms %zu and %zu coincide: their energy "
+                                                   "is infinite", i, j),
+                                        err, i, j);
             }
             inv = 1.0 / sqrt(r2);
             sum += a.charge[i] * a.charge[j] * inv;
@@ -1622,9 +1623,11 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
                         r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
                         if (r2 >= p.cutoff * p.cutoff) continue;
                         if (r2 < c2) {
-                            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                           "atoms %zu and %zu coincide: their "
-                                           "energy is infinite", i, j);
+                            s = elec__name_atoms(
+                                elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                           "atoms %zu and %zu coincide: their energy is "
+                                           "infinite", i, j),
+                                err, i, j);
                             goto cleanup;
                         }
                         r = sqrt(r2);
@@ -2145,9 +2148,10 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
         goto cleanup;
     }
     if (found) {
-        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                       "atom %zu and atom %zu (or an image) coincide: their "
-                       "energy is infinite", bad[0], bad[1]);
+        s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                        "atom %zu and atom %zu (or an image) coincide: their "
+                                        "energy is infinite", bad[0], bad[1]),
+                             err, bad[0], bad[1]);
         goto cleanup;
     }
     elec__pmsm_excluded(x, q, box->length, &p, phi, forces);
@@ -2550,10 +2554,12 @@ static elec_status elec__periodic_coincident(const double *x, size_t n,
             if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < limit * limit &&
                 !elec__ewald_excluded(keys, count, i, j, n)) {
                 ELEC_FREE(order);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atoms %zu and %zu coincide (closer than %g A) and "
-                                  "are not an excluded pair: their energy is infinite",
-                                  i < j ? i : j, i < j ? j : i, limit);
+                return elec__name_atoms(
+                    elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                               "atoms %zu and %zu coincide (closer than %g A) and are not an "
+                               "excluded pair: their energy is infinite",
+                               i < j ? i : j, i < j ? j : i, limit),
+                    err, i < j ? i : j, i < j ? j : i);
             }
         }
     ELEC_FREE(order);
@@ -3202,12 +3208,13 @@ static elec_status elec__chargemap_gather(const elec_atoms *atoms, const elec_la
             if (p->periodic) continue;
             first = floor(u[3 * i + axis]) + offset;
             if (!(first >= 0.0 && first + p->order <= l->dims[axis]))
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "atom %zu at %g A along %c: its %d-point stencil (points "
-                                  "%.15g to %.15g) leaves the lattice (points 0 to %d); pad the "
-                                  "lattice, or map periodically", i, x, axis_name[axis],
-                                  p->order, first, first + p->order - 1,
-                                  l->dims[axis] - 1);
+                return elec__name_atoms(
+                    elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                               "atom %zu at %g A along %c: its %d-point stencil (points %.15g "
+                               "to %.15g) leaves the lattice (points 0 to %d); pad the "
+                               "lattice, or map periodically", i, x, axis_name[axis], p->order,
+                               first, first + p->order - 1, l->dims[axis] - 1),
+                    err, i, ELEC_NO_ATOM);
         }
     return ELEC_OK;
 }

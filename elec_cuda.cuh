@@ -3785,9 +3785,10 @@ ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                    cudaMemcpyDeviceToHost, md.stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(md.stream));
     if (h->coincident[0] != INT_MAX) {
-        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                            "atom %zu and another coincide: their energy is infinite",
-                            job.order[h->coincident[0]]);
+        status = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                             "atom %zu and another coincide: their energy is "
+                                             "infinite", job.order[h->coincident[0]]),
+                                  err, job.order[h->coincident[0]], ELEC_NO_ATOM);
         goto cleanup;
     }
     /* E = 1/2 sum q_i (phi_long + phi_short) less each atom's own smooth
@@ -12207,9 +12208,11 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
             double d = x[axis] - lattice->origin[axis];
             const double period = lattice->dims[axis] * lattice->spacing[axis];
             if (p.periodic && !elec__wrap(&d, period)) {
-                status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                    "atom %zu lies over 1000 periods from the grid along %c",
-                                    i, axis_name[axis]);
+                status = elec__name_atoms(
+                    elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                               "atom %zu lies over 1000 periods from the grid along %c", i,
+                               axis_name[axis]),
+                    err, i, ELEC_NO_ATOM);
                 goto cleanup;
             }
             u[axis] = (float)(d / lattice->spacing[axis]);
@@ -12220,11 +12223,13 @@ ELEC_DEF elec_status elec_cuda_chargemap_timed(const elec_atoms *atoms,
                                                                   ? -(p.order / 2 - 1)
                                                                   : -(p.order - 1));
                 if (!(first >= 0.0f && first + p.order <= (float)lattice->dims[axis])) {
-                    status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                        "atom %zu at %g A along %c: its %d-point stencil "
-                                        "leaves the lattice (points 0 to %d); pad the "
-                                        "lattice, or map periodically", i, x[axis],
-                                        axis_name[axis], p.order, lattice->dims[axis] - 1);
+                    status = elec__name_atoms(
+                        elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                   "atom %zu at %g A along %c: its %d-point stencil leaves the "
+                                   "lattice (points 0 to %d); pad the lattice, or map "
+                                   "periodically", i, x[axis], axis_name[axis], p.order,
+                                   lattice->dims[axis] - 1),
+                        err, i, ELEC_NO_ATOM);
                     goto cleanup;
                 }
             }

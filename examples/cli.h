@@ -24,6 +24,30 @@ static inline FILE *cli_report_stream(const char *output) {
     return stdout;
 }
 
+/* A library failure names atoms by their index in the arrays it was given
+   (err->atom, counted from 0); the tools give it a file's atoms in the
+   file's order, so this says which of the file's records each one is:
+     elecenergy: x.pqr: atom 2 (counted from 0) is ATOM 7 NA NA 3, the
+     file's atom record 3
+   (the record number is the index elecenergy's --forces file gives). */
+static inline void cli_name_atoms(const char *tool, const char *input,
+                                  const elec_structure *mol, const elec_error *err) {
+    int k;
+    for (k = 0; k < 2; k++) {
+        const size_t i = err->atom[k];
+        const elec_atom_label *l;
+        if (i == ELEC_NO_ATOM || i >= mol->count || !mol->label) continue;
+        if (k == 1 && i == err->atom[0]) continue;
+        l = &mol->label[i];
+        fprintf(stderr, "%s: %s: atom %zu (counted from 0) is %s %d %s %s ", tool, input, i,
+                l->is_hetatm ? "HETATM" : "ATOM", l->serial, l->name, l->residue_name);
+        if (l->chain != ' ') fprintf(stderr, "%c ", l->chain);
+        fprintf(stderr, "%d", l->residue_number);
+        if (l->insertion_code != ' ') fputc(l->insertion_code, stderr);
+        fprintf(stderr, ", the file's atom record %zu\n", i + 1);
+    }
+}
+
 /* A finite number spelled by the whole of text. */
 static inline int cli_number(const char *text, double *value) {
     char *end;

@@ -281,6 +281,7 @@ static int elecenergy_run(const options *opt) {
     seconds = now() - seconds;
     if (s != ELEC_OK) {
         fprintf(stderr, "elecenergy: %s\n", err.message);
+        cli_name_atoms("elecenergy", o.input, &mol, &err);
         free(forces);
         elec_structure_free(&mol);
         return 1;

@@ -646,9 +646,7 @@ static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
     if (planes > (size_t)l->dims[2]) planes = (size_t)l->dims[2];
     xyz = (double *)malloc(3 * planes * plane * sizeof *xyz);
     if (!xyz) {
-        snprintf(err->message, sizeof err->message, "no memory for %zu points",
-                 planes * plane);
-        return ELEC_ERR_NO_MEMORY;
+        return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", planes * plane);
     }
     for (k0 = 0; k0 < (size_t)l->dims[2] && s == ELEC_OK; k0 += planes) {
         size_t k1 = k0 + planes < (size_t)l->dims[2] ? k0 + planes : (size_t)l->dims[2];
@@ -985,6 +983,7 @@ static int elecmap_run(options *o) {
     free(records);
     if (s != ELEC_OK) {
         fail(NULL, &err);
+        cli_name_atoms("elecmap", o->demo ? "demo input" : o->input, &mol, &err);
         free(map);
         elec_structure_free(&mol);
         return 1;

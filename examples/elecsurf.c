@@ -432,14 +432,7 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
         char *face = (char *)malloc(n + 1);
         FILE *f;
         elec_status st;
-        if (!face) {
-            if (err) {
-                err->status = ELEC_ERR_NO_MEMORY;
-                err->line = 0;
-                snprintf(err->message, sizeof err->message, "no memory");
-            }
-            return ELEC_ERR_NO_MEMORY;
-        }
+        if (!face) return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
         memcpy(face, o->surface_file, n - 5);
         strcpy(face + n - 5, ".face");
         f = fopen(face, "r");
@@ -1065,11 +1058,13 @@ int main(int argc, char **argv) {
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        cli_name_atoms("elecsurf", o.input, &mol, &err);
         goto done;
     }
     start = seconds_now();
     if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: surface: %s\n", err.message);
+        cli_name_atoms("elecsurf", o.input, &mol, &err);
         goto done;
     }
     surface_seconds = seconds_now() - start;

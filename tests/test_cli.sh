@@ -161,6 +161,26 @@ else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")";
 [ $? -eq 1 ] && grep -q "below what it can meet" "$dir/out" && ok "elecenergy_refuses_a_tolerance_out_of_reach" ||
     fail "elecenergy_refuses_a_tolerance_out_of_reach: $(cat "$dir/out")"
 
+# a refusal that names atoms by index (from 0) says which of the file's
+# records they are: serials 5 and 7 here are atoms 0 and 2
+cat > "$dir/coincide.pqr" <<'EOF'
+ATOM      5  NA  NA      1       1.000   1.000   1.000  1.0000 1.8680
+ATOM      6  CL  CL      2       5.000   1.000   1.000 -1.0000 2.4700
+ATOM      7  NA  NA  B   3A      1.000   1.000   1.000  1.0000 1.8680
+EOF
+"$build/elecenergy" --method direct "$dir/coincide.pqr" > "$dir/out" 2>&1
+[ $? -eq 1 ] && grep -q "atoms 0 and 2 coincide" "$dir/out" &&
+    grep -q "atom 0 (counted from 0) is ATOM 5 NA NA 1, the file's atom record 1$" "$dir/out" &&
+    grep -q "atom 2 (counted from 0) is ATOM 7 NA NA B 3A, the file's atom record 3$" "$dir/out" &&
+    ok "elecenergy_names_the_records_of_the_atoms_it_refuses" ||
+    fail "elecenergy_names_the_records_of_the_atoms_it_refuses: $(cat "$dir/out")"
+sed 's/2.4700/9000.0/' "$dir/coincide.pqr" > "$dir/huge.pqr"
+"$build/elecmap" --cpu --method mdh --kappa 1 --spacing 4 "$dir/huge.pqr" "$dir/x.dx" > "$dir/out" 2>&1
+[ $? -eq 1 ] && grep -q "atom 1's radius 9000" "$dir/out" &&
+    grep -q "atom 1 (counted from 0) is ATOM 6 CL CL 2, the file's atom record 2$" "$dir/out" &&
+    ok "elecmap_names_the_record_of_the_atom_it_refuses" ||
+    fail "elecmap_names_the_record_of_the_atom_it_refuses: $(cat "$dir/out")"
+
 # a real structure when the shared data are there
 fas2=../shared/data/structures/fas2.pqr
 if [ -r "$fas2" ]; then

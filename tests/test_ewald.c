@@ -363,6 +363,17 @@ TEST(direct_coulomb_energy_of_a_few_charges) {
     xyz[3] = 0.0; /* atom 1 onto atom 0 */
     EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "coincident charges must be an error");
+    /* the error names them for a tool to describe (err.atom) */
+    EXPECT(err.atom[0] == 0 && err.atom[1] == 1, "named atoms %zu and %zu, want 0 and 1",
+           err.atom[0], err.atom[1]);
+    q[2] = NAN; /* one atom named; then a failure naming none clears them */
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               err.atom[0] == 2 && err.atom[1] == ELEC_NO_ATOM,
+           "a NaN charge: atoms %zu, %zu named (%s)", err.atom[0], err.atom[1], err.message);
+    q[2] = 2.0;
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               err.atom[0] == ELEC_NO_ATOM && err.atom[1] == ELEC_NO_ATOM,
+           "energy NULL: atoms %zu, %zu named (%s)", err.atom[0], err.atom[1], err.message);
 }
 
 TEST(sums_past_doubles_range_are_refused_not_returned) {
@@ -467,6 +478,8 @@ TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
     const size_t pair[2] = {0, 1}, twice[4] = {0, 2, 2, 0};
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "coincident atoms: %s", err.message);
+    EXPECT(err.atom[0] == 0 && err.atom[1] == 1, "named atoms %zu and %zu, want 0 and 1",
+           err.atom[0], err.atom[1]);
     p.excluded_pairs = pair;
     p.excluded_pair_count = 1;
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
