@@ -449,9 +449,11 @@ typedef struct elec_gpu_set {
    The relative errors divide by force_rms, the RMS force estimated from a
    shifted-force Coulomb sum over neighbours within 6 A (0.89 to 0.99 of
    the exact RMS force for random charges, water and a displaced rock-salt
-   crystal), or a tenth of the force between two RMS charges at the mean
-   spacing where that is larger (forces that cancel, as in a perfect
-   crystal, have no relative error to speak of). */
+   crystal), or a hundredth of the force between two RMS charges at the
+   mean spacing where that is larger (forces that cancel, as in a perfect
+   crystal, have no relative error to speak of).  Kolafa and Perram's
+   estimates and the mesh's divide by the volume the charges crowd into
+   (the box's where they fill it; elec__charge_stats_of says how). */
 typedef struct elec_error_estimate {
     double force;            /* relative RMS force error: the tolerance's
                                 measure (MSM: of potentials or forces)   */
@@ -927,7 +929,21 @@ typedef struct elec_msm_params {
                        elec__msm_error_model: the README's table) is at
                        most a third of it.  Refused where the table does not
                        reach (below ELEC_MSM_TOLERANCE_FLOOR) and, on the
-                       GPU, below ELEC_MSM_GPU_TOLERANCE_FLOOR          */
+                       GPU, below ELEC_MSM_GPU_TOLERANCE_FLOOR.  The table
+                       was measured on random charges and water, and the
+                       choice reads nothing of the atoms: maps and
+                       potentials keep it on every system an audit tried
+                       (crystals, droplets, slabs, a few atoms), but
+                       forces that nearly cancel (an ionic crystal near
+                       its sites) or a few dilute charges measured up to
+                       3 (non-periodic) and 9 times (periodic, 8 atoms) the
+                       tolerance: where forces must meet a tolerance on
+                       such systems, SPME's and Ewald's estimates read the
+                       atoms.  With both a and h given the tolerance is
+                       not enforced (estimate.force says what the table
+                       expects); an h outside the table's 1 to 2.5 A is
+                       an extrapolation (measured up to 3.7 times its
+                       estimate at 0.5 A)                               */
     double cutoff;  /* a (A); 0 = 12, or chosen from the tolerance          */
     double spacing; /* h, the finest lattice spacing (A); 0 = 2, or chosen  */
     elec_msm_interpolation interpolation;
@@ -969,7 +985,8 @@ typedef struct elec_msm_params {
    atoms'; 0 = 1, energies and forces), and estimate.force filled; else
    cutoff 12 A, spacing 2 A.  splitting from the interpolation, at most
    4096 points on the top lattice.  ELEC_ERR_UNSUPPORTED for a tolerance
-   the measured table does not reach within what was fixed. */
+   the measured table does not reach within what was fixed, unless both
+   cutoff and spacing were (then the estimate says what it expects). */
 ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
                                              double points_per_atom,
                                              elec_msm_params *out, elec_error *err);
@@ -1146,8 +1163,18 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
        sqrt(sum_i |F_i - F_i,exact|^2 / sum_i |F_i,exact|^2),
    the quantity OpenMM's ewaldErrorTolerance approximates.  The resolve
    functions choose the free parameters from a-priori estimates of that
-   error (elec_error_estimate says what they expect) and refuse a tolerance
-   they cannot meet. */
+   error (elec_error_estimate says what they expect), which read the atoms:
+   their charges, the density they crowd to (a droplet in a large box
+   counts as dense), the charge structure factor and the RMS force.  Where
+   the forces nearly vanish (a crystal's ions at or within ~0.01 A of their
+   sites) the error is measured against a hundredth of the force between
+   two RMS charges at the mean spacing instead, as the exact forces carry
+   too little to be relative to.  What the caller fixes is taken as given:
+   exact Ewald then meets the tolerance with what is left free (alpha the
+   real-space half, kmax the reciprocal half) and says in the estimate
+   what the whole comes to, never refusing; SPME refuses where no choice
+   of what is left meets it, but for a fixed mesh (grid and order), for
+   which it keeps the least error and the estimate says what it is. */
 
 /* Tightest tolerances: the exact sum's (double rounding of its terms) and
    CPU SPME's (double rounding of grids and FFTs, ~1e-15 relative, well
@@ -5822,15 +5849,31 @@ static double elec__shortest_edge(const elec_box *box) {
      0.99 (600, charged), 0.91 (SPC/E water, exclusions), 0.89 (rock salt
      displaced by 0.1 A RMS), 0.99 (1500 random, non-cubic box): slightly
      low, so that relative errors read slightly high (8 A gave 0.94 to
-     0.995 at 2.4 times the pairs).  Floored at a tenth of
-     the force between two RMS charges at the mean spacing, so that a
-     perfect crystal's vanishing forces do not make every error infinite;
+     0.995 at 2.4 times the pairs).  Floored at a hundredth of the force
+     between two RMS charges at the mean spacing, so that a perfect
+     crystal's vanishing forces do not make every error infinite (a tenth
+     was too much: rock salt with its ions displaced 0.01 A RMS has forces
+     of a fortieth of it, and exact Ewald missed tolerances of 1e-3 to
+     1e-7 by up to 1.55 times; an audit, 2026-12-03);
    - float_floor: the relative force change when every coordinate is
      rounded to float (RMS ulp/sqrt(12) each), through the pair forces'
      derivatives 6 (q_i q_j)^2 / r^6 (Frobenius), with float arithmetic's
      own ELEC_SPME_GPU_FLOAT_FLOOR added; relative to the same floored
      force scale (a crystal at its sites would give rounding over
      rounding: 1e9 for rock salt);
+   - error_volume: Kolafa and Perram's estimates (and the mesh's) count
+     the charges within reach of each atom as the box's mean density,
+     Q2 / V; where the charges crowd (a droplet or a cluster in vacuum,
+     a slab) each atom has more of them in reach, and the error with
+     them.  The RMS error over the atoms goes with sum_i q_i^2 rho_i,
+     rho_i the Q2 per volume of the 27 cells around atom i's (cells of
+     at least the reach, so about the cutoff's scale): the volume the
+     estimates divide by is Q2^2 / sum_c Q2_c rho_c, the box's for
+     uniform charges, less where they crowd, and held to at most the
+     box's (charges alternating cell by cell would make it more).  A
+     droplet of 125 waters in a 45 A box (4 % of it) made the estimate
+     3 times too low, and SPME missed tolerances of 1e-3 to 1e-6 by 1.5
+     to 3.1 times (an audit, 2026-12-03);
    - s[b]: the charge structure factor |S(k)|^2 / Q2 at k = (b + 1/2)
      ELEC__SK_STEP, from pairs within the reach weighted by (1 - r^2 /
      reach^2)^2: s = 1 + sum_{i != j} q_i q_j W(r) sin(kr)/(kr) / Q2 (over
@@ -5845,6 +5888,7 @@ typedef struct elec__charge_stats {
     size_t count;
     double q2, q4, charge;
     double force_rms, float_floor;
+    double error_volume; /* the volume the error estimates divide by */
     double s[ELEC__SK_BINS];
 } elec__charge_stats;
 
@@ -5869,6 +5913,43 @@ static int elec__cells_offsets(const elec_cells *c, int axis, int *from) {
     return c->n[axis];
 }
 
+/* error_volume (above) from a periodic cell list of the atoms and their
+   charges in its order: Q2^2 / sum_c Q2_c rho_c, at most the box's. */
+static double elec__error_volume(const elec_cells *cells, const double *q, double q2,
+                                 double volume) {
+    const long count = (long)cells->n[0] * cells->n[1] * cells->n[2];
+    const double cell_volume = volume / (double)count;
+    double crowding = 0.0; /* sum_c Q2_c rho_c */
+    long c;
+    if (!(q2 > 0.0)) return volume;
+    for (c = 0; c < count; c++) {
+        int home[3], from[3], reach[3], axis, dx, dy, dz;
+        double own = 0.0, around = 0.0;
+        size_t k;
+        for (k = cells->start[c]; k < cells->start[c + 1]; k++) own += q[k] * q[k];
+        if (own == 0.0) continue;
+        home[0] = (int)(c % cells->n[0]);
+        home[1] = (int)(c / cells->n[0] % cells->n[1]);
+        home[2] = (int)(c / ((long)cells->n[0] * cells->n[1]));
+        for (axis = 0; axis < 3; axis++)
+            reach[axis] = elec__cells_offsets(cells, axis, &from[axis]);
+        for (dz = 0; dz < reach[2]; dz++)
+            for (dy = 0; dy < reach[1]; dy++)
+                for (dx = 0; dx < reach[0]; dx++) {
+                    int at[3];
+                    long neighbour;
+                    at[0] = cells->n[0] < 3 ? dx : home[0] + from[0] + dx;
+                    at[1] = cells->n[1] < 3 ? dy : home[1] + from[1] + dy;
+                    at[2] = cells->n[2] < 3 ? dz : home[2] + from[2] + dz;
+                    neighbour = elec_cells_neighbour(cells, at, 0, 0, 0, 1);
+                    for (k = cells->start[neighbour]; k < cells->start[neighbour + 1]; k++)
+                        around += q[k] * q[k];
+                }
+        crowding += own * around / ((double)(reach[0] * reach[1] * reach[2]) * cell_volume);
+    }
+    return crowding > q2 * q2 / volume ? q2 * q2 / crowding : volume;
+}
+
 static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
                                          const size_t *pairs, size_t pair_count,
                                          elec__charge_stats *st, elec_error *err) {
@@ -5887,6 +5968,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     memset(sk, 0, sizeof sk);
     for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
     st->count = n;
+    st->error_volume = volume;
     if (n == 0) return ELEC_OK;
     if (0.5 * elec__shortest_edge(box) < reach) reach = 0.5 * elec__shortest_edge(box);
     x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
@@ -5952,6 +6034,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     memcpy(q, sorted + 3 * n, n * sizeof *q);
     memcpy(round2, sorted + 4 * n, n * sizeof *round2);
     ELEC_FREE(sorted);
+    st->error_volume = elec__error_volume(&cells, q, st->q2, volume);
     /* a hashed sample for s(k) (a stride would alias with molecules' atom
        order: every third atom of water is an oxygen), each sampled atom
        its own row; every atom its own force and rounding sums: the totals
@@ -6073,7 +6156,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     {
         const double sampled = sampled_count > 0 ? (double)sampled_count : 1.0;
         const double mean_q2 = st->q2 / (double)n;
-        const double floor_force = 0.1 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
+        const double floor_force = 0.01 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
         st->force_rms = sqrt(force2 / (double)n);
         /* Relative to the forces, or to the typical force where they
            nearly vanish (ions at a crystal's sites feel none: the ratio
@@ -6201,7 +6284,6 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     else memset(&r, 0, sizeof r);
     memset(&r.estimate, 0, sizeof r.estimate);
     shortest = elec__shortest_edge(box);
-    volume = box->length[0] * box->length[1] * box->length[2];
     /* longer cutoffs than half the box are fine here: more images */
     if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
     if (elec__splitting_check(&r.scale, r.cutoff, 1e3 * shortest, r.alpha, err) != ELEC_OK ||
@@ -6225,6 +6307,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
                                         &st, err)) != ELEC_OK)
         return status;
+    volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
     if (r.alpha == 0.0) {
@@ -6466,7 +6549,7 @@ static elec__spme_errors elec__spme_errors_of(const elec__charge_stats *st,
                                               const elec_box *box, double rc,
                                               double alpha, int order, const int grid[3],
                                               const double structure[2]) {
-    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double volume = st->error_volume;
     elec__spme_errors e = {0.0, 0.0, 0.0};
     elec__mesh_error m;
     double h[3], n = (double)st->count, mesh2, bias, pair2, real_e;
@@ -6575,7 +6658,7 @@ static double elec__spme_mesh_force(const elec__charge_stats *st, double volume,
 static double elec__spme_best_alpha(const elec__charge_stats *st, const elec_box *box,
                                     double rc, int order, const int grid[3],
                                     double fixed_alpha, double *alpha_out) {
-    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double volume = st->error_volume;
     const double g = 0.6180339887498949;
     double h[3], best = fixed_alpha > 0.0 ? fixed_alpha : 3.0 / rc, sf = 1.0, se, real, mesh;
     int pass, i;

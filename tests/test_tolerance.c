@@ -277,6 +277,100 @@ TEST(ewald_tolerance_bounds_its_truncation) {
     test_knob_system_free(&c);
 }
 
+TEST(spme_tolerance_holds_for_a_droplet_in_a_large_box) {
+    /* 125 SPC/E waters (15.5 A across) in the corner of a 45 A box: 4 % of
+       it.  The estimates that took the box's mean density read 3 times too
+       low there, and SPME missed T = 1e-3 .. 1e-6 by 1.5 to 3.1 times; they
+       now divide by the volume the charges crowd into (elec.h,
+       elec__charge_stats_of).  The truth: exact Ewald at 1e-13. */
+    static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
+    test_system s = test_system_water(125, 113);
+    size_t *pairs = test_water_exclusions(125), i, n = s.count;
+    double *exact = (double *)malloc(3 * n * sizeof *exact);
+    double *f = (double *)malloc(3 * n * sizeof *f);
+    elec_atoms atoms;
+    elec_box box;
+    elec_ewald_params e = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    int k;
+    for (i = 0; i < 3 * n; i++) s.xyz[i] += 1.0;
+    s.box[0] = s.box[1] = s.box[2] = 45.0;
+    atoms = test_system_atoms(&s);
+    box = test_system_box(&s);
+    e.tolerance = 1e-13;
+    e.excluded_pairs = pairs;
+    e.excluded_pair_count = 125 * 3;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (k = 0; k < 4 && !test__current_failed; k++) {
+        elec_spme_params p = {0}, r;
+        double measured;
+        p.tolerance = tolerances[k];
+        p.excluded_pairs = pairs;
+        p.excluded_pair_count = 125 * 3;
+        EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cpu_spme(&atoms, &box, &r, &t, f, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        measured = test_rel_rms(f, exact, 3 * n);
+        printf("     droplet T %.0e: cutoff %4.1f alpha %.3f order %d grid %d | force %.2e "
+               "(estimate %.2e)\n", tolerances[k], r.cutoff, r.alpha, r.order, r.grid[0],
+               measured, r.estimate.force);
+        EXPECT(measured <= tolerances[k], "T %g: measured %.3e", tolerances[k], measured);
+    }
+    free(exact);
+    free(f);
+    free(pairs);
+    test_system_free(&s);
+}
+
+TEST(ewald_tolerance_holds_for_a_crystal_near_its_sites) {
+    /* Rock salt (4^3 cells) with its ions displaced 0.01 A RMS: RMS force
+       3.2e-3 e^2/A^2, a fortieth of the force between two RMS charges at
+       the mean spacing.  With the force scale floored at a tenth of that,
+       relative errors read 3.9 times low and exact Ewald missed T = 1e-3 ..
+       1e-7 by 1.13 to 1.55 times; at a hundredth the forces' own scale
+       counts.  The truth: exact Ewald at 1e-14 with an 18 A cutoff. */
+    test_system s = test_system_nacl(4, 5.64);
+    size_t n;
+    double *exact, *f;
+    elec_atoms atoms;
+    elec_box box;
+    elec_ewald_params e = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    int k;
+    test_system_displace(&s, 0.01, 110);
+    n = s.count;
+    atoms = test_system_atoms(&s);
+    box = test_system_box(&s);
+    exact = (double *)malloc(3 * n * sizeof *exact);
+    f = (double *)malloc(3 * n * sizeof *f);
+    e.tolerance = 1e-14;
+    e.cutoff = 18.0;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (k = 0; k < 5 && !test__current_failed; k++) {
+        const double tolerance = pow(10.0, -3 - k);
+        elec_ewald_params p = {0}, r;
+        double measured;
+        p.tolerance = tolerance;
+        EXPECT(elec_ewald_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, f, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        measured = test_rel_rms(f, exact, 3 * n);
+        printf("     rock salt 0.01 A, Ewald T %.0e: alpha %.3f kmax %d | force %.2e "
+               "(estimate %.2e, force scale %.2e)\n", tolerance, r.alpha, r.kmax[0], measured,
+               r.estimate.force, r.estimate.force_rms);
+        EXPECT(measured <= tolerance, "T %g: measured %.3e", tolerance, measured);
+    }
+    free(exact);
+    free(f);
+    test_system_free(&s);
+}
+
 static int count_and_cancel(double fraction, void *user) {
     int *calls = (int *)user;
     (*calls)++;
@@ -521,6 +615,8 @@ int main(void) {
     RUN(spme_explicit_settings_override_the_choice);
     RUN(spme_refuses_tolerances_it_cannot_meet);
     RUN(ewald_tolerance_bounds_its_truncation);
+    RUN(spme_tolerance_holds_for_a_droplet_in_a_large_box);
+    RUN(ewald_tolerance_holds_for_a_crystal_near_its_sites);
     RUN(ewald_runaway_work_is_refused_and_long_sums_report_progress);
     RUN(ewald_forces_at_chosen_atoms_match_the_whole_sum);
     RUN(ewald_refuses_bad_tolerances);
