@@ -87,7 +87,7 @@ endif
 
 # test_cli wraps tests/test_cli.sh, which runs the built tools
 .PRECIOUS: $(BUILD)/quickstart_%.c $(BUILD)/quickstart_elec_cuda.cu
-.PHONY: all run test test-gpu contents sanitize sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix elecmap_mpi_cuda FORCE
+.PHONY: all run test test-gpu contents sanitize valgrind sanitize-gpu fuzz bench bench-peer install install-headers consume clean tour chargemap-tour md msm-table spme-table compile-matrix elecmap_mpi_cuda FORCE
 
 ifeq ($(HAVE_MPI),1)
 MPI_TOOLS = $(BUILD)/elecmap_mpi
@@ -219,6 +219,24 @@ $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c 
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
 	@sh tests/run.sh $(SANITIZE_TESTS)
+
+# The CPU tests under valgrind's memcheck (what ASan does not see: reads of
+# memory never written), built -O1 -g without OpenMP (valgrind runs the
+# threads one at a time) and with -DTEST_SMALL (the large random and water
+# systems ten times smaller; the tolerances stand); any error or definite
+# leak fails the test it comes from.  About an hour on two cores.
+VALGRIND ?= valgrind
+VALGRIND_BUILD = $(BUILD)/valgrind
+VALGRIND_TESTS = $(patsubst $(BUILD)/%,$(VALGRIND_BUILD)/%,$(CPU_TESTS))
+$(VALGRIND_BUILD):
+	mkdir -p $(VALGRIND_BUILD)
+$(VALGRIND_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(VALGRIND_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -DTEST_SMALL $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
+$(VALGRIND_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(VALGRIND_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
+valgrind: $(VALGRIND_TESTS)
+	@ELEC_TEST_WRAPPER="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
+	    sh tests/run.sh $(VALGRIND_TESTS)
 
 # The headers as users compile them: each compiler pair (gcc and clang) as
 # C99, C11, C++11 and C++17, at -O0 and -O3, with and without
