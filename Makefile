@@ -223,8 +223,9 @@ sanitize: $(SANITIZE_TESTS)
 # The CPU tests under valgrind's memcheck (what ASan does not see: reads of
 # memory never written), built -O1 -g without OpenMP (valgrind runs the
 # threads one at a time) and with -DTEST_SMALL (the large random and water
-# systems ten times smaller; the tolerances stand); any error or definite
-# leak fails the test it comes from.  About an hour on two cores.
+# systems ten times smaller; the tolerances stand); any error, or a leak
+# definitely or indirectly lost (each shown), fails the test it comes from.
+# About an hour on two cores.
 VALGRIND ?= valgrind
 VALGRIND_BUILD = $(BUILD)/valgrind
 VALGRIND_TESTS = $(patsubst $(BUILD)/%,$(VALGRIND_BUILD)/%,$(CPU_TESTS))
@@ -235,7 +236,7 @@ $(VALGRIND_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw
 $(VALGRIND_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(VALGRIND_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 valgrind: $(VALGRIND_TESTS)
-	@ELEC_TEST_WRAPPER="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
+	@ELEC_TEST_WRAPPER="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect" \
 	    sh tests/run.sh $(VALGRIND_TESTS)
 
 # The headers as users compile them: each compiler pair (gcc and clang) as

@@ -1166,13 +1166,18 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
    error (elec_error_estimate says what they expect), which read the atoms:
    their charges, the density they crowd to (a droplet in a large box
    counts as dense), the charge structure factor and the RMS force.  Where
-   the forces nearly vanish (a crystal's ions at or within ~0.01 A of their
-   sites) the error is measured against a hundredth of the force between
-   two RMS charges at the mean spacing instead, as the exact forces carry
-   too little to be relative to.  What the caller fixes is taken as given:
-   exact Ewald then meets the tolerance with what is left free (alpha the
-   real-space half, kmax the reciprocal half) and says in the estimate
-   what the whole comes to, never refusing; SPME refuses where no choice
+   the forces nearly vanish (a crystal's ions at or within a few
+   thousandths of an A of their sites) the error is measured against a
+   hundredth of the force between two RMS charges at the mean spacing
+   instead, as the exact forces carry too little to be relative to; the
+   GPU's float floor (estimate.float_floor) is relative to the same, so
+   that on a crystal at its sites, whose forces are the float rounding of
+   its positions, the GPU refuses tolerances under about 3e-4.  What the
+   caller fixes is taken as given: exact Ewald then meets the tolerance
+   with what is left free (alpha the real-space half, kmax the reciprocal
+   half) and says in the estimate what the whole comes to, never refusing
+   for the tolerance (its limits on vectors and work still hold); SPME
+   refuses where no choice
    of what is left meets it, but for a fixed mesh (grid and order), for
    which it keeps the least error and the estimate says what it is. */
 
@@ -2666,8 +2671,10 @@ static inline elec_status elec__exclusions_check(const size_t *pairs, size_t cou
             if (keys[e] == keys[e - 1]) {
                 size_t i = keys[e] / atom_count, j = keys[e] % atom_count;
                 ELEC_FREE(keys);
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "the pair (%zu, %zu) is excluded twice", i, j);
+                return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                                   "the pair (%zu, %zu) is excluded twice",
+                                                   i, j),
+                                        err, i, j);
             }
         ELEC_FREE(keys);
     }
@@ -3052,8 +3059,10 @@ ELEC_DEF elec_status elec_cells_build(const double *xyz, size_t count,
     }
     for (i = 0; i < 3 * count; i++)
         if (!elec__finite(xyz[i]))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "cell list: position of atom %zu is not finite", i / 3);
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "cell list: position of atom %zu is not "
+                                               "finite", i / 3),
+                                    err, i / 3, ELEC_NO_ATOM);
     c->start = (size_t *)ELEC_MALLOC((cells + 1) * sizeof *c->start);
     c->atom = (size_t *)ELEC_MALLOC((count + 1) * sizeof *c->atom);
     if (!c->start || !c->atom) {
