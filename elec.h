@@ -1986,6 +1986,78 @@ static inline int elec__size_order(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Excluded pairs as sorted keys min * n + max, for a binary search
+   (elec__size_order); the nearest image; the coincident pair search.
+   Shared by the CPU's periodic sums and the GPU's one-shot SPME, whose
+   pair kernel counts such pairs and the host then names one. */
+static inline size_t elec__ewald_key(size_t i, size_t j, size_t n) {
+    return i < j ? i * n + j : j * n + i;
+}
+
+static inline int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
+                                       size_t j, size_t n) {
+    size_t key = elec__ewald_key(i, j, n);
+    return count > 0 &&
+           bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
+}
+
+/* d = a - b, shifted to the nearest image. */
+static inline void elec__ewald_nearest(const double *a, const double *b,
+                                       const double length[3], double d[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        d[axis] = a[axis] - b[axis];
+        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+    }
+}
+
+/* Two atoms at one place (nearest image closer than
+   ELEC_COINCIDENT_DISTANCE) that are not an excluded pair: their energy is
+   infinite, an error to report, not a number.  Sorting by x and comparing
+   neighbours within the distance keeps it O(n log n). */
+typedef struct elec__sorted_x { double x; size_t i; } elec__sorted_x;
+static inline int elec__sorted_x_order(const void *a, const void *b) {
+    double x = ((const elec__sorted_x *)a)->x, y = ((const elec__sorted_x *)b)->x;
+    return x < y ? -1 : x > y;
+}
+static inline elec_status elec__periodic_coincident(const double *x, size_t n,
+                                                    const double length[3], size_t count,
+                                                    const size_t *keys, elec_error *err) {
+    const double limit = ELEC_COINCIDENT_DISTANCE;
+    elec__sorted_x *order;
+    size_t a, b;
+    if (n < 2) return ELEC_OK;
+    order = (elec__sorted_x *)ELEC_MALLOC(n * sizeof *order);
+    if (!order) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
+    for (a = 0; a < n; a++) {
+        order[a].x = x[3 * a];
+        order[a].i = a;
+    }
+    qsort(order, n, sizeof *order, elec__sorted_x_order);
+    for (a = 0; a < n; a++)
+        /* neighbours in x, and across the periodic seam at x = L */
+        for (b = a + 1; b < a + n; b++) {
+            size_t i = order[a].i, j = order[b % n].i;
+            double gap = order[b % n].x - order[a].x + (b >= n ? length[0] : 0.0), d[3];
+            if (gap >= limit) break;
+            elec__ewald_nearest(x + 3 * i, x + 3 * j, length, d);
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < limit * limit &&
+                !elec__ewald_excluded(keys, count, i, j, n)) {
+                ELEC_FREE(order);
+                return elec__name_atoms(
+                    elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                               "atoms %zu and %zu coincide (closer than %g A) and are not an "
+                               "excluded pair: their energy is infinite",
+                               i < j ? i : j, i < j ? j : i, limit),
+                    err, i < j ? i : j, i < j ? j : i);
+            }
+        }
+    ELEC_FREE(order);
+    return ELEC_OK;
+}
+
+
+
 static inline int elec__finite(double v) {
     return v == v && v <= DBL_MAX && v >= -DBL_MAX;
 }

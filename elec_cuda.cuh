@@ -7196,6 +7196,34 @@ cleanup:
     return status;
 }
 
+/* The pair kernel counts coincident pairs (elec__spme_coincident) but
+   cannot say which they are.  On that failure the one-shot call, which
+   has the positions the device saw (wrapped, in float), finds one on the
+   host and names its atoms as the CPU does; where it finds none (a pair
+   at the limit that float and double see apart), or for another failure,
+   err stays as it was. */
+static void elec__cuda_name_coincident(const float4 *xyzq, size_t n, const elec_box *box,
+                                       const elec_spme_params *p, elec_error *err) {
+    double *x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
+    size_t *keys = (size_t *)ELEC_MALLOC((p->excluded_pair_count + 1) * sizeof *keys);
+    elec_error found;
+    if (x && keys && err) {
+        for (size_t i = 0; i < n; i++) {
+            x[3 * i] = xyzq[i].x;
+            x[3 * i + 1] = xyzq[i].y;
+            x[3 * i + 2] = xyzq[i].z;
+        }
+        for (size_t e = 0; e < p->excluded_pair_count; e++)
+            keys[e] = elec__ewald_key(p->excluded_pairs[2 * e], p->excluded_pairs[2 * e + 1], n);
+        qsort(keys, p->excluded_pair_count, sizeof *keys, elec__size_order);
+        if (elec__periodic_coincident(x, n, box->length, p->excluded_pair_count, keys,
+                                      &found) == ELEC_ERR_INVALID_ARG)
+            *err = found;
+    }
+    ELEC_FREE(x);
+    ELEC_FREE(keys);
+}
+
 ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
@@ -7342,8 +7370,11 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                 ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL,
                                 NULL, err);
     if (status != ELEC_OK) goto cleanup;
-    if ((status = elec_cuda_spme_energy(h, energy, stream, err)) != ELEC_OK)
+    if ((status = elec_cuda_spme_energy(h, energy, stream, err)) != ELEC_OK) {
+        if (status == ELEC_ERR_INVALID_ARG)
+            elec__cuda_name_coincident(host_xyzq, n, box, &p, err);
         goto cleanup;
+    }
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     if (forces) {
         ELEC__CUDA_TRY(cudaMemcpy(host_out, d_forces, 3 * n * sizeof(float),

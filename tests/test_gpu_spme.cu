@@ -1006,6 +1006,11 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
         EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
                "box %g: coincident atoms not reported (%s)", edges[e], err.message);
         printf("     box %g A: %s\n", edges[e], err.message);
+        /* named, as the CPU names them (the host finds the pair the kernel
+           counted) */
+        EXPECT(err.atom[0] == 0 && err.atom[1] == 1 && strstr(err.message, "atoms 0 and 1"),
+               "box %g: atoms %zu and %zu named (%s)", edges[e], err.atom[0], err.atom[1],
+               err.message);
         p.excluded_pairs = pair;
         p.excluded_pair_count = 1;
         EXPECT(elec_cuda_spme(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_OK,
