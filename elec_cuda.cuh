@@ -430,7 +430,9 @@ ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
    exclusions unless a gather follows) and "gather" (with both parts and
    d_forces, the real space's exclusions and per-atom sums too; a part
    not asked for takes 0 s; total: first event to last; nothing for
-   FFT_ONLY or no atoms). */
+   FFT_ONLY or no atoms).  Waiting on the host, a timed call cannot be
+   captured in a graph: in a stream being captured it is refused
+   (ELEC_ERR_INVALID_ARG), the capture left as it was. */
 #define ELEC_SPME_RECIPROCAL 1
 #define ELEC_SPME_REAL 2
 #define ELEC_SPME_FFT_ONLY 4
@@ -4793,8 +4795,13 @@ __device__ __forceinline__ void elec__list_check_copy(const elec__list &L, const
    build's (elec__list_wrapped: ref - a is m L to rounding, m = -floor(a
    / L) an integer, and fmaf(L, m, a) rounds as fmaf(-L, floor(a / L), a)
    did), so the positions are the build's to the bit; wrapped by the
-   caller, the atom keeps its image.  (A non-finite position gives NaN and
-   no rebuild: positions must be finite.)
+   caller, the atom keeps its image.  A non-finite position (now or at
+   the build) asks for a rebuild too: positions must be finite, and the
+   compute that has one returns NaN, but a build that saw a NaN kept it
+   as the atom's reference, every later displacement from it was NaN, no
+   comparison was past half the skin, and the handle went on with a list
+   built around nothing: good atoms afterwards got forces 5e-2 off
+   (relative RMS) with ELEC_OK (an audit, bench/RESULTS.md, 2026-12-03).
    The shift is recovered rather than stored: 16 bytes a slot less to
    read every step.  With a build due already (first compute, new n,
    elec_cuda_spme_rebuild: `due`) the build writes the positions. */
@@ -4807,7 +4814,7 @@ __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const
     float4 r = L.ref[p], now = elec__list_now(L, xyzq[i], r);
     L.pos[p] = now;
     float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
-    if (fmaf(dx, dx, fmaf(dy, dy, dz * dz)) > L.half_skin2) L.info[ELEC__LIST_BUILD] = 1;
+    if (!(fmaf(dx, dx, fmaf(dy, dy, dz * dz)) <= L.half_skin2)) L.info[ELEC__LIST_BUILD] = 1;
 }
 
 /* Build, step 1 (the cell counters were zeroed at create, then by step 2
@@ -7170,6 +7177,18 @@ ELEC_DEF elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
     if (times) memset(times, 0, sizeof *times);
     /* timed: every stage in order on stream, an event between each two */
     timed = times && n > 0 && !(parts & ELEC_SPME_FFT_ONLY);
+    {
+        /* its events are waited for on the host, which a stream being
+           captured refuses, and the capture was then invalidated: refused
+           first, the capture left as it was */
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (timed && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+            capture != cudaStreamCaptureStatusNone)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "elec_cuda_spme_compute_timed with times waits for its events "
+                              "on the host, which a stream being captured cannot do: capture "
+                              "elec_cuda_spme_compute, or pass times NULL");
+    }
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     for (; timed && made < ELEC__SPME_MARKS; made++)
@@ -7224,6 +7243,19 @@ static void elec__cuda_name_coincident(const float4 *xyzq, size_t n, const elec_
     ELEC_FREE(keys);
 }
 
+/* A handle reads positions and charges from device memory unchecked
+   (they must be finite): where its energy came out inf or NaN, the
+   message says that a non-finite input is the other cause (a NaN position
+   read as charges past float's range). */
+static void elec__cuda_unchecked_inputs(elec_error *err) {
+    char was[sizeof err->message];
+    if (!err) return;
+    memcpy(was, err->message, sizeof was);
+    was[sizeof was - 1] = '\0';
+    elec__fail(err, err->status, 0, "%s; or a position or charge the handle read is not finite",
+               was);
+}
+
 ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
@@ -7252,7 +7284,10 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     elec__spme_terms(h, sums, terms);
     /* charges whose float terms overflow (about 1e19 e) reach here as inf
        or NaN: refused by name, as on the CPU */
-    if ((status = elec__terms_finite("GPU SPME", terms, "float", err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__terms_finite("GPU SPME", terms, "float", err)) != ELEC_OK) {
+        elec__cuda_unchecked_inputs(err);
+        goto cleanup;
+    }
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
@@ -8623,8 +8658,10 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_energy(elec_cuda_msm_periodic_handle
                                  0.5 * h->top * sums[ELEC__PMSM_SUM_CHARGE] *
                                      sums[ELEC__PMSM_SUM_CHARGE]);
     if ((status = elec__results_finite("GPU periodic MSM", "energy", NULL, energy, 1, "float",
-                                       err)) != ELEC_OK)
+                                       err)) != ELEC_OK) {
+        elec__cuda_unchecked_inputs(err);
         goto cleanup;
+    }
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);

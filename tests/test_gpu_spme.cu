@@ -1343,6 +1343,75 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
     list_case_free(&c);
 }
 
+TEST(a_build_that_saw_a_nan_is_rebuilt_for_good_atoms) {
+    /* Positions must be finite; a compute with a NaN among them returns NaN
+       (refused by energy).  But a build that saw the NaN kept it as the
+       atom's reference: every later displacement from it was NaN, none
+       passed half the skin, and good atoms afterwards ran on that list,
+       forces 5e-2 off with ELEC_OK (an audit's driver, 2026-12-03).  A
+       non-finite displacement now asks for a rebuild: the good atoms'
+       forces are a fresh list's (to the atomics' rounding, 1e-6). */
+    REQUIRE_GPU();
+    list_case c;
+    if (!list_case_make(&c, 500, 1.5, 34)) return;
+    const size_t n = c.n;
+    float *after = (float *)malloc(3 * n * sizeof(float));
+    float *fresh = (float *)malloc(3 * n * sizeof(float));
+    const float4 good = c.host[7];
+    elec_ewald_terms t_after, t_fresh;
+    elec_spme_list_stats s0, s1;
+    elec_error err;
+    c.host[7].x = NAN; /* the first compute builds the list around it */
+    CUDA_OK(cudaMemcpyAsync(c.d_xyzq, c.host, n * sizeof(float4), cudaMemcpyHostToDevice,
+                            c.stream));
+    EXPECT(elec_cuda_spme_compute(c.h, c.d_xyzq, n, c.d_forces, c.stream, &err) == ELEC_OK,
+           "compute: %s", err.message);
+    EXPECT(elec_cuda_spme_energy(c.h, &t_after, c.stream, &err) == ELEC_ERR_INVALID_ARG,
+           "a NaN position's energy was not refused");
+    EXPECT(elec_cuda_spme_list_stats(c.h, &s0, c.stream, &err) == ELEC_OK, "%s", err.message);
+    c.host[7] = good;
+    list_case_compute(&c, after, &t_after, &s1);
+    EXPECT(s1.rebuilds == s0.rebuilds + 1, "good atoms after a NaN build: %lld builds, "
+           "expected %lld", s1.rebuilds, s0.rebuilds + 1);
+    EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
+    list_case_compute(&c, fresh, &t_fresh, &s1);
+    printf("     good atoms after a build that saw a NaN: forces %.1e from a fresh list's\n",
+           gpu_rel_rms_float(after, fresh, 3 * n));
+    EXPECT(gpu_rel_rms_float(after, fresh, 3 * n) <= 1e-6, "forces %.3e from a fresh list's",
+           gpu_rel_rms_float(after, fresh, 3 * n));
+    free(after);
+    free(fresh);
+    list_case_free(&c);
+}
+
+TEST(a_timed_compute_is_refused_while_its_stream_is_captured) {
+    /* compute_timed with times waits for its events on the host, which a
+       capturing stream refuses; it failed with a CUDA error and left the
+       capture invalidated (an audit's driver, 2026-12-03).  Refused first
+       now, by name, and the capture goes on to a graph. */
+    REQUIRE_GPU();
+    list_case c;
+    if (!list_case_make(&c, 300, 1.5, 35)) return;
+    elec_stage_times times;
+    elec_error err;
+    cudaGraph_t graph = NULL;
+    EXPECT(elec_cuda_spme_compute(c.h, c.d_xyzq, c.n, c.d_forces, c.stream, &err) == ELEC_OK,
+           "compute: %s", err.message);
+    CUDA_OK(cudaStreamSynchronize(c.stream));
+    CUDA_OK(cudaStreamBeginCapture(c.stream, cudaStreamCaptureModeThreadLocal));
+    elec_status s = elec_cuda_spme_compute_timed(c.h, c.d_xyzq, c.n, c.d_forces, 0, &times,
+                                                 c.stream, &err);
+    EXPECT(s == ELEC_ERR_INVALID_ARG && strstr(err.message, "captured"),
+           "timed compute in a capture: %s (%s)", elec_status_string(s), err.message);
+    EXPECT(elec_cuda_spme_compute(c.h, c.d_xyzq, c.n, c.d_forces, c.stream, &err) == ELEC_OK,
+           "compute in the capture after it: %s", err.message);
+    cudaError_t ended = cudaStreamEndCapture(c.stream, &graph);
+    EXPECT(ended == cudaSuccess && graph != NULL, "the capture ended with %s",
+           cudaGetErrorName(ended));
+    if (graph) cudaGraphDestroy(graph);
+    list_case_free(&c);
+}
+
 TEST(a_captured_step_rebuilds_inside_the_graph) {
     /* One compute captured in a CUDA graph and replayed as positions change
        in the same device buffer: moves under half the skin replay without
@@ -1782,6 +1851,8 @@ int main(void) {
     RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
     RUN(real_space_matches_the_exact_real_space_sum_with_up_to_eight_exclusions_an_atom);
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
+    RUN(a_build_that_saw_a_nan_is_rebuilt_for_good_atoms);
+    RUN(a_timed_compute_is_refused_while_its_stream_is_captured);
     RUN(a_captured_step_rebuilds_inside_the_graph);
     RUN(real_space_after_the_reciprocal_chain_computes_as_beside_it);
     RUN(pair_grid_in_waves_computes_as_in_one);
