@@ -284,16 +284,21 @@ TEST(spme_tolerance_holds_for_a_droplet_in_a_large_box) {
        now divide by the volume the charges crowd into (elec.h,
        elec__charge_stats_of).  The truth: exact Ewald at 1e-13. */
     static const double tolerances[4] = {1e-3, 1e-4, 1e-5, 1e-6};
-    test_system s = test_system_water(125, 113);
-    size_t *pairs = test_water_exclusions(125), i, n = s.count;
-    double *exact = (double *)malloc(3 * n * sizeof *exact);
-    double *f = (double *)malloc(3 * n * sizeof *f);
+    test_system s;
+    size_t *pairs, i, n;
+    double *exact, *f;
     elec_atoms atoms;
     elec_box box;
     elec_ewald_params e = {0};
     elec_ewald_terms t;
     elec_error err;
     int k;
+    REQUIRE_FFTW();
+    s = test_system_water(125, 113);
+    pairs = test_water_exclusions(125);
+    n = s.count;
+    exact = (double *)malloc(3 * n * sizeof *exact);
+    f = (double *)malloc(3 * n * sizeof *f);
     for (i = 0; i < 3 * n; i++) s.xyz[i] += 1.0;
     s.box[0] = s.box[1] = s.box[2] = 45.0;
     atoms = test_system_atoms(&s);
