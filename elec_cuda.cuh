@@ -7177,20 +7177,26 @@ ELEC_DEF elec_status elec_cuda_spme_compute_timed(elec_cuda_spme_handle *h,
     if (times) memset(times, 0, sizeof *times);
     /* timed: every stage in order on stream, an event between each two */
     timed = times && n > 0 && !(parts & ELEC_SPME_FFT_ONLY);
-    {
-        /* its events are waited for on the host, which a stream being
-           captured refuses, and the capture was then invalidated: refused
-           first, the capture left as it was */
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        if (timed && cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-            capture != cudaStreamCaptureStatusNone)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "elec_cuda_spme_compute_timed with times waits for its events "
-                              "on the host, which a stream being captured cannot do: capture "
-                              "elec_cuda_spme_compute, or pass times NULL");
-    }
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
+    if (timed) {
+        /* its events are waited for on the host, which a stream being
+           captured refuses, and the capture was then invalidated: refused
+           first, the capture left as it was.  The legacy stream reads as
+           cudaErrorStreamCaptureImplicit while another stream of the
+           device captures (cleared here: not a launch's error). */
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        const cudaError_t asked = cudaStreamIsCapturing(stream, &capture);
+        if (asked != cudaSuccess) (void)cudaGetLastError();
+        if (asked == cudaErrorStreamCaptureImplicit ||
+            (asked == cudaSuccess && capture != cudaStreamCaptureStatusNone)) {
+            status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                "elec_cuda_spme_compute_timed with times waits for its events "
+                                "on the host, which a stream being captured cannot do: "
+                                "capture elec_cuda_spme_compute, or pass times NULL");
+            goto cleanup;
+        }
+    }
     for (; timed && made < ELEC__SPME_MARKS; made++)
         ELEC__CUDA_TRY(cudaEventCreate(&marks[made]));
     status = elec__spme_enqueue(h, d_xyzq, n, d_forces, NULL, stream, parts,
@@ -7219,8 +7225,8 @@ cleanup:
    cannot say which they are.  On that failure the one-shot call, which
    has the positions the device saw (wrapped, in float), finds one on the
    host and names its atoms as the CPU does; where it finds none (a pair
-   at the limit that float and double see apart), or for another failure,
-   err stays as it was. */
+   at the limit that float and double see apart), err stays as it was.
+   Called only where the kernel counted such pairs. */
 static void elec__cuda_name_coincident(const float4 *xyzq, size_t n, const elec_box *box,
                                        const elec_spme_params *p, elec_error *err) {
     double *x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
@@ -7256,10 +7262,12 @@ static void elec__cuda_unchecked_inputs(elec_error *err) {
                was);
 }
 
-ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
-                                           elec_ewald_terms *terms,
-                                           cudaStream_t stream,
-                                           elec_error *err) {
+/* elec_cuda_spme_energy's body; unchecked: the atoms came from device
+   memory no one checked (a handle's caller), not from the one-shot call,
+   which checked them on the host, so that a non-finite energy names them
+   as a cause only where they can be one. */
+static elec_status elec__spme_energy(elec_cuda_spme_handle *h, elec_ewald_terms *terms,
+                                     cudaStream_t stream, int unchecked, elec_error *err) {
     elec_status status = ELEC_OK;
     double sums[ELEC__SPME_SUMS];
     int info[ELEC__LIST_INFO];
@@ -7285,13 +7293,20 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
     /* charges whose float terms overflow (about 1e19 e) reach here as inf
        or NaN: refused by name, as on the CPU */
     if ((status = elec__terms_finite("GPU SPME", terms, "float", err)) != ELEC_OK) {
-        elec__cuda_unchecked_inputs(err);
+        if (unchecked) elec__cuda_unchecked_inputs(err);
         goto cleanup;
     }
     elec__ok(err);
 cleanup:
     cudaSetDevice(caller_device);
     return status;
+}
+
+ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
+                                           elec_ewald_terms *terms,
+                                           cudaStream_t stream,
+                                           elec_error *err) {
+    return elec__spme_energy(h, terms, stream, 1, err);
 }
 
 /* A neighbour list's counters, as of the computes enqueued so far on
@@ -7405,8 +7420,12 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                 ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL,
                                 NULL, err);
     if (status != ELEC_OK) goto cleanup;
-    if ((status = elec_cuda_spme_energy(h, energy, stream, err)) != ELEC_OK) {
-        if (status == ELEC_ERR_INVALID_ARG)
+    if ((status = elec__spme_energy(h, energy, stream, 0, err)) != ELEC_OK) {
+        double coincident = 0.0;
+        if (status == ELEC_ERR_INVALID_ARG &&
+            cudaMemcpy(&coincident, h->sums + ELEC__SPME_SUM_COINCIDENT, sizeof coincident,
+                       cudaMemcpyDeviceToHost) == cudaSuccess &&
+            coincident > 0.0)
             elec__cuda_name_coincident(host_xyzq, n, box, &p, err);
         goto cleanup;
     }
