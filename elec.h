@@ -1994,6 +1994,14 @@ static inline size_t elec__ewald_key(size_t i, size_t j, size_t n) {
     return i < j ? i * n + j : j * n + i;
 }
 
+/* The sorted keys of count excluded pairs (flattened) of n atoms. */
+static inline void elec__exclusion_keys(const size_t *pairs, size_t count, size_t n,
+                                        size_t *keys) {
+    size_t e;
+    for (e = 0; e < count; e++) keys[e] = elec__ewald_key(pairs[2 * e], pairs[2 * e + 1], n);
+    qsort(keys, count, sizeof *keys, elec__size_order);
+}
+
 static inline int elec__ewald_excluded(const size_t *keys, size_t count, size_t i,
                                        size_t j, size_t n) {
     size_t key = elec__ewald_key(i, j, n);

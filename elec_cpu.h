@@ -2112,9 +2112,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     }
     if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
     if ((s = elec__pmsm_setup(&m, &p, box, err)) != ELEC_OK) goto cleanup;
-    for (i = 0; i < p.excluded_pair_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
+    elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     elec__pmsm_long_range(&m, x, q, n);
     memset(phi, 0, (n + 1) * sizeof *phi);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
@@ -2579,7 +2577,7 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     elec_ewald_terms t;
     elec__ewald_progress g;
     elec_status s;
-    size_t n, i, keys_count;
+    size_t n, keys_count;
     double *x = NULL, *q = NULL, *block = NULL, work;
     size_t *keys = NULL;
     int threads = elec__ewald_threads();
@@ -2612,10 +2610,7 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
     }
     if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
         goto cleanup;
-    for (i = 0; i < keys_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
-                                  p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, keys_count, sizeof *keys, elec__size_order);
+    elec__exclusion_keys(p.excluded_pairs, keys_count, n, keys);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     if (potential) memset(potential, 0, n * sizeof *potential);
     if (block) memset(block, 0, 4 * n * (size_t)threads * sizeof *block);
@@ -2689,9 +2684,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
         goto cleanup;
     }
     if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
-    for (i = 0; i < p.excluded_pair_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i], p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
+    elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
     memset(forces, 0, 3 * count * sizeof *forces);
     /* real space: each chosen atom against every atom and image */
@@ -3011,7 +3004,7 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
     elec_spme_params p;
     elec_ewald_terms t;
     elec_status s;
-    size_t n, i, *keys = NULL;
+    size_t n, *keys = NULL;
     double *x = NULL, *q = NULL;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if (!energy)
@@ -3029,10 +3022,7 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
     }
     if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
         goto cleanup;
-    for (i = 0; i < p.excluded_pair_count; i++)
-        keys[i] = elec__ewald_key(p.excluded_pairs[2 * i],
-                                  p.excluded_pairs[2 * i + 1], n);
-    qsort(keys, p.excluded_pair_count, sizeof *keys, elec__size_order);
+    elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     if (potential) memset(potential, 0, n * sizeof *potential);
 

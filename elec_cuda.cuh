@@ -7238,9 +7238,7 @@ static void elec__cuda_name_coincident(const float4 *xyzq, size_t n, const elec_
             x[3 * i + 1] = xyzq[i].y;
             x[3 * i + 2] = xyzq[i].z;
         }
-        for (size_t e = 0; e < p->excluded_pair_count; e++)
-            keys[e] = elec__ewald_key(p->excluded_pairs[2 * e], p->excluded_pairs[2 * e + 1], n);
-        qsort(keys, p->excluded_pair_count, sizeof *keys, elec__size_order);
+        elec__exclusion_keys(p->excluded_pairs, p->excluded_pair_count, n, keys);
         if (elec__periodic_coincident(x, n, box->length, p->excluded_pair_count, keys,
                                       &found) == ELEC_ERR_INVALID_ARG)
             *err = found;
@@ -7265,9 +7263,11 @@ static void elec__cuda_unchecked_inputs(elec_error *err) {
 /* elec_cuda_spme_energy's body; unchecked: the atoms came from device
    memory no one checked (a handle's caller), not from the one-shot call,
    which checked them on the host, so that a non-finite energy names them
-   as a cause only where they can be one. */
+   as a cause only where they can be one.  coincident (when not NULL): the
+   pairs the last compute counted closer than ELEC_COINCIDENT_DISTANCE. */
 static elec_status elec__spme_energy(elec_cuda_spme_handle *h, elec_ewald_terms *terms,
-                                     cudaStream_t stream, int unchecked, elec_error *err) {
+                                     cudaStream_t stream, int unchecked, double *coincident,
+                                     elec_error *err) {
     elec_status status = ELEC_OK;
     double sums[ELEC__SPME_SUMS];
     int info[ELEC__LIST_INFO];
@@ -7282,6 +7282,7 @@ static elec_status elec__spme_energy(elec_cuda_spme_handle *h, elec_ewald_terms 
                                    cudaMemcpyDeviceToHost, stream));
     ELEC__CUDA_TRY(cudaStreamSynchronize(stream));
     if ((status = elec__list_overflow_check(info, err)) != ELEC_OK) goto cleanup;
+    if (coincident) *coincident = 0.5 * sums[ELEC__SPME_SUM_COINCIDENT];
     if (sums[ELEC__SPME_SUM_COINCIDENT] > 0.0) {
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "%.0f pair(s) of atoms closer than %g A and not excluded: "
@@ -7306,7 +7307,7 @@ ELEC_DEF elec_status elec_cuda_spme_energy(elec_cuda_spme_handle *h,
                                            elec_ewald_terms *terms,
                                            cudaStream_t stream,
                                            elec_error *err) {
-    return elec__spme_energy(h, terms, stream, 1, err);
+    return elec__spme_energy(h, terms, stream, 1, NULL, err);
 }
 
 /* A neighbour list's counters, as of the computes enqueued so far on
@@ -7420,14 +7421,12 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
                                 ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL,
                                 NULL, err);
     if (status != ELEC_OK) goto cleanup;
-    if ((status = elec__spme_energy(h, energy, stream, 0, err)) != ELEC_OK) {
+    {
         double coincident = 0.0;
-        if (status == ELEC_ERR_INVALID_ARG &&
-            cudaMemcpy(&coincident, h->sums + ELEC__SPME_SUM_COINCIDENT, sizeof coincident,
-                       cudaMemcpyDeviceToHost) == cudaSuccess &&
-            coincident > 0.0)
-            elec__cuda_name_coincident(host_xyzq, n, box, &p, err);
-        goto cleanup;
+        if ((status = elec__spme_energy(h, energy, stream, 0, &coincident, err)) != ELEC_OK) {
+            if (coincident > 0.0) elec__cuda_name_coincident(host_xyzq, n, box, &p, err);
+            goto cleanup;
+        }
     }
     ELEC__CUDA_TRY(cudaSetDevice(h->device));
     if (forces) {
