@@ -492,6 +492,44 @@ TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
            "a pair excluded twice: %s", err.message);
 }
 
+TEST(a_crystal_s_coincident_atoms_are_found_across_every_seam) {
+    /* The coincident search hashes atoms into cells of about the distance
+       (1e-4 A), periodic: a perfect crystal, whose atoms share their x,
+       y and z by the hundred, plus one uncharged atom by atom 0 (at the
+       origin) through the x seam, through the corner where all three meet,
+       and just past the distance through that corner. */
+    const double a = 4.0, edge = 20.0, d = ELEC_COINCIDENT_DISTANCE;
+    const double where[3][3] = {{edge - 0.4 * d, 0.0, 0.0},
+                                {edge - 0.3 * d, edge - 0.3 * d, edge - 0.3 * d},
+                                {edge - 0.6 * d, edge - 0.6 * d, edge - 0.6 * d}};
+    test_system salt = test_system_nacl(5, a);
+    size_t n = salt.count;
+    double *xyz = (double *)malloc(3 * (n + 1) * sizeof *xyz);
+    double *q = (double *)malloc((n + 1) * sizeof *q);
+    elec_box box = cube(edge);
+    elec_ewald_terms e;
+    elec_error err;
+    int k;
+    memcpy(xyz, salt.xyz, 3 * n * sizeof *xyz);
+    memcpy(q, salt.charge, n * sizeof *q);
+    q[n] = 0.0;
+    for (k = 0; k < 3; k++) {
+        elec_atoms atoms = elec_atoms_from_xyz(n + 1, xyz, q, NULL);
+        elec_status s;
+        memcpy(xyz + 3 * n, where[k], sizeof where[k]);
+        s = elec_cpu_ewald(&atoms, &box, NULL, &e, NULL, NULL, &err);
+        if (k < 2)
+            EXPECT(s == ELEC_ERR_INVALID_ARG && err.atom[0] == 0 && err.atom[1] == n,
+                   "case %d: status %d, atoms %zu and %zu (want 0 and %zu): %s", k, (int)s,
+                   err.atom[0], err.atom[1], n, err.message);
+        else
+            EXPECT(s == ELEC_OK, "1.04 times the distance apart: %s", err.message);
+    }
+    free(xyz);
+    free(q);
+    test_system_free(&salt);
+}
+
 TEST(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding) {
     /* elec_erfc_scaled_float (elec.h), as the GPU real space uses it:
        erfc(x) = expf(-x^2) t P(t), t = 1/(1 + x/2), all in float, against
@@ -519,6 +557,7 @@ TEST(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding) {
 
 int main(void) {
     RUN(coincident_atoms_and_doubled_exclusions_are_refused);
+    RUN(a_crystal_s_coincident_atoms_are_found_across_every_seam);
     RUN(sums_past_doubles_range_are_refused_not_returned);
     RUN(a_loose_tolerance_keeps_alpha_where_its_estimates_hold);
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
