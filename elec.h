@@ -79,7 +79,8 @@
      >>cutoff   cutoff maps: smoothed short-range sums over spatial bins
                 elec_cutoff_params_resolve elec_cutoff_term
      >>msm      MSM: multilevel summation
-                elec_msm_params_resolve elec_msm_lattices_free elec_msm_support
+                elec_msm_params_resolve elec_msm_periodic_params_resolve
+                elec_msm_lattices_free elec_msm_support
                 elec_msm_axis_weights elec_msm_axis_weights_float
                 elec_msm_basis elec_msm_basis_derivative
      >>ewald    Ewald: the exact periodic sum
@@ -927,19 +928,24 @@ typedef struct elec_msm_params {
                        interpolation's zero, cubic, reads as "choose") as
                        the cheapest whose fitted error (elec.h,
                        elec__msm_error_model: the README's table) is at
-                       most a third of it.  Refused where the table does not
-                       reach (below ELEC_MSM_TOLERANCE_FLOOR) and, on the
-                       GPU, below ELEC_MSM_GPU_TOLERANCE_FLOOR.  The table
-                       was measured on random charges and water, and the
-                       choice reads nothing of the atoms: maps and
+                       most a third of it; the periodic hierarchy by its
+                       forces' own table, at most a quarter, on the
+                       power-of-two lattices it takes and the box's
+                       density (elec_msm_periodic_params_resolve).
+                       Refused where the table does not reach (below
+                       ELEC_MSM_TOLERANCE_FLOOR) and, on the GPU, below
+                       ELEC_MSM_GPU_TOLERANCE_FLOOR.  The tables were
+                       measured on random charges, and the choice reads
+                       nothing of the atoms but their density: maps and
                        potentials keep it on every system an audit tried
                        (crystals, droplets, slabs, a few atoms), but
                        forces that nearly cancel (an ionic crystal near
                        its sites) or a few dilute charges measured up to
-                       3 (non-periodic) and 9 times (periodic, 8 atoms) the
-                       tolerance: where forces must meet a tolerance on
-                       such systems, SPME's and Ewald's estimates read the
-                       atoms.  With both a and h given the tolerance is
+                       3 (non-periodic) and 2.3 times (periodic, 8 atoms
+                       in a 20 A box) the tolerance: where forces must
+                       meet a tolerance on such systems, SPME's and
+                       Ewald's estimates read the atoms.  With both a and
+                       h given the tolerance is
                        not enforced (estimate.force says what the table
                        expects); an h outside the table's 1 to 2.5 A is
                        an extrapolation (measured up to 3.7 times its
@@ -990,6 +996,21 @@ typedef struct elec_msm_params {
 ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
                                              double points_per_atom,
                                              elec_msm_params *out, elec_error *err);
+
+/* The same for the periodic hierarchy (elec_cpu_msm_periodic_energy, the
+   GPU's periodic handle), which resolves its params so: its lattices have a
+   power of two points along each edge, the edge over the least that makes
+   the spacing no coarser than h, so h becomes up to twice as fine.  With a
+   tolerance, each candidate is costed on the lattices it would take and
+   the box's density (the CPU's work: every level's stencil sum, the short
+   range, the weights) and its error estimated at the spacing they take by
+   the periodic forces' own table (make msm-table), at most a quarter of
+   the tolerance; out->spacing is that spacing (the caller's where fixed)
+   and out->estimate.force that estimate. */
+ELEC_API elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
+                                                      const elec_box *box,
+                                                      const elec_atoms *atoms,
+                                                      elec_msm_params *out, elec_error *err);
 
 /* The lattice hierarchy stage by stage, for tests and teaching
    (elec_cpu_msm_lattices in double, elec_cuda_msm_lattices on the GPU in
@@ -5851,8 +5872,23 @@ static const double elec__msm_error_fit[4][3] = { /* make msm-table prints it */
     {0.4660, 5.6522, -5.8436},  /* septic  */
     {1.1095, 6.7094, -6.9636}}; /* nonic   */
 
-static double elec__msm_error_model(int interpolation, double h, double a) {
-    const double *c = elec__msm_error_fit[interpolation];
+/* The same fit to the periodic forces against exact Ewald (make
+   msm-table's second table: random charges at the maps' density in cubes
+   of 32 h, so that the power-of-two lattice takes h itself; a = 8 to 16
+   A, h = 1 to 2.5 A; the table within 0.80 to 1.27 of it), which the
+   periodic choice reads: at h = 1 A the forces err 1.5 to 3 times the
+   maps, less steeply in h (cubic h^2.1 where its maps go as h^3.5). */
+static const double elec__msm_periodic_force_fit[4][3] = { /* make msm-table */
+    {-0.8392, 2.0671, -2.5284}, /* cubic   */
+    {-0.3498, 3.4883, -4.0231}, /* quintic */
+    {0.0626, 4.6085, -5.1001},  /* septic  */
+    {0.5497, 5.6396, -6.0934}}; /* nonic   */
+
+/* The fitted error at (h, a): the maps' fit, or the periodic forces' where
+   periodic is set. */
+static double elec__msm_error_model(int periodic, int interpolation, double h, double a) {
+    const double *c = periodic ? elec__msm_periodic_force_fit[interpolation]
+                               : elec__msm_error_fit[interpolation];
     return pow(10.0, c[0] + c[1] * log10(h) + c[2] * log10(a));
 }
 
@@ -5871,11 +5907,46 @@ static double elec__msm_cost(int interpolation, double h, double a, double targe
            stencil * 8.0 / 7.0 / (h * h * h) / density;
 }
 
+/* Work of one periodic evaluation (multiply-adds) as the CPU does it
+   (elec_cpu.h) for atoms in box on lattices of shape s: anterpolation and
+   interpolation, p^3 each an atom; the short range's partners within a at
+   the box's density; restriction and prolongation, p^3 each a finer
+   point; and each level's stencil sum over its lattice, the stencil
+   folded where it outreaches the box.  Unlike elec__msm_cost it knows the
+   power-of-two lattices (up to twice as fine as h) and the density (a
+   dilute box's lattices outweigh its atoms).  The GPU sums the stencils
+   by FFT; it takes the CPU's choice. */
+static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, double a,
+                              const elec_box *box, size_t atoms) {
+    const double p = 4.0 + 2.0 * interpolation, p3 = p * p * p, n = (double)atoms;
+    const double density = n / (box->length[0] * box->length[1] * box->length[2]);
+    double work = n * (2.0 * p3 + density * 4.18879 * a * a * a);
+    int l;
+    for (l = 0; l < s->levels; l++) {
+        const double points = (double)elec__pmsm_shape_points(s, l);
+        work += points * (double)elec__pmsm_stencil_points(s, l);
+        if (l + 1 < s->levels) work += 2.0 * points * p3;
+    }
+    return work;
+}
+
+/* The finest periodic lattice's coarsest spacing: the h its error has. */
+static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
+    double h = s->h[0][0];
+    if (s->h[0][1] > h) h = s->h[0][1];
+    if (s->h[0][2] > h) h = s->h[0][2];
+    return h;
+}
+
 /* The cheapest (h, a, interpolation) in the table's span whose fitted error
-   is at most target; fixed values kept.  Returns the fitted error (or -1
-   when none meets it). */
-static double elec__msm_choose(elec_msm_params *r, double target, double points_per_atom) {
-    const int given_order = r->interpolation != ELEC_MSM_CUBIC;
+   is at most target; fixed values kept.  For the periodic hierarchy (box
+   not NULL, with its atom count) each candidate's h is the spacing its
+   power-of-two lattice takes, and elec__pmsm_cost its cost; a candidate
+   whose lattices elec__pmsm_shape_of refuses is passed over.  Returns the
+   fitted error (or -1 when none meets it). */
+static double elec__msm_choose(elec_msm_params *r, double target, double points_per_atom,
+                               const elec_box *box, size_t atoms) {
+    const int given_order = r->interpolation != ELEC_MSM_CUBIC, periodic = box != NULL;
     double best_cost = -1.0, best_error = -1.0, best_h = 0.0, best_a = 0.0;
     int best_order = 0, order;
     for (order = given_order ? (int)r->interpolation : 0;
@@ -5890,19 +5961,34 @@ static double elec__msm_choose(elec_msm_params *r, double target, double points_
                 /* the coarsest h in [1, 2.5] that meets the target */
                 lo = 1.0;
                 hi = 2.5;
-                if (elec__msm_error_model(order, hi, aa) <= target) h = hi;
-                else if (elec__msm_error_model(order, lo, aa) > target) h = lo;
+                if (elec__msm_error_model(periodic, order, hi, aa) <= target) h = hi;
+                else if (elec__msm_error_model(periodic, order, lo, aa) > target) h = lo;
                 else {
                     for (i = 0; i < 40; i++) {
                         double mid = 0.5 * (lo + hi);
-                        if (elec__msm_error_model(order, mid, aa) <= target) lo = mid;
+                        if (elec__msm_error_model(periodic, order, mid, aa) <= target)
+                            lo = mid;
                         else hi = mid;
                     }
                     h = lo;
                 }
             }
-            error = elec__msm_error_model(order, h, aa);
-            cost = elec__msm_cost(order, h, aa, points_per_atom);
+            if (box) {
+                elec_msm_params trial = *r;
+                elec__pmsm_shape shape;
+                trial.spacing = h;
+                trial.cutoff = aa;
+                if (elec__pmsm_shape_of(&trial, box, &shape, NULL) != ELEC_OK) {
+                    if (r->cutoff > 0.0) break;
+                    continue;
+                }
+                if (r->spacing <= 0.0) h = elec__pmsm_spacing(&shape);
+                error = elec__msm_error_model(1, order, elec__pmsm_spacing(&shape), aa);
+                cost = elec__pmsm_cost(&shape, order, aa, box, atoms);
+            } else {
+                error = elec__msm_error_model(0, order, h, aa);
+                cost = elec__msm_cost(order, h, aa, points_per_atom);
+            }
             if (error <= target && (best_cost < 0.0 || cost < best_cost)) {
                 best_cost = cost;
                 best_error = error;
@@ -5926,9 +6012,16 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
     memset(lattices, 0, sizeof *lattices);
 }
 
-ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
-                                             double points_per_atom,
-                                             elec_msm_params *out, elec_error *err) {
+/* elec_msm_params_resolve, and for the periodic hierarchy (box not NULL)
+   elec_msm_periodic_params_resolve. */
+static elec_status elec__msm_resolve(const elec_msm_params *in, double points_per_atom,
+                                     const elec_box *box, size_t atoms, elec_msm_params *out,
+                                     elec_error *err) {
+    /* the choice aims at a third of the tolerance (a water box's maps err
+       2.4 times the table's random charges), the periodic one at a quarter
+       (water's forces, and dilute random charges', 2.6 to 2.9 times its
+       table: tests/test_tolerance.c) */
+    const double aim = box ? 4.0 : 3.0;
     elec_msm_params r;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     if (!(points_per_atom >= 0.0) || !elec__finite(points_per_atom))
@@ -5950,7 +6043,8 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
         (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
         r.cutoff >= 0.0 && r.spacing >= 0.0) {
         elec_msm_params chosen = r;
-        double error = elec__msm_choose(&chosen, r.tolerance / 3.0, points_per_atom);
+        double error =
+            elec__msm_choose(&chosen, r.tolerance / aim, points_per_atom, box, atoms);
         if (error >= 0.0) {
             r = chosen;
             r.estimate.force = error;
@@ -5968,8 +6062,14 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
     if (r.max_top_points == 0) r.max_top_points = 4096;
     if (r.estimate.force == 0.0 && (int)r.interpolation >= 0 &&
         r.interpolation <= ELEC_MSM_NONIC && r.spacing > 0.0 && r.cutoff > 0.0 &&
-        r.splitting == 2 + (int)r.interpolation)
-        r.estimate.force = elec__msm_error_model((int)r.interpolation, r.spacing, r.cutoff);
+        r.splitting == 2 + (int)r.interpolation) {
+        /* periodic: at the spacing the power-of-two lattice takes */
+        elec__pmsm_shape shape;
+        double h = r.spacing;
+        if (box && r.spacing <= r.cutoff && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK)
+            h = elec__pmsm_spacing(&shape);
+        r.estimate.force = elec__msm_error_model(box != NULL, (int)r.interpolation, h, r.cutoff);
+    }
     /* the checks */
     if (!elec__finite(r.scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
@@ -6005,7 +6105,7 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
     /* a tolerance out of reach is refused, unless the caller fixed both
        spacing and cutoff (then the estimate says what they give) */
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
-        !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / 3.0 * 1.000001))
+        !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / aim * 1.000001))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
                           "interpolation (within what was fixed) meets it by the "
@@ -6015,6 +6115,22 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
     *out = r;
     elec__ok(err);
     return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
+                                             double points_per_atom,
+                                             elec_msm_params *out, elec_error *err) {
+    return elec__msm_resolve(in, points_per_atom, NULL, 0, out, err);
+}
+
+ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
+                                                      const elec_box *box,
+                                                      const elec_atoms *atoms,
+                                                      elec_msm_params *out, elec_error *err) {
+    elec_status s;
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
+    return elec__msm_resolve(in, 1.0, box, atoms->count, out, err);
 }
 
 

@@ -2095,7 +2095,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     int axis, found;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
-    if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
+    if ((s = elec_msm_periodic_params_resolve(params, box, atoms, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
     if ((s = elec__exclusions_check(p.excluded_pairs, p.excluded_pair_count, n, err)) !=

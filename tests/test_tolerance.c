@@ -539,10 +539,12 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
                err.message);
     }
     for (k = 0; k < 3; k++) {
-        elec_msm_params p = {0}, r, m;
+        elec_msm_params p = {0}, r, m, w;
         double e_rmap, e_wmap, e_rf, e_wf, e_pf;
         p.tolerance = tolerances[k];
         EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(elec_msm_periodic_params_resolve(&p, &wbox, &wa, &w, &err) == ELEC_OK, "%s",
+               err.message);
         EXPECT(elec_msm_params_resolve(&p, (double)points / (double)random.count, &m, &err) ==
                    ELEC_OK, "%s", err.message);
         EXPECT(elec_cpu_msm_map(&ra, &rl, &p, map, &err) == ELEC_OK, "%s", err.message);
@@ -558,10 +560,11 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
                    ELEC_OK, "%s", err.message);
         e_pf = test_rel_rms(got, pf, 3 * water.count);
         printf("     MSM T %.0e: maps %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e | "
-               "forces %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e, periodic "
-               "water %.1e\n", tolerances[k], msm_name(m.interpolation), m.spacing, m.cutoff,
-               m.estimate.force, e_rmap, e_wmap, msm_name(r.interpolation), r.spacing,
-               r.cutoff, r.estimate.force, e_rf, e_wf, e_pf);
+               "forces %s h %.2f a %.1f (fit %.1e): random %.1e, water %.1e | periodic %s "
+               "h %.2f a %.1f (fit %.1e): water %.1e\n", tolerances[k],
+               msm_name(m.interpolation), m.spacing, m.cutoff, m.estimate.force, e_rmap,
+               e_wmap, msm_name(r.interpolation), r.spacing, r.cutoff, r.estimate.force, e_rf,
+               e_wf, msm_name(w.interpolation), w.spacing, w.cutoff, w.estimate.force, e_pf);
         EXPECT(e_rmap <= tolerances[k], "random map %.3e > %g", e_rmap, tolerances[k]);
         EXPECT(e_wmap <= tolerances[k], "water map %.3e > %g", e_wmap, tolerances[k]);
         EXPECT(e_rf <= tolerances[k], "random forces %.3e > %g", e_rf, tolerances[k]);
@@ -578,6 +581,59 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
     free(got_r);
     test_system_free(&random);
     test_system_free(&water);
+}
+
+TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
+    /* The periodic hierarchy's lattices have a power of two points an
+       edge, so a chosen h becomes up to twice as fine; its choice
+       (elec_msm_periodic_params_resolve) costs each candidate on the
+       lattices it takes and the box's density, and estimates its error
+       there by the periodic forces' own fit.  At T = 1e-3, 1e-4, 1e-5, for
+       200 random charges in a 60 A box (dilute: 0.001 /A^3; the choice
+       that knew neither took 34 s at 1e-5 on two cores) and 400 in a 25 A
+       box: the spacing reported is the lattice's, L / 2^k; the estimate
+       at most T / 3; the forces against exact Ewald at most T. */
+    static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
+    static const double edges[2] = {60.0, 25.0};
+    static const size_t counts[2] = {200, 400};
+    int s, k;
+    for (s = 0; s < 2; s++) {
+        test_system sys = test_system_random(counts[s], edges[s], 61 + (unsigned)s);
+        elec_box box = test_box(edges[s], edges[s], edges[s]);
+        elec_atoms atoms;
+        elec_ewald_params e = {0};
+        elec_ewald_terms terms;
+        elec_error err;
+        double *want = (double *)malloc(3 * sys.count * sizeof *want);
+        double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
+        test_system_make_neutral(&sys);
+        atoms = test_system_atoms(&sys);
+        e.tolerance = 1e-12;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &terms, want, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        for (k = 0; k < 3; k++) {
+            elec_msm_params p = {0}, r;
+            double points, error;
+            p.tolerance = tolerances[k];
+            EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK,
+                   "%s", err.message);
+            points = edges[s] / r.spacing;
+            EXPECT(fabs(points - pow(2.0, floor(log2(points) + 0.5))) < 1e-9,
+                   "spacing %.6f A: %g points an edge, not a power of two", r.spacing, points);
+            EXPECT(r.estimate.force <= tolerances[k] / 4.0 * 1.000001, "estimate %.3e",
+                   r.estimate.force);
+            EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, got, NULL, &err) ==
+                       ELEC_OK, "%s", err.message);
+            error = test_rel_rms(got, want, 3 * sys.count);
+            printf("     %zu atoms, %.0f A box, T %.0e: %s h %.4f a %.1f (fit %.1e): forces "
+                   "%.2e\n", sys.count, edges[s], tolerances[k], msm_name(r.interpolation),
+                   r.spacing, r.cutoff, r.estimate.force, error);
+            EXPECT(error <= tolerances[k], "forces %.3e > %g", error, tolerances[k]);
+        }
+        free(want);
+        free(got);
+        test_system_free(&sys);
+    }
 }
 
 TEST(msm_refuses_bad_tolerances) {
@@ -626,6 +682,7 @@ int main(void) {
     RUN(ewald_forces_at_chosen_atoms_match_the_whole_sum);
     RUN(ewald_refuses_bad_tolerances);
     RUN(msm_tolerance_holds_for_maps_and_forces);
+    RUN(periodic_msm_chooses_on_its_power_of_two_lattices);
     RUN(msm_refuses_bad_tolerances);
     return test_summary();
 }
