@@ -847,6 +847,53 @@ TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
     test_system_free(&water);
 }
 
+TEST(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it) {
+    REQUIRE_GPU();
+    /* At T = 1e-3 and 1e-4 (the GPU's float floor is 1e-5) the handle
+       resolves its params as elec_msm_periodic_params_resolve does (on the
+       power-of-two lattices and the box's density), and water's forces
+       meet T against exact Ewald: tests/test_tolerance.c's check, on the
+       device. */
+    static const double tolerances[2] = {1e-3, 1e-4};
+    test_system water = test_system_water(216, 3);
+    elec_box box = test_box(water.box[0], water.box[1], water.box[2]);
+    elec_atoms atoms = test_system_atoms(&water);
+    elec_ewald_params ewald = {0};
+    elec_ewald_terms truth;
+    elec_error err;
+    double *f = (double *)malloc(3 * water.count * sizeof(double));
+    double *fe = (double *)malloc(3 * water.count * sizeof(double));
+    ewald.tolerance = 1e-10;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &ewald, &truth, fe, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (int k = 0; k < 2; k++) {
+        elec_msm_params p = {0}, cpu, gpu;
+        elec_cuda_msm_periodic_handle *h = NULL;
+        double e = 0.0;
+        p.tolerance = tolerances[k];
+        EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &cpu, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_cuda_msm_periodic_create(&box, &atoms, &p, &h, &err) == ELEC_OK &&
+                   elec_cuda_msm_periodic_params(h, &gpu, &err) == ELEC_OK,
+               "%s", err.message);
+        elec_cuda_msm_periodic_destroy(h);
+        EXPECT(gpu.interpolation == cpu.interpolation && gpu.spacing == cpu.spacing &&
+                   gpu.cutoff == cpu.cutoff,
+               "T %g: the GPU took order %d h %g a %g, the CPU's choice order %d h %g a %g",
+               tolerances[k], (int)gpu.interpolation, gpu.spacing, gpu.cutoff,
+               (int)cpu.interpolation, cpu.spacing, cpu.cutoff);
+        EXPECT(pmsm_gpu(&water, &box, &p, &e, f, NULL, &err) == ELEC_OK, "%s", err.message);
+        const double df = rel_diff(f, fe, 3 * water.count);
+        printf("     T %.0e: order %d h %.3f a %.1f (fit %.1e): forces %.2e against Ewald\n",
+               tolerances[k], (int)gpu.interpolation, gpu.spacing, gpu.cutoff,
+               gpu.estimate.force, df);
+        EXPECT(df <= tolerances[k], "forces %.3e > %g", df, tolerances[k]);
+    }
+    free(f);
+    free(fe);
+    test_system_free(&water);
+}
+
 TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
     REQUIRE_GPU();
     /* Water 1000 in its 31.1 A box: the default cutoff 12 A and the list's
@@ -1248,6 +1295,7 @@ int main(void) {
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
+    RUN(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it);
     RUN(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt);
     RUN(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(periodic_gpu_msm_repeats_and_replays_from_a_graph);
