@@ -5930,6 +5930,16 @@ static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, doub
     return work;
 }
 
+/* Whether the finest periodic lattice has as many points along each edge
+   as the interpolation's width (4 + 2 order): the GPU's anterpolation, a
+   periodic charge map, needs them, so a choice passes over lattices
+   without (the CPU would wrap the weights; both take one choice). */
+static int elec__pmsm_fits_order(const elec__pmsm_shape *s, int interpolation) {
+    const int width = 4 + 2 * interpolation;
+    return s->levels == 0 ||
+           (s->n[0][0] >= width && s->n[0][1] >= width && s->n[0][2] >= width);
+}
+
 /* The finest periodic lattice's coarsest spacing: the h its error has. */
 static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
     double h = s->h[0][0];
@@ -5942,7 +5952,8 @@ static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
    is at most target; fixed values kept.  For the periodic hierarchy (box
    not NULL, with its atom count) each candidate's h is the spacing its
    power-of-two lattice takes, and elec__pmsm_cost its cost; a candidate
-   whose lattices elec__pmsm_shape_of refuses is passed over.  Returns the
+   whose lattices elec__pmsm_shape_of refuses, or too few for its
+   interpolation (elec__pmsm_fits_order), is passed over.  Returns the
    fitted error (or -1 when none meets it). */
 static double elec__msm_choose(elec_msm_params *r, double target, double points_per_atom,
                                const elec_box *box, size_t atoms) {
@@ -5978,7 +5989,8 @@ static double elec__msm_choose(elec_msm_params *r, double target, double points_
                 elec__pmsm_shape shape;
                 trial.spacing = h;
                 trial.cutoff = aa;
-                if (elec__pmsm_shape_of(&trial, box, &shape, NULL) != ELEC_OK) {
+                if (elec__pmsm_shape_of(&trial, box, &shape, NULL) != ELEC_OK ||
+                    !elec__pmsm_fits_order(&shape, order)) {
                     if (r->cutoff > 0.0) break;
                     continue;
                 }

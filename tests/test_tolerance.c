@@ -590,23 +590,30 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
        lattices it takes and the box's density, and estimates its error
        there by the periodic forces' own fit.  At T = 1e-3, 1e-4, 1e-5, for
        200 random charges in a 60 A box (dilute: 0.001 /A^3; the choice
-       that knew neither took 34 s at 1e-5 on two cores) and 400 in a 25 A
-       box: the spacing reported is the lattice's, L / 2^k; the estimate
-       at most T / 3; the forces against exact Ewald at most T. */
+       that knew neither took 34 s at 1e-5 on two cores), 400 in a 25 A box
+       and 216 water molecules in their 18.6 A box: the spacing reported is
+       the lattice's, L / 2^k, with at least the interpolation's width of
+       points an edge (the GPU's anterpolation needs them: the small water
+       box once took nonic on 8); the estimate at most T / 4; the forces
+       against exact Ewald at most T. */
     static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
-    static const double edges[2] = {60.0, 25.0};
-    static const size_t counts[2] = {200, 400};
+    static const double edges[3] = {60.0, 25.0, 0.0};
+    static const size_t counts[3] = {200, 400, 216};
     int s, k;
-    for (s = 0; s < 2; s++) {
-        test_system sys = test_system_random(counts[s], edges[s], 61 + (unsigned)s);
-        elec_box box = test_box(edges[s], edges[s], edges[s]);
+    for (s = 0; s < 3; s++) {
+        test_system sys = s < 2 ? test_system_random(counts[s], edges[s], 61 + (unsigned)s)
+                                : test_system_water(counts[s], 3);
+        elec_box box = test_system_box(&sys);
         elec_atoms atoms;
         elec_ewald_params e = {0};
         elec_ewald_terms terms;
         elec_error err;
         double *want = (double *)malloc(3 * sys.count * sizeof *want);
         double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
-        test_system_make_neutral(&sys);
+        if (s < 2) {
+            test_system_make_neutral(&sys);
+            box = test_box(edges[s], edges[s], edges[s]);
+        }
         atoms = test_system_atoms(&sys);
         e.tolerance = 1e-12;
         EXPECT(elec_cpu_ewald(&atoms, &box, &e, &terms, want, NULL, &err) == ELEC_OK, "%s",
@@ -617,16 +624,18 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
             p.tolerance = tolerances[k];
             EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK,
                    "%s", err.message);
-            points = edges[s] / r.spacing;
-            EXPECT(fabs(points - pow(2.0, floor(log2(points) + 0.5))) < 1e-9,
-                   "spacing %.6f A: %g points an edge, not a power of two", r.spacing, points);
+            points = box.length[0] / r.spacing;
+            EXPECT(fabs(points - pow(2.0, floor(log2(points) + 0.5))) < 1e-9 &&
+                       points >= 4.0 + 2.0 * (double)r.interpolation - 1e-9,
+                   "spacing %.6f A: %g points an edge, not a power of two of at least the "
+                   "interpolation's width %d", r.spacing, points, 4 + 2 * (int)r.interpolation);
             EXPECT(r.estimate.force <= tolerances[k] / 4.0 * 1.000001, "estimate %.3e",
                    r.estimate.force);
             EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, got, NULL, &err) ==
                        ELEC_OK, "%s", err.message);
             error = test_rel_rms(got, want, 3 * sys.count);
-            printf("     %zu atoms, %.0f A box, T %.0e: %s h %.4f a %.1f (fit %.1e): forces "
-                   "%.2e\n", sys.count, edges[s], tolerances[k], msm_name(r.interpolation),
+            printf("     %zu atoms, %.1f A box, T %.0e: %s h %.4f a %.1f (fit %.1e): forces "
+                   "%.2e\n", sys.count, box.length[0], tolerances[k], msm_name(r.interpolation),
                    r.spacing, r.cutoff, r.estimate.force, error);
             EXPECT(error <= tolerances[k], "forces %.3e > %g", error, tolerances[k]);
         }
