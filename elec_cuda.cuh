@@ -6415,7 +6415,9 @@ static elec_status elec__list_overflow_check(const int *info, elec_error *err) {
                           "needs (a fault in elec, please report it); nothing was evaluated");
     return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                       "the real-space neighbour list overflowed (atoms far denser "
-                      "somewhere than at create): make a handle for these positions");
+                      "somewhere than at create, or positions that are NaN or inf, which "
+                      "the handle does not check on the device and which crowd into one "
+                      "cell): make a handle for these positions, or check them");
 }
 
 static size_t elec__spme_layout(elec_cuda_spme_handle *h, char *base) {
