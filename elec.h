@@ -80,9 +80,9 @@
                 elec_cutoff_params_resolve elec_cutoff_term
      >>msm      MSM: multilevel summation
                 elec_msm_params_resolve elec_msm_periodic_params_resolve
-                elec_msm_lattices_free elec_msm_support
-                elec_msm_axis_weights elec_msm_axis_weights_float
-                elec_msm_basis elec_msm_basis_derivative
+                elec_msm_lattices_free elec_msm_support elec_msm_axis_weights
+                elec_msm_axis_weights_float elec_msm_basis
+                elec_msm_basis_derivative
      >>ewald    Ewald: the exact periodic sum
                 elec_ewald_params_resolve
      >>spme     SPME: smooth particle mesh Ewald
@@ -929,9 +929,10 @@ typedef struct elec_msm_params {
                        the cheapest whose fitted error (elec.h,
                        elec__msm_error_model: the README's table) is at
                        most a third of it; the periodic hierarchy by its
-                       forces' own table, at most a quarter, on the
-                       power-of-two lattices it takes and the box's
-                       density (elec_msm_periodic_params_resolve).
+                       forces' own table, at most a quarter (less for
+                       under 128 atoms or 0.01 /A^3), on the power-of-two
+                       lattices it takes and the box's density
+                       (elec_msm_periodic_params_resolve).
                        Refused where the table does not reach (below
                        ELEC_MSM_TOLERANCE_FLOOR) and, on the GPU, below
                        ELEC_MSM_GPU_TOLERANCE_FLOOR.  The tables were
@@ -941,10 +942,11 @@ typedef struct elec_msm_params {
                        (crystals, droplets, slabs, a few atoms), but
                        forces that nearly cancel (an ionic crystal near
                        its sites) or a few dilute charges measured up to
-                       3 (non-periodic) and 2.3 times (periodic, 8 atoms
-                       in a 20 A box) the tolerance: where forces must
-                       meet a tolerance on such systems, SPME's and
-                       Ewald's estimates read the atoms.  With both a and
+                       3 times the tolerance (non-periodic; the periodic
+                       choice held it for 8 to 1000 random charges at
+                       0.001 to 0.03 /A^3, 4 to 30 seeds each): where
+                       forces must meet a tolerance on such systems,
+                       SPME's and Ewald's estimates read the atoms.  With both a and
                        h given the tolerance is
                        not enforced (estimate.force says what the table
                        expects); an h outside the table's 1 to 2.5 A is
@@ -1005,8 +1007,11 @@ ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
    the box's density (the CPU's work: every level's stencil sum, the short
    range, the weights) and its error estimated at the spacing they take by
    the periodic forces' own table (make msm-table), at most a quarter of
-   the tolerance; out->spacing is that spacing (the caller's where fixed)
-   and out->estimate.force that estimate. */
+   the tolerance (less for few or dilute atoms: elec__pmsm_aim); lattices
+   too narrow for the interpolation are made finer (the GPU needs its
+   width of points an edge).  out->spacing is the lattice's spacing (the
+   caller's where fixed), out->estimate.force that estimate;
+   ELEC_ERR_UNSUPPORTED, naming the reason, where nothing meets it. */
 ELEC_API elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
                                                       const elec_box *box,
                                                       const elec_atoms *atoms,
@@ -2525,6 +2530,13 @@ static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const el
     int finest[3], axis, l, most = 1;
     double evaluations = 0.0;
     memset(s, 0, sizeof *s);
+    /* what the resolve's checks refuse (the tolerance's choice and its
+       estimate call this before them) */
+    if (!(p->spacing > 0.0) || !(p->cutoff > 0.0) || !elec__finite(p->cutoff) ||
+        !(p->cutoff / p->spacing <= 64.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff %g A and spacing %g A: both positive, a / h at most 64",
+                          p->cutoff, p->spacing);
     for (axis = 0; axis < 3; axis++) {
         int n = 1;
         if (box->length[axis] / p->spacing > ELEC__PMSM_MAX_AXIS_POINTS)
@@ -5936,11 +5948,25 @@ static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, doub
    without (the CPU would wrap the weights; both take one choice). */
 static int elec__pmsm_fits_order(const elec__pmsm_shape *s, int interpolation) {
     const int width = 4 + 2 * interpolation;
-    return s->levels == 0 ||
-           (s->n[0][0] >= width && s->n[0][1] >= width && s->n[0][2] >= width);
+    return s->levels > 0 && s->n[0][0] >= width && s->n[0][1] >= width &&
+           s->n[0][2] >= width;
 }
 
-/* The finest periodic lattice's coarsest spacing: the h its error has. */
+/* The coarsest spacing at most h whose lattice fits the interpolation: h,
+   or the shortest edge over the least power of two >= the width (every
+   edge then has at least that many points). */
+static double elec__pmsm_fitting_spacing(const elec_box *box, int interpolation, double h) {
+    const int width = 4 + 2 * interpolation;
+    double points = 1.0, shortest = box->length[0];
+    int axis;
+    while (points < (double)width) points *= 2.0;
+    for (axis = 1; axis < 3; axis++)
+        if (box->length[axis] < shortest) shortest = box->length[axis];
+    return shortest / points < h ? shortest / points : h;
+}
+
+/* The finest periodic lattice's coarsest spacing: the h its error has
+   (a shape of no levels has none: callers pass such over). */
 static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
     double h = s->h[0][0];
     if (s->h[0][1] > h) h = s->h[0][1];
@@ -5951,9 +5977,10 @@ static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
 /* The cheapest (h, a, interpolation) in the table's span whose fitted error
    is at most target; fixed values kept.  For the periodic hierarchy (box
    not NULL, with its atom count) each candidate's h is the spacing its
-   power-of-two lattice takes, and elec__pmsm_cost its cost; a candidate
-   whose lattices elec__pmsm_shape_of refuses, or too few for its
-   interpolation (elec__pmsm_fits_order), is passed over.  Returns the
+   power-of-two lattice takes (made finer where too narrow for the
+   interpolation: elec__pmsm_fits_order), and elec__pmsm_cost its cost; a
+   candidate whose lattices elec__pmsm_shape_of refuses, or that does not
+   fit with h fixed, is passed over.  Returns the
    fitted error (or -1 when none meets it). */
 static double elec__msm_choose(elec_msm_params *r, double target, double points_per_atom,
                                const elec_box *box, size_t atoms) {
@@ -5987,7 +6014,9 @@ static double elec__msm_choose(elec_msm_params *r, double target, double points_
             if (box) {
                 elec_msm_params trial = *r;
                 elec__pmsm_shape shape;
-                trial.spacing = h;
+                /* a finer h where the lattice is too narrow for the order
+                   (it only lowers the error); a fixed h is kept */
+                trial.spacing = r->spacing > 0.0 ? h : elec__pmsm_fitting_spacing(box, order, h);
                 trial.cutoff = aa;
                 if (elec__pmsm_shape_of(&trial, box, &shape, NULL) != ELEC_OK ||
                     !elec__pmsm_fits_order(&shape, order)) {
@@ -6024,16 +6053,34 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
     memset(lattices, 0, sizeof *lattices);
 }
 
+/* The periodic choice's aim: the fitted error at most the tolerance over
+   this.  A quarter (water's forces err up to 2.6 times the periodic table,
+   whose random charges are at 0.047 /A^3, thousands of them); less for
+   fewer than 128 atoms, in proportion (the relative RMS of so few forces
+   is as uneven as their closest pairs: 20 to 30 seeds of 8 to 64 random
+   charges erred up to 24 times the table), and for atoms under 0.01 /A^3,
+   as the cube root of the dilution (100 to 300 random charges at 0.003 to
+   0.005 /A^3 erred 3.7 to 5.2 times the table). */
+static double elec__pmsm_aim(const elec_box *box, size_t atoms) {
+    const double n = atoms ? (double)atoms : 1.0;
+    const double density = n / (box->length[0] * box->length[1] * box->length[2]);
+    double aim = 1.0;
+    if (128.0 / n > aim) aim = 128.0 / n;
+    if (density < 0.01 && cbrt(0.01 / density) > aim) aim = cbrt(0.01 / density);
+    return 4.0 * aim;
+}
+
 /* elec_msm_params_resolve, and for the periodic hierarchy (box not NULL)
    elec_msm_periodic_params_resolve. */
 static elec_status elec__msm_resolve(const elec_msm_params *in, double points_per_atom,
                                      const elec_box *box, size_t atoms, elec_msm_params *out,
                                      elec_error *err) {
     /* the choice aims at a third of the tolerance (a water box's maps err
-       2.4 times the table's random charges), the periodic one at a quarter
-       (water's forces, and dilute random charges', 2.6 to 2.9 times its
-       table: tests/test_tolerance.c) */
-    const double aim = box ? 4.0 : 3.0;
+       2.4 times the table's random charges); the periodic one at a quarter
+       (water's forces err up to 2.6 times its table) and lower for few or
+       dilute atoms (elec__pmsm_aim) */
+    const double aim = box ? elec__pmsm_aim(box, atoms) : 3.0;
+    int chosen_ok = 0;
     elec_msm_params r;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     if (!(points_per_atom >= 0.0) || !elec__finite(points_per_atom))
@@ -6053,13 +6100,15 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
        so */
     if (r.tolerance >= ELEC_MSM_TOLERANCE_FLOOR && r.tolerance < 1.0 &&
         (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
-        r.cutoff >= 0.0 && r.spacing >= 0.0) {
+        r.cutoff >= 0.0 && r.spacing >= 0.0 && elec__finite(r.cutoff) &&
+        elec__finite(r.spacing)) {
         elec_msm_params chosen = r;
         double error =
             elec__msm_choose(&chosen, r.tolerance / aim, points_per_atom, box, atoms);
         if (error >= 0.0) {
             r = chosen;
             r.estimate.force = error;
+            chosen_ok = 1;
         }
     }
     if (r.cutoff == 0.0) r.cutoff = 12.0;
@@ -6078,7 +6127,7 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         /* periodic: at the spacing the power-of-two lattice takes */
         elec__pmsm_shape shape;
         double h = r.spacing;
-        if (box && r.spacing <= r.cutoff && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK)
+        if (box && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
             h = elec__pmsm_spacing(&shape);
         r.estimate.force = elec__msm_error_model(box != NULL, (int)r.interpolation, h, r.cutoff);
     }
@@ -6115,7 +6164,17 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "max_top_points %d: at least 8", r.max_top_points);
     /* a tolerance out of reach is refused, unless the caller fixed both
-       spacing and cutoff (then the estimate says what they give) */
+       spacing and cutoff (then the estimate says what they give); the
+       periodic one where its choice found nothing (the defaults' lattice
+       may be too narrow for the interpolation) */
+    if (box && r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
+        !chosen_ok)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "periodic MSM tolerance %g: no power-of-two lattice of this "
+                          "box with the interpolation's width of points an edge, a in "
+                          "[8, 16] A and order (as fixed) meets 1/%.3g of it (%zu atoms; "
+                          "the table's aim); Ewald or SPME read the atoms",
+                          r.tolerance, aim, atoms);
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / aim * 1.000001))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,

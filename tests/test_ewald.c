@@ -497,7 +497,9 @@ TEST(a_crystal_s_coincident_atoms_are_found_across_every_seam) {
        (1e-4 A), periodic: a perfect crystal, whose atoms share their x,
        y and z by the hundred, plus one uncharged atom by atom 0 (at the
        origin) through the x seam, through the corner where all three meet,
-       and just past the distance through that corner. */
+       and just past the distance through that corner; then the first case
+       with the probe first (index 0, atom 0 then index 1), so that the
+       search runs from the atom by the seam's far side. */
     const double a = 4.0, edge = 20.0, d = ELEC_COINCIDENT_DISTANCE;
     const double where[3][3] = {{edge - 0.4 * d, 0.0, 0.0},
                                 {edge - 0.3 * d, edge - 0.3 * d, edge - 0.3 * d},
@@ -524,6 +526,17 @@ TEST(a_crystal_s_coincident_atoms_are_found_across_every_seam) {
                    err.atom[0], err.atom[1], n, err.message);
         else
             EXPECT(s == ELEC_OK, "1.04 times the distance apart: %s", err.message);
+    }
+    memmove(xyz + 3, xyz, 3 * n * sizeof *xyz);
+    memmove(q + 1, q, n * sizeof *q);
+    memcpy(xyz, where[0], sizeof where[0]);
+    q[0] = 0.0;
+    {
+        elec_atoms atoms = elec_atoms_from_xyz(n + 1, xyz, q, NULL);
+        elec_status s = elec_cpu_ewald(&atoms, &box, NULL, &e, NULL, NULL, &err);
+        EXPECT(s == ELEC_ERR_INVALID_ARG && err.atom[0] == 0 && err.atom[1] == 1,
+               "probe first: status %d, atoms %zu and %zu (want 0 and 1): %s", (int)s,
+               err.atom[0], err.atom[1], err.message);
     }
     free(xyz);
     free(q);

@@ -867,7 +867,7 @@ TEST(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &ewald, &truth, fe, NULL, &err) == ELEC_OK, "%s",
            err.message);
     for (int k = 0; k < 2; k++) {
-        elec_msm_params p = {0}, cpu, gpu;
+        elec_msm_params p = {0}, cpu = {0}, gpu = {0};
         elec_cuda_msm_periodic_handle *h = NULL;
         double e = 0.0;
         p.tolerance = tolerances[k];

@@ -589,19 +589,19 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
        (elec_msm_periodic_params_resolve) costs each candidate on the
        lattices it takes and the box's density, and estimates its error
        there by the periodic forces' own fit.  At T = 1e-3, 1e-4, 1e-5, for
-       200 random charges in a 60 A box (dilute: 0.001 /A^3; the choice
-       that knew neither took 34 s at 1e-5 on two cores), 400 in a 25 A box
-       and 216 water molecules in their 18.6 A box: the spacing reported is
-       the lattice's, L / 2^k, with at least the interpolation's width of
-       points an edge (the GPU's anterpolation needs them: the small water
-       box once took nonic on 8); the estimate at most T / 4; the forces
-       against exact Ewald at most T. */
+       200 random charges in a 60 A box (dilute: 0.001 /A^3, where the
+       choice aims lower), 400 in a 25 A box, 16 in a 16 A box (few: it
+       aims lower) and 216 water molecules in their 18.6 A box: the spacing
+       reported is the lattice's, L / 2^k, with at least the
+       interpolation's width of points an edge (the GPU's anterpolation
+       needs them: the small water box once took nonic on 8); the estimate
+       at most T / 4; the forces against exact Ewald at most T. */
     static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
-    static const double edges[3] = {60.0, 25.0, 0.0};
-    static const size_t counts[3] = {200, 400, 216};
+    static const double edges[4] = {60.0, 25.0, 16.0, 0.0};
+    static const size_t counts[4] = {200, 400, 16, 216};
     int s, k;
-    for (s = 0; s < 3; s++) {
-        test_system sys = s < 2 ? test_system_random(counts[s], edges[s], 61 + (unsigned)s)
+    for (s = 0; s < 4; s++) {
+        test_system sys = s < 3 ? test_system_random(counts[s], edges[s], 61 + (unsigned)s)
                                 : test_system_water(counts[s], 3);
         elec_box box = test_system_box(&sys);
         elec_atoms atoms;
@@ -610,7 +610,7 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
         elec_error err;
         double *want = (double *)malloc(3 * sys.count * sizeof *want);
         double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
-        if (s < 2) {
+        if (s < 3) {
             test_system_make_neutral(&sys);
             box = test_box(edges[s], edges[s], edges[s]);
         }
@@ -677,6 +677,28 @@ TEST(msm_refuses_bad_tolerances) {
     EXPECT(elec_msm_params_resolve(&p, 0.0, &r, &err) == ELEC_ERR_UNSUPPORTED,
            "3e-7 at h 2.5 accepted (fit %g)", r.estimate.force);
     printf("     %s\n", err.message);
+    {
+        /* periodic: nonic fixed in a 1.5 A box needs 16 points an edge, and
+           a / h then passes 64 at every a: refused by name, not the
+           defaults' lattice (8 points, too narrow) taken instead; an
+           infinite cutoff refused, not overflowed */
+        double xyz[6] = {0.2, 0.2, 0.2, 1.0, 1.0, 1.0}, q[2] = {1.0, -1.0};
+        elec_atoms two = elec_atoms_from_xyz(2, xyz, q, NULL);
+        elec_box tiny = {{1.5, 1.5, 1.5}};
+        elec_msm_params n = {0};
+        n.tolerance = 1e-3;
+        n.interpolation = ELEC_MSM_NONIC;
+        EXPECT(elec_msm_periodic_params_resolve(&n, &tiny, &two, &r, &err) ==
+                       ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "periodic MSM tolerance") != NULL,
+               "nonic in a 1.5 A box: %s", err.message);
+        printf("     %s\n", err.message);
+        n.interpolation = ELEC_MSM_CUBIC;
+        n.cutoff = HUGE_VAL;
+        EXPECT(elec_msm_periodic_params_resolve(&n, &tiny, &two, &r, &err) ==
+                   ELEC_ERR_INVALID_ARG,
+               "an infinite cutoff: %s", err.message);
+    }
 }
 
 int main(void) {
