@@ -946,11 +946,11 @@ typedef struct elec_msm_params {
                        choice held it for 8 to 1000 random charges at
                        0.001 to 0.03 /A^3, 4 to 30 seeds each): where
                        forces must meet a tolerance on such systems,
-                       SPME's and Ewald's estimates read the atoms.  With both a and
-                       h given the tolerance is
-                       not enforced (estimate.force says what the table
-                       expects); an h outside the table's 1 to 2.5 A is
-                       an extrapolation (measured up to 3.7 times its
+                       SPME's and Ewald's estimates read the atoms.  With
+                       both a and h given the tolerance is not enforced
+                       (estimate.force says what the table expects); an
+                       h outside the table's 1 to 2.5 A is an
+                       extrapolation (measured up to 3.7 times its
                        estimate at 0.5 A)                               */
     double cutoff;  /* a (A); 0 = 12, or chosen from the tolerance          */
     double spacing; /* h, the finest lattice spacing (A); 0 = 2, or chosen  */
@@ -5944,8 +5944,8 @@ static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, doub
 
 /* Whether the finest periodic lattice has as many points along each edge
    as the interpolation's width (4 + 2 order): the GPU's anterpolation, a
-   periodic charge map, needs them, so a choice passes over lattices
-   without (the CPU would wrap the weights; both take one choice). */
+   periodic charge map, needs them, so a choice makes narrower lattices
+   finer (the CPU would wrap the weights; both take one choice). */
 static int elec__pmsm_fits_order(const elec__pmsm_shape *s, int interpolation) {
     const int width = 4 + 2 * interpolation;
     return s->levels > 0 && s->n[0][0] >= width && s->n[0][1] >= width &&
@@ -6060,11 +6060,15 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
    is as uneven as their closest pairs: 20 to 30 seeds of 8 to 64 random
    charges erred up to 24 times the table), and for atoms under 0.01 /A^3,
    as the cube root of the dilution (100 to 300 random charges at 0.003 to
-   0.005 /A^3 erred 3.7 to 5.2 times the table). */
+   0.005 /A^3 erred 3.7 to 5.2 times the table); the larger of the two.
+   Dilute boxes at tight tolerances can so take fine lattices: 8 atoms
+   in a 100 A box at 1e-5 would take 128 points an edge, minutes of the
+   CPU's stencil sums, where exact Ewald takes milliseconds. */
 static double elec__pmsm_aim(const elec_box *box, size_t atoms) {
-    const double n = atoms ? (double)atoms : 1.0;
+    const double n = (double)atoms;
     const double density = n / (box->length[0] * box->length[1] * box->length[2]);
     double aim = 1.0;
+    if (atoms < 2) return 4.0; /* no pair: nothing to err on */
     if (128.0 / n > aim) aim = 128.0 / n;
     if (density < 0.01 && cbrt(0.01 / density) > aim) aim = cbrt(0.01 / density);
     return 4.0 * aim;
@@ -6170,10 +6174,10 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
     if (box && r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !chosen_ok)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "periodic MSM tolerance %g: no power-of-two lattice of this "
-                          "box with the interpolation's width of points an edge, a in "
-                          "[8, 16] A and order (as fixed) meets 1/%.3g of it (%zu atoms; "
-                          "the table's aim); Ewald or SPME read the atoms",
+                          "periodic MSM tolerance %g: no power-of-two lattice within the "
+                          "lattice and stencil limits and the interpolation's width, a and "
+                          "order (as fixed or chosen) meets 1/%.3g of it (%zu atoms) by the "
+                          "periodic forces' table; Ewald or SPME read the atoms",
                           r.tolerance, aim, atoms);
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / aim * 1.000001))

@@ -8495,9 +8495,10 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     *out = NULL;
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if ((status = elec__box_check(box, err)) != ELEC_OK) return status;
+    /* the float floor first: the choice's own refusal would hide it */
+    if ((status = elec__cuda_msm_float_floor(params, err)) != ELEC_OK) return status;
     if ((status = elec_msm_periodic_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
         return status;
-    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
     max_atoms = atoms->count;
     pairs = p.excluded_pair_count;
     if (max_atoms == 0)
