@@ -5888,7 +5888,7 @@ static const double elec__msm_error_fit[4][3] = { /* make msm-table prints it */
    msm-table's second table: random charges at the maps' density in cubes
    of 32 h, so that the power-of-two lattice takes h itself; a = 8 to 16
    A, h = 1 to 2.5 A; the table within 0.80 to 1.27 of it), which the
-   periodic choice reads: at h = 1 A the forces err 1.5 to 3 times the
+   periodic choice reads: at h = 1 A the forces err 1.7 to 5.2 times the
    maps, less steeply in h (cubic h^2.1 where its maps go as h^3.5). */
 static const double elec__msm_periodic_force_fit[4][3] = { /* make msm-table */
     {-0.8392, 2.0671, -2.5284}, /* cubic   */
@@ -5930,7 +5930,8 @@ static double elec__msm_cost(int interpolation, double h, double a, double targe
    by FFT; it takes the CPU's choice. */
 static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, double a,
                               const elec_box *box, size_t atoms) {
-    const double p = 4.0 + 2.0 * interpolation, p3 = p * p * p, n = (double)atoms;
+    const double p = 2.0 * elec_msm_support(interpolation), p3 = p * p * p;
+    const double n = (double)atoms;
     const double density = n / (box->length[0] * box->length[1] * box->length[2]);
     double work = n * (2.0 * p3 + density * 4.18879 * a * a * a);
     int l;
@@ -5943,11 +5944,11 @@ static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, doub
 }
 
 /* Whether the finest periodic lattice has as many points along each edge
-   as the interpolation's width (4 + 2 order): the GPU's anterpolation, a
+   as the interpolation's width (2 elec_msm_support): the GPU's anterpolation, a
    periodic charge map, needs them, so a choice makes narrower lattices
    finer (the CPU would wrap the weights; both take one choice). */
 static int elec__pmsm_fits_order(const elec__pmsm_shape *s, int interpolation) {
-    const int width = 4 + 2 * interpolation;
+    const int width = 2 * elec_msm_support(interpolation);
     return s->levels > 0 && s->n[0][0] >= width && s->n[0][1] >= width &&
            s->n[0][2] >= width;
 }
@@ -5956,7 +5957,7 @@ static int elec__pmsm_fits_order(const elec__pmsm_shape *s, int interpolation) {
    or the shortest edge over the least power of two >= the width (every
    edge then has at least that many points). */
 static double elec__pmsm_fitting_spacing(const elec_box *box, int interpolation, double h) {
-    const int width = 4 + 2 * interpolation;
+    const int width = 2 * elec_msm_support(interpolation);
     double points = 1.0, shortest = box->length[0];
     int axis;
     while (points < (double)width) points *= 2.0;
@@ -6060,10 +6061,12 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
    is as uneven as their closest pairs: 20 to 30 seeds of 8 to 64 random
    charges erred up to 24 times the table), and for atoms under 0.01 /A^3,
    as the cube root of the dilution (100 to 300 random charges at 0.003 to
-   0.005 /A^3 erred 3.7 to 5.2 times the table); the larger of the two.
+   0.005 /A^3 erred 3.6 to 5.2 times the table); the larger of the two.
    Dilute boxes at tight tolerances can so take fine lattices: 8 atoms
-   in a 100 A box at 1e-5 would take 128 points an edge, minutes of the
-   CPU's stencil sums, where exact Ewald takes milliseconds. */
+   in a 100 A box at 1e-5 would take 128 points an edge, about 7e11
+   stencil terms on the CPU, some 6 minutes at the pace the 60 A box of
+   tests/test_tolerance.c measured (3.2e10 in 16 s): exact Ewald is the
+   way there. */
 static double elec__pmsm_aim(const elec_box *box, size_t atoms) {
     const double n = (double)atoms;
     const double density = n / (box->length[0] * box->length[1] * box->length[2]);
