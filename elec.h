@@ -2618,6 +2618,27 @@ static inline void elec__pmsm_stencil_fill(const elec_msm_params *p, const elec_
             }
 }
 
+/* Level l's folded stencil (elec__pmsm_stencil_fill) wrapped onto its
+   lattice, x fastest: wrapped[m] = the sum of the stencil at every offset
+   congruent to m modulo n, so that the lattice cutoff is the circular
+   convolution of the charges with it (the FFTs of the GPU handle and, with
+   FFTW, of elec_cpu_msm_periodic_energy). */
+static inline void elec__pmsm_wrap_stencil(const elec__pmsm_shape *s, int l,
+                                           const double *stencil, double *wrapped) {
+    const int *width = s->stencil_width[l], *n = s->n[l];
+    long sx, sy, sz;
+    memset(wrapped, 0, elec__pmsm_shape_points(s, l) * sizeof *wrapped);
+    for (sz = 0; sz < width[2]; sz++)
+        for (sy = 0; sy < width[1]; sy++)
+            for (sx = 0; sx < width[0]; sx++) {
+                const long mx = elec__pmsm_wrap(s->stencil_first[l][0] + sx, n[0]);
+                const long my = elec__pmsm_wrap(s->stencil_first[l][1] + sy, n[1]);
+                const long mz = elec__pmsm_wrap(s->stencil_first[l][2] + sz, n[2]);
+                wrapped[mx + n[0] * (my + (long)n[1] * mz)] +=
+                    stencil[sx + width[0] * (sy + (long)width[1] * sz)];
+            }
+}
+
 /* The top: the smooth rest g_L(r) = gamma(r/a_L)/a_L summed over all
    images is, in the zero-mean (Ewald) convention, the constant
    C_L = -(1/V) int (1/r - g_L) d^3r = -(4 pi a_L^2 / V) int_0^1 (rho -
@@ -5919,15 +5940,18 @@ static double elec__msm_cost(int interpolation, double h, double a, double targe
            stencil * 8.0 / 7.0 / (h * h * h) / density;
 }
 
-/* Work of one periodic evaluation (multiply-adds) as the CPU does it
-   (elec_cpu.h) for atoms in box on lattices of shape s: anterpolation and
-   interpolation, p^3 each an atom; the short range's partners within a at
-   the box's density; restriction and prolongation, p^3 each a finer
-   point; and each level's stencil sum over its lattice, the stencil
-   folded where it outreaches the box.  Unlike elec__msm_cost it knows the
-   power-of-two lattices (up to twice as fine as h) and the density (a
-   dilute box's lattices outweigh its atoms).  The GPU sums the stencils
-   by FFT; it takes the CPU's choice. */
+/* Work of one periodic evaluation (multiply-adds) in its direct form for
+   atoms in box on lattices of shape s: anterpolation and interpolation,
+   p^3 each an atom; the short range's partners within a at the box's
+   density; restriction and prolongation, p^3 each a finer point (as the
+   GPU does them); and each level's stencil sum over its lattice, the
+   stencil folded where it outreaches the box (as the CPU without FFTW
+   does it).  Unlike elec__msm_cost it knows the power-of-two lattices (up
+   to twice as fine as h) and the density (a dilute box's lattices
+   outweigh its atoms).  The CPU's transfers run axis by axis and, with
+   FFTW, like the GPU's, its larger stencils by FFT (elec_cpu.h), so the
+   figure bounds their work from above; one figure keeps one choice for
+   CPU and GPU, with or without FFTW. */
 static double elec__pmsm_cost(const elec__pmsm_shape *s, int interpolation, double a,
                               const elec_box *box, size_t atoms) {
     const double p = 2.0 * elec_msm_support(interpolation), p3 = p * p * p;

@@ -8142,24 +8142,6 @@ static void elec__pmsm_fft_free(elec__pmsm_fft *fft) {
     memset(fft, 0, sizeof *fft);
 }
 
-/* Level l's stencil wrapped onto its lattice (x fastest), in double. */
-static void elec__pmsm_wrapped_stencil(const elec_msm_params *p, const elec__pmsm_shape *shape,
-                                       int l, double *stencil, double *wrapped) {
-    const int *width = shape->stencil_width[l];
-    const int *n = shape->n[l];
-    elec__pmsm_stencil_fill(p, shape, l, stencil);
-    memset(wrapped, 0, elec__pmsm_shape_points(shape, l) * sizeof *wrapped);
-    for (long sz = 0; sz < width[2]; sz++)
-        for (long sy = 0; sy < width[1]; sy++)
-            for (long sx = 0; sx < width[0]; sx++) {
-                const long mx = elec__pmsm_wrap(shape->stencil_first[l][0] + sx, n[0]);
-                const long my = elec__pmsm_wrap(shape->stencil_first[l][1] + sy, n[1]);
-                const long mz = elec__pmsm_wrap(shape->stencil_first[l][2] + sz, n[2]);
-                wrapped[mx + n[0] * (my + (long)n[1] * mz)] +=
-                    stencil[sx + width[0] * (sy + (long)width[1] * sz)];
-            }
-}
-
 /* The DFT of a wrapped stencil, x fastest over (n_x/2 + 1) n_y n_z
    frequencies, in double on the host.  The stencil is even along each
    axis (K_l depends on |k_x|, |k_y|, |k_z|; wrapping keeps that), so its
@@ -8267,7 +8249,8 @@ static elec_status elec__pmsm_fft_setup(elec__pmsm_fft *fft, const elec_msm_para
         fft->made[l] |= 1;
         ELEC__CUFFT_TRY(cufftPlan3d(&fft->backward[l], n[2], n[1], n[0], CUFFT_C2R));
         fft->made[l] |= 2;
-        elec__pmsm_wrapped_stencil(p, shape, l, stencil, wrapped);
+        elec__pmsm_stencil_fill(p, shape, l, stencil);
+        elec__pmsm_wrap_stencil(shape, l, stencil, wrapped);
         elec__pmsm_stencil_spectrum(wrapped, n, spectrum, work, cosines);
         /* 1/points: cuFFT's inverse is unnormalised */
         for (int k = 0; k < fft->spectrum_points[l]; k++)

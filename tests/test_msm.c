@@ -764,6 +764,217 @@ TEST(periodic_msm_refuses_bad_input) {
                e == 0.0, "no atoms, no energy: %g", e);
 }
 
+/* The hierarchy of a box at spacing h and cutoff a (both given, taken as
+   given), with its lattices and stencils (elec_cpu.h's private setup). */
+static int periodic_hierarchy(double lx, double ly, double lz, double h, double a,
+                              elec_msm_interpolation order, elec__pmsm *m) {
+    const elec_box box = test_box(lx, ly, lz);
+    test_system one = test_system_random(2, lx < ly ? lx : ly, 5);
+    elec_atoms atoms = test_system_atoms(&one);
+    elec_msm_params p = {0}, r;
+    elec_error err;
+    int ok;
+    p.spacing = h;
+    p.cutoff = a;
+    p.interpolation = order;
+    ok = elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK &&
+         elec__pmsm_setup(m, &r, &box, &err) == ELEC_OK;
+    EXPECT(ok, "%g x %g x %g A, h %g, a %g: %s", lx, ly, lz, h, a, err.message);
+    test_system_free(&one);
+    return ok;
+}
+
+static void fill_random(double *v, size_t n, unsigned long long seed) {
+    test_rng rng = test_rng_seeded(seed);
+    size_t i;
+    for (i = 0; i < n; i++) v[i] = 2.0 * test_uniform(&rng) - 1.0;
+}
+
+/* One axis of a transfer from fine point i, written out as the method
+   states it (independent of elec_cpu.h's parity tables): coarse points M
+   = floor(i/2) - (s - 1) + k modulo the coarse count, weights Phi(i/2 -
+   M); the identity where the axis has as many coarse points as fine. */
+static int reference_transfer_axis(long i, int fine_n, int coarse_n, int order, double *w,
+                                   long *index) {
+    const int s = elec_msm_support(order);
+    int k;
+    if (fine_n == coarse_n) {
+        w[0] = 1.0;
+        index[0] = i;
+        return 1;
+    }
+    for (k = 0; k < 2 * s; k++) {
+        const long M = i / 2 - (s - 1) + k;
+        w[k] = elec_msm_basis(0.5 * (double)i - (double)M, order);
+        index[k] = ((M % coarse_n) + coarse_n) % coarse_n;
+    }
+    return 2 * s;
+}
+
+/* Restriction q_c(M) = sum_m Phi(m/2 - M) q_f(m) and prolongation e_f(m) =
+   sum_M Phi(m/2 - M) e_c(M) over the three axes at once. */
+static void reference_transfer(const elec__pmsm_level *f, const elec__pmsm_level *c, int order,
+                               int restrict_up, const double *in, double *out) {
+    long i, j, k;
+    memset(out, 0, (restrict_up ? elec__pmsm_points(c) : elec__pmsm_points(f)) * sizeof *out);
+    for (k = 0; k < f->n[2]; k++)
+        for (j = 0; j < f->n[1]; j++)
+            for (i = 0; i < f->n[0]; i++) {
+                const long fine[3] = {i, j, k};
+                const size_t at = (size_t)(i + f->n[0] * (j + f->n[1] * k));
+                double w[3][ELEC__MSM_MAX_WIDTH];
+                long index[3][ELEC__MSM_MAX_WIDTH];
+                int width[3], axis, a, b, cc;
+                for (axis = 0; axis < 3; axis++)
+                    width[axis] = reference_transfer_axis(fine[axis], f->n[axis], c->n[axis],
+                                                          order, w[axis], index[axis]);
+                for (cc = 0; cc < width[2]; cc++)
+                    for (b = 0; b < width[1]; b++)
+                        for (a = 0; a < width[0]; a++) {
+                            const double weight = w[0][a] * w[1][b] * w[2][cc];
+                            const size_t to = (size_t)(index[0][a] +
+                                                       c->n[0] * (index[1][b] +
+                                                                  c->n[1] * index[2][cc]));
+                            if (restrict_up) out[to] += weight * in[at];
+                            else out[at] += weight * in[to];
+                        }
+            }
+}
+
+static double max_abs(const double *v, size_t n) {
+    double most = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (fabs(v[i]) > most) most = fabs(v[i]);
+    return most;
+}
+
+static double max_difference(const double *a, const double *b, size_t n) {
+    double most = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (fabs(a[i] - b[i]) > most) most = fabs(a[i] - b[i]);
+    return most;
+}
+
+/* Three hierarchies for the lattice tests: a cube whose finest stencil
+   fits its lattice (32^3 points, a 21^3 stencil) and folds further up; a
+   smaller cube at septic whose stencils fold from the start; an elongated
+   box whose short axes fold and come down to one point (the identity
+   transfer) while the long one still halves. */
+typedef struct hierarchy_case {
+    double length[3], h, a;
+    elec_msm_interpolation order;
+} hierarchy_case;
+
+static const hierarchy_case HIERARCHIES[3] = {
+    {{40.0, 40.0, 40.0}, 1.25, 6.0, ELEC_MSM_CUBIC},
+    {{24.0, 24.0, 24.0}, 1.5, 9.0, ELEC_MSM_SEPTIC},
+    {{8.0, 30.0, 12.0}, 1.0, 12.0, ELEC_MSM_QUINTIC},
+};
+
+TEST(periodic_msm_transfers_axis_by_axis_equal_the_3d_sums) {
+    /* Restriction and prolongation run one axis at a time (each weight
+       Phi(m/2 - M) a product over the axes); against the 3-D sums written
+       out, from random lattices, at every level: the same sums in another
+       order, so rounding only (held to 1e-13 of the largest value; 2 s
+       terms an axis of weights below 1). And the two are each other's
+       transpose: <R q, e> = <q, P e>. */
+    int c, l;
+    for (c = 0; c < 3; c++) {
+        const hierarchy_case *hc = &HIERARCHIES[c];
+        elec__pmsm m;
+        if (!periodic_hierarchy(hc->length[0], hc->length[1], hc->length[2], hc->h, hc->a,
+                                hc->order, &m))
+            continue;
+        for (l = 0; l + 1 < m.levels; l++) {
+            elec__pmsm_level *f = &m.level[l], *co = &m.level[l + 1];
+            const size_t nf = elec__pmsm_points(f), nc = elec__pmsm_points(co);
+            double *want = (double *)malloc((nf > nc ? nf : nc) * sizeof *want);
+            double *q = (double *)malloc(nf * sizeof *q), *e = (double *)malloc(nc * sizeof *e);
+            double restricted = 0.0, prolonged = 0.0, scale;
+            size_t i;
+            fill_random(f->q, nf, 11 + (unsigned)l);
+            memcpy(q, f->q, nf * sizeof *q);
+            memset(co->q, 0, nc * sizeof *co->q);
+            elec__pmsm_transfer(&m, l, 1);
+            reference_transfer(f, co, (int)hc->order, 1, f->q, want);
+            scale = max_abs(want, nc);
+            EXPECT(max_difference(co->q, want, nc) <= 1e-13 * scale,
+                   "case %d, level %d to %d: restriction off by %.2e of %.2e", c, l, l + 1,
+                   max_difference(co->q, want, nc), scale);
+            fill_random(co->e, nc, 23 + (unsigned)l);
+            memcpy(e, co->e, nc * sizeof *e);
+            memset(f->e, 0, nf * sizeof *f->e);
+            elec__pmsm_transfer(&m, l, 0);
+            reference_transfer(f, co, (int)hc->order, 0, co->e, want);
+            scale = max_abs(want, nf);
+            EXPECT(max_difference(f->e, want, nf) <= 1e-13 * scale,
+                   "case %d, level %d to %d: prolongation off by %.2e of %.2e", c, l, l + 1,
+                   max_difference(f->e, want, nf), scale);
+            for (i = 0; i < nc; i++) restricted += co->q[i] * e[i];
+            for (i = 0; i < nf; i++) prolonged += q[i] * f->e[i];
+            EXPECT(fabs(restricted - prolonged) <= 1e-12 * fabs(restricted),
+                   "case %d, level %d: <Rq, e> %.15e, <q, Pe> %.15e", c, l, restricted,
+                   prolonged);
+            free(want);
+            free(q);
+            free(e);
+        }
+        printf("     %g x %g x %g A, h %g, a %g: %d levels, finest %d x %d x %d\n",
+               hc->length[0], hc->length[1], hc->length[2], hc->h, hc->a, m.levels,
+               m.level[0].n[0], m.level[0].n[1], m.level[0].n[2]);
+        elec__pmsm_free(&m);
+    }
+}
+
+TEST(periodic_msm_lattice_cutoff_by_fft_equals_the_stencil_sum) {
+    /* With FFTW each level's stencil sum e(m) = sum_k K(k) q(m + k) is the
+       circular convolution of q with the stencil wrapped onto the lattice,
+       taken by FFT where it pays (elec__pmsm_fft_pays).  Against the direct
+       sum from random charges, at every level of the three hierarchies
+       (stencils inside the lattice, folded, and axes of one point), the FFT
+       forced at each: rounding only, O(eps log2 points) of the largest
+       potential; held to 1e-12 of it (measured to 3e-14). */
+#ifndef ELEC_WITH_FFTW
+    SKIP("built without FFTW3: the lattice cutoff is the direct sum only "
+         "(apt-get install libfftw3-dev)");
+#else
+    int c, l;
+    for (c = 0; c < 3; c++) {
+        const hierarchy_case *hc = &HIERARCHIES[c];
+        elec__pmsm m;
+        double worst = 0.0;
+        int by_fft = 0;
+        elec_error err;
+        if (!periodic_hierarchy(hc->length[0], hc->length[1], hc->length[2], hc->h, hc->a,
+                                hc->order, &m))
+            continue;
+        for (l = 0; l < m.levels; l++) {
+            elec__pmsm_level *g = &m.level[l];
+            const size_t n = elec__pmsm_points(g);
+            double *direct = (double *)malloc(n * sizeof *direct), off, scale;
+            fill_random(g->q, n, 31 + (unsigned)l);
+            elec__pmsm_lattice_cutoff(&m, l);
+            memcpy(direct, g->e, n * sizeof *direct);
+            memset(g->e, 0, n * sizeof *g->e);
+            EXPECT(elec__pmsm_lattice_cutoff_fft(&m, l, &err) == ELEC_OK, "%s", err.message);
+            off = max_difference(g->e, direct, n);
+            scale = max_abs(direct, n);
+            EXPECT(off <= 1e-12 * scale, "case %d, level %d (%d x %d x %d): off by %.2e of %.2e",
+                   c, l, g->n[0], g->n[1], g->n[2], off, scale);
+            if (off / scale > worst) worst = off / scale;
+            by_fft += elec__pmsm_fft_pays(&m, l);
+            free(direct);
+        }
+        printf("     %g x %g x %g A: %d levels (%d by FFT in a call), worst %.1e\n",
+               hc->length[0], hc->length[1], hc->length[2], m.levels, by_fft, worst);
+        EXPECT(by_fft > 0, "case %d: no level pays for the FFT", c);
+        elec__pmsm_free(&m);
+    }
+#endif
+}
+
 int main(void) {
     RUN(awkward_lattices_and_far_points_are_safe);
     RUN(bases_interpolate_and_reproduce_polynomials);
@@ -786,5 +997,7 @@ int main(void) {
     RUN(periodic_msm_sums_images_beyond_the_minimum_image);
     RUN(periodic_msm_forces_are_the_gradient_of_its_energy);
     RUN(periodic_msm_refuses_bad_input);
+    RUN(periodic_msm_transfers_axis_by_axis_equal_the_3d_sums);
+    RUN(periodic_msm_lattice_cutoff_by_fft_equals_the_stencil_sum);
     return test_summary();
 }
