@@ -873,6 +873,30 @@ static const hierarchy_case HIERARCHIES[3] = {
     {{8.0, 30.0, 12.0}, 1.0, 12.0, ELEC_MSM_QUINTIC},
 };
 
+/* One transfer between level l and the next from a random input (seed),
+   against the 3-D sums: restriction (restrict_up) from the fine charges
+   to the coarse, prolongation from the coarse potentials to the fine;
+   input and output keep copies of both sides for the transpose test. */
+static void check_transfer(elec__pmsm *m, int l, int order, int restrict_up,
+                           unsigned long long seed, int which, double *input, double *output) {
+    elec__pmsm_level *f = &m->level[l], *c = &m->level[l + 1];
+    const size_t nf = elec__pmsm_points(f), nc = elec__pmsm_points(c);
+    const size_t n_in = restrict_up ? nf : nc, n_out = restrict_up ? nc : nf;
+    double *in = restrict_up ? f->q : c->e, *out = restrict_up ? c->q : f->e;
+    double *want = (double *)malloc(n_out * sizeof *want), scale, off;
+    fill_random(in, n_in, seed);
+    memcpy(input, in, n_in * sizeof *input);
+    memset(out, 0, n_out * sizeof *out);
+    elec__pmsm_transfer(m, l, restrict_up);
+    reference_transfer(f, c, order, restrict_up, in, want);
+    scale = max_abs(want, n_out);
+    off = max_difference(out, want, n_out);
+    EXPECT(off <= 1e-13 * scale, "case %d, levels %d and %d: %s off by %.2e of %.2e", which, l,
+           l + 1, restrict_up ? "restriction" : "prolongation", off, scale);
+    memcpy(output, out, n_out * sizeof *output);
+    free(want);
+}
+
 TEST(periodic_msm_transfers_axis_by_axis_equal_the_3d_sums) {
     /* Restriction and prolongation run one axis at a time (each weight
        Phi(m/2 - M) a product over the axes); against the 3-D sums written
@@ -888,38 +912,23 @@ TEST(periodic_msm_transfers_axis_by_axis_equal_the_3d_sums) {
                                 hc->order, &m))
             continue;
         for (l = 0; l + 1 < m.levels; l++) {
-            elec__pmsm_level *f = &m.level[l], *co = &m.level[l + 1];
-            const size_t nf = elec__pmsm_points(f), nc = elec__pmsm_points(co);
-            double *want = (double *)malloc((nf > nc ? nf : nc) * sizeof *want);
-            double *q = (double *)malloc(nf * sizeof *q), *e = (double *)malloc(nc * sizeof *e);
-            double restricted = 0.0, prolonged = 0.0, scale;
+            const size_t nf = elec__pmsm_points(&m.level[l]);
+            const size_t nc = elec__pmsm_points(&m.level[l + 1]);
+            double *q = (double *)malloc(nf * sizeof *q), *rq = (double *)malloc(nc * sizeof *rq);
+            double *e = (double *)malloc(nc * sizeof *e), *pe = (double *)malloc(nf * sizeof *pe);
+            double restricted = 0.0, prolonged = 0.0;
             size_t i;
-            fill_random(f->q, nf, 11 + (unsigned)l);
-            memcpy(q, f->q, nf * sizeof *q);
-            memset(co->q, 0, nc * sizeof *co->q);
-            elec__pmsm_transfer(&m, l, 1);
-            reference_transfer(f, co, (int)hc->order, 1, f->q, want);
-            scale = max_abs(want, nc);
-            EXPECT(max_difference(co->q, want, nc) <= 1e-13 * scale,
-                   "case %d, level %d to %d: restriction off by %.2e of %.2e", c, l, l + 1,
-                   max_difference(co->q, want, nc), scale);
-            fill_random(co->e, nc, 23 + (unsigned)l);
-            memcpy(e, co->e, nc * sizeof *e);
-            memset(f->e, 0, nf * sizeof *f->e);
-            elec__pmsm_transfer(&m, l, 0);
-            reference_transfer(f, co, (int)hc->order, 0, co->e, want);
-            scale = max_abs(want, nf);
-            EXPECT(max_difference(f->e, want, nf) <= 1e-13 * scale,
-                   "case %d, level %d to %d: prolongation off by %.2e of %.2e", c, l, l + 1,
-                   max_difference(f->e, want, nf), scale);
-            for (i = 0; i < nc; i++) restricted += co->q[i] * e[i];
-            for (i = 0; i < nf; i++) prolonged += q[i] * f->e[i];
+            check_transfer(&m, l, (int)hc->order, 1, 11 + (unsigned)l, c, q, rq);
+            check_transfer(&m, l, (int)hc->order, 0, 23 + (unsigned)l, c, e, pe);
+            for (i = 0; i < nc; i++) restricted += rq[i] * e[i];
+            for (i = 0; i < nf; i++) prolonged += q[i] * pe[i];
             EXPECT(fabs(restricted - prolonged) <= 1e-12 * fabs(restricted),
                    "case %d, level %d: <Rq, e> %.15e, <q, Pe> %.15e", c, l, restricted,
                    prolonged);
-            free(want);
             free(q);
+            free(rq);
             free(e);
+            free(pe);
         }
         printf("     %g x %g x %g A, h %g, a %g: %d levels, finest %d x %d x %d\n",
                hc->length[0], hc->length[1], hc->length[2], hc->h, hc->a, m.levels,
