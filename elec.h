@@ -1004,14 +1004,19 @@ ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
    power of two points along each edge, the edge over the least that makes
    the spacing no coarser than h, so h becomes up to twice as fine.  With a
    tolerance, each candidate is costed on the lattices it would take and
-   the box's density (the CPU's work: every level's stencil sum, the short
-   range, the weights) and its error estimated at the spacing they take by
-   the periodic forces' own table (make msm-table), at most a quarter of
-   the tolerance (less for few or dilute atoms: elec__pmsm_aim); lattices
-   too narrow for the interpolation are made finer (the GPU needs its
-   width of points an edge).  out->spacing is the lattice's spacing (the
-   caller's where fixed), out->estimate.force that estimate;
-   ELEC_ERR_UNSUPPORTED, naming the reason, where nothing meets it. */
+   the box's density (the direct work: every level's stencil sum, the
+   short range, the weights) and its error estimated at the spacing they
+   take by the periodic forces' own table (make msm-table), at most a
+   quarter of the tolerance (less for few or dilute atoms, or for forces
+   small for their charges, as a crystal's near its sites:
+   elec__pmsm_aim); lattices too narrow for the interpolation are made
+   finer (the GPU needs its width of points an edge).  The atoms'
+   positions and charges are read (the forces' probe of the SPME
+   estimates), and the excluded pairs in `in` checked.  out->spacing is
+   the lattice's spacing (the caller's where fixed), out->estimate.force
+   the table's error times how much more these atoms err
+   (elec__pmsm_arrangement); ELEC_ERR_UNSUPPORTED, naming the reason,
+   where nothing meets it. */
 ELEC_API elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
                                                       const elec_box *box,
                                                       const elec_atoms *atoms,
@@ -6078,6 +6083,10 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
     memset(lattices, 0, sizeof *lattices);
 }
 
+static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_box *box,
+                                          const elec_msm_params *in, double *factor,
+                                          elec_error *err);
+
 /* The periodic choice's aim: the fitted error at most the tolerance over
    this.  A quarter (water's forces err up to 2.6 times the periodic table,
    whose random charges are at 0.047 /A^3, thousands of them); less for
@@ -6085,16 +6094,19 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
    is as uneven as their closest pairs: 20 to 30 seeds of 8 to 64 random
    charges erred up to 24 times the table), and for atoms under 0.01 /A^3,
    as the cube root of the dilution (100 to 300 random charges at 0.003 to
-   0.005 /A^3 erred 3.6 to 5.2 times the table); the larger of the two.
+   0.005 /A^3 erred 3.6 to 5.2 times the table); and for forces small for
+   their charges, as a crystal's near its sites, by how much more they err
+   (elec__pmsm_arrangement): the largest of the three, as each stands for
+   forces smaller than the table's (few or dilute atoms have few close
+   pairs).
    Dilute boxes at tight tolerances can so take fine lattices: 8 atoms
-   in a 100 A box at 1e-5 would take 128 points an edge, about 7e11
-   stencil terms on the CPU, some 6 minutes at the pace the 60 A box of
-   tests/test_tolerance.c measured (3.2e10 in 16 s): exact Ewald is the
-   way there. */
-static double elec__pmsm_aim(const elec_box *box, size_t atoms) {
+   in a 100 A box at 1e-5 take 128 points an edge, 0.21 s on the CPU with
+   FFTW; without it about 7e11 stencil terms, some 6 minutes at the pace
+   the 60 A box of tests/test_tolerance.c measured (3.2e10 in 16 s). */
+static double elec__pmsm_aim(const elec_box *box, size_t atoms, double arrangement) {
     const double n = (double)atoms;
     const double density = n / (box->length[0] * box->length[1] * box->length[2]);
-    double aim = 1.0;
+    double aim = arrangement > 1.0 ? arrangement : 1.0;
     if (atoms < 2) return 4.0; /* no pair: nothing to err on */
     if (128.0 / n > aim) aim = 128.0 / n;
     if (density < 0.01 && cbrt(0.01 / density) > aim) aim = cbrt(0.01 / density);
@@ -6102,15 +6114,17 @@ static double elec__pmsm_aim(const elec_box *box, size_t atoms) {
 }
 
 /* elec_msm_params_resolve, and for the periodic hierarchy (box not NULL)
-   elec_msm_periodic_params_resolve. */
+   elec_msm_periodic_params_resolve, whose atoms' forces err `arrangement`
+   times as much as the table's random charges (elec__pmsm_arrangement; 1
+   for the non-periodic calls, which read no atoms). */
 static elec_status elec__msm_resolve(const elec_msm_params *in, double points_per_atom,
-                                     const elec_box *box, size_t atoms, elec_msm_params *out,
-                                     elec_error *err) {
+                                     const elec_box *box, size_t atoms, double arrangement,
+                                     elec_msm_params *out, elec_error *err) {
     /* the choice aims at a third of the tolerance (a water box's maps err
        2.4 times the table's random charges); the periodic one at a quarter
        (water's forces err up to 2.6 times its table) and lower for few or
        dilute atoms (elec__pmsm_aim) */
-    const double aim = box ? elec__pmsm_aim(box, atoms) : 3.0;
+    const double aim = box ? elec__pmsm_aim(box, atoms, arrangement) : 3.0;
     int chosen_ok = 0;
     elec_msm_params r;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
@@ -6138,7 +6152,7 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
             elec__msm_choose(&chosen, r.tolerance / aim, points_per_atom, box, atoms);
         if (error >= 0.0) {
             r = chosen;
-            r.estimate.force = error;
+            r.estimate.force = error * arrangement;
             chosen_ok = 1;
         }
     }
@@ -6160,7 +6174,8 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         double h = r.spacing;
         if (box && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
             h = elec__pmsm_spacing(&shape);
-        r.estimate.force = elec__msm_error_model(box != NULL, (int)r.interpolation, h, r.cutoff);
+        r.estimate.force = arrangement * elec__msm_error_model(box != NULL, (int)r.interpolation,
+                                                              h, r.cutoff);
     }
     /* the checks */
     if (!elec__finite(r.scale))
@@ -6200,14 +6215,22 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
        may be too narrow for the interpolation) */
     if (box && r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !chosen_ok)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "periodic MSM tolerance %g: no power-of-two lattice within the "
-                          "lattice and stencil limits and the interpolation's width, a and "
-                          "order (as fixed or chosen) meets 1/%.3g of it (%zu atoms) by the "
-                          "periodic forces' table; Ewald or SPME read the atoms",
-                          r.tolerance, aim, atoms);
+        return arrangement > 1.0
+                   ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "periodic MSM tolerance %g: no power-of-two lattice, a and "
+                                "order within the limits meets 1/%.3g of it by its table (%zu "
+                                "atoms, whose forces err %.3g times the table's for their "
+                                "charges: a crystal near its sites?); Ewald or SPME",
+                                r.tolerance, aim, atoms, arrangement)
+                   : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "periodic MSM tolerance %g: no power-of-two lattice within the "
+                                "lattice and stencil limits and the interpolation's width, a "
+                                "and order (as fixed or chosen) meets 1/%.3g of it (%zu atoms) "
+                                "by the periodic forces' table; Ewald or SPME read the atoms",
+                                r.tolerance, aim, atoms);
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
-        !(r.estimate.force > 0.0 && r.estimate.force <= r.tolerance / aim * 1.000001))
+        !(r.estimate.force > 0.0 &&
+          r.estimate.force / arrangement <= r.tolerance / aim * 1.000001))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
                           "interpolation (within what was fixed) meets it by the "
@@ -6222,17 +6245,23 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
 ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
                                              double points_per_atom,
                                              elec_msm_params *out, elec_error *err) {
-    return elec__msm_resolve(in, points_per_atom, NULL, 0, out, err);
+    return elec__msm_resolve(in, points_per_atom, NULL, 0, 1.0, out, err);
 }
 
 ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
                                                       const elec_box *box,
                                                       const elec_atoms *atoms,
                                                       elec_msm_params *out, elec_error *err) {
+    elec_msm_params defaults;
     elec_status s;
+    double arrangement;
+    memset(&defaults, 0, sizeof defaults);
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
-    return elec__msm_resolve(in, 1.0, box, atoms->count, out, err);
+    if ((s = elec__pmsm_arrangement(atoms, box, in ? in : &defaults, &arrangement, err)) !=
+        ELEC_OK)
+        return s;
+    return elec__msm_resolve(in, 1.0, box, atoms->count, arrangement, out, err);
 }
 
 
@@ -6606,6 +6635,56 @@ cleanup:
     ELEC_FREE(excl_start);
     ELEC_FREE(excl_list);
     return status;
+}
+
+/* How many times the table's relative error periodic MSM's forces err for
+   these atoms, at least 1.  Its absolute force error goes with the force
+   F = <q^2> (n / V)^(2/3) between two RMS charges at the mean spacing,
+   whatever their arrangement; its relative error divides that by the
+   atoms' RMS force (elec__charge_stats' probe: at least F / 100).  That
+   ratio, kappa = force_rms / F, is 7.6 to 67 for random charges (their
+   close pairs, which the short range sums exactly), 4.4 for water, and
+   0.74, 0.22, 0.065 and 0.022 for rock salt displaced 0.3, 0.1, 0.03 and
+   0.01 A RMS from its sites, whose forces then erred up to 3.1, 6.3, 17
+   and 50 times the tolerance (2026-12-04).  Over rock salt (3^3 to 5^3
+   cells, 0.01 to 1 A), CsCl (5^3, 0.01 to 0.3 A) and water, the error
+   times kappa over the fit, C, was up to 17 (CsCl at 0.3 A), and CsCl's
+   grew at the finer choices this factor makes.  The factor is
+   ELEC__PMSM_KAPPA_REFERENCE / kappa: with it every error came to at most
+   0.78 of the tolerance (CsCl at 0.01 A, 1e-4), or the tolerance was
+   refused.  Water takes 2.3 (its errors 0.12 to 0.24 of the tolerance,
+   0.17 to 0.58 before); random charges at 0.01 /A^3 and more mostly
+   none.  A perfect crystal's forces vanish (kappa at the probe's floor,
+   0.01): a factor of 1000, so that only loose tolerances are met. */
+#define ELEC__PMSM_KAPPA_REFERENCE 10.0
+static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_box *box,
+                                          const elec_msm_params *in, double *factor,
+                                          elec_error *err) {
+    const double n = (double)atoms->count;
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    elec__charge_stats st;
+    double typical, kappa;
+    elec_status s;
+    *factor = 1.0;
+    /* under 0.01 /A^3 the mean spacing (4.6 A there) nears the probe's
+       reach and its sum sees few pairs or none (8 random charges in a 20
+       A box: floored, a factor of 1000, refusing what the dilution's aim
+       meets); elec__pmsm_aim's dilution factor stands there */
+    if (atoms->count < 2 || n / volume < 0.01) return ELEC_OK;
+    if (in->excluded_pair_count > 0 && !in->excluded_pairs)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu excluded pairs but no array",
+                          in->excluded_pair_count);
+    if ((s = elec__exclusions_check(in->excluded_pairs, in->excluded_pair_count, atoms->count,
+                                    err)) != ELEC_OK)
+        return s;
+    if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
+                                   &st, err)) != ELEC_OK)
+        return s;
+    typical = st.q2 / n * pow(n / volume, 2.0 / 3.0);
+    if (!(typical > 0.0) || !(st.force_rms > 0.0)) return ELEC_OK; /* no charge */
+    kappa = st.force_rms / typical;
+    if (kappa < ELEC__PMSM_KAPPA_REFERENCE) *factor = ELEC__PMSM_KAPPA_REFERENCE / kappa;
+    return ELEC_OK;
 }
 
 /* Kolafa and Perram's real-space errors (absolute, unscaled): the RMS force

@@ -299,8 +299,9 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
    create resolves params once (elec_msm_params_resolve, as the CPU's
    periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is
    refused), on the first device of params.gpus; its atoms' count is the
-   most a compute may take (their positions are not used); the excluded
-   pairs are copied.  compute only enqueues work on `stream` (no
+   most a compute may take (their positions and charges inform the
+   tolerance's choice and estimate, elec_msm_periodic_params_resolve); the
+   excluded pairs are copied.  compute only enqueues work on `stream` (no
    allocation, no host transfer, no synchronisation: it can be captured in
    a CUDA graph); one compute at a time per handle.  d_xyzq: n float4
    (x, y, z, q) in A and e, anywhere (wrapped on the device, in float: keep

@@ -275,6 +275,31 @@ static inline test_system test_system_nacl(int cells, double a) {
     return s;
 }
 
+/* Caesium chloride: cells^3 cubic cells of edge a, Cs+ at each corner
+   and Cl- at each centre (a = 4.12 A). */
+static inline test_system test_system_cscl(int cells, double a) {
+    size_t n = cells > 0 ? 2 * (size_t)cells * (size_t)cells * (size_t)cells : 0;
+    test_system s = sys__alloc(n);
+    size_t atom = 0;
+    int cx, cy, cz, axis;
+    for (cz = 0; cz < cells; cz++)
+        for (cy = 0; cy < cells; cy++)
+            for (cx = 0; cx < cells; cx++) {
+                const int cell[3] = {cx, cy, cz};
+                for (axis = 0; axis < 3; axis++) {
+                    s.xyz[3 * atom + axis] = cell[axis] * a;
+                    s.xyz[3 * (atom + 1) + axis] = (cell[axis] + 0.5) * a;
+                }
+                s.charge[atom] = 1.0;
+                s.radius[atom] = 1.7;
+                s.charge[atom + 1] = -1.0;
+                s.radius[atom + 1] = 1.8;
+                atom += 2;
+            }
+    s.box[0] = s.box[1] = s.box[2] = cells * a;
+    return s;
+}
+
 /* n points on a sphere of the given radius about centre, spread by the
    Fibonacci spiral, with their outward unit normals (3 n values each):
    the surfaces of the ALPB tests. */

@@ -594,9 +594,11 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
        aims lower) and 216 water molecules in their 18.6 A box: the spacing
        reported is the lattice's, L / 2^k, with at least the
        interpolation's width of points an edge (the GPU's anterpolation
-       needs them: the small water box once took nonic on 8); the estimate
-       at most the aim's share of T (elec__pmsm_aim: a quarter, less for
-       few or dilute atoms); the forces against exact Ewald at most T. */
+       needs them: the small water box once took nonic on 8); the fit at
+       most the aim's share of T (elec__pmsm_aim: a quarter, less for few
+       or dilute atoms or small forces) and the estimate, the fit times
+       how much more these atoms err (elec__pmsm_arrangement), at most a
+       quarter; the forces against exact Ewald at most T. */
     static const double tolerances[3] = {1e-3, 1e-4, 1e-5};
     static const double edges[4] = {60.0, 25.0, 16.0, 0.0};
     static const size_t counts[4] = {200, 400, 16, 216};
@@ -621,7 +623,7 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
                err.message);
         for (k = 0; k < 3; k++) {
             elec_msm_params p = {0}, r;
-            double points, error;
+            double points, error, arrangement, aim;
             p.tolerance = tolerances[k];
             EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK,
                    "%s", err.message);
@@ -630,13 +632,17 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
                        points >= 4.0 + 2.0 * (double)r.interpolation - 1e-9,
                    "spacing %.6f A: %g points an edge, not a power of two of at least the "
                    "interpolation's width %d", r.spacing, points, 4 + 2 * (int)r.interpolation);
-            EXPECT(r.estimate.force <= tolerances[k] / elec__pmsm_aim(&box, sys.count) * 1.000001,
-                   "estimate %.3e over the aim 1/%g", r.estimate.force,
-                   elec__pmsm_aim(&box, sys.count));
+            EXPECT(elec__pmsm_arrangement(&atoms, &box, &p, &arrangement, &err) == ELEC_OK,
+                   "%s", err.message);
+            aim = elec__pmsm_aim(&box, sys.count, arrangement);
+            EXPECT(r.estimate.force / arrangement <= tolerances[k] / aim * 1.000001 &&
+                       r.estimate.force <= tolerances[k] / 4.0 * 1.000001,
+                   "estimate %.3e (the fit times %.3g) over the aim 1/%g or a quarter",
+                   r.estimate.force, arrangement, aim);
             EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, got, NULL, &err) ==
                        ELEC_OK, "%s", err.message);
             error = test_rel_rms(got, want, 3 * sys.count);
-            printf("     %zu atoms, %.1f A box, T %.0e: %s h %.4f a %.1f (fit %.1e): forces "
+            printf("     %zu atoms, %.1f A box, T %.0e: %s h %.4f a %.1f (estimate %.1e): forces "
                    "%.2e\n", sys.count, box.length[0], tolerances[k], msm_name(r.interpolation),
                    r.spacing, r.cutoff, r.estimate.force, error);
             EXPECT(error <= tolerances[k], "forces %.3e > %g", error, tolerances[k]);
@@ -644,6 +650,74 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
         free(want);
         free(got);
         test_system_free(&sys);
+    }
+}
+
+TEST(periodic_msm_reads_how_small_the_forces_are) {
+    /* Periodic MSM's absolute force error goes with the charges and their
+       density, not with the forces: ions near their crystal sites feel
+       small forces, so the relative error grows as they come closer (rock
+       salt displaced 0.1 A RMS erred 6.3 times a tolerance of 1e-4, 0.01 A
+       50 times, before the choice read the atoms).  The choice scales its
+       estimate by the probe's forces (elec__pmsm_arrangement): rock salt
+       3^3 displaced 0.1 and 0.01 A, CsCl 5^3 displaced 0.1 A, at 1e-3 and
+       1e-4, forces against exact Ewald at most T and the estimate at least
+       ten times the table's fit; rock salt 4^3 at 0.01 A at 1e-5 out of
+       reach, refused with the reason. */
+    static const double tolerances[2] = {1e-3, 1e-4};
+    static const double displaced[3] = {0.1, 0.01, 0.1};
+    int c, k;
+    for (c = 0; c < 3; c++) {
+        test_system sys = c < 2 ? test_system_nacl(3, 5.64) : test_system_cscl(5, 4.12);
+        const elec_box box = test_system_box(&sys);
+        elec_atoms atoms;
+        elec_ewald_params e = {0};
+        elec_ewald_terms terms;
+        elec_error err;
+        double *want = (double *)malloc(3 * sys.count * sizeof *want);
+        double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
+        test_system_displace(&sys, displaced[c], 7 + (unsigned)c);
+        atoms = test_system_atoms(&sys);
+        e.tolerance = 1e-12;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &terms, want, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        for (k = 0; k < 2; k++) {
+            elec_msm_params p = {0}, r;
+            double error, fit;
+            p.tolerance = tolerances[k];
+            EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK,
+                   "%s", err.message);
+            fit = elec__msm_error_model(1, (int)r.interpolation, r.spacing, r.cutoff);
+            EXPECT(r.estimate.force >= 10.0 * fit, "estimate %.2e, the table's fit %.2e",
+                   r.estimate.force, fit);
+            EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, got, NULL, &err) ==
+                       ELEC_OK, "%s", err.message);
+            error = test_rel_rms(got, want, 3 * sys.count);
+            printf("     %s, %.2f A RMS from its sites, T %.0e: %s h %.3f a %.1f (estimate "
+                   "%.1e, the fit %.1e): forces %.2e\n", c < 2 ? "NaCl 3^3" : "CsCl 5^3",
+                   displaced[c], tolerances[k], msm_name(r.interpolation), r.spacing, r.cutoff,
+                   r.estimate.force, fit, error);
+            EXPECT(error <= tolerances[k], "forces %.3e > %g", error, tolerances[k]);
+        }
+        free(want);
+        free(got);
+        test_system_free(&sys);
+    }
+    {
+        test_system salt = test_system_nacl(4, 5.64);
+        const elec_box box = test_system_box(&salt);
+        elec_atoms atoms;
+        elec_msm_params p = {0}, r;
+        elec_error err;
+        test_system_displace(&salt, 0.01, 3);
+        atoms = test_system_atoms(&salt);
+        p.tolerance = 1e-5;
+        EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) ==
+                       ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "crystal near its sites"),
+               "rock salt 0.01 A from its sites at 1e-5: %s", err.message);
+        printf("     %s\n", err.message);
+        test_system_free(&salt);
     }
 }
 
@@ -725,6 +799,7 @@ int main(void) {
     RUN(ewald_refuses_bad_tolerances);
     RUN(msm_tolerance_holds_for_maps_and_forces);
     RUN(periodic_msm_chooses_on_its_power_of_two_lattices);
+    RUN(periodic_msm_reads_how_small_the_forces_are);
     RUN(msm_refuses_bad_tolerances);
     return test_summary();
 }
