@@ -930,23 +930,22 @@ typedef struct elec_msm_params {
                        elec__msm_error_model: the README's table) is at
                        most a third of it; the periodic hierarchy by its
                        forces' own table, at most a quarter (less for
-                       under 128 atoms or 0.01 /A^3), on the power-of-two
-                       lattices it takes and the box's density
+                       under 128 atoms or 0.01 /A^3, or forces small for
+                       their charges), on the power-of-two lattices it
+                       takes and the box's density, reading the atoms
                        (elec_msm_periodic_params_resolve).
                        Refused where the table does not reach (below
                        ELEC_MSM_TOLERANCE_FLOOR) and, on the GPU, below
                        ELEC_MSM_GPU_TOLERANCE_FLOOR.  The tables were
-                       measured on random charges, and the choice reads
-                       nothing of the atoms but their density: maps and
+                       measured on random charges, and the non-periodic
+                       choice reads nothing of the atoms: maps and
                        potentials keep it on every system an audit tried
                        (crystals, droplets, slabs, a few atoms), but
                        forces that nearly cancel (an ionic crystal near
                        its sites) or a few dilute charges measured up to
-                       3 times the tolerance (non-periodic; the periodic
-                       choice held it for 8 to 1000 random charges at
-                       0.001 to 0.03 /A^3, 4 to 30 seeds each): where
-                       forces must meet a tolerance on such systems,
-                       SPME's and Ewald's estimates read the atoms.  With
+                       3 times the tolerance: where non-periodic forces
+                       must meet a tolerance on such systems, SPME's and
+                       Ewald's estimates read the atoms.  With
                        both a and h given the tolerance is not enforced
                        (estimate.force says what the table expects); an
                        h outside the table's 1 to 2.5 A is an
@@ -963,7 +962,10 @@ typedef struct elec_msm_params {
     elec_progress_fn progress;
     void *progress_user;
     elec_error_estimate estimate; /* out: estimate.force is the fitted
-                                     relative error of the choice        */
+                                     relative error of the choice (the
+                                     periodic one's with a tolerance:
+                                     times how much more these atoms
+                                     err, elec__pmsm_arrangement)        */
     size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
     /* Periodic energies (elec_cpu_msm_periodic_energy, the GPU's periodic
        handle): atom index pairs (i, j), flattened, whose Coulomb term is
@@ -6219,8 +6221,8 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
                    ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice, a and "
                                 "order within the limits meets 1/%.3g of it by its table (%zu "
-                                "atoms, whose forces err %.3g times the table's for their "
-                                "charges: a crystal near its sites?); Ewald or SPME",
+                                "atoms, their forces small for their charges: %.3g times its "
+                                "error; a crystal near its sites?); Ewald or SPME",
                                 r.tolerance, aim, atoms, arrangement)
                    : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice within the "
@@ -6252,14 +6254,18 @@ ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
                                                       const elec_box *box,
                                                       const elec_atoms *atoms,
                                                       elec_msm_params *out, elec_error *err) {
-    elec_msm_params defaults;
     elec_status s;
-    double arrangement;
-    memset(&defaults, 0, sizeof defaults);
+    double arrangement = 1.0;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
-    if ((s = elec__pmsm_arrangement(atoms, box, in ? in : &defaults, &arrangement, err)) !=
-        ELEC_OK)
+    if (in && in->excluded_pair_count > 0 &&
+        (s = elec__exclusions_check(in->excluded_pairs, in->excluded_pair_count, atoms->count,
+                                    err)) != ELEC_OK)
+        return s;
+    /* the probe where a tolerance is to be met (it costs a pass over the
+       pairs within 6 A) */
+    if (in && in->tolerance > 0.0 &&
+        (s = elec__pmsm_arrangement(atoms, box, in, &arrangement, err)) != ELEC_OK)
         return s;
     return elec__msm_resolve(in, 1.0, box, atoms->count, arrangement, out, err);
 }
@@ -6639,48 +6645,46 @@ cleanup:
 
 /* How many times the table's relative error periodic MSM's forces err for
    these atoms, at least 1.  Its absolute force error goes with the force
-   F = <q^2> (n / V)^(2/3) between two RMS charges at the mean spacing,
-   whatever their arrangement; its relative error divides that by the
-   atoms' RMS force (elec__charge_stats' probe: at least F / 100).  That
-   ratio, kappa = force_rms / F, is 7.6 to 67 for random charges (their
-   close pairs, which the short range sums exactly), 4.4 for water, and
-   0.74, 0.22, 0.065 and 0.022 for rock salt displaced 0.3, 0.1, 0.03 and
-   0.01 A RMS from its sites, whose forces then erred up to 3.1, 6.3, 17
-   and 50 times the tolerance (2026-12-04).  Over rock salt (3^3 to 5^3
-   cells, 0.01 to 1 A), CsCl (5^3, 0.01 to 0.3 A) and water, the error
-   times kappa over the fit, C, was up to 17 (CsCl at 0.3 A), and CsCl's
-   grew at the finer choices this factor makes.  The factor is
-   ELEC__PMSM_KAPPA_REFERENCE / kappa: with it every error came to at most
-   0.78 of the tolerance (CsCl at 0.01 A, 1e-4), or the tolerance was
-   refused.  Water takes 2.3 (its errors 0.12 to 0.24 of the tolerance,
-   0.17 to 0.58 before); random charges at 0.01 /A^3 and more mostly
-   none.  A perfect crystal's forces vanish (kappa at the probe's floor,
-   0.01): a factor of 1000, so that only loose tolerances are met. */
+   F = <q^2> rho^(2/3) between two RMS charges at their mean spacing (rho
+   the atoms over the probe's error_volume: the box's density, more where
+   they crowd, as a slab in vacuum), whatever their arrangement; its
+   relative error divides that by the atoms' RMS force (elec__charge_stats'
+   probe, at least F / 100).  That ratio, kappa = force_rms / F, is 7.6 to
+   67 for random charges (their close pairs, which the short range sums
+   exactly), 4.4 for water (0.6 with its excluded pairs), and 0.74, 0.22,
+   0.065 and 0.022 for rock salt displaced 0.3, 0.1, 0.03 and 0.01 A RMS
+   from its sites, whose forces then erred up to 3.1, 6.3, 17 and 50 times
+   the tolerance (2026-12-04).  Over rock salt (3^3 to 5^3 cells, 0.01 to
+   1 A), CsCl (5^3, 0.01 to 0.3 A) and water, the error times kappa over
+   the fit, C, was up to 17 (CsCl at 0.3 A), and CsCl's grew at the finer
+   choices this factor makes.  The factor is ELEC__PMSM_KAPPA_REFERENCE /
+   kappa: with it every error came to at most 0.86 of the tolerance (an
+   ionic-liquid-like mix at 1e-5, a review's), or the tolerance was
+   refused.  Water takes 2.3, with its excluded pairs 17 (it missed by
+   1.45 to 4 times before); random charges at 0.01 /A^3 and more mostly
+   none.  Where the forces are under the probe's floor (a perfect
+   crystal's vanish) the factor is 1000 and the tolerance is met relative
+   to that floor, F / 100, as SPME's and Ewald's estimates take it.  Under
+   0.01 /A^3 (rho) the mean spacing nears the probe's 6 A reach and its
+   sum sees few pairs or none (8 random charges in a 20 A box: floored, a
+   factor of 1000, refusing what the dilution's aim meets): 1 there, and
+   elec__pmsm_aim's dilution factor stands. */
 #define ELEC__PMSM_KAPPA_REFERENCE 10.0
 static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_box *box,
                                           const elec_msm_params *in, double *factor,
                                           elec_error *err) {
     const double n = (double)atoms->count;
-    const double volume = box->length[0] * box->length[1] * box->length[2];
     elec__charge_stats st;
-    double typical, kappa;
+    double density, typical, kappa;
     elec_status s;
     *factor = 1.0;
-    /* under 0.01 /A^3 the mean spacing (4.6 A there) nears the probe's
-       reach and its sum sees few pairs or none (8 random charges in a 20
-       A box: floored, a factor of 1000, refusing what the dilution's aim
-       meets); elec__pmsm_aim's dilution factor stands there */
-    if (atoms->count < 2 || n / volume < 0.01) return ELEC_OK;
-    if (in->excluded_pair_count > 0 && !in->excluded_pairs)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu excluded pairs but no array",
-                          in->excluded_pair_count);
-    if ((s = elec__exclusions_check(in->excluded_pairs, in->excluded_pair_count, atoms->count,
-                                    err)) != ELEC_OK)
-        return s;
+    if (atoms->count < 2) return ELEC_OK;
     if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
                                    &st, err)) != ELEC_OK)
         return s;
-    typical = st.q2 / n * pow(n / volume, 2.0 / 3.0);
+    density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
+    if (density < 0.01) return ELEC_OK;
+    typical = st.q2 / n * pow(density, 2.0 / 3.0);
     if (!(typical > 0.0) || !(st.force_rms > 0.0)) return ELEC_OK; /* no charge */
     kappa = st.force_rms / typical;
     if (kappa < ELEC__PMSM_KAPPA_REFERENCE) *factor = ELEC__PMSM_KAPPA_REFERENCE / kappa;

@@ -894,6 +894,50 @@ TEST(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it) {
     test_system_free(&water);
 }
 
+TEST(periodic_gpu_msm_meets_the_tolerance_for_crystals_near_their_sites) {
+    REQUIRE_GPU();
+    /* Ions near their crystal sites feel small forces for their charges,
+       and the choice aims lower for them (elec__pmsm_arrangement); the
+       handle's float arithmetic errs relative to the charges' forces as
+       well.  Rock salt 3^3 displaced 0.1 and 0.01 A RMS and CsCl 5^3
+       displaced 0.1 A, at T = 1e-3 and 1e-4: the GPU's forces against
+       exact Ewald at most T (tests/test_tolerance.c's CPU check, on the
+       device). */
+    static const double tolerances[2] = {1e-3, 1e-4};
+    static const double displaced[3] = {0.1, 0.01, 0.1};
+    for (int c = 0; c < 3; c++) {
+        test_system sys = c < 2 ? test_system_nacl(3, 5.64) : test_system_cscl(5, 4.12);
+        const elec_box box = test_system_box(&sys);
+        elec_ewald_params ewald = {0};
+        elec_ewald_terms truth;
+        elec_error err;
+        double *f = (double *)malloc(3 * sys.count * sizeof(double));
+        double *fe = (double *)malloc(3 * sys.count * sizeof(double));
+        test_system_displace(&sys, displaced[c], 7 + (unsigned)c);
+        elec_atoms atoms = test_system_atoms(&sys);
+        ewald.tolerance = 1e-12;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &ewald, &truth, fe, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        for (int k = 0; k < 2; k++) {
+            elec_msm_params p = {0}, r = {0};
+            double e = 0.0;
+            p.tolerance = tolerances[k];
+            EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+                   err.message);
+            EXPECT(pmsm_gpu(&sys, &box, &p, &e, f, NULL, &err) == ELEC_OK, "%s", err.message);
+            const double df = rel_diff(f, fe, 3 * sys.count);
+            printf("     %s %.2f A from its sites, T %.0e: order %d h %.3f a %.1f (estimate "
+                   "%.1e): forces %.2e against Ewald\n", c < 2 ? "NaCl 3^3" : "CsCl 5^3",
+                   displaced[c], tolerances[k], (int)r.interpolation, r.spacing, r.cutoff,
+                   r.estimate.force, df);
+            EXPECT(df <= tolerances[k], "forces %.3e > %g", df, tolerances[k]);
+        }
+        free(f);
+        free(fe);
+        test_system_free(&sys);
+    }
+}
+
 TEST(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt) {
     REQUIRE_GPU();
     /* Water 1000 in its 31.1 A box: the default cutoff 12 A and the list's
@@ -1296,6 +1340,7 @@ int main(void) {
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
     RUN(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it);
+    RUN(periodic_gpu_msm_meets_the_tolerance_for_crystals_near_their_sites);
     RUN(periodic_gpu_msm_neighbour_list_is_carried_and_rebuilt);
     RUN(periodic_gpu_msm_crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(periodic_gpu_msm_repeats_and_replays_from_a_graph);
