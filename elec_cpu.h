@@ -178,8 +178,9 @@ ELEC_API elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
    ELEC_ERR_UNSUPPORTED where the lattices or stencils would be too big.
    Built with FFTW3 (-DELEC_WITH_FFTW), a level's lattice cutoff whose
    stencil is large for its lattice is summed by FFT (the same sum, to
-   rounding): then, as for elec_cpu_spme, call it from one thread at a time
-   or call fftw_make_planner_thread_safe() once first. */
+   rounding): then, as for elec_cpu_spme, FFTW's planner is in play (elec
+   plans inside one OpenMP critical section; from other threads call
+   fftw_make_planner_thread_safe() once first, -lfftw3_threads). */
 ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
                                                   const elec_box *box,
                                                   const elec_msm_params *params,
@@ -221,8 +222,10 @@ ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
    the reciprocal sum interpolated (Essmann et al. 1995, eqs. 4.7-4.9) and
    the real-space sum over a cell list.  Needs FFTW3 at build time
    (-DELEC_WITH_FFTW, -lfftw3); without it returns ELEC_ERR_UNSUPPORTED.
-   FFTW's planner is global state: call it from one thread at a time, or
-   call fftw_make_planner_thread_safe() once first.  Two atoms at one place
+   FFTW's planner is global state: elec plans inside one OpenMP critical
+   section, so calls from OpenMP threads are safe; from other threads (or
+   beside your own FFTW planning) call fftw_make_planner_thread_safe()
+   once first (link -lfftw3_threads).  Two atoms at one place
    that are not an excluded pair are an error (ELEC_ERR_INVALID_ARG), here
    and in elec_cpu_ewald. */
 ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
@@ -310,6 +313,51 @@ ELEC_API elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+#ifdef ELEC_WITH_FFTW
+/* FFTW's planner is global state, not safe to call from two threads at
+   once (FFTW's manual, "Thread safety"); executing a plan is.  elec plans
+   and destroys its transforms (the CPU SPME's, the CPU periodic MSM's)
+   only here, inside one named OpenMP critical section, so that its own
+   calls from OpenMP threads never plan at once.  Other threads, or a
+   caller's own FFTW planning beside elec's, need FFTW's rule: call
+   fftw_make_planner_thread_safe() once first (link -lfftw3_threads). */
+
+/* The real-to-complex transform of an x-fastest n[0] x n[1] x n[2]
+   lattice `real` into `spectrum` ((n[0]/2 + 1) n[1] n[2] values) and the
+   complex-to-real one back into `out` (FFTW's unnormalised pair), planned
+   FFTW_ESTIMATE (the arrays untouched).  0, with both NULL, where FFTW
+   could not plan. */
+static int elec__fftw_plan_pair(const int n[3], double *real, fftw_complex *spectrum,
+                                double *out, fftw_plan *forward, fftw_plan *backward) {
+    int planned;
+#ifdef _OPENMP
+#pragma omp critical(elec__fftw_planner)
+#endif
+    {
+        /* FFTW's row-major dims are (z, y, x): x varies fastest, as here */
+        *forward = fftw_plan_dft_r2c_3d(n[2], n[1], n[0], real, spectrum, FFTW_ESTIMATE);
+        *backward = fftw_plan_dft_c2r_3d(n[2], n[1], n[0], spectrum, out, FFTW_ESTIMATE);
+        planned = *forward != NULL && *backward != NULL;
+        if (!planned) {
+            if (*forward) fftw_destroy_plan(*forward);
+            if (*backward) fftw_destroy_plan(*backward);
+            *forward = *backward = NULL;
+        }
+    }
+    return planned;
+}
+
+static void elec__fftw_destroy_pair(fftw_plan forward, fftw_plan backward) {
+#ifdef _OPENMP
+#pragma omp critical(elec__fftw_planner)
+#endif
+    {
+        if (forward) fftw_destroy_plan(forward);
+        if (backward) fftw_destroy_plan(backward);
+    }
+}
 #endif
 
 /* --------------------------------------------- >>common packed atoms, progress, points */
@@ -2019,15 +2067,9 @@ static elec_status elec__pmsm_lattice_cutoff_fft(elec__pmsm *m, int level, elec_
                             g->n[1], g->n[2]);
         goto cleanup;
     }
-    /* FFTW's row-major dims are (z, y, x): x varies fastest, as here */
-    forward = fftw_plan_dft_r2c_3d(g->n[2], g->n[1], g->n[0], lattice, spectrum,
-                                   FFTW_ESTIMATE);
-    backward = fftw_plan_dft_c2r_3d(g->n[2], g->n[1], g->n[0], spectrum, lattice,
-                                    FFTW_ESTIMATE);
-    if (!forward || !backward) {
-        status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                            "FFTW could not plan a %d x %d x %d transform", g->n[0], g->n[1],
-                            g->n[2]);
+    if (!elec__fftw_plan_pair(g->n, lattice, spectrum, lattice, &forward, &backward)) {
+        /* the direct sum gives the same, only slower */
+        elec__pmsm_lattice_cutoff(m, level);
         goto cleanup;
     }
     elec__pmsm_wrap_stencil(&m->shape, level, g->stencil, lattice);
@@ -2042,8 +2084,7 @@ static elec_status elec__pmsm_lattice_cutoff_fft(elec__pmsm *m, int level, elec_
     fftw_execute(backward); /* destroys the spectrum; lattice = K * q */
     memcpy(g->e, lattice, points * sizeof *g->e);
 cleanup:
-    if (forward) fftw_destroy_plan(forward);
-    if (backward) fftw_destroy_plan(backward);
+    elec__fftw_destroy_pair(forward, backward);
     fftw_free(lattice);
     fftw_free(spectrum);
     ELEC_FREE(kernel);
@@ -3074,12 +3115,7 @@ static elec_status elec__spme_reciprocal(const double *x, const double *q,
                             K[1], K[2]);
         goto cleanup;
     }
-    /* FFTW's row-major dims are (z, y, x): x varies fastest, as here. */
-    forward = fftw_plan_dft_r2c_3d(K[2], K[1], K[0], grid, spectrum,
-                                   FFTW_ESTIMATE);
-    backward = fftw_plan_dft_c2r_3d(K[2], K[1], K[0], spectrum, conv,
-                                    FFTW_ESTIMATE);
-    if (!forward || !backward) {
+    if (!elec__fftw_plan_pair(K, grid, spectrum, conv, &forward, &backward)) {
         status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                             "FFTW could not plan a %d x %d x %d transform",
                             K[0], K[1], K[2]);
@@ -3130,8 +3166,7 @@ static elec_status elec__spme_reciprocal(const double *x, const double *q,
                 forces[3 * i + axis] -= q[i] * du[axis] * K[axis] / length[axis];
     }
 cleanup:
-    if (forward) fftw_destroy_plan(forward);
-    if (backward) fftw_destroy_plan(backward);
+    elec__fftw_destroy_pair(forward, backward);
     fftw_free(grid);
     fftw_free(conv);
     fftw_free(spectrum);

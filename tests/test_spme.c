@@ -312,6 +312,39 @@ TEST(the_neighbour_list_skin_resolves_to_its_default_or_is_refused) {
     }
 }
 
+TEST(cpu_spme_from_openmp_threads_equals_the_serial_call) {
+    /* FFTW's planner is global state: elec plans inside one OpenMP
+       critical section (elec_cpu.h, elec__fftw_plan_pair), so 200 calls
+       from four OpenMP threads each give the serial call's energy, bit for
+       bit (a 16 A box of 20 random charges at the default tolerance). */
+    REQUIRE_FFTW();
+#ifndef _OPENMP
+    SKIP("built without OpenMP: no threads to call from");
+#else
+    test_system s = test_system_random(20, 16.0, 31);
+    const elec_box box = test_box(16.0, 16.0, 16.0);
+    const elec_atoms atoms = test_system_atoms(&s);
+    elec_spme_params p = {0};
+    elec_ewald_terms serial;
+    elec_error err;
+    int call, differ = 0, failed = 0;
+    test_system_make_neutral(&s);
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &serial, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+#pragma omp parallel for num_threads(4) reduction(+ : differ, failed)
+    for (call = 0; call < 200; call++) {
+        elec_ewald_terms mine;
+        elec_error why;
+        if (elec_cpu_spme(&atoms, &box, &p, &mine, NULL, NULL, &why) != ELEC_OK) failed++;
+        else if (mine.total != serial.total) differ++;
+    }
+    printf("     200 calls on 4 threads: %d failed, %d differ from %.15e\n", failed, differ,
+           serial.total);
+    EXPECT(failed == 0 && differ == 0, "%d failed, %d differ", failed, differ);
+    test_system_free(&s);
+#endif
+}
+
 int main(void) {
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(spme_matches_exact_ewald_on_random_neutral_atoms);
@@ -321,5 +354,6 @@ int main(void) {
     RUN(bad_input_is_refused_with_a_reason);
     RUN(the_neighbour_list_skin_resolves_to_its_default_or_is_refused);
     RUN(cpu_spme_without_fftw_is_refused_with_a_reason);
+    RUN(cpu_spme_from_openmp_threads_equals_the_serial_call);
     return test_summary();
 }
