@@ -6227,8 +6227,8 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
                    : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice within the "
                                 "lattice and stencil limits and the interpolation's width, a "
-                                "and order (as fixed or chosen) meets 1/%.3g of it (%zu atoms) "
-                                "by the periodic forces' table; Ewald or SPME read the atoms",
+                                "and order meets 1/%.3g of it (%zu atoms) by the periodic "
+                                "forces' table; Ewald or SPME",
                                 r.tolerance, aim, atoms);
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !(r.estimate.force > 0.0 &&
