@@ -1012,9 +1012,10 @@ ELEC_API elec_status elec_msm_params_resolve(const elec_msm_params *in,
    quarter of the tolerance (less for few or dilute atoms, or for forces
    small for their charges, as a crystal's near its sites:
    elec__pmsm_aim); lattices too narrow for the interpolation are made
-   finer (the GPU needs its width of points an edge).  The atoms'
-   positions and charges are read (the forces' probe of the SPME
-   estimates), and the excluded pairs in `in` checked.  out->spacing is
+   finer (the GPU needs its width of points an edge).  With a tolerance
+   the atoms' positions and charges are read (the forces' probe of the
+   SPME estimates); the excluded pairs in `in` are checked whenever
+   given.  out->spacing is
    the lattice's spacing (the caller's where fixed), out->estimate.force
    the table's error times how much more these atoms err
    (elec__pmsm_arrangement); ELEC_ERR_UNSUPPORTED, naming the reason,
@@ -6663,8 +6664,10 @@ cleanup:
    refused.  Water takes 2.3, with its excluded pairs 17 (it missed by
    1.45 to 4 times before); random charges at 0.01 /A^3 and more mostly
    none.  Where the forces are under the probe's floor (a perfect
-   crystal's vanish) the factor is 1000 and the tolerance is met relative
-   to that floor, F / 100, as SPME's and Ewald's estimates take it.  Under
+   crystal's vanish) the factor is 1000 (more where the atoms crowd: the
+   floor is a hundredth of F at the box's mean density) and the tolerance
+   is met relative to that floor, as SPME's and Ewald's estimates take
+   it.  Under
    0.01 /A^3 (rho) the mean spacing nears the probe's 6 A reach and its
    sum sees few pairs or none (8 random charges in a 20 A box: floored, a
    factor of 1000, refusing what the dilution's aim meets): 1 there, and

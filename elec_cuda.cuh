@@ -296,7 +296,7 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
            elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err);
        elec_cuda_msm_periodic_energy(h, &energy, stream, &err);   when wanted
        elec_cuda_msm_periodic_destroy(h);
-   create resolves params once (elec_msm_params_resolve, as the CPU's
+   create resolves params once (elec_msm_periodic_params_resolve, as the CPU's
    periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is
    refused), on the first device of params.gpus; its atoms' count is the
    most a compute may take (their positions and charges inform the

@@ -761,8 +761,11 @@ TEST(msm_refuses_bad_tolerances) {
     {
         /* periodic: nonic fixed in a 1.5 A box needs 16 points an edge, and
            a / h then passes 64 at every a: refused by name, not the
-           defaults' lattice (8 points, too narrow) taken instead; an
-           infinite cutoff refused, not overflowed */
+           defaults' lattice (8 points, too narrow) taken instead (the
+           message names the small forces: the two atoms' probe sees no
+           pair within its 0.75 A reach, at its floor, a factor of 1000;
+           with the factor 1 it refuses for the width alone); an infinite
+           cutoff refused, not overflowed */
         double xyz[6] = {0.2, 0.2, 0.2, 1.0, 1.0, 1.0}, q[2] = {1.0, -1.0};
         elec_atoms two = elec_atoms_from_xyz(2, xyz, q, NULL);
         elec_box tiny = {{1.5, 1.5, 1.5}};
