@@ -236,6 +236,15 @@ static inline test_system test_system_water(size_t molecules,
     return s;
 }
 
+/* Atoms atom and atom + 1 as a cation (+1, of the given radius) and a
+   chloride (-1, 1.8 A). */
+static inline void sys__ion_pair(test_system *s, size_t atom, double cation_radius) {
+    s->charge[atom] = 1.0;
+    s->radius[atom] = cation_radius;
+    s->charge[atom + 1] = -1.0;
+    s->radius[atom + 1] = 1.8;
+}
+
 /* Rock salt: cells^3 conventional cubic cells of lattice constant a, 8 ions
    each (4 Na+ at the fcc sites, 4 Cl- shifted by a/2 along x and wrapped
    into the box, so the crystal is also a periodic one), charges +1 and -1,
@@ -265,10 +274,7 @@ static inline test_system test_system_nacl(int cells, double a) {
                         if (g >= cells) g -= cells; /* wrapped into the box */
                         s.xyz[3 * (atom + 1) + axis] = g * a;
                     }
-                    s.charge[atom] = 1.0;
-                    s.radius[atom] = 1.0;
-                    s.charge[atom + 1] = -1.0;
-                    s.radius[atom + 1] = 1.8;
+                    sys__ion_pair(&s, atom, 1.0);
                     atom += 2;
                 }
     s.box[0] = s.box[1] = s.box[2] = cells * a;
@@ -290,10 +296,7 @@ static inline test_system test_system_cscl(int cells, double a) {
                     s.xyz[3 * atom + axis] = cell[axis] * a;
                     s.xyz[3 * (atom + 1) + axis] = (cell[axis] + 0.5) * a;
                 }
-                s.charge[atom] = 1.0;
-                s.radius[atom] = 1.7;
-                s.charge[atom + 1] = -1.0;
-                s.radius[atom + 1] = 1.8;
+                sys__ion_pair(&s, atom, 1.7);
                 atom += 2;
             }
     s.box[0] = s.box[1] = s.box[2] = cells * a;

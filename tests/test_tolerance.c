@@ -583,6 +583,19 @@ TEST(msm_tolerance_holds_for_maps_and_forces) {
     test_system_free(&water);
 }
 
+/* Exact Ewald forces (tolerance 1e-12, far below MSM's errors) of atoms
+   in box: 3 n values, malloc'd. */
+static double *exact_forces(const elec_atoms *atoms, const elec_box *box) {
+    double *forces = (double *)malloc(3 * atoms->count * sizeof *forces);
+    elec_ewald_params e = {0};
+    elec_ewald_terms terms;
+    elec_error err;
+    e.tolerance = 1e-12;
+    EXPECT(elec_cpu_ewald(atoms, box, &e, &terms, forces, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    return forces;
+}
+
 TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
     /* The periodic hierarchy's lattices have a power of two points an
        edge, so a chosen h becomes up to twice as fine; its choice
@@ -608,19 +621,14 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
                                 : test_system_water(counts[s], 3);
         elec_box box = test_system_box(&sys);
         elec_atoms atoms;
-        elec_ewald_params e = {0};
-        elec_ewald_terms terms;
         elec_error err;
-        double *want = (double *)malloc(3 * sys.count * sizeof *want);
-        double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
+        double *want, *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
         if (s < 3) {
             test_system_make_neutral(&sys);
             box = test_box(edges[s], edges[s], edges[s]);
         }
         atoms = test_system_atoms(&sys);
-        e.tolerance = 1e-12;
-        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &terms, want, NULL, &err) == ELEC_OK, "%s",
-               err.message);
+        want = exact_forces(&atoms, &box);
         for (k = 0; k < 3; k++) {
             elec_msm_params p = {0}, r;
             double points, error, arrangement, aim;
@@ -676,17 +684,12 @@ TEST(periodic_msm_reads_how_small_the_forces_are) {
         test_system sys = c == 2 ? test_system_cscl(5, 4.12) : test_system_nacl(3, 5.64);
         elec_box box = test_system_box(&sys);
         elec_atoms atoms;
-        elec_ewald_params e = {0};
-        elec_ewald_terms terms;
         elec_error err;
-        double *want = (double *)malloc(3 * sys.count * sizeof *want);
-        double *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
+        double *want, *got = (double *)malloc(3 * sys.count * sizeof *got), energy;
         test_system_displace(&sys, displaced[c], 7 + (unsigned)c);
         if (c == 3) box.length[2] *= 8.0;
         atoms = test_system_atoms(&sys);
-        e.tolerance = 1e-12;
-        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &terms, want, NULL, &err) == ELEC_OK, "%s",
-               err.message);
+        want = exact_forces(&atoms, &box);
         for (k = 0; k < 2; k++) {
             elec_msm_params p = {0}, r;
             double error, fit;
