@@ -2097,10 +2097,8 @@ cleanup:
    three transforms some 8 points log2 points on one). */
 #define ELEC__PMSM_FFT_PER_LOG 32.0
 static int elec__pmsm_fft_pays(const elec__pmsm *m, int level) {
-    const elec__pmsm_level *g = &m->level[level];
-    const double points = (double)elec__pmsm_points(g);
-    const double stencil = (double)g->stencil_width[0] * (double)g->stencil_width[1] *
-                           (double)g->stencil_width[2];
+    const double points = (double)elec__pmsm_shape_points(&m->shape, level);
+    const double stencil = (double)elec__pmsm_stencil_points(&m->shape, level);
     return points > 1.0 && stencil > ELEC__PMSM_FFT_PER_LOG * log2(points);
 }
 #endif
