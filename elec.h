@@ -466,7 +466,15 @@ typedef struct elec_error_estimate {
     double force_rms;        /* the RMS force divided by, times scale     */
     double float_floor;      /* relative RMS force error that rounding the
                                 positions to float and float arithmetic
-                                alone give (the GPU's floor)             */
+                                alone give (the GPU's floor for double
+                                positions)                               */
+    double float_arithmetic; /* the part of it float arithmetic gives
+                                alone (the floor of the GPU handles,
+                                whose positions come in float): more
+                                where the forces are what is left of
+                                nearly cancelling pair forces, as a
+                                crystal's near its sites (periodic MSM:
+                                0 where no tolerance was given)          */
 } elec_error_estimate;
 
 /* ------------------------------------------------ spatial bins, cutoffs */
@@ -1293,10 +1301,23 @@ typedef enum elec_spme_spread {
    rock salt with its ions displaced 0.1 A (whose net forces are what is
    left of nearly cancelling pair forces, so float's share of each pair
    term counts ten times over).  The floor is the worst of those, rounded
-   up; positions rounded to float add estimate.float_floor's share (for
-   double input).  The GPU refuses tolerances under 1.5 times the floor
-   that applies. */
+   up, where the forces do not nearly cancel (ELEC_GPU_FLOAT_CANCELLATION
+   below raises it where they do: estimate.float_arithmetic); positions
+   rounded to float add estimate.float_floor's share (for double input).
+   The GPU refuses tolerances under 1.5 times the floor that applies. */
 #define ELEC_SPME_GPU_FLOAT_FLOOR 2e-6
+/* Where the forces nearly cancel, float arithmetic's error is not relative
+   to them but to the pair forces they are what is left of: its absolute
+   RMS per atom measured 7e-7 to 1.0e-6 of F = <q^2> rho^(2/3), the force
+   between two RMS charges at the mean spacing, for rock salt (3^3 and 5^3
+   cells) and CsCl (5^3) at 0 to 0.3 A RMS from their sites, in SPME and
+   periodic MSM alike (positions given in float, against the CPU's double
+   at the same parameters; H200, 2026-12-04): relative 3.5e-6 at 0.1 A, 3.4e-5
+   at 0.01 A, up to 1.0e-4 at the sites, where the forces are floored at
+   F/100.  estimate.float_arithmetic is the larger of
+   ELEC_SPME_GPU_FLOAT_FLOOR and ELEC_GPU_FLOAT_CANCELLATION F / force_rms
+   (the floored RMS force). */
+#define ELEC_GPU_FLOAT_CANCELLATION 1e-6
 /* Grids past these are refused (a tolerance that needs one is refused
    with the size it would need). */
 #define ELEC_SPME_MAX_GRID_AXIS 4096
@@ -6088,7 +6109,7 @@ ELEC_DEF void elec_msm_lattices_free(elec_msm_lattices *lattices) {
 
 static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_box *box,
                                           const elec_msm_params *in, double *factor,
-                                          elec_error *err);
+                                          elec_error_estimate *floors, elec_error *err);
 
 /* The periodic choice's aim: the fitted error at most the tolerance over
    this.  A quarter (water's forces err up to 2.6 times the periodic table,
@@ -6257,6 +6278,8 @@ ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
                                                       elec_msm_params *out, elec_error *err) {
     elec_status s;
     double arrangement = 1.0;
+    elec_error_estimate floors;
+    memset(&floors, 0, sizeof floors);
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec__box_check(box, err)) != ELEC_OK) return s;
     if (in && in->excluded_pair_count > 0 &&
@@ -6266,9 +6289,13 @@ ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,
     /* the probe where a tolerance is to be met (it costs a pass over the
        pairs within 6 A) */
     if (in && in->tolerance > 0.0 &&
-        (s = elec__pmsm_arrangement(atoms, box, in, &arrangement, err)) != ELEC_OK)
+        (s = elec__pmsm_arrangement(atoms, box, in, &arrangement, &floors, err)) != ELEC_OK)
         return s;
-    return elec__msm_resolve(in, 1.0, box, atoms->count, arrangement, out, err);
+    if ((s = elec__msm_resolve(in, 1.0, box, atoms->count, arrangement, out, err)) != ELEC_OK)
+        return s;
+    out->estimate.float_floor = floors.float_floor;
+    out->estimate.float_arithmetic = floors.float_arithmetic;
+    return ELEC_OK;
 }
 
 
@@ -6306,9 +6333,13 @@ static double elec__shortest_edge(const elec_box *box) {
    - float_floor: the relative force change when every coordinate is
      rounded to float (RMS ulp/sqrt(12) each), through the pair forces'
      derivatives 6 (q_i q_j)^2 / r^6 (Frobenius), with float arithmetic's
-     own ELEC_SPME_GPU_FLOAT_FLOOR added; relative to the same floored
+     own share (float_arithmetic) added; relative to the same floored
      force scale (a crystal at its sites would give rounding over
      rounding: 1e9 for rock salt);
+   - float_arithmetic: float arithmetic's share, ELEC_SPME_GPU_FLOAT_FLOOR
+     or, where the forces are small beside F (the force between two RMS
+     charges at the mean spacing over error_volume), the larger
+     ELEC_GPU_FLOAT_CANCELLATION F / force_rms;
    - error_volume: Kolafa and Perram's estimates (and the mesh's) count
      the charges within reach of each atom as the box's mean density,
      Q2 / V; where the charges crowd (a droplet or a cluster in vacuum,
@@ -6335,10 +6366,21 @@ static double elec__shortest_edge(const elec_box *box) {
 typedef struct elec__charge_stats {
     size_t count;
     double q2, q4, charge;
-    double force_rms, float_floor;
+    double force_rms, float_floor, float_arithmetic;
     double error_volume; /* the volume the error estimates divide by */
     double s[ELEC__SK_BINS];
 } elec__charge_stats;
+
+/* Float arithmetic's relative RMS force error (float_arithmetic above)
+   for charges of mean square mean_q2 at `density` whose RMS force
+   (floored) is force_rms. */
+static double elec__float_arithmetic(double mean_q2, double density, double force_rms) {
+    const double pair_force = mean_q2 * pow(density, 2.0 / 3.0);
+    const double cancelled = force_rms > 0.0 ? ELEC_GPU_FLOAT_CANCELLATION * pair_force /
+                                                   force_rms
+                                             : 0.0;
+    return cancelled > ELEC_SPME_GPU_FLOAT_FLOOR ? cancelled : ELEC_SPME_GPU_FLOAT_FLOOR;
+}
 
 /* Variance of a coordinate's rounding to float: (ulp / 2)^2 / 3. */
 static double elec__float_rounding2(double x) {
@@ -6611,10 +6653,12 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
            would be rounding over rounding). */
         force2 = force2 > (double)n * floor_force * floor_force
                      ? force2 : (double)n * floor_force * floor_force;
+        if (st->force_rms < floor_force) st->force_rms = floor_force;
+        st->float_arithmetic = elec__float_arithmetic(
+            mean_q2, st->error_volume > 0.0 ? (double)n / st->error_volume : 0.0, st->force_rms);
         st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
         st->float_floor = sqrt(st->float_floor * st->float_floor +
-                               ELEC_SPME_GPU_FLOAT_FLOOR * ELEC_SPME_GPU_FLOAT_FLOOR);
-        if (st->force_rms < floor_force) st->force_rms = floor_force;
+                               st->float_arithmetic * st->float_arithmetic);
         for (b = 0; b < ELEC__SK_BINS; b++) {
             double s = st->q2 > 0.0 ? 1.0 + (double)n / sampled * sk[b] / st->q2 : 1.0;
             st->s[b] = s > 1e-3 ? s : 1e-3;
@@ -6671,20 +6715,25 @@ cleanup:
    0.01 /A^3 (rho) the mean spacing nears the probe's 6 A reach and its
    sum sees few pairs or none (8 random charges in a 20 A box: floored, a
    factor of 1000, refusing what the dilution's aim meets): 1 there, and
-   elec__pmsm_aim's dilution factor stands. */
+   elec__pmsm_aim's dilution factor stands.  The same probe gives the
+   GPU's float floors (floors->float_floor and float_arithmetic, as
+   SPME's estimate has them). */
 #define ELEC__PMSM_KAPPA_REFERENCE 10.0
 static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_box *box,
                                           const elec_msm_params *in, double *factor,
-                                          elec_error *err) {
+                                          elec_error_estimate *floors, elec_error *err) {
     const double n = (double)atoms->count;
     elec__charge_stats st;
     double density, typical, kappa;
     elec_status s;
     *factor = 1.0;
+    floors->float_floor = floors->float_arithmetic = ELEC_SPME_GPU_FLOAT_FLOOR;
     if (atoms->count < 2) return ELEC_OK;
     if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
                                    &st, err)) != ELEC_OK)
         return s;
+    floors->float_floor = st.float_floor;
+    floors->float_arithmetic = st.float_arithmetic;
     density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
     if (density < 0.01) return ELEC_OK;
     typical = st.q2 / n * pow(density, 2.0 / 3.0);
@@ -6717,6 +6766,7 @@ static void elec__estimate_fill(const elec__charge_stats *st, double real, doubl
     out->energy = fabs(scale) * energy;
     out->force_rms = fabs(scale) * st->force_rms;
     out->float_floor = st->float_floor;
+    out->float_arithmetic = st->float_arithmetic;
 }
 
 /* The tolerance shared by Ewald and SPME: 0 = the default, else finite in

@@ -297,8 +297,10 @@ ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
        elec_cuda_msm_periodic_energy(h, &energy, stream, &err);   when wanted
        elec_cuda_msm_periodic_destroy(h);
    create resolves params once (elec_msm_periodic_params_resolve, as the CPU's
-   periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR is
-   refused), on the first device of params.gpus; its atoms' count is the
+   periodic energy does; a tolerance under ELEC_MSM_GPU_TOLERANCE_FLOOR, or
+   under 1.5 times its atoms' estimate.float_arithmetic, is refused: float
+   arithmetic errs more where the forces nearly cancel, as a crystal's near
+   its sites), on the first device of params.gpus; its atoms' count is the
    most a compute may take (their positions and charges inform the
    tolerance's choice and estimate, elec_msm_periodic_params_resolve); the
    excluded pairs are copied.  compute only enqueues work on `stream` (no
@@ -378,8 +380,10 @@ typedef struct elec_cuda_spme_handle elec_cuda_spme_handle;
    elec_spme_params_resolve of the CPU (the tolerance chooses alpha, cutoff,
    order and grid here, once).  The excluded pairs are copied (the caller's
    array may go).  Positions arrive in float at compute, so the floor is
-   float arithmetic's: a tolerance under 1.5 ELEC_SPME_GPU_FLOAT_FLOOR is
-   refused (ELEC_ERR_INVALID_ARG).  ELEC_ERR_NO_DEVICE without a GPU. */
+   float arithmetic's for these atoms: a tolerance under 1.5 times
+   estimate.float_arithmetic (ELEC_SPME_GPU_FLOAT_FLOOR, more where the
+   forces nearly cancel, as a crystal's near its sites) is refused
+   (ELEC_ERR_INVALID_ARG).  ELEC_ERR_NO_DEVICE without a GPU. */
 ELEC_API elec_status elec_cuda_spme_create(const elec_box *box,
                                            const elec_atoms *atoms,
                                            const elec_spme_params *params,
@@ -3297,6 +3301,85 @@ static size_t elec__msm_take_back_apply(const elec__msm_take_back *t, float *map
         if (!(map[i] - map[i] == 0.0f) && i < first_bad) first_bad = i;
     }
     return first_bad;
+}
+
+/* Float's floor on the GPU for these atoms: `share`, the relative force
+   error of float arithmetic (estimate.float_arithmetic: the handles, whose
+   positions come in float) or of that and positions rounded here as well
+   (estimate.float_floor, `rounded`).  A tolerance under 1.5 times it is
+   refused, naming it. */
+static elec_status elec__cuda_float_floor_check(const char *method, double tolerance,
+                                                double share, int rounded,
+                                                const elec_error_estimate *estimate,
+                                                elec_error *err) {
+    if (tolerance > 0.0 && tolerance < 1.5 * share)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%s tolerance %g on the GPU: below what float allows for these atoms "
+                          "(%s%s: relative force error about %.2g; 1.5 times that is the "
+                          "least); use the CPU", method, tolerance,
+                          rounded ? "their positions rounded to float, and float arithmetic"
+                                  : "float arithmetic",
+                          estimate->float_arithmetic > ELEC_SPME_GPU_FLOAT_FLOOR
+                              ? " on forces that nearly cancel"
+                              : "",
+                          share);
+    return ELEC_OK;
+}
+
+/* The tolerance a choice aims at beside float's share `share` of the
+   error: what that leaves of it, as independent errors add, where forces
+   that nearly cancel raise the share (estimate.float_arithmetic over
+   ELEC_SPME_GPU_FLOAT_FLOOR, as a crystal's near its sites; there a
+   choice at the tolerance itself, with float's share added, erred up to
+   1.04 times it); else the tolerance. */
+static double elec__cuda_beside_float(double tolerance, double share,
+                                      const elec_error_estimate *estimate) {
+    if (estimate->float_arithmetic <= ELEC_SPME_GPU_FLOAT_FLOOR || !(tolerance > share))
+        return tolerance;
+    return sqrt(tolerance * tolerance - share * share);
+}
+
+/* A choice aimed beside float's share that failed: the caller's tolerance
+   and the share named before the resolve's own reason (which names the
+   tolerance aimed at). */
+static elec_status elec__cuda_beside_float_failed(const char *method, double tolerance,
+                                                  double share, elec_status status,
+                                                  elec_error *err) {
+    char reason[sizeof err->message];
+    if (!err) return status;
+    memcpy(reason, err->message, sizeof reason);
+    return elec__fail(err, status, 0,
+                      "%s tolerance %g on the GPU, less float's share on forces that nearly "
+                      "cancel (%.2g): %s", method, tolerance, share, reason);
+}
+
+/* SPME's parameters on the GPU: elec_spme_params_resolve, float's floor
+   (elec__cuda_float_floor_check; `rounded`: positions rounded to float by
+   the call), and the choice made again where float's share leaves less of
+   the tolerance (elec__cuda_beside_float); the caller's tolerance is the
+   one reported. */
+static elec_status elec__cuda_spme_resolve(const elec_spme_params *params, const elec_box *box,
+                                           const elec_atoms *atoms, int rounded,
+                                           elec_spme_params *out, elec_error *err) {
+    elec_spme_params aimed;
+    elec_status status;
+    double share, tolerance, left;
+    if ((status = elec_spme_params_resolve(params, box, atoms, out, err)) != ELEC_OK)
+        return status;
+    share = rounded ? out->estimate.float_floor : out->estimate.float_arithmetic;
+    tolerance = out->tolerance;
+    if ((status = elec__cuda_float_floor_check("SPME", tolerance, share, rounded, &out->estimate,
+                                               err)) != ELEC_OK)
+        return status;
+    left = elec__cuda_beside_float(tolerance, share, &out->estimate);
+    if (left == tolerance) return ELEC_OK;
+    if (params) aimed = *params;
+    else memset(&aimed, 0, sizeof aimed);
+    aimed.tolerance = left;
+    if ((status = elec_spme_params_resolve(&aimed, box, atoms, out, err)) != ELEC_OK)
+        return elec__cuda_beside_float_failed("SPME", tolerance, share, status, err);
+    out->tolerance = tolerance;
+    return ELEC_OK;
 }
 
 /* The GPU's float lattice sums agree with the CPU's double ones to ~1e-6:
@@ -7120,13 +7203,8 @@ ELEC_DEF elec_status elec_cuda_spme_create_in(const elec_box *box, const elec_at
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "workspace %p is not %d-byte aligned (cudaMalloc's are)", workspace,
                           ELEC__SPME_ALIGN);
-    if ((status = elec_spme_params_resolve(params, box, atoms, &resolved, err)) != ELEC_OK)
+    if ((status = elec__cuda_spme_resolve(params, box, atoms, 0, &resolved, err)) != ELEC_OK)
         return status;
-    if (resolved.tolerance < 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "SPME tolerance %g on the GPU: below what its float arithmetic "
-                          "allows (1.5 x ELEC_SPME_GPU_FLOAT_FLOOR = %g); use the CPU",
-                          resolved.tolerance, 1.5 * ELEC_SPME_GPU_FLOAT_FLOOR);
     return elec__cuda_spme_create(box, atoms->count, &resolved, workspace, bytes, out, err);
 }
 
@@ -7384,14 +7462,8 @@ ELEC_DEF elec_status elec_cuda_spme(const elec_atoms *atoms,
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     n = atoms->count;
-    if ((status = elec_spme_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+    if ((status = elec__cuda_spme_resolve(params, box, atoms, 1, &p, err)) != ELEC_OK)
         return status;
-    if (p.tolerance < 1.5 * p.estimate.float_floor)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "SPME tolerance %g on the GPU: below what float allows for these "
-                          "atoms (their positions rounded to float, and float arithmetic: "
-                          "relative force error about %.2g; 1.5 times that is the least); "
-                          "use the CPU", p.tolerance, p.estimate.float_floor);
     volume = box->length[0] * box->length[1] * box->length[2];
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     host_xyzq = (float4 *)ELEC_MALLOC((n + 1) * sizeof(float4));
@@ -8463,6 +8535,33 @@ ELEC_DEF void elec_cuda_msm_periodic_destroy(elec_cuda_msm_periodic_handle *h) {
     ELEC_FREE(h);
 }
 
+/* Periodic MSM's parameters on the GPU, as elec__cuda_spme_resolve makes
+   SPME's for the handle (positions in float): float arithmetic's floor for
+   these atoms, and the choice made again where its share leaves less of
+   the tolerance. */
+static elec_status elec__cuda_msm_periodic_resolve(const elec_msm_params *params,
+                                                   const elec_box *box, const elec_atoms *atoms,
+                                                   elec_msm_params *out, elec_error *err) {
+    elec_msm_params aimed;
+    elec_status status;
+    double share, tolerance, left;
+    if ((status = elec_msm_periodic_params_resolve(params, box, atoms, out, err)) != ELEC_OK)
+        return status;
+    share = out->estimate.float_arithmetic;
+    tolerance = out->tolerance;
+    if ((status = elec__cuda_float_floor_check("MSM", tolerance, share, 0, &out->estimate,
+                                               err)) != ELEC_OK)
+        return status;
+    left = elec__cuda_beside_float(tolerance, share, &out->estimate);
+    if (left == tolerance || !params) return ELEC_OK;
+    aimed = *params;
+    aimed.tolerance = left;
+    if ((status = elec_msm_periodic_params_resolve(&aimed, box, atoms, out, err)) != ELEC_OK)
+        return elec__cuda_beside_float_failed("MSM", tolerance, share, status, err);
+    out->tolerance = tolerance;
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const elec_atoms *atoms,
                                                    const elec_msm_params *params,
                                                    elec_cuda_msm_periodic_handle **out,
@@ -8481,7 +8580,7 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     if ((status = elec__box_check(box, err)) != ELEC_OK) return status;
     /* the float floor first: the choice's own refusal would hide it */
     if ((status = elec__cuda_msm_float_floor(params, err)) != ELEC_OK) return status;
-    if ((status = elec_msm_periodic_params_resolve(params, box, atoms, &p, err)) != ELEC_OK)
+    if ((status = elec__cuda_msm_periodic_resolve(params, box, atoms, &p, err)) != ELEC_OK)
         return status;
     max_atoms = atoms->count;
     pairs = p.excluded_pair_count;

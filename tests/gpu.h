@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define REQUIRE_GPU()                                                         \
@@ -176,5 +177,84 @@ static inline double gpu_chargemap_bound(int terms, double abs_sum, int order, d
     return ulps * ldexp(1.0, -24) * abs_sum + terms * 3.0 * weight_err * max_q +
            (sums == GPU_SUMS_FIXED_POINT ? terms * ldexp(1.0, -33) : 0.0) + 1e-30;
 }
+
+/* A GPU handle's float floor where forces nearly cancel (SPME's and
+   periodic MSM's tests).  run(s, box, T, gpu, cpu, &estimate, &refused,
+   &err) makes the handle at tolerance T for s (positions already in
+   float), fills gpu with its forces and cpu with the CPU's double ones at
+   the handle's parameters (cpu[0] NaN where the CPU cannot), estimate with the
+   CPU resolve's estimate, and *refused with whether that resolve refused
+   T itself; it returns the handle's status.  The crystals: rock salt
+   3^3 displaced 0.1, 0.01 and 0.001 A RMS and at its sites, CsCl 5^3
+   displaced 0.01 A; T = 1e-3, 1e-4, 3e-5, 1e-5.  Each T under 1.5 times
+   estimate.float_arithmetic is refused naming float; each the CPU's
+   choice refuses is refused; every other is met against exact Ewald at
+   the same float positions (test_floored_rel_rms, the tolerance's
+   measure), and the GPU's difference from the CPU at the same parameters
+   (float arithmetic's share) is within 1.5 times the estimate. */
+#if defined(ELEC_TEST_H) && defined(ELEC_TEST_SYSTEMS_H)
+typedef elec_status (*gpu_crystal_run_fn)(const test_system *s, const elec_box *box,
+                                          double tolerance, double *gpu, double *cpu,
+                                          elec_error_estimate *estimate, int *refused,
+                                          elec_error *err);
+static inline void gpu_float_floor_on_crystals(const char *method, gpu_crystal_run_fn run) {
+    static const double tolerances[4] = {1e-3, 1e-4, 3e-5, 1e-5};
+    static const double displaced[5] = {0.1, 0.01, 0.001, 0.0, 0.01};
+    for (int c = 0; c < 5; c++) {
+        test_system s = c < 4 ? test_system_nacl(3, 5.64) : test_system_cscl(5, 4.12);
+        if (displaced[c] > 0.0) test_system_displace(&s, displaced[c], 130 + (unsigned)c);
+        test_system_round_to_float(&s);
+        const elec_box box = test_system_box(&s);
+        const elec_atoms atoms = test_system_atoms(&s);
+        const size_t n = s.count;
+        double *exact = (double *)malloc(3 * n * sizeof(double));
+        double *gpu = (double *)malloc(3 * n * sizeof(double));
+        double *cpu = (double *)malloc(3 * n * sizeof(double));
+        elec_ewald_params e = {0};
+        elec_ewald_terms t;
+        elec_error err;
+        e.tolerance = 1e-12;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &t, exact, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        for (int k = 0; k < 4; k++) {
+            elec_error_estimate estimate;
+            int refused = 0;
+            memset(&estimate, 0, sizeof estimate);
+            const elec_status status =
+                run(&s, &box, tolerances[k], gpu, cpu, &estimate, &refused, &err);
+            printf("     %s, %s %.3f A, T %.0e: float_arithmetic %.2e", method,
+                   c < 4 ? "rock salt" : "CsCl", displaced[c], tolerances[k],
+                   estimate.float_arithmetic);
+            if (tolerances[k] < 1.5 * estimate.float_arithmetic) {
+                printf(" | refused\n");
+                EXPECT(status == ELEC_ERR_INVALID_ARG && strstr(err.message, "float") != NULL,
+                       "T %g under 1.5 x %.3e: %s", tolerances[k], estimate.float_arithmetic,
+                       status == ELEC_OK ? "accepted" : err.message);
+                continue;
+            }
+            if (refused) {
+                printf(" | refused by the CPU's choice too\n");
+                EXPECT(status != ELEC_OK, "T %g: the CPU's choice refuses it, the GPU took it",
+                       tolerances[k]);
+                continue;
+            }
+            EXPECT(status == ELEC_OK, "T %g: %s", tolerances[k], err.message);
+            if (status != ELEC_OK) continue;
+            const double measured = test_floored_rel_rms(gpu, exact, &s, &box);
+            const double arithmetic =
+                isnan(cpu[0]) ? 0.0 : test_floored_rel_rms(gpu, cpu, &s, &box);
+            printf(" | force %.2e, GPU against the CPU %.2e\n", measured, arithmetic);
+            EXPECT(measured <= tolerances[k], "T %g: measured %.3e", tolerances[k], measured);
+            EXPECT(arithmetic <= 1.5 * estimate.float_arithmetic,
+                   "float arithmetic %.3e past 1.5 times its estimate %.3e", arithmetic,
+                   estimate.float_arithmetic);
+        }
+        free(exact);
+        free(gpu);
+        free(cpu);
+        test_system_free(&s);
+    }
+}
+#endif
 
 #endif

@@ -413,6 +413,42 @@ static inline void test_system_displace(test_system *s, double rms,
         s->xyz[i] += rms * sqrt(3.0) * (2.0 * test_uniform(&rng) - 1.0);
 }
 
+/* The force between two RMS charges at the mean spacing of s in box:
+   F = <q^2> (n / V)^(2/3), the scale the error estimates floor the RMS
+   force at (a hundredth of it) where the forces nearly vanish. */
+static inline double test_pair_force(const test_system *s, const elec_box *box) {
+    const double n = (double)s->count;
+    double q2 = 0.0;
+    size_t i;
+    for (i = 0; i < s->count; i++) q2 += s->charge[i] * s->charge[i];
+    return q2 / n * pow(n / (box->length[0] * box->length[1] * box->length[2]), 2.0 / 3.0);
+}
+
+/* The tolerance's measure where forces may nearly vanish: the RMS force
+   error over the exact RMS force or, where that is smaller, a hundredth
+   of test_pair_force (elec.h: what a relative error is measured
+   against). */
+static inline double test_floored_rel_rms(const double *got, const double *exact,
+                                          const test_system *s, const elec_box *box) {
+    const double floor_force = 0.01 * test_pair_force(s, box);
+    double d2 = 0.0, f2 = 0.0;
+    size_t i;
+    for (i = 0; i < 3 * s->count; i++) {
+        d2 += (got[i] - exact[i]) * (got[i] - exact[i]);
+        f2 += exact[i] * exact[i];
+    }
+    f2 /= (double)s->count;
+    return sqrt(d2 / (double)s->count / (f2 > floor_force * floor_force
+                                             ? f2 : floor_force * floor_force));
+}
+
+/* Every coordinate of s rounded to float (positions as a GPU handle
+   takes them, so that its truth is the exact sum at the same). */
+static inline void test_system_round_to_float(test_system *s) {
+    size_t i;
+    for (i = 0; i < 3 * s->count; i++) s->xyz[i] = (double)(float)s->xyz[i];
+}
+
 /* The check that a method's forces are minus the gradient of its energy:
    the relative RMS over every coordinate of s of F + dE/dx, dE/dx by
    central differences of step h (error ~ h^2 |E'''| of a force).

@@ -631,6 +631,7 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
         want = exact_forces(&atoms, &box);
         for (k = 0; k < 3; k++) {
             elec_msm_params p = {0}, r;
+            elec_error_estimate floors;
             double points, error, arrangement, aim;
             p.tolerance = tolerances[k];
             EXPECT(elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK,
@@ -640,7 +641,7 @@ TEST(periodic_msm_chooses_on_its_power_of_two_lattices) {
                        points >= 4.0 + 2.0 * (double)r.interpolation - 1e-9,
                    "spacing %.6f A: %g points an edge, not a power of two of at least the "
                    "interpolation's width %d", r.spacing, points, 4 + 2 * (int)r.interpolation);
-            EXPECT(elec__pmsm_arrangement(&atoms, &box, &p, &arrangement, &err) == ELEC_OK,
+            EXPECT(elec__pmsm_arrangement(&atoms, &box, &p, &arrangement, &floors, &err) == ELEC_OK,
                    "%s", err.message);
             aim = elec__pmsm_aim(&box, sys.count, arrangement);
             EXPECT(r.estimate.force / arrangement <= tolerances[k] / aim * 1.000001 &&
@@ -729,6 +730,70 @@ TEST(periodic_msm_reads_how_small_the_forces_are) {
     }
 }
 
+TEST(the_gpu_float_floor_follows_forces_that_nearly_cancel) {
+    /* Float arithmetic errs relative to the pair forces a net force is
+       what is left of, not to the net force: estimate.float_arithmetic is
+       ELEC_SPME_GPU_FLOAT_FLOOR, or ELEC_GPU_FLOAT_CANCELLATION times the
+       pair force F over the RMS force where that is larger (measured on
+       the device: tests/test_gpu_spme.cu and test_gpu_msm.cu).  Here the
+       estimate against that model with the exact RMS force (Ewald): random
+       charges keep the constant; rock salt 3^3 displaced 0.1 and 0.01 A
+       RMS takes F / force_rms within the probe's accuracy (0.89 to 0.99
+       of the exact RMS force, elec.h, so 1 to 1.15 times the model); at
+       its sites the force is floored at F / 100, so 100 times the
+       constant.  float_floor (rounding the positions as well) is at least
+       float_arithmetic, and periodic MSM's resolve reads the same floors
+       as SPME's where a tolerance is given (none where it is not). */
+    static const double displaced[4] = {-1.0, 0.1, 0.01, 0.0};
+    int c;
+    for (c = 0; c < 4; c++) {
+        test_system s = c == 0 ? test_system_random(1000, 24.0, 31) : test_system_nacl(3, 5.64);
+        elec_box box;
+        elec_atoms atoms;
+        elec_spme_params p = {0}, r;
+        elec_msm_params m = {0}, mr;
+        elec_error err;
+        double *exact, rms = 0.0, model, pair_force;
+        size_t i;
+        if (c == 0) test_system_make_neutral(&s);
+        if (displaced[c] > 0.0) test_system_displace(&s, displaced[c], 120 + (unsigned)c);
+        box = c == 0 ? test_box(24.0, 24.0, 24.0) : test_system_box(&s);
+        atoms = test_system_atoms(&s);
+        exact = exact_forces(&atoms, &box);
+        for (i = 0; i < 3 * s.count; i++) rms += exact[i] * exact[i];
+        rms = sqrt(rms / (double)s.count);
+        pair_force = test_pair_force(&s, &box);
+        if (rms < 0.01 * pair_force) rms = 0.01 * pair_force;
+        model = ELEC_GPU_FLOAT_CANCELLATION * pair_force / rms;
+        if (model < ELEC_SPME_GPU_FLOAT_FLOOR) model = ELEC_SPME_GPU_FLOAT_FLOOR;
+        p.tolerance = m.tolerance = 1e-3;
+        EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(elec_msm_periodic_params_resolve(&m, &box, &atoms, &mr, &err) == ELEC_OK, "%s",
+               err.message);
+        printf("     %s: F / force_rms %.3g | float_arithmetic %.3e (model %.3e), "
+               "float_floor %.3e\n", c == 0 ? "random" : "rock salt", pair_force / rms,
+               r.estimate.float_arithmetic, model, r.estimate.float_floor);
+        EXPECT(r.estimate.float_arithmetic >= model * 0.999 &&
+                   r.estimate.float_arithmetic <= model * 1.15,
+               "float_arithmetic %.3e against the model's %.3e", r.estimate.float_arithmetic,
+               model);
+        EXPECT(r.estimate.float_floor >= r.estimate.float_arithmetic, "float_floor %.3e < %.3e",
+               r.estimate.float_floor, r.estimate.float_arithmetic);
+        EXPECT(mr.estimate.float_arithmetic == r.estimate.float_arithmetic &&
+                   mr.estimate.float_floor == r.estimate.float_floor,
+               "MSM's floors %.3e / %.3e, SPME's %.3e / %.3e", mr.estimate.float_arithmetic,
+               mr.estimate.float_floor, r.estimate.float_arithmetic, r.estimate.float_floor);
+        m.tolerance = 0.0;
+        EXPECT(elec_msm_periodic_params_resolve(&m, &box, &atoms, &mr, &err) == ELEC_OK &&
+                   mr.estimate.float_arithmetic == 0.0 && mr.estimate.float_floor == 0.0,
+               "no tolerance, no probe: floors %.3e / %.3e", mr.estimate.float_arithmetic,
+               mr.estimate.float_floor);
+        free(exact);
+        test_system_free(&s);
+    }
+}
+
 TEST(msm_refuses_bad_tolerances) {
     elec_msm_params p = {0}, r;
     elec_error err;
@@ -811,6 +876,7 @@ int main(void) {
     RUN(msm_tolerance_holds_for_maps_and_forces);
     RUN(periodic_msm_chooses_on_its_power_of_two_lattices);
     RUN(periodic_msm_reads_how_small_the_forces_are);
+    RUN(the_gpu_float_floor_follows_forces_that_nearly_cancel);
     RUN(msm_refuses_bad_tolerances);
     return test_summary();
 }
