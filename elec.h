@@ -6242,9 +6242,9 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         return arrangement > 1.0
                    ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice, a and "
-                                "order within the limits meets 1/%.3g of it by its table (%zu "
-                                "atoms, their forces small for their charges: %.3g times its "
-                                "error; a crystal near its sites?); Ewald or SPME",
+                                "order in their limits meets 1/%.3g of it by its table (%zu "
+                                "atoms, forces small for their charges: %.3g times its error; "
+                                "a crystal near its sites, molecules far apart?); Ewald or SPME",
                                 r.tolerance, aim, atoms, arrangement)
                    : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice within the "
@@ -6317,7 +6317,9 @@ static double elec__shortest_edge(const elec_box *box) {
 /* What the estimates need of the atoms (elec__charge_stats_of):
    - count, sum q^2, sum q^4, sum q;
    - force_rms: the RMS force of a shifted-force Coulomb sum, pairs within
-     `reach` (6 A, less in a small box) of q_i q_j (1/r^2 - 1/reach^2),
+     `reach` (ELEC__PROBE_REACH, 6 A; more where periodic MSM's probe
+     found too few pairs, elec__pmsm_arrangement; at most half the box's
+     shortest edge) of q_i q_j (1/r^2 - 1/reach^2),
      excluded pairs left out.  Shifting the force to zero at the reach
      keeps a sphere's shell of cut molecules from adding noise; measured
      against the exact Ewald forces it gives 0.96 (1000 random charges),
@@ -6367,6 +6369,7 @@ typedef struct elec__charge_stats {
     size_t count;
     double q2, q4, charge;
     double force_rms, float_floor, float_arithmetic;
+    int force_floored;   /* force_rms is the floor: the probe found less */
     double error_volume; /* the volume the error estimates divide by */
     double s[ELEC__SK_BINS];
 } elec__charge_stats;
@@ -6442,10 +6445,11 @@ static double elec__error_volume(const elec_cells *cells, const double *q, doubl
 
 static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
                                          const size_t *pairs, size_t pair_count,
-                                         elec__charge_stats *st, elec_error *err) {
+                                         double reach, elec__charge_stats *st,
+                                         elec_error *err) {
     const size_t n = atoms->count;
     const double volume = box->length[0] * box->length[1] * box->length[2];
-    double reach = ELEC__PROBE_REACH, *x = NULL, *q = NULL, *round2 = NULL, *sorted;
+    double *x = NULL, *q = NULL, *round2 = NULL, *sorted;
     double *per_atom, *rows;
     long *row;
     double force2 = 0.0, change2 = 0.0, sk[ELEC__SK_BINS];
@@ -6653,7 +6657,8 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
            would be rounding over rounding). */
         force2 = force2 > (double)n * floor_force * floor_force
                      ? force2 : (double)n * floor_force * floor_force;
-        if (st->force_rms < floor_force) st->force_rms = floor_force;
+        st->force_floored = st->force_rms < floor_force;
+        if (st->force_floored) st->force_rms = floor_force;
         st->float_arithmetic = elec__float_arithmetic(
             mean_q2, st->error_volume > 0.0 ? (double)n / st->error_volume : 0.0, st->force_rms);
         st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
@@ -6713,9 +6718,16 @@ cleanup:
    is met relative to that floor, as SPME's and Ewald's estimates take
    it.  Under
    0.01 /A^3 (rho) the mean spacing nears the probe's 6 A reach and its
-   sum sees few pairs or none (8 random charges in a 20 A box: floored, a
-   factor of 1000, refusing what the dilution's aim meets): 1 there, and
-   elec__pmsm_aim's dilution factor stands.  The same probe gives the
+   sum may see few pairs or none: where it found less than the floor
+   there, it looks again as far as it would see as many neighbours at
+   0.01 /A^3, 6 A (0.01 / rho)^(1/3); where it still finds less (8 random
+   charges in a 20 A box), the factor is 1 (1000 would refuse what the
+   dilution's aim meets) and elec__pmsm_aim's dilution factor stands.
+   Where it found forces, they count at any density: 100 waters (their
+   pairs excluded) as a vapour in a 33 to 70 A box (0.0083 to 0.0009
+   /A^3) have kappa about 0.3, and with a factor of 1 their forces erred
+   1.8 to 7 times the tolerance (quadrupoles and dipoles as well, up to
+   11; an audit, 2026-12-04).  The same probe gives the
    GPU's float floors (floors->float_floor and float_arithmetic, as
    SPME's estimate has them). */
 #define ELEC__PMSM_KAPPA_REFERENCE 10.0
@@ -6730,12 +6742,17 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
     floors->float_floor = floors->float_arithmetic = ELEC_SPME_GPU_FLOAT_FLOOR;
     if (atoms->count < 2) return ELEC_OK;
     if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
-                                   &st, err)) != ELEC_OK)
+                                   ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
+        return s;
+    density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
+    if (density > 0.0 && density < 0.01 && st.force_floored &&
+        (s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
+                                   ELEC__PROBE_REACH * cbrt(0.01 / density), &st, err)) !=
+            ELEC_OK)
         return s;
     floors->float_floor = st.float_floor;
     floors->float_arithmetic = st.float_arithmetic;
-    density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
-    if (density < 0.01) return ELEC_OK;
+    if (density < 0.01 && st.force_floored) return ELEC_OK;
     typical = st.q2 / n * pow(density, 2.0 / 3.0);
     if (!(typical > 0.0) || !(st.force_rms > 0.0)) return ELEC_OK; /* no charge */
     kappa = st.force_rms / typical;
@@ -6853,7 +6870,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
     if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        &st, err)) != ELEC_OK)
+                                        ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return status;
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
@@ -7364,7 +7381,7 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
     if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        &st, err)) != ELEC_OK)
+                                        ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return status;
 
     /* The cheapest (cutoff, order, grid) whose estimate, at its best alpha,
