@@ -1214,7 +1214,9 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
    instead, as the exact forces carry too little to be relative to; the
    GPU's float floor (estimate.float_floor) is relative to the same, so
    that on a crystal at its sites, whose forces are the float rounding of
-   its positions, the GPU refuses tolerances under about 3e-4.  What the
+   its positions, the GPU refuses tolerances under about 4e-4 (its
+   handles, given float positions, under 1.5e-4: float arithmetic's
+   share, estimate.float_arithmetic).  What the
    caller fixes is taken as given: exact Ewald then meets the tolerance
    with what is left free (alpha the real-space half, kmax the reciprocal
    half) and says in the estimate what the whole comes to, never refusing
