@@ -50,7 +50,15 @@ typedef struct options {
     size_t max_points;               /* a map's lattice points at most */
     elec_alpb_params alpb;
     int units_kT, quiet, size, view_axis, view_sign;
+    unsigned given; /* GIVEN_* bits: options only some outputs or surfaces read */
 } options;
+
+enum {
+    GIVEN_DENSITY = 1u << 0, GIVEN_PROBE = 1u << 1, GIVEN_EXACT = 1u << 2,
+    GIVEN_HCP_CHARGES = 1u << 3, GIVEN_HCP = 1u << 4, GIVEN_HCP_TOLERANCE = 1u << 5,
+    GIVEN_RANGE = 1u << 6, GIVEN_SIZE = 1u << 7, GIVEN_SPACING = 1u << 8,
+    GIVEN_MAX_POINTS = 1u << 9, GIVEN_PADDING = 1u << 10, GIVEN_VIEW = 1u << 11
+};
 
 /* A map's points at most by default: each holds its position (three
    doubles) and potential (a float) while the sums run, 28 bytes, so 2^25
@@ -80,7 +88,8 @@ static void usage(FILE *out) {
 "                        MSMS .vert (with its .face beside it, if there) or\n"
 "                        a point list, x y z [nx ny nz] a line\n"
 "  --density D           surface points per A^2 (default 3; the mesh's\n"
-"                        lattice spacing is 1/sqrt(D))\n"
+"                        lattice spacing is 1/sqrt(D), coarser where its\n"
+"                        lattice would pass 2e7 points)\n"
 "  --probe R             contact surface probe radius in A (default 1.5)\n"
 "  --proj P              the potential at P A along each normal (default 0)\n"
 "  --eps-in E            solute dielectric (default 1)\n"
@@ -123,6 +132,45 @@ static int parse_double(const char *text, double *value) {
 static int has_extension(const char *path, const char *ext) {
     size_t n = strlen(path), m = strlen(ext);
     return n > m && strcmp(path + n - m, ext) == 0;
+}
+
+/* An option this output and surface would not read is refused, naming
+   what it is for, not ignored (an audit found --exact beside
+   --hcp-charges, --spacing beside a .ply and --probe beside the mesh all
+   taken in silence).  1 where every option given counts. */
+static int options_all_read(const options *o) {
+    static const struct {
+        unsigned bit;
+        const char *name, *for_what;
+    } only[] = {
+        {GIVEN_HCP_CHARGES, "--hcp-charges", "for HCP (--exact sums every atom)"},
+        {GIVEN_HCP, "--hcp", "for HCP (--exact sums every atom)"},
+        {GIVEN_HCP_TOLERANCE, "--hcp-tolerance", "for HCP (--exact sums every atom)"},
+        {GIVEN_PROBE, "--probe", "for the contact surface (--surface contact)"},
+        {GIVEN_DENSITY, "--density", "for the mesh and the contact surface, not a file's points"},
+        {GIVEN_RANGE, "--range", "for the colours of .ply and .png"},
+        {GIVEN_SIZE, "--size", "for .png"},
+        {GIVEN_VIEW, "--view", "for .png"},
+        {GIVEN_SPACING, "--spacing", "for a map (.dx, .mrc)"},
+        {GIVEN_PADDING, "--padding", "for a map (.dx, .mrc)"},
+        {GIVEN_MAX_POINTS, "--max-points", "for a map (.dx, .mrc)"},
+    };
+    const int exact = (o->given & GIVEN_EXACT) != 0, png = o->kind == OUTPUT_PNG;
+    unsigned unread = 0;
+    size_t k;
+    if (exact) unread |= GIVEN_HCP_CHARGES | GIVEN_HCP | GIVEN_HCP_TOLERANCE;
+    if (o->surface != SURFACE_CONTACT) unread |= GIVEN_PROBE;
+    if (o->surface == SURFACE_FILE) unread |= GIVEN_DENSITY;
+    if (o->kind != OUTPUT_PLY && !png) unread |= GIVEN_RANGE;
+    if (!png) unread |= GIVEN_SIZE | GIVEN_VIEW;
+    if (o->kind != OUTPUT_MAP) unread |= GIVEN_SPACING | GIVEN_PADDING | GIVEN_MAX_POINTS;
+    for (k = 0; k < sizeof only / sizeof only[0]; k++)
+        if (o->given & unread & only[k].bit) {
+            fprintf(stderr, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
+                    only[k].name, only[k].for_what);
+            return 0;
+        }
+    return 1;
 }
 
 /* Parses argv into o; returns 0 with a message on stderr when it cannot. */
@@ -175,12 +223,14 @@ static int parse_options(int argc, char **argv, options *o) {
                 o->surface_file = a;
             }
         } else if (!strcmp(a, "--density")) {
+            o->given |= GIVEN_DENSITY;
             DOUBLE_ARG(o->density, "density per A^2");
             if (!(o->density > 0.0)) {
                 fprintf(stderr, "elecsurf: --density %g: give a positive density\n", o->density);
                 return 0;
             }
         } else if (!strcmp(a, "--probe")) {
+            o->given |= GIVEN_PROBE;
             DOUBLE_ARG(o->probe, "radius in A");
             if (!(o->probe > 0.0)) {
                 fprintf(stderr, "elecsurf: --probe %g: give a positive radius\n", o->probe);
@@ -207,8 +257,10 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--exact")) {
+            o->given |= GIVEN_EXACT;
             o->alpb.exact = 1;
         } else if (!strcmp(a, "--hcp-charges")) {
+            o->given |= GIVEN_HCP_CHARGES;
             NEED(1);
             a = argv[++i];
             if (strcmp(a, "1") && strcmp(a, "2")) {
@@ -217,6 +269,7 @@ static int parse_options(int argc, char **argv, options *o) {
             }
             o->alpb.hcp_charges = a[0] - '0';
         } else if (!strcmp(a, "--hcp")) {
+            o->given |= GIVEN_HCP;
             char copy[256], *token, *rest;
             int level = 0;
             NEED(1);
@@ -251,6 +304,7 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--hcp-tolerance")) {
+            o->given |= GIVEN_HCP_TOLERANCE;
             NEED(1);
             if (!strcmp(argv[i + 1], "inf")) {
                 o->hcp_tolerance = HUGE_VAL;
@@ -303,12 +357,14 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--range")) {
+            o->given |= GIVEN_RANGE;
             DOUBLE_ARG(o->range, "potential");
             if (!(o->range > 0.0)) {
                 fprintf(stderr, "elecsurf: --range %g: give a positive range\n", o->range);
                 return 0;
             }
         } else if (!strcmp(a, "--size")) {
+            o->given |= GIVEN_SIZE;
             double size;
             DOUBLE_ARG(size, "size in pixels");
             if (!(size >= 64 && size <= 8192) || size != (int)size) {
@@ -317,6 +373,7 @@ static int parse_options(int argc, char **argv, options *o) {
             }
             o->size = (int)size;
         } else if (!strcmp(a, "--spacing")) {
+            o->given |= GIVEN_SPACING;
             DOUBLE_ARG(o->map_spacing, "spacing in A");
             if (!(o->map_spacing > 0.0)) {
                 fprintf(stderr, "elecsurf: --spacing %g: give a positive spacing\n",
@@ -324,6 +381,7 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--max-points")) {
+            o->given |= GIVEN_MAX_POINTS;
             NEED(1);
             if (!cli_size(argv[++i], 1.0, 9007199254740992.0, &o->max_points)) {
                 fprintf(stderr, "elecsurf: --max-points: '%s' is not a count of 1 to 2^53\n",
@@ -331,6 +389,7 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--padding")) {
+            o->given |= GIVEN_PADDING;
             DOUBLE_ARG(o->map_padding, "padding in A");
             if (!(o->map_padding >= 0.0)) {
                 fprintf(stderr, "elecsurf: --padding %g: give a padding of 0 or more\n",
@@ -338,6 +397,7 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--view")) {
+            o->given |= GIVEN_VIEW;
             NEED(1);
             a = argv[++i];
             o->view_sign = a[0] == '-' ? -1 : 1; /* -z: along -z, from +z */
@@ -399,13 +459,20 @@ static int parse_options(int argc, char **argv, options *o) {
 #endif
     if (o->surface == SURFACE_DEFAULT)
         o->surface = o->kind == OUTPUT_TXT ? SURFACE_CONTACT : SURFACE_MESH;
-    return 1;
+    return options_all_read(o);
 }
 
 static double seconds_now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The summary's size line: A to the thousandth of an A, or in %g form
+   past 1e6 A (--A 1e300 once printed a 300-digit number). */
+static void report_size(FILE *report, double size, const char *how) {
+    if (fabs(size) < 1e6) fprintf(report, "  size       A = %.3f A (%s)\n", size, how);
+    else fprintf(report, "  size       A = %.6g A (%s)\n", size, how);
 }
 
 /* ----------------------------------------------------------- surfaces */
@@ -417,14 +484,36 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
     if (o->surface == SURFACE_CONTACT)
         return elec_surface_contact(atoms, density, o->probe, s, err);
     if (o->surface == SURFACE_MESH) {
-        /* 1/sqrt(density), coarser where the lattice would pass 2e7 points */
-        double lo[3], hi[3], volume = 1.0, spacing = 1.0 / sqrt(density);
-        int axis;
+        /* 1/sqrt(density), coarser where the lattice would pass 2e7 points:
+           the lattice spans the atoms and, each side, 2.37 times the
+           largest radius and two spacings (elec_surface_mesh's reach at
+           its default blobbiness; from the centres alone a large atom's
+           mesh was refused, not coarsened) */
+        double lo[3], hi[3], largest = 0.0, spacing = 1.0 / sqrt(density);
+        size_t i;
+        int axis, round;
+        elec_status st;
         elec_atoms_bounds(atoms, lo, hi);
-        for (axis = 0; axis < 3; axis++) volume *= hi[axis] - lo[axis] + 12.0;
-        if (volume / (spacing * spacing * spacing) > 2e7) spacing = cbrt(volume / 2e7);
+        for (i = 0; i < atoms->count; i++) {
+            double x[3], q, r;
+            elec_atoms_get(atoms, i, x, &q, &r);
+            if (r > largest) largest = r;
+        }
+        for (round = 0; round < 4; round++) {
+            double volume = 1.0;
+            for (axis = 0; axis < 3; axis++)
+                volume *= hi[axis] - lo[axis] + 2.0 * (2.37 * largest + 2.0 * spacing);
+            if (volume / (spacing * spacing * spacing) <= 2e7) break;
+            spacing = 1.01 * cbrt(volume / 2e7);
+        }
         *mesh_spacing = spacing;
-        return elec_surface_mesh(atoms, spacing, 0.0, s, err);
+        st = elec_surface_mesh(atoms, spacing, 0.0, s, err);
+        if (st == ELEC_ERR_UNSUPPORTED && err) {
+            char why[sizeof err->message];
+            memcpy(why, err->message, sizeof why);
+            elec_fail(err, st, 0, "%s (elecsurf: a lower --density)", why);
+        }
+        return st;
     }
     if (has_extension(o->surface_file, ".vert")) {
         /* the .face file beside it, where there is one */
@@ -828,6 +917,17 @@ static double nearest_vertex(const elec_surface *surf, const elec_cells *cells, 
     return best;
 }
 
+/* The edge of the vertices' cells: 2 A, or the edge of a cube holding one
+   vertex on average over their bounding box (each edge counted as at
+   least 2 A), where that is longer. */
+static double vertex_cell_edge(const double length[3], size_t vertices) {
+    double volume = 1.0, edge;
+    int axis;
+    for (axis = 0; axis < 3; axis++) volume *= length[axis] > 2.0 ? length[axis] : 2.0;
+    edge = cbrt(volume / (double)(vertices > 0 ? vertices : 1));
+    return edge > 2.0 ? edge : 2.0;
+}
+
 /* The map: ALPB at the lattice's points as surface points (E1 at p = 0,
    the library's call without normals), then at each point outside the
    surface (on the side its nearest vertex's outward normal points to) E1's
@@ -893,7 +993,10 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
     }
-    /* the vertices' cell list: cells of 2 A or more (256 a side at most) */
+    /* the vertices' cell list: cells of 2 A or more (256 a side at most),
+       and about a vertex a cell where they are sparse (three vertices
+       1000 A apart in cells of 2 A left each point's search ring by ring
+       through millions of empty cells: a map ran for hours) */
     for (i = 0; i < surf->count; i++)
         for (axis = 0; axis < 3; axis++) {
             double c = surf->xyz[3 * i + axis];
@@ -901,7 +1004,8 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
             if (i == 0 || c > hi[axis]) hi[axis] = c;
         }
     for (axis = 0; axis < 3; axis++) length[axis] = hi[axis] - lo[axis] + 1e-6;
-    if ((s = elec_cells_build(surf->xyz, surf->count, lo, length, 2.0, &cells, &err)) !=
+    if ((s = elec_cells_build(surf->xyz, surf->count, lo, length,
+                              vertex_cell_edge(length, surf->count), &cells, &err)) !=
         ELEC_OK) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
@@ -973,8 +1077,8 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
         FILE *report = cli_report_stream(o->output); /* not among the map's data */
         fprintf(report, "elecsurf: %s -> %s\n", o->input, o->output);
         fprintf(report, "  atoms      %zu (net charge %+.4f e)\n", mol->count, net);
-        fprintf(report, "  size       A = %.3f A (%s)\n", resolved->electrostatic_size,
-                o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        report_size(report, resolved->electrostatic_size,
+                    o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
         fprintf(report, "  surface    %zu vertices, %.3f s (for the points' distances)\n",
                 surf->count, surface_seconds);
         fprintf(report,
@@ -1152,8 +1256,8 @@ int main(int argc, char **argv) {
         fprintf(report,
                 "  atoms      %zu (net charge %+.4f e), %zu residues, %zu chains, %zu complexes\n",
                 hcp.count[0], hcp.net_charge, hcp.count[1], hcp.count[2], hcp.count[3]);
-        fprintf(report, "  size       A = %.3f A (%s)\n", resolved.electrostatic_size,
-                o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        report_size(report, resolved.electrostatic_size,
+                    o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
         if (o.surface == SURFACE_MESH)
             fprintf(report,
                     "  surface    mesh, %zu vertices, %zu triangles (spacing %.3g A), %.3f s\n",
