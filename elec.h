@@ -1850,7 +1850,9 @@ ELEC_API elec_status elec_parse_points(const char *text, size_t length,
    x_i + r_i u with normal u kept where the probe sphere touching it,
    centred at x_i + (r_i + probe) u, keeps at least r_j + probe from every
    other atom j (re-entrant patches are left out).  density 0 = 3 per A^2
-   (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii. */
+   (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii: an atom of
+   radius 0 has no surface (it still buries others' points), and every
+   radius zero is refused (ELEC_ERR_INVALID_ARG). */
 ELEC_API elec_status elec_surface_contact(const elec_atoms *atoms, double density,
                                           double probe, elec_surface *out,
                                           elec_error *err);
@@ -4629,6 +4631,7 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
     char why[224];
     char after_ter = 0, after_end_of_complex = 0; /* for the next atom */
     long model_end = 0; /* the line of an END or ENDMDL, after which no atom may come */
+    long cell_line = 0; /* the line of the CRYST1 read */
     const char *end_record = "ENDMDL";
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
@@ -4717,7 +4720,19 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
                 return elec__fail(err, ELEC_ERR_PARSE, line_number,
                                   "line %ld: %s", line_number, why);
             }
+            /* one cell a structure: a second that differs would leave the
+               box to whichever reader took the first or the last (elecmap's
+               map comment and elecenergy's box once disagreed) */
+            if (s.has_cell && (memcmp(s.cell_length, cell, sizeof s.cell_length) != 0 ||
+                               memcmp(s.cell_angle, cell + 3, sizeof s.cell_angle) != 0)) {
+                elec__pqr_release(&s);
+                return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                                  "line %ld: a second CRYST1 cell (%g %g %g) unlike line "
+                                  "%ld's: one cell a structure", line_number, cell[0],
+                                  cell[1], cell[2], cell_line);
+            }
             s.has_cell = 1;
+            cell_line = line_number;
             memcpy(s.cell_length, cell, sizeof s.cell_length);
             memcpy(s.cell_angle, cell + 3, sizeof s.cell_angle);
         }
@@ -8578,6 +8593,11 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
                           probe);
     if ((s = elec__surface_atoms(atoms, &xyz, &radius, &largest, err)) != ELEC_OK)
         return s;
+    if (!(largest > 0.0)) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "every atom radius is zero: no contact surface");
+        goto cleanup;
+    }
     n = atoms->count;
     first = (size_t *)ELEC_MALLOC((n + 1) * sizeof *first);
     if (!first) {
@@ -8594,7 +8614,10 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
                                  err, i, ELEC_NO_ATOM);
             goto cleanup;
         }
-        first[i + 1] = first[i] + (points < 1.0 ? 1 : (size_t)points);
+        /* an atom of radius 0 has no surface (one point at its centre,
+           where its own potential is left out, once gave a finite value
+           where there is none) */
+        first[i + 1] = first[i] + (radius[i] > 0.0 ? (points < 1.0 ? 1 : (size_t)points) : 0);
     }
     total = first[n];
     keep = (unsigned char *)ELEC_MALLOC(total + 1);

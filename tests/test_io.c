@@ -255,6 +255,15 @@ TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
     EXPECT(status == ELEC_ERR_UNSUPPORTED, "monoclinic box: status %d", status);
     elec_structure_free(&s);
 
+    /* the same cell twice is one cell */
+    snprintf(text, sizeof text, "%s%s%s",
+             "CRYST1   40.000   50.500   60.250  90.00  90.00  90.00 P 1           1\n",
+             "CRYST1   40.000   50.500   60.250  90.00  90.00  90.00 P 1           1\n", atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK && s.has_cell && s.cell_length[2] == 60.25, "status %d: %s",
+           status, err.message);
+    if (status == ELEC_OK) elec_structure_free(&s);
+
     /* no CRYST1 at all */
     status = parse(atom, &s, &err);
     EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
@@ -303,6 +312,9 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
         {"control character", "REMARK \001\n", 0, 2, "binary data"},
         {"garbled CRYST1", "CRYST1   40.000   abc   60.000  90.00  90.00  90.00\n",
          0, 2, "CRYST1 b"},
+        {"two cells unlike", "CRYST1   10.000   10.000   10.000  90.00  90.00  90.00\n"
+                             "CRYST1   20.000   20.000   20.000  90.00  90.00  90.00\n",
+         0, 3, "a second CRYST1 cell (20 20 20) unlike line 2's"},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
