@@ -55,6 +55,7 @@ typedef struct options {
     double tolerance; /* MSM's relative RMS error target; 0 = its defaults */
     int msm_order, shifted; /* msm_order: 4, 6, 8 or 10 (0 = 4) */
     int method_given; /* --method on the command line */
+    unsigned given;   /* OPTION_* bits: the method-bound options given */
     double msm_above; /* seconds of direct sum past which MSM is chosen;
                          0 = 30 on the CPU, 1 on the GPU */
     elec_dcs_variant variant;
@@ -66,6 +67,58 @@ typedef struct options {
     size_t max_points; /* lattice points; ELEC_DEFAULT_MAX_LATTICE_POINTS */
     double max_work;   /* atom-point pairs of a direct sum; 0 = per device */
 } options;
+
+/* Options that only some methods read (elecmap_parse refuses them with
+   another: a map without the screening --kappa asked for was a silent
+   wrong answer), and the methods each is for: bits of map_method, and
+   AUTO_METHOD for the choice made without --method (DCS or MSM). */
+enum {
+    OPTION_KAPPA = 1u << 0, OPTION_IONIC = 1u << 1, OPTION_SHIFTED = 1u << 2,
+    OPTION_CUTOFF = 1u << 3, OPTION_MSM_SPACING = 1u << 4, OPTION_TOLERANCE = 1u << 5,
+    OPTION_MSM_ORDER = 1u << 6, OPTION_BASIS = 1u << 7, OPTION_ORDER = 1u << 8,
+    OPTION_MSM_ABOVE = 1u << 9
+};
+#define METHOD_BIT(m) (1u << (m))
+#define AUTO_METHOD (1u << 5)
+static const struct {
+    unsigned bit;
+    const char *name, *for_whom;
+    unsigned methods;
+} method_options[] = {
+    {OPTION_KAPPA, "--kappa", "for mdh", METHOD_BIT(METHOD_MDH)},
+    {OPTION_IONIC, "--ionic-strength", "for mdh", METHOD_BIT(METHOD_MDH)},
+    {OPTION_SHIFTED, "--shifted", "for the cutoff map", METHOD_BIT(METHOD_CUTOFF)},
+    {OPTION_CUTOFF, "--cutoff", "for msm and the cutoff map",
+     METHOD_BIT(METHOD_MSM) | METHOD_BIT(METHOD_CUTOFF) | AUTO_METHOD},
+    {OPTION_MSM_SPACING, "--msm-spacing", "for msm", METHOD_BIT(METHOD_MSM) | AUTO_METHOD},
+    {OPTION_TOLERANCE, "--tolerance", "for msm", METHOD_BIT(METHOD_MSM) | AUTO_METHOD},
+    {OPTION_MSM_ORDER, "--msm-order", "for msm", METHOD_BIT(METHOD_MSM) | AUTO_METHOD},
+    {OPTION_BASIS, "--basis", "for the charges map", METHOD_BIT(METHOD_CHARGES)},
+    {OPTION_ORDER, "--order", "for the charges map", METHOD_BIT(METHOD_CHARGES)},
+    {OPTION_MSM_ABOVE, "--msm-above", "for the choice made without --method", AUTO_METHOD},
+};
+
+/* The first option given that the method will not read: refused, naming
+   it (0), or 1 where every one counts. */
+static int method_options_fit(const options *o, FILE *messages) {
+    static const char *const names[] = {"dcs", "mdh", "msm", "cutoff", "charges"};
+    const unsigned method = o->method_given ? METHOD_BIT(o->method) : AUTO_METHOD;
+    size_t k;
+    for (k = 0; k < sizeof method_options / sizeof method_options[0]; k++)
+        if ((o->given & method_options[k].bit) && !(method_options[k].methods & method)) {
+            if (o->method_given)
+                fprintf(messages, "elecmap: %s is %s: --method %s would ignore it (leave it "
+                                  "out, or choose the method it is for)\n",
+                        method_options[k].name, method_options[k].for_whom,
+                        names[o->method]);
+            else
+                fprintf(messages, "elecmap: %s is %s: without --method the map is DCS or "
+                                  "MSM, which would ignore it (give the --method it is for)\n",
+                        method_options[k].name, method_options[k].for_whom);
+            return 0;
+        }
+    return 1;
+}
 
 /* What elecmap_parse found: run, print the help or the version, or a
    usage error (its message already written). */
@@ -200,6 +253,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--msm-above")) {
             DOUBLE_ARG(o->msm_above, "time in seconds");
+            o->given |= OPTION_MSM_ABOVE;
             if (!(o->msm_above > 0.0)) {
                 fprintf(messages, "elecmap: --msm-above %g: give a time above 0 s\n",
                         o->msm_above);
@@ -221,10 +275,13 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--cutoff") || !strcmp(a, "--msm-cutoff")) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
+            o->given |= OPTION_CUTOFF;
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
+            o->given |= OPTION_MSM_SPACING;
         } else if (!strcmp(a, "--tolerance")) {
             DOUBLE_ARG(o->tolerance, "relative error");
+            o->given |= OPTION_TOLERANCE;
             if (!(o->tolerance > 0.0 && o->tolerance < 1.0)) {
                 fprintf(messages, "elecmap: --tolerance %g: give a relative error in (0, 1)\n",
                         o->tolerance);
@@ -238,8 +295,10 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
                 return PARSE_ERROR;
             }
             o->msm_order = (int)order;
+            o->given |= OPTION_MSM_ORDER;
         } else if (!strcmp(a, "--shifted")) {
             o->shifted = 1;
+            o->given |= OPTION_SHIFTED;
         } else if (!strcmp(a, "--spacing")) {
             DOUBLE_ARG(o->spacing, "spacing in A");
         } else if (!strcmp(a, "--padding")) {
@@ -296,6 +355,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--basis")) {
             NEED(1);
+            o->given |= OPTION_BASIS;
             a = argv[++i];
             if (!strcmp(a, "skeel")) o->charge_basis = ELEC_CHARGEMAP_SKEEL;
             else if (!strcmp(a, "bspline")) o->charge_basis = ELEC_CHARGEMAP_BSPLINE;
@@ -305,6 +365,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--order")) {
             NEED(1);
+            o->given |= OPTION_ORDER;
             if (!cli_count(argv[++i], 1, 64, &o->charge_order)) {
                 fprintf(messages, "elecmap: --order: '%s' is not a count of 1 to 64\n", argv[i]);
                 return PARSE_ERROR;
@@ -323,8 +384,10 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             DOUBLE_ARG(o->temperature, "temperature in K");
         } else if (!strcmp(a, "--ionic-strength")) {
             DOUBLE_ARG(o->ionic_strength, "concentration in mol/L");
+            o->given |= OPTION_IONIC;
         } else if (!strcmp(a, "--kappa")) {
             DOUBLE_ARG(o->kappa, "inverse length in 1/A");
+            o->given |= OPTION_KAPPA;
         } else if (!strcmp(a, "--demo")) {
             o->demo = 1;
         } else if (!strcmp(a, "--quiet")) {
@@ -365,6 +428,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         fprintf(messages, "elecmap: --gpus and --cpu exclude each other\n");
         return PARSE_ERROR;
     }
+    if (!method_options_fit(o, messages)) return PARSE_ERROR;
     return PARSE_RUN;
 }
 

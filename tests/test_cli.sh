@@ -91,6 +91,15 @@ else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"
+# an option the method will not read is refused, not ignored (an audit's:
+# --method dcs --kappa 1 wrote an unscreened map)
+"$build/elecmap" --method dcs --kappa 1 --demo "$dir/x.dx" > "$dir/out" 2>&1; rc1=$?
+"$build/elecmap" --tolerance 1e-3 --shifted --demo "$dir/x.dx" > "$dir/out2" 2>&1; rc2=$?
+if [ $rc1 -eq 2 ] && grep -q -- "--kappa is for mdh: --method dcs would ignore it" "$dir/out" &&
+   [ $rc2 -eq 2 ] && grep -q -- "--shifted is for the cutoff map: without --method" "$dir/out2" &&
+   [ ! -e "$dir/x.dx" ]; then
+    ok "elecmap_refuses_an_option_its_method_ignores"
+else fail "elecmap_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
 
 # Without --method: DCS for a small map, MSM (said on stderr) past the
 # estimated time, here moved down by --msm-above, where MSM is estimated
@@ -160,6 +169,12 @@ else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")";
 "$build/elecenergy" --cpu --method ewald --tolerance 1e-300 "$dir/ions.pqr" > "$dir/out" 2>&1
 [ $? -eq 1 ] && grep -q "below what it can meet" "$dir/out" && ok "elecenergy_refuses_a_tolerance_out_of_reach" ||
     fail "elecenergy_refuses_a_tolerance_out_of_reach: $(cat "$dir/out")"
+"$build/elecenergy" --method direct --box 10 10 10 "$dir/ions.pqr" > "$dir/out" 2>&1; rc1=$?
+"$build/elecenergy" --method ewald --grid 32 32 32 "$dir/ions.pqr" > "$dir/out2" 2>&1; rc2=$?
+if [ $rc1 -eq 2 ] && grep -q -- "--box is for ewald and spme" "$dir/out" &&
+   [ $rc2 -eq 2 ] && grep -q -- "--grid is SPME's mesh" "$dir/out2"; then
+    ok "elecenergy_refuses_an_option_its_method_ignores"
+else fail "elecenergy_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
 
 # a refusal that names atoms by index (from 0) says which of the file's
 # records they are: serials 5 and 7 here are atoms 0 and 2
@@ -396,6 +411,11 @@ refused elecsurf_refuses_an_empty_hcp_threshold 2 "an empty threshold" "$dir/r14
     --hcp 20,,70 "$dir/ion.pqr"
 refused elecsurf_refuses_a_zero_dielectric 2 "eps-out 0: give a positive" "$dir/r15.txt" \
     --eps-out 0 "$dir/ion.pqr"
+# options the output or surface would not read: refused, not ignored
+refused elecsurf_refuses_a_map_spacing_for_a_surface 2 "spacing is for a map" "$dir/r17.ply" \
+    --spacing 5 "$dir/ion.pqr"
+refused elecsurf_refuses_hcp_options_with_exact 2 "hcp-charges is for HCP" "$dir/r18.txt" \
+    --exact --hcp-charges 1 "$dir/ion.pqr"
 refused elecsurf_lists_every_gpu_kernel_for_an_unknown_one 2 "simple, registers, sorted, packed, pairs" \
     "$dir/r16.txt" --variant bogus "$dir/ion.pqr"
 refused elecsurf_refuses_a_map_past_max_points 1 "over the limit of 100 (max_points)" \
@@ -427,6 +447,18 @@ if command -v timeout > /dev/null; then
     if [ $rc -eq 0 ] || grep -q "without libpng" "$dir/out"; then ok "elecsurf_draws_points_on_one_spot"
     else fail "elecsurf_draws_points_on_one_spot: status $rc $(cat "$dir/out")"; fi
 else skip "elecsurf_draws_points_on_one_spot: no timeout(1) here"; fi
+# a map from three vertices 1000 A apart (an audit's: each point's nearest
+# vertex was sought ring by ring through millions of empty 2 A cells, and
+# the map ran for hours; now in cells of about a vertex each, 0.04 s)
+printf '# MSMS\n#\n3 1 2 1.5\n1e3 0 0 1 0 0 0 1 1\n0 1e3 0 0 1 0 0 1 1\n0 0 -1e3 0 0 1 0 1 1\n' \
+    > "$dir/far.vert"
+if command -v timeout > /dev/null; then
+    timeout 60 "$build/elecsurf" --cpu --surface "$dir/far.vert" "$dir/ion.pqr" \
+        "$dir/far.dx" > "$dir/out" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "3 vertices" "$dir/out"; then ok "elecsurf_maps_over_a_few_far_vertices"
+    else fail "elecsurf_maps_over_a_few_far_vertices: status $rc $(cat "$dir/out")"; fi
+else skip "elecsurf_maps_over_a_few_far_vertices: no timeout(1) here"; fi
 
 # A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
 # point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
