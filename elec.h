@@ -1310,7 +1310,7 @@ typedef enum elec_spme_spread {
 #define ELEC_SPME_GPU_FLOAT_FLOOR 2e-6
 /* Where the forces nearly cancel, float arithmetic's error is not relative
    to them but to the pair forces they are what is left of: its absolute
-   RMS per atom measured 7e-7 to 1.0e-6 of F = <q^2> rho^(2/3), the force
+   RMS per atom measured up to 1.0e-6 of F = <q^2> rho^(2/3), the force
    between two RMS charges at the mean spacing, for rock salt (3^3 and 5^3
    cells) and CsCl (5^3) at 0 to 0.3 A RMS from their sites, in SPME and
    periodic MSM alike (positions given in float, against the CPU's double
