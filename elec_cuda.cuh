@@ -3303,15 +3303,21 @@ static size_t elec__msm_take_back_apply(const elec__msm_take_back *t, float *map
     return first_bad;
 }
 
-/* Float's floor on the GPU for these atoms: `share`, the relative force
-   error of float arithmetic (estimate.float_arithmetic: the handles, whose
-   positions come in float) or of that and positions rounded here as well
-   (estimate.float_floor, `rounded`).  A tolerance under 1.5 times it is
-   refused, naming it. */
-static elec_status elec__cuda_float_floor_check(const char *method, double tolerance,
-                                                double share, int rounded,
-                                                const elec_error_estimate *estimate,
-                                                elec_error *err) {
+/* Float's share of the GPU's error for these atoms, `share`: the relative
+   force error of float arithmetic (estimate.float_arithmetic: the
+   handles, whose positions come in float) or of that and positions
+   rounded here as well (estimate.float_floor, `rounded`).  A tolerance
+   under 1.5 times it is refused, naming it.  Else *left is the tolerance
+   a choice aims at beside it: what the share leaves of it, as independent
+   errors add, sqrt(T^2 - share^2), where forces that nearly cancel raise
+   the share (estimate.float_arithmetic over ELEC_SPME_GPU_FLOAT_FLOOR, as
+   a crystal's near its sites: there a choice at the tolerance itself,
+   with float's share added, reached 1.0e-4 at 1e-4); else the tolerance. */
+static elec_status elec__cuda_float_share(const char *method, double tolerance, double share,
+                                          int rounded, const elec_error_estimate *estimate,
+                                          double *left, elec_error *err) {
+    const int cancelling = estimate->float_arithmetic > ELEC_SPME_GPU_FLOAT_FLOOR;
+    *left = tolerance;
     if (tolerance > 0.0 && tolerance < 1.5 * share)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "%s tolerance %g on the GPU: below what float allows for these atoms "
@@ -3319,24 +3325,9 @@ static elec_status elec__cuda_float_floor_check(const char *method, double toler
                           "least); use the CPU", method, tolerance,
                           rounded ? "their positions rounded to float, and float arithmetic"
                                   : "float arithmetic",
-                          estimate->float_arithmetic > ELEC_SPME_GPU_FLOAT_FLOOR
-                              ? " on forces that nearly cancel"
-                              : "",
-                          share);
+                          cancelling ? " on forces that nearly cancel" : "", share);
+    if (cancelling && tolerance > share) *left = sqrt(tolerance * tolerance - share * share);
     return ELEC_OK;
-}
-
-/* The tolerance a choice aims at beside float's share `share` of the
-   error: what that leaves of it, as independent errors add, where forces
-   that nearly cancel raise the share (estimate.float_arithmetic over
-   ELEC_SPME_GPU_FLOAT_FLOOR, as a crystal's near its sites; there a
-   choice at the tolerance itself, with float's share added, erred up to
-   1.04 times it); else the tolerance. */
-static double elec__cuda_beside_float(double tolerance, double share,
-                                      const elec_error_estimate *estimate) {
-    if (estimate->float_arithmetic <= ELEC_SPME_GPU_FLOAT_FLOOR || !(tolerance > share))
-        return tolerance;
-    return sqrt(tolerance * tolerance - share * share);
 }
 
 /* A choice aimed beside float's share that failed: the caller's tolerance
@@ -3353,11 +3344,10 @@ static elec_status elec__cuda_beside_float_failed(const char *method, double tol
                       "cancel (%.2g): %s", method, tolerance, share, reason);
 }
 
-/* SPME's parameters on the GPU: elec_spme_params_resolve, float's floor
-   (elec__cuda_float_floor_check; `rounded`: positions rounded to float by
-   the call), and the choice made again where float's share leaves less of
-   the tolerance (elec__cuda_beside_float); the caller's tolerance is the
-   one reported. */
+/* SPME's parameters on the GPU: elec_spme_params_resolve, float's share
+   (elec__cuda_float_share; `rounded`: positions rounded to float by the
+   call), and the choice made again where that share leaves less of the
+   tolerance; the caller's tolerance is the one reported. */
 static elec_status elec__cuda_spme_resolve(const elec_spme_params *params, const elec_box *box,
                                            const elec_atoms *atoms, int rounded,
                                            elec_spme_params *out, elec_error *err) {
@@ -3368,11 +3358,10 @@ static elec_status elec__cuda_spme_resolve(const elec_spme_params *params, const
         return status;
     share = rounded ? out->estimate.float_floor : out->estimate.float_arithmetic;
     tolerance = out->tolerance;
-    if ((status = elec__cuda_float_floor_check("SPME", tolerance, share, rounded, &out->estimate,
-                                               err)) != ELEC_OK)
+    if ((status = elec__cuda_float_share("SPME", tolerance, share, rounded, &out->estimate, &left,
+                                         err)) != ELEC_OK ||
+        left == tolerance)
         return status;
-    left = elec__cuda_beside_float(tolerance, share, &out->estimate);
-    if (left == tolerance) return ELEC_OK;
     if (params) aimed = *params;
     else memset(&aimed, 0, sizeof aimed);
     aimed.tolerance = left;
@@ -8549,11 +8538,10 @@ static elec_status elec__cuda_msm_periodic_resolve(const elec_msm_params *params
         return status;
     share = out->estimate.float_arithmetic;
     tolerance = out->tolerance;
-    if ((status = elec__cuda_float_floor_check("MSM", tolerance, share, 0, &out->estimate,
-                                               err)) != ELEC_OK)
+    if ((status = elec__cuda_float_share("MSM", tolerance, share, 0, &out->estimate, &left,
+                                         err)) != ELEC_OK ||
+        left == tolerance || !params)
         return status;
-    left = elec__cuda_beside_float(tolerance, share, &out->estimate);
-    if (left == tolerance || !params) return ELEC_OK;
     aimed = *params;
     aimed.tolerance = left;
     if ((status = elec_msm_periodic_params_resolve(&aimed, box, atoms, out, err)) != ELEC_OK)
