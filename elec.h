@@ -1215,8 +1215,8 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
    GPU's float floor (estimate.float_floor) is relative to the same, so
    that on a crystal at its sites, whose forces are the float rounding of
    its positions, the GPU refuses tolerances under about 4e-4 (its
-   handles, given float positions, under 1.5e-4: float arithmetic's
-   share, estimate.float_arithmetic).  What the
+   handles, given float positions, under 2e-4: float arithmetic's share,
+   estimate.float_arithmetic).  What the
    caller fixes is taken as given: exact Ewald then meets the tolerance
    with what is left free (alpha the real-space half, kmax the reciprocal
    half) and says in the estimate what the whole comes to, never refusing
@@ -1309,17 +1309,19 @@ typedef enum elec_spme_spread {
    The GPU refuses tolerances under 1.5 times the floor that applies. */
 #define ELEC_SPME_GPU_FLOAT_FLOOR 2e-6
 /* Where the forces nearly cancel, float arithmetic's error is not relative
-   to them but to the pair forces they are what is left of: its absolute
-   RMS per atom measured up to 1.0e-6 of F = <q^2> rho^(2/3), the force
-   between two RMS charges at the mean spacing, for rock salt (3^3 and 5^3
-   cells) and CsCl (5^3) at 0 to 0.3 A RMS from their sites, in SPME and
-   periodic MSM alike (positions given in float, against the CPU's double
-   at the same parameters; H200, 2026-12-04): relative 3.5e-6 at 0.1 A, 3.4e-5
-   at 0.01 A, up to 1.0e-4 at the sites, where the forces are floored at
-   F/100.  estimate.float_arithmetic is the larger of
-   ELEC_SPME_GPU_FLOAT_FLOOR and ELEC_GPU_FLOAT_CANCELLATION F / force_rms
-   (the floored RMS force). */
-#define ELEC_GPU_FLOAT_CANCELLATION 1e-6
+   to them but to the pair forces they are the sum of: its absolute RMS per
+   atom measured 1.9e-7 to 5.7e-7 (3 to 10 float epsilons) of the pair
+   forces within 6 A in quadrature (pair_rms, elec__charge_stats_of's
+   probe), for rock salt (3^3 and 5^3 cells) and CsCl (5^3) at 0 to 0.3 A
+   RMS from their sites and for water, in SPME and periodic MSM alike
+   (positions given in float, against the CPU's double at the same
+   parameters; H200, 2026-12-04): relative 3.5e-6 at 0.1 A, 3.4e-5 at
+   0.01 A, up to 1.0e-4 at the sites, where the forces are floored.
+   estimate.float_arithmetic is the larger of ELEC_SPME_GPU_FLOAT_FLOOR
+   and ELEC_GPU_FLOAT_CANCELLATION pair_rms / force_rms (the floored RMS
+   force): atoms too far apart for the probe to see pairs (a dilute
+   electrolyte) keep the former. */
+#define ELEC_GPU_FLOAT_CANCELLATION 6e-7
 /* Grids past these are refused (a tolerance that needs one is refused
    with the size it would need). */
 #define ELEC_SPME_MAX_GRID_AXIS 4096
@@ -4727,9 +4729,10 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
                                memcmp(s.cell_angle, cell + 3, sizeof s.cell_angle) != 0)) {
                 elec__pqr_release(&s);
                 return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: a second CRYST1 cell (%g %g %g) unlike line "
-                                  "%ld's: one cell a structure", line_number, cell[0],
-                                  cell[1], cell[2], cell_line);
+                                  "line %ld: a second CRYST1 cell (%g %g %g, %g %g %g) "
+                                  "unlike line %ld's: one cell a structure", line_number,
+                                  cell[0], cell[1], cell[2], cell[3], cell[4], cell[5],
+                                  cell_line);
             }
             s.has_cell = 1;
             cell_line = line_number;
@@ -6259,9 +6262,9 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         return arrangement > 1.0
                    ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice, a and "
-                                "order in their limits meets 1/%.3g of it by its table (%zu "
-                                "atoms, forces small for their charges: %.3g times its error; "
-                                "a crystal near its sites, molecules far apart?); Ewald or SPME",
+                                "order in their limits meets 1/%.3g of it (%zu atoms, forces "
+                                "small for their charges: %.3g times its error; a crystal near "
+                                "its sites, molecules far apart?); Ewald or SPME",
                                 r.tolerance, aim, atoms, arrangement)
                    : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                                 "periodic MSM tolerance %g: no power-of-two lattice within the "
@@ -6356,9 +6359,10 @@ static double elec__shortest_edge(const elec_box *box) {
      force scale (a crystal at its sites would give rounding over
      rounding: 1e9 for rock salt);
    - float_arithmetic: float arithmetic's share, ELEC_SPME_GPU_FLOAT_FLOOR
-     or, where the forces are small beside F (the force between two RMS
-     charges at the mean spacing over error_volume), the larger
-     ELEC_GPU_FLOAT_CANCELLATION F / force_rms;
+     or, where the net forces are small beside the pair forces they sum
+     (pair_rms: per atom the pair forces within the reach in quadrature,
+     excluded pairs left out, RMS over the atoms), the larger
+     ELEC_GPU_FLOAT_CANCELLATION pair_rms / force_rms;
    - error_volume: Kolafa and Perram's estimates (and the mesh's) count
      the charges within reach of each atom as the box's mean density,
      Q2 / V; where the charges crowd (a droplet or a cluster in vacuum,
@@ -6392,13 +6396,12 @@ typedef struct elec__charge_stats {
 } elec__charge_stats;
 
 /* Float arithmetic's relative RMS force error (float_arithmetic above)
-   for charges of mean square mean_q2 at `density` whose RMS force
-   (floored) is force_rms. */
-static double elec__float_arithmetic(double mean_q2, double density, double force_rms) {
-    const double pair_force = mean_q2 * pow(density, 2.0 / 3.0);
-    const double cancelled = force_rms > 0.0 ? ELEC_GPU_FLOAT_CANCELLATION * pair_force /
-                                                   force_rms
-                                             : 0.0;
+   for atoms whose pair forces within the probe's reach have the RMS
+   pair_rms (per atom, over its pairs in quadrature) and whose net forces
+   the RMS force_rms (floored). */
+static double elec__float_arithmetic(double pair_rms, double force_rms) {
+    const double cancelled =
+        force_rms > 0.0 ? ELEC_GPU_FLOAT_CANCELLATION * pair_rms / force_rms : 0.0;
     return cancelled > ELEC_SPME_GPU_FLOAT_FLOOR ? cancelled : ELEC_SPME_GPU_FLOAT_FLOOR;
 }
 
@@ -6469,7 +6472,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     double *x = NULL, *q = NULL, *round2 = NULL, *sorted;
     double *per_atom, *rows;
     long *row;
-    double force2 = 0.0, change2 = 0.0, sk[ELEC__SK_BINS];
+    double force2 = 0.0, change2 = 0.0, pairs2 = 0.0, sk[ELEC__SK_BINS];
     long sampled_count = 0;
     size_t *excl_start = NULL, *excl_list = NULL, i, stride;
     elec_cells cells;
@@ -6553,7 +6556,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
        the same atoms (the CPU's and the GPU's) choose alike */
     stride = n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
     row = (long *)ELEC_MALLOC(n * sizeof *row);
-    per_atom = (double *)ELEC_MALLOC(2 * n * sizeof *per_atom);
+    per_atom = (double *)ELEC_MALLOC(3 * n * sizeof *per_atom);
     for (i = 0; row && i < n; i++)
         row[i] = (unsigned long)((cells.atom[i] * 2654435761UL) & 0xffffffffUL) <
                          0x100000000UL / stride
@@ -6581,7 +6584,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
         for (li = 0; li < (long)n; li++) {
             const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
             const double *xi = x + 3 * ai;
-            double f[3] = {0.0, 0.0, 0.0}, change = 0.0;
+            double f[3] = {0.0, 0.0, 0.0}, change = 0.0, pair2 = 0.0;
             double *local = row[ai] >= 0 ? rows + (size_t)row[ai] * ELEC__SK_BINS : NULL;
             int home[3], from[3], count[3], cx, cy, cz, c, bin, sampled = local != NULL;
             elec_cells_ijk(&cells, xi, home);
@@ -6646,17 +6649,20 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
                             if (excluded) continue;
                             g = qq * (1.0 / r2 - shift_force) / r;
                             for (a = 0; a < 3; a++) f[a] += g * d[a];
+                            pair2 += g * g * r2;
                             change += 6.0 * qq * qq / (r2 * r2 * r2) *
                                       (round2[ai] + round2[j]);
                         }
                     }
-            per_atom[2 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
-            per_atom[2 * ai + 1] = change;
+            per_atom[3 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
+            per_atom[3 * ai + 1] = change;
+            per_atom[3 * ai + 2] = pair2;
         }
     }
     for (i = 0; i < n; i++) {
-        force2 += per_atom[2 * i];
-        change2 += per_atom[2 * i + 1];
+        force2 += per_atom[3 * i];
+        change2 += per_atom[3 * i + 1];
+        pairs2 += per_atom[3 * i + 2];
     }
     for (i = 0; i < (size_t)sampled_count; i++)
         for (b = 0; b < ELEC__SK_BINS; b++) sk[b] += rows[i * ELEC__SK_BINS + b];
@@ -6676,8 +6682,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
                      ? force2 : (double)n * floor_force * floor_force;
         st->force_floored = st->force_rms < floor_force;
         if (st->force_floored) st->force_rms = floor_force;
-        st->float_arithmetic = elec__float_arithmetic(
-            mean_q2, st->error_volume > 0.0 ? (double)n / st->error_volume : 0.0, st->force_rms);
+        st->float_arithmetic = elec__float_arithmetic(sqrt(pairs2 / (double)n), st->force_rms);
         st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
         st->float_floor = sqrt(st->float_floor * st->float_floor +
                                st->float_arithmetic * st->float_arithmetic);
@@ -6735,11 +6740,12 @@ cleanup:
    is met relative to that floor, as SPME's and Ewald's estimates take
    it.  Under
    0.01 /A^3 (rho) the mean spacing nears the probe's 6 A reach and its
-   sum may see few pairs or none: where it found less than the floor
-   there, it looks again as far as it would see as many neighbours at
-   0.01 /A^3, 6 A (0.01 / rho)^(1/3); where it still finds less (8 random
-   charges in a 20 A box), the factor is 1 (1000 would refuse what the
-   dilution's aim meets) and elec__pmsm_aim's dilution factor stands.
+   sum may see few pairs or none: where the forces it found came under
+   its floor there, it looks again as far as it would see as many
+   neighbours at 0.01 /A^3, 6 A (0.01 / rho)^(1/3); where they still do
+   (8 random charges in a 20 A box), the factor is 1 (1000 would refuse
+   what the dilution's aim meets) and elec__pmsm_aim's dilution factor
+   stands.
    Where it found forces, they count at any density: 100 waters (their
    pairs excluded) as a vapour in a 33 to 70 A box (0.0083 to 0.0009
    /A^3) have kappa about 0.3, and with a factor of 1 their forces erred
@@ -6762,11 +6768,13 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
                                    ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return s;
     density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
-    if (density > 0.0 && density < 0.01 && st.force_floored &&
-        (s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
-                                   ELEC__PROBE_REACH * cbrt(0.01 / density), &st, err)) !=
+    if (density > 0.0 && density < 0.01 && st.force_floored) {
+        if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
+                                       ELEC__PROBE_REACH * cbrt(0.01 / density), &st, err)) !=
             ELEC_OK)
-        return s;
+            return s;
+        density = st.error_volume > 0.0 ? n / st.error_volume : 0.0; /* its cells' */
+    }
     floors->float_floor = st.float_floor;
     floors->float_arithmetic = st.float_arithmetic;
     if (density < 0.01 && st.force_floored) return ELEC_OK;

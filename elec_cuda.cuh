@@ -3330,18 +3330,16 @@ static elec_status elec__cuda_float_share(const char *method, double tolerance, 
     return ELEC_OK;
 }
 
-/* A choice aimed beside float's share that failed: the caller's tolerance
-   and the share named before the resolve's own reason (which names the
-   tolerance aimed at). */
+/* A choice aimed beside float's share that failed: refused in words of
+   the caller's tolerance (the resolve's own reason names the tolerance
+   aimed at, and a prefix to it would pass the message's 255 characters). */
 static elec_status elec__cuda_beside_float_failed(const char *method, double tolerance,
-                                                  double share, elec_status status,
-                                                  elec_error *err) {
-    char reason[sizeof err->message];
-    if (!err) return status;
-    memcpy(reason, err->message, sizeof reason);
+                                                  double share, double left,
+                                                  elec_status status, elec_error *err) {
     return elec__fail(err, status, 0,
-                      "%s tolerance %g on the GPU, less float's share on forces that nearly "
-                      "cancel (%.2g): %s", method, tolerance, share, reason);
+                      "%s tolerance %g on the GPU: float arithmetic on these atoms' forces, "
+                      "which nearly cancel, errs about %.2g and leaves %.2g to the method, "
+                      "which no choice meets; use the CPU", method, tolerance, share, left);
 }
 
 /* SPME's parameters on the GPU: elec_spme_params_resolve, float's share
@@ -3366,7 +3364,7 @@ static elec_status elec__cuda_spme_resolve(const elec_spme_params *params, const
     else memset(&aimed, 0, sizeof aimed);
     aimed.tolerance = left;
     if ((status = elec_spme_params_resolve(&aimed, box, atoms, out, err)) != ELEC_OK)
-        return elec__cuda_beside_float_failed("SPME", tolerance, share, status, err);
+        return elec__cuda_beside_float_failed("SPME", tolerance, share, left, status, err);
     out->tolerance = tolerance;
     return ELEC_OK;
 }
@@ -8545,7 +8543,7 @@ static elec_status elec__cuda_msm_periodic_resolve(const elec_msm_params *params
     aimed = *params;
     aimed.tolerance = left;
     if ((status = elec_msm_periodic_params_resolve(&aimed, box, atoms, out, err)) != ELEC_OK)
-        return elec__cuda_beside_float_failed("MSM", tolerance, share, status, err);
+        return elec__cuda_beside_float_failed("MSM", tolerance, share, left, status, err);
     out->tolerance = tolerance;
     return ELEC_OK;
 }

@@ -155,18 +155,16 @@ static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
     }
     /* an option the method would not read is refused, not ignored (the
        direct sum once printed its non-periodic total beside --box) */
-    if (o->method == METHOD_DIRECT && (o->has_box || o->cutoff > 0 || o->tolerance > 0 ||
-                                       o->order || o->grid[0])) {
+    if (o->method == METHOD_DIRECT && (o->has_box || o->cutoff > 0 || o->tolerance > 0)) {
         fprintf(messages, "elecenergy: %s is for ewald and spme: --method direct, the plain "
                           "non-periodic pair sum, would ignore it\n",
-                o->has_box ? "--box" : o->cutoff > 0 ? "--cutoff"
-                           : o->tolerance > 0 ? "--tolerance" : o->order ? "--order"
-                                                                         : "--grid");
+                o->has_box ? "--box" : o->cutoff > 0 ? "--cutoff" : "--tolerance");
         return PARSE_ERROR;
     }
-    if (o->method == METHOD_EWALD && (o->order || o->grid[0])) {
-        fprintf(messages, "elecenergy: %s is SPME's mesh: --method ewald (the exact sum) "
-                          "would ignore it\n", o->order ? "--order" : "--grid");
+    if (o->method != METHOD_SPME && (o->order || o->grid[0])) {
+        fprintf(messages, "elecenergy: %s is SPME's mesh: --method %s would ignore it\n",
+                o->order ? "--order" : "--grid",
+                o->method == METHOD_EWALD ? "ewald (the exact sum)" : "direct");
         return PARSE_ERROR;
     }
     return PARSE_RUN;

@@ -347,7 +347,19 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
                             "the CPU (no --demo, --method charges, --gpu, --gpus)\n");
         return 2;
     }
-    if (!o->method_given) o->method = METHOD_DCS; /* one method for every frame */
+    if (!o->method_given) { /* one method for every frame: DCS, not the choice by time */
+        o->method = METHOD_DCS;
+        o->method_given = 1;
+        FILE *quiet = rank == 0 ? stderr : fopen("/dev/null", "w");
+        const int fits = method_options_fit(o, quiet ? quiet : stderr);
+        if (quiet && quiet != stderr) fclose(quiet);
+        if (!fits) {
+            if (rank == 0)
+                fprintf(stderr, "elecmap_mpi: --frames without --method maps every frame by "
+                                "DCS\n");
+            return 2;
+        }
+    }
     err.message[0] = '\0';
     frame_name(o->output, 0, name, sizeof name); /* the first output as a sample */
     if (rank == 0) status = cli_map_output_check("elecmap_mpi", name, o->input);

@@ -492,7 +492,6 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
         double lo[3], hi[3], largest = 0.0, spacing = 1.0 / sqrt(density);
         size_t i;
         int axis, round;
-        elec_status st;
         elec_atoms_bounds(atoms, lo, hi);
         for (i = 0; i < atoms->count; i++) {
             double x[3], q, r;
@@ -507,13 +506,7 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
             spacing = 1.01 * cbrt(volume / 2e7);
         }
         *mesh_spacing = spacing;
-        st = elec_surface_mesh(atoms, spacing, 0.0, s, err);
-        if (st == ELEC_ERR_UNSUPPORTED && err) {
-            char why[sizeof err->message];
-            memcpy(why, err->message, sizeof why);
-            elec_fail(err, st, 0, "%s (elecsurf: a lower --density)", why);
-        }
-        return st;
+        return elec_surface_mesh(atoms, spacing, 0.0, s, err);
     }
     if (has_extension(o->surface_file, ".vert")) {
         /* the .face file beside it, where there is one */
@@ -921,10 +914,11 @@ static double nearest_vertex(const elec_surface *surf, const elec_cells *cells, 
    vertex on average over their bounding box (each edge counted as at
    least 2 A), where that is longer. */
 static double vertex_cell_edge(const double length[3], size_t vertices) {
-    double volume = 1.0, edge;
+    double edge = 1.0 / cbrt((double)(vertices > 0 ? vertices : 1));
     int axis;
-    for (axis = 0; axis < 3; axis++) volume *= length[axis] > 2.0 ? length[axis] : 2.0;
-    edge = cbrt(volume / (double)(vertices > 0 ? vertices : 1));
+    /* edge by edge, so that spans past 1e102 A do not take the volume to
+       inf (an infinite cell was refused as not positive) */
+    for (axis = 0; axis < 3; axis++) edge *= cbrt(length[axis] > 2.0 ? length[axis] : 2.0);
     return edge > 2.0 ? edge : 2.0;
 }
 

@@ -314,7 +314,7 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
          0, 2, "CRYST1 b"},
         {"two cells unlike", "CRYST1   10.000   10.000   10.000  90.00  90.00  90.00\n"
                              "CRYST1   20.000   20.000   20.000  90.00  90.00  90.00\n",
-         0, 3, "a second CRYST1 cell (20 20 20) unlike line 2's"},
+         0, 3, "a second CRYST1 cell (20 20 20, 90 90 90) unlike line 2's"},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -152,7 +152,8 @@ if [ $good -eq 1 ]; then ok "$name"
 else fail "$name:$seen"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
-# missing input, --gpu without CUDA (status 1); no output is left.
+# missing input, --gpu without CUDA (status 1), an option --frames would
+# ignore (status 2); no output is left.
 name=mpi_refusals
 mpi 2 --method charges --demo "$dir/x.mrc" > "$dir/out" 2>&1
 s1=$?
@@ -164,9 +165,15 @@ n2=$(grep -c "cannot open" "$dir/out2")
 mpi 2 --gpu --demo "$dir/x.mrc" > "$dir/out3" 2>&1
 s3=$?
 n3=$(grep -c "built without CUDA" "$dir/out3")
+# --frames without --method maps by DCS, which reads no MSM option (a
+# review's finding: --tolerance was taken and ignored)
+mpi 2 --frames --tolerance 1e-3 "$dir/traj.pqr" "$dir/x.mrc" > "$dir/out4" 2>&1
+s4=$?
+n4=$(grep -c "maps every frame by DCS" "$dir/out4")
 if [ $s1 -eq 2 ] && [ "$n1" -eq 1 ] && [ $s2 -eq 1 ] && [ "$n2" -eq 1 ] && [ $s3 -eq 1 ] &&
-   [ "$n3" -eq 1 ] && [ ! -e "$dir/x.mrc" ]; then ok "$name"
-else fail "$name: $s1 $s2 $s3 $(cat "$dir/out" "$dir/out2" "$dir/out3")"; fi
+   [ "$n3" -eq 1 ] && [ $s4 -eq 2 ] && [ "$n4" -eq 1 ] && [ ! -e "$dir/x.mrc" ] &&
+   [ ! -e "$dir/x_f0000.mrc" ]; then ok "$name"
+else fail "$name: $s1 $s2 $s3 $s4 $(cat "$dir/out" "$dir/out2" "$dir/out3" "$dir/out4")"; fi
 
 echo "tally: $passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
