@@ -6749,7 +6749,7 @@ cleanup:
    Where it found forces, they count at any density: 100 waters (their
    pairs excluded) as a vapour in a 33 to 70 A box (0.0083 to 0.0009
    /A^3) have kappa about 0.3, and with a factor of 1 their forces erred
-   1.8 to 7 times the tolerance (quadrupoles and dipoles as well, up to
+   1.8 to 7.8 times the tolerance (quadrupoles and dipoles as well, up to
    11; an audit, 2026-12-04).  The same probe gives the
    GPU's float floors (floors->float_floor and float_arithmetic, as
    SPME's estimate has them). */
