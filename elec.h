@@ -1848,13 +1848,14 @@ ELEC_API elec_status elec_read_points(const char *path, elec_surface *out,
 ELEC_API elec_status elec_parse_points(const char *text, size_t length,
                                        elec_surface *out, elec_error *err);
 /* The contact surface of the research notes' 2.6: atom i carries
-   max(1, round(density 4 pi r_i^2)) Fibonacci directions u, its vertex
+   round(density 4 pi r_i^2) Fibonacci directions u, its vertex
    x_i + r_i u with normal u kept where the probe sphere touching it,
    centred at x_i + (r_i + probe) u, keeps at least r_j + probe from every
    other atom j (re-entrant patches are left out).  density 0 = 3 per A^2
-   (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii: an atom of
-   radius 0 has no surface (it still buries others' points), and every
-   radius zero is refused (ELEC_ERR_INVALID_ARG). */
+   (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii: an atom
+   whose sphere holds under half a point (radius 0, or under 0.12 A at 3
+   per A^2) has none (it still buries others' points); every radius zero,
+   or no point at all, is refused (ELEC_ERR_INVALID_ARG). */
 ELEC_API elec_status elec_surface_contact(const elec_atoms *atoms, double density,
                                           double probe, elec_surface *out,
                                           elec_error *err);
@@ -8622,12 +8623,18 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
                                  err, i, ELEC_NO_ATOM);
             goto cleanup;
         }
-        /* an atom of radius 0 has no surface (one point at its centre,
-           where its own potential is left out, once gave a finite value
-           where there is none) */
-        first[i + 1] = first[i] + (radius[i] > 0.0 ? (points < 1.0 ? 1 : (size_t)points) : 0);
+        /* an atom whose sphere holds under half a point has none (one
+           point at a radius-0 atom's centre, where its own potential is
+           left out, once gave a finite value where there is none) */
+        first[i + 1] = first[i] + (size_t)points;
     }
     total = first[n];
+    if (total == 0) {
+        s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                       "no atom's sphere holds a point at %g per A^2 (radii up to %g A)",
+                       density, largest);
+        goto cleanup;
+    }
     keep = (unsigned char *)ELEC_MALLOC(total + 1);
     if (!keep) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu candidate points",

@@ -1141,15 +1141,23 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
        found one on its centre, where its potential is undefined), and
        every radius zero is refused by name */
     {
-        const double r0[2] = {1.5, 0.0}, none[2] = {0.0, 0.0};
+        const double r0[2] = {1.5, 0.0}, none[2] = {0.0, 0.0}, tiny[2] = {1.5, 1e-9};
         elec_atoms half = elec_atoms_from_xyz(2, xyz, q, r0);
         elec_atoms flat = elec_atoms_from_xyz(2, xyz, q, none);
+        elec_atoms speck = elec_atoms_from_xyz(2, xyz, q, tiny);
         elec_error err;
         int near_second = 0;
         EXPECT(elec_surface_contact(&half, 0.0, 0.0, &s, &err) == ELEC_OK, "%s", err.message);
         for (i = 0; i < s.count; i++)
             near_second += sqrt(elec_distance2(s.xyz + 3 * i, xyz + 3)) < 1.0;
         EXPECT(near_second == 0 && s.count > 0, "%zu points, %d on the radius-0 atom", s.count,
+               near_second);
+        elec_surface_free(&s);
+        /* nor one of 1e-9 A (a review's: it kept one point by its centre) */
+        EXPECT(elec_surface_contact(&speck, 0.0, 0.0, &s, &err) == ELEC_OK, "%s", err.message);
+        for (i = 0, near_second = 0; i < s.count; i++)
+            near_second += sqrt(elec_distance2(s.xyz + 3 * i, xyz + 3)) < 1.0;
+        EXPECT(near_second == 0 && s.count > 0, "%zu points, %d on the 1e-9 A atom", s.count,
                near_second);
         elec_surface_free(&s);
         EXPECT(elec_surface_contact(&flat, 0.0, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
