@@ -491,14 +491,14 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
            mesh was refused, not coarsened) */
         double lo[3], hi[3], largest = 0.0, spacing = 1.0 / sqrt(density);
         size_t i;
-        int axis, round;
+        int axis, attempt;
         elec_atoms_bounds(atoms, lo, hi);
         for (i = 0; i < atoms->count; i++) {
             double x[3], q, r;
             elec_atoms_get(atoms, i, x, &q, &r);
             if (r > largest) largest = r;
         }
-        for (round = 0; round < 4; round++) {
+        for (attempt = 0; attempt < 4; attempt++) {
             double volume = 1.0;
             for (axis = 0; axis < 3; axis++)
                 volume *= hi[axis] - lo[axis] + 2.0 * (2.37 * largest + 2.0 * spacing);
