@@ -99,7 +99,8 @@ if [ $rc1 -eq 2 ] && grep -q -- "--kappa is for mdh: --method dcs would ignore i
    [ $rc2 -eq 2 ] && grep -q -- "--shifted is for the cutoff map: without --method" "$dir/out2" &&
    [ ! -e "$dir/x.dx" ]; then
     ok "elecmap_refuses_an_option_its_method_ignores"
-else fail "elecmap_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
+else fail "elecmap_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"
+fi
 
 # Without --method: DCS for a small map, MSM (said on stderr) past the
 # estimated time, here moved down by --msm-above, where MSM is estimated
@@ -174,7 +175,8 @@ else fail "elecenergy_json_has_the_choice_and_its_estimate: $(cat "$dir/json")";
 if [ $rc1 -eq 2 ] && grep -q -- "--box is for ewald and spme" "$dir/out" &&
    [ $rc2 -eq 2 ] && grep -q -- "--grid is SPME's mesh" "$dir/out2"; then
     ok "elecenergy_refuses_an_option_its_method_ignores"
-else fail "elecenergy_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"; fi
+else fail "elecenergy_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"
+fi
 
 # a refusal that names atoms by index (from 0) says which of the file's
 # records they are: serials 5 and 7 here are atoms 0 and 2
@@ -456,7 +458,8 @@ if command -v timeout > /dev/null; then
     timeout 60 "$build/elecsurf" --cpu --surface "$dir/far.vert" "$dir/ion.pqr" \
         "$dir/far.dx" > "$dir/out" 2>&1
     rc=$?
-    if [ $rc -eq 0 ] && grep -q "3 vertices" "$dir/out"; then ok "elecsurf_maps_over_a_few_far_vertices"
+    if [ $rc -eq 0 ] && grep -q "3 vertices" "$dir/out"; then
+        ok "elecsurf_maps_over_a_few_far_vertices"
     else fail "elecsurf_maps_over_a_few_far_vertices: status $rc $(cat "$dir/out")"; fi
 else skip "elecsurf_maps_over_a_few_far_vertices: no timeout(1) here"; fi
 
