@@ -2868,10 +2868,11 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
 ELEC__SCAN_FIRST_BAD(float, elec__first_bad_float)
 ELEC__SCAN_FIRST_BAD(double, elec__first_bad_double)
 
-/* Results that finite inputs did not keep finite: charges, a box or
-   parameters so large that a sum overflowed (charges of 1e200 e gave a
-   Coulomb energy of -inf, an Ewald energy of NaN; of 1e300 e a DCS map of
-   inf, ALPB's float potentials inf).  Refused, naming the first such value,
+/* Results that finite inputs did not keep finite: charges, positions (a
+   lattice 1e300 A wide), a box or parameters so large that a sum
+   overflowed (charges of 1e200 e gave a Coulomb energy of -inf, an Ewald
+   energy of NaN; of 1e300 e a DCS map of inf, ALPB's float potentials
+   inf).  Refused, naming the first such value,
    rather than returned as a number; the outputs then hold what the sums
    gave.  The values are float (outf) or double (outd, read where outf is
    NULL; both NULL: nothing to check); type names the arithmetic whose
@@ -2881,9 +2882,9 @@ static inline elec_status elec__result_past_range(const char *method, const char
                                                   size_t i, double value, const char *type,
                                                   elec_error *err) {
     return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                      "%s: %s %zu came out %g: the charges, the box or the "
-                      "parameters take the sums past %s's range",
-                      method, what, i, value, type);
+                      "%s: %s %zu came out %g: the charges, the positions (the atoms', "
+                      "the points' or the lattice's), the box or the parameters take the "
+                      "sums past %s's range", method, what, i, value, type);
 }
 static inline elec_status elec__results_finite(const char *method, const char *what,
                                                const float *outf, const double *outd,

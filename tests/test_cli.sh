@@ -91,6 +91,13 @@ else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"
+# a lattice past float's range is named with the positions (an audit's: the
+# refusal blamed the charges, the box or the parameters)
+"$build/elecmap" --cpu --quiet --dims 3 3 3 --origin 0 0 0 --spacing 1e300 --demo "$dir/x.dx" \
+    > "$dir/out" 2>&1
+[ $? -eq 1 ] && grep -q "the lattice's" "$dir/out" && [ ! -e "$dir/x.dx" ] &&
+    ok "elecmap_names_a_lattice_past_floats_range" ||
+    fail "elecmap_names_a_lattice_past_floats_range: $(cat "$dir/out")"
 # an option the method will not read is refused, not ignored (an audit's:
 # --method dcs --kappa 1 wrote an unscreened map)
 "$build/elecmap" --method dcs --kappa 1 --demo "$dir/x.dx" > "$dir/out" 2>&1; rc1=$?
