@@ -54,7 +54,7 @@ typedef struct options {
 } options;
 
 enum {
-    GIVEN_DENSITY = 1u << 0, GIVEN_PROBE = 1u << 1, GIVEN_EXACT = 1u << 2,
+    GIVEN_DENSITY = 1u << 0, GIVEN_PROBE = 1u << 1,
     GIVEN_HCP_CHARGES = 1u << 3, GIVEN_HCP = 1u << 4, GIVEN_HCP_TOLERANCE = 1u << 5,
     GIVEN_RANGE = 1u << 6, GIVEN_SIZE = 1u << 7, GIVEN_SPACING = 1u << 8,
     GIVEN_MAX_POINTS = 1u << 9, GIVEN_PADDING = 1u << 10, GIVEN_VIEW = 1u << 11
@@ -155,10 +155,10 @@ static int options_all_read(const options *o) {
         {GIVEN_PADDING, "--padding", "for a map (.dx, .mrc)"},
         {GIVEN_MAX_POINTS, "--max-points", "for a map (.dx, .mrc)"},
     };
-    const int exact = (o->given & GIVEN_EXACT) != 0, png = o->kind == OUTPUT_PNG;
+    const int png = o->kind == OUTPUT_PNG;
     unsigned unread = 0;
     size_t k;
-    if (exact) unread |= GIVEN_HCP_CHARGES | GIVEN_HCP | GIVEN_HCP_TOLERANCE;
+    if (o->alpb.exact) unread |= GIVEN_HCP_CHARGES | GIVEN_HCP | GIVEN_HCP_TOLERANCE;
     if (o->surface != SURFACE_CONTACT) unread |= GIVEN_PROBE;
     if (o->surface == SURFACE_FILE) unread |= GIVEN_DENSITY;
     if (o->kind != OUTPUT_PLY && !png) unread |= GIVEN_RANGE;
@@ -257,7 +257,6 @@ static int parse_options(int argc, char **argv, options *o) {
                 return 0;
             }
         } else if (!strcmp(a, "--exact")) {
-            o->given |= GIVEN_EXACT;
             o->alpb.exact = 1;
         } else if (!strcmp(a, "--hcp-charges")) {
             o->given |= GIVEN_HCP_CHARGES;
