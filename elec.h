@@ -2899,6 +2899,172 @@ static inline elec_status elec__results_finite(const char *method, const char *w
     return ELEC_OK;
 }
 
+/* Float paths at points take every position relative to a reference (the
+   centre of the points' box), so that floats keep their precision: a
+   float coordinate of magnitude X rounds by up to 6e-8 X.  Points spread
+   far apart made that reference far from most of them: with one point
+   1e10 A away, a point 3 A from an atom sat 5e9 A from the reference, the
+   two rounded to one place, and its potential came out as if the atom were
+   not there (ALPB's constant alone), with no error.  So points whose box is
+   wider than ELEC__FLOAT_REGION along an axis are evaluated a region at a
+   time (cubes of that side, each about its own points' centre): every
+   point lies within sqrt(3) x 512 A of its reference, as in one region,
+   and so do the atoms near it, the only ones whose terms its rounding can
+   spoil (a term's error is about 6e-8 (|p - c| + |a - c|) / |p - a| of
+   it).  1024 A: a call on any molecule up to that size (a capsid) stays
+   one region, as before. */
+#define ELEC__FLOAT_REGION 1024.0
+
+typedef struct elec__region_key {
+    double cell[3]; /* the region's cube along each axis (floor((x - lo) / side)) */
+    size_t index;   /* the point */
+} elec__region_key;
+
+static int elec__region_key_order(const void *a, const void *b) {
+    const elec__region_key *x = (const elec__region_key *)a, *y = (const elec__region_key *)b;
+    int k;
+    for (k = 0; k < 3; k++)
+        if (x->cell[k] != y->cell[k]) return x->cell[k] < y->cell[k] ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The centre of the box of points order[0 .. count) (order NULL: the
+   points themselves), the reference a float path takes. */
+static inline void elec__points_reference(const double *points, const size_t *order,
+                                          size_t count, double centre[3]) {
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
+    size_t n;
+    int k;
+    for (n = 0; n < count; n++) {
+        const double *p = points + 3 * (order ? order[n] : n);
+        for (k = 0; k < 3; k++) {
+            if (n == 0 || p[k] < lo[k]) lo[k] = p[k];
+            if (n == 0 || p[k] > hi[k]) hi[k] = p[k];
+        }
+    }
+    for (k = 0; k < 3; k++) centre[k] = 0.5 * (lo[k] + hi[k]);
+}
+
+/* The regions of count points: *regions of them, region r the points
+   order[start[r] .. start[r + 1]).  One region (order and start NULL, the
+   points in their own order) where the points' box is at most
+   ELEC__FLOAT_REGION wide, or holds a coordinate that is not finite (the
+   caller's checks refuse it by name).  Release with elec__regions_free. */
+typedef struct elec__regions {
+    size_t count;
+    size_t *order, *start;
+} elec__regions;
+
+static inline void elec__regions_free(elec__regions *r) {
+    ELEC_FREE(r->order);
+    ELEC_FREE(r->start);
+    r->order = r->start = NULL;
+}
+
+/* Are the points finite and their box wider than one region? */
+static inline int elec__points_wide(const double *points, size_t count) {
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
+    size_t n;
+    int k, wide = 0;
+    if (!points) return 0; /* the caller's checks refuse it */
+    for (n = 0; n < 3 * count; n++)
+        if (!elec__finite(points[n])) return 0;
+    for (n = 0; n < count; n++)
+        for (k = 0; k < 3; k++) {
+            const double v = points[3 * n + k];
+            if (n == 0 || v < lo[k]) lo[k] = v;
+            if (n == 0 || v > hi[k]) hi[k] = v;
+        }
+    for (k = 0; k < 3; k++) wide |= hi[k] - lo[k] > ELEC__FLOAT_REGION;
+    return wide;
+}
+
+static inline elec_status elec__regions_find(const double *points, size_t count,
+                                             elec__regions *r, elec_error *err) {
+    double lo[3];
+    elec__region_key *key;
+    size_t n, regions;
+    int k;
+    r->count = count > 0;
+    r->order = r->start = NULL;
+    if (!elec__points_wide(points, count)) return ELEC_OK;
+    for (k = 0; k < 3; k++)
+        for (lo[k] = points[k], n = 1; n < count; n++)
+            if (points[3 * n + k] < lo[k]) lo[k] = points[3 * n + k];
+    key = (elec__region_key *)ELEC_MALLOC(count * sizeof *key);
+    if (!key) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to part %zu points", count);
+    for (n = 0; n < count; n++) {
+        for (k = 0; k < 3; k++)
+            key[n].cell[k] = floor((points[3 * n + k] - lo[k]) / ELEC__FLOAT_REGION);
+        key[n].index = n;
+    }
+    qsort(key, count, sizeof *key, elec__region_key_order);
+    for (regions = 1, n = 1; n < count; n++)
+        regions += memcmp(key[n - 1].cell, key[n].cell, sizeof key[n].cell) != 0;
+    r->order = (size_t *)ELEC_MALLOC(count * sizeof *r->order);
+    r->start = (size_t *)ELEC_MALLOC((regions + 1) * sizeof *r->start);
+    if (!r->order || !r->start) {
+        ELEC_FREE(key);
+        elec__regions_free(r);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to part %zu points", count);
+    }
+    r->count = 0;
+    for (n = 0; n < count; n++) {
+        if (n == 0 || memcmp(key[n - 1].cell, key[n].cell, sizeof key[n].cell) != 0)
+            r->start[r->count++] = n;
+        r->order[n] = key[n].index;
+    }
+    r->start[r->count] = count;
+    ELEC_FREE(key);
+    return ELEC_OK;
+}
+
+/* A float path's evaluation of count points (normals beside them, or NULL)
+   into out, its reference the centre of their box: what
+   elec__points_by_region calls for each region. */
+typedef elec_status (*elec__region_call)(void *call, const double *points,
+                                         const double *normals, size_t count, float *out,
+                                         elec_error *err);
+
+/* fn over the points' regions: the whole call where there is one region,
+   else each region's points (and normals) copied apart, evaluated, and
+   their results put back in place. */
+static inline elec_status elec__points_by_region(const double *points, const double *normals,
+                                                 size_t count, float *out,
+                                                 elec__region_call fn, void *call,
+                                                 elec_error *err) {
+    elec__regions r;
+    double *xyz = NULL, *nxyz = NULL;
+    float *value = NULL;
+    size_t g, n;
+    elec_status s = elec__regions_find(points, count, &r, err);
+    if (s != ELEC_OK) return s;
+    if (!r.order) return fn(call, points, normals, count, out, err);
+    xyz = (double *)ELEC_MALLOC(3 * count * sizeof *xyz);
+    nxyz = normals ? (double *)ELEC_MALLOC(3 * count * sizeof *nxyz) : NULL;
+    value = (float *)ELEC_MALLOC(count * sizeof *value);
+    if (!xyz || (normals && !nxyz) || !value) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to part %zu points", count);
+        goto cleanup;
+    }
+    for (n = 0; n < count; n++) {
+        memcpy(xyz + 3 * n, points + 3 * r.order[n], 3 * sizeof *xyz);
+        if (normals) memcpy(nxyz + 3 * n, normals + 3 * r.order[n], 3 * sizeof *nxyz);
+    }
+    for (g = 0; g < r.count && s == ELEC_OK; g++) {
+        const size_t first = r.start[g], m = r.start[g + 1] - first;
+        s = fn(call, xyz + 3 * first, normals ? nxyz + 3 * first : NULL, m, value + first, err);
+    }
+    if (s == ELEC_OK)
+        for (n = 0; n < count; n++) out[r.order[n]] = value[n];
+cleanup:
+    ELEC_FREE(xyz);
+    ELEC_FREE(nxyz);
+    ELEC_FREE(value);
+    elec__regions_free(&r);
+    return s;
+}
+
 /* The same for an energy's terms (elec_ewald_terms), each by name; type:
    the arithmetic of the sums ("double" on the CPU, "float" on the GPU). */
 static inline elec_status elec__terms_finite(const char *method, const elec_ewald_terms *t,

@@ -545,52 +545,56 @@ typedef struct elec__cpu_points_job {
 
 /* Packs the atoms relative to the centre of the points' bounding box,
    then runs the points in blocks (progress between blocks, on the calling
-   thread) over the threads. */
+   thread) over the threads; points spread wider than one region a region
+   at a time, the atoms packed again for each (elec__regions_find). */
 static elec_status elec__cpu_points_run(const elec_atoms *atoms,
                                         const elec__cpu_points_job *job,
                                         elec_error *err) {
     const double *points = job->points;
     const size_t count = job->count, block = elec__cpu_block(count);
     elec__cpu_atoms a;
-    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3];
-    size_t start, n;
-    int axis;
-    elec_status s;
-    for (n = 0; n < count; n++)
-        for (axis = 0; axis < 3; axis++) {
-            double v = points[3 * n + axis];
-            if (n == 0 || v < lo[axis]) lo[axis] = v;
-            if (n == 0 || v > hi[axis]) hi[axis] = v;
-        }
-    for (axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-    s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err);
+    elec__regions regions;
+    double centre[3];
+    size_t start, done = 0, g;
+    elec_status s = elec__regions_find(points, count, &regions, err);
     if (s != ELEC_OK) return s;
-    for (start = 0; start < count; start += block) {
-        long first = (long)start, n;
-        long end = (long)(start + block < count ? start + block : count);
+    for (g = 0; g < regions.count; g++) {
+        const size_t *order = regions.order ? regions.order + regions.start[g] : NULL;
+        const size_t region_count = regions.order ? regions.start[g + 1] - regions.start[g]
+                                                  : count;
+        elec__points_reference(points, order, region_count, centre);
+        if ((s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err)) != ELEC_OK) break;
+        for (start = 0; start < region_count; start += block) {
+            long first = (long)start, n;
+            long end = (long)(start + block < region_count ? start + block : region_count);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 16)
 #endif
-        for (n = first; n < end; n++) {
-            const double *p = points + 3 * (size_t)n;
-            double rel[3], phi;
-            rel[0] = p[0] - centre[0];
-            rel[1] = p[1] - centre[1];
-            rel[2] = p[2] - centre[2];
-            phi = job->scale * job->point(&a, rel, job->kappa);
-            if (job->outf) job->outf[n] = (float)phi;
-            else job->outd[n] = phi;
+            for (n = first; n < end; n++) {
+                const size_t i = order ? order[n] : (size_t)n;
+                const double *p = points + 3 * i;
+                double rel[3], phi;
+                rel[0] = p[0] - centre[0];
+                rel[1] = p[1] - centre[1];
+                rel[2] = p[2] - centre[2];
+                phi = job->scale * job->point(&a, rel, job->kappa);
+                if (job->outf) job->outf[i] = (float)phi;
+                else job->outd[i] = phi;
+            }
+            done += (size_t)(end - first);
+            if (elec__cpu_cancelled(job->progress, job->user, done, count)) {
+                s = elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                               "%s cancelled by the progress callback after "
+                               "%zu of %zu points",
+                               job->what, done, count);
+                break;
+            }
         }
-        if (elec__cpu_cancelled(job->progress, job->user, (size_t)end,
-                                count)) {
-            elec__cpu_atoms_free(&a);
-            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                              "%s cancelled by the progress callback after "
-                              "%zu of %zu points",
-                              job->what, (size_t)end, count);
-        }
+        elec__cpu_atoms_free(&a);
+        if (s != ELEC_OK) break;
     }
-    elec__cpu_atoms_free(&a);
+    elec__regions_free(&regions);
+    if (s != ELEC_OK) return s;
     if (elec__cpu_cancelled(job->progress, job->user, 1, 1))
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "%s cancelled by the progress callback", job->what);

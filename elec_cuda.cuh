@@ -1632,6 +1632,23 @@ cleanup:
     return status;
 }
 
+/* One region's points (elec__points_by_region) on the device, relative to
+   their own centre. */
+typedef struct elec__cuda_points_call {
+    int device;
+    const elec_atoms *atoms;
+} elec__cuda_points_call;
+
+static elec_status elec__cuda_points_region(void *call, const double *points,
+                                            const double *normals, size_t count, float *out,
+                                            elec_error *err) {
+    const elec__cuda_points_call *c = (const elec__cuda_points_call *)call;
+    double centre[3];
+    (void)normals;
+    elec__points_centre(points, count, centre);
+    return elec__cuda_points_on(c->device, c->atoms, points, count, centre, out, err);
+}
+
 ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                           const double *points,
                                           size_t point_count,
@@ -1639,16 +1656,17 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                           float *potential, elec_error *err) {
     elec_status status;
     elec_dcs_params p;
-    double centre[3];
+    elec__cuda_points_call call;
     int device = 0, caller_device = 0;
     if ((status = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 0, points, point_count, &p.gpus,
                                      potential, &device, err);
     if (status != ELEC_OK || point_count == 0) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-    elec__points_centre(points, point_count, centre);
-    status = elec__cuda_points_on(device, atoms, points, point_count, centre,
-                                  potential, err);
+    call.device = device;
+    call.atoms = atoms;
+    status = elec__points_by_region(points, NULL, point_count, potential,
+                                    elec__cuda_points_region, &call, err);
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
     for (size_t i = 0; i < point_count; i++)
@@ -1752,29 +1770,30 @@ static inline cudaError_t elec_cuda_mdh_points_launch(float *d_potential, const 
     return cudaGetLastError();
 }
 
-ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
-                                          const double *points,
-                                          size_t point_count,
-                                          const elec_mdh_params *params,
-                                          float *potential, elec_error *err) {
+/* One region's points (elec__points_by_region) on the device, relative to
+   their own centre, scaled. */
+typedef struct elec__cuda_mdh_call {
+    int device;
+    const elec_atoms *atoms;
+    const elec_mdh_params *params; /* resolved */
+} elec__cuda_mdh_call;
+
+static elec_status elec__cuda_mdh_region(void *call, const double *points,
+                                         const double *normals, size_t point_count,
+                                         float *potential, elec_error *err) {
     enum { points_per_thread = 2 }; /* fastest on H100 (bench) */
     const double log2e = 1.4426950408889634;
-    elec_status status;
-    elec_mdh_params p;
-    int device = 0, caller_device = 0;
+    const elec__cuda_mdh_call *job = (const elec__cuda_mdh_call *)call;
+    const elec_atoms *atoms = job->atoms;
+    const elec_mdh_params p = *job->params;
+    const int device = job->device;
+    elec_status status = ELEC_OK;
     float4 *host_xyza = NULL, *host_points = NULL, *d_xyza = NULL, *d_points = NULL;
     float *host_b = NULL, *d_b = NULL, *d_potential = NULL;
     cudaStream_t streams[2] = {NULL, NULL};
     double centre[3];
     size_t n = 0, chunk, chunks;
-
-    if ((status = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return status;
-    status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
-                                     potential, &device, err);
-    if (status != ELEC_OK || point_count == 0) return status;
-    status = elec__mdh_range_check(atoms, &p, (double)FLT_MAX, err);
-    if (status != ELEC_OK) return status;
-    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    (void)normals;
 
     elec__points_centre(points, point_count, centre);
     host_xyza = elec__cuda_gather_xyzq(atoms, centre);
@@ -1839,9 +1858,6 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                 potential[first + (size_t)i] = (float)(p.scale * potential[first + (size_t)i]);
         }
     }
-    status = elec__results_finite("GPU MDH at points", "potential at point", potential, NULL,
-                                  point_count, "float", err);
-    if (status == ELEC_OK) elec__ok(err);
 cleanup:
     for (int k = 0; k < 2; k++)
         if (streams[k]) cudaStreamSynchronize(streams[k]);
@@ -1855,7 +1871,35 @@ cleanup:
     ELEC_FREE(host_xyza);
     ELEC_FREE(host_points);
     ELEC_FREE(host_b);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
+                                          const double *points,
+                                          size_t point_count,
+                                          const elec_mdh_params *params,
+                                          float *potential, elec_error *err) {
+    elec_status status;
+    elec_mdh_params p;
+    elec__cuda_mdh_call call;
+    int device = 0, caller_device = 0;
+    if ((status = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return status;
+    status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
+                                     potential, &device, err);
+    if (status != ELEC_OK || point_count == 0) return status;
+    status = elec__mdh_range_check(atoms, &p, (double)FLT_MAX, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    call.device = device;
+    call.atoms = atoms;
+    call.params = &p;
+    status = elec__points_by_region(points, NULL, point_count, potential,
+                                    elec__cuda_mdh_region, &call, err);
     cudaSetDevice(caller_device);
+    if (status == ELEC_OK)
+        status = elec__results_finite("GPU MDH at points", "potential at point", potential,
+                                      NULL, point_count, "float", err);
+    if (status == ELEC_OK) elec__ok(err);
     return status;
 }
 
@@ -13229,8 +13273,8 @@ typedef struct elec__alpb_times {
     double prepare, allocate, upload, points, sort, kernel, copy_back, total;
 } elec__alpb_times;
 
-static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
-                                       const double *normals, size_t count,
+static elec_status elec__cuda_alpb_region_run(const elec_hcp *hcp, const double *vertices,
+                                              const double *normals, size_t count,
                                        const elec_alpb_params *params, float *potential,
                                        elec__alpb_times *times, elec_error *err) {
     const double started = elec__alpb_clock();
@@ -13471,6 +13515,70 @@ cleanup:
     return status;
 }
 
+/* One region's vertices (elec__points_by_region): the run above, each
+   stage's time added to the call's. */
+typedef struct elec__cuda_alpb_call {
+    const elec_hcp *hcp;
+    const elec_alpb_params *params;
+    elec__alpb_times *times; /* NULL: not timed */
+    int host;                /* the walk on the host (elec_cuda_alpb_host) */
+} elec__cuda_alpb_call;
+
+static elec_status elec__cuda_alpb_host_run(const elec_hcp *hcp, const double *vertices,
+                                            const double *normals, size_t count,
+                                            const elec_alpb_params *params, float *potential,
+                                            elec_error *err);
+
+static elec_status elec__cuda_alpb_region(void *call, const double *vertices,
+                                          const double *normals, size_t count, float *out,
+                                          elec_error *err) {
+    const elec__cuda_alpb_call *c = (const elec__cuda_alpb_call *)call;
+    elec__alpb_times t, *sum = c->times;
+    elec_status status;
+    if (c->host)
+        return elec__cuda_alpb_host_run(c->hcp, vertices, normals, count, c->params, out, err);
+    status = elec__cuda_alpb_region_run(c->hcp, vertices, normals, count, c->params, out,
+                                        sum ? &t : NULL, err);
+    if (sum) {
+        sum->prepare += t.prepare;
+        sum->allocate += t.allocate;
+        sum->upload += t.upload;
+        sum->points += t.points;
+        sum->sort += t.sort;
+        sum->kernel += t.kernel;
+        sum->copy_back += t.copy_back;
+        sum->total += t.total;
+    }
+    return status;
+}
+
+/* The GPU's ALPB (host: its walk on the host) a region of vertices at a
+   time where they spread wider than one (elec__points_by_region), the
+   whole call's input checked first, so that a refusal names its vertex
+   by the caller's index. */
+static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
+                                       const double *normals, size_t count,
+                                       const elec_alpb_params *params, float *potential,
+                                       elec__alpb_times *times, int host, elec_error *err) {
+    elec__cuda_alpb_call call;
+    elec_alpb_params r;
+    elec_alpb_kernel k;
+    double lo[3], hi[3];
+    elec_status status;
+    if (times) memset(times, 0, sizeof *times);
+    if (count > 0 && vertices && elec__points_wide(vertices, count)) {
+        status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k,
+                                    lo, hi, err);
+        if (status != ELEC_OK) return status;
+    }
+    call.hcp = hcp;
+    call.params = params;
+    call.times = times;
+    call.host = host;
+    return elec__points_by_region(vertices, normals, count, potential, elec__cuda_alpb_region,
+                                  &call, err);
+}
+
 /* One vertex's walk by the rung, on the host: P and P_ion the vertex
    (projected, and moved out by the ion-exclusion radius), partner the
    vertex the pairs rung holds beside it. */
@@ -13493,25 +13601,11 @@ static float elec__alpb_host_walk(elec_alpb_variant variant, const elec__alpb_de
     return elec__alpb_soa_walk<MODE, CHARGES, 0>(layout.soa, a, &P, P_ion);
 }
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
-                                    const double *normals, size_t count,
-                                    const elec_alpb_params *params, float *potential,
-                                    elec_error *err) {
-    const elec_status status =
-        elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, err);
-    return status == ELEC_OK ? elec__results_finite("ALPB", "potential at point", potential,
-                                                    NULL, count, "float", err)
-                             : status;
-}
-
-ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
-                                         const double *normals, size_t count,
-                                         const elec_alpb_params *params, float *potential,
-                                         elec_error *err) {
+/* elec_cuda_alpb_host for one region: the walks of the rung on the host. */
+static elec_status elec__cuda_alpb_host_run(const elec_hcp *hcp, const double *vertices,
+                                            const double *normals, size_t count,
+                                            const elec_alpb_params *params, float *potential,
+                                            elec_error *err) {
     elec_status status;
     elec_alpb_params r;
     elec_alpb_kernel k;
@@ -13558,15 +13652,41 @@ ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
                            : elec__alpb_host_walk<ELEC__ALPB_COULOMB, 2>(
                                  r.variant, layout, a, P[i], P_ion[i], P[j], P_ion[j]));
     }
-    /* as the device calls: finite charges can still sum past float's range
-       (1e39 e), which returned inf with ELEC_OK */
-    status = elec__results_finite("ALPB", "potential at point", potential, NULL, count, "float",
-                                  err);
-    if (status == ELEC_OK) elec__ok(err);
+    elec__ok(err);
 cleanup:
     ELEC_FREE(host);
     ELEC_FREE(P);
     ELEC_FREE(P_ion);
+    return status;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+ELEC_DEF elec_status elec_cuda_alpb(const elec_hcp *hcp, const double *vertices,
+                                    const double *normals, size_t count,
+                                    const elec_alpb_params *params, float *potential,
+                                    elec_error *err) {
+    const elec_status status =
+        elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, 0, err);
+    return status == ELEC_OK ? elec__results_finite("ALPB", "potential at point", potential,
+                                                    NULL, count, "float", err)
+                             : status;
+}
+
+ELEC_DEF elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vertices,
+                                         const double *normals, size_t count,
+                                         const elec_alpb_params *params, float *potential,
+                                         elec_error *err) {
+    elec_status status =
+        elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential, NULL, 1, err);
+    /* as the device calls: finite charges can still sum past float's range
+       (1e39 e), which returned inf with ELEC_OK */
+    if (status == ELEC_OK)
+        status = elec__results_finite("ALPB", "potential at point", potential, NULL, count,
+                                      "float", err);
+    if (status == ELEC_OK) elec__ok(err);
     return status;
 }
 
@@ -13580,7 +13700,7 @@ ELEC_DEF elec_status elec_cuda_alpb_timed(const elec_hcp *hcp, const double *ver
     elec_status status;
     memset(&t, 0, sizeof t);
     status = elec__cuda_alpb_run(hcp, vertices, normals, count, params, potential,
-                                 times ? &t : NULL, err);
+                                 times ? &t : NULL, 0, err);
     if (times) {
         const double seconds[7] = {t.prepare, t.allocate, t.upload,   t.points,
                                    t.sort,    t.kernel,   t.copy_back};

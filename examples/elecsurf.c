@@ -562,6 +562,15 @@ static double colour_range(const options *o, const float *phi, size_t n) {
 
 /* -------------------------------------------------------------- output */
 
+/* A point's coordinates: four decimals (0.1 pm) where that is short,
+   else seven significant digits in e-form (%.4f wrote 1e308 A as 309
+   digits). */
+static void write_coordinates(elec_output *f, const double *x) {
+    int k;
+    for (k = 0; k < 3; k++)
+        elec_output_printf(f, fabs(x[k]) < 1e6 ? "%s%.4f" : "%s%.6e", k ? " " : "", x[k]);
+}
+
 /* Output goes through elec_output_open (elec.h): a temporary file of a
    name of its own beside path, renamed over it once whole, so that a
    failure leaves the old file (a fixed "<path>.tmp" overwrote a user's
@@ -574,13 +583,11 @@ static int write_txt(elec_output *f, const options *o, const elec_surface *s, co
                        o->units_kT ? "kT/e" : "kcal/(mol e)", o->alpb.proj);
     elec_output_printf(f, s->normal ? "# x y z nx ny nz potential\n" : "# x y z potential\n");
     for (i = 0; i < s->count; i++) {
-        const double *x = s->xyz + 3 * i;
+        write_coordinates(f, s->xyz + 3 * i);
         if (s->normal)
-            elec_output_printf(f, "%.4f %.4f %.4f %.5f %.5f %.5f %.6g\n", x[0], x[1], x[2],
-                               s->normal[3 * i], s->normal[3 * i + 1], s->normal[3 * i + 2],
-                               (double)phi[i]);
-        else
-            elec_output_printf(f, "%.4f %.4f %.4f %.6g\n", x[0], x[1], x[2], (double)phi[i]);
+            elec_output_printf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
+                               s->normal[3 * i + 2]);
+        elec_output_printf(f, " %.6g\n", (double)phi[i]);
     }
     return 1;
 }
@@ -608,8 +615,7 @@ static int write_ply(elec_output *f, const options *o, const elec_surface *s, co
     for (i = 0; i < s->count; i++) {
         unsigned char rgb[3];
         colour_of(phi[i], range, rgb);
-        elec_output_printf(f, "%.4f %.4f %.4f", s->xyz[3 * i], s->xyz[3 * i + 1],
-                           s->xyz[3 * i + 2]);
+        write_coordinates(f, s->xyz + 3 * i);
         if (s->normal)
             elec_output_printf(f, " %.5f %.5f %.5f", s->normal[3 * i], s->normal[3 * i + 1],
                                s->normal[3 * i + 2]);

@@ -324,6 +324,61 @@ static inline void test_sphere_points(size_t n, const double centre[3], double r
     }
 }
 
+/* Points spread far apart, where the float paths at points once lost
+   their precision (elec.h, ELEC__FLOAT_REGION): their positions were taken
+   relative to the centre of the points' box, which one point 1e10 A away
+   put 5e9 A from the rest, and a point 3 A from an ion came out as if the
+   ion were not there.  40 atoms of charge +-1 and radius 1.5 within 5 A
+   of the origin (test_system_random, moved), TEST_SPREAD_NEAR points on a
+   sphere of 8 A about the origin with their outward normals, and three
+   far away: 2e3 A along x, -3e6 A along y, 1e10 A along z. */
+#define TEST_SPREAD_NEAR 24
+#define TEST_SPREAD_POINTS (TEST_SPREAD_NEAR + 3)
+static inline test_system test_spread_points(double points[3 * TEST_SPREAD_POINTS],
+                                             double normals[3 * TEST_SPREAD_POINTS]) {
+    static const double far[9] = {2e3, 0, 0, 0, -3e6, 0, 0, 0, 1e10};
+    const double origin[3] = {0.0, 0.0, 0.0};
+    test_system s = test_system_random(40, 10.0, 41);
+    size_t i;
+    int k;
+    for (i = 0; i < s.count; i++) {
+        for (k = 0; k < 3; k++) s.xyz[3 * i + k] -= 5.0;
+        s.charge[i] = s.charge[i] < 0.0 ? -1.0 : 1.0;
+        s.radius[i] = 1.5;
+    }
+    test_sphere_points(TEST_SPREAD_NEAR, origin, 8.0, points, normals);
+    for (i = 0; i < 3; i++)
+        for (k = 0; k < 3; k++) {
+            points[3 * (TEST_SPREAD_NEAR + i) + k] = far[3 * i + k];
+            normals[3 * (TEST_SPREAD_NEAR + i) + k] = far[3 * i + k] > 0.0   ? 1.0
+                                                      : far[3 * i + k] < 0.0 ? -1.0
+                                                                             : 0.0;
+        }
+    return s;
+}
+
+/* The largest error of float potentials against double ones at the
+   points, each over what float rounding scales with at its point: its
+   terms' sizes, scale sum_j |q_j| / d_j, plus |want|. */
+static inline double test_spread_error(const test_system *s, const double *points, size_t n,
+                                       const float *got, const double *want, double scale) {
+    double worst = 0.0;
+    size_t i, j;
+    for (i = 0; i < n; i++) {
+        double terms = 0.0, e;
+        for (j = 0; j < s->count; j++) {
+            const double dx = points[3 * i] - s->xyz[3 * j],
+                         dy = points[3 * i + 1] - s->xyz[3 * j + 1],
+                         dz = points[3 * i + 2] - s->xyz[3 * j + 2];
+            terms += fabs(s->charge[j]) / sqrt(dx * dx + dy * dy + dz * dz);
+        }
+        e = fabs((double)got[i] - want[i]) / (fabs(scale) * terms + fabs(want[i]));
+        if (e != e) return HUGE_VAL; /* NaN: the worst */
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
 /* Two ions of +-1e150 e (radii 1.9 and 2.5 A, 3 A apart) in a hierarchy,
    and two points 6 A above them with upward normals: charges every check
    passes, whose ALPB potentials pass float's range (tests/test_alpb.c,

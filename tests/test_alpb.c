@@ -895,6 +895,42 @@ TEST(float_path_is_within_float_rounding_of_double) {
     blob_free(&b);
 }
 
+/* Vertices far apart (tests/systems.h, test_spread_points): the exact
+   sum's float path (DCS at points) once took every vertex relative to the
+   centre of their box, 5e9 A from the ions where one vertex lay 1e10 A
+   away, and the vertices beside the ions came out as ALPB's constant
+   alone.  Each float potential within 1e-5 of its terms' sizes of the
+   double one, exact and HCP. */
+TEST(vertices_far_apart_keep_float_precision) {
+    double points[3 * TEST_SPREAD_POINTS], normals[3 * TEST_SPREAD_POINTS];
+    double want[TEST_SPREAD_POINTS];
+    float got[TEST_SPREAD_POINTS];
+    test_system s = test_spread_points(points, normals);
+    elec_hcp h;
+    int exact;
+    if (!hierarchy(s.count, s.xyz, s.charge, s.radius, NULL, &h)) {
+        EXPECT(0, "hierarchy");
+        test_system_free(&s);
+        return;
+    }
+    for (exact = 0; exact <= 1; exact++) {
+        elec_alpb_params p = {0};
+        elec_error err;
+        double e;
+        p.exact = exact;
+        p.scale = 1.0; /* the terms' sizes below at scale 1 bound E1's (1 + a) / (e_out (1 + ab)) */
+        EXPECT(elec_cpu_alpb_double(&h, points, normals, TEST_SPREAD_POINTS, &p, want, &err) ==
+                   ELEC_OK, "exact %d, double: %s", exact, err.message);
+        EXPECT(elec_cpu_alpb(&h, points, normals, TEST_SPREAD_POINTS, &p, got, &err) ==
+                   ELEC_OK, "exact %d, float: %s", exact, err.message);
+        e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+        printf("     exact %d: worst error %.2e of the terms' sizes\n", exact, e);
+        EXPECT(e <= 1e-5, "exact %d: %.3e", exact, e);
+    }
+    elec_hcp_free(&h);
+    test_system_free(&s);
+}
+
 /* --------------------------------------------------------- bad input */
 
 /* Each refusal names its cause and leaves the output as it was. */
@@ -1307,6 +1343,7 @@ int main(void) {
     RUN(hcp_error_test_bounds_a_charged_ring);
     RUN(hcp_on_the_apbs_structures_matches_the_research_table);
     RUN(float_path_is_within_float_rounding_of_double);
+    RUN(vertices_far_apart_keep_float_precision);
     RUN(bad_input_is_named_and_nothing_is_written);
     RUN(potentials_past_the_outputs_range_fail_the_call);
     RUN(point_lists_read_with_and_without_normals);

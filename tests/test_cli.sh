@@ -470,6 +470,26 @@ if command -v timeout > /dev/null; then
     else fail "elecsurf_maps_over_a_few_far_vertices: status $rc $(cat "$dir/out")"; fi
 else skip "elecsurf_maps_over_a_few_far_vertices: no timeout(1) here"; fi
 
+# A point 1e10 A away beside one 3 A from an ion of radius 1.5: the near
+# point's potential is the one it has alone (the exact sum took both
+# relative to their box's centre, 5e9 A off, and gave the near point ALPB's
+# constant alone), and the far point's coordinates print in e-form, not as
+# eleven digits and four decimals.
+printf 'ATOM      1  NA  ION     1       0.000   0.000   0.000  1.0000 1.5000\n' > "$dir/small.pqr"
+printf '3 0 0 1 0 0\n' > "$dir/near.txt"
+printf '1e10 0 0 1 0 0\n3 0 0 1 0 0\n' > "$dir/spread.txt"
+if "$build/elecsurf" --cpu --quiet --exact --surface "$dir/near.txt" "$dir/small.pqr" \
+       "$dir/near_out.txt" > "$dir/out" 2>&1 &&
+   "$build/elecsurf" --cpu --quiet --exact --surface "$dir/spread.txt" "$dir/small.pqr" \
+       "$dir/spread_out.txt" >> "$dir/out" 2>&1; then
+    alone=$(awk '!/^#/ { print $7 }' "$dir/near_out.txt")
+    beside=$(awk '!/^#/ && NR == 4 { print $7 }' "$dir/spread_out.txt")
+    far=$(awk '!/^#/ && NR == 3 { print $1 }' "$dir/spread_out.txt")
+    if [ -n "$alone" ] && [ "$alone" = "$beside" ] && [ "$far" = "1.000000e+10" ]; then
+        ok "elecsurf_keeps_a_near_points_potential_beside_a_far_one ($alone)"
+    else fail "elecsurf_keeps_a_near_points_potential_beside_a_far_one: $alone $beside $far"; fi
+else fail "elecsurf_keeps_a_near_points_potential_beside_a_far_one: $(cat "$dir/out")"; fi
+
 # A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
 # point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
 # law in the solvent, scale / (80 d); inside, E1 at p = 0,

@@ -183,6 +183,60 @@ TEST(points_equal_map_at_lattice_points) {
     test_system_free(&s);
 }
 
+/* Progress as a call reports it: the fractions, in order. */
+typedef struct spread_progress {
+    int calls, backwards;
+    double last;
+} spread_progress;
+
+static int spread_progress_note(double fraction, void *user) {
+    spread_progress *p = (spread_progress *)user;
+    p->backwards += fraction < p->last;
+    p->last = fraction;
+    p->calls++;
+    return 0;
+}
+
+/* Points far apart (tests/systems.h, test_spread_points): each float
+   potential within 1e-5 of its terms' sizes of the double one (float
+   rounding over 40 terms is under 1e-6), DCS and MDH; before the points
+   were taken a region at a time, the points near the ions erred by whole
+   terms (one point 1e10 A away moved the reference 5e9 A).  Progress
+   still rises to 1 over the regions. */
+TEST(points_far_apart_keep_float_precision) {
+    double points[3 * TEST_SPREAD_POINTS], normals[3 * TEST_SPREAD_POINTS];
+    double want[TEST_SPREAD_POINTS];
+    float got[TEST_SPREAD_POINTS];
+    test_system s = test_spread_points(points, normals);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_dcs_params dcs = {0};
+    elec_mdh_params mdh = {0};
+    spread_progress seen = {0, 0, 0.0};
+    elec_error err;
+    double e;
+    dcs.progress = spread_progress_note;
+    dcs.progress_user = &seen;
+    EXPECT(elec_cpu_dcs_points_double(&atoms, points, TEST_SPREAD_POINTS, NULL, want, &err) ==
+               ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_dcs_points(&atoms, points, TEST_SPREAD_POINTS, &dcs, got, &err) == ELEC_OK,
+           "%s", err.message);
+    e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+    printf("     DCS: worst error %.2e of the terms' sizes; progress %d calls, last %g\n", e,
+           seen.calls, seen.last);
+    EXPECT(e <= 1e-5, "DCS float at points far apart: %.3e", e);
+    EXPECT(seen.calls >= 2 && seen.backwards == 0 && seen.last == 1.0,
+           "progress: %d calls, %d backwards, last %g", seen.calls, seen.backwards, seen.last);
+    mdh.kappa = 0.1;
+    EXPECT(elec_cpu_mdh_points_double(&atoms, points, TEST_SPREAD_POINTS, &mdh, want, &err) ==
+               ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_mdh_points(&atoms, points, TEST_SPREAD_POINTS, &mdh, got, &err) == ELEC_OK,
+           "%s", err.message);
+    e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+    printf("     MDH: worst error %.2e of the terms' sizes\n", e);
+    EXPECT(e <= 1e-5, "MDH float at points far apart: %.3e", e);
+    test_system_free(&s);
+}
+
 TEST(coincident_atom_is_left_out) {
     /* atom 0 exactly on lattice point (2,1,3); the others elsewhere */
     elec_lattice l = {{5, 4, 6}, {-1.0, 0.5, -2.0}, {0.5, 0.5, 0.5}};
@@ -586,6 +640,7 @@ int main(void) {
     RUN(dcs_double_matches_two_charges);
     RUN(dcs_float_map_matches_double);
     RUN(points_equal_map_at_lattice_points);
+    RUN(points_far_apart_keep_float_precision);
     RUN(coincident_atom_is_left_out);
     RUN(zero_atoms_give_zero_map);
     RUN(invalid_arguments_are_reported);

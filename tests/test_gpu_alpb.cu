@@ -387,6 +387,56 @@ TEST(kernel_walks_on_the_host_match_the_cpu) {
     case_free(&c);
 }
 
+/* Vertices far apart (tests/systems.h, test_spread_points): every rung,
+   exact and HCP, on the GPU (on_host 0) or its walks on the host
+   (on_host 1), against the CPU's double, each potential within 1e-5 of
+   its terms' sizes at scale 1 (which bound E1's).  The GPU took every
+   vertex relative to the centre of their box, 5e9 A from the ions where one
+   lay 1e10 A away; now a region at a time. */
+static void check_spread(int on_host) {
+    double points[3 * TEST_SPREAD_POINTS], normals[3 * TEST_SPREAD_POINTS];
+    double want[TEST_SPREAD_POINTS];
+    float got[TEST_SPREAD_POINTS];
+    test_system s = test_spread_points(points, normals);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_hcp h;
+    elec_error err;
+    if (elec_hcp_build(&atoms, NULL, NULL, NULL, &h, &err) != ELEC_OK) {
+        EXPECT(0, "hierarchy: %s", err.message);
+        test_system_free(&s);
+        return;
+    }
+    for (int r = on_host ? 1 : 0; r < RUNGS; r++)
+        for (int exact = 0; exact <= 1; exact++) {
+            elec_alpb_params p = {0};
+            p.scale = 1.0;
+            p.exact = exact;
+            p.variant = rungs[r];
+            EXPECT(elec_cpu_alpb_double(&h, points, normals, TEST_SPREAD_POINTS, &p, want,
+                                        &err) == ELEC_OK,
+                   "double: %s", err.message);
+            elec_status status =
+                on_host ? elec_cuda_alpb_host(&h, points, normals, TEST_SPREAD_POINTS, &p, got,
+                                              &err)
+                        : elec_cuda_alpb(&h, points, normals, TEST_SPREAD_POINTS, &p, got, &err);
+            EXPECT(status == ELEC_OK, "%s exact %d: %s", elec_alpb_variant_name(rungs[r]), exact,
+                   err.message);
+            double e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+            printf("     %s%-9s exact %d: worst error %.2e of the terms' sizes\n",
+                   on_host ? "host walk " : "", elec_alpb_variant_name(rungs[r]), exact, e);
+            EXPECT(e <= 1e-5, "%s exact %d: %.3e", elec_alpb_variant_name(rungs[r]), exact, e);
+        }
+    elec_hcp_free(&h);
+    test_system_free(&s);
+}
+
+TEST(vertices_far_apart_keep_float_precision) {
+    REQUIRE_GPU();
+    check_spread(0);
+}
+
+TEST(vertices_far_apart_keep_float_precision_in_the_host_walks) { check_spread(1); }
+
 /* Refusals by name, before any CUDA call (so with or without a GPU), and
    the output left as it was. */
 TEST(bad_input_is_refused_before_the_gpu) {
@@ -463,6 +513,8 @@ int main(void) {
     RUN(chunked_call_matches_the_cpu);
     RUN(achbp_default_call_matches_the_cpu);
     RUN(kernel_walks_on_the_host_match_the_cpu);
+    RUN(vertices_far_apart_keep_float_precision);
+    RUN(vertices_far_apart_keep_float_precision_in_the_host_walks);
     RUN(bad_input_is_refused_before_the_gpu);
     RUN(potentials_past_floats_range_fail_the_call);
     return test_summary();

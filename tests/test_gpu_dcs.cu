@@ -1,7 +1,8 @@
 /* tests/test_gpu_dcs.cu - DCS on the GPU (every rung of the ladder, one
    and every GPU, maps and points) against the CPU double-precision
    reference, and what the GPU's lattice and points paths share (the cap on
-   map points, bad input, sums past float's range, the cutoff map's too).
+   map points, bad input, sums past float's range, the cutoff map's too;
+   points far apart, DCS's and MDH's).
    MDH: tests/test_gpu_mdh.cu.  Without a GPU each test skips and says so;
    `make test-gpu` sets ELEC_REQUIRE_GPU=1, and then a missing GPU is a
    failure. */
@@ -182,6 +183,38 @@ TEST(dcs_points_match_double_reference) {
     test_system_free(&sys);
 }
 
+/* Points far apart (tests/systems.h, test_spread_points), DCS and MDH on
+   the GPU against the CPU's double: each within 1e-5 of its terms' sizes
+   (float rounding over 40 terms, rsqrt's 2^-22.9 among it, is under 1e-6).
+   The GPU took every point relative to the centre of their box, 5e9 A
+   from the ions where one point lay 1e10 A away; now a region at a time. */
+TEST(points_far_apart_keep_float_precision) {
+    REQUIRE_GPU();
+    double points[3 * TEST_SPREAD_POINTS], normals[3 * TEST_SPREAD_POINTS];
+    double want[TEST_SPREAD_POINTS];
+    float got[TEST_SPREAD_POINTS];
+    test_system s = test_spread_points(points, normals);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_mdh_params mdh = {0};
+    elec_error err;
+    EXPECT(elec_cpu_dcs_points_double(&atoms, points, TEST_SPREAD_POINTS, NULL, want, &err) ==
+               ELEC_OK, "%s", err.message);
+    EXPECT(elec_cuda_dcs_points(&atoms, points, TEST_SPREAD_POINTS, NULL, got, &err) ==
+               ELEC_OK, "%s", err.message);
+    double e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+    printf("     DCS: worst error %.2e of the terms' sizes\n", e);
+    EXPECT(e <= 1e-5, "GPU DCS at points far apart: %.3e", e);
+    mdh.kappa = 0.1;
+    EXPECT(elec_cpu_mdh_points_double(&atoms, points, TEST_SPREAD_POINTS, &mdh, want, &err) ==
+               ELEC_OK, "%s", err.message);
+    EXPECT(elec_cuda_mdh_points(&atoms, points, TEST_SPREAD_POINTS, &mdh, got, &err) ==
+               ELEC_OK, "%s", err.message);
+    e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+    printf("     MDH: worst error %.2e of the terms' sizes\n", e);
+    EXPECT(e <= 1e-5, "GPU MDH at points far apart: %.3e", e);
+    test_system_free(&s);
+}
+
 TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
     REQUIRE_GPU();
     /* 2^28 + 16384 points, one z-plane: refused before a byte is allocated
@@ -289,6 +322,7 @@ int main(void) {
     RUN(dcs_on_every_gpu_matches_one_gpu);
     RUN(atom_on_a_lattice_point_leaves_that_point_finite);
     RUN(dcs_points_match_double_reference);
+    RUN(points_far_apart_keep_float_precision);
     RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
     RUN(dcs_map_of_a_real_protein_matches_reference);
     RUN(gpu_paths_refuse_bad_input);
