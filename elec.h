@@ -543,7 +543,10 @@ ELEC_API long elec_cells_neighbour(const elec_cells *cells, const int home[3], i
    corner: the neighbourhood a GPU block streams (one table of offsets for
    every block, read through the read-only cache: elec_cuda.cuh says why
    not constant memory).  Writes up to capacity triples, returns how many
-   there are. */
+   there are; 0 for lengths that are not finite, a length that is not
+   positive, and a reach over ELEC_BIN_MAX_REACH bins each way (a bin of
+   1e-3 A ran on for hours). */
+#define ELEC_BIN_MAX_REACH 1024
 ELEC_API size_t elec_bin_neighbourhood(double length, double region,
                                        double cutoff, int *offsets,
                                        size_t capacity);
@@ -1374,7 +1377,8 @@ ELEC_API elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                               const elec_atoms *atoms,
                                               elec_spme_params *resolved,
                                               elec_error *err);
-/* The smallest n >= minimum whose only prime factors are 2, 3, 5, 7. */
+/* The smallest n >= minimum whose only prime factors are 2, 3, 5, 7; 0
+   where none fits in an int (minimum past 2,144,153,025 = 3^6 5^2 7^6). */
 ELEC_API int elec_fft_friendly_size(int minimum);
 /* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / K)|^2 for m = 0..K-1:
    1/|b(m)|^2 of Essmann eq. 4.4, the factor the influence function
@@ -2256,7 +2260,7 @@ static inline int elec__wrap(double *x, double period) {
    NULL array is not written. */
 typedef struct elec__pack {
     const double *reference; /* subtracted from each position, or NULL    */
-    const elec_box *box;     /* or: positions wrapped into [0, L)          */
+    const elec_box *box;     /* then: positions wrapped into [0, L)        */
     double *x, *y, *z, *charge, *radius;
     size_t stride, charge_stride, radius_stride;
     float *fx, *fy, *fz, *fcharge, *fradius;
@@ -2300,6 +2304,7 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
         double p[3], q, r;
         elec_atoms_get(atoms, i, p, &q, &r);
         for (axis = 0; axis < 3; axis++) {
+            if (to->reference) p[axis] -= to->reference[axis];
             if (to->box) {
                 if (!elec__wrap(&p[axis], to->box->length[axis]))
                     return elec__name_atoms(
@@ -2307,8 +2312,6 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
                                    "atom %zu lies %.15g box lengths outside the box along axis "
                                    "%d", i, fabs(floor(p[axis] / to->box->length[axis])), axis),
                         err, i, ELEC_NO_ATOM);
-            } else if (to->reference) {
-                p[axis] -= to->reference[axis];
             }
         }
         if (to->x) to->x[s * i] = p[0];
@@ -2414,6 +2417,37 @@ static inline long elec__floor_div(long a, long b) {
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
+/* The lattice sums' work, refused past ELEC__MSM_MAX_WORK kernel values
+   (hours on a CPU): below the top each point sums the points within 2a/h
+   of it on its level (the stencil clipped to the lattice), and the top
+   sums every pair of its points.  Each limit alone let such work through:
+   a / h = 64 with the nonic basis took 39 s for two atoms 10 A apart and
+   ran past two minutes at 20 A, and max_top_points = INT_MAX summed a
+   top of millions of points pair by pair. */
+#define ELEC__MSM_MAX_WORK 1e13
+static inline elec_status elec__msm_work_check(const elec_msm_params *p,
+                                               const elec__msm_shape *shape,
+                                               elec_error *err) {
+    const double side = 2.0 * ceil(2.0 * p->cutoff / p->spacing) + 1.0;
+    const int top = shape->levels - 1;
+    const double top_points = (double)elec__msm_shape_points(shape, top);
+    double below = 0.0;
+    int l, axis;
+    for (l = 0; l < top; l++) {
+        double values = (double)elec__msm_shape_points(shape, l);
+        for (axis = 0; axis < 3; axis++) values *= fmin(side, (double)shape->n[l][axis]);
+        below += values;
+    }
+    if (below + top_points * top_points > ELEC__MSM_MAX_WORK)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM's lattice sums would take %.3g kernel values (%.3g below the "
+                          "top, %.3g at its %.0f points), over %.0e: a coarser spacing, a "
+                          "smaller cutoff or max_top_points",
+                          below + top_points * top_points, below, top_points * top_points,
+                          top_points, ELEC__MSM_MAX_WORK);
+    return ELEC_OK;
+}
+
 static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
                                              const double lo[3],
                                              const double hi[3],
@@ -2462,7 +2496,7 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
                 (size_t)(last[2] - first[2] + 1) >= count)
             break; /* no longer shrinking: this one is the top */
     }
-    return ELEC_OK;
+    return elec__msm_work_check(p, shape, err);
 }
 
 /* The arrays of an elec_msm_lattices for a shape and count atoms (its
@@ -2534,6 +2568,8 @@ typedef struct elec__pmsm_shape {
 #define ELEC__PMSM_MAX_AXIS_POINTS 65536.0
 #define ELEC__PMSM_MAX_POINTS ((size_t)1 << 27)
 #define ELEC__PMSM_MAX_STENCIL 1e8
+/* The largest cutoff in box lengths: 33^3 images an atom at most. */
+#define ELEC__PMSM_MAX_CUTOFF_BOXES 16.0
 
 static inline long elec__pmsm_wrap(long i, long n) {
     long r = i % n;
@@ -2575,6 +2611,15 @@ static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const el
                           p->cutoff, p->spacing);
     for (axis = 0; axis < 3; axis++) {
         int n = 1;
+        /* The short range sums every image within a of each atom: past a few
+           box lengths that is (2 a / L + 1)^3 images an atom (a cutoff of
+           64,000 A in a 10 A box ran for hours, 2e12 cells an atom). */
+        if (!(p->cutoff <= ELEC__PMSM_MAX_CUTOFF_BOXES * box->length[axis]))
+            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                              "MSM cutoff %g A is over %g times box edge %d (%g A): the "
+                              "short range would sum (2 a / L + 1)^3 images of each atom; "
+                              "a smaller cutoff", p->cutoff, ELEC__PMSM_MAX_CUTOFF_BOXES, axis,
+                              box->length[axis]);
         if (box->length[axis] / p->spacing > ELEC__PMSM_MAX_AXIS_POINTS)
             return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                               "box edge %d is %g A: over 2^16 periodic MSM lattice "
@@ -2592,17 +2637,17 @@ static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const el
         const double a = p->cutoff * (double)(1L << l);
         double kernel_values = 1.0;
         for (axis = 0; axis < 3; axis++) {
-            long reach;
+            double reach; /* in double: a box edge of 1e-200 A made it past long's range */
             s->n[l][axis] = finest[axis] >> l > 1 ? finest[axis] >> l : 1;
             s->h[l][axis] = box->length[axis] / s->n[l][axis];
-            reach = (long)ceil(2.0 * a / s->h[l][axis]);
-            kernel_values *= 2.0 * (double)reach + 1.0;
-            if (2 * reach + 1 > s->n[l][axis]) {
+            reach = ceil(2.0 * a / s->h[l][axis]);
+            kernel_values *= 2.0 * reach + 1.0;
+            if (!(2.0 * reach + 1.0 <= (double)s->n[l][axis])) {
                 s->stencil_first[l][axis] = 0;
                 s->stencil_width[l][axis] = s->n[l][axis];
             } else {
-                s->stencil_first[l][axis] = -reach;
-                s->stencil_width[l][axis] = (int)(2 * reach + 1);
+                s->stencil_first[l][axis] = -(int)reach;
+                s->stencil_width[l][axis] = (int)(2.0 * reach + 1.0);
             }
         }
         evaluations += kernel_values;
@@ -2717,6 +2762,11 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
     if (s != ELEC_OK) return s;
     if (count > 0 && (!vertices || !potential))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vertices or potential is NULL");
+    /* as the points' calls: a count no array can hold checked no vertex
+       (the loop's index is a long) and wrapped the exact sum's allocation */
+    if (count > (size_t)PTRDIFF_MAX / (3 * sizeof(double)))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "%zu vertices: more than an array of them can hold", count);
     if (count > 0 && !normals && (resolved->proj != 0.0 || resolved->kappa > 0.0))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "the vertices have no normals, and %s needs them (the "
@@ -2822,10 +2872,17 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "box edge %d is %g: it must be positive", axis,
                               box->length[axis]);
-    if (!elec__finite(box->length[0] * box->length[1] * box->length[2]))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "box %g x %g x %g A: its volume is past double's range",
-                          box->length[0], box->length[1], box->length[2]);
+    {
+        /* its volume, and 1 / volume, within double's range (1e-300 A edges
+           made the volume 0, and the Ewald estimate's sums blamed the
+           charges) */
+        const double volume = box->length[0] * box->length[1] * box->length[2];
+        if (!elec__finite(volume) || !(volume >= DBL_MIN))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "box %g x %g x %g A: its volume is %s double's range",
+                              box->length[0], box->length[1], box->length[2],
+                              elec__finite(volume) ? "under" : "past");
+    }
     return ELEC_OK;
 }
 
@@ -2966,7 +3023,8 @@ static inline int elec__points_wide(const double *points, size_t count) {
     double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
     size_t n;
     int k, wide = 0;
-    if (!points) return 0; /* the caller's checks refuse it */
+    /* the caller's checks refuse these */
+    if (!points || count > (size_t)PTRDIFF_MAX / (3 * sizeof(double))) return 0;
     for (n = 0; n < 3 * count; n++)
         if (!elec__finite(points[n])) return 0;
     for (n = 0; n < count; n++)
@@ -3384,7 +3442,11 @@ ELEC_DEF elec_status elec_lattice_around(const elec_atoms *atoms,
         double extent = hi[axis] - lo[axis] + 2.0 * padding;
         double points = ceil(extent / spacing - 1e-9) + 1.0;
         double centre = 0.5 * (lo[axis] + hi[axis]);
-        if (points > INT_MAX / 4)
+        if (!elec__finite(extent))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "the atoms' extent plus twice the padding (%g A) is past "
+                              "double's range along axis %d", padding, axis);
+        if (!(points <= INT_MAX / 4))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "a %g A extent at %g A spacing is too many points",
                               extent, spacing);
@@ -3536,15 +3598,16 @@ ELEC_DEF void elec_cells_free(elec_cells *c) {
 
 ELEC_DEF long elec_cells_neighbour(const elec_cells *c, const int home[3], int dx, int dy,
                                    int dz, int periodic) {
-    int ijk[3], axis;
-    ijk[0] = home[0] + dx;
-    ijk[1] = home[1] + dy;
-    ijk[2] = home[2] + dz;
+    long ijk[3]; /* in long: home + d of two ints passed int's range */
+    int axis;
+    ijk[0] = (long)home[0] + dx;
+    ijk[1] = (long)home[1] + dy;
+    ijk[2] = (long)home[2] + dz;
     for (axis = 0; axis < 3; axis++) {
         if (periodic) ijk[axis] = ((ijk[axis] % c->n[axis]) + c->n[axis]) % c->n[axis];
         else if (ijk[axis] < 0 || ijk[axis] >= c->n[axis]) return -1;
     }
-    return (long)ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
+    return ijk[0] + (long)c->n[0] * (ijk[1] + (long)c->n[1] * ijk[2]);
 }
 
 ELEC_DEF void elec_bins_free(elec_bins *bins) {
@@ -3703,9 +3766,14 @@ ELEC_DEF size_t elec_bin_neighbourhood(double length, double region,
     /* A bin (di, dj, dk) away from the region's first bin is needed when the
        shortest distance between the bin's box and the region's box is under
        the cutoff. */
-    const int reach = (int)ceil((cutoff + region) / length) + 1;
+    const double span = ceil((cutoff + region) / length) + 1.0;
     size_t count = 0;
-    int di, dj, dk, axis;
+    int di, dj, dk, axis, reach;
+    if (!(length > 0.0) || !elec__finite(length) || !(region >= 0.0) ||
+        !elec__finite(region) || !(cutoff >= 0.0) || !elec__finite(cutoff) ||
+        !(span <= ELEC_BIN_MAX_REACH))
+        return 0;
+    reach = (int)span;
     for (dk = -reach; dk <= reach; dk++)
         for (dj = -reach; dj <= reach; dj++)
             for (di = -reach; di <= reach; di++) {
@@ -3722,7 +3790,7 @@ ELEC_DEF size_t elec_bin_neighbourhood(double length, double region,
                     gap2 += gap * gap;
                 }
                 if (gap2 >= cutoff * cutoff) continue;
-                if (count < capacity) {
+                if (count < capacity && offsets) {
                     offsets[3 * count] = di;
                     offsets[3 * count + 1] = dj;
                     offsets[3 * count + 2] = dk;
@@ -7332,6 +7400,7 @@ ELEC_DEF int elec_fft_friendly_size(int minimum) {
         for (f = 0; f < 4; f++)
             while (rest % factors[f] == 0) rest /= factors[f];
         if (rest == 1) return n;
+        if (n == INT_MAX) return 0; /* n++ overflowed, and the loop ran on forever */
     }
 }
 
@@ -7823,8 +7892,10 @@ ELEC_DEF elec_status elec_chargemap_periodic_lattice(const elec_box *box,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "grid spacing %g A must be positive",
                           spacing);
     for (axis = 0; axis < 3; axis++) {
+        /* at least one point: a spacing past the edge gave ceil(1e-10 - 1e-9),
+           "-0 grid points" */
         double n = grid && grid[axis] ? (double)grid[axis]
-                                      : ceil(box->length[axis] / spacing - 1e-9);
+                                      : fmax(1.0, ceil(box->length[axis] / spacing - 1e-9));
         if (!(n >= 1.0) || n > 1048576.0)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "%g grid points along axis %d: use 1 to 2^20", n, axis);

@@ -454,14 +454,16 @@ static size_t elec__cpu_block(size_t total) {
 
 #define ELEC__PI 3.14159265358979323846
 
-/* Atoms gathered from the view, wrapped into [0, L) along each axis
-   (elec__atoms_pack, which refuses an atom more than 1000 box lengths
-   away): interleaved positions x, charges q. */
+/* Atoms gathered from the view, relative to reference (NULL: the
+   origin) and wrapped into [0, L) along each axis (elec__atoms_pack, which
+   refuses an atom more than 1000 box lengths away): interleaved positions
+   x, charges q. */
 static elec_status elec__periodic_gather(const elec_atoms *atoms,
-                                         const elec_box *box, double *x,
-                                         double *q, elec_error *err) {
+                                         const elec_box *box, const double *reference,
+                                         double *x, double *q, elec_error *err) {
     elec__pack to;
     memset(&to, 0, sizeof to);
+    to.reference = reference;
     to.box = box;
     elec__pack_xyz(&to, x, q);
     return elec__atoms_pack(atoms, &to, err);
@@ -2181,10 +2183,9 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
     const double zero[3] = {0.0, 0.0, 0.0};
     elec_cells cells;
     long reach[3], i;
-    int axis, coincident = 0;
+    int coincident = 0, k;
     if (elec_cells_build(x, n, zero, length, a, &cells, NULL) != ELEC_OK) return -1;
-    for (axis = 0; axis < 3; axis++)
-        reach[axis] = (long)ceil(a / (length[axis] / cells.n[axis]));
+    for (k = 0; k < 3; k++) reach[k] = (long)ceil(a / (length[k] / cells.n[k]));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 16)
 #endif
@@ -2192,7 +2193,7 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
         const double *xi = x + 3 * i;
         double sum = 0.0, force[3] = {0.0, 0.0, 0.0};
         long offset[3];
-        int home[3];
+        int home[3], axis; /* each thread's own (one at function scope was shared: a race) */
         elec_cells_ijk(&cells, xi, home);
         for (offset[2] = -reach[2]; offset[2] <= reach[2]; offset[2]++)
             for (offset[1] = -reach[1]; offset[1] <= reach[1]; offset[1]++)
@@ -2309,7 +2310,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
         goto cleanup;
     }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__periodic_gather(atoms, box, NULL, x, q, err)) != ELEC_OK) goto cleanup;
     if ((s = elec__pmsm_setup(&m, &p, box, err)) != ELEC_OK) goto cleanup;
     elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     if ((s = elec__pmsm_long_range(&m, x, q, n, err)) != ELEC_OK) goto cleanup;
@@ -2807,7 +2808,7 @@ ELEC_DEF elec_status elec_cpu_ewald(const elec_atoms *atoms,
                        "no memory for the Ewald sum of %zu atoms", n);
         goto cleanup;
     }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
+    if ((s = elec__periodic_gather(atoms, box, NULL, x, q, err)) != ELEC_OK)
         goto cleanup;
     elec__exclusion_keys(p.excluded_pairs, keys_count, n, keys);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
@@ -2882,7 +2883,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
                        n);
         goto cleanup;
     }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__periodic_gather(atoms, box, NULL, x, q, err)) != ELEC_OK) goto cleanup;
     elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
     memset(forces, 0, 3 * count * sizeof *forces);
@@ -3213,7 +3214,7 @@ ELEC_DEF elec_status elec_cpu_spme(const elec_atoms *atoms,
                        "no memory for the SPME of %zu atoms", n);
         goto cleanup;
     }
-    if ((s = elec__periodic_gather(atoms, box, x, q, err)) != ELEC_OK)
+    if ((s = elec__periodic_gather(atoms, box, NULL, x, q, err)) != ELEC_OK)
         goto cleanup;
     elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
@@ -3307,19 +3308,24 @@ static elec_status elec__chargemap_gather(const elec_atoms *atoms, const elec_la
     size_t i;
     int axis;
     if (p->periodic) {
+        /* about the lattice's origin: its period is [origin, origin + L),
+           and an atom within 1000 periods of it keeps its place (wrapped
+           about 0, the origin's own rounding cost 1e17 A's lattice its
+           atoms, and one at 1e6 A was refused beside its atoms) */
         elec_box period;
         elec_status s;
         for (axis = 0; axis < 3; axis++)
             period.length[axis] = l->dims[axis] * l->spacing[axis];
-        if ((s = elec__periodic_gather(atoms, &period, u, q, err)) != ELEC_OK) return s;
-    } else {
-        for (i = 0; i < atoms->count; i++) elec_atoms_get(atoms, i, u + 3 * i, q + i, NULL);
+        if ((s = elec__periodic_gather(atoms, &period, l->origin, u, q, err)) != ELEC_OK)
+            return s;
+        for (i = 0; i < 3 * atoms->count; i++) u[i] /= l->spacing[i % 3];
+        return ELEC_OK;
     }
+    for (i = 0; i < atoms->count; i++) elec_atoms_get(atoms, i, u + 3 * i, q + i, NULL);
     for (i = 0; i < atoms->count; i++)
         for (axis = 0; axis < 3; axis++) {
             double x = u[3 * i + axis], first;
             u[3 * i + axis] = (x - l->origin[axis]) / l->spacing[axis];
-            if (p->periodic) continue;
             first = floor(u[3 * i + axis]) + offset;
             if (!(first >= 0.0 && first + p->order <= l->dims[axis]))
                 return elec__name_atoms(

@@ -961,6 +961,16 @@ TEST(bad_input_is_named_and_nothing_is_written) {
     EXPECT(elec_cpu_alpb_double(&h, b.xyz, b.normal, 1, &p, out, &err) == ELEC_OK,
            "with A given: %s", err.message);
     out[0] = -7.0;
+    /* a count no array holds: the HCP walk checked no vertex and returned
+       ELEC_OK, the exact sum's allocation wrapped (an audit's) */
+    EXPECT(elec_cpu_alpb_double(&h, b.xyz, b.normal, (size_t)-1, &p, out, &err) ==
+                   ELEC_ERR_INVALID_ARG && strstr(err.message, "more than an array"),
+           "SIZE_MAX vertices: %s", err.message);
+    p.exact = 1;
+    EXPECT(elec_cpu_alpb_double(&h, b.xyz, b.normal, ((size_t)1 << 62) + 1, &p, out, &err) ==
+                   ELEC_ERR_INVALID_ARG && strstr(err.message, "more than an array"),
+           "2^62 + 1 vertices, exact: %s", err.message);
+    untouched &= out[0] == -7.0;
     elec_hcp_free(&h);
     /* p < 0 outside GEM mode */
     memset(&p, 0, sizeof p);

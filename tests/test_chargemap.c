@@ -173,6 +173,10 @@ TEST(periodic_lattice_covers_the_box) {
                l.origin[0] == 0.0, "dims %d %d spacing %g", l.dims[0], l.dims[2], l.spacing[2]);
     EXPECT(elec_chargemap_periodic_lattice(&box, NULL, 1.0, &l, &err) == ELEC_OK &&
                l.dims[0] == 109 && l.dims[2] == 78, "from 1 A: %d %d", l.dims[0], l.dims[2]);
+    /* a spacing past the edge: one point (it said "-0 grid points") */
+    EXPECT(elec_chargemap_periodic_lattice(&box, NULL, 1e300, &l, &err) == ELEC_OK &&
+               l.dims[0] == 1 && l.dims[2] == 1, "from 1e300 A: %d %d: %s", l.dims[0],
+           l.dims[2], err.message);
     box.length[1] = -1.0;
     EXPECT(elec_chargemap_periodic_lattice(&box, NULL, 1.0, &l, &err) == ELEC_ERR_INVALID_ARG,
            "negative box accepted");
@@ -442,6 +446,42 @@ TEST(periodic_images_map_alike) {
     test_system_free(&t);
 }
 
+/* A periodic lattice's period is [origin, origin + L): an origin a whole
+   number of periods from 0 maps alike (atoms wrapped about 0 first then
+   lost their place to the origin's rounding: 0.89 e apart at 1e17 A), atoms
+   near an origin of 1e6 A map as near 0 (once refused as 125,000 box
+   lengths away), and atoms 1.25e16 periods from the lattice are refused by
+   name. */
+TEST(a_periodic_lattice_wraps_about_its_origin) {
+    test_system s = test_system_random(50, 8.0, 21), t = test_system_random(50, 8.0, 21);
+    elec_atoms a = test_system_atoms(&s), b = test_system_atoms(&t);
+    elec_lattice l = test_lattice_cube(8, 0.0, 1.0), moved = l; /* period 8 */
+    double g0[512], g1[512], worst = 0.0;
+    elec_chargemap_params p = {0};
+    elec_error err;
+    size_t i;
+    p.periodic = 1;
+    EXPECT(elec_cpu_chargemap_double(&a, &l, &p, g0, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    moved.origin[0] = 800.0; /* 100 periods */
+    EXPECT(elec_cpu_chargemap_double(&a, &moved, &p, g1, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (i = 0; i < 512; i++) worst = fmax(worst, fabs(g1[i] - g0[i]));
+    EXPECT(worst <= 1e-12, "origin 800 A: %.3e apart", worst);
+    moved.origin[0] = moved.origin[1] = moved.origin[2] = 1e6;
+    for (i = 0; i < 3 * t.count; i++) t.xyz[i] += 1e6;
+    EXPECT(elec_cpu_chargemap_double(&b, &moved, &p, g1, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    for (worst = 0.0, i = 0; i < 512; i++) worst = fmax(worst, fabs(g1[i] - g0[i]));
+    EXPECT(worst <= 1e-8, "atoms and origin at 1e6 A: %.3e apart", worst); /* 1e6 x 1e-16 */
+    moved.origin[0] = 1e17;
+    EXPECT(elec_cpu_chargemap_double(&a, &moved, &p, g1, NULL, NULL, &err) ==
+                   ELEC_ERR_INVALID_ARG && strstr(err.message, "box lengths outside"),
+           "origin 1e17 A: %s", err.message);
+    test_system_free(&s);
+    test_system_free(&t);
+}
+
 /* With a spacing of exactly 1 A, moving every atom by whole cells rolls
    the periodic grid by as many points. */
 TEST(translation_by_whole_cells_rolls_the_grid) {
@@ -673,6 +713,7 @@ int main(void) {
     RUN(atom_on_a_point_puts_its_whole_charge_there);
     RUN(atoms_outside_a_map_are_refused_and_a_period_wraps_them);
     RUN(periodic_images_map_alike);
+    RUN(a_periodic_lattice_wraps_about_its_origin);
     RUN(translation_by_whole_cells_rolls_the_grid);
     RUN(cpu_ladder_matches_the_double_reference);
     RUN(shuffled_atoms_map_alike);

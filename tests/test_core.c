@@ -222,6 +222,11 @@ TEST(lattice_around_covers_atoms_with_padding) {
     EXPECT(elec_lattice_around(&atoms, spacing, -1.0, &l, &err) ==
                ELEC_ERR_INVALID_ARG,
            "negative padding accepted");
+    /* an extent past double's range named as such (it said "too many
+       points" of an inf A extent) */
+    EXPECT(elec_lattice_around(&atoms, 1e308, 1e308, &l, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "past double's range"),
+           "padding 1e308: %s", err.message);
     EXPECT(elec_lattice_around(&atoms, spacing, padding, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "NULL out accepted");
     test_system_free(&s);

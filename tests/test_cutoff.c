@@ -2,6 +2,8 @@
    overflow or outside), neighbourhoods miss no bin within reach, and the
    cell-list cutoff map equals the direct double sum with the same S(r). */
 #define ELEC_ALL_IMPLEMENTATION
+#include <limits.h>
+
 #include "elec.h"
 #include "elec_cpu.h"
 #include "tests/test.h"
@@ -110,6 +112,9 @@ TEST(the_cell_list_finds_every_neighbour_once) {
     home[2] = 2;
     EXPECT(elec_cells_neighbour(&c, home, -1, 1, 0, 1) == 3 + 4 * (0 + 4 * 2), "periodic wrap");
     EXPECT(elec_cells_neighbour(&c, home, -1, 0, 0, 0) == -1, "off the region");
+    /* home + d past int's range (it overflowed an int) */
+    EXPECT(elec_cells_neighbour(&c, home, INT_MAX, 0, 0, 0) == -1, "INT_MAX cells away");
+    EXPECT(elec_cells_neighbour(&c, home, 0, INT_MAX, 0, 1) >= 0, "INT_MAX cells, wrapped");
     elec_cells_free(&c);
     EXPECT(elec_cells_build(s.xyz, s.count, origin, length, 0.0, &c, &err) ==
                ELEC_ERR_INVALID_ARG, "zero cell length");
@@ -148,6 +153,22 @@ TEST(an_overfull_bin_spills_into_the_overflow) {
     EXPECT(elec_bins_build(&atoms, origin, extent, 4.0, &b, &err) == ELEC_OK, "%s", err.message);
     EXPECT(occupied_slots(&b) == 0 && b.overflow_count == 0, "empty system");
     elec_bins_free(&b);
+}
+
+/* Arguments out of range give no offsets (the helper has no error
+   channel): lengths that are not finite or positive, and a reach past
+   ELEC_BIN_MAX_REACH bins (bins of 1e-3 A for a 12 A cutoff ran for
+   hours); NULL offsets with room is only counted. */
+TEST(neighbourhood_of_arguments_out_of_range_is_empty) {
+    int offsets[3 * 8];
+    EXPECT(elec_bin_neighbourhood(1e-3, 10.0, 12.0, offsets, 8) == 0, "1e-3 A bins");
+    EXPECT(elec_bin_neighbourhood(0.0, 10.0, 12.0, offsets, 8) == 0, "0 A bins");
+    EXPECT(elec_bin_neighbourhood(NAN, 10.0, 12.0, offsets, 8) == 0, "NaN bins");
+    EXPECT(elec_bin_neighbourhood(-4.0, 10.0, 12.0, offsets, 8) == 0, "negative bins");
+    EXPECT(elec_bin_neighbourhood(4.0, 10.0, INFINITY, offsets, 8) == 0, "infinite cutoff");
+    EXPECT(elec_bin_neighbourhood(4.0, 4.0, 12.0, NULL, 8) ==
+               elec_bin_neighbourhood(4.0, 4.0, 12.0, NULL, 0),
+           "NULL offsets");
 }
 
 TEST(neighbourhood_holds_every_bin_within_the_cutoff) {
@@ -287,6 +308,7 @@ int main(void) {
     RUN(the_cell_list_finds_every_neighbour_once);
     RUN(an_overfull_bin_spills_into_the_overflow);
     RUN(neighbourhood_holds_every_bin_within_the_cutoff);
+    RUN(neighbourhood_of_arguments_out_of_range_is_empty);
     RUN(cutoff_map_equals_the_direct_cutoff_sum);
     RUN(smoothed_potentials_vanish_at_the_cutoff);
     RUN(bad_input_is_refused);

@@ -297,6 +297,14 @@ TEST(bad_input_is_refused_with_a_reason) {
     flat.length[2] = -3.0;
     EXPECT(elec_cpu_ewald(&atoms, &flat, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "negative box edge");
+    /* a volume under double's range, named as the box's (the estimate's
+       sums blamed the charges) */
+    flat.length[0] = flat.length[1] = flat.length[2] = 1e-300;
+    EXPECT(elec_cpu_ewald(&atoms, &flat, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "volume is under double's range"),
+           "a 1e-300 A box: %s", err.message);
+    flat = cube(10.0);
+    flat.length[2] = 0.0;
     EXPECT(elec_cpu_ewald(&atoms, NULL, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL box");
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, NULL, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG, "NULL energy");
     p.tolerance = 2.0;

@@ -3,6 +3,8 @@
    exact direct sums, at VMD msmpot's defaults and at higher order; and
    periodic MSM against the exact Ewald sum and Madelung constants. */
 #define ELEC_ALL_IMPLEMENTATION
+#include <limits.h>
+
 #include "elec.h"
 #include "elec_cpu.h"
 #include "tests/test.h"
@@ -380,6 +382,34 @@ TEST(bad_parameters_are_refused) {
            "one charge has no energy: %g", e);
 }
 
+/* Lattice sums of hours refused before any work (an audit's: a / h = 64
+   with the nonic basis ran past two minutes for two atoms 20 A apart, and
+   max_top_points = INT_MAX summed a top of millions of points pair by
+   pair), each naming what to change; the defaults on the same atoms run. */
+TEST(lattice_sums_of_hours_are_refused) {
+    double xyz[6] = {0, 0, 0, 60, 60, 60}, q[2] = {1, -1}, e;
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_msm_params p = {0};
+    elec_error err;
+    p.spacing = 0.25;
+    p.cutoff = 16.0;
+    p.interpolation = ELEC_MSM_NONIC;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "kernel values") && strstr(err.message, "a coarser spacing"),
+           "a / h = 64, nonic, 104 A apart: %s", err.message);
+    printf("     %s\n", err.message);
+    memset(&p, 0, sizeof p);
+    xyz[3] = xyz[4] = xyz[5] = 300.0; /* 520 A apart */
+    p.max_top_points = INT_MAX;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "max_top_points"),
+           "max_top_points INT_MAX, 520 A apart: %s", err.message);
+    printf("     %s\n", err.message);
+    p.max_top_points = 0;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_OK, "defaults: %s",
+           err.message);
+}
+
 TEST(maps_and_points_past_their_range_are_refused) {
     /* Charges of 1e308 e (test_huge_charges): the float map passes float's
        range, the double potential at (1, 1, 1) double's; both calls fail,
@@ -747,6 +777,23 @@ TEST(periodic_msm_refuses_bad_input) {
                strstr(err.message, "cutoff 100 A in the box 20 x 20 x 20 A") &&
                strstr(err.message, "a shorter cutoff"),
            "a cutoff of 100 A in a 20 A cube: %s", err.message);
+    /* a cutoff of 6,400 box lengths (an audit's: 2e12 cells an atom, hours)
+       and a box edge of 1e-200 A (its stencil's reach overflowed a long):
+       refused, naming the cutoff */
+    box.length[0] = box.length[1] = box.length[2] = 10.0;
+    p.spacing = 1000.0;
+    p.cutoff = 64000.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+                   ELEC_ERR_UNSUPPORTED && strstr(err.message, "over 16 times box edge 0"),
+           "a cutoff of 6,400 box lengths: %s", err.message);
+    printf("     %s\n", err.message);
+    p.spacing = p.cutoff = 0.0;
+    box.length[0] = 1e-200;
+    xyz[0] = xyz[3] = 0.0; /* in the box */
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e, f, phi, &err) ==
+                   ELEC_ERR_UNSUPPORTED && strstr(err.message, "over 16 times box edge 0"),
+           "a box edge of 1e-200 A: %s", err.message);
+    xyz[0] = 1.0;
     p.cutoff = 0.0;
     box.length[0] = box.length[1] = box.length[2] = 10.0;
     xyz[3] = 11.0; /* the other atom's image */
@@ -1049,6 +1096,7 @@ int main(void) {
     RUN(lattices_keep_the_charge_level_by_level);
     RUN(points_and_the_map_leave_a_coincident_atom_out);
     RUN(bad_parameters_are_refused);
+    RUN(lattice_sums_of_hours_are_refused);
     RUN(maps_and_points_past_their_range_are_refused);
     RUN(periodic_msm_matches_ewald_for_random_charges_and_water);
     RUN(periodic_msm_with_excluded_pairs_matches_ewald_with_them);

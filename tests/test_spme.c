@@ -3,6 +3,8 @@
    Madelung constant, and against its own gradient.  Skips, saying why,
    where elec was built without FFTW3. */
 #define ELEC_ALL_IMPLEMENTATION
+#include <limits.h>
+
 #include "elec.h"
 #include "elec_cpu.h"
 #include "tests/test.h"
@@ -201,6 +203,16 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     test_system_free(&s);
 }
 
+/* The FFT-friendly sizes: the next 2^a 3^b 5^c 7^d, and 0 where none fits
+   in an int (INT_MAX ran on forever, n++ past it). */
+TEST(fft_friendly_sizes_stop_at_ints_range) {
+    EXPECT(elec_fft_friendly_size(97) == 98, "97: %d", elec_fft_friendly_size(97));
+    EXPECT(elec_fft_friendly_size(0) == 1, "0: %d", elec_fft_friendly_size(0));
+    EXPECT(elec_fft_friendly_size(2144153025) == 2144153025, "3^6 5^2 7^6");
+    EXPECT(elec_fft_friendly_size(2144153026) == 0, "past the last one");
+    EXPECT(elec_fft_friendly_size(INT_MAX) == 0, "INT_MAX");
+}
+
 TEST(bad_input_is_refused_with_a_reason) {
     REQUIRE_FFTW();
     double xyz[6] = {1, 1, 1, 2, 2, 2}, q[2] = {1, -1};
@@ -348,6 +360,7 @@ TEST(cpu_spme_from_openmp_threads_equals_the_serial_call) {
 
 int main(void) {
     RUN(rock_salt_gives_the_madelung_constant);
+    RUN(fft_friendly_sizes_stop_at_ints_range);
     RUN(spme_matches_exact_ewald_on_random_neutral_atoms);
     RUN(spme_matches_exact_ewald_on_charged_atoms);
     RUN(spme_matches_exact_ewald_on_water_with_exclusions);
