@@ -76,7 +76,8 @@ enum {
     OPTION_KAPPA = 1u << 0, OPTION_IONIC = 1u << 1, OPTION_SHIFTED = 1u << 2,
     OPTION_CUTOFF = 1u << 3, OPTION_MSM_SPACING = 1u << 4, OPTION_TOLERANCE = 1u << 5,
     OPTION_MSM_ORDER = 1u << 6, OPTION_BASIS = 1u << 7, OPTION_ORDER = 1u << 8,
-    OPTION_MSM_ABOVE = 1u << 9
+    OPTION_MSM_ABOVE = 1u << 9, OPTION_UNITS = 1u << 10, OPTION_DCS_VARIANT = 1u << 11,
+    OPTION_CHARGE_VARIANT = 1u << 12
 };
 #define METHOD_BIT(m) (1u << (m))
 #define AUTO_METHOD (1u << 5)
@@ -96,6 +97,13 @@ static const struct {
     {OPTION_BASIS, "--basis", "for the charges map", METHOD_BIT(METHOD_CHARGES)},
     {OPTION_ORDER, "--order", "for the charges map", METHOD_BIT(METHOD_CHARGES)},
     {OPTION_MSM_ABOVE, "--msm-above", "for the choice made without --method", AUTO_METHOD},
+    {OPTION_UNITS, "--units", "for potentials (the charges map is in e)",
+     METHOD_BIT(METHOD_DCS) | METHOD_BIT(METHOD_MDH) | METHOD_BIT(METHOD_MSM) |
+         METHOD_BIT(METHOD_CUTOFF) | AUTO_METHOD},
+    {OPTION_DCS_VARIANT, "--variant (a DCS kernel)", "for dcs",
+     METHOD_BIT(METHOD_DCS) | AUTO_METHOD},
+    {OPTION_CHARGE_VARIANT, "--variant (a charge-mapping rung)", "for the charges map",
+     METHOD_BIT(METHOD_CHARGES)},
 };
 
 /* The first option given that the method will not read: refused, naming
@@ -207,7 +215,7 @@ static void usage(FILE *out) {
 /* Parses argv into o, writing any complaint to messages; touches no file
    and never exits. */
 static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
-    int i, positional = 0;
+    int i, positional = 0, temperature_given = 0, padding_given = 0;
     const char *files[2] = {NULL, NULL};
     memset(o, 0, sizeof *o);
     o->spacing = 0.5;
@@ -303,6 +311,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             DOUBLE_ARG(o->spacing, "spacing in A");
         } else if (!strcmp(a, "--padding")) {
             DOUBLE_ARG(o->padding, "padding in A");
+            padding_given = 1;
         } else if (!strcmp(a, "--dims")) {
             int axis;
             NEED(3);
@@ -341,11 +350,13 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             for (v = 0; v < ELEC_DCS_VARIANT_COUNT; v++)
                 if (!strcmp(a, elec_dcs_variant_name((elec_dcs_variant)v))) {
                     o->variant = (elec_dcs_variant)v;
+                    o->given |= OPTION_DCS_VARIANT;
                     found = 1;
                 }
             for (v = 0; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++)
                 if (!strcmp(a, elec_chargemap_variant_name((elec_chargemap_variant)v))) {
                     o->charge_variant = (elec_chargemap_variant)v;
+                    o->given |= OPTION_CHARGE_VARIANT;
                     found = 1;
                 }
             if (!found) {
@@ -372,6 +383,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--units")) {
             NEED(1);
+            o->given |= OPTION_UNITS;
             a = argv[++i];
             if (!strcmp(a, "kT")) o->units = UNITS_KT;
             else if (!strcmp(a, "kcal")) o->units = UNITS_KCAL;
@@ -382,6 +394,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--temperature")) {
             DOUBLE_ARG(o->temperature, "temperature in K");
+            temperature_given = 1;
         } else if (!strcmp(a, "--ionic-strength")) {
             DOUBLE_ARG(o->ionic_strength, "concentration in mol/L");
             o->given |= OPTION_IONIC;
@@ -413,11 +426,41 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     }
     o->input = o->demo ? NULL : files[0];
     o->output = o->demo ? files[0] : files[1];
-    if (!(o->spacing > 0.0) || !(o->padding >= 0.0) || !(o->temperature > 0.0) ||
-        !(o->msm_cutoff >= 0.0) || !(o->msm_spacing >= 0.0) ||
-        !(o->ionic_strength >= 0.0) || !(o->kappa >= 0.0)) {
-        fprintf(messages, "elecmap: spacing and temperature must be positive; padding, "
-                          "cutoff, MSM spacing, ionic strength and kappa zero or positive\n");
+    {
+        /* each value out of range by its option's name (one sentence for
+           all seven said which were wrong only by listing them) */
+        const struct {
+            const char *name;
+            double value;
+            int positive; /* 1: > 0; 0: >= 0 */
+        } ranged[] = {{"--spacing", o->spacing, 1},        {"--temperature", o->temperature, 1},
+                      {"--padding", o->padding, 0},        {"--cutoff", o->msm_cutoff, 0},
+                      {"--msm-spacing", o->msm_spacing, 0}, {"--ionic-strength", o->ionic_strength, 0},
+                      {"--kappa", o->kappa, 0}};
+        size_t k;
+        for (k = 0; k < sizeof ranged / sizeof ranged[0]; k++)
+            if (ranged[k].positive ? !(ranged[k].value > 0.0) : !(ranged[k].value >= 0.0)) {
+                fprintf(messages, "elecmap: %s %g: give a %s value\n", ranged[k].name,
+                        ranged[k].value, ranged[k].positive ? "positive" : "zero or positive");
+                return PARSE_ERROR;
+            }
+    }
+    /* options the map would not read (each once went by without a word) */
+    if (padding_given && o->explicit_dims) {
+        fprintf(messages, "elecmap: --padding sizes the lattice around the atoms, and --dims "
+                          "fixes it: give one of them\n");
+        return PARSE_ERROR;
+    }
+    if (temperature_given &&
+        (o->units != UNITS_KT || (o->method_given && o->method == METHOD_CHARGES)) &&
+        !(o->given & OPTION_IONIC)) {
+        fprintf(messages, "elecmap: --temperature is for kT units and for "
+                          "--ionic-strength: this map would not read it\n");
+        return PARSE_ERROR;
+    }
+    if (o->device == DEVICE_CPU && (o->given & (OPTION_DCS_VARIANT | OPTION_CHARGE_VARIANT))) {
+        fprintf(messages, "elecmap: --variant picks a GPU kernel, and --cpu computes on "
+                          "the CPU: give one of them\n");
         return PARSE_ERROR;
     }
     if (o->explicit_origin && !o->explicit_dims) {

@@ -78,8 +78,9 @@ static void usage(FILE *out) {
 "picture of the coloured surface with a colour bar), or a map (.dx, .dx.gz,\n"
 "as elecmap writes them; .mrc, .map, .ccp4: MRC2014): the potential on a\n"
 "lattice around the molecule, for a viewer to colour its own surface by;\n"
-"outside the surface E1 at r = A + p, p the distance to the surface,\n"
-"inside E1 at p = 0 (no salt, --proj or --gem with a map).\n"
+"outside the surface E1 at r = A + p, p the height over the tangent plane\n"
+"of the nearest vertex, inside E1 at p = 0 (no salt, --proj or --gem with\n"
+"a map).\n"
 "\n"
 "  --surface mesh|contact|FILE\n"
 "                        a closed triangulated surface (marching tetrahedra\n"
@@ -1059,7 +1060,7 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
                  "elecsurf ALPB potential in %s\n"
                  "elec %s elecsurf, input %s: %zu atoms, net charge %+.4f e\n"
                  "method ALPB E1, eps %g/%g, A %.4f A, %s; outside the surface r = A + p, "
-                 "p the distance to its nearest vertex; inside, p = 0\n"
+                 "p the height over its nearest vertex's tangent plane; inside, p = 0\n"
                  "lattice %d x %d x %d, spacing %.10g A, origin %.10g %.10g %.10g A\n%s",
                  unit, ELEC_VERSION_STRING, o->input, mol->count, net,
                  resolved->eps_in, resolved->eps_out, resolved->electrostatic_size,

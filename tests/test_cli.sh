@@ -109,6 +109,29 @@ if [ $rc1 -eq 2 ] && grep -q -- "--kappa is for mdh: --method dcs would ignore i
 else fail "elecmap_refuses_an_option_its_method_ignores: $rc1 $rc2 $(cat "$dir/out" "$dir/out2")"
 fi
 
+# the same for options no method flag covers (a README audit's: each ran
+# with status 0 and changed nothing): a DCS kernel with msm, a kernel with
+# --cpu, units for the charges map, a temperature in kcal, padding with
+# fixed dims; and a bad value named by its option
+ignored_ok=1
+for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" \
+            "--cpu --variant hybrid-rsqrt|--variant picks a GPU kernel" \
+            "--method charges --units kcal|--units is for potentials" \
+            "--units kcal --temperature 300|--temperature is for kT units" \
+            "--dims 30 30 30 --padding 5|--padding sizes the lattice" \
+            "--temperature 0|--temperature 0: give a positive value"; do
+    args=${case%%|*}
+    # shellcheck disable=SC2086 # the options, split on purpose
+    "$build/elecmap" --quiet $args --demo "$dir/x.dx" > "$dir/out" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -q -- "${case#*|}" "$dir/out" || [ -e "$dir/x.dx" ]; then
+        ignored_ok=0
+        echo "     $args: status $rc, $(cat "$dir/out")"
+    fi
+done
+[ $ignored_ok -eq 1 ] && ok "elecmap_refuses_options_its_map_would_not_read" ||
+    fail "elecmap_refuses_options_its_map_would_not_read"
+
 # Without --method: DCS for a small map, MSM (said on stderr) past the
 # estimated time, here moved down by --msm-above, where MSM is estimated
 # faster (at 0.75 A: about 0.8 s direct, 0.5 s MSM; at 2 A the direct sum
