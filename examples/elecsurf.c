@@ -572,6 +572,14 @@ static void write_coordinates(elec_output *f, const double *x) {
         elec_output_printf(f, fabs(x[k]) < 1e6 ? "%s%.4f" : "%s%.6e", k ? " " : "", x[k]);
 }
 
+/* The option that sets a parameter the library's refusal names by its
+   field (elecsurf's users know the options, not elec_alpb_params). */
+static const char *option_of(const char *message) {
+    if (strstr(message, "gem_compat")) return " (gem_compat: elecsurf's --gem)";
+    if (strstr(message, "electrostatic_size")) return " (electrostatic_size: elecsurf's --A)";
+    return "";
+}
+
 /* Output goes through elec_output_open (elec.h): a temporary file of a
    name of its own beside path, renamed over it once whole, so that a
    failure leaves the old file (a fixed "<path>.tmp" overwrote a user's
@@ -1161,7 +1169,7 @@ int main(int argc, char **argv) {
         o.alpb.hcp_tolerance = o.hcp_tolerance / fabs(o.alpb.scale);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
-        fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        fprintf(stderr, "elecsurf: %s: %s%s\n", o.input, err.message, option_of(err.message));
         cli_name_atoms("elecsurf", o.input, &mol, &err);
         goto done;
     }

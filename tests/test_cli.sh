@@ -417,12 +417,12 @@ refused() { # name, expected status, expected message, output, args...
 }
 refused elecsurf_refuses_a_malformed_point_list 1 "line 2: z 'x' is not a number" "$dir/r1.txt" \
     --surface "$dir/bad.txt" "$dir/ion.pqr"
-refused elecsurf_refuses_a_negative_projection_outside_gem_mode 1 "proj -1 < 0" "$dir/r2.txt" \
+refused elecsurf_refuses_a_negative_projection_outside_gem_mode 1 "elecsurf's --gem" "$dir/r2.txt" \
     --proj -1 --surface "$dir/sphere.txt" "$dir/ion.pqr"
 refused elecsurf_refuses_points_without_normals_off_the_surface 1 "no normals" "$dir/r3.txt" \
     --proj 1.4 --surface "$dir/bare.txt" "$dir/ion.pqr"
 printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 0.0000\n' > "$dir/flat.pqr"
-refused elecsurf_refuses_zero_radii_without_a_size 1 "every radius is zero" "$dir/r4.txt" \
+refused elecsurf_refuses_zero_radii_without_a_size 1 "electrostatic_size: elecsurf's --A" "$dir/r4.txt" \
     --surface "$dir/sphere.txt" "$dir/flat.pqr"
 refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
     "$dir/r5.xyz" "$dir/ion.pqr"
