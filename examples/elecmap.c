@@ -654,8 +654,13 @@ static map_cost estimate_cost(const elec_atoms *atoms, const elec_lattice *l,
 /* ---------------------------------------------------------------- run */
 
 static int fail(const char *what, const elec_error *err) {
-    fprintf(stderr, "elecmap: %s%s%s\n", what ? what : "", what ? ": " : "",
-            err->message);
+    /* the library's remedy for a stencil off the lattice names a mapping
+       elecmap does not offer: its own is the padding */
+    const char *hint = strstr(err->message, "or map periodically")
+                           ? " (elecmap: a larger --padding, or --dims and --origin)"
+                           : "";
+    fprintf(stderr, "elecmap: %s%s%s%s\n", what ? what : "", what ? ": " : "",
+            err->message, hint);
     return 1;
 }
 

@@ -132,6 +132,13 @@ done
 [ $ignored_ok -eq 1 ] && ok "elecmap_refuses_options_its_map_would_not_read" ||
     fail "elecmap_refuses_options_its_map_would_not_read"
 
+# A charge map whose stencils leave the lattice: refused with elecmap's own
+# remedy beside the library's (it offered a periodic map elecmap lacks)
+"$build/elecmap" --cpu --quiet --method charges --padding 0 --demo "$dir/x.dx" > "$dir/out" 2>&1
+[ $? -eq 1 ] && grep -q "a larger --padding" "$dir/out" && [ ! -e "$dir/x.dx" ] &&
+    ok "elecmap_charges_off_the_lattice_name_elecmaps_remedy" ||
+    fail "elecmap_charges_off_the_lattice_name_elecmaps_remedy: $(cat "$dir/out")"
+
 # Without --method: DCS for a small map, MSM (said on stderr) past the
 # estimated time, here moved down by --msm-above, where MSM is estimated
 # faster (at 0.75 A: about 0.8 s direct, 0.5 s MSM; at 2 A the direct sum
