@@ -3018,23 +3018,31 @@ static inline void elec__regions_free(elec__regions *r) {
     r->order = r->start = NULL;
 }
 
-/* Are the points finite and their box wider than one region? */
+/* Are the points finite and their box wider than one region?  One pass,
+   over OpenMP's threads (a million surface vertices on every ALPB call). */
 static inline int elec__points_wide(const double *points, size_t count) {
-    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
-    size_t n;
-    int k, wide = 0;
+    double x0 = HUGE_VAL, y0 = HUGE_VAL, z0 = HUGE_VAL, x1 = -HUGE_VAL, y1 = -HUGE_VAL,
+           z1 = -HUGE_VAL;
+    long n;
+    int bad = 0;
     /* the caller's checks refuse these */
     if (!points || count > (size_t)PTRDIFF_MAX / (3 * sizeof(double))) return 0;
-    for (n = 0; n < 3 * count; n++)
-        if (!elec__finite(points[n])) return 0;
-    for (n = 0; n < count; n++)
-        for (k = 0; k < 3; k++) {
-            const double v = points[3 * n + k];
-            if (n == 0 || v < lo[k]) lo[k] = v;
-            if (n == 0 || v > hi[k]) hi[k] = v;
-        }
-    for (k = 0; k < 3; k++) wide |= hi[k] - lo[k] > ELEC__FLOAT_REGION;
-    return wide;
+#ifdef _OPENMP
+#pragma omp parallel for reduction(min : x0, y0, z0) reduction(max : x1, y1, z1) \
+    reduction(|| : bad) /* not max: its private copies start at INT_MIN, which is true */
+#endif
+    for (n = 0; n < (long)count; n++) {
+        const double *p = points + 3 * n;
+        bad = bad || !elec__finite(p[0]) || !elec__finite(p[1]) || !elec__finite(p[2]);
+        x0 = p[0] < x0 ? p[0] : x0;
+        y0 = p[1] < y0 ? p[1] : y0;
+        z0 = p[2] < z0 ? p[2] : z0;
+        x1 = p[0] > x1 ? p[0] : x1;
+        y1 = p[1] > y1 ? p[1] : y1;
+        z1 = p[2] > z1 ? p[2] : z1;
+    }
+    return !bad && (x1 - x0 > ELEC__FLOAT_REGION || y1 - y0 > ELEC__FLOAT_REGION ||
+                    z1 - z0 > ELEC__FLOAT_REGION);
 }
 
 static inline elec_status elec__regions_find(const double *points, size_t count,
@@ -3086,10 +3094,13 @@ typedef elec_status (*elec__region_call)(void *call, const double *points,
 
 /* fn over the points' regions: the whole call where there is one region,
    else each region's points (and normals) copied apart, evaluated, and
-   their results put back in place. */
+   their results put back in place; check (or NULL) first sees the whole
+   call where it is parted, so that a refusal names a point by the
+   caller's index. */
 static inline elec_status elec__points_by_region(const double *points, const double *normals,
                                                  size_t count, float *out,
-                                                 elec__region_call fn, void *call,
+                                                 elec__region_call fn,
+                                                 elec__region_call check, void *call,
                                                  elec_error *err) {
     elec__regions r;
     double *xyz = NULL, *nxyz = NULL;
@@ -3098,6 +3109,10 @@ static inline elec_status elec__points_by_region(const double *points, const dou
     elec_status s = elec__regions_find(points, count, &r, err);
     if (s != ELEC_OK) return s;
     if (!r.order) return fn(call, points, normals, count, out, err);
+    if (check && (s = check(call, points, normals, count, out, err)) != ELEC_OK) {
+        elec__regions_free(&r);
+        return s;
+    }
     xyz = (double *)ELEC_MALLOC(3 * count * sizeof *xyz);
     nxyz = normals ? (double *)ELEC_MALLOC(3 * count * sizeof *nxyz) : NULL;
     value = (float *)ELEC_MALLOC(count * sizeof *value);

@@ -1666,7 +1666,7 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     call.device = device;
     call.atoms = atoms;
     status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_points_region, &call, err);
+                                    elec__cuda_points_region, NULL, &call, err);
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
     for (size_t i = 0; i < point_count; i++)
@@ -1894,7 +1894,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     call.atoms = atoms;
     call.params = &p;
     status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_mdh_region, &call, err);
+                                    elec__cuda_mdh_region, NULL, &call, err);
     cudaSetDevice(caller_device);
     if (status == ELEC_OK)
         status = elec__results_finite("GPU MDH at points", "potential at point", potential,
@@ -13552,6 +13552,18 @@ static elec_status elec__cuda_alpb_region(void *call, const double *vertices,
     return status;
 }
 
+/* The whole call's input checked before it is parted into regions. */
+static elec_status elec__cuda_alpb_check(void *call, const double *vertices,
+                                         const double *normals, size_t count, float *out,
+                                         elec_error *err) {
+    const elec__cuda_alpb_call *c = (const elec__cuda_alpb_call *)call;
+    elec_alpb_params r;
+    elec_alpb_kernel k;
+    double lo[3], hi[3];
+    return elec__alpb_prepare(c->hcp, vertices, normals, count, out, c->params, &r, &k, lo,
+                              hi, err);
+}
+
 /* The GPU's ALPB (host: its walk on the host) a region of vertices at a
    time where they spread wider than one (elec__points_by_region), the
    whole call's input checked first, so that a refusal names its vertex
@@ -13561,22 +13573,13 @@ static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertic
                                        const elec_alpb_params *params, float *potential,
                                        elec__alpb_times *times, int host, elec_error *err) {
     elec__cuda_alpb_call call;
-    elec_alpb_params r;
-    elec_alpb_kernel k;
-    double lo[3], hi[3];
-    elec_status status;
     if (times) memset(times, 0, sizeof *times);
-    if (count > 0 && vertices && elec__points_wide(vertices, count)) {
-        status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k,
-                                    lo, hi, err);
-        if (status != ELEC_OK) return status;
-    }
     call.hcp = hcp;
     call.params = params;
     call.times = times;
     call.host = host;
     return elec__points_by_region(vertices, normals, count, potential, elec__cuda_alpb_region,
-                                  &call, err);
+                                  elec__cuda_alpb_check, &call, err);
 }
 
 /* One vertex's walk by the rung, on the host: P and P_ion the vertex
