@@ -3018,6 +3018,12 @@ static inline void elec__regions_free(elec__regions *r) {
     r->order = r->start = NULL;
 }
 
+/* Is a box lo..hi wider than one region along an axis? */
+static inline int elec__box_wide(const double lo[3], const double hi[3]) {
+    return hi[0] - lo[0] > ELEC__FLOAT_REGION || hi[1] - lo[1] > ELEC__FLOAT_REGION ||
+           hi[2] - lo[2] > ELEC__FLOAT_REGION;
+}
+
 /* Are the points finite and their box wider than one region?  One pass,
    over OpenMP's threads (a million surface vertices on every ALPB call). */
 static inline int elec__points_wide(const double *points, size_t count) {
@@ -3041,8 +3047,10 @@ static inline int elec__points_wide(const double *points, size_t count) {
         y1 = p[1] > y1 ? p[1] : y1;
         z1 = p[2] > z1 ? p[2] : z1;
     }
-    return !bad && (x1 - x0 > ELEC__FLOAT_REGION || y1 - y0 > ELEC__FLOAT_REGION ||
-                    z1 - z0 > ELEC__FLOAT_REGION);
+    {
+        const double lo[3] = {x0, y0, z0}, hi[3] = {x1, y1, z1};
+        return !bad && elec__box_wide(lo, hi);
+    }
 }
 
 static inline elec_status elec__regions_find(const double *points, size_t count,
@@ -3094,13 +3102,11 @@ typedef elec_status (*elec__region_call)(void *call, const double *points,
 
 /* fn over the points' regions: the whole call where there is one region,
    else each region's points (and normals) copied apart, evaluated, and
-   their results put back in place; check (or NULL) first sees the whole
-   call where it is parted, so that a refusal names a point by the
-   caller's index. */
+   their results put back in place.  The caller checks the whole call's
+   input first, so that a refusal names a point by the caller's index. */
 static inline elec_status elec__points_by_region(const double *points, const double *normals,
                                                  size_t count, float *out,
-                                                 elec__region_call fn,
-                                                 elec__region_call check, void *call,
+                                                 elec__region_call fn, void *call,
                                                  elec_error *err) {
     elec__regions r;
     double *xyz = NULL, *nxyz = NULL;
@@ -3109,10 +3115,6 @@ static inline elec_status elec__points_by_region(const double *points, const dou
     elec_status s = elec__regions_find(points, count, &r, err);
     if (s != ELEC_OK) return s;
     if (!r.order) return fn(call, points, normals, count, out, err);
-    if (check && (s = check(call, points, normals, count, out, err)) != ELEC_OK) {
-        elec__regions_free(&r);
-        return s;
-    }
     xyz = (double *)ELEC_MALLOC(3 * count * sizeof *xyz);
     nxyz = normals ? (double *)ELEC_MALLOC(3 * count * sizeof *nxyz) : NULL;
     value = (float *)ELEC_MALLOC(count * sizeof *value);

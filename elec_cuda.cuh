@@ -1666,7 +1666,7 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     call.device = device;
     call.atoms = atoms;
     status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_points_region, NULL, &call, err);
+                                    elec__cuda_points_region, &call, err);
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
     for (size_t i = 0; i < point_count; i++)
@@ -1894,7 +1894,7 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     call.atoms = atoms;
     call.params = &p;
     status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_mdh_region, NULL, &call, err);
+                                    elec__cuda_mdh_region, &call, err);
     cudaSetDevice(caller_device);
     if (status == ELEC_OK)
         status = elec__results_finite("GPU MDH at points", "potential at point", potential,
@@ -13273,6 +13273,12 @@ typedef struct elec__alpb_times {
     double prepare, allocate, upload, points, sort, kernel, copy_back, total;
 } elec__alpb_times;
 
+static elec_status elec__cuda_alpb_parted(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params, float *potential,
+                                          elec__alpb_times *times, int host,
+                                          elec_error *err);
+
 static elec_status elec__cuda_alpb_region_run(const elec_hcp *hcp, const double *vertices,
                                               const double *normals, size_t count,
                                        const elec_alpb_params *params, float *potential,
@@ -13285,7 +13291,7 @@ static elec_status elec__cuda_alpb_region_run(const elec_hcp *hcp, const double 
     elec__alpb_device dev;
     elec_alpb_variant variant;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, mode, sorted, packed;
-    double lo[3], hi[3], centre[3], mark = 0.0;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3], mark = 0.0;
     float *host_levels = NULL;
     float4 *staging = NULL;
     char *d_block = NULL;
@@ -13314,6 +13320,9 @@ static elec_status elec__cuda_alpb_region_run(const elec_hcp *hcp, const double 
         elec__ok(err);
         return ELEC_OK;
     }
+    if (elec__box_wide(lo, hi)) /* checked whole above; floats want it in regions */
+        return elec__cuda_alpb_parted(hcp, vertices, normals, count, params, potential, times,
+                                      0, err);
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     variant = r.variant;
     if (variant == ELEC_ALPB_FASTEST) {
@@ -13552,34 +13561,31 @@ static elec_status elec__cuda_alpb_region(void *call, const double *vertices,
     return status;
 }
 
-/* The whole call's input checked before it is parted into regions. */
-static elec_status elec__cuda_alpb_check(void *call, const double *vertices,
-                                         const double *normals, size_t count, float *out,
-                                         elec_error *err) {
-    const elec__cuda_alpb_call *c = (const elec__cuda_alpb_call *)call;
-    elec_alpb_params r;
-    elec_alpb_kernel k;
-    double lo[3], hi[3];
-    return elec__alpb_prepare(c->hcp, vertices, normals, count, out, c->params, &r, &k, lo,
-                              hi, err);
-}
-
-/* The GPU's ALPB (host: its walk on the host) a region of vertices at a
-   time where they spread wider than one (elec__points_by_region), the
-   whole call's input checked first, so that a refusal names its vertex
-   by the caller's index. */
-static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
-                                       const double *normals, size_t count,
-                                       const elec_alpb_params *params, float *potential,
-                                       elec__alpb_times *times, int host, elec_error *err) {
+/* The GPU's ALPB (host: its walk on the host) for a call whose vertices
+   spread wider than one region (elec__box_wide of the box its prepare
+   found, the whole call's input checked there): a region at a time. */
+static elec_status elec__cuda_alpb_parted(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params, float *potential,
+                                          elec__alpb_times *times, int host,
+                                          elec_error *err) {
     elec__cuda_alpb_call call;
-    if (times) memset(times, 0, sizeof *times);
     call.hcp = hcp;
     call.params = params;
     call.times = times;
     call.host = host;
     return elec__points_by_region(vertices, normals, count, potential, elec__cuda_alpb_region,
-                                  elec__cuda_alpb_check, &call, err);
+                                  &call, err);
+}
+
+static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
+                                       const double *normals, size_t count,
+                                       const elec_alpb_params *params, float *potential,
+                                       elec__alpb_times *times, int host, elec_error *err) {
+    return host ? elec__cuda_alpb_host_run(hcp, vertices, normals, count, params, potential,
+                                           err)
+                : elec__cuda_alpb_region_run(hcp, vertices, normals, count, params, potential,
+                                             times, err);
 }
 
 /* One vertex's walk by the rung, on the host: P and P_ion the vertex
@@ -13614,7 +13620,7 @@ static elec_status elec__cuda_alpb_host_run(const elec_hcp *hcp, const double *v
     elec_alpb_kernel k;
     elec__alpb_call a;
     elec__alpb_device layout;
-    double lo[3], hi[3], centre[3];
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, centre[3];
     float4 *P = NULL, *P_ion = NULL;
     void *host = NULL;
     int packed, general;
@@ -13626,6 +13632,9 @@ static elec_status elec__cuda_alpb_host_run(const elec_hcp *hcp, const double *v
         elec__ok(err);
         return ELEC_OK;
     }
+    if (elec__box_wide(lo, hi)) /* checked whole above; floats want it in regions */
+        return elec__cuda_alpb_parted(hcp, vertices, normals, count, params, potential, NULL,
+                                      1, err);
     packed = elec__alpb_is_packed(r.variant);
     P = (float4 *)ELEC_MALLOC(count * sizeof(float4));
     P_ion = (float4 *)ELEC_MALLOC(count * sizeof(float4));
