@@ -2417,16 +2417,19 @@ static inline long elec__floor_div(long a, long b) {
     return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-/* The lattice sums' work, refused past ELEC__MSM_MAX_WORK kernel values
-   (hours on a CPU): below the top each point sums the points within 2a/h
-   of it on its level (the stencil clipped to the lattice), and the top
-   sums every pair of its points.  Each limit alone let such work through:
-   a / h = 64 with the nonic basis took 39 s for two atoms 10 A apart and
-   ran past two minutes at 20 A, and max_top_points = INT_MAX summed a
-   top of millions of points pair by pair. */
-#define ELEC__MSM_MAX_WORK 1e13
+/* The lattice sums' work, refused past max_work kernel values
+   (ELEC__MSM_MAX_WORK_CPU, hours on a CPU; ELEC__MSM_MAX_WORK_GPU, minutes
+   on an H200, which sums about 2.6e12 a second): below the top each point
+   sums the points within 2a/h of it on its level (the stencil clipped to
+   the lattice), and the top sums every pair of its points.  Each limit
+   alone let such work through: a / h = 64 with the nonic basis took 39 s
+   for two atoms 10 A apart and ran past two minutes at 20 A, and
+   max_top_points = INT_MAX summed a top of millions of points pair by
+   pair. */
+#define ELEC__MSM_MAX_WORK_CPU 1e13
+#define ELEC__MSM_MAX_WORK_GPU 1e15
 static inline elec_status elec__msm_work_check(const elec_msm_params *p,
-                                               const elec__msm_shape *shape,
+                                               const elec__msm_shape *shape, double max_work,
                                                elec_error *err) {
     const double side = 2.0 * ceil(2.0 * p->cutoff / p->spacing) + 1.0;
     const int top = shape->levels - 1;
@@ -2438,19 +2441,27 @@ static inline elec_status elec__msm_work_check(const elec_msm_params *p,
         for (axis = 0; axis < 3; axis++) values *= fmin(side, (double)shape->n[l][axis]);
         below += values;
     }
-    if (below + top_points * top_points > ELEC__MSM_MAX_WORK)
+    if (below + top_points * top_points > max_work) {
+        char remedy[96];
+        /* a choice the tolerance made: the tolerance is what to change */
+        if (p->tolerance > 0.0)
+            snprintf(remedy, sizeof remedy, "a looser tolerance than %g (it chose h %g, a %g)",
+                     p->tolerance, p->spacing, p->cutoff);
+        else
+            snprintf(remedy, sizeof remedy, "a coarser spacing, a smaller cutoff or "
+                                            "max_top_points");
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM's lattice sums would take %.3g kernel values (%.3g below the "
-                          "top, %.3g at its %.0f points), over %.0e: a coarser spacing, a "
-                          "smaller cutoff or max_top_points",
+                          "top, %.3g at its %.0f points), over %.0e: %s",
                           below + top_points * top_points, below, top_points * top_points,
-                          top_points, ELEC__MSM_MAX_WORK);
+                          top_points, max_work, remedy);
+    }
     return ELEC_OK;
 }
 
 static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
                                              const double lo[3],
-                                             const double hi[3],
+                                             const double hi[3], double max_work,
                                              elec__msm_shape *shape,
                                              elec_error *err) {
     const int s = elec_msm_support((int)p->interpolation);
@@ -2496,7 +2507,7 @@ static inline elec_status elec__msm_shape_of(const elec_msm_params *p,
                 (size_t)(last[2] - first[2] + 1) >= count)
             break; /* no longer shrinking: this one is the top */
     }
-    return elec__msm_work_check(p, shape, err);
+    return elec__msm_work_check(p, shape, max_work, err);
 }
 
 /* The arrays of an elec_msm_lattices for a shape and count atoms (its
@@ -3461,8 +3472,9 @@ ELEC_DEF elec_status elec_lattice_around(const elec_atoms *atoms,
         double centre = 0.5 * (lo[axis] + hi[axis]);
         if (!elec__finite(extent))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "the atoms' extent plus twice the padding (%g A) is past "
-                              "double's range along axis %d", padding, axis);
+                              "the atoms' extent (%g A) plus twice the padding (%g A) is "
+                              "past double's range along axis %d", hi[axis] - lo[axis],
+                              padding, axis);
         if (!(points <= INT_MAX / 4))
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "a %g A extent at %g A spacing is too many points",
@@ -7111,7 +7123,7 @@ static double elec__kspace_force_error(const elec__charge_stats *st, double volu
    (2 alpha)) (the integral of (1 / pi) exp(-k^2 / (4 alpha^2)) past kc),
    which the asymptotic form leaves out where kc is not well past 2 alpha:
    at alpha 50 /A and kmax 3 in a 10 A box the energy erred 54.7 where the
-   estimate said 1.6 (an audit's); this term gives 55.2. */
+   estimate said 1.6 (an audit's); with this term it says 54.8. */
 static double elec__kspace_energy_error(const elec__charge_stats *st, double volume,
                                         double alpha, double kc) {
     const double fluctuation = st->q2 * sqrt(4.0 / volume) * alpha *

@@ -1256,7 +1256,8 @@ static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
     m->p = *p;
     m->interpolation = (int)p->interpolation;
     m->support = elec_msm_support(m->interpolation);
-    if ((status = elec__msm_shape_of(p, lo, hi, &shape, err)) != ELEC_OK) return status;
+    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err);
+    if (status != ELEC_OK) return status;
     for (l = 0; l < shape.levels; l++) {
         elec__msm_grid *g = &m->grid[l];
         size_t count = elec__msm_shape_points(&shape, l);
@@ -1759,7 +1760,7 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
         }
     }
     if ((s = elec__cpu_gather(atoms, ref, &x, &q, lo, hi, err)) != ELEC_OK) goto cleanup;
-    if ((s = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK ||
+    if ((s = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err)) != ELEC_OK ||
         (s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK ||
         (s = elec__msm_lattices_alloc(&shape, atoms->count, out, err)) != ELEC_OK)
         goto cleanup;

@@ -3527,7 +3527,8 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
     if (!(job->host_atoms = elec__cuda_gather_xyzq(atoms, job->reference)))
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
     elec__msm_widen(atoms, job->reference, lo, hi);
-    if ((status = elec__msm_shape_of(p, lo, hi, &job->shape, err)) != ELEC_OK) return status;
+    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
+    if (status != ELEC_OK) return status;
     if (job->shape.n[0][1] > 65535 || job->shape.n[0][2] > 65535 || ny > 65535 || nz > 65535)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM on the GPU: at most 65535 map or lattice points "
@@ -3774,7 +3775,8 @@ static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const ele
         lo[axis] = cell_lo[axis];
         hi[axis] = hi[axis] - reference[axis];
     }
-    if ((status = elec__msm_shape_of(p, lo, hi, &job->shape, err)) != ELEC_OK) return status;
+    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
+    if (status != ELEC_OK) return status;
     x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
     if (!x || !q) {
@@ -3995,7 +3997,7 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
         goto cleanup;
     }
     elec__msm_widen(atoms, ref, lo, hi);
-    if ((status = elec__msm_shape_of(&p, lo, hi, &shape, err)) != ELEC_OK ||
+    if ((status = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &shape, err)) != ELEC_OK ||
         (status = elec__msm_lattices_alloc(&shape, n, out, err)) != ELEC_OK ||
         (status = elec__msm_device_setup(&md, &p, &shape, n, devices[0], 0, err)) != ELEC_OK)
         goto cleanup;
@@ -13563,7 +13565,11 @@ static elec_status elec__cuda_alpb_region(void *call, const double *vertices,
 
 /* The GPU's ALPB (host: its walk on the host) for a call whose vertices
    spread wider than one region (elec__box_wide of the box its prepare
-   found, the whole call's input checked there): a region at a time. */
+   found, the whole call's input checked there): a region at a time, each
+   region a call of its own (its atoms and levels uploaded again: fine for a
+   few regions, slow for vertices scattered one to a region).  The stage
+   times add up the regions' calls; the whole call's prepare and the
+   parting are in none of them. */
 static elec_status elec__cuda_alpb_parted(const elec_hcp *hcp, const double *vertices,
                                           const double *normals, size_t count,
                                           const elec_alpb_params *params, float *potential,

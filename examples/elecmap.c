@@ -350,15 +350,17 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             for (v = 0; v < ELEC_DCS_VARIANT_COUNT; v++)
                 if (!strcmp(a, elec_dcs_variant_name((elec_dcs_variant)v))) {
                     o->variant = (elec_dcs_variant)v;
-                    o->given |= OPTION_DCS_VARIANT;
-                    found = 1;
+                    found |= 1;
                 }
             for (v = 0; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++)
                 if (!strcmp(a, elec_chargemap_variant_name((elec_chargemap_variant)v))) {
                     o->charge_variant = (elec_chargemap_variant)v;
-                    o->given |= OPTION_CHARGE_VARIANT;
-                    found = 1;
+                    found |= 2;
                 }
+            /* a name of one ladder binds the option to its method; one of
+               both ("fastest") fits either */
+            if (found == 1) o->given |= OPTION_DCS_VARIANT;
+            if (found == 2) o->given |= OPTION_CHARGE_VARIANT;
             if (!found) {
                 fprintf(messages, "elecmap: unknown variant '%s' (a DCS kernel or a "
                                   "charge-mapping rung)\n", a);
@@ -433,9 +435,12 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             const char *name;
             double value;
             int positive; /* 1: > 0; 0: >= 0 */
-        } ranged[] = {{"--spacing", o->spacing, 1},        {"--temperature", o->temperature, 1},
-                      {"--padding", o->padding, 0},        {"--cutoff", o->msm_cutoff, 0},
-                      {"--msm-spacing", o->msm_spacing, 0}, {"--ionic-strength", o->ionic_strength, 0},
+        } ranged[] = {{"--spacing", o->spacing, 1},
+                      {"--temperature", o->temperature, 1},
+                      {"--padding", o->padding, 0},
+                      {"--cutoff", o->msm_cutoff, 0},
+                      {"--msm-spacing", o->msm_spacing, 0},
+                      {"--ionic-strength", o->ionic_strength, 0},
                       {"--kappa", o->kappa, 0}};
         size_t k;
         for (k = 0; k < sizeof ranged / sizeof ranged[0]; k++)
@@ -451,12 +456,17 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
                           "fixes it: give one of them\n");
         return PARSE_ERROR;
     }
-    if (temperature_given &&
-        (o->units != UNITS_KT || (o->method_given && o->method == METHOD_CHARGES)) &&
-        !(o->given & OPTION_IONIC)) {
-        fprintf(messages, "elecmap: --temperature is for kT units and for "
-                          "--ionic-strength: this map would not read it\n");
-        return PARSE_ERROR;
+    if (temperature_given) {
+        /* read by kT units and by MDH's Debye length (from the ionic
+           strength, given or its default, where --kappa does not set it) */
+        const int charges = o->method_given && o->method == METHOD_CHARGES;
+        const int debye = o->method_given && o->method == METHOD_MDH &&
+                          !(o->given & OPTION_KAPPA);
+        if (!(o->units == UNITS_KT && !charges) && !debye) {
+            fprintf(messages, "elecmap: --temperature is for kT units and for MDH's "
+                              "Debye length: this map would not read it\n");
+            return PARSE_ERROR;
+        }
     }
     if (o->device == DEVICE_CPU && (o->given & (OPTION_DCS_VARIANT | OPTION_CHARGE_VARIANT))) {
         fprintf(messages, "elecmap: --variant picks a GPU kernel, and --cpu computes on "

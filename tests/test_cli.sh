@@ -129,6 +129,19 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
         echo "     $args: status $rc, $(cat "$dir/out")"
     fi
 done
+# and what a map does read stays accepted (a review's: MDH's Debye length
+# reads the temperature in kcal too, and "fastest" names a rung of both
+# ladders)
+for args in "--method mdh --units kcal --temperature 310" "--method charges --variant fastest" \
+            "--method dcs --variant fastest"; do
+    # shellcheck disable=SC2086 # the options, split on purpose
+    if ! "$build/elecmap" --cpu --quiet --spacing 3 $args --demo "$dir/x.dx" > "$dir/out" 2>&1 ||
+       [ ! -s "$dir/x.dx" ]; then
+        ignored_ok=0
+        echo "     $args: refused: $(cat "$dir/out")"
+    fi
+    rm -f "$dir/x.dx"
+done
 [ $ignored_ok -eq 1 ] && ok "elecmap_refuses_options_its_map_would_not_read" ||
     fail "elecmap_refuses_options_its_map_would_not_read"
 
@@ -429,7 +442,7 @@ refused elecsurf_refuses_a_negative_projection_outside_gem_mode 1 "elecsurf's --
 refused elecsurf_refuses_points_without_normals_off_the_surface 1 "no normals" "$dir/r3.txt" \
     --proj 1.4 --surface "$dir/bare.txt" "$dir/ion.pqr"
 printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000 0.0000\n' > "$dir/flat.pqr"
-refused elecsurf_refuses_zero_radii_without_a_size 1 "electrostatic_size: elecsurf's --A" "$dir/r4.txt" \
+refused elecsurf_refuses_zero_radii_without_a_size 1 "elecsurf's --A" "$dir/r4.txt" \
     --surface "$dir/sphere.txt" "$dir/flat.pqr"
 refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
     "$dir/r5.xyz" "$dir/ion.pqr"

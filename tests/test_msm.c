@@ -408,6 +408,14 @@ TEST(lattice_sums_of_hours_are_refused) {
     p.max_top_points = 0;
     EXPECT(elec_cpu_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_OK, "defaults: %s",
            err.message);
+    /* a tolerance whose choice is over the limit: the tolerance named as the
+       thing to change (the caller set no spacing or cutoff) */
+    xyz[3] = xyz[4] = xyz[5] = 400.0; /* 400 A along each axis */
+    p.tolerance = 2e-7;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "a looser tolerance than 2e-07"),
+           "tolerance 2e-7, 400 A along each axis: %s", err.message);
+    printf("     %s\n", err.message);
 }
 
 TEST(maps_and_points_past_their_range_are_refused) {
