@@ -328,10 +328,11 @@ static inline void test_sphere_points(size_t n, const double centre[3], double r
    their precision (elec.h, ELEC__FLOAT_REGION): their positions were taken
    relative to the centre of the points' box, which one point 1e10 A away
    put 5e9 A from the rest, and a point 3 A from an ion came out as if the
-   ion were not there.  40 atoms of charge +-1 and radius 1.5 within 5 A
-   of the origin (test_system_random, moved), TEST_SPREAD_NEAR points on a
-   sphere of 8 A about the origin with their outward normals, and three
-   far away: 2e3 A along x, -3e6 A along y, 1e10 A along z. */
+   ion were not there.  40 atoms of charge +-1 and radius 1.5 in a 10 A
+   cube about the origin (test_system_random, moved), TEST_SPREAD_NEAR
+   points on a sphere of 8 A about the origin with their outward normals
+   (among the atoms' corners), and three far away: 2e3 A along x, -3e6 A
+   along y, 1e10 A along z. */
 #define TEST_SPREAD_NEAR 24
 #define TEST_SPREAD_POINTS (TEST_SPREAD_NEAR + 3)
 static inline test_system test_spread_points(double points[3 * TEST_SPREAD_POINTS],
