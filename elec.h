@@ -2996,23 +2996,6 @@ static int elec__region_key_order(const void *a, const void *b) {
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* The centre of the box of points order[0 .. count) (order NULL: the
-   points themselves), the reference a float path takes. */
-static inline void elec__points_reference(const double *points, const size_t *order,
-                                          size_t count, double centre[3]) {
-    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
-    size_t n;
-    int k;
-    for (n = 0; n < count; n++) {
-        const double *p = points + 3 * (order ? order[n] : n);
-        for (k = 0; k < 3; k++) {
-            if (n == 0 || p[k] < lo[k]) lo[k] = p[k];
-            if (n == 0 || p[k] > hi[k]) hi[k] = p[k];
-        }
-    }
-    for (k = 0; k < 3; k++) centre[k] = 0.5 * (lo[k] + hi[k]);
-}
-
 /* The regions of count points: *regions of them, region r the points
    order[start[r] .. start[r + 1]).  One region (order and start NULL, the
    points in their own order) where the points' box is at most
@@ -3035,21 +3018,21 @@ static inline int elec__box_wide(const double lo[3], const double hi[3]) {
            hi[2] - lo[2] > ELEC__FLOAT_REGION;
 }
 
-/* Are the points finite and their box wider than one region?  One pass,
-   over OpenMP's threads (a million surface vertices on every ALPB call). */
-static inline int elec__points_wide(const double *points, size_t count) {
+/* The box lo..hi of points order[0 .. count) (order NULL: the points in
+   their own order), in one pass over OpenMP's threads (a million surface
+   vertices on every ALPB call); 0 where a coordinate is not finite. */
+static inline int elec__points_bounds(const double *points, const size_t *order, size_t count,
+                                      double lo[3], double hi[3]) {
     double x0 = HUGE_VAL, y0 = HUGE_VAL, z0 = HUGE_VAL, x1 = -HUGE_VAL, y1 = -HUGE_VAL,
            z1 = -HUGE_VAL;
     long n;
     int bad = 0;
-    /* the caller's checks refuse these */
-    if (!points || count > (size_t)PTRDIFF_MAX / (3 * sizeof(double))) return 0;
 #ifdef _OPENMP
 #pragma omp parallel for reduction(min : x0, y0, z0) reduction(max : x1, y1, z1) \
     reduction(|| : bad) /* not max: its private copies start at INT_MIN, which is true */
 #endif
     for (n = 0; n < (long)count; n++) {
-        const double *p = points + 3 * n;
+        const double *p = points + 3 * (order ? order[n] : (size_t)n);
         bad = bad || !elec__finite(p[0]) || !elec__finite(p[1]) || !elec__finite(p[2]);
         x0 = p[0] < x0 ? p[0] : x0;
         y0 = p[1] < y0 ? p[1] : y0;
@@ -3058,24 +3041,37 @@ static inline int elec__points_wide(const double *points, size_t count) {
         y1 = p[1] > y1 ? p[1] : y1;
         z1 = p[2] > z1 ? p[2] : z1;
     }
-    {
-        const double lo[3] = {x0, y0, z0}, hi[3] = {x1, y1, z1};
-        return !bad && elec__box_wide(lo, hi);
-    }
+    lo[0] = x0;
+    lo[1] = y0;
+    lo[2] = z0;
+    hi[0] = x1;
+    hi[1] = y1;
+    hi[2] = z1;
+    return !bad;
+}
+
+/* The centre of the box of points order[0 .. count) (count > 0): the
+   reference the float paths at points take positions relative to. */
+static inline void elec__points_reference(const double *points, const size_t *order,
+                                          size_t count, double centre[3]) {
+    double lo[3], hi[3];
+    int k;
+    elec__points_bounds(points, order, count, lo, hi);
+    for (k = 0; k < 3; k++) centre[k] = 0.5 * (lo[k] + hi[k]);
 }
 
 static inline elec_status elec__regions_find(const double *points, size_t count,
                                              elec__regions *r, elec_error *err) {
-    double lo[3];
+    double lo[3], hi[3];
     elec__region_key *key;
     size_t n, regions;
     int k;
     r->count = count > 0;
     r->order = r->start = NULL;
-    if (!elec__points_wide(points, count)) return ELEC_OK;
-    for (k = 0; k < 3; k++)
-        for (lo[k] = points[k], n = 1; n < count; n++)
-            if (points[3 * n + k] < lo[k]) lo[k] = points[3 * n + k];
+    /* the caller's checks refuse these */
+    if (!points || count > (size_t)PTRDIFF_MAX / (3 * sizeof(double))) return ELEC_OK;
+    if (!elec__points_bounds(points, NULL, count, lo, hi) || !elec__box_wide(lo, hi))
+        return ELEC_OK;
     key = (elec__region_key *)ELEC_MALLOC(count * sizeof *key);
     if (!key) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to part %zu points", count);
     for (n = 0; n < count; n++) {

@@ -943,33 +943,6 @@ static size_t elec__coincident_points(const elec_atoms *atoms, const elec_lattic
     return found;
 }
 
-/* The points' bounding box (count > 0). */
-static void elec__points_box(const double *points, size_t count, double lo[3],
-                             double hi[3]) {
-    for (int axis = 0; axis < 3; axis++) {
-        double low = points[axis], high = points[axis];
-#ifdef _OPENMP
-#pragma omp parallel for reduction(min : low) reduction(max : high)
-#endif
-        for (long i = 1; i < (long)count; i++) {
-            double v = points[3 * i + axis];
-            low = v < low ? v : low;
-            high = v > high ? v : high;
-        }
-        lo[axis] = low;
-        hi[axis] = high;
-    }
-}
-
-/* Centre of the points' bounding box: the reference the points APIs take
-   coordinates relative to, so that floats keep their precision. */
-static void elec__points_centre(const double *points, size_t count,
-                                double centre[3]) {
-    double lo[3], hi[3];
-    elec__points_box(points, count, lo, hi);
-    for (int axis = 0; axis < 3; axis++) centre[axis] = 0.5 * (lo[axis] + hi[axis]);
-}
-
 /* Checks shared by the points APIs; picks the first device of the set. */
 static elec_status elec__cuda_points_check(const elec_atoms *atoms,
                                            int need_radius,
@@ -1645,7 +1618,7 @@ static elec_status elec__cuda_points_region(void *call, const double *points,
     const elec__cuda_points_call *c = (const elec__cuda_points_call *)call;
     double centre[3];
     (void)normals;
-    elec__points_centre(points, count, centre);
+    elec__points_reference(points, NULL, count, centre);
     return elec__cuda_points_on(c->device, c->atoms, points, count, centre, out, err);
 }
 
@@ -1795,7 +1768,7 @@ static elec_status elec__cuda_mdh_region(void *call, const double *points,
     size_t n = 0, chunk, chunks;
     (void)normals;
 
-    elec__points_centre(points, point_count, centre);
+    elec__points_reference(points, NULL, point_count, centre);
     host_xyza = elec__cuda_gather_xyzq(atoms, centre);
     host_points = (float4 *)ELEC_MALLOC(point_count * sizeof(float4));
     host_b = (float *)ELEC_MALLOC((atoms->count + 1) * sizeof(float));
@@ -13208,7 +13181,7 @@ static elec_status elec__alpb_on_dcs(int device, const elec_hcp *h, const double
 #endif
     for (long i = 0; i < (long)count; i++)
         elec__alpb_point(vertices, normals, (size_t)i, r->proj, points + 3 * i);
-    elec__points_centre(points, count, centre);
+    elec__points_reference(points, NULL, count, centre);
     status = elec__cuda_points_on(device, &atoms, points, count, centre, potential, err);
     ELEC_FREE(points);
     if (status != ELEC_OK) return status;
