@@ -4,6 +4,8 @@
 # or if a program crashed or ended without its tally line.  ELEC_TEST_WRAPPER,
 # where set, runs each program under it (make valgrind: valgrind and its
 # options; a wrapper's own failure, e.g. an error it found, fails the test).
+# ELEC_TEST_ONLY that selects no test in any program given fails the run: a
+# misspelt name would otherwise pass having tested nothing.
 passed=0; failed=0; skipped=0
 for t in "$@"; do
     echo "== $t"
@@ -24,5 +26,9 @@ EOT
         failed=$((failed + 1))
     fi
 done
+if [ -n "${ELEC_TEST_ONLY:-}" ] && [ $((passed + failed + skipped)) -eq 0 ]; then
+    echo "FAIL ELEC_TEST_ONLY=$ELEC_TEST_ONLY selects no test of: $*"
+    failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
