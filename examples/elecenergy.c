@@ -91,8 +91,9 @@ static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--box") && more >= 3) {
             for (axis = 0; axis < 3; axis++)
-                if (!cli_number(argv[++i], &o->box[axis])) {
-                    fprintf(messages, "elecenergy: --box: '%s' is not a number\n", argv[i]);
+                if (!cli_number(argv[++i], &o->box[axis]) || !(o->box[axis] > 0.0)) {
+                    fprintf(messages, "elecenergy: --box: '%s' is not a positive length\n",
+                            argv[i]);
                     return PARSE_ERROR;
                 }
             o->has_box = 1;

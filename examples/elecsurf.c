@@ -226,15 +226,17 @@ static int parse_options(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--density")) {
             o->given |= GIVEN_DENSITY;
             DOUBLE_ARG(o->density, "density per A^2");
-            if (!(o->density > 0.0)) {
-                fprintf(stderr, "elecsurf: --density %g: give a positive density\n", o->density);
+            if (!(o->density > 0.0) || !(o->density <= 1e4)) {
+                fprintf(stderr, "elecsurf: --density %g: give a density in (0, 1e4]\n",
+                        o->density);
                 return 0;
             }
         } else if (!strcmp(a, "--probe")) {
             o->given |= GIVEN_PROBE;
             DOUBLE_ARG(o->probe, "radius in A");
-            if (!(o->probe > 0.0)) {
-                fprintf(stderr, "elecsurf: --probe %g: give a positive radius\n", o->probe);
+            if (!(o->probe > 0.0) || !(o->probe <= 1e4)) {
+                fprintf(stderr, "elecsurf: --probe %g: give a radius in (0, 1e4] A\n",
+                        o->probe);
                 return 0;
             }
         } else if (!strcmp(a, "--proj")) {
@@ -250,6 +252,11 @@ static int parse_options(int argc, char **argv, options *o) {
             }
         } else if (!strcmp(a, "--salt")) {
             DOUBLE_ARG(o->alpb.salt, "concentration in mol/L");
+            if (!(o->alpb.salt >= 0.0)) {
+                fprintf(stderr, "elecsurf: --salt %g: give a concentration of 0 or more\n",
+                        o->alpb.salt);
+                return 0;
+            }
         } else if (!strcmp(a, "--A")) {
             DOUBLE_ARG(o->alpb.electrostatic_size, "size in A");
             if (!(o->alpb.electrostatic_size > 0.0)) {

@@ -718,6 +718,24 @@ done
 [ $bad -eq 0 ] && ok "integer_options_out_of_range_are_usage_errors" ||
     fail "integer_options_out_of_range_are_usage_errors"
 
+# Values that no run can take, refused by the option's own check (status 2)
+# rather than later by the library as a refused input (status 1).
+bad=0
+for args in "--salt -1" "--density 1e9" "--probe 1e5"; do
+    # shellcheck disable=SC2086
+    "$build/elecsurf" --cpu $args "$dir/ion.pqr" "$dir/bad.txt" > "$dir/out" 2>&1
+    [ $? -eq 2 ] && grep -q -e "^elecsurf: ${args%% *} " "$dir/out" ||
+        { bad=1; echo "     elecsurf $args: $(cat "$dir/out")"; }
+done
+for args in "--box 0 10 10" "--box 10 -10 10"; do
+    # shellcheck disable=SC2086
+    "$build/elecenergy" $args "$dir/pair.pqr" > "$dir/out" 2>&1
+    [ $? -eq 2 ] && grep -q "^elecenergy: --box" "$dir/out" ||
+        { bad=1; echo "     elecenergy $args: $(cat "$dir/out")"; }
+done
+[ $bad -eq 0 ] && ok "real_options_out_of_range_are_usage_errors" ||
+    fail "real_options_out_of_range_are_usage_errors"
+
 # elecenergy: JSON with a file name that needs escaping; forces never over
 # the input, and written whole or not at all.
 odd="$dir/$(printf 'a"b\\c\td.pqr')"
