@@ -56,7 +56,8 @@ static void usage(FILE *out) {
 "  --order N                    SPME B-spline order, 4 to 8 (default: chosen)\n"
 "  --grid K1 K2 K3              SPME grid (default: chosen, sizes 2^a 3^b 5^c 7^d)\n"
 "  --gpu | --cpu                SPME on the GPU (default when present) or the CPU\n"
-"  --forces FILE                write forces in kcal/(mol A): index fx fy fz\n"
+"  --forces FILE                write forces in kcal/(mol A): record fx fy fz, where\n"
+"                               record counts the input's atom records from 1\n"
 "  --json                       print one JSON object; \"total\" is the energy\n"
 "  --version                    elec's version and what this build has\n"
 "Energies are in kcal/mol (Coulomb constant 332.0636 kcal A/(mol e^2)).\n");
@@ -177,14 +178,16 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The forces, one atom a line, whole or not at all. */
+/* The forces, one atom a line, whole or not at all.  Each line starts with the
+   atom's record in the input counted from 1, as messages name "the file's atom
+   record N" (their "atom N (counted from 0)" is the library's index). */
 static elec_status write_forces(const char *path, const double *f, size_t n,
                                 elec_error *err) {
     elec_output *out;
     size_t i;
     elec_status s = elec_output_open(path, &out, err);
     if (s != ELEC_OK) return s;
-    elec_output_printf(out, "# atom fx fy fz (kcal/(mol A))\n");
+    elec_output_printf(out, "# record fx fy fz (kcal/(mol A)); record: the input's atom records from 1\n");
     for (i = 0; i < n; i++)
         elec_output_printf(out, "%zu %.10e %.10e %.10e\n", i + 1, f[3 * i], f[3 * i + 1],
                            f[3 * i + 2]);
