@@ -317,6 +317,38 @@ static size_t split_frames(const char *text, size_t length, size_t *start, size_
     return n;
 }
 
+/* Where the file's header ends: the first MODEL, ATOM or HETATM line (the
+   CRYST1 and REMARK lines before it describe every frame). */
+static size_t header_length(const char *text, size_t length) {
+    size_t at = 0;
+    while (at < length) {
+        const char *newline = (const char *)memchr(text + at, '\n', length - at);
+        size_t next = newline ? (size_t)(newline - text) + 1 : length;
+        if ((next - at >= 4 && !memcmp(text + at, "ATOM", 4)) ||
+            (next - at >= 5 && !memcmp(text + at, "MODEL", 5)) ||
+            (next - at >= 6 && !memcmp(text + at, "HETATM", 6)))
+            return at;
+        at = next;
+    }
+    return length;
+}
+
+/* A frame's records for its map (cli_input_records): the file's header,
+   then the frame's own lines, so that frame f's map carries its own REMARKs
+   and no other frame's.  Frame 0's text starts with the header.  NULL
+   without memory. */
+static char *frame_records(const char *text, size_t header, size_t start, size_t end) {
+    char *joined, *records;
+    if (start < header) return cli_input_records(text + start, end - start);
+    joined = (char *)malloc(header + (end - start) + 1);
+    if (!joined) return NULL;
+    memcpy(joined, text, header);
+    memcpy(joined + header, text + start, end - start);
+    records = cli_input_records(joined, header + (end - start));
+    free(joined);
+    return records;
+}
+
 /* output with "_f" and four digits of frame before its extension (the
    last '.' after the last '/', and before a ".gz") */
 static void frame_name(const char *output, size_t frame, char *name, size_t size) {
@@ -337,7 +369,7 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
     elec_error err;
     elec_status s;
     char *text = NULL, *records = NULL, name[1100], method[256];
-    size_t length = 0, frames, f, *start = NULL, *end = NULL, mine = 0;
+    size_t length = 0, frames, f, *start = NULL, *end = NULL, mine = 0, header = 0;
     elec_lattice lattice;
     double scale, t0;
     int status = 0, have_lattice = 0;
@@ -372,11 +404,11 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
     if (s == ELEC_OK) {
         start = (size_t *)malloc(frames * sizeof *start);
         end = (size_t *)malloc(frames * sizeof *end);
-        records = cli_input_records(text, length);
-        if (!start || !end || !records)
+        if (!start || !end)
             s = elec_fail(&err, ELEC_ERR_NO_MEMORY, 0, "out of memory");
         else
             split_frames(text, length, start, end, frames);
+        header = header_length(text, length);
     }
     scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
             : o->units == UNITS_KCAL ? ELEC_COULOMB
@@ -413,7 +445,9 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
         describe_method(o, &atoms, &lattice, 0, method, sizeof method);
         snprintf(method + strlen(method), sizeof method - strlen(method),
                  ", frame %zu of %zu (elecmap_mpi --frames)", f, frames);
-        comment = s == ELEC_OK ? provenance(o, records, &mol, &lattice, method) : NULL;
+        records = s == ELEC_OK ? frame_records(text, header, start[f], end[f]) : NULL;
+        comment = records ? provenance(o, records, &mol, &lattice, method) : NULL;
+        free(records);
         frame_name(o->output, f, name, sizeof name);
         if (s == ELEC_OK)
             s = comment ? elec_write_map(name, &lattice, job.map, comment, &err)
@@ -436,7 +470,6 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
     }
     (void)mine;
     elec_free(text);
-    free(records);
     free(start);
     free(end);
     return s == ELEC_OK ? 0 : (status ? status : 1);

@@ -16,7 +16,7 @@ skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 
 checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
 mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
-mpi_frames_are_elecmaps_bit_for_bit mpi_refusals"
+mpi_frames_are_elecmaps_bit_for_bit mpi_frame_maps_carry_their_own_remarks mpi_refusals"
 why=""
 [ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
 [ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
@@ -150,6 +150,25 @@ for layout in end cat; do
 done
 if [ $good -eq 1 ]; then ok "$name"
 else fail "$name:$seen"; fi
+
+# A frame's map says where it came from: the file's header and its own
+# REMARK lines, not another frame's.
+name=mpi_frame_maps_carry_their_own_remarks
+{ echo "REMARK   the file's header"
+  awk '/^MODEL/ { print; printf "REMARK   frame %d of the trajectory\n", ++n; next } { print }' \
+      "$dir/traj.pqr"; } > "$dir/traj_remarks.pqr"
+if mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_remarks.pqr" "$dir/rm.dx" \
+    > "$dir/out" 2>&1; then
+    good=1
+    for f in 1 2 3 4 5; do
+        map="$dir/rm_f000$((f - 1)).dx"
+        grep -q "^#.*REMARK   the file's header" "$map" &&
+            [ "$(grep -c "^#.*REMARK   frame [0-9]" "$map")" -eq 1 ] &&
+            grep -q "^#.*REMARK   frame $f of" "$map" || good=0
+    done
+    if [ $good -eq 1 ]; then ok "$name"
+    else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx)"; fi
+else fail "$name: $(cat "$dir/out")"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
 # missing input, --gpu without CUDA (status 1), an option --frames would
