@@ -9274,9 +9274,14 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
         if (total > ELEC__MESH_MAX_POINTS) {
             s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                            "a mesh at %g A spacing over %g x %g x %g A needs %.3g lattice "
-                           "points (at most %.3g): use a larger spacing", spacing,
+                           "points (at most %.3g): use a larger spacing%s", spacing,
                            hi[0] - lo[0] + 2 * pad, hi[1] - lo[1] + 2 * pad,
-                           hi[2] - lo[2] + 2 * pad, total, ELEC__MESH_MAX_POINTS);
+                           hi[2] - lo[2] + 2 * pad, total, ELEC__MESH_MAX_POINTS,
+                           /* a small blobbiness widens each atom's reach
+                              past what any spacing can cover */
+                           reach2 > 100.0 ? ", or a larger blobbiness (each atom reaches "
+                                            "sqrt(1 + 9.21 / blobbiness) radii)"
+                                          : "");
             goto cleanup;
         }
     }

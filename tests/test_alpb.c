@@ -1283,6 +1283,11 @@ TEST(mesh_of_one_atom_is_a_closed_sphere) {
     EXPECT(elec_surface_mesh(&one, 1e20, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "coarser than the atoms' whole extent") && s.count == 0,
            "%s", err.message);
+    /* a tiny blobbiness widens the atom's reach past any lattice: the
+       refusal names the blobbiness, not the spacing alone */
+    EXPECT(elec_surface_mesh(&one, 0.6, 1e-300, &s, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "larger blobbiness") && s.count == 0,
+           "%s", err.message);
 }
 
 /* A structure's mesh: closed and consistently oriented, enclosing a
