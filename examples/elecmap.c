@@ -22,6 +22,12 @@
    ELECMAP_NO_MAIN to include this file without its main. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define ELEC_ALL_IMPLEMENTATION
+/* The name messages start with: elecmap_mpi, which includes this file,
+   names itself. */
+#ifndef TOOL
+#define TOOL "elecmap"
+#endif
+
 #include "elec.h"
 #include "elec_cpu.h"
 #ifdef ELEC_WITH_CUDA
@@ -115,12 +121,12 @@ static int method_options_fit(const options *o, FILE *messages) {
     for (k = 0; k < sizeof method_options / sizeof method_options[0]; k++)
         if ((o->given & method_options[k].bit) && !(method_options[k].methods & method)) {
             if (o->method_given)
-                fprintf(messages, "elecmap: %s is %s: --method %s would ignore it (leave it "
+                fprintf(messages, TOOL ": %s is %s: --method %s would ignore it (leave it "
                                   "out, or choose the method it is for)\n",
                         method_options[k].name, method_options[k].for_whom,
                         names[o->method]);
             else
-                fprintf(messages, "elecmap: %s is %s: without --method the map is DCS or "
+                fprintf(messages, TOOL ": %s is %s: without --method the map is DCS or "
                                   "MSM, which would ignore it (give the --method it is for)\n",
                         method_options[k].name, method_options[k].for_whom);
             return 0;
@@ -229,14 +235,14 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         int more = argc - i - 1;
 #define NEED(n)                                                               \
     if (more < (n)) {                                                         \
-        fprintf(messages, "elecmap: %s needs %d value(s)\n", a, (n));         \
+        fprintf(messages, TOOL ": %s needs %d value(s)\n", a, (n));         \
         return PARSE_ERROR;                                                   \
     }
 #define DOUBLE_ARG(target, what)                                              \
     do {                                                                      \
         NEED(1);                                                              \
         if (!cli_number(argv[++i], &(target))) {                              \
-            fprintf(messages, "elecmap: %s: '%s' is not a %s\n", a, argv[i],  \
+            fprintf(messages, TOOL ": %s: '%s' is not a %s\n", a, argv[i],  \
                     what);                                                    \
             return PARSE_ERROR;                                               \
         }                                                                     \
@@ -255,7 +261,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             else if (!strcmp(a, "cutoff")) o->method = METHOD_CUTOFF;
             else if (!strcmp(a, "charges")) o->method = METHOD_CHARGES;
             else {
-                fprintf(messages, "elecmap: unknown method '%s' (dcs, mdh, msm, cutoff or "
+                fprintf(messages, TOOL ": unknown method '%s' (dcs, mdh, msm, cutoff or "
                                   "charges)\n", a);
                 return PARSE_ERROR;
             }
@@ -263,21 +269,21 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             DOUBLE_ARG(o->msm_above, "time in seconds");
             o->given |= OPTION_MSM_ABOVE;
             if (!(o->msm_above > 0.0)) {
-                fprintf(messages, "elecmap: --msm-above %g: give a time above 0 s\n",
+                fprintf(messages, TOOL ": --msm-above %g: give a time above 0 s\n",
                         o->msm_above);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--max-work")) {
             DOUBLE_ARG(o->max_work, "number of atom-point pairs");
             if (!(o->max_work >= 1.0)) {
-                fprintf(messages, "elecmap: --max-work %g: give at least 1\n", o->max_work);
+                fprintf(messages, TOOL ": --max-work %g: give at least 1\n", o->max_work);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--max-points")) {
             NEED(1);
             /* up to 2^53, where a double still counts every point */
             if (!cli_size(argv[++i], 1.0, 9007199254740992.0, &o->max_points)) {
-                fprintf(messages, "elecmap: --max-points: '%s' is not a count of 1 to 2^53\n",
+                fprintf(messages, TOOL ": --max-points: '%s' is not a count of 1 to 2^53\n",
                         argv[i]);
                 return PARSE_ERROR;
             }
@@ -291,7 +297,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             DOUBLE_ARG(o->tolerance, "relative error");
             o->given |= OPTION_TOLERANCE;
             if (!(o->tolerance > 0.0 && o->tolerance < 1.0)) {
-                fprintf(messages, "elecmap: --tolerance %g: give a relative error in (0, 1)\n",
+                fprintf(messages, TOOL ": --tolerance %g: give a relative error in (0, 1)\n",
                         o->tolerance);
                 return PARSE_ERROR;
             }
@@ -299,7 +305,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             double order;
             DOUBLE_ARG(order, "order 4, 6, 8 or 10");
             if (order != 4 && order != 6 && order != 8 && order != 10) {
-                fprintf(messages, "elecmap: --msm-order %g: use 4, 6, 8 or 10\n", order);
+                fprintf(messages, TOOL ": --msm-order %g: use 4, 6, 8 or 10\n", order);
                 return PARSE_ERROR;
             }
             o->msm_order = (int)order;
@@ -317,7 +323,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             NEED(3);
             for (axis = 0; axis < 3; axis++)
                 if (!cli_count(argv[++i], 1, 100000, &o->dims[axis])) {
-                    fprintf(messages, "elecmap: --dims: '%s' is not a count of 1 to 100000\n",
+                    fprintf(messages, TOOL ": --dims: '%s' is not a count of 1 to 100000\n",
                             argv[i]);
                     return PARSE_ERROR;
                 }
@@ -327,7 +333,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             NEED(3);
             for (axis = 0; axis < 3; axis++)
                 if (!cli_number(argv[++i], &o->origin[axis])) {
-                    fprintf(messages, "elecmap: --origin: '%s' is not a number\n", argv[i]);
+                    fprintf(messages, TOOL ": --origin: '%s' is not a number\n", argv[i]);
                     return PARSE_ERROR;
                 }
             o->explicit_origin = 1;
@@ -339,7 +345,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             NEED(1);
             if (!strcmp(argv[++i], "all")) o->gpus = ELEC_ALL_GPUS;
             else if (!cli_count(argv[i], 1, 64, &o->gpus)) {
-                fprintf(messages, "elecmap: --gpus: '%s' is not a count of 1 to 64 or 'all'\n",
+                fprintf(messages, TOOL ": --gpus: '%s' is not a count of 1 to 64 or 'all'\n",
                         argv[i]);
                 return PARSE_ERROR;
             }
@@ -362,7 +368,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             if (found == 1) o->given |= OPTION_DCS_VARIANT;
             if (found == 2) o->given |= OPTION_CHARGE_VARIANT;
             if (!found) {
-                fprintf(messages, "elecmap: unknown variant '%s' (a DCS kernel or a "
+                fprintf(messages, TOOL ": unknown variant '%s' (a DCS kernel or a "
                                   "charge-mapping rung)\n", a);
                 return PARSE_ERROR;
             }
@@ -373,14 +379,14 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             if (!strcmp(a, "skeel")) o->charge_basis = ELEC_CHARGEMAP_SKEEL;
             else if (!strcmp(a, "bspline")) o->charge_basis = ELEC_CHARGEMAP_BSPLINE;
             else {
-                fprintf(messages, "elecmap: unknown basis '%s' (skeel or bspline)\n", a);
+                fprintf(messages, TOOL ": unknown basis '%s' (skeel or bspline)\n", a);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--order")) {
             NEED(1);
             o->given |= OPTION_ORDER;
             if (!cli_count(argv[++i], 1, 64, &o->charge_order)) {
-                fprintf(messages, "elecmap: --order: '%s' is not a count of 1 to 64\n", argv[i]);
+                fprintf(messages, TOOL ": --order: '%s' is not a count of 1 to 64\n", argv[i]);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--units")) {
@@ -391,7 +397,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             else if (!strcmp(a, "kcal")) o->units = UNITS_KCAL;
             else if (!strcmp(a, "V")) o->units = UNITS_VOLT;
             else {
-                fprintf(messages, "elecmap: unknown units '%s' (kT, kcal or V)\n", a);
+                fprintf(messages, TOOL ": unknown units '%s' (kT, kcal or V)\n", a);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--temperature")) {
@@ -408,11 +414,11 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(messages, "elecmap: unknown option '%s' (see --help)\n", a);
+            fprintf(messages, TOOL ": unknown option '%s' (see --help)\n", a);
             return PARSE_ERROR;
         } else {
             if (positional == 2) {
-                fprintf(messages, "elecmap: too many file names ('%s')\n", a);
+                fprintf(messages, TOOL ": too many file names ('%s')\n", a);
                 return PARSE_ERROR;
             }
             files[positional++] = a;
@@ -421,8 +427,8 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
 #undef DOUBLE_ARG
     }
     if (o->demo ? positional != 1 : positional != 2) {
-        fprintf(messages, o->demo ? "elecmap: --demo takes one file name, the output map\n"
-                                  : "elecmap: need an input PQR file and an output map\n");
+        fprintf(messages, o->demo ? TOOL ": --demo takes one file name, the output map\n"
+                                  : TOOL ": need an input PQR file and an output map\n");
         usage(messages);
         return PARSE_ERROR;
     }
@@ -445,14 +451,14 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         size_t k;
         for (k = 0; k < sizeof ranged / sizeof ranged[0]; k++)
             if (ranged[k].positive ? !(ranged[k].value > 0.0) : !(ranged[k].value >= 0.0)) {
-                fprintf(messages, "elecmap: %s %g: give a %s value\n", ranged[k].name,
+                fprintf(messages, TOOL ": %s %g: give a %s value\n", ranged[k].name,
                         ranged[k].value, ranged[k].positive ? "positive" : "zero or positive");
                 return PARSE_ERROR;
             }
     }
     /* options the map would not read (each once went by without a word) */
     if (padding_given && o->explicit_dims) {
-        fprintf(messages, "elecmap: --padding sizes the lattice around the atoms, and --dims "
+        fprintf(messages, TOOL ": --padding sizes the lattice around the atoms, and --dims "
                           "fixes it: give one of them\n");
         return PARSE_ERROR;
     }
@@ -463,22 +469,22 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         const int debye = o->method_given && o->method == METHOD_MDH &&
                           !(o->given & OPTION_KAPPA);
         if (!(o->units == UNITS_KT && !charges) && !debye) {
-            fprintf(messages, "elecmap: --temperature is for kT units and for MDH's "
+            fprintf(messages, TOOL ": --temperature is for kT units and for MDH's "
                               "Debye length: this map would not read it\n");
             return PARSE_ERROR;
         }
     }
     if (o->device == DEVICE_CPU && (o->given & (OPTION_DCS_VARIANT | OPTION_CHARGE_VARIANT))) {
-        fprintf(messages, "elecmap: --variant picks a GPU kernel, and --cpu computes on "
+        fprintf(messages, TOOL ": --variant picks a GPU kernel, and --cpu computes on "
                           "the CPU: give one of them\n");
         return PARSE_ERROR;
     }
     if (o->explicit_origin && !o->explicit_dims) {
-        fprintf(messages, "elecmap: --origin needs --dims\n");
+        fprintf(messages, TOOL ": --origin needs --dims\n");
         return PARSE_ERROR;
     }
     if (o->device == DEVICE_CPU && o->gpus) {
-        fprintf(messages, "elecmap: --gpus and --cpu exclude each other\n");
+        fprintf(messages, TOOL ": --gpus and --cpu exclude each other\n");
         return PARSE_ERROR;
     }
     if (!method_options_fit(o, messages)) return PARSE_ERROR;
@@ -669,7 +675,7 @@ static int fail(const char *what, const elec_error *err) {
     const char *hint = strstr(err->message, "or map periodically")
                            ? " (elecmap: a larger --padding, or --dims and --origin)"
                            : "";
-    fprintf(stderr, "elecmap: %s%s%s%s\n", what ? what : "", what ? ": " : "",
+    fprintf(stderr, TOOL ": %s%s%s%s\n", what ? what : "", what ? ": " : "",
             err->message, hint);
     return 1;
 }
@@ -709,7 +715,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
         if (!invalid && !impossible && c.msm < c.direct) {
             o->method = METHOD_MSM;
             if (!o->quiet)
-                fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s "
+                fprintf(stderr, TOOL ": %zu atoms x %zu points would take about %.2g s "
                                 "by the direct sum on the %s: using MSM (about %.2g s, "
                                 "relative error %s%.0e; --method dcs to insist)\n",
                         atoms->count, points, c.direct, device, c.msm,
@@ -717,7 +723,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
                         o->tolerance > 0.0 ? o->tolerance : 1e-3);
             return 0;
         }
-        fprintf(stderr, "elecmap: %zu atoms x %zu points would take about %.2g s by the "
+        fprintf(stderr, TOOL ": %zu atoms x %zu points would take about %.2g s by the "
                         "direct sum on the %s, and MSM ", atoms->count, points,
                 c.direct, device);
         if (invalid)
@@ -744,7 +750,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
     }
     if (o->method == METHOD_DCS || o->method == METHOD_MDH) {
         if (pairs > max_work) {
-            fprintf(stderr, "elecmap: %zu atoms x %zu points = %.3g pairs by the direct "
+            fprintf(stderr, TOOL ": %zu atoms x %zu points = %.3g pairs by the direct "
                             "sum (%s), about %.2g s on the %s: over --max-work %.3g; raise "
                             "it, or use --method msm\n", atoms->count, points, pairs,
                     o->method == METHOD_DCS ? "DCS" : "MDH", c.direct, device, max_work);
@@ -828,10 +834,10 @@ static void lattice_refused(const options *o, const elec_atoms *atoms, elec_stat
     points = o->explicit_dims ? (double)o->dims[0] * o->dims[1] * o->dims[2]
                               : cli_points_around(atoms, o->spacing, o->padding);
     if (!(points > limit) && s != ELEC_ERR_UNSUPPORTED) {
-        fprintf(stderr, "elecmap: %s\n", err->message);
+        fprintf(stderr, TOOL ": %s\n", err->message);
         return;
     }
-    fprintf(stderr, "elecmap: %s: the atoms span %.4g x %.4g x %.4g A; %s%s\n", err->message,
+    fprintf(stderr, TOOL ": %s: the atoms span %.4g x %.4g x %.4g A; %s%s\n", err->message,
             hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2],
             o->explicit_dims ? "fewer --dims" : "a coarser --spacing",
             s == ELEC_ERR_UNSUPPORTED ? ", or --max-points" : "");
@@ -950,16 +956,16 @@ static int elecmap_run(options *o) {
     progress_state progress = {0.0, 0, -1, 0.0, 1.0};
 
     /* Everything that needs no computing first: the output, the device. */
-    if ((status = cli_map_output_check("elecmap", o->output, o->input)) != 0) return status;
+    if ((status = cli_map_output_check(TOOL, o->output, o->input)) != 0) return status;
 #ifdef ELEC_WITH_CUDA
     if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
 #endif
     if ((o->device == DEVICE_GPU || o->gpus) && !use_gpu) {
 #ifdef ELEC_WITH_CUDA
-        fprintf(stderr, "elecmap: %s: no CUDA device is present (--cpu to compute on "
+        fprintf(stderr, TOOL ": %s: no CUDA device is present (--cpu to compute on "
                         "the CPU)\n", o->gpus ? "--gpus" : "--gpu");
 #else
-        fprintf(stderr, "elecmap: %s: this elecmap was built without CUDA\n",
+        fprintf(stderr, TOOL ": %s: this elecmap was built without CUDA\n",
                 o->gpus ? "--gpus" : "--gpu");
 #endif
         return 1;
@@ -969,7 +975,7 @@ static int elecmap_run(options *o) {
        lines), read as elec_read_pqr reads it (limits, gzip) */
     if (o->demo) {
         text = demo_pqr(&length);
-        if (!text) { fprintf(stderr, "elecmap: out of memory\n"); return 1; }
+        if (!text) { fprintf(stderr, TOOL ": out of memory\n"); return 1; }
         s = ELEC_OK;
     } else {
         s = elec_read_text(o->input, "a PQR", &text, &length, &err);
@@ -980,7 +986,7 @@ static int elecmap_run(options *o) {
     else elec_free(text);
     if (s != ELEC_OK) return fail(o->demo ? "demo input" : o->input, &err);
     if (!records) {
-        fprintf(stderr, "elecmap: out of memory\n");
+        fprintf(stderr, TOOL ": out of memory\n");
         elec_structure_free(&mol);
         return 1;
     }
@@ -1014,7 +1020,7 @@ static int elecmap_run(options *o) {
     }
     map = (float *)malloc(points * sizeof *map);
     if (!map) {
-        fprintf(stderr, "elecmap: no memory for a map of %zu points\n", points);
+        fprintf(stderr, TOOL ": no memory for a map of %zu points\n", points);
         elec_structure_free(&mol);
         free(records);
         return 1;
@@ -1106,7 +1112,7 @@ static int elecmap_run(options *o) {
     free(records);
     if (s != ELEC_OK) {
         fail(NULL, &err);
-        cli_name_atoms("elecmap", o->demo ? "demo input" : o->input, &mol, &err);
+        cli_name_atoms(TOOL, o->demo ? "demo input" : o->input, &mol, &err);
         free(map);
         elec_structure_free(&mol);
         return 1;
@@ -1120,7 +1126,7 @@ static int elecmap_run(options *o) {
         double net = 0.0;
         /* stderr where the map goes to stdout: not among its data */
         FILE *report = cli_report_stream(o->output);
-        fprintf(report, "elecmap: %s -> %s\n", o->demo ? "(built-in demo)" : o->input,
+        fprintf(report, TOOL ": %s -> %s\n", o->demo ? "(built-in demo)" : o->input,
                 o->output);
         for (p = 0; p < mol.count; p++) net += mol.charge[p];
         fprintf(report, "  atoms      %zu (net charge %+.4f e)\n", atoms.count, net);
@@ -1155,7 +1161,7 @@ int main(int argc, char **argv) {
     options o;
     switch (elecmap_parse(argc, argv, &o, stderr)) {
     case PARSE_HELP: usage(stdout); return 0;
-    case PARSE_VERSION: cli_version(stdout, "elecmap", NULL, 0); return 0;
+    case PARSE_VERSION: cli_version(stdout, TOOL, NULL, 0); return 0;
     case PARSE_ERROR: return 2;
     default: return elecmap_run(&o);
     }

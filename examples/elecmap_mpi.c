@@ -29,9 +29,10 @@
      .mrc .map .ccp4  MPI-IO: rank 0 writes the header (elec_mrc_header,
                       with the minimum, maximum, mean and RMS reduced over
                       the ranks), every rank its slab's floats at
-                      1024 + 4 k0 nx ny, little endian.  Written in place:
-                      unlike elecmap's outputs, a run that fails part way
-                      leaves a partial file.
+                      1024 + 4 k0 nx ny, little endian, into a new file
+                      beside the output, renamed over it by rank 0 once
+                      every slab is in (mpi_target): whole or not at all,
+                      as elecmap's outputs are.
      anything else    (.dx, .dx.gz, .mrc.gz) the slabs gathered to rank 0,
                       which writes the map with elec_write_map (whole or not
                       at all); the map must fit rank 0's memory and hold
@@ -49,9 +50,13 @@
    atoms it summed, its seconds (and, on the CPU, the processor seconds:
    its work, whatever else shares the cores). */
 #define ELECMAP_NO_MAIN
+#define TOOL "elecmap_mpi"
 #include "examples/elecmap.c"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <mpi.h>
+#include <unistd.h>
 
 /* The run's outcome on every rank: the worst status of any, and its
    message from the first rank that had it. */
@@ -183,7 +188,74 @@ static elec_map_stats reduce_stats(const slab_job *job, size_t plane, size_t tot
     return st;
 }
 
-/* MRC through MPI-IO: the header from rank 0, each slab at its offset. */
+/* Where MPI-IO writes path's map, chosen by rank 0 and sent to every rank:
+   a new file beside path (".NAME.elec-mpi-PID-N.tmp", created exclusively,
+   with the permission bits of the file it will replace), so that a run
+   that fails leaves the old map as it was, as elecmap's outputs are; or
+   path itself where it exists and is not a regular file (a device, a
+   pipe), written through.  *temp says which. */
+#define MPI_TARGET_SIZE 4200
+static elec_status mpi_target(const char *path, int rank, char target[MPI_TARGET_SIZE],
+                              int *temp, elec_error *err) {
+    elec_status s = ELEC_OK;
+    int e = 0, flags[2] = {0, 0};
+    if (rank == 0) {
+        const char *slash = strrchr(path, '/');
+        const int dir = slash ? (int)(slash - path) + 1 : 0;
+        struct stat st;
+        const int exists = stat(path, &st) == 0;
+        int attempt, fd = -1;
+        if (exists && !S_ISREG(st.st_mode)) {
+            snprintf(target, MPI_TARGET_SIZE, "%s", path);
+        } else {
+            for (attempt = 0; attempt < 100 && fd < 0; attempt++) {
+                if (snprintf(target, MPI_TARGET_SIZE, "%.*s.%s.elec-mpi-%ld-%d.tmp", dir, path,
+                             path + dir, (long)getpid(), attempt) >= MPI_TARGET_SIZE) {
+                    e = ENAMETOOLONG;
+                    break;
+                }
+                fd = open(target, O_WRONLY | O_CREAT | O_EXCL, exists ? st.st_mode & 0777 : 0666);
+                if (fd < 0 && errno != EEXIST) {
+                    e = errno;
+                    break;
+                }
+            }
+            if (fd >= 0) {
+                close(fd);
+                /* open() applied the umask; an existing file's bits are kept whole */
+                if (exists) (void)chmod(target, st.st_mode & 0777);
+                flags[1] = 1;
+            } else if (!e) {
+                e = EEXIST;
+            }
+        }
+        if (e)
+            s = elec_fail(err, ELEC_ERR_IO, 0, "cannot create a file beside '%s' to write it: %s",
+                          path, strerror(e));
+        flags[0] = (int)s;
+    }
+    MPI_Bcast(flags, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(target, MPI_TARGET_SIZE, MPI_CHAR, 0, MPI_COMM_WORLD);
+    *temp = flags[1];
+    return mpi_agree(s, err, rank);
+}
+
+/* One write at offset, counted: MPI_SUCCESS from a short write (a full
+   disk) is an error here. */
+static int mpi_write_at(MPI_File fh, MPI_Offset offset, const void *data, int count,
+                        MPI_Datatype type) {
+    MPI_Status status;
+    int written = 0;
+    int rc = MPI_File_write_at(fh, offset, (void *)data, count, type, &status);
+    if (rc == MPI_SUCCESS && (MPI_Get_count(&status, type, &written) != MPI_SUCCESS ||
+                              written != count))
+        rc = MPI_ERR_IO;
+    return rc;
+}
+
+/* MRC through MPI-IO: the header from rank 0, each slab at its offset,
+   into mpi_target's file; synced, closed and (a new file) renamed over
+   path by rank 0 once every rank has written its slab, else removed. */
 static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
                                  const slab_job *job, const char *comment, int rank,
                                  elec_error *err) {
@@ -198,20 +270,25 @@ static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
     int rc;
     char text[MPI_MAX_ERROR_STRING];
     int length;
+    char target[MPI_TARGET_SIZE];
+    int temp = 0, rc_sync, rc_close;
     if (rank == 0) s = elec_mrc_header(lattice, &stats, comment, header, err);
     if ((s = mpi_agree(s, err, rank)) != ELEC_OK) return s;
-    rc = MPI_File_open(MPI_COMM_WORLD, (char *)path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+    if ((s = mpi_target(path, rank, target, &temp, err)) != ELEC_OK) return s;
+    rc = MPI_File_open(MPI_COMM_WORLD, target, MPI_MODE_CREATE | MPI_MODE_WRONLY,
                        MPI_INFO_NULL, &fh);
     if (rc != MPI_SUCCESS) {
         MPI_Error_string(rc, text, &length);
         s = elec_fail(err, ELEC_ERR_IO, 0, "cannot open '%s' with MPI-IO: %s", path, text);
     }
     /* (the open is collective: it fails on every rank or on none) */
-    if ((s = mpi_agree(s, err, rank)) != ELEC_OK) return s;
-    /* the file's exact length: an older, longer file is cut to it */
-    rc = MPI_File_set_size(fh, (MPI_Offset)(1024 + 4 * total));
-    if (rc == MPI_SUCCESS && rank == 0)
-        rc = MPI_File_write_at(fh, 0, header, 1024, MPI_BYTE, MPI_STATUS_IGNORE);
+    if ((s = mpi_agree(s, err, rank)) != ELEC_OK) {
+        if (rank == 0 && temp) remove(target);
+        return s;
+    }
+    /* the file's exact length (a device written through is not cut) */
+    rc = temp ? MPI_File_set_size(fh, (MPI_Offset)(1024 + 4 * total)) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && rank == 0) rc = mpi_write_at(fh, 0, header, 1024, MPI_BYTE);
     if (rc == MPI_SUCCESS && n > 0) {
         /* little endian, in runs that MPI's int counts hold */
         const size_t run = (size_t)1 << 24;
@@ -230,16 +307,32 @@ static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
                 }
                 values = swapped;
             }
-            rc = MPI_File_write_at(fh, (MPI_Offset)(1024 + 4 * ((size_t)job->k0 * plane + done)),
-                                   (void *)values, (int)m, MPI_FLOAT, MPI_STATUS_IGNORE);
+            rc = mpi_write_at(fh, (MPI_Offset)(1024 + 4 * ((size_t)job->k0 * plane + done)),
+                              values, (int)m, MPI_FLOAT);
         }
         free(swapped);
     }
+    /* the data on disk before the rename makes it the map at path (both
+       collective: every rank calls them, whatever its writes did) */
+    rc_sync = temp ? MPI_File_sync(fh) : MPI_SUCCESS;
+    rc_close = MPI_File_close(&fh);
+    if (rc == MPI_SUCCESS) rc = rc_sync != MPI_SUCCESS ? rc_sync : rc_close;
     if (rc != MPI_SUCCESS) {
         MPI_Error_string(rc, text, &length);
         s = elec_fail(err, ELEC_ERR_IO, 0, "writing '%s' with MPI-IO: %s", path, text);
     }
-    MPI_File_close(&fh);
+    s = mpi_agree(s, err, rank);
+    if (rank == 0 && temp) {
+        if (s == ELEC_OK && rename(target, path) != 0)
+            s = elec_fail(err, ELEC_ERR_IO, 0, "writing '%s': %s", path, strerror(errno));
+        if (s != ELEC_OK) {
+            remove(target);
+            snprintf(err->message + strlen(err->message),
+                     sizeof err->message - strlen(err->message), " (%s)",
+                     access(path, F_OK) == 0 ? "the file that was there is unchanged"
+                                              : "no file was left");
+        }
+    }
     return mpi_agree(s, err, rank);
 }
 

@@ -16,7 +16,8 @@ skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 
 checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
 mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
-mpi_frames_are_elecmaps_bit_for_bit mpi_frame_maps_carry_their_own_remarks mpi_refusals"
+mpi_frames_are_elecmaps_bit_for_bit mpi_frame_maps_carry_their_own_remarks
+mpi_mrc_is_written_whole_or_not_at_all mpi_refusals"
 why=""
 [ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
 [ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
@@ -169,6 +170,29 @@ if mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_remarks.pqr" "$dir/rm
     if [ $good -eq 1 ]; then ok "$name"
     else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx)"; fi
 else fail "$name: $(cat "$dir/out")"; fi
+
+# MPI-IO writes a new file beside the map and renames it over the map once
+# every rank's slab is in: a write that fails (each rank held to a 64 KiB
+# file-size limit, SIGXFSZ ignored, as a full disk would fail it) fails the
+# run and leaves the old map as it was and no temporary file; a symbolic
+# link at the output is replaced, the file it named left alone (as elecmap
+# does).
+name=mpi_mrc_is_written_whole_or_not_at_all
+echo "the old map" > "$dir/whole.mrc"
+OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np 2 \
+    sh -c 'trap "" XFSZ; ulimit -f 64; exec "$0" "$@"' "$build/elecmap_mpi" --cpu --quiet \
+    --spacing 0.25 --demo "$dir/whole.mrc" > "$dir/out" 2>&1
+st=$?
+left=$(find "$dir" -name '.whole.mrc.*')
+echo "the linked file" > "$dir/linked.txt"
+ln -s "$dir/linked.txt" "$dir/link.mrc"
+if [ $st -ne 0 ] && grep -q "^elecmap_mpi: writing '.*whole.mrc'" "$dir/out" &&
+   [ "$(cat "$dir/whole.mrc")" = "the old map" ] && [ -z "$left" ] &&
+   mpi 2 --cpu --quiet --dims 8 8 8 --demo "$dir/link.mrc" > "$dir/out2" 2>&1 &&
+   [ ! -L "$dir/link.mrc" ] && [ "$(cat "$dir/linked.txt")" = "the linked file" ] &&
+   [ -z "$(find "$dir" -name '.link.mrc.*')" ] &&
+   [ "$(field "$(compare "$dir/link.mrc" "$dir/link.mrc" 2>&1)" differ)" = 0 ]; then ok "$name"
+else fail "$name: status $st, left '$left', $(cat "$dir/out" "$dir/out2" 2>&1 | head -5)"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
 # missing input, --gpu without CUDA (status 1), an option --frames would
