@@ -159,7 +159,8 @@ ELEC_API elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
                                          elec_error *err);
 /* The lattices of elec_cpu_msm_energy's hierarchy stage by stage (elec.h,
    elec_msm_lattices), in double, the atoms taken relative to reference
-   (NULL: the centre of their bounding box). */
+   (NULL: elec_cpu_msm_energy's, the centre of their bounding box moved to
+   the nearest multiple of the top level's spacing). */
 ELEC_API elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double reference[3],
                                            const elec_msm_params *params,
                                            elec_msm_lattices *out, elec_error *err);
@@ -1643,10 +1644,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     memset(&m, 0, sizeof m);
     memset(&cells, 0, sizeof cells);
     elec_atoms_bounds(atoms, lo, hi);
-    for (axis = 0; axis < 3; axis++) {
-        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
-        lo[axis] = hi[axis] = 0.0;
-    }
+    elec__msm_anchor(&p, lo, hi, reference);
+    for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     if ((s = elec__cpu_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
     if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
@@ -1754,10 +1753,8 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
         }
     } else {
         elec_atoms_bounds(atoms, lo, hi);
-        for (axis = 0; axis < 3; axis++) {
-            ref[axis] = 0.5 * (lo[axis] + hi[axis]);
-            lo[axis] = hi[axis] = 0.0;
-        }
+        elec__msm_anchor(&p, lo, hi, ref);
+        for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     }
     if ((s = elec__cpu_gather(atoms, ref, &x, &q, lo, hi, err)) != ELEC_OK) goto cleanup;
     if ((s = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err)) != ELEC_OK ||

@@ -280,7 +280,7 @@ ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
 /* The lattices of the energy's hierarchy stage by stage (elec.h,
    elec_msm_lattices), computed on the GPU as maps and energies compute them
    (in float; returned in double): the atoms taken relative to reference
-   (NULL: the centre of their bounding box), as elec_cpu_msm_lattices. */
+   (NULL: the energy's, as elec_cpu_msm_lattices). */
 ELEC_API elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const double reference[3],
                                             const elec_msm_params *params,
                                             elec_msm_lattices *out, elec_error *err);
@@ -3741,8 +3741,8 @@ static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const ele
     memset(job, 0, sizeof *job);
     job->n = n;
     elec_atoms_bounds(atoms, lo, hi);
+    elec__msm_anchor(p, lo, hi, reference);
     for (int axis = 0; axis < 3; axis++) {
-        reference[axis] = 0.5 * (lo[axis] + hi[axis]);
         cell_lo[axis] = lo[axis] - reference[axis];
         cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
         lo[axis] = cell_lo[axis];
@@ -3960,10 +3960,8 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
         for (int axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
     } else {
         elec_atoms_bounds(atoms, lo, hi);
-        for (int axis = 0; axis < 3; axis++) {
-            ref[axis] = 0.5 * (lo[axis] + hi[axis]);
-            lo[axis] = hi[axis] = 0.0;
-        }
+        elec__msm_anchor(&p, lo, hi, ref);
+        for (int axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     }
     if (!(host_atoms = elec__cuda_gather_xyzq(atoms, ref))) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
