@@ -844,7 +844,11 @@ ELEC_HD static inline double elec_mdh_term(double q, double sigma,
 }
 
 /* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,
-   kappa, |p - r_j|), sigma_j the atom's radius. */
+   kappa, |p - r_j|), sigma_j the atom's radius.  The kernel has no 1/eps:
+   scale is seed 000's constant C, and the potential in the solvent
+   (APBS's mdh boundary condition) takes scale = the units' scale /
+   dielectric (ELEC_COULOMB / 78.54 in kcal/(mol e)), as elecmap does;
+   dielectric below sets kappa from the ionic strength and nothing else. */
 typedef struct elec_mdh_params {
     double scale;  /* 0 = 1: e/A */
     double kappa;  /* inverse Debye length (1/A); 0 = no screening, or ...  */

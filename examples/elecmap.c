@@ -165,7 +165,7 @@ static void usage(FILE *out) {
 "\n"
 "  --method dcs|mdh|msm|cutoff|charges\n"
 "                        direct Coulomb sum (default), multiple\n"
-"                        Debye-Hueckel (screened, with atom radii),\n"
+"                        Debye-Hueckel (in water as APBS's, with radii),\n"
 "                        multilevel summation (cost atoms + points), or\n"
 "                        the short-range part alone within a cutoff; or the\n"
 "                        charge on each lattice point (e), mapped by a basis;\n"
@@ -770,7 +770,16 @@ static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
     const size_t points = elec_lattice_size(l);
     size_t planes = ((size_t)1 << 24) / plane, k0;
     double *xyz;
-    elec_status s = ELEC_OK;
+    elec_mdh_params solvent;
+    elec_status s;
+    /* The potential in the solvent, as APBS's mdh boundary condition has
+       it: seed 000 eq. 1's constant C is the units' scale over the
+       solvent's relative permittivity, the one that sets kappa from the
+       ionic strength (the library's default, 78.54).  The library's kernel
+       leaves C to the caller (kappa = 0 is plain q/r there); without it
+       the map was 78.54 times APBS's (an audit). */
+    if ((s = elec_mdh_params_resolve(mp, &solvent, err)) != ELEC_OK) return s;
+    solvent.scale /= solvent.dielectric;
     if (planes < 1) planes = 1;
     if (planes > (size_t)l->dims[2]) planes = (size_t)l->dims[2];
     xyz = (double *)malloc(3 * planes * plane * sizeof *xyz);
@@ -788,10 +797,10 @@ static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
         progress->base = (double)(k0 * plane) / (double)points;
         progress->share = (double)n / (double)points;
 #ifdef ELEC_WITH_CUDA
-        if (use_gpu) s = elec_cuda_mdh_points(atoms, xyz, n, mp, map + k0 * plane, err);
+        if (use_gpu) s = elec_cuda_mdh_points(atoms, xyz, n, &solvent, map + k0 * plane, err);
         else
 #endif
-            s = elec_cpu_mdh_points(atoms, xyz, n, mp, map + k0 * plane, err);
+            s = elec_cpu_mdh_points(atoms, xyz, n, &solvent, map + k0 * plane, err);
     }
     (void)use_gpu;
     free(xyz);
@@ -900,7 +909,7 @@ static void describe_method(const options *o, const elec_atoms *atoms,
                  o->shifted ? "shifted Coulomb" : "MSM short range",
                  o->msm_cutoff > 0 ? o->msm_cutoff : 12.0);
     } else {
-        snprintf(text, size, "MDH (multiple Debye-Hueckel), kappa %.4f /A",
+        snprintf(text, size, "MDH (multiple Debye-Hueckel) in water (eps 78.54), kappa %.4f /A",
                  o->kappa > 0 ? o->kappa
                               : elec_kappa_from_ionic_strength(o->ionic_strength, 78.54,
                                                                o->temperature));

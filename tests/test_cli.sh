@@ -702,6 +702,21 @@ elif [ $st -eq 0 ] && grep -q "device     .*GPU\|device     .*H1\|device     [0-
     skip "elecmap_says_when_gpus_all_finds_no_gpu: this machine has a GPU"
 else fail "elecmap_says_when_gpus_all_finds_no_gpu: status $st $(cat "$dir/out")"; fi
 
+# An MDH map is the potential in water, as APBS's mdh boundary condition:
+# q e^(-kappa (r - sigma)) / (78.54 r (1 + kappa sigma)) in kcal/(mol e)
+# with ELEC_COULOMB = 332.0636, at 10, 15 and 20 A from one ion (it was
+# 78.54 times this before an audit), to float rounding.
+printf 'ATOM      1  NA  NA      1       0.000   0.000   0.000  1.0000 2.0000\n' > "$dir/mdh.pqr"
+if "$build/elecmap" --cpu --quiet --method mdh --kappa 0.1 --units kcal --dims 3 1 1 \
+    --origin 10 0 0 --spacing 5 "$dir/mdh.pqr" "$dir/mdh.dx" > "$dir/out" 2>&1 &&
+   grep -v '^#' "$dir/mdh.dx" | awk 'NR > 7 && /^[-0-9]/ { for (i = 1; i <= NF; i++) v[n++] = $i }
+       END { bad = n != 3
+             for (k = 0; k < 3; k++) { r = 10 + 5 * k
+                 want = 332.0636 * exp(-0.1 * (r - 2)) / (78.54 * r * 1.2)
+                 if (v[k] - want > 1e-6 * want || want - v[k] > 1e-6 * want) bad = 1 }
+             exit bad }'; then ok "elecmap_mdh_maps_the_potential_in_water"
+else fail "elecmap_mdh_maps_the_potential_in_water: $(cat "$dir/out"; grep -v '^#' "$dir/mdh.dx")"; fi
+
 # Integer options out of range: a usage error (status 2), never a cast of
 # an out-of-range double.
 bad=0
