@@ -978,9 +978,10 @@ typedef struct elec_msm_params {
     void *progress_user;
     elec_error_estimate estimate; /* out: estimate.force is the fitted
                                      relative error of the choice (the
-                                     periodic one's with a tolerance:
-                                     times how much more these atoms
-                                     err, elec__pmsm_arrangement)        */
+                                     periodic one's: times how much more
+                                     these atoms may err, few or dilute
+                                     or their forces small for their
+                                     charges, elec__pmsm_aim)            */
     size_t max_points;  /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS       */
     /* Periodic energies (elec_cpu_msm_periodic_energy, the GPU's periodic
        handle): atom index pairs (i, j), flattened, whose Coulomb term is
@@ -6461,6 +6462,12 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
        (water's forces err up to 2.6 times its table) and lower for few or
        dilute atoms (elec__pmsm_aim) */
     const double aim = box ? elec__pmsm_aim(box, atoms, arrangement) : 3.0;
+    /* how many times the table these atoms err, at most, for the estimate:
+       the periodic aim's factor (few or dilute atoms, or forces small for
+       their charges); with the arrangement's alone, 2 to 6 ions in a 57 A
+       box reported estimates 13 to 45 times below their errors (an audit;
+       the tolerance itself was met) */
+    const double these_atoms = box ? aim / 4.0 : arrangement;
     int chosen_ok = 0;
     elec_msm_params r;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
@@ -6488,7 +6495,7 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
             elec__msm_choose(&chosen, r.tolerance / aim, points_per_atom, box, atoms);
         if (error >= 0.0) {
             r = chosen;
-            r.estimate.force = error * arrangement;
+            r.estimate.force = error * these_atoms;
             chosen_ok = 1;
         }
     }
@@ -6510,7 +6517,7 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         double h = r.spacing;
         if (box && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
             h = elec__pmsm_spacing(&shape);
-        r.estimate.force = arrangement * elec__msm_error_model(box != NULL, (int)r.interpolation,
+        r.estimate.force = these_atoms * elec__msm_error_model(box != NULL, (int)r.interpolation,
                                                               h, r.cutoff);
     }
     /* the checks */
@@ -6566,7 +6573,7 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
                                 r.tolerance, aim, atoms);
     if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
         !(r.estimate.force > 0.0 &&
-          r.estimate.force / arrangement <= r.tolerance / aim * 1.000001))
+          r.estimate.force / these_atoms <= r.tolerance / aim * 1.000001))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
                           "interpolation (within what was fixed) meets it by the "
