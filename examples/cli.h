@@ -6,6 +6,7 @@
 #ifndef ELEC_EXAMPLES_CLI_H
 #define ELEC_EXAMPLES_CLI_H
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,24 @@ static inline FILE *cli_report_stream(const char *output) {
         named.st_dev == held.st_dev && named.st_ino == held.st_ino)
         return stderr;
     return stdout;
+}
+
+/* That what a tool printed reached its standard output: registered at the
+   start of main, checked as the tool exits.  Where it did not (a full disk,
+   a closed stdout), the tool says so and exits 1, whatever main returned:
+   elecenergy's energy, printed to a full disk, was lost with status 0. */
+static const char *cli__stdout_tool = "elec";
+static inline void cli__stdout_check(void) {
+    const int e = fflush(stdout) != 0 ? errno : 0;
+    if (e || ferror(stdout)) {
+        fprintf(stderr, "%s: writing to standard output: %s\n", cli__stdout_tool,
+                e ? strerror(e) : "a write failed");
+        _Exit(1);
+    }
+}
+static inline void cli_check_stdout_at_exit(const char *tool) {
+    cli__stdout_tool = tool;
+    atexit(cli__stdout_check);
 }
 
 /* A library failure names atoms by their index in the arrays it was given

@@ -367,6 +367,7 @@ static int elecenergy_run(const options *opt) {
 #ifndef ELECENERGY_NO_MAIN
 int main(int argc, char **argv) {
     options o;
+    cli_check_stdout_at_exit("elecenergy");
     switch (elecenergy_parse(argc, argv, &o, stderr)) {
     case PARSE_HELP: usage(stdout); return 0;
     case PARSE_VERSION: cli_version(stdout, "elecenergy", NULL, 0); return 0;

@@ -1168,6 +1168,7 @@ static int elecmap_run(options *o) {
 #ifndef ELECMAP_NO_MAIN
 int main(int argc, char **argv) {
     options o;
+    cli_check_stdout_at_exit(TOOL);
     switch (elecmap_parse(argc, argv, &o, stderr)) {
     case PARSE_HELP: usage(stdout); return 0;
     case PARSE_VERSION: cli_version(stdout, TOOL, NULL, 0); return 0;

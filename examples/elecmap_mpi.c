@@ -771,6 +771,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks);
     (void)elecmap_run; /* elecmap's own main path: not this tool's */
+    if (rank == 0) cli_check_stdout_at_exit(TOOL); /* rank 0 prints the summary */
     /* every rank parses; rank 0 alone says what is wrong */
     messages = rank == 0 ? stderr : fopen("/dev/null", "w");
     /* --frames is this tool's own: taken out before elecmap's parser */

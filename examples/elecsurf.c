@@ -1155,6 +1155,7 @@ int main(int argc, char **argv) {
     size_t i, length = 0;
     elec_output *out;
 
+    cli_check_stdout_at_exit("elecsurf");
     if (!parse_options(argc, argv, &o)) return 2;
     if ((ok = output_check(&o)) != 0) return ok;
     memset(&surf, 0, sizeof surf);

@@ -642,6 +642,28 @@ if [ -n "$full" ]; then
     else fail "elecmap_leaves_a_full_device_in_place: status $st, $(ls -l "$full" 2>&1) $(cat "$dir/out")"; fi
 fi
 
+# What a tool prints must reach stdout: on a full device or a closed stdout
+# each says so and exits 1 (elecenergy's energy was lost with status 0); a
+# quiet map prints nothing and needs no stdout.
+bad=0
+for run in "elecenergy --method direct $dir/pair.pqr" "elecenergy --json --method direct $dir/pair.pqr" \
+    "elecmap --cpu --dims 4 4 4 $dir/pair.pqr $dir/full.dx" "elecsurf --cpu $dir/ion.pqr $dir/full.txt" \
+    "elecmap --version"; do
+    # shellcheck disable=SC2086
+    "$build"/$run > /dev/full 2> "$dir/out"
+    st1=$?
+    # shellcheck disable=SC2086
+    "$build"/$run >&- 2> "$dir/out2"
+    st2=$?
+    [ $st1 -eq 1 ] && [ $st2 -eq 1 ] && grep -q "writing to standard output: No space" "$dir/out" &&
+        grep -q "writing to standard output" "$dir/out2" ||
+        { bad=1; echo "     $run: $st1 $st2 $(cat "$dir/out" "$dir/out2")"; }
+done
+"$build/elecmap" --cpu --quiet --dims 4 4 4 "$dir/pair.pqr" "$dir/quiet.dx" >&- 2> "$dir/out" ||
+    { bad=1; echo "     elecmap --quiet: $(cat "$dir/out")"; }
+[ $bad -eq 0 ] && ok "tools_fail_where_stdout_takes_nothing" ||
+    fail "tools_fail_where_stdout_takes_nothing"
+
 # Input that is no text, or too large a lattice, or too much work: refused
 # at once with the reason and what to change.
 "$build/elecmap" --cpu /dev/zero "$dir/x.dx" > "$dir/out" 2>&1
