@@ -620,7 +620,9 @@ ELEC_API void elec_structure_free(elec_structure *structure);
 /* A view of the structure's atoms for the methods (no copy). */
 ELEC_API elec_atoms elec_structure_atoms(const elec_structure *structure);
 /* The periodic box of an orthorhombic CRYST1 cell; ELEC_ERR_UNSUPPORTED
-   when the file had none or its angles are not 90 degrees. */
+   when the file had none, its angles are not 90 degrees, or it is the
+   PDB's unit cell of 1 x 1 x 1 A, which marks a structure not determined
+   by crystallography (NMR, models): no box at all. */
 ELEC_API elec_status elec_structure_box(const elec_structure *structure,
                                         elec_box *box, elec_error *err);
 
@@ -5085,6 +5087,13 @@ ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
                               structure->cell_angle[0],
                               structure->cell_angle[1],
                               structure->cell_angle[2]);
+    /* as a 1 A box it gave 4 atoms spanning 3 A an SPME energy of -264.7
+       kcal/mol where their direct sum is -34.2 (an audit) */
+    if (structure->cell_length[0] == 1.0 && structure->cell_length[1] == 1.0 &&
+        structure->cell_length[2] == 1.0)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the CRYST1 cell is 1 x 1 x 1 A, the PDB's mark of a structure "
+                          "with no crystal cell (NMR, models), not a periodic box");
     for (axis = 0; axis < 3; axis++) box->length[axis] = structure->cell_length[axis];
     elec__ok(err);
     return ELEC_OK;

@@ -264,6 +264,20 @@ TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
            status, err.message);
     if (status == ELEC_OK) elec_structure_free(&s);
 
+    /* the PDB's unit cell, 1 x 1 x 1 A, marks a structure with no crystal
+       (NMR, models): a cell read, but no box (as a 1 A box it once gave
+       SPME energies of a lattice of copies 1 A apart) */
+    snprintf(text, sizeof text, "%s%s",
+             "CRYST1    1.000    1.000    1.000  90.00  90.00  90.00 P 1           1\n", atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK && s.has_cell && s.cell_length[0] == 1.0, "status %d: %s",
+           status, err.message);
+    if (status != ELEC_OK) return;
+    status = (int)elec_structure_box(&s, &box, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED && strstr(err.message, "no crystal cell"),
+           "unit cell: status %d, %s", status, err.message);
+    elec_structure_free(&s);
+
     /* no CRYST1 at all */
     status = parse(atom, &s, &err);
     EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
