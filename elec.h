@@ -4935,10 +4935,13 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
     if (!text && length)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "text is NULL");
     memset(&s, 0, sizeof s);
+    /* a UTF-8 byte-order mark (some editors write one) is no part of the
+       first record: read past it, that record was lost */
+    if (length >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3;
     while (p < end) {
         const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
         const char *line_end = newline ? newline : end, *c;
-        size_t n = (size_t)(line_end - p), keyword = 0;
+        size_t n = (size_t)(line_end - p), keyword = 0, blanks = 0;
         line_number++;
         if (model_end) {
             /* past END or ENDMDL nothing is read but an atom, refused (files
@@ -4965,6 +4968,23 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
             }
         }
         while (n && p[n - 1] == '\r') n--;
+        /* a carriage return within a line: lines ended by CR alone (old Mac
+           files) read as one line, and an atom record indented: either
+           would be read as no atom at all, silently */
+        if (memchr(p, '\r', n)) {
+            elec__pqr_release(&s);
+            return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                              "line %ld: a carriage return within the line: lines ended by "
+                              "CR alone? (convert them to LF)", line_number);
+        }
+        while (blanks < n && elec__pqr_space(p[blanks])) blanks++;
+        if (blanks > 0 && ((n - blanks >= 4 && memcmp(p + blanks, "ATOM", 4) == 0) ||
+                           (n - blanks >= 6 && memcmp(p + blanks, "HETATM", 6) == 0))) {
+            elec__pqr_release(&s);
+            return elec__fail(err, ELEC_ERR_PARSE, line_number,
+                              "line %ld: an atom record indented by %zu column(s): a PDB or "
+                              "PQR record starts in column 1", line_number, blanks);
+        }
         if (n >= 6 && memcmp(p, "HETATM", 6) == 0) keyword = 6;
         else if (n >= 4 && memcmp(p, "ATOM", 4) == 0) keyword = 4;
         if (keyword && (n == keyword || elec__pqr_space(p[keyword]) ||

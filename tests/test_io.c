@@ -329,6 +329,10 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
         {"two cells unlike", "CRYST1   10.000   10.000   10.000  90.00  90.00  90.00\n"
                              "CRYST1   20.000   20.000   20.000  90.00  90.00  90.00\n",
          0, 3, "a second CRYST1 cell (20 20 20, 90 90 90) unlike line 2's"},
+        /* read as no atom at all, once, without a word */
+        {"indented atom", "  ATOM 2 CA GLY 1 1 2 3 0.5 1\n", 0, 2, "indented by 2 column(s)"},
+        {"lines ended by CR alone", "ATOM 2 CA GLY 1 1 2 3 0.5 1\rATOM 3 CA GLY 1 4 2 3 0.5 1\r",
+         0, 2, "CR alone"},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -351,6 +355,17 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
                err.message, cases[c].says);
         EXPECT(structure_is_empty(&s), "%s: *out is not zeroed", cases[c].what);
     }
+}
+
+TEST(pqr_after_a_byte_order_mark_reads_its_first_atom) {
+    /* a UTF-8 byte-order mark before the first record once hid it */
+    elec_structure s;
+    elec_error err;
+    int status = parse("\xEF\xBB\xBF"
+                       "ATOM 1 N GLY 1 1 2 3 0.5 1\nATOM 2 CA GLY 1 4 5 6 -0.5 1\n", &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 2 && s.charge[0] == 0.5, "status %d, %zu atoms: %s",
+           status, status == ELEC_OK ? s.count : 0, err.message);
+    if (status == ELEC_OK) elec_structure_free(&s);
 }
 
 TEST(pqr_without_atoms_or_file_fails) {
@@ -1185,6 +1200,7 @@ int main(void) {
     RUN(pqr_fixed_columns_with_run_together_numbers);
     RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
     RUN(pqr_malformed_input_fails_with_line_and_field);
+    RUN(pqr_after_a_byte_order_mark_reads_its_first_atom);
     RUN(pqr_without_atoms_or_file_fails);
     RUN(pqr_two_million_atoms);
     RUN(pqr_reads_every_real_structure);
