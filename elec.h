@@ -4086,6 +4086,18 @@ static elec_status elec__gunzip(const char *path, const char *what, int text,
                                 elec__head_check head, char **data, size_t *length,
                                 elec_error *err);
 
+/* Whether path ends in suffix, ASCII case ignored. */
+static int elec__path_ends(const char *path, const char *suffix) {
+    size_t n = strlen(path), m = strlen(suffix), i;
+    if (n < m) return 0;
+    for (i = 0; i < m; i++) {
+        char c = path[n - m + i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != suffix[i]) return 0;
+    }
+    return 1;
+}
+
 /* Reads a whole file into a new '\0'-terminated buffer: refused when
    larger than ELEC_MAX_INPUT_BYTES (a regular file before any of it is
    read), for a text file at its first byte that no text file has, for a
@@ -4182,7 +4194,7 @@ static elec_status elec__read_file(const char *path, const char *what, int text,
         if (len == 0)
             gzip = got >= 2 && (unsigned char)buf[0] == 0x1f &&
                    (unsigned char)buf[1] == 0x8b &&
-                   (text || (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".gz")));
+                   (text || elec__path_ends(path, ".gz")); /* as the writer names it */
         if (text && !gzip) s = elec__text_check(path, buf, len, len + got, what, err);
         len += got;
         if (s == ELEC_OK && head && !gzip && !headed && len >= ELEC__HEAD_BYTES) {
@@ -5493,18 +5505,6 @@ ELEC_DEF elec_status elec_read_dx(const char *path, elec_lattice *lattice,
 extern "C" {
 #endif
 #endif
-
-/* Whether path ends in suffix, ASCII case ignored. */
-static int elec__path_ends(const char *path, const char *suffix) {
-    size_t n = strlen(path), m = strlen(suffix), i;
-    if (n < m) return 0;
-    for (i = 0; i < m; i++) {
-        char c = path[n - m + i];
-        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-        if (c != suffix[i]) return 0;
-    }
-    return 1;
-}
 
 ELEC_DEF elec_map_format elec_map_format_of(const char *path, int *gzip) {
     static const char *const mrc[] = {".mrc", ".map", ".ccp4", ".mrc.gz", ".map.gz",
