@@ -206,10 +206,17 @@ static int elecenergy_run(const options *opt) {
     elec_error_estimate estimate;
     int grid[3] = {0, 0, 0}, order = 0, kmax[3] = {0, 0, 0};
     const char *device = "CPU", *method_name;
+    FILE *report;
 
     if (o.forces_path && (s = elec_output_check(o.forces_path, o.input, &err)) != ELEC_OK) {
         fprintf(stderr, "elecenergy: --forces: %s\n", err.message);
         return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
+    }
+    /* JSON among the forces' lines would be neither */
+    if (o.json && o.forces_path && cli_report_stream(o.forces_path) == stderr) {
+        fprintf(stderr, "elecenergy: --json prints to stdout, where --forces '%s' writes: "
+                        "give --forces a file\n", o.forces_path);
+        return 2;
     }
     if ((s = elec_read_pqr(o.input, &mol, &err)) != ELEC_OK) {
         fprintf(stderr, "elecenergy: %s: %s\n", o.input, err.message);
@@ -311,53 +318,58 @@ static int elecenergy_run(const options *opt) {
         return 1;
     }
 
+    /* the summary goes to stderr where the forces take stdout (--json is
+       refused there: elecenergy_run's start) */
+    report = o.forces_path ? cli_report_stream(o.forces_path) : stdout;
     if (o.json) {
         /* the file name is the one string not ours: escaped */
-        printf("{\"input\": ");
-        cli_json_string(stdout, o.input);
-        printf(", \"atoms\": %zu, \"method\": \"%s\", \"device\": \"%s\", "
-               "\"units\": \"kcal/mol\", \"total\": %.10f, \"terms\": {\"real\": %.10f, "
-               "\"reciprocal\": %.10f, \"self\": %.10f, \"excluded\": %.10f, "
-               "\"background\": %.10f}, \"parameters\": {",
-               mol.count, method_name, device, t.total, t.real, t.reciprocal,
-               t.self, t.excluded, t.background);
+        fprintf(report, "{\"input\": ");
+        cli_json_string(report, o.input);
+        fprintf(report, ", \"atoms\": %zu, \"method\": \"%s\", \"device\": \"%s\", "
+                "\"units\": \"kcal/mol\", \"total\": %.10f, \"terms\": {\"real\": %.10f, "
+                "\"reciprocal\": %.10f, \"self\": %.10f, \"excluded\": %.10f, "
+                "\"background\": %.10f}, \"parameters\": {",
+                mol.count, method_name, device, t.total, t.real, t.reciprocal,
+                t.self, t.excluded, t.background);
         if (o.method == METHOD_DIRECT)
-            printf("\"coulomb_constant\": %.4f", ELEC_COULOMB);
+            fprintf(report, "\"coulomb_constant\": %.4f", ELEC_COULOMB);
         else
-            printf("\"box\": [%.6f, %.6f, %.6f], \"cutoff\": %.6f, \"alpha\": %.10f",
-                   box.length[0], box.length[1], box.length[2], cutoff, alpha);
+            fprintf(report, "\"box\": [%.6f, %.6f, %.6f], \"cutoff\": %.6f, \"alpha\": %.10f",
+                    box.length[0], box.length[1], box.length[2], cutoff, alpha);
         if (o.method == METHOD_EWALD)
-            printf(", \"kmax\": [%d, %d, %d]", kmax[0], kmax[1], kmax[2]);
+            fprintf(report, ", \"kmax\": [%d, %d, %d]", kmax[0], kmax[1], kmax[2]);
         if (o.method == METHOD_SPME)
-            printf(", \"order\": %d, \"grid\": [%d, %d, %d]", order, grid[0], grid[1], grid[2]);
+            fprintf(report, ", \"order\": %d, \"grid\": [%d, %d, %d]", order, grid[0],
+                    grid[1], grid[2]);
         if (o.method != METHOD_DIRECT)
             /* what the tolerance promised and what the choice should give */
-            printf(", \"tolerance\": %.3e}, \"estimate\": {\"force_error\": %.3e, "
-                   "\"force_error_real\": %.3e, \"force_error_reciprocal\": %.3e, "
-                   "\"force_rms\": %.6e, \"energy_error\": %.3e, "
-                   "\"energy_error_relative\": %.3e, \"gpu_float_floor\": %.3e",
-                   tolerance, estimate.force, estimate.force_real, estimate.force_reciprocal,
-                   estimate.force_rms, estimate.energy,
-                   t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0,
-                   estimate.float_floor);
-        printf("}, \"seconds\": %.6f}\n", seconds);
+            fprintf(report, ", \"tolerance\": %.3e}, \"estimate\": {\"force_error\": %.3e, "
+                    "\"force_error_real\": %.3e, \"force_error_reciprocal\": %.3e, "
+                    "\"force_rms\": %.6e, \"energy_error\": %.3e, "
+                    "\"energy_error_relative\": %.3e, \"gpu_float_floor\": %.3e",
+                    tolerance, estimate.force, estimate.force_real,
+                    estimate.force_reciprocal, estimate.force_rms, estimate.energy,
+                    t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0,
+                    estimate.float_floor);
+        fprintf(report, "}, \"seconds\": %.6f}\n", seconds);
     } else {
-        printf("elecenergy: %s, %zu atoms, method %s on the %s\n", o.input, mol.count,
-               method_name, device);
+        fprintf(report, "elecenergy: %s, %zu atoms, method %s on the %s\n", o.input, mol.count,
+                method_name, device);
         if (o.method != METHOD_DIRECT) {
-            printf("  box %.4f x %.4f x %.4f A, cutoff %.4f A, alpha %.6f /A", box.length[0],
-                   box.length[1], box.length[2], cutoff, alpha);
+            fprintf(report, "  box %.4f x %.4f x %.4f A, cutoff %.4f A, alpha %.6f /A",
+                    box.length[0], box.length[1], box.length[2], cutoff, alpha);
             if (o.method == METHOD_SPME)
-                printf(", order %d, grid %d x %d x %d", order, grid[0], grid[1], grid[2]);
+                fprintf(report, ", order %d, grid %d x %d x %d", order, grid[0], grid[1], grid[2]);
             if (o.method == METHOD_EWALD)
-                printf(", kmax %d %d %d", kmax[0], kmax[1], kmax[2]);
-            printf("\n  real %.6f  reciprocal %.6f  self %.6f  excluded %.6f  background %.6f\n",
-                   t.real, t.reciprocal, t.self, t.excluded, t.background);
-            printf("  tolerance %.2e: estimated force error %.2e (relative RMS), energy "
-                   "error %.2e kcal/mol (%.1e relative)\n", tolerance, estimate.force,
-                   estimate.energy, t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0);
+                fprintf(report, ", kmax %d %d %d", kmax[0], kmax[1], kmax[2]);
+            fprintf(report, "\n  real %.6f  reciprocal %.6f  self %.6f  excluded %.6f  "
+                    "background %.6f\n", t.real, t.reciprocal, t.self, t.excluded,
+                    t.background);
+            fprintf(report, "  tolerance %.2e: estimated force error %.2e (relative RMS), energy "
+                    "error %.2e kcal/mol (%.1e relative)\n", tolerance, estimate.force,
+                    estimate.energy, t.total != 0.0 ? estimate.energy / fabs(t.total) : 0.0);
         }
-        printf("  total %.6f kcal/mol (%.3f s)\n", t.total, seconds);
+        fprintf(report, "  total %.6f kcal/mol (%.3f s)\n", t.total, seconds);
     }
     free(forces);
     elec_structure_free(&mol);

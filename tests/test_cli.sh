@@ -798,6 +798,17 @@ else fail "elecenergy_keeps_the_old_forces_when_a_write_fails: status $st $(cat 
     [ "$(sed -n 2p "$dir/forces.txt" | awk '{ print $1 }')" = 1 ] && [ "$(wc -l < "$dir/forces.txt")" -eq 3 ] &&
     ok "elecenergy_writes_the_forces" || fail "elecenergy_writes_the_forces: $(cat "$dir/out" "$dir/forces.txt")"
 
+# Forces to stdout: the summary moves to stderr, so stdout holds the forces
+# alone; with --json refused (status 2), as the two would be neither.
+"$build/elecenergy" --method direct --forces /dev/stdout "$dir/pair.pqr" > "$dir/fo" 2> "$dir/out"
+st1=$?
+"$build/elecenergy" --json --method direct --forces /dev/stdout "$dir/pair.pqr" > "$dir/fo2" 2>&1
+st2=$?
+if [ $st1 -eq 0 ] && [ "$(head -c 8 "$dir/fo")" = "# record" ] && [ "$(wc -l < "$dir/fo")" -eq 3 ] &&
+   grep -q "total" "$dir/out" && [ $st2 -eq 2 ] && grep -q "^elecenergy: --json prints to stdout" "$dir/fo2"
+then ok "elecenergy_forces_to_stdout_keep_stdout_to_themselves"
+else fail "elecenergy_forces_to_stdout_keep_stdout_to_themselves: $st1 $st2 $(cat "$dir/fo" "$dir/out" "$dir/fo2")"; fi
+
 # elecenergy: sums past double's range are errors, not -inf, NaN or JSON
 # that no parser reads
 printf 'ATOM      1  NA  ION     1       0.000   0.000   0.000  1e200 1.0\nATOM      2  CL  ION     2       3.000   0.000   0.000 -1e200 1.0\n' > "$dir/huge2.pqr"
