@@ -526,9 +526,23 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
         memset(&job, 0, sizeof job);
         s = elec_parse_pqr(text + start[f], end[f] - start[f], &mol, &err);
         if (s != ELEC_OK) {
+            /* the reader counts the frame's lines: say the file's too */
             char why[256];
-            snprintf(why, sizeof why, "%s", err.message);
-            s = elec_fail(&err, s, 0, "frame %zu: %s", f, why);
+            long first = 1;
+            size_t at;
+            for (at = 0; at < start[f]; at++) first += text[at] == '\n';
+            const char *rest = err.message;
+            if (err.line > 0 && !strncmp(rest, "line ", 5)) { /* "line N: why" */
+                rest += 5;
+                while (*rest >= '0' && *rest <= '9') rest++;
+                if (*rest == ':') rest += *(rest + 1) == ' ' ? 2 : 1;
+            }
+            snprintf(why, sizeof why, "%s", rest);
+            if (err.line > 0)
+                s = elec_fail(&err, s, first + err.line - 1, "frame %zu: line %ld: %s", f,
+                              first + err.line - 1, why);
+            else
+                s = elec_fail(&err, s, 0, "frame %zu: %s", f, why);
             break;
         }
         atoms = elec_structure_atoms(&mol);

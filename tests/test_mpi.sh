@@ -17,7 +17,7 @@ skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
 mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
 mpi_frames_are_elecmaps_bit_for_bit mpi_frame_maps_carry_their_own_remarks
-mpi_mrc_is_written_whole_or_not_at_all mpi_refusals"
+mpi_mrc_is_written_whole_or_not_at_all mpi_frames_name_a_bad_record_by_its_line mpi_refusals"
 why=""
 [ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
 [ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
@@ -193,6 +193,16 @@ if [ $st -ne 0 ] && grep -q "^elecmap_mpi: writing '.*whole.mrc'" "$dir/out" &&
    [ -z "$(find "$dir" -name '.link.mrc.*')" ] &&
    [ "$(field "$(compare "$dir/link.mrc" "$dir/link.mrc" 2>&1)" differ)" = 0 ]; then ok "$name"
 else fail "$name: status $st, left '$left', $(cat "$dir/out" "$dir/out2" 2>&1 | head -5)"; fi
+
+# A bad record in a later frame is named by its line in the file (the
+# reader counts the frame's own lines).
+name=mpi_frames_name_a_bad_record_by_its_line
+awk 'NR == 70 { print "ATOM     99  OW  HOH    99    bad 1 1 0.5 1.5"; next } { print }' \
+    "$dir/traj.pqr" > "$dir/traj_bad.pqr"
+mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_bad.pqr" "$dir/bad.dx" > "$dir/out" 2>&1
+st=$?
+if [ $st -eq 1 ] && grep -q "frame 1: line 70: x coordinate 'bad'" "$dir/out"; then ok "$name"
+else fail "$name: status $st $(cat "$dir/out")"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
 # missing input, --gpu without CUDA (status 1), an option --frames would
