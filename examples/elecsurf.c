@@ -1183,7 +1183,10 @@ int main(int argc, char **argv) {
     }
     start = seconds_now();
     if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
-        fprintf(stderr, "elecsurf: surface: %s\n", err.message);
+        if (o.surface == SURFACE_FILE && err.line > 0) /* a point list's line */
+            fprintf(stderr, "elecsurf: %s: %s\n", o.surface_file, err.message);
+        else
+            fprintf(stderr, "elecsurf: surface: %s\n", err.message);
         cli_name_atoms("elecsurf", o.input, &mol, &err);
         goto done;
     }
