@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Where a tool's summary goes: stderr where its output is what stdout
    holds (/dev/stdout, or any other name of the file stdout is redirected
@@ -41,6 +43,57 @@ static inline void cli__stdout_check(void) {
 static inline void cli_check_stdout_at_exit(const char *tool) {
     cli__stdout_tool = tool;
     atexit(cli__stdout_check);
+}
+
+/* An interrupted run leaves no temporary file behind.  The library writes
+   an output to ".NAME.elec-PID-N.tmp" beside it (".elec-PID-N.tmp" where
+   that name is too long; elec.h, elec_output_open) and renames it at the
+   end; a tool stopped by SIGINT, SIGTERM, SIGHUP or SIGXFSZ (a file-size
+   limit) before then removes those names (its own: the PID is in them),
+   then dies of the signal as before.  A stopped write once left 110 MB behind, found by no later run.
+   The names are made here, before the run: a signal handler may call
+   unlink, not snprintf.  N counts the library's attempts past names taken
+   (left by another process of the same PID); the first few are named. */
+#define CLI_TEMP_ATTEMPTS 4
+#define CLI_TEMP_NAMES (4 * 2 * CLI_TEMP_ATTEMPTS)
+static char cli__temp_name[CLI_TEMP_NAMES][4200];
+static int cli__temp_count;
+static inline void cli__remove_temps(int signal_number) {
+    int k;
+    for (k = 0; k < cli__temp_count; k++) (void)unlink(cli__temp_name[k]);
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+}
+static inline void cli_remove_temps_on_signal(const char *path) {
+#ifdef SIGXFSZ
+    static const int signals[4] = {SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
+#else
+    static const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
+#endif
+    const char *slash = strrchr(path, '/');
+    const int dir = slash ? (int)(slash - path) + 1 : 0;
+    struct sigaction action;
+    int attempt, k;
+    for (attempt = 0; attempt < CLI_TEMP_ATTEMPTS; attempt++)
+        for (k = 0; k < 2 && cli__temp_count < CLI_TEMP_NAMES; k++) {
+            char *name = cli__temp_name[cli__temp_count];
+            const int n = k == 0 ? snprintf(name, sizeof cli__temp_name[0],
+                                            "%.*s.%s.elec-%ld-%d.tmp", dir, path, path + dir,
+                                            (long)getpid(), attempt)
+                                 : snprintf(name, sizeof cli__temp_name[0],
+                                            "%.*s.elec-%ld-%d.tmp", dir, path, (long)getpid(),
+                                            attempt);
+            if (n > 0 && (size_t)n < sizeof cli__temp_name[0]) cli__temp_count++;
+        }
+    memset(&action, 0, sizeof action);
+    action.sa_handler = cli__remove_temps;
+    sigemptyset(&action.sa_mask);
+    for (k = 0; k < (int)(sizeof signals / sizeof signals[0]); k++) {
+        struct sigaction previous;
+        /* a signal the caller's shell ignores (nohup) stays ignored */
+        if (sigaction(signals[k], NULL, &previous) == 0 && previous.sa_handler != SIG_IGN)
+            sigaction(signals[k], &action, NULL);
+    }
 }
 
 /* A library failure names atoms by their index in the arrays it was given

@@ -212,6 +212,7 @@ static int elecenergy_run(const options *opt) {
         fprintf(stderr, "elecenergy: --forces: %s\n", err.message);
         return s == ELEC_ERR_INVALID_ARG ? 2 : 1;
     }
+    if (o.forces_path) cli_remove_temps_on_signal(o.forces_path);
     /* JSON among the forces' lines would be neither */
     if (o.json && o.forces_path && cli_report_stream(o.forces_path) == stderr) {
         fprintf(stderr, "elecenergy: --json prints to stdout, where --forces '%s' writes: "

@@ -966,6 +966,7 @@ static int elecmap_run(options *o) {
 
     /* Everything that needs no computing first: the output, the device. */
     if ((status = cli_map_output_check(TOOL, o->output, o->input)) != 0) return status;
+    cli_remove_temps_on_signal(o->output);
 #ifdef ELEC_WITH_CUDA
     if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) use_gpu = 1;
 #endif

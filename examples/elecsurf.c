@@ -1158,6 +1158,7 @@ int main(int argc, char **argv) {
     cli_check_stdout_at_exit("elecsurf");
     if (!parse_options(argc, argv, &o)) return 2;
     if ((ok = output_check(&o)) != 0) return ok;
+    cli_remove_temps_on_signal(o.output);
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
     /* the input's text: its REMARK and CRYST1 lines go into a map's comment */
