@@ -610,7 +610,9 @@ typedef struct elec_structure {
    fails the read, naming both lines, as merging them would be a wrong
    structure.  Any malformed record fails the whole read with
    ELEC_ERR_PARSE, the line number and the field; nothing partial is
-   returned. */
+   returned.  A UTF-8 byte-order mark is read past; an atom record
+   indented from column 1, and lines ended by CR alone, are refused (each
+   would be read as no atom). */
 ELEC_API elec_status elec_read_pqr(const char *path, elec_structure *out,
                                    elec_error *err);
 /* The same from text in memory (length bytes; need not end in '\0'). */
