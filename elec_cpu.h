@@ -1631,7 +1631,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     elec_msm_params p;
     elec__msm m;
     elec_cells cells;
-    double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], extent[3];
+    double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], shape_lo[3], shape_hi[3];
+    double extent[3];
     double long_range = 0.0, short_range = 0.0, self = 0.0;
     elec_status s;
     size_t i, n;
@@ -1644,11 +1645,11 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     memset(&m, 0, sizeof m);
     memset(&cells, 0, sizeof cells);
     elec_atoms_bounds(atoms, lo, hi);
-    elec__msm_anchor(&p, lo, hi, reference);
+    elec__msm_anchor(&p, lo, hi, reference, shape_lo, shape_hi);
     for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     if ((s = elec__cpu_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
-    if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__msm_setup(&m, &p, shape_lo, shape_hi, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, n);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     for (i = 0; i < n; i++) {
@@ -1735,6 +1736,7 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
     elec__msm m;
     elec__msm_shape shape;
     double *x = NULL, *q = NULL, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ref[3];
+    double shape_lo[3] = {0, 0, 0}, shape_hi[3] = {0, 0, 0};
     elec_status s;
     size_t i;
     int l, axis;
@@ -1753,10 +1755,15 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
         }
     } else {
         elec_atoms_bounds(atoms, lo, hi);
-        elec__msm_anchor(&p, lo, hi, ref);
+        elec__msm_anchor(&p, lo, hi, ref, shape_lo, shape_hi);
         for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     }
     if ((s = elec__cpu_gather(atoms, ref, &x, &q, lo, hi, err)) != ELEC_OK) goto cleanup;
+    if (!reference) /* the energy's shape: over the anchor's region */
+        for (axis = 0; axis < 3; axis++) {
+            lo[axis] = shape_lo[axis];
+            hi[axis] = shape_hi[axis];
+        }
     if ((s = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err)) != ELEC_OK ||
         (s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK ||
         (s = elec__msm_lattices_alloc(&shape, atoms->count, out, err)) != ELEC_OK)

@@ -3735,20 +3735,19 @@ static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const ele
                                             const elec_msm_params *p, elec_error *err) {
     const size_t n = atoms->count;
     elec__msm_short_args *sa = &job->sa;
-    double reference[3], lo[3], hi[3], cell_lo[3], cell_hi[3], *x = NULL, *q = NULL;
+    double reference[3], lo[3], hi[3], shape_lo[3], shape_hi[3], cell_lo[3], cell_hi[3];
+    double *x = NULL, *q = NULL;
     int *start = NULL, *sorted_cell = NULL;
     elec_status status;
     memset(job, 0, sizeof *job);
     job->n = n;
     elec_atoms_bounds(atoms, lo, hi);
-    elec__msm_anchor(p, lo, hi, reference);
+    elec__msm_anchor(p, lo, hi, reference, shape_lo, shape_hi);
     for (int axis = 0; axis < 3; axis++) {
         cell_lo[axis] = lo[axis] - reference[axis];
         cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
-        lo[axis] = cell_lo[axis];
-        hi[axis] = hi[axis] - reference[axis];
     }
-    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
+    status = elec__msm_shape_of(p, shape_lo, shape_hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
     if (status != ELEC_OK) return status;
     x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
@@ -3958,10 +3957,14 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     if (reference) {
         for (int axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
-    } else {
+    } else { /* the energy's: the anchor's reference, its shape over the anchor's region */
+        double shape_lo[3], shape_hi[3];
         elec_atoms_bounds(atoms, lo, hi);
-        elec__msm_anchor(&p, lo, hi, ref);
-        for (int axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
+        elec__msm_anchor(&p, lo, hi, ref, shape_lo, shape_hi);
+        for (int axis = 0; axis < 3; axis++) {
+            lo[axis] = shape_lo[axis];
+            hi[axis] = shape_hi[axis];
+        }
     }
     if (!(host_atoms = elec__cuda_gather_xyzq(atoms, ref))) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");

@@ -276,6 +276,10 @@ static inline char *cli_input_records(const char *text, size_t length) {
     int pass, remarks = 0;
     if (!c) return NULL;
     c[0] = '\0';
+    if (length >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) { /* a byte-order mark */
+        text += 3;
+        length -= 3;
+    }
     for (pass = 0; pass < 2; pass++) {
         const char *p = text, *end = text + length;
         const char *record = pass == 0 ? "CRYST1" : "REMARK";

@@ -57,7 +57,8 @@ static void usage(FILE *out) {
 "  --grid K1 K2 K3              SPME grid (default: chosen, sizes 2^a 3^b 5^c 7^d)\n"
 "  --gpu | --cpu                SPME on the GPU (default when present) or the CPU\n"
 "  --forces FILE                write forces in kcal/(mol A): record fx fy fz, where\n"
-"                               record counts the input's atom records from 1\n"
+"                               record counts the input's atom records from 1 (the\n"
+"                               summary goes to stderr where FILE is stdout)\n"
 "  --json                       print one JSON object; \"total\" is the energy\n"
 "  --version                    elec's version and what this build has\n"
 "Energies are in kcal/mol (Coulomb constant 332.0636 kcal A/(mol e^2)).\n");
@@ -187,7 +188,8 @@ static elec_status write_forces(const char *path, const double *f, size_t n,
     size_t i;
     elec_status s = elec_output_open(path, &out, err);
     if (s != ELEC_OK) return s;
-    elec_output_printf(out, "# record fx fy fz (kcal/(mol A)); record: the input's atom records from 1\n");
+    elec_output_printf(out, "# record fx fy fz (kcal/(mol A)); record: the input's atom "
+                            "records from 1\n");
     for (i = 0; i < n; i++)
         elec_output_printf(out, "%zu %.10e %.10e %.10e\n", i + 1, f[3 * i], f[3 * i + 1],
                            f[3 * i + 2]);

@@ -571,7 +571,7 @@ static int show_progress(double fraction, void *user) {
     int percent = (int)(100.0 * (p->base + p->share * fraction));
     if (seconds_now() - p->start < 1.0 && !p->shown) return 0;
     if (p->shown && percent == p->percent) return 0;
-    fprintf(stderr, "\relecmap: %3d%% done", percent);
+    fprintf(stderr, "\r" TOOL ": %3d%% done", percent);
     fflush(stderr);
     p->shown = 1;
     p->percent = percent;
@@ -673,7 +673,7 @@ static int fail(const char *what, const elec_error *err) {
     /* the library's remedy for a stencil off the lattice names a mapping
        elecmap does not offer: its own is the padding */
     const char *hint = strstr(err->message, "or map periodically")
-                           ? " (elecmap: a larger --padding, or --dims and --origin)"
+                           ? " (" TOOL ": a larger --padding, or --dims and --origin)"
                            : "";
     fprintf(stderr, TOOL ": %s%s%s%s\n", what ? what : "", what ? ": " : "",
             err->message, hint);
@@ -744,7 +744,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
                             "%.4g x %.4g A of the atoms and the map, far more than %zu "
                             "atoms need", c.msm, c.msm_finest, c.span[0], c.span[1],
                     c.span[2], atoms->count);
-        fprintf(stderr, ".\nelecmap: refused: give --method dcs or --method msm to run "
+        fprintf(stderr, ".\n" TOOL ": refused: give --method dcs or --method msm to run "
                         "one anyway, or a coarser --spacing\n");
         return 1;
     }

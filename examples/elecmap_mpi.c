@@ -192,8 +192,8 @@ static elec_map_stats reduce_stats(const slab_job *job, size_t plane, size_t tot
    a new file beside path (".NAME.elec-mpi-PID-N.tmp", created exclusively,
    with the permission bits of the file it will replace), so that a run
    that fails leaves the old map as it was, as elecmap's outputs are; or
-   path itself where it exists and is not a regular file (a device, a
-   pipe), written through.  *temp says which. */
+   path itself where it is a device (/dev/null), written through.  A pipe
+   is refused: MPI-IO writes at offsets.  *temp says which. */
 #define MPI_TARGET_SIZE 4200
 static elec_status mpi_target(const char *path, int rank, char target[MPI_TARGET_SIZE],
                               int *temp, elec_error *err) {
@@ -205,7 +205,10 @@ static elec_status mpi_target(const char *path, int rank, char target[MPI_TARGET
         struct stat st;
         const int exists = stat(path, &st) == 0;
         int attempt, fd = -1;
-        if (exists && !S_ISREG(st.st_mode)) {
+        if (exists && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+            s = elec_fail(err, ELEC_ERR_IO, 0, "'%s' is a pipe: MPI-IO writes at offsets (name "
+                          "a file, or a .dx map, which rank 0 writes whole)", path);
+        } else if (exists && !S_ISREG(st.st_mode)) {
             snprintf(target, MPI_TARGET_SIZE, "%s", path);
         } else {
             for (attempt = 0; attempt < 100 && fd < 0; attempt++) {
@@ -232,6 +235,7 @@ static elec_status mpi_target(const char *path, int rank, char target[MPI_TARGET
         if (e)
             s = elec_fail(err, ELEC_ERR_IO, 0, "cannot create a file beside '%s' to write it: %s",
                           path, strerror(e));
+        if (s != ELEC_OK) target[0] = '\0';
         flags[0] = (int)s;
     }
     MPI_Bcast(flags, 2, MPI_INT, 0, MPI_COMM_WORLD);
@@ -286,9 +290,8 @@ static elec_status write_mrc_mpi(const char *path, const elec_lattice *lattice,
         if (rank == 0 && temp) remove(target);
         return s;
     }
-    /* the file's exact length (a device written through is not cut) */
-    rc = temp ? MPI_File_set_size(fh, (MPI_Offset)(1024 + 4 * total)) : MPI_SUCCESS;
-    if (rc == MPI_SUCCESS && rank == 0) rc = mpi_write_at(fh, 0, header, 1024, MPI_BYTE);
+    /* (a new file: nothing longer to cut; a device: nothing to cut) */
+    rc = rank == 0 ? mpi_write_at(fh, 0, header, 1024, MPI_BYTE) : MPI_SUCCESS;
     if (rc == MPI_SUCCESS && n > 0) {
         /* little endian, in runs that MPI's int counts hold */
         const size_t run = (size_t)1 << 24;
@@ -410,20 +413,22 @@ static size_t split_frames(const char *text, size_t length, size_t *start, size_
     return n;
 }
 
-/* Where the file's header ends: the first MODEL, ATOM or HETATM line (the
-   CRYST1 and REMARK lines before it describe every frame). */
+/* Where the file's header ends: its first MODEL line, where one comes
+   before any atom (the CRYST1 and REMARK lines above it describe every
+   frame); else 0, no header (frames ended by END alone, files run together,
+   each with its own records). */
 static size_t header_length(const char *text, size_t length) {
     size_t at = 0;
     while (at < length) {
         const char *newline = (const char *)memchr(text + at, '\n', length - at);
         size_t next = newline ? (size_t)(newline - text) + 1 : length;
+        if (next - at >= 5 && !memcmp(text + at, "MODEL", 5)) return at;
         if ((next - at >= 4 && !memcmp(text + at, "ATOM", 4)) ||
-            (next - at >= 5 && !memcmp(text + at, "MODEL", 5)) ||
             (next - at >= 6 && !memcmp(text + at, "HETATM", 6)))
-            return at;
+            return 0;
         at = next;
     }
-    return length;
+    return 0;
 }
 
 /* A frame's records for its map (cli_input_records): the file's header,
@@ -491,6 +496,12 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
     MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (status != 0) return status;
     s = elec_read_text(o->input, "a PQR", &text, &length, &err);
+    if (s == ELEC_OK && length >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) {
+        /* a UTF-8 byte-order mark, read past as elec_parse_pqr does, so
+           that a MODEL or CRYST1 on the first line is seen as one */
+        memmove(text, text + 3, length - 3 + 1);
+        length -= 3;
+    }
     frames = s == ELEC_OK ? split_frames(text, length, NULL, NULL, 0) : 0;
     if (s == ELEC_OK && frames == 0)
         s = elec_fail(&err, ELEC_ERR_PARSE, 0, "no frame with atoms");
@@ -742,29 +753,36 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
         if (s != ELEC_OK) {
             fail(NULL, &err);
         } else if (!o->quiet && all_seconds && all_atoms && all_devices && all_cpu) {
-            printf("elecmap_mpi: %s -> %s\n", o->demo ? "(built-in demo)" : o->input, o->output);
-            printf("  atoms      %zu\n", atoms.count);
-            printf("  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
-                   "%.3f)\n", lattice.dims[0], lattice.dims[1], lattice.dims[2],
-                   elec_lattice_size(&lattice), lattice.spacing[0], lattice.origin[0],
-                   lattice.origin[1], lattice.origin[2]);
-            printf("  method     %s\n", method);
-            printf("  output     %s, %s\n", elec_map_format_name(o->output),
-                   mrc ? "MPI-IO" : "gathered to rank 0");
-            printf("  time       %.3f s (the slowest rank's map, with the ranks' agreement)\n",
-                   seconds);
-            printf("  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
+            FILE *report = cli_report_stream(o->output); /* not among the map's data */
+            fprintf(report, "elecmap_mpi: %s -> %s\n", o->demo ? "(built-in demo)" : o->input,
+                    o->output);
+            fprintf(report, "  atoms      %zu\n", atoms.count);
+            fprintf(report,
+                    "  lattice    %d x %d x %d = %zu points, spacing %g A, origin (%.3f, %.3f, "
+                    "%.3f)\n", lattice.dims[0], lattice.dims[1], lattice.dims[2],
+                    elec_lattice_size(&lattice), lattice.spacing[0], lattice.origin[0],
+                    lattice.origin[1], lattice.origin[2]);
+            fprintf(report, "  method     %s\n", method);
+            fprintf(report, "  output     %s, %s\n", elec_map_format_name(o->output),
+                    mrc ? "MPI-IO" : "gathered to rank 0");
+            fprintf(report,
+                    "  time       %.3f s (the slowest rank's map, with the ranks' agreement)\n",
+                    seconds);
+            fprintf(report, "  potential  min %.4g, max %.4g %s\n", lo, hi, units_name(o));
             for (r = 0; r < ranks; r++) {
                 int k0, k1;
                 elec_slab_partition(lattice.dims[2], ranks, r, &k0, &k1, NULL);
-                if (k0 == k1) printf("  rank %-4d  no planes (more ranks than planes)\n", r);
+                if (k0 == k1)
+                    fprintf(report, "  rank %-4d  no planes (more ranks than planes)\n", r);
                 else if (all_devices[r] < 0)
-                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s (%.3f s of "
-                           "processor), CPU\n", r, k0, k1 - 1, k1 - k0, all_atoms[r],
-                           all_seconds[r], all_cpu[r]);
+                    fprintf(report,
+                            "  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s (%.3f s of "
+                            "processor), CPU\n", r, k0, k1 - 1, k1 - k0, all_atoms[r],
+                            all_seconds[r], all_cpu[r]);
                 else
-                    printf("  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, GPU %d\n", r,
-                           k0, k1 - 1, k1 - k0, all_atoms[r], all_seconds[r], all_devices[r]);
+                    fprintf(report, "  rank %-4d  planes %d..%d (%d), %llu atoms, %.3f s, GPU %d\n",
+                            r, k0, k1 - 1, k1 - k0, all_atoms[r], all_seconds[r],
+                            all_devices[r]);
             }
         }
     }

@@ -366,6 +366,12 @@ TEST(pqr_after_a_byte_order_mark_reads_its_first_atom) {
     EXPECT(status == ELEC_OK && s.count == 2 && s.charge[0] == 0.5, "status %d, %zu atoms: %s",
            status, status == ELEC_OK ? s.count : 0, err.message);
     if (status == ELEC_OK) elec_structure_free(&s);
+    /* a carriage return inside a REMARK hides no atom: read as before (an
+       atom after one is refused: pqr_malformed_input_fails_with_line_and_field),
+       and an indented word that only starts like a keyword is no record */
+    status = parse("REMARK a\rb\n  ATOMS ARE HERE\nATOM 1 N GLY 1 1 2 3 0.5 1\n", &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 1, "status %d: %s", status, err.message);
+    if (status == ELEC_OK) elec_structure_free(&s);
 }
 
 TEST(pqr_without_atoms_or_file_fails) {

@@ -167,16 +167,29 @@ if mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_remarks.pqr" "$dir/rm
             [ "$(grep -c "^#.*REMARK   frame [0-9]" "$map")" -eq 1 ] &&
             grep -q "^#.*REMARK   frame $f of" "$map" || good=0
     done
+    # frames ended by END alone (files run together) share no header: each
+    # has its own REMARK lines, and the first frame's are not the others'
+    awk '/^MODEL/ { printf "REMARK   frame %d of the trajectory\n", ++n; next }
+         /^ENDMDL/ { print "END"; next } { print }' "$dir/traj.pqr" > "$dir/traj_end_remarks.pqr"
+    if mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_end_remarks.pqr" "$dir/re.dx" \
+        > "$dir/out" 2>&1; then
+        for f in 1 2 3 4 5; do
+            map="$dir/re_f000$((f - 1)).dx"
+            [ "$(grep -c "^#.*REMARK   frame [0-9]" "$map")" -eq 1 ] &&
+                grep -q "^#.*REMARK   frame $f of" "$map" || good=0
+        done
+    else good=0; fi
     if [ $good -eq 1 ]; then ok "$name"
-    else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx)"; fi
+    else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx "$dir"/re_f000*.dx; cat "$dir/out")"; fi
 else fail "$name: $(cat "$dir/out")"; fi
 
 # MPI-IO writes a new file beside the map and renames it over the map once
-# every rank's slab is in: a write that fails (each rank held to a 64 KiB
-# file-size limit, SIGXFSZ ignored, as a full disk would fail it) fails the
-# run and leaves the old map as it was and no temporary file; a symbolic
-# link at the output is replaced, the file it named left alone (as elecmap
-# does).
+# every rank's slab is in: a write that fails (each rank held to a file-size
+# limit of 64 blocks, SIGXFSZ ignored, as a full disk would fail it: the
+# writes past it fail; a write that comes up short without an error, as
+# Open MPI's did on a full tmpfs, is counted by mpi_write_at) fails the run and leaves the old map as it
+# was and no temporary file; a symbolic link at the output is replaced, the
+# file it named left alone (as elecmap does), by the map elecmap writes.
 name=mpi_mrc_is_written_whole_or_not_at_all
 echo "the old map" > "$dir/whole.mrc"
 OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np 2 \
@@ -188,10 +201,12 @@ echo "the linked file" > "$dir/linked.txt"
 ln -s "$dir/linked.txt" "$dir/link.mrc"
 if [ $st -ne 0 ] && grep -q "^elecmap_mpi: writing '.*whole.mrc'" "$dir/out" &&
    [ "$(cat "$dir/whole.mrc")" = "the old map" ] && [ -z "$left" ] &&
-   mpi 2 --cpu --quiet --dims 8 8 8 --demo "$dir/link.mrc" > "$dir/out2" 2>&1 &&
+   mpi 2 --cpu --quiet --method msm --dims 8 8 8 --demo "$dir/link.mrc" > "$dir/out2" 2>&1 &&
+   "$build/elecmap" --cpu --quiet --method msm --dims 8 8 8 --demo "$dir/link_ref.mrc" \
+       >> "$dir/out2" 2>&1 &&
    [ ! -L "$dir/link.mrc" ] && [ "$(cat "$dir/linked.txt")" = "the linked file" ] &&
    [ -z "$(find "$dir" -name '.link.mrc.*')" ] &&
-   [ "$(field "$(compare "$dir/link.mrc" "$dir/link.mrc" 2>&1)" differ)" = 0 ]; then ok "$name"
+   [ "$(field "$(compare "$dir/link.mrc" "$dir/link_ref.mrc" 2>&1)" differ)" = 0 ]; then ok "$name"
 else fail "$name: status $st, left '$left', $(cat "$dir/out" "$dir/out2" 2>&1 | head -5)"; fi
 
 # A bad record in a later frame is named by its line in the file (the

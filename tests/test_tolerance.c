@@ -671,7 +671,7 @@ TEST(periodic_msm_estimates_honestly_for_a_few_ions) {
        choice reports.  Its estimate once counted only how small the forces
        are for their charges, not how few and dilute the ions are (what the
        choice aims lower for, elec__pmsm_aim): an audit measured errors 13
-       to 45 times the estimates on such boxes. */
+       to 45 times the estimates on such boxes, these seeds up to 75. */
     static const size_t counts[4] = {2, 3, 4, 6};
     double worst = 0.0;
     int c, seed;
