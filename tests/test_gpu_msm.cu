@@ -624,6 +624,48 @@ TEST(every_gpu_stage_matches_the_cpu_stage) {
     stages_against_the_cpu(&p, "nonic");
 }
 
+TEST(the_energys_lattices_are_laid_as_the_cpus) {
+    /* With no reference, the GPU's lattices are the energy's, laid as the
+       CPU lays them (elec__msm_anchor): the same levels, corners and
+       points for a box of random charges and for a flat one (25 x 54 x
+       0.03 A), where a region about the snapped reference that held it
+       (the CPU's) or not (the GPU's) once gave 2 levels against 1. */
+    REQUIRE_GPU();
+    static const double squash[2] = {1.0, 0.001};
+    for (int c = 0; c < 2; c++) {
+        test_system sys = test_system_random(300, 30.0, 90 + (unsigned)c);
+        for (size_t i = 0; i < sys.count; i++) {
+            sys.xyz[3 * i] *= 25.5 / 30.0;
+            sys.xyz[3 * i + 1] *= 54.3 / 30.0;
+            sys.xyz[3 * i + 2] *= squash[c];
+        }
+        test_system_make_neutral(&sys);
+        elec_atoms atoms = test_system_atoms(&sys);
+        elec_msm_params p = {0};
+        elec_msm_lattices gpu, cpu;
+        elec_error err;
+        const elec_status s_gpu = elec_cuda_msm_lattices(&atoms, NULL, &p, &gpu, &err);
+        EXPECT(s_gpu == ELEC_OK, "GPU lattices: %s", err.message);
+        const elec_status s_cpu = elec_cpu_msm_lattices(&atoms, NULL, &p, &cpu, &err);
+        EXPECT(s_cpu == ELEC_OK, "CPU lattices: %s", err.message);
+        if (s_gpu == ELEC_OK && s_cpu == ELEC_OK) {
+            int same = gpu.levels == cpu.levels;
+            for (int l = 0; same && l < cpu.levels; l++)
+                for (int axis = 0; axis < 3; axis++)
+                    same = same && gpu.lo[l][axis] == cpu.lo[l][axis] &&
+                           gpu.n[l][axis] == cpu.n[l][axis];
+            printf("     %s: %d levels on the GPU, %d on the CPU\n", c ? "flat" : "box",
+                   gpu.levels, cpu.levels);
+            EXPECT(same, "%s: the GPU's lattices are not the CPU's", c ? "flat" : "box");
+            const double phi = rel_diff(gpu.phi, cpu.phi, sys.count);
+            EXPECT(phi <= GPU_VS_CPU_TOLERANCE, "interpolation at atoms: %.3e", phi);
+        }
+        if (s_gpu == ELEC_OK) elec_msm_lattices_free(&gpu);
+        if (s_cpu == ELEC_OK) elec_msm_lattices_free(&cpu);
+        test_system_free(&sys);
+    }
+}
+
 TEST(bad_input_is_refused_without_a_gpu) {
     /* Checked before any GPU is looked for: runs everywhere. */
     double xyz[3] = {0, 0, 0}, q[1] = {1};
@@ -1361,6 +1403,7 @@ TEST(gpu_msm_keeps_the_tolerance) {
 
 int main(void) {
     gpu_test_start();
+    RUN(the_energys_lattices_are_laid_as_the_cpus);
     RUN(bad_input_is_refused_without_a_gpu);
     RUN(every_gpu_stage_matches_the_cpu_stage);
     RUN(gpu_msm_matches_cpu_msm_and_the_exact_sum);
