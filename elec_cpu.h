@@ -1247,7 +1247,7 @@ static double elec__msm_g0(const elec__msm *m, double r) {
 /* The lattices of elec__msm_shape_of (elec.h), allocated, and the
    lattice-cutoff stencil. */
 static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
-                                   const double lo[3], const double hi[3],
+                                   const double lo[3], const double hi[3], int levels,
                                    elec_error *err) {
     elec__msm_shape shape;
     elec_status status;
@@ -1257,7 +1257,7 @@ static elec_status elec__msm_setup(elec__msm *m, const elec_msm_params *p,
     m->p = *p;
     m->interpolation = (int)p->interpolation;
     m->support = elec_msm_support(m->interpolation);
-    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err);
+    status = elec__msm_shape_of(p, lo, hi, levels, ELEC__MSM_MAX_WORK_CPU, &shape, err);
     if (status != ELEC_OK) return status;
     for (l = 0; l < shape.levels; l++) {
         elec__msm_grid *g = &m->grid[l];
@@ -1514,7 +1514,7 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     }
     if ((s = elec__cpu_gather(atoms, where->reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
-    if ((s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__msm_setup(&m, &p, lo, hi, 0, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, atoms->count);
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
     if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
@@ -1631,12 +1631,11 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     elec_msm_params p;
     elec__msm m;
     elec_cells cells;
-    double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], shape_lo[3], shape_hi[3];
-    double extent[3];
+    double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], extent[3];
     double long_range = 0.0, short_range = 0.0, self = 0.0;
     elec_status s;
     size_t i, n;
-    int axis;
+    int axis, levels;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if ((s = elec_msm_params_resolve(params, 1.0, &p, err)) != ELEC_OK) return s;
     if (!energy) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
@@ -1645,11 +1644,11 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     memset(&m, 0, sizeof m);
     memset(&cells, 0, sizeof cells);
     elec_atoms_bounds(atoms, lo, hi);
-    elec__msm_anchor(&p, lo, hi, reference, shape_lo, shape_hi);
+    levels = elec__msm_anchor(&p, lo, hi, reference);
     for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     if ((s = elec__cpu_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
-    if ((s = elec__msm_setup(&m, &p, shape_lo, shape_hi, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__msm_setup(&m, &p, lo, hi, levels, err)) != ELEC_OK) goto cleanup;
     elec__msm_long_range(&m, x, q, n);
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     for (i = 0; i < n; i++) {
@@ -1736,10 +1735,9 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
     elec__msm m;
     elec__msm_shape shape;
     double *x = NULL, *q = NULL, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ref[3];
-    double shape_lo[3] = {0, 0, 0}, shape_hi[3] = {0, 0, 0};
     elec_status s;
     size_t i;
-    int l, axis;
+    int l, axis, levels = 0;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
@@ -1755,17 +1753,13 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
         }
     } else {
         elec_atoms_bounds(atoms, lo, hi);
-        elec__msm_anchor(&p, lo, hi, ref, shape_lo, shape_hi);
+        levels = elec__msm_anchor(&p, lo, hi, ref); /* the energy's */
         for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     }
     if ((s = elec__cpu_gather(atoms, ref, &x, &q, lo, hi, err)) != ELEC_OK) goto cleanup;
-    if (!reference) /* the energy's shape: over the anchor's region */
-        for (axis = 0; axis < 3; axis++) {
-            lo[axis] = shape_lo[axis];
-            hi[axis] = shape_hi[axis];
-        }
-    if ((s = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_CPU, &shape, err)) != ELEC_OK ||
-        (s = elec__msm_setup(&m, &p, lo, hi, err)) != ELEC_OK ||
+    if ((s = elec__msm_shape_of(&p, lo, hi, levels, ELEC__MSM_MAX_WORK_CPU, &shape, err)) !=
+            ELEC_OK ||
+        (s = elec__msm_setup(&m, &p, lo, hi, levels, err)) != ELEC_OK ||
         (s = elec__msm_lattices_alloc(&shape, atoms->count, out, err)) != ELEC_OK)
         goto cleanup;
     elec__msm_up(&m, x, q, atoms->count);

@@ -3500,7 +3500,7 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
     if (!(job->host_atoms = elec__cuda_gather_xyzq(atoms, job->reference)))
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
     elec__msm_widen(atoms, job->reference, lo, hi);
-    status = elec__msm_shape_of(p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
+    status = elec__msm_shape_of(p, lo, hi, 0, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
     if (status != ELEC_OK) return status;
     if (job->shape.n[0][1] > 65535 || job->shape.n[0][2] > 65535 || ny > 65535 || nz > 65535)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -3735,19 +3735,20 @@ static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const ele
                                             const elec_msm_params *p, elec_error *err) {
     const size_t n = atoms->count;
     elec__msm_short_args *sa = &job->sa;
-    double reference[3], lo[3], hi[3], shape_lo[3], shape_hi[3], cell_lo[3], cell_hi[3];
-    double *x = NULL, *q = NULL;
+    double reference[3], lo[3], hi[3], cell_lo[3], cell_hi[3], *x = NULL, *q = NULL;
     int *start = NULL, *sorted_cell = NULL;
     elec_status status;
     memset(job, 0, sizeof *job);
     job->n = n;
     elec_atoms_bounds(atoms, lo, hi);
-    elec__msm_anchor(p, lo, hi, reference, shape_lo, shape_hi);
+    const int levels = elec__msm_anchor(p, lo, hi, reference);
     for (int axis = 0; axis < 3; axis++) {
         cell_lo[axis] = lo[axis] - reference[axis];
         cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
+        lo[axis] = cell_lo[axis];
+        hi[axis] = hi[axis] - reference[axis];
     }
-    status = elec__msm_shape_of(p, shape_lo, shape_hi, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
+    status = elec__msm_shape_of(p, lo, hi, levels, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
     if (status != ELEC_OK) return status;
     x = (double *)ELEC_MALLOC((3 * n + 1) * sizeof *x);
     q = (double *)ELEC_MALLOC((n + 1) * sizeof *q);
@@ -3931,6 +3932,7 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     elec__msm_device md;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     double ref[3], lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    int levels = 0;
     float4 *host_atoms = NULL, *d_atoms = NULL, *host_grad = NULL, *d_grad = NULL;
     float *host_lattices = NULL, *host_phi = NULL, *d_phi = NULL;
     const int steps[3] = {ELEC__MSM_UP, ELEC__MSM_ACROSS, ELEC__MSM_DOWN};
@@ -3957,21 +3959,18 @@ ELEC_DEF elec_status elec_cuda_msm_lattices(const elec_atoms *atoms, const doubl
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     if (reference) {
         for (int axis = 0; axis < 3; axis++) ref[axis] = reference[axis];
-    } else { /* the energy's: the anchor's reference, its shape over the anchor's region */
-        double shape_lo[3], shape_hi[3];
+    } else {
         elec_atoms_bounds(atoms, lo, hi);
-        elec__msm_anchor(&p, lo, hi, ref, shape_lo, shape_hi);
-        for (int axis = 0; axis < 3; axis++) {
-            lo[axis] = shape_lo[axis];
-            hi[axis] = shape_hi[axis];
-        }
+        levels = elec__msm_anchor(&p, lo, hi, ref); /* the energy's */
+        for (int axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
     }
     if (!(host_atoms = elec__cuda_gather_xyzq(atoms, ref))) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for atoms");
         goto cleanup;
     }
     elec__msm_widen(atoms, ref, lo, hi);
-    if ((status = elec__msm_shape_of(&p, lo, hi, ELEC__MSM_MAX_WORK_GPU, &shape, err)) != ELEC_OK ||
+    if ((status = elec__msm_shape_of(&p, lo, hi, levels, ELEC__MSM_MAX_WORK_GPU, &shape, err)) !=
+            ELEC_OK ||
         (status = elec__msm_lattices_alloc(&shape, n, out, err)) != ELEC_OK ||
         (status = elec__msm_device_setup(&md, &p, &shape, n, devices[0], 0, err)) != ELEC_OK)
         goto cleanup;
