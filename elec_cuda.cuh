@@ -3745,8 +3745,9 @@ static elec_status elec__msm_energy_prepare(elec__msm_energy_job *job, const ele
     for (int axis = 0; axis < 3; axis++) {
         cell_lo[axis] = lo[axis] - reference[axis];
         cell_hi[axis] = hi[axis] - reference[axis] + 1e-6;
-        lo[axis] = cell_lo[axis];
-        hi[axis] = hi[axis] - reference[axis];
+        /* the atoms' box and the reference, as the CPU's energy lays it */
+        lo[axis] = fmin(0.0, cell_lo[axis]);
+        hi[axis] = fmax(0.0, hi[axis] - reference[axis]);
     }
     status = elec__msm_shape_of(p, lo, hi, levels, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
     if (status != ELEC_OK) return status;

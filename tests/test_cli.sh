@@ -435,7 +435,8 @@ refused() { # name, expected status, expected message, output, args...
         ok "$name"
     else fail "$name: status $rc, $(cat "$dir/out")"; fi
 }
-refused elecsurf_refuses_a_malformed_point_list 1 "bad.txt: line 2: z 'x' is not a number" "$dir/r1.txt" \
+refused elecsurf_refuses_a_malformed_point_list 1 "bad.txt: line 2: z 'x' is not a number" \
+    "$dir/r1.txt" \
     --surface "$dir/bad.txt" "$dir/ion.pqr"
 refused elecsurf_refuses_a_negative_projection_outside_gem_mode 1 "elecsurf's --gem" "$dir/r2.txt" \
     --proj -1 --surface "$dir/sphere.txt" "$dir/ion.pqr"

@@ -333,6 +333,8 @@ TEST(pqr_malformed_input_fails_with_line_and_field) {
         {"indented atom", "  ATOM 2 CA GLY 1 1 2 3 0.5 1\n", 0, 2, "indented by 2 column(s)"},
         {"lines ended by CR alone", "ATOM 2 CA GLY 1 1 2 3 0.5 1\rATOM 3 CA GLY 1 4 2 3 0.5 1\r",
          0, 2, "CR alone"},
+        {"an atom after a CR and blanks", "REMARK x\r  ATOM 3 CA GLY 1 4 2 3 0.5 1\n", 0, 2,
+         "CR alone"},
     };
     size_t c;
     for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {

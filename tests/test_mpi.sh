@@ -17,7 +17,8 @@ skip() { echo "skip $1"; skipped=$((skipped + 1)); }
 checks="mpi_dcs_maps_equal_elecmaps mpi_cutoff_maps_equal_elecmaps mpi_msm_maps_are_elecmaps_bit_for_bit
 mpi_mdh_maps_equal_elecmaps mpi_dx_output_is_gathered mpi_rank_without_planes
 mpi_frames_are_elecmaps_bit_for_bit mpi_frame_maps_carry_their_own_remarks
-mpi_mrc_is_written_whole_or_not_at_all mpi_frames_name_a_bad_record_by_its_line mpi_refusals"
+mpi_mrc_is_written_whole_or_not_at_all mpi_frames_name_a_bad_record_by_its_line
+mpi_pipes_and_stdout_maps mpi_refusals"
 why=""
 [ -x "$build/elecmap_mpi" ] || why="no elecmap_mpi in $build (no mpicc: install libopenmpi-dev)"
 [ -z "$why" ] && ! command -v mpirun > /dev/null 2>&1 && why="no mpirun (install openmpi-bin)"
@@ -180,16 +181,17 @@ if mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_remarks.pqr" "$dir/rm
         done
     else good=0; fi
     if [ $good -eq 1 ]; then ok "$name"
-    else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx "$dir"/re_f000*.dx; cat "$dir/out")"; fi
+    else fail "$name: $(grep -h '^#.*REMARK' "$dir"/rm_f000*.dx "$dir"/re_f000*.dx)"; fi
 else fail "$name: $(cat "$dir/out")"; fi
 
 # MPI-IO writes a new file beside the map and renames it over the map once
 # every rank's slab is in: a write that fails (each rank held to a file-size
 # limit of 64 blocks, SIGXFSZ ignored, as a full disk would fail it: the
-# writes past it fail; a write that comes up short without an error, as
-# Open MPI's did on a full tmpfs, is counted by mpi_write_at) fails the run and leaves the old map as it
-# was and no temporary file; a symbolic link at the output is replaced, the
-# file it named left alone (as elecmap does), by the map elecmap writes.
+# writes past it fail; one that comes up short without an error, as Open
+# MPI's did on a full tmpfs, is counted by mpi_write_at, untested here)
+# fails the run and leaves the old map as it was and no temporary file; a
+# symbolic link at the output is replaced, the file it named left alone (as
+# elecmap does), by the map elecmap writes.
 name=mpi_mrc_is_written_whole_or_not_at_all
 echo "the old map" > "$dir/whole.mrc"
 OMP_NUM_THREADS=1 mpirun --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS -np 2 \
@@ -218,6 +220,19 @@ mpi 2 --frames --method dcs --quiet $lattice "$dir/traj_bad.pqr" "$dir/bad.dx" >
 st=$?
 if [ $st -eq 1 ] && grep -q "frame 1: line 70: x coordinate 'bad'" "$dir/out"; then ok "$name"
 else fail "$name: status $st $(cat "$dir/out")"; fi
+
+# A pipe cannot take MPI-IO's writes at offsets: refused, saying so; a map
+# to stdout (DX, gathered) keeps the summary off it, on stderr.
+name=mpi_pipes_and_stdout_maps
+mkfifo "$dir/pipe.mrc"
+mpi 2 --cpu --quiet --dims 4 4 4 --demo "$dir/pipe.mrc" > "$dir/out" 2>&1
+st=$?
+mpi 2 --cpu --dims 4 4 4 --demo /dev/stdout > "$dir/so.dx" 2> "$dir/out2"
+st2=$?
+if [ $st -eq 1 ] && grep -q "is a pipe: MPI-IO writes at offsets" "$dir/out" && [ $st2 -eq 0 ] &&
+   ! grep -q "^elecmap_mpi:" "$dir/so.dx" && grep -q "^elecmap_mpi: (built-in demo)" "$dir/out2"
+then ok "$name"
+else fail "$name: status $st $st2 $(cat "$dir/out" "$dir/out2")"; fi
 
 # Refusals, from rank 0 alone: what this tool does not do (status 2), a
 # missing input, --gpu without CUDA (status 1), an option --frames would

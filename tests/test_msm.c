@@ -311,7 +311,9 @@ TEST(energy_lattices_keep_their_levels_as_the_atoms_move) {
        atoms' own box about that point, they went 2 to 3 for a move of 0.01
        A: a review); and moved by one top-level spacing along an axis the
        ions sit where they sat on the lattices, so the energy is the same to
-       rounding (1e-12 of it). */
+       rounding (1e-12 of it: a check of the moved reference, which laid from
+       the centre itself kept it too; forces_are_the_gradient_of_the_energy
+       is the one the centre fails). */
     static const double direction[3] = {0.48, 0.6, 0.64}; /* |d| = 1 */
     int seed, changed = 0;
     for (seed = 0; seed < 3; seed++) {
