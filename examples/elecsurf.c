@@ -1187,7 +1187,12 @@ int main(int argc, char **argv) {
         if (o.surface == SURFACE_FILE && err.line > 0) /* a point list's line */
             fprintf(stderr, "elecsurf: %s: %s\n", o.surface_file, err.message);
         else
-            fprintf(stderr, "elecsurf: surface: %s\n", err.message);
+            fprintf(stderr, "elecsurf: surface: %s%s\n", err.message,
+                    /* the mesh coarsened to fit atoms spread far apart */
+                    o.surface == SURFACE_MESH && strstr(err.message, "too coarse")
+                        ? " (the mesh's lattice grew coarse to span the atoms: --surface "
+                          "contact puts points on each atom's sphere at any span)"
+                        : "");
         cli_name_atoms("elecsurf", o.input, &mol, &err);
         goto done;
     }

@@ -479,6 +479,11 @@ refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 chara
 printf '# a\n# b\n2147483647 0 0 0\n' > "$dir/huge.vert"
 refused elecsurf_refuses_an_msms_count_its_file_cannot_hold 1 "a count of 2147483647" \
     "$dir/r13.txt" --surface "$dir/huge.vert" "$dir/ion.pqr"
+# atoms 1e8 A apart: a mesh that must span them is too coarse to hold either;
+# the refusal points to the contact surface, which has no span to cover
+printf 'ATOM 1 NA NA 1 0 0 0 1 1.8\nATOM 2 CL CL 2 100000000 0 0 -1 2.2\n' > "$dir/far2.pqr"
+refused elecsurf_points_atoms_far_apart_to_the_contact_surface 1 "surface contact puts points" \
+    "$dir/r14.txt" --surface mesh "$dir/far2.pqr"
 # no output replaces an input, whatever its kind (the table, PLY and PNG
 # once overwrote the structure or the point list)
 cp "$dir/ion.pqr" "$dir/self.txt"
