@@ -4961,12 +4961,6 @@ static int elec__pqr_starts_atom(const char *p, size_t n) {
                        elec__pqr_digit(p[keyword]));
 }
 
-/* The same after any blanks. */
-static int elec__pqr_starts_atom_after_blanks(const char *p, size_t n) {
-    while (n > 0 && elec__pqr_space(*p)) p++, n--;
-    return elec__pqr_starts_atom(p, n);
-}
-
 ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
                                     elec_structure *out, elec_error *err) {
     elec_structure s;
@@ -5019,15 +5013,20 @@ ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
         /* an atom record after a carriage return within a line (lines ended
            by CR alone, old Mac files, read as one) or indented: either
            would be read as no atom at all, silently */
-        for (c = p; c < p + n; c++)
-            if (*c == '\r' && elec__pqr_starts_atom_after_blanks(c + 1,
-                                                                (size_t)(p + n - c - 1))) {
+        for (c = p; c < p + n; c++) {
+            const char *next = c + 1;
+            if (*c != '\r') continue;
+            /* past the blanks once (a line of them stays one pass) */
+            while (next < p + n && elec__pqr_space(*next)) next++;
+            if (elec__pqr_starts_atom(next, (size_t)(p + n - next))) {
                 elec__pqr_release(&s);
                 return elec__fail(err, ELEC_ERR_PARSE, line_number,
                                   "line %ld: an atom record after a carriage return within the "
                                   "line: lines ended by CR alone? (convert them to LF)",
                                   line_number);
             }
+            c = next - 1;
+        }
         while (blanks < n && elec__pqr_space(p[blanks])) blanks++;
         if (blanks > 0 && elec__pqr_starts_atom(p + blanks, n - blanks)) {
             elec__pqr_release(&s);
