@@ -50,10 +50,11 @@ static inline void cli_check_stdout_at_exit(const char *tool) {
    that name is too long; elec.h, elec_output_open) and renames it at the
    end; a tool stopped by SIGINT, SIGTERM, SIGHUP or SIGXFSZ (a file-size
    limit) before then removes those names (its own: the PID is in them),
-   then dies of the signal as before.  A stopped write once left 110 MB behind, found by no later run.
-   The names are made here, before the run: a signal handler may call
-   unlink, not snprintf.  N counts the library's attempts past names taken
-   (left by another process of the same PID); the first few are named. */
+   then dies of the signal as before (a stopped write once left 110 MB
+   behind, which no later run found).  The names are made here, before the
+   run: a signal handler may call unlink, not snprintf.  N counts the
+   library's attempts past names taken (left by another process of the
+   same PID); the first few are named. */
 #define CLI_TEMP_ATTEMPTS 4
 #define CLI_TEMP_NAMES (4 * 2 * CLI_TEMP_ATTEMPTS)
 static char cli__temp_name[CLI_TEMP_NAMES][4200];
