@@ -4293,27 +4293,35 @@ static char *elec__concat(const char *p, size_t n, const char *a,
     return s;
 }
 
-/* The temporary file for path: ".NAME.elec-PID-N.tmp" in path's directory
-   (".elec-PID-N.tmp" where that name is too long), created exclusively,
-   so that it is new and no one else's.  Returns its name, or NULL with
-   errno set. */
+/* The name of the temporary file for path at a given attempt:
+   ".NAME.elec-PID-N.tmp" in path's directory, or ".elec-PID-N.tmp" there
+   (short_name, where the first is too long); allocated, NULL without
+   memory.  The tools make the same names ahead of a signal
+   (examples/cli.h, cli_remove_temps_on_signal). */
 #ifdef ELEC__POSIX
-static char *elec__output_temp(const char *path, unsigned mode, int *fd) {
+static char *elec__output_temp_name(const char *path, int attempt, int short_name) {
     const char *slash = strrchr(path, '/');
     size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    char suffix[64];
+    char *temp;
+    snprintf(suffix, sizeof suffix, ".elec-%ld-%d.tmp", (long)getpid(), attempt);
+    temp = short_name ? elec__concat(path, dir, suffix, "")
+                      : elec__concat(path, dir, ".", path + dir);
+    if (temp && !short_name) {
+        char *whole = elec__concat(temp, strlen(temp), suffix, "");
+        ELEC_FREE(temp);
+        temp = whole;
+    }
+    return temp;
+}
+
+/* The temporary file for path (elec__output_temp_name), created
+   exclusively, so that it is new and no one else's.  Returns its name, or
+   NULL with errno set. */
+static char *elec__output_temp(const char *path, unsigned mode, int *fd) {
     int attempt, short_name = 0;
     for (attempt = 0; attempt < 100; attempt++) {
-        char suffix[64];
-        char *temp;
-        snprintf(suffix, sizeof suffix, ".elec-%ld-%d.tmp", (long)getpid(),
-                 attempt);
-        temp = short_name ? elec__concat(path, dir, suffix, "")
-                          : elec__concat(path, dir, ".", path + dir);
-        if (temp && !short_name) {
-            char *whole = elec__concat(temp, strlen(temp), suffix, "");
-            ELEC_FREE(temp);
-            temp = whole;
-        }
+        char *temp = elec__output_temp_name(path, attempt, short_name);
         if (!temp) {
             errno = ENOMEM;
             return NULL;

@@ -46,15 +46,15 @@ static inline void cli_check_stdout_at_exit(const char *tool) {
 }
 
 /* An interrupted run leaves no temporary file behind.  The library writes
-   an output to ".NAME.elec-PID-N.tmp" beside it (".elec-PID-N.tmp" where
-   that name is too long; elec.h, elec_output_open) and renames it at the
-   end; a tool stopped by SIGINT, SIGTERM, SIGHUP or SIGXFSZ (a file-size
-   limit) before then removes those names (its own: the PID is in them),
-   then dies of the signal as before (a stopped write once left 110 MB
-   behind, which no later run found).  The names are made here, before the
-   run: a signal handler may call unlink, not snprintf.  N counts the
-   library's attempts past names taken (left by another process of the
-   same PID); the first few are named. */
+   an output to a temporary file beside it (elec.h, elec__output_temp_name:
+   the PID is in its name) and renames it at the end; a tool stopped by
+   SIGINT, SIGTERM, SIGHUP or SIGXFSZ (a file-size limit) before then
+   removes those names, then dies of the signal as before (a stopped write
+   once left 110 MB behind, which no later run found).  The names are made
+   here, before the run: a signal handler may call unlink, not snprintf.
+   The library's attempt N counts names already taken (left by another
+   process of the same PID); the first few attempts are named, in both
+   forms. */
 #define CLI_TEMP_ATTEMPTS 4
 #define CLI_TEMP_NAMES (4 * 2 * CLI_TEMP_ATTEMPTS)
 static char cli__temp_name[CLI_TEMP_NAMES][4200];
@@ -71,20 +71,14 @@ static inline void cli_remove_temps_on_signal(const char *path) {
 #else
     static const int signals[3] = {SIGINT, SIGTERM, SIGHUP};
 #endif
-    const char *slash = strrchr(path, '/');
-    const int dir = slash ? (int)(slash - path) + 1 : 0;
     struct sigaction action;
     int attempt, k;
     for (attempt = 0; attempt < CLI_TEMP_ATTEMPTS; attempt++)
         for (k = 0; k < 2 && cli__temp_count < CLI_TEMP_NAMES; k++) {
-            char *name = cli__temp_name[cli__temp_count];
-            const int n = k == 0 ? snprintf(name, sizeof cli__temp_name[0],
-                                            "%.*s.%s.elec-%ld-%d.tmp", dir, path, path + dir,
-                                            (long)getpid(), attempt)
-                                 : snprintf(name, sizeof cli__temp_name[0],
-                                            "%.*s.elec-%ld-%d.tmp", dir, path, (long)getpid(),
-                                            attempt);
-            if (n > 0 && (size_t)n < sizeof cli__temp_name[0]) cli__temp_count++;
+            char *name = elec__output_temp_name(path, attempt, k);
+            if (name && strlen(name) < sizeof cli__temp_name[0])
+                strcpy(cli__temp_name[cli__temp_count++], name);
+            elec_free(name);
         }
     memset(&action, 0, sizeof action);
     action.sa_handler = cli__remove_temps;

@@ -54,7 +54,6 @@
 #include "examples/elecmap.c"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -189,8 +188,8 @@ static elec_map_stats reduce_stats(const slab_job *job, size_t plane, size_t tot
 }
 
 /* Where MPI-IO writes path's map, chosen by rank 0 and sent to every rank:
-   a new file beside path (".NAME.elec-mpi-PID-N.tmp", created exclusively,
-   with the permission bits of the file it will replace), so that a run
+   a new file beside path (elec_output_open's, created exclusively, with
+   the permission bits of the file it will replace), so that a run
    that fails leaves the old map as it was, as elecmap's outputs are; or
    path itself where it is a device (/dev/null), written through.  A pipe
    is refused: MPI-IO writes at offsets.  *temp says which. */
@@ -200,37 +199,32 @@ static elec_status mpi_target(const char *path, int rank, char target[MPI_TARGET
     elec_status s = ELEC_OK;
     int e = 0, flags[2] = {0, 0};
     if (rank == 0) {
-        const char *slash = strrchr(path, '/');
-        const int dir = slash ? (int)(slash - path) + 1 : 0;
         struct stat st;
         const int exists = stat(path, &st) == 0;
-        int attempt, fd = -1;
+        int fd = -1;
         if (exists && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
             s = elec_fail(err, ELEC_ERR_IO, 0, "'%s' is a pipe: MPI-IO writes at offsets (name "
                           "a file, or a .dx map, which rank 0 writes whole)", path);
         } else if (exists && !S_ISREG(st.st_mode)) {
             snprintf(target, MPI_TARGET_SIZE, "%s", path);
         } else {
-            for (attempt = 0; attempt < 100 && fd < 0; attempt++) {
-                if (snprintf(target, MPI_TARGET_SIZE, "%.*s.%s.elec-mpi-%ld-%d.tmp", dir, path,
-                             path + dir, (long)getpid(), attempt) >= MPI_TARGET_SIZE) {
-                    e = ENAMETOOLONG;
-                    break;
-                }
-                fd = open(target, O_WRONLY | O_CREAT | O_EXCL, exists ? st.st_mode & 0777 : 0666);
-                if (fd < 0 && errno != EEXIST) {
-                    e = errno;
-                    break;
-                }
-            }
-            if (fd >= 0) {
+            /* the library's own temporary file (elec_output_open's) */
+            char *temp = elec__output_temp(path, exists ? (unsigned)(st.st_mode & 0777) : 0666u,
+                                           &fd);
+            if (!temp) {
+                e = errno;
+            } else if (strlen(temp) >= MPI_TARGET_SIZE) {
+                e = ENAMETOOLONG;
+                close(fd);
+                remove(temp);
+            } else {
+                strcpy(target, temp);
                 close(fd);
                 /* open() applied the umask; an existing file's bits are kept whole */
                 if (exists) (void)chmod(target, st.st_mode & 0777);
                 flags[1] = 1;
-            } else if (!e) {
-                e = EEXIST;
             }
+            elec_free(temp);
         }
         if (e)
             s = elec_fail(err, ELEC_ERR_IO, 0, "cannot create a file beside '%s' to write it: %s",
