@@ -585,8 +585,10 @@ typedef struct elec_atom_label {
     char after_end_of_complex; /* 1 when a "REMARK END-OF-COMPLEX" came since
                                   the atom before (NAB's convention): the
                                   HCP hierarchy starts a complex there      */
-    int serial;           /* atom serial number as written                 */
-    int residue_number;
+    int serial;           /* atom serial number as written (hybrid-36 read:
+                             "A0000" is 100000); -1 where the writer put
+                             asterisks, its columns overflowed            */
+    int residue_number;   /* as written, hybrid-36 read ("A000" is 10000) */
 } elec_atom_label;
 
 /* A structure read from a file: arrays owned by the structure, freed by
@@ -605,6 +607,9 @@ typedef struct elec_structure {
 /* Reads a PQR file: ATOM/HETATM records as pdb2pqr writes them (PDB
    columns) or whitespace-separated, with or without chain identifiers,
    residue names of up to 4 characters, and a CRYST1 cell when present.
+   Serial and residue numbers past their columns (over 99,999 atoms, 9,999
+   residues) are read as hybrid-36, and a serial of asterisks as -1; a
+   residue number of asterisks is refused, as it hides where residues end.
    One structure: past an END or ENDMDL record nothing is read, and an
    atom there (files run together, a trajectory's next frame or model)
    fails the read, naming both lines, as merging them would be a wrong
@@ -4025,6 +4030,57 @@ static int elec__pqr_int(const char *p, size_t n, const char *field, int *out,
     return 0;
 }
 
+/* A hybrid-36 number of `width` characters (the PDB convention for serial
+   numbers past 99,999 and residue numbers past 9,999, width 5 and 4, which
+   Phenix, ChimeraX and cctbx write): decimal up to 10^width - 1, then
+   "A000" onwards counts on in base 36 with upper-case letters, then "a000"
+   onwards with lower-case ones.  "A0000" is 100,000, "a0000" 100,000 +
+   26 * 36^4.  Returns 1 and sets *out where p is one. */
+static int elec__pqr_hybrid36(const char *p, size_t n, size_t width, int *out) {
+    long long value = 0, block = 1, decimal = 1;
+    int upper, i;
+    if (n != width || width < 1 || width > 5 || !elec__pqr_letter(p[0])) return 0;
+    upper = p[0] >= 'A' && p[0] <= 'Z';
+    for (i = 0; i < (int)n; i++) {
+        char c = p[i];
+        int digit;
+        if (elec__pqr_digit(c)) digit = c - '0';
+        else if (upper && c >= 'A' && c <= 'Z') digit = 10 + (c - 'A');
+        else if (!upper && c >= 'a' && c <= 'z') digit = 10 + (c - 'a');
+        else return 0; /* mixed case, or not a base-36 digit */
+        value = 36 * value + digit;
+    }
+    for (i = 1; i < (int)width; i++) block *= 36;
+    for (i = 0; i < (int)width; i++) decimal *= 10;
+    /* value - 10 * block counts from the first letter's "A000" */
+    *out = (int)(decimal + (value - 10 * block) + (upper ? 0 : 26 * block));
+    return 1;
+}
+
+/* A label's number (serial `width` 5, residue number 4): decimal, or
+   hybrid-36 (elec__pqr_hybrid36).  A field of asterisks, which writers put
+   where a number overflows its columns, is read as serial -1 (a serial
+   labels an atom and nothing more) and refused as a residue number, which
+   says where one residue ends and the next begins. */
+static int elec__pqr_label_number(const char *p, size_t n, size_t width, const char *field,
+                                  int *out, char *why, size_t why_size) {
+    size_t stars = 0;
+    if (elec__pqr_hybrid36(p, n, width, out)) return 1;
+    while (stars < n && p[stars] == '*') stars++;
+    if (n > 0 && stars == n) {
+        if (width == 5) {
+            *out = -1;
+            return 1;
+        }
+        snprintf(why, why_size,
+                 "%s '%.*s%s' overflowed its columns and so does not say where one residue "
+                 "ends: write the file with hybrid-36 (\"A000\") or wrapped residue numbers",
+                 field, ELEC__PQR_QUOTE(p, n));
+        return 0;
+    }
+    return elec__pqr_int(p, n, field, out, why, why_size);
+}
+
 /* Copies a name into a fixed label field, refusing one that does not fit. */
 static int elec__pqr_name(const char *p, size_t n, const char *field,
                           char *dst, size_t dst_size, char *why,
@@ -4047,12 +4103,14 @@ static int elec__pqr_name(const char *p, size_t n, const char *field,
 static int elec__pqr_residue(const char *p, size_t n, elec_atom_label *label,
                              char *why, size_t why_size) {
     label->insertion_code = ' ';
-    if (n > 1 && elec__pqr_letter(p[n - 1])) {
+    /* a letter leads a hybrid-36 number ("A000"), a digit or sign a decimal
+       one, whose insertion code follows it */
+    if (n > 1 && elec__pqr_letter(p[n - 1]) && !elec__pqr_letter(p[0])) {
         label->insertion_code = p[n - 1];
         n--;
     }
-    return elec__pqr_int(p, n, "residue number", &label->residue_number, why,
-                         why_size);
+    return elec__pqr_label_number(p, n, 4, "residue number", &label->residue_number, why,
+                                  why_size);
 }
 
 /* Whether a byte can stand in a text file (PQR, OpenDX): not NUL or
@@ -4742,8 +4800,8 @@ static int elec__pqr_fields(const elec__pqr_token *t, size_t n,
         a->label.chain = t[3].p[0];
     }
     base = n == 10 ? 4 : 3;
-    if (!elec__pqr_int(t[0].p, t[0].n, "serial number", &a->label.serial, why,
-                       why_size))
+    if (!elec__pqr_label_number(t[0].p, t[0].n, 5, "serial number", &a->label.serial, why,
+                                why_size))
         return 0;
     ++*fields_read;
     if (!elec__pqr_name(t[1].p, t[1].n, "atom name", a->label.name,
@@ -4804,8 +4862,8 @@ static int elec__pqr_fixed(const char *line, size_t length, elec__pqr_atom *a,
         return 0;
     }
     t = elec__pqr_columns(line, length, 7, 11);
-    if (!elec__pqr_int(t.p, t.n, "serial number (columns 7-11)",
-                       &a->label.serial, why, why_size))
+    if (!elec__pqr_label_number(t.p, t.n, 5, "serial number (columns 7-11)",
+                                &a->label.serial, why, why_size))
         return 0;
     ++*fields_read;
     t = elec__pqr_columns(line, length, 13, 16);
@@ -4821,8 +4879,8 @@ static int elec__pqr_fixed(const char *line, size_t length, elec__pqr_atom *a,
     ++*fields_read;
     a->label.chain = elec__pqr_space(line[21]) ? ' ' : line[21];
     t = elec__pqr_columns(line, length, 23, 26);
-    if (!elec__pqr_int(t.p, t.n, "residue number (columns 23-26)",
-                       &a->label.residue_number, why, why_size))
+    if (!elec__pqr_label_number(t.p, t.n, 4, "residue number (columns 23-26)",
+                                &a->label.residue_number, why, why_size))
         return 0;
     ++*fields_read;
     a->label.insertion_code = elec__pqr_space(line[26]) ? ' ' : line[26];

@@ -376,6 +376,63 @@ TEST(pqr_after_a_byte_order_mark_reads_its_first_atom) {
     if (status == ELEC_OK) elec_structure_free(&s);
 }
 
+TEST(pqr_reads_numbers_past_their_columns_as_their_writers_meant) {
+    /* Past 99,999 atoms and 9,999 residues the PDB's columns overflow:
+       hybrid-36 (Phenix, ChimeraX) counts on from "A0000" (serial) and
+       "A000" (residue) in base 36, upper case, then lower case; VMD and
+       others write asterisks.  The values below are the convention's own
+       boundaries, counted from its definition: 10^w, then 26 * 36^(w-1)
+       upper-case numbers, then as many lower-case ones. */
+    static const char fixed[] =
+        "ATOM  99999  O   HOH W9999      10.000  10.000  10.000 -0.8476 1.7700\n"
+        "ATOM  A0000  H1  HOH WA000      10.800  10.600  10.000  0.4238 1.0000\n"
+        "ATOM  ZZZZZ  H2  HOH WZZZZ       9.200  10.600  10.000  0.4238 1.0000\n"
+        "ATOM  a0000  O   HOH Wa000      20.000  10.000  10.000 -0.8476 1.7700\n"
+        "ATOM  *****  H1  HOH Wa001      20.800  10.600  10.000  0.4238 1.0000\n";
+    static const char whitespace[] = "ATOM A0001 O HOH A001 1 2 3 -0.8 1.7\n"
+                                     "ATOM ***** H1 HOH A001 2 2 3 0.4 1.0\n";
+    static const struct {
+        int serial, residue;
+    } want[5] = {{99999, 9999},
+                 {100000, 10000},
+                 {100000 + 26 * 36 * 36 * 36 * 36 - 1, 10000 + 26 * 36 * 36 * 36 - 1},
+                 {100000 + 26 * 36 * 36 * 36 * 36, 10000 + 26 * 36 * 36 * 36},
+                 {-1, 10000 + 26 * 36 * 36 * 36 + 1}};
+    static const char *const refused[][2] = {
+        {"ATOM  A0000  O   HOH  ****      10.000  10.000  10.000 -0.8476 1.7700\n",
+         "residue number '****' overflowed its columns"},
+        {"ATOM  Aa000  O   HOH W   1      10.000  10.000  10.000 -0.8476 1.7700\n",
+         "serial number 'Aa000' is not an integer"}}; /* mixed case */
+    elec_structure s;
+    elec_error err;
+    size_t i, residues[3];
+    int status = parse(fixed, &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 5, "status %d: %s", status, err.message);
+    if (status != ELEC_OK) return;
+    for (i = 0; i < 5; i++)
+        EXPECT(s.label[i].serial == want[i].serial &&
+                   s.label[i].residue_number == want[i].residue && s.label[i].chain == 'W',
+               "atom %zu: serial %d residue %d chain '%c', want %d %d 'W'", i + 1,
+               s.label[i].serial, s.label[i].residue_number, s.label[i].chain, want[i].serial,
+               want[i].residue);
+    /* the numbers rise, so the residues are those of one chain */
+    status = (int)elec_structure_components(&s, NULL, NULL, NULL, residues, &err);
+    EXPECT(status == ELEC_OK && residues[0] == 5 && residues[1] == 1,
+           "%zu residues in %zu chains, want 5 in 1", residues[0], residues[1]);
+    elec_structure_free(&s);
+    status = parse(whitespace, &s, &err);
+    EXPECT(status == ELEC_OK && s.count == 2 && s.label[0].serial == 100001 &&
+               s.label[0].residue_number == 10001 && s.label[1].serial == -1,
+           "whitespace dialect: status %d: %s", status, err.message);
+    if (status == ELEC_OK) elec_structure_free(&s);
+    for (i = 0; i < 2; i++) {
+        status = parse(refused[i][0], &s, &err);
+        EXPECT(status == ELEC_ERR_PARSE && strstr(err.message, refused[i][1]) != NULL,
+               "case %zu: status %d: '%s' does not say '%s'", i, status, err.message,
+               refused[i][1]);
+    }
+}
+
 TEST(pqr_without_atoms_or_file_fails) {
     elec_structure s;
     elec_error err;
@@ -1209,6 +1266,7 @@ int main(void) {
     RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
     RUN(pqr_malformed_input_fails_with_line_and_field);
     RUN(pqr_after_a_byte_order_mark_reads_its_first_atom);
+    RUN(pqr_reads_numbers_past_their_columns_as_their_writers_meant);
     RUN(pqr_without_atoms_or_file_fails);
     RUN(pqr_two_million_atoms);
     RUN(pqr_reads_every_real_structure);
