@@ -894,8 +894,8 @@ TEST(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it) {
     /* At T = 1e-3 and 1e-4 (the GPU's float floor is 1e-5) the handle
        resolves its params as elec_msm_periodic_params_resolve does (on the
        power-of-two lattices and the box's density), and water's forces
-       meet T against exact Ewald: tests/test_tolerance.c's check, on the
-       device. */
+       meet T against exact Ewald and its energy the estimate's bound:
+       tests/test_tolerance.c's checks, on the device. */
     static const double tolerances[2] = {1e-3, 1e-4};
     test_system water = test_system_water(216, 3);
     elec_box box = test_box(water.box[0], water.box[1], water.box[2]);
@@ -926,10 +926,18 @@ TEST(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it) {
                (int)cpu.interpolation, cpu.spacing, cpu.cutoff);
         EXPECT(pmsm_gpu(&water, &box, &p, &e, f, NULL, &err) == ELEC_OK, "%s", err.message);
         const double df = rel_diff(f, fe, 3 * water.count);
-        printf("     T %.0e: order %d h %.3f a %.1f (fit %.1e): forces %.2e against Ewald\n",
+        const double de = fabs(e - truth.total);
+        printf("     T %.0e: order %d h %.3f a %.1f (fit %.1e): forces %.2e against Ewald; "
+               "energy %.2e (estimate %.2e)\n",
                tolerances[k], (int)gpu.interpolation, gpu.spacing, gpu.cutoff,
-               gpu.estimate.force, df);
+               gpu.estimate.force, df, de, gpu.estimate.energy);
         EXPECT(df <= tolerances[k], "forces %.3e > %g", df, tolerances[k]);
+        /* the energy within 3 times the CPU's estimate (tests/test_tolerance.c
+           holds the CPU to it), with the GPU's float floor, 1e-5 of it */
+        EXPECT(gpu.estimate.energy == cpu.estimate.energy && gpu.estimate.energy > 0.0 &&
+                   de <= 3.0 * gpu.estimate.energy + 1e-5 * fabs(truth.total),
+               "T %g: energy %.3e off, estimate %.3e (the CPU's %.3e)", tolerances[k], de,
+               gpu.estimate.energy, cpu.estimate.energy);
     }
     free(f);
     free(fe);
