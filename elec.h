@@ -1958,7 +1958,8 @@ ELEC_API elec_status elec_atoms_halo(const elec_atoms *atoms, const elec_lattice
    into xyz (3 count, interleaved), charges into charge (count) and, where
    radius is not NULL, radii (count; 0 where the view has none).  View
    them with elec_atoms_from_xyz.  ELEC_ERR_INVALID_ARG for an index past
-   the atoms or a NULL array. */
+   the atoms or a NULL array (the view's too).  The arrays must have room
+   for count atoms: C cannot check that. */
 ELEC_API elec_status elec_atoms_gather(const elec_atoms *atoms, const size_t *index,
                                        size_t count, double *xyz, double *charge,
                                        double *radius, elec_error *err);
@@ -9709,6 +9710,11 @@ ELEC_DEF elec_status elec_atoms_gather(const elec_atoms *atoms, const size_t *in
     if (!atoms) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "atoms is NULL");
     if (count && (!index || !xyz || !charge))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "index, xyz or charge is NULL");
+    /* the view's arrays (elec_atoms_check would read every atom: the halo
+       it gathers from has) */
+    if (count && (!atoms->x || !atoms->y || !atoms->z || !atoms->charge))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "the atoms' view has no positions or charges");
     for (i = 0; i < count; i++)
         if (index[i] >= atoms->count)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,

@@ -161,6 +161,9 @@ TEST(gather_copies_the_atoms_it_is_given) {
     }
     EXPECT(elec_atoms_gather(&atoms, &bad, 1, xyz, q, r, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "past"), "index 50 of 50: %s", err.message);
+    atoms.charge = NULL; /* a view without charges was read through */
+    EXPECT(elec_atoms_gather(&atoms, index, 4, xyz, q, r, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "no positions or charges"), "no charges: %s", err.message);
     test_system_free(&sys);
 }
 
