@@ -880,7 +880,7 @@ typedef struct elec_mdh_params {
 /* Inverse Debye length kappa (1/A) of a 1:1 electrolyte of ionic strength I
    (mol/L) in a solvent of relative permittivity eps at temperature T (K):
    kappa^2 = 2 N_A e^2 I 1000 / (eps eps0 k T).  0.1 M, 78.54, 298.15 K
-   gives 0.1040 /A (a Debye length of 9.6 A). */
+   gives 0.1039 /A (a Debye length of 9.6 A). */
 ELEC_API double elec_kappa_from_ionic_strength(double ionic_strength,
                                                double dielectric,
                                                double temperature);

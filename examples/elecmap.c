@@ -193,8 +193,11 @@ static void usage(FILE *out) {
 "                        the GPU: about an hour of DCS)\n"
 "  --max-points N        refuse lattices of more than N points (default\n"
 "                        268435456 = 2^28, a 1 GiB map)\n"
+    );
+    fprintf(out, /* in two parts: C99 promises string literals of 4095 bytes */
 "  --spacing H           lattice spacing in A (default 0.5)\n"
-"  --padding P           margin around the molecule in A (default 10)\n"
+"  --padding P           margin around the molecule in A (default 10; for\n"
+"                        charges at least order x spacing, the stencil)\n"
 "  --dims NX NY NZ       explicit point counts (instead of padding)\n"
 "  --origin X Y Z        explicit origin (with --dims; default: centred)\n"
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
@@ -211,7 +214,8 @@ static void usage(FILE *out) {
 "                        volts (V = 14.3996 x e/A)\n"
 "  --temperature T       K, for kT/e and the Debye length (default 298.15)\n"
 "  --ionic-strength I    mol/L, MDH screening (default 0.15)\n"
-"  --kappa K             inverse Debye length in 1/A (overrides the above)\n"
+"  --kappa K             inverse Debye length in 1/A, 0 for none (instead of\n"
+"                        the above)\n"
 "  --demo                use the built-in input (an ion pair in water)\n"
 "  --quiet               no progress and no summary\n"
 "  --version             elec's version and what this build has\n"
@@ -299,6 +303,14 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             if (!(o->tolerance > 0.0 && o->tolerance < 1.0)) {
                 fprintf(messages, TOOL ": --tolerance %g: give a relative error in (0, 1)\n",
                         o->tolerance);
+                return PARSE_ERROR;
+            }
+            /* below the measured table's reach: a usage error as the range
+               is, not a refusal after the input was read */
+            if (o->tolerance < ELEC_MSM_TOLERANCE_FLOOR) {
+                fprintf(messages, TOOL ": --tolerance %g: MSM reaches %g at the tightest "
+                                  "(its measured table)\n", o->tolerance,
+                        ELEC_MSM_TOLERANCE_FLOOR);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--msm-order")) {
@@ -488,6 +500,37 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         return PARSE_ERROR;
     }
     if (!method_options_fit(o, messages)) return PARSE_ERROR;
+    if (o->given & OPTION_ORDER) {
+        /* the orders each basis has (elec_chargemap_params_resolve's) */
+        const int n = o->charge_order;
+        if (o->charge_basis == ELEC_CHARGEMAP_SKEEL && (n < 4 || n > 10 || n % 2 != 0)) {
+            fprintf(messages, TOOL ": --order %d: Skeel's basis has orders 4 (C1 cubic), 6, 8 "
+                              "and 10\n", n);
+            return PARSE_ERROR;
+        }
+        if (o->charge_basis == ELEC_CHARGEMAP_BSPLINE && (n < 4 || n > ELEC_MAX_SPLINE_ORDER)) {
+            fprintf(messages, TOOL ": --order %d: B-splines of order 4 to %d\n", n,
+                    ELEC_MAX_SPLINE_ORDER);
+            return PARSE_ERROR;
+        }
+    }
+    /* --kappa sets the screening alone, 0 too (the library reads kappa 0
+       as "from the ionic strength": --kappa 0 once mapped the default
+       0.15 M's screening) */
+    if ((o->given & OPTION_KAPPA) && (o->given & OPTION_IONIC)) {
+        fprintf(messages, TOOL ": --kappa sets the screening, and --ionic-strength sets it "
+                          "from a concentration: give one of them\n");
+        return PARSE_ERROR;
+    }
+    if (o->given & OPTION_KAPPA) o->ionic_strength = 0.0;
+    /* a charge map's lattice holds every atom's stencil: a B-spline's
+       reaches up to order - 1 points below its atom, Skeel's order / 2
+       either side, so the default padding grows to order points where
+       that is wider (order 8 at 2 A once left an atom's stencil out) */
+    if (o->method_given && o->method == METHOD_CHARGES && !padding_given && !o->explicit_dims) {
+        const double reach = (o->charge_order > 0 ? o->charge_order : 4) * o->spacing;
+        if (reach > o->padding) o->padding = reach;
+    }
     return PARSE_RUN;
 }
 
@@ -977,6 +1020,17 @@ static int elecmap_run(options *o) {
 #else
         fprintf(stderr, TOOL ": %s: this elecmap was built without CUDA\n",
                 o->gpus ? "--gpus" : "--gpu");
+#endif
+        return 1;
+    }
+    if (!use_gpu && (o->given & (OPTION_DCS_VARIANT | OPTION_CHARGE_VARIANT))) {
+        /* a GPU kernel's name, on a run the CPU computes (it went by
+           without a word) */
+#ifdef ELEC_WITH_CUDA
+        fprintf(stderr, TOOL ": --variant picks a GPU kernel, and no CUDA device is present\n");
+#else
+        fprintf(stderr, TOOL ": --variant picks a GPU kernel, and this elecmap was built "
+                        "without CUDA\n");
 #endif
         return 1;
     }

@@ -1184,9 +1184,13 @@ int main(int argc, char **argv) {
     }
     start = seconds_now();
     if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
-        if (o.surface == SURFACE_FILE && err.line > 0) /* a point list's line */
-            fprintf(stderr, "elecsurf: %s: %s\n", o.surface_file, err.message);
-        else
+        if (o.surface == SURFACE_FILE && err.line > 0) { /* a point list's line */
+            /* the MSMS reader's messages name their file (.vert or .face)
+               already: once it stood there twice */
+            const int unnamed = strncmp(err.message, "line ", 5) == 0;
+            fprintf(stderr, "elecsurf: %s%s%s\n", unnamed ? o.surface_file : "",
+                    unnamed ? ": " : "", err.message);
+        } else
             fprintf(stderr, "elecsurf: surface: %s%s\n", err.message,
                     /* the mesh coarsened to fit atoms spread far apart */
                     o.surface == SURFACE_MESH && strstr(err.message, "too coarse")

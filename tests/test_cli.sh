@@ -119,7 +119,11 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--method charges --units kcal|--units is for potentials" \
             "--units kcal --temperature 300|--temperature is for kT units" \
             "--dims 30 30 30 --padding 5|--padding sizes the lattice" \
-            "--temperature 0|--temperature 0: give a positive value"; do
+            "--temperature 0|--temperature 0: give a positive value" \
+            "--method mdh --kappa 0 --ionic-strength 0.1|--kappa sets the screening" \
+            "--method msm --tolerance 1e-7|MSM reaches 2e-07" \
+            "--method charges --order 12|Skeel's basis has orders" \
+            "--method charges --basis bspline --order 9|B-splines of order 4 to 8"; do
     args=${case%%|*}
     # shellcheck disable=SC2086 # the options, split on purpose
     "$build/elecmap" --quiet $args --demo "$dir/x.dx" > "$dir/out" 2>&1
@@ -448,6 +452,10 @@ refused elecsurf_refuses_zero_radii_without_a_size 1 "elecsurf's --A" "$dir/r4.t
 refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
     "$dir/r5.xyz" "$dir/ion.pqr"
 refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-charges 3 "$dir/ion.pqr"
+# an MSMS file's error names it once (the tool's prefix doubled the reader's)
+printf '# MSMS\n#\n1000000 1 0 0\n' > "$dir/v.vert"
+refused elecsurf_names_a_bad_msms_file_once 1 "elecsurf: [^ ]*v.vert: line 3: a count of 1000000" \
+    "$dir/r6b.txt" --surface "$dir/v.vert" "$dir/ion.pqr"
 refused elecsurf_refuses_salt_with_a_map 2 "salt with a map" "$dir/r7.dx" --salt 0.1 "$dir/ion.pqr"
 refused elecsurf_refuses_a_projection_with_a_map 2 "proj with a map" "$dir/r8.mrc" --proj 1.4 \
     "$dir/ion.pqr"
@@ -731,6 +739,36 @@ if grep -q "no CUDA device\|built without CUDA" "$dir/out"; then
 elif [ $st -eq 0 ] && grep -q "device     .*GPU\|device     .*H1\|device     [0-9] x" "$dir/out"; then
     skip "elecmap_says_when_gpus_all_finds_no_gpu: this machine has a GPU"
 else fail "elecmap_says_when_gpus_all_finds_no_gpu: status $st $(cat "$dir/out")"; fi
+
+# --kappa 0 is no screening, as --ionic-strength 0 (the library reads kappa
+# 0 as "from the ionic strength", and --kappa 0 once mapped the default 0.15
+# M's screening beside a summary of the same); a GPU kernel's name on a run
+# the CPU computes is refused (it went by without a word; a README audit's)
+printf 'ATOM      1  NA  NA      1       0.000   0.000   0.000  1.0000 2.0000\n' > "$dir/k0.pqr"
+"$build/elecmap" --cpu --quiet --method mdh --kappa 0 --dims 3 1 1 --origin 10 0 0 \
+    --spacing 5 "$dir/k0.pqr" "$dir/k0.dx" > "$dir/out" 2>&1; st1=$?
+"$build/elecmap" --cpu --quiet --method mdh --ionic-strength 0 --dims 3 1 1 --origin 10 0 0 \
+    --spacing 5 "$dir/k0.pqr" "$dir/i0.dx" > "$dir/out2" 2>&1; st2=$?
+"$build/elecmap" --cpu --quiet --method mdh --dims 3 1 1 --origin 10 0 0 \
+    --spacing 5 "$dir/k0.pqr" "$dir/default.dx" > "$dir/out3" 2>&1; st3=$?
+if [ $st1 -eq 0 ] && [ $st2 -eq 0 ] && [ $st3 -eq 0 ] &&
+   [ "$(dx_values "$dir/k0.dx")" = "$(dx_values "$dir/i0.dx")" ] &&
+   [ "$(dx_values "$dir/k0.dx")" != "$(dx_values "$dir/default.dx")" ]; then
+    ok "elecmap_kappa_0_is_no_screening"
+else fail "elecmap_kappa_0_is_no_screening: $st1 $st2 $st3 $(cat "$dir/out" "$dir/out2")"; fi
+"$build/elecmap" --quiet --variant simple --spacing 3 --demo "$dir/v.dx" > "$dir/out" 2>&1; st=$?
+if grep -q "built without CUDA\|no CUDA device" "$dir/out" && [ $st -eq 1 ] &&
+   [ ! -e "$dir/v.dx" ]; then
+    ok "elecmap_refuses_a_gpu_kernel_on_a_cpu_run"
+elif [ $st -eq 0 ] && [ -s "$dir/v.dx" ]; then
+    skip "elecmap_refuses_a_gpu_kernel_on_a_cpu_run: this machine has a GPU"
+else fail "elecmap_refuses_a_gpu_kernel_on_a_cpu_run: status $st $(cat "$dir/out")"; fi
+# a charge map's default padding holds its stencil (order 8 B-splines at 2
+# A once left an atom's stencil out of the 10 A padding)
+if "$build/elecmap" --cpu --quiet --method charges --basis bspline --order 8 --spacing 2 \
+    --demo "$dir/ch.dx" > "$dir/out" 2>&1 && [ -s "$dir/ch.dx" ]; then
+    ok "elecmap_charge_maps_default_padding_holds_the_stencil"
+else fail "elecmap_charge_maps_default_padding_holds_the_stencil: $(cat "$dir/out")"; fi
 
 # An MDH map is the potential in water, as APBS's mdh boundary condition:
 # q e^(-kappa (r - sigma)) / (78.54 r (1 + kappa sigma)) in kcal/(mol e)
