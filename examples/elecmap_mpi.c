@@ -626,16 +626,19 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0)
         device = rank % elec_cuda_device_count();
 #endif
-    status = o->device == DEVICE_GPU && device < 0;
+    /* --gpu, or a GPU kernel's name (--variant), where a rank computes on
+       the CPU */
+    status = (o->device == DEVICE_GPU || (o->given & OPTION_DCS_VARIANT)) && device < 0;
     MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (status) {
         if (rank == 0)
 #ifdef ELEC_WITH_CUDA
-            fprintf(stderr, "elecmap_mpi: --gpu: a rank has no CUDA device (--cpu to compute "
-                            "on the CPU)\n");
+            fprintf(stderr, "elecmap_mpi: %s: a rank has no CUDA device (--cpu to compute "
+                            "on the CPU)\n", o->device == DEVICE_GPU ? "--gpu" : "--variant");
 #else
-            fprintf(stderr, "elecmap_mpi: --gpu: this elecmap_mpi was built without CUDA "
-                            "(make elecmap_mpi_cuda)\n");
+            fprintf(stderr, "elecmap_mpi: %s: this elecmap_mpi was built without CUDA "
+                            "(make elecmap_mpi_cuda)\n",
+                    o->device == DEVICE_GPU ? "--gpu" : "--variant");
 #endif
         return 1;
     }

@@ -253,10 +253,16 @@ n3=$(grep -c "built without CUDA" "$dir/out3")
 mpi 2 --frames --tolerance 1e-3 "$dir/traj.pqr" "$dir/x.mrc" > "$dir/out4" 2>&1
 s4=$?
 n4=$(grep -c "maps every frame by DCS" "$dir/out4")
+# a GPU kernel's name where the ranks compute on the CPU (it went by
+# without a word)
+mpi 2 --variant simple --demo "$dir/x.mrc" > "$dir/out5" 2>&1
+s5=$?
+n5=$(grep -c "variant: this elecmap_mpi was built without CUDA" "$dir/out5")
 if [ $s1 -eq 2 ] && [ "$n1" -eq 1 ] && [ $s2 -eq 1 ] && [ "$n2" -eq 1 ] && [ $s3 -eq 1 ] &&
-   [ "$n3" -eq 1 ] && [ $s4 -eq 2 ] && [ "$n4" -eq 1 ] && [ ! -e "$dir/x.mrc" ] &&
-   [ ! -e "$dir/x_f0000.mrc" ]; then ok "$name"
-else fail "$name: $s1 $s2 $s3 $s4 $(cat "$dir/out" "$dir/out2" "$dir/out3" "$dir/out4")"; fi
+   [ "$n3" -eq 1 ] && [ $s4 -eq 2 ] && [ "$n4" -eq 1 ] && [ $s5 -eq 1 ] && [ "$n5" -eq 1 ] &&
+   [ ! -e "$dir/x.mrc" ] && [ ! -e "$dir/x_f0000.mrc" ]; then ok "$name"
+else fail "$name: $s1 $s2 $s3 $s4 $s5 $(cat "$dir/out" "$dir/out2" "$dir/out3" "$dir/out4" \
+    "$dir/out5")"; fi
 
 echo "tally: $passed passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
