@@ -706,9 +706,9 @@ TEST(periodic_msm_estimates_honestly_for_a_few_ions) {
 TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
     /* estimate.energy, 4 sum q^2 F(h, a) / a (elec__pmsm_energy_error),
        against exact Ewald's energy on the five systems of the SPME knob
-       (water with its exclusions) and four ions in a 57 A box, at five
+       (water with its exclusions) and four ions in a 30 A box, at five
        settings from cubic at a 8 A, h 2.5 A to nonic at a 16, h 1 and at
-       a tolerance of 1e-4: the error at most 3 times it, as SPME's energy
+       a tolerance of 1e-3: the error at most 3 times it, as SPME's energy
        estimate is held (it was measured at most 2.4 times it over 168
        cases when it was made).  It was 0, which read as no error: the
        defaults err 8.6e-3 e^2/A on 600 random charges.  With scale, the
@@ -718,7 +718,7 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
         double cutoff, spacing, tolerance;
     } settings[6] = {{ELEC_MSM_CUBIC, 8.0, 2.5, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 0.0},
                      {ELEC_MSM_QUINTIC, 12.0, 1.5, 0.0}, {ELEC_MSM_SEPTIC, 10.0, 1.25, 0.0},
-                     {ELEC_MSM_NONIC, 16.0, 1.0, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 1e-4}};
+                     {ELEC_MSM_NONIC, 16.0, 1.0, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 1e-3}};
     double worst = 0.0, least = 1e300;
     int which, k;
     for (which = 0; which < 6; which++) {
@@ -731,7 +731,7 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
         } else {
             memset(&c, 0, sizeof c);
             c.name = "four ions";
-            c.s = test_system_random(4, 57.0, 402);
+            c.s = test_system_random(4, 30.0, 402);
             test_system_make_neutral(&c.s);
         }
         atoms = test_system_atoms(&c.s);
