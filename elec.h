@@ -1410,8 +1410,10 @@ ELEC_API int elec_fft_friendly_size(int minimum);
 /* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / K)|^2 for m = 0..K-1:
    1/|b(m)|^2 of Essmann eq. 4.4, the factor the influence function
    divides by.  Where it vanishes (odd orders at m = K/2) it takes the mean
-   of its neighbours, as MD codes do. */
-ELEC_API void elec_spme_bspline_moduli(int order, int grid, double *moduli);
+   of its neighbours, as MD codes do.  ELEC_ERR_INVALID_ARG, with nothing
+   written, for an order outside 2..ELEC_MAX_SPLINE_ORDER, a grid under 1
+   or NULL moduli (an order of 20 once overflowed the stack). */
+ELEC_API elec_status elec_spme_bspline_moduli(int order, int grid, double *moduli);
 
 /* ------------------------------------------------------------ >>charges charge mapping */
 
@@ -1824,7 +1826,9 @@ ELEC_API void elec_alpb_kernel_setup(const elec_alpb_params *resolved,
    hcp_h and the distance where the error bound front (|dp| / d^2 + |dQ| /
    d^3) falls to hcp_tolerance; +infinity for the exact sum.  front is
    elec_alpb_kernel_setup's.  (What the CPU and GPU walks compare squared
-   distances against.) */
+   distances against.)  NaN for a NULL hcp or params, a level outside 0..2
+   or a component past the level's count (they were read past the
+   arrays). */
 ELEC_API double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
                                const elec_alpb_params *resolved, double front);
 /* The same constants in float, for the GPU's kernels. */
@@ -7649,10 +7653,12 @@ ELEC_DEF int elec_fft_friendly_size(int minimum) {
     }
 }
 
-ELEC_DEF void elec_spme_bspline_moduli(int order, int grid, double *moduli) {
+ELEC_DEF elec_status elec_spme_bspline_moduli(int order, int grid, double *moduli) {
     double w[ELEC_MAX_SPLINE_ORDER], at_integers[ELEC_MAX_SPLINE_ORDER];
     const double two_pi = 6.28318530717958647692;
     int m, k;
+    if (order < 2 || order > ELEC_MAX_SPLINE_ORDER || grid < 1 || !moduli)
+        return ELEC_ERR_INVALID_ARG;
     /* M_n(k + 1), k = 0..order-2: the weights at t = 0 (w[j] = M_n(j)). */
     elec_bspline_weights(order, 0.0, w, NULL);
     for (k = 0; k < order - 1; k++) at_integers[k] = w[k + 1];
@@ -7668,6 +7674,7 @@ ELEC_DEF void elec_spme_bspline_moduli(int order, int grid, double *moduli) {
         if (moduli[m] < 1e-7)
             moduli[m] = 0.5 * (moduli[(m - 1 + grid) % grid] +
                                moduli[(m + 1) % grid]);
+    return ELEC_OK;
 }
 
 /* --------------------------------------------------------- SPME's choice */
@@ -8677,6 +8684,9 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
 
 ELEC_DEF double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
                                const elec_alpb_params *resolved, double front) {
+    if (!hcp || !resolved || level < 0 || level >= ELEC_HCP_LEVELS ||
+        c >= hcp->count[level + 1] || !hcp->residual[level])
+        return NAN;
     return elec__hcp_reach(hcp, level, c, resolved, front);
 }
 

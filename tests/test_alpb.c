@@ -765,6 +765,13 @@ TEST(hcp_error_test_bounds_a_charged_ring) {
         elec_alpb_params_resolve(&p, &h, &r, NULL);
         elec_alpb_kernel_setup(&r, &k);
         reach = elec_hcp_reach(&h, 2, 0, &r, k.front);
+        /* a level or component past the hierarchy is NaN, not a read past
+           its arrays */
+        EXPECT(isnan(elec_hcp_reach(&h, 3, 0, &r, k.front)) &&
+                   isnan(elec_hcp_reach(&h, -1, 0, &r, k.front)) &&
+                   isnan(elec_hcp_reach(&h, 2, h.count[3], &r, k.front)) &&
+                   isnan(elec_hcp_reach(NULL, 2, 0, &r, k.front)),
+               "a bad level or component gave a number");
         at_reach = k.front * (e[0] / (reach * reach) + e[1] / (reach * reach * reach));
         EXPECT(reach > r.hcp_h[2] && fabs(at_reach / r.hcp_tolerance - 1.0) <= 1e-12,
                "%d charges: reach %.6f A, error bound there %.6e (tolerance %g)", charges, reach,

@@ -213,6 +213,21 @@ TEST(fft_friendly_sizes_stop_at_ints_range) {
     EXPECT(elec_fft_friendly_size(INT_MAX) == 0, "INT_MAX");
 }
 
+/* The B-spline moduli: order 4's at m = 0 is (sum of M_4(1..3))^2 = 1, and
+   orders past the weights' room, grids under 1 and a NULL array are
+   refused with nothing written (order 20 overflowed the stack). */
+TEST(bspline_moduli_refuse_orders_past_their_room) {
+    double m[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    EXPECT(elec_spme_bspline_moduli(4, 8, m) == ELEC_OK && fabs(m[0] - 1.0) < 1e-15,
+           "order 4: m[0] = %.17g", m[0]);
+    m[0] = -1.0;
+    EXPECT(elec_spme_bspline_moduli(20, 8, m) == ELEC_ERR_INVALID_ARG && m[0] == -1.0,
+           "order 20 accepted");
+    EXPECT(elec_spme_bspline_moduli(1, 8, m) == ELEC_ERR_INVALID_ARG, "order 1 accepted");
+    EXPECT(elec_spme_bspline_moduli(4, 0, m) == ELEC_ERR_INVALID_ARG, "grid 0 accepted");
+    EXPECT(elec_spme_bspline_moduli(4, 8, NULL) == ELEC_ERR_INVALID_ARG, "NULL accepted");
+}
+
 TEST(bad_input_is_refused_with_a_reason) {
     REQUIRE_FFTW();
     double xyz[6] = {1, 1, 1, 2, 2, 2}, q[2] = {1, -1};
@@ -365,6 +380,7 @@ int main(void) {
     RUN(spme_matches_exact_ewald_on_charged_atoms);
     RUN(spme_matches_exact_ewald_on_water_with_exclusions);
     RUN(spme_forces_are_minus_the_gradient_of_its_energy);
+    RUN(bspline_moduli_refuse_orders_past_their_room);
     RUN(bad_input_is_refused_with_a_reason);
     RUN(the_neighbour_list_skin_resolves_to_its_default_or_is_refused);
     RUN(cpu_spme_without_fftw_is_refused_with_a_reason);
