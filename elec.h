@@ -262,8 +262,9 @@ ELEC_API void elec_atoms_get(const elec_atoms *atoms, size_t i,
                              double position[3], double *charge,
                              double *radius);
 
-/* Checks the view: arrays present, every coordinate, charge and radius
-   finite, radii non-negative.  The methods call it before any work. */
+/* Checks the view: arrays present, strides 0 or at least one value, every
+   coordinate, charge and radius finite, radii non-negative.  The methods
+   call it before any work. */
 ELEC_API elec_status elec_atoms_check(const elec_atoms *atoms,
                                       int need_radius, elec_error *err);
 
@@ -3425,6 +3426,19 @@ ELEC_DEF elec_status elec_atoms_check(const elec_atoms *a, int need_radius,
     if (need_radius && !a->radius)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "atoms: this method needs radii and none were given");
+    {
+        /* a stride under one value makes the atoms overlap: every method
+           read positions made of two atoms' bytes */
+        const size_t width = a->type == ELEC_FLOAT32 ? sizeof(float) : sizeof(double);
+        const size_t strides[3] = {a->position_stride, a->charge_stride, a->radius_stride};
+        static const char *const names[3] = {"position", "charge", "radius"};
+        int k;
+        for (k = 0; k < 3; k++)
+            if (strides[k] != 0 && strides[k] < width)
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "atoms: %s stride %zu bytes is under one value's %zu",
+                                  names[k], strides[k], width);
+    }
     for (i = 0; i < a->count; i++) {
         double p[3], q, r;
         elec_atoms_get(a, i, p, &q, &r);

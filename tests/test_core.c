@@ -154,6 +154,22 @@ TEST(atoms_check_rejects_bad_input) {
     a = elec_atoms_from_xyz(0, NULL, NULL, NULL);
     EXPECT(elec_atoms_check(&a, 1, &err) == ELEC_OK,
            "zero atoms rejected: %s", err.message);
+    /* strides under one value overlap the atoms (they read as garbage
+       positions); a float's 4 bytes is enough for float atoms */
+    a = elec_atoms_from_xyz(2, xyz, q, r);
+    a.position_stride = 5;
+    EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "position stride 5"), "stride 5 of doubles: %s", err.message);
+    a.position_stride = 0;
+    a.radius_stride = 1;
+    EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_ERR_INVALID_ARG, "radius stride 1 accepted");
+    {
+        const float f[8] = {0, 0, 0, 1, 1, 1, 1, -1};
+        a = elec_atoms_from_xyzq_float(2, f);
+        EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_OK, "float4 records: %s", err.message);
+        a.position_stride = 3;
+        EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_ERR_INVALID_ARG, "stride 3 of floats");
+    }
 }
 
 TEST(lattice_check_rejects_bad_lattices) {
