@@ -637,7 +637,9 @@ ELEC_API elec_atoms elec_structure_atoms(const elec_structure *structure);
 /* The periodic box of an orthorhombic CRYST1 cell; ELEC_ERR_UNSUPPORTED
    when the file had none, its angles are not 90 degrees, or it is the
    PDB's unit cell of 1 x 1 x 1 A, which marks a structure not determined
-   by crystallography (NMR, models): no box at all. */
+   by crystallography (NMR, models): no box at all.  ELEC_ERR_INVALID_ARG
+   for lengths no box takes (not positive or finite, or a volume past
+   double's range), as the methods would refuse them. */
 ELEC_API elec_status elec_structure_box(const elec_structure *structure,
                                         elec_box *box, elec_error *err);
 
@@ -5255,7 +5257,15 @@ ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "the CRYST1 cell is 1 x 1 x 1 A, the PDB's mark of a structure "
                           "with no crystal cell (NMR, models), not a periodic box");
-    for (axis = 0; axis < 3; axis++) box->length[axis] = structure->cell_length[axis];
+    {
+        /* lengths the methods would refuse, refused here (the struct is
+           the caller's to fill, unlike the reader's checked CRYST1) */
+        elec_box cell;
+        elec_status s;
+        for (axis = 0; axis < 3; axis++) cell.length[axis] = structure->cell_length[axis];
+        if ((s = elec__box_check(&cell, err)) != ELEC_OK) return s;
+        *box = cell;
+    }
     elec__ok(err);
     return ELEC_OK;
 }

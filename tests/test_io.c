@@ -283,6 +283,20 @@ TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
     EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
     status = (int)elec_structure_box(&s, &box, &err);
     EXPECT(status == ELEC_ERR_UNSUPPORTED, "no cell: status %d", status);
+    /* a cell filled by the caller with lengths no method takes (they came
+       back as a box) */
+    {
+        static const double bad[4] = {-1.0, 0.0, NAN, 1e300};
+        int k;
+        s.has_cell = 1;
+        s.cell_angle[0] = s.cell_angle[1] = s.cell_angle[2] = 90.0;
+        for (k = 0; k < 4; k++) {
+            s.cell_length[0] = bad[k];
+            s.cell_length[1] = s.cell_length[2] = k == 3 ? 1e300 : 10.0;
+            status = (int)elec_structure_box(&s, &box, &err);
+            EXPECT(status == ELEC_ERR_INVALID_ARG, "cell length %g: status %d", bad[k], status);
+        }
+    }
     elec_structure_free(&s);
 }
 
