@@ -753,7 +753,9 @@ ELEC_API elec_status elec_output_check(const char *path, const char *input,
    out).  The header holds origin and cell as floats: a lattice comes back
    within float rounding (relative 6e-8) of its coordinates.  A path
    ending in ".gz" is written gzip-compressed.  Values that are not finite
-   are refused, as by elec_write_dx. */
+   are refused, as by elec_write_dx, and so is a lattice whose origin or
+   cell does not stand in those floats (past FLT_MAX, a cell under
+   FLT_MIN). */
 ELEC_API elec_status elec_write_mrc(const char *path, const elec_lattice *lattice,
                                     const float *map, const char *comment,
                                     elec_error *err);
@@ -1983,7 +1985,9 @@ typedef struct elec_map_stats {
    lattice, stats and comment (">>mrc" says what each word holds), so that
    a writer of its own (MPI-IO: rank 0 the header, each rank its slab's
    floats, little endian, at 1024 + 4 k0 nx ny) makes the same file.
-   ELEC_ERR_INVALID_ARG for a bad lattice, NULL stats or header. */
+   ELEC_ERR_INVALID_ARG for a bad lattice or one past the header's floats
+   (as elec_write_mrc), NULL stats or header, statistics not finite in
+   float. */
 ELEC_API elec_status elec_mrc_header(const elec_lattice *lattice,
                                      const elec_map_stats *stats, const char *comment,
                                      unsigned char header[1024], elec_error *err);
@@ -5924,6 +5928,26 @@ static elec_status elec__map_finite(const elec_lattice *lattice, const float *ma
     return ELEC_OK;
 }
 
+/* Whether the lattice's origin and cell (dims x spacing) stand in the MRC
+   header's floats: finite, the cell no smaller than FLT_MIN (a subnormal
+   cell read back 30 % off).  The writers refuse what does not: an origin
+   of 1e39 or a spacing of 1e300 wrote infinities the reader then refused,
+   a spacing of 1e-45 a cell that read back wrong. */
+static elec_status elec__mrc_lattice_fits(const elec_lattice *lattice, elec_error *err) {
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        const double cell = lattice->dims[axis] * lattice->spacing[axis];
+        const double origin = lattice->origin[axis];
+        if (!(fabs(cell) <= FLT_MAX) || !(fabs(cell) >= FLT_MIN) || !(fabs(origin) <= FLT_MAX))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "MRC: along %c the cell %g A or the origin %g A is past the "
+                              "header's floats (%g to %g A): write OpenDX (.dx), whose "
+                              "numbers are doubles", 'x' + axis, cell, origin, FLT_MIN,
+                              FLT_MAX);
+    }
+    return ELEC_OK;
+}
+
 /* The header of a map of the lattice with the values' statistics stats
    (elec_write_mrc's, and elec_mrc_header's for writers of their own). */
 static void elec__mrc_header_bytes(unsigned char h[ELEC__MRC_HEADER],
@@ -5986,6 +6010,7 @@ ELEC_DEF elec_status elec_write_mrc(const char *path, const elec_lattice *lattic
     s = elec_lattice_check(lattice, err);
     if (s != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    if (elec__mrc_lattice_fits(lattice, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if (elec__map_finite(lattice, map, "MRC", err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     total = elec_lattice_size(lattice);
     /* DMIN, DMAX, DMEAN and RMS (the deviation from the mean), in double */
@@ -9770,6 +9795,13 @@ ELEC_DEF elec_status elec_mrc_header(const elec_lattice *lattice,
     if (s != ELEC_OK) return s;
     if (!stats || !header)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "stats or header is NULL");
+    if ((s = elec__mrc_lattice_fits(lattice, err)) != ELEC_OK) return s;
+    if (!(fabs(stats->min) <= FLT_MAX) || !(fabs(stats->max) <= FLT_MAX) ||
+        !(fabs(stats->mean) <= FLT_MAX) || !(stats->rms >= 0.0 && stats->rms <= FLT_MAX))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MRC statistics min %g max %g mean %g rms %g: each finite within "
+                          "float's range (rms not negative)", stats->min, stats->max,
+                          stats->mean, stats->rms);
     elec__mrc_header_bytes(header, lattice, stats, comment);
     elec__ok(err);
     return ELEC_OK;

@@ -251,6 +251,46 @@ TEST(mrc_round_trip_holds_a_lattice_within_float_rounding) {
     scratch_remove(dir);
 }
 
+TEST(mrc_refuses_lattices_past_its_headers_floats) {
+    /* an origin of 1e39 or a cell of 1e300 A wrote infinities that the
+       reader refused; a cell of 2e-45 A, subnormal in float, read back 30 %
+       off (an API audit's): each is refused, no file left, and the header
+       helper refuses them and statistics past float's range too */
+    char *dir = scratch_dir(), path[256];
+    static const double spacing[3] = {1e300, 1e-45, 1.0}, origin[3] = {0.0, 0.0, 1e39};
+    unsigned char header[1024];
+    elec_map_stats stats = {0.0, 1.0, 0.5, 0.1};
+    elec_error err;
+    int k;
+    EXPECT(dir != NULL, "setup");
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/far.mrc", dir);
+    for (k = 0; k < 3; k++) {
+        elec_lattice lat = lattice_of(2, 1, 1, spacing[k], 1.0, 1.0, origin[k], 0.0, 0.0);
+        const float map[2] = {1.0f, 2.0f};
+        int status = (int)elec_write_mrc(path, &lat, map, NULL, &err);
+        EXPECT(status == ELEC_ERR_INVALID_ARG && strstr(err.message, "header's floats") &&
+                   access(path, F_OK) != 0,
+               "spacing %g origin %g: status %d: %s", spacing[k], origin[k], status,
+               err.message);
+        EXPECT(elec_mrc_header(&lat, &stats, NULL, header, &err) == ELEC_ERR_INVALID_ARG,
+               "header helper: spacing %g origin %g accepted", spacing[k], origin[k]);
+    }
+    {
+        elec_lattice lat = lattice_of(2, 1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0);
+        EXPECT(elec_mrc_header(&lat, &stats, NULL, header, &err) == ELEC_OK, "%s",
+               err.message);
+        stats.rms = NAN;
+        EXPECT(elec_mrc_header(&lat, &stats, NULL, header, &err) == ELEC_ERR_INVALID_ARG,
+               "NaN rms accepted");
+        stats.rms = 0.1;
+        stats.max = 1e39;
+        EXPECT(elec_mrc_header(&lat, &stats, NULL, header, &err) == ELEC_ERR_INVALID_ARG,
+               "a maximum past float accepted");
+    }
+    scratch_remove(dir);
+}
+
 TEST(mrc_header_is_mrc2014_word_by_word) {
     char *dir = scratch_dir(), path[256];
     elec_lattice lat = lattice_of(6, 5, 4, 0.5, 0.25, 2.0, -1.5, 3.0, 4.25);
@@ -1008,6 +1048,7 @@ TEST(gz_is_refused_by_name_without_zlib) {
 int main(void) {
     RUN(mrc_round_trip_is_exact_where_the_lattice_is_in_floats);
     RUN(mrc_round_trip_holds_a_lattice_within_float_rounding);
+    RUN(mrc_refuses_lattices_past_its_headers_floats);
     RUN(mrc_header_is_mrc2014_word_by_word);
     RUN(mrc_and_dx_hold_the_same_values_at_the_same_coordinates);
     RUN(mrc_reads_what_other_writers_write);
