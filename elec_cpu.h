@@ -1353,8 +1353,10 @@ static void elec__msm_transfer(elec__msm *m, int fine_level, int restrict_up) {
             }
 }
 
-/* Stage 3 below the top: e_l(m) = 2^-l sum_k g_0(|k| h) q_l(m + k). */
-static void elec__msm_lattice_cutoff(elec__msm *m, int level) {
+/* Stage 3 below the top: e_l(m) = 2^-l sum_k g_0(|k| h) q_l(m + k), for
+   the points first .. last - 1 of level `level` (in blocks, so that a long
+   sum reports progress and can be cancelled between them). */
+static void elec__msm_lattice_cutoff(elec__msm *m, int level, long first, long last) {
     elec__msm_grid *g = &m->grid[level];
     const long r = m->radius, side = 2 * r + 1;
     const double factor = 1.0 / (double)(1L << level);
@@ -1362,7 +1364,7 @@ static void elec__msm_lattice_cutoff(elec__msm *m, int level) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic)
 #endif
-    for (at = 0; at < (long)elec__msm_points(g); at++) {
+    for (at = first; at < last; at++) {
         long i = at % g->n[0], j = at / g->n[0] % g->n[1], k = at / g->n[0] / g->n[1];
         long di, dj, dk;
         double sum = 0.0;
@@ -1413,17 +1415,52 @@ static void elec__msm_top(elec__msm *m) {
     }
 }
 
+/* The progress callback of a call, and the span [from, to] of its
+   fraction that a stage reports over. */
+typedef struct elec__msm_progress {
+    elec_progress_fn fn;
+    void *user;
+    double from, to;
+} elec__msm_progress;
+
+/* Reports `done` of the stage; ELEC_ERR_CANCELLED where the callback asks. */
+static elec_status elec__msm_report(const elec__msm_progress *pr, double done,
+                                    elec_error *err) {
+    if (pr && pr->fn && pr->fn(pr->from + done * (pr->to - pr->from), pr->user))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0, "MSM cancelled by the progress callback");
+    return ELEC_OK;
+}
+
 /* Stages 1 to 4 in three steps: up (anterpolation, restriction), across
-   (every level's lattice cutoff, the top), down (prolongation). */
+   (every level's lattice cutoff, the top), down (prolongation).  Across
+   holds the work where atoms spread far apart (lattices of millions of
+   mostly empty points, each with a stencil of thousands: once 15 s to
+   minutes with no word), so it runs in blocks of a 64th of the points,
+   reporting progress between them and stopping where it is cancelled. */
 static void elec__msm_up(elec__msm *m, const double *x, const double *q, size_t n) {
     int l;
     elec__msm_anterpolate(m, x, q, n);
     for (l = 0; l + 1 < m->levels; l++) elec__msm_transfer(m, l, 1);
 }
-static void elec__msm_across(elec__msm *m) {
+static elec_status elec__msm_across(elec__msm *m, const elec__msm_progress *pr,
+                                    elec_error *err) {
+    double total = 0.0, done = 0.0;
+    elec_status s;
     int l;
-    for (l = 0; l + 1 < m->levels; l++) elec__msm_lattice_cutoff(m, l);
+    for (l = 0; l + 1 < m->levels; l++) total += (double)elec__msm_points(&m->grid[l]);
+    for (l = 0; l + 1 < m->levels; l++) {
+        const long points = (long)elec__msm_points(&m->grid[l]);
+        const long block = (long)(total / 64.0) + 1;
+        long first;
+        for (first = 0; first < points; first += block) {
+            const long last = first + block < points ? first + block : points;
+            elec__msm_lattice_cutoff(m, l, first, last);
+            done += (double)(last - first);
+            if ((s = elec__msm_report(pr, done / total, err)) != ELEC_OK) return s;
+        }
+    }
     elec__msm_top(m);
+    return elec__msm_report(pr, 1.0, err); /* (once at least: one level has no blocks) */
 }
 static void elec__msm_down(elec__msm *m) {
     int l;
@@ -1431,11 +1468,29 @@ static void elec__msm_down(elec__msm *m) {
 }
 
 /* Stages 1 to 4: charges in, lattice potentials e_0 out. */
-static void elec__msm_long_range(elec__msm *m, const double *x, const double *q,
-                                 size_t n) {
+static elec_status elec__msm_long_range(elec__msm *m, const double *x, const double *q,
+                                        size_t n, const elec__msm_progress *pr,
+                                        elec_error *err) {
+    elec_status s;
     elec__msm_up(m, x, q, n);
-    elec__msm_across(m);
+    if ((s = elec__msm_across(m, pr, err)) != ELEC_OK) return s;
     elec__msm_down(m);
+    return ELEC_OK;
+}
+
+/* The share of a call's progress the hierarchy takes beside `targets`
+   points or atoms: its lattice cutoff's multiply-adds (each point below
+   the top times the stencil) against the targets', each an interpolation
+   (width^3) and its short-range partners (about 0.1 /A^3 within a). */
+static double elec__msm_hierarchy_share(const elec__msm *m, size_t targets) {
+    const double side = 2.0 * (double)m->radius + 1.0, width = 2.0 * m->support;
+    const double a = m->p.cutoff;
+    double across = 0.0, rest;
+    int l;
+    for (l = 0; l + 1 < m->levels; l++) across += (double)elec__msm_points(&m->grid[l]);
+    across *= side * side * side;
+    rest = (double)targets * (width * width * width + 0.1 * 4.18879 * a * a * a);
+    return across + rest > 0.0 ? across / (across + rest) : 0.0;
 }
 
 /* Stage 5, interpolation: phi(x) = sum_m Phi(x/h - m) e_0(m), and its
@@ -1502,7 +1557,8 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     const elec_msm_params p = *resolved;
     elec__msm m;
     elec_cells cells;
-    double *x = NULL, *q = NULL, lo[3], hi[3], extent[3];
+    elec__msm_progress pr;
+    double *x = NULL, *q = NULL, lo[3], hi[3], extent[3], share;
     elec_status s;
     size_t done = 0, block = count / 64 + 1;
     int axis;
@@ -1515,7 +1571,11 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     if ((s = elec__cpu_gather(atoms, where->reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
     if ((s = elec__msm_setup(&m, &p, lo, hi, 0, err)) != ELEC_OK) goto cleanup;
-    elec__msm_long_range(&m, x, q, atoms->count);
+    pr.fn = p.progress;
+    pr.user = p.progress_user;
+    pr.from = 0.0;
+    pr.to = share = elec__msm_hierarchy_share(&m, count);
+    if ((s = elec__msm_long_range(&m, x, q, atoms->count, &pr, err)) != ELEC_OK) goto cleanup;
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
     if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
         goto cleanup;
@@ -1534,7 +1594,8 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
             else out_float[i] = (float)phi;
         }
         done = (size_t)end;
-        if (p.progress && p.progress((double)done / (double)count, p.progress_user)) {
+        if (p.progress &&
+            p.progress(share + (1.0 - share) * (double)done / (double)count, p.progress_user)) {
             s = elec__fail(err, ELEC_ERR_CANCELLED, 0,
                            "MSM cancelled by the progress callback");
             goto cleanup;
@@ -1631,6 +1692,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     elec_msm_params p;
     elec__msm m;
     elec_cells cells;
+    elec__msm_progress pr;
     double *x = NULL, *q = NULL, lo[3], hi[3], reference[3], extent[3];
     double long_range = 0.0, short_range = 0.0, self = 0.0;
     elec_status s;
@@ -1649,7 +1711,14 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     if ((s = elec__cpu_gather(atoms, reference, &x, &q, lo, hi, err)) != ELEC_OK)
         goto cleanup;
     if ((s = elec__msm_setup(&m, &p, lo, hi, levels, err)) != ELEC_OK) goto cleanup;
-    elec__msm_long_range(&m, x, q, n);
+    /* progress: the hierarchy, then the short range's atoms */
+    pr.fn = p.progress;
+    pr.user = p.progress_user;
+    pr.from = 0.0;
+    pr.to = elec__msm_hierarchy_share(&m, n);
+    if ((s = elec__msm_long_range(&m, x, q, n, &pr, err)) != ELEC_OK) goto cleanup;
+    pr.from = pr.to;
+    pr.to = 1.0;
     if (forces) memset(forces, 0, 3 * n * sizeof *forces);
     for (i = 0; i < n; i++) {
         double grad[3];
@@ -1665,6 +1734,9 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     if ((s = elec_cells_build(x, n, lo, extent, p.cutoff, &cells, err)) != ELEC_OK) goto cleanup;
     for (i = 0; i < n; i++) {
         int home[3], dx, dy, dz;
+        if (i % (n / 64 + 1) == 0 && i > 0 &&
+            (s = elec__msm_report(&pr, (double)i / (double)n, err)) != ELEC_OK)
+            goto cleanup;
         elec_cells_ijk(&cells, x + 3 * i, home);
         for (dz = -1; dz <= 1; dz++)
             for (dy = -1; dy <= 1; dy++)
@@ -1713,6 +1785,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     elec__ok(err);
     s = ELEC_OK;
 cleanup:
+    /* a refusal leaves no partial forces (coincident atoms once left some) */
+    if (s != ELEC_OK && forces) memset(forces, 0, 3 * n * sizeof *forces);
     elec_cells_free(&cells);
     elec__msm_free(&m);
     ELEC_FREE(x);
@@ -1734,6 +1808,7 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
     elec_msm_params p;
     elec__msm m;
     elec__msm_shape shape;
+    elec__msm_progress pr;
     double *x = NULL, *q = NULL, lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ref[3];
     elec_status s;
     size_t i;
@@ -1764,7 +1839,11 @@ ELEC_DEF elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
         goto cleanup;
     elec__msm_up(&m, x, q, atoms->count);
     for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 0, out, out->q);
-    elec__msm_across(&m);
+    pr.fn = p.progress;
+    pr.user = p.progress_user;
+    pr.from = 0.0;
+    pr.to = 1.0;
+    if ((s = elec__msm_across(&m, &pr, err)) != ELEC_OK) goto cleanup;
     for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 1, out, out->cutoff);
     elec__msm_down(&m);
     for (l = 0; l < m.levels; l++) elec__msm_copy_level(&m, l, 1, out, out->e);

@@ -600,6 +600,71 @@ static periodic_errors periodic_vs_ewald(const test_system *s, const elec_box *b
     return out;
 }
 
+/* Progress: each call reports fractions that rise to 1 and stops where
+   the callback asks.  Eight ions at the corners of a 160 A cube lay
+   lattices of millions of empty points whose stencil sums once ran 15 s
+   (maps) to minutes with no callback, and the energy and lattice calls
+   never called it: now the first call comes within a 64th of that sum. */
+typedef struct progress_log {
+    int calls, stop_at, rising;
+    double last;
+} progress_log;
+
+static int log_progress(double fraction, void *user) {
+    progress_log *log = (progress_log *)user;
+    if (fraction < log->last || fraction > 1.0 + 1e-12) log->rising = 0;
+    log->last = fraction;
+    return ++log->calls >= log->stop_at;
+}
+
+TEST(msm_calls_report_progress_and_stop_when_cancelled) {
+    test_system far = test_system_random(8, 1.0, 71), near = test_system_random(200, 20.0, 72);
+    double point[3] = {0.0, 0.0, 0.0}, phi, energy, *forces;
+    elec_msm_lattices lat;
+    elec_error err;
+    int k, call;
+    for (k = 0; k < 8; k++) { /* the corners of a 160 A cube, +1 and -1 */
+        far.xyz[3 * k] = k & 1 ? 80.0 : -80.0;
+        far.xyz[3 * k + 1] = k & 2 ? 80.0 : -80.0;
+        far.xyz[3 * k + 2] = k & 4 ? 80.0 : -80.0;
+        far.charge[k] = (k & 1) ^ ((k >> 1) & 1) ^ ((k >> 2) & 1) ? 1.0 : -1.0;
+    }
+    forces = (double *)malloc(3 * near.count * sizeof *forces);
+    for (call = 0; call < 3; call++) {
+        elec_atoms atoms = test_system_atoms(&far);
+        elec_msm_params p = {0};
+        progress_log log = {0, 1, 1, 0.0};
+        elec_status s;
+        p.progress = log_progress;
+        p.progress_user = &log;
+        s = call == 0   ? elec_cpu_msm_points(&atoms, point, 1, &p, &phi, &err)
+            : call == 1 ? elec_cpu_msm_energy(&atoms, &p, &energy, NULL, &err)
+                        : elec_cpu_msm_lattices(&atoms, NULL, &p, &lat, &err);
+        EXPECT(s == ELEC_ERR_CANCELLED && log.calls == 1 && log.last < 0.1,
+               "call %d: status %d after %d callbacks (last %g): %s", call, (int)s, log.calls,
+               log.last, err.message);
+    }
+    for (call = 0; call < 3; call++) { /* uncancelled: rising to 1 */
+        elec_atoms atoms = test_system_atoms(&near);
+        elec_msm_params p = {0};
+        progress_log log = {0, 1 << 30, 1, 0.0};
+        elec_status s;
+        p.progress = log_progress;
+        p.progress_user = &log;
+        s = call == 0   ? elec_cpu_msm_points(&atoms, near.xyz, near.count, &p, forces, &err)
+            : call == 1 ? elec_cpu_msm_energy(&atoms, &p, &energy, forces, &err)
+                        : elec_cpu_msm_lattices(&atoms, NULL, &p, &lat, &err);
+        EXPECT(s == ELEC_OK && log.calls >= 1 && log.rising &&
+                   (call == 1 ? log.last > 0.9 : fabs(log.last - 1.0) < 1e-12),
+               "call %d: status %d, %d callbacks, last %g, rising %d: %s", call, (int)s,
+               log.calls, log.last, log.rising, err.message);
+        if (call == 2 && s == ELEC_OK) elec_msm_lattices_free(&lat);
+    }
+    free(forces);
+    test_system_free(&far);
+    test_system_free(&near);
+}
+
 TEST(periodic_msm_matches_ewald_for_random_charges_and_water) {
     /* At the defaults (h = 2, a = 12, C1 cubic, C2 splitting) MSM's map
        error is 8.2e-4 relative RMS (README's table, make msm-table); the
@@ -1187,6 +1252,7 @@ int main(void) {
     RUN(periodic_msm_sums_images_beyond_the_minimum_image);
     RUN(periodic_msm_forces_are_the_gradient_of_its_energy);
     RUN(periodic_msm_refuses_bad_input);
+    RUN(msm_calls_report_progress_and_stop_when_cancelled);
     RUN(periodic_msm_transfers_axis_by_axis_equal_the_3d_sums);
     RUN(periodic_msm_lattice_cutoff_by_fft_equals_the_stencil_sum);
     RUN(periodic_msm_from_openmp_threads_equals_the_serial_call);
