@@ -268,7 +268,8 @@ ELEC_API void elec_atoms_get(const elec_atoms *atoms, size_t i,
 ELEC_API elec_status elec_atoms_check(const elec_atoms *atoms,
                                       int need_radius, elec_error *err);
 
-/* Axis-aligned bounding box of the atoms' positions. */
+/* Axis-aligned bounding box of the atoms' positions (zeros for none, or a
+   NULL view). */
 ELEC_API void elec_atoms_bounds(const elec_atoms *atoms, double lo[3],
                                 double hi[3]);
 
@@ -289,6 +290,9 @@ typedef struct elec_box {
     double length[3];
 } elec_box;
 
+/* Points of the lattice: 0 for NULL, a count not positive, or a product
+   past size_t (dims of INT_MAX wrapped to a small number, which sized
+   buffers too small). */
 ELEC_API size_t elec_lattice_size(const elec_lattice *lattice);
 ELEC_API elec_status elec_lattice_check(const elec_lattice *lattice,
                                         elec_error *err);
@@ -3471,6 +3475,7 @@ ELEC_DEF void elec_atoms_bounds(const elec_atoms *a, double lo[3],
     size_t i;
     int axis;
     for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = 0.0;
+    if (!a || !a->x || !a->y || !a->z) return;
     for (i = 0; i < a->count; i++) {
         double p[3];
         elec_atoms_get(a, i, p, NULL, NULL);
@@ -3484,8 +3489,12 @@ ELEC_DEF void elec_atoms_bounds(const elec_atoms *a, double lo[3],
 /* ------------------------------------------------------ lattices, boxes */
 
 ELEC_DEF size_t elec_lattice_size(const elec_lattice *l) {
-    if (l->dims[0] <= 0 || l->dims[1] <= 0 || l->dims[2] <= 0) return 0;
-    return (size_t)l->dims[0] * (size_t)l->dims[1] * (size_t)l->dims[2];
+    size_t plane;
+    if (!l || l->dims[0] <= 0 || l->dims[1] <= 0 || l->dims[2] <= 0) return 0;
+    if ((size_t)l->dims[1] > SIZE_MAX / (size_t)l->dims[0]) return 0;
+    plane = (size_t)l->dims[0] * (size_t)l->dims[1];
+    if ((size_t)l->dims[2] > SIZE_MAX / plane) return 0;
+    return plane * (size_t)l->dims[2];
 }
 
 ELEC_DEF elec_status elec_lattice_check(const elec_lattice *l,

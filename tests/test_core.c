@@ -172,6 +172,21 @@ TEST(atoms_check_rejects_bad_input) {
     }
 }
 
+TEST(lattice_size_and_bounds_take_null_and_overflow) {
+    /* dims of INT_MAX wrapped the count to a small number (a buffer sized
+       by it too small); a NULL lattice or view crashed */
+    elec_lattice big = {{INT_MAX, INT_MAX, INT_MAX}, {0, 0, 0}, {1, 1, 1}};
+    elec_lattice fine = {{3, 4, 5}, {0, 0, 0}, {1, 1, 1}};
+    double lo[3] = {1, 1, 1}, hi[3] = {1, 1, 1};
+    EXPECT(elec_lattice_size(&fine) == 60, "3 x 4 x 5: %zu", elec_lattice_size(&fine));
+    EXPECT(elec_lattice_size(&big) == 0 || (double)elec_lattice_size(&big) ==
+                                               (double)INT_MAX * INT_MAX * (double)INT_MAX,
+           "INT_MAX^3 points: %zu", elec_lattice_size(&big));
+    EXPECT(elec_lattice_size(NULL) == 0 && elec_lattice_face_count(NULL) == 0, "NULL lattice");
+    elec_atoms_bounds(NULL, lo, hi);
+    EXPECT(lo[0] == 0.0 && hi[2] == 0.0, "NULL view: bounds not zeroed");
+}
+
 TEST(lattice_check_rejects_bad_lattices) {
     elec_lattice good = {{4, 5, 6}, {0, 0, 0}, {0.5, 0.5, 0.5}}, l;
     elec_error err;
@@ -431,6 +446,7 @@ int main(void) {
     RUN(kappa_of_a_tenth_molar_salt);
     RUN(atom_views_agree);
     RUN(atoms_check_rejects_bad_input);
+    RUN(lattice_size_and_bounds_take_null_and_overflow);
     RUN(lattice_check_rejects_bad_lattices);
     RUN(lattice_around_covers_atoms_with_padding);
     RUN(lattice_faces_match_brute_force);
