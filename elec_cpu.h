@@ -2788,10 +2788,13 @@ static void elec__ewald_finish(const double *q, size_t n,
         square += q[i] * q[i];
     }
     t->self = -alpha / sqrt(ELEC__PI) * square;
-    t->background = -ELEC__PI * charge * charge / (2.0 * alpha * alpha * volume);
+    /* none for a neutral system, whatever alpha (at 1e-300 the quotient was
+       0 times infinity, NaN, and a neutral sum was refused) */
+    t->background = charge == 0.0 ? 0.0
+                                   : -ELEC__PI * charge * charge / (2.0 * alpha * alpha * volume);
     for (i = 0; i < n && potential; i++)
         potential[i] += -2.0 * alpha / sqrt(ELEC__PI) * q[i] -
-                        ELEC__PI * charge / (alpha * alpha * volume);
+                        (charge == 0.0 ? 0.0 : ELEC__PI * charge / (alpha * alpha * volume));
     t->real *= scale;
     t->reciprocal *= scale;
     t->excluded *= scale;

@@ -450,6 +450,26 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
    actual energy error from alpha 0.5 to 50 /A at kmax 3 (an audit's: at 50
    the energy erred 54.7 where the estimate said 1.6, the asymptotic form
    alone; each charge's own Gaussian left out past kc is now counted). */
+TEST(a_neutral_system_has_no_background_at_any_alpha) {
+    /* -pi Q^2 / (2 alpha^2 V) with Q = 0 at alpha 1e-300 was 0 times
+       infinity, NaN, and the neutral pair was refused as past double's
+       range (an API audit's); at that alpha the sum is the bare pair
+       within the cutoff, -1 / sqrt(12) */
+    double xyz[6] = {1, 1, 1, 3, 3, 3}, q[2] = {1, -1}, phi[2];
+    elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, NULL);
+    elec_box box = cube(10.0);
+    elec_ewald_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    p.alpha = 1e-300;
+    p.cutoff = 5.0;
+    p.kmax[0] = p.kmax[1] = p.kmax[2] = 2;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, phi, &err) == ELEC_OK &&
+               t.background == 0.0 && fabs(t.total + 1.0 / sqrt(12.0)) < 1e-12 &&
+               fabs(phi[0] + 1.0 / sqrt(12.0)) < 1e-12,
+           "status %s: total %.15g background %g", err.message, t.total, t.background);
+}
+
 TEST(fixed_alpha_and_kmax_report_the_energy_error_they_make) {
     double xyz[6] = {1, 1, 1, 3, 2, 2}, q[2] = {1.0, -1.0};
     static const double alpha[3] = {0.5, 2.0, 50.0};
@@ -611,6 +631,7 @@ int main(void) {
     RUN(a_crystal_s_coincident_atoms_are_found_across_every_seam);
     RUN(sums_past_doubles_range_are_refused_not_returned);
     RUN(a_loose_tolerance_keeps_alpha_where_its_estimates_hold);
+    RUN(a_neutral_system_has_no_background_at_any_alpha);
     RUN(fixed_alpha_and_kmax_report_the_energy_error_they_make);
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
