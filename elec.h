@@ -470,8 +470,10 @@ typedef struct elec_error_estimate {
                                 truncated k sum (relative)               */
     double energy;           /* expected absolute error of the total
                                 energy, times scale (an upper-side one:
-                                SPME's and periodic MSM's were measured
-                                at most 3 times it); 0 for non-periodic
+                                periodic MSM's measured at most 1.74
+                                times it, SPME's about 1, but 4.9 on one
+                                rock-salt cell, whose shell of neighbours
+                                sits at the cutoff); 0 for non-periodic
                                 MSM, whose resolve reads no atoms (its
                                 energy errs as the periodic one: README,
                                 "MSM's energy")                          */
@@ -6799,18 +6801,21 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
    the lattices, and with its close neighbours, misses its exact value by
    about the forces' relative error times the smooth kernel's size at 0,
    gamma(0) / a, and with one sign: so the error grows as sum q^2, not as
-   its square root.  Measured against exact Ewald (8, 30, 200 and 6400
-   random charges in a 40 A box, 600 charged ones in 21 A, 343 SPC/E
-   waters, CsCl displaced by 0.1 A; cubic to nonic, a 8, 12 and 16 A, h 1
-   and 2.5 A: 168 cases) the error was 1/700 to 2.4 times it, the largest
-   at the tightest settings (nonic, a 16, h 1: water's 2.4), where
-   something other than the finest lattice's interpolation is left.  0
+   its square root.  The fit is the table's (h 1 to 2.5 A): the power-of-
+   two lattices take h down to half that, where the fit extrapolated fell
+   too steeply (rock salt at h 0.53 A erred 5 times it, a review), so h
+   counts as 1 A at least.  Measured against exact Ewald (8, 30, 200 and
+   6400 random charges in a 40 A box, 600 charged ones in 21 A, 343 and
+   1000 SPC/E waters, CsCl and rock salt displaced by 0.1 A; cubic to
+   nonic, a 8, 12 and 16 A, h asked 1, 1.6 and 2.5 A: 324 cases) the
+   error came to 1/7000 to 1.74 times it, and on the SPME knob's five
+   systems at the choices of tolerances 1e-3 to 1e-6, at most 1.31.  0
    where no table speaks for the choice (a splitting not the
    interpolation's). */
 static double elec__pmsm_energy_error(const elec_msm_params *p, const elec_box *box,
                                       const elec_atoms *atoms) {
     elec__pmsm_shape shape;
-    double q2 = 0.0, q;
+    double q2 = 0.0, q, h;
     size_t i;
     if (p->splitting != 2 + (int)p->interpolation ||
         elec__pmsm_shape_of(p, box, &shape, NULL) != ELEC_OK || shape.levels == 0)
@@ -6819,9 +6824,13 @@ static double elec__pmsm_energy_error(const elec_msm_params *p, const elec_box *
         elec_atoms_get(atoms, i, NULL, &q, NULL);
         q2 += q * q;
     }
+    /* below the table's h of 1 A its fit is extrapolated and falls too
+       steeply: there the coarser levels, which do not refine with h, are
+       left (rock salt at h 0.53 erred 5 times the extrapolated figure) */
+    h = elec__pmsm_spacing(&shape);
+    if (h < 1.0) h = 1.0;
     return 4.0 * q2 * fabs(p->scale) *
-           elec__msm_error_model(1, (int)p->interpolation, elec__pmsm_spacing(&shape), p->cutoff) /
-           p->cutoff;
+           elec__msm_error_model(1, (int)p->interpolation, h, p->cutoff) / p->cutoff;
 }
 
 ELEC_DEF elec_status elec_msm_periodic_params_resolve(const elec_msm_params *in,

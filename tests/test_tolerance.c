@@ -704,21 +704,24 @@ TEST(periodic_msm_estimates_honestly_for_a_few_ions) {
 }
 
 TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
-    /* estimate.energy, 4 sum q^2 F(h, a) / a (elec__pmsm_energy_error),
-       against exact Ewald's energy on the five systems of the SPME knob
-       (water with its exclusions) and four ions in a 30 A box, at five
-       settings from cubic at a 8 A, h 2.5 A to nonic at a 16, h 1 and at
-       a tolerance of 1e-3: the error at most 3 times it, as SPME's energy
-       estimate is held (it was measured at most 2.4 times it over 168
-       cases when it was made).  It was 0, which read as no error: the
+    /* estimate.energy, 4 sum q^2 F(h, a) / a (elec__pmsm_energy_error, h
+       at least 1 A), against exact Ewald's energy on the five systems of
+       the SPME knob (water with its exclusions) and four ions in a 30 A
+       box, at five settings from cubic at a 8 A, h 2.5 A to nonic at a 16,
+       h 1, and at tolerances of 1e-3 and 1e-5 (the choice takes h down to
+       0.53 A there, where the fit extrapolated to h read rock salt's error
+       5 times low: a review's): the error at most 3 times it, as SPME's
+       energy estimate is held (it was measured at most 1.74 times it over
+       324 cases when it was made).  It was 0, which read as no error: the
        defaults err 8.6e-3 e^2/A on 600 random charges.  With scale, the
        estimate scales. */
     static const struct {
         elec_msm_interpolation order;
         double cutoff, spacing, tolerance;
-    } settings[6] = {{ELEC_MSM_CUBIC, 8.0, 2.5, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 0.0},
+    } settings[7] = {{ELEC_MSM_CUBIC, 8.0, 2.5, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 0.0},
                      {ELEC_MSM_QUINTIC, 12.0, 1.5, 0.0}, {ELEC_MSM_SEPTIC, 10.0, 1.25, 0.0},
-                     {ELEC_MSM_NONIC, 16.0, 1.0, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 1e-3}};
+                     {ELEC_MSM_NONIC, 16.0, 1.0, 0.0},  {ELEC_MSM_CUBIC, 0.0, 0.0, 1e-3},
+                     {ELEC_MSM_CUBIC, 0.0, 0.0, 1e-5}};
     double worst = 0.0, least = 1e300;
     int which, k;
     for (which = 0; which < 6; which++) {
@@ -740,9 +743,10 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
             test_knob_system_free(&c);
             continue;
         }
-        for (k = 0; k < 6; k++) {
+        for (k = 0; k < 7; k++) {
             elec_msm_params p = {0}, r, scaled;
             elec_error err;
+            elec_status s;
             double energy, error;
             p.interpolation = settings[k].order;
             p.cutoff = settings[k].cutoff;
@@ -750,7 +754,12 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
             p.tolerance = settings[k].tolerance;
             p.excluded_pairs = c.pairs;
             p.excluded_pair_count = c.pair_count;
-            if (elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) != ELEC_OK ||
+            s = elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err);
+            if (s == ELEC_ERR_UNSUPPORTED && p.tolerance > 0.0) { /* out of reach: said so */
+                printf("     %-14s T %.0e refused: %s\n", c.name, p.tolerance, err.message);
+                continue;
+            }
+            if (s != ELEC_OK ||
                 elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, NULL, NULL, &err) !=
                     ELEC_OK) {
                 EXPECT(0, "%s, setting %d: %s", c.name, k, err.message);
