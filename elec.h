@@ -601,7 +601,8 @@ typedef struct elec_atom_label {
                                   HCP hierarchy starts a complex there      */
     int serial;           /* atom serial number as written (hybrid-36 read:
                              "A0000" is 100000); -1 where the writer put
-                             asterisks, its columns overflowed            */
+                             asterisks or hexadecimal, its columns
+                             overflowed                                   */
     int residue_number;   /* as written, hybrid-36 read ("A000" is 10000) */
 } elec_atom_label;
 
@@ -622,8 +623,9 @@ typedef struct elec_structure {
    columns) or whitespace-separated, with or without chain identifiers,
    residue names of up to 4 characters, and a CRYST1 cell when present.
    Serial and residue numbers past their columns (over 99,999 atoms, 9,999
-   residues) are read as hybrid-36, and a serial of asterisks as -1; a
-   residue number of asterisks is refused, as it hides where residues end.
+   residues) are read as hybrid-36, and a serial of asterisks or VMD's
+   hexadecimal as -1; a residue number of asterisks is refused, as it hides
+   where residues end.
    One structure: past an END or ENDMDL record nothing is read, and an
    atom there (files run together, a trajectory's next frame or model)
    fails the read, naming both lines, as merging them would be a wrong
@@ -4101,15 +4103,26 @@ static int elec__pqr_hybrid36(const char *p, size_t n, size_t width, int *out) {
 }
 
 /* A label's number (serial `width` 5, residue number 4): decimal, or
-   hybrid-36 (elec__pqr_hybrid36).  A field of asterisks, which writers put
-   where a number overflows its columns, is read as serial -1 (a serial
-   labels an atom and nothing more) and refused as a residue number, which
-   says where one residue ends and the next begins. */
+   hybrid-36 (elec__pqr_hybrid36).  What writers put where a serial
+   overflows its columns otherwise, asterisks or VMD's hexadecimal (100,000
+   to 1,048,575 as "%05x": "186a0"), is read as serial -1, as a serial
+   labels an atom and nothing more (VMD's from "a0000" on read as the
+   hybrid-36 they look like).  Asterisks are refused as a residue number,
+   which says where one residue ends and the next begins. */
 static int elec__pqr_label_number(const char *p, size_t n, size_t width, const char *field,
                                   int *out, char *why, size_t why_size) {
-    size_t stars = 0;
+    size_t stars = 0, alphanumeric = 0;
+    long long decimal;
     if (elec__pqr_hybrid36(p, n, width, out)) return 1;
     while (stars < n && p[stars] == '*') stars++;
+    while (alphanumeric < n &&
+           (elec__pqr_digit(p[alphanumeric]) || elec__pqr_letter(p[alphanumeric])))
+        alphanumeric++;
+    if (width == 5 && n == 5 && alphanumeric == n &&
+        elec__pqr_integer(p, n, INT_MAX, &decimal) != ELEC__PQR_NUMBER_OK) {
+        *out = -1; /* five letters and digits, neither decimal nor hybrid-36 */
+        return 1;
+    }
     if (n > 0 && stars == n) {
         if (width == 5) {
             *out = -1;

@@ -393,10 +393,11 @@ TEST(pqr_after_a_byte_order_mark_reads_its_first_atom) {
 TEST(pqr_reads_numbers_past_their_columns_as_their_writers_meant) {
     /* Past 99,999 atoms and 9,999 residues the PDB's columns overflow:
        hybrid-36 (Phenix, ChimeraX) counts on from "A0000" (serial) and
-       "A000" (residue) in base 36, upper case, then lower case; VMD and
-       others write asterisks.  The values below are the convention's own
+       "A000" (residue) in base 36, upper case, then lower case; VMD writes
+       asterisks past 1,048,575.  The values below are the convention's own
        boundaries, counted from its definition: 10^w, then 26 * 36^(w-1)
-       upper-case numbers, then as many lower-case ones. */
+       upper-case numbers, then as many lower-case ones.  VMD writes
+       serials past 99,999 in hexadecimal ("186a0"): a label, read as -1. */
     static const char fixed[] =
         "ATOM  99999  O   HOH W9999      10.000  10.000  10.000 -0.8476 1.7700\n"
         "ATOM  A0000  H1  HOH WA000      10.800  10.600  10.000  0.4238 1.0000\n"
@@ -404,7 +405,8 @@ TEST(pqr_reads_numbers_past_their_columns_as_their_writers_meant) {
         "ATOM  a0000  O   HOH Wa000      20.000  10.000  10.000 -0.8476 1.7700\n"
         "ATOM  *****  H1  HOH Wa001      20.800  10.600  10.000  0.4238 1.0000\n";
     static const char whitespace[] = "ATOM A0001 O HOH A001 1 2 3 -0.8 1.7\n"
-                                     "ATOM ***** H1 HOH A001 2 2 3 0.4 1.0\n";
+                                     "ATOM ***** H1 HOH A001 2 2 3 0.4 1.0\n"
+                                     "ATOM 186a0 H2 HOH A001 3 2 3 0.4 1.0\n";
     static const struct {
         int serial, residue;
     } want[5] = {{99999, 9999},
@@ -415,8 +417,8 @@ TEST(pqr_reads_numbers_past_their_columns_as_their_writers_meant) {
     static const char *const refused[][2] = {
         {"ATOM  A0000  O   HOH  ****      10.000  10.000  10.000 -0.8476 1.7700\n",
          "residue number '****' overflowed its columns"},
-        {"ATOM  Aa000  O   HOH W   1      10.000  10.000  10.000 -0.8476 1.7700\n",
-         "serial number 'Aa000' is not an integer"}}; /* mixed case */
+        {"ATOM  Aa000  O   HOH  Aa00      10.000  10.000  10.000 -0.8476 1.7700\n",
+         "residue number 'Aa00' is not an integer"}}; /* mixed case */
     elec_structure s;
     elec_error err;
     size_t i, residues[3];
@@ -435,9 +437,11 @@ TEST(pqr_reads_numbers_past_their_columns_as_their_writers_meant) {
            "%zu residues in %zu chains, want 5 in 1", residues[0], residues[1]);
     elec_structure_free(&s);
     status = parse(whitespace, &s, &err);
-    EXPECT(status == ELEC_OK && s.count == 2 && s.label[0].serial == 100001 &&
-               s.label[0].residue_number == 10001 && s.label[1].serial == -1,
-           "whitespace dialect: status %d: %s", status, err.message);
+    EXPECT(status == ELEC_OK && s.count == 3 && s.label[0].serial == 100001 &&
+               s.label[0].residue_number == 10001 && s.label[1].serial == -1 &&
+               s.label[2].serial == -1,
+           "whitespace dialect (VMD's hexadecimal serial last): status %d: %s", status,
+           err.message);
     if (status == ELEC_OK) elec_structure_free(&s);
     for (i = 0; i < 2; i++) {
         status = parse(refused[i][0], &s, &err);
