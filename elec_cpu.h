@@ -1776,6 +1776,7 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
                     }
                 }
     }
+    if ((s = elec__msm_report(&pr, 1.0, err)) != ELEC_OK) goto cleanup;
     *energy = p.scale * (long_range + short_range);
     for (i = 0; i < 3 * n && forces; i++) forces[i] *= p.scale;
     if ((s = elec__results_finite("MSM", "energy", NULL, energy, 1, "double", err)) != ELEC_OK ||

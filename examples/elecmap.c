@@ -305,14 +305,6 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
                         o->tolerance);
                 return PARSE_ERROR;
             }
-            /* below the measured table's reach: a usage error as the range
-               is, not a refusal after the input was read */
-            if (o->tolerance < ELEC_MSM_TOLERANCE_FLOOR) {
-                fprintf(messages, TOOL ": --tolerance %g: MSM reaches %g at the tightest "
-                                  "(its measured table)\n", o->tolerance,
-                        ELEC_MSM_TOLERANCE_FLOOR);
-                return PARSE_ERROR;
-            }
         } else if (!strcmp(a, "--msm-order")) {
             double order;
             DOUBLE_ARG(order, "order 4, 6, 8 or 10");
@@ -500,6 +492,14 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         return PARSE_ERROR;
     }
     if (!method_options_fit(o, messages)) return PARSE_ERROR;
+    /* below the measured table's reach: a usage error as the range is, not
+       a refusal after the input was read (after the method's fit, which
+       names the option's method where it is another's) */
+    if ((o->given & OPTION_TOLERANCE) && o->tolerance < ELEC_MSM_TOLERANCE_FLOOR) {
+        fprintf(messages, TOOL ": --tolerance %g: MSM reaches %g at the tightest (its "
+                          "measured table)\n", o->tolerance, ELEC_MSM_TOLERANCE_FLOOR);
+        return PARSE_ERROR;
+    }
     if (o->given & OPTION_ORDER) {
         /* the orders each basis has (elec_chargemap_params_resolve's) */
         const int n = o->charge_order;

@@ -633,8 +633,10 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
     if (status) {
         if (rank == 0)
 #ifdef ELEC_WITH_CUDA
-            fprintf(stderr, "elecmap_mpi: %s: a rank has no CUDA device (--cpu to compute "
-                            "on the CPU)\n", o->device == DEVICE_GPU ? "--gpu" : "--variant");
+            fprintf(stderr, "elecmap_mpi: %s: a rank has no CUDA device (%s)\n",
+                    o->device == DEVICE_GPU ? "--gpu" : "--variant",
+                    o->device == DEVICE_GPU ? "--cpu to compute on the CPU"
+                                            : "leave --variant out to compute on the CPU");
 #else
             fprintf(stderr, "elecmap_mpi: %s: this elecmap_mpi was built without CUDA "
                             "(make elecmap_mpi_cuda)\n",

@@ -1186,8 +1186,12 @@ int main(int argc, char **argv) {
     if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
         if (o.surface == SURFACE_FILE && err.line > 0) { /* a point list's line */
             /* the MSMS reader's messages name their file (.vert or .face)
-               already: once it stood there twice */
-            const int unnamed = strncmp(err.message, "line ", 5) == 0;
+               already: once it stood there twice.  Named: the message
+               starts with the file's name up to its extension's dot */
+            const char *dot = strrchr(o.surface_file, '.');
+            const size_t stem = dot ? (size_t)(dot - o.surface_file) + 1
+                                    : strlen(o.surface_file);
+            const int unnamed = strncmp(err.message, o.surface_file, stem) != 0;
             fprintf(stderr, "elecsurf: %s%s%s\n", unnamed ? o.surface_file : "",
                     unnamed ? ": " : "", err.message);
         } else
