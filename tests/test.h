@@ -140,6 +140,22 @@ static inline double test_max_abs_diff_float(const float *got, const double *wan
     return worst;
 }
 
+/* A progress callback's record (elec_progress_fn, user = the record): how
+   many calls, whether the fractions stayed rising within [0, 1], the last
+   one; it asks to stop at call cancel_after (0: never). */
+typedef struct test_progress_log {
+    int calls, increasing, cancel_after;
+    double last;
+} test_progress_log;
+
+static inline int test_log_progress(double fraction, void *user) {
+    test_progress_log *log = (test_progress_log *)user;
+    if (fraction < log->last || fraction < 0.0 || fraction > 1.0) log->increasing = 0;
+    log->last = fraction;
+    log->calls++;
+    return log->cancel_after > 0 && log->calls >= log->cancel_after;
+}
+
 static inline int test_all_finite_float(const float *v, size_t n) {
     size_t i;
     for (i = 0; i < n; i++)

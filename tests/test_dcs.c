@@ -406,27 +406,13 @@ TEST(invalid_arguments_are_reported) {
            "zero points: %s", err.message);
 }
 
-typedef struct progress_log {
-    int calls, increasing, cancel_after;
-    double last;
-} progress_log;
-
-static int on_progress(double fraction, void *user) {
-    progress_log *log = (progress_log *)user;
-    if (fraction < log->last || fraction < 0.0 || fraction > 1.0)
-        log->increasing = 0;
-    log->last = fraction;
-    log->calls++;
-    return log->cancel_after > 0 && log->calls >= log->cancel_after;
-}
-
 TEST(progress_reports_and_cancels) {
     test_system s = test_system_random(200, 10.0, 6);
     elec_atoms atoms = test_system_atoms(&s);
     elec_lattice l = test_lattice_cube(20, 0.0, 0.5);
     float *map = (float *)malloc(elec_lattice_size(&l) * sizeof *map);
     double *pts = (double *)malloc(3 * 1000 * sizeof *pts), *phi;
-    progress_log log;
+    test_progress_log log;
     elec_dcs_params dp;
     elec_mdh_params mp;
     elec_error err;
@@ -436,7 +422,7 @@ TEST(progress_reports_and_cancels) {
     memset(&dp, 0, sizeof dp);
     memset(&log, 0, sizeof log);
     log.increasing = 1;
-    dp.progress = on_progress;
+    dp.progress = test_log_progress;
     dp.progress_user = &log;
     EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, map, &err) == ELEC_OK, "%s",
            err.message);
@@ -465,7 +451,7 @@ TEST(progress_reports_and_cancels) {
     memset(&mp, 0, sizeof mp);
     memset(&log, 0, sizeof log);
     log.increasing = 1;
-    mp.progress = on_progress;
+    mp.progress = test_log_progress;
     mp.progress_user = &log;
     EXPECT(elec_cpu_mdh_points_double(&atoms, pts, 1000, &mp, phi, &err) ==
                ELEC_OK,
@@ -607,7 +593,7 @@ TEST(maps_and_points_past_their_range_are_refused) {
     float mapf[216], phif[2];
     double mapd[216], phid[2];
     elec_dcs_params p;
-    progress_log log;
+    test_progress_log log;
     elec_error err;
     elec_status s;
     memset(&p, 0, sizeof p);
@@ -630,7 +616,7 @@ TEST(maps_and_points_past_their_range_are_refused) {
     memset(&log, 0, sizeof log);
     log.increasing = 1;
     log.cancel_after = 1;
-    p.progress = on_progress;
+    p.progress = test_log_progress;
     p.progress_user = &log;
     s = elec_cpu_dcs_map(&atoms, &l, &p, mapf, &err);
     EXPECT(s == ELEC_ERR_CANCELLED, "cancelled: status %d, %s", (int)s, err.message);

@@ -605,18 +605,6 @@ static periodic_errors periodic_vs_ewald(const test_system *s, const elec_box *b
    lattices of millions of empty points whose stencil sums once ran 15 s
    (maps) to minutes with no callback, and the energy and lattice calls
    never called it: now the first call comes within a 64th of that sum. */
-typedef struct progress_log {
-    int calls, stop_at, rising;
-    double last;
-} progress_log;
-
-static int log_progress(double fraction, void *user) {
-    progress_log *log = (progress_log *)user;
-    if (fraction < log->last || fraction > 1.0 + 1e-12) log->rising = 0;
-    log->last = fraction;
-    return ++log->calls >= log->stop_at;
-}
-
 TEST(msm_calls_report_progress_and_stop_when_cancelled) {
     test_system far = test_system_random(8, 1.0, 71), near = test_system_random(200, 20.0, 72);
     double point[3] = {0.0, 0.0, 0.0}, phi, energy, *forces;
@@ -633,9 +621,9 @@ TEST(msm_calls_report_progress_and_stop_when_cancelled) {
     for (call = 0; call < 3; call++) {
         elec_atoms atoms = test_system_atoms(&far);
         elec_msm_params p = {0};
-        progress_log log = {0, 1, 1, 0.0};
+        test_progress_log log = {0, 1, 1, 0.0}; /* stops at the first call */
         elec_status s;
-        p.progress = log_progress;
+        p.progress = test_log_progress;
         p.progress_user = &log;
         s = call == 0   ? elec_cpu_msm_points(&atoms, point, 1, &p, &phi, &err)
             : call == 1 ? elec_cpu_msm_energy(&atoms, &p, &energy, NULL, &err)
@@ -647,16 +635,17 @@ TEST(msm_calls_report_progress_and_stop_when_cancelled) {
     for (call = 0; call < 3; call++) { /* uncancelled: rising to 1 */
         elec_atoms atoms = test_system_atoms(&near);
         elec_msm_params p = {0};
-        progress_log log = {0, 1 << 30, 1, 0.0};
+        test_progress_log log = {0, 1, 0, 0.0}; /* never stops */
         elec_status s;
-        p.progress = log_progress;
+        p.progress = test_log_progress;
         p.progress_user = &log;
         s = call == 0   ? elec_cpu_msm_points(&atoms, near.xyz, near.count, &p, forces, &err)
             : call == 1 ? elec_cpu_msm_energy(&atoms, &p, &energy, forces, &err)
                         : elec_cpu_msm_lattices(&atoms, NULL, &p, &lat, &err);
-        EXPECT(s == ELEC_OK && log.calls >= 1 && log.rising && fabs(log.last - 1.0) < 1e-12,
+        EXPECT(s == ELEC_OK && log.calls >= 1 && log.increasing &&
+                   fabs(log.last - 1.0) < 1e-12,
                "call %d: status %d, %d callbacks, last %g, rising %d: %s", call, (int)s,
-               log.calls, log.last, log.rising, err.message);
+               log.calls, log.last, log.increasing, err.message);
         if (call == 2 && s == ELEC_OK) elec_msm_lattices_free(&lat);
     }
     free(forces);
