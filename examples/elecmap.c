@@ -501,16 +501,17 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         return PARSE_ERROR;
     }
     if (o->given & OPTION_ORDER) {
-        /* the orders each basis has (elec_chargemap_params_resolve's) */
-        const int n = o->charge_order;
-        if (o->charge_basis == ELEC_CHARGEMAP_SKEEL && (n < 4 || n > 10 || n % 2 != 0)) {
-            fprintf(messages, TOOL ": --order %d: Skeel's basis has orders 4 (C1 cubic), 6, 8 "
-                              "and 10\n", n);
-            return PARSE_ERROR;
-        }
-        if (o->charge_basis == ELEC_CHARGEMAP_BSPLINE && (n < 4 || n > ELEC_MAX_SPLINE_ORDER)) {
-            fprintf(messages, TOOL ": --order %d: B-splines of order 4 to %d\n", n,
-                    ELEC_MAX_SPLINE_ORDER);
+        /* the orders each basis has, by the library's own check, on a
+           lattice wide enough for any of them: a usage error, not a
+           refusal after the input was read */
+        const elec_lattice probe = {{16, 16, 16}, {0.0, 0.0, 0.0}, {1.0, 1.0, 1.0}};
+        elec_chargemap_params chosen, resolved;
+        elec_error err;
+        memset(&chosen, 0, sizeof chosen);
+        chosen.basis = o->charge_basis;
+        chosen.order = o->charge_order;
+        if (elec_chargemap_params_resolve(&chosen, &probe, 1, &resolved, &err) != ELEC_OK) {
+            fprintf(messages, TOOL ": --order %d: %s\n", o->charge_order, err.message);
             return PARSE_ERROR;
         }
     }

@@ -122,8 +122,8 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--temperature 0|--temperature 0: give a positive value" \
             "--method mdh --kappa 0 --ionic-strength 0.1|--kappa sets the screening" \
             "--method msm --tolerance 1e-7|MSM reaches 2e-07" \
-            "--method charges --order 12|Skeel's basis has orders" \
-            "--method charges --basis bspline --order 9|B-splines of order 4 to 8"; do
+            "--method charges --order 12|Skeel basis order 12: use 4" \
+            "--method charges --basis bspline --order 9|B-spline order 9: use 4 to 8"; do
     args=${case%%|*}
     # shellcheck disable=SC2086 # the options, split on purpose
     "$build/elecmap" --quiet $args --demo "$dir/x.dx" > "$dir/out" 2>&1
