@@ -1423,6 +1423,14 @@ typedef struct elec__msm_progress {
     double from, to;
 } elec__msm_progress;
 
+/* Points of the levels below the top: what the lattice cutoff sums over. */
+static double elec__msm_points_below_top(const elec__msm *m) {
+    double points = 0.0;
+    int l;
+    for (l = 0; l + 1 < m->levels; l++) points += (double)elec__msm_points(&m->grid[l]);
+    return points;
+}
+
 /* Reports `done` of the stage; ELEC_ERR_CANCELLED where the callback asks. */
 static elec_status elec__msm_report(const elec__msm_progress *pr, double done,
                                     elec_error *err) {
@@ -1444,10 +1452,10 @@ static void elec__msm_up(elec__msm *m, const double *x, const double *q, size_t 
 }
 static elec_status elec__msm_across(elec__msm *m, const elec__msm_progress *pr,
                                     elec_error *err) {
-    double total = 0.0, done = 0.0;
+    const double total = elec__msm_points_below_top(m);
+    double done = 0.0;
     elec_status s;
     int l;
-    for (l = 0; l + 1 < m->levels; l++) total += (double)elec__msm_points(&m->grid[l]);
     for (l = 0; l + 1 < m->levels; l++) {
         const long points = (long)elec__msm_points(&m->grid[l]);
         const long block = (long)(total / 64.0) + 1;
@@ -1485,11 +1493,8 @@ static elec_status elec__msm_long_range(elec__msm *m, const double *x, const dou
 static double elec__msm_hierarchy_share(const elec__msm *m, size_t targets) {
     const double side = 2.0 * (double)m->radius + 1.0, width = 2.0 * m->support;
     const double a = m->p.cutoff;
-    double across = 0.0, rest;
-    int l;
-    for (l = 0; l + 1 < m->levels; l++) across += (double)elec__msm_points(&m->grid[l]);
-    across *= side * side * side;
-    rest = (double)targets * (width * width * width + 0.1 * 4.18879 * a * a * a);
+    const double across = elec__msm_points_below_top(m) * side * side * side;
+    const double rest = (double)targets * (width * width * width + 0.1 * 4.18879 * a * a * a);
     return across + rest > 0.0 ? across / (across + rest) : 0.0;
 }
 
