@@ -7018,39 +7018,26 @@ static double elec__error_volume(const elec_cells *cells, const double *q, doubl
     return crowding > q2 * q2 / volume ? q2 * q2 / crowding : volume;
 }
 
-static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
-                                         const size_t *pairs, size_t pair_count,
-                                         double reach, elec__charge_stats *st,
-                                         elec_error *err) {
-    const size_t n = atoms->count;
-    const double volume = box->length[0] * box->length[1] * box->length[2];
-    double *x = NULL, *q = NULL, *round2 = NULL, *sorted;
-    double *per_atom, *rows;
-    long *row;
-    double force2 = 0.0, change2 = 0.0, pairs2 = 0.0, sk[ELEC__SK_BINS];
-    long sampled_count = 0;
-    size_t *excl_start = NULL, *excl_list = NULL, i, stride;
-    elec_cells cells;
-    elec_status status;
-    int axis, b;
-    memset(st, 0, sizeof *st);
-    memset(sk, 0, sizeof sk);
-    for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
-    st->count = n;
-    st->error_volume = volume;
-    if (n == 0) return ELEC_OK;
-    if (0.5 * elec__shortest_edge(box) < reach) reach = 0.5 * elec__shortest_edge(box);
-    x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
-    q = (double *)ELEC_MALLOC(n * sizeof *q);
-    round2 = (double *)ELEC_MALLOC(n * sizeof *round2);
-    excl_start = (size_t *)ELEC_MALLOC((n + 1) * sizeof *excl_start);
-    excl_list = (size_t *)ELEC_MALLOC((2 * pair_count + 1) * sizeof *excl_list);
-    if (!x || !q || !round2 || !excl_start || !excl_list) {
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
-    }
-    for (i = 0; i < n; i++) {
+/* What elec__charge_stats_of's probe reads, its atoms in the cells' order
+   (cells->atom maps back to the caller's indices). */
+typedef struct elec__probe {
+    const elec_cells *cells;
+    const elec_box *box;
+    const double *x, *q, *round2;         /* positions, charges, rounding   */
+    const size_t *excl_start, *excl_list; /* excluded partners, the
+                                             caller's indices            */
+    double reach2;                        /* the reach squared            */
+    double inverse_bin[ELEC__SK_BINS];    /* 1 / (b + 1/2)                */
+} elec__probe;
+
+/* The atoms wrapped into the box (x, three a atom), their charges, and
+   each one's rounding variance (the mean over its coordinates of
+   elec__float_rounding2); the count's sums of q^2, q^4 and q into st. */
+static void elec__probe_gather(const elec_atoms *atoms, const elec_box *box, double *x,
+                               double *q, double *round2, elec__charge_stats *st) {
+    size_t i;
+    int axis;
+    for (i = 0; i < atoms->count; i++) {
         elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
         round2[i] = 0.0;
         for (axis = 0; axis < 3; axis++) {
@@ -7064,37 +7051,37 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
         st->q4 += q[i] * q[i] * q[i] * q[i];
         st->charge += q[i];
     }
-    /* excluded partners of each atom (CSR; pairs were checked) */
-    memset(excl_start, 0, (n + 1) * sizeof *excl_start);
+}
+
+/* Each atom's excluded partners (the pairs were checked) as compressed
+   rows: atom a's are list[start[a]] .. list[start[a + 1] - 1]. */
+static void elec__exclusions_by_atom(const size_t *pairs, size_t pair_count, size_t n,
+                                     size_t *start, size_t *list) {
+    size_t i;
+    memset(start, 0, (n + 1) * sizeof *start);
     for (i = 0; i < pair_count; i++) {
-        excl_start[pairs[2 * i] + 1]++;
-        excl_start[pairs[2 * i + 1] + 1]++;
+        start[pairs[2 * i] + 1]++;
+        start[pairs[2 * i + 1] + 1]++;
     }
-    for (i = 0; i < n; i++) excl_start[i + 1] += excl_start[i];
+    for (i = 0; i < n; i++) start[i + 1] += start[i];
     for (i = 0; i < pair_count; i++) { /* start[a] as the fill cursor */
         size_t a = pairs[2 * i], c = pairs[2 * i + 1];
-        excl_list[excl_start[a]++] = c;
-        excl_list[excl_start[c]++] = a;
+        list[start[a]++] = c;
+        list[start[c]++] = a;
     }
-    for (i = n; i > 0; i--) excl_start[i] = excl_start[i - 1];
-    excl_start[0] = 0;
-    {
-        const double zero[3] = {0.0, 0.0, 0.0};
-        if ((status = elec_cells_build(x, n, zero, box->length, reach, &cells, err)) !=
-            ELEC_OK)
-            goto cleanup;
-    }
-    /* positions, charges and roundings in cell order, so that a cell's
-       atoms are read contiguously (cells.atom maps back) */
-    sorted = (double *)ELEC_MALLOC(5 * n * sizeof *sorted);
-    if (!sorted) {
-        elec_cells_free(&cells);
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
-    }
+    for (i = n; i > 0; i--) start[i] = start[i - 1];
+    start[0] = 0;
+}
+
+/* x, q and round2 put in the cells' order, so that a cell's atoms are
+   read contiguously; 0 where there is no memory for it. */
+static int elec__probe_cell_order(const elec_cells *cells, size_t n, double *x, double *q,
+                                  double *round2) {
+    double *sorted = (double *)ELEC_MALLOC(5 * n * sizeof *sorted);
+    size_t i;
+    if (!sorted) return 0;
     for (i = 0; i < n; i++) {
-        size_t a = cells.atom[i];
+        size_t a = cells->atom[i];
         memcpy(sorted + 3 * i, x + 3 * a, 3 * sizeof *sorted);
         sorted[3 * n + i] = q[a];
         sorted[4 * n + i] = round2[a];
@@ -7103,170 +7090,257 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     memcpy(q, sorted + 3 * n, n * sizeof *q);
     memcpy(round2, sorted + 4 * n, n * sizeof *round2);
     ELEC_FREE(sorted);
-    st->error_volume = elec__error_volume(&cells, q, st->q2, volume);
-    /* a hashed sample for s(k) (a stride would alias with molecules' atom
-       order: every third atom of water is an oxygen), each sampled atom
-       its own row; every atom its own force and rounding sums: the totals
-       are added in one order whatever the threads, so that two calls on
-       the same atoms (the CPU's and the GPU's) choose alike */
-    stride = n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
-    row = (long *)ELEC_MALLOC(n * sizeof *row);
-    per_atom = (double *)ELEC_MALLOC(3 * n * sizeof *per_atom);
-    for (i = 0; row && i < n; i++)
-        row[i] = (unsigned long)((cells.atom[i] * 2654435761UL) & 0xffffffffUL) <
+    return 1;
+}
+
+/* The atoms that sample s(k), about ELEC__SK_SAMPLE: row[i] (i in the
+   cells' order) is atom i's row of sums, or -1.  Chosen by a hash of the
+   caller's index, not a stride, which would alias with the molecules'
+   atom order (every third atom of water is an oxygen).  Returns how many
+   rows. */
+static long elec__sk_sample(const elec_cells *cells, size_t n, long *row) {
+    const size_t stride =
+        n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
+    long rows = 0;
+    size_t i;
+    for (i = 0; i < n; i++)
+        row[i] = (unsigned long)((cells->atom[i] * 2654435761UL) & 0xffffffffUL) <
                          0x100000000UL / stride
-                     ? sampled_count++
+                     ? rows++
                      : -1;
-    rows = (double *)ELEC_MALLOC(((size_t)sampled_count * ELEC__SK_BINS + 1) * sizeof *rows);
-    if (!row || !per_atom || !rows) {
-        elec_cells_free(&cells);
-        ELEC_FREE(row);
-        ELEC_FREE(per_atom);
-        ELEC_FREE(rows);
-        status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                            "no memory for the error estimate of %zu atoms", n);
-        goto cleanup;
+    return rows;
+}
+
+/* One pair's terms of s(k) added to a sampled atom's row: q_i q_j W(r)
+   sin(k r) / (k r) at k = (b + 1/2) ELEC__SK_STEP, the sines by their
+   three-term recurrence in t = ELEC__SK_STEP r. */
+static void elec__sk_add(const elec__probe *p, double *row, double qq, double r,
+                         double r2) {
+    const double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
+    const double w = qq * (1.0 - r2 / p->reach2) * (1.0 - r2 / p->reach2) / t;
+    double prev = -sin(0.5 * t), cur = -prev;
+    int b;
+    for (b = 0; b < ELEC__SK_BINS; b++) {
+        double next = c2 * cur - prev;
+        row[b] += w * cur * p->inverse_bin[b];
+        prev = cur;
+        cur = next;
     }
-    memset(rows, 0, (size_t)sampled_count * ELEC__SK_BINS * sizeof *rows);
-    {
-        long li;
-        const double r2max = reach * reach, shift_force = 1.0 / r2max;
-        double inverse_bin[ELEC__SK_BINS];
-        for (b = 0; b < ELEC__SK_BINS; b++) inverse_bin[b] = 1.0 / (b + 0.5);
+}
+
+/* Whether atoms a and b (the caller's indices) are an excluded pair. */
+static int elec__probe_excluded(const elec__probe *p, size_t a, size_t b) {
+    size_t e;
+    for (e = p->excl_start[a]; e < p->excl_start[a + 1]; e++)
+        if (p->excl_list[e] == b) return 1;
+    return 0;
+}
+
+/* The neighbour cell home + off, and the shift that brings its atoms
+   next to home: a box length where its index wraps.  Along an axis of
+   fewer than three cells every cell is visited once, unshifted (wrap 0
+   there), and each pair takes its nearest image. */
+static long elec__probe_neighbour(const elec__probe *p, const int home[3], const int off[3],
+                                  double shift[3], int wrap[3]) {
+    const elec_cells *cells = p->cells;
+    int axis, cell[3];
+    for (axis = 0; axis < 3; axis++) {
+        const int at = home[axis] + off[axis], n = cells->n[axis];
+        const double length = p->box->length[axis];
+        wrap[axis] = n >= 3;
+        cell[axis] = at < 0 ? at + n : at >= n ? at - n : at;
+        shift[axis] = !wrap[axis] ? 0.0 : at < 0 ? length : at >= n ? -length : 0.0;
+    }
+    return elec_cells_neighbour(cells, cell, 0, 0, 0, 1);
+}
+
+/* Atom ai's probe (in the cells' order) over its pairs within the reach:
+   sums[0] its shifted-force Coulomb force squared, sums[1] the change
+   that rounding the coordinates to float makes in it, squared, sums[2]
+   its pair forces in quadrature; excluded pairs left out of all three.
+   Where it samples s(k) (row not NULL), every pair adds its terms. */
+static void elec__probe_atom(const elec__probe *p, size_t ai, double *row, double sums[3]) {
+    const elec_cells *cells = p->cells;
+    const double *xi = p->x + 3 * ai, shift_force = 1.0 / p->reach2;
+    double f[3] = {0.0, 0.0, 0.0}, change = 0.0, pair2 = 0.0;
+    int home[3], from[3], count[3], axis, cx, cy, cz;
+    elec_cells_ijk(cells, xi, home);
+    for (axis = 0; axis < 3; axis++) {
+        count[axis] = elec__cells_offsets(cells, axis, &from[axis]);
+        if (cells->n[axis] < 3) home[axis] = 0;
+    }
+    for (cz = 0; cz < count[2]; cz++)
+        for (cy = 0; cy < count[1]; cy++)
+            for (cx = 0; cx < count[0]; cx++) {
+                const int off[3] = {from[0] + cx, from[1] + cy, from[2] + cz};
+                double shift[3];
+                int wrap[3];
+                const long cell = elec__probe_neighbour(p, home, off, shift, wrap);
+                size_t j;
+                for (j = cells->start[cell]; j < cells->start[cell + 1]; j++) {
+                    double d[3], r2, r, qq, g;
+                    if (j == ai) continue;
+                    for (axis = 0; axis < 3; axis++) {
+                        const double length = p->box->length[axis];
+                        d[axis] = xi[axis] - p->x[3 * j + axis] + shift[axis];
+                        if (!wrap[axis]) d[axis] -= length * floor(d[axis] / length + 0.5);
+                    }
+                    r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    if (r2 >= p->reach2 || r2 == 0.0) continue;
+                    qq = p->q[ai] * p->q[j];
+                    r = sqrt(r2);
+                    if (row) elec__sk_add(p, row, qq, r, r2);
+                    if (elec__probe_excluded(p, cells->atom[ai], cells->atom[j])) continue;
+                    g = qq * (1.0 / r2 - shift_force) / r;
+                    for (axis = 0; axis < 3; axis++) f[axis] += g * d[axis];
+                    pair2 += g * g * r2;
+                    change += 6.0 * qq * qq / (r2 * r2 * r2) * (p->round2[ai] + p->round2[j]);
+                }
+            }
+    sums[0] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
+    sums[1] = change;
+    sums[2] = pair2;
+}
+
+/* The probe over every atom, each its own sums (three an atom) and, where
+   sampled, its own row: the totals are then added in one order whatever
+   the threads, so that two calls on the same atoms (the CPU's and the
+   GPU's) choose alike. */
+static void elec__probe_atoms(const elec__probe *p, size_t n, const long *row, double *rows,
+                              double *sums) {
+    long i;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-        for (li = 0; li < (long)n; li++) {
-            const size_t ai = (size_t)li, oi = cells.atom[ai]; /* sorted, original */
-            const double *xi = x + 3 * ai;
-            double f[3] = {0.0, 0.0, 0.0}, change = 0.0, pair2 = 0.0;
-            double *local = row[ai] >= 0 ? rows + (size_t)row[ai] * ELEC__SK_BINS : NULL;
-            int home[3], from[3], count[3], cx, cy, cz, c, bin, sampled = local != NULL;
-            elec_cells_ijk(&cells, xi, home);
-            for (c = 0; c < 3; c++) {
-                count[c] = elec__cells_offsets(&cells, c, &from[c]);
-                if (cells.n[c] < 3) home[c] = 0;
-            }
-            for (cz = 0; cz < count[2]; cz++)
-                for (cy = 0; cy < count[1]; cy++)
-                    for (cx = 0; cx < count[0]; cx++) {
-                        int off[3], wrap[3], cell_ijk[3];
-                        double shift[3];
-                        long cell;
-                        size_t k;
-                        off[0] = from[0] + cx;
-                        off[1] = from[1] + cy;
-                        off[2] = from[2] + cz;
-                        /* the image of the neighbour cell next to home:
-                           a shift of a box length where its index
-                           wraps (every cell is visited, and the
-                           nearest image taken per pair, along an axis
-                           of fewer than three) */
-                        for (c = 0; c < 3; c++) {
-                            int at = home[c] + off[c];
-                            wrap[c] = cells.n[c] >= 3;
-                            cell_ijk[c] = at < 0 ? at + cells.n[c]
-                                          : at >= cells.n[c] ? at - cells.n[c] : at;
-                            shift[c] = !wrap[c] ? 0.0
-                                       : at < 0 ? box->length[c]
-                                       : at >= cells.n[c] ? -box->length[c] : 0.0;
-                        }
-                        cell = elec_cells_neighbour(&cells, cell_ijk, 0, 0, 0, 1);
-                        for (k = cells.start[cell]; k < cells.start[cell + 1]; k++) {
-                            size_t j = k, e; /* sorted */
-                            double d[3], r2, qq, g, r;
-                            int excluded = 0, a;
-                            if (j == ai) continue;
-                            for (a = 0; a < 3; a++) {
-                                d[a] = xi[a] - x[3 * j + a] + shift[a];
-                                if (!wrap[a])
-                                    d[a] -= box->length[a] * floor(d[a] / box->length[a] + 0.5);
-                            }
-                            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                            if (r2 >= r2max || r2 == 0.0) continue;
-                            qq = q[ai] * q[j];
-                            r = sqrt(r2);
-                            if (sampled) {
-                                /* sin((b + 1/2) t) / ((b + 1/2) t) by the
-                                   three-term recurrence, t = step r */
-                                double t = ELEC__SK_STEP * r, c2 = 2.0 * cos(t);
-                                double w = qq * (1.0 - r2 / r2max) * (1.0 - r2 / r2max) / t;
-                                double prev = -sin(0.5 * t), cur = -prev;
-                                for (bin = 0; bin < ELEC__SK_BINS; bin++) {
-                                    double next = c2 * cur - prev;
-                                    local[bin] += w * cur * inverse_bin[bin];
-                                    prev = cur;
-                                    cur = next;
-                                }
-                            }
-                            for (e = excl_start[oi]; e < excl_start[oi + 1]; e++)
-                                if (excl_list[e] == cells.atom[j]) excluded = 1;
-                            if (excluded) continue;
-                            g = qq * (1.0 / r2 - shift_force) / r;
-                            for (a = 0; a < 3; a++) f[a] += g * d[a];
-                            pair2 += g * g * r2;
-                            change += 6.0 * qq * qq / (r2 * r2 * r2) *
-                                      (round2[ai] + round2[j]);
-                        }
-                    }
-            per_atom[3 * ai] = f[0] * f[0] + f[1] * f[1] + f[2] * f[2];
-            per_atom[3 * ai + 1] = change;
-            per_atom[3 * ai + 2] = pair2;
-        }
+    for (i = 0; i < (long)n; i++)
+        elec__probe_atom(p, (size_t)i,
+                         row[i] >= 0 ? rows + (size_t)row[i] * ELEC__SK_BINS : NULL,
+                         sums + 3 * i);
+}
+
+/* st's force_rms (floored), float_arithmetic, float_floor and s(k) from
+   the probe's totals over n atoms in `volume`: force2, change2 and pairs2
+   (sums[0..2] summed), sk over the `sampled` atoms' rows. */
+static void elec__probe_finish(elec__charge_stats *st, size_t n, double volume, double force2,
+                               double change2, double pairs2,
+                               const double sk[ELEC__SK_BINS], long sampled) {
+    const double samples = sampled > 0 ? (double)sampled : 1.0;
+    const double mean_q2 = st->q2 / (double)n;
+    const double floor_force = 0.01 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
+    int b;
+    st->force_rms = sqrt(force2 / (double)n);
+    /* Relative to the forces, or to the typical force where they nearly
+       vanish (ions at a crystal's sites feel none: the ratio would be
+       rounding over rounding). */
+    force2 = force2 > (double)n * floor_force * floor_force
+                 ? force2 : (double)n * floor_force * floor_force;
+    st->force_floored = st->force_rms < floor_force;
+    if (st->force_floored) st->force_rms = floor_force;
+    st->float_arithmetic = elec__float_arithmetic(sqrt(pairs2 / (double)n), st->force_rms);
+    st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
+    st->float_floor = sqrt(st->float_floor * st->float_floor +
+                           st->float_arithmetic * st->float_arithmetic);
+    for (b = 0; b < ELEC__SK_BINS; b++) {
+        double s = st->q2 > 0.0 ? 1.0 + (double)n / samples * sk[b] / st->q2 : 1.0;
+        st->s[b] = s > 1e-3 ? s : 1e-3;
     }
+}
+
+/* The largest charge's magnitude. */
+static double elec__largest_charge(const double *q, size_t n) {
+    double largest = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (fabs(q[i]) > largest) largest = fabs(q[i]);
+    return largest;
+}
+
+static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box *box,
+                                         const size_t *pairs, size_t pair_count,
+                                         double reach, elec__charge_stats *st,
+                                         elec_error *err) {
+    const size_t n = atoms->count;
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double zero[3] = {0.0, 0.0, 0.0};
+    double *x = NULL, *q = NULL, *round2 = NULL, *sums = NULL, *rows = NULL;
+    double force2 = 0.0, change2 = 0.0, pairs2 = 0.0, sk[ELEC__SK_BINS];
+    size_t *excl_start = NULL, *excl_list = NULL, i;
+    long *row = NULL, sampled = 0;
+    elec_cells cells;
+    elec__probe probe;
+    elec_status status;
+    int have_cells = 0, b;
+    memset(st, 0, sizeof *st);
+    memset(sk, 0, sizeof sk);
+    for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
+    st->count = n;
+    st->error_volume = volume;
+    if (n == 0) return ELEC_OK;
+    if (0.5 * elec__shortest_edge(box) < reach) reach = 0.5 * elec__shortest_edge(box);
+    x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
+    q = (double *)ELEC_MALLOC(n * sizeof *q);
+    round2 = (double *)ELEC_MALLOC(n * sizeof *round2);
+    excl_start = (size_t *)ELEC_MALLOC((n + 1) * sizeof *excl_start);
+    excl_list = (size_t *)ELEC_MALLOC((2 * pair_count + 1) * sizeof *excl_list);
+    row = (long *)ELEC_MALLOC(n * sizeof *row);
+    sums = (double *)ELEC_MALLOC(3 * n * sizeof *sums);
+    if (!x || !q || !round2 || !excl_start || !excl_list || !row || !sums)
+        goto no_memory;
+    elec__probe_gather(atoms, box, x, q, round2, st);
+    elec__exclusions_by_atom(pairs, pair_count, n, excl_start, excl_list);
+    if ((status = elec_cells_build(x, n, zero, box->length, reach, &cells, err)) != ELEC_OK)
+        goto cleanup;
+    have_cells = 1;
+    if (!elec__probe_cell_order(&cells, n, x, q, round2)) goto no_memory;
+    st->error_volume = elec__error_volume(&cells, q, st->q2, volume);
+    sampled = elec__sk_sample(&cells, n, row);
+    rows = (double *)ELEC_MALLOC(((size_t)sampled * ELEC__SK_BINS + 1) * sizeof *rows);
+    if (!rows) goto no_memory;
+    memset(rows, 0, (size_t)sampled * ELEC__SK_BINS * sizeof *rows);
+    probe.cells = &cells;
+    probe.box = box;
+    probe.x = x;
+    probe.q = q;
+    probe.round2 = round2;
+    probe.excl_start = excl_start;
+    probe.excl_list = excl_list;
+    probe.reach2 = reach * reach;
+    for (b = 0; b < ELEC__SK_BINS; b++) probe.inverse_bin[b] = 1.0 / (b + 0.5);
+    elec__probe_atoms(&probe, n, row, rows, sums);
     for (i = 0; i < n; i++) {
-        force2 += per_atom[3 * i];
-        change2 += per_atom[3 * i + 1];
-        pairs2 += per_atom[3 * i + 2];
+        force2 += sums[3 * i];
+        change2 += sums[3 * i + 1];
+        pairs2 += sums[3 * i + 2];
     }
-    for (i = 0; i < (size_t)sampled_count; i++)
+    for (i = 0; i < (size_t)sampled; i++)
         for (b = 0; b < ELEC__SK_BINS; b++) sk[b] += rows[i * ELEC__SK_BINS + b];
-    ELEC_FREE(row);
-    ELEC_FREE(per_atom);
-    ELEC_FREE(rows);
-    elec_cells_free(&cells);
-    {
-        const double sampled = sampled_count > 0 ? (double)sampled_count : 1.0;
-        const double mean_q2 = st->q2 / (double)n;
-        const double floor_force = 0.01 * mean_q2 * pow((double)n / volume, 2.0 / 3.0);
-        st->force_rms = sqrt(force2 / (double)n);
-        /* Relative to the forces, or to the typical force where they
-           nearly vanish (ions at a crystal's sites feel none: the ratio
-           would be rounding over rounding). */
-        force2 = force2 > (double)n * floor_force * floor_force
-                     ? force2 : (double)n * floor_force * floor_force;
-        st->force_floored = st->force_rms < floor_force;
-        if (st->force_floored) st->force_rms = floor_force;
-        st->float_arithmetic = elec__float_arithmetic(sqrt(pairs2 / (double)n), st->force_rms);
-        st->float_floor = force2 > 0.0 ? sqrt(change2 / force2) : 0.0;
-        st->float_floor = sqrt(st->float_floor * st->float_floor +
-                               st->float_arithmetic * st->float_arithmetic);
-        for (b = 0; b < ELEC__SK_BINS; b++) {
-            double s = st->q2 > 0.0 ? 1.0 + (double)n / sampled * sk[b] / st->q2 : 1.0;
-            st->s[b] = s > 1e-3 ? s : 1e-3;
-        }
-    }
+    elec__probe_finish(st, n, volume, force2, change2, pairs2, sk, sampled);
     /* charges near 1e150 e: the forces squared pass double's range, every
        estimate is inf or NaN and no choice would ever meet a tolerance
        (which was the message) */
     if (!elec__finite(st->q2) || !elec__finite(st->force_rms) ||
         !elec__finite(st->float_floor)) {
-        double largest = 0.0;
-        for (i = 0; i < n; i++)
-            if (fabs(q[i]) > largest) largest = fabs(q[i]);
         status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                             "charges of up to %g e: the error estimate's sums (the charges "
                             "squared, the forces squared) pass double's range",
-                            largest);
+                            elec__largest_charge(q, n));
         goto cleanup;
     }
     status = ELEC_OK;
+    goto cleanup;
+no_memory:
+    status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                        "no memory for the error estimate of %zu atoms", n);
 cleanup:
+    if (have_cells) elec_cells_free(&cells);
     ELEC_FREE(x);
     ELEC_FREE(q);
     ELEC_FREE(round2);
     ELEC_FREE(excl_start);
     ELEC_FREE(excl_list);
+    ELEC_FREE(row);
+    ELEC_FREE(sums);
+    ELEC_FREE(rows);
     return status;
 }
 
