@@ -9580,18 +9580,158 @@ static void elec__mesh_gradient(const elec_cells *cells, const double *xyz,
 
 #define ELEC__MESH_MAX_POINTS 134217728.0 /* 2^27 lattice points: 512 MB of floats */
 
+/* The mesh's lattice (g's shape, origin and spacing) over the atoms' span
+   padded by their largest reach and two spacings; refused where the
+   spacing is coarser than the whole blob or the lattice would have more
+   than ELEC__MESH_MAX_POINTS points. */
+static elec_status elec__mesh_lattice(const double *xyz, size_t n, double largest,
+                                      double reach2, double spacing, elec__mesh_grid *g,
+                                      elec_error *err) {
+    const double pad = largest * sqrt(reach2) + 2.0 * spacing;
+    double lo[3], hi[3], across = 0.0, total = 1.0;
+    size_t i;
+    int axis;
+    for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
+    for (i = 1; i < n; i++)
+        for (axis = 0; axis < 3; axis++) {
+            if (xyz[3 * i + axis] < lo[axis]) lo[axis] = xyz[3 * i + axis];
+            if (xyz[3 * i + axis] > hi[axis]) hi[axis] = xyz[3 * i + axis];
+        }
+    /* a lattice coarser than the whole blob (the atoms' span and the
+       largest reach) resolves nothing: at 1e20 A a point could still land
+       on an atom's centre (the origin's offset cancelling to the bit) and
+       make a "surface" 1e20 A wide.  Coarse meshes of a molecule (10-25 A
+       for a protein) stay allowed. */
+    for (axis = 0; axis < 3; axis++)
+        if (hi[axis] - lo[axis] > across) across = hi[axis] - lo[axis];
+    across += 2.0 * largest * sqrt(reach2);
+    if (spacing > across)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "mesh spacing %g A is coarser than the atoms' whole extent (%g A "
+                          "across, their reach included): no surface to mesh", spacing,
+                          across);
+    for (axis = 0; axis < 3; axis++) {
+        double count = ceil((hi[axis] - lo[axis] + 2.0 * pad) / spacing) + 1.0;
+        total *= count;
+        g->n[axis] = count > 1e6 ? 1000000 : (int)count;
+        g->origin[axis] = lo[axis] - pad;
+    }
+    if (total > ELEC__MESH_MAX_POINTS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "a mesh at %g A spacing over %g x %g x %g A needs %.3g lattice "
+                          "points (at most %.3g): use a larger spacing%s", spacing,
+                          hi[0] - lo[0] + 2 * pad, hi[1] - lo[1] + 2 * pad,
+                          hi[2] - lo[2] + 2 * pad, total, ELEC__MESH_MAX_POINTS,
+                          /* a small blobbiness widens each atom's reach
+                             past what any spacing can cover */
+                          reach2 > 100.0 ? ", or a larger blobbiness (each atom reaches "
+                                           "sqrt(1 + 9.21 / blobbiness) radii)"
+                                         : "");
+    g->h = spacing;
+    return ELEC_OK;
+}
+
+/* The density sum_i exp(-s (d_i^2 / r_i^2 - 1)) on g's points, f zeroed
+   before, atom by atom over the points within its reach (reach2 radii
+   squared); each thread owns a slab of z layers and takes the atoms in
+   order, so every sum comes out the same whatever the thread count. */
+static void elec__mesh_density(const elec__mesh_grid *g, float *f, const double *xyz,
+                               const double *radius, size_t n, double blobbiness,
+                               double reach2) {
+#ifdef _OPENMP
+#pragma omp parallel
+#endif
+    {
+        int first = 0, last = g->n[2];
+        size_t atom;
+#ifdef _OPENMP
+        {
+            int threads = omp_get_num_threads(), me = omp_get_thread_num();
+            first = (int)((long)g->n[2] * me / threads);
+            last = (int)((long)g->n[2] * (me + 1) / threads);
+        }
+#endif
+        for (atom = 0; atom < n; atom++) {
+            const double *x = xyz + 3 * atom, r2 = radius[atom] * radius[atom];
+            int lo[3], hi[3], i, j, k, axis;
+            if (r2 == 0.0) continue;
+            for (axis = 0; axis < 3; axis++) {
+                double reach = radius[atom] * sqrt(reach2);
+                lo[axis] = (int)ceil((x[axis] - reach - g->origin[axis]) / g->h);
+                hi[axis] = (int)floor((x[axis] + reach - g->origin[axis]) / g->h);
+                if (lo[axis] < 0) lo[axis] = 0;
+                if (hi[axis] > g->n[axis] - 1) hi[axis] = g->n[axis] - 1;
+            }
+            if (lo[2] < first) lo[2] = first;
+            if (hi[2] > last - 1) hi[2] = last - 1;
+            for (k = lo[2]; k <= hi[2]; k++)
+                for (j = lo[1]; j <= hi[1]; j++)
+                    for (i = lo[0]; i <= hi[0]; i++) {
+                        double p[3], d2;
+                        p[0] = g->origin[0] + g->h * i;
+                        p[1] = g->origin[1] + g->h * j;
+                        p[2] = g->origin[2] + g->h * k;
+                        d2 = elec_distance2(p, x) / r2;
+                        if (d2 <= reach2)
+                            f[elec__mesh_point(g, i, j, k)] +=
+                                (float)exp(-blobbiness * (d2 - 1.0));
+                    }
+        }
+    }
+}
+
+/* The surface where g's density is 1, by marching tetrahedra: each cube
+   the surface crosses (corners on both sides) as Kuhn's six.  0 where
+   there is no memory for it. */
+static int elec__mesh_march(elec__mesh_build *b, const elec__mesh_grid *g) {
+    int i, j, k, t;
+    for (k = 0; k + 1 < g->n[2]; k++)
+        for (j = 0; j + 1 < g->n[1]; j++)
+            for (i = 0; i + 1 < g->n[0]; i++) {
+                int corner, inside = 0;
+                for (corner = 0; corner < 8; corner++)
+                    inside += g->f[elec__mesh_point(g, i + (corner & 1), j + (corner >> 1 & 1),
+                                                    k + (corner >> 2 & 1))] >= 1.0f;
+                if (inside == 0 || inside == 8) continue;
+                for (t = 0; t < 6; t++)
+                    if (!elec__mesh_tetrahedron(b, g, i, j, k, elec__kuhn[t])) return 0;
+            }
+    return 1;
+}
+
+/* The outward unit normal at each of count vertices: minus the density's
+   gradient, from the atoms (up where the density is flat and gives no
+   direction). */
+static void elec__mesh_normals(const elec_cells *cells, const double *xyz,
+                               const double *radius, double blobbiness, double reach2,
+                               const double *vertex, size_t count, double *normal) {
+    long v;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 256)
+#endif
+    for (v = 0; v < (long)count; v++) {
+        double *nv = normal + 3 * v;
+        elec__mesh_gradient(cells, xyz, radius, blobbiness, reach2, vertex + 3 * v, nv);
+        nv[0] = -nv[0];
+        nv[1] = -nv[1];
+        nv[2] = -nv[2];
+        if (!elec__unit(nv)) {
+            nv[0] = nv[1] = 0.0;
+            nv[2] = 1.0;
+        }
+    }
+}
+
 ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
                                        double blobbiness, elec_surface *out,
                                        elec_error *err) {
-    double *xyz = NULL, *radius = NULL, largest, lo[3], hi[3], reach2, pad;
+    double *xyz = NULL, *radius = NULL, largest, reach2;
     float *f = NULL;
     elec__mesh_build b;
     elec__mesh_grid g;
     elec_cells cells;
     elec_status s;
-    size_t n, i, points;
-    int axis;
-    long v;
+    size_t points;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     memset(&b, 0, sizeof b);
@@ -9605,7 +9745,6 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "blobbiness %g: use (0, 100]",
                           blobbiness);
     if ((s = elec__surface_atoms(atoms, &xyz, &radius, &largest, err)) != ELEC_OK) return s;
-    n = atoms->count;
     if (!(largest > 0.0)) {
         s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                        "every atom radius is zero: no surface to mesh");
@@ -9613,53 +9752,9 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
     }
     /* an atom adds under 1e-4 beyond sqrt(1 + ln(1e4) / s) radii */
     reach2 = 1.0 + 9.21034 / blobbiness;
-    pad = largest * sqrt(reach2) + 2.0 * spacing;
-    for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
-    for (i = 1; i < n; i++)
-        for (axis = 0; axis < 3; axis++) {
-            if (xyz[3 * i + axis] < lo[axis]) lo[axis] = xyz[3 * i + axis];
-            if (xyz[3 * i + axis] > hi[axis]) hi[axis] = xyz[3 * i + axis];
-        }
-    {   /* a lattice coarser than the whole blob (the atoms' span and the
-           largest reach) resolves nothing: at 1e20 A a point could still
-           land on an atom's centre (the origin's offset cancelling to the
-           bit) and make a "surface" 1e20 A wide.  Coarse meshes of a
-           molecule (10-25 A for a protein) stay allowed. */
-        double across = 0.0;
-        for (axis = 0; axis < 3; axis++)
-            if (hi[axis] - lo[axis] > across) across = hi[axis] - lo[axis];
-        across += 2.0 * largest * sqrt(reach2);
-        if (spacing > across) {
-            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                           "mesh spacing %g A is coarser than the atoms' whole extent (%g A "
-                           "across, their reach included): no surface to mesh", spacing,
-                           across);
-            goto cleanup;
-        }
-    }
-    {
-        double total = 1.0;
-        for (axis = 0; axis < 3; axis++) {
-            double count = ceil((hi[axis] - lo[axis] + 2.0 * pad) / spacing) + 1.0;
-            total *= count;
-            g.n[axis] = count > 1e6 ? 1000000 : (int)count;
-            g.origin[axis] = lo[axis] - pad;
-        }
-        if (total > ELEC__MESH_MAX_POINTS) {
-            s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                           "a mesh at %g A spacing over %g x %g x %g A needs %.3g lattice "
-                           "points (at most %.3g): use a larger spacing%s", spacing,
-                           hi[0] - lo[0] + 2 * pad, hi[1] - lo[1] + 2 * pad,
-                           hi[2] - lo[2] + 2 * pad, total, ELEC__MESH_MAX_POINTS,
-                           /* a small blobbiness widens each atom's reach
-                              past what any spacing can cover */
-                           reach2 > 100.0 ? ", or a larger blobbiness (each atom reaches "
-                                            "sqrt(1 + 9.21 / blobbiness) radii)"
-                                          : "");
-            goto cleanup;
-        }
-    }
-    g.h = spacing;
+    if ((s = elec__mesh_lattice(xyz, atoms->count, largest, reach2, spacing, &g, err)) !=
+        ELEC_OK)
+        goto cleanup;
     points = (size_t)g.n[0] * (size_t)g.n[1] * (size_t)g.n[2];
     f = (float *)ELEC_MALLOC(points * sizeof *f);
     if (!f) {
@@ -9668,68 +9763,11 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
     }
     g.f = f;
     memset(f, 0, points * sizeof *f);
-    /* The density, atom by atom over the lattice points within its reach;
-       each thread owns a slab of z layers and takes the atoms in order, so
-       every sum comes out the same whatever the thread count. */
-#ifdef _OPENMP
-#pragma omp parallel
-#endif
-    {
-        int first = 0, last = g.n[2];
-        size_t atom;
-#ifdef _OPENMP
-        {
-            int threads = omp_get_num_threads(), me = omp_get_thread_num();
-            first = (int)((long)g.n[2] * me / threads);
-            last = (int)((long)g.n[2] * (me + 1) / threads);
-        }
-#endif
-        for (atom = 0; atom < n; atom++) {
-            const double *x = xyz + 3 * atom, r2 = radius[atom] * radius[atom];
-            int lo_i[3], hi_i[3], ii, jj, kk, ax;
-            if (r2 == 0.0) continue;
-            for (ax = 0; ax < 3; ax++) {
-                double reach = radius[atom] * sqrt(reach2);
-                lo_i[ax] = (int)ceil((x[ax] - reach - g.origin[ax]) / g.h);
-                hi_i[ax] = (int)floor((x[ax] + reach - g.origin[ax]) / g.h);
-                if (lo_i[ax] < 0) lo_i[ax] = 0;
-                if (hi_i[ax] > g.n[ax] - 1) hi_i[ax] = g.n[ax] - 1;
-            }
-            if (lo_i[2] < first) lo_i[2] = first;
-            if (hi_i[2] > last - 1) hi_i[2] = last - 1;
-            for (kk = lo_i[2]; kk <= hi_i[2]; kk++)
-                for (jj = lo_i[1]; jj <= hi_i[1]; jj++)
-                    for (ii = lo_i[0]; ii <= hi_i[0]; ii++) {
-                        double p[3], d2;
-                        p[0] = g.origin[0] + g.h * ii;
-                        p[1] = g.origin[1] + g.h * jj;
-                        p[2] = g.origin[2] + g.h * kk;
-                        d2 = elec_distance2(p, x) / r2;
-                        if (d2 <= reach2)
-                            f[elec__mesh_point(&g, ii, jj, kk)] +=
-                                (float)exp(-blobbiness * (d2 - 1.0));
-                    }
-        }
-    }
-    {
-        int ci, cj, ck, t;
-        for (ck = 0; ck + 1 < g.n[2]; ck++)
-            for (cj = 0; cj + 1 < g.n[1]; cj++)
-                for (ci = 0; ci + 1 < g.n[0]; ci++) {
-                    int corner, inside = 0;
-                    for (corner = 0; corner < 8; corner++)
-                        inside += f[elec__mesh_point(&g, ci + (corner & 1),
-                                                     cj + (corner >> 1 & 1),
-                                                     ck + (corner >> 2 & 1))] >= 1.0f;
-                    if (inside == 0 || inside == 8) continue;
-                    for (t = 0; t < 6; t++)
-                        if (!elec__mesh_tetrahedron(&b, &g, ci, cj, ck, elec__kuhn[t])) {
-                            s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                                           "no memory for the mesh (%zu vertices)",
-                                           b.vertices);
-                            goto cleanup;
-                        }
-                }
+    elec__mesh_density(&g, f, xyz, radius, atoms->count, blobbiness, reach2);
+    if (!elec__mesh_march(&b, &g)) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the mesh (%zu vertices)",
+                       b.vertices);
+        goto cleanup;
     }
     if (b.triangle_count == 0) {
         s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -9737,29 +9775,16 @@ ELEC_DEF elec_status elec_surface_mesh(const elec_atoms *atoms, double spacing,
                        spacing);
         goto cleanup;
     }
-    /* outward normals: minus the density's gradient, from the atoms */
-    if ((s = elec__surface_cells(xyz, n, 0.0, largest * sqrt(reach2), &cells, err)) !=
-        ELEC_OK)
+    if ((s = elec__surface_cells(xyz, atoms->count, 0.0, largest * sqrt(reach2), &cells,
+                                 err)) != ELEC_OK)
         goto cleanup;
     out->normal = (double *)ELEC_MALLOC((3 * b.vertices + 1) * sizeof(double));
     if (!out->normal) {
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu normals", b.vertices);
         goto cleanup;
     }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 256)
-#endif
-    for (v = 0; v < (long)b.vertices; v++) {
-        double *nv = out->normal + 3 * v;
-        elec__mesh_gradient(&cells, xyz, radius, blobbiness, reach2, b.xyz + 3 * v, nv);
-        nv[0] = -nv[0];
-        nv[1] = -nv[1];
-        nv[2] = -nv[2];
-        if (!elec__unit(nv)) { /* flat density: there is no direction; say up */
-            nv[0] = nv[1] = 0.0;
-            nv[2] = 1.0;
-        }
-    }
+    elec__mesh_normals(&cells, xyz, radius, blobbiness, reach2, b.xyz, b.vertices,
+                       out->normal);
     out->count = b.vertices;
     out->xyz = b.xyz;
     out->triangle_count = b.triangle_count;
