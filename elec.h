@@ -5422,16 +5422,192 @@ static int elec__dx_counts(const elec__pqr_token *t, size_t n,
     return 1;
 }
 
+/* The header's origin and three delta lines, in any order, up to the next
+   object line, which is left in t (its n tokens; 0 at the end of the
+   text). */
+static elec_status elec__dx_geometry(elec__dx_cursor *c, elec__pqr_token *t, size_t *n,
+                                     elec_lattice *lattice, elec_error *err) {
+    char why[200];
+    size_t deltas = 0;
+    int has_origin = 0, axis;
+    for (;;) {
+        double v[3];
+        *n = elec__dx_line(c, t, 16);
+        if (*n == 0 || elec__pqr_is(&t[0], "object")) break;
+        if (*n != 4 || (!elec__pqr_is(&t[0], "origin") && !elec__pqr_is(&t[0], "delta")))
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: expected 'origin x y z' or "
+                              "'delta dx dy dz'", c->line);
+        for (axis = 0; axis < 3; axis++)
+            if (!elec__pqr_real(t[1 + axis].p, t[1 + axis].n, t[0].p[0] == 'o'
+                                ? "origin" : "delta", &v[axis], why, sizeof why))
+                return elec__fail(err, ELEC_ERR_PARSE, c->line, "line %ld: %s",
+                                  c->line, why);
+        if (t[0].p[0] == 'o') {
+            has_origin = 1;
+            for (axis = 0; axis < 3; axis++) lattice->origin[axis] = v[axis];
+            continue;
+        }
+        if (deltas == 3)
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: more than three delta lines", c->line);
+        for (axis = 0; axis < 3; axis++)
+            if ((size_t)axis != deltas && v[axis] != 0.0)
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c->line,
+                                  "line %ld: delta %zu is not along axis %zu: "
+                                  "only axis-aligned lattices are supported",
+                                  c->line, deltas + 1, deltas + 1);
+        if (!(v[deltas] > 0.0))
+            return elec__fail(err, v[deltas] == 0.0 ? ELEC_ERR_PARSE
+                                                    : ELEC_ERR_UNSUPPORTED,
+                              c->line, "line %ld: spacing %g along axis %zu "
+                              "must be positive", c->line, v[deltas], deltas + 1);
+        lattice->spacing[deltas] = v[deltas];
+        deltas++;
+    }
+    if (!has_origin || deltas != 3)
+        return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                          "line %ld: the header has %s before its next object",
+                          c->line, has_origin ? "fewer than three delta lines"
+                                              : "no origin line");
+    return ELEC_OK;
+}
+
+/* An optional "object N class gridconnections counts ..." line in t (n
+   tokens), whose counts must be the lattice's; where it is there, the
+   line after it is read into t. */
+static elec_status elec__dx_connections(elec__dx_cursor *c, elec__pqr_token *t, size_t *n,
+                                        const elec_lattice *lattice, elec_error *err) {
+    char why[200];
+    int counts[3], axis;
+    if (*n < 4 || !elec__pqr_is(&t[3], "gridconnections")) return ELEC_OK;
+    if (!elec__dx_counts(t, *n, "gridconnections", counts, why, sizeof why))
+        return elec__fail(err, ELEC_ERR_PARSE, c->line, "line %ld: %s", c->line, why);
+    for (axis = 0; axis < 3; axis++)
+        if (counts[axis] != lattice->dims[axis])
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: gridconnections counts %d %d %d "
+                              "differ from gridpositions counts %d %d %d",
+                              c->line, counts[0], counts[1], counts[2],
+                              lattice->dims[0], lattice->dims[1], lattice->dims[2]);
+    *n = elec__dx_line(c, t, 16);
+    return ELEC_OK;
+}
+
+/* "object ID class array type double|float rank 0 items N data follows"
+   (its keys in any order, type and rank optional) in t (n tokens): items
+   its N. */
+static elec_status elec__dx_array_header(const elec__dx_cursor *c, const elec__pqr_token *t,
+                                         size_t n, long long *items, elec_error *err) {
+    size_t i;
+    int follows = 0;
+    *items = -1;
+    if (n < 4 || n > 16 || !elec__pqr_is(&t[0], "object") ||
+        !elec__pqr_is(&t[2], "class") || !elec__pqr_is(&t[3], "array"))
+        return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                          "line %ld: expected 'object N class array ... data "
+                          "follows'", c->line);
+    for (i = 4; i + 1 < n; i += 2) {
+        const elec__pqr_token *key = &t[i], *value = &t[i + 1];
+        if (elec__pqr_is(key, "type")) {
+            if (!elec__pqr_is(value, "double") && !elec__pqr_is(value, "float"))
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c->line,
+                                  "line %ld: array type '%.*s%s' (only "
+                                  "float and double are read)", c->line,
+                                  ELEC__PQR_QUOTE(value->p, value->n));
+        } else if (elec__pqr_is(key, "rank")) {
+            if (!elec__pqr_is(value, "0"))
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c->line,
+                                  "line %ld: array rank '%.*s%s' (only "
+                                  "scalar maps, rank 0, are read)", c->line,
+                                  ELEC__PQR_QUOTE(value->p, value->n));
+        } else if (elec__pqr_is(key, "items")) {
+            if (elec__pqr_integer(value->p, value->n, LLONG_MAX, items) !=
+                    ELEC__PQR_NUMBER_OK || *items < 0)
+                return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                                  "line %ld: items '%.*s%s' is not a count",
+                                  c->line, ELEC__PQR_QUOTE(value->p, value->n));
+        } else if (elec__pqr_is(key, "data")) {
+            if (!elec__pqr_is(value, "follows"))
+                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c->line,
+                                  "line %ld: data '%.*s%s': only data "
+                                  "that follows in the file is read",
+                                  c->line, ELEC__PQR_QUOTE(value->p, value->n));
+            follows = 1;
+        } else {
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: unexpected '%.*s%s' in the array "
+                              "header", c->line, ELEC__PQR_QUOTE(key->p, key->n));
+        }
+    }
+    if (i != n || *items < 0 || !follows)
+        return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                          "line %ld: the array header needs 'items N' and "
+                          "'data follows'", c->line);
+    return ELEC_OK;
+}
+
+/* The lattice's `total` values after the array header into values (x
+   fastest; the file lists z fastest, so (i, j, k) walks k innermost),
+   then at most a trailer that does not start with a number. */
+static elec_status elec__dx_values(elec__dx_cursor *c, const elec_lattice *lattice,
+                                   size_t total, float *values, elec_error *err) {
+    const size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1],
+                 nz = (size_t)lattice->dims[2];
+    size_t got, i = 0, j = 0, k = 0;
+    long last_line = c->line; /* of the last value read, for "the file ends" */
+    c->line++;                /* the data start on the line after the array header */
+    for (got = 0; got <= total; got++) {
+        const char *start;
+        double v;
+        int r;
+        while (c->p < c->end && (elec__pqr_space(*c->p) || *c->p == '\n'))
+            if (*c->p++ == '\n') c->line++;
+        if (c->p == c->end) {
+            if (got == total) break;
+            return elec__fail(err, ELEC_ERR_PARSE, last_line,
+                              "line %ld: the file ends after %zu of %zu values",
+                              last_line, got, total);
+        }
+        start = c->p;
+        while (c->p < c->end && !elec__pqr_space(*c->p) && *c->p != '\n') c->p++;
+        r = elec__pqr_number(start, (size_t)(c->p - start), &v);
+        if (got == total) {
+            if (r == ELEC__PQR_NUMBER_GARBLED) break; /* the trailer */
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: more values than the %zu items", c->line, total);
+        }
+        if (r == ELEC__PQR_NUMBER_OK && !(fabs(v) <= FLT_MAX))
+            r = ELEC__PQR_NUMBER_INFINITE;
+        if (r != ELEC__PQR_NUMBER_OK)
+            return elec__fail(err, ELEC_ERR_PARSE, c->line,
+                              "line %ld: value %zu '%.*s%s' is not a %snumber",
+                              c->line, got + 1,
+                              ELEC__PQR_QUOTE(start, (size_t)(c->p - start)),
+                              r == ELEC__PQR_NUMBER_INFINITE ? "finite float " : "");
+        values[i + nx * (j + ny * k)] = (float)v;
+        last_line = c->line;
+        if (++k == nz) {
+            k = 0;
+            if (++j == ny) {
+                j = 0;
+                i++;
+            }
+        }
+    }
+    return ELEC_OK;
+}
+
 static elec_status elec__dx_parse(const char *text, size_t length,
                                   elec_lattice *lattice, float **map,
                                   elec_error *err) {
     elec__dx_cursor c;
     elec__pqr_token t[16];
+    elec_error lattice_err;
+    elec_status s;
     char why[200];
-    size_t n, total, got, i, j, k, nx, ny, nz, deltas = 0;
-    long last_line; /* of the last value read, for "the file ends" */
-    int has_origin = 0, axis, counts[3];
-    long long items = -1;
+    size_t n, total;
+    long long items;
     float *values;
     c.p = text;
     c.end = text + length;
@@ -5444,113 +5620,13 @@ static elec_status elec__dx_parse(const char *text, size_t length,
     if (!elec__dx_counts(t, n, "gridpositions", lattice->dims, why, sizeof why))
         return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s", c.line,
                           why);
-    /* origin and the three delta lines, in any order, up to the next object */
-    for (;;) {
-        double v[3];
-        n = elec__dx_line(&c, t, 16);
-        if (n == 0 || elec__pqr_is(&t[0], "object")) break;
-        if (n != 4 || (!elec__pqr_is(&t[0], "origin") && !elec__pqr_is(&t[0], "delta")))
-            return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                              "line %ld: expected 'origin x y z' or "
-                              "'delta dx dy dz'", c.line);
-        for (axis = 0; axis < 3; axis++)
-            if (!elec__pqr_real(t[1 + axis].p, t[1 + axis].n, t[0].p[0] == 'o'
-                                ? "origin" : "delta", &v[axis], why, sizeof why))
-                return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
-                                  c.line, why);
-        if (t[0].p[0] == 'o') {
-            has_origin = 1;
-            for (axis = 0; axis < 3; axis++) lattice->origin[axis] = v[axis];
-            continue;
-        }
-        if (deltas == 3)
-            return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                              "line %ld: more than three delta lines", c.line);
-        for (axis = 0; axis < 3; axis++)
-            if ((size_t)axis != deltas && v[axis] != 0.0)
-                return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
-                                  "line %ld: delta %zu is not along axis %zu: "
-                                  "only axis-aligned lattices are supported",
-                                  c.line, deltas + 1, deltas + 1);
-        if (!(v[deltas] > 0.0))
-            return elec__fail(err, v[deltas] == 0.0 ? ELEC_ERR_PARSE
-                                                    : ELEC_ERR_UNSUPPORTED,
-                              c.line, "line %ld: spacing %g along axis %zu "
-                              "must be positive", c.line, v[deltas], deltas + 1);
-        lattice->spacing[deltas] = v[deltas];
-        deltas++;
-    }
-    if (!has_origin || deltas != 3)
-        return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                          "line %ld: the header has %s before its next object",
-                          c.line, has_origin ? "fewer than three delta lines"
-                                             : "no origin line");
-    if (n >= 4 && elec__pqr_is(&t[3], "gridconnections")) {
-        if (!elec__dx_counts(t, n, "gridconnections", counts, why, sizeof why))
-            return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
-                              c.line, why);
-        for (axis = 0; axis < 3; axis++)
-            if (counts[axis] != lattice->dims[axis])
-                return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                                  "line %ld: gridconnections counts %d %d %d "
-                                  "differ from gridpositions counts %d %d %d",
-                                  c.line, counts[0], counts[1], counts[2],
-                                  lattice->dims[0], lattice->dims[1],
-                                  lattice->dims[2]);
-        n = elec__dx_line(&c, t, 16);
-    }
-    /* object ID class array type double|float rank 0 items N data follows */
-    if (n < 4 || n > 16 || !elec__pqr_is(&t[0], "object") ||
-        !elec__pqr_is(&t[2], "class") || !elec__pqr_is(&t[3], "array"))
-        return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                          "line %ld: expected 'object N class array ... data "
-                          "follows'", c.line);
-    {
-        int follows = 0;
-        for (i = 4; i + 1 < n; i += 2) {
-            const elec__pqr_token *key = &t[i], *value = &t[i + 1];
-            if (elec__pqr_is(key, "type")) {
-                if (!elec__pqr_is(value, "double") && !elec__pqr_is(value, "float"))
-                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
-                                      "line %ld: array type '%.*s%s' (only "
-                                      "float and double are read)", c.line,
-                                      ELEC__PQR_QUOTE(value->p, value->n));
-            } else if (elec__pqr_is(key, "rank")) {
-                if (!elec__pqr_is(value, "0"))
-                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
-                                      "line %ld: array rank '%.*s%s' (only "
-                                      "scalar maps, rank 0, are read)", c.line,
-                                      ELEC__PQR_QUOTE(value->p, value->n));
-            } else if (elec__pqr_is(key, "items")) {
-                if (elec__pqr_integer(value->p, value->n, LLONG_MAX, &items) !=
-                    ELEC__PQR_NUMBER_OK || items < 0)
-                    return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                                      "line %ld: items '%.*s%s' is not a count",
-                                      c.line, ELEC__PQR_QUOTE(value->p, value->n));
-            } else if (elec__pqr_is(key, "data")) {
-                if (!elec__pqr_is(value, "follows"))
-                    return elec__fail(err, ELEC_ERR_UNSUPPORTED, c.line,
-                                      "line %ld: data '%.*s%s': only data "
-                                      "that follows in the file is read",
-                                      c.line, ELEC__PQR_QUOTE(value->p, value->n));
-                follows = 1;
-            } else {
-                return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                                  "line %ld: unexpected '%.*s%s' in the array "
-                                  "header", c.line, ELEC__PQR_QUOTE(key->p, key->n));
-            }
-        }
-        if (i != n || items < 0 || !follows)
-            return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                              "line %ld: the array header needs 'items N' and "
-                              "'data follows'", c.line);
-    }
-    {
-        elec_error lattice_err;
-        if (elec_lattice_check(lattice, &lattice_err) != ELEC_OK)
-            return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
-                              c.line, lattice_err.message);
-    }
+    if ((s = elec__dx_geometry(&c, t, &n, lattice, err)) != ELEC_OK ||
+        (s = elec__dx_connections(&c, t, &n, lattice, err)) != ELEC_OK ||
+        (s = elec__dx_array_header(&c, t, n, &items, err)) != ELEC_OK)
+        return s;
+    if (elec_lattice_check(lattice, &lattice_err) != ELEC_OK)
+        return elec__fail(err, ELEC_ERR_PARSE, c.line, "line %ld: %s",
+                          c.line, lattice_err.message);
     total = elec_lattice_size(lattice);
     if ((unsigned long long)items != (unsigned long long)total)
         return elec__fail(err, ELEC_ERR_PARSE, c.line,
@@ -5569,56 +5645,9 @@ static elec_status elec__dx_parse(const char *text, size_t length,
     if (!values)
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for a map of %zu values", total);
-    /* The file lists z fastest: (i, j, k) walks k innermost. */
-    nx = (size_t)lattice->dims[0];
-    ny = (size_t)lattice->dims[1];
-    nz = (size_t)lattice->dims[2];
-    i = j = k = 0;
-    last_line = c.line;
-    c.line++; /* the data start on the line after the array header */
-    for (got = 0; got <= total; got++) {
-        const char *start;
-        double v;
-        int r;
-        while (c.p < c.end && (elec__pqr_space(*c.p) || *c.p == '\n'))
-            if (*c.p++ == '\n') c.line++;
-        if (c.p == c.end) {
-            if (got == total) break;
-            ELEC_FREE(values);
-            return elec__fail(err, ELEC_ERR_PARSE, last_line,
-                              "line %ld: the file ends after %zu of %zu values",
-                              last_line, got, total);
-        }
-        start = c.p;
-        while (c.p < c.end && !elec__pqr_space(*c.p) && *c.p != '\n') c.p++;
-        r = elec__pqr_number(start, (size_t)(c.p - start), &v);
-        if (got == total) {
-            if (r == ELEC__PQR_NUMBER_GARBLED) break; /* the trailer */
-            ELEC_FREE(values);
-            return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                              "line %ld: more values than the %zu items",
-                              c.line, total);
-        }
-        if (r == ELEC__PQR_NUMBER_OK && !(fabs(v) <= FLT_MAX))
-            r = ELEC__PQR_NUMBER_INFINITE;
-        if (r != ELEC__PQR_NUMBER_OK) {
-            ELEC_FREE(values);
-            return elec__fail(err, ELEC_ERR_PARSE, c.line,
-                              "line %ld: value %zu '%.*s%s' is not a %snumber",
-                              c.line, got + 1,
-                              ELEC__PQR_QUOTE(start, (size_t)(c.p - start)),
-                              r == ELEC__PQR_NUMBER_INFINITE ? "finite float "
-                                                             : "");
-        }
-        values[i + nx * (j + ny * k)] = (float)v;
-        last_line = c.line;
-        if (++k == nz) {
-            k = 0;
-            if (++j == ny) {
-                j = 0;
-                i++;
-            }
-        }
+    if ((s = elec__dx_values(&c, lattice, total, values, err)) != ELEC_OK) {
+        ELEC_FREE(values);
+        return s;
     }
     *map = values;
     return ELEC_OK;
