@@ -5073,167 +5073,203 @@ static int elec__pqr_grow(elec_structure *s, size_t *capacity) {
     return 1;
 }
 
-/* Whether the n characters at p start an ATOM or HETATM record (the
-   keyword, then a blank, a digit or the line's end). */
-static int elec__pqr_starts_atom(const char *p, size_t n) {
+/* The length of the ATOM or HETATM keyword that starts the n characters
+   at p (followed by a blank, a digit or the line's end), else 0. */
+static size_t elec__pqr_atom_keyword(const char *p, size_t n) {
     const size_t keyword = n >= 6 && memcmp(p, "HETATM", 6) == 0 ? 6
                            : n >= 4 && memcmp(p, "ATOM", 4) == 0  ? 4
                                                                   : 0;
     return keyword && (n == keyword || elec__pqr_space(p[keyword]) ||
-                       elec__pqr_digit(p[keyword]));
+                       elec__pqr_digit(p[keyword]))
+               ? keyword
+               : 0;
+}
+
+/* Whether the n characters at p start an ATOM or HETATM record. */
+static int elec__pqr_starts_atom(const char *p, size_t n) {
+    return elec__pqr_atom_keyword(p, n) != 0;
+}
+
+/* Whether the n characters at p are the record `name` (then a blank or
+   the line's end). */
+static int elec__pqr_is_record(const char *p, size_t n, const char *name) {
+    const size_t k = strlen(name);
+    return n >= k && memcmp(p, name, k) == 0 && (n == k || elec__pqr_space(p[k]));
+}
+
+/* elec_parse_pqr's state between lines. */
+typedef struct elec__pqr_reader {
+    elec_structure s;
+    size_t capacity;
+    long line;                 /* the line being read, from 1 */
+    char after_ter;            /* a TER since the last atom */
+    char after_end_of_complex; /* a REMARK END-OF-COMPLEX since the last atom */
+    long model_end;            /* the line of an END or ENDMDL, after which
+                                  no atom may come (0: none yet) */
+    const char *end_record;    /* which of the two it was */
+    long cell_line;            /* the line of the CRYST1 read */
+} elec__pqr_reader;
+
+/* The n characters at p as a line of text: refused where they hold binary
+   data, an atom record after a carriage return within the line (lines
+   ended by CR alone, old Mac files, read as one) or an indented atom
+   record (either would be read as no atom at all, silently).  *trimmed is
+   n less the carriage returns that end the line. */
+static elec_status elec__pqr_text_line(const char *p, size_t n, long line, size_t *trimmed,
+                                       elec_error *err) {
+    const char *c;
+    size_t blanks = 0;
+    for (c = p; c < p + n; c++) {
+        unsigned char b = (unsigned char)*c;
+        if ((b < 0x20 && b != '\t' && b != '\r') || b == 0x7f)
+            return elec__fail(err, ELEC_ERR_PARSE, line,
+                              "line %ld: binary data (byte 0x%02x at "
+                              "column %zu): not a PQR text file",
+                              line, b, (size_t)(c - p) + 1);
+    }
+    while (n && p[n - 1] == '\r') n--;
+    for (c = p; c < p + n; c++) {
+        const char *next = c + 1;
+        if (*c != '\r') continue;
+        /* past the blanks once (a line of them stays one pass) */
+        while (next < p + n && elec__pqr_space(*next)) next++;
+        if (elec__pqr_starts_atom(next, (size_t)(p + n - next)))
+            return elec__fail(err, ELEC_ERR_PARSE, line,
+                              "line %ld: an atom record after a carriage return within the "
+                              "line: lines ended by CR alone? (convert them to LF)",
+                              line);
+        c = next - 1;
+    }
+    while (blanks < n && elec__pqr_space(p[blanks])) blanks++;
+    if (blanks > 0 && elec__pqr_starts_atom(p + blanks, n - blanks))
+        return elec__fail(err, ELEC_ERR_PARSE, line,
+                          "line %ld: an atom record indented by %zu column(s): a PDB or "
+                          "PQR record starts in column 1", line, blanks);
+    *trimmed = n;
+    return ELEC_OK;
+}
+
+/* An ATOM or HETATM record (its keyword `keyword` characters long) added
+   to the structure, with the TER and END-OF-COMPLEX marks since the atom
+   before. */
+static elec_status elec__pqr_add_atom(elec__pqr_reader *r, const char *p, size_t n,
+                                      size_t keyword, elec_error *err) {
+    elec__pqr_atom a;
+    char why[224];
+    elec_structure *s = &r->s;
+    int ok = elec__pqr_record(p, n, keyword, &a, why, sizeof why);
+    if (ok && !(a.radius >= 0.0)) {
+        snprintf(why, sizeof why, "radius %g is negative", a.radius);
+        ok = 0;
+    }
+    if (!ok) return elec__fail(err, ELEC_ERR_PARSE, r->line, "line %ld: %s", r->line, why);
+    if (s->count == r->capacity && !elec__pqr_grow(s, &r->capacity))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, r->line,
+                          "line %ld: no memory for more than %zu atoms", r->line,
+                          r->capacity);
+    memcpy(s->xyz + 3 * s->count, a.xyz, sizeof a.xyz);
+    s->charge[s->count] = a.charge;
+    s->radius[s->count] = a.radius;
+    a.label.after_ter = r->after_ter;
+    a.label.after_end_of_complex = r->after_end_of_complex;
+    r->after_ter = r->after_end_of_complex = 0;
+    s->label[s->count] = a.label;
+    s->count++;
+    return ELEC_OK;
+}
+
+/* A CRYST1 record's cell: one a structure, since a second that differs
+   would leave the box to whichever reader took the first or the last
+   (elecmap's map comment and elecenergy's box once disagreed). */
+static elec_status elec__pqr_take_cell(elec__pqr_reader *r, const char *p, size_t n,
+                                       elec_error *err) {
+    elec_structure *s = &r->s;
+    double cell[6];
+    char why[224];
+    if (!elec__pqr_cryst1(p, n, cell, why, sizeof why))
+        return elec__fail(err, ELEC_ERR_PARSE, r->line, "line %ld: %s", r->line, why);
+    if (s->has_cell && (memcmp(s->cell_length, cell, sizeof s->cell_length) != 0 ||
+                        memcmp(s->cell_angle, cell + 3, sizeof s->cell_angle) != 0))
+        return elec__fail(err, ELEC_ERR_PARSE, r->line,
+                          "line %ld: a second CRYST1 cell (%g %g %g, %g %g %g) "
+                          "unlike line %ld's: one cell a structure", r->line,
+                          cell[0], cell[1], cell[2], cell[3], cell[4], cell[5],
+                          r->cell_line);
+    s->has_cell = 1;
+    r->cell_line = r->line;
+    memcpy(s->cell_length, cell, sizeof s->cell_length);
+    memcpy(s->cell_angle, cell + 3, sizeof s->cell_angle);
+    return ELEC_OK;
+}
+
+/* One line of n characters at p (the line's end not included). */
+static elec_status elec__pqr_line(elec__pqr_reader *r, const char *p, size_t n,
+                                  elec_error *err) {
+    size_t keyword;
+    elec_status status;
+    if (r->model_end) {
+        /* past END or ENDMDL nothing is read but an atom, refused (files
+           run together, a trajectory's next frame or model) */
+        if ((n >= 4 && memcmp(p, "ATOM", 4) == 0) || (n >= 6 && memcmp(p, "HETATM", 6) == 0))
+            return elec__fail(err, ELEC_ERR_PARSE, r->line,
+                              "line %ld: an atom after the %s of line %ld: a second "
+                              "structure or model (one is read; split the file, or "
+                              "elecmap_mpi --frames)",
+                              r->line, r->end_record, r->model_end);
+        return ELEC_OK;
+    }
+    if ((status = elec__pqr_text_line(p, n, r->line, &n, err)) != ELEC_OK) return status;
+    if ((keyword = elec__pqr_atom_keyword(p, n)) != 0)
+        return elec__pqr_add_atom(r, p, n, keyword, err);
+    if (elec__pqr_is_record(p, n, "TER")) {
+        r->after_ter = 1;
+    } else if (elec__pqr_is_record(p, n, "ENDMDL")) {
+        r->model_end = r->line, r->end_record = "ENDMDL";
+    } else if (elec__pqr_is_record(p, n, "END")) {
+        /* the file's end, as PDB has it: atoms after it are another
+           file's (cat a.pqr b.pqr, or a trajectory's next frame) */
+        r->model_end = r->line, r->end_record = "END";
+    } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
+        elec__pqr_token t[4];
+        size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);
+        for (k = 0; k < words && k < 4; k++)
+            if (elec__pqr_is(&t[k], "END-OF-COMPLEX")) r->after_end_of_complex = 1;
+    } else if (n >= 6 && memcmp(p, "CRYST1", 6) == 0) {
+        return elec__pqr_take_cell(r, p, n, err);
+    }
+    return ELEC_OK;
 }
 
 ELEC_DEF elec_status elec_parse_pqr(const char *text, size_t length,
                                     elec_structure *out, elec_error *err) {
-    elec_structure s;
-    size_t capacity = 0;
-    long line_number = 0;
+    elec__pqr_reader r;
     const char *p = text, *end = text + length;
-    char why[224];
-    char after_ter = 0, after_end_of_complex = 0; /* for the next atom */
-    long model_end = 0; /* the line of an END or ENDMDL, after which no atom may come */
-    long cell_line = 0; /* the line of the CRYST1 read */
-    const char *end_record = "ENDMDL";
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if (!text && length)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "text is NULL");
-    memset(&s, 0, sizeof s);
+    memset(&r, 0, sizeof r);
+    r.end_record = "ENDMDL";
     /* a UTF-8 byte-order mark (some editors write one) is no part of the
        first record: read past it, that record was lost */
     if (length >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3;
     while (p < end) {
         const char *newline = (const char *)memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = newline ? newline : end, *c;
-        size_t n = (size_t)(line_end - p), keyword = 0, blanks = 0;
-        line_number++;
-        if (model_end) {
-            /* past END or ENDMDL nothing is read but an atom, refused (files
-               run together, a trajectory's next frame or model) */
-            if ((n >= 4 && memcmp(p, "ATOM", 4) == 0) || (n >= 6 && memcmp(p, "HETATM", 6) == 0)) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: an atom after the %s of line %ld: a second "
-                                  "structure or model (one is read; split the file, or "
-                                  "elecmap_mpi --frames)",
-                                  line_number, end_record, model_end);
-            }
-            p = newline ? newline + 1 : end;
-            continue;
-        }
-        for (c = p; c < line_end; c++) {
-            unsigned char b = (unsigned char)*c;
-            if ((b < 0x20 && b != '\t' && b != '\r') || b == 0x7f) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: binary data (byte 0x%02x at "
-                                  "column %zu): not a PQR text file",
-                                  line_number, b, (size_t)(c - p) + 1);
-            }
-        }
-        while (n && p[n - 1] == '\r') n--;
-        /* an atom record after a carriage return within a line (lines ended
-           by CR alone, old Mac files, read as one) or indented: either
-           would be read as no atom at all, silently */
-        for (c = p; c < p + n; c++) {
-            const char *next = c + 1;
-            if (*c != '\r') continue;
-            /* past the blanks once (a line of them stays one pass) */
-            while (next < p + n && elec__pqr_space(*next)) next++;
-            if (elec__pqr_starts_atom(next, (size_t)(p + n - next))) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: an atom record after a carriage return within the "
-                                  "line: lines ended by CR alone? (convert them to LF)",
-                                  line_number);
-            }
-            c = next - 1;
-        }
-        while (blanks < n && elec__pqr_space(p[blanks])) blanks++;
-        if (blanks > 0 && elec__pqr_starts_atom(p + blanks, n - blanks)) {
-            elec__pqr_release(&s);
-            return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                              "line %ld: an atom record indented by %zu column(s): a PDB or "
-                              "PQR record starts in column 1", line_number, blanks);
-        }
-        if (n >= 6 && memcmp(p, "HETATM", 6) == 0) keyword = 6;
-        else if (n >= 4 && memcmp(p, "ATOM", 4) == 0) keyword = 4;
-        if (keyword && (n == keyword || elec__pqr_space(p[keyword]) ||
-                        elec__pqr_digit(p[keyword]))) {
-            elec__pqr_atom a;
-            int ok = elec__pqr_record(p, n, keyword, &a, why, sizeof why);
-            if (ok && !(a.radius >= 0.0)) {
-                snprintf(why, sizeof why, "radius %g is negative", a.radius);
-                ok = 0;
-            }
-            if (!ok) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: %s", line_number, why);
-            }
-            if (s.count == capacity && !elec__pqr_grow(&s, &capacity)) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_NO_MEMORY, line_number,
-                                  "line %ld: no memory for more than %zu atoms",
-                                  line_number, capacity);
-            }
-            memcpy(s.xyz + 3 * s.count, a.xyz, sizeof a.xyz);
-            s.charge[s.count] = a.charge;
-            s.radius[s.count] = a.radius;
-            a.label.after_ter = after_ter;
-            a.label.after_end_of_complex = after_end_of_complex;
-            after_ter = after_end_of_complex = 0;
-            s.label[s.count] = a.label;
-            s.count++;
-        } else if (n >= 3 && memcmp(p, "TER", 3) == 0 &&
-                   (n == 3 || elec__pqr_space(p[3]))) {
-            after_ter = 1;
-        } else if (n >= 6 && memcmp(p, "ENDMDL", 6) == 0 &&
-                   (n == 6 || elec__pqr_space(p[6]))) {
-            model_end = line_number, end_record = "ENDMDL";
-        } else if (n >= 3 && memcmp(p, "END", 3) == 0 &&
-                   (n == 3 || elec__pqr_space(p[3]))) {
-            /* the file's end, as PDB has it: atoms after it are another
-               file's (cat a.pqr b.pqr, or a trajectory's next frame) */
-            model_end = line_number, end_record = "END";
-        } else if (n >= 6 && memcmp(p, "REMARK", 6) == 0) {
-            elec__pqr_token t[4];
-            size_t k, words = elec__pqr_split(p + 6, p + n, t, 4);
-            for (k = 0; k < words && k < 4; k++)
-                if (elec__pqr_is(&t[k], "END-OF-COMPLEX")) after_end_of_complex = 1;
-        } else if (n >= 6 && memcmp(p, "CRYST1", 6) == 0) {
-            double cell[6];
-            if (!elec__pqr_cryst1(p, n, cell, why, sizeof why)) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: %s", line_number, why);
-            }
-            /* one cell a structure: a second that differs would leave the
-               box to whichever reader took the first or the last (elecmap's
-               map comment and elecenergy's box once disagreed) */
-            if (s.has_cell && (memcmp(s.cell_length, cell, sizeof s.cell_length) != 0 ||
-                               memcmp(s.cell_angle, cell + 3, sizeof s.cell_angle) != 0)) {
-                elec__pqr_release(&s);
-                return elec__fail(err, ELEC_ERR_PARSE, line_number,
-                                  "line %ld: a second CRYST1 cell (%g %g %g, %g %g %g) "
-                                  "unlike line %ld's: one cell a structure", line_number,
-                                  cell[0], cell[1], cell[2], cell[3], cell[4], cell[5],
-                                  cell_line);
-            }
-            s.has_cell = 1;
-            cell_line = line_number;
-            memcpy(s.cell_length, cell, sizeof s.cell_length);
-            memcpy(s.cell_angle, cell + 3, sizeof s.cell_angle);
+        const char *line_end = newline ? newline : end;
+        elec_status status;
+        r.line++;
+        if ((status = elec__pqr_line(&r, p, (size_t)(line_end - p), err)) != ELEC_OK) {
+            elec__pqr_release(&r.s);
+            return status;
         }
         p = newline ? newline + 1 : end;
     }
-    if (s.count == 0) {
-        elec__pqr_release(&s);
+    if (r.s.count == 0) {
+        elec__pqr_release(&r.s);
         return elec__fail(err, ELEC_ERR_PARSE, 0,
-                          "no ATOM or HETATM records in %ld lines",
-                          line_number);
+                          "no ATOM or HETATM records in %ld lines", r.line);
     }
-    *out = s;
+    *out = r.s;
     elec__ok(err);
     return ELEC_OK;
 }
