@@ -8605,54 +8605,41 @@ ELEC_DEF void elec_hcp_free(elec_hcp *h) {
     memset(h, 0, sizeof *h);
 }
 
-ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_of,
-                                    const int *chain_of, const int *complex_of,
-                                    elec_hcp *out, elec_error *err) {
-    static const char *const level_name[ELEC_HCP_LEVELS + 1] = {"atom", "residue",
-                                                                "chain", "complex"};
-    static const char *const level_plural[ELEC_HCP_LEVELS + 1] = {"atoms", "residues",
-                                                                  "chains", "complexes"};
-    elec__hcp_key *key = NULL;
-    int *values = NULL;
-    size_t n, i, bytes, count[ELEC_HCP_LEVELS + 1];
-    elec_hcp h;
-    char *mem;
-    int level;
-    elec_status s;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
-    memset(out, 0, sizeof *out);
-    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
-    n = atoms->count;
-    if (n == 0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "no atoms: the hierarchy needs at least one");
-    if (n > (size_t)INT_MAX)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
-                          INT_MAX);
-    key = (elec__hcp_key *)ELEC_MALLOC(n * sizeof *key);
-    values = (int *)ELEC_MALLOC(n * sizeof *values);
-    if (!key || !values) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
-        goto cleanup;
-    }
+/* Each atom's keys (residue, chain, complex, its index; an absent array
+   gives each atom its own residue, one chain a complex, one complex),
+   refused where an index is negative. */
+static elec_status elec__hcp_keys(size_t n, const int *residue_of, const int *chain_of,
+                                  const int *complex_of, elec__hcp_key *key,
+                                  elec_error *err) {
+    size_t i;
     for (i = 0; i < n; i++) {
         key[i].residue = residue_of ? residue_of[i] : (int)i;
         key[i].complex_index = complex_of ? complex_of[i] : 0;
         key[i].chain = chain_of ? chain_of[i] : key[i].complex_index;
         key[i].atom = i;
-        if (key[i].residue < 0 || key[i].chain < 0 || key[i].complex_index < 0) {
-            s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                            "atom %zu: component indices must be >= 0 "
-                                            "(residue %d, chain %d, complex %d)",
-                                            i, key[i].residue, key[i].chain,
-                                            key[i].complex_index),
-                                 err, i, ELEC_NO_ATOM);
-            goto cleanup;
-        }
+        if (key[i].residue < 0 || key[i].chain < 0 || key[i].complex_index < 0)
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "atom %zu: component indices must be >= 0 "
+                                               "(residue %d, chain %d, complex %d)",
+                                               i, key[i].residue, key[i].chain,
+                                               key[i].complex_index),
+                                    err, i, ELEC_NO_ATOM);
     }
-    qsort(key, n, sizeof *key, elec__hcp_key_order);
-    /* components are runs of equal keys; a residue (chain) index in two
-       runs spans two chains (complexes): the levels do not nest */
+    return ELEC_OK;
+}
+
+/* The components of each level in the sorted keys, counted into
+   count[1..]: runs of equal keys.  A residue (chain) index in two runs
+   spans two chains (complexes): the levels do not nest, refused naming an
+   atom of it.  values: room for n ints. */
+static elec_status elec__hcp_components(const elec__hcp_key *key, size_t n, int *values,
+                                        size_t count[ELEC_HCP_LEVELS + 1], elec_error *err) {
+    static const char *const level_name[ELEC_HCP_LEVELS + 1] = {"atom", "residue",
+                                                                "chain", "complex"};
+    static const char *const level_plural[ELEC_HCP_LEVELS + 1] = {"atoms", "residues",
+                                                                  "chains", "complexes"};
+    size_t i;
+    int level;
     for (level = 1; level <= ELEC_HCP_LEVELS; level++) {
         size_t runs = 0;
         long repeated;
@@ -8669,77 +8656,129 @@ ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_
         if (repeated >= 0) {
             for (i = 0; i < n; i++) /* name an atom of it for the message */
                 if ((level == 1 ? key[i].residue : key[i].chain) == (int)repeated) break;
-            s = elec__name_atoms(
+            return elec__name_atoms(
                 elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                            "%s %ld spans two %s (atom %zu is in %s %d): the levels must nest",
                            level_name[level], repeated, level_plural[level + 1], key[i].atom,
                            level_name[level + 1],
                            level == 1 ? key[i].chain : key[i].complex_index),
                 err, key[i].atom, ELEC_NO_ATOM);
-            goto cleanup;
         }
     }
     count[0] = n;
-    memset(&h, 0, sizeof h);
-    memcpy(h.count, count, sizeof count);
-    bytes = n * (5 * sizeof(double) + sizeof(size_t));
+    return ELEC_OK;
+}
+
+/* h's arrays carved from one block for its counts (h->count filled);
+   0 where there is no memory. */
+static int elec__hcp_allocate(elec_hcp *h) {
+    const size_t n = h->count[0];
+    size_t bytes = n * (5 * sizeof(double) + sizeof(size_t));
+    char *mem;
+    int level;
     for (level = 1; level <= ELEC_HCP_LEVELS; level++)
-        bytes += (count[level] + 1) * sizeof(size_t) + count[level] * 19 * sizeof(double);
-    h.block = ELEC_MALLOC(bytes);
-    if (!h.block) {
-        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the hierarchy of %zu atoms",
-                       n);
-        goto cleanup;
-    }
-    mem = (char *)h.block;
-    h.xyz = (double *)mem;
-    h.charge = h.xyz + 3 * n;
-    h.radius = h.charge + n;
-    mem = (char *)(h.radius + n);
+        bytes += (h->count[level] + 1) * sizeof(size_t) + h->count[level] * 19 * sizeof(double);
+    h->block = ELEC_MALLOC(bytes);
+    if (!h->block) return 0;
+    mem = (char *)h->block;
+    h->xyz = (double *)mem;
+    h->charge = h->xyz + 3 * n;
+    h->radius = h->charge + n;
+    mem = (char *)(h->radius + n);
     for (level = 0; level < ELEC_HCP_LEVELS; level++) {
-        h.centre[level] = (double *)mem;
-        h.approx[level] = h.centre[level] + 3 * count[level + 1];
-        h.residual[level] = h.approx[level] + 12 * count[level + 1];
-        mem = (char *)(h.residual[level] + 4 * count[level + 1]);
+        const size_t components = h->count[level + 1];
+        h->centre[level] = (double *)mem;
+        h->approx[level] = h->centre[level] + 3 * components;
+        h->residual[level] = h->approx[level] + 12 * components;
+        mem = (char *)(h->residual[level] + 4 * components);
     }
-    h.atom_index = (size_t *)mem;
-    mem = (char *)(h.atom_index + n);
+    h->atom_index = (size_t *)mem;
+    mem = (char *)(h->atom_index + n);
     for (level = 0; level < ELEC_HCP_LEVELS; level++) {
-        h.first[level] = (size_t *)mem;
-        mem = (char *)(h.first[level] + count[level + 1] + 1);
+        h->first[level] = (size_t *)mem;
+        mem = (char *)(h->first[level] + h->count[level + 1] + 1);
     }
-    {
-        size_t c[ELEC_HCP_LEVELS] = {0, 0, 0};
-        for (i = 0; i < n; i++) {
-            double r;
-            int new_complex = i == 0 || key[i].complex_index != key[i - 1].complex_index;
-            int new_chain = new_complex || key[i].chain != key[i - 1].chain;
-            int new_residue = new_chain || key[i].residue != key[i - 1].residue;
-            if (new_complex) h.first[2][c[2]++] = c[1];
-            if (new_chain) h.first[1][c[1]++] = c[0];
-            if (new_residue) h.first[0][c[0]++] = i;
-            h.atom_index[i] = key[i].atom;
-            elec_atoms_get(atoms, key[i].atom, h.xyz + 3 * i, h.charge + i, &r);
-            h.radius[i] = r;
-            h.net_charge += h.charge[i];
-        }
-        h.first[0][count[1]] = n;
-        h.first[1][count[2]] = count[1];
-        h.first[2][count[3]] = count[2];
+    return 1;
+}
+
+/* The atoms in the sorted keys' order (positions, charges, radii, their
+   indices and the net charge) and each level's first members. */
+static void elec__hcp_fill(elec_hcp *h, const elec_atoms *atoms, const elec__hcp_key *key) {
+    const size_t n = h->count[0];
+    size_t c[ELEC_HCP_LEVELS] = {0, 0, 0}, i;
+    for (i = 0; i < n; i++) {
+        double r;
+        int new_complex = i == 0 || key[i].complex_index != key[i - 1].complex_index;
+        int new_chain = new_complex || key[i].chain != key[i - 1].chain;
+        int new_residue = new_chain || key[i].residue != key[i - 1].residue;
+        if (new_complex) h->first[2][c[2]++] = c[1];
+        if (new_chain) h->first[1][c[1]++] = c[0];
+        if (new_residue) h->first[0][c[0]++] = i;
+        h->atom_index[i] = key[i].atom;
+        elec_atoms_get(atoms, key[i].atom, h->xyz + 3 * i, h->charge + i, &r);
+        h->radius[i] = r;
+        h->net_charge += h->charge[i];
     }
+    h->first[0][h->count[1]] = n;
+    h->first[1][h->count[2]] = h->count[1];
+    h->first[2][h->count[3]] = h->count[2];
+}
+
+/* Every component's centre, approximations and residuals. */
+static void elec__hcp_summarise(elec_hcp *h) {
+    int level;
     for (level = 1; level <= ELEC_HCP_LEVELS; level++) {
         long c;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-        for (c = 0; c < (long)count[level]; c++) {
-            const size_t begin = elec__hcp_first_atom(&h, level, (size_t)c),
-                         end = elec__hcp_first_atom(&h, level, (size_t)c + 1);
-            double *centre = h.centre[level - 1] + 3 * c, *approx = h.approx[level - 1] + 12 * c;
-            elec__hcp_represent(&h, begin, end, centre, approx);
-            elec__hcp_residual(&h, begin, end, centre, approx, h.residual[level - 1] + 4 * c);
+        for (c = 0; c < (long)h->count[level]; c++) {
+            const size_t begin = elec__hcp_first_atom(h, level, (size_t)c),
+                         end = elec__hcp_first_atom(h, level, (size_t)c + 1);
+            double *centre = h->centre[level - 1] + 3 * c;
+            double *approx = h->approx[level - 1] + 12 * c;
+            elec__hcp_represent(h, begin, end, centre, approx);
+            elec__hcp_residual(h, begin, end, centre, approx, h->residual[level - 1] + 4 * c);
         }
     }
+}
+
+ELEC_DEF elec_status elec_hcp_build(const elec_atoms *atoms, const int *residue_of,
+                                    const int *chain_of, const int *complex_of,
+                                    elec_hcp *out, elec_error *err) {
+    elec__hcp_key *key = NULL;
+    int *values = NULL;
+    size_t n;
+    elec_hcp h;
+    elec_status s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    n = atoms->count;
+    if (n == 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "no atoms: the hierarchy needs at least one");
+    if (n > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0, "%zu atoms: at most %d", n,
+                          INT_MAX);
+    memset(&h, 0, sizeof h);
+    key = (elec__hcp_key *)ELEC_MALLOC(n * sizeof *key);
+    values = (int *)ELEC_MALLOC(n * sizeof *values);
+    if (!key || !values) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", n);
+        goto cleanup;
+    }
+    if ((s = elec__hcp_keys(n, residue_of, chain_of, complex_of, key, err)) != ELEC_OK)
+        goto cleanup;
+    qsort(key, n, sizeof *key, elec__hcp_key_order);
+    if ((s = elec__hcp_components(key, n, values, h.count, err)) != ELEC_OK) goto cleanup;
+    if (!elec__hcp_allocate(&h)) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for the hierarchy of %zu atoms",
+                       n);
+        goto cleanup;
+    }
+    elec__hcp_fill(&h, atoms, key);
+    elec__hcp_summarise(&h);
     if (atoms->radius) {
         elec_atoms view = elec_atoms_from_xyz(n, h.xyz, h.charge, h.radius);
         if (elec_alpb_size(&view, &h.size, NULL) != ELEC_OK) h.size = 0.0;
