@@ -1085,6 +1085,29 @@ static double elec__short_range_at(const elec_cells *cells, const double *x,
     return sum;
 }
 
+/* Keeps the atoms (x and q, compacted in their order) inside
+   [lo, lo + extent] along every axis, widened by a millionth of the
+   extent against rounding; returns how many.  Where only points at least
+   a cutoff inside that box are summed, an atom outside it adds nothing;
+   a cell list over the box would clamp it into a boundary cell, where
+   every point near that face would read it (a small map in a large
+   system then cost time in proportion to all the atoms: an audit,
+   11 s for 200,000 atoms where 6,000 took 1.8). */
+static size_t elec__cpu_keep_inside(double *x, double *q, size_t n, const double lo[3],
+                                    const double extent[3]) {
+    size_t i, kept = 0;
+    for (i = 0; i < n; i++) {
+        int axis, inside = 1;
+        for (axis = 0; axis < 3; axis++) {
+            const double slack = 1e-6 * extent[axis], v = x[3 * i + axis];
+            if (!(v >= lo[axis] - slack && v <= lo[axis] + extent[axis] + slack)) inside = 0;
+        }
+        if (!inside) continue;
+        memmove(x + 3 * kept, x + 3 * i, 3 * sizeof *x);
+        q[kept++] = q[i];
+    }
+    return kept;
+}
 
 ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
                                          const elec_lattice *lattice,
@@ -1094,7 +1117,7 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     elec_cells cells;
     double *x = NULL, *q = NULL, lo[3], hi[3], extent[3], centre[3];
     elec_status s;
-    size_t count, done = 0, block;
+    size_t count, done = 0, block, kept;
     int axis;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
@@ -1110,13 +1133,15 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     }
     if ((s = elec__cpu_gather(atoms, centre, &x, &q, NULL, NULL, err)) != ELEC_OK)
         goto cleanup;
-    /* cells over the lattice and a cutoff around it: atoms beyond add
-       nothing, and a point's cell is then never clamped */
+    /* cells over the lattice and a cutoff around it, holding only the
+       atoms there: atoms beyond add nothing, and a point's cell is then
+       never clamped */
     for (axis = 0; axis < 3; axis++) {
         lo[axis] -= p.cutoff;
         extent[axis] = hi[axis] + p.cutoff - lo[axis];
     }
-    if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
+    kept = elec__cpu_keep_inside(x, q, atoms->count, lo, extent);
+    if ((s = elec_cells_build(x, kept, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
         goto cleanup;
     count = elec_lattice_size(lattice);
     block = count / 64 + 1;

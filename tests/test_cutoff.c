@@ -244,6 +244,73 @@ TEST(cutoff_map_equals_the_direct_cutoff_sum) {
     test_system_free(&salt);
 }
 
+/* A small map inside a large system: the map leaves out the atoms beyond
+   its cutoff before its cell list (which would clamp them into its
+   boundary cells).  Atoms of 20 e just inside the cutoff off each face
+   and corner of the lattice (at 0.6, 0.9 and 0.99 of it), 20,000 more in
+   a 200 A box around: the map equals the direct double sum over every
+   atom, as above. */
+TEST(a_small_map_in_a_large_system_keeps_the_atoms_within_its_cutoff) {
+    const double cutoff = 10.0, reach[3] = {0.6, 0.9, 0.99};
+    test_system s = test_system_random(20000, 200.0, 55);
+    elec_lattice l;
+    elec_cutoff_params p = {0};
+    elec_error err;
+    size_t n, edge = 0, i;
+    float *map;
+    double *ref, e, *xyz, *q;
+    int axis, kind, r, d[3];
+    elec_atoms atoms;
+    for (axis = 0; axis < 3; axis++) {
+        l.dims[axis] = 9 + 2 * axis;
+        l.origin[axis] = 95.0 + 0.37 * axis;
+        l.spacing[axis] = 0.8;
+    }
+    xyz = (double *)malloc(3 * (s.count + 3 * 27) * sizeof *xyz);
+    q = (double *)malloc((s.count + 3 * 27) * sizeof *q);
+    memcpy(xyz, s.xyz, 3 * s.count * sizeof *xyz);
+    memcpy(q, s.charge, s.count * sizeof *q);
+    for (r = 0; r < 3; r++) /* off each face, edge and corner: 26 directions */
+        for (d[2] = -1; d[2] <= 1; d[2]++)
+            for (d[1] = -1; d[1] <= 1; d[1]++)
+                for (d[0] = -1; d[0] <= 1; d[0]++) {
+                    double len = sqrt((double)(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]));
+                    double *at = xyz + 3 * (s.count + edge);
+                    if (len == 0.0) continue;
+                    for (axis = 0; axis < 3; axis++) {
+                        double last = l.origin[axis] + (l.dims[axis] - 1) * l.spacing[axis];
+                        at[axis] = d[axis] < 0   ? l.origin[axis]
+                                   : d[axis] > 0 ? last
+                                                 : 0.5 * (l.origin[axis] + last);
+                        at[axis] += d[axis] * reach[r] * cutoff / len;
+                    }
+                    q[s.count + edge] = (edge % 2 ? 20.0 : -20.0);
+                    edge++;
+                }
+    atoms = elec_atoms_from_xyz(s.count + edge, xyz, q, NULL);
+    n = elec_lattice_size(&l);
+    map = (float *)malloc(n * sizeof *map);
+    ref = (double *)malloc(n * sizeof *ref);
+    p.cutoff = cutoff;
+    for (kind = 0; kind <= 1; kind++) {
+        p.kind = (elec_cutoff_kind)kind;
+        EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+        EXPECT(elec_cpu_cutoff_map_double(&atoms, &l, &p, ref, &err) == ELEC_OK, "%s",
+               err.message);
+        e = test_rel_rms_float(map, ref, n);
+        for (i = 0; i < n; i++) /* the edge atoms' share alone, to see it counts */
+            if (ref[i] != 0.0) break;
+        printf("     %-7s relative RMS %.2e (%zu atoms at the edge)\n",
+               kind == ELEC_CUTOFF_MSM ? "msm" : "shifted", e, edge);
+        EXPECT(i < n && e <= 1e-6, "%.3e", e);
+    }
+    free(map);
+    free(ref);
+    free(xyz);
+    free(q);
+    test_system_free(&s);
+}
+
 TEST(smoothed_potentials_vanish_at_the_cutoff) {
     /* Both S(r) reach 0 at r = a and are 0 beyond; MSM's equals
        1/r - gamma(r/a)/a below it. */
@@ -310,6 +377,7 @@ int main(void) {
     RUN(neighbourhood_holds_every_bin_within_the_cutoff);
     RUN(neighbourhood_of_arguments_out_of_range_is_empty);
     RUN(cutoff_map_equals_the_direct_cutoff_sum);
+    RUN(a_small_map_in_a_large_system_keeps_the_atoms_within_its_cutoff);
     RUN(smoothed_potentials_vanish_at_the_cutoff);
     RUN(bad_input_is_refused);
     RUN(maps_past_their_range_are_refused);
