@@ -102,7 +102,14 @@ ELEC_API elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
 /* The plain (non-periodic) Coulomb energy scale * sum_{i<j} q_i q_j / r_ij
    in double, and where forces is not NULL the forces -dE/dr (3 per atom).
    Pairs closer than ELEC_COINCIDENT_DISTANCE are an error (the energy of
-   two charges at one point is infinite), not a silent infinity. */
+   two charges at one point is infinite), not a silent infinity.  Its
+   rows run in parallel (OpenMP), each atom's over every other (the same
+   sums whatever the threads); work estimated past ELEC_EWALD_MAX_SECONDS
+   on one core, at ELEC_COULOMB_PAIR_SECONDS a pair and direction, is
+   refused with ELEC_ERR_UNSUPPORTED, saying how long it would take
+   (about 270,000 atoms; a million would have run for hours with no
+   word).  4 ns a pair and direction with forces, measured on 20,000. */
+#define ELEC_COULOMB_PAIR_SECONDS 4e-9
 ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
                                              double *forces, elec_error *err);
@@ -894,60 +901,109 @@ ELEC_DEF elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
 
 /* ------------------------------------------------------- direct energy */
 
+/* Atom i's row of the direct sum: its energy with every other atom,
+   q_i sum_{j != i} q_j / r_ij, and where f is not NULL its force
+   scale q_i sum_j q_j (x_i - x_j) / r_ij^3.  *coincident is the first
+   j > i closer than ELEC_COINCIDENT_DISTANCE, or i where none is.  The
+   loop has no branch (atom i itself, at r = 0, and any coincident atom
+   weigh 0), so that it vectorises. */
+static double elec__coulomb_row(const elec__cpu_atoms *a, size_t i, double scale, double *f,
+                                size_t *coincident) {
+    const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
+    double sum = 0.0, gx = 0.0, gy = 0.0, gz = 0.0;
+    size_t j, near = 0;
+    for (j = 0; j < a->count; j++) {
+        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double inv = r2 >= limit2 ? 1.0 / sqrt(r2) : 0.0;
+        const double qinv = a->charge[j] * inv, qinv3 = qinv * inv * inv;
+        near += r2 < limit2;
+        sum += qinv;
+        gx += qinv3 * dx;
+        gy += qinv3 * dy;
+        gz += qinv3 * dz;
+    }
+    *coincident = i;
+    for (j = i + 1; near > 1 && j < a->count; j++) { /* atom i itself is one */
+        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
+        if (dx * dx + dy * dy + dz * dz < limit2) {
+            *coincident = j;
+            break;
+        }
+    }
+    if (f) {
+        f[0] = scale * a->charge[i] * gx;
+        f[1] = scale * a->charge[i] * gy;
+        f[2] = scale * a->charge[i] * gz;
+    }
+    return a->charge[i] * sum;
+}
+
 ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
                                              double *forces, elec_error *err) {
-    const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     elec__cpu_atoms a;
     elec_status s;
-    double sum = 0.0;
-    size_t i, j;
-    int axis;
+    double sum = 0.0, *row = NULL, pairs, seconds;
+    size_t *coincident = NULL, i;
+    long li;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if (!energy)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "energy is NULL");
     if (scale == 0.0) scale = 1.0;
     if (!elec__finite(scale))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    pairs = 0.5 * (double)atoms->count * ((double)atoms->count - 1.0);
+    seconds = 2.0 * pairs * ELEC_COULOMB_PAIR_SECONDS;
+    if (seconds > ELEC_EWALD_MAX_SECONDS)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the direct sum over %zu atoms (%.3g pairs) would take about %.0f s "
+                          "on one core, more than %.0f: use MSM (elec_cpu_msm_energy), or "
+                          "SPME for a periodic system", atoms->count, pairs, seconds,
+                          ELEC_EWALD_MAX_SECONDS);
     {
         const double origin[3] = {0.0, 0.0, 0.0};
         if ((s = elec__cpu_atoms_pack(atoms, origin, 0.0, &a, err)) != ELEC_OK)
             return s;
     }
-    if (forces) memset(forces, 0, 3 * a.count * sizeof *forces);
+    row = (double *)ELEC_MALLOC((a.count + 1) * sizeof *row);
+    coincident = (size_t *)ELEC_MALLOC((a.count + 1) * sizeof *coincident);
+    if (!row || !coincident) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu atoms", a.count);
+        goto cleanup;
+    }
+    /* each atom its whole row (every pair taken twice): the rows run in
+       parallel with no shared sums, and the total adds them in one order
+       whatever the threads */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16)
+#endif
+    for (li = 0; li < (long)a.count; li++)
+        row[li] = elec__coulomb_row(&a, (size_t)li, scale, forces ? forces + 3 * li : NULL,
+                                    coincident + li);
     for (i = 0; i < a.count; i++)
-        for (j = i + 1; j < a.count; j++) {
-            double d[3], r2, inv;
-            d[0] = a.x[i] - a.x[j];
-            d[1] = a.y[i] - a.y[j];
-            d[2] = a.z[i] - a.z[j];
-            r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-            if (r2 < limit2) {
-                elec__cpu_atoms_free(&a);
-                return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                                   "atoms %zu and %zu coincide: their energy "
-                                                   "is infinite", i, j),
-                                        err, i, j);
-            }
-            inv = 1.0 / sqrt(r2);
-            sum += a.charge[i] * a.charge[j] * inv;
-            if (forces)
-                for (axis = 0; axis < 3; axis++) {
-                    double f = scale * a.charge[i] * a.charge[j] * inv * inv *
-                               inv * d[axis];
-                    forces[3 * i + axis] += f;
-                    forces[3 * j + axis] -= f;
-                }
+        if (coincident[i] != i) {
+            s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                            "atoms %zu and %zu coincide: their energy "
+                                            "is infinite", i, coincident[i]),
+                                 err, i, coincident[i]);
+            if (forces) memset(forces, 0, 3 * a.count * sizeof *forces);
+            goto cleanup;
         }
-    elec__cpu_atoms_free(&a);
-    *energy = scale * sum;
+    for (i = 0; i < a.count; i++) sum += row[i];
+    *energy = 0.5 * scale * sum;
     if ((s = elec__results_finite("Coulomb", "energy", NULL, energy, 1, "double", err)) !=
             ELEC_OK ||
         (s = elec__results_finite("Coulomb", "force component", NULL, forces,
                                   3 * atoms->count, "double", err)) != ELEC_OK)
-        return s;
+        goto cleanup;
     elec__ok(err);
-    return ELEC_OK;
+cleanup:
+    elec__cpu_atoms_free(&a);
+    ELEC_FREE(row);
+    ELEC_FREE(coincident);
+    return s;
 }
 
 /* --------------------------------------------------------------------------- >>mdh MDH */

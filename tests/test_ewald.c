@@ -7,6 +7,9 @@
 #include "elec_cpu.h"
 #include "tests/test.h"
 #include "tests/systems.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Rock salt, exact (../shared/data/nist_spce/README.md): per ion pair
    E = -M / r0 with r0 the cation-anion distance. */
@@ -384,6 +387,67 @@ TEST(direct_coulomb_energy_of_a_few_charges) {
            "energy NULL: atoms %zu, %zu named (%s)", err.atom[0], err.atom[1], err.message);
 }
 
+/* The direct sum on 2,000 random charges: the pair sum written out here
+   (each pair once, Newton's third law) to 1e-13, the same bits on one
+   thread and on two; the first coincident pair (in the order i < j, i
+   first) named among several; a sum of days refused before it starts. */
+TEST(direct_coulomb_energy_of_many_charges) {
+    test_system s = test_system_random(2000, 40.0, 61);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_error err;
+    double *f = (double *)calloc(3 * s.count, sizeof *f);
+    double *want_f = (double *)calloc(3 * s.count, sizeof *want_f);
+    double *f1 = (double *)calloc(3 * s.count, sizeof *f1), e, e1, want = 0.0, worst = 0.0;
+    double *huge_xyz, *huge_q;
+    size_t i, j, huge = 280000;
+    int axis;
+    for (i = 0; i < s.count; i++)
+        for (j = i + 1; j < s.count; j++) {
+            double d[3], r;
+            for (axis = 0; axis < 3; axis++) d[axis] = s.xyz[3 * i + axis] - s.xyz[3 * j + axis];
+            r = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+            want += s.charge[i] * s.charge[j] / r;
+            for (axis = 0; axis < 3; axis++) {
+                double g = s.charge[i] * s.charge[j] / (r * r * r) * d[axis];
+                want_f[3 * i + axis] += g;
+                want_f[3 * j + axis] -= g;
+            }
+        }
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, f, &err) == ELEC_OK, "%s", err.message);
+    for (i = 0; i < 3 * s.count; i++)
+        if (fabs(f[i] - want_f[i]) > worst) worst = fabs(f[i] - want_f[i]);
+    EXPECT(fabs(e - want) <= 1e-13 * fabs(want) && worst <= 1e-12,
+           "energy %.17g, want %.17g; worst force component off by %.3g", e, want, worst);
+#ifdef _OPENMP
+    {
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(threads > 1 ? 1 : 2);
+        EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e1, f1, &err) == ELEC_OK, "%s",
+               err.message);
+        omp_set_num_threads(threads);
+        EXPECT(e1 == e && memcmp(f1, f, 3 * s.count * sizeof *f) == 0,
+               "another thread count: energy %.17g against %.17g", e1, e);
+    }
+#endif
+    memcpy(s.xyz + 3 * 1500, s.xyz + 3 * 700, 3 * sizeof *s.xyz);
+    memcpy(s.xyz + 3 * 901, s.xyz + 3 * 900, 3 * sizeof *s.xyz);
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, f, &err) == ELEC_ERR_INVALID_ARG &&
+               err.atom[0] == 700 && err.atom[1] == 1500,
+           "coincident: atoms %zu and %zu named (%s)", err.atom[0], err.atom[1], err.message);
+    huge_xyz = (double *)calloc(3 * huge, sizeof *huge_xyz);
+    huge_q = (double *)calloc(huge, sizeof *huge_q);
+    atoms = elec_atoms_from_xyz(huge, huge_xyz, huge_q, NULL);
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "would take about"),
+           "%zu atoms: %s", huge, err.message);
+    free(huge_xyz);
+    free(huge_q);
+    free(f);
+    free(f1);
+    free(want_f);
+    test_system_free(&s);
+}
+
 TEST(sums_past_doubles_range_are_refused_not_returned) {
     /* Finite inputs whose sums overflow: charges of 1e200 e (the Coulomb
        energy was -inf, the Ewald energy NaN, both returned as ELEC_OK) and
@@ -635,6 +699,7 @@ int main(void) {
     RUN(fixed_alpha_and_kmax_report_the_energy_error_they_make);
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
+    RUN(direct_coulomb_energy_of_many_charges);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);
     RUN(forces_are_minus_the_gradient_and_potentials_the_charge_derivative);
