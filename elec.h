@@ -671,16 +671,18 @@ ELEC_API elec_status elec_parse_dx(const char *text, size_t length,
                                    elec_lattice *lattice, float **map,
                                    elec_error *err);
 
-/* The largest file elec_read_pqr and elec_read_dx read: 1 GiB (a PQR file
-   of about 13 million atoms, a map of about 7 x 10^7 values).  A larger
-   regular file is refused before it is read, a stream (a pipe, a device)
-   once it has given this much; any file is refused at the first byte that
-   no text file has (NUL and other control characters but tab, CR and LF),
-   so that /dev/zero or a binary file is refused at once.  Define it before
-   including elec.h to change it, or read the file yourself and call
-   elec_parse_pqr / elec_parse_dx. */
+/* The largest file elec_read_pqr, elec_read_dx and elec_read_mrc read:
+   1 GiB and 1 MiB (a PQR file of about 13 million atoms, an OpenDX map of
+   about 7 x 10^7 values, an MRC map of ELEC_DEFAULT_MAX_LATTICE_POINTS
+   floats with its header: the largest map elec writes reads back).  A
+   larger regular file is refused before it is read, a stream (a pipe, a
+   device) once it has given this much; a text file is refused at the
+   first byte that no text file has (NUL and other control characters but
+   tab, CR and LF), so that /dev/zero or a binary file is refused at once.
+   Define it before including elec.h to change it, or read the file
+   yourself and call elec_parse_pqr / elec_parse_dx / elec_parse_mrc. */
 #ifndef ELEC_MAX_INPUT_BYTES
-#define ELEC_MAX_INPUT_BYTES ((size_t)1 << 30)
+#define ELEC_MAX_INPUT_BYTES (((size_t)1 << 30) + ((size_t)1 << 20))
 #endif
 
 /* Reads a whole text file as elec_read_pqr and elec_read_dx do (the size
@@ -6234,12 +6236,6 @@ static elec_status elec__mrc_read_header(const char *name, const unsigned char *
     }
     m->data = (size_t)ELEC__MRC_HEADER + (size_t)nsymbt;
     m->whole = 4 * m->count <= (size_t)-1 - m->data ? m->data + 4 * m->count : (size_t)-1;
-    if (m->whole > (size_t)ELEC_MAX_INPUT_BYTES)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "%s: its header gives %d x %d x %d values, %zu bytes, more than "
-                          "%zu, the limit for input (ELEC_MAX_INPUT_BYTES)", name,
-                          m->crs[0], m->crs[1], m->crs[2], m->whole,
-                          (size_t)ELEC_MAX_INPUT_BYTES);
     /* cell angles: 90 (or all 0, as some writers leave them) */
     if (!(angle[0] == 0.0 && angle[1] == 0.0 && angle[2] == 0.0))
         for (axis = 0; axis < 3; axis++)
@@ -6280,7 +6276,9 @@ static elec_status elec__mrc_read_header(const char *name, const unsigned char *
 }
 
 /* elec__read_file's head check: a stream stops at a refused header or
-   past the length its header gives. */
+   past the length its header gives, and a header that gives more than
+   ELEC_MAX_INPUT_BYTES is refused before the rest is read (a buffer of
+   the caller's, elec_parse_mrc's, is held to its own length alone). */
 static elec_status elec__mrc_head(const char *path, const char *head, size_t n,
                                   size_t *whole, elec_error *err) {
     elec__mrc_header m;
@@ -6288,8 +6286,15 @@ static elec_status elec__mrc_head(const char *path, const char *head, size_t n,
     elec_status s;
     snprintf(name, sizeof name, "'%s'", path);
     s = elec__mrc_read_header(name, (const unsigned char *)head, n, &m, err);
-    if (s == ELEC_OK) *whole = m.whole;
-    return s;
+    if (s != ELEC_OK) return s;
+    if (m.whole > (size_t)ELEC_MAX_INPUT_BYTES)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%s: its header gives %d x %d x %d values, %zu bytes, more than "
+                          "%zu, the limit for input (ELEC_MAX_INPUT_BYTES)", name,
+                          m.crs[0], m.crs[1], m.crs[2], m.whole,
+                          (size_t)ELEC_MAX_INPUT_BYTES);
+    *whole = m.whole;
+    return ELEC_OK;
 }
 
 static elec_status elec__mrc_parse(const char *name, const unsigned char *data,

@@ -598,13 +598,53 @@ TEST(mrc_refuses_truncated_huge_and_foreign_files) {
     }
     free(file);
     /* 2^10 x 2^10 x 2^10 floats (4 GiB) claimed by a header alone: refused
-       from the counts against the file's length, before any allocation */
+       from the counts against the buffer's length, before any allocation;
+       from a file, against ELEC_MAX_INPUT_BYTES before the rest is read */
     w = mrc_plain(n);
     for (k = 1; k <= 3; k++) set_int(&w, k, 1024);
     file = mrc_file(&w, 0, little_stamp, 0, values, 24, &length);
-    expect_refused("4 GiB claimed", file, length, ELEC_ERR_UNSUPPORTED, "ELEC_MAX_INPUT_BYTES",
+    expect_refused("4 GiB claimed", file, length, ELEC_ERR_PARSE, "a truncated file?",
                    (size_t)1 << 30);
+    {
+        FILE *f = fopen("build/claims_4_gib.mrc", "wb");
+        elec_lattice lat;
+        float *map = NULL;
+        elec_error err;
+        int status;
+        EXPECT(f && fwrite(file, 1, length, f) == length && fclose(f) == 0,
+               "build/claims_4_gib.mrc not written");
+        test_largest_allocation = 0;
+        status = (int)elec_read_mrc("build/claims_4_gib.mrc", &lat, &map, &err);
+        EXPECT(status == ELEC_ERR_UNSUPPORTED && map == NULL &&
+                   strstr(err.message, "ELEC_MAX_INPUT_BYTES") &&
+                   test_largest_allocation < ELEC_MAX_INPUT_BYTES,
+               "4 GiB claimed by a file: %d %s", status, err.message);
+        remove("build/claims_4_gib.mrc");
+    }
     free(file);
+    /* a buffer past ELEC_MAX_INPUT_BYTES (4 MiB here) read by
+       elec_parse_mrc: the limit is the files', and a caller's own buffer
+       is read whole, as the README says (128 x 128 x 72 floats, 4.5 MiB) */
+    {
+        const size_t count = (size_t)128 * 128 * 72;
+        float *big = (float *)calloc(count, sizeof *big);
+        elec_lattice lat;
+        float *map = NULL;
+        elec_error err;
+        int status;
+        w = mrc_plain(n);
+        set_int(&w, 1, 128);
+        set_int(&w, 2, 128);
+        set_int(&w, 3, 72);
+        file = big ? mrc_file(&w, 0, little_stamp, 0, big, count, &length) : NULL;
+        EXPECT(file && length > ELEC_MAX_INPUT_BYTES, "%zu bytes", length);
+        status = file ? (int)elec_parse_mrc(file, length, &lat, &map, &err) : -1;
+        EXPECT(status == ELEC_OK && map != NULL && lat.dims[2] == 72,
+               "a 4.5 MiB buffer: %d %s", status, err.message);
+        free(map);
+        free(file);
+        free(big);
+    }
     /* counts whose product overflows */
     for (k = 1; k <= 3; k++) set_int(&w, k, 2147483647L);
     file = mrc_file(&w, 0, little_stamp, 0, values, 24, &length);
