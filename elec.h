@@ -3253,13 +3253,21 @@ static inline elec_status elec__terms_finite(const char *method, const elec_ewal
     return ELEC_OK;
 }
 
-/* Excluded pairs name two different atoms that exist, each pair once. */
+/* Excluded pairs name two different atoms that exist, each pair once,
+   among atoms few enough that a pair's key (elec__ewald_key) stands in a
+   size_t (past 2^32 atoms two pairs could share one, and a pair be left
+   out that was not excluded). */
 static inline elec_status elec__exclusions_check(const size_t *pairs, size_t count,
                                           size_t atom_count, elec_error *err) {
     size_t e;
     if (count > 0 && !pairs)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "%zu excluded pairs but no array", count);
+    if (count > 0 && atom_count > 1 &&
+        atom_count - 1 > ((size_t)-1 - (atom_count - 1)) / atom_count)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "excluded pairs among %zu atoms: a pair's key (i n + j) would pass "
+                          "size_t", atom_count);
     for (e = 0; e < count; e++) {
         if (pairs[2 * e] >= atom_count || pairs[2 * e + 1] >= atom_count)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -3275,8 +3283,7 @@ static inline elec_status elec__exclusions_check(const size_t *pairs, size_t cou
         size_t *keys = (size_t *)ELEC_MALLOC(count * sizeof *keys);
         if (!keys) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
         for (e = 0; e < count; e++) {
-            size_t i = pairs[2 * e], j = pairs[2 * e + 1];
-            keys[e] = i < j ? i * atom_count + j : j * atom_count + i;
+            keys[e] = elec__ewald_key(pairs[2 * e], pairs[2 * e + 1], atom_count);
         }
         qsort(keys, count, sizeof *keys, elec__size_order);
         for (e = 1; e < count; e++)

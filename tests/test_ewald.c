@@ -612,6 +612,19 @@ TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
     p.excluded_pair_count = 2;
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_ERR_INVALID_ARG,
            "a pair excluded twice: %s", err.message);
+    /* past 2^32 atoms a pair's key i n + j passes size_t (two pairs could
+       share one): the check refuses before a pair is read (the atoms are
+       only counted here, not made) */
+    if (sizeof(size_t) >= 8) {
+        const size_t many = (size_t)1 << 33, far[2] = {0, ((size_t)1 << 33) - 1};
+        EXPECT(elec__exclusions_check(far, 1, many, &err) == ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "size_t"),
+               "2^33 atoms: %s", err.message);
+        EXPECT(elec__exclusions_check(far, 0, many, &err) == ELEC_OK, "no pairs: %s",
+               err.message);
+        EXPECT(elec__exclusions_check(pair, 1, (size_t)1 << 32, &err) == ELEC_OK,
+               "2^32 atoms: %s", err.message);
+    }
 }
 
 TEST(a_crystal_s_coincident_atoms_are_found_across_every_seam) {
