@@ -3040,6 +3040,15 @@ static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_p
     size_t side;
     int radius;
     memset(md, 0, sizeof *md);
+    /* the lattice cutoff kernel's blocks take a lattice's rows and planes
+       along y and z, where CUDA allows 65535 (the finest is the largest):
+       energies and lattices of atoms spread along a line went on to a
+       launch's "invalid configuration" */
+    if (shape->n[0][1] > 65535 || shape->n[0][2] > 65535)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM on the GPU: its finest lattice has %d x %d x %d points, at "
+                          "most 65535 along y and z (the CPU has no such limit)",
+                          shape->n[0][0], shape->n[0][1], shape->n[0][2]);
     md->p = *p;
     md->shape = *shape;
     md->device = device;
@@ -12151,6 +12160,17 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
                 goto cleanup;
             }
             for (int axis = 0; axis < 3; axis++) h->gc_block[axis] = shapes[k][axis];
+            /* its grid of blocks has CUDA's limit of 65535 along y and z */
+            if ((h->g.K[1] + h->gc_block[1] - 1) / h->gc_block[1] > 65535 ||
+                (h->g.K[2] + h->gc_block[2] - 1) / h->gc_block[2] > 65535) {
+                status = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                    "gc-shared: %d x %d x %d points take more than CUDA's "
+                                    "65535 blocks along y or z (%d x %d x %d points a "
+                                    "block): use another rung", h->g.K[0], h->g.K[1],
+                                    h->g.K[2], h->gc_block[0], h->gc_block[1],
+                                    h->gc_block[2]);
+                goto cleanup;
+            }
         }
     }
     if (elec__chargemap_is_tiled(resolved.variant) && !elec__chargemap_plan_bands(h)) {

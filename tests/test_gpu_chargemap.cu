@@ -402,6 +402,29 @@ TEST(atoms_outside_a_map_are_refused) {
     }
 }
 
+/* gc-shared's blocks take 2 to 8 points along y and z, and CUDA allows
+   65535 blocks there: a lattice of 4 x 300,000 x 4 points is refused by
+   name when the handle is made (it went on to a launch's "invalid
+   configuration"); pc-lanes takes it. */
+TEST(gc_shared_refuses_lattices_past_cudas_grid) {
+    REQUIRE_GPU();
+    const int dims[3] = {4, 300000, 4};
+    elec_lattice l = lattice_of(dims, 0.5, 0.0);
+    elec_chargemap_params p = {0};
+    elec_cuda_chargemap_handle *h = NULL;
+    elec_error err;
+    p.variant = ELEC_CHARGEMAP_GC_SHARED;
+    EXPECT(elec_cuda_chargemap_create(&l, 16, &p, -1, &h, &err) == ELEC_ERR_UNSUPPORTED &&
+               h == NULL && strstr(err.message, "65535"),
+           "gc-shared: %s", err.message);
+    elec_cuda_chargemap_destroy(h);
+    h = NULL;
+    p.variant = ELEC_CHARGEMAP_PC_LANES;
+    EXPECT(elec_cuda_chargemap_create(&l, 16, &p, -1, &h, &err) == ELEC_OK, "pc-lanes: %s",
+           err.message);
+    elec_cuda_chargemap_destroy(h);
+}
+
 TEST(charges_past_floats_range_are_refused) {
     REQUIRE_GPU();
     /* Charges of 1e308 e (test_huge_charges) are inf in float: the host
@@ -1629,6 +1652,7 @@ int main(void) {
     RUN(total_charge_is_kept);
     RUN(overfull_bins_overflow_and_are_counted);
     RUN(atoms_outside_a_map_are_refused);
+    RUN(gc_shared_refuses_lattices_past_cudas_grid);
     RUN(charges_past_floats_range_are_refused);
     RUN(periodic_images_map_alike);
     RUN(fixed_point_is_bit_identical_whatever_the_order);

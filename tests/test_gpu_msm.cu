@@ -520,6 +520,34 @@ TEST(gpu_msm_energy_edge_cases) {
            "NULL energy: %s", err.message);
 }
 
+/* 2,000 atoms 75 A apart along y (150,000 A): the finest lattice has
+   about 75,000 points along y, past the 65,535 blocks CUDA allows there,
+   where the lattice cutoff kernel puts its rows.  The energy and the
+   lattices are refused by name (they went on to a launch's "invalid
+   configuration"); the CPU has no such limit. */
+TEST(gpu_msm_refuses_lattices_past_cudas_grid) {
+    REQUIRE_GPU();
+    const size_t n = 2000;
+    double *xyz = (double *)calloc(3 * n, sizeof *xyz), *q = (double *)calloc(n, sizeof *q);
+    double e = 0.0;
+    elec_atoms atoms = elec_atoms_from_xyz(n, xyz, q, NULL);
+    elec_msm_lattices lattices;
+    elec_error err;
+    for (size_t i = 0; i < n; i++) {
+        xyz[3 * i + 1] = 75.0 * (double)i;
+        q[i] = i % 2 ? 1.0 : -1.0;
+    }
+    EXPECT(elec_cuda_msm_energy(&atoms, NULL, &e, NULL, &err) == ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "65535"),
+           "energy: %s", err.message);
+    EXPECT(elec_cuda_msm_lattices(&atoms, NULL, NULL, &lattices, &err) ==
+                   ELEC_ERR_UNSUPPORTED &&
+               strstr(err.message, "65535"),
+           "lattices: %s", err.message);
+    free(xyz);
+    free(q);
+}
+
 /* Relative RMS difference of count values of two arrays. */
 static double rel_diff(const double *got, const double *want, size_t count) {
     double d2 = 0.0, m2 = 0.0;
@@ -1426,6 +1454,7 @@ int main(void) {
     RUN(gpu_msm_energy_keeps_its_precision_far_from_the_centre);
     RUN(a_long_cutoff_gets_longer_bins);
     RUN(gpu_msm_energy_edge_cases);
+    RUN(gpu_msm_refuses_lattices_past_cudas_grid);
     RUN(gpu_msm_keeps_the_tolerance);
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
