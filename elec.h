@@ -3734,6 +3734,71 @@ ELEC_DEF void elec_cells_free(elec_cells *c) {
     c->atom = NULL;
 }
 
+/* The region of a cell list for neighbour searches that are not periodic:
+   the caller's origin and length, but along an axis that would take more
+   than ELEC_CELLS_MAX_PER_AXIS cells of min_cell, the span of the
+   positions in the window of that many that holds the most of the count
+   positions xyz.  Positions outside the
+   region fall in its boundary cells, and a pair within min_cell still
+   lies in the 27 cells around either (clamping only brings cells
+   closer); but one far atom (a misplaced ion, coordinates of 9999)
+   stretched the cells over the whole span until each held thousands and
+   a search read them all: 20,000 atoms' contact surface took 7 s with
+   one atom 1e5 A away, 1.2 without (an audit).  Returns 0 where there is
+   no memory for it (the region is then the caller's). */
+static int elec__double_order(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int elec__cells_window(const double *xyz, size_t count, double min_cell,
+                              double origin[3], double length[3]) {
+    const double width = ELEC_CELLS_MAX_PER_AXIS * min_cell;
+    double *v = NULL;
+    size_t i, first, best = 0, most = 0;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        if (count == 0 || !(floor(length[axis] / min_cell) > ELEC_CELLS_MAX_PER_AXIS)) continue;
+        if (!v && !(v = (double *)ELEC_MALLOC(count * sizeof *v))) return 0;
+        for (i = 0; i < count; i++) v[i] = xyz[3 * i + axis];
+        qsort(v, count, sizeof *v, elec__double_order);
+        most = 0;
+        for (first = 0, i = 0; i < count; i++) { /* the window ending at v[i] */
+            while (v[i] - v[first] > width) first++;
+            if (i - first + 1 > most) {
+                most = i - first + 1;
+                best = first;
+            }
+        }
+        /* from its first position to its last (a cell at least) */
+        origin[axis] = v[best];
+        length[axis] = v[best + most - 1] - v[best];
+        if (length[axis] < min_cell) length[axis] = min_cell;
+    }
+    ELEC_FREE(v);
+    return 1;
+}
+
+/* elec_cells_build over the region elec__cells_window makes of the
+   caller's (which is left as it was). */
+static elec_status elec__cells_build_windowed(const double *xyz, size_t count,
+                                              const double origin[3], const double length[3],
+                                              double min_cell, elec_cells *c,
+                                              elec_error *err) {
+    double o[3], l[3];
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        o[axis] = origin[axis];
+        l[axis] = length[axis];
+    }
+    if (min_cell > 0.0 && !elec__cells_window(xyz, count, min_cell, o, l)) {
+        if (c) memset(c, 0, sizeof *c);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a cell list of %zu atoms",
+                          count);
+    }
+    return elec_cells_build(xyz, count, o, l, min_cell, c, err);
+}
+
 ELEC_DEF long elec_cells_neighbour(const elec_cells *c, const int home[3], int dx, int dy,
                                    int dz, int periodic) {
     long ijk[3]; /* in long: home + d of two ints passed int's range */
@@ -9326,7 +9391,7 @@ static elec_status elec__surface_cells(const double *xyz, size_t n, double pad,
         length[a] = hi[a] - lo[a] + pad;
         if (length[a] < cell) length[a] = cell; /* flat or one atom */
     }
-    return elec_cells_build(xyz, n, lo, length, cell, cells, err);
+    return elec__cells_build_windowed(xyz, n, lo, length, cell, cells, err);
 }
 
 /* Fibonacci direction k of n on the unit sphere (research notes 2.6). */

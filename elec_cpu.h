@@ -1664,7 +1664,8 @@ static elec_status elec__msm_potential(const elec_atoms *atoms,
     pr.to = share = elec__msm_hierarchy_share(&m, count);
     if ((s = elec__msm_long_range(&m, x, q, atoms->count, &pr, err)) != ELEC_OK) goto cleanup;
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
-    if ((s = elec_cells_build(x, atoms->count, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
+    if ((s = elec__cells_build_windowed(x, atoms->count, lo, extent, p.cutoff, &cells, err)) !=
+        ELEC_OK)
         goto cleanup;
     while (done < count) {
         long i, end = (long)(done + block < count ? done + block : count);
@@ -1818,7 +1819,8 @@ ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
     long_range = 0.5 * long_range -
                  0.5 * self * elec_msm_gamma(0.0, p.splitting) / p.cutoff;
     for (axis = 0; axis < 3; axis++) extent[axis] = hi[axis] - lo[axis] + 1e-9;
-    if ((s = elec_cells_build(x, n, lo, extent, p.cutoff, &cells, err)) != ELEC_OK) goto cleanup;
+    if ((s = elec__cells_build_windowed(x, n, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)
+        goto cleanup;
     for (i = 0; i < n; i++) {
         int home[3], dx, dy, dz;
         if (i % (n / 64 + 1) == 0 && i > 0 &&

@@ -130,6 +130,65 @@ TEST(the_cell_list_finds_every_neighbour_once) {
     test_system_free(&s);
 }
 
+/* A cell list over atoms with a few far outliers (a misplaced ion at
+   1e5 A, a pair of them 3 A apart at 1e4 A along a diagonal, one at
+   -3e3 A): the region its cells span is the window of at most
+   ELEC_CELLS_MAX_PER_AXIS cells that holds the bulk, so a cell holds
+   tens of atoms, not the whole system; and every pair within a cell
+   length, the outliers' too, is still in the 27 cells around each. */
+TEST(a_cell_list_spans_the_bulk_and_still_finds_the_outliers_pairs) {
+    test_system s = test_system_random(3000, 30.0, 56);
+    const double outliers[5][3] = {{1e5, 15.0, 15.0}, {1e4, 1e4, 1e4}, {1e4 + 3.0, 1e4, 1e4},
+                                   {15.0, -3e3, 15.0}, {30.5, 30.5, 30.5}};
+    const size_t n = s.count + 5;
+    double *xyz = (double *)malloc(3 * n * sizeof *xyz), lo[3], hi[3], length[3];
+    elec_cells c;
+    elec_error err;
+    size_t i, j, most = 0, missed = 0, pairs = 0;
+    long cell, cells;
+    int axis;
+    memcpy(xyz, s.xyz, 3 * s.count * sizeof *xyz);
+    memcpy(xyz + 3 * s.count, outliers, sizeof outliers);
+    for (axis = 0; axis < 3; axis++) lo[axis] = hi[axis] = xyz[axis];
+    for (i = 0; i < n; i++)
+        for (axis = 0; axis < 3; axis++) {
+            if (xyz[3 * i + axis] < lo[axis]) lo[axis] = xyz[3 * i + axis];
+            if (xyz[3 * i + axis] > hi[axis]) hi[axis] = xyz[3 * i + axis];
+        }
+    for (axis = 0; axis < 3; axis++) length[axis] = hi[axis] - lo[axis] + 1e-9;
+    EXPECT(elec__cells_build_windowed(xyz, n, lo, length, 5.0, &c, &err) == ELEC_OK, "%s",
+           err.message);
+    cells = (long)c.n[0] * c.n[1] * c.n[2];
+    for (cell = 0; cell < cells; cell++)
+        if (c.start[cell + 1] - c.start[cell] > most) most = c.start[cell + 1] - c.start[cell];
+    printf("     %d x %d x %d cells, at most %zu atoms in one\n", c.n[0], c.n[1], c.n[2],
+           most);
+    EXPECT(most <= 100, "a cell holds %zu atoms: the cells span the outliers", most);
+    for (i = 0; i < n; i++) {
+        int home[3], dx, dy, dz;
+        size_t near = 0, found = 0;
+        for (j = 0; j < n; j++)
+            near += j != i && elec_distance2(xyz + 3 * i, xyz + 3 * j) < 25.0;
+        elec_cells_ijk(&c, xyz + 3 * i, home);
+        for (dz = -1; dz <= 1; dz++)
+            for (dy = -1; dy <= 1; dy++)
+                for (dx = -1; dx <= 1; dx++) {
+                    long nb = elec_cells_neighbour(&c, home, dx, dy, dz, 0);
+                    size_t k;
+                    if (nb < 0) continue;
+                    for (k = c.start[nb]; k < c.start[nb + 1]; k++)
+                        found += c.atom[k] != i &&
+                                 elec_distance2(xyz + 3 * i, xyz + 3 * c.atom[k]) < 25.0;
+                }
+        pairs += near;
+        missed += near - found;
+    }
+    EXPECT(missed == 0 && pairs > 0, "%zu of %zu neighbours within 5 A missed", missed, pairs);
+    elec_cells_free(&c);
+    free(xyz);
+    test_system_free(&s);
+}
+
 TEST(an_overfull_bin_spills_into_the_overflow) {
     /* 30 atoms in one bin: 8 slots, 22 overflow; the rest empty */
     double xyz[90], q[30];
@@ -373,6 +432,7 @@ int main(void) {
     RUN(bin_length_follows_density_and_fill);
     RUN(every_atom_lands_in_a_slot_the_overflow_or_outside);
     RUN(the_cell_list_finds_every_neighbour_once);
+    RUN(a_cell_list_spans_the_bulk_and_still_finds_the_outliers_pairs);
     RUN(an_overfull_bin_spills_into_the_overflow);
     RUN(neighbourhood_holds_every_bin_within_the_cutoff);
     RUN(neighbourhood_of_arguments_out_of_range_is_empty);
