@@ -9404,16 +9404,84 @@ static void elec__fibonacci(size_t k, size_t n, double u[3]) {
     u[2] = z;
 }
 
+/* How many points each atom's sphere holds at `density` per A^2 (first[i]
+   to first[i + 1] are atom i's), refused past 1e7 an atom; an atom whose
+   sphere holds under half a point has none (one point at a radius-0
+   atom's centre, where its own potential is left out, once gave a finite
+   value where there is none). */
+static elec_status elec__contact_counts(const double *radius, size_t n, double density,
+                                        size_t *first, elec_error *err) {
+    const double four_pi = 4.0 * 3.14159265358979323846;
+    size_t i;
+    first[0] = 0;
+    for (i = 0; i < n; i++) {
+        double points = floor(density * four_pi * radius[i] * radius[i] + 0.5);
+        if (points > 1e7)
+            return elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                               "atom %zu: radius %g A at %g per A^2 is over "
+                                               "1e7 points", i, radius[i], density),
+                                    err, i, ELEC_NO_ATOM);
+        first[i + 1] = first[i] + (size_t)points;
+    }
+    return ELEC_OK;
+}
+
+/* Whether a probe centred at c, beside atom me, overlaps another atom (of
+   the cells around home): the point it touches is then buried. */
+static int elec__contact_buried(const elec_cells *cells, const double *xyz,
+                                const double *radius, double probe, size_t me,
+                                const int home[3], const double c[3]) {
+    int dx, dy, dz;
+    for (dz = -1; dz <= 1; dz++)
+        for (dy = -1; dy <= 1; dy++)
+            for (dx = -1; dx <= 1; dx++) {
+                long cell = elec_cells_neighbour(cells, home, dx, dy, dz, 0);
+                size_t j;
+                if (cell < 0) continue;
+                for (j = cells->start[cell]; j < cells->start[cell + 1]; j++) {
+                    size_t other = cells->atom[j];
+                    double reach = radius[other] + probe;
+                    if (other != me && elec_distance2(c, xyz + 3 * other) < reach * reach)
+                        return 1;
+                }
+            }
+    return 0;
+}
+
+/* keep[first[i] + k]: whether atom i's Fibonacci point k of its
+   first[i + 1] - first[i] is on the contact surface (a probe touching it
+   there overlaps no other atom). */
+static void elec__contact_keep(const elec_cells *cells, const double *xyz,
+                               const double *radius, size_t n, double probe,
+                               const size_t *first, unsigned char *keep) {
+    long atom;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 64)
+#endif
+    for (atom = 0; atom < (long)n; atom++) {
+        const size_t me = (size_t)atom, m = first[me + 1] - first[me];
+        int home[3];
+        size_t k;
+        elec_cells_ijk(cells, xyz + 3 * me, home);
+        for (k = 0; k < m; k++) {
+            double u[3], c[3];
+            int a;
+            elec__fibonacci(k, m, u);
+            for (a = 0; a < 3; a++) c[a] = xyz[3 * me + a] + (radius[me] + probe) * u[a];
+            keep[first[me] + k] =
+                (unsigned char)!elec__contact_buried(cells, xyz, radius, probe, me, home, c);
+        }
+    }
+}
+
 ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double density,
                                           double probe, elec_surface *out,
                                           elec_error *err) {
-    const double four_pi = 4.0 * 3.14159265358979323846;
     double *xyz = NULL, *radius = NULL, largest;
     size_t *first = NULL, n, i, total, kept = 0;
     unsigned char *keep = NULL;
     elec_cells cells;
     elec_status s;
-    long atom;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     memset(&cells, 0, sizeof cells);
@@ -9441,21 +9509,7 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
         s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory");
         goto cleanup;
     }
-    first[0] = 0;
-    for (i = 0; i < n; i++) {
-        double points = floor(density * four_pi * radius[i] * radius[i] + 0.5);
-        if (points > 1e7) {
-            s = elec__name_atoms(elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                            "atom %zu: radius %g A at %g per A^2 is over 1e7 "
-                                            "points", i, radius[i], density),
-                                 err, i, ELEC_NO_ATOM);
-            goto cleanup;
-        }
-        /* an atom whose sphere holds under half a point has none (one
-           point at a radius-0 atom's centre, where its own potential is
-           left out, once gave a finite value where there is none) */
-        first[i + 1] = first[i] + (size_t)points;
-    }
+    if ((s = elec__contact_counts(radius, n, density, first, err)) != ELEC_OK) goto cleanup;
     total = first[n];
     if (total == 0) {
         s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -9474,42 +9528,11 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
     if ((s = elec__surface_cells(xyz, n, 0.0, 2.0 * (largest + probe), &cells, err)) !=
         ELEC_OK)
         goto cleanup;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 64)
-#endif
-    for (atom = 0; atom < (long)n; atom++) {
-        const size_t me = (size_t)atom, m = first[me + 1] - first[me];
-        int home[3], dx, dy, dz;
-        size_t k;
-        elec_cells_ijk(&cells, xyz + 3 * me, home);
-        for (k = 0; k < m; k++) {
-            double u[3], c[3];
-            int buried = 0, a;
-            elec__fibonacci(k, m, u);
-            for (a = 0; a < 3; a++) c[a] = xyz[3 * me + a] + (radius[me] + probe) * u[a];
-            for (dz = -1; dz <= 1 && !buried; dz++)
-                for (dy = -1; dy <= 1 && !buried; dy++)
-                    for (dx = -1; dx <= 1 && !buried; dx++) {
-                        long cell = elec_cells_neighbour(&cells, home, dx, dy, dz, 0);
-                        size_t j;
-                        if (cell < 0) continue;
-                        for (j = cells.start[cell]; j < cells.start[cell + 1]; j++) {
-                            size_t other = cells.atom[j];
-                            double reach = radius[other] + probe;
-                            if (other != me &&
-                                elec_distance2(c, xyz + 3 * other) < reach * reach) {
-                                buried = 1;
-                                break;
-                            }
-                        }
-                    }
-            keep[first[me] + k] = (unsigned char)!buried;
-        }
-    }
+    elec__contact_keep(&cells, xyz, radius, n, probe, first, keep);
     for (i = 0; i < total; i++) kept += keep[i];
     if ((s = elec__surface_alloc(out, kept, 1, err)) != ELEC_OK) goto cleanup;
     kept = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) { /* the kept points and their normals, atom by atom */
         size_t k, m = first[i + 1] - first[i];
         for (k = 0; k < m; k++) {
             int a;
