@@ -3820,24 +3820,19 @@ ELEC_DEF void elec_bins_free(elec_bins *bins) {
     memset(bins, 0, sizeof *bins);
 }
 
-ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
-                                     const double origin[3],
-                                     const double extent[3], double length,
-                                     elec_bins *out, elec_error *err) {
-    size_t bins = 1, i, overflow_capacity = 16;
-    unsigned char *filled = NULL;  /* atoms in each bin so far */
-    unsigned char *spilled = NULL; /* atoms whose bin was full */
-    long *bin_of = NULL, atom, slot_index;
-    elec_status s;
+/* The bins' shape over the region origin .. origin + extent (dims,
+   origin, length, centre), refused past 65,536 bins an axis or 2^31 in
+   all; *bins their count. */
+static elec_status elec__bins_shape(const double origin[3], const double extent[3],
+                                    double length, elec_bins *out, size_t *bins,
+                                    elec_error *err) {
     int axis;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bins is NULL");
-    memset(out, 0, sizeof *out);
-    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     if (!origin || !extent)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bin region: origin or extent is NULL");
     if (!(length > 0.0) || !elec__finite(length))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "bin length %g A must be positive", length);
+    *bins = 1;
     for (axis = 0; axis < 3; axis++) {
         double n = ceil(extent[axis] / length);
         if (!(extent[axis] >= 0.0) || !elec__finite(origin[axis]) || n > 65536.0)
@@ -3846,76 +3841,68 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
                               axis, origin[axis], extent[axis]);
         out->dims[axis] = n < 1.0 ? 1 : (int)n;
         out->origin[axis] = origin[axis];
-        bins *= (size_t)out->dims[axis];
+        *bins *= (size_t)out->dims[axis];
     }
-    if (bins > (size_t)1 << 31)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", bins);
+    if (*bins > (size_t)1 << 31)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", *bins);
     out->length = length;
     for (axis = 0; axis < 3; axis++)
         out->centre[axis] = origin[axis] + 0.5 * out->dims[axis] * length;
-    out->slots = (float *)ELEC_MALLOC(bins * ELEC_BIN_DEPTH * 4 * sizeof(float));
-    out->overflow = (size_t *)ELEC_MALLOC(overflow_capacity * sizeof(size_t));
-    filled = (unsigned char *)ELEC_MALLOC(bins);
-    if (!out->slots || !out->overflow || !filled) {
-        elec_bins_free(out);
-        ELEC_FREE(filled);
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu bins", bins);
-    }
-    bin_of = (long *)ELEC_MALLOC((atoms->count + 1) * sizeof *bin_of);
-    spilled = (unsigned char *)ELEC_MALLOC(atoms->count + 1);
-    if (!bin_of || !spilled) {
-        elec_bins_free(out);
-        ELEC_FREE(filled);
-        ELEC_FREE(bin_of);
-        ELEC_FREE(spilled);
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to bin %zu atoms",
-                          atoms->count);
-    }
-    memset(filled, 0, bins);
-    memset(spilled, 0, atoms->count + 1);
-    /* Empty slots: no charge, and far enough that any kernel adds nothing. */
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (slot_index = 0; slot_index < (long)(bins * ELEC_BIN_DEPTH); slot_index++) {
-        float *f = out->slots + 4 * slot_index;
-        f[0] = f[1] = f[2] = -1e30f;
-        f[3] = 0.0f;
-    }
-    /* Pass 1: each atom's bin; -1 outside the region, -2 uncharged (it
-       adds nothing anywhere). */
+    return ELEC_OK;
+}
+
+/* Each atom's bin: -1 outside the region, -2 uncharged (it adds nothing
+   anywhere). */
+static void elec__bins_of(const elec_atoms *atoms, const elec_bins *b, long *bin_of) {
+    long atom;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
     for (atom = 0; atom < (long)atoms->count; atom++) {
         double p[3], q;
         long ijk[3];
-        int inside = 1, ax;
+        int inside = 1, axis;
         elec_atoms_get(atoms, (size_t)atom, p, &q, NULL);
-        for (ax = 0; ax < 3; ax++) {
-            double t = floor((p[ax] - origin[ax]) / length);
-            if (!(t >= 0.0 && t < out->dims[ax])) inside = 0;
-            ijk[ax] = inside ? (long)t : 0;
+        for (axis = 0; axis < 3; axis++) {
+            double t = floor((p[axis] - b->origin[axis]) / b->length);
+            if (!(t >= 0.0 && t < b->dims[axis])) inside = 0;
+            ijk[axis] = inside ? (long)t : 0;
         }
         bin_of[atom] = !inside ? -1
                        : q == 0.0 ? -2
-                                  : ijk[0] + (long)out->dims[0] *
-                                                 (ijk[1] + (long)out->dims[1] * ijk[2]);
+                                  : ijk[0] + (long)b->dims[0] *
+                                                 (ijk[1] + (long)b->dims[1] * ijk[2]);
     }
-    /* Pass 2: each thread fills the bins of its own slab of z layers,
-       taking atoms in index order, so that every bin (and the overflow)
-       comes out as a serial pass would leave it. */
+}
+
+/* The slots of each bin, in atom order, relative to the bins' centre;
+   empty slots hold no charge, far enough that any kernel adds nothing.
+   An atom past its bin's ELEC_BIN_DEPTH slots is spilled.  Each thread
+   fills the bins of its own slab of z layers, taking atoms in index
+   order, so that every bin comes out as a serial pass would leave it. */
+static void elec__bins_fill(const elec_atoms *atoms, elec_bins *b, size_t bins,
+                            const long *bin_of, unsigned char *filled,
+                            unsigned char *spilled) {
+    long slot;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (slot = 0; slot < (long)(bins * ELEC_BIN_DEPTH); slot++) {
+        float *f = b->slots + 4 * slot;
+        f[0] = f[1] = f[2] = -1e30f;
+        f[3] = 0.0f;
+    }
 #ifdef _OPENMP
 #pragma omp parallel
 #endif
     {
-        long layer = (long)out->dims[0] * out->dims[1], first = 0, last = out->dims[2];
+        long layer = (long)b->dims[0] * b->dims[1], first = 0, last = b->dims[2];
         size_t k;
 #ifdef _OPENMP
         {
             long threads = omp_get_num_threads(), me = omp_get_thread_num();
-            first = out->dims[2] * me / threads;
-            last = out->dims[2] * (me + 1) / threads;
+            first = b->dims[2] * me / threads;
+            last = b->dims[2] * (me + 1) / threads;
         }
 #endif
         for (k = 0; k < atoms->count; k++) {
@@ -3925,42 +3912,83 @@ ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
             if (z < first || z >= last) continue;
             if (filled[bin] < ELEC_BIN_DEPTH) {
                 double p[3], q;
-                float *f = out->slots + 4 * ((size_t)bin * ELEC_BIN_DEPTH + filled[bin]);
+                float *f = b->slots + 4 * ((size_t)bin * ELEC_BIN_DEPTH + filled[bin]);
                 elec_atoms_get(atoms, k, p, &q, NULL);
                 filled[bin]++;
-                f[0] = (float)(p[0] - out->centre[0]);
-                f[1] = (float)(p[1] - out->centre[1]);
-                f[2] = (float)(p[2] - out->centre[2]);
+                f[0] = (float)(p[0] - b->centre[0]);
+                f[1] = (float)(p[1] - b->centre[1]);
+                f[2] = (float)(p[2] - b->centre[2]);
                 f[3] = (float)q;
             } else {
                 spilled[k] = 1; /* the bin is full */
             }
         }
     }
-    for (i = 0; i < atoms->count; i++) {
-        if (bin_of[i] == -1) out->outside_count++;
+}
+
+/* The spilled atoms into the overflow list (in atom order, grown by
+   doubling) and the atoms outside counted; 0 where there is no memory. */
+static int elec__bins_overflow(size_t count, const long *bin_of, const unsigned char *spilled,
+                               elec_bins *b) {
+    size_t capacity = 16, i;
+    if (!(b->overflow = (size_t *)ELEC_MALLOC(capacity * sizeof(size_t)))) return 0;
+    for (i = 0; i < count; i++) {
+        if (bin_of[i] == -1) b->outside_count++;
         if (!spilled[i]) continue;
-        if (out->overflow_count == overflow_capacity) {
-            size_t *grown = (size_t *)ELEC_MALLOC(2 * overflow_capacity * sizeof(size_t));
-            if (!grown) {
-                elec_bins_free(out);
-                ELEC_FREE(filled);
-                ELEC_FREE(bin_of);
-                ELEC_FREE(spilled);
-                return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
-            }
-            memcpy(grown, out->overflow, overflow_capacity * sizeof(size_t));
-            ELEC_FREE(out->overflow);
-            out->overflow = grown;
-            overflow_capacity *= 2;
+        if (b->overflow_count == capacity) {
+            size_t *grown = (size_t *)ELEC_MALLOC(2 * capacity * sizeof(size_t));
+            if (!grown) return 0;
+            memcpy(grown, b->overflow, capacity * sizeof(size_t));
+            ELEC_FREE(b->overflow);
+            b->overflow = grown;
+            capacity *= 2;
         }
-        out->overflow[out->overflow_count++] = i;
+        b->overflow[b->overflow_count++] = i;
     }
+    return 1;
+}
+
+ELEC_DEF elec_status elec_bins_build(const elec_atoms *atoms,
+                                     const double origin[3],
+                                     const double extent[3], double length,
+                                     elec_bins *out, elec_error *err) {
+    size_t bins = 0;
+    unsigned char *filled = NULL;  /* atoms in each bin so far */
+    unsigned char *spilled = NULL; /* atoms whose bin was full */
+    long *bin_of = NULL;
+    elec_status s;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bins is NULL");
+    memset(out, 0, sizeof *out);
+    if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
+    if ((s = elec__bins_shape(origin, extent, length, out, &bins, err)) != ELEC_OK) {
+        memset(out, 0, sizeof *out);
+        return s;
+    }
+    out->slots = (float *)ELEC_MALLOC(bins * ELEC_BIN_DEPTH * 4 * sizeof(float));
+    filled = (unsigned char *)ELEC_MALLOC(bins);
+    bin_of = (long *)ELEC_MALLOC((atoms->count + 1) * sizeof *bin_of);
+    spilled = (unsigned char *)ELEC_MALLOC(atoms->count + 1);
+    if (!out->slots || !filled || !bin_of || !spilled) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory to bin %zu atoms in %zu bins",
+                       atoms->count, bins);
+        goto cleanup;
+    }
+    memset(filled, 0, bins);
+    memset(spilled, 0, atoms->count + 1);
+    elec__bins_of(atoms, out, bin_of);
+    elec__bins_fill(atoms, out, bins, bin_of, filled, spilled);
+    if (!elec__bins_overflow(atoms->count, bin_of, spilled, out)) {
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for overflow");
+        goto cleanup;
+    }
+    elec__ok(err);
+    s = ELEC_OK;
+cleanup:
+    if (s != ELEC_OK) elec_bins_free(out);
     ELEC_FREE(bin_of);
     ELEC_FREE(spilled);
     ELEC_FREE(filled);
-    elec__ok(err);
-    return ELEC_OK;
+    return s;
 }
 
 ELEC_DEF size_t elec_bin_neighbourhood(double length, double region,
