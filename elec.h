@@ -8145,56 +8145,48 @@ static double elec__spme_try(const elec__charge_stats *st, const elec_box *box, 
     return error;
 }
 
-ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
-                                              const elec_box *box,
-                                              const elec_atoms *atoms,
-                                              elec_spme_params *resolved,
-                                              elec_error *err) {
-    elec_spme_params r;
-    elec__charge_stats st;
-    elec_status status;
-    double shortest, volume, target, best_cost = 0.0, best_error = -1.0, best_rc = 0.0;
-    double best_alpha = 0.0, rc_lo, rc_hi, rc;
-    int axis, order_lo, order_hi, order_step, order, best_order = 0, best_grid[3] = {0, 0, 0};
-    int grid_given, mesh_fixed, fixed_grid[3] = {0, 0, 0};
-    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
-    if (p) r = *p;
-    else memset(&r, 0, sizeof r);
-    memset(&r.estimate, 0, sizeof r.estimate);
-    shortest = elec__shortest_edge(box);
-    volume = box->length[0] * box->length[1] * box->length[2];
+/* The checks of elec_spme_params_resolve on the caller's fields (r, with
+   the list's skin filled in): scale, cutoff and alpha, tolerance,
+   spreading, GPUs, skin, order and grid spacing. */
+static elec_status elec__spme_fields_check(elec_spme_params *r, double shortest,
+                                           elec_error *err) {
     /* minimum image in real space: the cutoff is at most half the box */
-    if (elec__splitting_check(&r.scale, r.cutoff, 0.5 * shortest, r.alpha, err) != ELEC_OK ||
-        elec__tolerance_check(&r.tolerance, 5e-4, ELEC_SPME_TOLERANCE_FLOOR, "SPME",
+    if (elec__splitting_check(&r->scale, r->cutoff, 0.5 * shortest, r->alpha, err) != ELEC_OK ||
+        elec__tolerance_check(&r->tolerance, 5e-4, ELEC_SPME_TOLERANCE_FLOOR, "SPME",
                               err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
-    if ((int)r.spread < 0 || r.spread > ELEC_SPME_SPREAD_GATHER)
+    if ((int)r->spread < 0 || r->spread > ELEC_SPME_SPREAD_GATHER)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown SPME spreading scheme %d", (int)r.spread);
-    if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
-    if (!(r.list_skin >= 0.0) || !elec__finite(r.list_skin) ||
-        r.list_skin > 0.25 * shortest)
+                          "unknown SPME spreading scheme %d", (int)r->spread);
+    if (elec__gpu_set_check(&r->gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if (!(r->list_skin >= 0.0) || !elec__finite(r->list_skin) ||
+        r->list_skin > 0.25 * shortest)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "neighbour-list skin %g A: use 0 (= 1.5 A) up to a quarter of the "
-                          "shortest box edge (%g A)", r.list_skin, 0.25 * shortest);
-    if (r.list_skin == 0.0) r.list_skin = 1.5 < 0.25 * shortest ? 1.5 : 0.25 * shortest;
-    if (r.order != 0 && (r.order < 4 || r.order > ELEC_MAX_SPLINE_ORDER))
+                          "shortest box edge (%g A)", r->list_skin, 0.25 * shortest);
+    if (r->list_skin == 0.0) r->list_skin = 1.5 < 0.25 * shortest ? 1.5 : 0.25 * shortest;
+    if (r->order != 0 && (r->order < 4 || r->order > ELEC_MAX_SPLINE_ORDER))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "B-spline order %d: use 4 to %d (0 = chosen)", r.order,
+                          "B-spline order %d: use 4 to %d (0 = chosen)", r->order,
                           ELEC_MAX_SPLINE_ORDER);
-    if (!(r.grid_spacing >= 0.0) || !elec__finite(r.grid_spacing))
+    if (!(r->grid_spacing >= 0.0) || !elec__finite(r->grid_spacing))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "grid spacing %g A must be positive (0 = chosen)", r.grid_spacing);
-    /* a grid given by sizes or by spacing; a size left 0 beside given ones
-       is the spacing's, or 1 A's */
-    grid_given = r.grid[0] || r.grid[1] || r.grid[2] || r.grid_spacing > 0.0;
-    for (axis = 0; axis < 3 && grid_given; axis++) {
-        int least = r.order ? r.order : 4;
-        fixed_grid[axis] = r.grid[axis];
+                          "grid spacing %g A must be positive (0 = chosen)", r->grid_spacing);
+    return ELEC_OK;
+}
+
+/* The grid the caller gave, by sizes or by spacing (a size left 0 beside
+   given ones is the spacing's, or 1 A's), into fixed_grid; *given 0 where
+   none was. */
+static elec_status elec__spme_given_grid(const elec_spme_params *r, const elec_box *box,
+                                         int fixed_grid[3], int *given, elec_error *err) {
+    int axis;
+    *given = r->grid[0] || r->grid[1] || r->grid[2] || r->grid_spacing > 0.0;
+    for (axis = 0; axis < 3 && *given; axis++) {
+        int least = r->order ? r->order : 4;
+        fixed_grid[axis] = r->grid[axis];
         if (fixed_grid[axis] == 0) {
-            double spacing = r.grid_spacing > 0.0 ? r.grid_spacing : 1.0;
+            double spacing = r->grid_spacing > 0.0 ? r->grid_spacing : 1.0;
             double minimum = ceil(box->length[axis] / spacing - 1e-9);
             if (minimum > ELEC_SPME_MAX_GRID_AXIS)
                 return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -8209,65 +8201,110 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                               "points (and at most %d; 0 = chosen)", fixed_grid[axis],
                               axis, least, least, ELEC_SPME_MAX_GRID_AXIS);
     }
-    if (grid_given && (double)fixed_grid[0] * fixed_grid[1] * fixed_grid[2] >
-                          ELEC_SPME_MAX_GRID_POINTS)
+    if (*given && (double)fixed_grid[0] * fixed_grid[1] * fixed_grid[2] >
+                      ELEC_SPME_MAX_GRID_POINTS)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "grid %d x %d x %d: past ELEC_SPME_MAX_GRID_POINTS (%.0f)",
                           fixed_grid[0], fixed_grid[1], fixed_grid[2],
                           ELEC_SPME_MAX_GRID_POINTS);
+    return ELEC_OK;
+}
+
+/* A candidate of the search: its mesh, cutoff and alpha, its estimated
+   error and cost (order 0: none yet). */
+typedef struct elec__spme_choice {
+    int order, grid[3];
+    double cutoff, alpha, error, cost;
+} elec__spme_choice;
+
+/* The cheapest (cutoff, order, grid) whose estimate, at its best alpha, is
+   at most target (the tolerance times the RMS force, times 0.4: the
+   estimates held to about a factor of 2 on the systems measured, random
+   charges, water, rock salt, so the error stays under the tolerance
+   without running far below it), else the least error.  Orders 4, 6, 8
+   (the odd ones are interpolated) unless r fixes one; cutoffs 4 to 16 A
+   (at most half the shortest edge) in steps of 1 A unless it fixes one;
+   the grid given (fixed_grid, where given) or chosen.  *rc_hi the longest
+   cutoff tried. */
+static elec__spme_choice elec__spme_search(const elec__charge_stats *st, const elec_box *box,
+                                           const elec_spme_params *r, int grid_given,
+                                           const int fixed_grid[3], double target,
+                                           double *rc_hi) {
+    const double shortest = elec__shortest_edge(box);
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const int order_lo = r->order ? r->order : 4, order_hi = r->order ? r->order : 8;
+    const int order_step = r->order ? 1 : 2;
+    elec__spme_choice best;
+    double rc_lo, rc;
+    int order;
+    memset(&best, 0, sizeof best);
+    best.error = -1.0;
+    if (r->cutoff > 0.0) {
+        rc_lo = *rc_hi = r->cutoff;
+    } else {
+        *rc_hi = 0.5 * shortest < 16.0 ? 0.5 * shortest : 16.0;
+        rc_lo = *rc_hi < 4.0 ? *rc_hi : 4.0;
+    }
+    for (order = order_lo; order <= order_hi; order += order_step)
+        for (rc = rc_lo; rc <= *rc_hi + 1e-9; rc += 1.0) {
+            int grid[3], none[3] = {0, 0, 0};
+            double alpha, error, cost;
+            /* no grid at all would still cost this: nothing to gain */
+            if (best.error >= 0.0 && best.error <= target &&
+                elec__spme_cost(st, volume, rc, order, none) >= best.cost)
+                continue;
+            if (grid_given &&
+                (fixed_grid[0] < order || fixed_grid[1] < order || fixed_grid[2] < order))
+                continue;
+            error = elec__spme_try(st, box, rc, order, grid_given ? fixed_grid : NULL,
+                                   r->alpha, target, grid, &alpha, &cost);
+            if (error < 0.0) continue;
+            if (best.error < 0.0 ||
+                (error <= target ? best.error > target || cost < best.cost
+                                 : best.error > target && error < best.error)) {
+                best.cost = cost;
+                best.error = error;
+                best.order = order;
+                best.cutoff = rc;
+                best.alpha = alpha;
+                memcpy(best.grid, grid, sizeof best.grid);
+            }
+        }
+    return best;
+}
+
+ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
+                                              const elec_box *box,
+                                              const elec_atoms *atoms,
+                                              elec_spme_params *resolved,
+                                              elec_error *err) {
+    elec_spme_params r;
+    elec__charge_stats st;
+    elec__spme_choice best;
+    elec_status status;
+    double target, rc_hi;
+    int grid_given, fixed_grid[3] = {0, 0, 0};
+    if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    if (!resolved) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "resolved is NULL");
+    if (p) r = *p;
+    else memset(&r, 0, sizeof r);
+    memset(&r.estimate, 0, sizeof r.estimate);
+    if ((status = elec__spme_fields_check(&r, elec__shortest_edge(box), err)) != ELEC_OK ||
+        (status = elec__spme_given_grid(&r, box, fixed_grid, &grid_given, err)) != ELEC_OK)
+        return status;
     if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
                                err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
     if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
                                         ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return status;
-
-    /* The cheapest (cutoff, order, grid) whose estimate, at its best alpha,
-       is at most 0.4 of the tolerance: the estimates held to about a
-       factor of 2 on the systems measured (random charges, water, rock
-       salt), so the error stays under the tolerance without running far
-       below it.  Orders 4, 6, 8 (the odd ones are interpolated);
-       cutoffs 4 to 16 A in steps of 1 A. */
     target = 0.4 * r.tolerance * st.force_rms;
-    mesh_fixed = grid_given && r.order != 0;
-    order_lo = r.order ? r.order : 4;
-    order_hi = r.order ? r.order : 8;
-    order_step = r.order ? 1 : 2;
-    if (r.cutoff > 0.0) {
-        rc_lo = rc_hi = r.cutoff;
-    } else {
-        rc_hi = 0.5 * shortest < 16.0 ? 0.5 * shortest : 16.0;
-        rc_lo = rc_hi < 4.0 ? rc_hi : 4.0;
-    }
-    for (order = order_lo; order <= order_hi; order += order_step)
-        for (rc = rc_lo; rc <= rc_hi + 1e-9; rc += 1.0) {
-            int grid[3], none[3] = {0, 0, 0};
-            double alpha, error, cost;
-            /* no grid at all would still cost this: nothing to gain */
-            if (best_error >= 0.0 && best_error <= target &&
-                elec__spme_cost(&st, volume, rc, order, none) >= best_cost)
-                continue;
-            if (grid_given &&
-                (fixed_grid[0] < order || fixed_grid[1] < order || fixed_grid[2] < order))
-                continue;
-            error = elec__spme_try(&st, box, rc, order, grid_given ? fixed_grid : NULL,
-                                   r.alpha, target, grid, &alpha, &cost);
-            if (error < 0.0) continue;
-            if (best_error < 0.0 ||
-                (error <= target ? best_error > target || cost < best_cost
-                                 : best_error > target && error < best_error)) {
-                best_cost = cost;
-                best_error = error;
-                best_order = order;
-                best_rc = rc;
-                best_alpha = alpha;
-                memcpy(best_grid, grid, sizeof best_grid);
-            }
-        }
+    best = elec__spme_search(&st, box, &r, grid_given, fixed_grid, target, &rc_hi);
     /* Out of reach: refused, unless the caller fixed the mesh (grid and
        order) and so asked for it; then the least error, and the estimate
        says what it is. */
-    if (best_order == 0 || (best_error > target && !mesh_fixed))
+    if (best.order == 0 || (best.error > target && !(grid_given && r.order != 0)))
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "SPME tolerance %g: no cutoff up to %g A, order and grid within "
                           "%d per axis and %.0f points meets it%s",
@@ -8275,10 +8312,10 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                           ELEC_SPME_MAX_GRID_POINTS,
                           r.alpha > 0.0 || r.cutoff > 0.0 ? " at the given alpha and cutoff"
                                                           : "");
-    r.order = best_order;
-    r.cutoff = best_rc;
-    r.alpha = best_alpha;
-    memcpy(r.grid, best_grid, sizeof r.grid);
+    r.order = best.order;
+    r.cutoff = best.cutoff;
+    r.alpha = best.alpha;
+    memcpy(r.grid, best.grid, sizeof r.grid);
     {
         double h[3], structure[2];
         elec__spme_errors e;
