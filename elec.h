@@ -6837,6 +6837,110 @@ static double elec__pmsm_aim(const elec_box *box, size_t atoms, double arrangeme
     return 4.0 * aim;
 }
 
+/* What the choice left at 0: cutoff 12 A, spacing 2 A, the splitting C2
+   with the cubic and one order more per step up in interpolation (the
+   pairs of the README's error table: a smoother gamma than the basis can
+   follow gains nothing, a rougher one spoils the higher order), 4096
+   points on the top lattice. */
+static void elec__msm_defaults(elec_msm_params *r) {
+    if (r->cutoff == 0.0) r->cutoff = 12.0;
+    if (r->spacing == 0.0) r->spacing = 2.0;
+    if (r->splitting == 0)
+        r->splitting = (int)r->interpolation >= 0 && r->interpolation <= ELEC_MSM_NONIC
+                           ? 2 + (int)r->interpolation
+                           : 2;
+    if (r->max_top_points == 0) r->max_top_points = 4096;
+}
+
+/* Where the choice left no estimate and r is a choice the table has (the
+   matched splitting): the table's error, periodic at the spacing its
+   power-of-two lattice takes, times these_atoms. */
+static void elec__msm_estimate_of(elec_msm_params *r, const elec_box *box,
+                                  double these_atoms) {
+    elec__pmsm_shape shape;
+    double h = r->spacing;
+    if (!(r->estimate.force == 0.0 && (int)r->interpolation >= 0 &&
+          r->interpolation <= ELEC_MSM_NONIC && r->spacing > 0.0 && r->cutoff > 0.0 &&
+          r->splitting == 2 + (int)r->interpolation))
+        return;
+    if (box && elec__pmsm_shape_of(r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
+        h = elec__pmsm_spacing(&shape);
+    r->estimate.force =
+        these_atoms * elec__msm_error_model(box != NULL, (int)r->interpolation, h, r->cutoff);
+}
+
+/* The resolved fields' checks: scale, tolerance, cutoff, spacing and
+   their ratio, interpolation, splitting, the top lattice. */
+static elec_status elec__msm_fields_check(const elec_msm_params *r, elec_error *err) {
+    if (!elec__finite(r->scale))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
+    if (!(r->tolerance >= 0.0) || !(r->tolerance < 1.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM tolerance %g must lie in (0, 1) (0 = the defaults)",
+                          r->tolerance);
+    if (r->tolerance > 0.0 && r->tolerance < ELEC_MSM_TOLERANCE_FLOOR)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM tolerance %g is below what its measured error table "
+                          "reaches (%g: nonic, a 16 A, h 1 A, with room)", r->tolerance,
+                          ELEC_MSM_TOLERANCE_FLOOR);
+    if (!(r->cutoff > 0.0) || !elec__finite(r->cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff %g A must be positive", r->cutoff);
+    if (!(r->spacing > 0.0) || !(r->spacing <= r->cutoff))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM spacing %g A must be positive and at most the "
+                          "cutoff (%g A)", r->spacing, r->cutoff);
+    if (r->cutoff / r->spacing > 64.0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM cutoff / spacing = %g: at most 64 (the lattice "
+                          "stencils grow as its cube)", r->cutoff / r->spacing);
+    if ((int)r->interpolation < 0 || r->interpolation > ELEC_MSM_NONIC)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "unknown MSM interpolation %d", (int)r->interpolation);
+    if (r->splitting < 1 || r->splitting > 6)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "MSM splitting order %d: use 1 to 6", r->splitting);
+    if (r->max_top_points < 8)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "max_top_points %d: at least 8", r->max_top_points);
+    return ELEC_OK;
+}
+
+/* A tolerance out of reach is refused, unless the caller fixed both
+   spacing and cutoff (then the estimate says what they give); the
+   periodic one where its choice found nothing (chosen 0: the defaults'
+   lattice may be too narrow for the interpolation).  aim and these_atoms
+   as elec__msm_resolve has them. */
+static elec_status elec__msm_reach_check(const elec_msm_params *in, const elec_msm_params *r,
+                                         const elec_box *box, size_t atoms,
+                                         double arrangement, double aim, double these_atoms,
+                                         int chosen, elec_error *err) {
+    const int both_fixed = in && in->spacing > 0.0 && in->cutoff > 0.0;
+    if (box && r->tolerance > 0.0 && !both_fixed && !chosen)
+        return arrangement > 1.0
+                   ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "periodic MSM tolerance %g: no power-of-two lattice, a and "
+                                "order in their limits meets 1/%.3g of it (%zu atoms, forces "
+                                "small for their charges: %.3g times its error; a crystal near "
+                                "its sites, molecules far apart?); Ewald or SPME",
+                                r->tolerance, aim, atoms, arrangement)
+                   : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                                "periodic MSM tolerance %g: no power-of-two lattice within the "
+                                "lattice and stencil limits and the interpolation's width, a "
+                                "and order meets 1/%.3g of it (%zu atoms) by the periodic "
+                                "forces' table; Ewald or SPME",
+                                r->tolerance, aim, atoms);
+    if (r->tolerance > 0.0 && !both_fixed &&
+        !(r->estimate.force > 0.0 &&
+          r->estimate.force / these_atoms <= r->tolerance / aim * 1.000001))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
+                          "interpolation (within what was fixed) meets it by the "
+                          "measured table (fitted error %.2g)", r->tolerance,
+                          r->estimate.force);
+    return ELEC_OK;
+}
+
 /* elec_msm_params_resolve, and for the periodic hierarchy (box not NULL)
    elec_msm_periodic_params_resolve, whose atoms' forces err `arrangement`
    times as much as the table's random charges (elec__pmsm_arrangement; 1
@@ -6855,8 +6959,9 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
        box reported estimates 13 to 45 times below their errors (an audit),
        up to 75 on tests/test_tolerance.c's seeds (the tolerance was met) */
     const double these_atoms = box ? aim / 4.0 : arrangement;
-    int chosen_ok = 0;
+    int chosen = 0;
     elec_msm_params r;
+    elec_status s;
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     if (!(points_per_atom >= 0.0) || !elec__finite(points_per_atom))
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
@@ -6877,95 +6982,21 @@ static elec_status elec__msm_resolve(const elec_msm_params *in, double points_pe
         (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC &&
         r.cutoff >= 0.0 && r.spacing >= 0.0 && elec__finite(r.cutoff) &&
         elec__finite(r.spacing)) {
-        elec_msm_params chosen = r;
+        elec_msm_params choice = r;
         double error =
-            elec__msm_choose(&chosen, r.tolerance / aim, points_per_atom, box, atoms);
+            elec__msm_choose(&choice, r.tolerance / aim, points_per_atom, box, atoms);
         if (error >= 0.0) {
-            r = chosen;
+            r = choice;
             r.estimate.force = error * these_atoms;
-            chosen_ok = 1;
+            chosen = 1;
         }
     }
-    if (r.cutoff == 0.0) r.cutoff = 12.0;
-    if (r.spacing == 0.0) r.spacing = 2.0;
-    /* C2 with the cubic, one order more per step up in interpolation: the
-       pairs of the README's error table (a smoother gamma than the basis
-       can follow gains nothing, a rougher one spoils the higher order) */
-    if (r.splitting == 0)
-        r.splitting = (int)r.interpolation >= 0 && r.interpolation <= ELEC_MSM_NONIC
-                          ? 2 + (int)r.interpolation
-                          : 2;
-    if (r.max_top_points == 0) r.max_top_points = 4096;
-    if (r.estimate.force == 0.0 && (int)r.interpolation >= 0 &&
-        r.interpolation <= ELEC_MSM_NONIC && r.spacing > 0.0 && r.cutoff > 0.0 &&
-        r.splitting == 2 + (int)r.interpolation) {
-        /* periodic: at the spacing the power-of-two lattice takes */
-        elec__pmsm_shape shape;
-        double h = r.spacing;
-        if (box && elec__pmsm_shape_of(&r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
-            h = elec__pmsm_spacing(&shape);
-        r.estimate.force = these_atoms * elec__msm_error_model(box != NULL, (int)r.interpolation,
-                                                              h, r.cutoff);
-    }
-    /* the checks */
-    if (!elec__finite(r.scale))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "scale is not finite");
-    if (!(r.tolerance >= 0.0) || !(r.tolerance < 1.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM tolerance %g must lie in (0, 1) (0 = the defaults)",
-                          r.tolerance);
-    if (r.tolerance > 0.0 && r.tolerance < ELEC_MSM_TOLERANCE_FLOOR)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM tolerance %g is below what its measured error table "
-                          "reaches (%g: nonic, a 16 A, h 1 A, with room)", r.tolerance,
-                          ELEC_MSM_TOLERANCE_FLOOR);
-    if (!(r.cutoff > 0.0) || !elec__finite(r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM cutoff %g A must be positive", r.cutoff);
-    if (!(r.spacing > 0.0) || !(r.spacing <= r.cutoff))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM spacing %g A must be positive and at most the "
-                          "cutoff (%g A)", r.spacing, r.cutoff);
-    if (r.cutoff / r.spacing > 64.0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM cutoff / spacing = %g: at most 64 (the lattice "
-                          "stencils grow as its cube)", r.cutoff / r.spacing);
-    if ((int)r.interpolation < 0 || r.interpolation > ELEC_MSM_NONIC)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "unknown MSM interpolation %d", (int)r.interpolation);
-    if (r.splitting < 1 || r.splitting > 6)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "MSM splitting order %d: use 1 to 6", r.splitting);
-    if (r.max_top_points < 8)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "max_top_points %d: at least 8", r.max_top_points);
-    /* a tolerance out of reach is refused, unless the caller fixed both
-       spacing and cutoff (then the estimate says what they give); the
-       periodic one where its choice found nothing (the defaults' lattice
-       may be too narrow for the interpolation) */
-    if (box && r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
-        !chosen_ok)
-        return arrangement > 1.0
-                   ? elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                                "periodic MSM tolerance %g: no power-of-two lattice, a and "
-                                "order in their limits meets 1/%.3g of it (%zu atoms, forces "
-                                "small for their charges: %.3g times its error; a crystal near "
-                                "its sites, molecules far apart?); Ewald or SPME",
-                                r.tolerance, aim, atoms, arrangement)
-                   : elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                                "periodic MSM tolerance %g: no power-of-two lattice within the "
-                                "lattice and stencil limits and the interpolation's width, a "
-                                "and order meets 1/%.3g of it (%zu atoms) by the periodic "
-                                "forces' table; Ewald or SPME",
-                                r.tolerance, aim, atoms);
-    if (r.tolerance > 0.0 && !(in && in->spacing > 0.0 && in->cutoff > 0.0) &&
-        !(r.estimate.force > 0.0 &&
-          r.estimate.force / these_atoms <= r.tolerance / aim * 1.000001))
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "MSM tolerance %g: no h in [1, 2.5] A, a in [8, 16] A and "
-                          "interpolation (within what was fixed) meets it by the "
-                          "measured table (fitted error %.2g)", r.tolerance,
-                          r.estimate.force);
+    elec__msm_defaults(&r);
+    elec__msm_estimate_of(&r, box, these_atoms);
+    if ((s = elec__msm_fields_check(&r, err)) != ELEC_OK ||
+        (s = elec__msm_reach_check(in, &r, box, atoms, arrangement, aim, these_atoms, chosen,
+                                   err)) != ELEC_OK)
+        return s;
     if (elec__gpu_set_check(&r.gpus, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     *out = r;
     elec__ok(err);
