@@ -3018,6 +3018,65 @@ cleanup:
     return s;
 }
 
+/* Atom ai's real-space Ewald force (unscaled, added to f) from every
+   other atom and image within the cutoff, its excluded partners' nearest
+   images left out (their smooth parts come apart). */
+static void elec__ewald_real_force_on(const double *x, const double *q, size_t n,
+                                      const elec_box *box, const elec_ewald_params *p,
+                                      const size_t *keys, const int images[3], size_t ai,
+                                      double f[3]) {
+    const double rc2 = p->cutoff * p->cutoff;
+    size_t j;
+    for (j = 0; j < n; j++) {
+        double d[3];
+        int sx, sy, sz, excluded;
+        if (j == ai) continue; /* its own images pull both ways */
+        excluded = elec__ewald_excluded(keys, p->excluded_pair_count, ai, j, n);
+        elec__ewald_nearest(x + 3 * ai, x + 3 * j, box->length, d);
+        for (sx = -images[0]; sx <= images[0]; sx++)
+            for (sy = -images[1]; sy <= images[1]; sy++)
+                for (sz = -images[2]; sz <= images[2]; sz++) {
+                    double r[3], r2, force, screened;
+                    if (excluded && sx == 0 && sy == 0 && sz == 0) continue;
+                    r[0] = d[0] + sx * box->length[0];
+                    r[1] = d[1] + sy * box->length[1];
+                    r[2] = d[2] + sz * box->length[2];
+                    r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+                    if (r2 >= rc2 || r2 == 0.0) continue;
+                    force = elec__ewald_pair_force(q[ai] * q[j], r2, p->alpha, &screened);
+                    f[0] += force * r[0];
+                    f[1] += force * r[1];
+                    f[2] += force * r[2];
+                }
+    }
+}
+
+/* The excluded pairs' smooth parts added to the forces (unscaled) of the
+   chosen atoms which[0 .. count - 1], each pair through a two-atom
+   scratch. */
+static void elec__ewald_excluded_forces_at(const double *x, const double *q,
+                                           const elec_box *box, const elec_ewald_params *p,
+                                           const size_t *which, size_t count,
+                                           double *forces) {
+    size_t i, c;
+    for (i = 0; i < p->excluded_pair_count; i++) {
+        const size_t pi = p->excluded_pairs[2 * i], pj = p->excluded_pairs[2 * i + 1];
+        for (c = 0; c < count; c++)
+            if (which[c] == pi || which[c] == pj) {
+                const size_t other = which[c] == pi ? pj : pi, local[2] = {0, 1};
+                double two[6] = {0, 0, 0, 0, 0, 0}, xs[6], qs[2];
+                memcpy(xs, x + 3 * which[c], 3 * sizeof *xs);
+                memcpy(xs + 3, x + 3 * other, 3 * sizeof *xs);
+                qs[0] = q[which[c]];
+                qs[1] = q[other];
+                elec__ewald_excluded_term(xs, qs, box->length, p->alpha, local, 1, two, NULL);
+                forces[3 * c] += two[0];
+                forces[3 * c + 1] += two[1];
+                forces[3 * c + 2] += two[2];
+            }
+    }
+}
+
 ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const elec_box *box,
                                               const elec_ewald_params *params,
                                               const size_t *which, size_t count,
@@ -3026,7 +3085,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
     elec__ewald_progress g;
     elec_status s;
     size_t n, i, *keys = NULL;
-    double *x = NULL, *q = NULL, *block = NULL, work, rc2, unused, per_pair;
+    double *x = NULL, *q = NULL, *block = NULL, work, unused, per_pair;
     int threads = elec__ewald_threads(), images[3];
     long li;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -3059,7 +3118,6 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
     memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
     memset(forces, 0, 3 * count * sizeof *forces);
     /* real space: each chosen atom against every atom and image */
-    rc2 = p.cutoff * p.cutoff;
     elec__ewald_images(box->length, p.cutoff, images);
     per_pair = elec__ewald_pair_seconds(box->length, p.cutoff);
 #ifdef _OPENMP
@@ -3072,31 +3130,8 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
 #pragma omp for schedule(dynamic, 4)
 #endif
         for (li = 0; li < (long)count; li++) {
-            size_t c = (size_t)li, ai = which[c], j;
             if (stop) continue;
-            for (j = 0; j < n; j++) {
-                double d[3];
-                int sx, sy, sz, excluded;
-                if (j == ai) continue; /* its own images pull both ways */
-                excluded = elec__ewald_excluded(keys, p.excluded_pair_count, ai, j, n);
-                elec__ewald_nearest(x + 3 * ai, x + 3 * j, box->length, d);
-                for (sx = -images[0]; sx <= images[0]; sx++)
-                    for (sy = -images[1]; sy <= images[1]; sy++)
-                        for (sz = -images[2]; sz <= images[2]; sz++) {
-                            double r[3], r2, force, screened;
-                            if (excluded && sx == 0 && sy == 0 && sz == 0) continue;
-                            r[0] = d[0] + sx * box->length[0];
-                            r[1] = d[1] + sy * box->length[1];
-                            r[2] = d[2] + sz * box->length[2];
-                            r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-                            if (r2 >= rc2 || r2 == 0.0) continue;
-                            force = elec__ewald_pair_force(q[ai] * q[j], r2, p.alpha,
-                                                           &screened);
-                            f[3 * c] += force * r[0];
-                            f[3 * c + 1] += force * r[1];
-                            f[3 * c + 2] += force * r[2];
-                        }
-            }
+            elec__ewald_real_force_on(x, q, n, box, &p, keys, images, which[li], f + 3 * li);
             stop = elec__ewald_step(&g, (double)n * per_pair);
         }
     }
@@ -3104,30 +3139,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
                                     &g, &unused, err);
     if (s != ELEC_OK) goto cleanup;
     elec__ewald_merge(forces, NULL, block, count, threads);
-    /* the excluded pairs' smooth parts, for the chosen atoms */
-    for (i = 0; i < p.excluded_pair_count; i++) {
-        size_t pi = p.excluded_pairs[2 * i], pj = p.excluded_pairs[2 * i + 1], c;
-        for (c = 0; c < count; c++)
-            if (which[c] == pi || which[c] == pj) {
-                size_t pair[2];
-                double two[6] = {0, 0, 0, 0, 0, 0};
-                pair[0] = which[c];
-                pair[1] = which[c] == pi ? pj : pi;
-                /* the one pair's forces, through a two-atom scratch */
-                {
-                    double xs[6], qs[2];
-                    size_t local[2] = {0, 1};
-                    memcpy(xs, x + 3 * pair[0], 3 * sizeof *xs);
-                    memcpy(xs + 3, x + 3 * pair[1], 3 * sizeof *xs);
-                    qs[0] = q[pair[0]];
-                    qs[1] = q[pair[1]];
-                    elec__ewald_excluded_term(xs, qs, box->length, p.alpha, local, 1, two, NULL);
-                }
-                forces[3 * c] += two[0];
-                forces[3 * c + 1] += two[1];
-                forces[3 * c + 2] += two[2];
-            }
-    }
+    elec__ewald_excluded_forces_at(x, q, box, &p, which, count, forces);
     for (i = 0; i < 3 * count; i++) forces[i] *= p.scale;
     if ((s = elec__results_finite("Ewald", "force component", NULL, forces, 3 * count,
                                   "double", err)) != ELEC_OK)
