@@ -2638,6 +2638,23 @@ static int elec__ewald_thread(void) {
     return 0;
 #endif
 }
+/* *total += part, the team's threads in turn (0, 1, 2, ...), so that the
+   sum comes out the same on every call (a reduction's order is the
+   runtime's: two calls on the same atoms differed in the twelfth digit).
+   Every thread of the team calls it. */
+static void elec__ewald_add_in_turn(double *total, double part) {
+#ifdef _OPENMP
+    int t, team = omp_get_num_threads();
+#pragma omp for ordered schedule(static, 1)
+    for (t = 0; t < team; t++) {
+#pragma omp ordered
+        *total += part;
+    }
+#else
+    *total += part;
+#endif
+}
+
 static void elec__ewald_merge(double *forces, double *potential, const double *block,
                               size_t count, int threads) {
     size_t i;
@@ -2652,8 +2669,8 @@ static void elec__ewald_merge(double *forces, double *potential, const double *b
 /* Real-space sum over pairs (i <= j) and every image within the cutoff,
    the nearest image of an excluded pair left out; a pair of an atom with
    its own images counts half.  Forces and potentials are unscaled; block
-   holds the threads' accumulators (elec__ewald_merge).  Rows of i shared
-   among the threads. */
+   holds the threads' accumulators (elec__ewald_merge).  Rows of i dealt
+   to the threads in a fixed order, so that each call sums alike. */
 static double elec__ewald_real(const double *x, const double *q, size_t n,
                                const double length[3], const elec_ewald_params *p,
                                const size_t *keys, double *block, int threads,
@@ -2665,13 +2682,13 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
     (void)threads; /* without OpenMP */
     elec__ewald_images(length, p->cutoff, images);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#pragma omp parallel num_threads(threads)
 #endif
     {
-        double *f = block ? block + (size_t)elec__ewald_thread() * 4 * n : NULL;
+        double *f = block ? block + (size_t)elec__ewald_thread() * 4 * n : NULL, mine = 0.0;
         int stop = 0;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 8)
+#pragma omp for schedule(static, 8)
 #endif
         for (li = 0; li < (long)n; li++) {
             size_t i = (size_t)li, j;
@@ -2693,13 +2710,14 @@ static double elec__ewald_real(const double *x, const double *q, size_t n,
                             r[2] = d[2] + sz * length[2];
                             r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
                             if (r2 >= rc2) continue;
-                            energy += elec__ewald_pair(q, i, j, r, r2, p->alpha,
-                                                       i == j ? 0.5 : 1.0, f,
-                                                       f ? f + 3 * n : NULL);
+                            mine += elec__ewald_pair(q, i, j, r, r2, p->alpha,
+                                                     i == j ? 0.5 : 1.0, f,
+                                                     f ? f + 3 * n : NULL);
                         }
             }
             stop = elec__ewald_step(g, (double)(n - i) * per_pair);
         }
+        elec__ewald_add_in_turn(&energy, mine);
     }
     return energy;
 }
@@ -2797,15 +2815,16 @@ static elec_status elec__ewald_reciprocal(const double *x, const double *q, size
         elec__ewald_phases(x, n, axis, length[axis], kmax[axis], re[axis], im[axis]);
     }
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : energy)
+#pragma omp parallel num_threads(threads)
 #endif
     {
         const int t = elec__ewald_thread();
         double *phase_re = scratch + 2 * n * (size_t)t, *phase_im = phase_re + n;
-        double *f = block ? block + (size_t)t * 4 * count : NULL;
+        double *f = block ? block + (size_t)t * 4 * count : NULL, mine = 0.0;
         int stop = 0;
+        /* rows dealt in a fixed order, so that each call sums alike */
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(static, 1)
 #endif
         for (row = 0; row < rows; row++) {
             const int nx = (int)(row / (2 * kmax[1] + 1));
@@ -2837,7 +2856,7 @@ static elec_status elec__ewald_reciprocal(const double *x, const double *q, size
                     s_re += q[a] * phase_re[a];
                     s_im += q[a] * phase_im[a];
                 }
-                energy += weight * (s_re * s_re + s_im * s_im);
+                mine += weight * (s_re * s_re + s_im * s_im);
                 if (!f) continue;
                 for (c = 0; c < count; c++) {
                     a = which ? which[c] : c;
@@ -2856,6 +2875,7 @@ static elec_status elec__ewald_reciprocal(const double *x, const double *q, size
             stop = elec__ewald_step(g, ELEC__EWALD_VECTOR_SECONDS * (2 * kmax[2] + 1) *
                                            (double)n);
         }
+        elec__ewald_add_in_turn(&energy, mine);
     }
     ELEC_FREE(tables);
     ELEC_FREE(scratch);
@@ -3127,7 +3147,7 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
         double *f = block + (size_t)elec__ewald_thread() * 4 * count;
         int stop = 0;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(static, 4) /* a fixed order: each call sums alike */
 #endif
         for (li = 0; li < (long)count; li++) {
             if (stop) continue;

@@ -448,6 +448,49 @@ TEST(direct_coulomb_energy_of_many_charges) {
     test_system_free(&s);
 }
 
+/* Exact Ewald is a reference: two calls on the same atoms give the same
+   bits (the threads' sums were added in the runtime's order, and two
+   calls on 600 atoms of water differed in the twelfth digit). */
+TEST(exact_ewald_gives_the_same_bits_on_every_call) {
+    test_system w = test_system_water(200, 3);
+    size_t *ex = test_water_exclusions(200);
+    elec_atoms atoms = test_system_atoms(&w);
+    elec_box box = test_system_box(&w);
+    elec_ewald_params p = {0};
+    elec_ewald_terms first, again;
+    elec_error err;
+    double *f0 = (double *)malloc(3 * w.count * sizeof *f0);
+    double *f1 = (double *)malloc(3 * w.count * sizeof *f1);
+    double *phi0 = (double *)malloc(w.count * sizeof *phi0);
+    double *phi1 = (double *)malloc(w.count * sizeof *phi1);
+    const size_t which[3] = {0, 7, 301};
+    int call;
+    p.excluded_pairs = ex;
+    p.excluded_pair_count = 600;
+    p.tolerance = 1e-8;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &first, f0, phi0, &err) == ELEC_OK, "%s",
+           err.message);
+    for (call = 0; call < 3; call++) {
+        EXPECT(elec_cpu_ewald(&atoms, &box, &p, &again, f1, phi1, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(again.real == first.real && again.reciprocal == first.reciprocal &&
+                   again.total == first.total &&
+                   memcmp(f0, f1, 3 * w.count * sizeof *f0) == 0 &&
+                   memcmp(phi0, phi1, w.count * sizeof *phi0) == 0,
+               "call %d: total %a against %a", call + 2, again.total, first.total);
+    }
+    EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 3, f0, &err) == ELEC_OK &&
+               elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 3, f1, &err) == ELEC_OK &&
+               memcmp(f0, f1, 9 * sizeof *f0) == 0,
+           "forces at chosen atoms differ between calls (%s)", err.message);
+    free(f0);
+    free(f1);
+    free(phi0);
+    free(phi1);
+    free(ex);
+    test_system_free(&w);
+}
+
 TEST(sums_past_doubles_range_are_refused_not_returned) {
     /* Finite inputs whose sums overflow: charges of 1e200 e (the Coulomb
        energy was -inf, the Ewald energy NaN, both returned as ELEC_OK) and
@@ -713,6 +756,7 @@ int main(void) {
     RUN(float_erfc_of_the_gpu_pair_function_is_accurate_to_float_rounding);
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(direct_coulomb_energy_of_many_charges);
+    RUN(exact_ewald_gives_the_same_bits_on_every_call);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);
     RUN(forces_are_minus_the_gradient_and_potentials_the_charge_derivative);
