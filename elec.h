@@ -7697,6 +7697,86 @@ static double elec__kspace_energy_error(const elec__charge_stats *st, double vol
     return sqrt(fluctuation * fluctuation + bias * bias);
 }
 
+/* The checks of elec_ewald_params_resolve on the caller's fields (r, the
+   cutoff filled in: half the shortest edge, where longer ones are fine,
+   summing more images): scale, cutoff and alpha, tolerance, kmax and
+   n2_limit. */
+static elec_status elec__ewald_fields_check(elec_ewald_params *r, double shortest,
+                                            elec_error *err) {
+    int axis;
+    if (r->cutoff == 0.0) r->cutoff = 0.5 * shortest;
+    if (elec__splitting_check(&r->scale, r->cutoff, 1e3 * shortest, r->alpha, err) != ELEC_OK ||
+        elec__tolerance_check(&r->tolerance, 1e-12, ELEC_EWALD_TOLERANCE_FLOOR,
+                              "Ewald", err) != ELEC_OK)
+        return ELEC_ERR_INVALID_ARG;
+    if (!(r->cutoff > 0.0))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cutoff %g A must be positive",
+                          r->cutoff);
+    for (axis = 0; axis < 3; axis++)
+        if (r->kmax[axis] < 0 || r->kmax[axis] > 1000)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "kmax[%d] = %d: use 0 (automatic) to 1000", axis,
+                              r->kmax[axis]);
+    if (r->n2_limit < 0)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "n2_limit %d must be zero (none) or positive", r->n2_limit);
+    return ELEC_OK;
+}
+
+/* The smallest alpha whose real-space error at the cutoff meets target,
+   and at least 1 / cutoff: below alpha rc = 1 Kolafa and Perram's
+   asymptotic estimates lose their meaning (the energy's grows as
+   1 / alpha^2: at tolerance 0.9 alpha came out 8e-32 /A and the energy's
+   expected error 2.7e61 kcal/mol), and a smaller alpha saves only
+   reciprocal vectors that are already few.  Bisected. */
+static double elec__ewald_alpha_for(const elec__charge_stats *st, double volume,
+                                    double cutoff, double target) {
+    double lo = 1.0 / cutoff, hi = lo;
+    int i;
+    while (elec__real_force_error(st, volume, cutoff, hi) > target && hi < 1e6) hi *= 2.0;
+    for (i = 0; i < 100; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (elec__real_force_error(st, volume, cutoff, mid) > target) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}
+
+/* The smallest reciprocal cutoff kc whose truncation meets target at
+   alpha.  Bisected. */
+static double elec__ewald_kc_for(const elec__charge_stats *st, double volume, double alpha,
+                                 double target) {
+    double lo = 0.0, hi = 2.0 * alpha;
+    int i;
+    while (elec__kspace_force_error(st, volume, alpha, hi) > target && hi < 1e6) hi *= 2.0;
+    for (i = 0; i < 100; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (mid > 0.0 && elec__kspace_force_error(st, volume, alpha, mid) > target) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}
+
+/* The |k| below which every vector is summed: the box of vectors' inscribed
+   sphere, and below sqrt(n2_limit) of the shortest unit where that
+   applies (what the estimate counts as left out). */
+static double elec__ewald_kc_kept(const elec_ewald_params *r, const elec_box *box) {
+    double kc = 1e300;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        double edge = 2.0 * ELEC__PI_ * (r->kmax[axis] + 1) / box->length[axis];
+        if (edge < kc) kc = edge;
+    }
+    if (r->n2_limit > 0) {
+        double longest = box->length[0];
+        for (axis = 1; axis < 3; axis++)
+            if (box->length[axis] > longest) longest = box->length[axis];
+        if (2.0 * ELEC__PI_ * sqrt((double)r->n2_limit) / longest < kc)
+            kc = 2.0 * ELEC__PI_ * sqrt((double)r->n2_limit) / longest;
+    }
+    return kc;
+}
+
 ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                                const elec_box *box,
                                                const elec_atoms *atoms,
@@ -7705,7 +7785,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     elec_ewald_params r;
     elec__charge_stats st;
     elec_status status;
-    double shortest, volume, target, kc;
+    double volume, target, kc;
     int axis;
     if (elec__box_check(box, err) != ELEC_OK) return ELEC_ERR_INVALID_ARG;
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
@@ -7713,24 +7793,8 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     if (p) r = *p;
     else memset(&r, 0, sizeof r);
     memset(&r.estimate, 0, sizeof r.estimate);
-    shortest = elec__shortest_edge(box);
-    /* longer cutoffs than half the box are fine here: more images */
-    if (r.cutoff == 0.0) r.cutoff = 0.5 * shortest;
-    if (elec__splitting_check(&r.scale, r.cutoff, 1e3 * shortest, r.alpha, err) != ELEC_OK ||
-        elec__tolerance_check(&r.tolerance, 1e-12, ELEC_EWALD_TOLERANCE_FLOOR,
-                              "Ewald", err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if (!(r.cutoff > 0.0))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "cutoff %g A must be positive",
-                          r.cutoff);
-    for (axis = 0; axis < 3; axis++)
-        if (r.kmax[axis] < 0 || r.kmax[axis] > 1000)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "kmax[%d] = %d: use 0 (automatic) to 1000", axis,
-                              r.kmax[axis]);
-    if (r.n2_limit < 0)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "n2_limit %d must be zero (none) or positive", r.n2_limit);
+    if ((status = elec__ewald_fields_check(&r, elec__shortest_edge(box), err)) != ELEC_OK)
+        return status;
     if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
                                err) != ELEC_OK)
         return ELEC_ERR_INVALID_ARG;
@@ -7740,36 +7804,9 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
-    if (r.alpha == 0.0) {
-        /* the smallest alpha whose real-space error meets its share, and
-           at least 1 / cutoff: below alpha rc = 1 Kolafa and Perram's
-           asymptotic estimates lose their meaning (the energy's grows as
-           1 / alpha^2: at tolerance 0.9 alpha came out 8e-32 /A and the
-           energy's expected error 2.7e61 kcal/mol), and a smaller alpha
-           saves only reciprocal vectors that are already few */
-        double lo = 1.0 / r.cutoff, hi = lo;
-        int i;
-        while (elec__real_force_error(&st, volume, r.cutoff, hi) > target && hi < 1e6) hi *= 2.0;
-        for (i = 0; i < 100; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (elec__real_force_error(&st, volume, r.cutoff, mid) > target) lo = mid;
-            else hi = mid;
-        }
-        r.alpha = hi;
-    }
-    {
-        /* the smallest kc whose truncation meets its share, then the box of
-           vectors holding that sphere */
-        double lo = 0.0, hi = 2.0 * r.alpha;
-        int i;
-        while (elec__kspace_force_error(&st, volume, r.alpha, hi) > target && hi < 1e6) hi *= 2.0;
-        for (i = 0; i < 100; i++) {
-            double mid = 0.5 * (lo + hi);
-            if (mid > 0.0 && elec__kspace_force_error(&st, volume, r.alpha, mid) > target) lo = mid;
-            else hi = mid;
-        }
-        kc = hi;
-    }
+    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha_for(&st, volume, r.cutoff, target);
+    /* the box of vectors holding the sphere that meets the other half */
+    kc = elec__ewald_kc_for(&st, volume, r.alpha, target);
     for (axis = 0; axis < 3; axis++)
         if (r.kmax[axis] == 0) {
             double n = ceil(kc * box->length[axis] / (2.0 * ELEC__PI_));
@@ -7780,20 +7817,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
                                   r.alpha, axis);
             r.kmax[axis] = n < 1.0 ? 1 : (int)n;
         }
-    /* what was left out: every vector of |k| below the box's inscribed
-       sphere is in (and below sqrt(n2_limit) of the shortest unit) */
-    kc = 1e300;
-    for (axis = 0; axis < 3; axis++) {
-        double edge = 2.0 * ELEC__PI_ * (r.kmax[axis] + 1) / box->length[axis];
-        if (edge < kc) kc = edge;
-    }
-    if (r.n2_limit > 0) {
-        double longest = box->length[0];
-        for (axis = 1; axis < 3; axis++)
-            if (box->length[axis] > longest) longest = box->length[axis];
-        if (2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest < kc)
-            kc = 2.0 * ELEC__PI_ * sqrt((double)r.n2_limit) / longest;
-    }
+    kc = elec__ewald_kc_kept(&r, box);
     {
         double real = elec__real_force_error(&st, volume, r.cutoff, r.alpha);
         double k_part = elec__kspace_force_error(&st, volume, r.alpha, kc);
