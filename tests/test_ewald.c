@@ -491,6 +491,68 @@ TEST(exact_ewald_gives_the_same_bits_on_every_call) {
     test_system_free(&w);
 }
 
+/* Exact ratio of two arrays: each of got is scale times unit's (to a few
+   roundings), where unit's are not all zero. */
+static int scaled_alike(const double *got, const double *unit, size_t n, double scale) {
+    size_t i, nonzero = 0;
+    for (i = 0; i < n; i++) {
+        if (fabs(got[i] - scale * unit[i]) > 1e-13 * fabs(scale * unit[i])) return 0;
+        nonzero += unit[i] != 0.0;
+    }
+    return nonzero > 0;
+}
+
+/* scale multiplies energies, forces and potentials alike: each call at
+   scale 1 and at ELEC_COULOMB (kcal/mol) gives ELEC_COULOMB times every
+   output (the forces of the direct sum and the potentials of Ewald and
+   SPME once came back in e^2/A whatever the scale, unnoticed). */
+TEST(scale_multiplies_energies_forces_and_potentials) {
+    test_system w = test_system_water(64, 9);
+    elec_atoms atoms = test_system_atoms(&w);
+    elec_box box = test_system_box(&w);
+    const size_t n = w.count;
+    double *f1 = (double *)malloc(3 * n * sizeof *f1), *fk = (double *)malloc(3 * n * sizeof *fk);
+    double *p1 = (double *)malloc(n * sizeof *p1), *pk = (double *)malloc(n * sizeof *pk);
+    double e1, ek;
+    elec_ewald_params ep = {0};
+    elec_ewald_terms t1, tk;
+    elec_error err;
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 1.0, &e1, f1, &err) == ELEC_OK &&
+               elec_cpu_coulomb_energy(&atoms, ELEC_COULOMB, &ek, fk, &err) == ELEC_OK,
+           "%s", err.message);
+    EXPECT(fabs(ek - ELEC_COULOMB * e1) <= 1e-13 * fabs(ek) &&
+               scaled_alike(fk, f1, 3 * n, ELEC_COULOMB),
+           "direct sum: energy or forces not scaled");
+    ep.tolerance = 1e-8;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &ep, &t1, f1, p1, &err) == ELEC_OK, "%s", err.message);
+    ep.scale = ELEC_COULOMB;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &ep, &tk, fk, pk, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(fabs(tk.total - ELEC_COULOMB * t1.total) <= 1e-12 * fabs(tk.total) &&
+               scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
+               scaled_alike(pk, p1, n, ELEC_COULOMB),
+           "Ewald: energy, forces or potentials not scaled");
+#ifdef ELEC_WITH_FFTW
+    {
+        elec_spme_params sp = {0};
+        sp.tolerance = 1e-5;
+        EXPECT(elec_cpu_spme(&atoms, &box, &sp, &t1, f1, p1, &err) == ELEC_OK, "%s",
+               err.message);
+        sp.scale = ELEC_COULOMB;
+        EXPECT(elec_cpu_spme(&atoms, &box, &sp, &tk, fk, pk, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(fabs(tk.total - ELEC_COULOMB * t1.total) <= 1e-12 * fabs(tk.total) &&
+                   scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
+                   scaled_alike(pk, p1, n, ELEC_COULOMB),
+               "SPME: energy, forces or potentials not scaled");
+    }
+#endif
+    free(f1);
+    free(fk);
+    free(p1);
+    free(pk);
+    test_system_free(&w);
+}
+
 TEST(sums_past_doubles_range_are_refused_not_returned) {
     /* Finite inputs whose sums overflow: charges of 1e200 e (the Coulomb
        energy was -inf, the Ewald energy NaN, both returned as ELEC_OK) and
@@ -757,6 +819,7 @@ int main(void) {
     RUN(direct_coulomb_energy_of_a_few_charges);
     RUN(direct_coulomb_energy_of_many_charges);
     RUN(exact_ewald_gives_the_same_bits_on_every_call);
+    RUN(scale_multiplies_energies_forces_and_potentials);
     RUN(rock_salt_gives_the_madelung_constant);
     RUN(total_does_not_depend_on_alpha);
     RUN(forces_are_minus_the_gradient_and_potentials_the_charge_derivative);
