@@ -1217,7 +1217,52 @@ TEST(periodic_msm_from_openmp_threads_equals_the_serial_call) {
 #endif
 }
 
+/* scale multiplies the MSM energy's forces and the periodic MSM's forces
+   and potentials as it does the energies (each once came back in e^2/A
+   whatever the scale, unnoticed): each call at 1 and at ELEC_COULOMB. */
+TEST(scale_multiplies_forces_and_potentials) {
+    test_system w = test_system_water(64, 10);
+    elec_atoms atoms = test_system_atoms(&w);
+    elec_box box = test_system_box(&w);
+    const size_t n = w.count;
+    double *f1 = (double *)malloc(3 * n * sizeof *f1), *fk = (double *)malloc(3 * n * sizeof *fk);
+    double *p1 = (double *)malloc(n * sizeof *p1), *pk = (double *)malloc(n * sizeof *pk);
+    double e1, ek;
+    size_t i, off = 0, nonzero = 0;
+    elec_msm_params p = {0};
+    elec_error err;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &e1, f1, &err) == ELEC_OK, "%s", err.message);
+    p.scale = ELEC_COULOMB;
+    EXPECT(elec_cpu_msm_energy(&atoms, &p, &ek, fk, &err) == ELEC_OK, "%s", err.message);
+    for (i = 0; i < 3 * n; i++) {
+        off += fabs(fk[i] - ELEC_COULOMB * f1[i]) > 1e-12 * fabs(fk[i]);
+        nonzero += f1[i] != 0.0;
+    }
+    EXPECT(fabs(ek - ELEC_COULOMB * e1) <= 1e-12 * fabs(ek) && off == 0 && nonzero > 0,
+           "MSM energy: %zu force components not scaled", off);
+    p.scale = 0.0;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e1, f1, p1, &err) == ELEC_OK, "%s",
+           err.message);
+    p.scale = ELEC_COULOMB;
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &ek, fk, pk, &err) == ELEC_OK, "%s",
+           err.message);
+    off = nonzero = 0;
+    for (i = 0; i < 3 * n; i++) off += fabs(fk[i] - ELEC_COULOMB * f1[i]) > 1e-12 * fabs(fk[i]);
+    for (i = 0; i < n; i++) {
+        off += fabs(pk[i] - ELEC_COULOMB * p1[i]) > 1e-12 * fabs(pk[i]);
+        nonzero += p1[i] != 0.0;
+    }
+    EXPECT(fabs(ek - ELEC_COULOMB * e1) <= 1e-12 * fabs(ek) && off == 0 && nonzero > 0,
+           "periodic MSM: %zu forces or potentials not scaled", off);
+    free(f1);
+    free(fk);
+    free(p1);
+    free(pk);
+    test_system_free(&w);
+}
+
 int main(void) {
+    RUN(scale_multiplies_forces_and_potentials);
     RUN(awkward_lattices_and_far_points_are_safe);
     RUN(bases_interpolate_and_reproduce_polynomials);
     RUN(bases_are_c1_and_match_their_derivatives);
