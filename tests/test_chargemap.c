@@ -446,6 +446,52 @@ TEST(periodic_images_map_alike) {
     test_system_free(&t);
 }
 
+/* A periodic lattice of unequal spacings (0.5, 0.7, 0.9 A) maps atoms
+   well inside its period as the map of the same lattice does (both
+   bases, in double): the periodic gather once divided every axis by
+   the first spacing, and only a comparison with its own double reference
+   covered it. */
+TEST(a_periodic_grid_of_unequal_spacings_maps_as_a_map_does) {
+    const double spacing[3] = {0.5, 0.7, 0.9};
+    elec_lattice l;
+    test_system s = test_system_random(150, 1.0, 12);
+    elec_atoms a = test_system_atoms(&s);
+    size_t points, i;
+    double *periodic, *map, worst = 0.0, abs_q = 0.0;
+    elec_chargemap_params p = {0};
+    elec_error err;
+    int axis, basis;
+    for (axis = 0; axis < 3; axis++) {
+        l.dims[axis] = 20 + 4 * axis;
+        l.spacing[axis] = spacing[axis];
+        l.origin[axis] = -1.0 - axis;
+    }
+    for (i = 0; i < s.count; i++) /* inside, at least 5 points from each face */
+        for (axis = 0; axis < 3; axis++)
+            s.xyz[3 * i + axis] = l.origin[axis] + l.spacing[axis] *
+                                  (5.0 + (l.dims[axis] - 10) * s.xyz[3 * i + axis]);
+    for (i = 0; i < s.count; i++) abs_q += fabs(s.charge[i]);
+    points = elec_lattice_size(&l);
+    periodic = (double *)malloc(points * sizeof *periodic);
+    map = (double *)malloc(points * sizeof *map);
+    for (basis = 0; basis < 2; basis++) {
+        p.basis = (elec_chargemap_basis)basis;
+        p.periodic = 1;
+        EXPECT(elec_cpu_chargemap_double(&a, &l, &p, periodic, NULL, NULL, &err) == ELEC_OK,
+               "%s", err.message);
+        p.periodic = 0;
+        EXPECT(elec_cpu_chargemap_double(&a, &l, &p, map, NULL, NULL, &err) == ELEC_OK, "%s",
+               err.message);
+        for (i = 0; i < points; i++)
+            if (fabs(periodic[i] - map[i]) > worst) worst = fabs(periodic[i] - map[i]);
+        EXPECT(worst <= 1e-12 * abs_q, "basis %d: the periodic grid differs by %.3e", basis,
+               worst);
+    }
+    free(periodic);
+    free(map);
+    test_system_free(&s);
+}
+
 /* A periodic lattice's period is [origin, origin + L): an origin a whole
    number of periods from 0 maps alike (atoms wrapped about 0 first then
    lost their place to the origin's rounding: 0.89 e apart at 1e17 A), atoms
@@ -713,6 +759,7 @@ int main(void) {
     RUN(atom_on_a_point_puts_its_whole_charge_there);
     RUN(atoms_outside_a_map_are_refused_and_a_period_wraps_them);
     RUN(periodic_images_map_alike);
+    RUN(a_periodic_grid_of_unequal_spacings_maps_as_a_map_does);
     RUN(a_periodic_lattice_wraps_about_its_origin);
     RUN(translation_by_whole_cells_rolls_the_grid);
     RUN(cpu_ladder_matches_the_double_reference);
