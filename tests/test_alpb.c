@@ -114,6 +114,29 @@ TEST(central_ion_gives_the_research_values) {
     EXPECT(fabs(v - 0.345900) <= 5e-7, "HCP, p = 0: %.7f", v);
 }
 
+/* GEM's region 1 inside the sphere (gem_compat, p = -3: r = d = 9 A from
+   the central ion) is the generalised Born form with every atom's radius
+   R_i = 3A/4 and the point's R_P = (A^2 - r^2)/A (research notes 2.3):
+   K [1/(eps_in d) - (1/eps_in - 1/eps_out)/(1 + alpha beta)
+   / sqrt(d^2 + R_i R_P)].  Region 1 was otherwise tested only at p = 0,
+   where R_P = 0 hides R_i (a mutation of it passed). */
+TEST(gem_region_one_is_generalised_born_with_radii_three_quarters_of_a) {
+    const double A = 12.0, r = 9.0, K = 332.0636, eps_in = 1.0, eps_out = 80.0;
+    const double beta = eps_in / eps_out, Ri = 0.75 * A, Rp = (A * A - r * r) / A;
+    const double want = K * (1.0 / (eps_in * r) - (1.0 / eps_in - 1.0 / eps_out) /
+                                                      (1.0 + ELEC_ALPB_ALPHA * beta) /
+                                                      sqrt(r * r + Ri * Rp));
+    elec_alpb_params p = {0};
+    double spread, v;
+    p.exact = 1;
+    p.gem_compat = 1;
+    p.proj = r - A;
+    v = central_value(&p, &spread);
+    printf("     p = -3, GEM: %.7f (generalised Born %.7f)\n", v, want);
+    EXPECT(fabs(v - want) <= 1e-9 * fabs(want) && spread <= 1e-12, "p = -3, GEM: %.9f, want %.9f",
+           v, want);
+}
+
 /* Research notes 6.2: 0.15 M as GEM's kappa = 0.316 sqrt(0.15) =
    0.122386 /A, s = 2 A.  Regions 2 and 3 give the exact Debye-Hueckel
    potential outside an exclusion sphere of radius A + s: 0.132073 at
@@ -1349,6 +1372,7 @@ TEST(mesh_of_a_structure_is_closed_and_faces_outward) {
 int main(void) {
     RUN(central_ion_gives_the_research_values);
     RUN(central_ion_with_salt_is_debye_hueckel);
+    RUN(gem_region_one_is_generalised_born_with_radii_three_quarters_of_a);
     RUN(equal_dielectrics_give_coulomb_over_eps);
     RUN(off_centre_sphere_is_within_fenleys_bounds_of_kirkwood);
     RUN(gem_mode_at_p_zero_is_e1_without_its_constant);
