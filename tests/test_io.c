@@ -178,6 +178,7 @@ TEST(pqr_fixed_columns_with_run_together_numbers) {
              "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
              "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
              "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
+             "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n"
              "%-6s%5d %-4s %-4s%c%4d%c   %8.3f%8.3f%8.3f %.4f %.4f\n",
              "ATOM", 1, "N", "NTER", 'A', 1234, ' ', -100.123, -200.456,
              -300.789, 0.185, 1.824,
@@ -186,12 +187,19 @@ TEST(pqr_fixed_columns_with_run_together_numbers) {
              /* 9 blank-separated fields, "A1000" is chain + residue */
              "ATOM", 3, "CA", "GLY", 'A', 1000, ' ', 1.0, 2.0, 3.0, -0.1, 1.9,
              /* 9 fields, "NTERA" is a 4-character residue + chain */
-             "ATOM", 4, "HT1", "NTER", 'A', 1, ' ', 4.0, 5.0, 6.0, 0.19, 1.0);
+             "ATOM", 4, "HT1", "NTER", 'A', 1, ' ', 4.0, 5.0, 6.0, 0.19, 1.0,
+             /* columns (the coordinates run together) with an insertion
+                code: residue 52A, not 52 */
+             "ATOM", 5, "CB", "ALA", 'A', 52, 'A', -100.5, -200.25, -300.125, -0.18, 1.9);
     status = parse(text, &s, &err);
     EXPECT(status == ELEC_OK, "status %d: %s\n%s", status, err.message, text);
     if (status != ELEC_OK) return;
     l = s.label;
-    EXPECT(s.count == 4, "count %zu, want 4", s.count);
+    EXPECT(s.count == 5, "count %zu, want 5", s.count);
+    EXPECT(s.count == 5 && l[4].residue_number == 52 && l[4].insertion_code == 'A' &&
+               s.xyz[12] == -100.5 && s.xyz[14] == -300.125,
+           "atom 5 (columns): residue %d insertion '%c' x %g", l[4].residue_number,
+           l[4].insertion_code, s.xyz[12]);
     EXPECT(s.xyz[0] == -100.123 && s.xyz[1] == -200.456 &&
                s.xyz[2] == -300.789 && s.charge[0] == 0.185 &&
                s.radius[0] == 1.824,
