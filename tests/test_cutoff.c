@@ -370,6 +370,34 @@ TEST(a_small_map_in_a_large_system_keeps_the_atoms_within_its_cutoff) {
     test_system_free(&s);
 }
 
+/* The cutoff map reports its progress in blocks of a 64th, ending at 1,
+   and stops where the callback says so (no test gave it a callback: a
+   mutation ignoring the cancel passed). */
+TEST(cutoff_map_reports_progress_and_cancels) {
+    test_system s = test_system_random(300, 12.0, 57);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_lattice l = test_lattice_cube(24, 0.0, 0.5);
+    float *map = (float *)malloc(elec_lattice_size(&l) * sizeof *map);
+    test_progress_log log;
+    elec_cutoff_params p = {0};
+    elec_error err;
+    memset(&log, 0, sizeof log);
+    log.increasing = 1;
+    p.progress = test_log_progress;
+    p.progress_user = &log;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(log.calls >= 60 && log.increasing && log.last == 1.0,
+           "%d calls, increasing %d, last %g", log.calls, log.increasing, log.last);
+    memset(&log, 0, sizeof log);
+    log.increasing = 1;
+    log.cancel_after = 3;
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_CANCELLED &&
+               log.calls == 3,
+           "cancelled at the third call: %d calls (%s)", log.calls, err.message);
+    free(map);
+    test_system_free(&s);
+}
+
 TEST(smoothed_potentials_vanish_at_the_cutoff) {
     /* Both S(r) reach 0 at r = a and are 0 beyond; MSM's equals
        1/r - gamma(r/a)/a below it. */
@@ -438,6 +466,7 @@ int main(void) {
     RUN(neighbourhood_of_arguments_out_of_range_is_empty);
     RUN(cutoff_map_equals_the_direct_cutoff_sum);
     RUN(a_small_map_in_a_large_system_keeps_the_atoms_within_its_cutoff);
+    RUN(cutoff_map_reports_progress_and_cancels);
     RUN(smoothed_potentials_vanish_at_the_cutoff);
     RUN(bad_input_is_refused);
     RUN(maps_past_their_range_are_refused);
