@@ -3734,23 +3734,26 @@ ELEC_DEF void elec_cells_free(elec_cells *c) {
     c->atom = NULL;
 }
 
-/* The region of a cell list for neighbour searches that are not periodic:
-   the caller's origin and length, but along an axis that would take more
-   than ELEC_CELLS_MAX_PER_AXIS cells of min_cell, the span of the
-   positions in the window of that many that holds the most of the count
-   positions xyz.  Positions outside the
-   region fall in its boundary cells, and a pair within min_cell still
-   lies in the 27 cells around either (clamping only brings cells
-   closer); but one far atom (a misplaced ion, coordinates of 9999)
-   stretched the cells over the whole span until each held thousands and
-   a search read them all: 20,000 atoms' contact surface took 7 s with
-   one atom 1e5 A away, 1.2 without (an audit).  Returns 0 where there is
-   no memory for it (the region is then the caller's). */
 static int elec__double_order(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
+/* The region of a cell list for neighbour searches that are not periodic:
+   the caller's origin and length, but along an axis that would take more
+   than ELEC_CELLS_MAX_PER_AXIS cells of min_cell, and where the window of
+   that many cells holding the most of the count positions xyz leaves out
+   at most one in a hundred, the span of the positions in that window.
+   Positions outside the region fall in its boundary cells, and a pair
+   within min_cell still lies in the 27 cells around either (clamping only
+   brings cells closer); but one far atom (a misplaced ion, coordinates of
+   9999) stretched the cells over the whole span until each held
+   thousands and a search read them all: 20,001 atoms' contact surface
+   with one atom 1e5 A away took 7 s, 20,000 without it 1.2 (an audit).
+   Where more are left out (a long rod, complexes far apart) they would
+   crowd the boundary cells instead, so the caller's region stays (a
+   review: a 20,000 A rod's surface went from 1 s to 59).  Returns 0 where
+   there is no memory for the sort. */
 static int elec__cells_window(const double *xyz, size_t count, double min_cell,
                               double origin[3], double length[3]) {
     const double width = ELEC_CELLS_MAX_PER_AXIS * min_cell;
@@ -3770,6 +3773,7 @@ static int elec__cells_window(const double *xyz, size_t count, double min_cell,
                 best = first;
             }
         }
+        if (count - most > count / 100) continue; /* the span stays */
         /* from its first position to its last (a cell at least) */
         origin[axis] = v[best];
         length[axis] = v[best + most - 1] - v[best];

@@ -185,6 +185,28 @@ TEST(a_cell_list_spans_the_bulk_and_still_finds_the_outliers_pairs) {
     }
     EXPECT(missed == 0 && pairs > 0, "%zu of %zu neighbours within 5 A missed", missed, pairs);
     elec_cells_free(&c);
+    /* a rod 20,000 A long, evenly filled: a window would leave most atoms
+       out, crowding its end cells (a review: its surface took 59 s, not
+       1), so the cells span the rod (256 of them, 78 A long) */
+    for (i = 0; i < s.count; i++) {
+        xyz[3 * i] = 20000.0 * (double)i / (double)s.count;
+        xyz[3 * i + 1] = s.xyz[3 * i + 1] / 3.0;
+        xyz[3 * i + 2] = s.xyz[3 * i + 2] / 3.0;
+    }
+    lo[0] = lo[1] = lo[2] = 0.0;
+    length[0] = 20000.0;
+    length[1] = length[2] = 10.0;
+    EXPECT(elec__cells_build_windowed(xyz, s.count, lo, length, 5.0, &c, &err) == ELEC_OK,
+           "%s", err.message);
+    cells = (long)c.n[0] * c.n[1] * c.n[2];
+    most = 0;
+    for (cell = 0; cell < cells; cell++)
+        if (c.start[cell + 1] - c.start[cell] > most) most = c.start[cell + 1] - c.start[cell];
+    printf("     a rod: %d x %d x %d cells, at most %zu atoms in one\n", c.n[0], c.n[1],
+           c.n[2], most);
+    EXPECT(c.n[0] == ELEC_CELLS_MAX_PER_AXIS && most <= 100, "a rod: %d cells, %zu in one",
+           c.n[0], most);
+    elec_cells_free(&c);
     free(xyz);
     test_system_free(&s);
 }
