@@ -674,7 +674,8 @@ ELEC_API elec_status elec_parse_dx(const char *text, size_t length,
 /* The largest file elec_read_pqr, elec_read_dx and elec_read_mrc read:
    1 GiB and 1 MiB (a PQR file of about 13 million atoms, an OpenDX map of
    about 7 x 10^7 values, an MRC map of ELEC_DEFAULT_MAX_LATTICE_POINTS
-   floats with its header: the largest map elec writes reads back).  A
+   floats with its header: the largest MRC map elec writes reads back; an
+   OpenDX one that large is several GiB of text).  A
    larger regular file is refused before it is read, a stream (a pipe, a
    device) once it has given this much; a text file is refused at the
    first byte that no text file has (NUL and other control characters but
@@ -1279,8 +1280,11 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
    per atom and reciprocal vector, 2 ns per atom pair and image looked at,
    100 ns per pair within the cutoff (erfc and exp), measured on 2000
    atoms.  Past it elec_cpu_ewald refuses with ELEC_ERR_UNSUPPORTED and
-   says how long it would take. */
+   says how long it would take (elec_cpu_coulomb_energy too, by its own
+   estimate).  Define it before including elec.h to change it. */
+#ifndef ELEC_EWALD_MAX_SECONDS
 #define ELEC_EWALD_MAX_SECONDS 300.0
+#endif
 
 typedef struct elec_ewald_params {
     double scale;      /* 0 = 1: e^2/A.  ELEC_COULOMB: kcal/mol            */

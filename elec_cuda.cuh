@@ -3031,6 +3031,19 @@ static void elec__msm_device_free(elec__msm_device *md) {
    the hierarchy's buffers (zeroed), its stencil, the anterpolation's charge
    map for up to max_atoms atoms, a stream, and with timed its events.  On
    failure what was made is freed. */
+/* The lattice cutoff kernels' blocks take a lattice's rows and planes
+   along y and z, where CUDA allows 65535 (the finest lattice, n points a
+   side, is the largest): energies and lattices of atoms spread along a
+   line went on to a launch's "invalid configuration". */
+static elec_status elec__msm_finest_fits_grid(const int n[3], elec_error *err) {
+    if (n[1] > 65535 || n[2] > 65535)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM on the GPU: its finest lattice has %d x %d x %d points, at "
+                          "most 65535 along y and z (the CPU has no such limit)", n[0], n[1],
+                          n[2]);
+    return ELEC_OK;
+}
+
 static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_params *p,
                                           const elec__msm_shape *shape, size_t max_atoms,
                                           int device, int timed, elec_error *err) {
@@ -3040,15 +3053,7 @@ static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_p
     size_t side;
     int radius;
     memset(md, 0, sizeof *md);
-    /* the lattice cutoff kernel's blocks take a lattice's rows and planes
-       along y and z, where CUDA allows 65535 (the finest is the largest):
-       energies and lattices of atoms spread along a line went on to a
-       launch's "invalid configuration" */
-    if (shape->n[0][1] > 65535 || shape->n[0][2] > 65535)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "MSM on the GPU: its finest lattice has %d x %d x %d points, at "
-                          "most 65535 along y and z (the CPU has no such limit)",
-                          shape->n[0][0], shape->n[0][1], shape->n[0][2]);
+    if ((status = elec__msm_finest_fits_grid(shape->n[0], err)) != ELEC_OK) return status;
     md->p = *p;
     md->shape = *shape;
     md->device = device;
@@ -8141,6 +8146,8 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
     double *host = NULL;
     float *host_float = NULL;
     memset(md, 0, sizeof *md);
+    if (shape->levels > 0 && (status = elec__msm_finest_fits_grid(shape->n[0], err)) != ELEC_OK)
+        return status;
     md->p = *p;
     md->periodic = 1;
     md->pshape = *shape;
