@@ -710,11 +710,12 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
        box, at five settings from cubic at a 8 A, h 2.5 A to nonic at a 16,
        h 1, and at tolerances of 1e-3 and 1e-5 (the choice takes h down to
        0.53 A there, where the fit extrapolated to h read rock salt's error
-       5 times low: a review's): the error at most 3 times it, as SPME's
-       energy estimate is held (it was measured at most 1.74 times it over
-       324 cases when it was made).  It was 0, which read as no error: the
-       defaults err 8.6e-3 e^2/A on 600 random charges.  With scale, the
-       estimate scales. */
+       5 times low: a review's): the error at most 1.2 times it (0.83 at
+       most here when it was made; 1.74 over 324 cases then, the README
+       says so), so that an estimate halved shows (a mutation of its 4 to 2
+       passed the 3 this test first allowed).  It was 0, which read as no
+       error: the defaults err 8.6e-3 e^2/A on 600 random charges.  With
+       scale, the estimate scales. */
     static const struct {
         elec_msm_interpolation order;
         double cutoff, spacing, tolerance;
@@ -769,7 +770,7 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
             printf("     %-14s %s a %4.1f h %.3f: energy error %.2e, estimate %.2e (%.3f)\n",
                    c.name, msm_name(r.interpolation), r.cutoff, r.spacing, error,
                    r.estimate.energy, error / r.estimate.energy);
-            EXPECT(r.estimate.energy > 0.0 && error <= 3.0 * r.estimate.energy,
+            EXPECT(r.estimate.energy > 0.0 && error <= 1.2 * r.estimate.energy,
                    "%s, setting %d: energy error %.3e, estimate %.3e", c.name, k, error,
                    r.estimate.energy);
             if (error / r.estimate.energy > worst) worst = error / r.estimate.energy;
