@@ -244,6 +244,23 @@ TEST(msm_slabs_are_the_whole_map_bit_for_bit) {
            "the slabs differ from the whole map");
     EXPECT(elec_cpu_msm_map_slab(&c.atoms, &c.lattice, 5, 5, &p, parts, &err) ==
                ELEC_ERR_INVALID_ARG, "an empty slab accepted");
+    /* with a tolerance the choice counts the points per atom: each slab
+       must choose as the whole map does, from the whole lattice's points
+       (one that counted its own slab's passed while spacing and cutoff
+       were fixed) */
+    memset(&p, 0, sizeof p);
+    p.tolerance = 1e-4;
+    EXPECT(elec_cpu_msm_map(&c.atoms, &c.lattice, &p, whole, &err) == ELEC_OK, "%s",
+           err.message);
+    for (rank = 0; rank < ranks; rank++) {
+        int k0, k1;
+        elec_slab_partition(c.lattice.dims[2], ranks, rank, &k0, &k1, NULL);
+        EXPECT(elec_cpu_msm_map_slab(&c.atoms, &c.lattice, k0, k1, &p,
+                                     parts + (size_t)k0 * c.plane, &err) == ELEC_OK,
+               "%s", err.message);
+    }
+    EXPECT(memcmp(whole, parts, c.total * sizeof *whole) == 0,
+           "with a tolerance, the slabs differ from the whole map");
     free(whole);
     free(parts);
     test_system_free(&c.sys);
