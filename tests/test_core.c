@@ -124,6 +124,17 @@ TEST(atoms_check_rejects_bad_input) {
                err.message[0],
            "NaN position accepted");
     xyz[4] = 1;
+    { /* every axis, each refused here by name (x once went unchecked) */
+        int axis;
+        for (axis = 0; axis < 3; axis++) {
+            xyz[3 + axis] = axis == 1 ? -INFINITY : NAN;
+            EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_ERR_INVALID_ARG &&
+                       err.atom[0] == 1,
+                   "atom 1's coordinate %d not finite: accepted or not named (%s)", axis,
+                   err.message);
+            xyz[3 + axis] = 1;
+        }
+    }
     q[1] = NAN;
     EXPECT(elec_atoms_check(&a, 0, &err) == ELEC_ERR_INVALID_ARG &&
                err.message[0],
@@ -340,6 +351,14 @@ TEST(params_resolve_defaults) {
            mdh.temperature);
     EXPECT(mdh.dielectric == 78.54, "dielectric default %g", mdh.dielectric);
     EXPECT(mdh.kappa == 0.0, "kappa default %g", mdh.kappa);
+    { /* the cutoff map's documented defaults: 12 A, splitting 2 */
+        elec_cutoff_params cp;
+        memset(&cp, 0, sizeof cp);
+        EXPECT(elec_cutoff_params_resolve(&cp, &cp, NULL) == ELEC_OK && cp.cutoff == 12.0 &&
+                   cp.splitting == 2 && cp.bin_length == elec_bin_length(0.1, 0.75),
+               "cutoff defaults: %g A, splitting %d, bins %g A", cp.cutoff, cp.splitting,
+               cp.bin_length);
+    }
     memset(&dcs, 0, sizeof dcs);
     EXPECT(elec_dcs_params_resolve(NULL, &dcs, NULL) == ELEC_OK, "NULL DCS params refused");
     EXPECT(dcs.scale == 1.0, "NULL DCS params do not resolve to defaults");

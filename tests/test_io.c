@@ -263,6 +263,18 @@ TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
     EXPECT(status == ELEC_ERR_UNSUPPORTED, "monoclinic box: status %d", status);
     elec_structure_free(&s);
 
+    /* lengths that fill their columns (%9.3f past 9,999 A) run together:
+       read by the PDB's columns, a 7-15, b 16-24, c 25-33 */
+    snprintf(text, sizeof text, "CRYST1%9.3f%9.3f%9.3f%7.2f%7.2f%7.2f P 1           1\n%s",
+             12345.678, 23456.789, 34567.891, 90.0, 90.0, 90.0, atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK && s.has_cell && s.cell_length[0] == 12345.678 &&
+               s.cell_length[1] == 23456.789 && s.cell_length[2] == 34567.891 &&
+               s.cell_angle[2] == 90.0,
+           "run together: status %d (%s), cell %.3f %.3f %.3f", status, err.message,
+           s.cell_length[0], s.cell_length[1], s.cell_length[2]);
+    if (status == ELEC_OK) elec_structure_free(&s);
+
     /* the same cell twice is one cell */
     snprintf(text, sizeof text, "%s%s%s",
              "CRYST1   40.000   50.500   60.250  90.00  90.00  90.00 P 1           1\n",
