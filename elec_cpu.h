@@ -103,15 +103,16 @@ ELEC_API elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
    in double, and where forces is not NULL the forces -dE/dr (3 per atom).
    Pairs closer than ELEC_COINCIDENT_DISTANCE are an error (the energy of
    two charges at one point is infinite), not a silent infinity.  Its
-   rows run in parallel (OpenMP), each atom's over every other (the same
-   sums whatever the threads, at twice the arithmetic of a half triangle:
-   15,000 atoms on one thread took 0.91 s, where the half triangle took
-   0.44 without forces and 0.80 with them); work estimated past ELEC_EWALD_MAX_SECONDS, at
-   ELEC_COULOMB_PAIR_SECONDS a pair and direction shared by the OpenMP
-   threads, is refused with ELEC_ERR_UNSUPPORTED, saying how long it would
-   take (past about 270,000 atoms on one thread; a million would have run
-   for hours with no word).  4 ns a pair and direction, measured on
-   20,000 atoms on one thread. */
+   rows run in parallel (OpenMP), each atom's over every other: the same
+   sums whatever the threads, at twice the arithmetic of a half triangle
+   (15,000 atoms on one thread took 0.91 s, where the half triangle took
+   0.44 without forces and 0.80 with them).  Work estimated past
+   ELEC_EWALD_MAX_SECONDS, at ELEC_COULOMB_PAIR_SECONDS a pair and
+   direction shared by the OpenMP threads, is refused with
+   ELEC_ERR_UNSUPPORTED, saying how long it would take (past about
+   270,000 atoms on one thread; a million would have run for hours with
+   no word).  4 ns a pair and direction, measured on 20,000 atoms on one
+   thread. */
 #define ELEC_COULOMB_PAIR_SECONDS 4e-9
 ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
@@ -2634,9 +2635,7 @@ static double elec__ewald_pair_seconds(const double length[3], double cutoff) {
            100e-9 * 4.18879 * cutoff * cutoff * cutoff / volume;
 }
 
-/* Per-thread accumulators of `count` forces and potentials, one block of
-   4 count doubles per thread (NULL when neither is wanted), merged into
-   the caller's arrays at the end. */
+/* The calling thread's index in its team (0 without OpenMP). */
 static int elec__ewald_thread(void) {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -2661,6 +2660,9 @@ static void elec__ewald_add_in_turn(double *total, double part) {
 #endif
 }
 
+/* Per-thread accumulators of `count` forces and potentials, one block of
+   4 count doubles per thread (NULL when neither is wanted), merged into
+   the caller's arrays at the end, thread by thread in order. */
 static void elec__ewald_merge(double *forces, double *potential, const double *block,
                               size_t count, int threads) {
     size_t i;
