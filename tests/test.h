@@ -156,6 +156,18 @@ static inline int test_log_progress(double fraction, void *user) {
     return log->cancel_after > 0 && log->calls >= log->cancel_after;
 }
 
+/* Whether each of got is scale times unit's, to a few roundings, where
+   unit's are not all zero (what scale must do to every output). */
+static inline int test_scaled_alike(const double *got, const double *unit, size_t n,
+                                    double scale) {
+    size_t i, nonzero = 0;
+    for (i = 0; i < n; i++) {
+        if (fabs(got[i] - scale * unit[i]) > 1e-12 * fabs(scale * unit[i])) return 0;
+        nonzero += unit[i] != 0.0;
+    }
+    return nonzero > 0;
+}
+
 static inline int test_all_finite_float(const float *v, size_t n) {
     size_t i;
     for (i = 0; i < n; i++)

@@ -505,17 +505,6 @@ TEST(exact_ewald_gives_the_same_bits_on_every_call) {
     test_system_free(&w);
 }
 
-/* Exact ratio of two arrays: each of got is scale times unit's (to a few
-   roundings), where unit's are not all zero. */
-static int scaled_alike(const double *got, const double *unit, size_t n, double scale) {
-    size_t i, nonzero = 0;
-    for (i = 0; i < n; i++) {
-        if (fabs(got[i] - scale * unit[i]) > 1e-13 * fabs(scale * unit[i])) return 0;
-        nonzero += unit[i] != 0.0;
-    }
-    return nonzero > 0;
-}
-
 /* scale multiplies energies, forces and potentials alike: each call at
    scale 1 and at ELEC_COULOMB (kcal/mol) gives ELEC_COULOMB times every
    output (the forces of the direct sum and the potentials of Ewald and
@@ -535,15 +524,15 @@ TEST(scale_multiplies_energies_forces_and_potentials) {
                elec_cpu_coulomb_energy(&atoms, ELEC_COULOMB, &ek, fk, &err) == ELEC_OK,
            "%s", err.message);
     EXPECT(fabs(ek - ELEC_COULOMB * e1) <= 1e-13 * fabs(ek) &&
-               scaled_alike(fk, f1, 3 * n, ELEC_COULOMB),
+               test_scaled_alike(fk, f1, 3 * n, ELEC_COULOMB),
            "direct sum: energy or forces not scaled");
     ep.tolerance = 1e-8;
     EXPECT(elec_cpu_ewald(&atoms, &box, &ep, &t1, f1, p1, &err) == ELEC_OK, "%s", err.message);
     ep.scale = ELEC_COULOMB;
     EXPECT(elec_cpu_ewald(&atoms, &box, &ep, &tk, fk, pk, &err) == ELEC_OK, "%s", err.message);
     EXPECT(fabs(tk.total - ELEC_COULOMB * t1.total) <= 1e-12 * fabs(tk.total) &&
-               scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
-               scaled_alike(pk, p1, n, ELEC_COULOMB),
+               test_scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
+               test_scaled_alike(pk, p1, n, ELEC_COULOMB),
            "Ewald: energy, forces or potentials not scaled");
 #ifdef ELEC_WITH_FFTW
     {
@@ -555,8 +544,8 @@ TEST(scale_multiplies_energies_forces_and_potentials) {
         EXPECT(elec_cpu_spme(&atoms, &box, &sp, &tk, fk, pk, &err) == ELEC_OK, "%s",
                err.message);
         EXPECT(fabs(tk.total - ELEC_COULOMB * t1.total) <= 1e-12 * fabs(tk.total) &&
-                   scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
-                   scaled_alike(pk, p1, n, ELEC_COULOMB),
+                   test_scaled_alike(fk, f1, 3 * n, ELEC_COULOMB) &&
+                   test_scaled_alike(pk, p1, n, ELEC_COULOMB),
                "SPME: energy, forces or potentials not scaled");
     }
 #endif
