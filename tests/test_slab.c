@@ -222,25 +222,33 @@ static slab_case slab_case_make(void) {
     return c;
 }
 
+/* Whether the MSM map of c's lattice in `ranks` slabs is the whole map,
+   bit for bit, with parameters p. */
+static int msm_slabs_are_the_whole(const slab_case *c, const elec_msm_params *p, int ranks,
+                                   float *whole, float *parts) {
+    elec_error err;
+    int rank;
+    EXPECT(elec_cpu_msm_map(&c->atoms, &c->lattice, p, whole, &err) == ELEC_OK, "%s",
+           err.message);
+    for (rank = 0; rank < ranks; rank++) {
+        int k0, k1;
+        elec_slab_partition(c->lattice.dims[2], ranks, rank, &k0, &k1, NULL);
+        EXPECT(elec_cpu_msm_map_slab(&c->atoms, &c->lattice, k0, k1, p,
+                                     parts + (size_t)k0 * c->plane, &err) == ELEC_OK,
+               "%s", err.message);
+    }
+    return memcmp(whole, parts, c->total * sizeof *whole) == 0;
+}
+
 TEST(msm_slabs_are_the_whole_map_bit_for_bit) {
     slab_case c = slab_case_make();
     float *whole = (float *)malloc(c.total * sizeof *whole);
     float *parts = (float *)malloc(c.total * sizeof *parts);
     elec_msm_params p = {0};
     elec_error err;
-    int rank, ranks = 4;
     p.spacing = 1.5;
     p.cutoff = 8.0;
-    EXPECT(elec_cpu_msm_map(&c.atoms, &c.lattice, &p, whole, &err) == ELEC_OK, "%s",
-           err.message);
-    for (rank = 0; rank < ranks; rank++) {
-        int k0, k1;
-        elec_slab_partition(c.lattice.dims[2], ranks, rank, &k0, &k1, NULL);
-        EXPECT(elec_cpu_msm_map_slab(&c.atoms, &c.lattice, k0, k1, &p,
-                                     parts + (size_t)k0 * c.plane, &err) == ELEC_OK,
-               "%s", err.message);
-    }
-    EXPECT(memcmp(whole, parts, c.total * sizeof *whole) == 0,
+    EXPECT(msm_slabs_are_the_whole(&c, &p, 4, whole, parts),
            "the slabs differ from the whole map");
     EXPECT(elec_cpu_msm_map_slab(&c.atoms, &c.lattice, 5, 5, &p, parts, &err) ==
                ELEC_ERR_INVALID_ARG, "an empty slab accepted");
@@ -250,16 +258,7 @@ TEST(msm_slabs_are_the_whole_map_bit_for_bit) {
        were fixed) */
     memset(&p, 0, sizeof p);
     p.tolerance = 1e-4;
-    EXPECT(elec_cpu_msm_map(&c.atoms, &c.lattice, &p, whole, &err) == ELEC_OK, "%s",
-           err.message);
-    for (rank = 0; rank < ranks; rank++) {
-        int k0, k1;
-        elec_slab_partition(c.lattice.dims[2], ranks, rank, &k0, &k1, NULL);
-        EXPECT(elec_cpu_msm_map_slab(&c.atoms, &c.lattice, k0, k1, &p,
-                                     parts + (size_t)k0 * c.plane, &err) == ELEC_OK,
-               "%s", err.message);
-    }
-    EXPECT(memcmp(whole, parts, c.total * sizeof *whole) == 0,
+    EXPECT(msm_slabs_are_the_whole(&c, &p, 4, whole, parts),
            "with a tolerance, the slabs differ from the whole map");
     free(whole);
     free(parts);
