@@ -408,7 +408,7 @@ TEST(direct_coulomb_energy_of_many_charges) {
     elec_error err;
     double *f = (double *)calloc(3 * s.count, sizeof *f);
     double *want_f = (double *)calloc(3 * s.count, sizeof *want_f);
-    double *f1 = (double *)calloc(3 * s.count, sizeof *f1), e, e1, want = 0.0, worst = 0.0;
+    double *f1 = (double *)calloc(3 * s.count, sizeof *f1), e = 0.0, want = 0.0, worst = 0.0;
     double *huge_xyz, *huge_q;
     size_t i, j, huge = 290000; /* past the limit on one thread; on T, sqrt(T) times it */
     int axis;
@@ -432,6 +432,7 @@ TEST(direct_coulomb_energy_of_many_charges) {
 #ifdef _OPENMP
     {
         const int threads = omp_get_max_threads();
+        double e1 = 0.0;
         omp_set_num_threads(threads > 1 ? 1 : 2);
         EXPECT(elec_cpu_coulomb_energy(&atoms, 0.0, &e1, f1, &err) == ELEC_OK, "%s",
                err.message);
@@ -516,7 +517,7 @@ TEST(scale_multiplies_energies_forces_and_potentials) {
     const size_t n = w.count;
     double *f1 = (double *)malloc(3 * n * sizeof *f1), *fk = (double *)malloc(3 * n * sizeof *fk);
     double *p1 = (double *)malloc(n * sizeof *p1), *pk = (double *)malloc(n * sizeof *pk);
-    double e1, ek;
+    double e1 = 0.0, ek = 0.0;
     elec_ewald_params ep = {0};
     elec_ewald_terms t1, tk;
     elec_error err;

@@ -1227,7 +1227,7 @@ TEST(scale_multiplies_forces_and_potentials) {
     const size_t n = w.count;
     double *f1 = (double *)malloc(3 * n * sizeof *f1), *fk = (double *)malloc(3 * n * sizeof *fk);
     double *p1 = (double *)malloc(n * sizeof *p1), *pk = (double *)malloc(n * sizeof *pk);
-    double e1, ek;
+    double e1 = 0.0, ek = 0.0;
     elec_msm_params p = {0};
     elec_error err;
     EXPECT(elec_cpu_msm_energy(&atoms, &p, &e1, f1, &err) == ELEC_OK, "%s", err.message);
