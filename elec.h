@@ -3738,6 +3738,7 @@ ELEC_DEF void elec_cells_free(elec_cells *c) {
     c->atom = NULL;
 }
 
+/* qsort's ascending order of doubles. */
 static int elec__double_order(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
