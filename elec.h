@@ -7706,6 +7706,17 @@ static double elec__kspace_energy_error(const elec__charge_stats *st, double vol
     return sqrt(fluctuation * fluctuation + bias * bias);
 }
 
+/* What the Ewald and SPME resolves read of the atoms: their excluded
+   pairs checked (refused with the check's own status), then the
+   statistics the estimates need at the probe's reach. */
+static elec_status elec__resolve_stats(const elec_atoms *atoms, const elec_box *box,
+                                       const size_t *pairs, size_t pair_count,
+                                       elec__charge_stats *st, elec_error *err) {
+    elec_status s = elec__exclusions_check(pairs, pair_count, atoms->count, err);
+    if (s != ELEC_OK) return s;
+    return elec__charge_stats_of(atoms, box, pairs, pair_count, ELEC__PROBE_REACH, st, err);
+}
+
 /* The checks of elec_ewald_params_resolve on the caller's fields (r, the
    cutoff filled in: half the shortest edge, where longer ones are fine,
    summing more images): scale, cutoff and alpha, tolerance, kmax and
@@ -7804,11 +7815,8 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     memset(&r.estimate, 0, sizeof r.estimate);
     if ((status = elec__ewald_fields_check(&r, elec__shortest_edge(box), err)) != ELEC_OK)
         return status;
-    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
-                               err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
+    if ((status = elec__resolve_stats(atoms, box, r.excluded_pairs, r.excluded_pair_count,
+                                      &st, err)) != ELEC_OK)
         return status;
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
@@ -8357,11 +8365,8 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
     if ((status = elec__spme_fields_check(&r, elec__shortest_edge(box), err)) != ELEC_OK ||
         (status = elec__spme_given_grid(&r, box, fixed_grid, &grid_given, err)) != ELEC_OK)
         return status;
-    if (elec__exclusions_check(r.excluded_pairs, r.excluded_pair_count, atoms->count,
-                               err) != ELEC_OK)
-        return ELEC_ERR_INVALID_ARG;
-    if ((status = elec__charge_stats_of(atoms, box, r.excluded_pairs, r.excluded_pair_count,
-                                        ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
+    if ((status = elec__resolve_stats(atoms, box, r.excluded_pairs, r.excluded_pair_count,
+                                      &st, err)) != ELEC_OK)
         return status;
     target = 0.4 * r.tolerance * st.force_rms;
     best = elec__spme_search(&st, box, &r, grid_given, fixed_grid, target, &rc_hi);
