@@ -3027,10 +3027,6 @@ static void elec__msm_device_free(elec__msm_device *md) {
     memset(md, 0, sizeof *md);
 }
 
-/* The plan of resolved params p over a shape on `device` (made current):
-   the hierarchy's buffers (zeroed), its stencil, the anterpolation's charge
-   map for up to max_atoms atoms, a stream, and with timed its events.  On
-   failure what was made is freed. */
 /* The lattice cutoff kernels' blocks take a lattice's rows and planes
    along y and z, where CUDA allows 65535 (the finest lattice, n points a
    side, is the largest): energies and lattices of atoms spread along a
@@ -3044,6 +3040,10 @@ static elec_status elec__msm_finest_fits_grid(const int n[3], elec_error *err) {
     return ELEC_OK;
 }
 
+/* The plan of resolved params p over a shape on `device` (made current):
+   the hierarchy's buffers (zeroed), its stencil, the anterpolation's charge
+   map for up to max_atoms atoms, a stream, and with timed its events.  On
+   failure what was made is freed. */
 static elec_status elec__msm_device_setup(elec__msm_device *md, const elec_msm_params *p,
                                           const elec__msm_shape *shape, size_t max_atoms,
                                           int device, int timed, elec_error *err) {
