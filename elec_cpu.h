@@ -110,9 +110,10 @@ ELEC_API elec_status elec_cpu_dcs_points_double(const elec_atoms *atoms,
    ELEC_EWALD_MAX_SECONDS, at ELEC_COULOMB_PAIR_SECONDS a pair and
    direction shared by the OpenMP threads, is refused with
    ELEC_ERR_UNSUPPORTED, saying how long it would take (past about
-   270,000 atoms on one thread; a million would have run for most of an
-   hour with no word, the 13 million a PQR file may hold for days).  4 ns
-   a pair and direction, measured on 20,000 atoms on one thread. */
+   270,000 atoms on one thread; serially, from 40,000 atoms' 4.6 s by the
+   square of the count, a million would have run for most of an hour with
+   no word, the 13 million a PQR file may hold for days).  4 ns a pair and
+   direction, measured on 20,000 atoms on one thread. */
 #define ELEC_COULOMB_PAIR_SECONDS 4e-9
 ELEC_API elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
