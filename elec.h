@@ -7927,8 +7927,8 @@ static double elec__spme_table_at(int order_index, int row, double x) {
 /* The four integrals of the mesh error for random charges, summed over the
    axes (a third of the cubic value each: within 5 % of the anisotropic
    integral, bench/spme_error_table.c --check).  Odd orders: the geometric
-   mean of the even neighbours, for the zone short of its edge (their
-   modes at the edge: elec__spme_odd_edge). */
+   mean of the even neighbours (the modes at the zone's edge, where the
+   odd orders' error gathers, are added by elec__spme_odd_edge). */
 typedef struct elec__mesh_error {
     double force_int, force_self, bias, pot; /* I_int, I_self, -2 E_bias/Q2, I_pot */
 } elec__mesh_error;
@@ -8031,98 +8031,141 @@ static double elec__scaled_e1(double z) {
     return 1.0 / t;
 }
 
-/* Odd orders' error at the mesh's edge: the squared RMS force error per
-   atom it adds (e^4/A^4).  For odd p, Euler's spline D(kappa) = sum_n U_n
-   vanishes at kappa = pi (U_n and U_-1-n cancel), so the influence
-   function G = phi / |D|^2 blows up there and the continuum integrals the
-   table holds diverge: the error comes from the modes next to the edge and
-   grows with the grid, and an odd K, whose modes come within pi / K of the
-   edge, errs far more than an even one (2 pi / K; its mode at pi takes its
-   neighbours' moduli).  So these modes are summed as the mesh has them:
-   along axis a, each mode kappa = pi - eps (eps < pi / 2, at most 8 a
-   side: 32 changed no estimate in its third digit) is a plane of
-   transverse wavenumbers s weighing 1 / L_a of the integral over d2k /
-   (2 pi)^2.  With g = U_0^2 / |D|^2, e_n = U_n / U_0,
-   k_n = (kappa + 2 pi n) / h_a and phi(k) = 4 pi e^(-k^2 / 4 alpha^2) /
-   k^2, the terms of I_int and of the self force's A_t (shift t along a)
-   read
-     I_int: g^2 S (sum_n k_n^2 e_n^2 + s^2 S) phi_0^2
-            + sum_{n = 0, -1} |k_n|^2 (phi_n^2 - 2 g e_n^2 phi_0 phi_n),
-            S = sum_n e_n^2 (phi_n negligible past n = 0, -1);
-     A_t:   g (sum_n k_{n+t} e_{n+t} e_n) phi_0, from both edges,
-   and their integrals over s are exponential integrals (z = k_0^2 / 2
-   alpha^2):  int phi_0 = E1(z / 2),  int phi_0^2 = 4 pi e^-z (1 - z
-   S(z)) / k_0^2,  int s^2 phi_0^2 = 4 pi e^-z ((1 + z) S(z) - 1),  int
-   |k_n|^2 phi_n^2 = 4 pi E1(k_n^2 / 2 alpha^2),  int |k_n|^2 phi_0 phi_n
-   = 4 pi e^(-(k_0^2 + k_n^2) / 4 alpha^2) S(z), S = e^z E1.  Summed over
-   every mode of the mesh, this functional matched the measured error
-   within 3 % where the edge modes carried 96 to 100 % of it (p = 5 and 7,
-   K = 20 to 25); the pairs' part is weighed by the system's structure
-   factor at the edge. */
+/* Odd orders' error at the mesh's edge.  For odd p, Euler's spline D(kappa)
+   = sum_n U_n vanishes at kappa = pi (U_n and U_-1-n cancel), so the
+   influence function G = phi / |D|^2 blows up there and the continuum
+   integrals the table holds diverge: the error comes from the modes next
+   to the edge and grows with the grid, and an odd K, whose modes come
+   within pi / K of the edge, errs far more than an even one (2 pi / K; its
+   mode at pi takes its neighbours' moduli).  So these modes are summed as
+   the mesh has them: along axis a, each mode kappa = pi - eps with eps <
+   pi / 2 (at most 8 a side: 32 moved the estimates of the test systems'
+   grids, K 20 to 48, by under 2 %) is a plane of transverse wavenumbers q
+   weighing 1 / L_a of the integral over d2q / (2 pi)^2.  With g = U_0^2 /
+   |D|^2 (D from the B-spline's values at the integers, without
+   elec_spme_bspline_moduli's floor of 1e-7, which only grids past ~1500
+   points meet, erring high), e_n = U_n / U_0, k_n = (kappa + 2 pi n) /
+   h_a, a2 = sum_n e_n^2, b2 = sum_n k_n^2 e_n^2 and phi(k) = 4 pi
+   e^(-k^2 / 4 alpha^2) / k^2, a mode's terms in I_int and in the self
+   force's A_t (shift t along a) read
+     I_int: g^2 a2 (b2 + q^2 a2) phi_0^2
+            + sum_{n = 0, -1} |k_n|^2 (phi_n^2 - 2 g e_n^2 phi_0 phi_n)
+              (phi_n negligible past n = 0, -1),
+     A_t:   g (sum_n k_{n+t} e_{n+t} e_n) phi_0, from both edges.
+   Summed over every mode of the mesh, this functional matched the
+   measured error within 3 % where the edge modes carried 96 to 100 % of
+   it (p = 5 and 7, K = 20 to 25).  The geometric mean of the even orders
+   covers the whole zone, so where these modes matter little they are
+   counted twice: the estimate errs high there (to 1.6 on random
+   charges), not low. */
+enum { ELEC__EDGE_ALIASES = 6, ELEC__EDGE_SHIFTS = 3, ELEC__EDGE_MODES = 8 };
+typedef struct elec__edge_mode {
+    double kappa;  /* pi - eps */
+    int mirrored;  /* a mode at -pi + eps mirrors it (all but K/2) */
+    double g;      /* U_0^2 / |D|^2 */
+    double e[2 * ELEC__EDGE_ALIASES + 1]; /* U_n / U_0, n = -6..6 */
+} elec__edge_mode;
+
+/* The j-th mode from the edge of an axis of k_grid points, for the
+   B-spline values w at the integers (w[k + 1] = M_p(k + 1)); 0 where j
+   passes eps < pi / 2. */
+static int elec__edge_mode_at(int order, const double *w, int k_grid, int j,
+                              elec__edge_mode *m) {
+    const double pi = ELEC__PI_;
+    const int even = k_grid % 2 == 0;
+    /* eps = 2 pi j / K (even K) or pi (2j + 1) / K (odd K) */
+    const double eps = even ? 2.0 * pi * j / k_grid : pi * (2 * j + 1) / k_grid;
+    const double moduli_at = pi - (even && j == 0 ? 2.0 * pi / k_grid : eps);
+    double re = 0.0, im = 0.0, u0;
+    int k, n;
+    if (!(2.0 * eps < pi)) return 0;
+    m->kappa = pi - eps;
+    m->mirrored = !(even && j == 0);
+    for (k = 0; k < order - 1; k++) {
+        re += w[k + 1] * cos(moduli_at * k);
+        im += w[k + 1] * sin(moduli_at * k);
+    }
+    u0 = pow(sin(0.5 * m->kappa) / (0.5 * m->kappa), order);
+    m->g = u0 * u0 / (re * re + im * im);
+    for (n = -ELEC__EDGE_ALIASES; n <= ELEC__EDGE_ALIASES; n++)
+        m->e[n + ELEC__EDGE_ALIASES] = pow(m->kappa / (m->kappa + 2.0 * pi * n), order);
+    return 1;
+}
+
+/* A mode's I_int term integrated over its plane (1/A^2; times 2 for its
+   mirror).  The integrals over q are exponential integrals (z = k_0^2 / 2
+   alpha^2, X = elec__scaled_e1):  int phi_0^2 = 4 pi e^-z (1 - z X(z)) /
+   k_0^2,  int q^2 phi_0^2 = 4 pi e^-z ((1 + z) X(z) - 1),  int |k_n|^2
+   phi_n^2 = 4 pi e^-z_n X(z_n),  int |k_n|^2 phi_0 phi_n = 4 pi e^(-(z +
+   z_n) / 2) X(z), each over d2q / (2 pi)^2. */
+static double elec__edge_mode_pairs(const elec__edge_mode *m, double h, double alpha) {
+    const double pi = ELEC__PI_, k0 = m->kappa / h, z = k0 * k0 / (2.0 * alpha * alpha);
+    const double xz = elec__scaled_e1(z);
+    double a2 = 0.0, b2 = 0.0, sum;
+    int n;
+    for (n = -ELEC__EDGE_ALIASES; n <= ELEC__EDGE_ALIASES; n++) {
+        double kn = (m->kappa + 2.0 * pi * n) / h, e2 = m->e[n + ELEC__EDGE_ALIASES];
+        e2 *= e2;
+        a2 += e2;
+        b2 += kn * kn * e2;
+    }
+    sum = m->g * m->g * a2 * 4.0 * pi * exp(-z) *
+          (b2 * (1.0 - z * xz) / (k0 * k0) + a2 * ((1.0 + z) * xz - 1.0));
+    for (n = -1; n <= 0; n++) { /* the aliases phi reaches */
+        double kn = (m->kappa + 2.0 * pi * n) / h, zn = kn * kn / (2.0 * alpha * alpha);
+        double e2 = m->e[n + ELEC__EDGE_ALIASES] * m->e[n + ELEC__EDGE_ALIASES];
+        sum += 4.0 * pi * (exp(-zn) * elec__scaled_e1(zn) -
+                           2.0 * m->g * e2 * exp(-0.5 * (z + zn)) * xz);
+    }
+    return sum;
+}
+
+/* Adds a mode's (and its mirror's) share to the self force's amplitudes
+   A_t, t = -3..3 (amplitude[t + 3]; 1/A^2 times L_a): g (sum_n k_{n+t}
+   e_{n+t} e_n) int phi_0, int phi_0 = E1(k_0^2 / 4 alpha^2) over d2q /
+   (2 pi)^2.  The mirror at -kappa has k_n -> -k_-n and e_n -> e_-n. */
+static void elec__edge_mode_shifts(const elec__edge_mode *m, double h, double alpha,
+                                   double *amplitude) {
+    const double pi = ELEC__PI_, k0 = m->kappa / h, z = k0 * k0 / (4.0 * alpha * alpha);
+    const double plane = m->g * exp(-z) * elec__scaled_e1(z);
+    const int A = ELEC__EDGE_ALIASES;
+    int side, t, n;
+    for (side = 1; side >= (m->mirrored ? -1 : 1); side -= 2)
+        for (t = -ELEC__EDGE_SHIFTS; t <= ELEC__EDGE_SHIFTS; t++) {
+            double sum = 0.0;
+            if (!t) continue;
+            for (n = -A; n <= A; n++)
+                if (n + t >= -A && n + t <= A)
+                    sum += (side * m->kappa + 2.0 * pi * (n + t)) / h *
+                           m->e[side * (n + t) + A] * m->e[side * n + A];
+            amplitude[t + ELEC__EDGE_SHIFTS] += plane * sum;
+        }
+}
+
+/* Odd orders' edge modes (above): the squared RMS force error per atom
+   they add (e^4/A^4), the pairs' part weighed by the system's structure
+   factor at the edge, over the pairs' volume as the table's. */
 static double elec__spme_odd_edge(const elec__charge_stats *st, int order, double alpha,
                                   const elec_box *box, const int grid[3]) {
-    enum { ALIASES = 6, SHIFTS = 3, MODES = 8 };
-    const double pi = ELEC__PI_, n_atoms = (double)st->count;
-    const double volume = st->error_volume; /* of the pairs, as the table's */
+    const double n_atoms = (double)st->count, volume = st->error_volume;
     double w[ELEC_MAX_SPLINE_ORDER], total = 0.0;
-    int axis, j, side, n, t;
+    int axis, j, t;
     if (order % 2 == 0 || st->count == 0) return 0.0;
     elec_bspline_weights(order, 0.0, w, NULL);
     for (axis = 0; axis < 3; axis++) {
-        const int k_grid = grid[axis], even = k_grid % 2 == 0;
-        const double length = box->length[axis], h = length / k_grid;
-        double shift_sum[2 * SHIFTS + 1], force_int = 0.0, force_self = 0.0;
-        memset(shift_sum, 0, sizeof shift_sum);
-        for (j = 0; j < MODES && 4 * j < k_grid; j++) {
-            /* eps = 2 pi j / K (even K) or pi (2j + 1) / K (odd K) */
-            const double eps = even ? 2.0 * pi * j / k_grid : pi * (2 * j + 1) / k_grid;
-            const double moduli_at = pi - (even && j == 0 ? 2.0 * pi / k_grid : eps);
-            const double kappa = pi - eps, weight = even && j == 0 ? 1.0 : 2.0;
-            const double k0 = kappa / h, z = k0 * k0 / (2.0 * alpha * alpha);
-            const double sz = elec__scaled_e1(z);
-            double re = 0.0, im = 0.0, u0, g, ss = 0.0, kk = 0.0, e[2 * ALIASES + 1], mode;
-            int k;
-            for (k = 0; k < order - 1; k++) {
-                re += w[k + 1] * cos(moduli_at * k);
-                im += w[k + 1] * sin(moduli_at * k);
-            }
-            u0 = pow(sin(0.5 * kappa) / (0.5 * kappa), order);
-            g = u0 * u0 / (re * re + im * im);
-            for (n = -ALIASES; n <= ALIASES; n++) {
-                double kn = (kappa + 2.0 * pi * n) / h;
-                e[n + ALIASES] = pow(kappa / (kappa + 2.0 * pi * n), order);
-                kk += kn * kn * e[n + ALIASES] * e[n + ALIASES];
-                ss += e[n + ALIASES] * e[n + ALIASES];
-            }
-            mode = g * g * ss * 4.0 * pi * exp(-z) *
-                   (kk * (1.0 - z * sz) / (k0 * k0) + ss * ((1.0 + z) * sz - 1.0));
-            for (n = -1; n <= 0; n++) { /* the aliases phi reaches */
-                double kn = (kappa + 2.0 * pi * n) / h, zn = kn * kn / (2.0 * alpha * alpha);
-                mode += 4.0 * pi * exp(-zn) * elec__scaled_e1(zn) -
-                        2.0 * g * e[n + ALIASES] * e[n + ALIASES] * 4.0 * pi *
-                            exp(-0.5 * (z + zn)) * sz;
-            }
-            force_int += weight * mode / length;
-            for (side = 1; side >= (weight == 1.0 ? 1 : -1); side -= 2) {
-                /* the mode at -pi + eps mirrors it: kappa and k_n change sign,
-                   e_n becomes e_-n */
-                for (t = -SHIFTS; t <= SHIFTS; t++) {
-                    double sum = 0.0;
-                    if (!t) continue;
-                    for (n = -ALIASES; n <= ALIASES; n++)
-                        if (n + t >= -ALIASES && n + t <= ALIASES)
-                            sum += side * (kappa + 2.0 * pi * side * (n + t)) / h *
-                                   e[side * (n + t) + ALIASES] * e[side * n + ALIASES];
-                    shift_sum[t + SHIFTS] +=
-                        g * sum * exp(-0.5 * z) * elec__scaled_e1(0.5 * z) / length;
-                }
-            }
+        const double length = box->length[axis], h = length / grid[axis];
+        double amplitude[2 * ELEC__EDGE_SHIFTS + 1], pairs = 0.0, self = 0.0;
+        elec__edge_mode m;
+        memset(amplitude, 0, sizeof amplitude);
+        for (j = 0; j < ELEC__EDGE_MODES && elec__edge_mode_at(order, w, grid[axis], j, &m);
+             j++) {
+            pairs += (m.mirrored ? 2.0 : 1.0) * elec__edge_mode_pairs(&m, h, alpha) / length;
+            elec__edge_mode_shifts(&m, h, alpha, amplitude);
         }
-        for (t = -SHIFTS; t <= SHIFTS; t++)
-            force_self += shift_sum[t + SHIFTS] * shift_sum[t + SHIFTS];
-        /* the pairs' part as the system's structure has it at the edge */
+        for (t = 0; t < 2 * ELEC__EDGE_SHIFTS + 1; t++)
+            self += amplitude[t] * amplitude[t] / (length * length);
         total += elec__structure_at(st, ELEC__PI_ / h) * st->q2 * st->q2 /
-                     (n_atoms * volume) * force_int + st->q4 / n_atoms * force_self;
+                     (n_atoms * volume) * pairs + st->q4 / n_atoms * self;
     }
     return total;
 }

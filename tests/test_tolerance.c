@@ -110,13 +110,15 @@ TEST(spme_tolerance_holds_on_five_systems) {
 TEST(spme_odd_orders_count_the_modes_at_the_mesh_edge) {
     /* Odd orders' spline transform vanishes at the zone's edge and their
        error there grows with the grid, an odd grid size's several times an
-       even one's (elec__spme_odd_edge).  At alpha h near 1, where those
+       even one's (elec__spme_odd_edge).  At alpha h 0.7 to 1, where those
        modes carry nearly all of it, the estimate without them read 0.13 to
        0.49 of the measured error (and order 7 at 5e-4 measured 1.74 times
        the tolerance on 40,000 random charges); with them 0.89 to 1.13,
-       held here to [0.7, 1.6].  Then the choice at fixed odd orders, T = 1e-2 to
-       5e-4 on the five systems: the error within the tolerance and the
-       estimate within a factor of 3 of it (measured 0.97 to 2.0). */
+       held here to [0.7, 1.6].  Then the choice at fixed odd orders, T =
+       1e-2 to 5e-4 on the five systems: the error within the tolerance,
+       and the estimate from 0.8 to 3 times it (measured 0.97 to 2.0; the
+       geometric mean counts the edge modes again where they are small, so
+       it errs high; without the edge it read down to 0.41). */
     static const int grids[3] = {24, 25, 21}, orders[2] = {5, 7};
     static const double alphas[3] = {1.0, 1.0, 0.6}, tolerances[3] = {1e-2, 2e-3, 5e-4};
     int which, g, o, k;
@@ -173,7 +175,7 @@ TEST(spme_odd_orders_count_the_modes_at_the_mesh_edge) {
                 measured = test_rel_rms(f, exact, 3 * n);
                 EXPECT(measured <= tolerances[k], "%s order %d: tolerance %g, measured %.3e",
                        c.name, orders[o], tolerances[k], measured);
-                EXPECT(r.estimate.force <= 3.0 * measured && measured <= 3.0 * r.estimate.force,
+                EXPECT(r.estimate.force <= 3.0 * measured && r.estimate.force >= 0.8 * measured,
                        "%s order %d at %g: estimate %.3e, measured %.3e", c.name, orders[o],
                        tolerances[k], r.estimate.force, measured);
             }
