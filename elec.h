@@ -8253,7 +8253,10 @@ static double elec__spme_cost(const elec__charge_stats *st, double volume, doubl
 }
 
 /* The grid of spacing at most h: the smallest FFT-friendly sizes, at least
-   the order; 0 when it passes the limits. */
+   the order, and even for odd orders (an even K's modes keep 2 pi / K from
+   the zone's edge, where odd orders' error gathers; an odd K's come within
+   pi / K and err several times more: elec__spme_odd_edge); 0 when it
+   passes the limits. */
 static int elec__spme_grid_of(const elec_box *box, double h, int order, int grid[3]) {
     double points = 1.0;
     int axis;
@@ -8261,6 +8264,8 @@ static int elec__spme_grid_of(const elec_box *box, double h, int order, int grid
         double minimum = ceil(box->length[axis] / h - 1e-9);
         if (minimum > ELEC_SPME_MAX_GRID_AXIS) return 0;
         grid[axis] = elec_fft_friendly_size((int)minimum < order ? order : (int)minimum);
+        while (order % 2 && grid[axis] % 2 && grid[axis] < ELEC_SPME_MAX_GRID_AXIS)
+            grid[axis] = elec_fft_friendly_size(grid[axis] + 1);
         if (grid[axis] > ELEC_SPME_MAX_GRID_AXIS) return 0;
         points *= grid[axis];
     }
