@@ -116,7 +116,7 @@ TEST(spme_odd_orders_count_the_modes_at_the_mesh_edge) {
        the tolerance on 40,000 random charges); with them 0.89 to 1.13,
        held here to [0.7, 1.6].  Then the choice at fixed odd orders, T =
        1e-2 to 5e-4 on the five systems: the error within the tolerance,
-       and the estimate from 0.8 to 3 times it (measured 0.97 to 2.0; the
+       and the estimate from 0.8 to 3 times it (measured 0.96 to 1.9; the
        geometric mean counts the edge modes again where they are small, so
        it errs high; without the edge it read down to 0.41). */
     static const int grids[3] = {24, 25, 21}, orders[2] = {5, 7};
