@@ -473,7 +473,9 @@ typedef struct elec_error_estimate {
                                 periodic MSM's measured at most 1.74
                                 times it, SPME's about 1, but 4.9 on one
                                 rock-salt cell, whose shell of neighbours
-                                sits at the cutoff); 0 for non-periodic
+                                sits at the cutoff, and 2 for odd orders
+                                given odd grids at alpha h near 1, whose
+                                edge modes it leaves out); 0 for non-periodic
                                 MSM, whose resolve reads no atoms (its
                                 energy errs as the periodic one: README,
                                 "MSM's energy")                          */
