@@ -7627,7 +7627,17 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
 }
 
 /* Kolafa and Perram's real-space errors (absolute, unscaled): the RMS force
-   error per atom and the total energy's, of pairs beyond the cutoff. */
+   error per atom and the total energy's, of pairs beyond the cutoff.  The
+   energy's is the random part of the pairs beyond the cutoff; with a net
+   charge Qnet they also add coherently (the Ewald sum keeps the
+   neutralising background exactly, not the pairs' tail): for uniformly
+   placed atoms their mean is (Qnet^2 - sum q^2) / (2V) 4 pi int_rc^inf r
+   erfc(alpha r) dr = (Qnet^2 - sum q^2) pi / (2 V alpha^2) [erfc(alpha rc)
+   (1 - 2 alpha^2 rc^2) + 2 alpha rc e^(-alpha^2 rc^2) / sqrt(pi)], added
+   in quadrature where Qnet^2 passes sum q^2 (neutral systems screen it:
+   their errors lie under the random part alone).  Without it, 1,000 charges of +1 in a 24
+   A box erred 2.2 times SPME's estimate at 5e-4 and 306 times exact
+   Ewald's at 1e-4. */
 static double elec__real_force_error(const elec__charge_stats *st, double volume,
                                      double rc, double alpha) {
     if (st->count == 0) return 0.0;
@@ -7635,8 +7645,12 @@ static double elec__real_force_error(const elec__charge_stats *st, double volume
 }
 static double elec__real_energy_error(const elec__charge_stats *st, double volume,
                                       double rc, double alpha) {
-    return st->q2 * sqrt(rc / (2.0 * volume)) / (alpha * alpha * rc * rc) *
-           exp(-alpha * alpha * rc * rc);
+    const double ar = alpha * rc, coherent = st->charge * st->charge - st->q2;
+    double random = st->q2 * sqrt(rc / (2.0 * volume)) / (ar * ar) * exp(-ar * ar), mean = 0.0;
+    if (coherent > 0.0)
+        mean = coherent * ELEC__PI_ / (2.0 * volume * alpha * alpha) *
+               (erfc(ar) * (1.0 - 2.0 * ar * ar) + 2.0 * ar * exp(-ar * ar) / sqrt(ELEC__PI_));
+    return sqrt(random * random + mean * mean);
 }
 
 /* The estimate struct of a choice (relative force errors, scaled energy). */
