@@ -8637,9 +8637,8 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     status = elec__msm_device_setup_periodic(&h->plan, &p, &shape, max_atoms, devices[0], err);
     if (status != ELEC_OK) goto cleanup;
     h->plan.p.excluded_pair_count = pairs;
-    h->top = elec__pmsm_top_constant(p.cutoff * (double)(1L << shape.levels),
-                                     box->length[0] * box->length[1] * box->length[2],
-                                     p.splitting);
+    h->top =
+        elec__pmsm_constant(&p, &shape, box->length[0] * box->length[1] * box->length[2]);
     h->g.length = make_float3((float)box->length[0], (float)box->length[1],
                               (float)box->length[2]);
     h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
