@@ -2513,8 +2513,12 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     }
     elec__pmsm_excluded(x, q, box->length, &p, phi, forces);
     for (i = 0; i < n; i++) total_charge += q[i];
-    top = total_charge *
-          elec__pmsm_constant(&p, &m.shape, box->length[0] * box->length[1] * box->length[2]);
+    /* (a neutral system skips the constant's sums over the stencils) */
+    top = total_charge == 0.0 ? 0.0
+                              : total_charge * elec__pmsm_constant(&p, &m.shape,
+                                                                   box->length[0] *
+                                                                       box->length[1] *
+                                                                       box->length[2]);
     /* the lattices and the top carry each atom's own smooth part,
        sum_l K_l(0) + g_L(0) = g_0(0) = gamma(0)/a: no interaction */
     self = elec_msm_gamma(0.0, p.splitting) / p.cutoff;
