@@ -825,8 +825,11 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
        finite differences of its energy in double), so agreeing with them
        is agreeing with -dE/dr.  Random neutral charges in a cube; water
        with its excluded pairs; displaced rock salt; a net charge (the
-       top's constant), and charges all +1 (each lattice's mean,
-       elec__pmsm_constant); a box of three edges; the quintic at h 1.5 and
+       top's constant), and 450 charges of +1 with 150 of -1 (each
+       lattice's mean, elec__pmsm_constant: 1.8e-4 of sum |q phi| / 2, nine
+       times the tolerance; all +1 left the forces so small a remainder of
+       cancelling ones that float's rounding of them, 1.2e-4, was the
+       measure); a box of three edges; the quintic at h 1.5 and
        a cutoff past half the box (images within it summed). */
     test_system random = test_system_random(2000, 30.0, 91);
     test_system water = test_system_water(512, 92);
@@ -858,8 +861,8 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     pmsm_vs_cpu(&salt, &box, &p, "rock salt 3^3, displaced");
     box = test_box(21.0, 21.0, 21.0);
     pmsm_vs_cpu(&charged, &box, &p, "random 600, net charge");
-    for (size_t i = 0; i < positive.count; i++) positive.charge[i] = 1.0;
-    pmsm_vs_cpu(&positive, &box, &p, "600 charges of +1");
+    for (size_t i = 0; i < positive.count; i++) positive.charge[i] = i < 450 ? 1.0 : -1.0;
+    pmsm_vs_cpu(&positive, &box, &p, "450 charges of +1, 150 of -1");
     box = test_box(31.7, 27.3, 35.9);
     pmsm_vs_cpu(&long_box, &box, &p, "random 1500, 31.7 x 27.3 x 35.9");
     p.interpolation = ELEC_MSM_QUINTIC;
