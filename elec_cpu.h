@@ -2304,7 +2304,8 @@ static elec_status elec__pmsm_level_cutoff(elec__pmsm *m, int level, elec_error 
 }
 
 /* Stages 1 to 4: charges in, finest lattice potentials e_0 out (the top's
-   constant is added at the atoms, elec__pmsm_top_constant). */
+   constant, with each level's mean made exact, is added at the atoms:
+   elec__pmsm_constant). */
 static elec_status elec__pmsm_long_range(elec__pmsm *m, const double *x, const double *q,
                                          size_t count, elec_error *err) {
     elec_status s;

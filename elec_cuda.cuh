@@ -7591,7 +7591,8 @@ cleanup:
                       short range; forces written once, energy
                       1/2 sum q_i phi_i summed in double
    The top (all axes down to one point) is the constant C_L of the
-   zero-mean convention: C_L Q^2 / 2, added by elec_cuda_msm_periodic_energy
+   zero-mean convention, with each level's mean made exact
+   (elec__pmsm_constant): C Q^2 / 2, added by elec_cuda_msm_periodic_energy
    on the host from the compute's total charge. */
 
 /* ---- >>msm periodic MSM: the short range's cell list, for boxes shorter
@@ -8052,7 +8053,7 @@ struct elec_cuda_msm_periodic_handle {
     elec__pmsm_cells cells;  /* the short range's cell list                 */
     elec__pmsm_short_args s;
     int cell_count;
-    double top;              /* C_L: the top's energy is C_L Q^2 / 2        */
+    double top;              /* C (elec__pmsm_constant): energy C Q^2 / 2  */
     void *block;             /* one device allocation for what follows      */
     int *cell_counts, *cell_start, *atom_cell, *atom_slot, *sorted_index;
     int *excl_start, *excl_list;
