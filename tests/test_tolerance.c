@@ -186,6 +186,15 @@ TEST(spme_odd_orders_count_the_modes_at_the_mesh_edge) {
     }
 }
 
+/* The energy's error within [1/3, 1.5] of its estimate, printed. */
+static void expect_energy_near_its_estimate(const char *method, double tolerance,
+                                            double error, double estimate) {
+    printf("     %s at %.0e: energy error %.3e, estimate %.3e\n", method, tolerance, error,
+           estimate);
+    EXPECT(error <= 1.5 * estimate && error >= estimate / 3.0,
+           "%s at %g: energy error %.3e, estimate %.3e", method, tolerance, error, estimate);
+}
+
 TEST(energy_estimates_count_a_net_charges_coherent_tail) {
     /* With a net charge Qnet the pairs beyond the cutoff add coherently, a
        mean of (Qnet^2 - sum q^2) pi / (2 V alpha^2) [...]
@@ -212,31 +221,22 @@ TEST(energy_estimates_count_a_net_charges_coherent_tail) {
     for (k = 0; k < 2; k++) {
         elec_spme_params p = {0}, r;
         elec_ewald_params q = {0}, rq;
-        double error;
         p.tolerance = spme_t[k];
         if (elec_spme_params_resolve(&p, &box, &atoms, &r, &err) != ELEC_OK ||
             elec_cpu_spme(&atoms, &box, &r, &t, NULL, NULL, &err) != ELEC_OK) {
             EXPECT(0, "SPME at %g: %s", spme_t[k], err.message);
             continue;
         }
-        error = fabs(t.total - exact.total);
-        printf("     SPME at %.0e: energy error %.3e, estimate %.3e\n", spme_t[k], error,
-               r.estimate.energy);
-        EXPECT(error <= 1.5 * r.estimate.energy && error >= r.estimate.energy / 3.0,
-               "SPME at %g: energy error %.3e, estimate %.3e", spme_t[k], error,
-               r.estimate.energy);
+        expect_energy_near_its_estimate("SPME", spme_t[k], fabs(t.total - exact.total),
+                                        r.estimate.energy);
         q.tolerance = ewald_t[k];
         if (elec_ewald_params_resolve(&q, &box, &atoms, &rq, &err) != ELEC_OK ||
             elec_cpu_ewald(&atoms, &box, &rq, &t, NULL, NULL, &err) != ELEC_OK) {
             EXPECT(0, "Ewald at %g: %s", ewald_t[k], err.message);
             continue;
         }
-        error = fabs(t.total - exact.total);
-        printf("     Ewald at %.0e: energy error %.3e, estimate %.3e\n", ewald_t[k], error,
-               rq.estimate.energy);
-        EXPECT(error <= 1.5 * rq.estimate.energy && error >= rq.estimate.energy / 3.0,
-               "Ewald at %g: energy error %.3e, estimate %.3e", ewald_t[k], error,
-               rq.estimate.energy);
+        expect_energy_near_its_estimate("Ewald", ewald_t[k], fabs(t.total - exact.total),
+                                        rq.estimate.energy);
     }
     test_system_free(&s);
 }
