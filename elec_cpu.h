@@ -2303,6 +2303,21 @@ static elec_status elec__pmsm_level_cutoff(elec__pmsm *m, int level, elec_error 
     return ELEC_OK;
 }
 
+/* The constant added to every atom's potential per unit of total charge
+   (elec__pmsm_constant), from the stencils the levels already hold. */
+static double elec__pmsm_constant_of(const elec__pmsm *m) {
+    double sums[ELEC_MSM_MAX_LEVELS];
+    int l;
+    for (l = 0; l < m->levels; l++) {
+        const size_t points = elec__pmsm_stencil_points(&m->shape, l);
+        size_t k;
+        sums[l] = 0.0;
+        for (k = 0; k < points; k++) sums[l] += m->level[l].stencil[k];
+    }
+    return elec__pmsm_constant(&m->p, &m->shape, sums,
+                               m->length[0] * m->length[1] * m->length[2]);
+}
+
 /* Stages 1 to 4: charges in, finest lattice potentials e_0 out (the top's
    constant, with each level's mean made exact, is added at the atoms:
    elec__pmsm_constant). */
@@ -2514,12 +2529,7 @@ ELEC_DEF elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
     }
     elec__pmsm_excluded(x, q, box->length, &p, phi, forces);
     for (i = 0; i < n; i++) total_charge += q[i];
-    /* (a neutral system skips the constant's sums over the stencils) */
-    top = total_charge == 0.0 ? 0.0
-                              : total_charge * elec__pmsm_constant(&p, &m.shape,
-                                                                   box->length[0] *
-                                                                       box->length[1] *
-                                                                       box->length[2]);
+    top = total_charge == 0.0 ? 0.0 : total_charge * elec__pmsm_constant_of(&m);
     /* the lattices and the top carry each atom's own smooth part,
        sum_l K_l(0) + g_L(0) = g_0(0) = gamma(0)/a: no interaction */
     self = elec_msm_gamma(0.0, p.splitting) / p.cutoff;

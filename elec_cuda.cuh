@@ -8639,7 +8639,7 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     if (status != ELEC_OK) goto cleanup;
     h->plan.p.excluded_pair_count = pairs;
     h->top =
-        elec__pmsm_constant(&p, &shape, box->length[0] * box->length[1] * box->length[2]);
+        elec__pmsm_constant(&p, &shape, NULL, box->length[0] * box->length[1] * box->length[2]);
     h->g.length = make_float3((float)box->length[0], (float)box->length[1],
                               (float)box->length[2]);
     h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
