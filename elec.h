@@ -2867,16 +2867,17 @@ static inline double elec__pmsm_kernel_sum(const elec_msm_params *p, const elec_
 }
 
 /* The constant the periodic hierarchy adds to every atom's potential per
-   unit of total charge: the top's C_L (elec__pmsm_top_constant), less
-   each level's error in the mean (level_sums: each level's folded
-   stencil summed, where the caller holds them; NULL: summed here).  A lattice passes on its kernel's k = 0
-   part as h_x h_y h_z sum_d K_l(d h), where the exact part is int K_l d^3r
-   = V (C(a_l) - C(2 a_l)) (K_l = g_l - g_{l+1}, C as the top's); the
-   anterpolation keeps the total charge and the interpolation reproduces a
-   constant, so a net charge Qnet shifts every potential by Qnet / V times
-   the difference.  Without it, 2,000 charges of +1 in a 40 A box at
-   tolerance 1e-3 erred 9.1 times the energy's estimate, and their
-   potentials 1.28 times a tolerance of 1e-2 (an audit). */
+   unit of total charge: the top's C_L (elec__pmsm_top_constant), less each
+   level's error in the mean (level_sums: each level's folded stencil
+   summed, where the caller holds them; NULL: summed here). A lattice
+   passes on its kernel's k = 0 part as h_x h_y h_z sum_d K_l(d h), where
+   the exact part is int K_l d^3r = V (C(a_l) - C(2 a_l)) (K_l = g_l -
+   g_{l+1}, C as the top's); the anterpolation keeps the total charge and
+   the interpolation reproduces a constant, so a net charge Qnet shifts
+   every potential by Qnet / V times the difference. Without it, 2,000
+   charges of +1 in a 40 A box at tolerance 1e-3 erred 9.1 times the
+   energy's estimate, and their potentials 1.28 times a tolerance of 1e-2
+   (an audit). */
 static inline double elec__pmsm_constant(const elec_msm_params *p, const elec__pmsm_shape *s,
                                          const double *level_sums, double volume) {
     double constant =
