@@ -2776,12 +2776,14 @@ static inline elec_status elec__pmsm_shape_of(const elec_msm_params *p, const el
 /* Level l's stencil K_l(|(dx h_x, dy h_y, dz h_z)|) for |d_axis| <= the
    reach ceil(2 a_l / h_axis), folded modulo n where the shape says so,
    into stencil (elec__pmsm_stencil_points values, x fastest, zeroed
-   here). */
-static inline void elec__pmsm_stencil_fill(const elec_msm_params *p, const elec__pmsm_shape *s,
-                                           int l, double *stencil) {
+   here); returns the values' total (the level's mean, for
+   elec__pmsm_constant). */
+static inline double elec__pmsm_stencil_fill(const elec_msm_params *p, const elec__pmsm_shape *s,
+                                             int l, double *stencil) {
     const double a = p->cutoff * (double)(1L << l);
     const int *width = s->stencil_width[l];
     long reach[3], dx, dy, dz;
+    double total = 0.0;
     int axis;
     memset(stencil, 0, elec__pmsm_stencil_points(s, l) * sizeof *stencil);
     for (axis = 0; axis < 3; axis++) reach[axis] = (long)ceil(2.0 * a / s->h[l][axis]);
@@ -2789,7 +2791,7 @@ static inline void elec__pmsm_stencil_fill(const elec_msm_params *p, const elec_
         for (dy = -reach[1]; dy <= reach[1]; dy++)
             for (dx = -reach[0]; dx <= reach[0]; dx++) {
                 const long d[3] = {dx, dy, dz};
-                double r2 = 0.0;
+                double r2 = 0.0, value;
                 long slot[3];
                 for (axis = 0; axis < 3; axis++) {
                     double along = (double)d[axis] * s->h[l][axis];
@@ -2799,9 +2801,11 @@ static inline void elec__pmsm_stencil_fill(const elec_msm_params *p, const elec_
                                      ? elec__pmsm_wrap(d[axis], s->n[l][axis])
                                      : d[axis] - s->stencil_first[l][axis];
                 }
-                stencil[slot[0] + width[0] * (slot[1] + (long)width[1] * slot[2])] +=
-                    elec__pmsm_kernel(p, l, sqrt(r2));
+                value = elec__pmsm_kernel(p, l, sqrt(r2));
+                stencil[slot[0] + width[0] * (slot[1] + (long)width[1] * slot[2])] += value;
+                total += value;
             }
+    return total;
 }
 
 /* Level l's folded stencil (elec__pmsm_stencil_fill) wrapped onto its
@@ -2846,30 +2850,10 @@ static inline double elec__pmsm_top_constant(double a_top, double volume, int sp
     return -4.0 * 3.14159265358979323846 * a_top * a_top * (sum * step / 3.0) / volume;
 }
 
-/* Level l's kernel summed over every offset its stencil holds (images
-   and all: the folded stencil's total), sum_d K_l(|(dx h_x, dy h_y, dz
-   h_z)|). */
-static inline double elec__pmsm_kernel_sum(const elec_msm_params *p, const elec__pmsm_shape *s,
-                                           int l) {
-    const double a = p->cutoff * (double)(1L << l);
-    const double *h = s->h[l];
-    long reach[3], dx, dy, dz;
-    double sum = 0.0;
-    int axis;
-    for (axis = 0; axis < 3; axis++) reach[axis] = (long)ceil(2.0 * a / h[axis]);
-    for (dz = -reach[2]; dz <= reach[2]; dz++)
-        for (dy = -reach[1]; dy <= reach[1]; dy++)
-            for (dx = -reach[0]; dx <= reach[0]; dx++) {
-                const double x = dx * h[0], y = dy * h[1], z = dz * h[2];
-                sum += elec__pmsm_kernel(p, l, sqrt(x * x + y * y + z * z));
-            }
-    return sum;
-}
-
 /* The constant the periodic hierarchy adds to every atom's potential per
    unit of total charge: the top's C_L (elec__pmsm_top_constant), less each
-   level's error in the mean (level_sums: each level's folded stencil
-   summed, where the caller holds them; NULL: summed here). A lattice
+   level's error in the mean (level_sums: each level's stencil total, as
+   elec__pmsm_stencil_fill returns it). A lattice
    passes on its kernel's k = 0 part as h_x h_y h_z sum_d K_l(d h), where
    the exact part is int K_l d^3r = V (C(a_l) - C(2 a_l)) (K_l = g_l -
    g_{l+1}, C as the top's); the anterpolation keeps the total charge and
@@ -2888,8 +2872,7 @@ static inline double elec__pmsm_constant(const elec_msm_params *p, const elec__p
         const double cell = s->h[l][0] * s->h[l][1] * s->h[l][2];
         const double exact = volume * (elec__pmsm_top_constant(a, volume, p->splitting) -
                                        elec__pmsm_top_constant(2.0 * a, volume, p->splitting));
-        const double sum = level_sums ? level_sums[l] : elec__pmsm_kernel_sum(p, s, l);
-        constant -= (cell * sum - exact) / volume;
+        constant -= (cell * level_sums[l] - exact) / volume;
     }
     return constant;
 }

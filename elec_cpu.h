@@ -1981,6 +1981,7 @@ typedef struct elec__pmsm_level {
     long stencil_first[3];
     int stencil_width[3];
     double *q, *e, *stencil;
+    double stencil_total; /* its stencil's values summed (elec__pmsm_constant) */
 } elec__pmsm_level;
 
 typedef struct elec__pmsm {
@@ -2043,7 +2044,7 @@ static elec_status elec__pmsm_setup(elec__pmsm *m, const elec_msm_params *p,
                               "and its stencil of %zu", count, stencil);
         memset(g->q, 0, count * sizeof *g->q);
         memset(g->e, 0, count * sizeof *g->e);
-        elec__pmsm_stencil_fill(p, &shape, l, g->stencil);
+        g->stencil_total = elec__pmsm_stencil_fill(p, &shape, l, g->stencil);
     }
     for (l = 0; l + 1 < m->levels; l++) {
         const int *f = shape.n[l], *c = shape.n[l + 1];
@@ -2304,17 +2305,12 @@ static elec_status elec__pmsm_level_cutoff(elec__pmsm *m, int level, elec_error 
 }
 
 /* The constant added to every atom's potential per unit of total charge
-   (elec__pmsm_constant), from the stencils the levels already hold. */
+   (elec__pmsm_constant), from the levels' stencil totals. */
 static double elec__pmsm_constant_of(const elec__pmsm *m) {
-    double sums[ELEC_MSM_MAX_LEVELS];
+    double totals[ELEC_MSM_MAX_LEVELS];
     int l;
-    for (l = 0; l < m->levels; l++) {
-        const size_t points = elec__pmsm_stencil_points(&m->shape, l);
-        size_t k;
-        sums[l] = 0.0;
-        for (k = 0; k < points; k++) sums[l] += m->level[l].stencil[k];
-    }
-    return elec__pmsm_constant(&m->p, &m->shape, sums,
+    for (l = 0; l < m->levels; l++) totals[l] = m->level[l].stencil_total;
+    return elec__pmsm_constant(&m->p, &m->shape, totals,
                                m->length[0] * m->length[1] * m->length[2]);
 }
 

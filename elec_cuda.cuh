@@ -2937,6 +2937,8 @@ typedef struct elec__msm_device {
     const int *spans_of[ELEC_MSM_MAX_LEVELS];     /* radius and factor          */
     int radius_of[ELEC_MSM_MAX_LEVELS];
     float factor_of[ELEC_MSM_MAX_LEVELS];
+    double stencil_total[ELEC_MSM_MAX_LEVELS]; /* periodic: each level's stencil
+                                                  summed (elec__pmsm_constant) */
     elec_cuda_chargemap_handle *anterpolation;
     size_t max_atoms;
     int timed;                /* marks made: ELEC__MSM_MARKS events              */
@@ -8170,7 +8172,7 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
     }
     for (int l = 0; l < shape->levels; l++) {
         const size_t sp = elec__pmsm_stencil_points(shape, l);
-        elec__pmsm_stencil_fill(p, shape, l, host);
+        md->stencil_total[l] = elec__pmsm_stencil_fill(p, shape, l, host);
         for (size_t k = 0; k < sp; k++) host_float[at + k] = (float)host[k];
         at += sp;
     }
@@ -8638,8 +8640,8 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     status = elec__msm_device_setup_periodic(&h->plan, &p, &shape, max_atoms, devices[0], err);
     if (status != ELEC_OK) goto cleanup;
     h->plan.p.excluded_pair_count = pairs;
-    h->top =
-        elec__pmsm_constant(&p, &shape, NULL, box->length[0] * box->length[1] * box->length[2]);
+    h->top = elec__pmsm_constant(&p, &shape, h->plan.stencil_total,
+                                 box->length[0] * box->length[1] * box->length[2]);
     h->g.length = make_float3((float)box->length[0], (float)box->length[1],
                               (float)box->length[2]);
     h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),
