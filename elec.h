@@ -8058,6 +8058,20 @@ static void elec__structure_factors(const elec__charge_stats *st, int order,
     *energy = we > 0.0 ? se / we : 1.0;
 }
 
+/* |sum_{k=0}^{order-2} M_n(k+1) exp(2 pi i m k / grid)|^2, the B-spline's
+   values at the integers w (w[j] = M_n(j): elec_bspline_weights at t = 0),
+   for mode m of a grid (elec_spme_bspline_moduli, without its floor). */
+static double elec__spline_modulus(int order, const double *w, int m, int grid) {
+    const double two_pi = 6.28318530717958647692;
+    double re = 0.0, im = 0.0;
+    int k;
+    for (k = 0; k < order - 1; k++) {
+        re += w[k + 1] * cos(two_pi * m * k / grid);
+        im += w[k + 1] * sin(two_pi * m * k / grid);
+    }
+    return re * re + im * im;
+}
+
 /* e^z E1(z) = int_0^inf e^-t / (z + t) dt for z > 0 (E1 the exponential
    integral): its series below 1, its continued fraction 1 / (z + 1 - 1 /
    (z + 3 - 4 / (z + 5 - ...))) from 1 on (60 levels: 1e-12 at z = 1). */
@@ -8113,27 +8127,22 @@ typedef struct elec__edge_mode {
     double e[2 * ELEC__EDGE_ALIASES + 1]; /* U_n / U_0, n = -6..6 */
 } elec__edge_mode;
 
-/* The j-th mode from the edge of an axis of k_grid points, for the
-   B-spline values w at the integers (w[k + 1] = M_p(k + 1)); 0 where j
-   passes eps < pi / 2. */
+/* The j-th mode from the edge of an axis of k_grid points, the mesh's
+   mode K/2 - j (integer division: kappa = pi - 2 pi j / K for even K, pi
+   - pi (2j + 1) / K for odd K), for the B-spline values w at the integers
+   (w[k + 1] = M_p(k + 1)); 0 where j passes eps < pi / 2. */
 static int elec__edge_mode_at(int order, const double *w, int k_grid, int j,
                               elec__edge_mode *m) {
     const double pi = ELEC__PI_;
-    const int even = k_grid % 2 == 0;
-    /* eps = 2 pi j / K (even K) or pi (2j + 1) / K (odd K) */
-    const double eps = even ? 2.0 * pi * j / k_grid : pi * (2 * j + 1) / k_grid;
-    const double moduli_at = pi - (even && j == 0 ? 2.0 * pi / k_grid : eps);
-    double re = 0.0, im = 0.0, u0;
-    int k, n;
-    if (!(2.0 * eps < pi)) return 0;
-    m->kappa = pi - eps;
+    const int even = k_grid % 2 == 0, mode = k_grid / 2 - j;
+    double u0;
+    int n;
+    m->kappa = 2.0 * pi * mode / k_grid;
+    if (!(2.0 * m->kappa > pi)) return 0;
     m->mirrored = !(even && j == 0);
-    for (k = 0; k < order - 1; k++) {
-        re += w[k + 1] * cos(moduli_at * k);
-        im += w[k + 1] * sin(moduli_at * k);
-    }
     u0 = pow(sin(0.5 * m->kappa) / (0.5 * m->kappa), order);
-    m->g = u0 * u0 / (re * re + im * im);
+    /* the mode at pi itself takes its neighbour's moduli */
+    m->g = u0 * u0 / elec__spline_modulus(order, w, m->mirrored ? mode : mode - 1, k_grid);
     for (n = -ELEC__EDGE_ALIASES; n <= ELEC__EDGE_ALIASES; n++)
         m->e[n + ELEC__EDGE_ALIASES] = pow(m->kappa / (m->kappa + 2.0 * pi * n), order);
     return 1;
@@ -8262,22 +8271,12 @@ ELEC_DEF int elec_fft_friendly_size(int minimum) {
 }
 
 ELEC_DEF elec_status elec_spme_bspline_moduli(int order, int grid, double *moduli) {
-    double w[ELEC_MAX_SPLINE_ORDER], at_integers[ELEC_MAX_SPLINE_ORDER];
-    const double two_pi = 6.28318530717958647692;
-    int m, k;
+    double w[ELEC_MAX_SPLINE_ORDER];
+    int m;
     if (order < 2 || order > ELEC_MAX_SPLINE_ORDER || grid < 1 || !moduli)
         return ELEC_ERR_INVALID_ARG;
-    /* M_n(k + 1), k = 0..order-2: the weights at t = 0 (w[j] = M_n(j)). */
     elec_bspline_weights(order, 0.0, w, NULL);
-    for (k = 0; k < order - 1; k++) at_integers[k] = w[k + 1];
-    for (m = 0; m < grid; m++) {
-        double re = 0.0, im = 0.0;
-        for (k = 0; k < order - 1; k++) {
-            re += at_integers[k] * cos(two_pi * m * k / grid);
-            im += at_integers[k] * sin(two_pi * m * k / grid);
-        }
-        moduli[m] = re * re + im * im;
-    }
+    for (m = 0; m < grid; m++) moduli[m] = elec__spline_modulus(order, w, m, grid);
     for (m = 0; m < grid; m++)
         if (moduli[m] < 1e-7)
             moduli[m] = 0.5 * (moduli[(m - 1 + grid) % grid] +
