@@ -277,7 +277,7 @@ $(BUILD)/cufft_baseline: tests/cufft_baseline.cu | $(BUILD)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
-FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options $(FUZZ_BUILD)/fuzz_points
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options $(FUZZ_BUILD)/fuzz_points $(FUZZ_BUILD)/fuzz_msms
 $(FUZZ_BUILD):
 	mkdir -p $(FUZZ_BUILD)
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)

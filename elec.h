@@ -96,9 +96,9 @@
                 elec_hcp_from_structure elec_hcp_free elec_alpb_size
                 elec_alpb_variant_name elec_alpb_params_resolve
                 elec_alpb_kernel_setup elec_hcp_reach elec_alpb_term
-                elec_alpb_term_float elec_read_msms elec_read_points
-                elec_parse_points elec_surface_contact elec_surface_mesh
-                elec_surface_free
+                elec_alpb_term_float elec_read_msms elec_parse_msms
+                elec_read_points elec_parse_points elec_surface_contact
+                elec_surface_mesh elec_surface_free
      >>slab     sub-lattices for distributed maps
                 elec_slab_partition elec_lattice_slab elec_atoms_halo
                 elec_atoms_gather elec_mrc_header
@@ -1897,6 +1897,11 @@ typedef struct elec_surface {
    line, then three 1-based vertex numbers and two integers per triangle). */
 ELEC_API elec_status elec_read_msms(const char *vert_path, const char *face_path,
                                     elec_surface *out, elec_error *err);
+/* The same from texts in memory (face_text NULL: no triangles); messages
+   name "MSMS .vert" and "MSMS .face" where elec_read_msms names files. */
+ELEC_API elec_status elec_parse_msms(const char *vert_text, size_t vert_length,
+                                     const char *face_text, size_t face_length,
+                                     elec_surface *out, elec_error *err);
 /* A point list: one point a line, x y z or x y z nx ny nz (every line the
    same; normals renormalised), blank lines and '#' comments allowed. */
 ELEC_API elec_status elec_read_points(const char *path, elec_surface *out,
@@ -9592,109 +9597,136 @@ static elec_status elec__msms_count(elec__lines *c, const char *path, size_t *co
     return elec__fail(err, ELEC_ERR_PARSE, c->number, "%s: no count line", path);
 }
 
-static elec_status elec__msms_faces(const char *path, elec_surface *s, elec_error *err) {
+/* The .face text's triangles (1-based vertex numbers, each one of s's
+   vertices) into s; `name` leads every message. */
+static elec_status elec__msms_faces(const char *text, size_t length, const char *name,
+                                    elec_surface *s, elec_error *err) {
     elec__lines c;
     elec__pqr_token t[6];
-    char *text;
-    size_t length, count = 0, f = 0;
+    size_t count = 0, f = 0;
     elec_status st;
-    if ((st = elec_read_text(path, "an MSMS .face", &text, &length, err)) != ELEC_OK) return st;
-    c.p = text;
-    c.end = text + length;
+    c.p = text ? text : "";
+    c.end = c.p + length;
     c.number = 0;
-    if ((st = elec__msms_count(&c, path, &count, err)) != ELEC_OK) goto done;
+    if ((st = elec__msms_count(&c, name, &count, err)) != ELEC_OK) return st;
     s->triangles = (size_t *)ELEC_MALLOC(3 * count * sizeof(size_t));
-    if (!s->triangles) {
-        st = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu triangles", count);
-        goto done;
-    }
+    if (!s->triangles)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu triangles", count);
     while (f < count) {
         long n = elec__next_line(&c, t, 6), k;
         if (n < 0) break;
         if (n == 0 || t[0].p[0] == '#') continue;
-        if (n < 3) {
-            st = elec__fail(err, ELEC_ERR_PARSE, c.number,
-                            "%s: line %ld: %ld fields where three vertex numbers are "
-                            "expected", path, c.number, n);
-            goto done;
-        }
+        if (n < 3)
+            return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                              "%s: line %ld: %ld fields where three vertex numbers are "
+                              "expected", name, c.number, n);
         for (k = 0; k < 3; k++) {
             long long v;
             if (elec__pqr_integer(t[k].p, t[k].n, (long long)INT_MAX, &v) !=
-                    ELEC__PQR_NUMBER_OK || v < 1 || (size_t)v > s->count) {
-                st = elec__fail(err, ELEC_ERR_PARSE, c.number,
-                                "%s: line %ld: vertex number '%.*s%s' is not one of the "
-                                "%zu vertices", path, c.number,
-                                ELEC__PQR_QUOTE(t[k].p, t[k].n), s->count);
-                goto done;
-            }
+                    ELEC__PQR_NUMBER_OK || v < 1 || (size_t)v > s->count)
+                return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                                  "%s: line %ld: vertex number '%.*s%s' is not one of the "
+                                  "%zu vertices", name, c.number,
+                                  ELEC__PQR_QUOTE(t[k].p, t[k].n), s->count);
             s->triangles[3 * f + (size_t)k] = (size_t)v - 1;
         }
         f++;
     }
-    if (f < count) {
-        st = elec__fail(err, ELEC_ERR_PARSE, c.number,
-                        "%s: the file ends after %zu of %zu triangles", path, f, count);
-        goto done;
-    }
+    if (f < count)
+        return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                          "%s: the file ends after %zu of %zu triangles", name, f, count);
     s->triangle_count = count;
-done:
-    ELEC_FREE(text);
-    return st;
+    return ELEC_OK;
 }
 
-ELEC_DEF elec_status elec_read_msms(const char *vert_path, const char *face_path,
-                                    elec_surface *out, elec_error *err) {
+/* The .vert text's vertices and unit normals into s (allocated here). */
+static elec_status elec__msms_vertices(const char *text, size_t length, const char *name,
+                                       elec_surface *s, elec_error *err) {
     elec__lines c;
     elec__pqr_token t[10];
-    char *text = NULL, why[200];
-    size_t length, count = 0, v = 0;
-    elec_surface s;
+    char why[200];
+    size_t count = 0, v = 0;
     elec_status st;
-    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
-    memset(out, 0, sizeof *out);
-    memset(&s, 0, sizeof s);
-    if ((st = elec_read_text(vert_path, "an MSMS .vert", &text, &length, err)) != ELEC_OK) return st;
-    c.p = text;
-    c.end = text + length;
+    c.p = text ? text : "";
+    c.end = c.p + length;
     c.number = 0;
-    if ((st = elec__msms_count(&c, vert_path, &count, err)) != ELEC_OK) goto done;
-    if ((st = elec__surface_alloc(&s, count, 1, err)) != ELEC_OK) goto done;
+    if ((st = elec__msms_count(&c, name, &count, err)) != ELEC_OK) return st;
+    if ((st = elec__surface_alloc(s, count, 1, err)) != ELEC_OK) return st;
     while (v < count) {
         double values[6];
         long n = elec__next_line(&c, t, 10);
         if (n < 0) break;
         if (n == 0 || t[0].p[0] == '#') continue;
-        if (n < 6) {
-            st = elec__fail(err, ELEC_ERR_PARSE, c.number,
-                            "%s: line %ld: %ld fields where x y z nx ny nz are expected",
-                            vert_path, c.number, n);
-            goto done;
-        }
-        if (!elec__surface_numbers(t, 6, values, why, sizeof why) ||
-            !elec__unit(values + 3)) {
-            st = elec__fail(err, ELEC_ERR_PARSE, c.number, "%s: line %ld: %s", vert_path,
-                            c.number,
-                            elec__surface_numbers(t, 6, values, why, sizeof why)
-                                ? "the normal is zero" : why);
-            goto done;
-        }
-        memcpy(s.xyz + 3 * v, values, 3 * sizeof(double));
-        memcpy(s.normal + 3 * v, values + 3, 3 * sizeof(double));
+        if (n < 6)
+            return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                              "%s: line %ld: %ld fields where x y z nx ny nz are expected",
+                              name, c.number, n);
+        if (!elec__surface_numbers(t, 6, values, why, sizeof why))
+            return elec__fail(err, ELEC_ERR_PARSE, c.number, "%s: line %ld: %s", name,
+                              c.number, why);
+        if (!elec__unit(values + 3))
+            return elec__fail(err, ELEC_ERR_PARSE, c.number, "%s: line %ld: the normal is zero",
+                              name, c.number);
+        memcpy(s->xyz + 3 * v, values, 3 * sizeof(double));
+        memcpy(s->normal + 3 * v, values + 3, 3 * sizeof(double));
         v++;
     }
-    if (v < count) {
-        st = elec__fail(err, ELEC_ERR_PARSE, c.number,
-                        "%s: the file ends after %zu of %zu vertices", vert_path, v, count);
-        goto done;
-    }
-    if (face_path && (st = elec__msms_faces(face_path, &s, err)) != ELEC_OK) goto done;
-    *out = s;
+    if (v < count)
+        return elec__fail(err, ELEC_ERR_PARSE, c.number,
+                          "%s: the file ends after %zu of %zu vertices", name, v, count);
+    return ELEC_OK;
+}
+
+/* Both texts into out (face_text NULL: no triangles), each message led
+   by its text's name. */
+static elec_status elec__msms_parse(const char *vert_text, size_t vert_length,
+                                    const char *vert_name, const char *face_text,
+                                    size_t face_length, const char *face_name,
+                                    elec_surface *out, elec_error *err) {
+    elec_surface s;
+    elec_status st;
     memset(&s, 0, sizeof s);
+    st = elec__msms_vertices(vert_text, vert_length, vert_name, &s, err);
+    if (st == ELEC_OK && face_text)
+        st = elec__msms_faces(face_text, face_length, face_name, &s, err);
+    if (st != ELEC_OK) {
+        elec_surface_free(&s);
+        return st;
+    }
+    *out = s;
     elec__ok(err);
-done:
-    elec_surface_free(&s);
-    ELEC_FREE(text);
+    return ELEC_OK;
+}
+
+ELEC_DEF elec_status elec_parse_msms(const char *vert_text, size_t vert_length,
+                                     const char *face_text, size_t face_length,
+                                     elec_surface *out, elec_error *err) {
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!vert_text && vert_length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vert_text is NULL");
+    if (!face_text && face_length)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "face_text is NULL with a length of %zu", face_length);
+    return elec__msms_parse(vert_text, vert_length, "MSMS .vert", face_text, face_length,
+                            "MSMS .face", out, err);
+}
+
+ELEC_DEF elec_status elec_read_msms(const char *vert_path, const char *face_path,
+                                    elec_surface *out, elec_error *err) {
+    char *vert = NULL, *face = NULL;
+    size_t vert_length = 0, face_length = 0;
+    elec_status st;
+    if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
+    memset(out, 0, sizeof *out);
+    st = elec_read_text(vert_path, "an MSMS .vert", &vert, &vert_length, err);
+    if (st == ELEC_OK && face_path)
+        st = elec_read_text(face_path, "an MSMS .face", &face, &face_length, err);
+    if (st == ELEC_OK)
+        st = elec__msms_parse(vert, vert_length, vert_path, face, face_length, face_path, out,
+                              err);
+    ELEC_FREE(vert);
+    ELEC_FREE(face);
     return st;
 }
 

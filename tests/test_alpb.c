@@ -1123,7 +1123,7 @@ TEST(point_list_with_a_malformed_line_is_refused) {
     }
 }
 
-TEST(msms_files_are_read) {
+TEST(msms_files_and_texts_are_read) {
     static const char *const vert =
         "# MSMS solvent excluded surface vertices for test\n"
         "#vertex #sphere density probe_r\n"
@@ -1168,6 +1168,35 @@ TEST(msms_files_are_read) {
     remove("build/test_alpb.vert");
     remove("build/test_alpb.face");
     remove("build/test_alpb_bad.face");
+    /* the same texts from memory, each message naming its text; an empty
+       .face is refused, not read as no triangles; NULL with a length too */
+    EXPECT(elec_parse_msms(vert, strlen(vert), face, strlen(face), &s, &err) == ELEC_OK &&
+               s.count == 4 && s.triangle_count == 2 && s.triangles[3] == 1 &&
+               s.triangles[5] == 2 && s.normal[0] == 1.0,
+           "%s", err.message);
+    elec_surface_free(&s);
+    EXPECT(elec_parse_msms(vert, strlen(vert), NULL, 0, &s, &err) == ELEC_OK && s.count == 4 &&
+               s.triangle_count == 0 && !s.triangles,
+           "%s", err.message);
+    elec_surface_free(&s);
+    EXPECT(elec_parse_msms(vert, strlen(vert), bad_face, strlen(bad_face), &s, &err) ==
+                   ELEC_ERR_PARSE &&
+               err.line == 4 && strstr(err.message, "MSMS .face: line 4") && s.count == 0,
+           "%s", err.message);
+    EXPECT(elec_parse_msms(vert, strlen(vert), "", 0, &s, &err) == ELEC_ERR_PARSE &&
+               strstr(err.message, "MSMS .face: no count line") && s.count == 0,
+           "%s", err.message);
+    EXPECT(elec_parse_msms(huge_count, strlen(huge_count), NULL, 0, &s, &err) ==
+                   ELEC_ERR_PARSE &&
+               strstr(err.message, "MSMS .vert: line 3: a count of 2147483647"),
+           "%s", err.message);
+    EXPECT(elec_parse_msms(vert, 60, NULL, 0, &s, &err) == ELEC_ERR_PARSE && s.count == 0,
+           "%s", err.message);
+    EXPECT(elec_parse_msms(NULL, 0, NULL, 0, &s, &err) == ELEC_ERR_PARSE &&
+               elec_parse_msms(NULL, 3, NULL, 0, &s, &err) == ELEC_ERR_INVALID_ARG &&
+               elec_parse_msms(vert, strlen(vert), NULL, 3, &s, &err) == ELEC_ERR_INVALID_ARG &&
+               elec_parse_msms(vert, strlen(vert), NULL, 0, NULL, &err) == ELEC_ERR_INVALID_ARG,
+           "%s", err.message);
 }
 
 /* An isolated atom keeps all its max(1, round(3 4 pi r^2)) points, on its
@@ -1394,7 +1423,7 @@ int main(void) {
     RUN(potentials_past_the_outputs_range_fail_the_call);
     RUN(point_lists_read_with_and_without_normals);
     RUN(point_list_with_a_malformed_line_is_refused);
-    RUN(msms_files_are_read);
+    RUN(msms_files_and_texts_are_read);
     RUN(contact_surface_of_one_atom_and_of_a_pair);
     RUN(mesh_of_one_atom_is_a_closed_sphere);
     RUN(mesh_of_a_structure_is_closed_and_faces_outward);
