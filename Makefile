@@ -277,10 +277,10 @@ $(BUILD)/cufft_baseline: tests/cufft_baseline.cu | $(BUILD)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD = $(BUILD)/fuzz
-FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options $(FUZZ_BUILD)/fuzz_points $(FUZZ_BUILD)/fuzz_msms
+FUZZERS = $(FUZZ_BUILD)/fuzz_pqr $(FUZZ_BUILD)/fuzz_dx $(FUZZ_BUILD)/fuzz_mrc $(FUZZ_BUILD)/fuzz_elecmap_options $(FUZZ_BUILD)/fuzz_elecenergy_options $(FUZZ_BUILD)/fuzz_points $(FUZZ_BUILD)/fuzz_msms $(FUZZ_BUILD)/fuzz_elecsurf_options
 $(FUZZ_BUILD):
 	mkdir -p $(FUZZ_BUILD)
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_args.h examples/elecmap.c examples/elecenergy.c examples/elecsurf.c examples/cli.h $(HEADERS) | $(FUZZ_BUILD)
 	$(FUZZ_CC) -std=c99 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. -o $@ tests/fuzz/fuzz_$*.c -lm
 fuzz: $(FUZZERS) $(BUILD)/elecmap
 	@sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD) $(BUILD)/elecmap $(FUZZERS)

@@ -18,7 +18,11 @@
    by: at a point P outside the surface E1 with r = A + p, p the distance
    from P to the surface (its nearest vertex), the potential a vertex
    there would have at that projection; inside, E1 at p = 0 (ALPB's
-   interior form needs Born radii elec does not compute). */
+   interior form needs Born radii elec does not compute).
+
+   elecsurf_parse reads the command line and does nothing else (no file is
+   touched), so that tests/fuzz/fuzz_elecsurf_options.c can call it; define
+   ELECSURF_NO_MAIN to include this file without its main. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
@@ -139,7 +143,7 @@ static int has_extension(const char *path, const char *ext) {
    what it is for, not ignored (an audit found --exact beside
    --hcp-charges, --spacing beside a .ply and --probe beside the mesh all
    taken in silence).  1 where every option given counts. */
-static int options_all_read(const options *o) {
+static int options_all_read(const options *o, FILE *messages) {
     static const struct {
         unsigned bit;
         const char *name, *for_what;
@@ -167,15 +171,21 @@ static int options_all_read(const options *o) {
     if (o->kind != OUTPUT_MAP) unread |= GIVEN_SPACING | GIVEN_PADDING | GIVEN_MAX_POINTS;
     for (k = 0; k < sizeof only / sizeof only[0]; k++)
         if (o->given & unread & only[k].bit) {
-            fprintf(stderr, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
+            fprintf(messages, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
                     only[k].name, only[k].for_what);
             return 0;
         }
     return 1;
 }
 
-/* Parses argv into o; returns 0 with a message on stderr when it cannot. */
-static int parse_options(int argc, char **argv, options *o) {
+/* What elecsurf_parse found: run, print the help or the version, or a
+   usage error (its message already written). */
+enum { PARSE_RUN, PARSE_HELP, PARSE_ERROR, PARSE_VERSION };
+
+/* Parses argv into o and does nothing else (no file is opened: the
+   fuzzer of tests/fuzz runs it); a usage error's message goes to
+   `messages`. */
+static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
     int i, positional = 0;
     const char *files[2] = {NULL, NULL};
     memset(o, 0, sizeof *o);
@@ -192,28 +202,22 @@ static int parse_options(int argc, char **argv, options *o) {
         int more = argc - i - 1;
 #define NEED(n)                                                               \
     if (more < (n)) {                                                         \
-        fprintf(stderr, "elecsurf: %s needs a value\n", a);                   \
-        return 0;                                                             \
+        fprintf(messages, "elecsurf: %s needs a value\n", a);                   \
+        return PARSE_ERROR;                                                   \
     }
 #define DOUBLE_ARG(target, what)                                              \
     do {                                                                      \
         NEED(1);                                                              \
         if (!parse_double(argv[++i], &(target))) {                            \
-            fprintf(stderr, "elecsurf: %s: '%s' is not a %s\n", a, argv[i],   \
+            fprintf(messages, "elecsurf: %s: '%s' is not a %s\n", a, argv[i],   \
                     what);                                                    \
-            return 0;                                                         \
+            return PARSE_ERROR;                                               \
         }                                                                     \
     } while (0)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
+            return PARSE_HELP;
         } else if (!strcmp(a, "--version")) {
-#ifdef ELECSURF_WITH_PNG
-            cli_version(stdout, "elecsurf", "libpng", 1);
-#else
-            cli_version(stdout, "elecsurf", "libpng", 0);
-#endif
-            exit(0);
+            return PARSE_VERSION;
         } else if (!strcmp(a, "--surface")) {
             NEED(1);
             a = argv[++i];
@@ -227,17 +231,17 @@ static int parse_options(int argc, char **argv, options *o) {
             o->given |= GIVEN_DENSITY;
             DOUBLE_ARG(o->density, "density per A^2");
             if (!(o->density > 0.0) || !(o->density <= 1e4)) {
-                fprintf(stderr, "elecsurf: --density %g: give a density in (0, 1e4]\n",
+                fprintf(messages, "elecsurf: --density %g: give a density in (0, 1e4]\n",
                         o->density);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--probe")) {
             o->given |= GIVEN_PROBE;
             DOUBLE_ARG(o->probe, "radius in A");
             if (!(o->probe > 0.0) || !(o->probe <= 1e4)) {
-                fprintf(stderr, "elecsurf: --probe %g: give a radius in (0, 1e4] A\n",
+                fprintf(messages, "elecsurf: --probe %g: give a radius in (0, 1e4] A\n",
                         o->probe);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--proj")) {
             DOUBLE_ARG(o->alpb.proj, "length in A");
@@ -246,23 +250,23 @@ static int parse_options(int argc, char **argv, options *o) {
             double *eps = !strcmp(a, "--eps-in") ? &o->alpb.eps_in : &o->alpb.eps_out;
             DOUBLE_ARG(*eps, "dielectric constant");
             if (!(*eps > 0.0)) {
-                fprintf(stderr, "elecsurf: %s %g: give a positive dielectric constant\n", a,
+                fprintf(messages, "elecsurf: %s %g: give a positive dielectric constant\n", a,
                         *eps);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--salt")) {
             DOUBLE_ARG(o->alpb.salt, "concentration in mol/L");
             if (!(o->alpb.salt >= 0.0)) {
-                fprintf(stderr, "elecsurf: --salt %g: give a concentration of 0 or more\n",
+                fprintf(messages, "elecsurf: --salt %g: give a concentration of 0 or more\n",
                         o->alpb.salt);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--A")) {
             DOUBLE_ARG(o->alpb.electrostatic_size, "size in A");
             if (!(o->alpb.electrostatic_size > 0.0)) {
-                fprintf(stderr, "elecsurf: --A %g: give a positive size\n",
+                fprintf(messages, "elecsurf: --A %g: give a positive size\n",
                         o->alpb.electrostatic_size);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--exact")) {
             o->alpb.exact = 1;
@@ -271,8 +275,8 @@ static int parse_options(int argc, char **argv, options *o) {
             NEED(1);
             a = argv[++i];
             if (strcmp(a, "1") && strcmp(a, "2")) {
-                fprintf(stderr, "elecsurf: --hcp-charges '%s': use 1 or 2\n", a);
-                return 0;
+                fprintf(messages, "elecsurf: --hcp-charges '%s': use 1 or 2\n", a);
+                return PARSE_ERROR;
             }
             o->alpb.hcp_charges = a[0] - '0';
         } else if (!strcmp(a, "--hcp")) {
@@ -281,34 +285,34 @@ static int parse_options(int argc, char **argv, options *o) {
             int level = 0;
             NEED(1);
             if (strlen(argv[i + 1]) >= sizeof copy) { /* not cut short in silence */
-                fprintf(stderr, "elecsurf: --hcp '%.40s...': give 1 to 3 thresholds in A, "
+                fprintf(messages, "elecsurf: --hcp '%.40s...': give 1 to 3 thresholds in A, "
                                 "comma-separated, in under %zu characters\n",
                         argv[i + 1], sizeof copy);
-                return 0;
+                return PARSE_ERROR;
             }
             snprintf(copy, sizeof copy, "%s", argv[++i]);
             /* strtok_r passes over an empty field: "20,,70" would be 20,70 */
             if (copy[0] == ',' || strstr(copy, ",,") ||
                 (copy[0] && copy[strlen(copy) - 1] == ',')) {
-                fprintf(stderr, "elecsurf: --hcp '%s': an empty threshold; give 1 to 3 "
+                fprintf(messages, "elecsurf: --hcp '%s': an empty threshold; give 1 to 3 "
                                 "positive thresholds in A (or inf), comma-separated\n",
                         argv[i]);
-                return 0;
+                return PARSE_ERROR;
             }
             for (token = strtok_r(copy, ",", &rest); token; token = strtok_r(NULL, ",", &rest)) {
                 double h;
                 if (level == ELEC_HCP_LEVELS ||
                     (!parse_double(token, &h) && strcmp(token, "inf")) ||
                     (strcmp(token, "inf") && !(h > 0.0))) {
-                    fprintf(stderr, "elecsurf: --hcp '%s': give 1 to 3 positive thresholds "
+                    fprintf(messages, "elecsurf: --hcp '%s': give 1 to 3 positive thresholds "
                                     "in A (or inf), comma-separated\n", argv[i]);
-                    return 0;
+                    return PARSE_ERROR;
                 }
                 o->alpb.hcp_h[level++] = strcmp(token, "inf") ? h : HUGE_VAL;
             }
             if (level == 0) {
-                fprintf(stderr, "elecsurf: --hcp needs thresholds\n");
-                return 0;
+                fprintf(messages, "elecsurf: --hcp needs thresholds\n");
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--hcp-tolerance")) {
             o->given |= GIVEN_HCP_TOLERANCE;
@@ -319,9 +323,9 @@ static int parse_options(int argc, char **argv, options *o) {
             } else {
                 DOUBLE_ARG(o->hcp_tolerance, "potential");
                 if (!(o->hcp_tolerance > 0.0)) {
-                    fprintf(stderr, "elecsurf: --hcp-tolerance %g: give a positive potential "
+                    fprintf(messages, "elecsurf: --hcp-tolerance %g: give a positive potential "
                                     "(or inf)\n", o->hcp_tolerance);
-                    return 0;
+                    return PARSE_ERROR;
                 }
             }
         } else if (!strcmp(a, "--gem")) {
@@ -340,12 +344,12 @@ static int parse_options(int argc, char **argv, options *o) {
                     found = 1;
                 }
             if (!found) { /* the names from the library, so that none is left out */
-                fprintf(stderr, "elecsurf: unknown GPU kernel '%s' (", a);
+                fprintf(messages, "elecsurf: unknown GPU kernel '%s' (", a);
                 for (v = 0; v < ELEC_ALPB_VARIANT_COUNT; v++)
-                    fprintf(stderr, "%s%s", v ? ", " : "",
+                    fprintf(messages, "%s%s", v ? ", " : "",
                             elec_alpb_variant_name((elec_alpb_variant)v));
-                fprintf(stderr, ")\n");
-                return 0;
+                fprintf(messages, ")\n");
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--units")) {
             NEED(1);
@@ -353,55 +357,55 @@ static int parse_options(int argc, char **argv, options *o) {
             if (!strcmp(a, "kT")) o->units_kT = 1;
             else if (!strcmp(a, "kcal")) o->units_kT = 0;
             else {
-                fprintf(stderr, "elecsurf: unknown units '%s' (kT or kcal)\n", a);
-                return 0;
+                fprintf(messages, "elecsurf: unknown units '%s' (kT or kcal)\n", a);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--temperature")) {
             DOUBLE_ARG(o->temperature, "temperature in K");
             if (!(o->temperature > 0.0)) {
-                fprintf(stderr, "elecsurf: --temperature %g: give a positive temperature\n",
+                fprintf(messages, "elecsurf: --temperature %g: give a positive temperature\n",
                         o->temperature);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--range")) {
             o->given |= GIVEN_RANGE;
             DOUBLE_ARG(o->range, "potential");
             if (!(o->range > 0.0)) {
-                fprintf(stderr, "elecsurf: --range %g: give a positive range\n", o->range);
-                return 0;
+                fprintf(messages, "elecsurf: --range %g: give a positive range\n", o->range);
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--size")) {
             o->given |= GIVEN_SIZE;
             double size;
             DOUBLE_ARG(size, "size in pixels");
             if (!(size >= 64 && size <= 8192) || size != (int)size) {
-                fprintf(stderr, "elecsurf: --size %g: use 64 to 8192 pixels\n", size);
-                return 0;
+                fprintf(messages, "elecsurf: --size %g: use 64 to 8192 pixels\n", size);
+                return PARSE_ERROR;
             }
             o->size = (int)size;
         } else if (!strcmp(a, "--spacing")) {
             o->given |= GIVEN_SPACING;
             DOUBLE_ARG(o->map_spacing, "spacing in A");
             if (!(o->map_spacing > 0.0)) {
-                fprintf(stderr, "elecsurf: --spacing %g: give a positive spacing\n",
+                fprintf(messages, "elecsurf: --spacing %g: give a positive spacing\n",
                         o->map_spacing);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--max-points")) {
             o->given |= GIVEN_MAX_POINTS;
             NEED(1);
             if (!cli_size(argv[++i], 1.0, 9007199254740992.0, &o->max_points)) {
-                fprintf(stderr, "elecsurf: --max-points: '%s' is not a count of 1 to 2^53\n",
+                fprintf(messages, "elecsurf: --max-points: '%s' is not a count of 1 to 2^53\n",
                         argv[i]);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--padding")) {
             o->given |= GIVEN_PADDING;
             DOUBLE_ARG(o->map_padding, "padding in A");
             if (!(o->map_padding >= 0.0)) {
-                fprintf(stderr, "elecsurf: --padding %g: give a padding of 0 or more\n",
+                fprintf(messages, "elecsurf: --padding %g: give a padding of 0 or more\n",
                         o->map_padding);
-                return 0;
+                return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--view")) {
             o->given |= GIVEN_VIEW;
@@ -410,19 +414,19 @@ static int parse_options(int argc, char **argv, options *o) {
             o->view_sign = a[0] == '-' ? -1 : 1; /* -z: along -z, from +z */
             if (a[0] == '-' || a[0] == '+') a++;
             if (strlen(a) != 1 || a[0] < 'x' || a[0] > 'z') {
-                fprintf(stderr, "elecsurf: --view '%s': use x, y, z or -x, -y, -z\n", argv[i]);
-                return 0;
+                fprintf(messages, "elecsurf: --view '%s': use x, y, z or -x, -y, -z\n", argv[i]);
+                return PARSE_ERROR;
             }
             o->view_axis = a[0] - 'x';
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "elecsurf: unknown option '%s' (see --help)\n", a);
-            return 0;
+            fprintf(messages, "elecsurf: unknown option '%s' (see --help)\n", a);
+            return PARSE_ERROR;
         } else {
             if (positional == 2) {
-                fprintf(stderr, "elecsurf: too many file names ('%s')\n", a);
-                return 0;
+                fprintf(messages, "elecsurf: too many file names ('%s')\n", a);
+                return PARSE_ERROR;
             }
             files[positional++] = a;
         }
@@ -430,9 +434,9 @@ static int parse_options(int argc, char **argv, options *o) {
 #undef DOUBLE_ARG
     }
     if (positional != 2) {
-        fprintf(stderr, "elecsurf: need an input PQR file and an output file\n");
-        usage(stderr);
-        return 0;
+        fprintf(messages, "elecsurf: need an input PQR file and an output file\n");
+        usage(messages);
+        return PARSE_ERROR;
     }
     o->input = files[0];
     o->output = files[1];
@@ -443,30 +447,30 @@ static int parse_options(int argc, char **argv, options *o) {
              elec_map_format_of(o->output, NULL) == ELEC_MAP_MRC)
         o->kind = OUTPUT_MAP;
     else {
-        fprintf(stderr, "elecsurf: '%s': the output must end in .ply, .txt, .png, or a map's "
+        fprintf(messages, "elecsurf: '%s': the output must end in .ply, .txt, .png, or a map's "
                         ".dx, .dx.gz, .mrc, .map, .ccp4\n", o->output);
-        return 0;
+        return PARSE_ERROR;
     }
     if (o->kind == OUTPUT_MAP && (o->alpb.salt > 0.0 || o->alpb.kappa > 0.0 ||
                                   o->alpb.proj != 0.0 || o->alpb.gem_compat)) {
-        fprintf(stderr, "elecsurf: %s with a map: a lattice point has no normal and no "
+        fprintf(messages, "elecsurf: %s with a map: a lattice point has no normal and no "
                         "ion-exclusion layer of its own, so a map holds E1 without salt at "
                         "each point's own distance from the surface (write a surface, .ply, "
                         ".txt or .png, for this)\n",
                 o->alpb.gem_compat ? "--gem" : o->alpb.proj != 0.0 ? "--proj" : "--salt");
-        return 0;
+        return PARSE_ERROR;
     }
 #ifndef ELECSURF_WITH_PNG
     if (o->kind == OUTPUT_PNG) {
-        fprintf(stderr, "elecsurf: '%s': this elecsurf was built without libpng, so it "
+        fprintf(messages, "elecsurf: '%s': this elecsurf was built without libpng, so it "
                         "cannot write PNG (install libpng-dev and rebuild, or write .ply "
                         "or .txt)\n", o->output);
-        return 0;
+        return PARSE_ERROR;
     }
 #endif
     if (o->surface == SURFACE_DEFAULT)
         o->surface = o->kind == OUTPUT_TXT ? SURFACE_CONTACT : SURFACE_MESH;
-    return options_all_read(o);
+    return options_all_read(o, messages) ? PARSE_RUN : PARSE_ERROR;
 }
 
 static double seconds_now(void) {
@@ -1138,8 +1142,10 @@ static int output_check(const options *o) {
 
 /* ---------------------------------------------------------------- main */
 
-int main(int argc, char **argv) {
-    options o;
+/* Runs what the options say: the PQR read, the surface made or read, the
+   potential summed on it and written (o->alpb takes the units and the
+   temperature here); the exit status. */
+static int elecsurf_run(options *o) {
     elec_structure mol;
     elec_surface surf;
     elec_hcp hcp;
@@ -1155,53 +1161,51 @@ int main(int argc, char **argv) {
     size_t i, length = 0;
     elec_output *out;
 
-    cli_check_stdout_at_exit("elecsurf");
-    if (!parse_options(argc, argv, &o)) return 2;
-    if ((ok = output_check(&o)) != 0) return ok;
-    cli_remove_temps_on_signal(o.output);
+    if ((ok = output_check(o)) != 0) return ok;
+    cli_remove_temps_on_signal(o->output);
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
     /* the input's text: its REMARK and CRYST1 lines go into a map's comment */
-    if ((s = elec_read_text(o.input, "a PQR", &text, &length, &err)) != ELEC_OK ||
+    if ((s = elec_read_text(o->input, "a PQR", &text, &length, &err)) != ELEC_OK ||
         (s = elec_parse_pqr(text, length, &mol, &err)) != ELEC_OK) {
-        fprintf(stderr, "elecsurf: %s: %s\n", o.input, err.message);
+        fprintf(stderr, "elecsurf: %s: %s\n", o->input, err.message);
         elec_free(text);
         return 1;
     }
     records = cli_input_records(text, length);
     elec_free(text);
     atoms = elec_structure_atoms(&mol);
-    o.alpb.scale = o.units_kT ? elec_kT_scale(o.temperature)
-                   : o.alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
-    o.alpb.temperature = o.temperature;
-    if (o.hcp_tolerance > 0.0) /* the output's units to e/A */
-        o.alpb.hcp_tolerance = o.hcp_tolerance / fabs(o.alpb.scale);
+    o->alpb.scale = o->units_kT ? elec_kT_scale(o->temperature)
+                   : o->alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
+    o->alpb.temperature = o->temperature;
+    if (o->hcp_tolerance > 0.0) /* the output's units to e/A */
+        o->alpb.hcp_tolerance = o->hcp_tolerance / fabs(o->alpb.scale);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
-        (s = elec_alpb_params_resolve(&o.alpb, &hcp, &resolved, &err)) != ELEC_OK) {
-        fprintf(stderr, "elecsurf: %s: %s%s\n", o.input, err.message, option_of(err.message));
-        cli_name_atoms("elecsurf", o.input, &mol, &err);
+        (s = elec_alpb_params_resolve(&o->alpb, &hcp, &resolved, &err)) != ELEC_OK) {
+        fprintf(stderr, "elecsurf: %s: %s%s\n", o->input, err.message, option_of(err.message));
+        cli_name_atoms("elecsurf", o->input, &mol, &err);
         goto done;
     }
     start = seconds_now();
-    if ((s = make_surface(&o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
-        if (o.surface == SURFACE_FILE && err.line > 0) { /* a point list's line */
+    if ((s = make_surface(o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
+        if (o->surface == SURFACE_FILE && err.line > 0) { /* a point list's line */
             /* the MSMS reader's messages name their file (.vert or .face)
                already: once it stood there twice.  Named: the message
                starts with the file's name up to its extension's dot */
-            const char *dot = strrchr(o.surface_file, '.');
-            const size_t stem = dot ? (size_t)(dot - o.surface_file) + 1
-                                    : strlen(o.surface_file);
-            const int unnamed = strncmp(err.message, o.surface_file, stem) != 0;
-            fprintf(stderr, "elecsurf: %s%s%s\n", unnamed ? o.surface_file : "",
+            const char *dot = strrchr(o->surface_file, '.');
+            const size_t stem = dot ? (size_t)(dot - o->surface_file) + 1
+                                    : strlen(o->surface_file);
+            const int unnamed = strncmp(err.message, o->surface_file, stem) != 0;
+            fprintf(stderr, "elecsurf: %s%s%s\n", unnamed ? o->surface_file : "",
                     unnamed ? ": " : "", err.message);
         } else
             fprintf(stderr, "elecsurf: surface: %s%s\n", err.message,
                     /* the mesh coarsened to fit atoms spread far apart */
-                    o.surface == SURFACE_MESH && strstr(err.message, "too coarse")
+                    o->surface == SURFACE_MESH && strstr(err.message, "too coarse")
                         ? " (the mesh's lattice grew coarse to span the atoms: --surface "
                           "contact puts points on each atom's sphere at any span)"
                         : "");
-        cli_name_atoms("elecsurf", o.input, &mol, &err);
+        cli_name_atoms("elecsurf", o->input, &mol, &err);
         goto done;
     }
     surface_seconds = seconds_now() - start;
@@ -1209,15 +1213,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "elecsurf: the surface has no points\n");
         goto done;
     }
-    if (o.kind == OUTPUT_PNG && surf.count > 0 && !surf.triangle_count && !surf.normal)
+    if (o->kind == OUTPUT_PNG && surf.count > 0 && !surf.triangle_count && !surf.normal)
         fprintf(stderr, "elecsurf: the points have no normals: the picture is unshaded\n");
 #ifdef ELEC_WITH_CUDA
-    if (o.device != DEVICE_CPU && elec_cuda_device_count() > 0) {
+    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) {
         use_gpu = 1;
         elec_cuda_device_name(0, device_name, sizeof device_name, NULL);
     }
 #endif
-    if (o.device == DEVICE_GPU && !use_gpu) {
+    if (o->device == DEVICE_GPU && !use_gpu) {
 #ifdef ELEC_WITH_CUDA
         fprintf(stderr, "elecsurf: --gpu: no CUDA device is present\n");
 #else
@@ -1225,9 +1229,9 @@ int main(int argc, char **argv) {
 #endif
         goto done;
     }
-    if (o.kind == OUTPUT_MAP) {
+    if (o->kind == OUTPUT_MAP) {
         if (!records) fprintf(stderr, "elecsurf: out of memory\n");
-        ok = records && map_run(&o, &mol, records, &hcp, &resolved, &surf, surface_seconds,
+        ok = records && map_run(o, &mol, records, &hcp, &resolved, &surf, surface_seconds,
                                 use_gpu, device_name) == 0;
         goto done;
     }
@@ -1239,10 +1243,10 @@ int main(int argc, char **argv) {
     start = seconds_now();
 #ifdef ELEC_WITH_CUDA
     if (use_gpu)
-        s = elec_cuda_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o.alpb, phi, &err);
+        s = elec_cuda_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o->alpb, phi, &err);
     else
 #endif
-        s = elec_cpu_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o.alpb, phi, &err);
+        s = elec_cpu_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o->alpb, phi, &err);
     seconds = seconds_now() - start;
     if (s != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
@@ -1254,19 +1258,19 @@ int main(int argc, char **argv) {
         sum += phi[i];
         sum2 += (double)phi[i] * phi[i];
     }
-    if (o.kind != OUTPUT_TXT) range = colour_range(&o, phi, surf.count);
-    if (elec_output_open(o.output, &out, &err) != ELEC_OK) {
+    if (o->kind != OUTPUT_TXT) range = colour_range(o, phi, surf.count);
+    if (elec_output_open(o->output, &out, &err) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
     }
-    if (o.kind == OUTPUT_TXT) ok = write_txt(out, &o, &surf, phi);
-    else if (o.kind == OUTPUT_PLY) ok = write_ply(out, &o, &surf, phi, range);
+    if (o->kind == OUTPUT_TXT) ok = write_txt(out, o, &surf, phi);
+    else if (o->kind == OUTPUT_PLY) ok = write_ply(out, o, &surf, phi, range);
 #ifdef ELECSURF_WITH_PNG
     else {
         picture pic;
         memset(&pic, 0, sizeof pic);
-        ok = render(&pic, &o, &surf, phi, range,
-                    1.0 / sqrt(o.density > 0.0 ? o.density : 3.0)) &&
+        ok = render(&pic, o, &surf, phi, range,
+                    1.0 / sqrt(o->density > 0.0 ? o->density : 3.0)) &&
              write_png(out, &pic);
         free(pic.rgb);
         free(pic.depth);
@@ -1274,7 +1278,7 @@ int main(int argc, char **argv) {
 #endif
     if (!ok) {
         elec_output_abort(out);
-        fprintf(stderr, "elecsurf: error writing '%s'\n", o.output);
+        fprintf(stderr, "elecsurf: error writing '%s'\n", o->output);
         goto done;
     }
     if (elec_output_commit(out, &err) != ELEC_OK) {
@@ -1282,26 +1286,26 @@ int main(int argc, char **argv) {
         ok = 0;
         goto done;
     }
-    if (!o.quiet) {
-        const char *unit = o.units_kT ? "kT/e" : "kcal/(mol e)";
-        FILE *report = cli_report_stream(o.output); /* not among the output's data */
-        fprintf(report, "elecsurf: %s -> %s\n", o.input, o.output);
+    if (!o->quiet) {
+        const char *unit = o->units_kT ? "kT/e" : "kcal/(mol e)";
+        FILE *report = cli_report_stream(o->output); /* not among the output's data */
+        fprintf(report, "elecsurf: %s -> %s\n", o->input, o->output);
         fprintf(report,
                 "  atoms      %zu (net charge %+.4f e), %zu residues, %zu chains, %zu complexes\n",
                 hcp.count[0], hcp.net_charge, hcp.count[1], hcp.count[2], hcp.count[3]);
         report_size(report, resolved.electrostatic_size,
-                    o.alpb.electrostatic_size > 0.0 ? "given" : "A_det");
-        if (o.surface == SURFACE_MESH)
+                    o->alpb.electrostatic_size > 0.0 ? "given" : "A_det");
+        if (o->surface == SURFACE_MESH)
             fprintf(report,
                     "  surface    mesh, %zu vertices, %zu triangles (spacing %.3g A), %.3f s\n",
                     surf.count, surf.triangle_count, mesh_spacing, surface_seconds);
-        else if (o.surface == SURFACE_CONTACT)
+        else if (o->surface == SURFACE_CONTACT)
             fprintf(report,
                     "  surface    contact, %zu points (density %g per A^2, probe %g A), %.3f s\n",
-                    surf.count, o.density > 0.0 ? o.density : 3.0, o.probe > 0.0 ? o.probe : 1.5,
+                    surf.count, o->density > 0.0 ? o->density : 3.0, o->probe > 0.0 ? o->probe : 1.5,
                     surface_seconds);
         else
-            fprintf(report, "  surface    %s, %zu points%s%s\n", o.surface_file, surf.count,
+            fprintf(report, "  surface    %s, %zu points%s%s\n", o->surface_file, surf.count,
                     surf.normal ? " with normals" : "",
                     surf.triangle_count ? " and triangles" : "");
         fprintf(report, "  method     ALPB%s, eps %g/%g, p %g A, ",
@@ -1318,10 +1322,10 @@ int main(int argc, char **argv) {
                     resolved.hcp_charges, resolved.hcp_charges == 1 ? "" : "s", resolved.hcp_h[0],
                     resolved.hcp_h[1], resolved.hcp_h[2],
                     resolved.hcp_tolerance * fabs(resolved.scale),
-                    o.units_kT ? "kT/e" : "kcal/(mol e)");
+                    o->units_kT ? "kT/e" : "kcal/(mol e)");
 #ifdef ELEC_WITH_CUDA
         if (use_gpu) {
-            elec_alpb_variant v = o.alpb.variant;
+            elec_alpb_variant v = o->alpb.variant;
             const char *kernel = v != ELEC_ALPB_FASTEST ? elec_alpb_variant_name(v)
                                  : resolved.exact && resolved.kappa == 0.0 &&
                                          (!resolved.gem_compat || resolved.proj >= 0.0)
@@ -1346,3 +1350,22 @@ done:
     elec_structure_free(&mol);
     return ok ? 0 : 1;
 }
+
+#ifndef ELECSURF_NO_MAIN
+int main(int argc, char **argv) {
+    options o;
+    cli_check_stdout_at_exit("elecsurf");
+    switch (elecsurf_parse(argc, argv, &o, stderr)) {
+    case PARSE_HELP: usage(stdout); return 0;
+    case PARSE_VERSION:
+#ifdef ELECSURF_WITH_PNG
+        cli_version(stdout, "elecsurf", "libpng", 1);
+#else
+        cli_version(stdout, "elecsurf", "libpng", 0);
+#endif
+        return 0;
+    case PARSE_ERROR: return 2;
+    default: return elecsurf_run(&o);
+    }
+}
+#endif

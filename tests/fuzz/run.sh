@@ -38,6 +38,7 @@ for fuzzer in "$@"; do
     fuzz_mrc) extra="$build/mrc_maps"; max_len=65536 ;;
     fuzz_elecmap_options) extra="$seeds/elecmap_options"; max_len=4096 ;;
     fuzz_elecenergy_options) extra="$seeds/elecenergy_options"; max_len=4096 ;;
+    fuzz_elecsurf_options) extra="$seeds/elecsurf_options"; max_len=4096 ;;
     fuzz_points) extra="$seeds/points"; max_len=65536 ;;
     fuzz_msms) extra="$seeds/msms"; max_len=65536 ;;
     *) extra=""; max_len=4096 ;;
