@@ -1712,11 +1712,17 @@ typedef struct elec_hcp {
        (the positive charges at their centre; the negative ones at theirs;
        an empty side is a zero charge at the centre) */
     double *approx[ELEC_HCP_LEVELS];
-    /* 4 per component: what the approximations leave out, about the
-       centre: |dipole residual| (e A) and the bound of the quadrupole
-       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), of the one-charge
+    /* 6 per component: what the approximations leave out, about the
+       centre: |dipole residual| (e A), the bound of the quadrupole
+       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), and |sum q u^2|'s
+       residual (e A^2, the second moment's trace: it counts only for a
+       kernel that is not harmonic, GEM's region 1), of the one-charge
        approximation, then of the two-charge one (the error test above) */
     double *residual[ELEC_HCP_LEVELS];
+    /* 2 per component: the farthest of its atoms and of the one-charge
+       approximation's charge from its centre (A), then of its atoms and
+       the two-charge one's (the reach's floor, elec_hcp_reach) */
+    double *extent[ELEC_HCP_LEVELS];
     double net_charge;  /* sum of the charges (e)                            */
     double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
                            undefined (no radii, every radius zero, or a
@@ -1842,16 +1848,21 @@ typedef struct elec_alpb_kernel {
 ELEC_API void elec_alpb_kernel_setup(const elec_alpb_params *resolved,
                                      elec_alpb_kernel *kernel);
 /* The reach of component c of an HCP level (0 residues, 1 chains, 2
-   complexes) under resolved params: the distance beyond which a point sees
-   the component by its charges alone, the larger of the level's threshold
-   hcp_h and the distance where the error bound front (|dp| / d^2 + |dQ| /
-   d^3) falls to hcp_tolerance; +infinity for the exact sum.  front is
-   elec_alpb_kernel_setup's.  (What the CPU and GPU walks compare squared
-   distances against.)  NaN for a NULL hcp or params, a level outside 0..2
-   or a component past the level's count (they were read past the
-   arrays). */
+   complexes) under resolved params and their kernel
+   (elec_alpb_kernel_setup): the distance beyond which a point sees the
+   component by its charges alone, the largest of the level's threshold
+   hcp_h, 1.5 times its extent (elec_hcp.extent: no multipole series
+   converges within it; not with the tolerance +infinity, the seed's
+   distance test alone) and the distance where the error test's bound
+   (front (|dp| / d^2 + |dQ| / d^3) for E1; more near the molecule in
+   GEM's region 1) falls to hcp_tolerance; +infinity for the exact sum
+   (and for a tolerance so small the bound's root is past double's range).
+   (What the CPU and GPU walks compare squared distances against.)  NaN
+   for a NULL hcp, params or kernel, a level outside 0..2 or a component
+   past the level's count (they were read past the arrays). */
 ELEC_API double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
-                               const elec_alpb_params *resolved, double front);
+                               const elec_alpb_params *resolved,
+                               const elec_alpb_kernel *kernel);
 /* The same constants in float, for the GPU's kernels. */
 typedef struct elec_alpb_kernel_float {
     int region;
@@ -2953,32 +2964,99 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
     return ELEC_OK;
 }
 
+/* What component c's charges miss at distance d from its centre, as the
+   error test bounds it (e/A, before scale), e its residuals
+   (elec_hcp.residual): the Taylor terms of the kernel f about the centre,
+   |dp| |f'| + |dQ| |f'' - f'/d| / 3 + |dT| |f'' + 2 f'/d| / 6 (the last
+   f's Laplacian).  For E1's front / d this is front (|dp| / d^2 + |dQ| /
+   d^3).  GEM's region 1 (p <= 0) is front / d + (born / A) g(d), g = 1/d
+   - 1/s, s^2 = d^2 + e^2, e^2 = born_offset / A^2: near the molecule g's
+   terms |g'| = 1/d^2 - d/s^3, |g'' - g'/d| / 3 = 1/d^3 - d^2/s^5 and |g''
+   + 2 g'/d| / 6 = e^2 / (2 s^5) outweigh front's (fas2 at p = -1 erred
+   11 times the E1 form, 2.3 times the tolerance; an audit), and each falls
+   with d, so the sum does.  The series' next orders added up to 32 % to
+   what these give (60 and 200 residues of 10 charges, p = -1 to -4, one
+   and two charges): g's terms count 1.5 times, and the worst component
+   came to 0.36 to 0.89 of the tolerance.  Salt's term, front kappa / (1 +
+   kappa d_ion), varies more slowly than front / d and is left to it
+   (measured: 0.87 of the bound at 0.15 M). */
+static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3], double d) {
+    double bound = k->front * (e[0] / (d * d) + e[1] / (d * d * d));
+    if (k->region == 1) {
+        const double e2 = k->born_offset > 0.0 ? k->born_offset / k->size2 : 0.0;
+        const double s2 = d * d + e2, s = sqrt(s2), s5 = s2 * s2 * s;
+        bound += 1.5 * k->born / sqrt(k->size2) *
+                 (e[0] * (1.0 / (d * d) - d / (s2 * s)) + e[1] * (1.0 / (d * d * d) - d * d / s5) +
+                  e[2] * e2 / (2.0 * s5));
+    }
+    return bound;
+}
+
+/* How far past its extent a component must be to be seen by its charges:
+   d >= ELEC__HCP_EXTENT_FACTOR r_c (r_c its atoms' and its charges'
+   farthest distance from its centre, elec_hcp.extent).  Within r_c no
+   multipole series about the centre converges, and the error test's
+   leading terms bound nothing: a 50-residue beta strand (167 A, one
+   chain, its dipole and quadrupole residuals cancelling) kept the 70 A
+   threshold while its atoms reach 84 A from its centre, and its own end
+   saw it as two charges, 46 % relative RMS at the defaults; a residue of
+   net charge -0.029 e put its one charge 20.5 A from its centre, 0.16 A
+   from a vertex (an audit).  Factors 1, 1.5, 1.75, 2, 2.5 (r_c/d at most
+   1, 0.67, 0.57, 0.5, 0.4) left the strand 19 % and then 0.27 % from 1.5
+   on; on the capsid stand-in and the APBS structures 1.5 changes no
+   term, 1.75 adds 2 % of the terms, 2 33 %. */
+#define ELEC__HCP_EXTENT_FACTOR 1.5
+
 /* The reach of component c of level `level` (0 residues, 1 chains, 2
    complexes): the distance beyond which a point sees it by its charges
-   (the distance test compares squared distances strictly, as NAB and
-   GEM).  The larger of the level's threshold and the distance d where
-   front (|dp| / d^2 + |dQ| / d^3) falls to the tolerance (elec_hcp's
-   error test): the positive root of tol d^3 - front |dp| d - front |dQ|,
-   by Newton's method from an upper bound (the cubic is convex there, so
-   the iterates fall monotonically onto the root).  +infinity for the
-   exact sum. */
+   (the distance test compares squared distances strictly, as NAB and GEM).
+   The largest of the level's threshold, ELEC__HCP_EXTENT_FACTOR times its
+   extent (where the tolerance is finite: +infinity asks for the seed's
+   distance test alone), and the distance where the error test's bound
+   (elec__hcp_bound) falls to the tolerance.  For E1's bound that is the
+   positive root of tol d^3 - front |dp| d - front |dQ|, by Newton's method
+   from an upper bound (the cubic is convex there, so the iterates fall
+   monotonically onto the root); region 1's bound is larger and falls with
+   d, so from that root it doubles and bisects.  +infinity for the exact
+   sum, and where a tolerance near double's least puts the root past its
+   range. */
 static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
-                                     const elec_alpb_params *r, double front) {
-    const double *e = hcp->residual[level] + 4 * c + (r->hcp_charges == 2 ? 2 : 0);
-    const double a = front * e[0], b = front * e[1], tol = r->hcp_tolerance;
-    const double h = r->hcp_h[level];
-    double d;
+                                     const elec_alpb_params *r, const elec_alpb_kernel *k) {
+    const int scheme = r->hcp_charges == 2 ? 1 : 0;
+    const double *e = hcp->residual[level] + 6 * c + 3 * scheme;
+    const double a = k->front * e[0], b = k->front * e[1], tol = r->hcp_tolerance;
+    /* tolerance +infinity: the seed's distance test alone, as asked */
+    const double far =
+        tol < HUGE_VAL ? ELEC__HCP_EXTENT_FACTOR * hcp->extent[level][2 * c + scheme] : 0.0;
+    const double least = r->hcp_h[level] > far ? r->hcp_h[level] : far;
+    double d, below;
     int i;
     if (r->exact) return HUGE_VAL;
-    /* most components pass at the threshold itself (+infinity passes) */
-    if ((a / h + b / (h * h)) / h <= tol) return h;
+    /* most components pass at the least reach itself (+infinity passes) */
+    if (elec__hcp_bound(k, e, least) <= tol) return least;
     d = sqrt(a / tol) + cbrt(b / tol); /* each term alone reaches tol there */
-    for (i = 0; i < 100; i++) {
+    for (i = 0; i < 100 && d < HUGE_VAL; i++) {
         const double f = tol * d * d * d - a * d - b, step = f / (3.0 * tol * d * d - a);
         d -= step;
         if (!(step > 1e-12 * d)) break;
     }
-    return d > h ? d : h;
+    /* a tolerance near double's least (1e-305) overflows the cubic: the
+       root is past any distance, so the sum is exact (it once fell back
+       to the threshold alone) */
+    if (!(d < HUGE_VAL)) return HUGE_VAL;
+    if (d < least) d = least;
+    if (k->region != 1 || elec__hcp_bound(k, e, d) <= tol) return d;
+    do { /* bound(below) > tol >= bound(d) */
+        below = d;
+        d *= 2.0;
+        if (!(d < HUGE_VAL)) return HUGE_VAL;
+    } while (elec__hcp_bound(k, e, d) > tol);
+    for (i = 0; i < 100 && d - below > 1e-12 * d; i++) {
+        const double middle = 0.5 * (below + d);
+        if (elec__hcp_bound(k, e, middle) > tol) below = middle;
+        else d = middle;
+    }
+    return d;
 }
 
 /* v + shift n / |n| of vertex i (v itself where there are no normals). */
@@ -8990,17 +9068,22 @@ static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
 
 /* What the one- and two-charge approximations of the component [begin,
    end) leave out (elec_hcp.residual): the dipole and quadrupole of its
-   atoms minus those of the approximation's charges, about its centre. */
+   atoms minus those of the approximation's charges, about its centre; and
+   how far from the centre its atoms and each approximation's charges lie
+   (elec_hcp.extent). */
 static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
                                const double centre[3], const double approx[12],
-                               double residual[4]) {
-    double p[3] = {0, 0, 0}, Q[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+                               double residual[6], double extent[2]) {
+    double p[3] = {0, 0, 0}, Q[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, atoms2 = 0.0;
+    double trace = 0.0;
     size_t i;
     int a, b, scheme, k;
     for (i = begin; i < end; i++) {
         double u[3], u2;
         for (a = 0; a < 3; a++) u[a] = h->xyz[3 * i + a] - centre[a];
         u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+        if (u2 > atoms2) atoms2 = u2;
+        trace += h->charge[i] * u2;
         for (a = 0; a < 3; a++) {
             p[a] += h->charge[i] * u[a];
             for (b = 0; b < 3; b++)
@@ -9008,7 +9091,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         }
     }
     for (scheme = 0; scheme < 2; scheme++) { /* one charge, two charges */
-        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0;
+        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0, reach2 = atoms2, dT = trace;
         memcpy(dp, p, sizeof dp);
         memcpy(dQ, Q, sizeof dQ);
         for (k = 0; k < scheme + 1; k++) {
@@ -9016,6 +9099,8 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
             double u[3], u2;
             for (a = 0; a < 3; a++) u[a] = c[a] - centre[a];
             u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
+            if (q != 0.0 && u2 > reach2) reach2 = u2;
+            dT -= q * u2;
             for (a = 0; a < 3; a++) {
                 dp[a] -= q * u[a];
                 for (b = 0; b < 3; b++) dQ[a][b] -= q * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
@@ -9028,8 +9113,10 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         /* a traceless symmetric tensor's largest |eigenvalue| is at most
            sqrt(2/3) of its Frobenius norm; its potential is
            (1/2) n.dQ.n / d^3 */
-        residual[2 * scheme] = sqrt(dp2);
-        residual[2 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
+        residual[3 * scheme] = sqrt(dp2);
+        residual[3 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
+        residual[3 * scheme + 2] = fabs(dT);
+        extent[scheme] = sqrt(reach2);
     }
 }
 
@@ -9111,7 +9198,7 @@ static int elec__hcp_allocate(elec_hcp *h) {
     char *mem;
     int level;
     for (level = 1; level <= ELEC_HCP_LEVELS; level++)
-        bytes += (h->count[level] + 1) * sizeof(size_t) + h->count[level] * 19 * sizeof(double);
+        bytes += (h->count[level] + 1) * sizeof(size_t) + h->count[level] * 23 * sizeof(double);
     h->block = ELEC_MALLOC(bytes);
     if (!h->block) return 0;
     mem = (char *)h->block;
@@ -9124,7 +9211,8 @@ static int elec__hcp_allocate(elec_hcp *h) {
         h->centre[level] = (double *)mem;
         h->approx[level] = h->centre[level] + 3 * components;
         h->residual[level] = h->approx[level] + 12 * components;
-        mem = (char *)(h->residual[level] + 4 * components);
+        h->extent[level] = h->residual[level] + 6 * components;
+        mem = (char *)(h->extent[level] + 2 * components);
     }
     h->atom_index = (size_t *)mem;
     mem = (char *)(h->atom_index + n);
@@ -9172,7 +9260,8 @@ static void elec__hcp_summarise(elec_hcp *h) {
             double *centre = h->centre[level - 1] + 3 * c;
             double *approx = h->approx[level - 1] + 12 * c;
             elec__hcp_represent(h, begin, end, centre, approx);
-            elec__hcp_residual(h, begin, end, centre, approx, h->residual[level - 1] + 4 * c);
+            elec__hcp_residual(h, begin, end, centre, approx, h->residual[level - 1] + 6 * c,
+                               h->extent[level - 1] + 2 * c);
         }
     }
 }
@@ -9375,11 +9464,12 @@ ELEC_DEF elec_status elec_alpb_params_resolve(const elec_alpb_params *in,
 }
 
 ELEC_DEF double elec_hcp_reach(const elec_hcp *hcp, int level, size_t c,
-                               const elec_alpb_params *resolved, double front) {
-    if (!hcp || !resolved || level < 0 || level >= ELEC_HCP_LEVELS ||
+                               const elec_alpb_params *resolved,
+                               const elec_alpb_kernel *kernel) {
+    if (!hcp || !resolved || !kernel || level < 0 || level >= ELEC_HCP_LEVELS ||
         c >= hcp->count[level + 1] || !hcp->residual[level])
         return NAN;
-    return elec__hcp_reach(hcp, level, c, resolved, front);
+    return elec__hcp_reach(hcp, level, c, resolved, kernel);
 }
 
 ELEC_DEF void elec_alpb_kernel_setup(const elec_alpb_params *r, elec_alpb_kernel *k) {

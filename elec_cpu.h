@@ -3929,7 +3929,7 @@ static elec_status elec__cpu_alpb(const elec_hcp *hcp, const double *vertices,
     for (level = 0; level < ELEC_HCP_LEVELS; level++) {
         double *out = reach2 + (level > 0 ? hcp->count[1] : 0) + (level > 1 ? hcp->count[2] : 0);
         for (v = 0; v < (long)hcp->count[level + 1]; v++) {
-            const double d = elec__hcp_reach(hcp, level, (size_t)v, &r, w.k.front);
+            const double d = elec__hcp_reach(hcp, level, (size_t)v, &r, &w.k);
             out[v] = d * d;
         }
         w.reach2[level] = out;

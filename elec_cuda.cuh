@@ -13010,11 +13010,12 @@ static void elec__alpb_layout_atoms(const elec_hcp *h, int packed, const double 
 
 /* The levels into host (elec__alpb_levels_words of it), positions
    relative to centre, every component with its reach for the resolved
-   params r (front: the kernel's), and layout's pointers set as if the
+   params r (and their kernel), and layout's pointers set as if the
    whole layout (atoms, then these) sat at base: the device buffer it is
    copied to, or the host's own for the walks on the CPU. */
 static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *r,
-                                     double front, int packed, const double centre[3],
+                                     const elec_alpb_kernel *kernel, int packed,
+                                     const double centre[3],
                                      float *host, const void *base,
                                      elec__alpb_device *layout) {
     const size_t n = h->count[0];
@@ -13032,7 +13033,7 @@ static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *
 #endif
             for (long c = 0; c < (long)m; c++) {
                 float *out = record + 16 * c;
-                const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+                const double reach = elec__hcp_reach(h, level, (size_t)c, r, kernel);
                 const int range[2] = {(int)h->first[level][c], (int)h->first[level][c + 1]};
                 for (int k = 0; k < 3; k++) out[k] = (float)(h->centre[level][3 * c + k] - centre[k]);
                 out[3] = (float)(reach * reach);
@@ -13065,7 +13066,7 @@ static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *
 #pragma omp parallel for
 #endif
         for (long c = 0; c < (long)m; c++) {
-            const double reach = elec__hcp_reach(h, level, (size_t)c, r, front);
+            const double reach = elec__hcp_reach(h, level, (size_t)c, r, kernel);
             float charge[8];
             for (int k = 0; k < 3; k++)
                 host[at + (size_t)k * m + c] = (float)(h->centre[level][3 * c + k] - centre[k]);
@@ -13083,11 +13084,12 @@ static void elec__alpb_layout_levels(const elec_hcp *h, const elec_alpb_params *
 
 /* The whole layout in host (elec__alpb_layout_bytes of it), pointers as
    if it sat at base (the walks on the CPU: base = host). */
-static void elec__alpb_layout(const elec_hcp *h, const elec_alpb_params *r, double front,
+static void elec__alpb_layout(const elec_hcp *h, const elec_alpb_params *r,
+                              const elec_alpb_kernel *kernel,
                               int packed, const double centre[3], void *host,
                               const void *base, elec__alpb_device *layout) {
     elec__alpb_layout_atoms(h, packed, centre, 0, h->count[0], (float *)host);
-    elec__alpb_layout_levels(h, r, front, packed, centre, (float *)host + 4 * h->count[0],
+    elec__alpb_layout_levels(h, r, kernel, packed, centre, (float *)host + 4 * h->count[0],
                              base, layout);
 }
 
@@ -13425,7 +13427,7 @@ static elec_status elec__cuda_alpb_region_run(const elec_hcp *hcp, const double 
 
     /* The hierarchy: its levels laid out on the host, its atoms converted
        slice by slice on their way, in one stream; the other waits. */
-    elec__alpb_layout_levels(hcp, &r, k.front, packed, centre, host_levels, d_block, &dev);
+    elec__alpb_layout_levels(hcp, &r, &k, packed, centre, host_levels, d_block, &dev);
     if (packed && hcp->count[3] + hcp->count[2] <= ELEC__ALPB_TOP_RECORDS)
         shared = 4 * (hcp->count[3] + hcp->count[2]) * sizeof(float4);
     status = elec__alpb_upload_atoms(hcp, packed, centre, (float *)staging, (float *)d_block,
@@ -13657,7 +13659,7 @@ static elec_status elec__cuda_alpb_host_run(const elec_hcp *hcp, const double *v
     elec__alpb_points(vertices, normals, 0, count, r.proj, centre, P);
     elec__alpb_points(vertices, normals, 0, count, r.ion_exclusion, centre, P_ion);
     memset(&layout, 0, sizeof layout);
-    elec__alpb_layout(hcp, &r, k.front, packed, centre, host, host, &layout);
+    elec__alpb_layout(hcp, &r, &k, packed, centre, host, host, &layout);
     general = elec__alpb_mode(&k) == ELEC__ALPB_GENERAL;
     for (size_t i = 0; i < count; i++) {
         const size_t j = i + 1 < count ? i + 1 : 0;

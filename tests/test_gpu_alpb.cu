@@ -92,7 +92,7 @@ static unsigned char *clear_of_thresholds(const elec_hcp *h, const elec_surface 
         for (int level = 0; level < ELEC_HCP_LEVELS && clear[v]; level++)
             for (size_t c = 0; c < h->count[level + 1]; c++)
                 if (fabs(sqrt(elec_distance2(P, h->centre[level] + 3 * c)) -
-                         elec_hcp_reach(h, level, c, &r, k.front)) < ALPB_THRESHOLD_MARGIN) {
+                         elec_hcp_reach(h, level, c, &r, &k)) < ALPB_THRESHOLD_MARGIN) {
                     clear[v] = 0;
                     break;
                 }
