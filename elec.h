@@ -2895,6 +2895,22 @@ static inline double elec__pmsm_constant(const elec_msm_params *p, const elec__p
 
 /* ---- >>alpb what the CPU and GPU ALPB calls share */
 
+/* |v|, scaled by its largest component first, so that a finite vector of
+   1e200 or 1e-170 is neither infinite nor zero (an audit found normals so
+   long or short refused as "zero or not finite"); NaN or infinite where a
+   component is. */
+static inline double elec__length3(const double *v) {
+    double largest = fabs(v[0]), x, y, z;
+    if (fabs(v[1]) > largest) largest = fabs(v[1]);
+    if (fabs(v[2]) > largest) largest = fabs(v[2]);
+    if (largest == 0.0) return 0.0;
+    if (!(largest < HUGE_VAL)) return largest; /* infinite or NaN */
+    x = v[0] / largest;
+    y = v[1] / largest;
+    z = v[2] / largest;
+    return largest * sqrt(x * x + y * y + z * z);
+}
+
 /* Resolves the params and checks the vertices (finite) and normals
    (finite and not zero, scaled to unit length where used; required where
    the potential is taken off the vertex, p != 0, or where salt needs
@@ -2935,9 +2951,8 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
         if (!elec__finite(v[0]) || !elec__finite(v[1]) || !elec__finite(v[2]))
             bad_vertex = i < bad_vertex ? i : bad_vertex;
         if (normals) {
-            const double *n = normals + 3 * i;
-            double length2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
-            if (!elec__finite(length2) || !(length2 > 0.0))
+            const double length = elec__length3(normals + 3 * i);
+            if (!elec__finite(length) || !(length > 0.0))
                 bad_normal = i < bad_normal ? i : bad_normal;
         }
         x0 = v[0] < x0 ? v[0] : x0;
@@ -3064,10 +3079,7 @@ static inline void elec__alpb_point(const double *vertices, const double *normal
                                     size_t i, double shift, double out[3]) {
     double scale = 0.0;
     int a;
-    if (normals && shift != 0.0) {
-        const double *n = normals + 3 * i;
-        scale = shift / sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    }
+    if (normals && shift != 0.0) scale = shift / elec__length3(normals + 3 * i);
     for (a = 0; a < 3; a++)
         out[a] = vertices[3 * i + a] + (scale != 0.0 ? scale * normals[3 * i + a] : 0.0);
 }

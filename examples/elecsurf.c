@@ -61,7 +61,8 @@ enum {
     GIVEN_DENSITY = 1u << 0, GIVEN_PROBE = 1u << 1,
     GIVEN_HCP_CHARGES = 1u << 3, GIVEN_HCP = 1u << 4, GIVEN_HCP_TOLERANCE = 1u << 5,
     GIVEN_RANGE = 1u << 6, GIVEN_SIZE = 1u << 7, GIVEN_SPACING = 1u << 8,
-    GIVEN_MAX_POINTS = 1u << 9, GIVEN_PADDING = 1u << 10, GIVEN_VIEW = 1u << 11
+    GIVEN_MAX_POINTS = 1u << 9, GIVEN_PADDING = 1u << 10, GIVEN_VIEW = 1u << 11,
+    GIVEN_VARIANT = 1u << 12
 };
 
 /* A map's points at most by default: each holds its position (three
@@ -159,6 +160,7 @@ static int options_all_read(const options *o, FILE *messages) {
         {GIVEN_SPACING, "--spacing", "for a map (.dx, .mrc)"},
         {GIVEN_PADDING, "--padding", "for a map (.dx, .mrc)"},
         {GIVEN_MAX_POINTS, "--max-points", "for a map (.dx, .mrc)"},
+        {GIVEN_VARIANT, "--variant", "a GPU kernel's name (--cpu computes on the CPU)"},
     };
     const int png = o->kind == OUTPUT_PNG;
     unsigned unread = 0;
@@ -169,6 +171,7 @@ static int options_all_read(const options *o, FILE *messages) {
     if (o->kind != OUTPUT_PLY && !png) unread |= GIVEN_RANGE;
     if (!png) unread |= GIVEN_SIZE | GIVEN_VIEW;
     if (o->kind != OUTPUT_MAP) unread |= GIVEN_SPACING | GIVEN_PADDING | GIVEN_MAX_POINTS;
+    if (o->device == DEVICE_CPU) unread |= GIVEN_VARIANT;
     for (k = 0; k < sizeof only / sizeof only[0]; k++)
         if (o->given & unread & only[k].bit) {
             fprintf(messages, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
@@ -336,6 +339,7 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
             o->device = DEVICE_CPU;
         } else if (!strcmp(a, "--variant")) {
             int v, found = 0;
+            o->given |= GIVEN_VARIANT;
             NEED(1);
             a = argv[++i];
             for (v = 0; v < ELEC_ALPB_VARIANT_COUNT; v++)
@@ -1162,6 +1166,24 @@ static int elecsurf_run(options *o) {
     elec_output *out;
 
     if ((ok = output_check(o)) != 0) return ok;
+#ifdef ELEC_WITH_CUDA
+    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) {
+        use_gpu = 1;
+        elec_cuda_device_name(0, device_name, sizeof device_name, NULL);
+    }
+#endif
+    /* before any input is read: --gpu, or a GPU kernel's name, on a run
+       the CPU would compute (--variant once went by without a word) */
+    if ((o->device == DEVICE_GPU || (o->given & GIVEN_VARIANT)) && !use_gpu) {
+        fprintf(stderr, "elecsurf: %s, and %s\n",
+                o->device == DEVICE_GPU ? "--gpu asks for the GPU" : "--variant picks a GPU kernel",
+#ifdef ELEC_WITH_CUDA
+                "no CUDA device is present");
+#else
+                "this elecsurf was built without CUDA");
+#endif
+        return 1;
+    }
     cli_remove_temps_on_signal(o->output);
     memset(&surf, 0, sizeof surf);
     memset(&hcp, 0, sizeof hcp);
@@ -1215,20 +1237,6 @@ static int elecsurf_run(options *o) {
     }
     if (o->kind == OUTPUT_PNG && surf.count > 0 && !surf.triangle_count && !surf.normal)
         fprintf(stderr, "elecsurf: the points have no normals: the picture is unshaded\n");
-#ifdef ELEC_WITH_CUDA
-    if (o->device != DEVICE_CPU && elec_cuda_device_count() > 0) {
-        use_gpu = 1;
-        elec_cuda_device_name(0, device_name, sizeof device_name, NULL);
-    }
-#endif
-    if (o->device == DEVICE_GPU && !use_gpu) {
-#ifdef ELEC_WITH_CUDA
-        fprintf(stderr, "elecsurf: --gpu: no CUDA device is present\n");
-#else
-        fprintf(stderr, "elecsurf: --gpu: this elecsurf was built without CUDA\n");
-#endif
-        goto done;
-    }
     if (o->kind == OUTPUT_MAP) {
         if (!records) fprintf(stderr, "elecsurf: out of memory\n");
         ok = records && map_run(o, &mol, records, &hcp, &resolved, &surf, surface_seconds,

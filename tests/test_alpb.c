@@ -1225,6 +1225,44 @@ TEST(bad_input_is_named_and_nothing_is_written) {
     blob_free(&b);
 }
 
+/* A normal need not be unit, only finite and not zero: 1e200 and 1e-170
+   along the radius give the unit normal's potential at p = 1.4 on the
+   CPU's double and float paths (|n|^2 overflowed and underflowed, and an
+   audit found them refused as "zero or not finite"); NaN, infinite and
+   zero normals are still refused by index. */
+TEST(normals_of_any_finite_length_are_taken) {
+    const double xyz[6] = {12.0, 0.0, 0.0, 0.0, 12.0, 0.0};
+    const double unit[6] = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0};
+    const double scaled[6] = {1e200, 0.0, 0.0, 0.0, 1e-170, 0.0};
+    double bad[6] = {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double want[2], got[2];
+    float got_float[2];
+    elec_alpb_params p = {0};
+    elec_hcp h;
+    elec_error err;
+    int k;
+    if (!central_ion(10.0, &h)) {
+        EXPECT(0, "ion");
+        return;
+    }
+    p.proj = 1.4;
+    EXPECT(elec_cpu_alpb_double(&h, xyz, unit, 2, &p, want, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_alpb_double(&h, xyz, scaled, 2, &p, got, &err) == ELEC_OK &&
+               fabs(got[0] - want[0]) <= 1e-15 * fabs(want[0]) &&
+               fabs(got[1] - want[1]) <= 1e-15 * fabs(want[1]),
+           "double: %s (%.17g %.17g against %.17g)", err.message, got[0], got[1], want[0]);
+    EXPECT(elec_cpu_alpb(&h, xyz, scaled, 2, &p, got_float, &err) == ELEC_OK &&
+               fabs(got_float[1] - want[1]) <= 1e-6 * fabs(want[1]),
+           "float: %s", err.message);
+    for (k = 0; k < 3; k++) {
+        bad[3] = k == 0 ? NAN : k == 1 ? HUGE_VAL : 0.0;
+        EXPECT(elec_cpu_alpb_double(&h, xyz, bad, 2, &p, got, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "normal 1 is zero or not finite"),
+               "normal (%g, 0, 0): %s", bad[3], err.message);
+    }
+    elec_hcp_free(&h);
+}
+
 TEST(potentials_past_the_outputs_range_fail_the_call) {
     /* Charges of 1e150 e pass every check, and their potentials pass
        float's range: the float call fails, naming the point, where it
@@ -1602,6 +1640,7 @@ int main(void) {
     RUN(float_path_is_within_float_rounding_of_double);
     RUN(vertices_far_apart_keep_float_precision);
     RUN(bad_input_is_named_and_nothing_is_written);
+    RUN(normals_of_any_finite_length_are_taken);
     RUN(potentials_past_the_outputs_range_fail_the_call);
     RUN(point_lists_read_with_and_without_normals);
     RUN(point_list_with_a_malformed_line_is_refused);

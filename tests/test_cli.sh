@@ -452,6 +452,9 @@ refused elecsurf_refuses_zero_radii_without_a_size 1 "elecsurf's --A" "$dir/r4.t
 refused elecsurf_refuses_an_unknown_output_kind 2 "must end in .ply, .txt, .png, or a map" \
     "$dir/r5.xyz" "$dir/ion.pqr"
 refused elecsurf_refuses_three_hcp_charges 2 "use 1 or 2" "$dir/r6.txt" --hcp-charges 3 "$dir/ion.pqr"
+# a GPU kernel's name on a CPU run was taken in silence (an audit)
+refused elecsurf_refuses_a_gpu_kernel_with_cpu 2 "variant is a GPU kernel's name" "$dir/r6a.txt" \
+    --variant simple "$dir/ion.pqr"
 # an MSMS file's error names it once (the tool's prefix doubled the reader's)
 printf '# MSMS\n#\n1000000 1 0 0\n' > "$dir/v.vert"
 refused elecsurf_names_a_bad_msms_file_once 1 "elecsurf: [^ ]*v.vert: line 3: a count of 1000000" \
@@ -763,6 +766,13 @@ if grep -q "built without CUDA\|no CUDA device" "$dir/out" && [ $st -eq 1 ] &&
 elif [ $st -eq 0 ] && [ -s "$dir/v.dx" ]; then
     skip "elecmap_refuses_a_gpu_kernel_on_a_cpu_run: this machine has a GPU"
 else fail "elecmap_refuses_a_gpu_kernel_on_a_cpu_run: status $st $(cat "$dir/out")"; fi
+"$build/elecsurf" --quiet --variant simple "$dir/ion.pqr" "$dir/vs.txt" > "$dir/out" 2>&1; st=$?
+if grep -q "variant picks a GPU kernel, and .*\(built without CUDA\|no CUDA device\)" "$dir/out" &&
+   [ $st -eq 1 ] && [ ! -e "$dir/vs.txt" ]; then
+    ok "elecsurf_refuses_a_gpu_kernel_on_a_cpu_run"
+elif [ $st -eq 0 ] && [ -s "$dir/vs.txt" ]; then
+    skip "elecsurf_refuses_a_gpu_kernel_on_a_cpu_run: this machine has a GPU"
+else fail "elecsurf_refuses_a_gpu_kernel_on_a_cpu_run: status $st $(cat "$dir/out")"; fi
 # a charge map's default padding holds its stencil (order 8 B-splines at 2
 # A once left an atom's stencil out of the 10 A padding)
 if "$build/elecmap" --cpu --quiet --method charges --basis bspline --order 8 --spacing 2 \
