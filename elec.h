@@ -1604,8 +1604,9 @@ ELEC_API const char *elec_chargemap_cpu_variant_name(elec_chargemap_cpu_variant 
    FASTEST made concrete, the GPU rung from atom_count, the lattice's
    points and the order; bin_capacity from atom_count and the lattice),
    ELEC_ERR_INVALID_ARG naming what is out of range (order for the basis,
-   dims below the order, a periodic grid over 2^31 points, a tile shorter
-   than order - 1, unknown variants).  The methods call it once. */
+   dims below the order, a lattice or periodic grid of 2^31 points or more,
+   a tile shorter than order - 1, unknown variants).  The methods call it
+   once. */
 ELEC_API elec_status elec_chargemap_params_resolve(const elec_chargemap_params *in,
                                                    const elec_lattice *lattice,
                                                    size_t atom_count,

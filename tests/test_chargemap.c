@@ -16,19 +16,26 @@
 #endif
 
 /* A float map against the double reference, point by point:
-   |f - d| <= (m_g + c) 2^-24 A_g, A_g = sum |q w w w| and m_g the terms at
-   g.  Recursive summation in any order errs by at most (m_g - 1) u A_g; c
-   covers the weights' and the three products' roundings (c ulps of each
-   term) and, for the binned rung, the adds of its slabs' partial sums.
-   Returns the worst |f - d| / bound. */
+   |f - d| <= (m_g + c) 2^-24 A_g + m_g (2^-52 q_max + 2^-149), A_g = sum
+   |q w w w| and m_g the terms at g.  Recursive summation in any order errs
+   by at most (m_g - 1) u A_g; c covers the weights' and the three
+   products' roundings (c ulps of each term) and, for the binned rung, the
+   adds of its slabs' partial sums.  The absolute part: a weight near its
+   basis piece's zero carries double's rounding of the piece, not of
+   itself (the baseline rung evaluates each piece at u - g), and a term
+   under float's least normal number keeps no relative precision (an
+   audit: an atom 1e-13 from a point erred 9e5 times the relative bound
+   alone, 4.9e-27 mapped as 0).  Returns the worst |f - d| / bound. */
 static double worst_against_double(const char *what, const float *got, const double *want,
                                    const double *abs_sum, const int *terms, size_t points,
-                                   double c) {
+                                   double c, double largest_charge) {
+    const double absolute = ldexp(largest_charge, -52) + ldexp(1.0, -149);
     double worst = 0.0;
     size_t g, at = 0;
     for (g = 0; g < points; g++) {
-        double bound = (terms[g] + c) * ldexp(1.0, -24) * abs_sum[g] + 1e-30;
-        double r = fabs((double)got[g] - want[g]) / bound;
+        double bound = (terms[g] + c) * ldexp(1.0, -24) * abs_sum[g] + terms[g] * absolute;
+        double r = bound > 0.0 ? fabs((double)got[g] - want[g]) / bound
+                               : (got[g] == 0.0f && want[g] == 0.0 ? 0.0 : HUGE_VAL);
         if (!(r <= worst)) {
             worst = r;
             at = g;
@@ -37,6 +44,15 @@ static double worst_against_double(const char *what, const float *got, const dou
     EXPECT(worst <= 1.0, "%s: point %zu: %.9g vs %.17g (%.2f of the float bound, %d terms)",
            what, at, (double)got[at], want[at], worst, terms[at]);
     return worst;
+}
+
+/* The largest |q| of a system's charges. */
+static double largest_charge(const double *charge, size_t n) {
+    double largest = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (fabs(charge[i]) > largest) largest = fabs(charge[i]);
+    return largest;
 }
 
 static double total(const double *v, size_t n) {
@@ -630,7 +646,8 @@ TEST(cpu_ladder_matches_the_double_reference) {
                     EXPECT(elec_cpu_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s",
                            what, err.message);
                     worst_against_double(what, got, want, abs_sum, terms, points,
-                                         (p.order * 2 > 8 ? p.order * 2 : 8) + threads);
+                                         (p.order * 2 > 8 ? p.order * 2 : 8) + threads,
+                                         largest_charge(systems[k].charge, systems[k].count));
                 }
                 free(want);
                 free(abs_sum);
@@ -681,7 +698,8 @@ TEST(shuffled_atoms_map_alike) {
         if (fabs(again[i] - want[i]) > worst) worst = fabs(again[i] - want[i]);
     EXPECT(worst <= 1e-13, "double reference moved by %.3e under shuffling", worst);
     EXPECT(elec_cpu_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s", err.message);
-    worst_against_double("shuffled, binned", got, want, abs_sum, terms, points, 8 + threads);
+    worst_against_double("shuffled, binned", got, want, abs_sum, terms, points, 8 + threads,
+                         largest_charge(s.charge, s.count));
     free(want);
     free(again);
     free(abs_sum);
@@ -727,6 +745,53 @@ TEST(charges_past_the_grids_range_are_refused) {
            "abs_sum: status %d, %s", (int)s, err.message);
 }
 
+/* An atom 1e-13 A from a grid point (on every axis): weights near a
+   basis piece's zero and terms under float's least normal number, on
+   every rung of the CPU ladder, both bases, Skeel's order 4 and 10 and
+   B-splines of order 8, within the bound's absolute part (the relative
+   part alone: 9e5 times over, an audit). */
+TEST(an_atom_beside_a_point_maps_within_the_float_bound) {
+    const double xyz[3] = {8.0 + 1e-13, 8.0 + 1e-13, 8.0 + 1e-13}, q = 1.0;
+    const elec_atoms atoms = elec_atoms_from_xyz(1, xyz, &q, NULL);
+    const elec_lattice l = test_lattice_cube(16, 0.0, 1.0);
+    const size_t points = elec_lattice_size(&l);
+    static const int basis[3] = {ELEC_CHARGEMAP_SKEEL, ELEC_CHARGEMAP_SKEEL,
+                                 ELEC_CHARGEMAP_BSPLINE};
+    static const int order[3] = {4, 10, 8};
+    double *want = (double *)malloc(points * sizeof *want);
+    double *abs_sum = (double *)malloc(points * sizeof *abs_sum);
+    int *terms = (int *)malloc(points * sizeof *terms), k, v;
+    float *got = (float *)malloc(points * sizeof *got);
+    elec_error err;
+    if (!want || !abs_sum || !terms || !got) {
+        EXPECT(0, "no memory");
+        k = 3;
+    } else {
+        k = 0;
+    }
+    for (; k < 3; k++) {
+        elec_chargemap_params p = {0};
+        p.basis = (elec_chargemap_basis)basis[k];
+        p.order = order[k];
+        EXPECT(elec_cpu_chargemap_double(&atoms, &l, &p, want, abs_sum, terms, &err) == ELEC_OK,
+               "%s", err.message);
+        for (v = 1; v < ELEC_CHARGEMAP_CPU_VARIANT_COUNT; v++) {
+            char what[96];
+            p.cpu_variant = (elec_chargemap_cpu_variant)v;
+            snprintf(what, sizeof what, "%s order %d, %s", k < 2 ? "Skeel" : "B-spline",
+                     order[k], elec_chargemap_cpu_variant_name(p.cpu_variant));
+            EXPECT(elec_cpu_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s: %s", what,
+                   err.message);
+            worst_against_double(what, got, want, abs_sum, terms, points, 2.0 * order[k] + 1.0,
+                                 1.0);
+        }
+    }
+    free(want);
+    free(abs_sum);
+    free(terms);
+    free(got);
+}
+
 /* No atoms: a zero grid (and the float paths overwrite what was there). */
 TEST(no_atoms_give_a_zero_grid) {
     elec_atoms atoms = elec_atoms_from_xyz(0, NULL, NULL, NULL);
@@ -764,6 +829,7 @@ int main(void) {
     RUN(translation_by_whole_cells_rolls_the_grid);
     RUN(cpu_ladder_matches_the_double_reference);
     RUN(shuffled_atoms_map_alike);
+    RUN(an_atom_beside_a_point_maps_within_the_float_bound);
     RUN(no_atoms_give_a_zero_grid);
     RUN(charges_past_the_grids_range_are_refused);
     return test_summary();
