@@ -46,15 +46,6 @@ static double worst_against_double(const char *what, const float *got, const dou
     return worst;
 }
 
-/* The largest |q| of a system's charges. */
-static double largest_charge(const double *charge, size_t n) {
-    double largest = 0.0;
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (fabs(charge[i]) > largest) largest = fabs(charge[i]);
-    return largest;
-}
-
 static double total(const double *v, size_t n) {
     double s = 0.0;
     size_t i;
@@ -647,7 +638,7 @@ TEST(cpu_ladder_matches_the_double_reference) {
                            what, err.message);
                     worst_against_double(what, got, want, abs_sum, terms, points,
                                          (p.order * 2 > 8 ? p.order * 2 : 8) + threads,
-                                         largest_charge(systems[k].charge, systems[k].count));
+                                         elec__largest_charge(systems[k].charge, systems[k].count));
                 }
                 free(want);
                 free(abs_sum);
@@ -699,7 +690,7 @@ TEST(shuffled_atoms_map_alike) {
     EXPECT(worst <= 1e-13, "double reference moved by %.3e under shuffling", worst);
     EXPECT(elec_cpu_chargemap(&atoms, &l, &p, got, &err) == ELEC_OK, "%s", err.message);
     worst_against_double("shuffled, binned", got, want, abs_sum, terms, points, 8 + threads,
-                         largest_charge(s.charge, s.count));
+                         elec__largest_charge(s.charge, s.count));
     free(want);
     free(again);
     free(abs_sum);
