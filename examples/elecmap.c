@@ -222,6 +222,38 @@ static void usage(FILE *out) {
 "  --help                this text\n");
 }
 
+/* --msm-order's interpolation, and its name with the splitting it gets. */
+static elec_msm_interpolation msm_interpolation(const options *o) {
+    switch (o->msm_order) {
+    case 6: return ELEC_MSM_QUINTIC;
+    case 8: return ELEC_MSM_SEPTIC;
+    case 10: return ELEC_MSM_NONIC;
+    default: return ELEC_MSM_CUBIC;
+    }
+}
+
+/* The MSM params the options give (the caller sets the map's scale,
+   progress and limits).  --msm-order 4 given is the cubic fixed: the
+   interpolation's zero reads as "choose" under a tolerance, so it goes
+   to the library as its paired splitting, C2 (elec_msm_params), which
+   fixes it; it once ran septic under --tolerance 1e-5 (an audit). */
+static elec_msm_params msm_params_of(const options *o) {
+    elec_msm_params p;
+    memset(&p, 0, sizeof p);
+    p.cutoff = o->msm_cutoff;
+    p.spacing = o->msm_spacing;
+    p.interpolation = msm_interpolation(o);
+    if (o->msm_order == 4) p.splitting = 2;
+    p.tolerance = o->tolerance;
+    return p;
+}
+
+static const char *msm_order_name(elec_msm_interpolation interpolation) {
+    static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
+                                        "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};
+    return names[interpolation];
+}
+
 /* Parses argv into o, writing any complaint to messages; touches no file
    and never exits. */
 static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
@@ -500,6 +532,26 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
                           "measured table)\n", o->tolerance, ELEC_MSM_TOLERANCE_FLOOR);
         return PARSE_ERROR;
     }
+    if ((o->given & OPTION_TOLERANCE) && o->msm_cutoff > 0.0 && o->msm_spacing > 0.0) {
+        /* both fixed, the library leaves the tolerance to the caller (its
+           estimate says what they give): refused here where they miss it,
+           as the run's "relative error <= T" would say otherwise (an audit:
+           --cutoff 8 --msm-spacing 2.5 at 1e-5 erred 1.9e-2) */
+        elec_msm_params given = msm_params_of(o), resolved;
+        elec_error err;
+        if (elec_msm_params_resolve(&given, 1.0, &resolved, &err) != ELEC_OK) {
+            fprintf(messages, TOOL ": %s\n", err.message);
+            return PARSE_ERROR;
+        }
+        if (resolved.estimate.force > o->tolerance) {
+            fprintf(messages, TOOL ": --cutoff %g and --msm-spacing %g give MSM an expected "
+                              "relative error of %.1e (%s), over --tolerance %g: leave one "
+                              "of them for the tolerance to choose\n",
+                    o->msm_cutoff, o->msm_spacing, resolved.estimate.force,
+                    msm_order_name(resolved.interpolation), o->tolerance);
+            return PARSE_ERROR;
+        }
+    }
     if (o->given & OPTION_ORDER) {
         /* the orders each basis has, by the library's own check, on a
            lattice wide enough for any of them: a usage error, not a
@@ -539,22 +591,6 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
    waters (one on each point of a 3.1 A grid within 15 A, none closer than
    2.8 A to an ion, orientations varied by grid position), written as PQR
    text and read back through the same reader a file goes through. */
-/* --msm-order's interpolation, and its name with the splitting it gets. */
-static elec_msm_interpolation msm_interpolation(const options *o) {
-    switch (o->msm_order) {
-    case 6: return ELEC_MSM_QUINTIC;
-    case 8: return ELEC_MSM_SEPTIC;
-    case 10: return ELEC_MSM_NONIC;
-    default: return ELEC_MSM_CUBIC;
-    }
-}
-
-static const char *msm_order_name(elec_msm_interpolation interpolation) {
-    static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
-                                        "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};
-    return names[interpolation];
-}
-
 static char *demo_pqr(size_t *length) {
     const double grid = 3.1, droplet = 15.0;
     const int half = 5; /* grid points -5..5 per axis */
@@ -657,10 +693,7 @@ static map_cost estimate_cost(const elec_atoms *atoms, const elec_lattice *l,
     size_t j;
     int axis;
     memset(&c, 0, sizeof c);
-    chosen.cutoff = o->msm_cutoff;
-    chosen.spacing = o->msm_spacing;
-    chosen.interpolation = msm_interpolation(o);
-    chosen.tolerance = o->tolerance;
+    chosen = msm_params_of(o);
     /* the cutoff, spacing and order MSM would use (the defaults' where the
        options are refused: the caller says why) */
     if (elec_msm_params_resolve(&chosen, points / (double)(atoms->count ? atoms->count : 1),
@@ -737,12 +770,8 @@ static int choose_method(options *o, const elec_atoms *atoms,
                             : use_gpu         ? MAX_WORK_GPU
                                               : MAX_WORK_CPU;
     map_cost c = estimate_cost(atoms, l, o, rate);
-    elec_msm_params msm = {0};
+    elec_msm_params msm = msm_params_of(o);
     elec_error msm_err;
-    msm.cutoff = o->msm_cutoff;
-    msm.spacing = o->msm_spacing;
-    msm.interpolation = msm_interpolation(o);
-    msm.tolerance = o->tolerance;
     /* The direct sum costs atoms x points; MSM costs its short range (atoms
        times the points within the cutoff) and its lattices.  Past half a
        minute on the CPU, or a second on the GPU, MSM (relative error ~1e-3
@@ -917,11 +946,7 @@ static void describe_method(const options *o, const elec_atoms *atoms,
         snprintf(text, size, "DCS (direct Coulomb sum)%s%s", use_gpu ? ", GPU kernel " : "",
                  use_gpu ? elec_dcs_variant_name(r.variant) : "");
     } else if (o->method == METHOD_MSM) {
-        elec_msm_params chosen = {0}, r;
-        chosen.cutoff = o->msm_cutoff;
-        chosen.spacing = o->msm_spacing;
-        chosen.interpolation = msm_interpolation(o);
-        chosen.tolerance = o->tolerance;
+        elec_msm_params chosen = msm_params_of(o), r;
         /* what the map call chose */
         if (elec_msm_params_resolve(&chosen, (double)points /
                                                  (double)(atoms->count ? atoms->count : 1),
@@ -1111,13 +1136,9 @@ static int elecmap_run(options *o) {
 #endif
             s = elec_cpu_dcs_map(&atoms, &lattice, &dp, map, &err);
     } else if (o->method == METHOD_MSM) {
-        elec_msm_params sp = {0};
+        elec_msm_params sp = msm_params_of(o); /* splitting: its default pair */
         sp.scale = scale;
-        sp.cutoff = o->msm_cutoff;
-        sp.spacing = o->msm_spacing;
-        sp.interpolation = msm_interpolation(o); /* splitting: its default pair */
         sp.max_points = o->max_points;
-        sp.tolerance = o->tolerance;
         if (!o->quiet) {
             sp.progress = show_progress;
             sp.progress_user = &progress;

@@ -112,7 +112,9 @@ fi
 # the same for options no method flag covers (a README audit's: each ran
 # with status 0 and changed nothing): a DCS kernel with msm, a kernel with
 # --cpu, units for the charges map, a temperature in kcal, padding with
-# fixed dims; and a bad value named by its option
+# fixed dims; a tolerance that fixed --cutoff and --msm-spacing miss (it
+# ran, saying 'relative error <= 1e-05', and erred 1.9e-2); and a bad value
+# named by its option
 ignored_ok=1
 for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" \
             "--cpu --variant hybrid-rsqrt|--variant picks a GPU kernel" \
@@ -122,6 +124,7 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--temperature 0|--temperature 0: give a positive value" \
             "--method mdh --kappa 0 --ionic-strength 0.1|--kappa sets the screening" \
             "--method msm --tolerance 1e-7|MSM reaches 2e-07" \
+            "--tolerance 1e-5 --cutoff 8 --msm-spacing 2.5|7.2e-03 (C1 cubic, C2 splitting), over --tolerance" \
             "--method charges --order 12|Skeel basis order 12: use 4" \
             "--method charges --basis bspline --order 9|B-spline order 9: use 4 to 8"; do
     args=${case%%|*}

@@ -1202,6 +1202,71 @@ TEST(the_gpu_float_floor_follows_forces_that_nearly_cancel) {
     }
 }
 
+/* Under a tolerance a given splitting fixes the interpolation the table
+   pairs with it: C2 (cubic's own) on 600 neutral random charges at 1e-5
+   once kept the matched choice's nonic, h and a and erred 5.3 times the
+   tolerance with an estimate of 3.3e-6 (an audit; C1 130 times).  Now
+   C2 takes the cubic: at 1e-4 its map meets the tolerance, and 1e-5,
+   past the cubic's table, is refused; a splitting the table has no pair
+   for (C1, C6), or one given with another's interpolation, is refused by
+   name. */
+TEST(msm_tolerance_with_a_splitting_takes_its_paired_order) {
+    test_system random = test_system_random(600, 24.0, 51);
+    const int dims[3] = {21, 21, 21};
+    elec_lattice l;
+    elec_atoms atoms;
+    elec_msm_params p = {0}, r;
+    elec_error err;
+    double *ref, e;
+    float *map;
+    size_t points;
+    int splitting;
+    test_system_make_neutral(&random);
+    atoms = test_system_atoms(&random);
+    l = test_lattice_around(random.box, dims, 2.0);
+    points = elec_lattice_size(&l);
+    ref = (double *)malloc(points * sizeof *ref);
+    map = (float *)malloc(points * sizeof *map);
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &l, NULL, ref, &err) == ELEC_OK, "%s", err.message);
+    p.tolerance = 1e-4;
+    for (splitting = 2; splitting <= 5; splitting++) {
+        p.splitting = splitting;
+        EXPECT(elec_msm_params_resolve(&p, (double)points / (double)random.count, &r, &err) ==
+                       ELEC_OK &&
+                   (int)r.interpolation == splitting - 2 && r.splitting == splitting,
+               "C%d: %s (interpolation %d)", splitting, err.message, (int)r.interpolation);
+    }
+    p.splitting = 2;
+    EXPECT(elec_cpu_msm_map(&atoms, &l, &p, map, &err) == ELEC_OK, "%s", err.message);
+    e = test_rel_rms_float(map, ref, points);
+    elec_msm_params_resolve(&p, (double)points / (double)random.count, &r, &err);
+    printf("     tolerance 1e-4 with C2: %s h %.2f a %.1f (fit %.1e), error %.2e\n",
+           msm_name(r.interpolation), r.spacing, r.cutoff, r.estimate.force, e);
+    EXPECT(e <= p.tolerance && r.interpolation == ELEC_MSM_CUBIC,
+           "C2 at 1e-4: error %.2e (%s)", e, msm_name(r.interpolation));
+    p.tolerance = 1e-5; /* beyond the cubic's table: refused, not nonic's h and a */
+    EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_UNSUPPORTED,
+           "C2 at 1e-5 accepted (%s h %.2f a %.1f)", msm_name(r.interpolation), r.spacing,
+           r.cutoff);
+    for (splitting = 1; splitting <= 6; splitting += 5) {
+        p.splitting = splitting;
+        EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "measures C2 to C5"),
+               "C%d with a tolerance: %s", splitting, err.message);
+    }
+    p.splitting = 3;
+    p.interpolation = ELEC_MSM_NONIC;
+    EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "pairs C3 with quintic"),
+           "C3 with nonic and a tolerance: %s", err.message);
+    p.tolerance = 0.0; /* without a tolerance any pair is the caller's */
+    EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_OK && r.splitting == 3 &&
+               r.interpolation == ELEC_MSM_NONIC, "C3 with nonic: %s", err.message);
+    free(ref);
+    free(map);
+    test_system_free(&random);
+}
+
 TEST(msm_refuses_bad_tolerances) {
     elec_msm_params p = {0}, r;
     elec_error err;
@@ -1291,6 +1356,7 @@ int main(void) {
     RUN(periodic_msm_reads_how_small_the_forces_are);
     RUN(periodic_msm_holds_for_a_vapour_of_molecules);
     RUN(the_gpu_float_floor_follows_forces_that_nearly_cancel);
+    RUN(msm_tolerance_with_a_splitting_takes_its_paired_order);
     RUN(msm_refuses_bad_tolerances);
     return test_summary();
 }
