@@ -2896,20 +2896,23 @@ static inline double elec__pmsm_constant(const elec_msm_params *p, const elec__p
 
 /* ---- >>alpb what the CPU and GPU ALPB calls share */
 
-/* |v|, scaled by its largest component first, so that a finite vector of
-   1e200 or 1e-170 is neither infinite nor zero (an audit found normals so
-   long or short refused as "zero or not finite"); NaN or infinite where a
-   component is. */
-static inline double elec__length3(const double *v) {
-    double largest = fabs(v[0]), x, y, z;
-    if (fabs(v[1]) > largest) largest = fabs(v[1]);
-    if (fabs(v[2]) > largest) largest = fabs(v[2]);
-    if (largest == 0.0) return 0.0;
-    if (!(largest < HUGE_VAL)) return largest; /* infinite or NaN */
-    x = v[0] / largest;
-    y = v[1] / largest;
-    z = v[2] / largest;
-    return largest * sqrt(x * x + y * y + z * z);
+/* v's direction as a unit vector, v scaled by its largest component
+   first, so that a finite normal of any length has one (an audit found
+   1e200 and 1e-170 refused as "zero or not finite", their squares past
+   double's range, and 1e-310 turned into an infinite point by a shift
+   over its length); 0 where v is zero or not finite. */
+static inline int elec__direction3(const double *v, double unit[3]) {
+    double largest = 0.0, length;
+    int a;
+    for (a = 0; a < 3; a++) {
+        if (!elec__finite(v[a])) return 0;
+        if (fabs(v[a]) > largest) largest = fabs(v[a]);
+    }
+    if (largest == 0.0) return 0;
+    for (a = 0; a < 3; a++) unit[a] = v[a] / largest;
+    length = sqrt(unit[0] * unit[0] + unit[1] * unit[1] + unit[2] * unit[2]);
+    for (a = 0; a < 3; a++) unit[a] /= length;
+    return 1;
 }
 
 /* Resolves the params and checks the vertices (finite) and normals
@@ -2952,8 +2955,8 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
         if (!elec__finite(v[0]) || !elec__finite(v[1]) || !elec__finite(v[2]))
             bad_vertex = i < bad_vertex ? i : bad_vertex;
         if (normals) {
-            const double length = elec__length3(normals + 3 * i);
-            if (!elec__finite(length) || !(length > 0.0))
+            double unit[3];
+            if (!elec__direction3(normals + 3 * i, unit))
                 bad_normal = i < bad_normal ? i : bad_normal;
         }
         x0 = v[0] < x0 ? v[0] : x0;
@@ -2990,18 +2993,22 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
    terms |g'| = 1/d^2 - d/s^3, |g'' - g'/d| / 3 = 1/d^3 - d^2/s^5 and |g''
    + 2 g'/d| / 6 = e^2 / (2 s^5) outweigh front's (fas2 at p = -1 erred
    11 times the E1 form, 2.3 times the tolerance; an audit), and each falls
-   with d, so the sum does.  The series' next orders added up to 32 % to
-   what these give (60 and 200 residues of 10 charges, p = -1 to -4, one
-   and two charges): g's terms count 1.5 times, and the worst component
-   came to 0.36 to 0.89 of the tolerance.  Salt's term, front kappa / (1 +
-   kappa d_ion), varies more slowly than front / d and is left to it
-   (measured: 0.87 of the bound at 0.15 M). */
+   with d, so the sum does (born < 0, a solute's dielectric past the
+   solvent's, counts as |born|: the triangle inequality).  Like E1's, this
+   is the Taylor series' first two orders, an estimate rather than a
+   bound: the next added up to 32 % (60 and 200 residues of 10 charges,
+   p = -1 to -4), so g's terms count 1.5 times; then the worst component
+   came to 0.36 to 0.93 of the tolerance there and on fas2, but 1.08 to
+   1.17 on 2LZT and mache with two charges, and 1.6 to 3.1 on mache with
+   one (a review: a residue of net -0.031 e, its charge 14 A out).  Salt's
+   term, front kappa / (1 + kappa d_ion), varies more slowly than front /
+   d and is left to it (measured: 0.87 of the bound at 0.15 M). */
 static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3], double d) {
     double bound = k->front * (e[0] / (d * d) + e[1] / (d * d * d));
     if (k->region == 1) {
         const double e2 = k->born_offset > 0.0 ? k->born_offset / k->size2 : 0.0;
         const double s2 = d * d + e2, s = sqrt(s2), s5 = s2 * s2 * s;
-        bound += 1.5 * k->born / sqrt(k->size2) *
+        bound += 1.5 * fabs(k->born) / sqrt(k->size2) *
                  (e[0] * (1.0 / (d * d) - d / (s2 * s)) + e[1] * (1.0 / (d * d * d) - d * d / s5) +
                   e[2] * e2 / (2.0 * s5));
     }
@@ -3033,9 +3040,9 @@ static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3
    positive root of tol d^3 - front |dp| d - front |dQ|, by Newton's method
    from an upper bound (the cubic is convex there, so the iterates fall
    monotonically onto the root); region 1's bound is larger and falls with
-   d, so from that root it doubles and bisects.  +infinity for the exact
-   sum, and where a tolerance near double's least puts the root past its
-   range. */
+   d, so from that root (or least, where no dipole or quadrupole is left)
+   it doubles and bisects.  +infinity for the exact sum, and where a
+   tolerance near double's least puts the root past its range. */
 static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
                                      const elec_alpb_params *r, const elec_alpb_kernel *k) {
     const int scheme = r->hcp_charges == 2 ? 1 : 0;
@@ -3051,12 +3058,14 @@ static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
     /* most components pass at the least reach itself (+infinity passes) */
     if (elec__hcp_bound(k, e, least) <= tol) return least;
     d = sqrt(a / tol) + cbrt(b / tol); /* each term alone reaches tol there */
-    for (i = 0; i < 100 && d < HUGE_VAL; i++) {
+    /* no dipole or quadrupole left: region 1's trace term alone, from least */
+    if (d == 0.0) d = least;
+    for (i = 0; i < 100 && d < HUGE_VAL && (a > 0.0 || b > 0.0); i++) {
         const double f = tol * d * d * d - a * d - b, step = f / (3.0 * tol * d * d - a);
         d -= step;
         if (!(step > 1e-12 * d)) break;
     }
-    /* a tolerance near double's least (1e-305) overflows the cubic: the
+    /* a tolerance near double's least (1e-310) overflows the cubic: the
        root is past any distance, so the sum is exact (it once fell back
        to the threshold alone) */
     if (!(d < HUGE_VAL)) return HUGE_VAL;
@@ -3075,14 +3084,14 @@ static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
     return d;
 }
 
-/* v + shift n / |n| of vertex i (v itself where there are no normals). */
+/* v + shift n / |n| of vertex i (v itself where there are no normals;
+   the normals were checked, elec__alpb_prepare). */
 static inline void elec__alpb_point(const double *vertices, const double *normals,
                                     size_t i, double shift, double out[3]) {
-    double scale = 0.0;
+    double unit[3] = {0.0, 0.0, 0.0};
     int a;
-    if (normals && shift != 0.0) scale = shift / elec__length3(normals + 3 * i);
-    for (a = 0; a < 3; a++)
-        out[a] = vertices[3 * i + a] + (scale != 0.0 ? scale * normals[3 * i + a] : 0.0);
+    if (normals && shift != 0.0) elec__direction3(normals + 3 * i, unit);
+    for (a = 0; a < 3; a++) out[a] = vertices[3 * i + a] + shift * unit[a];
 }
 
 /* The exact sum without salt is a Coulomb sum at the points times

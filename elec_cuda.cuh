@@ -12519,8 +12519,8 @@ cleanup:
    potential by HCP's top-down walk over complexes, chains, residues and
    atoms (research notes 3.3), a component far where the squared distance
    to its centre exceeds its reach squared (elec__hcp_reach: the level's
-   threshold, or farther where its error test asks; +infinity for the
-   exact sum).  The ladder (params.variant), each rung a kernel or a change
+   threshold, or farther where 1.5 times its extent or its error test
+   asks; +infinity for the exact sum).  The ladder (params.variant), each rung a kernel or a change
    of input beside the one before:
      simple     the seed's kernel before its shared-memory step: the arrays
                 flattened to one array per field (the seed's SoA), the

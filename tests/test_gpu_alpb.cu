@@ -73,8 +73,8 @@ static void case_free(alpb_case *c) {
 }
 
 /* Vertices farther than ALPB_THRESHOLD_MARGIN from the reach (its
-   level's threshold, or its error test's distance) of every component
-   (1), the others (0). */
+   level's threshold, or 1.5 times its extent, or its error test's
+   distance: elec_hcp_reach) of every component (1), the others (0). */
 static unsigned char *clear_of_thresholds(const elec_hcp *h, const elec_surface *s,
                                           const elec_alpb_params *p) {
     unsigned char *clear = (unsigned char *)malloc(s->count);
