@@ -682,21 +682,27 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
     }
 }
 
-/* Rows (j, k) in blocks: a serial loop over blocks (progress between them,
-   on the calling thread), rows of a block over the threads.  Each thread
-   sums into its own row of doubles in sums (threads rows of nx). */
-static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
-                                          const elec_lattice *l,
-                                          const elec_dcs_params *p,
-                                          const float *xs, double *sums,
-                                          float *mapf, double *mapd,
-                                          elec_error *err) {
-    const int nx = l->dims[0], ny = l->dims[1];
-    /* point (i, j, k) relative to the centre: -half + index * spacing */
-    const double half[3] = {0.5 * (l->dims[0] - 1) * l->spacing[0],
-                            0.5 * (l->dims[1] - 1) * l->spacing[1],
-                            0.5 * (l->dims[2] - 1) * l->spacing[2]};
-    const size_t rows = (size_t)ny * (size_t)l->dims[2];
+/* A box of a lattice's points: the first index and the count per axis. */
+typedef struct elec__lattice_box {
+    int first[3], count[3];
+} elec__lattice_box;
+
+/* The rows (j, k) of box b of lattice l, relative to the box's centre (the
+   atoms a packed about it, xs its x offsets): a serial loop over blocks of
+   rows (progress between them, on the calling thread, done rows of the
+   map's `rows` before this box), rows of a block over the threads.  Each
+   thread sums into its own row of doubles in sums (threads rows of nx). */
+static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_lattice *l,
+                                          const elec__lattice_box *b,
+                                          const elec_dcs_params *p, const float *xs,
+                                          double *sums, float *mapf, double *mapd,
+                                          size_t done, size_t all_rows, elec_error *err) {
+    const int nx = b->count[0], ny = b->count[1];
+    /* point (i, j, k) of the box relative to its centre: -half + index * spacing */
+    const double half[3] = {0.5 * (b->count[0] - 1) * l->spacing[0],
+                            0.5 * (b->count[1] - 1) * l->spacing[1],
+                            0.5 * (b->count[2] - 1) * l->spacing[2]};
+    const size_t rows = (size_t)ny * (size_t)b->count[2];
     const size_t block = elec__cpu_block(rows);
     size_t start;
     for (start = 0; start < rows; start += block) {
@@ -707,7 +713,9 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
 #endif
         for (row = first; row < end; row++) {
             int j = (int)(row % ny), k = (int)(row / ny), i;
-            size_t base = (size_t)row * (size_t)nx;
+            size_t base = (size_t)b->first[0] +
+                          (size_t)l->dims[0] * ((size_t)(b->first[1] + j) +
+                                                (size_t)l->dims[1] * (size_t)(b->first[2] + k));
             double y = j * l->spacing[1] - half[1];
             double z = k * l->spacing[2] - half[2];
 #ifdef _OPENMP
@@ -725,17 +733,49 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a,
                 for (i = 0; i < nx; i++) mapd[base + i] = p->scale * acc[i];
             }
         }
-        if (elec__cpu_cancelled(p->progress, p->progress_user, (size_t)end,
-                                rows))
+        if (elec__cpu_cancelled(p->progress, p->progress_user, done + (size_t)end, all_rows))
             return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                               "DCS map cancelled by the progress callback "
                               "after %zu of %zu rows",
-                              (size_t)end, rows);
+                              done + (size_t)end, all_rows);
     }
     return ELEC_OK;
 }
 
-/* Both map entry points: checks, packs, runs the rows, frees. */
+/* Points a box spans along an axis of spacing h: at most ELEC__FLOAT_REGION
+   A from its first to its last, so that every point and every atom near
+   it lies within about 890 A of the box's centre, where float rounds a
+   coordinate by under 6e-5 A (as the points calls' regions: elec.h). */
+static int elec__dcs_box_points(double h) {
+    const double points = floor(ELEC__FLOAT_REGION / h) + 1.0;
+    return points > (double)INT_MAX ? INT_MAX : (int)points;
+}
+
+/* Box b of the map, its atoms packed about its centre: the rows. */
+static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lattice *l,
+                                         const elec__lattice_box *b,
+                                         const elec_dcs_params *p, float *xs, double *sums,
+                                         float *mapf, double *mapd, size_t done,
+                                         size_t all_rows, elec_error *err) {
+    elec__cpu_atoms a;
+    double centre[3];
+    elec_status s;
+    int i, axis;
+    for (axis = 0; axis < 3; axis++)
+        centre[axis] = l->origin[axis] +
+                       (b->first[axis] + 0.5 * (b->count[axis] - 1)) * l->spacing[axis];
+    if ((s = elec__cpu_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK) return s;
+    for (i = 0; i < b->count[0]; i++)
+        xs[i] = (float)(i * l->spacing[0] - 0.5 * (b->count[0] - 1) * l->spacing[0]);
+    s = elec__cpu_dcs_map_rows(&a, l, b, p, xs, sums, mapf, mapd, done, all_rows, err);
+    elec__cpu_atoms_free(&a);
+    return s;
+}
+
+/* Both map entry points: checks, then the map a box at a time (one box
+   unless the lattice spans more than ELEC__FLOAT_REGION along an axis: a
+   lattice 1e9 A long once took one reference 5e8 A from its first point,
+   and an atom 3 A from it rounded onto it and was left out; an audit). */
 static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
                                      const elec_lattice *lattice,
                                      const elec_dcs_params *params,
@@ -743,10 +783,9 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
                                      elec_error *err) {
     elec_status s;
     elec_dcs_params p;
-    elec__cpu_atoms a;
-    size_t threads = 1, bytes;
-    int nx, i, axis;
-    double centre[3];
+    elec__lattice_box b;
+    size_t threads = 1, bytes, done = 0, all_rows = 0;
+    int nx, step[3], axis;
     double *sums;
     float *xs;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -755,7 +794,11 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     if ((s = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return s;
     if (!mapf && !mapd)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    nx = lattice->dims[0];
+    for (axis = 0; axis < 3; axis++) {
+        step[axis] = elec__dcs_box_points(lattice->spacing[axis]);
+        if (step[axis] > lattice->dims[axis]) step[axis] = lattice->dims[axis];
+    }
+    nx = step[0];
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
 #endif
@@ -763,24 +806,28 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %d-point rows", nx);
     bytes = (size_t)nx * (threads * sizeof(double) + sizeof(float));
-    for (axis = 0; axis < 3; axis++)
-        centre[axis] = lattice->origin[axis] +
-                       0.5 * (lattice->dims[axis] - 1) * lattice->spacing[axis];
-    if ((s = elec__cpu_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK)
-        return s;
     sums = (double *)ELEC_MALLOC(bytes);
-    if (!sums) {
-        elec__cpu_atoms_free(&a);
+    if (!sums)
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %zu row sums", threads);
-    }
     xs = (float *)(sums + threads * (size_t)nx);
-    for (i = 0; i < nx; i++)
-        xs[i] = (float)(i * lattice->spacing[0] -
-                        0.5 * (nx - 1) * lattice->spacing[0]);
-    s = elec__cpu_dcs_map_rows(&a, lattice, &p, xs, sums, mapf, mapd, err);
+    /* the map's rows, every x box counting each row again */
+    all_rows = (size_t)lattice->dims[1] * (size_t)lattice->dims[2] *
+               (size_t)((lattice->dims[0] + step[0] - 1) / step[0]);
+    for (b.first[2] = 0; s == ELEC_OK && b.first[2] < lattice->dims[2]; b.first[2] += step[2])
+        for (b.first[1] = 0; s == ELEC_OK && b.first[1] < lattice->dims[1];
+             b.first[1] += step[1])
+            for (b.first[0] = 0; s == ELEC_OK && b.first[0] < lattice->dims[0];
+                 b.first[0] += step[0]) {
+                for (axis = 0; axis < 3; axis++)
+                    b.count[axis] = lattice->dims[axis] - b.first[axis] < step[axis]
+                                        ? lattice->dims[axis] - b.first[axis]
+                                        : step[axis];
+                s = elec__cpu_dcs_map_box(atoms, lattice, &b, &p, xs, sums, mapf, mapd, done,
+                                          all_rows, err);
+                done += (size_t)b.count[1] * (size_t)b.count[2];
+            }
     ELEC_FREE(sums);
-    elec__cpu_atoms_free(&a);
     if (s != ELEC_OK) return s;
     if (elec__cpu_cancelled(p.progress, p.progress_user, 1, 1))
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,

@@ -237,6 +237,47 @@ TEST(points_far_apart_keep_float_precision) {
     test_system_free(&s);
 }
 
+/* A map whose lattice spans more than ELEC__FLOAT_REGION (1024 A) along
+   an axis is summed a box at a time, each about its own centre (an audit:
+   three points 1e9 A apart put the one reference 1e9 A from the first,
+   an atom 3 A from it rounded onto it and was left out, 0.25 for 0.5833;
+   a 16,000 A line of points with the atoms at one end erred 1.1e-3
+   relative RMS).  Progress still rises to 1 over the boxes. */
+TEST(long_lattices_keep_float_precision) {
+    const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
+    const elec_atoms ions = elec_atoms_from_xyz(2, xyz, q, NULL);
+    const elec_lattice far = {{3, 1, 1}, {0.0, 0.0, 0.0}, {1e9, 1.0, 1.0}};
+    const elec_lattice line = {{16001, 2, 2}, {-5.0, -1.0, -1.0}, {1.0, 1.5, 1.5}};
+    test_system s = test_system_random(50, 10.0, 71);
+    const elec_atoms atoms = test_system_atoms(&s);
+    const size_t points = elec_lattice_size(&line);
+    float three[3], *got = (float *)malloc(points * sizeof *got);
+    double *want = (double *)malloc(points * sizeof *want), e;
+    test_progress_log log;
+    elec_dcs_params dp;
+    elec_error err;
+    EXPECT(elec_cpu_dcs_map(&ions, &far, NULL, three, &err) == ELEC_OK &&
+               fabs(three[0] - (1.0 / 3.0 + 0.25)) <= 1e-6 && three[1] > 0.0f,
+           "%s (point 0: %.7g, want %.7g)", err.message, three[0], 1.0 / 3.0 + 0.25);
+    memset(&dp, 0, sizeof dp);
+    memset(&log, 0, sizeof log);
+    log.increasing = 1;
+    dp.progress = test_log_progress;
+    dp.progress_user = &log;
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &line, NULL, want, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(elec_cpu_dcs_map(&atoms, &line, &dp, got, &err) == ELEC_OK, "%s", err.message);
+    e = test_rel_rms_float(got, want, points);
+    printf("     a 16,000 A line of points: relative RMS %.2e; progress %d calls, last %g\n", e,
+           log.calls, log.last);
+    EXPECT(e <= 1e-5, "16,000 A line: relative RMS %.3e", e);
+    EXPECT(log.increasing && log.last == 1.0, "progress: increasing %d, last %g",
+           log.increasing, log.last);
+    free(got);
+    free(want);
+    test_system_free(&s);
+}
+
 TEST(coincident_atom_is_left_out) {
     /* atom 0 exactly on lattice point (2,1,3); the others elsewhere */
     elec_lattice l = {{5, 4, 6}, {-1.0, 0.5, -2.0}, {0.5, 0.5, 0.5}};
@@ -627,6 +668,7 @@ int main(void) {
     RUN(dcs_float_map_matches_double);
     RUN(points_equal_map_at_lattice_points);
     RUN(points_far_apart_keep_float_precision);
+    RUN(long_lattices_keep_float_precision);
     RUN(coincident_atom_is_left_out);
     RUN(zero_atoms_give_zero_map);
     RUN(invalid_arguments_are_reported);
