@@ -990,12 +990,15 @@ typedef struct elec_msm_params {
                        choice reads nothing of the atoms: maps and
                        potentials keep it on every system an audit tried
                        (crystals, droplets, slabs, a few atoms) at points
-                       among and around the atoms, but at points far
-                       outside them, where the potential itself is small
-                       (25 to 500 A from a 15 A cluster of 60 ions), up
-                       to 4.3 times it (neutral; 2.6 with a net charge;
-                       a map 100 A out, 1.5): few far points cost DCS
-                       little, exactly.  And forces that nearly cancel
+                       among and around the atoms, but not at points
+                       far outside them, where the potential itself is
+                       small: the absolute error stays as among the
+                       atoms, the relative one grows as the potential
+                       falls (measured 4.3 to 59 times the tolerance,
+                       60 and 300 neutral ions 25 to 106 A out, more at
+                       tighter tolerances; 2.9 with a net charge): far
+                       points cost DCS little, exactly.  And forces that
+                       nearly cancel
                        (an ionic crystal near its sites) or a few dilute
                        charges measured up to 3 times the tolerance:
                        where non-periodic forces must meet a tolerance on
@@ -1010,7 +1013,10 @@ typedef struct elec_msm_params {
     double spacing; /* h, the finest lattice spacing (A); 0 = 2, or chosen  */
     elec_msm_interpolation interpolation;
     int splitting;  /* continuity of gamma: Taylor order 1..6; 0 = C2 with
-                       the cubic, C3 quintic, C4 septic, C5 nonic            */
+                       the cubic, C3 quintic, C4 septic, C5 nonic.  With a
+                       tolerance, a splitting given fixes the interpolation
+                       it pairs with (the table's only pairs); C1, C6 or
+                       another pair are refused there                    */
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
     elec_gpu_set gpus;  /* GPU calls: the first device is used             */
