@@ -907,17 +907,29 @@ static elec_status build_lattice(const options *o, const elec_atoms *atoms,
 
 /* Why the lattice was refused and, where the count of points is the
    reason, what lowers it: a coarser --spacing, or fewer --dims where they
-   were given (the spacing does not change their count).  A point past
-   double's range is not mended by a coarser spacing, so no advice. */
+   were given (the spacing does not change their count), and a smaller
+   --padding where twice it passes the atoms' span (a padding of 1e308 A
+   was once answered with "a coarser --spacing", which cannot mend it;
+   an audit). */
 static void lattice_refused(const options *o, const elec_atoms *atoms, elec_status s,
                             const elec_error *err) {
     const double limit = (double)o->max_points;
-    double lo[3], hi[3], points;
+    double lo[3], hi[3], points, span = 0.0;
+    int axis;
     elec_atoms_bounds(atoms, lo, hi);
+    for (axis = 0; axis < 3; axis++)
+        if (hi[axis] - lo[axis] > span) span = hi[axis] - lo[axis];
     points = o->explicit_dims ? (double)o->dims[0] * o->dims[1] * o->dims[2]
                               : cli_points_around(atoms, o->spacing, o->padding);
     if (!(points > limit) && s != ELEC_ERR_UNSUPPORTED) {
         fprintf(stderr, TOOL ": %s\n", err->message);
+        return;
+    }
+    if (!o->explicit_dims && 2.0 * o->padding > span) {
+        fprintf(stderr, TOOL ": %s: the atoms span %.4g x %.4g x %.4g A and the padding adds "
+                        "%g A to each side; a smaller --padding%s\n", err->message,
+                hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], o->padding,
+                isfinite(points) ? ", or a coarser --spacing" : "");
         return;
     }
     fprintf(stderr, TOOL ": %s: the atoms span %.4g x %.4g x %.4g A; %s%s\n", err->message,

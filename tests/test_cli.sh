@@ -91,13 +91,22 @@ else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"
-# a lattice past float's range is named with the positions (an audit's: the
-# refusal blamed the charges, the box or the parameters)
-"$build/elecmap" --cpu --quiet --dims 3 3 3 --origin 0 0 0 --spacing 1e300 --demo "$dir/x.dx" \
+# points 1e300 A apart: the CPU's float map sums each about its own box's
+# centre (a lattice longer than 1024 A), so the first point's potential is
+# a one-point map's and the far points' underflow to 0, as their exact
+# 1e-300 does in float (a single centre once put every point past float's
+# range, and the map was refused)
+"$build/elecmap" --cpu --quiet --dims 3 3 3 --origin 0 0 0 --spacing 1e300 --demo "$dir/far.dx" \
     > "$dir/out" 2>&1
-[ $? -eq 1 ] && grep -q "the lattice's" "$dir/out" && [ ! -e "$dir/x.dx" ] &&
-    ok "elecmap_names_a_lattice_past_floats_range" ||
-    fail "elecmap_names_a_lattice_past_floats_range: $(cat "$dir/out")"
+st1=$?
+"$build/elecmap" --cpu --quiet --dims 1 1 1 --origin 0 0 0 --spacing 1 --demo "$dir/one.dx" \
+    > "$dir/out2" 2>&1
+st2=$?
+if [ $st1 -eq 0 ] && [ $st2 -eq 0 ] &&
+   [ "$(dx_values "$dir/far.dx" | head -n 1)" = "$(dx_values "$dir/one.dx")" ] &&
+   [ "$(dx_values "$dir/far.dx" | tail -n 26 | sort -u)" = "0.00000000e+00" ]; then
+    ok "elecmap_maps_points_past_floats_range_from_each_other"
+else fail "elecmap_maps_points_past_floats_range_from_each_other: $st1 $st2 $(cat "$dir/out" "$dir/out2")"; fi
 # an option the method will not read is refused, not ignored (an audit's:
 # --method dcs --kappa 1 wrote an unscreened map)
 "$build/elecmap" --method dcs --kappa 1 --demo "$dir/x.dx" > "$dir/out" 2>&1; rc1=$?
@@ -711,6 +720,16 @@ st=$?
 if [ $st -eq 1 ] && grep -q "past double's range" "$dir/out" && ! grep -q "coarser\|fewer" "$dir/out"
 then ok "elecmap_gives_no_count_advice_for_a_point_past_range"
 else fail "elecmap_gives_no_count_advice_for_a_point_past_range: status $st $(cat "$dir/out")"; fi
+# a padding past the atoms' span is what to shrink (1e308 was answered
+# with "a coarser --spacing", which cannot mend a point past range)
+demo --padding 1e308 "$dir/x.dx" > "$dir/out" 2>&1
+st1=$?
+demo --padding 1e5 "$dir/x.dx" > "$dir/out2" 2>&1
+st2=$?
+if [ $st1 -eq 1 ] && grep -q "a smaller --padding$" "$dir/out" && [ $st2 -eq 1 ] &&
+   grep -q "a smaller --padding, or a coarser --spacing" "$dir/out2"
+then ok "elecmap_advises_a_smaller_padding_where_it_is_the_cause"
+else fail "elecmap_advises_a_smaller_padding_where_it_is_the_cause: $st1 $st2 $(cat "$dir/out" "$dir/out2")"; fi
 demo --max-points 100 "$dir/x.dx" > "$dir/out" 2>&1
 st1=$?
 demo --max-points 10000 "$dir/x.dx" > "$dir/out2" 2>&1
