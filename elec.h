@@ -9962,6 +9962,12 @@ static elec_status elec__contact_counts(const double *radius, size_t n, double d
     return ELEC_OK;
 }
 
+/* Whether atoms a and b are one sphere: the same centre and radius. */
+static int elec__same_sphere(const double *xyz, const double *radius, size_t a, size_t b) {
+    return radius[a] == radius[b] && xyz[3 * a] == xyz[3 * b] &&
+           xyz[3 * a + 1] == xyz[3 * b + 1] && xyz[3 * a + 2] == xyz[3 * b + 2];
+}
+
 /* Whether a probe centred at c, beside atom me, overlaps another atom (of
    the cells around home): the point it touches is then buried. */
 static int elec__contact_buried(const elec_cells *cells, const double *xyz,
@@ -9977,7 +9983,30 @@ static int elec__contact_buried(const elec_cells *cells, const double *xyz,
                 for (j = cells->start[cell]; j < cells->start[cell + 1]; j++) {
                     size_t other = cells->atom[j];
                     double reach = radius[other] + probe;
-                    if (other != me && elec_distance2(c, xyz + 3 * other) < reach * reach)
+                    /* a copy of me buries none of its twin's points (at
+                       r + probe from it, rounding buried some) */
+                    if (other != me && !elec__same_sphere(xyz, radius, other, me) &&
+                        elec_distance2(c, xyz + 3 * other) < reach * reach)
+                        return 1;
+                }
+            }
+    return 0;
+}
+
+/* Whether an atom before `me` is its sphere (elec__same_sphere): a copy,
+   whose points are me's too (two coincident atoms once gave every point
+   twice; an audit).  The first copy keeps them. */
+static int elec__contact_copy(const elec_cells *cells, const double *xyz, const double *radius,
+                              size_t me, const int home[3]) {
+    int dx, dy, dz;
+    for (dz = -1; dz <= 1; dz++)
+        for (dy = -1; dy <= 1; dy++)
+            for (dx = -1; dx <= 1; dx++) {
+                long cell = elec_cells_neighbour(cells, home, dx, dy, dz, 0);
+                size_t j;
+                if (cell < 0) continue;
+                for (j = cells->start[cell]; j < cells->start[cell + 1]; j++) {
+                    if (cells->atom[j] < me && elec__same_sphere(xyz, radius, cells->atom[j], me))
                         return 1;
                 }
             }
@@ -9986,7 +10015,8 @@ static int elec__contact_buried(const elec_cells *cells, const double *xyz,
 
 /* keep[first[i] + k]: whether atom i's Fibonacci point k of its
    first[i + 1] - first[i] is on the contact surface (a probe touching it
-   there overlaps no other atom). */
+   there overlaps no other atom, and no earlier copy of the atom holds
+   it). */
 static void elec__contact_keep(const elec_cells *cells, const double *xyz,
                                const double *radius, size_t n, double probe,
                                const size_t *first, unsigned char *keep) {
@@ -9999,6 +10029,10 @@ static void elec__contact_keep(const elec_cells *cells, const double *xyz,
         int home[3];
         size_t k;
         elec_cells_ijk(cells, xyz + 3 * me, home);
+        if (elec__contact_copy(cells, xyz, radius, me, home)) {
+            memset(keep + first[me], 0, m);
+            continue;
+        }
         for (k = 0; k < m; k++) {
             double u[3], c[3];
             int a;

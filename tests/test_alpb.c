@@ -1468,6 +1468,15 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
                s.count > 0,
            "%zu points, %d buried", s.count, buried);
     elec_surface_free(&s);
+    /* two copies of one atom: its sphere's points once (each lay exactly
+       r + probe from the other's centre, and every point came twice) */
+    {
+        const double copies_xyz[6] = {0, 0, 0, 0, 0, 0}, copies_r[2] = {1.5, 1.5};
+        elec_atoms copies = elec_atoms_from_xyz(2, copies_xyz, q, copies_r);
+        EXPECT(elec_surface_contact(&copies, 0.0, 0.0, &s, NULL) == ELEC_OK && s.count == want,
+               "two copies of an atom: %zu points, want %zu", s.count, want);
+        elec_surface_free(&s);
+    }
     /* a probe past 1e4 A is refused: at 1e16 A and more rounding lost the
        atoms' separation and buried points came back (an audit's finding) */
     {
