@@ -5868,8 +5868,13 @@ static elec_status elec__dx_values(elec__dx_cursor *c, const elec_lattice *latti
             return elec__fail(err, ELEC_ERR_PARSE, c->line,
                               "line %ld: more values than the %zu items", c->line, total);
         }
-        if (r == ELEC__PQR_NUMBER_OK && !(fabs(v) <= FLT_MAX))
+        /* a float: what rounds to one, FLT_MAX's 9 digits (3.40282347e+38,
+           a little past it as a double) too, taken as FLT_MAX; from
+           FLT_MAX + 2^103 on it rounds to infinity (an audit found the
+           map elec_write_dx wrote of FLT_MAX refused) */
+        if (r == ELEC__PQR_NUMBER_OK && !(fabs(v) < (double)FLT_MAX + ldexp(1.0, 103)))
             r = ELEC__PQR_NUMBER_INFINITE;
+        if (fabs(v) > FLT_MAX) v = v > 0.0 ? FLT_MAX : -FLT_MAX;
         if (r != ELEC__PQR_NUMBER_OK)
             return elec__fail(err, ELEC_ERR_PARSE, c->line,
                               "line %ld: value %zu '%.*s%s' is not a %snumber",

@@ -670,9 +670,9 @@ TEST(dx_round_trip_is_exact_and_z_fastest_on_disk) {
 }
 
 TEST(dx_round_trip_keeps_arbitrary_floats_bit_for_bit) {
-    /* Seeded random floats over 12 decades and both signs: %.8e writes 9
-       significant digits, which read back to the same float (FLT_DECIMAL_DIG
-       is 9), so the tolerance is zero. */
+    /* Seeded random floats over 12 decades and both signs, and the
+       extremes: %.8e writes 9 significant digits, which read back to the
+       same float (FLT_DECIMAL_DIG is 9), so the tolerance is zero. */
     const unsigned long long seed = 20260311;
     const char *path = "build/test_io_random.dx";
     test_rng rng = test_rng_seeded(seed);
@@ -700,8 +700,16 @@ TEST(dx_round_trip_keeps_arbitrary_floats_bit_for_bit) {
     for (i = 0; i < n; i++) {
         double magnitude = pow(10.0, -6.0 + 12.0 * test_uniform(&rng));
         map[i] = (float)(test_uniform(&rng) < 0.5 ? -magnitude : magnitude);
-        want[i] = map[i];
     }
+    /* the extremes: FLT_MAX's 9 digits are a little past it as a double
+       (its round trip was once refused as not finite; an audit), the least
+       normal and subnormal floats, and a negative zero */
+    map[0] = FLT_MAX;
+    map[1] = -FLT_MAX;
+    map[2] = FLT_MIN;
+    map[3] = -1.40129846e-45f;
+    map[4] = -0.0f;
+    for (i = 0; i < n; i++) want[i] = map[i];
     status = (int)elec_write_dx(path, &lat, map, NULL, &err);
     EXPECT(status == ELEC_OK, "seed %llu: write status %d: %s", seed, status,
            err.message);
