@@ -1016,7 +1016,8 @@ typedef struct elec_msm_params {
                        the cubic, C3 quintic, C4 septic, C5 nonic.  With a
                        tolerance, a splitting given fixes the interpolation
                        it pairs with (the table's only pairs); C1, C6 or
-                       another pair are refused there                    */
+                       a non-cubic interpolation of another pair are
+                       refused there                                      */
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
     elec_gpu_set gpus;  /* GPU calls: the first device is used             */
@@ -7104,22 +7105,25 @@ static elec_status elec__msm_reach_check(const elec_msm_params *in, const elec_m
 
 /* Under a tolerance a given splitting fixes the interpolation the error
    table pairs it with (C2 cubic, C3 quintic, C4 septic, C5 nonic; the
-   only pairs measured): the choice then picks h and a for that order.  A
-   splitting the table has no pair for, or an interpolation given with
-   another's splitting, is refused: the choice once took the matched
+   only pairs measured): the choice then picks h and a for that order (an
+   interpolation left at its zero, cubic, reads as "choose", so cubic with
+   C3 is quintic).  A splitting the table has no pair for, or a non-cubic
+   interpolation given with another's splitting, is refused: the choice once took the matched
    pair's h and a for C1 to C3 with nonic and erred 2.9 to 130 times the
    tolerance, its estimate up to 391 times low (an audit). */
 static elec_status elec__msm_paired_order(elec_msm_params *r, elec_error *err) {
     static const char *const names[4] = {"cubic", "quintic", "septic", "nonic"};
-    if (!(r->tolerance > 0.0) || r->splitting == 0) return ELEC_OK;
+    /* out of range, elec__msm_fields_check refuses it by name */
+    if (!(r->tolerance > 0.0) || r->splitting < 1 || r->splitting > 6 ||
+        (int)r->interpolation < 0 || r->interpolation > ELEC_MSM_NONIC)
+        return ELEC_OK;
     if (r->splitting < 2 || r->splitting > 5)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "MSM splitting C%d with a tolerance: the error table measures C2 "
                           "to C5, each with its interpolation (cubic C2, quintic C3, septic "
                           "C4, nonic C5); leave splitting 0, or give no tolerance",
                           r->splitting);
-    if (r->interpolation != ELEC_MSM_CUBIC && (int)r->interpolation != r->splitting - 2 &&
-        (int)r->interpolation >= 0 && r->interpolation <= ELEC_MSM_NONIC)
+    if (r->interpolation != ELEC_MSM_CUBIC && (int)r->interpolation != r->splitting - 2)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "MSM splitting C%d with the %s interpolation and a tolerance: the "
                           "error table pairs C%d with %s and %s with C%d; give one of them",
@@ -9990,8 +9994,8 @@ static int elec__contact_buried(const elec_cells *cells, const double *xyz,
                     double reach = radius[other] + probe;
                     /* a copy of me buries none of its twin's points (at
                        r + probe from it, rounding buried some) */
-                    if (other != me && !elec__same_sphere(xyz, radius, other, me) &&
-                        elec_distance2(c, xyz + 3 * other) < reach * reach)
+                    if (other != me && elec_distance2(c, xyz + 3 * other) < reach * reach &&
+                        !elec__same_sphere(xyz, radius, other, me))
                         return 1;
                 }
             }

@@ -67,9 +67,10 @@ extern "C" {
 
 /* --------------------------------------------------- >>common what every method shares */
 
-/* Atoms are checked (elec_atoms_check) and copied once from the caller's
-   view, relative to a reference point (the centre of the lattice or of the
-   points; wrapped into the box for the periodic methods); long calls
+/* Atoms are checked (elec_atoms_check) and copied from the caller's view,
+   relative to a reference point (the centre of the lattice or of the
+   points, or of each 1024 A box of either where they span more; wrapped
+   into the box for the periodic methods); long calls
    report progress between blocks of work and may be cancelled.  What a
    call wrote is checked last: a value past its type's range fails it
    (elec.h, elec_error). */
@@ -375,9 +376,10 @@ static void elec__fftw_destroy_pair(fftw_plan forward, fftw_plan backward) {
 
 /* --------------------------------------------- >>common packed atoms, progress, points */
 
-/* The atoms, gathered once from the caller's strided view into packed
-   arrays, translated so that coordinates are relative to a reference point
-   (the centre of the lattice, or of the points' bounding box).  Float copies are made from the
+/* The atoms, gathered from the caller's strided view into packed arrays,
+   translated so that coordinates are relative to a reference point (the
+   centre of the lattice, or of the points' bounding box; of each box of
+   them where they span more than ELEC__FLOAT_REGION).  Float copies are made from the
    translated doubles: the float coordinates stay small, so a float keeps
    about 1e-6 A of precision across an ordinary map.  (The centre rather
    than the origin halves the largest coordinate, and with it the rounding
@@ -775,7 +777,11 @@ static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lat
 /* Both map entry points: checks, then the map a box at a time (one box
    unless the lattice spans more than ELEC__FLOAT_REGION along an axis: a
    lattice 1e9 A long once took one reference 5e8 A from its first point,
-   and an atom 3 A from it rounded onto it and was left out; an audit). */
+   and an atom 3 A from it rounded onto it and was left out; an audit).
+   Each box packs the atoms again: on a lattice of spacings past 1024 A,
+   a point a box, that costs as much as the point's sum (a review measured
+   5 times the one-box time on one thread, 100 x 100 x 10 points 1100 A
+   apart), the price of every point's potential in float. */
 static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
                                      const elec_lattice *lattice,
                                      const elec_dcs_params *params,
@@ -786,6 +792,7 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     elec__lattice_box b;
     size_t threads = 1, bytes, done = 0, all_rows = 0;
     int nx, step[3], axis;
+    long x, y, z;
     double *sums;
     float *xs;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
@@ -811,18 +818,20 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %zu row sums", threads);
     xs = (float *)(sums + threads * (size_t)nx);
-    /* the map's rows, every x box counting each row again */
+    /* the map's rows, every x box counting each row again; the boxes'
+       first indices in long (an axis near INT_MAX points would overflow
+       an int's first + step) */
     all_rows = (size_t)lattice->dims[1] * (size_t)lattice->dims[2] *
-               (size_t)((lattice->dims[0] + step[0] - 1) / step[0]);
-    for (b.first[2] = 0; s == ELEC_OK && b.first[2] < lattice->dims[2]; b.first[2] += step[2])
-        for (b.first[1] = 0; s == ELEC_OK && b.first[1] < lattice->dims[1];
-             b.first[1] += step[1])
-            for (b.first[0] = 0; s == ELEC_OK && b.first[0] < lattice->dims[0];
-                 b.first[0] += step[0]) {
-                for (axis = 0; axis < 3; axis++)
-                    b.count[axis] = lattice->dims[axis] - b.first[axis] < step[axis]
-                                        ? lattice->dims[axis] - b.first[axis]
-                                        : step[axis];
+               (((size_t)lattice->dims[0] + (size_t)step[0] - 1) / (size_t)step[0]);
+    for (z = 0; s == ELEC_OK && z < lattice->dims[2]; z += step[2])
+        for (y = 0; s == ELEC_OK && y < lattice->dims[1]; y += step[1])
+            for (x = 0; s == ELEC_OK && x < lattice->dims[0]; x += step[0]) {
+                const long first[3] = {x, y, z};
+                for (axis = 0; axis < 3; axis++) {
+                    const long left = lattice->dims[axis] - first[axis];
+                    b.first[axis] = (int)first[axis];
+                    b.count[axis] = left < step[axis] ? (int)left : step[axis];
+                }
                 s = elec__cpu_dcs_map_box(atoms, lattice, &b, &p, xs, sums, mapf, mapd, done,
                                           all_rows, err);
                 done += (size_t)b.count[1] * (size_t)b.count[2];

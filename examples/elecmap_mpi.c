@@ -108,13 +108,9 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
 #endif
         return elec_cpu_dcs_map(atoms, &slab, &dp, job->map, err);
     } else if (o->method == METHOD_MSM) {
-        elec_msm_params sp = {0};
+        elec_msm_params sp = msm_params_of(o); /* elecmap's: its summary's choice */
         sp.scale = scale;
-        sp.cutoff = o->msm_cutoff;
-        sp.spacing = o->msm_spacing;
-        sp.interpolation = msm_interpolation(o);
         sp.max_points = o->max_points;
-        sp.tolerance = o->tolerance;
         return elec_cpu_msm_map_slab(atoms, lattice, job->k0, job->k1, &sp, job->map, err);
     } else if (o->method == METHOD_CUTOFF) {
         elec_cutoff_params cp = {0}, resolved;

@@ -133,7 +133,8 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--temperature 0|--temperature 0: give a positive value" \
             "--method mdh --kappa 0 --ionic-strength 0.1|--kappa sets the screening" \
             "--method msm --tolerance 1e-7|MSM reaches 2e-07" \
-            "--tolerance 1e-5 --cutoff 8 --msm-spacing 2.5|7.2e-03 (C1 cubic, C2 splitting), over --tolerance" \
+            "--tolerance 1e-5 --cutoff 8 --msm-spacing 2.5|7.2e-03 (C1 cubic, C2 splitting; no --msm-order meets it there), over a third of --tolerance" \
+            "--tolerance 1e-3 --cutoff 12 --msm-spacing 2 --msm-order 4|8.1e-04 (C1 cubic, C2 splitting), over a third" \
             "--method charges --order 12|Skeel basis order 12: use 4" \
             "--method charges --basis bspline --order 9|B-spline order 9: use 4 to 8"; do
     args=${case%%|*}
@@ -727,7 +728,7 @@ st1=$?
 demo --padding 1e5 "$dir/x.dx" > "$dir/out2" 2>&1
 st2=$?
 if [ $st1 -eq 1 ] && grep -q "a smaller --padding$" "$dir/out" && [ $st2 -eq 1 ] &&
-   grep -q "a smaller --padding, or a coarser --spacing" "$dir/out2"
+   grep -q "a smaller --padding, a coarser --spacing, or --max-points" "$dir/out2"
 then ok "elecmap_advises_a_smaller_padding_where_it_is_the_cause"
 else fail "elecmap_advises_a_smaller_padding_where_it_is_the_cause: $st1 $st2 $(cat "$dir/out" "$dir/out2")"; fi
 demo --max-points 100 "$dir/x.dx" > "$dir/out" 2>&1

@@ -1259,6 +1259,18 @@ TEST(msm_tolerance_with_a_splitting_takes_its_paired_order) {
     EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "pairs C3 with quintic"),
            "C3 with nonic and a tolerance: %s", err.message);
+    /* out of range stays refused by name (an interpolation of 17 was once
+       taken as the splitting's pair; a review) */
+    p.interpolation = (elec_msm_interpolation)17;
+    EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "unknown MSM interpolation 17"),
+           "interpolation 17 with C3: %s", err.message);
+    p.interpolation = ELEC_MSM_NONIC;
+    p.splitting = -1;
+    EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "use 1 to 6"),
+           "splitting -1: %s", err.message);
+    p.splitting = 3;
     p.tolerance = 0.0; /* without a tolerance any pair is the caller's */
     EXPECT(elec_msm_params_resolve(&p, 1.0, &r, &err) == ELEC_OK && r.splitting == 3 &&
                r.interpolation == ELEC_MSM_NONIC, "C3 with nonic: %s", err.message);
