@@ -146,6 +146,7 @@ $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS
 	$(CXX) -x c++ -std=c++11 $(WARN) -Wno-missing-field-initializers -I. -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_TEST_SPLIT -o $(BUILD)/test_header_only_split tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 
 # test_gpu_spme again with the neighbour list's search one warp a cluster
 # (the form of large handles) at every size, so that both forms run

@@ -3449,6 +3449,80 @@ static inline elec_status elec__exclusions_check(const size_t *pairs, size_t cou
     return ELEC_OK;
 }
 
+/* ---- cell lists' windows (elec_cells_build's callers in every header) */
+
+/* qsort's ascending order of doubles. */
+static inline int elec__double_order(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The region of a cell list for neighbour searches that are not periodic:
+   the caller's origin and length, but along an axis that would take more
+   than ELEC_CELLS_MAX_PER_AXIS cells of min_cell, and where the window of
+   that many cells holding the most of the count positions xyz leaves out
+   at most one in a hundred, the span of the positions in that window.
+   Positions outside the region fall in its boundary cells, and a pair
+   within min_cell still lies in the 27 cells around either (clamping only
+   brings cells closer); but one far atom (a misplaced ion, coordinates of
+   9999) stretched the cells over the whole span until each held
+   thousands and a search read them all: 20,001 atoms' contact surface
+   with one atom 1e5 A away took 7 s, 20,000 without it 1.2 (an audit).
+   Where more are left out (a long rod, complexes far apart) they would
+   crowd the boundary cells instead, so the caller's region stays (a
+   review: a 20,000 A rod's surface went from 1 s to 59).  Returns 0 where
+   there is no memory for the sort. */
+static inline int elec__cells_window(const double *xyz, size_t count, double min_cell,
+                                     double origin[3], double length[3]) {
+    const double width = ELEC_CELLS_MAX_PER_AXIS * min_cell;
+    double *v = NULL;
+    size_t i, first, best = 0, most = 0;
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        if (count == 0 || !(floor(length[axis] / min_cell) > ELEC_CELLS_MAX_PER_AXIS)) continue;
+        if (!v && !(v = (double *)ELEC_MALLOC(count * sizeof *v))) return 0;
+        for (i = 0; i < count; i++) v[i] = xyz[3 * i + axis];
+        qsort(v, count, sizeof *v, elec__double_order);
+        most = 0;
+        for (first = 0, i = 0; i < count; i++) { /* the window ending at v[i] */
+            while (v[i] - v[first] > width) first++;
+            if (i - first + 1 > most) {
+                most = i - first + 1;
+                best = first;
+            }
+        }
+        if (count - most > count / 100) continue; /* the span stays */
+        /* from its first position to its last (a cell at least) */
+        origin[axis] = v[best];
+        length[axis] = v[best + most - 1] - v[best];
+        if (length[axis] < min_cell) length[axis] = min_cell;
+    }
+    ELEC_FREE(v);
+    return 1;
+}
+
+/* elec_cells_build over the region elec__cells_window makes of the
+   caller's (which is left as it was).  Here with the shared helpers:
+   elec_cpu.h's cutoff map and MSM call it, and may be implemented in a
+   file of their own (they once could not: an audit). */
+static inline elec_status elec__cells_build_windowed(const double *xyz, size_t count,
+                                                     const double origin[3],
+                                                     const double length[3], double min_cell,
+                                                     elec_cells *c, elec_error *err) {
+    double o[3], l[3];
+    int axis;
+    for (axis = 0; axis < 3; axis++) {
+        o[axis] = origin[axis];
+        l[axis] = length[axis];
+    }
+    if (min_cell > 0.0 && !elec__cells_window(xyz, count, min_cell, o, l)) {
+        if (c) memset(c, 0, sizeof *c);
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a cell list of %zu atoms",
+                          count);
+    }
+    return elec_cells_build(xyz, count, o, l, min_cell, c, err);
+}
+
 #endif /* ELEC__PRIVATE_DONE */
 #endif
 
@@ -3881,76 +3955,6 @@ ELEC_DEF void elec_cells_free(elec_cells *c) {
     ELEC_FREE(c->atom);
     c->start = NULL;
     c->atom = NULL;
-}
-
-/* qsort's ascending order of doubles. */
-static int elec__double_order(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The region of a cell list for neighbour searches that are not periodic:
-   the caller's origin and length, but along an axis that would take more
-   than ELEC_CELLS_MAX_PER_AXIS cells of min_cell, and where the window of
-   that many cells holding the most of the count positions xyz leaves out
-   at most one in a hundred, the span of the positions in that window.
-   Positions outside the region fall in its boundary cells, and a pair
-   within min_cell still lies in the 27 cells around either (clamping only
-   brings cells closer); but one far atom (a misplaced ion, coordinates of
-   9999) stretched the cells over the whole span until each held
-   thousands and a search read them all: 20,001 atoms' contact surface
-   with one atom 1e5 A away took 7 s, 20,000 without it 1.2 (an audit).
-   Where more are left out (a long rod, complexes far apart) they would
-   crowd the boundary cells instead, so the caller's region stays (a
-   review: a 20,000 A rod's surface went from 1 s to 59).  Returns 0 where
-   there is no memory for the sort. */
-static int elec__cells_window(const double *xyz, size_t count, double min_cell,
-                              double origin[3], double length[3]) {
-    const double width = ELEC_CELLS_MAX_PER_AXIS * min_cell;
-    double *v = NULL;
-    size_t i, first, best = 0, most = 0;
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        if (count == 0 || !(floor(length[axis] / min_cell) > ELEC_CELLS_MAX_PER_AXIS)) continue;
-        if (!v && !(v = (double *)ELEC_MALLOC(count * sizeof *v))) return 0;
-        for (i = 0; i < count; i++) v[i] = xyz[3 * i + axis];
-        qsort(v, count, sizeof *v, elec__double_order);
-        most = 0;
-        for (first = 0, i = 0; i < count; i++) { /* the window ending at v[i] */
-            while (v[i] - v[first] > width) first++;
-            if (i - first + 1 > most) {
-                most = i - first + 1;
-                best = first;
-            }
-        }
-        if (count - most > count / 100) continue; /* the span stays */
-        /* from its first position to its last (a cell at least) */
-        origin[axis] = v[best];
-        length[axis] = v[best + most - 1] - v[best];
-        if (length[axis] < min_cell) length[axis] = min_cell;
-    }
-    ELEC_FREE(v);
-    return 1;
-}
-
-/* elec_cells_build over the region elec__cells_window makes of the
-   caller's (which is left as it was). */
-static elec_status elec__cells_build_windowed(const double *xyz, size_t count,
-                                              const double origin[3], const double length[3],
-                                              double min_cell, elec_cells *c,
-                                              elec_error *err) {
-    double o[3], l[3];
-    int axis;
-    for (axis = 0; axis < 3; axis++) {
-        o[axis] = origin[axis];
-        l[axis] = length[axis];
-    }
-    if (min_cell > 0.0 && !elec__cells_window(xyz, count, min_cell, o, l)) {
-        if (c) memset(c, 0, sizeof *c);
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for a cell list of %zu atoms",
-                          count);
-    }
-    return elec_cells_build(xyz, count, o, l, min_cell, c, err);
 }
 
 ELEC_DEF long elec_cells_neighbour(const elec_cells *c, const int home[3], int dx, int dy,

@@ -4,8 +4,15 @@
    symbols (and, with -DELEC_STATIC, each with its own private copy).  The
    Makefile also compiles this file as C++, and both files under nvcc with
    -DELEC_TEST_CUDA, which adds elec_cuda.cuh to the headers (no GPU is
-   needed: the calls across the files ask how many there are). */
+   needed: the calls across the files ask how many there are).  With
+   -DELEC_TEST_SPLIT this file implements elec.h alone and header_only_b.c
+   elec_cpu.h alone, as the headers allow (elec_cpu.h once called a helper
+   only elec.h's implementation had; an audit). */
+#ifdef ELEC_TEST_SPLIT
+#define ELEC_IMPLEMENTATION
+#else
 #define ELEC_ALL_IMPLEMENTATION
+#endif
 #include "elec.h"
 #include "elec_cpu.h"
 #ifdef ELEC_TEST_CUDA

@@ -6,6 +6,9 @@
 #ifdef ELEC_STATIC
 #define ELEC_ALL_IMPLEMENTATION
 #endif
+#ifdef ELEC_TEST_SPLIT
+#define ELEC_CPU_IMPLEMENTATION
+#endif
 #include "elec.h"
 #include "elec_cpu.h"
 #ifdef ELEC_TEST_CUDA
