@@ -1685,15 +1685,18 @@ ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
    chain's, and the errors of the ~10 pentamers a vertex sees add up with
    one sign (1.08 % relative RMS at 20/70/150; 0.40 % when complexes are
    never approximated).  So a far component must also pass an error test
-   (hcp_tolerance): its approximation's leading error, bounded by
-       front (|dp| / d^2 + |dQ| / d^3),
+   (hcp_tolerance): its approximation's leading error, estimated by
+       front (|dp| / d^2 + |dQ| / d^3)
+   (the Taylor series' first two orders; GEM's region 1 takes its
+   kernel's own, elec__hcp_bound),
    dp the dipole and dQ the quadrupole residual (max |eigenvalue| / 2 <=
    sqrt(2/3) |dQ|_F / 2 of the traceless tensor) of the component minus
    its one or two charges about its centre, front E1's (1 + alpha) /
    (eps_out (1 + alpha beta)), must be at most the tolerance.  The
    distance that passes it is solved once per component and call, so a
    component's test stays one comparison of squared distances (its
-   "reach": the larger of the level's threshold and that distance). */
+   "reach": the largest of the level's threshold, 1.5 times its extent
+   where the tolerance is finite, and that distance). */
 #define ELEC_ALPB_ALPHA 0.571412 /* GEM's ALPHA_OF, Sigalov et al. 2005 */
 #define ELEC_HCP_LEVELS 3        /* residues, chains, complexes */
 #define ELEC_HCP_TOLERANCE 1.5e-4 /* e/A: elec_alpb_params.hcp_tolerance's default */
@@ -1729,7 +1732,8 @@ typedef struct elec_hcp {
     double *residual[ELEC_HCP_LEVELS];
     /* 2 per component: the farthest of its atoms and of the one-charge
        approximation's charge from its centre (A), then of its atoms and
-       the two-charge one's (the reach's floor, elec_hcp_reach) */
+       the two-charge one's (1.5 times it is the reach's floor,
+       elec_hcp_reach) */
     double *extent[ELEC_HCP_LEVELS];
     double net_charge;  /* sum of the charges (e)                            */
     double size;        /* A_det of the atoms (elec_alpb_size); 0 when it is
@@ -1820,8 +1824,8 @@ typedef struct elec_alpb_params {
                              complexes; 0 = 20, 70, 150 (the research notes'
                              measurements: <= 1 % relative RMS; the seed
                              used 10, 70 with 1 charge)                     */
-    double hcp_tolerance; /* e/A, before scale: a far component's error
-                             bound (above); 0 = 1.5e-4 (0.05 kcal/(mol e),
+    double hcp_tolerance; /* e/A, before scale: a far component's
+                             estimated error (above); 0 = 1.5e-4 (0.05 kcal/(mol e),
                              0.084 kT/e at 298 K, about ALPB's own RMS error
                              against Kirkwood's sphere, 0.041 kcal/(mol e));
                              +infinity: the distance test alone (the
@@ -3034,7 +3038,9 @@ static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3
    from a vertex (an audit).  Factors 1, 1.5, 1.75, 2, 2.5 (r_c/d at most
    1, 0.67, 0.57, 0.5, 0.4) left the strand 19 % and then 0.27 % from 1.5
    on; on the capsid stand-in and the APBS structures 1.5 changes no
-   term, 1.75 adds 2 % of the terms, 2 33 %. */
+   term with two charges (1.75 adds 2 % of the terms, 2 33 %); with one,
+   a nearly neutral residue's charge, 500 to 1,700 A out, has it summed
+   whole (mache 72 -> 101 ms; a review). */
 #define ELEC__HCP_EXTENT_FACTOR 1.5
 
 /* The reach of component c of level `level` (0 residues, 1 chains, 2
@@ -3217,7 +3223,8 @@ static inline elec_status elec__results_finite(const char *method, const char *w
    and so do the atoms near it, the only ones whose terms its rounding can
    spoil (a term's error is about 6e-8 (|p - c| + |a - c|) / |p - a| of
    it).  1024 A: a call on any molecule up to that size (a capsid) stays
-   one region, as before. */
+   one region, as before.  The CPU's DCS maps box a lattice so too
+   (elec_cpu.h, elec__cpu_dcs_map). */
 #define ELEC__FLOAT_REGION 1024.0
 
 typedef struct elec__region_key {
@@ -3449,7 +3456,7 @@ static inline elec_status elec__exclusions_check(const size_t *pairs, size_t cou
     return ELEC_OK;
 }
 
-/* ---- cell lists' windows (elec_cells_build's callers in every header) */
+/* ---- cell lists' windows (elec.h's and elec_cpu.h's cell lists) */
 
 /* qsort's ascending order of doubles. */
 static inline int elec__double_order(const void *a, const void *b) {
@@ -9143,8 +9150,9 @@ static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
 
 /* What the one- and two-charge approximations of the component [begin,
    end) leave out (elec_hcp.residual): the dipole and quadrupole of its
-   atoms minus those of the approximation's charges, about its centre; and
-   how far from the centre its atoms and each approximation's charges lie
+   atoms minus those of the approximation's charges, about its centre, and
+   the residual of sum q u^2 (the second moment's trace); and how far from
+   the centre its atoms and each approximation's charges lie
    (elec_hcp.extent). */
 static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
                                const double centre[3], const double approx[12],
@@ -9166,7 +9174,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         }
     }
     for (scheme = 0; scheme < 2; scheme++) { /* one charge, two charges */
-        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0, reach2 = atoms2, dT = trace;
+        double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0, extent2 = atoms2, dT = trace;
         memcpy(dp, p, sizeof dp);
         memcpy(dQ, Q, sizeof dQ);
         for (k = 0; k < scheme + 1; k++) {
@@ -9174,7 +9182,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
             double u[3], u2;
             for (a = 0; a < 3; a++) u[a] = c[a] - centre[a];
             u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
-            if (q != 0.0 && u2 > reach2) reach2 = u2;
+            if (q != 0.0 && u2 > extent2) extent2 = u2;
             dT -= q * u2;
             for (a = 0; a < 3; a++) {
                 dp[a] -= q * u[a];
@@ -9191,7 +9199,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         residual[3 * scheme] = sqrt(dp2);
         residual[3 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
         residual[3 * scheme + 2] = fabs(dT);
-        extent[scheme] = sqrt(reach2);
+        extent[scheme] = sqrt(extent2);
     }
 }
 
@@ -9605,18 +9613,7 @@ static elec_status elec__surface_alloc(elec_surface *s, size_t count, int normal
    component of 6e256 made the length inf and the normal zero, found by
    tests/fuzz/fuzz_points.c) nor underflow (1e-200). */
 static int elec__unit(double *n) {
-    double largest = fabs(n[0]), length;
-    if (fabs(n[1]) > largest) largest = fabs(n[1]);
-    if (fabs(n[2]) > largest) largest = fabs(n[2]);
-    if (!(largest > 0.0)) return 0;
-    n[0] /= largest;
-    n[1] /= largest;
-    n[2] /= largest;
-    length = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    n[0] /= length;
-    n[1] /= length;
-    n[2] /= length;
-    return 1;
+    return elec__direction3(n, n);
 }
 
 /* Reads the numbers of tokens t[0..n) into v; on failure writes why. */
@@ -9869,7 +9866,8 @@ ELEC_DEF elec_status elec_parse_msms(const char *vert_text, size_t vert_length,
     if (!out) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "out is NULL");
     memset(out, 0, sizeof *out);
     if (!vert_text && vert_length)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "vert_text is NULL");
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "vert_text is NULL with a length of %zu", vert_length);
     if (!face_text && face_length)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                           "face_text is NULL with a length of %zu", face_length);
@@ -10007,8 +10005,8 @@ static int elec__contact_buried(const elec_cells *cells, const double *xyz,
 }
 
 /* Whether an atom before `me` is its sphere (elec__same_sphere): a copy,
-   whose points are me's too (two coincident atoms once gave every point
-   twice; an audit).  The first copy keeps them. */
+   whose points are me's too (two coincident atoms once gave most points
+   twice, 130 for 85; an audit).  The first copy keeps them. */
 static int elec__contact_copy(const elec_cells *cells, const double *xyz, const double *radius,
                               size_t me, const int home[3]) {
     int dx, dy, dz;

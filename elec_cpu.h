@@ -264,8 +264,10 @@ ELEC_API elec_status elec_cpu_chargemap(const elec_atoms *atoms,
 /* The double-precision reference (Alg. 2, serial): the truth of the tests.
    Where given, abs_sum[g] = sum_a |q_a phi phi phi| and contributions[g] =
    the number of terms added to point g: a float path's error at g is at
-   most (contributions + c) 2^-24 abs_sum (recursive summation in any
-   order, c ulps for the weights and products). */
+   most (contributions + c) 2^-24 abs_sum + contributions (2^-52 max|q| +
+   2^-149) (recursive summation in any order, c ulps for the weights and
+   products; the absolute part for weights near a basis piece's zero and
+   terms under float's least normal number). */
 ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
                                                const elec_lattice *lattice,
                                                const elec_chargemap_params *params,
@@ -277,10 +279,12 @@ ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
 /* ALPB at surface vertices (elec.h: elec_alpb_params, elec_hcp): the
    potential at v + p n of every vertex (xyz interleaved, count of them),
    exact (params->exact) or by HCP's top-down walk (research notes 3.3:
-   complexes, chains, residues, atoms; a component farther than its
-   level's threshold from the point, squared distances compared strictly,
-   adds its one or two charges).  normals (unit, outward, 3 per vertex) may
-   be NULL where p = 0 and there is no salt.  The exact sum without salt
+   complexes, chains, residues, atoms; a component farther than its reach
+   from the point (elec_hcp_reach: its level's threshold, 1.5 times its
+   extent, its error test), squared distances compared strictly, adds its
+   one or two charges).  normals (outward, 3 per vertex, of any finite
+   non-zero length: scaled to unit) may be NULL where p = 0 and there is
+   no salt.  The exact sum without salt
    runs on elec_cpu_dcs_points (float terms in the float call, double in
    the double one); everything else is summed in double.  potential gets
    count values; it is not touched when the call is refused, and where a
@@ -691,8 +695,8 @@ typedef struct elec__lattice_box {
 
 /* The rows (j, k) of box b of lattice l, relative to the box's centre (the
    atoms a packed about it, xs its x offsets): a serial loop over blocks of
-   rows (progress between them, on the calling thread, done rows of the
-   map's `rows` before this box), rows of a block over the threads.  Each
+   rows (progress between them, on the calling thread: `done` of the
+   map's `all_rows` before this box), rows of a block over the threads.  Each
    thread sums into its own row of doubles in sums (threads rows of nx). */
 static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_lattice *l,
                                           const elec__lattice_box *b,
@@ -775,8 +779,8 @@ static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lat
 }
 
 /* Both map entry points: checks, then the map a box at a time (one box
-   unless the lattice spans more than ELEC__FLOAT_REGION along an axis: a
-   lattice 1e9 A long once took one reference 5e8 A from its first point,
+   unless the lattice spans more than ELEC__FLOAT_REGION along an axis:
+   three points 1e9 A apart once took one reference 1e9 A from the first,
    and an atom 3 A from it rounded onto it and was left out; an audit).
    Each box packs the atoms again: on a lattice of spacings past 1024 A,
    a point a box, that costs as much as the point's sum (a review measured

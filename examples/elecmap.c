@@ -185,7 +185,8 @@ static void usage(FILE *out) {
 "                        spacing, cutoff and order not given, the cheapest\n"
 "                        that meets T by the measured error table (2e-7 to\n"
 "                        below 1); refused where --cutoff and --msm-spacing,\n"
-"                        both given, miss it\n"
+"                        both given, are estimated to err more than T/3 (what\n"
+"                        the choice aims at)\n"
 "  --msm-order P         MSM interpolation order: 4 (C1 cubic, default), 6\n"
 "                        (quintic), 8 (septic) or 10 (nonic); the splitting\n"
 "                        is made smoother with it (C2, C3, C4, C5)\n"
@@ -223,7 +224,7 @@ static void usage(FILE *out) {
 "  --help                this text\n");
 }
 
-/* --msm-order's interpolation, and its name with the splitting it gets. */
+/* --msm-order's interpolation. */
 static elec_msm_interpolation msm_interpolation(const options *o) {
     switch (o->msm_order) {
     case 6: return ELEC_MSM_QUINTIC;
@@ -249,6 +250,7 @@ static elec_msm_params msm_params_of(const options *o) {
     return p;
 }
 
+/* The interpolation's name with its paired splitting. */
 static const char *msm_order_name(elec_msm_interpolation interpolation) {
     static const char *const names[] = {"C1 cubic, C2 splitting", "C1 quintic, C3 splitting",
                                         "C1 septic, C4 splitting", "C1 nonic, C5 splitting"};

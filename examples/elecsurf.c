@@ -1146,6 +1146,17 @@ static int output_check(const options *o) {
 
 /* ---------------------------------------------------------------- main */
 
+/* The ALPB params take the output's units: scale (kT/e at the
+   temperature, GEM's 332.0 or kcal/(mol e)), the temperature for salt's
+   kappa, and the HCP tolerance in e/A.  (The options fuzzer runs it too.) */
+static void alpb_units_of(options *o) {
+    o->alpb.scale = o->units_kT ? elec_kT_scale(o->temperature)
+                   : o->alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
+    o->alpb.temperature = o->temperature;
+    if (o->hcp_tolerance > 0.0) /* the output's units to e/A */
+        o->alpb.hcp_tolerance = o->hcp_tolerance / fabs(o->alpb.scale);
+}
+
 /* Runs what the options say: the PQR read, the surface made or read, the
    potential summed on it and written (o->alpb takes the units and the
    temperature here); the exit status. */
@@ -1197,11 +1208,7 @@ static int elecsurf_run(options *o) {
     records = cli_input_records(text, length);
     elec_free(text);
     atoms = elec_structure_atoms(&mol);
-    o->alpb.scale = o->units_kT ? elec_kT_scale(o->temperature)
-                   : o->alpb.gem_compat ? 332.0 /* GEM's constant */ : ELEC_COULOMB;
-    o->alpb.temperature = o->temperature;
-    if (o->hcp_tolerance > 0.0) /* the output's units to e/A */
-        o->alpb.hcp_tolerance = o->hcp_tolerance / fabs(o->alpb.scale);
+    alpb_units_of(o);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o->alpb, &hcp, &resolved, &err)) != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s: %s%s\n", o->input, err.message, option_of(err.message));
@@ -1310,8 +1317,8 @@ static int elecsurf_run(options *o) {
         else if (o->surface == SURFACE_CONTACT)
             fprintf(report,
                     "  surface    contact, %zu points (density %g per A^2, probe %g A), %.3f s\n",
-                    surf.count, o->density > 0.0 ? o->density : 3.0, o->probe > 0.0 ? o->probe : 1.5,
-                    surface_seconds);
+                    surf.count, o->density > 0.0 ? o->density : 3.0,
+                    o->probe > 0.0 ? o->probe : 1.5, surface_seconds);
         else
             fprintf(report, "  surface    %s, %zu points%s%s\n", o->surface_file, surf.count,
                     surf.normal ? " with normals" : "",

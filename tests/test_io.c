@@ -720,8 +720,8 @@ TEST(dx_round_trip_keeps_arbitrary_floats_bit_for_bit) {
         EXPECT(test_all_finite_float(back, n), "seed %llu: non-finite value",
                seed);
         EXPECT(test_max_abs_diff_float(back, want, n) == 0.0 &&
-                   test_rel_rms_float(back, want, n) == 0.0,
-               "seed %llu: max difference %g", seed,
+                   test_rel_rms_float(back, want, n) == 0.0 && signbit(back[4]),
+               "seed %llu: max difference %g (or -0 read as +0)", seed,
                test_max_abs_diff_float(back, want, n));
     }
     elec_free(back);

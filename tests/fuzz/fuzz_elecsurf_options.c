@@ -3,7 +3,9 @@
    without undefined behaviour, and what it accepts must hold: two file
    names, an output kind and a surface chosen, every number in its range,
    no salt, projection or GEM with a map; and the ALPB parameters the run
-   would make of it resolved, or refused with a reason, for two ions. */
+   would make of it resolved, or refused with a reason, for two ions.
+   Built without libpng (as make fuzz builds it) .png is refused, and with
+   it --size and --view, so their ranges see only their defaults. */
 #define ELECSURF_NO_MAIN
 #include "examples/elecsurf.c"
 
@@ -48,11 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         elec_alpb_params resolved;
         elec_error err;
         check_ranges(&o);
-        /* as elecsurf_run makes them */
-        o.alpb.scale = o.units_kT ? elec_kT_scale(o.temperature)
-                       : o.alpb.gem_compat ? 332.0 : ELEC_COULOMB;
-        o.alpb.temperature = o.temperature;
-        if (o.hcp_tolerance > 0.0) o.alpb.hcp_tolerance = o.hcp_tolerance / fabs(o.alpb.scale);
+        alpb_units_of(&o); /* as elecsurf_run makes them */
         if (elec_parse_pqr(two_ions, sizeof two_ions - 1, &mol, &err) != ELEC_OK ||
             elec_hcp_from_structure(&mol, &hcp, &err) != ELEC_OK)
             abort();
