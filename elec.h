@@ -10006,21 +10006,15 @@ static int elec__contact_buried(const elec_cells *cells, const double *xyz,
 
 /* Whether an atom before `me` is its sphere (elec__same_sphere): a copy,
    whose points are me's too (two coincident atoms once gave most points
-   twice, 130 for 85; an audit).  The first copy keeps them. */
+   twice, 130 for 85; an audit).  The first copy keeps them.  A copy has
+   me's position, so it lies in me's own cell. */
 static int elec__contact_copy(const elec_cells *cells, const double *xyz, const double *radius,
                               size_t me, const int home[3]) {
-    int dx, dy, dz;
-    for (dz = -1; dz <= 1; dz++)
-        for (dy = -1; dy <= 1; dy++)
-            for (dx = -1; dx <= 1; dx++) {
-                long cell = elec_cells_neighbour(cells, home, dx, dy, dz, 0);
-                size_t j;
-                if (cell < 0) continue;
-                for (j = cells->start[cell]; j < cells->start[cell + 1]; j++) {
-                    if (cells->atom[j] < me && elec__same_sphere(xyz, radius, cells->atom[j], me))
-                        return 1;
-                }
-            }
+    const long cell = elec_cells_neighbour(cells, home, 0, 0, 0, 0);
+    size_t j;
+    if (cell < 0) return 0;
+    for (j = cells->start[cell]; j < cells->start[cell + 1]; j++)
+        if (cells->atom[j] < me && elec__same_sphere(xyz, radius, cells->atom[j], me)) return 1;
     return 0;
 }
 
