@@ -2937,8 +2937,8 @@ typedef struct elec__msm_device {
     const int *spans_of[ELEC_MSM_MAX_LEVELS];     /* radius and factor          */
     int radius_of[ELEC_MSM_MAX_LEVELS];
     float factor_of[ELEC_MSM_MAX_LEVELS];
-    double stencil_total[ELEC_MSM_MAX_LEVELS]; /* periodic: each level's stencil
-                                                  summed (elec__pmsm_constant) */
+    double *charge_partials;  /* periodic: ELEC__PMSM_CENTER_BLOCKS sums of q_0
+                                 (elec__pmsm_center_charges)                  */
     elec_cuda_chargemap_handle *anterpolation;
     size_t max_atoms;
     int timed;                /* marks made: ELEC__MSM_MARKS events              */
@@ -7580,7 +7580,8 @@ cleanup:
                       pairs left out at their nearest image and their
                       smooth part g_0(r) taken back out
      anterpolation    the charge map (Skeel's C1 basis of the
-                      interpolation's order) on the periodic finest lattice
+                      interpolation's order) on the periodic finest lattice,
+                      then its mean taken out (elec__pmsm_center_charges)
      restriction      a few threads per coarse point, fine indices wrapped
      lattice cutoff   every level (no top sum): the circular convolution
                       with the level's folded stencil, by cuFFT with the
@@ -7592,10 +7593,12 @@ cleanup:
                       interpolated from the finest lattice, added to the
                       short range; forces written once, energy
                       1/2 sum q_i phi_i summed in double
-   The top (all axes down to one point) is the constant C_L of the
-   zero-mean convention, with each level's mean made exact
-   (elec__pmsm_constant): C Q^2 / 2, added by elec_cuda_msm_periodic_energy
-   on the host from the compute's total charge. */
+   The top (all axes down to one point) is a constant of the zero-mean
+   convention; with the charges' mean out of the lattices it is the whole
+   mean, C(a_0) of the finest splitting (elec__pmsm_top_constant; the CPU's
+   elec__pmsm_constant is it less what its lattices pass on): C Q^2 / 2,
+   added by elec_cuda_msm_periodic_energy on the host from the compute's
+   total charge. */
 
 /* ---- >>msm periodic MSM: the short range's cell list, for boxes shorter
    than twice cutoff + skin (elec__pmsm_list_fits; longer ones take the
@@ -8136,6 +8139,10 @@ cleanup:
     return status;
 }
 
+/* Blocks summing q_0 for its mean (elec__pmsm_center_charges): their
+   partial sums, one a thread of a block. */
+#define ELEC__PMSM_CENTER_BLOCKS 128
+
 /* The plan of a periodic hierarchy (elec__pmsm_shape_of) for resolved p on
    `device`: lattices and every level's folded stencil in one device block,
    the charge map of the finest lattice (periodic) for max_atoms atoms. */
@@ -8172,7 +8179,7 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
     }
     for (int l = 0; l < shape->levels; l++) {
         const size_t sp = elec__pmsm_stencil_points(shape, l);
-        md->stencil_total[l] = elec__pmsm_stencil_fill(p, shape, l, host);
+        elec__pmsm_stencil_fill(p, shape, l, host);
         for (size_t k = 0; k < sp; k++) host_float[at + k] = (float)host[k];
         at += sp;
     }
@@ -8195,10 +8202,14 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
         if (status != ELEC_OK) goto cleanup;
     }
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&md->stream, cudaStreamNonBlocking));
-    ELEC__CUDA_TRY(elec__cuda_alloc(&md->block, ELEC__MSM_ALIGN(2 * md->points * sizeof(float)) +
-                                                    stencil_points * sizeof(float)));
+    ELEC__CUDA_TRY(elec__cuda_alloc(&md->block,
+                                    ELEC__MSM_ALIGN(2 * md->points * sizeof(float)) +
+                                        ELEC__MSM_ALIGN(stencil_points * sizeof(float)) +
+                                        ELEC__PMSM_CENTER_BLOCKS * sizeof(double)));
     md->lattices = (float *)md->block;
     md->stencil = (float *)((char *)md->block + ELEC__MSM_ALIGN(2 * md->points * sizeof(float)));
+    md->charge_partials =
+        (double *)((char *)md->stencil + ELEC__MSM_ALIGN(stencil_points * sizeof(float)));
     {
         float *next = md->lattices;
         const float *stencil = md->stencil;
@@ -8387,6 +8398,66 @@ cleanup:
     return status;
 }
 
+/* ---- >>msm periodic MSM: the finest charges' mean taken out.  A net
+   charge Q puts Q / N_l on every point of level l, and its stencil
+   (all K_l > 0) turns that into a potential far larger than the rest:
+   float lattices then round the rest at the mean's scale (600 charges of
+   +1 in a 21 A box: forces 1.2e-4 from the CPU's double, energy 4.6e-5).
+   With q_0's mean taken out every level's total is zero (restriction keeps
+   it), the lattices pass on no mean, and the handle's constant carries it
+   whole (C(a_0), elec_cuda_msm_periodic_create). */
+/* The sum of v over the block, in every thread; blockDim.x a multiple of
+   32, at most 1024. */
+__device__ static double elec__pmsm_block_sum(double v) {
+    __shared__ double warp_sums[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) warp_sums[warp] = v;
+    __syncthreads();
+    v = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* partial[block] = the block's grid-stride share of q summed in double
+   (a fixed order: the same sum every compute). */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_charge_partials(const float *q, size_t points, double *partial) {
+    double v = 0.0;
+    for (size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x; m < points;
+         m += (size_t)gridDim.x * blockDim.x)
+        v += q[m];
+    v = elec__pmsm_block_sum(v);
+    if (threadIdx.x == 0) partial[blockIdx.x] = v;
+}
+
+/* q -= the mean of q (the partials of ELEC__PMSM_CENTER_BLOCKS blocks). */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_charge_center(float *q, size_t points, const double *partial) {
+    double total = 0.0;
+    for (int b = threadIdx.x; b < ELEC__PMSM_CENTER_BLOCKS; b += blockDim.x) total += partial[b];
+    const float mean = (float)(elec__pmsm_block_sum(total) / (double)points);
+    for (size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x; m < points;
+         m += (size_t)gridDim.x * blockDim.x)
+        q[m] -= mean;
+}
+
+/* Takes q_0's mean out on `stream` (the comment above). */
+static elec_status elec__pmsm_center_charges(elec__msm_device *md, cudaStream_t stream,
+                                             elec_error *err) {
+    elec_status status = ELEC_OK;
+    const size_t points = elec__pmsm_shape_points(&md->pshape, 0);
+    const size_t blocks = (points + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK;
+    elec__k_pmsm_charge_partials<<<ELEC__PMSM_CENTER_BLOCKS, ELEC__MSM_BLOCK, 0, stream>>>(
+        md->q[0], points, md->charge_partials);
+    ELEC__CUDA_TRY(cudaGetLastError());
+    elec__k_pmsm_charge_center<<<(unsigned)(blocks < 4096 ? blocks : 4096), ELEC__MSM_BLOCK, 0,
+                                 stream>>>(md->q[0], points, md->charge_partials);
+    ELEC__CUDA_TRY(cudaGetLastError());
+cleanup:
+    return status;
+}
+
 /* Threads per output point of a transfer over `points` points: enough to
    keep ~131,072 threads busy, at most a warp.  Measured on an H100 side by
    side (bench_spme --quick, full / graph us): DHFR-size 302-312 / 265-266,
@@ -8417,6 +8488,7 @@ static elec_status elec__pmsm_device_stages(elec__msm_device *md, const elec__pm
         status = elec__chargemap_enqueue(md->anterpolation, d_atoms, n, md->q[0], stream, NULL,
                                          err);
         if (status != ELEC_OK) goto cleanup;
+        if ((status = elec__pmsm_center_charges(md, stream, err)) != ELEC_OK) goto cleanup;
     } else {
         ELEC__CUDA_TRY(cudaMemsetAsync(md->q[0], 0,
                                        elec__pmsm_shape_points(&shape, 0) * sizeof(float),
@@ -8640,8 +8712,10 @@ ELEC_DEF elec_status elec_cuda_msm_periodic_create(const elec_box *box, const el
     status = elec__msm_device_setup_periodic(&h->plan, &p, &shape, max_atoms, devices[0], err);
     if (status != ELEC_OK) goto cleanup;
     h->plan.p.excluded_pair_count = pairs;
-    h->top = elec__pmsm_constant(&p, &shape, h->plan.stencil_total,
-                                 box->length[0] * box->length[1] * box->length[2]);
+    /* the lattices pass on no mean (elec__pmsm_center_charges): the
+       whole k = 0 part is the finest splitting's constant C(a_0) */
+    h->top = elec__pmsm_top_constant(p.cutoff, box->length[0] * box->length[1] * box->length[2],
+                                     p.splitting);
     h->g.length = make_float3((float)box->length[0], (float)box->length[1],
                               (float)box->length[2]);
     h->g.inv_length = make_float3((float)(1.0 / box->length[0]), (float)(1.0 / box->length[1]),

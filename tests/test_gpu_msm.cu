@@ -824,13 +824,18 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     /* Forces are the CPU's -dE/dr (tests/test_msm.c holds the CPU's to
        finite differences of its energy in double), so agreeing with them
        is agreeing with -dE/dr.  Random neutral charges in a cube; water
-       with its excluded pairs; displaced rock salt; a net charge (the
-       top's constant); a box of three edges; the quintic at h 1.5 and a
-       cutoff past half the box (images within it summed). */
+       with its excluded pairs; displaced rock salt; net charges (the
+       top's constant): random, 600 of +1 and 450 of +1 with 150 of -1
+       (before the GPU took the charges' mean out of its float lattices
+       the +1s came 1.2e-4 from the CPU's forces); a box of three edges;
+       the quintic at h 1.5 and a cutoff past half the box (images within
+       it summed). */
     test_system random = test_system_random(2000, 30.0, 91);
     test_system water = test_system_water(512, 92);
     test_system salt = test_system_nacl(3, 5.64);
     test_system charged = test_system_random(600, 21.0, 93);
+    test_system positive = test_system_random(600, 21.0, 96);
+    test_system three_to_one = test_system_random(600, 21.0, 97);
     test_system long_box = test_system_random(1500, 30.0, 94);
     size_t *pairs = test_water_exclusions(512);
     elec_msm_params p = {0};
@@ -843,6 +848,10 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
         long_box.xyz[3 * i + 2] *= 35.9 / 30.0;
     }
     test_system_displace(&salt, 0.1, 95);
+    for (size_t i = 0; i < positive.count; i++) {
+        positive.charge[i] = 1.0;
+        three_to_one.charge[i] = i % 4 == 3 ? -1.0 : 1.0;
+    }
     p.scale = ELEC_COULOMB;
     box = test_box(30.0, 30.0, 30.0);
     pmsm_vs_cpu(&random, &box, &p, "random 2000, 30 A");
@@ -856,6 +865,8 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     pmsm_vs_cpu(&salt, &box, &p, "rock salt 3^3, displaced");
     box = test_box(21.0, 21.0, 21.0);
     pmsm_vs_cpu(&charged, &box, &p, "random 600, net charge");
+    pmsm_vs_cpu(&positive, &box, &p, "600 charges of +1");
+    pmsm_vs_cpu(&three_to_one, &box, &p, "450 of +1, 150 of -1");
     box = test_box(31.7, 27.3, 35.9);
     pmsm_vs_cpu(&long_box, &box, &p, "random 1500, 31.7 x 27.3 x 35.9");
     p.interpolation = ELEC_MSM_QUINTIC;
@@ -873,6 +884,8 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     test_system_free(&water);
     test_system_free(&salt);
     test_system_free(&charged);
+    test_system_free(&positive);
+    test_system_free(&three_to_one);
     test_system_free(&long_box);
 }
 
