@@ -683,6 +683,17 @@ TEST(hcp_with_zero_thresholds_is_the_complex_charges) {
     blob_free(&b);
 }
 
+/* The hierarchy of atoms in the given residues (one chain, one complex)
+   and their contact surface at the defaults; 0, with nothing left
+   allocated, where either fails. */
+static int hierarchy_and_surface(const elec_atoms *atoms, const int *residue, elec_hcp *h,
+                                 elec_surface *surf) {
+    if (elec_hcp_build(atoms, residue, NULL, NULL, h, NULL) != ELEC_OK) return 0;
+    if (elec_surface_contact(atoms, 0.0, 0.0, surf, NULL) == ELEC_OK) return 1;
+    elec_hcp_free(h);
+    return 0;
+}
+
 /* A 50-residue poly-Gly beta strand (3.4 A a residue, 167 A, Amber's
    glycine charges, each residue's dipole turned as a strand turns them),
    one chain: its dipole and quadrupole residuals cancel, so the error test
@@ -722,8 +733,7 @@ TEST(hcp_sees_a_long_strand_by_its_atoms_near_it) {
     double *exact = NULL, *hcp = NULL;
     strand_make(&s, residue);
     atoms = test_system_atoms(&s);
-    if (elec_hcp_build(&atoms, residue, NULL, NULL, &h, NULL) != ELEC_OK ||
-        elec_surface_contact(&atoms, 0.0, 0.0, &surf, NULL) != ELEC_OK) {
+    if (!hierarchy_and_surface(&atoms, residue, &h, &surf)) {
         EXPECT(0, "strand");
         test_system_free(&s);
         return;
@@ -819,8 +829,7 @@ TEST(hcp_error_test_holds_in_gem_region_one) {
         for (k = 0; k < 10; k++) s.charge[10 * r + k] += (net - sum) / 10.0;
     }
     atoms = test_system_atoms(&s);
-    if (elec_hcp_build(&atoms, residue, NULL, NULL, &h, NULL) != ELEC_OK ||
-        elec_surface_contact(&atoms, 0.0, 0.0, &surf, NULL) != ELEC_OK) {
+    if (!hierarchy_and_surface(&atoms, residue, &h, &surf)) {
         EXPECT(0, "residues");
         test_system_free(&s);
         return;
