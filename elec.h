@@ -3223,9 +3223,25 @@ static inline elec_status elec__results_finite(const char *method, const char *w
    and so do the atoms near it, the only ones whose terms its rounding can
    spoil (a term's error is about 6e-8 (|p - c| + |a - c|) / |p - a| of
    it).  1024 A: a call on any molecule up to that size (a capsid) stays
-   one region, as before.  The CPU's DCS maps box a lattice so too
-   (elec_cpu.h, elec__cpu_dcs_map). */
+   one region, as before.  The DCS maps box a lattice so too
+   (elec__map_box_points; elec_cpu.h's elec__cpu_dcs_map, elec_cuda.cuh's
+   elec_cuda_dcs_map). */
 #define ELEC__FLOAT_REGION 1024.0
+
+/* A box of a lattice's points: the first index and the count per axis. */
+typedef struct elec__lattice_box {
+    int first[3], count[3];
+} elec__lattice_box;
+
+/* Points a map's box spans along an axis of spacing h: at most
+   ELEC__FLOAT_REGION A from its first to its last, so that every point and
+   every atom near it lies within about 890 A of the box's centre, where
+   float rounds a coordinate by under 6e-5 A (as the points calls'
+   regions).  The DCS maps, CPU and GPU, sum a lattice a box at a time. */
+static inline int elec__map_box_points(double h) {
+    const double points = floor(ELEC__FLOAT_REGION / h) + 1.0;
+    return points > (double)INT_MAX ? INT_MAX : (int)points;
+}
 
 typedef struct elec__region_key {
     double cell[3]; /* the region's cube along each axis (floor((x - lo) / side)) */

@@ -688,11 +688,6 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
     }
 }
 
-/* A box of a lattice's points: the first index and the count per axis. */
-typedef struct elec__lattice_box {
-    int first[3], count[3];
-} elec__lattice_box;
-
 /* The rows (j, k) of box b of lattice l, relative to the box's centre (the
    atoms a packed about it, xs its x offsets): a serial loop over blocks of
    rows (progress between them, on the calling thread: `done` of the
@@ -748,15 +743,6 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_l
     return ELEC_OK;
 }
 
-/* Points a box spans along an axis of spacing h: at most ELEC__FLOAT_REGION
-   A from its first to its last, so that every point and every atom near
-   it lies within about 890 A of the box's centre, where float rounds a
-   coordinate by under 6e-5 A (as the points calls' regions: elec.h). */
-static int elec__dcs_box_points(double h) {
-    const double points = floor(ELEC__FLOAT_REGION / h) + 1.0;
-    return points > (double)INT_MAX ? INT_MAX : (int)points;
-}
-
 /* Box b of the map, its atoms packed about its centre: the rows. */
 static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lattice *l,
                                          const elec__lattice_box *b,
@@ -806,7 +792,7 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     if (!mapf && !mapd)
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     for (axis = 0; axis < 3; axis++) {
-        step[axis] = elec__dcs_box_points(lattice->spacing[axis]);
+        step[axis] = elec__map_box_points(lattice->spacing[axis]);
         if (step[axis] > lattice->dims[axis]) step[axis] = lattice->dims[axis];
     }
     nx = step[0];

@@ -1465,50 +1465,19 @@ cleanup:
 
 /* ---- DCS entry points */
 
-ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
-                                       const elec_lattice *lattice,
-                                       const elec_dcs_params *params,
-                                       float *map, elec_error *err) {
-    elec_status status;
-    elec_dcs_params resolved;
+/* One box of a DCS map (a lattice of its own, spanning at most
+   ELEC__FLOAT_REGION along each axis) on the devices, its coordinates
+   relative to its centre, scaled, the coincident rule applied: map holds
+   the box's points, x fastest. */
+static elec_status elec__cuda_dcs_map_box(const elec_atoms *atoms,
+                                          const elec_lattice *lattice,
+                                          const elec_dcs_params *resolved,
+                                          const int *devices, int device_count,
+                                          float *map, elec_error *err) {
+    elec_status status = ELEC_OK;
     elec__dcs_job *job = NULL;
     float4 *host_atoms = NULL;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
-    size_t nx, ny, nz;
-
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
-    if (status != ELEC_OK) return status;
-    if ((status = elec_dcs_params_resolve(params, &resolved, err)) != ELEC_OK) return status;
-    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    if (atoms->count > (size_t)INT_MAX)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "%zu atoms: the GPU path takes at most %d",
-                          atoms->count, INT_MAX);
-    if ((status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err)) !=
-        ELEC_OK)
-        return status;
-    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
-    {
-        /* CUDA's grids take at most 65535 blocks along y (rows of
-           ELEC__DCS_BLOCK_Y points) and z (a device's slices, on the volume
-           rungs), and a row's padded pitch is an int: refused by name here,
-           where past them the launch failed after the allocations (or the
-           pitch overflowed) */
-        const size_t used = (size_t)device_count < nz ? (size_t)device_count : nz;
-        const size_t slices = (nz + used - 1) / used;
-        if ((ny + ELEC__DCS_BLOCK_Y - 1) / ELEC__DCS_BLOCK_Y > 65535 ||
-            (resolved.variant >= ELEC_DCS_VOLUME && slices > 65535) ||
-            nx > (size_t)INT_MAX - 65536)
-            return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                              "lattice %zu x %zu x %zu: the GPU DCS map takes at most %d "
-                              "points along y, %d planes a GPU along z (the volume rungs) "
-                              "and %d along x; the CPU has no such limit",
-                              nx, ny, nz, 65535 * ELEC__DCS_BLOCK_Y, 65535,
-                              INT_MAX - 65536);
-    }
-    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-
+    const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
     job = (elec__dcs_job *)ELEC_MALLOC(sizeof *job);
     if (!job) {
         status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory");
@@ -1531,7 +1500,7 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
         goto cleanup;
     }
     job->lattice = lattice;
-    job->params = resolved;
+    job->params = *resolved;
     job->gap = job->params.variant >= ELEC_DCS_VOLUME
                    ? elec__dcs_volume_gap((int)nx, elec__dcs_points_per_thread(
                                                        job->params.variant))
@@ -1590,10 +1559,6 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
     }
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
                                       job->params.scale, job->centre, map, err);
-    if (status == ELEC_OK)
-        status = elec__results_finite("GPU DCS map", "point", map, NULL, nx * ny * nz,
-                                      "float", err);
-    if (status == ELEC_OK) elec__ok(err);
 
 cleanup:
     if (job) {
@@ -1601,6 +1566,150 @@ cleanup:
         ELEC_FREE(job);
     }
     ELEC_FREE(host_atoms);
+    return status;
+}
+
+/* Progress over a map's boxes: box b's fraction f is (done + f points) /
+   all points of the map, so it rises to exactly 1 at the last box's end. */
+typedef struct elec__box_progress {
+    elec_progress_fn progress;
+    void *user;
+    double done, points, all;
+} elec__box_progress;
+
+static int elec__box_progress_note(double fraction, void *user) {
+    const elec__box_progress *b = (const elec__box_progress *)user;
+    return b->progress((b->done + fraction * b->points) / b->all, b->user);
+}
+
+/* Whether boxes of step[0] x step[1] x step[2] points fit CUDA's grids:
+   at most 65535 blocks along y (rows of ELEC__DCS_BLOCK_Y points) and z (a
+   device's slices, on the volume rungs), and a row's padded pitch an int.
+   Refused by name before any work, where past them the launch failed
+   after the allocations (or the pitch overflowed).  The first box is the
+   largest, so no box is summed before a refusal. */
+static elec_status elec__cuda_dcs_boxes_fit(const elec_lattice *lattice, const int step[3],
+                                            elec_dcs_variant variant, int device_count,
+                                            elec_error *err) {
+    const size_t nx = (size_t)step[0], ny = (size_t)step[1], nz = (size_t)step[2];
+    const size_t used = (size_t)device_count < nz ? (size_t)device_count : nz;
+    const size_t slices = (nz + used - 1) / used;
+    const int boxed = step[0] != lattice->dims[0] || step[1] != lattice->dims[1] ||
+                      step[2] != lattice->dims[2];
+    char boxes[96] = "";
+    if ((ny + ELEC__DCS_BLOCK_Y - 1) / ELEC__DCS_BLOCK_Y <= 65535 &&
+        (variant < ELEC_DCS_VOLUME || slices <= 65535) && nx <= (size_t)INT_MAX - 65536)
+        return ELEC_OK;
+    if (boxed)
+        snprintf(boxes, sizeof boxes, " (summed in boxes of %zu x %zu x %zu, %g A an axis)",
+                 nx, ny, nz, ELEC__FLOAT_REGION);
+    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                      "lattice %d x %d x %d%s: the GPU DCS map takes at most %d points "
+                      "along y, %d planes a GPU along z (the volume rungs) and %d along x "
+                      "in one box; the CPU has no such limit",
+                      lattice->dims[0], lattice->dims[1], lattice->dims[2], boxes,
+                      65535 * ELEC__DCS_BLOCK_Y, 65535, INT_MAX - 65536);
+}
+
+/* The map a box at a time (elec__map_box_points), as the CPU's
+   elec__cpu_dcs_map: one box, the map itself, unless the lattice spans
+   more than ELEC__FLOAT_REGION along an axis.  With one reference at the
+   lattice's centre, a 16,000 A line of points with the atoms at one end
+   erred 1.9e-5 (relative RMS) on the CPU, and three points 1e9 A apart
+   dropped an atom 3 A from the first (rounded onto it); the GPU's float
+   path took that one reference until 2026-12-05.  Each box copies the
+   atoms to the devices again, relative to its own centre. */
+static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
+                                            const elec_lattice *lattice,
+                                            const elec_dcs_params *resolved,
+                                            const int *devices, int device_count,
+                                            float *map, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__lattice_box b;
+    elec__box_progress note;
+    elec_dcs_params p = *resolved;
+    int step[3];
+    float *part;
+    long x, y, z;
+    for (int axis = 0; axis < 3; axis++) {
+        step[axis] = elec__map_box_points(lattice->spacing[axis]);
+        if (step[axis] > lattice->dims[axis]) step[axis] = lattice->dims[axis];
+    }
+    status = elec__cuda_dcs_boxes_fit(lattice, step, resolved->variant, device_count, err);
+    if (status != ELEC_OK) return status;
+    if (step[0] == lattice->dims[0] && step[1] == lattice->dims[1] &&
+        step[2] == lattice->dims[2])
+        return elec__cuda_dcs_map_box(atoms, lattice, resolved, devices, device_count, map,
+                                      err);
+    part = (float *)ELEC_MALLOC((size_t)step[0] * step[1] * step[2] * sizeof *part);
+    if (!part)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no host memory for a %d x %d x %d box of the map", step[0],
+                          step[1], step[2]);
+    note.progress = resolved->progress;
+    note.user = resolved->progress_user;
+    note.done = 0.0;
+    note.all = (double)elec_lattice_size(lattice);
+    if (p.progress) {
+        p.progress = elec__box_progress_note;
+        p.progress_user = &note;
+    }
+    for (z = 0; status == ELEC_OK && z < lattice->dims[2]; z += step[2])
+        for (y = 0; status == ELEC_OK && y < lattice->dims[1]; y += step[1])
+            for (x = 0; status == ELEC_OK && x < lattice->dims[0]; x += step[0]) {
+                const long first[3] = {x, y, z};
+                elec_lattice box = *lattice;
+                for (int axis = 0; axis < 3; axis++) {
+                    const long left = lattice->dims[axis] - first[axis];
+                    b.first[axis] = (int)first[axis];
+                    b.count[axis] = left < step[axis] ? (int)left : step[axis];
+                    box.dims[axis] = b.count[axis];
+                    box.origin[axis] =
+                        lattice->origin[axis] + first[axis] * lattice->spacing[axis];
+                }
+                note.points = (double)elec_lattice_size(&box);
+                status = elec__cuda_dcs_map_box(atoms, &box, &p, devices, device_count,
+                                                part, err);
+                for (int k = 0; status == ELEC_OK && k < b.count[2]; k++)
+                    for (int j = 0; j < b.count[1]; j++)
+                        memcpy(map + ((size_t)(b.first[2] + k) * lattice->dims[1] +
+                                      (size_t)(b.first[1] + j)) * lattice->dims[0] +
+                                   b.first[0],
+                               part + ((size_t)k * b.count[1] + j) * b.count[0],
+                               (size_t)b.count[0] * sizeof *part);
+                note.done += note.points;
+            }
+    ELEC_FREE(part);
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
+                                       const elec_lattice *lattice,
+                                       const elec_dcs_params *params,
+                                       float *map, elec_error *err) {
+    elec_status status;
+    elec_dcs_params resolved;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (status != ELEC_OK) return status;
+    if ((status = elec_dcs_params_resolve(params, &resolved, err)) != ELEC_OK) return status;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    if (atoms->count > (size_t)INT_MAX)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "%zu atoms: the GPU path takes at most %d",
+                          atoms->count, INT_MAX);
+    if ((status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err)) !=
+        ELEC_OK)
+        return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    status = elec__cuda_dcs_map_boxes(atoms, lattice, &resolved, devices, device_count, map,
+                                      err);
+    if (status == ELEC_OK)
+        status = elec__results_finite("GPU DCS map", "point", map, NULL,
+                                      elec_lattice_size(lattice), "float", err);
+    if (status == ELEC_OK) elec__ok(err);
     cudaSetDevice(caller_device);
     return status;
 }

@@ -232,19 +232,84 @@ TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
     {   /* under the cap but past CUDA's grids (65535 blocks along y, and
            along z a GPU's planes on the volume rungs): refused by name
            before any work, where the launch failed after the allocations */
-        elec_lattice tall = {{1, 600000, 1}, {0, 0, 0}, {1, 1, 1}};
-        elec_lattice deep = {{8, 8, 70000}, {0, 0, 0}, {1, 1, 1}};
+        /* spanning at most 1024 A, so one box: the map itself (a lattice
+           longer is summed in boxes of 1024 A, which fit CUDA's grids at
+           spacings above 2 mA; a box past them is refused as well) */
+        elec_lattice tall = {{1, 600000, 1}, {0, 0, 0}, {1, 1e-3, 1}};
+        elec_lattice deep = {{8, 8, 70000}, {0, 0, 0}, {1, 1, 1e-2}};
+        elec_lattice boxed = {{1, 2000000, 1}, {0, 0, 0}, {1, 1e-3, 1}};
         EXPECT(elec_cuda_dcs_map(&atom, &tall, &dp, map, &err) == ELEC_ERR_UNSUPPORTED &&
                    strstr(err.message, "along y"),
                "DCS, 600000 rows: %s", err.message);
         EXPECT(elec_cuda_dcs_map(&atom, &deep, &dp, map, &err) == ELEC_ERR_UNSUPPORTED &&
                    strstr(err.message, "along z"),
                "DCS, 70000 planes: %s", err.message);
+        EXPECT(elec_cuda_dcs_map(&atom, &boxed, &dp, map, &err) == ELEC_ERR_UNSUPPORTED &&
+                   strstr(err.message, "boxes of 1 x 1024001 x 1"),
+               "DCS, boxes of 1024001 rows: %s", err.message);
     }
     EXPECT(elec_cuda_cutoff_map(&atom, &big, &cp, map, &err) == ELEC_ERR_UNSUPPORTED,
            "cutoff: %s", err.message);
     EXPECT(elec_cuda_msm_map(&atom, &big, &mp, map, &err) == ELEC_ERR_UNSUPPORTED,
            "MSM: %s", err.message);
+}
+
+/* A map whose lattice spans more than 1024 A along an axis is summed a box
+   at a time, each about its own centre, as the CPU's (tests/test_dcs.c,
+   long_lattices_keep_float_precision).  With one reference at the
+   lattice's centre three points 1e9 A apart dropped an atom 3 A from the
+   first (rounded onto it) and a 16,000 A line of points with the atoms at
+   one end erred 1.9e-5 (relative RMS) on the CPU; a lattice boxed along
+   every axis checks where each box lands.  Progress still rises to 1 over
+   the boxes; the 600,000-row lattice CUDA's grids refused as one box now
+   runs in boxes of 1,025 rows. */
+TEST(long_gpu_lattices_keep_float_precision) {
+    REQUIRE_GPU();
+    const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
+    const elec_atoms ions = elec_atoms_from_xyz(2, xyz, q, NULL);
+    const elec_lattice far = {{3, 1, 1}, {0.0, 0.0, 0.0}, {1e9, 1.0, 1.0}};
+    const elec_lattice line = {{16001, 2, 2}, {-5.0, -1.0, -1.0}, {1.0, 1.5, 1.5}};
+    const elec_lattice corners = {{5, 6, 7}, {-600.0, -700.0, -800.0}, {300.0, 280.0, 260.0}};
+    const elec_lattice tall = {{1, 600000, 1}, {0.5, -3e5, 0.5}, {1.0, 1.0, 1.0}};
+    test_system s = test_system_random(50, 10.0, 71);
+    test_system spread = test_system_random(60, 1600.0, 73);
+    const elec_atoms atoms = test_system_atoms(&s), wide = test_system_atoms(&spread);
+    const elec_lattice *lattices[3] = {&line, &corners, &tall};
+    const elec_atoms *sets[3] = {&atoms, &wide, &ions};
+    const char *names[3] = {"a 16,000 A line", "boxes on every axis", "600,000 rows"};
+    float three[3];
+    elec_error err;
+    EXPECT(elec_cuda_dcs_map(&ions, &far, NULL, three, &err) == ELEC_OK &&
+               fabs(three[0] - (1.0 / 3.0 + 0.25)) <= 1e-6 && three[1] > 0.0f,
+           "%s (point 0: %.7g, want %.7g)", err.message, three[0], 1.0 / 3.0 + 0.25);
+    for (int c = 0; c < 3; c++) {
+        const size_t points = elec_lattice_size(lattices[c]);
+        float *got = (float *)malloc(points * sizeof *got);
+        double *want = (double *)malloc(points * sizeof *want), e;
+        test_progress_log log;
+        elec_dcs_params dp;
+        memset(&dp, 0, sizeof dp);
+        memset(&log, 0, sizeof log);
+        log.increasing = 1;
+        dp.progress = test_log_progress;
+        dp.progress_user = &log;
+        for (size_t i = 0; i < points; i++) got[i] = NAN; /* every point must be written */
+        EXPECT(elec_cpu_dcs_map_double(sets[c], lattices[c], NULL, want, &err) == ELEC_OK,
+               "%s", err.message);
+        EXPECT(elec_cuda_dcs_map(sets[c], lattices[c], &dp, got, &err) == ELEC_OK, "%s: %s",
+               names[c], err.message);
+        e = test_rel_rms_float(got, want, points);
+        printf("     %s: relative RMS %.2e; progress %d calls, last %g\n", names[c], e,
+               log.calls, log.last);
+        EXPECT(test_all_finite_float(got, points), "%s: map not finite", names[c]);
+        EXPECT(e <= 1e-5, "%s: relative RMS %.3e", names[c], e);
+        EXPECT(log.increasing && log.last == 1.0, "%s: progress increasing %d, last %g",
+               names[c], log.increasing, log.last);
+        free(got);
+        free(want);
+    }
+    test_system_free(&s);
+    test_system_free(&spread);
 }
 
 TEST(dcs_map_of_a_real_protein_matches_reference) {
@@ -324,6 +389,7 @@ int main(void) {
     RUN(dcs_points_match_double_reference);
     RUN(points_far_apart_keep_float_precision);
     RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
+    RUN(long_gpu_lattices_keep_float_precision);
     RUN(dcs_map_of_a_real_protein_matches_reference);
     RUN(gpu_paths_refuse_bad_input);
     RUN(gpu_maps_and_points_past_floats_range_are_refused);
