@@ -1586,8 +1586,8 @@ static int elec__box_progress_note(double fraction, void *user) {
    at most 65535 blocks along y (rows of ELEC__DCS_BLOCK_Y points) and z (a
    device's slices, on the volume rungs), and a row's padded pitch an int.
    Refused by name before any work, where past them the launch failed
-   after the allocations (or the pitch overflowed).  The first box is the
-   largest, so no box is summed before a refusal. */
+   after the allocations (or the pitch overflowed): the step is the
+   largest box, checked before the first is summed. */
 static elec_status elec__cuda_dcs_boxes_fit(const elec_lattice *lattice, const int step[3],
                                             elec_dcs_variant variant, int device_count,
                                             elec_error *err) {
