@@ -3686,6 +3686,16 @@ static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec
     }
 }
 
+/* The first of a slab's unwrapped planes lo .. hi that lands on grid
+   plane z (elec__chargemap_point), or hi + 1 where none does: z itself,
+   or on a periodic grid of n planes the first lo + ((z - lo) mod n), the
+   rest n apart. */
+static long elec__chargemap_first_landing(const elec_chargemap_params *p, long z, long lo,
+                                          long hi, int n) {
+    if (!p->periodic) return z >= lo && z <= hi ? z : hi + 1;
+    return lo + elec__pmsm_wrap(z - lo, n);
+}
+
 /* CPU_BINNED: atoms sorted by cell (elec_cells_build over the grid in
    grid units), OpenMP threads each taking a run of cell layers along z and
    adding its atoms into a private slab of the planes they reach (its
@@ -3748,7 +3758,10 @@ static elec_status elec__chargemap_cpu_binned(const elec_chargemap_params *p,
     }
     if (failed) goto done;
     /* each grid plane: the sum of the slab planes that land on it (a slab
-       longer than the period lands on some twice) */
+       longer than the period lands on some twice), found directly: a
+       test of every slab plane at every grid plane made the reduction
+       quadratic in the planes (an audit: 8 x 8 x 65536 points, 1000
+       atoms, 5.9 s against the precomputed rung's 0.017) */
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -3757,13 +3770,13 @@ static elec_status elec__chargemap_cpu_binned(const elec_chargemap_params *p,
         int th;
         memset(out, 0, plane_points * sizeof(float));
         for (th = 0; th < threads; th++) {
+            const long step = p->periodic ? (long)l->dims[2] : z_hi[th] - z_lo[th] + 1;
             long zz;
             if (!slab[th]) continue;
-            for (zz = z_lo[th]; zz <= z_hi[th]; zz++) {
-                const float *in;
+            for (zz = elec__chargemap_first_landing(p, z, z_lo[th], z_hi[th], l->dims[2]);
+                 zz <= z_hi[th]; zz += step) {
+                const float *in = slab[th] + (size_t)(zz - z_lo[th]) * plane_points;
                 size_t g;
-                if (elec__chargemap_point(p, zz, l->dims[2]) != z) continue;
-                in = slab[th] + (size_t)(zz - z_lo[th]) * plane_points;
                 for (g = 0; g < plane_points; g++) out[g] += in[g];
             }
         }
