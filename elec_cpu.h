@@ -1303,31 +1303,42 @@ ELEC_DEF elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     elec_cutoff_params p;
     elec_status s;
-    long k, count;
+    long k, count, first, block;
     if ((s = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return s;
     s = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (s != ELEC_OK) return s;
     if ((s = elec_cutoff_params_resolve(params, &p, err)) != ELEC_OK) return s;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     count = (long)elec_lattice_size(lattice);
-    /* the reference: every atom at every point, through the view */
+    block = (long)elec__cpu_block((size_t)count);
+    /* the reference: every atom at every point, through the view; blocks
+       of points with progress between them (the callback was not called
+       and the call could not be cancelled: an audit) */
+    for (first = 0; first < count; first += block) {
+        const long last = count - first < block ? count : first + block;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 64)
 #endif
-    for (k = 0; k < count; k++) {
-        double point[3], sum = 0.0;
-        size_t j;
-        elec_lattice_point(lattice, (int)(k % lattice->dims[0]),
-                           (int)(k / lattice->dims[0] % lattice->dims[1]),
-                           (int)(k / lattice->dims[0] / lattice->dims[1]), point);
-        for (j = 0; j < atoms->count; j++) {
-            double at[3], q, r2;
-            elec_atoms_get(atoms, j, at, &q, NULL);
-            r2 = elec_distance2(point, at);
-            if (r2 >= c2)
-                sum += q * elec_cutoff_term(sqrt(r2), p.cutoff, p.kind, p.splitting);
+        for (k = first; k < last; k++) {
+            double point[3], sum = 0.0;
+            size_t j;
+            elec_lattice_point(lattice, (int)(k % lattice->dims[0]),
+                               (int)(k / lattice->dims[0] % lattice->dims[1]),
+                               (int)(k / lattice->dims[0] / lattice->dims[1]), point);
+            for (j = 0; j < atoms->count; j++) {
+                double at[3], q, r2;
+                elec_atoms_get(atoms, j, at, &q, NULL);
+                r2 = elec_distance2(point, at);
+                if (r2 >= c2)
+                    sum += q * elec_cutoff_term(sqrt(r2), p.cutoff, p.kind, p.splitting);
+            }
+            map[k] = p.scale * sum;
         }
-        map[k] = p.scale * sum;
+        if (elec__cpu_cancelled(p.progress, p.progress_user, (size_t)last, (size_t)count))
+            return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                              "cutoff map (double) cancelled by the progress callback after "
+                              "%ld of %ld points",
+                              last, count);
     }
     if ((s = elec__results_finite("cutoff map", "point", NULL, map, (size_t)count, "double",
                                   err)) != ELEC_OK)

@@ -394,7 +394,8 @@ TEST(a_small_map_in_a_large_system_keeps_the_atoms_within_its_cutoff) {
 
 /* The cutoff map reports its progress in blocks of a 64th, ending at 1,
    and stops where the callback says so (no test gave it a callback: a
-   mutation ignoring the cancel passed). */
+   mutation ignoring the cancel passed); so does the double reference,
+   which never called it (an audit). */
 TEST(cutoff_map_reports_progress_and_cancels) {
     test_system s = test_system_random(300, 12.0, 57);
     elec_atoms atoms = test_system_atoms(&s);
@@ -416,6 +417,22 @@ TEST(cutoff_map_reports_progress_and_cancels) {
     EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_CANCELLED &&
                log.calls == 3,
            "cancelled at the third call: %d calls (%s)", log.calls, err.message);
+    {
+        double *exact = (double *)malloc(elec_lattice_size(&l) * sizeof *exact);
+        memset(&log, 0, sizeof log);
+        log.increasing = 1;
+        EXPECT(elec_cpu_cutoff_map_double(&atoms, &l, &p, exact, &err) == ELEC_OK, "%s",
+               err.message);
+        EXPECT(log.calls >= 60 && log.increasing && log.last == 1.0,
+               "double: %d calls, increasing %d, last %g", log.calls, log.increasing, log.last);
+        memset(&log, 0, sizeof log);
+        log.increasing = 1;
+        log.cancel_after = 3;
+        EXPECT(elec_cpu_cutoff_map_double(&atoms, &l, &p, exact, &err) == ELEC_ERR_CANCELLED &&
+                   log.calls == 3,
+               "double, cancelled at the third call: %d calls (%s)", log.calls, err.message);
+        free(exact);
+    }
     free(map);
     test_system_free(&s);
 }
