@@ -871,10 +871,13 @@ ELEC_API elec_status elec_dcs_params_resolve(const elec_dcs_params *in,
 /* Screened Coulomb kernel of multiple Debye-Hueckel, seed 000 eq. 2: an
    atom of charge q and radius sigma in a solvent of inverse Debye length
    kappa contributes q * exp(-kappa (r - sigma)) / ((1 + kappa sigma) r) at
-   distance r.  kappa = 0 gives the plain Coulomb q/r. */
+   distance r.  kappa = 0 gives the plain Coulomb q/r, also where r is
+   infinite (an atom far past double's range of r^2: exp(-0 inf) was NaN,
+   an audit). */
 ELEC_HD static inline double elec_mdh_term(double q, double sigma,
                                            double kappa, double r) {
-    return q * exp(-kappa * (r - sigma)) / ((1.0 + kappa * sigma) * r);
+    const double screen = kappa != 0.0 ? exp(-kappa * (r - sigma)) : 1.0;
+    return q * screen / ((1.0 + kappa * sigma) * r);
 }
 
 /* Multiple Debye-Hueckel: phi(p) = scale * sum_j elec_mdh_term(q_j, sigma_j,

@@ -1109,7 +1109,10 @@ static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
             float r2 = dx * dx + (dy * dy + dz * dz); /* as in the rows */
             float keep = (float)(r2 >= c2);
             float r = sqrtf(r2 + (1.0f - keep));
-            t[j] = keep * (qs[j] * expf(k * (sigma[j] - r)) / r);
+            /* kappa 0: no exponential (an atom far enough that r2
+               overflows made expf(0 * -inf) NaN; an audit) */
+            float screen = k != 0.0f ? expf(k * (sigma[j] - r)) : 1.0f;
+            t[j] = keep * (qs[j] * screen / r);
         }
         for (j = m; j % 8; j++) t[j] = 0.0f;
         elec__cpu_lanes_add(lane, t, j);

@@ -149,6 +149,37 @@ TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
 /* A kappa that overflows from finite inputs (ionic strength 1e300 M, or
    1e-300 K) is refused naming those inputs; it said "kappa inf must be
    zero or positive" of a kappa nobody gave (an audit's finding). */
+/* An atom so far that its r^2 passes the type's range adds nothing, at
+   any kappa: with kappa 0, exp(-0 inf) made the float and double sums NaN
+   and the call refused them as "past float's range" (an audit: an atom
+   1e20 A out in float, 1e160 A in double). */
+TEST(mdh_far_atoms_add_nothing_at_any_kappa) {
+    double xyz[6] = {3.0, 0.0, 0.0, 1e20, 0.0, 0.0}, q[2] = {1.0, 1.0}, r[2] = {1.5, 1.5};
+    const double pt[3] = {0.0, 0.0, 0.0}, kappas[2] = {0.0, 0.1};
+    int k;
+    for (k = 0; k < 2; k++) {
+        const double kappa = kappas[k];
+        const double want = exp(-kappa * 1.5) / ((1.0 + 1.5 * kappa) * 3.0);
+        elec_mdh_params p;
+        elec_error err;
+        elec_atoms atoms;
+        double phi = 0.0;
+        float phif = 0.0f;
+        memset(&p, 0, sizeof p);
+        p.kappa = kappa;
+        xyz[3] = 1e20;
+        atoms = elec_atoms_from_xyz(2, xyz, q, r);
+        EXPECT(elec_cpu_mdh_points(&atoms, pt, 1, &p, &phif, &err) == ELEC_OK &&
+                   fabs(phif - want) <= 1e-6 * want,
+               "float, kappa %g: %.7g, want %.7g (%s)", kappa, phif, want, err.message);
+        xyz[3] = 1e160;
+        atoms = elec_atoms_from_xyz(2, xyz, q, r);
+        EXPECT(elec_cpu_mdh_points_double(&atoms, pt, 1, &p, &phi, &err) == ELEC_OK &&
+                   fabs(phi - want) <= 1e-14 * want,
+               "double, kappa %g: %.17g, want %.17g (%s)", kappa, phi, want, err.message);
+    }
+}
+
 TEST(mdh_names_the_inputs_of_an_overflowing_kappa) {
     elec_mdh_params in, out;
     elec_error err;
@@ -181,5 +212,6 @@ int main(void) {
     RUN(mdh_float_matches_double_on_water_faces);
     RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
     RUN(mdh_names_the_inputs_of_an_overflowing_kappa);
+    RUN(mdh_far_atoms_add_nothing_at_any_kappa);
     return test_summary();
 }
