@@ -764,8 +764,13 @@ static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lat
     return s;
 }
 
+/* The longest row of a box the CPU's DCS map sums at once (doubles, one
+   row a thread). */
+#define ELEC__DCS_ROW_POINTS 65536
+
 /* Both map entry points: checks, then the map a box at a time (one box
-   unless the lattice spans more than ELEC__FLOAT_REGION along an axis:
+   unless the lattice spans more than ELEC__FLOAT_REGION along an axis, or
+   more than ELEC__DCS_ROW_POINTS points along x:
    three points 1e9 A apart once took one reference 1e9 A from the first,
    and an atom 3 A from it rounded onto it and was left out; an audit).
    Each box packs the atoms again: on a lattice of spacings past 1024 A,
@@ -795,6 +800,11 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
         step[axis] = elec__map_box_points(lattice->spacing[axis]);
         if (step[axis] > lattice->dims[axis]) step[axis] = lattice->dims[axis];
     }
+    /* each thread sums a row of the box in doubles: at most
+       ELEC__DCS_ROW_POINTS of them, so the scratch stays a few MB (an
+       audit: 2^28 points along x at 1e-6 A asked 16 threads for 32 GiB
+       and was refused "no memory", a lattice within the documented cap) */
+    if (step[0] > ELEC__DCS_ROW_POINTS) step[0] = ELEC__DCS_ROW_POINTS;
     nx = step[0];
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();

@@ -243,6 +243,32 @@ TEST(points_far_apart_keep_float_precision) {
    an atom 3 A from it rounded onto it and was left out, 0.25 for 0.5833;
    this 16,000 A line of points with the atoms at one end erred 1.9e-5
    relative RMS, the audit's 1.1e-3).  Progress still rises to 1 over the boxes. */
+/* Rows longer than ELEC__DCS_ROW_POINTS (65,536) are summed in boxes of
+   that many points (a thread's row of doubles; an audit: 2^28 points
+   along x asked 16 threads for 32 GiB of scratch and was refused): a
+   200,001-point row at 1 mA keeps the float map's precision and every
+   point is written. */
+TEST(rows_past_the_scratch_row_are_boxed) {
+    const elec_lattice row = {{200001, 1, 2}, {-100.0, 0.5, -0.5}, {1e-3, 1.0, 1.0}};
+    test_system s = test_system_random(40, 10.0, 29);
+    const elec_atoms atoms = test_system_atoms(&s);
+    const size_t points = elec_lattice_size(&row);
+    float *got = (float *)malloc(points * sizeof *got);
+    double *want = (double *)malloc(points * sizeof *want), e;
+    elec_error err;
+    size_t i;
+    for (i = 0; i < points; i++) got[i] = NAN;
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &row, NULL, want, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(elec_cpu_dcs_map(&atoms, &row, NULL, got, &err) == ELEC_OK, "%s", err.message);
+    e = test_rel_rms_float(got, want, points);
+    printf("     a 200,001-point row: relative RMS %.2e\n", e);
+    EXPECT(test_all_finite_float(got, points) && e <= 1e-6, "relative RMS %.3e", e);
+    free(got);
+    free(want);
+    test_system_free(&s);
+}
+
 TEST(long_lattices_keep_float_precision) {
     const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
     const elec_atoms ions = elec_atoms_from_xyz(2, xyz, q, NULL);
@@ -669,6 +695,7 @@ int main(void) {
     RUN(points_equal_map_at_lattice_points);
     RUN(points_far_apart_keep_float_precision);
     RUN(long_lattices_keep_float_precision);
+    RUN(rows_past_the_scratch_row_are_boxed);
     RUN(coincident_atom_is_left_out);
     RUN(zero_atoms_give_zero_map);
     RUN(invalid_arguments_are_reported);
