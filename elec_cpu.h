@@ -1269,6 +1269,13 @@ ELEC_DEF elec_status elec_cpu_cutoff_map(const elec_atoms *atoms,
     for (axis = 0; axis < 3; axis++) {
         lo[axis] -= p.cutoff;
         extent[axis] = hi[axis] + p.cutoff - lo[axis];
+        if (!elec__finite(extent[axis])) { /* named here, not by the cells */
+            s = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                           "cutoff %g A: the lattice and twice the cutoff around it pass "
+                           "double's range",
+                           p.cutoff);
+            goto cleanup;
+        }
     }
     kept = elec__cpu_keep_inside(x, q, atoms->count, lo, extent);
     if ((s = elec_cells_build(x, kept, lo, extent, p.cutoff, &cells, err)) != ELEC_OK)

@@ -831,10 +831,14 @@ static int choose_method(options *o, const elec_atoms *atoms,
     }
     if (o->method == METHOD_DCS || o->method == METHOD_MDH) {
         if (pairs > max_work) {
+            /* MSM sums the unscreened potential: no stand-in for MDH (an
+               audit) */
             fprintf(stderr, TOOL ": %zu atoms x %zu points = %.3g pairs by the direct "
                             "sum (%s), about %.2g s on the %s: over --max-work %.3g; raise "
-                            "it, or use --method msm\n", atoms->count, points, pairs,
-                    o->method == METHOD_DCS ? "DCS" : "MDH", c.direct, device, max_work);
+                            "it, %s\n", atoms->count, points, pairs,
+                    o->method == METHOD_DCS ? "DCS" : "MDH", c.direct, device, max_work,
+                    o->method == METHOD_DCS ? "or use --method msm"
+                                            : "or map fewer points (a coarser --spacing)");
             return 1;
         }
     }

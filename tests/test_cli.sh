@@ -742,6 +742,12 @@ st=$?
 [ $st -eq 1 ] && grep -q "over --max-work" "$dir/out" && grep -q "about .* s on the CPU" "$dir/out" &&
     ok "elecmap_refuses_a_direct_sum_past_max_work" ||
     fail "elecmap_refuses_a_direct_sum_past_max_work: status $st $(cat "$dir/out")"
+# MDH's advice is not MSM (which sums the unscreened potential; an audit)
+demo --method mdh --max-work 10 "$dir/x.dx" > "$dir/out" 2>&1
+st=$?
+[ $st -eq 1 ] && grep -q "over --max-work" "$dir/out" && ! grep -q "method msm" "$dir/out" &&
+    ok "elecmap_mdh_past_max_work_is_not_sent_to_msm" ||
+    fail "elecmap_mdh_past_max_work_is_not_sent_to_msm: status $st $(cat "$dir/out")"
 # 2000 atoms at one point: MSM would sum every atom at most points, no
 # faster than the direct sum; past --msm-above, refused with both estimates.
 awk 'BEGIN { for (i = 1; i <= 2000; i++) printf "ATOM %d N ALA 1 1.0 2.0 3.0 %d 1.5\n", i, i % 2 ? 1 : -1 }' \

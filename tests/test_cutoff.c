@@ -465,6 +465,10 @@ TEST(bad_input_is_refused) {
            "NULL extent");
     p.cutoff = -2.0;
     EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "negative cutoff");
+    p.cutoff = 1e308; /* the lattice and twice it pass double's range: named (an audit) */
+    EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "cutoff 1e+308"),
+           "cutoff 1e308: %s", err.message);
     p.cutoff = 0.0;
     p.kind = (elec_cutoff_kind)7;
     EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "unknown kind");
