@@ -264,10 +264,12 @@ ELEC_API elec_status elec_cpu_chargemap(const elec_atoms *atoms,
 /* The double-precision reference (Alg. 2, serial): the truth of the tests.
    Where given, abs_sum[g] = sum_a |q_a phi phi phi| and contributions[g] =
    the number of terms added to point g: a float path's error at g is at
-   most (contributions + c) 2^-24 abs_sum + contributions (2^-52 max|q| +
+   most (contributions + c) 2^-24 abs_sum + contributions (2^-50 max|q| +
    2^-149) (recursive summation in any order, c ulps for the weights and
-   products; the absolute part for weights near a basis piece's zero and
-   terms under float's least normal number). */
+   products; the absolute part, four ulps of the largest charge, for
+   weights near a basis piece's zero, which carry the piece's rounding (2
+   ulps measured on the nonic pieces), and terms under float's least
+   normal number). */
 ELEC_API elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
                                                const elec_lattice *lattice,
                                                const elec_chargemap_params *params,
