@@ -845,15 +845,18 @@ static int choose_method(options *o, const elec_atoms *atoms,
     return 0;
 }
 
-/* MDH at every lattice point: the points API over slabs of z-planes, so
-   that the point coordinates (24 bytes a point) never take more than
-   about 400 MB whatever the lattice. */
+/* MDH at every lattice point: the points API over runs of at most 2^23
+   points (x fastest, as the map), so that their coordinates (24 bytes a
+   point) and the library's own work on them (about 40 more where the
+   points span more than 1024 A: elec.h's regions) take about 540 MB at
+   most whatever the lattice.  Runs of whole z-planes, at least one, took
+   16.8 GB for a plane of 2^28 points (an audit). */
 static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
                            elec_mdh_params *mp, progress_state *progress,
                            int use_gpu, float *map, elec_error *err) {
-    const size_t plane = (size_t)l->dims[0] * (size_t)l->dims[1];
-    const size_t points = elec_lattice_size(l);
-    size_t planes = ((size_t)1 << 24) / plane, k0;
+    const size_t nx = (size_t)l->dims[0], ny = (size_t)l->dims[1];
+    const size_t points = elec_lattice_size(l), run = (size_t)1 << 23;
+    size_t first, n;
     double *xyz;
     elec_mdh_params solvent;
     elec_status s;
@@ -865,27 +868,26 @@ static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
        the map was 78.54 times APBS's (an audit). */
     if ((s = elec_mdh_params_resolve(mp, &solvent, err)) != ELEC_OK) return s;
     solvent.scale /= solvent.dielectric;
-    if (planes < 1) planes = 1;
-    if (planes > (size_t)l->dims[2]) planes = (size_t)l->dims[2];
-    xyz = (double *)malloc(3 * planes * plane * sizeof *xyz);
+    xyz = (double *)malloc(3 * (points < run ? points : run) * sizeof *xyz);
     if (!xyz) {
-        return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points", planes * plane);
+        return elec_fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points",
+                         points < run ? points : run);
     }
-    for (k0 = 0; k0 < (size_t)l->dims[2] && s == ELEC_OK; k0 += planes) {
-        size_t k1 = k0 + planes < (size_t)l->dims[2] ? k0 + planes : (size_t)l->dims[2];
-        size_t n = (k1 - k0) * plane, p = 0, k;
-        int i, j;
-        for (k = k0; k < k1; k++)
-            for (j = 0; j < l->dims[1]; j++)
-                for (i = 0; i < l->dims[0]; i++, p++)
-                    elec_lattice_point(l, i, j, (int)k, xyz + 3 * p);
-        progress->base = (double)(k0 * plane) / (double)points;
+    for (first = 0; first < points && s == ELEC_OK; first += n) {
+        size_t p;
+        n = points - first < run ? points - first : run;
+        for (p = 0; p < n; p++) {
+            const size_t g = first + p;
+            elec_lattice_point(l, (int)(g % nx), (int)(g / nx % ny), (int)(g / nx / ny),
+                               xyz + 3 * p);
+        }
+        progress->base = (double)first / (double)points;
         progress->share = (double)n / (double)points;
 #ifdef ELEC_WITH_CUDA
-        if (use_gpu) s = elec_cuda_mdh_points(atoms, xyz, n, &solvent, map + k0 * plane, err);
+        if (use_gpu) s = elec_cuda_mdh_points(atoms, xyz, n, &solvent, map + first, err);
         else
 #endif
-            s = elec_cpu_mdh_points(atoms, xyz, n, &solvent, map + k0 * plane, err);
+            s = elec_cpu_mdh_points(atoms, xyz, n, &solvent, map + first, err);
     }
     (void)use_gpu;
     free(xyz);
