@@ -803,9 +803,9 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
         if (step[axis] > lattice->dims[axis]) step[axis] = lattice->dims[axis];
     }
     /* each thread sums a row of the box in doubles: at most
-       ELEC__DCS_ROW_POINTS of them, so the scratch stays a few MB (an
-       audit: 2^28 points along x at 1e-6 A asked 16 threads for 32 GiB
-       and was refused "no memory", a lattice within the documented cap) */
+       ELEC__DCS_ROW_POINTS of them, 512 KB a thread (an audit: 2^28
+       points along x at 1e-6 A asked 16 threads for 32 GiB and was
+       refused "no memory", a lattice within the documented cap) */
     if (step[0] > ELEC__DCS_ROW_POINTS) step[0] = ELEC__DCS_ROW_POINTS;
     nx = step[0];
 #ifdef _OPENMP
@@ -3720,9 +3720,9 @@ static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec
 }
 
 /* The first of a slab's unwrapped planes lo .. hi that lands on grid
-   plane z (elec__chargemap_point), or hi + 1 where none does: z itself,
-   or on a periodic grid of n planes the first lo + ((z - lo) mod n), the
-   rest n apart. */
+   plane z (elec__chargemap_point), or a plane past hi where none does: z
+   itself (hi + 1 where z is not in the slab), or on a periodic grid of n
+   planes lo + ((z - lo) mod n), the rest n apart. */
 static long elec__chargemap_first_landing(const elec_chargemap_params *p, long z, long lo,
                                           long hi, int n) {
     if (!p->periodic) return z >= lo && z <= hi ? z : hi + 1;

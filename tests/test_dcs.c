@@ -4,11 +4,24 @@
    points path: atoms on a point, no atoms, bad input, progress, scale),
    tested for both; sums past their type's range refused.  MDH's own
    sums: tests/test_mdh.c. */
+/* The library's allocations counted (ELEC_MALLOC): the largest one since
+   test_largest_allocation was last zeroed. */
+#include <stdlib.h>
+static size_t test_largest_allocation;
+static void *test_counted_malloc(size_t size) {
+    if (size > test_largest_allocation) test_largest_allocation = size;
+    return malloc(size);
+}
+#define ELEC_MALLOC(size) test_counted_malloc(size)
+#define ELEC_FREE(ptr) free(ptr)
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
 #include "tests/test.h"
 #include "tests/systems.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* An independent reference: the plainest triple loop over points and atoms,
    straight from the caller's arrays. */
@@ -243,32 +256,6 @@ TEST(points_far_apart_keep_float_precision) {
    an atom 3 A from it rounded onto it and was left out, 0.25 for 0.5833;
    this 16,000 A line of points with the atoms at one end erred 1.9e-5
    relative RMS, the audit's 1.1e-3).  Progress still rises to 1 over the boxes. */
-/* Rows longer than ELEC__DCS_ROW_POINTS (65,536) are summed in boxes of
-   that many points (a thread's row of doubles; an audit: 2^28 points
-   along x asked 16 threads for 32 GiB of scratch and was refused): a
-   200,001-point row at 1 mA keeps the float map's precision and every
-   point is written. */
-TEST(rows_past_the_scratch_row_are_boxed) {
-    const elec_lattice row = {{200001, 1, 2}, {-100.0, 0.5, -0.5}, {1e-3, 1.0, 1.0}};
-    test_system s = test_system_random(40, 10.0, 29);
-    const elec_atoms atoms = test_system_atoms(&s);
-    const size_t points = elec_lattice_size(&row);
-    float *got = (float *)malloc(points * sizeof *got);
-    double *want = (double *)malloc(points * sizeof *want), e;
-    elec_error err;
-    size_t i;
-    for (i = 0; i < points; i++) got[i] = NAN;
-    EXPECT(elec_cpu_dcs_map_double(&atoms, &row, NULL, want, &err) == ELEC_OK, "%s",
-           err.message);
-    EXPECT(elec_cpu_dcs_map(&atoms, &row, NULL, got, &err) == ELEC_OK, "%s", err.message);
-    e = test_rel_rms_float(got, want, points);
-    printf("     a 200,001-point row: relative RMS %.2e\n", e);
-    EXPECT(test_all_finite_float(got, points) && e <= 1e-6, "relative RMS %.3e", e);
-    free(got);
-    free(want);
-    test_system_free(&s);
-}
-
 TEST(long_lattices_keep_float_precision) {
     const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
     const elec_atoms ions = elec_atoms_from_xyz(2, xyz, q, NULL);
@@ -303,6 +290,47 @@ TEST(long_lattices_keep_float_precision) {
     free(want);
     test_system_free(&s);
 }
+
+/* Rows longer than ELEC__DCS_ROW_POINTS (65,536) are summed in boxes of
+   that many points: each thread sums a row of doubles, and an audit's
+   2^28 points along x asked 16 threads for 32 GiB of scratch and was
+   refused.  With 64 threads a 200,001-point row at 1 mA asks at most 35
+   MB in one allocation (103 MB before the cap: test_largest_allocation,
+   ELEC_MALLOC counted above), keeps the float map's precision, and every
+   point is written. */
+TEST(rows_past_the_scratch_row_are_boxed) {
+    const elec_lattice row = {{200001, 1, 2}, {-100.0, 0.5, -0.5}, {1e-3, 1.0, 1.0}};
+    test_system s = test_system_random(40, 10.0, 29);
+    const elec_atoms atoms = test_system_atoms(&s);
+    const size_t points = elec_lattice_size(&row);
+    float *got = (float *)malloc(points * sizeof *got);
+    double *want = (double *)malloc(points * sizeof *want), e;
+    int threads = 1;
+    elec_error err;
+    size_t i;
+    for (i = 0; i < points; i++) got[i] = NAN;
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &row, NULL, want, &err) == ELEC_OK, "%s",
+           err.message);
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+    omp_set_num_threads(64);
+#endif
+    test_largest_allocation = 0;
+    EXPECT(elec_cpu_dcs_map(&atoms, &row, NULL, got, &err) == ELEC_OK, "%s", err.message);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+    EXPECT(test_largest_allocation <= (size_t)35 << 20,
+           "largest allocation %zu bytes with 64 threads", test_largest_allocation);
+#endif
+    e = test_rel_rms_float(got, want, points);
+    printf("     a 200,001-point row: relative RMS %.2e; largest allocation %.1f MB\n", e,
+           test_largest_allocation / 1048576.0);
+    EXPECT(test_all_finite_float(got, points) && e <= 1e-6, "relative RMS %.3e", e);
+    free(got);
+    free(want);
+    test_system_free(&s);
+}
+
 
 TEST(coincident_atom_is_left_out) {
     /* atom 0 exactly on lattice point (2,1,3); the others elsewhere */
