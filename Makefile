@@ -138,7 +138,7 @@ $(BUILD)/map_compare: tests/map_compare.c elec.h | $(BUILD)
 run: $(BUILD)/elecmap
 	$(BUILD)/elecmap --demo $(BUILD)/demo.dx
 
-$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(BUILD)
+$(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
@@ -214,7 +214,7 @@ SANITIZE_BUILD = $(BUILD)/sanitize
 SANITIZE_TESTS = $(patsubst $(BUILD)/%,$(SANITIZE_BUILD)/%,$(CPU_TESTS))
 $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
-$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(SANITIZE_BUILD)
+$(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
@@ -232,7 +232,7 @@ VALGRIND_BUILD = $(BUILD)/valgrind
 VALGRIND_TESTS = $(patsubst $(BUILD)/%,$(VALGRIND_BUILD)/%,$(CPU_TESTS))
 $(VALGRIND_BUILD):
 	mkdir -p $(VALGRIND_BUILD)
-$(VALGRIND_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h $(HEADERS) | $(VALGRIND_BUILD)
+$(VALGRIND_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h $(HEADERS) | $(VALGRIND_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -DTEST_SMALL $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 $(VALGRIND_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(VALGRIND_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm

@@ -4,16 +4,7 @@
    points path: atoms on a point, no atoms, bad input, progress, scale),
    tested for both; sums past their type's range refused.  MDH's own
    sums: tests/test_mdh.c. */
-/* The library's allocations counted (ELEC_MALLOC): the largest one since
-   test_largest_allocation was last zeroed. */
-#include <stdlib.h>
-static size_t test_largest_allocation;
-static void *test_counted_malloc(size_t size) {
-    if (size > test_largest_allocation) test_largest_allocation = size;
-    return malloc(size);
-}
-#define ELEC_MALLOC(size) test_counted_malloc(size)
-#define ELEC_FREE(ptr) free(ptr)
+#include "tests/counted_malloc.h" /* the library's allocations counted */
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -296,7 +287,7 @@ TEST(long_lattices_keep_float_precision) {
    2^28 points along x asked 16 threads for 32 GiB of scratch and was
    refused.  With 64 threads a 200,001-point row at 1 mA asks at most 35
    MB in one allocation (103 MB before the cap: test_largest_allocation,
-   ELEC_MALLOC counted above), keeps the float map's precision, and every
+   tests/counted_malloc.h), keeps the float map's precision, and every
    point is written. */
 TEST(rows_past_the_scratch_row_are_boxed) {
     const elec_lattice row = {{200001, 1, 2}, {-100.0, 0.5, -0.5}, {1e-3, 1.0, 1.0}};

@@ -12,19 +12,7 @@
    gzip tests skip, saying so, and the refusal without zlib runs instead.
    Run from the repository root: temporary files go to build/. */
 #define _XOPEN_SOURCE 700 /* mkdtemp */
-#include <stddef.h>
-#include <stdlib.h>
-
-/* Every allocation of the library goes through here, so that a test can
-   see that a header claiming gigabytes is refused before the allocation,
-   not by it. */
-static size_t test_largest_allocation;
-static void *test_malloc(size_t size) {
-    if (size > test_largest_allocation) test_largest_allocation = size;
-    return malloc(size);
-}
-#define ELEC_MALLOC(size) test_malloc(size)
-#define ELEC_FREE(ptr) free(ptr)
+#include "tests/counted_malloc.h"
 /* 4 MiB: small enough that a gzip bomb reaches it in a test, large
    enough for every map below */
 #define ELEC_MAX_INPUT_BYTES ((size_t)1 << 22)
