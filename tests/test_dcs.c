@@ -296,14 +296,15 @@ TEST(rows_past_the_scratch_row_are_boxed) {
     const size_t points = elec_lattice_size(&row);
     float *got = (float *)malloc(points * sizeof *got);
     double *want = (double *)malloc(points * sizeof *want), e;
-    int threads = 1;
     elec_error err;
     size_t i;
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+#endif
     for (i = 0; i < points; i++) got[i] = NAN;
     EXPECT(elec_cpu_dcs_map_double(&atoms, &row, NULL, want, &err) == ELEC_OK, "%s",
            err.message);
 #ifdef _OPENMP
-    threads = omp_get_max_threads();
     omp_set_num_threads(64);
 #endif
     test_largest_allocation = 0;
