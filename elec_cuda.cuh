@@ -1812,7 +1812,10 @@ __global__ void elec__k_mdh_points(float *potential, const float4 *points,
                    0 * inf would be NaN; with rinv = 0, r = 0 and the term
                    is 0 * 2^b */
                 float rinv = r2 >= coincident2 ? elec_rsqrt_sfu(r2) : 0.0f;
-                float r = r2 * rinv;
+                /* r2 past float's range (an atom 2e19 A away): rsqrt 0
+                   and r2 rinv NaN, which made the sum NaN whatever kappa
+                   (an audit); the clamp keeps r finite, the term 0 */
+                float r = fminf(r2 * rinv, FLT_MAX);
                 float screen = elec__exp2_sfu(fmaf(-kappa_log2e, r, b));
                 v[m] = fmaf(a.w * rinv, screen, v[m]);
             }

@@ -76,10 +76,34 @@ TEST(mdh_refuses_screening_whose_sum_leaves_the_float_range) {
            "status %d (%s), values %g %g", (int)s, err.message, got[0], got[1]);
 }
 
+/* An atom so far that its r^2 passes float's range adds nothing, at any
+   kappa: rsqrt gave 0 and r2 rinv NaN, and the sum came out NaN (refused
+   as past float's range; the CPU's float path erred so at kappa 0, an
+   audit). */
+TEST(mdh_far_atoms_add_nothing_at_any_kappa) {
+    REQUIRE_GPU();
+    const double xyz[6] = {3.0, 0.0, 0.0, 1e20, 0.0, 0.0}, q[2] = {1.0, 1.0},
+                 r[2] = {1.5, 1.5};
+    const double pt[3] = {0.0, 0.0, 0.0}, kappas[2] = {0.0, 0.1};
+    const elec_atoms atoms = elec_atoms_from_xyz(2, xyz, q, r);
+    for (int k = 0; k < 2; k++) {
+        const double want = exp(-kappas[k] * 1.5) / ((1.0 + 1.5 * kappas[k]) * 3.0);
+        elec_mdh_params p;
+        elec_error err;
+        float phi = 0.0f;
+        memset(&p, 0, sizeof p);
+        p.kappa = kappas[k];
+        EXPECT(elec_cuda_mdh_points(&atoms, pt, 1, &p, &phi, &err) == ELEC_OK &&
+                   fabs(phi - want) <= 1e-6 * want,
+               "kappa %g: %.7g, want %.7g (%s)", kappas[k], phi, want, err.message);
+    }
+}
+
 int main(void) {
     gpu_test_start();
     RUN(mdh_at_lattice_faces_matches_double_reference);
     RUN(mdh_atom_on_a_point_leaves_that_point_finite);
     RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
+    RUN(mdh_far_atoms_add_nothing_at_any_kappa);
     return gpu_test_summary();
 }
