@@ -1569,6 +1569,10 @@ cleanup:
     return status;
 }
 
+/* The most points of a box of a GPU DCS map that is not the whole map (its
+   host copy: 64 MB), unless one plane of it holds more. */
+#define ELEC__DCS_BOX_POINTS ((size_t)1 << 24)
+
 /* Progress over a map's boxes: box b's fraction f is (done + f points) /
    all points of the map, so it rises to exactly 1 at the last box's end. */
 typedef struct elec__box_progress {
@@ -1618,7 +1622,10 @@ static elec_status elec__cuda_dcs_boxes_fit(const elec_lattice *lattice, const i
    erred 1.9e-5 (relative RMS) on the CPU, and three points 1e9 A apart
    dropped an atom 3 A from the first (rounded onto it); the GPU's float
    path took that one reference until 2026-12-05.  Each box copies the
-   atoms to the devices again, relative to its own centre. */
+   atoms to the devices again, relative to its own centre, and sets up
+   its own streams and buffers: a lattice of spacings past 1024 A, a point
+   a box, pays that at every point (the price of every point in float;
+   such lattices are better summed on the CPU). */
 static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
                                             const elec_lattice *lattice,
                                             const elec_dcs_params *resolved,
@@ -1641,6 +1648,15 @@ static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
         step[2] == lattice->dims[2])
         return elec__cuda_dcs_map_box(atoms, lattice, resolved, devices, device_count, map,
                                       err);
+    /* boxed: each box comes back through a host copy of it, so boxes are
+       thinner along z where a whole one would pass ELEC__DCS_BOX_POINTS
+       (a review: 2050 x 2000 x 64 points at 0.5 A took a 1 GB copy
+       beside the 1 GB map) */
+    {
+        const size_t plane = (size_t)step[0] * (size_t)step[1];
+        const size_t planes = plane < ELEC__DCS_BOX_POINTS ? ELEC__DCS_BOX_POINTS / plane : 1;
+        if ((size_t)step[2] > planes) step[2] = (int)planes;
+    }
     part = (float *)ELEC_MALLOC((size_t)step[0] * step[1] * step[2] * sizeof *part);
     if (!part)
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,

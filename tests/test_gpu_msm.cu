@@ -889,6 +889,94 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     test_system_free(&long_box);
 }
 
+/* One handle, two systems of different net charge in turn (600 of +1,
+   then 450 of +1 with 150 of -1), each computed on a stream and then
+   from a graph captured once: every compute takes its own charges' mean
+   out (the last block of the mean's sum zeroes its count for the next
+   compute; a stale count would leave the first system's mean on the
+   second, its lattices passing on a mean and its energy off by Q dphi /
+   2), each held to the CPU as pmsm_vs_cpu holds a fresh handle. */
+TEST(periodic_gpu_msm_takes_each_computes_own_mean) {
+    REQUIRE_GPU();
+    const size_t n = 600;
+    test_system systems[2] = {test_system_random(n, 21.0, 96), test_system_random(n, 21.0, 97)};
+    const char *names[2] = {"600 of +1", "450 of +1, 150 of -1"};
+    const elec_box box = test_box(21.0, 21.0, 21.0);
+    elec_msm_params p = {0};
+    elec_cuda_msm_periodic_handle *h = NULL;
+    float4 *host = (float4 *)malloc(n * sizeof(float4)), *d_xyzq = NULL;
+    float *f = (float *)malloc(3 * n * sizeof(float)), *d_forces = NULL;
+    double *forces = (double *)malloc(3 * n * sizeof(double));
+    cudaStream_t stream = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    elec_error err;
+    for (size_t i = 0; i < n; i++) {
+        systems[0].charge[i] = 1.0;
+        systems[1].charge[i] = i % 4 == 3 ? -1.0 : 1.0;
+    }
+    p.scale = ELEC_COULOMB;
+    {
+        elec_atoms first = test_system_atoms(&systems[0]);
+        EXPECT(elec_cuda_msm_periodic_create(&box, &first, &p, &h, &err) == ELEC_OK, "%s",
+               err.message);
+    }
+    EXPECT(cudaMalloc((void **)&d_xyzq, n * sizeof(float4)) == cudaSuccess &&
+               cudaMalloc((void **)&d_forces, 3 * n * sizeof(float)) == cudaSuccess &&
+               cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess,
+           "device buffers and stream");
+    for (int pass = 0; pass < 2 && h && !test__current_failed; pass++) { /* stream, graph */
+        if (pass == 1) {
+            EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess,
+                   "capture");
+            EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err) ==
+                       ELEC_OK,
+                   "captured compute: %s", err.message);
+            EXPECT(cudaStreamEndCapture(stream, &graph) == cudaSuccess &&
+                       cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess,
+                   "graph");
+        }
+        for (int k = 0; k < 2; k++) {
+            const test_system *s = &systems[k];
+            double energy = 0.0;
+            char what[96];
+            for (size_t i = 0; i < n; i++)
+                host[i] = make_float4((float)s->xyz[3 * i], (float)s->xyz[3 * i + 1],
+                                      (float)s->xyz[3 * i + 2], (float)s->charge[i]);
+            EXPECT(cudaMemcpyAsync(d_xyzq, host, n * sizeof(float4), cudaMemcpyHostToDevice,
+                                   stream) == cudaSuccess,
+                   "upload");
+            if (pass == 0)
+                EXPECT(elec_cuda_msm_periodic_compute(h, d_xyzq, n, d_forces, stream, &err) ==
+                           ELEC_OK,
+                       "compute: %s", err.message);
+            else
+                EXPECT(cudaGraphLaunch(exec, stream) == cudaSuccess, "replay");
+            EXPECT(elec_cuda_msm_periodic_energy(h, &energy, stream, &err) == ELEC_OK, "%s",
+                   err.message);
+            EXPECT(cudaMemcpyAsync(f, d_forces, 3 * n * sizeof(float), cudaMemcpyDeviceToHost,
+                                   stream) == cudaSuccess &&
+                       cudaStreamSynchronize(stream) == cudaSuccess,
+                   "forces back");
+            for (size_t i = 0; i < 3 * n; i++) forces[i] = f[i];
+            snprintf(what, sizeof what, "%s, %s on one handle", names[k],
+                     pass ? "from a graph" : "in turn");
+            pmsm_expect_cpu(s, &box, &p, energy, forces, what);
+        }
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (stream) cudaStreamDestroy(stream);
+    elec_cuda_msm_periodic_destroy(h);
+    cudaFree(d_xyzq);
+    cudaFree(d_forces);
+    free(host);
+    free(f);
+    free(forces);
+    test_system_free(&systems[0]);
+    test_system_free(&systems[1]);
+}
+
 TEST(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald) {
     REQUIRE_GPU();
     /* The systems and bounds of tests/test_msm.c's
@@ -1471,6 +1559,7 @@ int main(void) {
     RUN(gpu_msm_keeps_the_tolerance);
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
+    RUN(periodic_gpu_msm_takes_each_computes_own_mean);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
     RUN(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it);
     RUN(periodic_gpu_msm_meets_the_tolerance_for_crystals_near_their_sites);
