@@ -892,10 +892,11 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
 /* One handle, two systems of different net charge in turn (600 of +1,
    then 450 of +1 with 150 of -1), each computed on a stream and then
    from a graph captured once: every compute takes its own charges' mean
-   out (the last block of the mean's sum zeroes its count for the next
-   compute; a stale count would leave the first system's mean on the
-   second, its lattices passing on a mean and its energy off by Q dphi /
-   2), each held to the CPU as pmsm_vs_cpu holds a fresh handle. */
+   out of the finest lattice (a mean left from the compute before would
+   leave the second system's lattices passing on a mean, its energy off by
+   Q dphi / 2: what a one-pass sum whose count of blocks done were not
+   zeroed again would do), each held to the CPU as pmsm_vs_cpu holds a
+   fresh handle. */
 TEST(periodic_gpu_msm_takes_each_computes_own_mean) {
     REQUIRE_GPU();
     const size_t n = 600;
