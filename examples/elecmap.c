@@ -848,9 +848,10 @@ static int choose_method(options *o, const elec_atoms *atoms,
 /* MDH at every lattice point: the points API over runs of at most 2^23
    points (x fastest, as the map), so that their coordinates (24 bytes a
    point) and the library's own work on them (about 40 more where the
-   points span more than 1024 A: elec.h's regions) take about 540 MB at
-   most whatever the lattice.  Runs of whole z-planes, at least one, took
-   16.8 GB for a plane of 2^28 points (an audit). */
+   points span more than 1024 A: elec.h's regions) come to 2^23 x 64
+   bytes, about 540 MB (counted, not measured), whatever the lattice.  Runs
+   of whole z-planes, at least one, peaked at 16.8 GB for a plane of 2^28
+   points (an audit measured it). */
 static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
                            elec_mdh_params *mp, progress_state *progress,
                            int use_gpu, float *map, elec_error *err) {
