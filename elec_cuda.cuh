@@ -8566,7 +8566,8 @@ static unsigned elec__pmsm_center_blocks(size_t points) {
 /* The mean of q in sums[ELEC__PMSM_CENTER_BLOCKS]: each block's
    grid-stride share summed in double into sums[block], the last block to
    finish (a count in sums[ELEC__PMSM_CENTER_BLOCKS + 1], zeroed again by
-   it) adding the partials in index order: the same sum every compute,
+   it) adding the partials in a fixed order (each thread a stride of
+   them, then the block's shuffle tree): the same sum every compute,
    whichever block comes last.  A thread's ELEC__PMSM_CENTER_LOADS loads
    are issued together.  With 128 blocks, each thread's loads one after
    another, and every block of the subtraction summing the 128 partials
