@@ -3065,8 +3065,8 @@ typedef struct elec__msm_device {
     const int *spans_of[ELEC_MSM_MAX_LEVELS];     /* radius and factor          */
     int radius_of[ELEC_MSM_MAX_LEVELS];
     float factor_of[ELEC_MSM_MAX_LEVELS];
-    double *charge_partials;  /* periodic: ELEC__PMSM_CENTER_BLOCKS sums of q_0
-                                 (elec__pmsm_center_charges)                  */
+    double *charge_partials;  /* periodic: ELEC__PMSM_CENTER_BLOCKS sums of q_0,
+                                 its mean and a count (elec__k_pmsm_charge_mean) */
     elec_cuda_chargemap_handle *anterpolation;
     size_t max_atoms;
     int timed;                /* marks made: ELEC__MSM_MARKS events              */
@@ -8267,9 +8267,12 @@ cleanup:
     return status;
 }
 
-/* Blocks summing q_0 for its mean (elec__pmsm_center_charges): their
-   partial sums, one a thread of a block. */
-#define ELEC__PMSM_CENTER_BLOCKS 128
+/* Taking q_0's mean out (elec__pmsm_center_charges): each thread reads
+   ELEC__PMSM_CENTER_LOADS points at once, in at most
+   ELEC__PMSM_CENTER_BLOCKS blocks, whose partial sums, the mean and a
+   count of the blocks done lie in md->charge_partials. */
+#define ELEC__PMSM_CENTER_BLOCKS 1024
+#define ELEC__PMSM_CENTER_LOADS 4
 
 /* The plan of a periodic hierarchy (elec__pmsm_shape_of) for resolved p on
    `device`: lattices and every level's folded stencil in one device block,
@@ -8333,7 +8336,7 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
     ELEC__CUDA_TRY(elec__cuda_alloc(&md->block,
                                     ELEC__MSM_ALIGN(2 * md->points * sizeof(float)) +
                                         ELEC__MSM_ALIGN(stencil_points * sizeof(float)) +
-                                        ELEC__PMSM_CENTER_BLOCKS * sizeof(double)));
+                                        (ELEC__PMSM_CENTER_BLOCKS + 2) * sizeof(double)));
     md->lattices = (float *)md->block;
     md->stencil = (float *)((char *)md->block + ELEC__MSM_ALIGN(2 * md->points * sizeof(float)));
     md->charge_partials =
@@ -8351,6 +8354,9 @@ static elec_status elec__msm_device_setup_periodic(elec__msm_device *md,
         }
     }
     ELEC__CUDA_TRY(cudaMemset(md->lattices, 0, 2 * md->points * sizeof(float)));
+    /* the count of blocks done (elec__k_pmsm_charge_mean) starts at 0 */
+    ELEC__CUDA_TRY(cudaMemset(md->charge_partials, 0,
+                              (ELEC__PMSM_CENTER_BLOCKS + 2) * sizeof(double)));
     ELEC__CUDA_TRY(cudaMemcpy(md->stencil, host_float, stencil_points * sizeof(float),
                               cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(elec__cuda_setup_landed());
@@ -8547,24 +8553,64 @@ __device__ static double elec__pmsm_block_sum(double v) {
     return v;
 }
 
-/* partial[block] = the block's grid-stride share of q summed in double
-   (a fixed order: the same sum every compute). */
-__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
-elec__k_pmsm_charge_partials(const float *q, size_t points, double *partial) {
-    double v = 0.0;
-    for (size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x; m < points;
-         m += (size_t)gridDim.x * blockDim.x)
-        v += q[m];
-    v = elec__pmsm_block_sum(v);
-    if (threadIdx.x == 0) partial[blockIdx.x] = v;
+/* The blocks of the mean's sum (elec__k_pmsm_charge_mean) for `points`
+   points: a thread's ELEC__PMSM_CENTER_LOADS loads each, at most
+   ELEC__PMSM_CENTER_BLOCKS blocks. */
+static unsigned elec__pmsm_center_blocks(size_t points) {
+    const size_t per_block = (size_t)ELEC__MSM_BLOCK * ELEC__PMSM_CENTER_LOADS;
+    const size_t blocks = (points + per_block - 1) / per_block;
+    return (unsigned)(blocks < ELEC__PMSM_CENTER_BLOCKS ? (blocks > 0 ? blocks : 1)
+                                                        : ELEC__PMSM_CENTER_BLOCKS);
 }
 
-/* q -= the mean of q (the partials of ELEC__PMSM_CENTER_BLOCKS blocks). */
+/* The mean of q in sums[ELEC__PMSM_CENTER_BLOCKS]: each block's
+   grid-stride share summed in double into sums[block], the last block to
+   finish (a count in sums[ELEC__PMSM_CENTER_BLOCKS + 1], zeroed again by
+   it) adding the partials in a fixed order (each thread a stride of
+   them, then the block's shuffle tree): the same sum every compute,
+   whichever block comes last.  A thread's ELEC__PMSM_CENTER_LOADS loads
+   are issued together.  With 128 blocks, each thread's loads one after
+   another, and every block of the subtraction summing the 128 partials
+   again, the two kernels added 2.9 us to the DHFR-size step from a graph
+   and 8.6 us at ApoA1 size (262,144 points; H200, bench/RESULTS.md,
+   2026-12-05, 11:58 UTC on). */
 __global__ void __launch_bounds__(ELEC__MSM_BLOCK)
-elec__k_pmsm_charge_center(float *q, size_t points, const double *partial) {
+elec__k_pmsm_charge_mean(const float *q, size_t points, double *sums) {
+    __shared__ bool last;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned *done = (unsigned *)(sums + ELEC__PMSM_CENTER_BLOCKS + 1);
+    double v = 0.0;
+    for (size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x; m < points;
+         m += ELEC__PMSM_CENTER_LOADS * stride) {
+        float x[ELEC__PMSM_CENTER_LOADS];
+#pragma unroll
+        for (int k = 0; k < ELEC__PMSM_CENTER_LOADS; k++)
+            x[k] = m + k * stride < points ? q[m + k * stride] : 0.0f;
+#pragma unroll
+        for (int k = 0; k < ELEC__PMSM_CENTER_LOADS; k++) v += x[k];
+    }
+    v = elec__pmsm_block_sum(v);
+    if (threadIdx.x == 0) {
+        sums[blockIdx.x] = v;
+        __threadfence(); /* the partial before the count that says it is there */
+        last = atomicAdd(done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads(); /* also: every warp has read warp_sums before the next sum */
+    if (!last) return;
+    __threadfence();
     double total = 0.0;
-    for (int b = threadIdx.x; b < ELEC__PMSM_CENTER_BLOCKS; b += blockDim.x) total += partial[b];
-    const float mean = (float)(elec__pmsm_block_sum(total) / (double)points);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) total += __ldcg(sums + b);
+    total = elec__pmsm_block_sum(total);
+    if (threadIdx.x == 0) {
+        sums[ELEC__PMSM_CENTER_BLOCKS] = total / (double)points;
+        *done = 0u;
+    }
+}
+
+/* q -= the mean (sums[ELEC__PMSM_CENTER_BLOCKS], in float). */
+__global__ void __launch_bounds__(ELEC__MSM_BLOCK)
+elec__k_pmsm_charge_center(float *q, size_t points, const double *sums) {
+    const float mean = (float)sums[ELEC__PMSM_CENTER_BLOCKS];
     for (size_t m = blockIdx.x * (size_t)blockDim.x + threadIdx.x; m < points;
          m += (size_t)gridDim.x * blockDim.x)
         q[m] -= mean;
@@ -8576,7 +8622,7 @@ static elec_status elec__pmsm_center_charges(elec__msm_device *md, cudaStream_t 
     elec_status status = ELEC_OK;
     const size_t points = elec__pmsm_shape_points(&md->pshape, 0);
     const size_t blocks = (points + ELEC__MSM_BLOCK - 1) / ELEC__MSM_BLOCK;
-    elec__k_pmsm_charge_partials<<<ELEC__PMSM_CENTER_BLOCKS, ELEC__MSM_BLOCK, 0, stream>>>(
+    elec__k_pmsm_charge_mean<<<elec__pmsm_center_blocks(points), ELEC__MSM_BLOCK, 0, stream>>>(
         md->q[0], points, md->charge_partials);
     ELEC__CUDA_TRY(cudaGetLastError());
     elec__k_pmsm_charge_center<<<(unsigned)(blocks < 4096 ? blocks : 4096), ELEC__MSM_BLOCK, 0,
