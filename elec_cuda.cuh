@@ -1369,11 +1369,23 @@ static elec_status elec__cuda_points_on(int device, const elec_atoms *atoms,
                                         const double reference[3],
                                         float *potential, elec_error *err);
 
+/* Where a box of a map lands in the caller's map: the box's first point
+   and the floats from one of its rows, and one of its planes, to the next
+   (the whole map's dims[0] and dims[0] x dims[1]). */
+typedef struct elec__map_window {
+    float *first;
+    size_t row, plane;
+} elec__map_window;
+
+static float *elec__map_window_at(elec__map_window w, size_t i, size_t j, size_t k) {
+    return w.first + k * w.plane + j * w.row + i;
+}
+
 static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
                                             const elec_lattice *l,
                                             int device, double scale,
                                             const double centre[3],
-                                            float *map, elec_error *err) {
+                                            elec__map_window map, elec_error *err) {
     elec_status status = ELEC_OK;
     size_t count = elec__coincident_points(atoms, l, NULL, NULL, 0);
     size_t *index = NULL;
@@ -1397,9 +1409,11 @@ static elec_status elec__dcs_fix_coincident(const elec_atoms *atoms,
     }
     status = elec__cuda_points_on(device, atoms, xyz, count, centre, value,
                                   err);
-    if (status == ELEC_OK)
-        for (size_t c = 0; c < count; c++)
-            map[index[c]] = (float)(scale * value[c]);
+    for (size_t c = 0; status == ELEC_OK && c < count; c++) {
+        const size_t i = index[c] % l->dims[0], j = index[c] / l->dims[0] % l->dims[1];
+        *elec__map_window_at(map, i, j, index[c] / l->dims[0] / l->dims[1]) =
+            (float)(scale * value[c]);
+    }
 cleanup:
     ELEC_FREE(index);
     ELEC_FREE(xyz);
@@ -1467,13 +1481,13 @@ cleanup:
 
 /* One box of a DCS map (a lattice of its own, spanning at most
    ELEC__FLOAT_REGION along each axis) on the devices, its coordinates
-   relative to its centre, scaled, the coincident rule applied: map holds
-   the box's points, x fastest. */
+   relative to its centre, scaled, the coincident rule applied: the box's
+   points copied straight into their window of the caller's map. */
 static elec_status elec__cuda_dcs_map_box(const elec_atoms *atoms,
                                           const elec_lattice *lattice,
                                           const elec_dcs_params *resolved,
                                           const int *devices, int device_count,
-                                          float *map, elec_error *err) {
+                                          elec__map_window map, elec_error *err) {
     elec_status status = ELEC_OK;
     elec__dcs_job *job = NULL;
     float4 *host_atoms = NULL;
@@ -1546,17 +1560,18 @@ static elec_status elec__cuda_dcs_map_box(const elec_atoms *atoms,
         const float *slice = dev->slices + (k / job->device_count) *
                                                (size_t)job->pitch * job->rows;
         ELEC__CUDA_TRY(cudaSetDevice(dev->ordinal));
-        ELEC__CUDA_TRY(cudaMemcpy2DAsync(map + k * nx * ny, nx * sizeof(float),
-                                         slice, job->pitch * sizeof(float),
-                                         nx * sizeof(float), ny,
+        ELEC__CUDA_TRY(cudaMemcpy2DAsync(elec__map_window_at(map, 0, 0, k),
+                                         map.row * sizeof(float), slice,
+                                         job->pitch * sizeof(float), nx * sizeof(float), ny,
                                          cudaMemcpyDeviceToHost, dev->stream));
     }
     if ((status = elec__dcs_sync_all(job, err)) != ELEC_OK) goto cleanup;
-    if (job->params.scale != 1.0) {
-        size_t total = nx * ny * nz;
-        for (size_t p = 0; p < total; p++)
-            map[p] = (float)(job->params.scale * map[p]);
-    }
+    if (job->params.scale != 1.0)
+        for (size_t k = 0; k < nz; k++)
+            for (size_t j = 0; j < ny; j++) {
+                float *row = elec__map_window_at(map, 0, j, k);
+                for (size_t i = 0; i < nx; i++) row[i] = (float)(job->params.scale * row[i]);
+            }
     status = elec__dcs_fix_coincident(atoms, lattice, job->dev[0].ordinal,
                                       job->params.scale, job->centre, map, err);
 
@@ -1568,10 +1583,6 @@ cleanup:
     ELEC_FREE(host_atoms);
     return status;
 }
-
-/* The most points of a box of a GPU DCS map that is not the whole map (its
-   host copy: 64 MB), unless one plane of it holds more. */
-#define ELEC__DCS_BOX_POINTS ((size_t)1 << 24)
 
 /* Progress over a map's boxes: box b's fraction f is (done + f points) /
    all points of the map, so it rises to exactly 1 at the last box's end. */
@@ -1625,18 +1636,20 @@ static elec_status elec__cuda_dcs_boxes_fit(const elec_lattice *lattice, const i
    atoms to the devices again, relative to its own centre, and sets up
    its own streams and buffers: a lattice of spacings past 1024 A, a point
    a box, pays that at every point (the price of every point in float;
-   such lattices are better summed on the CPU). */
+   such lattices are better summed on the CPU).  Each box is copied from
+   the devices straight into its window of the map: no host copy of a
+   box (where one was, a box of 2050 x 2000 x 64 points at 0.5 A took a
+   1 GB copy beside the 1 GB map). */
 static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
                                             const elec_lattice *lattice,
                                             const elec_dcs_params *resolved,
                                             const int *devices, int device_count,
                                             float *map, elec_error *err) {
     elec_status status = ELEC_OK;
-    elec__lattice_box b;
     elec__box_progress note;
     elec_dcs_params p = *resolved;
+    elec__map_window whole, window;
     int step[3];
-    float *part;
     long x, y, z;
     for (int axis = 0; axis < 3; axis++) {
         step[axis] = elec__map_box_points(lattice->spacing[axis]);
@@ -1644,24 +1657,13 @@ static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
     }
     status = elec__cuda_dcs_boxes_fit(lattice, step, resolved->variant, device_count, err);
     if (status != ELEC_OK) return status;
+    whole.first = map;
+    whole.row = (size_t)lattice->dims[0];
+    whole.plane = whole.row * (size_t)lattice->dims[1];
     if (step[0] == lattice->dims[0] && step[1] == lattice->dims[1] &&
         step[2] == lattice->dims[2])
-        return elec__cuda_dcs_map_box(atoms, lattice, resolved, devices, device_count, map,
-                                      err);
-    /* boxed: each box comes back through a host copy of it, so boxes are
-       thinner along z where a whole one would pass ELEC__DCS_BOX_POINTS
-       (a review: 2050 x 2000 x 64 points at 0.5 A took a 1 GB copy
-       beside the 1 GB map) */
-    {
-        const size_t plane = (size_t)step[0] * (size_t)step[1];
-        const size_t planes = plane < ELEC__DCS_BOX_POINTS ? ELEC__DCS_BOX_POINTS / plane : 1;
-        if ((size_t)step[2] > planes) step[2] = (int)planes;
-    }
-    part = (float *)ELEC_MALLOC((size_t)step[0] * step[1] * step[2] * sizeof *part);
-    if (!part)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                          "no host memory for a %d x %d x %d box of the map", step[0],
-                          step[1], step[2]);
+        return elec__cuda_dcs_map_box(atoms, lattice, resolved, devices, device_count,
+                                      whole, err);
     note.progress = resolved->progress;
     note.user = resolved->progress_user;
     note.done = 0.0;
@@ -1677,25 +1679,17 @@ static elec_status elec__cuda_dcs_map_boxes(const elec_atoms *atoms,
                 elec_lattice box = *lattice;
                 for (int axis = 0; axis < 3; axis++) {
                     const long left = lattice->dims[axis] - first[axis];
-                    b.first[axis] = (int)first[axis];
-                    b.count[axis] = left < step[axis] ? (int)left : step[axis];
-                    box.dims[axis] = b.count[axis];
+                    box.dims[axis] = left < step[axis] ? (int)left : step[axis];
                     box.origin[axis] =
                         lattice->origin[axis] + first[axis] * lattice->spacing[axis];
                 }
                 note.points = (double)elec_lattice_size(&box);
+                window = whole;
+                window.first = elec__map_window_at(whole, (size_t)x, (size_t)y, (size_t)z);
                 status = elec__cuda_dcs_map_box(atoms, &box, &p, devices, device_count,
-                                                part, err);
-                for (int k = 0; status == ELEC_OK && k < b.count[2]; k++)
-                    for (int j = 0; j < b.count[1]; j++)
-                        memcpy(map + ((size_t)(b.first[2] + k) * lattice->dims[1] +
-                                      (size_t)(b.first[1] + j)) * lattice->dims[0] +
-                                   b.first[0],
-                               part + ((size_t)k * b.count[1] + j) * b.count[0],
-                               (size_t)b.count[0] * sizeof *part);
+                                                window, err);
                 note.done += note.points;
             }
-    ELEC_FREE(part);
     return status;
 }
 
@@ -8572,8 +8566,10 @@ static unsigned elec__pmsm_center_blocks(size_t points) {
    are issued together.  With 128 blocks, each thread's loads one after
    another, and every block of the subtraction summing the 128 partials
    again, the two kernels added 2.9 us to the DHFR-size step from a graph
-   and 8.6 us at ApoA1 size (262,144 points; H200, bench/RESULTS.md,
-   2026-12-05, 11:58 UTC on). */
+   and 8.6 us at ApoA1 size (262,144 points; H200).  This form, side by
+   side with that one on an H100: a compute called directly 4-12 us
+   faster, a step from a graph the same within 1.5 us (bench/RESULTS.md,
+   2026-12-05). */
 __global__ void __launch_bounds__(ELEC__MSM_BLOCK)
 elec__k_pmsm_charge_mean(const float *q, size_t points, double *sums) {
     __shared__ bool last;

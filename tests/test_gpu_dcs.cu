@@ -262,8 +262,10 @@ TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
    one end erred 1.9e-5 (relative RMS) on the CPU; a lattice boxed along
    every axis checks where each box lands.  Progress still rises to 1 over
    the boxes; the 600,000-row lattice CUDA's grids refused as one box now
-   runs in boxes of 1,025 rows; boxes too large for one host copy are
-   made thinner along z. */
+   runs in boxes of 1,025 rows.  Each box is copied into its window of the
+   map: a map of boxes 2049 points wide checks the windows' strides, and
+   atoms on lattice points of the first and last boxes the coincident rule
+   written into them. */
 TEST(long_gpu_lattices_keep_float_precision) {
     REQUIRE_GPU();
     const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
@@ -272,24 +274,28 @@ TEST(long_gpu_lattices_keep_float_precision) {
     const elec_lattice line = {{16001, 2, 2}, {-5.0, -1.0, -1.0}, {1.0, 1.5, 1.5}};
     const elec_lattice corners = {{5, 6, 7}, {-600.0, -700.0, -800.0}, {300.0, 280.0, 260.0}};
     const elec_lattice tall = {{1, 600000, 1}, {0.5, -3e5, 0.5}, {1.0, 1.0, 1.0}};
-    /* boxes of 2049 x 100 x 100 points would pass ELEC__DCS_BOX_POINTS:
-       81 planes a box (a review: a box's host copy as large as the map) */
+    /* boxes of 2049 x 100 x 100 points and of 1 x 100 x 100 */
     const elec_lattice thick = {{2050, 100, 100}, {-500.0, -20.0, -20.0}, {0.5, 0.4, 0.4}};
+    /* on `corners`' points (0, 1, 1), (2, 4, 3) and (4, 5, 6): boxes of 4
+       points an axis, so in the first box, the next along y and the last */
+    const double on_xyz[9] = {-600.0, -420.0, -540.0, 0.0, 420.0, -20.0, 600.0, 700.0, 760.0};
+    const double on_q[3] = {1.0, -0.5, 0.75};
+    const elec_atoms on_points = elec_atoms_from_xyz(3, on_xyz, on_q, NULL);
     test_system s = test_system_random(50, 10.0, 71);
     test_system spread = test_system_random(60, 1600.0, 73);
     test_system few = test_system_random(8, 20.0, 75);
     const elec_atoms atoms = test_system_atoms(&s), wide = test_system_atoms(&spread);
     const elec_atoms eight = test_system_atoms(&few);
-    const elec_lattice *lattices[4] = {&line, &corners, &tall, &thick};
-    const elec_atoms *sets[4] = {&atoms, &wide, &ions, &eight};
-    const char *names[4] = {"a 16,000 A line", "boxes on every axis", "600,000 rows",
-                            "2050 x 100 x 100, thinner boxes"};
+    const elec_lattice *lattices[5] = {&line, &corners, &tall, &thick, &corners};
+    const elec_atoms *sets[5] = {&atoms, &wide, &ions, &eight, &on_points};
+    const char *names[5] = {"a 16,000 A line", "boxes on every axis", "600,000 rows",
+                            "2050 x 100 x 100", "atoms on points of three boxes"};
     float three[3];
     elec_error err;
     EXPECT(elec_cuda_dcs_map(&ions, &far, NULL, three, &err) == ELEC_OK &&
                fabs(three[0] - (1.0 / 3.0 + 0.25)) <= 1e-6 && three[1] > 0.0f,
            "%s (point 0: %.7g, want %.7g)", err.message, three[0], 1.0 / 3.0 + 0.25);
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         const size_t points = elec_lattice_size(lattices[c]);
         float *got = (float *)malloc(points * sizeof *got);
         double *want = (double *)malloc(points * sizeof *want), e;
