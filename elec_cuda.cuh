@@ -1554,7 +1554,10 @@ static elec_status elec__cuda_dcs_map_box(const elec_atoms *atoms,
         if (status != ELEC_OK) goto cleanup;
     }
 
-    /* Copy each slice back without its padding, then scale. */
+    /* Copy each slice back without its padding, then scale.  The map's
+       rows may be wider than cudaDevAttrMaxPitch (2^31 - 1 bytes): the
+       copies into host memory take them (an H100, CUDA 13.0: rows of 2^29
+       + 1 points, tests/test_gpu_dcs.cu). */
     for (size_t k = 0; k < nz; k++) {
         elec__dcs_device *dev = &job->dev[k % job->device_count];
         const float *slice = dev->slices + (k / job->device_count) *

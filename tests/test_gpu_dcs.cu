@@ -263,9 +263,10 @@ TEST(gpu_maps_past_the_lattice_cap_are_refused_before_any_work) {
    every axis checks where each box lands.  Progress still rises to 1 over
    the boxes; the 600,000-row lattice CUDA's grids refused as one box now
    runs in boxes of 1,025 rows.  Each box is copied into its window of the
-   map: a map of boxes 2049 points wide checks the windows' strides, and
-   atoms on lattice points of the first and last boxes the coincident rule
-   written into them. */
+   map: a map of boxes 2049 points wide checks the windows' strides, atoms
+   on lattice points of three boxes (the first, the next along y, the
+   last) the coincident rule written into them, and a scale (kcal/(mol e))
+   the scaling through the windows. */
 TEST(long_gpu_lattices_keep_float_precision) {
     REQUIRE_GPU();
     const double xyz[6] = {3.0, 0.0, 0.0, 0.0, 4.0, 0.0}, q[2] = {1.0, 1.0};
@@ -300,14 +301,16 @@ TEST(long_gpu_lattices_keep_float_precision) {
         float *got = (float *)malloc(points * sizeof *got);
         double *want = (double *)malloc(points * sizeof *want), e;
         test_progress_log log;
-        elec_dcs_params dp;
+        elec_dcs_params dp, cpu;
         memset(&dp, 0, sizeof dp);
+        memset(&cpu, 0, sizeof cpu);
         memset(&log, 0, sizeof log);
         log.increasing = 1;
         dp.progress = test_log_progress;
         dp.progress_user = &log;
+        dp.scale = cpu.scale = ELEC_COULOMB;
         for (size_t i = 0; i < points; i++) got[i] = NAN; /* every point must be written */
-        EXPECT(elec_cpu_dcs_map_double(sets[c], lattices[c], NULL, want, &err) == ELEC_OK,
+        EXPECT(elec_cpu_dcs_map_double(sets[c], lattices[c], &cpu, want, &err) == ELEC_OK,
                "%s", err.message);
         EXPECT(elec_cuda_dcs_map(sets[c], lattices[c], &dp, got, &err) == ELEC_OK, "%s: %s",
                names[c], err.message);
@@ -324,6 +327,50 @@ TEST(long_gpu_lattices_keep_float_precision) {
     test_system_free(&s);
     test_system_free(&spread);
     test_system_free(&few);
+}
+
+/* The README's limit along x (2^31 - 65,537 points a box): rows of 2^29 +
+   1 points (2 GiB of floats each, past cudaDevAttrMaxPitch's 2^31 - 1
+   bytes, which a review took for the copies' limit: the copies into host
+   memory take them, H100 and CUDA 13.0).  One atom 10 A off two lines 537
+   A long (one box): q / r at every point sampled, every point written. */
+TEST(rows_of_2_to_the_29_points_come_back_whole) {
+    REQUIRE_GPU();
+    const double xyz[3] = {100.0, 10.0, 0.0}, q = 1.0;
+    const elec_atoms atom = elec_atoms_from_xyz(1, xyz, &q, NULL);
+    const elec_lattice row = {{(1 << 29) + 1, 2, 1}, {0.0, 0.0, 0.0}, {1e-6, 1.0, 1.0}};
+    const size_t points = elec_lattice_size(&row);
+    size_t free_bytes = 0, total_bytes = 0, finite = 0;
+    double worst = 0.0;
+    int max_pitch = 0;
+    elec_dcs_params dp;
+    elec_error err;
+    float *map;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess ||
+        free_bytes < ((size_t)24 << 30))
+        SKIP("rows of 2^29 + 1 points take 17 GB of slices on the GPU; %zu MB free",
+             free_bytes >> 20);
+    cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, 0);
+    printf("     cudaDevAttrMaxPitch %d bytes, a row %zu\n", max_pitch,
+           (size_t)row.dims[0] * sizeof(float));
+    map = (float *)malloc(points * sizeof *map);
+    if (!map) SKIP("no 4 GB of host memory for the map");
+    for (size_t i = 0; i < points; i++) map[i] = NAN;
+    memset(&dp, 0, sizeof dp);
+    dp.max_points = (size_t)1 << 31;
+    EXPECT(elec_cuda_dcs_map(&atom, &row, &dp, map, &err) == ELEC_OK, "%s", err.message);
+    for (size_t i = 0; i < points; i++) finite += isfinite(map[i]) ? 1u : 0u;
+    for (size_t i = 0; i < points; i += points / 1000) {
+        const size_t x = i % (size_t)row.dims[0], y = i / (size_t)row.dims[0];
+        const double dx = (double)x * 1e-6 - 100.0, dy = (double)y - 10.0;
+        const double want = 1.0 / sqrt(dx * dx + dy * dy);
+        worst = fmax(worst, fabs(map[i] - want) / want);
+    }
+    printf("     %zu of %zu points finite; worst of 1001 samples %.2e from q / r\n", finite,
+           points, worst);
+    EXPECT(finite == points, "%zu points not written", points - finite);
+    EXPECT(worst <= 1e-5, "relative error %.3e", worst);
+    free(map);
 }
 
 TEST(dcs_map_of_a_real_protein_matches_reference) {
@@ -404,6 +451,7 @@ int main(void) {
     RUN(points_far_apart_keep_float_precision);
     RUN(gpu_maps_past_the_lattice_cap_are_refused_before_any_work);
     RUN(long_gpu_lattices_keep_float_precision);
+    RUN(rows_of_2_to_the_29_points_come_back_whole);
     RUN(dcs_map_of_a_real_protein_matches_reference);
     RUN(gpu_paths_refuse_bad_input);
     RUN(gpu_maps_and_points_past_floats_range_are_refused);

@@ -889,6 +889,54 @@ TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     test_system_free(&long_box);
 }
 
+/* The finest lattice's mean (elec__k_pmsm_charge_mean, the kernel the
+   handle launches) for lattices of 1 point to 2^21: one block, a block's
+   first pass cut short, exactly 1,024 blocks' single pass (524,288) and
+   past it, where the blocks go round again (no handle above reaches that:
+   the ApoA1-size bench lattice has 262,144 points).  Each lattice twice in
+   a row, as two computes would: every point counted once, the count of
+   blocks done zeroed again, the same double sum both times (the blocks'
+   partials added in a fixed order). */
+TEST(periodic_msm_charge_mean_counts_every_point_once) {
+    REQUIRE_GPU();
+    const size_t sizes[6] = {1, 100, 513, 524288, 524289, (size_t)1 << 21};
+    const size_t most = sizes[5];
+    float *host = (float *)malloc(most * sizeof *host), *q = NULL;
+    double *sums = NULL;
+    for (size_t m = 0; m < most; m++) host[m] = (float)((m * 7919u) % 1000u) * 1e-3f - 0.3f;
+    EXPECT(cudaMalloc(&q, most * sizeof *q) == cudaSuccess &&
+               cudaMalloc(&sums, (ELEC__PMSM_CENTER_BLOCKS + 2) * sizeof *sums) == cudaSuccess &&
+               cudaMemcpy(q, host, most * sizeof *q, cudaMemcpyHostToDevice) == cudaSuccess &&
+               cudaMemset(sums, 0, (ELEC__PMSM_CENTER_BLOCKS + 2) * sizeof *sums) ==
+                   cudaSuccess,
+           "device setup");
+    for (int c = 0; c < 6 && q && sums; c++) {
+        const size_t points = sizes[c];
+        double want = 0.0, got[2] = {0.0, 0.0};
+        for (size_t m = 0; m < points; m++) want += host[m];
+        want /= (double)points;
+        for (int run = 0; run < 2; run++) {
+            elec__k_pmsm_charge_mean<<<elec__pmsm_center_blocks(points), ELEC__MSM_BLOCK>>>(
+                q, points, sums);
+            EXPECT(cudaGetLastError() == cudaSuccess &&
+                       cudaMemcpy(got + run, sums + ELEC__PMSM_CENTER_BLOCKS, sizeof *got,
+                                  cudaMemcpyDeviceToHost) == cudaSuccess,
+                   "%zu points: the launch or the copy failed", points);
+        }
+        printf("     %zu points, %u blocks: mean %.15g, want %.15g\n", points,
+               elec__pmsm_center_blocks(points), got[0], want);
+        /* sums of up to 2^21 floats in double: 1e-12 of the mean's size
+           is far above their rounding, far below a point counted twice */
+        EXPECT(fabs(got[0] - want) <= 1e-12 * (fabs(want) + 1.0),
+               "%zu points: mean %.17g, want %.17g", points, got[0], want);
+        EXPECT(got[1] == got[0], "%zu points: the second run %.17g, the first %.17g", points,
+               got[1], got[0]);
+    }
+    cudaFree(q);
+    cudaFree(sums);
+    free(host);
+}
+
 /* One handle, two systems of different net charge in turn (600 of +1,
    then 450 of +1 with 150 of -1), each computed on a stream and then
    from a graph captured once: every compute takes its own charges' mean
@@ -1560,6 +1608,7 @@ int main(void) {
     RUN(gpu_msm_keeps_the_tolerance);
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
+    RUN(periodic_msm_charge_mean_counts_every_point_once);
     RUN(periodic_gpu_msm_takes_each_computes_own_mean);
     RUN(periodic_gpu_msm_meets_the_cpus_tolerance_against_ewald);
     RUN(periodic_gpu_msm_takes_the_cpus_periodic_choice_and_meets_it);
