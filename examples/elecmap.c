@@ -83,7 +83,7 @@ enum {
     OPTION_CUTOFF = 1u << 3, OPTION_MSM_SPACING = 1u << 4, OPTION_TOLERANCE = 1u << 5,
     OPTION_MSM_ORDER = 1u << 6, OPTION_BASIS = 1u << 7, OPTION_ORDER = 1u << 8,
     OPTION_MSM_ABOVE = 1u << 9, OPTION_UNITS = 1u << 10, OPTION_DCS_VARIANT = 1u << 11,
-    OPTION_CHARGE_VARIANT = 1u << 12
+    OPTION_CHARGE_VARIANT = 1u << 12, OPTION_MAX_WORK = 1u << 13, OPTION_GPUS = 1u << 14
 };
 #define METHOD_BIT(m) (1u << (m))
 #define AUTO_METHOD (1u << 5)
@@ -110,6 +110,12 @@ static const struct {
      METHOD_BIT(METHOD_DCS) | AUTO_METHOD},
     {OPTION_CHARGE_VARIANT, "--variant (a charge-mapping rung)", "for the charges map",
      METHOD_BIT(METHOD_CHARGES)},
+    {OPTION_MAX_WORK, "--max-work", "for the direct sums (dcs, mdh)",
+     METHOD_BIT(METHOD_DCS) | METHOD_BIT(METHOD_MDH) | AUTO_METHOD},
+    /* the other GPU maps run on one GPU (README: several GPUs share only
+       DCS maps) */
+    {OPTION_GPUS, "--gpus", "for dcs (the other maps run on one GPU)",
+     METHOD_BIT(METHOD_DCS) | AUTO_METHOD},
 };
 
 /* The first option given that the method will not read: refused, naming
@@ -314,6 +320,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--max-work")) {
             DOUBLE_ARG(o->max_work, "number of atom-point pairs");
+            o->given |= OPTION_MAX_WORK;
             if (!(o->max_work >= 1.0)) {
                 fprintf(messages, TOOL ": --max-work %g: give at least 1\n", o->max_work);
                 return PARSE_ERROR;
@@ -329,9 +336,20 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         } else if (!strcmp(a, "--cutoff") || !strcmp(a, "--msm-cutoff")) {
             DOUBLE_ARG(o->msm_cutoff, "cutoff in A");
             o->given |= OPTION_CUTOFF;
+            /* the library reads 0 as its default: a 0 typed here is not */
+            if (!(o->msm_cutoff > 0.0)) {
+                fprintf(messages, TOOL ": --cutoff %g: give a cutoff above 0 A (leave it "
+                                  "out for the default, 12 A)\n", o->msm_cutoff);
+                return PARSE_ERROR;
+            }
         } else if (!strcmp(a, "--msm-spacing")) {
             DOUBLE_ARG(o->msm_spacing, "spacing in A");
             o->given |= OPTION_MSM_SPACING;
+            if (!(o->msm_spacing > 0.0)) {
+                fprintf(messages, TOOL ": --msm-spacing %g: give a spacing above 0 A (leave "
+                                  "it out for the default, 2 A)\n", o->msm_spacing);
+                return PARSE_ERROR;
+            }
         } else if (!strcmp(a, "--tolerance")) {
             DOUBLE_ARG(o->tolerance, "relative error");
             o->given |= OPTION_TOLERANCE;
@@ -382,6 +400,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             o->device = DEVICE_CPU;
         } else if (!strcmp(a, "--gpus")) {
             NEED(1);
+            o->given |= OPTION_GPUS;
             if (!strcmp(argv[++i], "all")) o->gpus = ELEC_ALL_GPUS;
             else if (!cli_count(argv[i], 1, 64, &o->gpus)) {
                 fprintf(messages, TOOL ": --gpus: '%s' is not a count of 1 to 64 or 'all'\n",
@@ -475,7 +494,8 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     o->output = o->demo ? files[0] : files[1];
     {
         /* each value out of range by its option's name (one sentence for
-           all seven said which were wrong only by listing them) */
+           all seven said which were wrong only by listing them; --cutoff
+           and --msm-spacing are refused as they are read) */
         const struct {
             const char *name;
             double value;
@@ -483,8 +503,6 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         } ranged[] = {{"--spacing", o->spacing, 1},
                       {"--temperature", o->temperature, 1},
                       {"--padding", o->padding, 0},
-                      {"--cutoff", o->msm_cutoff, 0},
-                      {"--msm-spacing", o->msm_spacing, 0},
                       {"--ionic-strength", o->ionic_strength, 0},
                       {"--kappa", o->kappa, 0}};
         size_t k;

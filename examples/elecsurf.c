@@ -62,7 +62,7 @@ enum {
     GIVEN_HCP_CHARGES = 1u << 3, GIVEN_HCP = 1u << 4, GIVEN_HCP_TOLERANCE = 1u << 5,
     GIVEN_RANGE = 1u << 6, GIVEN_SIZE = 1u << 7, GIVEN_SPACING = 1u << 8,
     GIVEN_MAX_POINTS = 1u << 9, GIVEN_PADDING = 1u << 10, GIVEN_VIEW = 1u << 11,
-    GIVEN_VARIANT = 1u << 12
+    GIVEN_VARIANT = 1u << 12, GIVEN_TEMPERATURE = 1u << 13
 };
 
 /* A map's points at most by default: each holds its position (three
@@ -161,6 +161,8 @@ static int options_all_read(const options *o, FILE *messages) {
         {GIVEN_PADDING, "--padding", "for a map (.dx, .mrc)"},
         {GIVEN_MAX_POINTS, "--max-points", "for a map (.dx, .mrc)"},
         {GIVEN_VARIANT, "--variant", "a GPU kernel's name (--cpu computes on the CPU)"},
+        {GIVEN_TEMPERATURE, "--temperature",
+         "for kT/e (--units kT) and salt's Debye length (--salt)"},
     };
     const int png = o->kind == OUTPUT_PNG;
     unsigned unread = 0;
@@ -172,6 +174,7 @@ static int options_all_read(const options *o, FILE *messages) {
     if (!png) unread |= GIVEN_SIZE | GIVEN_VIEW;
     if (o->kind != OUTPUT_MAP) unread |= GIVEN_SPACING | GIVEN_PADDING | GIVEN_MAX_POINTS;
     if (o->device == DEVICE_CPU) unread |= GIVEN_VARIANT;
+    if (!o->units_kT && !(o->alpb.salt > 0.0)) unread |= GIVEN_TEMPERATURE;
     for (k = 0; k < sizeof only / sizeof only[0]; k++)
         if (o->given & unread & only[k].bit) {
             fprintf(messages, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
@@ -365,6 +368,7 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--temperature")) {
+            o->given |= GIVEN_TEMPERATURE;
             DOUBLE_ARG(o->temperature, "temperature in K");
             if (!(o->temperature > 0.0)) {
                 fprintf(messages, "elecsurf: --temperature %g: give a positive temperature\n",
@@ -951,6 +955,30 @@ static double vertex_cell_edge(const double length[3], size_t vertices) {
     return edge > 2.0 ? edge : 2.0;
 }
 
+/* The map's lattice around the atoms, refused past --max-points (or
+   double's range) before the surface is made: the refusal once came after
+   it (3 s and 290 MB for mache at --density 20).  Returns 0, or 1 with the
+   reason on stderr. */
+static int map_lattice_of(const options *o, const elec_atoms *atoms, elec_lattice *lattice) {
+    elec_error err;
+    elec_status s;
+    if ((s = elec_lattice_around(atoms, o->map_spacing, o->map_padding, lattice, &err)) !=
+            ELEC_OK ||
+        (s = elec_lattice_check_points(lattice, o->max_points, &err)) != ELEC_OK) {
+        /* a coarser --spacing mends a count of points, not a point past
+           double's range */
+        const int too_many = s == ELEC_ERR_UNSUPPORTED ||
+                             cli_points_around(atoms, o->map_spacing, o->map_padding) >
+                                 (double)o->max_points;
+        fprintf(stderr, "elecsurf: map lattice: %s%s\n", err.message,
+                too_many ? " (a coarser --spacing, or --max-points: a map holds 28 bytes a "
+                           "point)"
+                         : "");
+        return 1;
+    }
+    return 0;
+}
+
 /* The map: ALPB at the lattice's points as surface points (E1 at p = 0,
    the library's call without normals), then at each point outside the
    surface (on the side its nearest vertex's outward normal points to) E1's
@@ -958,11 +986,10 @@ static double vertex_cell_edge(const double length[3], size_t vertices) {
    vertex: scale Q (c(p) - c(0)), c the constant elec_alpb_kernel_setup
    gives for projection p.  Returns 0, or 1 with the reason on stderr. */
 static int map_run(const options *o, const elec_structure *mol, const char *records,
-                   const elec_hcp *hcp, const elec_alpb_params *resolved,
-                   const elec_surface *surf, double surface_seconds, int use_gpu,
-                   const char *device_name) {
-    const elec_atoms atoms = elec_structure_atoms(mol);
-    elec_lattice lattice;
+                   const elec_lattice *map_lattice, const elec_hcp *hcp,
+                   const elec_alpb_params *resolved, const elec_surface *surf,
+                   double surface_seconds, int use_gpu, const char *device_name) {
+    const elec_lattice lattice = *map_lattice;
     elec_cells cells;
     elec_alpb_kernel at_surface;
     elec_error err;
@@ -978,20 +1005,6 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
     if (!surf->normal) {
         fprintf(stderr, "elecsurf: the surface has no normals, and a map needs them to tell "
                         "its points outside the surface from those inside\n");
-        return 1;
-    }
-    if ((s = elec_lattice_around(&atoms, o->map_spacing, o->map_padding, &lattice, &err)) !=
-            ELEC_OK ||
-        (s = elec_lattice_check_points(&lattice, o->max_points, &err)) != ELEC_OK) {
-        /* a coarser --spacing mends a count of points, not a point past
-           double's range */
-        const int too_many = s == ELEC_ERR_UNSUPPORTED ||
-                             cli_points_around(&atoms, o->map_spacing, o->map_padding) >
-                                 (double)o->max_points;
-        fprintf(stderr, "elecsurf: map lattice: %s%s\n", err.message,
-                too_many ? " (a coarser --spacing, or --max-points: a map holds 28 bytes a "
-                           "point)"
-                         : "");
         return 1;
     }
     points = elec_lattice_size(&lattice);
@@ -1162,6 +1175,7 @@ static void alpb_units_of(options *o) {
    temperature here); the exit status. */
 static int elecsurf_run(options *o) {
     elec_structure mol;
+    elec_lattice map_lattice;
     elec_surface surf;
     elec_hcp hcp;
     elec_atoms atoms;
@@ -1208,6 +1222,7 @@ static int elecsurf_run(options *o) {
     records = cli_input_records(text, length);
     elec_free(text);
     atoms = elec_structure_atoms(&mol);
+    if (o->kind == OUTPUT_MAP && map_lattice_of(o, &atoms, &map_lattice) != 0) goto done;
     alpb_units_of(o);
     if ((s = elec_hcp_from_structure(&mol, &hcp, &err)) != ELEC_OK ||
         (s = elec_alpb_params_resolve(&o->alpb, &hcp, &resolved, &err)) != ELEC_OK) {
@@ -1246,8 +1261,8 @@ static int elecsurf_run(options *o) {
         fprintf(stderr, "elecsurf: the points have no normals: the picture is unshaded\n");
     if (o->kind == OUTPUT_MAP) {
         if (!records) fprintf(stderr, "elecsurf: out of memory\n");
-        ok = records && map_run(o, &mol, records, &hcp, &resolved, &surf, surface_seconds,
-                                use_gpu, device_name) == 0;
+        ok = records && map_run(o, &mol, records, &map_lattice, &hcp, &resolved, &surf,
+                                surface_seconds, use_gpu, device_name) == 0;
         goto done;
     }
     phi = (float *)malloc(surf.count * sizeof *phi);

@@ -122,8 +122,10 @@ fi
 # with status 0 and changed nothing): a DCS kernel with msm, a kernel with
 # --cpu, units for the charges map, a temperature in kcal, padding with
 # fixed dims; a tolerance that fixed --cutoff and --msm-spacing miss (it
-# ran, saying 'relative error <= 1e-05', and erred 1.9e-2); and a bad value
-# named by its option
+# ran, saying 'relative error <= 1e-05', and erred 1.9e-2); a bad value
+# named by its option; and (a later README audit's) --max-work where no
+# direct sum runs, --gpus where the map takes one GPU, a cutoff or MSM
+# spacing of 0 (the library's default, which the summary then printed)
 ignored_ok=1
 for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" \
             "--cpu --variant hybrid-rsqrt|--variant picks a GPU kernel" \
@@ -136,7 +138,14 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--tolerance 1e-5 --cutoff 8 --msm-spacing 2.5|7.2e-03 (C1 cubic, C2 splitting; no --msm-order meets it there), over a third of --tolerance" \
             "--tolerance 1e-3 --cutoff 12 --msm-spacing 2 --msm-order 4|8.1e-04 (C1 cubic, C2 splitting), over a third" \
             "--method charges --order 12|Skeel basis order 12: use 4" \
-            "--method charges --basis bspline --order 9|B-spline order 9: use 4 to 8"; do
+            "--method charges --basis bspline --order 9|B-spline order 9: use 4 to 8" \
+            "--method msm --max-work 10|--max-work is for the direct sums" \
+            "--method cutoff --max-work 10|--max-work is for the direct sums" \
+            "--method charges --max-work 10|--max-work is for the direct sums" \
+            "--method mdh --gpus 2|--gpus is for dcs" \
+            "--method msm --cutoff 0|--cutoff 0: give a cutoff above 0 A" \
+            "--method cutoff --cutoff -3|--cutoff -3: give a cutoff above 0 A" \
+            "--method msm --msm-spacing 0|--msm-spacing 0: give a spacing above 0 A"; do
     args=${case%%|*}
     # shellcheck disable=SC2086 # the options, split on purpose
     "$build/elecmap" --quiet $args --demo "$dir/x.dx" > "$dir/out" 2>&1
@@ -150,7 +159,8 @@ done
 # reads the temperature in kcal too, and "fastest" names a rung of both
 # ladders)
 for args in "--method mdh --units kcal --temperature 310" "--method charges --variant fastest" \
-            "--method dcs --variant fastest"; do
+            "--method dcs --variant fastest" "--method mdh --max-work 1e9" \
+            "--max-work 1e9"; do
     # shellcheck disable=SC2086 # the options, split on purpose
     if ! "$build/elecmap" --cpu --quiet --spacing 3 $args --demo "$dir/x.dx" > "$dir/out" 2>&1 ||
        [ ! -s "$dir/x.dx" ]; then
@@ -497,6 +507,20 @@ refused elecsurf_lists_every_gpu_kernel_for_an_unknown_one 2 "simple, registers,
     "$dir/r16.txt" --variant bogus "$dir/ion.pqr"
 refused elecsurf_refuses_a_map_past_max_points 1 "over the limit of 100 (max_points)" \
     "$dir/r13.dx" --max-points 100 "$dir/ion.pqr"
+# before the surface is made (a README audit: mache at --density 20 took 3 s
+# and 290 MB to be refused): a mesh that would be refused itself is not
+# reached
+refused elecsurf_refuses_a_map_past_max_points_before_the_surface 1 \
+    "over the limit of 100 (max_points)" "$dir/r19.dx" --max-points 100 --density 1e-40 \
+    "$dir/ion.pqr"
+# a temperature nothing reads (kcal, no salt) refused; with salt it is read
+refused elecsurf_refuses_a_temperature_nothing_reads 2 "temperature is for kT/e" \
+    "$dir/r20.txt" --units kcal --temperature 300 "$dir/ion.pqr"
+if "$build/elecsurf" --cpu --quiet --units kcal --salt 0.1 --temperature 300 "$dir/ion.pqr" \
+       "$dir/r21.txt" > "$dir/out" 2>&1 && [ -s "$dir/r21.txt" ]; then
+    ok "elecsurf_reads_a_temperature_for_salt_in_kcal"
+else fail "elecsurf_reads_a_temperature_for_salt_in_kcal: $(cat "$dir/out")"; fi
+rm -f "$dir/r21.txt"
 refused elecsurf_refuses_hcp_thresholds_it_would_cut_short 2 "in under 256 characters" \
     "$dir/r12.txt" --hcp "$(awk 'BEGIN { for (i = 0; i < 130; i++) printf "1,"; print 1 }')" \
     "$dir/ion.pqr"
