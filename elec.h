@@ -589,6 +589,11 @@ ELEC_API double elec_stage_seconds(const elec_stage_times *times, const char *na
 
 /* ------------------------------------------------- >>io I/O: PQR, OpenDX, output files */
 
+/* Every number in the text files the kit reads and writes (PQR, PDB,
+   OpenDX, MSMS, points) has '.' for its decimal point, whatever
+   LC_NUMERIC the host program has set: the files are the same in every
+   locale. */
+
 /* Per-atom labels from a PQR file, kept for selections and for the HCP
    hierarchy (atoms -> residues -> chains). */
 typedef struct elec_atom_label {
@@ -4261,19 +4266,107 @@ static int elec__pqr_letter(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* Numbers in the files' spelling, whatever LC_NUMERIC says.  snprintf and
+   strtod spell the decimal point as the host program's locale does (","
+   after setlocale(LC_NUMERIC, "de_DE.UTF-8")), but PQR, PDB, MSMS and
+   OpenDX always write '.': a German host must neither write maps that
+   viewers cannot read nor have ordinary structures refused.  uselocale
+   would pin the "C" locale, but it is POSIX 2008, not C99, so the two
+   helpers below translate the point instead: every number the kit writes
+   to a file goes through elec__number_text, every one it reads through
+   elec__number_value. */
+
+#define ELEC__POINT_MAX 8    /* bytes of a decimal point, with its '\0' */
+#define ELEC__NUMBER_MAX 128 /* bytes of a number's text, with its '\0' */
+
+/* The decimal point snprintf writes now (one byte or more), found by
+   writing 0.5 rather than asked of localeconv, whose answer any thread's
+   next call may overwrite; its length, 0 when it is not ELEC__POINT_MAX - 1
+   bytes or fewer. */
+static size_t elec__decimal_point(char point[ELEC__POINT_MAX]) {
+    char probe[2 * ELEC__POINT_MAX];
+    int n = snprintf(probe, sizeof probe, "%.1f", 0.5);
+    size_t length;
+    if (n < 3 || (size_t)n >= sizeof probe || probe[0] != '0' || probe[n - 1] != '5')
+        return 0;
+    length = (size_t)n - 2;
+    if (length >= ELEC__POINT_MAX) return 0;
+    memcpy(point, probe + 1, length);
+    point[length] = '\0';
+    return length;
+}
+
+/* Writes v with snprintf's %.<precision>e (conversion 'e') or %g ('g')
+   into buf (32 bytes: room for any double at precision 17), with '.' for
+   the decimal point; returns the text's length.  In the "C" locale the
+   bytes are snprintf's, unchanged. */
+static size_t elec__number_text(char buf[32], double v, char conversion, int precision) {
+    char point[ELEC__POINT_MAX];
+    size_t at, length;
+    int n = conversion == 'e' ? snprintf(buf, 32, "%.*e", precision, v)
+                              : snprintf(buf, 32, "%.*g", precision, v);
+    if (n < 0) n = 0, buf[0] = '\0';
+    if (n > 31) n = 31; /* cut by snprintf; no caller asks that much */
+    if (memchr(buf, '.', (size_t)n)) return (size_t)n; /* the "C" point */
+    /* a number's text is digits, signs, letters (e, inf, nan) and its
+       point: the first other byte starts a point that is not '.' */
+    for (at = 0; at < (size_t)n; at++) {
+        char c = buf[at];
+        if (!(elec__pqr_digit(c) || elec__pqr_letter(c) || c == '+' || c == '-' || c == '.'))
+            break;
+    }
+    if (at == (size_t)n) return (size_t)n;
+    length = elec__decimal_point(point);
+    if (length == 0 || (size_t)n - at < length || memcmp(buf + at, point, length) != 0)
+        return (size_t)n; /* not the locale's point after all: left alone */
+    buf[at] = '.';
+    memmove(buf + at + 1, buf + at + length, (size_t)n - at - length + 1);
+    return (size_t)n - length + 1;
+}
+
+/* strtod of the n bytes at p, which spell a number with '.' for its
+   decimal point, whatever LC_NUMERIC says: sets *out and returns how many
+   of the n bytes it read (as strtod's end pointer would say of p itself),
+   0 for text of ELEC__NUMBER_MAX bytes or more, refused whole rather than
+   cut.  In the "C" locale one strtod reads it; elsewhere strtod stops at
+   the '.', which is replaced by the locale's point for a second try. */
+static size_t elec__number_value(const char *p, size_t n, double *out) {
+    char buf[ELEC__NUMBER_MAX + ELEC__POINT_MAX], point[ELEC__POINT_MAX];
+    const char *dot = (const char *)memchr(p, '.', n);
+    size_t at, length, read;
+    char *stop;
+    *out = 0.0;
+    if (n >= ELEC__NUMBER_MAX) return 0;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    *out = strtod(buf, &stop);
+    read = (size_t)(stop - buf);
+    if (!dot || read != (size_t)(dot - p)) return read; /* all, or short of the '.' */
+    at = (size_t)(dot - p);
+    length = elec__decimal_point(point);
+    if (length == 0 || (length == 1 && point[0] == '.')) return read;
+    memcpy(buf + at, point, length);
+    memcpy(buf + at + length, dot + 1, n - at - 1);
+    buf[n - 1 + length] = '\0';
+    *out = strtod(buf, &stop);
+    read = (size_t)(stop - buf);
+    /* back to p's bytes: the point's length bytes were one '.' there */
+    return read <= at ? read : read < at + length ? at : read - length + 1;
+}
+
 /* What a number's text turned out to be. */
 enum {
     ELEC__PQR_NUMBER_OK = 0,
     ELEC__PQR_NUMBER_GARBLED,   /* not a decimal number */
     ELEC__PQR_NUMBER_INFINITE,  /* nan, inf, or beyond the type's range */
-    ELEC__PQR_NUMBER_LOCALE     /* strtod disagreed: LC_NUMERIC is not "C" */
+    ELEC__PQR_NUMBER_UNREAD     /* spelled right, but strtod did not take it
+                                   whole (a decimal point of over
+                                   ELEC__POINT_MAX - 1 bytes) */
 };
 
 /* A decimal number: [+-] digits [. digits] [(e|E) [+-] digits], at least
    one mantissa digit, nothing else. */
 static int elec__pqr_number(const char *p, size_t n, double *out) {
-    char buf[128];
-    char *stop;
     size_t i = 0, digits = 0;
     double v;
     if (i < n && (p[i] == '+' || p[i] == '-')) i++;
@@ -4298,11 +4391,8 @@ static int elec__pqr_number(const char *p, size_t n, double *out) {
         while (i < n && elec__pqr_digit(p[i])) i++, exponent_digits++;
         if (exponent_digits == 0) return ELEC__PQR_NUMBER_GARBLED;
     }
-    if (i != n || n >= sizeof buf) return ELEC__PQR_NUMBER_GARBLED;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    v = strtod(buf, &stop);
-    if (stop != buf + n) return ELEC__PQR_NUMBER_LOCALE;
+    if (i != n || n >= ELEC__NUMBER_MAX) return ELEC__PQR_NUMBER_GARBLED;
+    if (elec__number_value(p, n, &v) != n) return ELEC__PQR_NUMBER_UNREAD;
     if (!elec__finite(v)) return ELEC__PQR_NUMBER_INFINITE;
     *out = v;
     return ELEC__PQR_NUMBER_OK;
@@ -4338,9 +4428,8 @@ static int elec__pqr_real(const char *p, size_t n, const char *field,
     else
         snprintf(why, why_size, "%s '%.*s%s' %s", field, ELEC__PQR_QUOTE(p, n),
                  r == ELEC__PQR_NUMBER_INFINITE ? "is not a finite number"
-                 : r == ELEC__PQR_NUMBER_LOCALE
-                     ? "could not be converted (is LC_NUMERIC not \"C\"?)"
-                     : "is not a number");
+                 : r == ELEC__PQR_NUMBER_UNREAD ? "could not be converted"
+                                                : "is not a number");
     return 0;
 }
 
@@ -5624,8 +5713,10 @@ ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
 
 /* The shortest of %.15g and %.17g that reads back as the same double. */
 static void elec__dx_double(double v, char buf[32]) {
-    snprintf(buf, 32, "%.15g", v);
-    if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+    double back;
+    size_t n = elec__number_text(buf, v, 'g', 15);
+    if (elec__number_value(buf, n, &back) != n || back != v)
+        elec__number_text(buf, v, 'g', 17);
 }
 
 ELEC_DEF elec_status elec_write_dx(const char *path,
@@ -5683,10 +5774,13 @@ ELEC_DEF elec_status elec_write_dx(const char *path,
     for (i = 0; i < lattice->dims[0]; i++)
         for (j = 0; j < lattice->dims[1]; j++)
             for (k = 0; k < lattice->dims[2]; k++) {
+                char value[32];
+                size_t n;
                 index = (size_t)i + (size_t)lattice->dims[0] *
                                         ((size_t)j + (size_t)lattice->dims[1] * (size_t)k);
-                elec_output_printf(f, on_line == 2 ? "%.8e\n" : "%.8e ",
-                                   (double)map[index]);
+                n = elec__number_text(value, (double)map[index], 'e', 8);
+                value[n++] = on_line == 2 ? '\n' : ' '; /* n <= 15: "-3.40282347e+38" */
+                elec_output_write(f, value, n);
                 on_line = on_line == 2 ? 0 : on_line + 1;
             }
     if (on_line) elec_output_write(f, "\n", 1);

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <float.h>
+#include <locale.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1300,6 +1301,136 @@ TEST(dx_header_claiming_more_values_than_its_file_holds_is_refused) {
     }
 }
 
+/* ------------------------------------------------------ the C locale */
+
+/* Sets LC_NUMERIC to the first locale of a few whose decimal point is
+   not '.' and returns its name; NULL, with "C" set, where the system has
+   none of them (a container without locales: make one with
+   "localedef -i de_DE -f UTF-8 DIR/de_DE.UTF-8" and run with LOCPATH=DIR,
+   as .ci/run does). */
+static const char *comma_locale(void) {
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8",  "fr_FR.UTF-8",
+                                        "fr_FR.utf8",  "de_DE",       "fr_FR",
+                                        "de_DE.ISO8859-1", "German_Germany.1252"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (setlocale(LC_NUMERIC, names[i]) && strcmp(localeconv()->decimal_point, ".") != 0)
+            return names[i];
+    setlocale(LC_NUMERIC, "C");
+    return NULL;
+}
+
+/* A host program that sets a German LC_NUMERIC gets the same files as
+   one in "C", and reads ordinary files: before, elec_write_dx wrote
+   "origin 0,5 ..." and "1,23456787e+02" (which viewers cannot read)
+   while saying ELEC_OK, and the readers refused every "1.500". */
+TEST(numbers_keep_their_decimal_point_whatever_lc_numeric_says) {
+    const char *c_path = "build/test_io_locale_c.dx", *path = "build/test_io_locale.dx";
+    static const char pqr[] =
+        "CRYST1   40.500   50.250   60.125  90.00  90.00  90.00 P 1           1\n"
+        "ATOM      1  N   GLY A   1       1.500  -2.250   0.125 -0.300 1.8240\n"
+        "ATOM 2 CA GLY 1 .5 1e1 -3.75E-1 0.25 2.\n";
+    static const char points[] = "1.25 -2.5 3.0e2\n";
+    const char *locale;
+    elec_lattice lat, back;
+    elec_structure s;
+    elec_surface surface;
+    elec_error err;
+    float *map, *read_map = NULL;
+    char *c_text, *text;
+    size_t n, index, mismatches = 0;
+    int status, axis;
+    lat.dims[0] = 3;
+    lat.dims[1] = 2;
+    lat.dims[2] = 4;
+    lat.origin[0] = 0.5;
+    lat.origin[1] = -12.3;
+    lat.origin[2] = 7.0 / 3.0; /* 17 digits: the %.15g read-back check */
+    lat.spacing[0] = 1.5;
+    lat.spacing[1] = 0.37;
+    lat.spacing[2] = 1.0 / 3.0;
+    n = elec_lattice_size(&lat);
+    map = (float *)malloc(n * sizeof *map);
+    if (!map) return;
+    for (index = 0; index < n; index++)
+        map[index] = dx_value((int)(index % 3), (int)(index / 3 % 2), (int)(index / 6), index);
+    /* the file as the "C" locale writes it, to compare with */
+    setlocale(LC_NUMERIC, "C");
+    status = (int)elec_write_dx(c_path, &lat, map, "C locale", &err);
+    EXPECT(status == ELEC_OK, "write in \"C\": %d %s", status, err.message);
+    locale = comma_locale();
+    if (!locale) {
+        free(map);
+        remove(c_path);
+        SKIP("no locale with a comma for its decimal point (de_DE.UTF-8, fr_FR.UTF-8, ...) "
+             "is installed: make one with localedef and set LOCPATH");
+    }
+
+    status = (int)elec_write_dx(path, &lat, map, "C locale", &err);
+    EXPECT(status == ELEC_OK, "write in %s: %d %s", locale, status, err.message);
+    c_text = read_text(c_path);
+    text = read_text(path);
+    EXPECT(c_text && text && strcmp(c_text, text) == 0,
+           "in %s the file differs from \"C\"'s:\n%.300s\nand not\n%.300s", locale,
+           text ? text : "(none)", c_text ? c_text : "(none)");
+    EXPECT(text && strstr(text, "origin 0.5 -12.3 2.3333333333333335\n") &&
+               strstr(text, "delta 1.5 0.000000e+00 0.000000e+00\n") &&
+               strstr(text, "data follows\n1.23456787e+02 ") && !strchr(text, ','),
+           "in %s:\n%.300s", locale, text ? text : "(none)");
+    free(c_text);
+    free(text);
+    status = (int)elec_read_dx(path, &back, &read_map, &err);
+    EXPECT(status == ELEC_OK, "read in %s: %d %s", locale, status, err.message);
+    if (status == ELEC_OK) {
+        for (axis = 0; axis < 3; axis++)
+            EXPECT(back.dims[axis] == lat.dims[axis] && back.origin[axis] == lat.origin[axis] &&
+                       back.spacing[axis] == lat.spacing[axis],
+                   "axis %d: origin %.17g spacing %.17g", axis, back.origin[axis],
+                   back.spacing[axis]);
+        for (index = 0; index < n; index++)
+            if (read_map[index] != map[index]) mismatches++;
+        EXPECT(mismatches == 0, "%zu of %zu values differ", mismatches, n);
+        elec_free(read_map);
+    }
+
+    /* PQR (fixed columns and whitespace, CRYST1) and a point list */
+    status = (int)elec_parse_pqr(pqr, sizeof pqr - 1, &s, &err);
+    EXPECT(status == ELEC_OK, "PQR in %s: %d %s", locale, status, err.message);
+    if (status == ELEC_OK) {
+        EXPECT(s.count == 2 && s.has_cell && s.cell_length[0] == 40.5 &&
+                   s.cell_length[1] == 50.25 && s.cell_length[2] == 60.125 &&
+                   s.cell_angle[0] == 90.0,
+               "CRYST1: %zu atoms, cell %d %g %g %g", s.count, s.has_cell,
+               s.cell_length[0], s.cell_length[1], s.cell_length[2]);
+        EXPECT(s.count == 2 && s.xyz[0] == 1.5 && s.xyz[1] == -2.25 && s.xyz[2] == 0.125 &&
+                   s.charge[0] == -0.3 && s.radius[0] == 1.824,
+               "atom 1: %g %g %g %g %g", s.xyz[0], s.xyz[1], s.xyz[2], s.charge[0],
+               s.radius[0]);
+        EXPECT(s.count == 2 && s.xyz[3] == 0.5 && s.xyz[4] == 10.0 && s.xyz[5] == -0.375 &&
+                   s.charge[1] == 0.25 && s.radius[1] == 2.0,
+               "atom 2: %g %g %g %g %g", s.xyz[3], s.xyz[4], s.xyz[5], s.charge[1],
+               s.radius[1]);
+        elec_structure_free(&s);
+    }
+    status = (int)elec_parse_points(points, sizeof points - 1, &surface, &err);
+    EXPECT(status == ELEC_OK && surface.count == 1 && surface.xyz[0] == 1.25 &&
+               surface.xyz[1] == -2.5 && surface.xyz[2] == 300.0,
+           "points in %s: %d %s", locale, status, err.message);
+    if (status == ELEC_OK) elec_surface_free(&surface);
+
+    /* and a number that is not one is still refused */
+    {
+        static const char bad[] = "ATOM 1 N GLY 1 1,5 0 0 0 1\n";
+        status = (int)elec_parse_pqr(bad, sizeof bad - 1, &s, &err);
+        EXPECT(status == ELEC_ERR_PARSE && strstr(err.message, "'1,5' is not a number"),
+               "\"1,5\" in %s: %d %s", locale, status, err.message);
+    }
+    setlocale(LC_NUMERIC, "C");
+    free(map);
+    remove(path);
+    remove(c_path);
+}
+
 TEST(status_string_names_every_code) {
     int s;
     for (s = 0; s < ELEC_STATUS_COUNT; s++) {
@@ -1334,6 +1465,7 @@ int main(void) {
     RUN(output_check_refuses_the_input_and_what_cannot_be_written);
     RUN(inputs_too_large_or_binary_are_refused_before_reading_them);
     RUN(dx_header_claiming_more_values_than_its_file_holds_is_refused);
+    RUN(numbers_keep_their_decimal_point_whatever_lc_numeric_says);
     RUN(status_string_names_every_code);
     return test_summary();
 }
