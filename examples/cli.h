@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Where a tool's summary goes: stderr where its output is what stdout
@@ -25,6 +26,53 @@ static inline FILE *cli_report_stream(const char *output) {
         named.st_dev == held.st_dev && named.st_ino == held.st_ino)
         return stderr;
     return stdout;
+}
+
+/* Seconds on a clock that only moves forward, for times and progress. */
+static inline double cli_seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Progress of a long run on stderr (an elec_progress_fn, user a
+   cli_progress): nothing for a run done within a second, then a line
+   rewritten as the whole percentage changes.  base + share x fraction is
+   the fraction of the whole run, where a call is one part of it. */
+typedef struct cli_progress {
+    const char *tool;
+    double start;
+    int shown;
+    int percent; /* last shown */
+    double base, share;
+} cli_progress;
+
+static inline cli_progress cli_progress_start(const char *tool) {
+    cli_progress p;
+    p.tool = tool;
+    p.start = cli_seconds_now();
+    p.shown = 0;
+    p.percent = -1;
+    p.base = 0.0;
+    p.share = 1.0;
+    return p;
+}
+
+static inline int cli_show_progress(double fraction, void *user) {
+    cli_progress *p = (cli_progress *)user;
+    const int percent = (int)(100.0 * (p->base + p->share * fraction));
+    if (cli_seconds_now() - p->start < 1.0 && !p->shown) return 0;
+    if (p->shown && percent == p->percent) return 0;
+    fprintf(stderr, "\r%s: %3d%% done", p->tool, percent);
+    fflush(stderr);
+    p->shown = 1;
+    p->percent = percent;
+    return 0;
+}
+
+/* The line progress left open ends before anything else is written. */
+static inline void cli_progress_end(const cli_progress *p) {
+    if (p->shown) fprintf(stderr, "\n");
 }
 
 /* That what a tool printed reached its standard output: registered at the

@@ -657,32 +657,6 @@ static char *demo_pqr(size_t *length) {
     return text;
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-typedef struct progress_state {
-    double start;
-    int shown;
-    int percent; /* last shown */
-    double base, share; /* this call's part of the whole: base + share x */
-} progress_state;
-
-/* Progress on stderr, only for maps that take more than a second, and only
-   when the whole percentage changes. */
-static int show_progress(double fraction, void *user) {
-    progress_state *p = (progress_state *)user;
-    int percent = (int)(100.0 * (p->base + p->share * fraction));
-    if (seconds_now() - p->start < 1.0 && !p->shown) return 0;
-    if (p->shown && percent == p->percent) return 0;
-    fprintf(stderr, "\r" TOOL ": %3d%% done", percent);
-    fflush(stderr);
-    p->shown = 1;
-    p->percent = percent;
-    return 0;
-}
 
 /* ------------------------------------------------------------ estimates */
 
@@ -871,7 +845,7 @@ static int choose_method(options *o, const elec_atoms *atoms,
    of whole z-planes, at least one, peaked at 16.8 GB for a plane of 2^28
    points (an audit measured it). */
 static elec_status mdh_map(const elec_atoms *atoms, const elec_lattice *l,
-                           elec_mdh_params *mp, progress_state *progress,
+                           elec_mdh_params *mp, cli_progress *progress,
                            int use_gpu, float *map, elec_error *err) {
     const size_t nx = (size_t)l->dims[0], ny = (size_t)l->dims[1];
     const size_t points = elec_lattice_size(l), run = (size_t)1 << 23;
@@ -1080,7 +1054,7 @@ static int elecmap_run(options *o) {
     size_t points, p, length = 0;
     int use_gpu = 0, status;
     char device_name[128] = "CPU", method[256], *text = NULL, *records, *comment;
-    progress_state progress = {0.0, 0, -1, 0.0, 1.0};
+    cli_progress progress = cli_progress_start(TOOL);
 
     /* Everything that needs no computing first: the output, the device. */
     if ((status = cli_map_output_check(TOOL, o->output, o->input)) != 0) return status;
@@ -1168,7 +1142,7 @@ static int elecmap_run(options *o) {
     scale = o->units == UNITS_KT     ? elec_kT_scale(o->temperature)
             : o->units == UNITS_KCAL ? ELEC_COULOMB
                                      : VOLT_SCALE;
-    progress.start = start = seconds_now();
+    progress.start = start = cli_seconds_now();
     if (o->method == METHOD_DCS) {
         elec_dcs_params dp = {0};
         dp.scale = scale;
@@ -1176,7 +1150,7 @@ static int elecmap_run(options *o) {
         dp.gpus.count = o->gpus;
         dp.max_points = o->max_points;
         if (!o->quiet) {
-            dp.progress = show_progress;
+            dp.progress = cli_show_progress;
             dp.progress_user = &progress;
         }
 #ifdef ELEC_WITH_CUDA
@@ -1189,7 +1163,7 @@ static int elecmap_run(options *o) {
         sp.scale = scale;
         sp.max_points = o->max_points;
         if (!o->quiet) {
-            sp.progress = show_progress;
+            sp.progress = cli_show_progress;
             sp.progress_user = &progress;
         }
 #ifdef ELEC_WITH_CUDA
@@ -1215,7 +1189,7 @@ static int elecmap_run(options *o) {
         cp.kind = o->shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
         cp.max_points = o->max_points;
         if (!o->quiet) {
-            cp.progress = show_progress;
+            cp.progress = cli_show_progress;
             cp.progress_user = &progress;
         }
 #ifdef ELEC_WITH_CUDA
@@ -1230,13 +1204,13 @@ static int elecmap_run(options *o) {
         mp.ionic_strength = o->ionic_strength;
         mp.temperature = o->temperature;
         if (!o->quiet) {
-            mp.progress = show_progress;
+            mp.progress = cli_show_progress;
             mp.progress_user = &progress;
         }
         s = mdh_map(&atoms, &lattice, &mp, &progress, use_gpu, map, &err);
     }
-    seconds = seconds_now() - start;
-    if (progress.shown) fprintf(stderr, "\n");
+    seconds = cli_seconds_now() - start;
+    cli_progress_end(&progress);
     describe_method(o, &atoms, &lattice, use_gpu, method, sizeof method);
     if (s == ELEC_OK) {
         comment = provenance(o, records, &mol, &lattice, method);

@@ -149,7 +149,7 @@ static elec_status map_slab(const options *o, const elec_atoms *atoms,
         return s;
     } else {
         elec_mdh_params mp = {0};
-        progress_state quiet = {0.0, 0, -1, 0.0, 1.0};
+        cli_progress quiet = cli_progress_start(TOOL);
         mp.scale = scale;
         mp.kappa = o->kappa;
         mp.ionic_strength = o->ionic_strength;

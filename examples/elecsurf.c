@@ -481,12 +481,6 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
     return options_all_read(o, messages) ? PARSE_RUN : PARSE_ERROR;
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The summary's size line: A to the thousandth of an A, or in %g form
    past 1e6 A (--A 1e300 once printed a 300-digit number). */
 static void report_size(FILE *report, double size, const char *how) {
@@ -888,71 +882,181 @@ static int write_png(elec_output *f, const picture *p) {
 
 /* ----------------------------------------------------------------- maps */
 
-/* The squared distance from x to the nearest surface vertex (its index in
-   *nearest): the vertices' cell list searched ring by ring around the
-   cell of x' (x clamped into the cells' region) until no nearer vertex
-   can be left.  A vertex X of ring r lies at least (r - 1) edges from x',
-   and |x - X|^2 >= |x - x'|^2 + |x' - X|^2 (x' is x's projection on the
-   region, a convex set that holds X), so the search stops there. */
-static double nearest_vertex(const elec_surface *surf, const elec_cells *cells, double edge,
-                             const double x[3], size_t *nearest) {
-    int home[3], lo[3], hi[3], ring, far = 0, axis;
-    double best = HUGE_VAL, outside2 = 0.0;
-    elec_cells_ijk(cells, x, home);
-    for (axis = 0; axis < 3; axis++) {
-        double below = cells->origin[axis] - x[axis];
-        double above = x[axis] - (cells->origin[axis] + cells->length[axis]);
-        if (below > 0.0) outside2 += below * below;
-        if (above > 0.0) outside2 += above * above;
-        if (cells->n[axis] > far) far = cells->n[axis];
-    }
-    for (ring = 0; ring <= far; ring++) {
-        int i, j, k;
-        double reach = ring > 1 ? (ring - 1) * edge : 0.0;
-        if (outside2 + reach * reach >= best) break;
-        for (axis = 0; axis < 3; axis++) { /* the ring's cube, cut to the region */
-            lo[axis] = home[axis] - ring < 0 ? 0 : home[axis] - ring;
-            hi[axis] = home[axis] + ring >= cells->n[axis] ? cells->n[axis] - 1
-                                                           : home[axis] + ring;
-        }
-        for (k = lo[2]; k <= hi[2]; k++)
-            for (j = lo[1]; j <= hi[1]; j++) {
-                /* on the ring's faces every i, else its two ends alone */
-                int face = k == home[2] - ring || k == home[2] + ring ||
-                           j == home[1] - ring || j == home[1] + ring;
-                for (i = lo[0]; i <= hi[0]; i++) {
-                    size_t cell, m;
-                    if (!face && i != home[0] - ring && i != home[0] + ring) {
-                        if (home[0] + ring > hi[0]) break;
-                        i = home[0] + ring;
-                    }
-                    cell = (size_t)i + (size_t)cells->n[0] * ((size_t)j + (size_t)cells->n[1] * k);
-                    for (m = cells->start[cell]; m < cells->start[cell + 1]; m++) {
-                        const double *v = surf->xyz + 3 * cells->atom[m];
-                        double d2 = (x[0] - v[0]) * (x[0] - v[0]) +
-                                    (x[1] - v[1]) * (x[1] - v[1]) +
-                                    (x[2] - v[2]) * (x[2] - v[2]);
-                        if (d2 < best) {
-                            best = d2;
-                            *nearest = cells->atom[m];
-                        }
-                    }
-                }
-            }
-    }
-    return best;
+/* The surface's vertices in a k-d tree, for the map's nearest-vertex
+   queries.  A run order[lo, hi) of more than VERTEX_LEAF vertices is split
+   at its middle element m = (lo + hi) / 2 along the axis its vertices
+   spread widest: those before m lie at or below it along that axis, those
+   after at or above; box[6m, 6m + 6) bounds the run (low x, y, z, high x,
+   y, z; float, rounded outward).  A query opens a run only where its box
+   is no farther than the nearest vertex found so far.  A cell list
+   searched ring by ring took a time that grew with a point's distance
+   from the surface (its rings reached through the whole region for
+   points far outside it): a README audit's map of 33 million points 160
+   A around one ion ran for more than 9 CPU-minutes; split planes alone,
+   without the boxes, left points off to one side opening half the tree. */
+#define VERTEX_LEAF 8
+typedef struct vertex_tree {
+    const double *xyz; /* the surface's vertices */
+    size_t *order;     /* their indices, each run a subtree */
+    float *box;        /* each split run's bounds, at its middle element */
+    size_t count;
+} vertex_tree;
+
+static double vertex_coordinate(const vertex_tree *t, size_t at, int axis) {
+    return t->xyz[3 * t->order[at] + axis];
 }
 
-/* The edge of the vertices' cells: 2 A, or the edge of a cube holding one
-   vertex on average over their bounding box (each edge counted as at
-   least 2 A), where that is longer. */
-static double vertex_cell_edge(const double length[3], size_t vertices) {
-    double edge = 1.0 / cbrt((double)(vertices > 0 ? vertices : 1));
+static void vertex_swap(size_t *order, size_t a, size_t b) {
+    const size_t keep = order[a];
+    order[a] = order[b];
+    order[b] = keep;
+}
+
+/* order[lo, hi) rearranged so that order[m] holds the vertex that sorted
+   order along `axis` puts there, none after it below it, none before it
+   above it (Hoare's selection, the middle of three as pivot). */
+static void vertex_select(vertex_tree *t, size_t lo, size_t hi, size_t m, int axis) {
+    while (hi - lo > 2) {
+        const size_t mid = lo + (hi - lo) / 2;
+        size_t i = lo, j = hi - 1;
+        double pivot;
+        /* the middle of order[lo], order[mid], order[hi - 1] to order[mid] */
+        if (vertex_coordinate(t, mid, axis) < vertex_coordinate(t, lo, axis))
+            vertex_swap(t->order, mid, lo);
+        if (vertex_coordinate(t, hi - 1, axis) < vertex_coordinate(t, lo, axis))
+            vertex_swap(t->order, hi - 1, lo);
+        if (vertex_coordinate(t, hi - 1, axis) < vertex_coordinate(t, mid, axis))
+            vertex_swap(t->order, hi - 1, mid);
+        pivot = vertex_coordinate(t, mid, axis);
+        for (;;) { /* [lo, i) <= pivot <= (j, hi): equal keys split evenly */
+            while (vertex_coordinate(t, i, axis) < pivot) i++;
+            while (vertex_coordinate(t, j, axis) > pivot) j--;
+            if (i >= j) break;
+            vertex_swap(t->order, i++, j--);
+        }
+        if (m <= j) hi = j + 1;
+        else lo = j + 1;
+    }
+    if (hi - lo == 2 && vertex_coordinate(t, lo + 1, axis) < vertex_coordinate(t, lo, axis))
+        vertex_swap(t->order, lo, lo + 1);
+}
+
+/* A float at or below (down) or above (up) the double c. */
+static float vertex_float_bound(double c, int up) {
+    const float f = (float)c;
+    if (up ? (double)f < c : (double)f > c) return nextafterf(f, up ? HUGE_VALF : -HUGE_VALF);
+    return f;
+}
+
+static void vertex_tree_split(vertex_tree *t, size_t lo, size_t hi) {
+    double low[3], high[3];
+    size_t i, m;
+    int axis, widest = 0;
+    if (hi - lo <= VERTEX_LEAF) return;
+    for (axis = 0; axis < 3; axis++) low[axis] = high[axis] = vertex_coordinate(t, lo, axis);
+    for (i = lo + 1; i < hi; i++)
+        for (axis = 0; axis < 3; axis++) {
+            const double c = vertex_coordinate(t, i, axis);
+            if (c < low[axis]) low[axis] = c;
+            if (c > high[axis]) high[axis] = c;
+        }
+    for (axis = 1; axis < 3; axis++)
+        if (high[axis] - low[axis] > high[widest] - low[widest]) widest = axis;
+    m = lo + (hi - lo) / 2;
+    for (axis = 0; axis < 3; axis++) {
+        t->box[6 * m + axis] = vertex_float_bound(low[axis], 0);
+        t->box[6 * m + 3 + axis] = vertex_float_bound(high[axis], 1);
+    }
+    vertex_select(t, lo, hi, m, widest);
+    vertex_tree_split(t, lo, m);
+    vertex_tree_split(t, m + 1, hi);
+}
+
+/* The tree over surf's vertices; 0 where there is no memory for it. */
+static int vertex_tree_build(const elec_surface *surf, vertex_tree *t) {
+    const size_t n = surf->count ? surf->count : 1;
+    size_t i;
+    t->xyz = surf->xyz;
+    t->count = surf->count;
+    t->order = (size_t *)malloc(n * sizeof *t->order);
+    t->box = n <= SIZE_MAX / (6 * sizeof *t->box) ? (float *)malloc(6 * n * sizeof *t->box)
+                                                   : NULL;
+    if (!t->order || !t->box) {
+        free(t->order);
+        free(t->box);
+        return 0;
+    }
+    for (i = 0; i < surf->count; i++) t->order[i] = i;
+    vertex_tree_split(t, 0, surf->count);
+    return 1;
+}
+
+static void vertex_tree_free(vertex_tree *t) {
+    free(t->order);
+    free(t->box);
+}
+
+/* The squared distance from x to run [lo, hi)'s box; 0 for a leaf's run,
+   which has none (it is read whole). */
+static double vertex_run_distance2(const vertex_tree *t, size_t lo, size_t hi,
+                                   const double x[3]) {
+    const float *b = t->box + 6 * (lo + (hi - lo) / 2);
+    double d2 = 0.0;
     int axis;
-    /* edge by edge, so that spans past 1e102 A do not take the volume to
-       inf (an infinite cell was refused as not positive) */
-    for (axis = 0; axis < 3; axis++) edge *= cbrt(length[axis] > 2.0 ? length[axis] : 2.0);
-    return edge > 2.0 ? edge : 2.0;
+    if (hi - lo <= VERTEX_LEAF) return 0.0;
+    for (axis = 0; axis < 3; axis++) {
+        const double below = (double)b[axis] - x[axis], above = x[axis] - (double)b[3 + axis];
+        if (below > 0.0) d2 += below * below;
+        else if (above > 0.0) d2 += above * above;
+    }
+    return d2;
+}
+
+/* Vertex v of the surface, if nearer x than *best (a squared distance),
+   becomes the nearest; of two at the same distance, the lower index (the
+   same answer whatever the tree's order). */
+static void vertex_consider(const vertex_tree *t, size_t v, const double x[3], double *best,
+                            size_t *nearest) {
+    const double *c = t->xyz + 3 * v;
+    const double d2 = (x[0] - c[0]) * (x[0] - c[0]) + (x[1] - c[1]) * (x[1] - c[1]) +
+                      (x[2] - c[2]) * (x[2] - c[2]);
+    if (d2 < *best || (d2 == *best && v < *nearest)) {
+        *best = d2;
+        *nearest = v;
+    }
+}
+
+/* The nearest vertex to x within order[lo, hi), where nearer than *best:
+   the nearer half's run first, the other's where its box is not farther
+   than the best found by then. */
+static void vertex_tree_near(const vertex_tree *t, size_t lo, size_t hi, const double x[3],
+                             double *best, size_t *nearest) {
+    size_t m;
+    double to_low, to_high;
+    if (hi - lo <= VERTEX_LEAF) {
+        for (; lo < hi; lo++) vertex_consider(t, t->order[lo], x, best, nearest);
+        return;
+    }
+    m = lo + (hi - lo) / 2;
+    vertex_consider(t, t->order[m], x, best, nearest);
+    to_low = vertex_run_distance2(t, lo, m, x);
+    to_high = vertex_run_distance2(t, m + 1, hi, x);
+    if (to_low <= to_high) {
+        if (to_low <= *best) vertex_tree_near(t, lo, m, x, best, nearest);
+        if (to_high <= *best) vertex_tree_near(t, m + 1, hi, x, best, nearest);
+    } else {
+        if (to_high <= *best) vertex_tree_near(t, m + 1, hi, x, best, nearest);
+        if (to_low <= *best) vertex_tree_near(t, lo, m, x, best, nearest);
+    }
+}
+
+/* The squared distance from x to the nearest vertex (its index in
+   *nearest); the surface has at least one. */
+static double nearest_vertex(const vertex_tree *t, const double x[3], size_t *nearest) {
+    double best = HUGE_VAL;
+    *nearest = 0;
+    vertex_tree_near(t, 0, t->count, x, &best, nearest);
+    return best;
 }
 
 /* The map's lattice around the atoms, refused past --max-points (or
@@ -979,6 +1083,50 @@ static int map_lattice_of(const options *o, const elec_atoms *atoms, elec_lattic
     return 0;
 }
 
+/* Runs of a map's points between progress reports: each an ALPB call. */
+#define MAP_RUN_POINTS ((size_t)1 << 22)
+
+/* E1's constant term at the n points x outside the surface (on the side
+   the nearest vertex's outward normal points to), added to phi: scale Q
+   (c(p) - c(0)), c the constant elec_alpb_kernel_setup gives for the
+   projection p, the point's height over that vertex (map_run).  Returns
+   how many points were outside. */
+static size_t off_the_surface(const vertex_tree *tree, const elec_surface *surf,
+                              const elec_hcp *hcp, const elec_alpb_params *resolved,
+                              const elec_alpb_kernel *at_surface, const double *xyz,
+                              size_t n, float *phi) {
+    long p;
+    size_t outside = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : outside)
+#endif
+    for (p = 0; p < (long)n; p++) {
+        const double *x = xyz + 3 * p;
+        const double *normal, *at;
+        double height;
+        size_t v;
+        nearest_vertex(tree, x, &v);
+        normal = surf->normal + 3 * v;
+        at = surf->xyz + 3 * v;
+        /* p: x's height over the nearest vertex's tangent plane, as if
+           x = v + p n for a vertex right under it (the distance to the
+           vertex would err by the vertices' spacing squared over 2p; this
+           errs by that over 2 radii of curvature) */
+        height = (x[0] - at[0]) * normal[0] + (x[1] - at[1]) * normal[1] +
+                 (x[2] - at[2]) * normal[2];
+        if (height > 0.0) {
+            elec_alpb_params there = *resolved;
+            elec_alpb_kernel k;
+            there.proj = height;
+            elec_alpb_kernel_setup(&there, &k);
+            phi[p] += (float)(resolved->scale * hcp->net_charge *
+                              (k.constant - at_surface->constant));
+            outside++;
+        }
+    }
+    return outside;
+}
+
 /* The map: ALPB at the lattice's points as surface points (E1 at p = 0,
    the library's call without normals), then at each point outside the
    surface (on the side its nearest vertex's outward normal points to) E1's
@@ -990,17 +1138,17 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
                    const elec_alpb_params *resolved, const elec_surface *surf,
                    double surface_seconds, int use_gpu, const char *device_name) {
     const elec_lattice lattice = *map_lattice;
-    elec_cells cells;
+    vertex_tree tree;
+    cli_progress progress;
     elec_alpb_kernel at_surface;
     elec_error err;
     elec_status s;
-    double *xyz = NULL, lo[3], hi[3], length[3], edge = HUGE_VAL, start, seconds;
+    double *xyz = NULL, start, seconds;
     double low = 0.0, high = 0.0, net = 0.0;
     float *phi = NULL;
-    size_t points, i;
+    size_t points, i, first, outside = 0;
     char *comment = NULL;
-    int axis, status = 1, outside = 0;
-    long p;
+    int status = 1;
     (void)use_gpu; /* with CUDA: the GPU's ALPB */
     if (!surf->normal) {
         fprintf(stderr, "elecsurf: the surface has no normals, and a map needs them to tell "
@@ -1019,64 +1167,37 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
                            (int)(i / (size_t)lattice.dims[0] % (size_t)lattice.dims[1]),
                            (int)(i / ((size_t)lattice.dims[0] * (size_t)lattice.dims[1])),
                            xyz + 3 * i);
-    start = seconds_now();
-#ifdef ELEC_WITH_CUDA
-    if (use_gpu) s = elec_cuda_alpb(hcp, xyz, NULL, points, &o->alpb, phi, &err);
-    else
-#endif
-        s = elec_cpu_alpb(hcp, xyz, NULL, points, &o->alpb, phi, &err);
-    if (s != ELEC_OK) {
-        fprintf(stderr, "elecsurf: %s\n", err.message);
+    if (!vertex_tree_build(surf, &tree)) {
+        fprintf(stderr, "elecsurf: no memory for the surface's %zu vertices' tree\n",
+                surf->count);
         goto done;
     }
-    /* the vertices' cell list: cells of 2 A or more (256 a side at most),
-       and about a vertex a cell where they are sparse (three vertices
-       1000 A apart in cells of 2 A left each point's search ring by ring
-       through millions of empty cells: a map ran for hours) */
-    for (i = 0; i < surf->count; i++)
-        for (axis = 0; axis < 3; axis++) {
-            double c = surf->xyz[3 * i + axis];
-            if (i == 0 || c < lo[axis]) lo[axis] = c;
-            if (i == 0 || c > hi[axis]) hi[axis] = c;
-        }
-    for (axis = 0; axis < 3; axis++) length[axis] = hi[axis] - lo[axis] + 1e-6;
-    if ((s = elec_cells_build(surf->xyz, surf->count, lo, length,
-                              vertex_cell_edge(length, surf->count), &cells, &err)) !=
-        ELEC_OK) {
-        fprintf(stderr, "elecsurf: %s\n", err.message);
-        goto done;
-    }
-    for (axis = 0; axis < 3; axis++)
-        if (cells.length[axis] / cells.n[axis] < edge) edge = cells.length[axis] / cells.n[axis];
     elec_alpb_kernel_setup(resolved, &at_surface);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : outside)
+    progress = cli_progress_start("elecsurf");
+    start = progress.start;
+    /* in runs of MAP_RUN_POINTS, each summed and then adjusted off the
+       surface, with progress between them */
+    for (first = 0; first < points; first += MAP_RUN_POINTS) {
+        const size_t n = points - first < MAP_RUN_POINTS ? points - first : MAP_RUN_POINTS;
+#ifdef ELEC_WITH_CUDA
+        if (use_gpu)
+            s = elec_cuda_alpb(hcp, xyz + 3 * first, NULL, n, &o->alpb, phi + first, &err);
+        else
 #endif
-    for (p = 0; p < (long)points; p++) {
-        const double *x = xyz + 3 * p;
-        const double *n, *at;
-        double height;
-        size_t v = 0;
-        nearest_vertex(surf, &cells, edge, x, &v);
-        n = surf->normal + 3 * v;
-        at = surf->xyz + 3 * v;
-        /* p: x's height over the nearest vertex's tangent plane, as if
-           x = v + p n for a vertex right under it (the distance to the
-           vertex would err by the vertices' spacing squared over 2p; this
-           errs by that over 2 radii of curvature) */
-        height = (x[0] - at[0]) * n[0] + (x[1] - at[1]) * n[1] + (x[2] - at[2]) * n[2];
-        if (height > 0.0) {
-            elec_alpb_params there = *resolved;
-            elec_alpb_kernel k;
-            there.proj = height;
-            elec_alpb_kernel_setup(&there, &k);
-            phi[p] += (float)(resolved->scale * hcp->net_charge *
-                              (k.constant - at_surface.constant));
-            outside++;
+            s = elec_cpu_alpb(hcp, xyz + 3 * first, NULL, n, &o->alpb, phi + first, &err);
+        if (s != ELEC_OK) {
+            cli_progress_end(&progress);
+            fprintf(stderr, "elecsurf: %s\n", err.message);
+            vertex_tree_free(&tree);
+            goto done;
         }
+        outside += off_the_surface(&tree, surf, hcp, resolved, &at_surface, xyz + 3 * first, n,
+                                   phi + first);
+        if (!o->quiet) cli_show_progress((double)(first + n) / (double)points, &progress);
     }
-    elec_cells_free(&cells);
-    seconds = seconds_now() - start;
+    cli_progress_end(&progress);
+    vertex_tree_free(&tree);
+    seconds = cli_seconds_now() - start;
     for (i = 0; i < points; i++) {
         if (i == 0 || phi[i] < low) low = phi[i];
         if (i == 0 || phi[i] > high) high = phi[i];
@@ -1118,7 +1239,7 @@ static int map_run(const options *o, const elec_structure *mol, const char *reco
         fprintf(report, "  surface    %zu vertices, %.3f s (for the points' distances)\n",
                 surf->count, surface_seconds);
         fprintf(report,
-                "  lattice    %d x %d x %d = %zu points, spacing %g A, %d outside the surface\n",
+                "  lattice    %d x %d x %d = %zu points, spacing %g A, %zu outside the surface\n",
                 lattice.dims[0], lattice.dims[1], lattice.dims[2], points, lattice.spacing[0],
                 outside);
         fprintf(report, "  method     ALPB E1, eps %g/%g, %s\n", resolved->eps_in,
@@ -1230,7 +1351,7 @@ static int elecsurf_run(options *o) {
         cli_name_atoms("elecsurf", o->input, &mol, &err);
         goto done;
     }
-    start = seconds_now();
+    start = cli_seconds_now();
     if ((s = make_surface(o, &atoms, &surf, &mesh_spacing, &err)) != ELEC_OK) {
         if (o->surface == SURFACE_FILE && err.line > 0) { /* a point list's line */
             /* the MSMS reader's messages name their file (.vert or .face)
@@ -1252,7 +1373,7 @@ static int elecsurf_run(options *o) {
         cli_name_atoms("elecsurf", o->input, &mol, &err);
         goto done;
     }
-    surface_seconds = seconds_now() - start;
+    surface_seconds = cli_seconds_now() - start;
     if (surf.count == 0) {
         fprintf(stderr, "elecsurf: the surface has no points\n");
         goto done;
@@ -1270,14 +1391,14 @@ static int elecsurf_run(options *o) {
         fprintf(stderr, "elecsurf: no memory for %zu potentials\n", surf.count);
         goto done;
     }
-    start = seconds_now();
+    start = cli_seconds_now();
 #ifdef ELEC_WITH_CUDA
     if (use_gpu)
         s = elec_cuda_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o->alpb, phi, &err);
     else
 #endif
         s = elec_cpu_alpb(&hcp, surf.xyz, surf.normal, surf.count, &o->alpb, phi, &err);
-    seconds = seconds_now() - start;
+    seconds = cli_seconds_now() - start;
     if (s != ELEC_OK) {
         fprintf(stderr, "elecsurf: %s\n", err.message);
         goto done;
