@@ -124,7 +124,7 @@ static void usage(FILE *out) {
 "  --max-points N        refuse maps of more than N points (default 2^25: a\n"
 "                        map holds 28 bytes a point, 0.9 GiB at 2^25)\n"
 "  --view [-]x|y|z       .png: look along this axis (default -z: from +z)\n"
-"  --quiet               no summary\n"
+"  --quiet               no summary and no progress\n"
 "  --version             elec's version and what this build has\n"
 "  --help                this text\n");
 }
