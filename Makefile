@@ -142,7 +142,7 @@ $(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/
 	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 
 # elecsurf's nearest-vertex tree, tested through the tool's own source
-$(BUILD)/test_elecsurf_tree: examples/elecsurf.c examples/cli.h
+$(BUILD)/test_elecsurf_tree $(BUILD)/sanitize/test_elecsurf_tree: examples/elecsurf.c examples/cli.h
 
 $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm

@@ -4301,7 +4301,6 @@ static size_t elec__decimal_point(char point[ELEC__POINT_MAX]) {
    the decimal point; returns the text's length.  In the "C" locale the
    bytes are snprintf's, unchanged. */
 static size_t elec__number_text(char buf[32], double v, char conversion, int precision) {
-    char point[ELEC__POINT_MAX];
     size_t at, length;
     int n = conversion == 'e' ? snprintf(buf, 32, "%.*e", precision, v)
                               : snprintf(buf, 32, "%.*g", precision, v);
@@ -4316,9 +4315,11 @@ static size_t elec__number_text(char buf[32], double v, char conversion, int pre
             break;
     }
     if (at == (size_t)n) return (size_t)n;
-    length = elec__decimal_point(point);
-    if (length == 0 || (size_t)n - at < length || memcmp(buf + at, point, length) != 0)
-        return (size_t)n; /* not the locale's point after all: left alone */
+    /* the point: its bytes up to the next digit (a point always has
+       digits after it in %e and %g), found without asking the locale
+       again for every number of a map */
+    for (length = 1; at + length < (size_t)n && !elec__pqr_digit(buf[at + length]); length++)
+        continue;
     buf[at] = '.';
     memmove(buf + at + 1, buf + at + length, (size_t)n - at - length + 1);
     return (size_t)n - length + 1;
@@ -4341,7 +4342,9 @@ static size_t elec__number_value(const char *p, size_t n, double *out) {
     buf[n] = '\0';
     *out = strtod(buf, &stop);
     read = (size_t)(stop - buf);
-    if (!dot || read != (size_t)(dot - p)) return read; /* all, or short of the '.' */
+    /* past the '.': read whole.  Else strtod stopped at or before it, as
+       it does at "-.5" too (nothing read): a second try */
+    if (!dot || read > (size_t)(dot - p)) return read;
     at = (size_t)(dot - p);
     length = elec__decimal_point(point);
     if (length == 0 || (length == 1 && point[0] == '.')) return read;

@@ -338,8 +338,8 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             o->given |= OPTION_CUTOFF;
             /* the library reads 0 as its default: a 0 typed here is not */
             if (!(o->msm_cutoff > 0.0)) {
-                fprintf(messages, TOOL ": --cutoff %g: give a cutoff above 0 A (leave it "
-                                  "out for the default, 12 A)\n", o->msm_cutoff);
+                fprintf(messages, TOOL ": %s %g: give a cutoff above 0 A (leave it out for "
+                                  "the default, 12 A)\n", a, o->msm_cutoff);
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--msm-spacing")) {
@@ -494,7 +494,7 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
     o->output = o->demo ? files[0] : files[1];
     {
         /* each value out of range by its option's name (one sentence for
-           all seven said which were wrong only by listing them; --cutoff
+           them all said which were wrong only by listing them; --cutoff
            and --msm-spacing are refused as they are read) */
         const struct {
             const char *name;

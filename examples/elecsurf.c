@@ -162,7 +162,7 @@ static int options_all_read(const options *o, FILE *messages) {
         {GIVEN_MAX_POINTS, "--max-points", "for a map (.dx, .mrc)"},
         {GIVEN_VARIANT, "--variant", "a GPU kernel's name (--cpu computes on the CPU)"},
         {GIVEN_TEMPERATURE, "--temperature",
-         "for kT/e (--units kT) and salt's Debye length (--salt)"},
+         "for kT/e (--units kT) and salt's Debye length (--salt, not GEM's)"},
     };
     const int png = o->kind == OUTPUT_PNG;
     unsigned unread = 0;
@@ -174,7 +174,9 @@ static int options_all_read(const options *o, FILE *messages) {
     if (!png) unread |= GIVEN_SIZE | GIVEN_VIEW;
     if (o->kind != OUTPUT_MAP) unread |= GIVEN_SPACING | GIVEN_PADDING | GIVEN_MAX_POINTS;
     if (o->device == DEVICE_CPU) unread |= GIVEN_VARIANT;
-    if (!o->units_kT && !(o->alpb.salt > 0.0)) unread |= GIVEN_TEMPERATURE;
+    /* GEM's kappa is 0.316 sqrt(M) at any temperature */
+    if (!o->units_kT && (!(o->alpb.salt > 0.0) || o->alpb.gem_compat))
+        unread |= GIVEN_TEMPERATURE;
     for (k = 0; k < sizeof only / sizeof only[0]; k++)
         if (o->given & unread & only[k].bit) {
             fprintf(messages, "elecsurf: %s is %s: here it would be ignored (leave it out)\n",
@@ -941,9 +943,13 @@ static void vertex_select(vertex_tree *t, size_t lo, size_t hi, size_t m, int ax
         vertex_swap(t->order, lo, lo + 1);
 }
 
-/* A float at or below (down) or above (up) the double c. */
+/* A float at or below (down) or above (up) the double c (past float's
+   range: its largest, or an infinity). */
 static float vertex_float_bound(double c, int up) {
-    const float f = (float)c;
+    float f;
+    if (c > FLT_MAX) return up ? HUGE_VALF : FLT_MAX;
+    if (c < -FLT_MAX) return up ? -FLT_MAX : -HUGE_VALF;
+    f = (float)c;
     if (up ? (double)f < c : (double)f > c) return nextafterf(f, up ? HUGE_VALF : -HUGE_VALF);
     return f;
 }
@@ -1083,8 +1089,9 @@ static int map_lattice_of(const options *o, const elec_atoms *atoms, elec_lattic
     return 0;
 }
 
-/* Runs of a map's points between progress reports: each an ALPB call. */
-#define MAP_RUN_POINTS ((size_t)1 << 22)
+/* Runs of a map's points between progress reports: each an ALPB call
+   (on the GPU a few ms of uploads each). */
+#define MAP_RUN_POINTS ((size_t)1 << 19)
 
 /* E1's constant term at the n points x outside the surface (on the side
    the nearest vertex's outward normal points to), added to phi: scale Q

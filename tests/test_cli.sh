@@ -516,6 +516,8 @@ refused elecsurf_refuses_a_map_past_max_points_before_the_surface 1 \
 # a temperature nothing reads (kcal, no salt) refused; with salt it is read
 refused elecsurf_refuses_a_temperature_nothing_reads 2 "temperature is for kT/e" \
     "$dir/r20.txt" --units kcal --temperature 300 "$dir/ion.pqr"
+refused elecsurf_refuses_a_temperature_gems_kappa_does_not_read 2 "temperature is for kT/e" \
+    "$dir/r22.txt" --units kcal --gem --salt 0.1 --temperature 5 "$dir/ion.pqr"
 if "$build/elecsurf" --cpu --quiet --units kcal --salt 0.1 --temperature 300 "$dir/ion.pqr" \
        "$dir/r21.txt" > "$dir/out" 2>&1 && [ -s "$dir/r21.txt" ]; then
     ok "elecsurf_reads_a_temperature_for_salt_in_kcal"

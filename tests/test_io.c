@@ -1329,7 +1329,8 @@ TEST(numbers_keep_their_decimal_point_whatever_lc_numeric_says) {
     static const char pqr[] =
         "CRYST1   40.500   50.250   60.125  90.00  90.00  90.00 P 1           1\n"
         "ATOM      1  N   GLY A   1       1.500  -2.250   0.125 -0.300 1.8240\n"
-        "ATOM 2 CA GLY 1 .5 1e1 -3.75E-1 0.25 2.\n";
+        "ATOM 2 CA GLY 1 .5 1e1 -3.75E-1 0.25 2.\n"
+        "ATOM 3 CB GLY 1 -.5 +.25 -.125 -.834 1.5\n"; /* a sign, then the point */
     static const char points[] = "1.25 -2.5 3.0e2\n";
     const char *locale;
     elec_lattice lat, back;
@@ -1397,19 +1398,23 @@ TEST(numbers_keep_their_decimal_point_whatever_lc_numeric_says) {
     status = (int)elec_parse_pqr(pqr, sizeof pqr - 1, &s, &err);
     EXPECT(status == ELEC_OK, "PQR in %s: %d %s", locale, status, err.message);
     if (status == ELEC_OK) {
-        EXPECT(s.count == 2 && s.has_cell && s.cell_length[0] == 40.5 &&
+        EXPECT(s.count == 3 && s.has_cell && s.cell_length[0] == 40.5 &&
                    s.cell_length[1] == 50.25 && s.cell_length[2] == 60.125 &&
                    s.cell_angle[0] == 90.0,
                "CRYST1: %zu atoms, cell %d %g %g %g", s.count, s.has_cell,
                s.cell_length[0], s.cell_length[1], s.cell_length[2]);
-        EXPECT(s.count == 2 && s.xyz[0] == 1.5 && s.xyz[1] == -2.25 && s.xyz[2] == 0.125 &&
+        EXPECT(s.count == 3 && s.xyz[0] == 1.5 && s.xyz[1] == -2.25 && s.xyz[2] == 0.125 &&
                    s.charge[0] == -0.3 && s.radius[0] == 1.824,
                "atom 1: %g %g %g %g %g", s.xyz[0], s.xyz[1], s.xyz[2], s.charge[0],
                s.radius[0]);
-        EXPECT(s.count == 2 && s.xyz[3] == 0.5 && s.xyz[4] == 10.0 && s.xyz[5] == -0.375 &&
+        EXPECT(s.count == 3 && s.xyz[3] == 0.5 && s.xyz[4] == 10.0 && s.xyz[5] == -0.375 &&
                    s.charge[1] == 0.25 && s.radius[1] == 2.0,
                "atom 2: %g %g %g %g %g", s.xyz[3], s.xyz[4], s.xyz[5], s.charge[1],
                s.radius[1]);
+        EXPECT(s.count == 3 && s.xyz[6] == -0.5 && s.xyz[7] == 0.25 && s.xyz[8] == -0.125 &&
+                   s.charge[2] == -0.834 && s.radius[2] == 1.5,
+               "atom 3: %g %g %g %g %g", s.xyz[6], s.xyz[7], s.xyz[8], s.charge[2],
+               s.radius[2]);
         elec_structure_free(&s);
     }
     status = (int)elec_parse_points(points, sizeof points - 1, &surface, &err);
