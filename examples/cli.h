@@ -1,8 +1,9 @@
 /* examples/cli.h - what elecmap, elecenergy and elecsurf share: numbers
    and counts from the command line, checked whole and in range before any
    conversion (so that "--order 1e10" is an error, never an undefined
-   cast), JSON strings, --version, and the check of a map's output.  Each
-   tool includes it once, after elec.h. */
+   cast), JSON strings, --version, the check of a map's output, and the
+   clock and progress line of long runs.  Each tool includes it once,
+   after elec.h. */
 #ifndef ELEC_EXAMPLES_CLI_H
 #define ELEC_EXAMPLES_CLI_H
 

@@ -657,7 +657,6 @@ static char *demo_pqr(size_t *length) {
     return text;
 }
 
-
 /* ------------------------------------------------------------ estimates */
 
 /* Rates that turn work into estimated seconds: DCS atom-point pairs on
