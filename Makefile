@@ -76,7 +76,7 @@ BUILD   = build
 
 # The tests are named after what they test: the core, I/O, each method
 # (CPU and its GPU twin), the accuracy knob, the header-only build.
-CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_slab $(BUILD)/test_elecsurf_tree $(BUILD)/test_header_only
+CPU_TESTS = $(BUILD)/test_core $(BUILD)/test_io $(BUILD)/test_maps $(BUILD)/test_dcs $(BUILD)/test_mdh $(BUILD)/test_cutoff $(BUILD)/test_msm $(BUILD)/test_ewald $(BUILD)/test_spme $(BUILD)/test_tolerance $(BUILD)/test_chargemap $(BUILD)/test_alpb $(BUILD)/test_slab $(BUILD)/test_elecsurf_tree $(BUILD)/test_header_only $(BUILD)/test_fast_math
 GPU_TESTS = $(BUILD)/test_gpu_dcs $(BUILD)/test_gpu_mdh $(BUILD)/test_gpu_cutoff $(BUILD)/test_gpu_msm $(BUILD)/test_gpu_spme $(BUILD)/test_gpu_chargemap $(BUILD)/test_gpu_alpb $(BUILD)/test_header_only_cuda $(BUILD)/test_gpu_spme_one_search_warp
 
 ifeq ($(HAVE_NVCC),)
@@ -141,6 +141,10 @@ run: $(BUILD)/elecmap
 $(BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h $(HEADERS) | $(BUILD)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/test_$*.c $(DEP_LIBS) -lm
 
+# the refusals of non-finite values where the compiler may fold x == x
+$(BUILD)/test_fast_math: tests/test_fast_math.c tests/test.h $(HEADERS) | $(BUILD)
+	$(CC) $(ALL_CFLAGS) -ffast-math -o $@ tests/test_fast_math.c $(DEP_LIBS) -lm
+
 # elecsurf's nearest-vertex tree, tested through the tool's own source
 $(BUILD)/test_elecsurf_tree $(BUILD)/sanitize/test_elecsurf_tree: examples/elecsurf.c examples/cli.h
 
@@ -150,6 +154,7 @@ $(BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS
 	$(CC) -std=c99 $(WARN) -I. -DELEC_NO_POSIX -fsyntax-only tests/header_only_a.c
 	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_STATIC -o $(BUILD)/test_header_only_static tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_TEST_SPLIT -o $(BUILD)/test_header_only_split tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
+	$(CC) -std=c99 $(WARN) -I. $(DEP_FLAGS) -DELEC_TEST_LATE -o $(BUILD)/test_header_only_late tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 
 # test_gpu_spme again with the neighbour list's search one warp a cluster
 # (the form of large handles) at every size, so that both forms run
@@ -383,6 +388,19 @@ $(BUILD)/%: packaging/%.in $(BUILD)/packaging.settings elec.h | $(BUILD)
 	    -e 's|@WITH_FFTW@|$(if $(FFTW_FLAGS),ON,OFF)|g' -e 's|@WITH_ZLIB@|$(if $(ZLIB_FLAGS),ON,OFF)|g' \
 	    $< > $@
 FORCE:
+
+# PREFIX and DESTDIR go into the recipes' shell commands and sed, and
+# PREFIX into elec.pc, whose flags pkg-config splits at spaces: a space or
+# a character the shell or sed reads there made the install write into
+# the source tree, run part of a path as a command, or fail halfway (an
+# audit), so such a path is refused before anything is written.
+ELEC__COMMA := ,
+ELEC__PATH_HAZARDS = & | ; ' " \ ` \# ( ) < > * ? [ ] { } ~ ! $(ELEC__COMMA)
+ifneq ($(filter install install-headers,$(MAKECMDGOALS)),)
+ifneq ($(word 2,x$(DESTDIR)$(PREFIX)x)$(strip $(foreach c,$(ELEC__PATH_HAZARDS),$(findstring $(c),$(DESTDIR)$(PREFIX)))),)
+$(error make install: PREFIX and DESTDIR make '$(DESTDIR)$(PREFIX)', which holds a space or one of $(ELEC__PATH_HAZARDS): the recipes, sed and pkg-config would split or misread it; give a path without them)
+endif
+endif
 
 # The headers with elec.pc and elec-cuda.pc (pkg-config) under
 # PREFIX/lib/pkgconfig and the CMake package (elecConfig.cmake,

@@ -126,12 +126,6 @@
 #include <math.h>
 #include <stddef.h>
 
-#ifdef ELEC_ALL_IMPLEMENTATION
-#ifndef ELEC_IMPLEMENTATION
-#define ELEC_IMPLEMENTATION
-#endif
-#endif
-
 /* ELEC_API: every public declaration's storage (define it before
    including for, say, a shared library's visibility attribute). */
 #ifndef ELEC_API
@@ -2049,6 +2043,16 @@ ELEC_API elec_status elec_mrc_header(const elec_lattice *lattice,
 #endif
 #endif /* ELEC_H */
 
+/* ELEC_ALL_IMPLEMENTATION read outside the include guard, so that it
+   works where this header was included before it was defined (by a
+   project's own header, say): inside, such a second include compiled no
+   implementation (undefined references, an audit). */
+#ifdef ELEC_ALL_IMPLEMENTATION
+#ifndef ELEC_IMPLEMENTATION
+#define ELEC_IMPLEMENTATION
+#endif
+#endif
+
 /* ================================================ private shared helpers */
 /* Compiled wherever any of the three headers is implemented, so that
    elec_cpu.h and elec_cuda.cuh can be implemented in a file of their own. */
@@ -2166,13 +2170,19 @@ static inline int elec__ewald_excluded(const size_t *keys, size_t count, size_t 
            bsearch(&key, keys, count, sizeof key, elec__size_order) != NULL;
 }
 
-/* d = a - b, shifted to the nearest image. */
+/* d = a - b, shifted to the nearest image: by round(d / L) box lengths,
+   halves away from zero, so that b - a takes -d even where the pair is
+   exactly half a box apart (floor(d / L + 0.5) took -L/2 both ways, and
+   periodic MSM, which leaves an excluded pair's image out from each
+   atom's side, then left out different images for the two: forces that
+   did not sum to zero).  elec__nearest_count: that count. */
+static inline double elec__nearest_count(double d, double length) { return round(d / length); }
 static inline void elec__ewald_nearest(const double *a, const double *b,
                                        const double length[3], double d[3]) {
     int axis;
     for (axis = 0; axis < 3; axis++) {
         d[axis] = a[axis] - b[axis];
-        d[axis] -= length[axis] * floor(d[axis] / length[axis] + 0.5);
+        d[axis] -= length[axis] * elec__nearest_count(d[axis], length[axis]);
     }
 }
 
@@ -2328,8 +2338,21 @@ static inline elec_status elec__periodic_coincident(const double *x, size_t n,
 
 
 
+/* Whether v is finite, read from its bits (an exponent of all ones is
+   inf or NaN): under -ffast-math or -ffinite-math-only the compiler may
+   take v == v and v <= DBL_MAX as true, and the overflow checks then let
+   charges of 1e200 e through as a DCS map of inf and a Coulomb energy of
+   inf with ELEC_OK (an audit, gcc and clang); the bits hold under any
+   flags.  elec__finite_float: the same for a float. */
 static inline int elec__finite(double v) {
-    return v == v && v <= DBL_MAX && v >= -DBL_MAX;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return (bits & UINT64_C(0x7ff0000000000000)) != UINT64_C(0x7ff0000000000000);
+}
+static inline int elec__finite_float(float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return (bits & UINT32_C(0x7f800000)) != UINT32_C(0x7f800000);
 }
 
 /* x wrapped into [0, period), as the periodic methods take positions; 0
@@ -3148,9 +3171,9 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
     return ELEC_OK;
 }
 
-/* The first of v[0, n) that is not finite (n where all are): x - x is 0
-   for a finite x and NaN for inf or NaN (not under -ffast-math, where no
-   test of finiteness holds), tested without a branch a value so that the
+/* The first of v[0, n) that is not finite (n where all are), by its bits
+   (elec__finite, elec__finite_float: x - x == 0, the test before, held
+   under no -ffast-math), tested without a branch a value so that the
    compiler can vectorize it, a block at a time, the blocks spread over
    OpenMP's threads where there are many.  Scanning a value at a time with
    a branch took seed 000's GPU cutoff map (497^3 points, scanned on the
@@ -3164,7 +3187,7 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
 #else
 #define ELEC__SCAN_PARALLEL
 #endif
-#define ELEC__SCAN_FIRST_BAD(TYPE, name)                                        \
+#define ELEC__SCAN_FIRST_BAD(TYPE, name, is_finite)                             \
     static inline size_t name(const TYPE *v, size_t n) {                       \
         const long blocks = (long)((n + ELEC__SCAN_BLOCK - 1) / ELEC__SCAN_BLOCK); \
         size_t first = n;                                                      \
@@ -3175,17 +3198,17 @@ static inline elec_status elec__box_check(const elec_box *box, elec_error *err) 
             const size_t hi = n - lo < ELEC__SCAN_BLOCK ? n : lo + ELEC__SCAN_BLOCK; \
             size_t i;                                                          \
             int bad = 0;                                                       \
-            for (i = lo; i < hi; i++) bad |= !(v[i] - v[i] == 0);              \
+            for (i = lo; i < hi; i++) bad |= !is_finite(v[i]);                 \
             for (i = lo; bad && i < hi; i++)                                   \
-                if (!(v[i] - v[i] == 0)) {                                     \
+                if (!is_finite(v[i])) {                                        \
                     if (i < first) first = i;                                  \
                     break;                                                     \
                 }                                                              \
         }                                                                      \
         return first;                                                          \
     }
-ELEC__SCAN_FIRST_BAD(float, elec__first_bad_float)
-ELEC__SCAN_FIRST_BAD(double, elec__first_bad_double)
+ELEC__SCAN_FIRST_BAD(float, elec__first_bad_float, elec__finite_float)
+ELEC__SCAN_FIRST_BAD(double, elec__first_bad_double, elec__finite)
 
 /* Results that finite inputs did not keep finite: charges, positions (a
    lattice 1e300 A wide), a box or parameters so large that a sum
@@ -4029,6 +4052,13 @@ static elec_status elec__bins_shape(const double origin[3], const double extent[
                               "bin region along axis %d: origin %g, extent %g A",
                               axis, origin[axis], extent[axis]);
         out->dims[axis] = n < 1.0 ? 1 : (int)n;
+        /* the records hold positions as floats relative to the region's
+           centre: a region past float's range stored an atom at -inf with
+           ELEC_OK (an audit) */
+        if (!(0.5 * out->dims[axis] * length <= FLT_MAX))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "bin region along axis %d spans %g A: past float's range, in "
+                              "which the bins hold positions", axis, out->dims[axis] * length);
         out->origin[axis] = origin[axis];
         *bins *= (size_t)out->dims[axis];
     }
@@ -5144,6 +5174,40 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
     return ELEC_OK;
 }
 
+#ifdef ELEC__POSIX
+/* Whether the caller may replace the file st at path by a rename: in a
+   directory with the sticky bit (such as /tmp) only the file's owner, the
+   directory's or root may, whatever the file's mode.  elec_output_check
+   found a world-writable file of another user's there writable, and the
+   tools ran their whole computation before the rename failed (an audit).
+   1 where it may, and where the directory cannot be read (the rename then
+   says why); 0 where it may not. */
+#ifdef S_ISVTX
+#define ELEC__STICKY_BIT S_ISVTX
+#else
+#define ELEC__STICKY_BIT 01000 /* S_ISVTX is XSI: strict C99 headers leave it out */
+#endif
+static int elec__output_replaceable(const char *path, const struct stat *st) {
+    const char *slash = strrchr(path, '/');
+    const uid_t me = geteuid();
+    struct stat dir;
+    char *name;
+    size_t length;
+    int replaceable = 1;
+    if (me == 0 || st->st_uid == me) return 1;
+    length = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
+    name = (char *)ELEC_MALLOC(length + 1);
+    if (!name) return 1;
+    if (slash) memcpy(name, path, length);
+    else name[0] = '.';
+    name[length] = '\0';
+    if (stat(name, &dir) == 0 && (dir.st_mode & ELEC__STICKY_BIT) && dir.st_uid != me)
+        replaceable = 0;
+    ELEC_FREE(name);
+    return replaceable;
+}
+#endif
+
 ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
                                        elec_error *err) {
     elec_output *out;
@@ -5183,6 +5247,12 @@ ELEC_DEF elec_status elec_output_check(const char *path, const char *input,
                 elec__ok(err);
                 return ELEC_OK;
             }
+            if (!elec__output_replaceable(path, &st))
+                return elec__fail(err, ELEC_ERR_IO, 0,
+                                  "cannot replace '%s': it is another user's file in a "
+                                  "directory with the sticky bit (such as /tmp), where only "
+                                  "its owner may replace it, and elec writes a new file and "
+                                  "renames it over the old; write to another path", path);
         } else if (errno != ENOENT) {
             return elec__fail(err, ELEC_ERR_IO, 0, "cannot write '%s': %s", path,
                               strerror(errno));
@@ -7014,6 +7084,43 @@ static double elec__pmsm_spacing(const elec__pmsm_shape *s) {
     return h;
 }
 
+/* The levels of a periodic hierarchy past the one where its shortest
+   axis's lattice is one point: log2 of the finest lattice's most over
+   fewest points an edge.  From there on only the long axes coarsen, and
+   each level's kernel, summed over the short axes' images, grows with a_l
+   where a cube's falls, so that its error adds up level by level.  Random
+   charges at 0.0475 /A^3 in boxes of one long axis (10 and 16 A across,
+   2 to 16 times as long; three seeds, neutral and charged, against exact
+   Ewald) erred up to 1.4 times the tolerance in their potentials at its
+   choices and their energies up to 6.5 times estimate.energy (an audit;
+   at fixed h 1.5 A, a 12 A, septic, the potentials' error grew 3.8, 10
+   and 28 times from the cube's at 2, 3 and 4 levels past, and the
+   energy's ratio to its estimate 1.3, 1.9 and 4.6 times).
+   elec__pmsm_elongation: the forces' and potentials' factor on the
+   table's fit, 2^(0.6 past), in the choice and its estimates; with it the
+   elongated runs came to at most 0.45 of the tolerance in the potentials
+   and 0.28 in the forces (0.5 for the exponent: 0.51 and 0.32; the cubes,
+   unchanged, 0.58 and 0.39).  The energy's error grows faster, and
+   estimate.energy takes 2^past (elec__pmsm_energy_error): the energies
+   at those choices then came to at most 1.5 times it, at the fixed
+   settings 0.63 (bench/RESULTS.md, 2026-12-05, 18:26 UTC on). */
+static int elec__pmsm_levels_past(const elec__pmsm_shape *s) {
+    int fewest = s->n[0][0], axis, past = 0;
+    for (axis = 1; axis < 3; axis++)
+        if (s->n[0][axis] < fewest) fewest = s->n[0][axis];
+    while (((long)fewest << past) < (1L << s->levels)) past++;
+    return past;
+}
+static double elec__pmsm_elongation(const elec__pmsm_shape *s) {
+    return pow(2.0, 0.6 * elec__pmsm_levels_past(s));
+}
+
+/* The periodic forces' fitted error on the lattices of shape s: the
+   table's at their spacing, times the elongation's factor. */
+static double elec__pmsm_error(const elec__pmsm_shape *s, int order, double a) {
+    return elec__msm_error_model(1, order, elec__pmsm_spacing(s), a) * elec__pmsm_elongation(s);
+}
+
 /* The cheapest (h, a, interpolation) in the table's span whose fitted error
    is at most target; fixed values kept.  For the periodic hierarchy (box
    not NULL, with its atom count) each candidate's h is the spacing its
@@ -7067,7 +7174,7 @@ static double elec__msm_choose(elec_msm_params *r, double target, double points_
                     continue;
                 }
                 if (r->spacing <= 0.0) h = elec__pmsm_spacing(&shape);
-                error = elec__msm_error_model(1, order, elec__pmsm_spacing(&shape), aa);
+                error = elec__pmsm_error(&shape, order, aa);
                 cost = elec__pmsm_cost(&shape, order, aa, box, atoms);
             } else {
                 error = elec__msm_error_model(0, order, h, aa);
@@ -7147,15 +7254,17 @@ static void elec__msm_defaults(elec_msm_params *r) {
 static void elec__msm_estimate_of(elec_msm_params *r, const elec_box *box,
                                   double these_atoms) {
     elec__pmsm_shape shape;
-    double h = r->spacing;
+    double h = r->spacing, elongation = 1.0;
     if (!(r->estimate.force == 0.0 && (int)r->interpolation >= 0 &&
           r->interpolation <= ELEC_MSM_NONIC && r->spacing > 0.0 && r->cutoff > 0.0 &&
           r->splitting == 2 + (int)r->interpolation))
         return;
-    if (box && elec__pmsm_shape_of(r, box, &shape, NULL) == ELEC_OK && shape.levels > 0)
+    if (box && elec__pmsm_shape_of(r, box, &shape, NULL) == ELEC_OK && shape.levels > 0) {
         h = elec__pmsm_spacing(&shape);
-    r->estimate.force =
-        these_atoms * elec__msm_error_model(box != NULL, (int)r->interpolation, h, r->cutoff);
+        elongation = elec__pmsm_elongation(&shape);
+    }
+    r->estimate.force = these_atoms * elongation *
+                        elec__msm_error_model(box != NULL, (int)r->interpolation, h, r->cutoff);
 }
 
 /* The resolved fields' checks: scale, tolerance, cutoff, spacing and
@@ -7348,7 +7457,8 @@ ELEC_DEF elec_status elec_msm_params_resolve(const elec_msm_params *in,
    error came to 1/7000 to 1.74 times it, and on the SPME knob's five
    systems at the choices of tolerances 1e-3 to 1e-6, at most 1.31.  0
    where no table speaks for the choice (a splitting not the
-   interpolation's). */
+   interpolation's).  In a box of one long axis, times 2^past
+   (elec__pmsm_levels_past: its error grows faster there). */
 static double elec__pmsm_energy_error(const elec_msm_params *p, const elec_box *box,
                                       const elec_atoms *atoms) {
     elec__pmsm_shape shape;
@@ -7366,7 +7476,7 @@ static double elec__pmsm_energy_error(const elec_msm_params *p, const elec_box *
        left (rock salt at h 0.53 erred 5 times the extrapolated figure) */
     h = elec__pmsm_spacing(&shape);
     if (h < 1.0) h = 1.0;
-    return 4.0 * q2 * fabs(p->scale) *
+    return 4.0 * q2 * fabs(p->scale) * pow(2.0, elec__pmsm_levels_past(&shape)) *
            elec__msm_error_model(1, (int)p->interpolation, h, p->cutoff) / p->cutoff;
 }
 
@@ -7850,6 +7960,18 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
                             elec__largest_charge(q, n));
         goto cleanup;
     }
+    /* charges near 1e-77 e and below: their fourth powers (and the forces
+       squared) fall under double's normal range, and the estimates with
+       them; the choice then took 4 grid points and order 4 for 1e-90 e,
+       forces 42 % off with ELEC_OK (an audit) */
+    if (st->q2 > 0.0 && !(st->q4 >= DBL_MIN)) {
+        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                            "charges of at most %g e: the error estimate's sums (the charges "
+                            "to the fourth power, the forces squared) fall below double's "
+                            "range; scale the charges up (the energies by the square)",
+                            elec__largest_charge(q, n));
+        goto cleanup;
+    }
     status = ELEC_OK;
     goto cleanup;
 no_memory:
@@ -8171,6 +8293,14 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
         elec__estimate_fill(&st, real, k_part, sqrt(e_real * e_real + e_k * e_k), r.scale,
                             &r.estimate);
     }
+    /* an alpha given so small (1e-100 /A) that the estimate passes
+       double's range: the sum is far from converged, and its error was
+       reported as inf with ELEC_OK (an audit) */
+    if (!elec__finite(r.estimate.force) || !elec__finite(r.estimate.energy))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "Ewald alpha %g /A with cutoff %g A: its error estimate passes "
+                          "double's range (the real-space sum far from converged); a larger "
+                          "alpha, or 0 for the tolerance's choice", r.alpha, r.cutoff);
     *resolved = r;
     elec__ok(err);
     return ELEC_OK;
@@ -8305,17 +8435,19 @@ static double elec__structure_at(const elec__charge_stats *st, double k) {
 static void elec__structure_factors(const elec__charge_stats *st, int order,
                                     double alpha, const double h[3], double *force,
                                     double *energy) {
-    enum { BINS = 40, ANGLES = 6 };
+    /* counts as doubles: C++20 deprecates an enum's arithmetic with a
+       double (-Wdeprecated-enum-float-conversion, on by default) */
+    const double BINS = 40.0, ANGLES = 6.0;
     double top = 10.0 * alpha, sf = 0.0, wf = 0.0, se = 0.0, we = 0.0;
     int b, axis, a, i;
     for (axis = 0; axis < 3; axis++)
         if (1.7320508 * ELEC__PI_ / h[axis] < top) top = 1.7320508 * ELEC__PI_ / h[axis];
-    for (b = 0; b < BINS; b++) {
+    for (b = 0; b < (int)BINS; b++) {
         double k = (b + 0.5) * top / BINS, k2 = k * k;
         double phi = 4.0 * ELEC__PI_ / k2 * exp(-k2 / (4.0 * alpha * alpha));
         double af = 0.0, ae = 0.0, s;
         for (axis = 0; axis < 3; axis++)
-            for (a = 0; a < ANGLES; a++) {
+            for (a = 0; a < (int)ANGLES; a++) {
                 double kappa = k * (a + 0.5) / ANGLES * h[axis], r1, r2, p1 = 1.0, p2 = 1.0;
                 if (kappa > ELEC__PI_) continue;
                 r1 = kappa / (2.0 * ELEC__PI_ - kappa);
@@ -10727,9 +10859,11 @@ static elec_status elec__slab_check(const elec_lattice *lattice, int k0, int k1,
     elec_status s = elec_lattice_check(lattice, err);
     if (s != ELEC_OK) return s;
     if (k0 < 0 || k1 <= k0 || k1 > lattice->dims[2])
+        /* k0 and k1 as given (k1 - 1 overflowed at INT_MIN, and read 0 ..
+           6 for k1 = 7 on 6 planes, a valid-looking range: an audit) */
         return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "slab of planes %d .. %d: a slab is 0 <= k0 < k1 <= %d, the "
-                          "lattice's z count", k0, k1 - 1, lattice->dims[2]);
+                          "slab k0 = %d, k1 = %d: a slab is 0 <= k0 < k1 <= %d, the "
+                          "lattice's z count (planes k0 .. k1 - 1)", k0, k1, lattice->dims[2]);
     return ELEC_OK;
 }
 

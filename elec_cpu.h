@@ -55,12 +55,6 @@
 
 #include "elec.h"
 
-#ifdef ELEC_ALL_IMPLEMENTATION
-#ifndef ELEC_CPU_IMPLEMENTATION
-#define ELEC_CPU_IMPLEMENTATION
-#endif
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -222,7 +216,9 @@ ELEC_API elec_status elec_cpu_ewald(const elec_atoms *atoms,
 /* The exact forces on some atoms only (every atom acting on them): the
    reference for systems too large for the all-pairs sum.  forces[3 c ..
    3 c + 2] is the force on atom which[c]; the work is count x atoms x
-   images plus atoms x vectors (ELEC_EWALD_MAX_SECONDS applies). */
+   images plus atoms x vectors (ELEC_EWALD_MAX_SECONDS applies).  Two
+   atoms at one place that are not an excluded pair are refused
+   (ELEC_ERR_INVALID_ARG), as elec_cpu_ewald refuses them. */
 ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
                                               const elec_box *box,
                                               const elec_ewald_params *params,
@@ -318,6 +314,18 @@ ELEC_API elec_status elec_cpu_msm_map_slab(const elec_atoms *atoms,
 }
 #endif
 #endif /* ELEC_CPU_H */
+
+/* ELEC_ALL_IMPLEMENTATION read outside the include guard, so that it
+   works where this header was included before it was defined (by a
+   project's own header, say): inside, such a second include compiled no
+   implementation (undefined references, an audit).  elec.h again: its
+   implementation too, where its first include came before. */
+#ifdef ELEC_ALL_IMPLEMENTATION
+#ifndef ELEC_CPU_IMPLEMENTATION
+#define ELEC_CPU_IMPLEMENTATION
+#endif
+#include "elec.h"
+#endif
 
 /* ====================================================== implementation */
 #ifdef ELEC_CPU_IMPLEMENTATION
@@ -2448,6 +2456,22 @@ static double elec__pmsm_interpolate(const elec__pmsm *m, const double *x,
    nearest image (|d| <= L/2 along every axis), as Ewald leaves it out;
    elec__pmsm_excluded takes its smooth part back out of the lattices'.
    The first coincident pair found goes to bad (i, j). */
+/* Whether image (a count of box lengths an axis) is the one
+   elec__ewald_nearest takes for a - b, whose smooth part
+   elec__pmsm_excluded takes back out: an excluded pair is left out of the
+   short range there alone, and from j's side the image of -d (the count
+   rounds halves away from zero).  The test before, |d| <= L/2 on each
+   axis, took both images of a pair exactly half a box apart, and the
+   pair's short-range term went out twice (an audit: -0.0433 for Ewald's
+   -0.1042 in a 10 A box at the default a of 12 A). */
+static int elec__pmsm_nearest_image(const double *a, const double *b, const double length[3],
+                                    const long image[3]) {
+    int axis;
+    for (axis = 0; axis < 3; axis++)
+        if (elec__nearest_count(a[axis] - b[axis], length[axis]) != (double)image[axis]) return 0;
+    return 1;
+}
+
 static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
                                   const double length[3], const elec_msm_params *p,
                                   const size_t *keys, double *phi, double *forces,
@@ -2473,15 +2497,15 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
             for (offset[1] = -reach[1]; offset[1] <= reach[1]; offset[1]++)
                 for (offset[0] = -reach[0]; offset[0] <= reach[0]; offset[0]++) {
                     double shift[3];
-                    long cell[3];
+                    long cell[3], image[3];
                     int is_image = 0;
                     size_t k, c;
                     for (axis = 0; axis < 3; axis++) {
                         const long raw = home[axis] + offset[axis];
-                        const long image = elec__floor_div(raw, cells.n[axis]);
-                        cell[axis] = raw - image * cells.n[axis];
-                        shift[axis] = (double)image * length[axis];
-                        is_image |= image != 0;
+                        image[axis] = elec__floor_div(raw, cells.n[axis]);
+                        cell[axis] = raw - image[axis] * cells.n[axis];
+                        shift[axis] = (double)image[axis] * length[axis];
+                        is_image |= image[axis] != 0;
                     }
                     c = (size_t)cell[0] +
                         (size_t)cells.n[0] * ((size_t)cell[1] + (size_t)cells.n[1] * (size_t)cell[2]);
@@ -2494,8 +2518,7 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
                         r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
                         if (r2 >= a2) continue;
                         if (p->excluded_pair_count > 0 && j != (size_t)i &&
-                            fabs(d[0]) <= 0.5 * length[0] && fabs(d[1]) <= 0.5 * length[1] &&
-                            fabs(d[2]) <= 0.5 * length[2] &&
+                            elec__pmsm_nearest_image(xi, x + 3 * j, length, image) &&
                             elec__ewald_excluded(keys, p->excluded_pair_count, (size_t)i, j, n))
                             continue;
                         if (r2 < c2) {
@@ -3232,6 +3255,11 @@ ELEC_DEF elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms, const ele
     }
     if ((s = elec__periodic_gather(atoms, box, NULL, x, q, err)) != ELEC_OK) goto cleanup;
     elec__exclusion_keys(p.excluded_pairs, p.excluded_pair_count, n, keys);
+    /* refused as elec_cpu_ewald refuses it (the pair's term is infinite):
+       leaving it out gave finite forces with ELEC_OK (an audit) */
+    if ((s = elec__periodic_coincident(x, n, box->length, p.excluded_pair_count, keys, err)) !=
+        ELEC_OK)
+        goto cleanup;
     memset(block, 0, 4 * count * (size_t)threads * sizeof *block);
     memset(forces, 0, 3 * count * sizeof *forces);
     /* real space: each chosen atom against every atom and image */
@@ -3697,9 +3725,12 @@ static void elec__chargemap_cpu_atoms(const elec_chargemap_params *p, const elec
     const size_t nx = (size_t)l->dims[0], ny = (size_t)l->dims[1];
     const int width = p->order;
     size_t k;
+    /* zeroed once: gcc -Os cannot see that elec__chargemap_stencil_of
+       fills every entry the loops read (-Wmaybe-uninitialized) */
+    elec__chargemap_stencil s;
+    memset(&s, 0, sizeof s);
     for (k = first; k < last; k++) {
         const size_t i = order ? order[k] : k;
-        elec__chargemap_stencil s;
         long zz;
         int a, b, c;
         elec__chargemap_stencil_of(p, l, u + 3 * i, &s);
@@ -3863,15 +3894,16 @@ ELEC_DEF elec_status elec_cpu_chargemap_double(const elec_atoms *atoms,
     elec_chargemap_params p;
     double *u, *q;
     size_t i, points;
+    elec__chargemap_stencil st;
     elec_status s = elec__chargemap_cpu_setup(atoms, lattice, params, grid, &p, &u, &q, err);
     if (s != ELEC_OK) return s;
     points = elec_lattice_size(lattice);
     memset(grid, 0, points * sizeof *grid);
     if (abs_sum) memset(abs_sum, 0, points * sizeof *abs_sum);
     if (contributions) memset(contributions, 0, points * sizeof *contributions);
+    memset(&st, 0, sizeof st); /* as elec__chargemap_cpu_atoms's, for gcc -Os */
     for (i = 0; i < atoms->count; i++) {
         const size_t nx = (size_t)lattice->dims[0], ny = (size_t)lattice->dims[1];
-        elec__chargemap_stencil st;
         int a, b, c;
         elec__chargemap_stencil_of(&p, lattice, u + 3 * i, &st);
         for (c = 0; c < p.order; c++)

@@ -101,12 +101,6 @@
 #include <cuda_runtime.h>
 #include <string.h> /* memcpy: elec_rsqrt_fma_pipe on the host */
 
-#ifdef ELEC_ALL_IMPLEMENTATION
-#ifndef ELEC_CUDA_IMPLEMENTATION
-#define ELEC_CUDA_IMPLEMENTATION
-#endif
-#endif
-
 /* Device memory: every buffer the GPU calls allocate comes from
    ELEC_CUDA_MALLOC(ptr, size, stream) (a void **, bytes, the stream that
    will use it; returns a cudaError_t) and goes back through
@@ -684,6 +678,18 @@ ELEC_API elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
 }
 #endif
 #endif /* ELEC_CUDA_CUH */
+
+/* ELEC_ALL_IMPLEMENTATION read outside the include guard, so that it
+   works where this header was included before it was defined (by a
+   project's own header, say): inside, such a second include compiled no
+   implementation (undefined references, an audit).  elec.h again: its
+   implementation too, where its first include came before. */
+#ifdef ELEC_ALL_IMPLEMENTATION
+#ifndef ELEC_CUDA_IMPLEMENTATION
+#define ELEC_CUDA_IMPLEMENTATION
+#endif
+#include "elec.h"
+#endif
 
 /* ====================================================== implementation */
 #ifdef ELEC_CUDA_IMPLEMENTATION
@@ -7945,15 +7951,20 @@ __device__ __forceinline__ float elec__pmsm_smooth(const elec__pmsm_short_args &
 /* The excluded partners' smooth parts g_0(r) (nearest image) taken back
    out of atom a's sums (the pair sums leave the partners out, but the
    lattices carry their smooth parts): returns (sum q_j g_0'(r) d / r,
-   -sum q_j g_0), to be added to (F_i / q_i, phi_i). */
+   -sum q_j g_0), to be added to (F_i / q_i, phi_i).  Both atoms wrapped
+   as the cell list's scatter wraps them (elec__pmsm_wrapped), so that a
+   pair half a box apart takes the very image the cell kernel left out
+   (elec__pmsm_nearest_copies): min_image's rounding of a tie depends on
+   the whole box lengths between the positions it is given. */
 __device__ __forceinline__ float4 elec__pmsm_excluded_smooth(
-    float4 a, const float4 *xyzq, int n, const int *excl_list, int eb, int ee,
+    float4 a_given, const float4 *xyzq, int n, const int *excl_list, int eb, int ee,
     const elec__spme_geometry &g, const elec__pmsm_short_args &s) {
     float4 out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float4 a = elec__pmsm_wrapped(a_given, g);
     for (int e = eb; e < ee; e++) {
         const int j = excl_list[e];
         if (j >= n) continue; /* a partner past this compute's n atoms */
-        const float4 b = xyzq[j];
+        const float4 b = elec__pmsm_wrapped(xyzq[j], g);
         float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
         elec__min_image(&dx, &dy, &dz, g.length, g.inv_length);
         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
@@ -8031,11 +8042,24 @@ elec__k_pmsm_short_finish(elec__list L, const float4 *xyzq, int n, elec__spme_ge
                          fmaf(a.w, excluded.z, acc.z), acc.w + excluded.w);
 }
 
+/* Whether copies (box lengths an axis) is the image elec__min_image takes
+   for a - b, whose smooth part elec__pmsm_excluded_smooth takes back out:
+   an excluded pair is left out of the short range there alone (|d| <=
+   L/2 on each axis took both images of a pair half a box apart, as the
+   CPU's did: an audit). */
+__device__ __forceinline__ bool elec__pmsm_nearest_copies(float4 a, float4 b,
+                                                          const elec__spme_geometry &g,
+                                                          const int copies[3]) {
+    return (int)rintf((a.x - b.x) * g.inv_length.x) == copies[0] &&
+           (int)rintf((a.y - b.y) * g.inv_length.y) == copies[1] &&
+           (int)rintf((a.z - b.z) * g.inv_length.z) == copies[2];
+}
+
 /* One thread per atom in cell order: over the cells home + offset,
    |offset| <= reach, a cell past the box edge being an image shifted by a
    box length.  phi_i += q_j (1/r - G), F_i / q_i += q_j (1/r^3 + 2 G'(t)/a^2) d
    (an atom's own images add to phi only: their forces cancel); excluded
-   partners are left out at their nearest image (|d| <= L/2 on each axis),
+   partners are left out at their nearest image (elec__pmsm_nearest_copies),
    then each excluded pair's smooth part g_0(r) (nearest image) taken back
    out: phi_i -= q_j g_0, F_i / q_i += q_j g_0'(r) d / r.  out[i] = (q_i F,
    phi) by original index. */
@@ -8059,16 +8083,16 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
             for (int oy = -reach[1]; oy <= reach[1]; oy++)
                 for (int ox = -reach[0]; ox <= reach[0]; ox++) {
                     const int offset[3] = {ox, oy, oz};
-                    int cell[3];
+                    int cell[3], copies[3];
                     float shift[3];
                     bool image = false;
                     for (int axis = 0; axis < 3; axis++) {
                         const int raw = home[axis] + offset[axis];
                         const int wrapped = elec__pmsm_wrap_device(raw, cells[axis]);
-                        const int copies = (raw - wrapped) / cells[axis];
+                        copies[axis] = (raw - wrapped) / cells[axis];
                         cell[axis] = wrapped;
-                        shift[axis] = (float)copies * length[axis];
-                        image |= copies != 0;
+                        shift[axis] = (float)copies[axis] * length[axis];
+                        image |= copies[axis] != 0;
                     }
                     const int ci = cell[0] + cells[0] * (cell[1] + cells[1] * cell[2]);
                     const float ax = a.x - shift[0], ay = a.y - shift[1], az = a.z - shift[2];
@@ -8078,8 +8102,7 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
                         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
                         const bool self = k == p;
                         if (r2 >= s.cutoff2 || (self && !image)) continue;
-                        if (ee > eb && !self && fabsf(dx) <= 0.5f * length[0] &&
-                            fabsf(dy) <= 0.5f * length[1] && fabsf(dz) <= 0.5f * length[2] &&
+                        if (ee > eb && !self && elec__pmsm_nearest_copies(a, b, g, copies) &&
                             elec__pmsm_excluded(excl_list, eb, ee, sorted_index[k]))
                             continue;
                         if (elec__spme_coincident(r2)) { coincident++; continue; }
@@ -8095,7 +8118,7 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
                         fz = fmaf(f, dz, fz);
                     }
                 }
-        float4 excluded = elec__pmsm_excluded_smooth(a, xyzq, n, excl_list, eb, ee, g, s);
+        float4 excluded = elec__pmsm_excluded_smooth(xyzq[i], xyzq, n, excl_list, eb, ee, g, s);
         out[i] = make_float4(a.w * (fx + excluded.x), a.w * (fy + excluded.y),
                              a.w * (fz + excluded.z), phi + excluded.w);
     }

@@ -7,8 +7,9 @@
 # -fopenmp: 32 combinations a pair, each a real compile to an object file,
 # since the warnings of the optimiser (clang's -Wpass-failed, gcc's
 # -Wmaybe-uninitialized, -Warray-bounds, -Wstringop-*) come only from code
-# generation, never from -fsyntax-only.  Then, per pair: ELEC_STATIC,
-# ELEC_NO_POSIX, and the optional dependencies left out.  FFTW3 and zlib
+# generation, never from -fsyntax-only.  Then, per pair: -Os as C99 and
+# C++17, C++20, ELEC_STATIC, ELEC_NO_POSIX, and the optional dependencies
+# left out.  FFTW3 and zlib
 # (ELEC_WITH_FFTW, ELEC_WITH_ZLIB) are compiled in wherever the compiler
 # finds their headers; -fopenmp where it has OpenMP (omp.h), the others
 # skipped, saying why.  Prints one line per combination and the tally line
@@ -87,6 +88,11 @@ skip $label: $cc has no OpenMP (omp.h; Debian: libomp-dev for clang)"
             done
         done
     done
+    # -Os (gcc's -Wmaybe-uninitialized differs there) and C++20 (which
+    # deprecates an enum's arithmetic with a double): both once warned
+    add "$cc -std=c99 -Os$deps" "$cc" -std=c99 -Os $deps
+    add "$cxx -x c++ -std=c++17 -Os$deps" $cxx -x c++ -std=c++17 -Os $deps
+    add "$cxx -x c++ -std=c++20 -O2$deps" $cxx -x c++ -std=c++20 -O2 $deps
     add "$cc -std=c99 -O2 -DELEC_STATIC$deps" "$cc" -std=c99 -O2 -DELEC_STATIC $deps
     add "$cc -std=c99 -O2 -DELEC_NO_POSIX$deps" "$cc" -std=c99 -O2 -DELEC_NO_POSIX $deps
     if [ -n "$deps" ]; then

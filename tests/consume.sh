@@ -64,6 +64,21 @@ else
     fail "install_honours_destdir_and_prefix" "$tmp/stage.log"
 fi
 
+# a prefix with a space (or a character the shell or sed reads) is refused
+# before anything is written: unquoted in the recipes it once made an
+# empty directory, wrote ./prefix/include into the source tree and failed
+# halfway (an audit)
+odd="$tmp/odd prefix"
+before=$(git status --porcelain 2> /dev/null | wc -l)
+if make -s install-headers PREFIX="$odd" BUILD="$tmp/build-odd" "$@" > "$tmp/odd.log" 2>&1; then
+    fail "install_refuses_a_prefix_with_a_space: it ran" "$tmp/odd.log"
+elif grep -q "holds a space" "$tmp/odd.log" && [ ! -e "$tmp/odd" ] && [ ! -e "$odd" ] &&
+     [ "$(git status --porcelain 2> /dev/null | wc -l)" = "$before" ]; then
+    ok "install_refuses_a_prefix_with_a_space"
+else
+    fail "install_refuses_a_prefix_with_a_space: no message, or it wrote" "$tmp/odd.log"
+fi
+
 # ------------------------------------------------------- the README's example
 awk '/^## Embedding elec in your code/ { on = 1 }
      on && /^```c$/ { code = 1; next }

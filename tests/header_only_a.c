@@ -7,7 +7,18 @@
    needed: the calls across the files ask how many there are).  With
    -DELEC_TEST_SPLIT this file implements elec.h alone and header_only_b.c
    elec_cpu.h alone, as the headers allow (elec_cpu.h once called a helper
-   only elec.h's implementation had; an audit). */
+   only elec.h's implementation had; an audit).  With -DELEC_TEST_LATE it
+   includes the headers once before it defines the macro, as a project's
+   own header would, and again after (the macro was read inside the
+   include guards, and such a file then implemented nothing and failed to
+   link; an audit). */
+#ifdef ELEC_TEST_LATE
+#include "elec.h"
+#include "elec_cpu.h"
+#ifdef ELEC_TEST_CUDA
+#include "elec_cuda.cuh"
+#endif
+#endif
 #ifdef ELEC_TEST_SPLIT
 #define ELEC_IMPLEMENTATION
 #else

@@ -463,6 +463,14 @@ TEST(bad_input_is_refused) {
            "NULL origin");
     EXPECT(elec_bins_build(&atoms, origin, NULL, 4.0, &b, &err) == ELEC_ERR_INVALID_ARG,
            "NULL extent");
+    {
+        /* a region past float's range, in which the bins hold positions
+           (an atom was stored at -inf with ELEC_OK: an audit) */
+        const double wide[3] = {1e39, 1.0, 1.0};
+        EXPECT(elec_bins_build(&atoms, origin, wide, 1e38, &b, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "float"),
+               "a region 1e39 A long: %s", err.message);
+    }
     p.cutoff = -2.0;
     EXPECT(elec_cpu_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_INVALID_ARG, "negative cutoff");
     p.cutoff = 1e308; /* the lattice and twice it pass double's range: named (an audit) */

@@ -819,6 +819,55 @@ static void pmsm_vs_cpu(const test_system *s, const elec_box *box, const elec_ms
     free(f_gpu);
 }
 
+TEST(periodic_gpu_msm_leaves_out_one_image_of_a_pair_half_a_box_apart) {
+    REQUIRE_GPU();
+    /* An excluded pair exactly half a box apart in a 10 A box, whose cutoff
+       (12 A) the neighbour list does not take: the cell kernel left out
+       every image with |d| <= L/2 on each axis, both of this pair's, while
+       the pair's smooth part came back out once (the CPU's did the same:
+       tests/test_msm.c).  Twenty random neutral charges beside it; the
+       energy against the CPU's, and the forces summing to zero (at the tie
+       the two sides may each take either image, float against double, so
+       the forces are not compared atom by atom). */
+    test_system s = test_system_random(23, 10.0, 131);
+    elec_box box = test_box(10.0, 10.0, 10.0);
+    const size_t pair[2] = {0, 1};
+    elec_msm_params p = {0};
+    elec_error err;
+    double e_gpu = 0.0, e_cpu = 0.0, size = 0.0, net[3] = {0.0, 0.0, 0.0}, largest = 0.0;
+    double *f = (double *)malloc(3 * s.count * sizeof(double));
+    double *phi = (double *)malloc(s.count * sizeof(double));
+    test_system_make_neutral(&s);
+    for (int axis = 0; axis < 3; axis++) {
+        s.xyz[axis] = 1.0;
+        s.xyz[3 + axis] = axis == 0 ? 6.0 : 1.0;
+    }
+    s.charge[0] = 1.0;
+    s.charge[1] = -1.0;
+    p.excluded_pairs = pair;
+    p.excluded_pair_count = 1;
+    EXPECT(pmsm_gpu(&s, &box, &p, &e_gpu, f, NULL, &err) == ELEC_OK, "GPU: %s", err.message);
+    elec_atoms atoms = test_system_atoms(&s);
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e_cpu, NULL, phi, &err) == ELEC_OK,
+           "CPU: %s", err.message);
+    for (size_t i = 0; i < s.count; i++) {
+        size += 0.5 * fabs(s.charge[i] * phi[i]);
+        for (int axis = 0; axis < 3; axis++) {
+            net[axis] += f[3 * i + axis];
+            if (fabs(f[3 * i + axis]) > largest) largest = fabs(f[3 * i + axis]);
+        }
+    }
+    const double de = fabs(e_gpu - e_cpu) / size;
+    const double drift = sqrt(net[0] * net[0] + net[1] * net[1] + net[2] * net[2]) / largest;
+    printf("     GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2); net force %.2e of the largest\n",
+           e_gpu, e_cpu, de, drift);
+    EXPECT(de <= GPU_VS_CPU_TOLERANCE, "energy %.3e", de);
+    EXPECT(drift <= 1e-4, "the forces sum to %.3e of the largest", drift);
+    free(f);
+    free(phi);
+    test_system_free(&s);
+}
+
 TEST(periodic_gpu_msm_matches_the_cpu_periodic_msm) {
     REQUIRE_GPU();
     /* Forces are the CPU's -dE/dr (tests/test_msm.c holds the CPU's to
@@ -1607,6 +1656,7 @@ int main(void) {
     RUN(gpu_msm_refuses_lattices_past_cudas_grid);
     RUN(gpu_msm_keeps_the_tolerance);
     RUN(periodic_handle_refuses_bad_input_without_a_gpu);
+    RUN(periodic_gpu_msm_leaves_out_one_image_of_a_pair_half_a_box_apart);
     RUN(periodic_gpu_msm_matches_the_cpu_periodic_msm);
     RUN(periodic_msm_charge_mean_counts_every_point_once);
     RUN(periodic_gpu_msm_takes_each_computes_own_mean);

@@ -1224,6 +1224,69 @@ TEST(output_check_refuses_the_input_and_what_cannot_be_written) {
     scratch_remove(dir);
 }
 
+/* In a child under uid: exit 0 where elec_output_check refuses taken
+   (ELEC_ERR_IO, naming the sticky bit) and takes fresh (ELEC_OK), both
+   by their full paths and, from within dir, by their bare names; 4 where
+   the child cannot reach dir. */
+static int sticky_check_as(uid_t uid, const char *dir, const char *taken, const char *fresh,
+                           int taken_refused) {
+    pid_t child = fork();
+    int w = 0;
+    if (child == 0) {
+        elec_error err;
+        const char *bare_taken = strrchr(taken, '/') + 1, *bare_fresh = strrchr(fresh, '/') + 1;
+        int k;
+        if (setgid((gid_t)uid) != 0 || setuid(uid) != 0) _exit(3);
+        if (access(dir, X_OK | W_OK) != 0) _exit(4);
+        for (k = 0; k < 2; k++) {
+            const elec_status s = elec_output_check(k ? bare_taken : taken, NULL, &err);
+            if (taken_refused ? !(s == ELEC_ERR_IO && strstr(err.message, "sticky")) : s != ELEC_OK)
+                _exit(1);
+            if (elec_output_check(k ? bare_fresh : fresh, NULL, &err) != ELEC_OK) _exit(2);
+            if (k == 0 && chdir(dir) != 0) _exit(4);
+        }
+        _exit(0);
+    }
+    if (child < 0 || waitpid(child, &w, 0) != child || !WIFEXITED(w)) return -1;
+    return WEXITSTATUS(w);
+}
+
+TEST(output_check_refuses_another_users_file_in_a_sticky_directory) {
+    /* In a directory with the sticky bit (such as /tmp) only a file's
+       owner, the directory's or root may replace it, whatever its mode;
+       elec writes a temporary file and renames it over the output, so a
+       world-writable file of another user's there passed the check, and
+       the tools ran their whole computation before the rename failed (an
+       audit).  Root makes the directory (mode 1777) and a file of uid
+       65534 (mode 666) in it; uid 65533 is refused it and may write a new
+       file beside it; its owner may replace it. */
+    char dir[512], taken[600], fresh[600];
+    const char *tmp = getenv("TMPDIR");
+    int got;
+    if (geteuid() != 0) SKIP("needs root, to give a file to another user");
+    snprintf(dir, sizeof dir, "%s/elec_sticky_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    EXPECT(mkdtemp(dir) != NULL, "mkdtemp failed");
+    snprintf(taken, sizeof taken, "%s/phi.dx", dir);
+    snprintf(fresh, sizeof fresh, "%s/new.dx", dir);
+    EXPECT(chmod(dir, 01777) == 0 && write_file(taken, "old\n", 4) && chmod(taken, 0666) == 0 &&
+               chown(taken, 65534, 65534) == 0,
+           "could not set the directory and file up");
+    got = sticky_check_as(65533, dir, taken, fresh, 1);
+    if (got == 4) {
+        remove(taken);
+        rmdir(dir);
+        SKIP("uid 65533 cannot reach %s", dir);
+    }
+    EXPECT(got == 0, "another user: %s (child exit %d: 1 taken not refused, 2 fresh refused)",
+           got == 1 ? "another user's file in a sticky directory passed the check" : "failed",
+           got);
+    got = sticky_check_as(65534, dir, taken, fresh, 0);
+    EXPECT(got == 0, "its owner: child exit %d", got);
+    remove(taken);
+    remove(fresh);
+    rmdir(dir);
+}
+
 TEST(inputs_too_large_or_binary_are_refused_before_reading_them) {
     char *dir = scratch_dir(), path[256];
     elec_structure s;
@@ -1468,6 +1531,7 @@ int main(void) {
     RUN(a_pipe_output_is_written_through_and_kept);
     RUN(dev_stdout_redirected_to_a_file_is_written_through);
     RUN(output_check_refuses_the_input_and_what_cannot_be_written);
+    RUN(output_check_refuses_another_users_file_in_a_sticky_directory);
     RUN(inputs_too_large_or_binary_are_refused_before_reading_them);
     RUN(dx_header_claiming_more_values_than_its_file_holds_is_refused);
     RUN(numbers_keep_their_decimal_point_whatever_lc_numeric_says);

@@ -14,6 +14,7 @@
 #include "tests/files.h"
 
 #include <float.h>
+#include <limits.h>
 
 TEST(partition_tiles_the_planes_in_balanced_slabs) {
     int planes, ranks, rank;
@@ -77,6 +78,13 @@ TEST(slab_lattice_has_the_whole_lattices_points) {
            "planes past the lattice accepted");
     EXPECT(elec_lattice_slab(&l, -1, 2, &slab, &err) == ELEC_ERR_INVALID_ARG,
            "plane -1 accepted");
+    /* the message names k0 and k1 as given: it printed k1 - 1, which
+       overflowed at INT_MIN (UBSan) and read as a valid range for k1 one
+       past the planes (an audit) */
+    EXPECT(elec_lattice_slab(&l, 0, INT_MIN, &slab, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "k1 = -2147483648"), "k1 INT_MIN: %s", err.message);
+    EXPECT(elec_lattice_slab(&l, 0, l.dims[2] + 1, &slab, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "k0 = 0, k1 = "), "k1 one past: %s", err.message);
     l.spacing[1] = 0.0;
     EXPECT(elec_lattice_slab(&l, 0, 2, &slab, &err) == ELEC_ERR_INVALID_ARG,
            "a bad lattice accepted");

@@ -370,6 +370,50 @@ TEST(spme_refuses_tolerances_it_cannot_meet) {
     test_system_free(&s);
 }
 
+TEST(estimates_refuse_charges_too_small_for_their_sums) {
+    /* The estimates' sums go as the charges' fourth power: below about
+       1e-77 e they fell under double's normal range, and SPME's choice
+       took 4 grid points and order 4 for charges of 1e-90 e, its forces
+       42 % off with ELEC_OK (an audit).  200 random charges scaled by
+       1e-70 (taken, the choice the same as at 1) and by 1e-80 and 1e-90
+       (refused by name, SPME and Ewald alike). */
+    static const double scales[3] = {1e-70, 1e-80, 1e-90};
+    test_system s = test_system_random(200, 16.0, 43);
+    elec_box box = test_system_box(&s);
+    elec_atoms atoms;
+    elec_spme_params p = {0}, unit, r;
+    elec_ewald_params e = {0}, er;
+    elec_error err;
+    size_t i;
+    int k;
+    test_system_make_neutral(&s);
+    atoms = test_system_atoms(&s);
+    p.tolerance = e.tolerance = 1e-4;
+    EXPECT(elec_spme_params_resolve(&p, &box, &atoms, &unit, &err) == ELEC_OK, "%s",
+           err.message);
+    for (k = 0; k < 3; k++) {
+        elec_status sp, ew;
+        for (i = 0; i < s.count; i++) s.charge[i] *= k == 0 ? scales[0] : scales[k] / scales[k - 1];
+        atoms = test_system_atoms(&s);
+        sp = elec_spme_params_resolve(&p, &box, &atoms, &r, &err);
+        printf("     charges x %.0e: SPME %s", scales[k], elec_status_string(sp));
+        if (sp != ELEC_OK) printf(" (%s)", err.message);
+        ew = elec_ewald_params_resolve(&e, &box, &atoms, &er, &err);
+        printf(", Ewald %s\n", elec_status_string(ew));
+        if (k == 0)
+            EXPECT(sp == ELEC_OK && ew == ELEC_OK && r.grid[0] == unit.grid[0] &&
+                       r.order == unit.order && r.alpha == unit.alpha,
+                   "1e-70 e: SPME %d (grid %d, order %d), Ewald %d", (int)sp, r.grid[0],
+                   r.order, (int)ew);
+        else
+            EXPECT(sp == ELEC_ERR_INVALID_ARG && ew == ELEC_ERR_INVALID_ARG &&
+                       strstr(err.message, "below double's range"),
+                   "%.0e e: SPME %d (grid %d, order %d), Ewald %d", scales[k], (int)sp,
+                   r.grid[0], r.order, (int)ew);
+    }
+    test_system_free(&s);
+}
+
 /* ---------------------------------------------------------------- Ewald */
 
 TEST(ewald_tolerance_bounds_its_truncation) {
@@ -596,6 +640,24 @@ TEST(ewald_forces_at_chosen_atoms_match_the_whole_sum) {
     which[0] = n;
     EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 5, some, &err) ==
                ELEC_ERR_INVALID_ARG, "atom %zu of %zu accepted", n, n);
+    {
+        /* two atoms at one place, as elec_cpu_ewald refuses them (it left
+           the pair out and gave finite forces: an audit), and an atom a
+           box length from another (its image coincides) */
+        double xyz[9] = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 4.0, 5.0, 6.0}, q[3] = {1.0, -1.0, 0.5};
+        const size_t first = 0;
+        elec_atoms three = elec_atoms_from_xyz(3, xyz, q, NULL);
+        elec_box ten = {{10.0, 10.0, 10.0}};
+        elec_ewald_params e = {0};
+        int k;
+        for (k = 0; k < 2; k++) {
+            const elec_status got = elec_cpu_ewald_forces_at(&three, &ten, &e, &first, 1, some, &err);
+            EXPECT(got == ELEC_ERR_INVALID_ARG && strstr(err.message, "coincide"),
+                   "atoms %s accepted: %d %s", k ? "an image apart" : "at one place", (int)got,
+                   err.message);
+            xyz[3] = 11.0;
+        }
+    }
     free(all);
     test_knob_system_free(&c);
 }
@@ -618,6 +680,13 @@ TEST(ewald_refuses_bad_tolerances) {
     p.tolerance = nan("");
     EXPECT(elec_ewald_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_ERR_INVALID_ARG,
            "NaN accepted");
+    /* an alpha so small that the estimate passes double's range: refused
+       (its error was reported as inf with ELEC_OK: an audit) */
+    p.tolerance = 1e-6;
+    p.alpha = 1e-100;
+    EXPECT(elec_ewald_params_resolve(&p, &box, &atoms, &r, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "alpha 1e-100"),
+           "alpha 1e-100: %s (estimate %g)", err.message, r.estimate.energy);
 }
 
 /* ------------------------------------------------------------------ MSM */
@@ -919,6 +988,74 @@ TEST(periodic_msm_energy_estimate_is_an_upper_side_one) {
         test_knob_system_free(&c);
     }
     printf("     the energy's error %.4f to %.2f times its estimate\n", least, worst);
+}
+
+TEST(periodic_msm_holds_in_a_box_of_one_long_axis) {
+    /* Past the level where the short axes' lattices are one point only the
+       long axis coarsens, and each level's kernel, summed over the short
+       axes' images, grows with a_l: the error adds up level by level
+       (elec__pmsm_elongation).  Random charges at 0.0475 /A^3 in a 10 x 10
+       x 160 A box, neutral and charged, at 1e-3 and 1e-4, against exact
+       Ewald: potentials and forces at most T, the energy at most twice
+       estimate.energy.  Before the choice counted the elongation the
+       potentials erred 1.2 to 1.4 times T at 1e-4 and the energies 5.5 to
+       6.5 times the estimate (an audit). */
+    static const double tolerances[2] = {1e-3, 1e-4};
+    const double edge = 10.0, length = 160.0;
+    const size_t n = 760;
+    int charged, k;
+    for (charged = 0; charged < 2; charged++) {
+        test_system s = test_system_random(n, 1.0, 91 + (unsigned)charged);
+        elec_box box = test_box(edge, edge, length);
+        elec_atoms atoms;
+        elec_ewald_params e = {0};
+        elec_ewald_terms exact;
+        elec_error err;
+        double *want_f = (double *)malloc(3 * n * sizeof *want_f);
+        double *want_phi = (double *)malloc(n * sizeof *want_phi);
+        double *got_f = (double *)malloc(3 * n * sizeof *got_f);
+        double *got_phi = (double *)malloc(n * sizeof *got_phi);
+        size_t i;
+        for (i = 0; i < n; i++) {
+            s.xyz[3 * i] *= edge;
+            s.xyz[3 * i + 1] *= edge;
+            s.xyz[3 * i + 2] *= length;
+            if (charged) s.charge[i] = 0.5 * (s.charge[i] + 1.0); /* in [0, 1] */
+        }
+        if (!charged) test_system_make_neutral(&s);
+        atoms = test_system_atoms(&s);
+        e.tolerance = 1e-12;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &e, &exact, want_f, want_phi, &err) == ELEC_OK,
+               "%s", err.message);
+        for (k = 0; k < 2; k++) {
+            elec_msm_params p = {0}, r;
+            double energy, error, forces, potentials;
+            p.tolerance = tolerances[k];
+            if (elec_msm_periodic_params_resolve(&p, &box, &atoms, &r, &err) != ELEC_OK ||
+                elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, got_f, got_phi,
+                                             &err) != ELEC_OK) {
+                EXPECT(0, "%s, T %g: %s", charged ? "charged" : "neutral", tolerances[k],
+                       err.message);
+                continue;
+            }
+            error = fabs(energy - exact.total);
+            forces = test_rel_rms(got_f, want_f, 3 * n);
+            potentials = test_rel_rms(got_phi, want_phi, n);
+            printf("     %s, T %.0e: %s h %.3f a %.1f: potentials %.2e, forces %.2e, energy "
+                   "%.2e (%.2f times its estimate)\n", charged ? "charged" : "neutral",
+                   tolerances[k], msm_name(r.interpolation), r.spacing, r.cutoff, potentials,
+                   forces, error, error / r.estimate.energy);
+            EXPECT(potentials <= tolerances[k] && forces <= tolerances[k],
+                   "T %g: potentials %.3e, forces %.3e", tolerances[k], potentials, forces);
+            EXPECT(error <= 2.0 * r.estimate.energy, "T %g: energy error %.3e, estimate %.3e",
+                   tolerances[k], error, r.estimate.energy);
+        }
+        free(want_f);
+        free(want_phi);
+        free(got_f);
+        free(got_phi);
+        test_system_free(&s);
+    }
 }
 
 TEST(periodic_msm_keeps_a_net_charges_mean_exact) {
@@ -1354,6 +1491,7 @@ int main(void) {
     RUN(spme_perfect_crystals_give_their_madelung_energy_at_the_default);
     RUN(spme_explicit_settings_override_the_choice);
     RUN(spme_refuses_tolerances_it_cannot_meet);
+    RUN(estimates_refuse_charges_too_small_for_their_sums);
     RUN(ewald_tolerance_bounds_its_truncation);
     RUN(spme_tolerance_holds_for_a_droplet_in_a_large_box);
     RUN(ewald_tolerance_holds_for_a_crystal_near_its_sites);
@@ -1364,6 +1502,7 @@ int main(void) {
     RUN(periodic_msm_chooses_on_its_power_of_two_lattices);
     RUN(periodic_msm_estimates_honestly_for_a_few_ions);
     RUN(periodic_msm_energy_estimate_is_an_upper_side_one);
+    RUN(periodic_msm_holds_in_a_box_of_one_long_axis);
     RUN(periodic_msm_keeps_a_net_charges_mean_exact);
     RUN(periodic_msm_reads_how_small_the_forces_are);
     RUN(periodic_msm_holds_for_a_vapour_of_molecules);
