@@ -8293,14 +8293,6 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
         elec__estimate_fill(&st, real, k_part, sqrt(e_real * e_real + e_k * e_k), r.scale,
                             &r.estimate);
     }
-    /* an alpha given so small (1e-100 /A) that the estimate passes
-       double's range: the sum is far from converged, and its error was
-       reported as inf with ELEC_OK (an audit) */
-    if (!elec__finite(r.estimate.force) || !elec__finite(r.estimate.energy))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "Ewald alpha %g /A with cutoff %g A: its error estimate passes "
-                          "double's range (the real-space sum far from converged); a larger "
-                          "alpha, or 0 for the tolerance's choice", r.alpha, r.cutoff);
     *resolved = r;
     elec__ok(err);
     return ELEC_OK;

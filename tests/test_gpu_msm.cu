@@ -825,19 +825,22 @@ TEST(periodic_gpu_msm_leaves_out_one_image_of_a_pair_half_a_box_apart) {
        (12 A) the neighbour list does not take: the cell kernel left out
        every image with |d| <= L/2 on each axis, both of this pair's, while
        the pair's smooth part came back out once (the CPU's did the same:
-       tests/test_msm.c).  Twenty random neutral charges beside it; the
-       energy against the CPU's, and the forces summing to zero (at the tie
-       the two sides may each take either image, float against double, so
-       the forces are not compared atom by atom). */
+       tests/test_msm.c).  Twenty-one random neutral charges beside it;
+       the energy against the CPU's, and the forces on those other atoms
+       (at the tie the pair's own forces depend on which image each side
+       takes, float against double: not compared; nor their sum, which
+       MSM's lattices do not keep at zero: 1.2e-3 of the largest here). */
     test_system s = test_system_random(23, 10.0, 131);
     elec_box box = test_box(10.0, 10.0, 10.0);
     const size_t pair[2] = {0, 1};
     elec_msm_params p = {0};
     elec_error err;
-    double e_gpu = 0.0, e_cpu = 0.0, size = 0.0, net[3] = {0.0, 0.0, 0.0}, largest = 0.0;
+    double e_gpu = 0.0, e_cpu = 0.0, size = 0.0;
     double *f = (double *)malloc(3 * s.count * sizeof(double));
+    double *f_cpu = (double *)malloc(3 * s.count * sizeof(double));
     double *phi = (double *)malloc(s.count * sizeof(double));
     test_system_make_neutral(&s);
+    for (size_t i = 0; i < 3 * s.count; i++) s.xyz[i] = (float)s.xyz[i]; /* the GPU's */
     for (int axis = 0; axis < 3; axis++) {
         s.xyz[axis] = 1.0;
         s.xyz[3 + axis] = axis == 0 ? 6.0 : 1.0;
@@ -848,22 +851,16 @@ TEST(periodic_gpu_msm_leaves_out_one_image_of_a_pair_half_a_box_apart) {
     p.excluded_pair_count = 1;
     EXPECT(pmsm_gpu(&s, &box, &p, &e_gpu, f, NULL, &err) == ELEC_OK, "GPU: %s", err.message);
     elec_atoms atoms = test_system_atoms(&s);
-    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e_cpu, NULL, phi, &err) == ELEC_OK,
+    EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &e_cpu, f_cpu, phi, &err) == ELEC_OK,
            "CPU: %s", err.message);
-    for (size_t i = 0; i < s.count; i++) {
-        size += 0.5 * fabs(s.charge[i] * phi[i]);
-        for (int axis = 0; axis < 3; axis++) {
-            net[axis] += f[3 * i + axis];
-            if (fabs(f[3 * i + axis]) > largest) largest = fabs(f[3 * i + axis]);
-        }
-    }
-    const double de = fabs(e_gpu - e_cpu) / size;
-    const double drift = sqrt(net[0] * net[0] + net[1] * net[1] + net[2] * net[2]) / largest;
-    printf("     GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2); net force %.2e of the largest\n",
-           e_gpu, e_cpu, de, drift);
+    for (size_t i = 0; i < s.count; i++) size += 0.5 * fabs(s.charge[i] * phi[i]);
+    const double de = fabs(e_gpu - e_cpu) / size, df = rel_diff(f + 6, f_cpu + 6, 3 * s.count - 6);
+    printf("     GPU %.8f vs CPU %.8f (%.2e of sum |q phi|/2); the other atoms' forces %.2e\n",
+           e_gpu, e_cpu, de, df);
     EXPECT(de <= GPU_VS_CPU_TOLERANCE, "energy %.3e", de);
-    EXPECT(drift <= 1e-4, "the forces sum to %.3e of the largest", drift);
+    EXPECT(df <= GPU_VS_CPU_TOLERANCE, "the other atoms' forces %.3e", df);
     free(f);
+    free(f_cpu);
     free(phi);
     test_system_free(&s);
 }
