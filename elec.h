@@ -2099,7 +2099,18 @@ ELEC_API elec_status elec_mrc_header(const elec_lattice *lattice,
 #endif
 
 /* Fills err (when given) and returns the status, so that a failure is one
-   line: return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "...", ...). */
+   line: return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "...", ...).  Both
+   marked as printf's kind, so that the compiler checks every message's
+   arguments (and clang's -Wformat-nonliteral takes the va_list form). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ELEC__PRINTF(format_at, first) __attribute__((format(printf, format_at, first)))
+#else
+#define ELEC__PRINTF(format_at, first)
+#endif
+static inline elec_status elec__vfail(elec_error *err, elec_status status, long line,
+                                      const char *format, va_list args) ELEC__PRINTF(4, 0);
+static inline elec_status elec__fail(elec_error *err, elec_status status, long line,
+                                     const char *format, ...) ELEC__PRINTF(4, 5);
 static inline elec_status elec__vfail(elec_error *err, elec_status status,
                                       long line, const char *format, va_list args) {
     if (err) {
