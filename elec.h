@@ -5198,13 +5198,26 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
 #else
 #define ELEC__STICKY_BIT 01000 /* S_ISVTX is XSI: strict C99 headers leave it out */
 #endif
+/* The rename replaces the entry at path, a symbolic link itself where one
+   stands there: its owner is lstat's, where the headers declare lstat
+   (POSIX.1-2001 and later, which the tools ask for; strict C99 headers
+   do not), else the file's it names (a review: an own link to another's
+   file refused, another's link to an own file passed). */
+#if (defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_XOPEN_SOURCE) ||      \
+    defined(_DEFAULT_SOURCE) || defined(_BSD_SOURCE) || defined(_GNU_SOURCE) ||               \
+    defined(__APPLE__)
+#define ELEC__ENTRY_STAT(path, st) lstat(path, st)
+#else
+#define ELEC__ENTRY_STAT(path, st) stat(path, st)
+#endif
 static int elec__output_replaceable(const char *path, const struct stat *st) {
     const char *slash = strrchr(path, '/');
     const uid_t me = geteuid();
-    struct stat dir;
+    struct stat dir, entry;
     char *name;
     size_t length;
     int replaceable = 1;
+    if (ELEC__ENTRY_STAT(path, &entry) == 0) st = &entry;
     if (me == 0 || st->st_uid == me) return 1;
     length = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
     name = (char *)ELEC_MALLOC(length + 1);
@@ -7591,6 +7604,8 @@ typedef struct elec__charge_stats {
     double q2, q4, charge;
     double force_rms, float_floor, float_arithmetic;
     int force_floored;   /* force_rms is the floor: the probe found less */
+    double tiny;         /* the largest |q| where the sums fell under double's
+                            normal range (elec__charge_stats_of), else 0 */
     double error_volume; /* the volume the error estimates divide by */
     double s[ELEC__SK_BINS];
 } elec__charge_stats;
@@ -7973,16 +7988,8 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     }
     /* charges near 1e-77 e and below: their fourth powers (and the forces
        squared) fall under double's normal range, and the estimates with
-       them; the choice then took 4 grid points and order 4 for 1e-90 e,
-       forces 42 % off with ELEC_OK (an audit) */
-    if (st->q2 > 0.0 && !(st->q4 >= DBL_MIN)) {
-        status = elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                            "charges of at most %g e: the error estimate's sums (the charges "
-                            "to the fourth power, the forces squared) fall below double's "
-                            "range; scale the charges up (the energies by the square)",
-                            elec__largest_charge(q, n));
-        goto cleanup;
-    }
+       them (elec__estimates_underflow says what a caller does) */
+    if (st->q2 > 0.0 && !(st->q4 >= DBL_MIN)) st->tiny = elec__largest_charge(q, n);
     status = ELEC_OK;
     goto cleanup;
 no_memory:
@@ -7999,6 +8006,19 @@ cleanup:
     ELEC_FREE(sums);
     ELEC_FREE(rows);
     return status;
+}
+
+/* A choice made from estimates whose sums fell under double's normal
+   range (st->tiny: charges near 1e-77 e and below) is refused by name:
+   SPME's took 4 grid points and order 4 for charges of 1e-90 e, forces 42
+   % off with ELEC_OK (an audit).  `method` names the call. */
+static elec_status elec__estimates_underflow(const elec__charge_stats *st, const char *method,
+                                             elec_error *err) {
+    return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                      "%s: charges of at most %g e: the error estimate's sums (the charges to "
+                      "the fourth power, the forces squared) fall below double's range; "
+                      "scale the charges up (the energies by the square)%s", method, st->tiny,
+                      strcmp(method, "Ewald") == 0 ? ", or give alpha and kmax" : "");
 }
 
 /* How many times the table's relative error periodic MSM's forces err for
@@ -8053,6 +8073,7 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
     if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
                                    ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return s;
+    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "periodic MSM", err);
     density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
     if (density > 0.0 && density < 0.01 && st.force_floored) {
         if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
@@ -8279,6 +8300,11 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     if ((status = elec__resolve_stats(atoms, box, r.excluded_pairs, r.excluded_pair_count,
                                       &st, err)) != ELEC_OK)
         return status;
+    /* with alpha and kmax given nothing is chosen, and the sum itself
+       takes such charges (1e-80 e: -2.128e-161, the unit charges' times
+       1e-160) */
+    if (st.tiny > 0.0 && (r.alpha == 0.0 || r.kmax[0] == 0 || r.kmax[1] == 0 || r.kmax[2] == 0))
+        return elec__estimates_underflow(&st, "Ewald", err);
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
@@ -9002,6 +9028,9 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
     if ((status = elec__resolve_stats(atoms, box, r.excluded_pairs, r.excluded_pair_count,
                                       &st, err)) != ELEC_OK)
         return status;
+    /* refused whatever is given: its sums took such charges to 0 even with
+       every setting fixed (a review) */
+    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "SPME", err);
     target = 0.4 * r.tolerance * st.force_rms;
     best = elec__spme_search(&st, box, &r, grid_given, fixed_grid, target, &rc_hi);
     /* Out of reach: refused, unless the caller fixed the mesh (grid and

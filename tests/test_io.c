@@ -1282,6 +1282,27 @@ TEST(output_check_refuses_another_users_file_in_a_sticky_directory) {
            got);
     got = sticky_check_as(65534, dir, taken, fresh, 0);
     EXPECT(got == 0, "its owner: child exit %d", got);
+    {
+        /* a symbolic link is replaced itself: its owner decides, not its
+           target's (a review) -- uid 65533's own link to root's file is
+           taken, root's link to uid 65533's file refused */
+        char own_link[700], root_file[700], root_link[700], user_file[700];
+        snprintf(own_link, sizeof own_link, "%s/own_link.dx", dir);
+        snprintf(root_file, sizeof root_file, "%s/root_file.dx", dir);
+        snprintf(root_link, sizeof root_link, "%s/root_link.dx", dir);
+        snprintf(user_file, sizeof user_file, "%s/user_file.dx", dir);
+        EXPECT(write_file(root_file, "old\n", 4) && chmod(root_file, 0666) == 0 &&
+                   symlink(root_file, own_link) == 0 && lchown(own_link, 65533, 65533) == 0 &&
+                   write_file(user_file, "old\n", 4) && chown(user_file, 65533, 65533) == 0 &&
+                   symlink(user_file, root_link) == 0,
+               "could not set the links up");
+        got = sticky_check_as(65533, dir, root_link, own_link, 1);
+        EXPECT(got == 0, "links: child exit %d (1: root's link passed, 2: its own refused)", got);
+        remove(own_link);
+        remove(root_file);
+        remove(root_link);
+        remove(user_file);
+    }
     remove(taken);
     remove(fresh);
     rmdir(dir);

@@ -411,6 +411,26 @@ TEST(estimates_refuse_charges_too_small_for_their_sums) {
                    "%.0e e: SPME %d (grid %d, order %d), Ewald %d", scales[k], (int)sp,
                    r.grid[0], r.order, (int)ew);
     }
+    {
+        /* Ewald with alpha and kmax given chooses nothing: the sum takes
+           such charges, the unit charges' energy times 1e-180 (a review:
+           the refusal first hit these too) */
+        elec_ewald_params fixed = {0};
+        elec_ewald_terms tiny, unit_terms;
+        fixed.alpha = 0.3;
+        fixed.cutoff = 7.9;
+        fixed.kmax[0] = fixed.kmax[1] = fixed.kmax[2] = 8;
+        EXPECT(elec_cpu_ewald(&atoms, &box, &fixed, &tiny, NULL, NULL, &err) == ELEC_OK,
+               "1e-90 e, alpha and kmax given: %s", err.message);
+        for (i = 0; i < s.count; i++) s.charge[i] /= scales[2];
+        atoms = test_system_atoms(&s);
+        EXPECT(elec_cpu_ewald(&atoms, &box, &fixed, &unit_terms, NULL, NULL, &err) == ELEC_OK,
+               "%s", err.message);
+        printf("     Ewald, alpha and kmax given: %.6e at 1e-90 e, %.6e x 1e-180 at 1 e\n",
+               tiny.total, unit_terms.total);
+        EXPECT(fabs(tiny.total - 1e-180 * unit_terms.total) <= 1e-12 * fabs(1e-180 * unit_terms.total),
+               "1e-90 e: %.9e, want %.9e", tiny.total, 1e-180 * unit_terms.total);
+    }
     test_system_free(&s);
 }
 
@@ -990,9 +1010,9 @@ TEST(periodic_msm_holds_in_a_box_of_one_long_axis) {
        (elec__pmsm_elongation).  Random charges at 0.0475 /A^3 in a 10 x 10
        x 160 A box, neutral and charged, at 1e-3 and 1e-4, against exact
        Ewald: potentials and forces at most T, the energy at most twice
-       estimate.energy.  Before the choice counted the elongation the
-       potentials erred 1.2 to 1.4 times T at 1e-4 and the energies 5.5 to
-       6.5 times the estimate (an audit). */
+       estimate.energy.  Before the choice counted the elongation these
+       atoms' potentials erred 1.24 times T at 1e-4 and their energies 11.7
+       and 7.7 times the estimate (an audit found 1.4 and 6.5 on its own). */
     static const double tolerances[2] = {1e-3, 1e-4};
     const double edge = 10.0, length = 160.0;
     const size_t n = 760;
