@@ -5186,23 +5186,14 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
 }
 
 #ifdef ELEC__POSIX
-/* Whether the caller may replace the file st at path by a rename: in a
-   directory with the sticky bit (such as /tmp) only the file's owner, the
-   directory's or root may, whatever the file's mode.  elec_output_check
-   found a world-writable file of another user's there writable, and the
-   tools ran their whole computation before the rename failed (an audit).
-   1 where it may, and where the directory cannot be read (the rename then
-   says why); 0 where it may not. */
 #ifdef S_ISVTX
 #define ELEC__STICKY_BIT S_ISVTX
 #else
 #define ELEC__STICKY_BIT 01000 /* S_ISVTX is XSI: strict C99 headers leave it out */
 #endif
-/* The rename replaces the entry at path, a symbolic link itself where one
-   stands there: its owner is lstat's, where the headers declare lstat
-   (POSIX.1-2001 and later, which the tools ask for; strict C99 headers
-   do not), else the file's it names (a review: an own link to another's
-   file refused, another's link to an own file passed). */
+/* The entry at a path itself, a symbolic link where one stands there:
+   lstat where the headers declare it (POSIX.1-2001 and later, which the
+   tools ask for; strict C99 headers do not), else the file it names. */
 #if (defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L) || defined(_XOPEN_SOURCE) ||      \
     defined(_DEFAULT_SOURCE) || defined(_BSD_SOURCE) || defined(_GNU_SOURCE) ||               \
     defined(__APPLE__)
@@ -5210,6 +5201,16 @@ ELEC_DEF elec_status elec_output_commit(elec_output *out, elec_error *err) {
 #else
 #define ELEC__ENTRY_STAT(path, st) stat(path, st)
 #endif
+/* Whether the caller may replace what stands at path (st: the file it
+   names) by a rename: in a directory with the sticky bit (such as /tmp)
+   only the entry's owner, the directory's or root may, whatever the
+   file's mode.  elec_output_check found a world-writable file of another
+   user's there writable, and the tools ran their whole computation before
+   the rename failed (an audit); the rename replaces a symbolic link
+   itself, so the link's owner counts, not its target's (a review: an own
+   link to another's file was refused, another's link to an own file
+   passed).  1 where it may, and where the directory cannot be read (the
+   rename then says why); 0 where it may not. */
 static int elec__output_replaceable(const char *path, const struct stat *st) {
     const char *slash = strrchr(path, '/');
     const uid_t me = geteuid();
@@ -8013,12 +8014,12 @@ cleanup:
    SPME's took 4 grid points and order 4 for charges of 1e-90 e, forces 42
    % off with ELEC_OK (an audit).  `method` names the call. */
 static elec_status elec__estimates_underflow(const elec__charge_stats *st, const char *method,
-                                             elec_error *err) {
+                                             const char *otherwise, elec_error *err) {
     return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                       "%s: charges of at most %g e: the error estimate's sums (the charges to "
                       "the fourth power, the forces squared) fall below double's range; "
                       "scale the charges up (the energies by the square)%s", method, st->tiny,
-                      strcmp(method, "Ewald") == 0 ? ", or give alpha and kmax" : "");
+                      otherwise);
 }
 
 /* How many times the table's relative error periodic MSM's forces err for
@@ -8073,7 +8074,7 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
     if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
                                    ELEC__PROBE_REACH, &st, err)) != ELEC_OK)
         return s;
-    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "periodic MSM", err);
+    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "periodic MSM", "", err);
     density = st.error_volume > 0.0 ? n / st.error_volume : 0.0;
     if (density > 0.0 && density < 0.01 && st.force_floored) {
         if ((s = elec__charge_stats_of(atoms, box, in->excluded_pairs, in->excluded_pair_count,
@@ -8304,7 +8305,7 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
        takes such charges (1e-80 e: -2.128e-161, the unit charges' times
        1e-160) */
     if (st.tiny > 0.0 && (r.alpha == 0.0 || r.kmax[0] == 0 || r.kmax[1] == 0 || r.kmax[2] == 0))
-        return elec__estimates_underflow(&st, "Ewald", err);
+        return elec__estimates_underflow(&st, "Ewald", ", or give alpha and kmax", err);
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
@@ -9030,7 +9031,7 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
         return status;
     /* refused whatever is given: its sums took such charges to 0 even with
        every setting fixed (a review) */
-    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "SPME", err);
+    if (st.tiny > 0.0) return elec__estimates_underflow(&st, "SPME", "", err);
     target = 0.4 * r.tolerance * st.force_rms;
     best = elec__spme_search(&st, box, &r, grid_given, fixed_grid, target, &rc_hi);
     /* Out of reach: refused, unless the caller fixed the mesh (grid and
