@@ -2517,9 +2517,10 @@ static int elec__pmsm_short_range(const double *x, const double *q, size_t n,
                             d[axis] = xi[axis] - x[3 * j + axis] - shift[axis];
                         r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
                         if (r2 >= a2) continue;
+                        /* the image test only for an excluded pair (rare) */
                         if (p->excluded_pair_count > 0 && j != (size_t)i &&
-                            elec__pmsm_nearest_image(xi, x + 3 * j, length, image) &&
-                            elec__ewald_excluded(keys, p->excluded_pair_count, (size_t)i, j, n))
+                            elec__ewald_excluded(keys, p->excluded_pair_count, (size_t)i, j, n) &&
+                            elec__pmsm_nearest_image(xi, x + 3 * j, length, image))
                             continue;
                         if (r2 < c2) {
 #ifdef _OPENMP

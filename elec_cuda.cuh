@@ -8102,8 +8102,9 @@ elec__k_pmsm_short(const float4 *sorted, const int *sorted_index, const int *sta
                         const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
                         const bool self = k == p;
                         if (r2 >= s.cutoff2 || (self && !image)) continue;
-                        if (ee > eb && !self && elec__pmsm_nearest_copies(a, b, g, copies) &&
-                            elec__pmsm_excluded(excl_list, eb, ee, sorted_index[k]))
+                        if (ee > eb && !self &&
+                            elec__pmsm_excluded(excl_list, eb, ee, sorted_index[k]) &&
+                            elec__pmsm_nearest_copies(a, b, g, copies))
                             continue;
                         if (elec__spme_coincident(r2)) { coincident++; continue; }
                         const float rinv = rsqrtf(r2);
