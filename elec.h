@@ -202,7 +202,10 @@ ELEC_API elec_status elec_fail(elec_error *err, elec_status status, long line,
     ;
 
 /* Progress of a long computation, as a fraction in [0, 1].  Return 0 to go
-   on; anything else stops the computation with ELEC_ERR_CANCELLED. */
+   on; anything else stops the computation with ELEC_ERR_CANCELLED.  One
+   computation calls it once at a time, from the calling thread or (the
+   exact Ewald sum) from one of its OpenMP threads; it may call elec again
+   or change the OpenMP thread count. */
 typedef int (*elec_progress_fn)(double fraction_done, void *user);
 
 /* ----------------------------------------------------------------- units */

@@ -187,8 +187,9 @@ ELEC_API elec_status elec_cpu_msm_lattices(const elec_atoms *atoms, const double
    Built with FFTW3 (-DELEC_WITH_FFTW), a level's lattice cutoff whose
    stencil is large for its lattice is summed by FFT (the same sum, to
    rounding): then, as for elec_cpu_spme, FFTW's planner is in play (elec
-   plans inside one OpenMP critical section; from other threads call
-   fftw_make_planner_thread_safe() once first, -lfftw3_threads). */
+   plans inside one OpenMP critical section where this file is compiled
+   with OpenMP; from other threads call fftw_make_planner_thread_safe()
+   once first, -lfftw3_threads). */
 ELEC_API elec_status elec_cpu_msm_periodic_energy(const elec_atoms *atoms,
                                                   const elec_box *box,
                                                   const elec_msm_params *params,
@@ -233,9 +234,11 @@ ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
    the real-space sum over a cell list.  Needs FFTW3 at build time
    (-DELEC_WITH_FFTW, -lfftw3); without it returns ELEC_ERR_UNSUPPORTED.
    FFTW's planner is global state: elec plans inside one OpenMP critical
-   section, so calls from OpenMP threads are safe; from other threads (or
-   beside your own FFTW planning) call fftw_make_planner_thread_safe()
-   once first (link -lfftw3_threads).  Two atoms at one place
+   section, so calls from OpenMP threads are safe where the file that
+   implements elec is compiled with OpenMP (without it there is no
+   section: a caller's OpenMP threads crashed FFTW's planner, an audit);
+   from other threads, from such a file, or beside your own FFTW planning,
+   call fftw_make_planner_thread_safe() once first (link -lfftw3_threads).  Two atoms at one place
    that are not an excluded pair are an error (ELEC_ERR_INVALID_ARG), here
    and in elec_cpu_ewald. */
 ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
@@ -348,9 +351,11 @@ extern "C" {
    once (FFTW's manual, "Thread safety"); executing a plan is.  elec plans
    and destroys its transforms (the CPU SPME's, the CPU periodic MSM's)
    only here, inside one named OpenMP critical section, so that its own
-   calls from OpenMP threads never plan at once.  Other threads, or a
-   caller's own FFTW planning beside elec's, need FFTW's rule: call
-   fftw_make_planner_thread_safe() once first (link -lfftw3_threads). */
+   calls from OpenMP threads never plan at once, where this file is
+   compiled with OpenMP (without it the section is not there).  Other
+   threads, or a caller's own FFTW planning beside elec's, need FFTW's
+   rule: call fftw_make_planner_thread_safe() once first (link
+   -lfftw3_threads). */
 
 /* The real-to-complex transform of an x-fastest n[0] x n[1] x n[2]
    lattice `real` into `spectrum` ((n[0]/2 + 1) n[1] n[2] values) and the
@@ -706,8 +711,9 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
 static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_lattice *l,
                                           const elec__lattice_box *b,
                                           const elec_dcs_params *p, const float *xs,
-                                          double *sums, float *mapf, double *mapd,
-                                          size_t done, size_t all_rows, elec_error *err) {
+                                          double *sums, size_t threads, float *mapf,
+                                          double *mapd, size_t done, size_t all_rows,
+                                          elec_error *err) {
     const int nx = b->count[0], ny = b->count[1];
     /* point (i, j, k) of the box relative to its centre: -half + index * spacing */
     const double half[3] = {0.5 * (b->count[0] - 1) * l->spacing[0],
@@ -720,7 +726,7 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_l
         long first = (long)start, row;
         long end = (long)(start + block < rows ? start + block : rows);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads((int)threads) /* sums' rows */
 #endif
         for (row = first; row < end; row++) {
             int j = (int)(row % ny), k = (int)(row / ny), i;
@@ -757,7 +763,7 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_l
 static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lattice *l,
                                          const elec__lattice_box *b,
                                          const elec_dcs_params *p, float *xs, double *sums,
-                                         float *mapf, double *mapd, size_t done,
+                                         size_t threads, float *mapf, double *mapd, size_t done,
                                          size_t all_rows, elec_error *err) {
     elec__cpu_atoms a;
     double centre[3];
@@ -769,7 +775,7 @@ static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lat
     if ((s = elec__cpu_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK) return s;
     for (i = 0; i < b->count[0]; i++)
         xs[i] = (float)(i * l->spacing[0] - 0.5 * (b->count[0] - 1) * l->spacing[0]);
-    s = elec__cpu_dcs_map_rows(&a, l, b, p, xs, sums, mapf, mapd, done, all_rows, err);
+    s = elec__cpu_dcs_map_rows(&a, l, b, p, xs, sums, threads, mapf, mapd, done, all_rows, err);
     elec__cpu_atoms_free(&a);
     return s;
 }
@@ -842,8 +848,8 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
                     b.first[axis] = (int)first[axis];
                     b.count[axis] = left < step[axis] ? (int)left : step[axis];
                 }
-                s = elec__cpu_dcs_map_box(atoms, lattice, &b, &p, xs, sums, mapf, mapd, done,
-                                          all_rows, err);
+                s = elec__cpu_dcs_map_box(atoms, lattice, &b, &p, xs, sums, threads, mapf,
+                                          mapd, done, all_rows, err);
                 done += (size_t)b.count[1] * (size_t)b.count[2];
             }
     ELEC_FREE(sums);
@@ -2700,27 +2706,44 @@ static double elec__ewald_pair(const double *q, size_t i, size_t j,
 
 /* Progress of the exact sum over its work (atom-pair-image and
    atom-vector terms), reported about every 1 % from the thread that gets
-   there; the caller's callback may stop it. */
+   there; the caller's callback may stop it.  The callback runs outside the
+   critical section, one report at a time (reporting): run inside it, a
+   callback that called elec_cpu_ewald again waited on the section its
+   caller held, for ever, and one call's callback held up every other
+   Ewald sum in the process, the section being named (an audit). */
 typedef struct elec__ewald_progress {
     elec_progress_fn fn;
     void *user;
     double done, total, next;
-    int cancelled;
+    int cancelled, reporting;
 } elec__ewald_progress;
 
 static int elec__ewald_step(elec__ewald_progress *g, double work) {
-    int stop;
+    int stop, report = 0;
+    double fraction = 0.0;
 #ifdef _OPENMP
 #pragma omp critical(elec__ewald_progress)
 #endif
     {
         g->done += work;
-        if (g->fn && !g->cancelled && g->done >= g->next) {
+        if (g->fn && !g->cancelled && !g->reporting && g->done >= g->next) {
             g->next = g->done + 0.01 * g->total;
-            if (g->fn(g->total > g->done ? g->done / g->total : 1.0, g->user) != 0)
-                g->cancelled = 1;
+            g->reporting = 1; /* one report at a time per call */
+            report = 1;
+            fraction = g->total > g->done ? g->done / g->total : 1.0;
         }
         stop = g->cancelled;
+    }
+    if (report) { /* the callback outside the critical section */
+        int asked = g->fn(fraction, g->user) != 0;
+#ifdef _OPENMP
+#pragma omp critical(elec__ewald_progress)
+#endif
+        {
+            if (asked) g->cancelled = 1;
+            g->reporting = 0;
+            stop = g->cancelled;
+        }
     }
     return stop;
 }
@@ -3055,7 +3078,11 @@ static elec_status elec__ewald_reciprocal_pass(const double *x, const double *q,
         return elec__fail(err, ELEC_ERR_CANCELLED, 0,
                           "the Ewald sum was cancelled at %.0f %%",
                           100.0 * g->done / g->total);
-    if (g->fn) g->fn(1.0, g->user); /* done (a stop asked now comes too late) */
+    /* done: a stop asked here is honoured as at any other report (it was
+       ignored, unlike every other method's) */
+    if (g->fn && g->fn(1.0, g->user) != 0)
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "the Ewald sum was cancelled at 100 %%");
     return ELEC_OK;
 }
 
@@ -3788,6 +3815,8 @@ static elec_status elec__chargemap_cpu_binned(const elec_chargemap_params *p,
     slab = (float **)ELEC_MALLOC((size_t)threads * sizeof *slab);
     z_lo = (long *)ELEC_MALLOC((size_t)threads * sizeof *z_lo);
     z_hi = (long *)ELEC_MALLOC((size_t)threads * sizeof *z_hi);
+    if (slab) /* the cleanup frees every slab[t]: none yet */
+        for (t = 0; t < threads; t++) slab[t] = NULL;
     if (!slab || !z_lo || !z_hi) {
         failed = 1;
         goto done;

@@ -552,6 +552,63 @@ TEST(progress_reports_and_cancels) {
     test_system_free(&s);
 }
 
+#ifdef _OPENMP
+/* A progress callback that raises the OpenMP thread count to 8 at its
+   first call (as a callback reaching into another library may). */
+static int raise_the_thread_count(double fraction, void *user) {
+    int *raised = (int *)user;
+    (void)fraction;
+    if (!*raised) omp_set_num_threads(8);
+    *raised = 1;
+    return 0;
+}
+#endif
+
+TEST(a_progress_callback_may_change_the_thread_count) {
+    /* The map's row sums are sized for the threads at the start (one):
+       later blocks of rows must keep to them whatever the callback does
+       to the thread count (an audit: 8 threads wrote past a buffer sized
+       for one, heap corruption), and the map is the one made without a
+       callback, to the bit (each row is one thread's sum). */
+#ifndef _OPENMP
+    SKIP("built without OpenMP: one thread");
+#else
+    const int threads = omp_get_max_threads();
+    test_system s = test_system_random(200, 10.0, 7);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_lattice l = test_lattice_cube(20, 0.0, 0.5);
+    const size_t points = elec_lattice_size(&l);
+    float *map = (float *)malloc(points * sizeof *map);
+    float *plain = (float *)malloc(points * sizeof *plain);
+    double *map_double = (double *)malloc(points * sizeof *map_double);
+    double *plain_double = (double *)malloc(points * sizeof *plain_double);
+    elec_dcs_params dp;
+    elec_error err;
+    int raised = 0;
+    memset(&dp, 0, sizeof dp);
+    omp_set_num_threads(1);
+    EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, plain, &err) == ELEC_OK &&
+               elec_cpu_dcs_map_double(&atoms, &l, &dp, plain_double, &err) == ELEC_OK,
+           "%s", err.message);
+    dp.progress = raise_the_thread_count;
+    dp.progress_user = &raised;
+    EXPECT(elec_cpu_dcs_map(&atoms, &l, &dp, map, &err) == ELEC_OK, "%s", err.message);
+    omp_set_num_threads(1);
+    raised = 0;
+    EXPECT(elec_cpu_dcs_map_double(&atoms, &l, &dp, map_double, &err) == ELEC_OK, "%s",
+           err.message);
+    omp_set_num_threads(threads);
+    EXPECT(raised && memcmp(map, plain, points * sizeof *map) == 0 &&
+               memcmp(map_double, plain_double, points * sizeof *map_double) == 0,
+           "the maps differ from those made without the callback (raised %d)", raised);
+    free(map);
+    free(plain);
+    free(map_double);
+    free(plain_double);
+    test_system_free(&s);
+#endif
+}
+
 TEST(scale_multiplies_results) {
     test_system s = test_system_random(100, 8.0, 8);
     elec_atoms atoms = test_system_atoms(&s);
@@ -720,6 +777,7 @@ int main(void) {
     RUN(zero_atoms_give_zero_map);
     RUN(invalid_arguments_are_reported);
     RUN(progress_reports_and_cancels);
+    RUN(a_progress_callback_may_change_the_thread_count);
     RUN(scale_multiplies_results);
     RUN(dcs_map_of_a_real_protein_matches_double);
     RUN(maps_past_the_lattice_cap_are_refused_before_any_work);

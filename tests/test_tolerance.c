@@ -11,6 +11,11 @@
    structure, box shape, net charge) is what varies among them, and the
    same code chooses parameters for a million atoms.  The references are
    the exact sum at tolerance 1e-13, 1e-6 of the tightest T tested. */
+#if defined(__unix__) || defined(__APPLE__)
+#define _XOPEN_SOURCE 700 /* alarm: a hang ends the program */
+#include <unistd.h>
+#define TEST_HAS_ALARM 1
+#endif
 #define ELEC_ALL_IMPLEMENTATION
 #include "elec.h"
 #include "elec_cpu.h"
@@ -631,6 +636,78 @@ TEST(ewald_runaway_work_is_refused_and_long_sums_report_progress) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_ERR_CANCELLED,
            "cancel not honoured");
     printf("     cancelled: %s\n", err.message);
+    test_system_free(&s);
+}
+
+/* At its first report, a rock-salt cell's Ewald energy computed inside
+   the callback (elec_cpu_ewald within elec_cpu_ewald). */
+typedef struct nested_ewald {
+    int reports;
+    elec_status inner;
+    double madelung;
+} nested_ewald;
+
+static int ewald_inside_progress(double fraction, void *user) {
+    nested_ewald *nest = (nested_ewald *)user;
+    (void)fraction;
+    if (nest->reports++ == 0) {
+        test_system salt = test_system_nacl(1, 2.0);
+        elec_atoms atoms = test_system_atoms(&salt);
+        elec_box box = test_system_box(&salt);
+        elec_ewald_params p = {0};
+        elec_ewald_terms t;
+        elec_error err;
+        p.tolerance = 1e-10;
+        nest->inner = elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err);
+        nest->madelung = -t.total / 4.0; /* 4 ion pairs, r0 = 1 A */
+        test_system_free(&salt);
+    }
+    return 0;
+}
+
+static int stop_at_the_last_report(double fraction, void *user) {
+    (void)user;
+    return fraction >= 1.0;
+}
+
+TEST(ewald_progress_may_call_ewald_and_stop_at_its_last_report) {
+    /* The callback ran inside a named critical section: an Ewald sum in
+       the callback waited on it for ever (an audit), and a stop asked at
+       the last report (1.0) was ignored, unlike every other method's.
+       Where a hang would come back, SIGALRM ends the program (60 s; the
+       sums take well under a second). */
+    test_system s = test_system_random(300, 15.0, 44);
+    elec_atoms atoms = test_system_atoms(&s);
+    elec_box box = test_system_box(&s);
+    elec_ewald_params p = {0};
+    elec_ewald_terms t;
+    elec_error err;
+    nested_ewald nest = {0, ELEC_ERR_INVALID_ARG, 0.0};
+    double forces[3];
+    const size_t which[1] = {7};
+    test_system_make_neutral(&s);
+#ifdef TEST_HAS_ALARM
+    alarm(60);
+#endif
+    p.tolerance = 1e-6;
+    p.progress = ewald_inside_progress;
+    p.progress_user = &nest;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_OK, "%s",
+           err.message);
+    printf("     an Ewald sum inside the callback: status %d, Madelung %.10f; %d reports\n",
+           (int)nest.inner, nest.madelung, nest.reports);
+    EXPECT(nest.inner == ELEC_OK && fabs(nest.madelung - 1.747564594633) <= 1e-8,
+           "inner sum: status %d, Madelung %.12f", (int)nest.inner, nest.madelung);
+    p.progress = stop_at_the_last_report;
+    EXPECT(elec_cpu_ewald(&atoms, &box, &p, &t, NULL, NULL, &err) == ELEC_ERR_CANCELLED &&
+               err.status == ELEC_ERR_CANCELLED,
+           "a stop at 1.0: status %d (%s)", (int)err.status, err.message);
+    EXPECT(elec_cpu_ewald_forces_at(&atoms, &box, &p, which, 1, forces, &err) ==
+               ELEC_ERR_CANCELLED,
+           "forces at an atom, a stop at 1.0: %s", err.message);
+#ifdef TEST_HAS_ALARM
+    alarm(0);
+#endif
     test_system_free(&s);
 }
 
@@ -1509,6 +1586,7 @@ int main(void) {
     RUN(spme_tolerance_holds_for_a_droplet_in_a_large_box);
     RUN(ewald_tolerance_holds_for_a_crystal_near_its_sites);
     RUN(ewald_runaway_work_is_refused_and_long_sums_report_progress);
+    RUN(ewald_progress_may_call_ewald_and_stop_at_its_last_report);
     RUN(ewald_forces_at_chosen_atoms_match_the_whole_sum);
     RUN(ewald_refuses_bad_tolerances);
     RUN(msm_tolerance_holds_for_maps_and_forces);
