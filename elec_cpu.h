@@ -722,6 +722,9 @@ static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_l
     const size_t rows = (size_t)ny * (size_t)b->count[2];
     const size_t block = elec__cpu_block(rows);
     size_t start;
+#ifndef _OPENMP
+    (void)threads; /* one: sums holds one row */
+#endif
     for (start = 0; start < rows; start += block) {
         long first = (long)start, row;
         long end = (long)(start + block < rows ? start + block : rows);
