@@ -1577,6 +1577,38 @@ static long mesh_open_edges(const elec_surface *s, long *euler) {
    which moves it radially by that over |grad ln F| = 2 k / r: |b|^2 / (8 r),
    3 h^2 / (8 r) = 0.0075 A for the cubes' diagonals at h = 0.2, r = 2,
    1 % more where the crossing is that much inside r (measured 0.00751). */
+TEST(surfaces_refuse_atoms_too_far_for_their_radii) {
+    /* A surface point x + r u keeps r to the rounding of x: an ion of 2 A
+       at 1e16 A came back at 0.62 to 1.24 of its potential, at 1e17 A 14
+       times it, with ELEC_OK (an audit).  Past 1e-6 of the radius (about
+       4.5e9 radii out) both surfaces refuse the atom by name; at 1e9 A
+       they take it, its points on its sphere to 1e-6 of the radius. */
+    const double q = 1.0, r = 2.0;
+    double far[3] = {1e17, 0.0, 0.0}, near[3] = {1e9, -3.0, 0.5};
+    elec_atoms one_far = elec_atoms_from_xyz(1, far, &q, &r);
+    elec_atoms one_near = elec_atoms_from_xyz(1, near, &q, &r);
+    elec_surface s;
+    elec_error err;
+    double worst = 0.0;
+    size_t i;
+    EXPECT(elec_surface_contact(&one_far, 0.0, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "atom 0"),
+           "contact surface at 1e17 A: %s", err.message);
+    EXPECT(elec_surface_mesh(&one_far, 0.0, 0.0, &s, &err) == ELEC_ERR_INVALID_ARG &&
+               strstr(err.message, "atom 0"),
+           "mesh at 1e17 A: %s", err.message);
+    EXPECT(elec_surface_contact(&one_near, 0.0, 0.0, &s, &err) == ELEC_OK, "%s", err.message);
+    if (err.status != ELEC_OK) return;
+    for (i = 0; i < s.count; i++) {
+        const double d = sqrt(elec_distance2(s.xyz + 3 * i, near));
+        if (fabs(d - r) > worst) worst = fabs(d - r);
+    }
+    elec_surface_free(&s);
+    EXPECT(worst <= 1e-6 * r, "points %.2e A off the sphere at 1e9 A", worst);
+    EXPECT(elec_surface_mesh(&one_near, 0.0, 0.0, &s, &err) == ELEC_OK, "%s", err.message);
+    if (err.status == ELEC_OK) elec_surface_free(&s);
+}
+
 TEST(mesh_of_one_atom_is_a_closed_sphere) {
     const double xyz[3] = {0.3, -0.2, 0.1}, q = 0.0, r = 2.0;
     elec_atoms one = elec_atoms_from_xyz(1, xyz, &q, &r);
@@ -1694,6 +1726,7 @@ int main(void) {
     RUN(msms_files_and_texts_are_read);
     RUN(contact_surface_of_one_atom_and_of_a_pair);
     RUN(mesh_of_one_atom_is_a_closed_sphere);
+    RUN(surfaces_refuse_atoms_too_far_for_their_radii);
     RUN(mesh_of_a_structure_is_closed_and_faces_outward);
     return test_summary();
 }
