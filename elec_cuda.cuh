@@ -4791,6 +4791,8 @@ typedef struct elec__list {
     unsigned lane_pad;           /* the same in the per-atom lists, whose
                                     entries are positions in pos: `slots` */
     int image_base;              /* pos's first image copy: slots + 1     */
+    int compact_room;            /* positions the per-atom lists name in
+                                    16 bits (elec__list_compact): 65536   */
     int image_room;              /* image copies pos may hold: slots times
                                     the most an atom can need             */
     float image_reach;           /* an atom this near a face of the box
@@ -4845,7 +4847,9 @@ typedef struct elec__list {
                                     cluster (at elec__list_lane_at): its
                                     position's index in pos, the image
                                     applied (elec__list_lane_entry);
-                                    lane_pad: padding                     */
+                                    lane_pad: padding.  In 16 bits an
+                                    entry (unsigned short at the same
+                                    index) where elec__list_compact     */
     int *part_cluster;           /* per part of ELEC__LIST_PART rows: its
                                     i cluster                             */
 } elec__list;
@@ -5484,7 +5488,20 @@ __device__ __forceinline__ bool elec__list_cluster_listed(const elec__list &L, i
    store of a warp touched 32 sectors.  Every index into stage is a
    constant once unrolled, so that the staging stays in registers. */
 __device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned *stage,
-                                                 int lane, int base, int first, int stop) {
+                                                 int lane, int base, int first, int stop,
+                                                 bool compact) {
+    if (compact) { /* 16 bits an entry (elec__list_compact) */
+        unsigned short *chunk = (unsigned short *)lists + elec__list_lane_at(base, lane);
+        if (first <= base && stop == base + ELEC__LIST_PART) {
+            *(uint4 *)chunk = make_uint4(stage[0] | stage[1] << 16, stage[2] | stage[3] << 16,
+                                         stage[4] | stage[5] << 16, stage[6] | stage[7] << 16);
+        } else {
+#pragma unroll
+            for (int k = 0; k < ELEC__LIST_PART; k++)
+                if (base + k >= first && base + k < stop) chunk[k] = (unsigned short)stage[k];
+        }
+        return;
+    }
     unsigned *chunk = lists + elec__list_lane_at(base, lane);
     if (first <= base && stop == base + ELEC__LIST_PART) {
         ((uint4 *)chunk)[0] = make_uint4(stage[0], stage[1], stage[2], stage[3]);
@@ -5494,6 +5511,23 @@ __device__ __forceinline__ void elec__list_flush(unsigned *lists, const unsigned
         for (int k = 0; k < ELEC__LIST_PART; k++)
             if (base + k >= first && base + k < stop) chunk[k] = stage[k];
     }
+}
+
+/* Whether the per-atom lists hold their entries in 16 bits: every index
+   in pos (the slots, the padding entry, the image copies of the last
+   build) below compact_room (2^16; a test sets 0).  Known once step 8
+   has scanned the copies; step 13 writes the lists so and the pair
+   kernel reads them so, 8 entries in one 16-byte load a lane.  The lists
+   are the step's largest read (48 MB at DHFR size, streamed from memory
+   each step): in 16 bits the DHFR-size pairs took 29.9-30.1 us against
+   32.7-32.8 and its step from a graph 60.9-61.1 against 62.6-62.9; but
+   the systems past 2^16 positions, which keep 32 bits, lost a little
+   (ApoA1-size's step 171.3-171.8 -> 174.5-174.7 us, 1M atoms' 1483-1484
+   -> 1490-1497), and the DHFR-size rebuild rose 318 -> 329-332 us (H100,
+   bench_spme --quick, three rounds alternating, bench/RESULTS.md,
+   2026-12-05, 21:57 UTC on). */
+__device__ __forceinline__ bool elec__list_compact(const elec__list &L) {
+    return L.image_base + L.image_start[L.clusters] <= L.compact_room;
 }
 
 /* Which of 32 candidates (lane k holding candidate k's position b at
@@ -5655,6 +5689,7 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
     const int slot = ci * ELEC__LIST_CLUSTER + lane, atom = L.order[slot];
     const int eb = atom >= 0 ? excl_start[atom] : 0, ee = atom >= 0 ? excl_start[atom + 1] : 0;
     const float4 a = WRITE ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : L.ref[slot];
+    const bool compact = WRITE && elec__list_compact(L);
     int row = 0, count = 0, held[ELEC__LIST_HELD];
 #pragma unroll
     for (int k = 0; k < ELEC__LIST_PART; k++) stage[k] = L.lane_pad;
@@ -5706,7 +5741,8 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
                 const int r = row + count;
                 elec__list_shift_in(stage, at_pos);
                 if (r % ELEC__LIST_PART == ELEC__LIST_PART - 1)
-                    elec__list_flush(L.lane_j, stage, lane, r - (ELEC__LIST_PART - 1), row, r + 1);
+                    elec__list_flush(L.lane_j, stage, lane, r - (ELEC__LIST_PART - 1), row, r + 1,
+                                     compact);
                 count++;
             }
             __syncwarp(); /* every lane done with the entries before the next 32 */
@@ -5725,10 +5761,11 @@ __device__ __forceinline__ void elec__list_share_rows(const elec__list &L, int i
            (one 32-byte store where the chunk is this share's alone) */
         elec__list_stage_front(stage, done - chunk, L.lane_pad);
         if (chunk < end)
-            elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end));
+            elec__list_flush(L.lane_j, stage, lane, chunk, row, min(chunk + ELEC__LIST_PART, end),
+                             compact);
         for (int r = 0; r < ELEC__LIST_PART; r++) stage[r] = L.lane_pad;
         for (int r = chunk + ELEC__LIST_PART; r < end; r += ELEC__LIST_PART)
-            elec__list_flush(L.lane_j, stage, lane, r, r, min(r + ELEC__LIST_PART, end));
+            elec__list_flush(L.lane_j, stage, lane, r, r, min(r + ELEC__LIST_PART, end), compact);
         if (share == 0)
             for (int q = lane; q < rows / ELEC__LIST_PART; q += 32)
                 L.part_cluster[row0 / ELEC__LIST_PART + q] = ci;
@@ -5985,13 +6022,25 @@ __device__ __forceinline__ void elec__list_lane_flush(const elec__list &L,
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
-template <bool WHOLE, class Pair>
+template <bool WHOLE, bool COMPACT, class Pair>
 __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
                                                 const float4 *image_shift, const Pair &pair,
                                                 float coincident2, const int *excl_list, int n,
                                                 elec__list_lane *w) {
-    const uint4 lo = __ldcs((const uint4 *)j), hi = __ldcs((const uint4 *)j + 1);
-    const unsigned e[ELEC__LIST_PART] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    unsigned e[ELEC__LIST_PART];
+    if (COMPACT) {
+        const uint4 h = __ldcs((const uint4 *)j);
+        const unsigned two[4] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            e[2 * k] = two[k] & 0xffffu;
+            e[2 * k + 1] = two[k] >> 16;
+        }
+    } else {
+        const uint4 lo = __ldcs((const uint4 *)j), hi = __ldcs((const uint4 *)j + 1);
+        e[0] = lo.x; e[1] = lo.y; e[2] = lo.z; e[3] = lo.w;
+        e[4] = hi.x; e[5] = hi.y; e[6] = hi.z; e[7] = hi.w;
+    }
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
         /* the per-atom lists give the partner's position in its image
@@ -6048,7 +6097,7 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
    spilled 12 bytes and took 87.8-88.9 us, but the whole form 334.5-337.0:
    not kept, as a system whose lists outgrow their room runs the whole
    form at every step (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
-template <bool WHOLE, class Pair>
+template <bool WHOLE, bool COMPACT, class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
                                                int lane, float coincident2,
@@ -6069,26 +6118,33 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
             }
         }
         const int row = q * ELEC__LIST_PART;
-        const unsigned *j = WHOLE ? L.entries + row : L.lane_j + elec__list_lane_at(row, lane);
-        elec__list_part<WHOLE>(L, j, image_shift, pair, coincident2, excl_list, n, w);
+        const unsigned *j =
+            WHOLE     ? L.entries + row
+            : COMPACT ? (const unsigned *)((const unsigned short *)L.lane_j +
+                                           elec__list_lane_at(row, lane))
+                      : L.lane_j + elec__list_lane_at(row, lane);
+        elec__list_part<WHOLE, COMPACT>(L, j, image_shift, pair, coincident2, excl_list, n, w);
     }
 }
 
 /* elec__list_run in the form of the lists the kernel found (whole: the
    candidates). */
 template <class Pair>
-__device__ __forceinline__ void elec__list_run_in(bool whole, const elec__list &L,
+__device__ __forceinline__ void elec__list_run_in(bool whole, bool compact, const elec__list &L,
                                                   const Pair &pair, const float4 *image_shift,
                                                   int first, int last, int lane,
                                                   float coincident2, const int *excl_start,
                                                   const int *excl_list, int n,
                                                   elec__list_lane *w) {
     if (whole)
-        elec__list_run<true>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
-                             excl_list, n, w);
+        elec__list_run<true, false>(L, pair, image_shift, first, last, lane, coincident2,
+                                    excl_start, excl_list, n, w);
+    else if (compact)
+        elec__list_run<false, true>(L, pair, image_shift, first, last, lane, coincident2,
+                                    excl_start, excl_list, n, w);
     else
-        elec__list_run<false>(L, pair, image_shift, first, last, lane, coincident2, excl_start,
-                              excl_list, n, w);
+        elec__list_run<false, false>(L, pair, image_shift, first, last, lane, coincident2,
+                                     excl_start, excl_list, n, w);
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
@@ -6112,7 +6168,7 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = gridDim.x * (blockDim.x >> 5);
-    const bool whole = L.info[ELEC__LIST_WHOLE] != 0;
+    const bool whole = L.info[ELEC__LIST_WHOLE] != 0, compact = elec__list_compact(L);
     const int rows = whole ? L.entry_start[L.clusters] : L.row_start[L.clusters];
     /* an overflowed list is not evaluated (elec_cuda_spme_energy says so) */
     const bool fits = !L.info[ELEC__LIST_OVERFLOW] && rows <= (whole ? L.entry_room : L.row_room);
@@ -6129,11 +6185,11 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
                 (long long)elec__list_take(L.info + ELEC__LIST_PAIRS_DEALT, lane) * Pair::dealt;
             if (from >= parts) break;
             const int to = (int)(from + Pair::dealt < parts ? from + Pair::dealt : parts);
-            elec__list_run_in(whole, L, pair, image_shift, (int)from, to, lane, coincident2,
+            elec__list_run_in(whole, compact, L, pair, image_shift, (int)from, to, lane, coincident2,
                               excl_start, excl_list, n, &w);
         }
     } else {
-        elec__list_run_in(whole, L, pair, image_shift, first, last, lane, coincident2,
+        elec__list_run_in(whole, compact, L, pair, image_shift, first, last, lane, coincident2,
                           excl_start, excl_list, n, &w);
     }
     if (w.ci >= 0) elec__list_lane_flush(L, &w);
@@ -6789,6 +6845,7 @@ static elec_status elec__list_plan(elec__list *L, const elec_box *box, size_t ma
     L->image_base = (int)slots + 1;
     L->image_room = (int)slots * copies;
     L->lane_pad = (unsigned)slots;
+    L->compact_room = 65536;
     L->cutoff2 = (float)(cutoff * cutoff);
     L->rlist2 = (float)(rlist * rlist);
     L->half_skin2 = (float)(0.25 * skin * skin);

@@ -1347,6 +1347,46 @@ TEST(forces_agree_whether_the_list_is_rebuilt_or_carried) {
     list_case_free(&c);
 }
 
+TEST(lists_in_16_bits_compute_as_in_32) {
+    /* Where every position the per-atom lists name (slots, padding, image
+       copies) lies below 2^16, the build writes the lists in 16 bits an
+       entry and the pairs read them so (elec__list_compact); otherwise in
+       32.  6,000 water molecules put the positions between 2^15 and 2^16,
+       so that the entries' top bits are in use; the same handle forced
+       to 32 bits (compact_room 0) and rebuilt must give the same forces
+       and energy, to the atomics' run-to-run rounding (as
+       forces_agree_whether_the_list_is_rebuilt_or_carried). */
+    REQUIRE_GPU();
+    list_case c;
+    if (!list_case_make(&c, 6000, 1.5, 41)) return;
+    const size_t n = c.n;
+    float *narrow = (float *)malloc(3 * n * sizeof(float));
+    float *wide = (float *)malloc(3 * n * sizeof(float));
+    elec_ewald_terms t_narrow, t_wide;
+    elec_spme_list_stats s;
+    elec_error err;
+    int copies = 0;
+    list_case_compute(&c, narrow, &t_narrow, &s);
+    CUDA_OK(cudaMemcpy(&copies, c.h->list.image_start + c.h->list.clusters, sizeof copies,
+                       cudaMemcpyDeviceToHost));
+    const int positions = c.h->list.image_base + copies;
+    EXPECT(positions > 32768 && positions <= 65536,
+           "%d positions: the case should put them between 2^15 and 2^16", positions);
+    c.h->list.compact_room = 0;
+    EXPECT(elec_cuda_spme_rebuild(c.h, c.stream, &err) == ELEC_OK, "%s", err.message);
+    list_case_compute(&c, wide, &t_wide, &s);
+    printf("     %d positions: 16 against 32 bits an entry, energy %.1e, forces %.1e\n",
+           positions, terms_difference(&t_narrow, &t_wide),
+           gpu_rel_rms_float(narrow, wide, 3 * n));
+    EXPECT(terms_difference(&t_narrow, &t_wide) <= 1e-5, "energy terms differ by %.3e",
+           terms_difference(&t_narrow, &t_wide));
+    EXPECT(gpu_rel_rms_float(narrow, wide, 3 * n) <= 1e-6, "forces differ by %.3e",
+           gpu_rel_rms_float(narrow, wide, 3 * n));
+    free(narrow);
+    free(wide);
+    list_case_free(&c);
+}
+
 TEST(a_build_that_saw_a_nan_is_rebuilt_for_good_atoms) {
     /* Positions must be finite; a compute with a NaN among them returns NaN
        (refused by energy).  But a build that saw the NaN kept it as the
@@ -1908,6 +1948,7 @@ int main(void) {
     RUN(real_space_matches_the_exact_real_space_sum_with_exclusions);
     RUN(real_space_matches_the_exact_real_space_sum_with_up_to_eight_exclusions_an_atom);
     RUN(forces_agree_whether_the_list_is_rebuilt_or_carried);
+    RUN(lists_in_16_bits_compute_as_in_32);
     RUN(a_build_that_saw_a_nan_is_rebuilt_for_good_atoms);
     RUN(a_timed_compute_is_refused_while_its_stream_is_captured);
     RUN(a_captured_step_rebuilds_inside_the_graph);
