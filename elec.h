@@ -466,13 +466,18 @@ typedef struct elec_error_estimate {
     double force_reciprocal; /* its reciprocal part: the mesh, or the
                                 truncated k sum (relative)               */
     double energy;           /* expected absolute error of the total
-                                energy, times scale (an upper-side one:
-                                periodic MSM's measured at most 1.74
-                                times it, SPME's about 1, but 4.9 on one
-                                rock-salt cell, whose shell of neighbours
-                                sits at the cutoff, and 2 for odd orders
-                                given odd grids at alpha h near 1, whose
-                                edge modes it leaves out); 0 for non-periodic
+                                energy, times scale: the RMS size for
+                                random charges, not a bound (exact
+                                Ewald's erred up to 3.1 times it on
+                                random charges; SPME's about 1, but 4.9
+                                on one rock-salt cell, whose shell of
+                                neighbours sits at the cutoff, and 2 for
+                                odd orders given odd grids at alpha h
+                                near 1, whose edge modes it leaves out;
+                                and where truncated terms add coherently,
+                                ionic crystals and double layers, exact
+                                Ewald's and periodic MSM's 4 to 73 times:
+                                README); 0 for non-periodic
                                 MSM, whose resolve reads no atoms (its
                                 energy errs as the periodic one: README,
                                 "MSM's energy")                          */
