@@ -1034,6 +1034,19 @@ TEST(periodic_msm_refuses_a_tolerance_for_a_lone_ion) {
             }
 #endif
         }
+    {
+        /* with both the cutoff and the spacing given the tolerance is not
+           enforced (elec_msm_params_resolve): taken, as for more atoms */
+        elec_box box = test_box(30.0, 30.0, 30.0);
+        elec_msm_params p = {0};
+        elec_error err;
+        p.tolerance = 1e-4;
+        p.cutoff = 12.0;
+        p.spacing = 2.0;
+        EXPECT(elec_cpu_msm_periodic_energy(&atoms, &box, &p, &energy, f, NULL, &err) ==
+                   ELEC_OK,
+               "cutoff and spacing given: %s", err.message);
+    }
     printf("     refused by name; SPME's self-force at most %.2f times T x floor\n", worst);
 }
 
