@@ -1923,6 +1923,8 @@ typedef struct elec_surface {
     size_t triangle_count;
     size_t *triangles;      /* 3 vertex indices per triangle, counter-
                                clockwise seen from outside; NULL if none   */
+    size_t *atom;           /* per vertex: the atom whose sphere it lies
+                               on (elec_surface_contact), else NULL        */
 } elec_surface;
 
 /* An MSMS surface: the .vert file (two '#' lines, a count line, then
@@ -1950,7 +1952,9 @@ ELEC_API elec_status elec_parse_points(const char *text, size_t length,
    (at most 1e4), probe 0 = 1.5 A (at most 1e4 A).  Needs radii: an atom
    whose sphere holds under half a point (radius 0, or under 0.12 A at 3
    per A^2) has none (it still buries others' points); every radius zero,
-   or no point at all, is refused (ELEC_ERR_INVALID_ARG). */
+   or no point at all, is refused (ELEC_ERR_INVALID_ARG).  out->atom names
+   each vertex's atom (so a point's height over the surface can be taken
+   over that atom's sphere: elecsurf's maps). */
 ELEC_API elec_status elec_surface_contact(const elec_atoms *atoms, double density,
                                           double probe, elec_surface *out,
                                           elec_error *err);
@@ -9895,6 +9899,7 @@ ELEC_DEF void elec_surface_free(elec_surface *s) {
     ELEC_FREE(s->xyz);
     ELEC_FREE(s->normal);
     ELEC_FREE(s->triangles);
+    ELEC_FREE(s->atom);
     memset(s, 0, sizeof *s);
 }
 
@@ -10431,6 +10436,12 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
     elec__contact_keep(&cells, xyz, radius, n, probe, first, keep);
     for (i = 0; i < total; i++) kept += keep[i];
     if ((s = elec__surface_alloc(out, kept, 1, err)) != ELEC_OK) goto cleanup;
+    out->atom = (size_t *)ELEC_MALLOC((kept + 1) * sizeof *out->atom);
+    if (!out->atom) {
+        elec_surface_free(out);
+        s = elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no memory for %zu points' atoms", kept);
+        goto cleanup;
+    }
     kept = 0;
     for (i = 0; i < n; i++) { /* the kept points and their normals, atom by atom */
         size_t k, m = first[i + 1] - first[i];
@@ -10440,6 +10451,7 @@ ELEC_DEF elec_status elec_surface_contact(const elec_atoms *atoms, double densit
             elec__fibonacci(k, m, out->normal + 3 * kept);
             for (a = 0; a < 3; a++)
                 out->xyz[3 * kept + a] = xyz[3 * i + a] + radius[i] * out->normal[3 * kept + a];
+            out->atom[kept] = i;
             kept++;
         }
     }

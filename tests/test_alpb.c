@@ -1462,7 +1462,7 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
     elec_atoms one = elec_atoms_from_xyz(1, xyz, q, r), two = elec_atoms_from_xyz(2, xyz, q, r);
     elec_surface s;
     size_t i, want = (size_t)floor(3.0 * 4.0 * 3.14159265358979323846 * 1.5 * 1.5 + 0.5);
-    int on_sphere = 1, buried = 0;
+    int on_sphere = 1, buried = 0, named_wrong = 0;
     EXPECT(elec_surface_contact(&one, 0.0, 0.0, &s, NULL) == ELEC_OK && s.count == want,
            "%zu points, want %zu", s.count, want);
     for (i = 0; i < s.count; i++) {
@@ -1472,6 +1472,8 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
                      fabs(s.xyz[3 * i] - 1.5 * n[0]) <= 1e-12;
     }
     EXPECT(on_sphere, "points off the sphere or normals not radial");
+    EXPECT(s.atom != NULL && s.atom[0] == 0 && s.atom[s.count - 1] == 0,
+           "the points' atom not named");
     elec_surface_free(&s);
     EXPECT(elec_surface_contact(&two, 0.0, 0.0, &s, NULL) == ELEC_OK, "pair");
     for (i = 0; i < s.count; i++) {
@@ -1481,10 +1483,11 @@ TEST(contact_surface_of_one_atom_and_of_a_pair) {
         int a;
         for (a = 0; a < 3; a++) c[a] = p[a] + 1.5 * n[a];
         buried += elec_distance2(c, xyz + 3 * (1 - atom)) < reach * reach;
+        named_wrong += s.atom[i] != (size_t)atom; /* out->atom: the sphere it is on */
     }
     EXPECT(buried == 0 && s.count < want + (size_t)floor(12.0 * 3.14159265358979 * 1.44 + 0.5) &&
-               s.count > 0,
-           "%zu points, %d buried", s.count, buried);
+               s.count > 0 && named_wrong == 0,
+           "%zu points, %d buried, %d named with the other atom", s.count, buried, named_wrong);
     elec_surface_free(&s);
     /* two copies of one atom: its sphere's points once (each lay exactly
        r + probe from the other's centre, and most points came twice: 130
