@@ -238,9 +238,9 @@ ELEC_API elec_status elec_cpu_ewald_forces_at(const elec_atoms *atoms,
    implements elec is compiled with OpenMP (without it there is no
    section: a caller's OpenMP threads crashed FFTW's planner, an audit);
    from other threads, from such a file, or beside your own FFTW planning,
-   call fftw_make_planner_thread_safe() once first (link -lfftw3_threads).  Two atoms at one place
-   that are not an excluded pair are an error (ELEC_ERR_INVALID_ARG), here
-   and in elec_cpu_ewald. */
+   call fftw_make_planner_thread_safe() once first (link
+   -lfftw3_threads).  Two atoms at one place that are not an excluded
+   pair are an error (ELEC_ERR_INVALID_ARG), here and in elec_cpu_ewald. */
 ELEC_API elec_status elec_cpu_spme(const elec_atoms *atoms,
                                    const elec_box *box,
                                    const elec_spme_params *params,
