@@ -589,19 +589,15 @@ if "$build/elecsurf" --cpu --quiet --exact --surface "$dir/near.txt" "$dir/small
     else fail "elecsurf_keeps_a_near_points_potential_beside_a_far_one: $alone $beside $far"; fi
 else fail "elecsurf_keeps_a_near_points_potential_beside_a_far_one: $(cat "$dir/out")"; fi
 
-# A map of one +1 ion of radius 12 (A = 12) over its contact surface: at a
-# point d A from it outside the sphere E1 with r = A + p = d is Coulomb's
-# law in the solvent, scale / (80 d); inside, E1 at p = 0,
-# scale [(1 + a)/d - a (1 - b)/12] / (80 (1 + a b)), a = 0.571412, b = 1/80.
-# Points within 0.5 A of the sphere are left out (the side a point is on
-# is its nearest vertex's); elsewhere p is the height over the nearest
-# contact point's atom's sphere, exact but for float rounding (over its
-# tangent plane it was off by about d l^2 / (2 R^2), l <= 0.4 A the
-# points' lateral spacing at 3 per A^2: relative 3e-4 at d = 14), held to
-# 1e-3.
-if "$build/elecsurf" --cpu --exact --units kcal --surface contact --spacing 2 "$dir/ion.pqr" \
-        "$dir/ionmap.dx" > "$dir/out" 2>&1 && grep -q "output     OpenDX" "$dir/out"; then
-    worst=$(awk '
+# The worst relative error of a DX map of one +1 ion of radius R at
+# (1, 2, 3) over its contact surface (A = R): at a point d A from it
+# outside the sphere E1 with r = A + p = d is Coulomb's law in the solvent,
+# scale / (80 d); inside, E1 at p = 0,
+# scale [(1 + a)/d - a (1 - b)/R] / (80 (1 + a b)), a = 0.571412, b = 1/80.
+# Points within 0.5 A of the sphere (the side a point is on is its nearest
+# vertex's) or of the centre are left out; "nan" under 1000 points.
+ion_map_worst() { # map, R
+    awk -v R="$2" '
         /^object 1 class gridpositions counts/ { nx = $6; ny = $7; nz = $8 }
         /^origin/ { ox = $2; oy = $3; oz = $4 }
         /^delta/ { nd++; if (nd == 1) hx = $2; if (nd == 2) hy = $3; if (nd == 3) hz = $4 }
@@ -611,38 +607,34 @@ if "$build/elecsurf" --cpu --exact --units kcal --surface contact --spacing 2 "$
                  k = n % nz; j = int(n / nz) % ny; i = int(n / (nz * ny)); n++
                  x = ox + i * hx - 1; y = oy + j * hy - 2; z = oz + k * hz - 3
                  d = sqrt(x * x + y * y + z * z); a = 0.571412; b = 1 / 80
-                 if (d > 12.5) want = 332.0636 / (80 * d)
-                 else if (d < 11.5 && d > 0.5)
-                     want = 332.0636 * ((1 + a) / d - a * (1 - b) / 12) / (80 * (1 + a * b))
+                 if (d > R + 0.5) want = 332.0636 / (80 * d)
+                 else if (d < R - 0.5 && d > 0.5)
+                     want = 332.0636 * ((1 + a) / d - a * (1 - b) / R) / (80 * (1 + a * b))
                  else continue
                  e = ($f - want) / want; if (e < 0) e = -e; if (e > worst) worst = e; m++ } }
-        END { if (m < 1000) print "nan"; else printf "%.3e\n", worst }' "$dir/ionmap.dx")
+        END { if (m < 1000) print "nan"; else printf "%.3e\n", worst }' "$1"
+}
+
+# An ion of radius 12: p, the height over the nearest contact point's
+# atom's sphere, is exact but for float rounding (over its tangent plane
+# it was off by about d l^2 / (2 R^2), l <= 0.4 A the points' lateral
+# spacing at 3 per A^2: relative 3e-4 at d = 14), held to 1e-3.
+if "$build/elecsurf" --cpu --exact --units kcal --surface contact --spacing 2 "$dir/ion.pqr" \
+        "$dir/ionmap.dx" > "$dir/out" 2>&1 && grep -q "output     OpenDX" "$dir/out"; then
+    worst=$(ion_map_worst "$dir/ionmap.dx" 12)
     if awk -v e="$worst" 'BEGIN { exit !(e <= 1e-3) }'; then
         ok "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside ($worst)"
     else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $worst $(cat "$dir/out")"; fi
 else fail "elecsurf_map_of_an_ion_is_coulomb_in_the_solvent_outside: $(cat "$dir/out")"; fi
-# The same for an ion of radius 1.5, over its contact surface, outside it:
-# the tangent plane put points 2.5e-2 too low (relatively) at any distance,
-# as the angle to the nearest point is large on so small a sphere (an
-# audit); each contact point names its atom, and the height over that
-# atom's sphere is exact: left the float map's rounding, held to 1e-5.
+# An ion of radius 1.5: the tangent plane put points 2.5e-2 too low
+# (relatively) at any distance, as the angle to the nearest point is large
+# on so small a sphere (an audit); each contact point names its atom, and
+# the height over that atom's sphere is exact: left the float map's
+# rounding, held to 1e-5.
 printf 'ATOM      1  NA  ION     1       1.000   2.000   3.000  1.0000  1.5000\n' > "$dir/small.pqr"
 if "$build/elecsurf" --cpu --quiet --exact --units kcal --surface contact --padding 25 \
         --spacing 1.5 "$dir/small.pqr" "$dir/smallmap.dx" > "$dir/out" 2>&1; then
-    worst=$(awk '
-        /^object 1 class gridpositions counts/ { nx = $6; ny = $7; nz = $8 }
-        /^origin/ { ox = $2; oy = $3; oz = $4 }
-        /^delta/ { nd++; if (nd == 1) hx = $2; if (nd == 2) hy = $3; if (nd == 3) hz = $4 }
-        /data follows/ { on = 1; next }
-        /^attribute/ { on = 0 }
-        on { for (f = 1; f <= NF; f++) {
-                 k = n % nz; j = int(n / nz) % ny; i = int(n / (nz * ny)); n++
-                 x = ox + i * hx - 1; y = oy + j * hy - 2; z = oz + k * hz - 3
-                 d = sqrt(x * x + y * y + z * z)
-                 if (d <= 2.0) continue
-                 want = 332.0636 / (80 * d)
-                 e = ($f - want) / want; if (e < 0) e = -e; if (e > worst) worst = e; m++ } }
-        END { if (m < 1000) print "nan"; else printf "%.3e\n", worst }' "$dir/smallmap.dx")
+    worst=$(ion_map_worst "$dir/smallmap.dx" 1.5)
     if awk -v e="$worst" 'BEGIN { exit !(e <= 1e-5) }'; then
         ok "elecsurf_map_of_a_small_ion_is_coulomb_over_its_contact_surface ($worst)"
     else fail "elecsurf_map_of_a_small_ion_is_coulomb_over_its_contact_surface: $worst"; fi
