@@ -7266,7 +7266,9 @@ static double elec__pmsm_aim(const elec_box *box, size_t atoms, double arrangeme
     const double n = (double)atoms;
     const double density = n / (box->length[0] * box->length[1] * box->length[2]);
     double aim = arrangement > 1.0 ? arrangement : 1.0;
-    if (atoms < 2) return 4.0; /* no pair: nothing to err on */
+    /* no pair to err on; one atom's lattice self-force no aim bounds, and
+       a tolerance that would choose for it is refused (elec__msm_resolve) */
+    if (atoms < 2) return 4.0;
     if (128.0 / n > aim) aim = 128.0 / n;
     if (density < 0.01 && cbrt(0.01 / density) > aim) aim = cbrt(0.01 / density);
     return 4.0 * aim;
