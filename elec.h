@@ -441,7 +441,13 @@ typedef struct elec_gpu_set {
 /* What a choice of parameters is expected to give, filled by the resolve
    functions (ignored on input) from a-priori error estimates:
      Ewald and SPME real space: Kolafa and Perram 1992, per atom
-         dF = 2 q_i sqrt(Q2 / (rc V)) exp(-alpha^2 rc^2), Q2 = sum q^2;
+         dF = 2 q_i sqrt(Q2 / (rc V)) exp(-alpha^2 rc^2), Q2 = sum q^2,
+         which takes the pairs beyond the cutoff as random; the resolves
+         also measure those pairs' forces and energy at a sample of atoms
+         (every atom up to 512) and take the larger, aiming again where
+         the measured tail is the larger (ordered charges: a crystal, a
+         double layer of ions, where it added coherently, up to 4 times
+         Kolafa and Perram's force error and 73 times its energy error);
      exact Ewald's reciprocal truncation at |k| < kc (derived the same
      way): dF = q_i sqrt(8 Q2 / (V kc)) alpha exp(-kc^2 / (4 alpha^2));
      SPME's mesh: the Hockney-Eastwood error functional of B-spline SPME
@@ -467,17 +473,14 @@ typedef struct elec_error_estimate {
                                 truncated k sum (relative)               */
     double energy;           /* expected absolute error of the total
                                 energy, times scale: the RMS size for
-                                random charges, not a bound (exact
-                                Ewald's erred up to 3.1 times it on
-                                random charges; SPME's about 1, but 4.9
-                                on one rock-salt cell, whose shell of
-                                neighbours sits at the cutoff, and 2 for
+                                random charges, not a bound (its real
+                                space measured, as above; SPME's 2 for
                                 odd orders given odd grids at alpha h
                                 near 1, whose edge modes it leaves out;
-                                and where truncated terms add coherently,
-                                ionic crystals and double layers, exact
-                                Ewald's and periodic MSM's 4 to 73 times:
-                                README); 0 for non-periodic
+                                exact Ewald's reciprocal part up to 15
+                                times on a double layer of ions, and
+                                periodic MSM's 4 to 35 times on ordered
+                                charges: README); 0 for non-periodic
                                 MSM, whose resolve reads no atoms (its
                                 energy errs as the periodic one: README,
                                 "MSM's energy")                          */
@@ -1273,7 +1276,8 @@ static inline double elec_msm_basis_derivative(double t, int interpolation) {
    functions choose the free parameters from a-priori estimates of that
    error (elec_error_estimate says what they expect), which read the atoms:
    their charges, the density they crowd to (a droplet in a large box
-   counts as dense), the charge structure factor and the RMS force.  Where
+   counts as dense), the charge structure factor, the RMS force and the
+   real-space tail itself, measured at the choice.  Where
    the forces nearly vanish (a crystal's ions at or within a few
    thousandths of an A of their sites) the error is measured against a
    hundredth of the force between two RMS charges at the mean spacing
@@ -1429,8 +1433,9 @@ typedef struct elec_spme_params {
 } elec_spme_params;
 
 /* Resolves every zero field for a box and the atoms (their count, charges
-   and positions: the estimates read Q2, sum q^4, the RMS force and the
-   charge structure factor from them) and fills the estimate.  The choice
+   and positions: the estimates read Q2, sum q^4, the RMS force, the
+   charge structure factor and the real-space tail from them) and fills
+   the estimate.  The choice
    minimises an estimated cost per evaluation, calibrated on an H100 (ps:
    22 per atom pair within the cutoff, 17 per atom and B-spline point,
    (18 + 5.1 log2 K) per grid point for the two FFTs and the solve); CPU
@@ -7640,6 +7645,12 @@ typedef struct elec__charge_stats {
                             normal range (elec__charge_stats_of), else 0 */
     double error_volume; /* the volume the error estimates divide by */
     double s[ELEC__SK_BINS];
+    /* the real-space tail as measured (elec__real_tail_measure): how many
+       times Kolafa and Perram's force error it came to at the last choice
+       (at least 1; the factor the next choice aims with), and where and
+       what it measured (tail_alpha 0: not measured) */
+    double real_coherence;
+    double tail_cutoff, tail_alpha, tail_force, tail_energy;
 } elec__charge_stats;
 
 /* Float arithmetic's relative RMS force error (float_arithmetic above)
@@ -7965,6 +7976,7 @@ static elec_status elec__charge_stats_of(const elec_atoms *atoms, const elec_box
     memset(st, 0, sizeof *st);
     memset(sk, 0, sizeof sk);
     for (b = 0; b < ELEC__SK_BINS; b++) st->s[b] = 1.0;
+    st->real_coherence = 1.0;
     st->count = n;
     st->error_volume = volume;
     if (n == 0) return ELEC_OK;
@@ -8136,19 +8148,226 @@ static elec_status elec__pmsm_arrangement(const elec_atoms *atoms, const elec_bo
    their errors lie under the random part alone).  Without it, 1,000 charges of +1 in a 24
    A box erred 2.2 times SPME's estimate at 5e-4 and 306 times exact
    Ewald's at 1e-4. */
-static double elec__real_force_error(const elec__charge_stats *st, double volume,
-                                     double rc, double alpha) {
+static double elec__kolafa_perram_force(const elec__charge_stats *st, double volume,
+                                        double rc, double alpha) {
     if (st->count == 0) return 0.0;
     return 2.0 * st->q2 / sqrt((double)st->count * rc * volume) * exp(-alpha * alpha * rc * rc);
 }
-static double elec__real_energy_error(const elec__charge_stats *st, double volume,
-                                      double rc, double alpha) {
+static double elec__kolafa_perram_energy(const elec__charge_stats *st, double volume,
+                                         double rc, double alpha) {
     const double ar = alpha * rc, coherent = st->charge * st->charge - st->q2;
     double random = st->q2 * sqrt(rc / (2.0 * volume)) / (ar * ar) * exp(-ar * ar), mean = 0.0;
     if (coherent > 0.0)
         mean = coherent * ELEC__PI_ / (2.0 * volume * alpha * alpha) *
                (erfc(ar) * (1.0 - 2.0 * ar * ar) + 2.0 * ar * exp(-ar * ar) / sqrt(ELEC__PI_));
     return sqrt(random * random + mean * mean);
+}
+
+/* The real-space errors the choices use: Kolafa and Perram's, but where
+   the pairs beyond the cutoff add coherently (an ionic double layer, a
+   crystal) the tail as measured (elec__real_tail_measure): at the cutoff
+   and alpha it measured, the larger of the two; elsewhere the force's
+   times real_coherence, how many times it the measured tail came to. */
+static int elec__tail_measured_at(const elec__charge_stats *st, double rc, double alpha) {
+    return st->tail_alpha > 0.0 && alpha == st->tail_alpha && rc == st->tail_cutoff;
+}
+static double elec__real_force_error(const elec__charge_stats *st, double volume,
+                                     double rc, double alpha) {
+    const double kp = elec__kolafa_perram_force(st, volume, rc, alpha);
+    if (elec__tail_measured_at(st, rc, alpha)) return st->tail_force > kp ? st->tail_force : kp;
+    return st->real_coherence * kp;
+}
+static double elec__real_energy_error(const elec__charge_stats *st, double volume,
+                                      double rc, double alpha) {
+    const double kp = elec__kolafa_perram_energy(st, volume, rc, alpha);
+    if (elec__tail_measured_at(st, rc, alpha) && st->tail_energy > kp) return st->tail_energy;
+    return kp;
+}
+
+/* ------------------------------------------- the real-space tail, measured */
+
+/* Kolafa and Perram's real-space error takes the pairs beyond the cutoff
+   as random: their forces add in quadrature.  Where charges are ordered
+   (an ionic double layer: sheets of +1 and -1 ions; a crystal) they add
+   coherently, and exact Ewald's forces erred 1.8 to 4 times the estimate
+   (a double layer of 400 ions, 20 x 20 x 60 A, tolerances 1e-2 to 1e-6:
+   2.99 times the tolerance at 1e-2; rock salt's energies 4 to 73 times;
+   an audit, 2026-12-05), all of it the real space's.  So the resolves
+   measure the tail itself: for a sample of atoms the force and energy of
+   every pair and image at rc <= r < R,
+       F_i = q_i sum_j q_j [erfc(alpha r) / r + 2 alpha / sqrt(pi)
+             exp(-alpha^2 r^2)] d / r^2,   E_i = q_i sum_j q_j erfc(alpha r) / (2 r),
+   exactly the terms the real-space sum leaves out, to R^2 = rc^2 +
+   ELEC__TAIL_DECAY / alpha^2, past which they are e^-9 = 1.2e-4 of those
+   at the cutoff (of the same pairs' density).  Every atom where there
+   are at most ELEC__TAIL_SAMPLE, else a hashed sample of them (fewer
+   where each one's pairs are many, ELEC__TAIL_VISITS pair visits in
+   all); the force as the RMS of the sample's and the energy as the
+   sample's mean times n, each with two standard errors of the sample
+   added (none where every atom is measured).  Excluded pairs lie within
+   the cutoff and are not looked for. */
+#define ELEC__TAIL_SAMPLE 512
+#define ELEC__TAIL_VISITS 2e7
+#define ELEC__TAIL_DECAY 9.0
+#define ELEC__TAIL_ROUNDS 6
+
+typedef struct elec__tail {
+    const elec_cells *cells;
+    const double *x, *q, *length; /* wrapped positions, charges (the
+                                     caller's order), the box          */
+    double rc2, reach2, alpha;
+    int offsets[3];               /* cells each way that reach R       */
+} elec__tail;
+
+/* Atom i's tail: out[0..2] its force, out[3] its energy. */
+static void elec__tail_atom(const elec__tail *t, size_t i, double out[4]) {
+    const elec_cells *c = t->cells;
+    const double *xi = t->x + 3 * i, two_over_root_pi = 2.0 / sqrt(ELEC__PI_);
+    double f[3] = {0.0, 0.0, 0.0}, e = 0.0;
+    int home[3], o[3], axis;
+    elec_cells_ijk(c, xi, home);
+    for (o[2] = -t->offsets[2]; o[2] <= t->offsets[2]; o[2]++)
+        for (o[1] = -t->offsets[1]; o[1] <= t->offsets[1]; o[1]++)
+            for (o[0] = -t->offsets[0]; o[0] <= t->offsets[0]; o[0]++) {
+                /* the cell home + o, and the box lengths its atoms are
+                   shifted by: one image of one cell for each o */
+                double shift[3];
+                int cell[3];
+                long index;
+                size_t k;
+                for (axis = 0; axis < 3; axis++) {
+                    const int at = home[axis] + o[axis], n = c->n[axis];
+                    const int images = at >= 0 ? at / n : -((n - 1 - at) / n);
+                    cell[axis] = at - images * n;
+                    shift[axis] = images * t->length[axis];
+                }
+                index = elec_cells_neighbour(c, cell, 0, 0, 0, 1);
+                for (k = c->start[index]; k < c->start[index + 1]; k++) {
+                    const size_t j = c->atom[k];
+                    double d[3], r2, r, qq, erfc_r;
+                    for (axis = 0; axis < 3; axis++)
+                        d[axis] = xi[axis] - (t->x[3 * j + axis] + shift[axis]);
+                    r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    if (r2 < t->rc2 || r2 >= t->reach2) continue;
+                    r = sqrt(r2);
+                    qq = t->q[i] * t->q[j];
+                    erfc_r = erfc(t->alpha * r) / r;
+                    for (axis = 0; axis < 3; axis++)
+                        f[axis] += qq *
+                                   (erfc_r + two_over_root_pi * t->alpha *
+                                                 exp(-t->alpha * t->alpha * r2)) /
+                                   r2 * d[axis];
+                    e += 0.5 * qq * erfc_r;
+                }
+            }
+    for (axis = 0; axis < 3; axis++) out[axis] = f[axis];
+    out[3] = e;
+}
+
+/* The sampled atoms' indices into `sample` (at most n): every atom, or
+   those whose hashed index falls under 1 / stride of the range (a stride
+   would alias with the molecules' atom order).  Returns how many. */
+static size_t elec__tail_sample(size_t n, size_t stride, size_t *sample) {
+    size_t i, m = 0;
+    for (i = 0; i < n; i++)
+        if (stride <= 1 ||
+            (unsigned long)((i * 2654435761UL) & 0xffffffffUL) < 0x100000000UL / stride)
+            sample[m++] = i;
+    return m;
+}
+
+/* Measures the tail at (rc, alpha) into st (tail_* above); leaves it
+   unmeasured where one atom's pairs alone pass ELEC__TAIL_VISITS (a
+   cutoff of many box lengths: Kolafa and Perram's estimate stands). */
+static elec_status elec__real_tail_measure(const elec_atoms *atoms, const elec_box *box,
+                                           double rc, double alpha, elec__charge_stats *st,
+                                           elec_error *err) {
+    const size_t n = atoms->count;
+    const double volume = box->length[0] * box->length[1] * box->length[2];
+    const double zero[3] = {0.0, 0.0, 0.0};
+    const double reach = sqrt(rc * rc + ELEC__TAIL_DECAY / (alpha * alpha));
+    double *x = NULL, *q = NULL, *terms = NULL, visits = (double)n / volume, cell;
+    double force2 = 0.0, energy = 0.0, energy2 = 0.0, share, mean, spread;
+    size_t *sample = NULL, m = 0, i, stride;
+    elec_cells cells;
+    elec__tail t;
+    elec_status status = ELEC_OK;
+    int have_cells = 0, axis;
+    st->tail_alpha = 0.0;
+    if (n == 0 || !(alpha > 0.0) || !elec__finite(reach)) return ELEC_OK;
+    /* cells of reach / 2, and at least the volume an atom has (dilute
+       boxes would otherwise have far more cells than atoms) */
+    cell = 0.5 * reach;
+    if (cbrt(volume / (double)n) > cell) cell = cbrt(volume / (double)n);
+    x = (double *)ELEC_MALLOC(3 * n * sizeof *x);
+    q = (double *)ELEC_MALLOC(n * sizeof *q);
+    sample = (size_t *)ELEC_MALLOC(n * sizeof *sample);
+    if (!x || !q || !sample) goto no_memory;
+    for (i = 0; i < n; i++) {
+        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
+        for (axis = 0; axis < 3; axis++) {
+            double l = box->length[axis], *v = x + 3 * i + axis;
+            *v -= l * floor(*v / l);
+            if (*v >= l) *v -= l;
+        }
+    }
+    if ((status = elec_cells_build(x, n, zero, box->length, cell, &cells, err)) != ELEC_OK)
+        goto cleanup;
+    have_cells = 1;
+    for (axis = 0; axis < 3; axis++) {
+        const double width = box->length[axis] / cells.n[axis];
+        t.offsets[axis] = (int)floor(reach / width) + 1;
+        visits *= (2.0 * t.offsets[axis] + 1.0) * width;
+    }
+    if (visits > ELEC__TAIL_VISITS) goto cleanup; /* unmeasured */
+    stride = (size_t)ceil((double)n / (ELEC__TAIL_VISITS / (visits > 1.0 ? visits : 1.0)));
+    if (n > ELEC__TAIL_SAMPLE && stride < (n + ELEC__TAIL_SAMPLE - 1) / ELEC__TAIL_SAMPLE)
+        stride = (n + ELEC__TAIL_SAMPLE - 1) / ELEC__TAIL_SAMPLE;
+    m = elec__tail_sample(n, stride, sample);
+    if (m == 0) goto cleanup;
+    terms = (double *)ELEC_MALLOC(4 * m * sizeof *terms);
+    if (!terms) goto no_memory;
+    t.cells = &cells;
+    t.x = x;
+    t.q = q;
+    t.length = box->length;
+    t.rc2 = rc * rc;
+    t.reach2 = reach * reach;
+    t.alpha = alpha;
+    {
+        long k;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 8)
+#endif
+        for (k = 0; k < (long)m; k++) elec__tail_atom(&t, sample[k], terms + 4 * k);
+    }
+    for (i = 0; i < m; i++) { /* in one order whatever the threads */
+        const double *v = terms + 4 * i;
+        force2 += v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        energy += v[3];
+        energy2 += v[3] * v[3];
+    }
+    /* two standard errors of the sample's means, none where it is every
+       atom (the finite population's correction); the RMS force's from
+       its mean square, a chi-square of 3 degrees per atom */
+    share = m < n ? sqrt((1.0 - (double)m / (double)n) / (double)m) : 0.0;
+    mean = energy / (double)m;
+    spread = energy2 / (double)m - mean * mean;
+    st->tail_force = sqrt(force2 / (double)m) * (1.0 + 2.0 * sqrt(1.0 / 6.0) * share);
+    st->tail_energy = (double)n * (fabs(mean) + 2.0 * sqrt(spread > 0.0 ? spread : 0.0) * share);
+    st->tail_cutoff = rc;
+    st->tail_alpha = alpha;
+    goto cleanup;
+no_memory:
+    status = elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                        "no memory for the real-space tail's measure over %zu atoms", n);
+cleanup:
+    if (have_cells) elec_cells_free(&cells);
+    ELEC_FREE(x);
+    ELEC_FREE(q);
+    ELEC_FREE(sample);
+    ELEC_FREE(terms);
+    return status;
 }
 
 /* The estimate struct of a choice (relative force errors, scaled energy). */
@@ -8276,6 +8495,31 @@ static double elec__ewald_alpha_for(const elec__charge_stats *st, double volume,
     return hi;
 }
 
+/* alpha where the caller left it 0: the smallest that meets target in
+   real space, aimed again while the tail measured there misses it, with
+   Kolafa and Perram's estimate times how many times it the tail came to
+   (elec__real_tail_measure; a few rounds: the ratio moves with alpha);
+   the tail measured at the alpha kept, for the estimate. */
+static elec_status elec__ewald_alpha_measured(const elec_atoms *atoms, const elec_box *box,
+                                              elec__charge_stats *st, double volume,
+                                              elec_ewald_params *r, double target,
+                                              elec_error *err) {
+    const int choose = r->alpha == 0.0;
+    int round;
+    if (choose) r->alpha = elec__ewald_alpha_for(st, volume, r->cutoff, target);
+    for (round = 0;; round++) {
+        elec_status s = elec__real_tail_measure(atoms, box, r->cutoff, r->alpha, st, err);
+        double kp;
+        if (s != ELEC_OK) return s;
+        if (!choose || st->tail_alpha == 0.0 || st->tail_force <= target ||
+            round == ELEC__TAIL_ROUNDS)
+            return ELEC_OK;
+        kp = elec__kolafa_perram_force(st, volume, r->cutoff, r->alpha);
+        if (st->tail_force / kp > st->real_coherence) st->real_coherence = st->tail_force / kp;
+        r->alpha = elec__ewald_alpha_for(st, volume, r->cutoff, target);
+    }
+}
+
 /* The smallest reciprocal cutoff kc whose truncation meets target at
    alpha.  Bisected. */
 static double elec__ewald_kc_for(const elec__charge_stats *st, double volume, double alpha,
@@ -8340,7 +8584,9 @@ ELEC_DEF elec_status elec_ewald_params_resolve(const elec_ewald_params *p,
     volume = st.error_volume; /* the box's, or less where the charges crowd */
     /* half the tolerance (in quadrature) to each truncation */
     target = r.tolerance * st.force_rms / sqrt(2.0);
-    if (r.alpha == 0.0) r.alpha = elec__ewald_alpha_for(&st, volume, r.cutoff, target);
+    if ((status = elec__ewald_alpha_measured(atoms, box, &st, volume, &r, target, err)) !=
+        ELEC_OK)
+        return status;
     /* the box of vectors holding the sphere that meets the other half */
     kc = elec__ewald_kc_for(&st, volume, r.alpha, target);
     for (axis = 0; axis < 3; axis++)
@@ -9037,6 +9283,33 @@ static elec__spme_choice elec__spme_search(const elec__charge_stats *st, const e
     return best;
 }
 
+/* The real-space tail measured at the choice (elec__real_tail_measure);
+   where it passes what the search took Kolafa and Perram's estimate to
+   be there (times real_coherence), the search again with the new ratio,
+   a few rounds (the ratio moves with the cutoff and alpha).  The tail is
+   left measured at the choice kept, for the estimate. */
+static elec_status elec__spme_tail_measured(const elec_atoms *atoms, const elec_box *box,
+                                            elec__charge_stats *st,
+                                            const elec_spme_params *r, int grid_given,
+                                            const int fixed_grid[3], double target,
+                                            elec__spme_choice *best, double *rc_hi,
+                                            elec_error *err) {
+    int round;
+    for (round = 0; best->order != 0; round++) {
+        const double kp =
+            elec__kolafa_perram_force(st, st->error_volume, best->cutoff, best->alpha);
+        elec_status s =
+            elec__real_tail_measure(atoms, box, best->cutoff, best->alpha, st, err);
+        if (s != ELEC_OK) return s;
+        if (st->tail_alpha == 0.0 || st->tail_force <= st->real_coherence * kp ||
+            round == ELEC__TAIL_ROUNDS)
+            break;
+        st->real_coherence = st->tail_force / kp;
+        *best = elec__spme_search(st, box, r, grid_given, fixed_grid, target, rc_hi);
+    }
+    return ELEC_OK;
+}
+
 ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
                                               const elec_box *box,
                                               const elec_atoms *atoms,
@@ -9065,6 +9338,9 @@ ELEC_DEF elec_status elec_spme_params_resolve(const elec_spme_params *p,
     if (st.tiny > 0.0) return elec__estimates_underflow(&st, "SPME", "", err);
     target = 0.4 * r.tolerance * st.force_rms;
     best = elec__spme_search(&st, box, &r, grid_given, fixed_grid, target, &rc_hi);
+    if ((status = elec__spme_tail_measured(atoms, box, &st, &r, grid_given, fixed_grid,
+                                           target, &best, &rc_hi, err)) != ELEC_OK)
+        return status;
     /* Out of reach: refused, unless the caller fixed the mesh (grid and
        order) and so asked for it; then the least error, and the estimate
        says what it is. */

@@ -281,6 +281,29 @@ static inline test_system test_system_nacl(int cells, double a) {
     return s;
 }
 
+/* An ionic double layer: n ions (alternately -1 and +1) uniform over a
+   side x side square, the cations in the slab 0 <= z < thickness and the
+   anions in the next one, thickness <= z < 2 thickness, in a box of
+   height `height`: the pairs beyond a cutoff add coherently (the field
+   between the sheets), which random charges never do. */
+static inline test_system test_system_double_layer(size_t n, double side, double height,
+                                                   double thickness,
+                                                   unsigned long long seed) {
+    test_system s = sys__alloc(n);
+    test_rng rng = test_rng_seeded(seed);
+    size_t i;
+    for (i = 0; i < s.count; i++) {
+        s.charge[i] = i % 2 ? 1.0 : -1.0;
+        s.radius[i] = 1.5;
+        s.xyz[3 * i] = side * test_uniform(&rng);
+        s.xyz[3 * i + 1] = side * test_uniform(&rng);
+        s.xyz[3 * i + 2] = (s.charge[i] > 0.0 ? 0.0 : thickness) + thickness * test_uniform(&rng);
+    }
+    s.box[0] = s.box[1] = side;
+    s.box[2] = height;
+    return s;
+}
+
 /* Caesium chloride: cells^3 cubic cells of edge a, Cs+ at each corner
    and Cl- at each centre (a = 4.12 A). */
 static inline test_system test_system_cscl(int cells, double a) {
