@@ -1704,7 +1704,8 @@ ELEC_API elec_status elec_chargemap_periodic_lattice(const elec_box *box,
    (hcp_tolerance): its approximation's leading error, estimated by
        front (|dp| / d^2 + |dQ| / d^3)
    (the Taylor series' first two orders; GEM's region 1 takes its
-   kernel's own, elec__hcp_bound),
+   kernel's own; a residue's adds the series' remainder past them,
+   front sum |q| u^3 / (d^3 (d - u_max)): elec__hcp_bound),
    dp the dipole and dQ the quadrupole residual (max |eigenvalue| / 2 <=
    sqrt(2/3) |dQ|_F / 2 of the traceless tensor) of the component minus
    its one or two charges about its centre, front E1's (1 + alpha) /
@@ -1739,12 +1740,14 @@ typedef struct elec_hcp {
        (the positive charges at their centre; the negative ones at theirs;
        an empty side is a zero charge at the centre) */
     double *approx[ELEC_HCP_LEVELS];
-    /* 6 per component: what the approximations leave out, about the
+    /* 8 per component: what the approximations leave out, about the
        centre: |dipole residual| (e A), the bound of the quadrupole
-       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), and |sum q u^2|'s
+       residual's potential, sqrt(2/3) |dQ|_F / 2 (e A^2), |sum q u^2|'s
        residual (e A^2, the second moment's trace: it counts only for a
-       kernel that is not harmonic, GEM's region 1), of the one-charge
-       approximation, then of the two-charge one (the error test above) */
+       kernel that is not harmonic, GEM's region 1), and sum |q| |u|^3
+       over its atoms and the approximation's charges (e A^3, the series'
+       remainder past the quadrupole), of the one-charge approximation,
+       then of the two-charge one (the error test above) */
     double *residual[ELEC_HCP_LEVELS];
     /* 2 per component: the farthest of its atoms and of the one-charge
        approximation's charge from its centre (A), then of its atoms and
@@ -3065,17 +3068,27 @@ static inline elec_status elec__alpb_prepare(const elec_hcp *hcp, const double *
    + 2 g'/d| / 6 = e^2 / (2 s^5) outweigh front's (fas2 at p = -1 erred
    11 times the E1 form, 2.3 times the tolerance; an audit), and each falls
    with d, so the sum does (born < 0, a solute's dielectric past the
-   solvent's, counts as |born|: the triangle inequality).  Like E1's, this
-   is the Taylor series' first two orders, an estimate rather than a
-   bound: the next added up to 32 % (60 and 200 residues of 10 charges,
-   p = -1 to -4), so g's terms count 1.5 times; then the worst component
-   came to 0.36 to 0.93 of the tolerance there and on fas2, but 1.08 to
-   1.17 on 2LZT and mache with two charges, and 1.6 to 3.1 on mache with
-   one (a review: a residue of net -0.031 e, its charge 14 A out).  Salt's
-   term, front kappa / (1 + kappa d_ion), varies more slowly than front /
-   d and is left to it (measured: 0.87 of the bound at 0.15 M). */
-static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3], double d) {
+   solvent's, counts as |born|: the triangle inequality).  g's first two
+   orders count 1.5 times (the next added up to 32 %: 60 and 200 residues
+   of 10 charges, p = -1 to -4).
+   Past the quadrupole, front / d's series' remainder: each charge q_j at
+   u_j (its atoms', and the approximation's with their signs turned) adds
+   q_j sum_{l >= 3} |u_j|^l P_l(cos) / d^(l+1), at most |q_j| |u_j|^3 /
+   (d^3 (d - |u_j|)) (|P_l| <= 1), so in all at most e[3] / (d^3 (d -
+   rho)), rho the farthest of them (`extent`), times front.  Without it
+   the first two orders were an estimate, not a bound, and a residue whose
+   reach came to its floor of 1.5 times its extent, where the orders fall
+   by 2/3 each, erred up to 10 times the tolerance there (thresholds far
+   under the defaults, h1 = 1e-3 A: 2LZT's VAL 92; an audit, 2026-12-05).
+   Region 1's g stays the estimate above: its two parts' remainders cancel
+   as g's terms do (g falls as e^2 / (2 d^3)), and bounding each alone
+   took the reach of every residue of the test's past the molecule.
+   Salt's term, front kappa / (1 + kappa d_ion), varies more slowly than
+   front / d and is left to it (measured: 0.87 of the bound at 0.15 M). */
+static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[4], double rho,
+                                     double d) {
     double bound = k->front * (e[0] / (d * d) + e[1] / (d * d * d));
+    if (!(d > rho)) return HUGE_VAL; /* no series about the centre converges */
     if (k->region == 1) {
         const double e2 = k->born_offset > 0.0 ? k->born_offset / k->size2 : 0.0;
         const double s2 = d * d + e2, s = sqrt(s2), s5 = s2 * s2 * s;
@@ -3083,7 +3096,7 @@ static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3
                  (e[0] * (1.0 / (d * d) - d / (s2 * s)) + e[1] * (1.0 / (d * d * d) - d * d / s5) +
                   e[2] * e2 / (2.0 * s5));
     }
-    return bound;
+    return bound + k->front * e[3] / (d * d * d * (d - rho));
 }
 
 /* How far past its extent a component must be to be seen by its charges:
@@ -3112,26 +3125,32 @@ static inline double elec__hcp_bound(const elec_alpb_kernel *k, const double e[3
    (elec__hcp_bound) falls to the tolerance.  For E1's bound that is the
    positive root of tol d^3 - front |dp| d - front |dQ|, by Newton's method
    from an upper bound (the cubic is convex there, so the iterates fall
-   monotonically onto the root); region 1's bound is larger and falls with
-   d, so from that root (or least, where no dipole or quadrupole is left)
-   it doubles and bisects.  +infinity for the exact sum, and where a
-   tolerance near double's least puts the root past its range. */
+   monotonically onto the root); the whole bound (the series' remainder,
+   region 1's terms) is larger and falls with d, so from that root (or
+   least, where no dipole or quadrupole is left) it doubles and bisects.
+   +infinity for the exact sum, and where a tolerance near double's least
+   puts the root past its range. */
 static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
                                      const elec_alpb_params *r, const elec_alpb_kernel *k) {
     const int scheme = r->hcp_charges == 2 ? 1 : 0;
-    const double *e = hcp->residual[level] + 6 * c + 3 * scheme;
+    const double *residual = hcp->residual[level] + 8 * c + 4 * scheme;
+    /* the series' remainder for residues alone: a chain's sum of |q| over
+       thousands of partial charges ignores all the cancellation its
+       charges rely on (elec__hcp_bound) */
+    const double e[4] = {residual[0], residual[1], residual[2], level == 0 ? residual[3] : 0.0};
     const double a = k->front * e[0], b = k->front * e[1], tol = r->hcp_tolerance;
+    const double rho = hcp->extent[level][2 * c + scheme];
     /* tolerance +infinity: the seed's distance test alone, as asked */
-    const double far =
-        tol < HUGE_VAL ? ELEC__HCP_EXTENT_FACTOR * hcp->extent[level][2 * c + scheme] : 0.0;
+    const double far = tol < HUGE_VAL ? ELEC__HCP_EXTENT_FACTOR * rho : 0.0;
     const double least = r->hcp_h[level] > far ? r->hcp_h[level] : far;
     double d, below;
     int i;
     if (r->exact) return HUGE_VAL;
     /* most components pass at the least reach itself (+infinity passes) */
-    if (elec__hcp_bound(k, e, least) <= tol) return least;
+    if (elec__hcp_bound(k, e, rho, least) <= tol) return least;
     d = sqrt(a / tol) + cbrt(b / tol); /* each term alone reaches tol there */
-    /* no dipole or quadrupole left: region 1's trace term alone, from least */
+    /* no dipole or quadrupole left: the remainder and region 1's trace
+       term alone, from least */
     if (d == 0.0) d = least;
     for (i = 0; i < 100 && d < HUGE_VAL && (a > 0.0 || b > 0.0); i++) {
         const double f = tol * d * d * d - a * d - b, step = f / (3.0 * tol * d * d - a);
@@ -3143,15 +3162,15 @@ static inline double elec__hcp_reach(const elec_hcp *hcp, int level, size_t c,
        to the threshold alone) */
     if (!(d < HUGE_VAL)) return HUGE_VAL;
     if (d < least) d = least;
-    if (k->region != 1 || elec__hcp_bound(k, e, d) <= tol) return d;
+    if (elec__hcp_bound(k, e, rho, d) <= tol) return d;
     do { /* bound(below) > tol >= bound(d) */
         below = d;
         d *= 2.0;
         if (!(d < HUGE_VAL)) return HUGE_VAL;
-    } while (elec__hcp_bound(k, e, d) > tol);
+    } while (elec__hcp_bound(k, e, rho, d) > tol);
     for (i = 0; i < 100 && d - below > 1e-12 * d; i++) {
         const double middle = 0.5 * (below + d);
-        if (elec__hcp_bound(k, e, middle) > tol) below = middle;
+        if (elec__hcp_bound(k, e, rho, middle) > tol) below = middle;
         else d = middle;
     }
     return d;
@@ -9744,9 +9763,9 @@ static void elec__hcp_represent(const elec_hcp *h, size_t begin, size_t end,
    (elec_hcp.extent). */
 static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
                                const double centre[3], const double approx[12],
-                               double residual[6], double extent[2]) {
+                               double residual[8], double extent[2]) {
     double p[3] = {0, 0, 0}, Q[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, atoms2 = 0.0;
-    double trace = 0.0;
+    double trace = 0.0, cubes = 0.0;
     size_t i;
     int a, b, scheme, k;
     for (i = begin; i < end; i++) {
@@ -9755,6 +9774,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
         if (u2 > atoms2) atoms2 = u2;
         trace += h->charge[i] * u2;
+        cubes += fabs(h->charge[i]) * u2 * sqrt(u2);
         for (a = 0; a < 3; a++) {
             p[a] += h->charge[i] * u[a];
             for (b = 0; b < 3; b++)
@@ -9763,6 +9783,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
     }
     for (scheme = 0; scheme < 2; scheme++) { /* one charge, two charges */
         double dp[3], dQ[3][3], dp2 = 0.0, dQ2 = 0.0, extent2 = atoms2, dT = trace;
+        double charge_cubes = 0.0;
         memcpy(dp, p, sizeof dp);
         memcpy(dQ, Q, sizeof dQ);
         for (k = 0; k < scheme + 1; k++) {
@@ -9772,6 +9793,7 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
             u2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
             if (q != 0.0 && u2 > extent2) extent2 = u2;
             dT -= q * u2;
+            charge_cubes += fabs(q) * u2 * sqrt(u2);
             for (a = 0; a < 3; a++) {
                 dp[a] -= q * u[a];
                 for (b = 0; b < 3; b++) dQ[a][b] -= q * (3.0 * u[a] * u[b] - (a == b ? u2 : 0.0));
@@ -9784,9 +9806,10 @@ static void elec__hcp_residual(const elec_hcp *h, size_t begin, size_t end,
         /* a traceless symmetric tensor's largest |eigenvalue| is at most
            sqrt(2/3) of its Frobenius norm; its potential is
            (1/2) n.dQ.n / d^3 */
-        residual[3 * scheme] = sqrt(dp2);
-        residual[3 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
-        residual[3 * scheme + 2] = fabs(dT);
+        residual[4 * scheme] = sqrt(dp2);
+        residual[4 * scheme + 1] = 0.5 * sqrt(2.0 / 3.0) * sqrt(dQ2);
+        residual[4 * scheme + 2] = fabs(dT);
+        residual[4 * scheme + 3] = cubes + charge_cubes;
         extent[scheme] = sqrt(extent2);
     }
 }
@@ -9869,7 +9892,7 @@ static int elec__hcp_allocate(elec_hcp *h) {
     char *mem;
     int level;
     for (level = 1; level <= ELEC_HCP_LEVELS; level++)
-        bytes += (h->count[level] + 1) * sizeof(size_t) + h->count[level] * 23 * sizeof(double);
+        bytes += (h->count[level] + 1) * sizeof(size_t) + h->count[level] * 25 * sizeof(double);
     h->block = ELEC_MALLOC(bytes);
     if (!h->block) return 0;
     mem = (char *)h->block;
@@ -9882,7 +9905,7 @@ static int elec__hcp_allocate(elec_hcp *h) {
         h->centre[level] = (double *)mem;
         h->approx[level] = h->centre[level] + 3 * components;
         h->residual[level] = h->approx[level] + 12 * components;
-        h->extent[level] = h->residual[level] + 6 * components;
+        h->extent[level] = h->residual[level] + 8 * components;
         mem = (char *)(h->extent[level] + 2 * components);
     }
     h->atom_index = (size_t *)mem;
@@ -9931,7 +9954,7 @@ static void elec__hcp_summarise(elec_hcp *h) {
             double *centre = h->centre[level - 1] + 3 * c;
             double *approx = h->approx[level - 1] + 12 * c;
             elec__hcp_represent(h, begin, end, centre, approx);
-            elec__hcp_residual(h, begin, end, centre, approx, h->residual[level - 1] + 6 * c,
+            elec__hcp_residual(h, begin, end, centre, approx, h->residual[level - 1] + 8 * c,
                                h->extent[level - 1] + 2 * c);
         }
     }
