@@ -7816,6 +7816,14 @@ static int elec__probe_cell_order(const elec_cells *cells, size_t n, double *x, 
     return 1;
 }
 
+/* Whether the caller's atom `index` is among a sample of about one in
+   `stride` (every atom at 1): chosen by a hash of the index, not a stride,
+   which would alias with the molecules' atom order (every third atom of
+   water is an oxygen). */
+static int elec__hashed_in(size_t index, size_t stride) {
+    return (unsigned long)((index * 2654435761UL) & 0xffffffffUL) < 0x100000000UL / stride;
+}
+
 /* The atoms that sample s(k), about ELEC__SK_SAMPLE: row[i] (i in the
    cells' order) is atom i's row of sums, or -1.  Chosen by a hash of the
    caller's index, not a stride, which would alias with the molecules'
@@ -7826,11 +7834,7 @@ static long elec__sk_sample(const elec_cells *cells, size_t n, long *row) {
         n > ELEC__SK_SAMPLE ? (n + ELEC__SK_SAMPLE - 1) / ELEC__SK_SAMPLE : 1;
     long rows = 0;
     size_t i;
-    for (i = 0; i < n; i++)
-        row[i] = (unsigned long)((cells->atom[i] * 2654435761UL) & 0xffffffffUL) <
-                         0x100000000UL / stride
-                     ? rows++
-                     : -1;
+    for (i = 0; i < n; i++) row[i] = elec__hashed_in(cells->atom[i], stride) ? rows++ : -1;
     return rows;
 }
 
@@ -8287,15 +8291,12 @@ static void elec__tail_atom(const elec__tail *t, size_t i, double out[4]) {
     out[3] = e;
 }
 
-/* The sampled atoms' indices into `sample` (at most n): every atom, or
-   those whose hashed index falls under 1 / stride of the range (a stride
-   would alias with the molecules' atom order).  Returns how many. */
+/* The sampled atoms' indices into `sample` (at most n): about one in
+   `stride` (elec__hashed_in).  Returns how many. */
 static size_t elec__tail_sample(size_t n, size_t stride, size_t *sample) {
     size_t i, m = 0;
     for (i = 0; i < n; i++)
-        if (stride <= 1 ||
-            (unsigned long)((i * 2654435761UL) & 0xffffffffUL) < 0x100000000UL / stride)
-            sample[m++] = i;
+        if (elec__hashed_in(i, stride)) sample[m++] = i;
     return m;
 }
 
@@ -8313,6 +8314,7 @@ static elec_status elec__real_tail_measure(const elec_atoms *atoms, const elec_b
     double force2 = 0.0, energy = 0.0, energy2 = 0.0, share, mean, spread;
     size_t *sample = NULL, m = 0, i, stride;
     elec_cells cells;
+    elec__pack pack;
     elec__tail t;
     elec_status status = ELEC_OK;
     int have_cells = 0, axis;
@@ -8326,15 +8328,11 @@ static elec_status elec__real_tail_measure(const elec_atoms *atoms, const elec_b
     q = (double *)ELEC_MALLOC(n * sizeof *q);
     sample = (size_t *)ELEC_MALLOC(n * sizeof *sample);
     if (!x || !q || !sample) goto no_memory;
-    for (i = 0; i < n; i++) {
-        elec_atoms_get(atoms, i, x + 3 * i, q + i, NULL);
-        for (axis = 0; axis < 3; axis++) {
-            double l = box->length[axis], *v = x + 3 * i + axis;
-            *v -= l * floor(*v / l);
-            if (*v >= l) *v -= l;
-        }
-    }
-    if ((status = elec_cells_build(x, n, zero, box->length, cell, &cells, err)) != ELEC_OK)
+    memset(&pack, 0, sizeof pack);
+    pack.box = box;
+    elec__pack_xyz(&pack, x, q);
+    if ((status = elec__atoms_pack(atoms, &pack, err)) != ELEC_OK ||
+        (status = elec_cells_build(x, n, zero, box->length, cell, &cells, err)) != ELEC_OK)
         goto cleanup;
     have_cells = 1;
     for (axis = 0; axis < 3; axis++) {
