@@ -757,6 +757,73 @@ __device__ __forceinline__ int elec__warp_inclusive_sum(int x) {
 
 /* elec_rsqrt_sfu and elec_rsqrt_fma_pipe are public (>>dcs above). */
 
+/* ------------------------------------------------------------ launches */
+
+/* Programmatic dependent launch (PDL, sm_90): a kernel launched with
+   programmatic stream serialization may be scheduled while the kernel
+   before it on the stream drains; it waits here, before it reads what
+   that kernel wrote, until that kernel has finished and its writes are
+   visible (a no-op for a kernel launched without it).  release_next lets
+   the next kernel be scheduled early. */
+__device__ __forceinline__ void elec__wait_prior_grid(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void elec__release_next_grid(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/* Kernels in plain stream order (how ELEC__LAUNCH_PLAIN), with PDL
+   (ELEC__LAUNCH_PDL: their first read of the kernel before them waits in
+   elec__wait_prior_grid), or cooperative (ELEC__LAUNCH_COOPERATIVE: every
+   block resident at once, as a grid barrier needs, which a kernel node
+   of a CUDA graph keeps).  elec__launch_carved also asks for the SMs'
+   split of L1 and shared memory (carveout: percent of the most shared
+   memory, the driver rounding up to what the kernel needs;
+   cudaSharedmemCarveoutMaxL1 = 0, the most L1) for this launch alone;
+   ELEC__CARVEOUT_DEFAULT leaves it to the driver. */
+#define ELEC__LAUNCH_PLAIN 0
+#define ELEC__LAUNCH_PDL 1
+#define ELEC__LAUNCH_COOPERATIVE 2
+#define ELEC__CARVEOUT_DEFAULT (-1)
+template <typename... Params, typename... Args>
+static cudaError_t elec__launch_carved(void (*kernel)(Params...), dim3 grid, dim3 block,
+                                       size_t shared, cudaStream_t stream, int how,
+                                       int carveout, Args... args) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute[2] = {};
+    unsigned count = 0;
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = stream;
+    if (how == ELEC__LAUNCH_COOPERATIVE) {
+        attribute[count].id = cudaLaunchAttributeCooperative;
+        attribute[count++].val.cooperative = 1;
+    } else if (how == ELEC__LAUNCH_PDL) {
+        attribute[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attribute[count++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (carveout != ELEC__CARVEOUT_DEFAULT) {
+        attribute[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+        attribute[count++].val.sharedMemCarveout = (unsigned)carveout;
+    }
+    config.attrs = attribute;
+    config.numAttrs = count;
+    return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+template <typename... Params, typename... Args>
+static cudaError_t elec__launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                                cudaStream_t stream, int how, Args... args) {
+    return elec__launch_carved(kernel, grid, block, shared, stream, how, ELEC__CARVEOUT_DEFAULT,
+                               args...);
+}
+
 /* ----------------------------------------------------------- error checks */
 
 /* Every CUDA call goes through ELEC__CUDA_TRY: a failure fills err with the
@@ -4237,6 +4304,19 @@ cleanup:
 
 #define ELEC__SPME_BLOCK 256
 
+/* The solve and the gather, which follow cuFFT's transforms, are launched
+   by programmatic dependent launch (elec__launch) where the handle's pdl
+   is set: their blocks are scheduled as the transform's last ones drain,
+   not once its end has been processed.  H100, bench_spme --quick, three
+   rounds alternating with the plain launches, steps from a graph, us:
+   DHFR-size 61.0, 61.4, 61.0 -> 60.2, 60.2, 60.5; ApoA1-size 174.4,
+   175.2, 173.8 -> 173.3, 173.7, 173.3; 1M atoms 1486.9, 1478.7, 1483.9 ->
+   1480.3, 1478.6, 1483.5 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).
+   -DELEC__SPME_PDL=0 launches them in plain order. */
+#ifndef ELEC__SPME_PDL
+#define ELEC__SPME_PDL 1
+#endif
+
 /* Box and grid as the kernels take them. */
 typedef struct elec__spme_geometry {
     int3 K;                /* grid points per axis                         */
@@ -4473,12 +4553,14 @@ elec__k_spme_spread_overflow(float *grid, const float4 *xyzq,
    over the full spectrum theta |F|^2, where each stored mx stands for mx
    and Kx - mx (weight 2) except mx = 0 and, for even Kx, mx = Kx/2.  A
    fixed grid strides over the spectrum so that one atomic per block
-   suffices. */
+   suffices.  Launched by PDL after the forward transform
+   (ELEC__SPME_PDL): it waits for it before its first read. */
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_spme_solve(cufftComplex *spectrum, const float *theta, int kx,
                    int count, double *sums) {
     const int half_x = kx / 2 + 1;
     double energy = 0.0;
+    elec__wait_prior_grid();
     for (int m = blockIdx.x * blockDim.x + threadIdx.x; m < count;
          m += gridDim.x * blockDim.x) {
         cufftComplex c = spectrum[m];
@@ -4607,7 +4689,12 @@ __device__ __forceinline__ void elec__spme_write_atom(float *forces, float *pote
    else in the caller's: the slots are sorted by cell, so that an atom's
    neighbours in a warp read the same grid lines from L1, where atoms in
    a random order each read theirs from L2.  (Where the real space runs
-   just before, elec__k_spme_gather_finish finishes it here instead.) */
+   just before, elec__k_spme_gather_finish finishes it here instead.)
+   Launched by PDL after the backward transform (ELEC__SPME_PDL), it
+   reads the grid and the real space's results only past
+   elec__wait_prior_grid; what it reads before is the caller's atoms and
+   the list's order, which the update wrote before the real space's
+   finish (joined before the gather) could begin. */
 template <int ORDER>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *order,
@@ -4622,10 +4709,9 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
     else
         atom = item < n ? item : -1;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), mesh = a;
-    if (atom >= 0) {
-        a = xyzq[atom];
-        mesh = elec__spme_mesh_share<ORDER>(conv, a, g, jx);
-    }
+    if (atom >= 0) a = xyzq[atom];
+    elec__wait_prior_grid();
+    if (atom >= 0) mesh = elec__spme_mesh_share<ORDER>(conv, a, g, jx);
     mesh = elec__spme_group_sum(mesh, lanes);
     if (atom >= 0 && jx == 0) {
         float3 force = elec__spme_mesh_force(a, g, mesh);
@@ -6507,6 +6593,7 @@ struct elec_cuda_spme_handle {
     int pair_blocks;         /* the pair kernel's grid
                                 (elec__spme_pair_blocks)                 */
     int update_blocks;       /* the list update's cooperative grid        */
+    int update_carveout;     /* its launches' carveout (elec__launch_carved) */
     elec__spme_geometry g;
     int grid_points;         /* Kx Ky Kz                                  */
     int spectrum_points;     /* Kz Ky (Kx/2 + 1)                          */
@@ -6514,6 +6601,8 @@ struct elec_cuda_spme_handle {
     int has_forward, has_backward;
     int overlap;             /* 1: the real space beside the reciprocal
                                 chain (elec__spme_overlaps)               */
+    int pdl;                 /* the solve and the gather by programmatic
+                                dependent launch (ELEC__SPME_PDL)        */
     cudaStream_t side;       /* the real-space chain                      */
     cudaEvent_t fork, join;
     float *grid;             /* charges, then the convolution             */
@@ -6937,6 +7026,13 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
                                           h->device));
     if ((status = elec__spme_overlaps(h->device, grid_points, &h->overlap, err)) != ELEC_OK)
         goto cleanup;
+    {
+        /* griddepcontrol needs code of ptxVersion 90 or later, which runs
+           only on sm_90 or later (elec__chargemap_create_as) */
+        cudaFuncAttributes code;
+        ELEC__CUDA_TRY(cudaFuncGetAttributes(&code, elec__k_spme_solve));
+        h->pdl = ELEC__SPME_PDL && code.ptxVersion >= 90;
+    }
     if ((status = elec__list_pair_grid<elec__pair_erfc>(h->sm_count, &h->pair_blocks, err)) !=
         ELEC_OK)
         goto cleanup;
@@ -6956,6 +7052,22 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if (h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
         h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
+    /* There too, the update asks for the most L1 (4 KB of shared memory
+       its own).  It is the first kernel of a step to reach every SM, and
+       an SM seems to keep the split of the kernels that reached it first
+       (bench/RESULTS.md, 2026-11-29, 18:30 UTC on), so the pairs after
+       it find their partners' positions in a larger L1 (not profiled).
+       H100, bench_spme (PDL in both; --dhfr five rounds at 3 %, --quick
+       three at 3 % and at 0 %, alike; steps from a graph, us): DHFR-size
+       59.7-60.1 -> 56.7-57.2 and 59.6-60.1 -> 56.9-57.3; with the
+       carveout on every kernel of the step 58.2-59.0, on the pairs or
+       the spread alone 59.5-60.4.  Where the atoms are more (the update
+       on two blocks an SM) it cost:
+       ApoA1-size 173.3-174.1 -> 178.4-179.3, 1M atoms 1480-1487 ->
+       1492-1493 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on). */
+    h->update_carveout = h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count)
+                             ? (int)cudaSharedmemCarveoutMaxL1
+                             : ELEC__CARVEOUT_DEFAULT;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
@@ -7144,7 +7256,7 @@ template <int ORDER>
 static elec_status elec__spme_gather(elec_cuda_spme_handle *h, const float4 *xyzq,
                                      int n, const float4 *real, int finish_real,
                                      float *forces, float *potential, cudaStream_t stream,
-                                     elec_error *err) {
+                                     int pdl, elec_error *err) {
     elec_status status = ELEC_OK;
     const int block = ELEC__SPME_BLOCK, lanes = elec__spme_lanes<ORDER>::value;
     const int in_list_order = real || finish_real;
@@ -7155,10 +7267,12 @@ static elec_status elec__spme_gather(elec_cuda_spme_handle *h, const float4 *xyz
             h->grid, xyzq, n, h->list, h->g, elec__spme_finishing(h), (float)h->p.scale,
             forces, potential, h->sums);
     else
-        elec__k_spme_gather<ORDER><<<blocks, block, 0, stream>>>(
-            h->grid, xyzq, n, in_list_order ? h->list.order : NULL,
-            h->list.tile_start + h->list.tile_count, h->g, real, (float)h->p.scale, forces,
-            potential);
+        ELEC__CUDA_TRY(elec__launch(
+            elec__k_spme_gather<ORDER>, dim3(blocks), dim3(block), 0, stream, pdl,
+            (const float *)h->grid, xyzq, n,
+            (const int *)(in_list_order ? h->list.order : NULL),
+            (const int *)(h->list.tile_start + h->list.tile_count), h->g, real,
+            (float)h->p.scale, forces, potential));
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
@@ -7187,23 +7301,17 @@ cleanup:
    for another). */
 static elec_status elec__list_update(elec__list *L, const float4 *xyzq, int n,
                                      const int *excl_start, const int *excl_list, int blocks,
-                                     cudaStream_t stream, elec_error *err) {
+                                     int carveout, cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute cooperative[1] = {};
-    config.gridDim = dim3((unsigned)blocks);
-    config.blockDim = dim3(ELEC__LIST_UPDATE_THREADS);
-    config.stream = stream;
-    cooperative[0].id = cudaLaunchAttributeCooperative;
-    cooperative[0].val.cooperative = 1;
-    config.attrs = cooperative;
-    config.numAttrs = 1;
+    const dim3 grid((unsigned)blocks), block(ELEC__LIST_UPDATE_THREADS);
     if (L->search_shares > 1)
-        ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update<true>, *L, xyzq, n,
-                                          excl_start, excl_list));
+        ELEC__CUDA_TRY(elec__launch_carved(elec__k_list_update<true>, grid, block, 0, stream,
+                                           ELEC__LAUNCH_COOPERATIVE, carveout, *L, xyzq, n,
+                                           excl_start, excl_list));
     else
-        ELEC__CUDA_TRY(cudaLaunchKernelEx(&config, elec__k_list_update<false>, *L, xyzq, n,
-                                          excl_start, excl_list));
+        ELEC__CUDA_TRY(elec__launch_carved(elec__k_list_update<false>, grid, block, 0, stream,
+                                           ELEC__LAUNCH_COOPERATIVE, carveout, *L, xyzq, n,
+                                           excl_start, excl_list));
 cleanup:
     return status;
 }
@@ -7243,7 +7351,7 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
     pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
     pair.gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
     status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
-                               h->update_blocks, stream, err);
+                               h->update_blocks, h->update_carveout, stream, err);
     if (status != ELEC_OK) goto cleanup;
     if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
@@ -7287,6 +7395,8 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     const int forked = do_real && !marks && h->overlap;
     const int gather = do_reciprocal && want_atoms;
     const int gather_finishes = gather && do_real && !forked;
+    /* timed stages (marks) in plain order */
+    const int pdl = h->pdl && !marks ? ELEC__LAUNCH_PDL : ELEC__LAUNCH_PLAIN;
     float4 *real_out = gather && do_real && forked ? h->real : NULL;
     if (what & ELEC_SPME_FFT_ONLY) {
         ELEC__CUFFT_TRY(cufftSetStream(h->forward, stream));
@@ -7317,9 +7427,11 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
         ELEC__CUFFT_TRY(cufftSetStream(h->backward, stream));
         ELEC__CUFFT_TRY(cufftExecR2C(h->forward, h->grid, h->spectrum));
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[2], stream));
-        elec__k_spme_solve<<<elec__spme_blocks(h, (size_t)h->spectrum_points),
-                             ELEC__SPME_BLOCK, 0, stream>>>(
-            h->spectrum, h->theta, h->g.K.x, h->spectrum_points, h->sums);
+        ELEC__CUDA_TRY(elec__launch(elec__k_spme_solve,
+                                    dim3(elec__spme_blocks(h, (size_t)h->spectrum_points)),
+                                    dim3(ELEC__SPME_BLOCK), 0, stream, pdl, h->spectrum,
+                                    (const float *)h->theta, h->g.K.x, h->spectrum_points,
+                                    h->sums));
         ELEC__CUDA_TRY(cudaGetLastError());
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[3], stream));
         ELEC__CUFFT_TRY(cufftExecC2R(h->backward, h->spectrum, h->grid));
@@ -7341,7 +7453,7 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     if (gather) {
 #define ELEC__SPME_GATHER_CALL(order) \
     elec__spme_gather<order>(h, xyzq, count, real_out, gather_finishes, forces, potential, \
-                             stream, err)
+                             stream, pdl, err)
         ELEC__SPME_BY_ORDER(ELEC__SPME_GATHER_CALL)
 #undef ELEC__SPME_GATHER_CALL
         if (status != ELEC_OK) goto cleanup;
@@ -8330,7 +8442,7 @@ static elec_status elec__pmsm_list_short(elec_cuda_msm_periodic_handle *h, const
     elec__pair_msm pair;
     pair.s = h->s;
     status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
-                               h->update_blocks, stream, err);
+                               h->update_blocks, ELEC__CARVEOUT_DEFAULT, stream, err);
     if (status != ELEC_OK) return status;
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
                                  h->sums + ELEC__PMSM_SUM_COINCIDENT, h->pair_blocks, stream,
@@ -9238,22 +9350,6 @@ typedef struct elec__chargemap_bins {
     int S, M;
 } elec__chargemap_bins;
 
-/* PDL (sm_90): a kernel launched with programmatic stream serialization
-   may be scheduled while the kernel before it drains; it waits here,
-   before it touches memory, until that kernel has finished and its writes
-   are visible.  release_next lets the next kernel be scheduled early. */
-__device__ __forceinline__ void elec__chargemap_wait_prior(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void elec__chargemap_release_next(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
 /* An atom's record (u_x, u_y, u_z, q); *outside set when its stencil
    leaves a map.  Explicit _rn operations: no contraction may differ
    between the kernels that recompute it. */
@@ -9751,7 +9847,7 @@ elec__k_chargemap_tile_count(const float4 *xyzq, int n, elec__chargemap_geometry
     __shared__ int last_block;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     float q = 0.0f;
-    elec__chargemap_release_next();
+    elec__release_next_grid();
     if (i < n) {
         float4 r;
         if (!elec__chargemap_take(xyzq, i, g, status, &r, &q)) {
@@ -9787,8 +9883,8 @@ __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
 elec__k_chargemap_tile_scatter(const float4 *records, int n, elec__chargemap_geometry g,
                                elec__chargemap_tiling tl, int *tile_cursor, float4 *copies) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
-    elec__chargemap_release_next();
+    elec__wait_prior_grid();
+    elec__release_next_grid();
     if (i >= n) return;
     const float4 r = records[i];
     if (r.x < 0.0f) return; /* outside a map */
@@ -9825,7 +9921,7 @@ elec__k_chargemap_tile_owner(float *grid, const float4 *copies, const int *tile_
         len[axis] = at[axis] == tl.n[axis] - 1 ? g.K[axis] - t0[axis] : tl.T[axis];
     }
     const int points = len[0] * len[1] * len[2];
-    elec__chargemap_wait_prior();
+    elec__wait_prior_grid();
     for (int k = threadIdx.x; k < points; k += blockDim.x) tile[k] = 0.0f;
     __syncthreads();
     const int first = tile_start[id], last = tile_start[id + 1];
@@ -9913,7 +10009,7 @@ elec__k_chargemap_lanes(float *grid, long long *fixed, const float4 *sorted,
                         elec__msm_basis_args b) {
     const int lanes = elec__spme_lanes<W>::value;
     const long thread = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
+    elec__wait_prior_grid();
     const int total = tile_start[tiles];
     const long atom = thread / lanes;
     const int jx = (int)(thread % lanes);
@@ -9954,7 +10050,7 @@ elec__k_chargemap_pc_lanes(float *grid, const float4 *xyzq, int n, elec__chargem
 __global__ void __launch_bounds__(ELEC__CHARGEMAP_BLOCK)
 elec__k_chargemap_fixed_convert(float *grid, long long *fixed, int points) {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    elec__chargemap_wait_prior();
+    elec__wait_prior_grid();
     if (p >= points) return;
     grid[p] = (float)((double)fixed[p] * (1.0 / 4294967296.0));
     fixed[p] = 0;
@@ -11470,8 +11566,8 @@ elec__k_chargemap_tile_bin(const float4 *xyzq, int n, elec__chargemap_geometry g
                            double *sums, int stage_room) {
     extern __shared__ __align__(16) unsigned char elec__chargemap_bin_smem[];
     int *stage = (int *)(elec__chargemap_bin_smem + elec__chargemap_hist_bytes(bd.count));
-    elec__chargemap_release_next();
-    elec__chargemap_wait_prior();
+    elec__release_next_grid();
+    elec__wait_prior_grid();
     elec__chargemap_bin_group(blockIdx.x, xyzq, n, g, bd, runs, copies, status, sums,
                               (int *)elec__chargemap_bin_smem, stage, stage_room);
 }
@@ -11493,7 +11589,7 @@ elec__k_chargemap_tile_sum(float *grid, const int2 *runs, const float4 *copies,
     extern __shared__ __align__(16) unsigned char elec__chargemap_sum_smem[];
     if constexpr (elec__chargemap_is_tensor(SUM))
         elec__chargemap_tensor_zero<elec__chargemap_tensor_window(SUM)>(elec__chargemap_sum_smem);
-    elec__chargemap_wait_prior();
+    elec__wait_prior_grid();
     elec__chargemap_hand_over(status);
     elec__chargemap_sum_tile<BASIS, W, SUM>(blockIdx.x, grid, runs, copies, g, bd, b,
                                             elec__chargemap_sum_smem);
@@ -11632,33 +11728,6 @@ static elec__chargemap_tiling elec__chargemap_choose_tiles(const elec_cuda_charg
         best = elec__chargemap_tiling_of(h->g.K, sixteen);
     }
     return best;
-}
-
-/* Kernels in plain stream order (how 0), with PDL (1: their first act is
-   to wait for the kernel before them), or cooperative (ELEC__CM_COOPERATIVE:
-   every block resident at once, as TILE_FUSED's grid barrier needs, which
-   a kernel node of a CUDA graph keeps). */
-#define ELEC__CM_COOPERATIVE 2
-template <typename... Params, typename... Args>
-static cudaError_t elec__chargemap_launch(void (*kernel)(Params...), dim3 grid, dim3 block,
-                                          size_t shared, cudaStream_t stream, int how,
-                                          Args... args) {
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attribute[1] = {};
-    config.gridDim = grid;
-    config.blockDim = block;
-    config.dynamicSmemBytes = shared;
-    config.stream = stream;
-    if (how == ELEC__CM_COOPERATIVE) {
-        attribute[0].id = cudaLaunchAttributeCooperative;
-        attribute[0].val.cooperative = 1;
-    } else {
-        attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    }
-    config.attrs = attribute;
-    config.numAttrs = how ? 1 : 0;
-    return cudaLaunchKernelEx(&config, kernel, args...);
 }
 
 /* Tiles of 2^shift points per axis over K (elec__chargemap_bands). */
@@ -12022,7 +12091,7 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         h->bands.gather = (size_t)n <= h->gather_atoms;
         /* stage 1 apart, unless TILE_FUSED's one kernel does it */
         if (v == ELEC_CHARGEMAP_TILE_BINNED || !h->fused_blocks)
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__k_chargemap_tile_bin, dim3(h->bands.groups),
                 dim3(elec__chargemap_bin_threads(h)), h->bin_shared_bytes, stream, pdl, xyzq, n,
                 h->g, h->bands, h->runs, h->copies, h->status, h->sums, h->bin_stage_room));
@@ -12033,19 +12102,19 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         /* the first kernel waits for everything before it in the stream (no
            PDL: the previous call's map may still read the sort's arrays) */
         if (halo) {
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__k_chargemap_tile_count<1>, atoms, block, 0, stream, 0, xyzq, n, h->g,
                 h->tiles, h->records, h->tile_count, h->tile_start, h->tile_cursor, h->status,
                 h->sums));
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__k_chargemap_tile_scatter<1>, atoms, block, 0, stream, pdl,
                 (const float4 *)h->records, n, h->g, h->tiles, h->tile_cursor, h->copies));
         } else {
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__k_chargemap_tile_count<0>, atoms, block, 0, stream, 0, xyzq, n, h->g,
                 h->tiles, h->records, h->tile_count, h->tile_start, h->tile_cursor, h->status,
                 h->sums));
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__k_chargemap_tile_scatter<0>, atoms, block, 0, stream, pdl,
                 (const float4 *)h->records, n, h->g, h->tiles, h->tile_cursor, h->copies));
         }
@@ -12060,19 +12129,19 @@ static elec_status elec__chargemap_prepare_t(elec_cuda_chargemap_handle *h, cons
         ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.bins, 0,
                                        (size_t)h->points * (h->bins.S + 1) * sizeof(float4),
                                        stream));
-        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_BIN_STRUCT>, atoms,
+        ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_place<ELEC__CM_BIN_STRUCT>, atoms,
                                               block, 0, stream, 0, xyzq, n, h->g, h->bins,
                                               h->status, h->sums));
         break;
     case ELEC__CM_SLOT_AOS:
         ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.count, 0, (size_t)h->points * sizeof(int), stream));
-        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_SLOT_AOS>, atoms,
+        ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_place<ELEC__CM_SLOT_AOS>, atoms,
                                               block, 0, stream, 0, xyzq, n, h->g, h->bins,
                                               h->status, h->sums));
         break;
     default:
         ELEC__CUDA_TRY(cudaMemsetAsync(h->bins.count, 0, (size_t)h->points * sizeof(int), stream));
-        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_place<ELEC__CM_SLOT_SOA>, atoms,
+        ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_place<ELEC__CM_SLOT_SOA>, atoms,
                                               block, 0, stream, 0, xyzq, n, h->g, h->bins,
                                               h->status, h->sums));
         break;
@@ -12110,24 +12179,24 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
     ELEC__CHARGEMAP_MARK(2);
     switch (v) {
     case ELEC_CHARGEMAP_PC_BASELINE:
-        ELEC__CUDA_TRY(elec__chargemap_launch(
+        ELEC__CUDA_TRY(elec__launch(
             elec__k_chargemap_pc_baseline<BASIS, W>, dim3(elec__chargemap_blocks((size_t)h->n)),
             block, 0, stream, 0, grid, h->xyzq, h->n, h->g, h->basis, h->status, h->sums));
         break;
     case ELEC_CHARGEMAP_TILE_OWNER:
-        ELEC__CUDA_TRY(elec__chargemap_launch(
+        ELEC__CUDA_TRY(elec__launch(
             elec__k_chargemap_tile_owner<BASIS, W>, dim3(h->tiles.count), block,
             h->tile_shared_bytes, stream, pdl, grid, (const float4 *)h->copies,
             (const int *)h->tile_start, h->g, h->tiles, h->basis));
         break;
     case ELEC_CHARGEMAP_PC_LANES:
-        ELEC__CUDA_TRY(elec__chargemap_launch(
+        ELEC__CUDA_TRY(elec__launch(
             elec__k_chargemap_pc_lanes<BASIS, W>,
             dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid, h->xyzq,
             h->n, h->g, h->basis, h->status, h->sums));
         break;
     case ELEC_CHARGEMAP_PC_SORTED_LANES:
-        ELEC__CUDA_TRY(elec__chargemap_launch(
+        ELEC__CUDA_TRY(elec__launch(
             elec__k_chargemap_lanes<BASIS, W, 0>,
             dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, 0, grid,
             (long long *)NULL, (const float4 *)h->copies, (const int *)h->tile_start,
@@ -12137,13 +12206,13 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
     case ELEC_CHARGEMAP_TILE_FUSED:
     case ELEC_CHARGEMAP_TILE_FUSED_FIXED: {
         if (v != ELEC_CHARGEMAP_TILE_BINNED && h->fused_blocks) {
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__chargemap_fused_kernel_of<BASIS, W>(h->sum), dim3(h->fused_blocks),
                 dim3(ELEC__CHARGEMAP_TILE_THREADS), h->fused_shared_bytes, stream,
-                ELEC__CM_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs,
+                ELEC__LAUNCH_COOPERATIVE, grid, h->xyzq, h->n, h->g, h->bands, h->basis, h->runs,
                 h->copies, h->status, h->sums));
         } else {
-            ELEC__CUDA_TRY(elec__chargemap_launch(
+            ELEC__CUDA_TRY(elec__launch(
                 elec__chargemap_sum_kernel_of<BASIS, W>(h->sum), dim3(h->bands.count),
                 dim3(ELEC__CHARGEMAP_TILE_THREADS), h->sum_shared_bytes, stream, pdl, grid,
                 (const int2 *)h->runs, (const float4 *)h->copies, h->g, h->bands, h->basis,
@@ -12152,12 +12221,12 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
         break;
     }
     case ELEC_CHARGEMAP_PC_FIXED_POINT:
-        ELEC__CUDA_TRY(elec__chargemap_launch(
+        ELEC__CUDA_TRY(elec__launch(
             elec__k_chargemap_lanes<BASIS, W, 1>,
             dim3(elec__chargemap_blocks((size_t)h->n * lanes)), block, 0, stream, pdl,
             (float *)NULL, h->fixed, (const float4 *)h->copies, (const int *)h->tile_start,
             h->tiles.count, h->g, h->basis));
-        ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_fixed_convert, points, block, 0,
+        ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_fixed_convert, points, block, 0,
                                               stream, pdl, grid, h->fixed, h->points));
         break;
     default:
@@ -12167,27 +12236,27 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
             const int *counts = h->bins.count;
             switch (v) {
             case ELEC_CHARGEMAP_PC_BINNED:
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_pc_binned<BASIS, W>,
+                ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_pc_binned<BASIS, W>,
                                                       points, block, 0, stream, 0, grid, bins, S,
                                                       h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_PC_REDUCED_READS:
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_pc_reduced<BASIS, W>,
+                ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_pc_reduced<BASIS, W>,
                                                       points, block, 0, stream, 0, grid, counts,
                                                       rec, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_PC_COALESCED:
-                ELEC__CUDA_TRY(elec__chargemap_launch(
+                ELEC__CUDA_TRY(elec__launch(
                     elec__k_chargemap_pc_coalesced<BASIS, W>, points, block, 0, stream, 0, grid,
                     counts, (const float *)h->bins.soa, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_GC_BASELINE:
-                ELEC__CUDA_TRY(elec__chargemap_launch(
+                ELEC__CUDA_TRY(elec__launch(
                     elec__k_chargemap_gc<BASIS, W, 1, ELEC__CM_BIN_STRUCT>, points, block, 0,
                     stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
             case ELEC_CHARGEMAP_GC_COMPUTE_EFFICIENT:
-                ELEC__CUDA_TRY(elec__chargemap_launch(
+                ELEC__CUDA_TRY(elec__launch(
                     elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_BIN_STRUCT>, points, block, 0,
                     stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
@@ -12195,19 +12264,19 @@ static elec_status elec__chargemap_map_t(elec_cuda_chargemap_handle *h, float *g
                 const dim3 b3(h->gc_block[0], h->gc_block[1], h->gc_block[2]);
                 const dim3 g3((h->g.K[0] + b3.x - 1) / b3.x, (h->g.K[1] + b3.y - 1) / b3.y,
                               (h->g.K[2] + b3.z - 1) / b3.z);
-                ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_gc_shared<BASIS, W>, g3,
+                ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_gc_shared<BASIS, W>, g3,
                                                       b3, h->gc_shared_bytes, stream, 0, grid,
                                                       bins, S, h->g, h->basis));
                 break;
             }
             default: /* GC_REDUCED_READS */
-                ELEC__CUDA_TRY(elec__chargemap_launch(
+                ELEC__CUDA_TRY(elec__launch(
                     elec__k_chargemap_gc<BASIS, W, 0, ELEC__CM_SLOT_AOS>, points, block, 0,
                     stream, 0, grid, bins, counts, rec, S, h->g, h->basis));
                 break;
             }
             ELEC__CHARGEMAP_MARK(3);
-            ELEC__CUDA_TRY(elec__chargemap_launch(elec__k_chargemap_overflow<BASIS, W>,
+            ELEC__CUDA_TRY(elec__launch(elec__k_chargemap_overflow<BASIS, W>,
                                                   dim3(2 * h->sm_count), block, 0, stream, 0,
                                                   grid, (const float4 *)h->bins.overflow,
                                                   (const int *)h->status, h->g, h->basis));
@@ -12447,7 +12516,7 @@ static elec_status elec__chargemap_create_as(const elec_lattice *lattice, size_t
     {
         /* griddepcontrol is sm_90's, and the kernels' code must have it:
            code compiled for an older virtual architecture has none
-           (__CUDA_ARCH__ < 900 in elec__chargemap_wait_prior), even where
+           (__CUDA_ARCH__ < 900 in elec__wait_prior_grid), even where
            the driver compiles its PTX for sm_90, as it does for a build
            for sm_80 alone (binaryVersion 90, ptxVersion 80).  Code of
            ptxVersion 90 or later runs only on sm_90 or later, so this one
