@@ -7064,7 +7064,8 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        the spread alone 59.5-60.4.  Where the atoms are more (the update
        on two blocks an SM) it cost:
        ApoA1-size 173.3-174.1 -> 178.4-179.3, 1M atoms 1480-1487 ->
-       1492-1493 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on). */
+       1492-1493 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).  Measured
+       on an H100 alone; elsewhere a preference the driver may round. */
     h->update_carveout = h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count)
                              ? (int)cudaSharedmemCarveoutMaxL1
                              : ELEC__CARVEOUT_DEFAULT;
