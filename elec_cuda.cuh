@@ -784,8 +784,10 @@ __device__ __forceinline__ void elec__release_next_grid(void) {
    of a CUDA graph keeps).  elec__launch_carved also asks for the SMs'
    split of L1 and shared memory (carveout: percent of the most shared
    memory, the driver rounding up to what the kernel needs;
-   cudaSharedmemCarveoutMaxL1 = 0, the most L1) for this launch alone;
-   ELEC__CARVEOUT_DEFAULT leaves it to the driver. */
+   cudaSharedmemCarveoutMaxL1 = 0, the most L1) for this launch alone
+   (with CUDA 12.6 or later; before, always the driver's choice);
+   ELEC__CARVEOUT_DEFAULT leaves it to the driver.  Another `how` is
+   refused (cudaErrorInvalidValue). */
 #define ELEC__LAUNCH_PLAIN 0
 #define ELEC__LAUNCH_PDL 1
 #define ELEC__LAUNCH_COOPERATIVE 2
@@ -807,11 +809,17 @@ static cudaError_t elec__launch_carved(void (*kernel)(Params...), dim3 grid, dim
     } else if (how == ELEC__LAUNCH_PDL) {
         attribute[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attribute[count++].val.programmaticStreamSerializationAllowed = 1;
+    } else if (how != ELEC__LAUNCH_PLAIN) {
+        return cudaErrorInvalidValue;
     }
+#if CUDART_VERSION >= 12060 /* the attribute is in CUDA 12.6's headers, not 12.0's */
     if (carveout != ELEC__CARVEOUT_DEFAULT) {
         attribute[count].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
         attribute[count++].val.sharedMemCarveout = (unsigned)carveout;
     }
+#else
+    (void)carveout; /* the driver's choice */
+#endif
     config.attrs = attribute;
     config.numAttrs = count;
     return cudaLaunchKernelEx(&config, kernel, args...);
@@ -4306,8 +4314,8 @@ cleanup:
 
 /* The solve and the gather, which follow cuFFT's transforms, are launched
    by programmatic dependent launch (elec__launch) where the handle's pdl
-   is set: their blocks are scheduled as the transform's last ones drain,
-   not once its end has been processed.  H100, bench_spme --quick, three
+   is set: their blocks are scheduled once the transform's blocks have
+   exited, not after its completion has been processed.  H100, bench_spme --quick, three
    rounds alternating with the plain launches, steps from a graph, us:
    DHFR-size 61.0, 61.4, 61.0 -> 60.2, 60.2, 60.5; ApoA1-size 174.4,
    175.2, 173.8 -> 173.3, 173.7, 173.3; 1M atoms 1486.9, 1478.7, 1483.9 ->
@@ -4693,8 +4701,9 @@ __device__ __forceinline__ void elec__spme_write_atom(float *forces, float *pote
    Launched by PDL after the backward transform (ELEC__SPME_PDL), it
    reads the grid and the real space's results only past
    elec__wait_prior_grid; what it reads before is the caller's atoms and
-   the list's order, which the update wrote before the real space's
-   finish (joined before the gather) could begin. */
+   the list's order and slots in use (*used), which the update wrote
+   before the real space's finish (joined before the gather) could
+   begin. */
 template <int ORDER>
 __global__ void __launch_bounds__(ELEC__SPME_BLOCK)
 elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *order,
@@ -7052,21 +7061,25 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
     if (h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
         h->update_blocks > h->sm_count)
         h->update_blocks = h->sm_count;
-    /* There too, the update asks for the most L1 (4 KB of shared memory
-       its own).  It is the first kernel of a step to reach every SM, and
-       an SM seems to keep the split of the kernels that reached it first
-       (bench/RESULTS.md, 2026-11-29, 18:30 UTC on), so the pairs after
-       it find their partners' positions in a larger L1 (not profiled).
-       H100, bench_spme (PDL in both; --dhfr five rounds at 3 %, --quick
-       three at 3 % and at 0 %, alike; steps from a graph, us): DHFR-size
-       59.7-60.1 -> 56.7-57.2 and 59.6-60.1 -> 56.9-57.3; with the
-       carveout on every kernel of the step 58.2-59.0, on the pairs or
-       the spread alone 59.5-60.4.  Where the atoms are more (the update
-       on two blocks an SM) it cost:
+    /* There too, the update asks for the most L1 (its own shared memory
+       is 4 KB, and one block an SM fits that split, so the cooperative
+       grid stays resident).  It is usually the first kernel of a step to
+       reach every SM (the spread is enqueued after it; timed, unforked
+       steps ask the same), an SM seems to keep the split of the kernels
+       that reached it first (bench/RESULTS.md, 2026-11-29, 18:30 UTC on),
+       and the pairs after it read their partners' positions through L1
+       (the mechanism is not profiled).  H100, bench_spme (PDL in both;
+       --dhfr five rounds at 3 %, --quick three at 3 % and at 0 %, alike;
+       steps from a graph, us): DHFR-size 59.7-60.1 -> 56.7-57.2 and
+       59.6-60.1 -> 56.9-57.3; with the carveout on every kernel of the
+       step 58.2-59.0, on the pairs or the spread alone 59.5-60.4.  Where
+       the atoms are more (the update on two blocks an SM) it cost:
        ApoA1-size 173.3-174.1 -> 178.4-179.3, 1M atoms 1480-1487 ->
        1492-1493 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).  Measured
        on an H100 alone; elsewhere a preference the driver may round. */
-    h->update_carveout = h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count)
+    h->update_carveout = h->overlap &&
+                                 elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
+                                 h->update_blocks <= h->sm_count
                              ? (int)cudaSharedmemCarveoutMaxL1
                              : ELEC__CARVEOUT_DEFAULT;
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
