@@ -4315,8 +4315,9 @@ cleanup:
 /* The solve and the gather, which follow cuFFT's transforms, are launched
    by programmatic dependent launch (elec__launch) where the handle's pdl
    is set: their blocks are scheduled once the transform's blocks have
-   exited, not after its completion has been processed.  H100, bench_spme --quick, three
-   rounds alternating with the plain launches, steps from a graph, us:
+   exited, not after its completion has been processed.  H100, bench_spme
+   --quick, three rounds alternating with the plain launches, steps from a
+   graph, us:
    DHFR-size 61.0, 61.4, 61.0 -> 60.2, 60.2, 60.5; ApoA1-size 174.4,
    175.2, 173.8 -> 173.3, 173.7, 173.3; 1M atoms 1486.9, 1478.7, 1483.9 ->
    1480.3, 1478.6, 1483.5 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).
