@@ -7066,12 +7066,13 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        is 4 KB, and one block an SM fits that split, so the cooperative
        grid stays resident).  It is usually the first kernel of a step to
        reach every SM (the spread is enqueued after it; timed, unforked
-       steps ask the same), an SM seems to keep the split of the kernels
-       that reached it first (bench/RESULTS.md, 2026-11-29, 18:30 UTC on),
-       and the pairs after it read their partners' positions through L1
-       (the mechanism is not profiled).  H100, bench_spme (PDL in both;
-       --dhfr five rounds at 3 %, --quick three at 3 % and at 0 %, alike;
-       steps from a graph, us): DHFR-size 59.7-60.1 -> 56.7-57.2 and
+       steps ask the same), and an SM seems to keep the split of the
+       kernels that reached it first (bench/RESULTS.md, 2026-11-29, 18:30
+       UTC on).  Why that helps is not known: the pairs timed alone after
+       it are unchanged (30.1 us), so the gain comes with the two chains
+       side by side, where the kernels share the SMs.  H100, bench_spme
+       (PDL in both; --dhfr five rounds at 3 %, --quick three at 3 % and at
+       0 %, alike; steps from a graph, us): DHFR-size 59.7-60.1 -> 56.7-57.2 and
        59.6-60.1 -> 56.9-57.3; with the carveout on every kernel of the
        step 58.2-59.0, on the pairs or the spread alone 59.5-60.4.  Where
        the atoms are more (the update on two blocks an SM) it cost:
