@@ -7059,31 +7059,29 @@ static elec_status elec__spme_handle_plan(const elec_box *box, size_t max_atoms,
        the host, varies), its rebuild unchanged (636-649 us); ApoA1-size's
        step unchanged and its rebuild 1482 -> 1840 us, 1M atoms' 13.4 ->
        16.3 ms.  Larger handles keep every resident block. */
-    if (h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
-        h->update_blocks > h->sm_count)
-        h->update_blocks = h->sm_count;
-    /* There too, the update asks for the most L1 (its own shared memory
-       is 4 KB, and one block an SM fits that split, so the cooperative
-       grid stays resident).  It is usually the first kernel of a step to
-       reach every SM (the spread is enqueued after it; timed, unforked
-       steps ask the same), and an SM seems to keep the split of the
-       kernels that reached it first (bench/RESULTS.md, 2026-11-29, 18:30
-       UTC on).  Why that helps is not known: the pairs timed alone after
-       it are unchanged (30.1 us), so the gain comes with the two chains
-       side by side, where the kernels share the SMs.  H100, bench_spme
-       (PDL in both; --dhfr five rounds at 3 %, --quick three at 3 % and at
-       0 %, alike; steps from a graph, us): DHFR-size 59.7-60.1 -> 56.7-57.2 and
-       59.6-60.1 -> 56.9-57.3; with the carveout on every kernel of the
-       step 58.2-59.0, on the pairs or the spread alone 59.5-60.4.  Where
-       the atoms are more (the update on two blocks an SM) it cost:
-       ApoA1-size 173.3-174.1 -> 178.4-179.3, 1M atoms 1480-1487 ->
-       1492-1493 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).  Measured
-       on an H100 alone; elsewhere a preference the driver may round. */
-    h->update_carveout = h->overlap &&
-                                 elec__spme_few_atoms_an_sm(max_atoms, h->sm_count) &&
-                                 h->update_blocks <= h->sm_count
-                             ? (int)cudaSharedmemCarveoutMaxL1
-                             : ELEC__CARVEOUT_DEFAULT;
+    h->update_carveout = ELEC__CARVEOUT_DEFAULT;
+    if (h->overlap && elec__spme_few_atoms_an_sm(max_atoms, h->sm_count)) {
+        if (h->update_blocks > h->sm_count) h->update_blocks = h->sm_count;
+        /* There too, the update asks for the most L1 (its own shared
+           memory is 4 KB, and one block an SM fits that split, so the
+           cooperative grid stays resident).  It is usually the first
+           kernel of a step to reach every SM (the spread is enqueued after
+           it; timed, unforked steps ask the same), and an SM seems to keep
+           the split of the kernels that reached it first (bench/RESULTS.md,
+           2026-11-29, 18:30 UTC on).  Why that helps is not known: the
+           pairs timed alone after it are unchanged (30.1 us), so the gain
+           comes with the two chains side by side, where the kernels share
+           the SMs.  H100, bench_spme (PDL in both; --dhfr five rounds at
+           3 %, --quick three at 3 % and at 0 %, alike; steps from a graph,
+           us): DHFR-size 59.7-60.1 -> 56.7-57.2 and 59.6-60.1 -> 56.9-57.3;
+           with the carveout on every kernel of the step 58.2-59.0, on the
+           pairs or the spread alone 59.5-60.4.  Where the atoms are more
+           (the update on two blocks an SM) it cost: ApoA1-size
+           173.3-174.1 -> 178.4-179.3, 1M atoms 1480-1487 -> 1492-1493
+           (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).  Measured on an
+           H100 alone; elsewhere a preference the driver may round. */
+        h->update_carveout = (int)cudaSharedmemCarveoutMaxL1;
+    }
     ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&h->side, cudaStreamNonBlocking));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->fork, cudaEventDisableTiming));
     ELEC__CUDA_TRY(cudaEventCreateWithFlags(&h->join, cudaEventDisableTiming));
