@@ -4321,7 +4321,8 @@ cleanup:
    DHFR-size 61.0, 61.4, 61.0 -> 60.2, 60.2, 60.5; ApoA1-size 174.4,
    175.2, 173.8 -> 173.3, 173.7, 173.3; 1M atoms 1486.9, 1478.7, 1483.9 ->
    1480.3, 1478.6, 1483.5 (bench/RESULTS.md, 2026-12-06, 05:40 UTC on).
-   -DELEC__SPME_PDL=0 launches them in plain order. */
+   The real space's pairs and finish are launched so too (elec__spme_real).
+   -DELEC__SPME_PDL=0 launches them all in plain order. */
 #ifndef ELEC__SPME_PDL
 #define ELEC__SPME_PDL 1
 #endif
@@ -5974,7 +5975,10 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
         else
             elec__list_check_copy(L, xyzq, p - L.slots);
     elec__grid_barrier(barrier);
-    if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
+    if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) {
+        elec__release_next_grid(); /* the pairs may start (elec__spme_real) */
+        return;                    /* the whole grid */
+    }
     /* the flag up for elec__list_done (no block reads it again here) */
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         L.info[ELEC__LIST_BUILD] = 1;
@@ -6261,6 +6265,7 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
         image_shift[threadIdx.x] = make_float4(s.x, s.y, s.z, 0.0f);
     }
     __syncthreads();
+    elec__wait_prior_grid(); /* the update's list, where launched by PDL */
     const int lane = threadIdx.x & 31;
     const long long warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = gridDim.x * (blockDim.x >> 5);
@@ -6485,6 +6490,7 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
                          elec__spme_finish_args f, float4 *out, double *sums) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
+    elec__wait_prior_grid(); /* the pairs' sums, where launched by PDL */
     const int used = L.tile_start[L.tile_count];
     int i = p < used ? L.order[p] : -1;
     if (p == 0) elec__list_done(L, n);
@@ -6611,7 +6617,8 @@ struct elec_cuda_spme_handle {
     int has_forward, has_backward;
     int overlap;             /* 1: the real space beside the reciprocal
                                 chain (elec__spme_overlaps)               */
-    int pdl;                 /* the solve and the gather by programmatic
+    int pdl;                 /* the solve, the gather, the pairs and the
+                                real space's finish by programmatic
                                 dependent launch (ELEC__SPME_PDL)        */
     cudaStream_t side;       /* the real-space chain                      */
     cudaEvent_t fork, join;
@@ -7340,10 +7347,12 @@ cleanup:
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,
                                        const int *excl_list, int n, double *coincident_sum,
-                                       int blocks, cudaStream_t stream, elec_error *err) {
+                                       int blocks, int how, cudaStream_t stream,
+                                       elec_error *err) {
     elec_status status = ELEC_OK;
-    elec__k_list_pairs<Pair><<<blocks, ELEC__SPME_BLOCK, 0, stream>>>(
-        *L, pair, excl_start, excl_list, n, coincident_sum);
+    ELEC__CUDA_TRY(elec__launch(elec__k_list_pairs<Pair>, dim3((unsigned)blocks),
+                                dim3(ELEC__SPME_BLOCK), 0, stream, how, *L, pair, excl_start,
+                                excl_list, n, coincident_sum));
     ELEC__CUDA_TRY(cudaGetLastError());
 cleanup:
     return status;
@@ -7359,6 +7368,19 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
                                    int finish, float4 *out, cudaStream_t stream,
                                    cudaEvent_t after_list, elec_error *err) {
     elec_status status = ELEC_OK;
+    /* The pairs and the finish by PDL where the handle's kernels have it
+       (timed stages, after_list, in plain order): each waits for the
+       kernel before it (elec__wait_prior_grid) before its first read,
+       and the update lets the pairs be scheduled once its check has found
+       no build due (elec__release_next_grid), so that they start as its
+       blocks leave.  H100, bench_spme, three rounds alternating with plain
+       launches (bench/RESULTS.md, 2026-12-06, 08:36 UTC on): the
+       DHFR-size real space alone from a graph 38.7-39.7 -> 37.0-37.1 us,
+       its step from a graph 57.1 -> 56.1-56.3; ApoA1-size and 1M-atom
+       steps unchanged (173.0 -> 173.1, 1494.7 -> 1487.3).  Released at the
+       update's start instead, the pair blocks sat resident beside the
+       check and the spread: 41.9-42.2 and 61.2-61.4 us. */
+    const int pdl = h->pdl && !after_list ? ELEC__LAUNCH_PDL : ELEC__LAUNCH_PLAIN;
     const int block = ELEC__SPME_BLOCK;
     elec__pair_erfc pair;
     pair.half_alpha = (float)(0.5 * h->p.alpha);
@@ -7369,13 +7391,14 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
     if (status != ELEC_OK) goto cleanup;
     if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
-                                 h->sums + ELEC__SPME_SUM_COINCIDENT, h->pair_blocks, stream,
-                                 err);
+                                 h->sums + ELEC__SPME_SUM_COINCIDENT, h->pair_blocks, pdl,
+                                 stream, err);
     if (status != ELEC_OK) goto cleanup;
     if (finish) {
-        elec__k_spme_real_finish<<<(unsigned)((h->list.slots + block - 1) / block), block, 0,
-                                   stream>>>(h->list, xyzq, n, h->g, elec__spme_finishing(h),
-                                             out, h->sums);
+        ELEC__CUDA_TRY(elec__launch(elec__k_spme_real_finish,
+                                    dim3((unsigned)((h->list.slots + block - 1) / block)),
+                                    dim3(block), 0, stream, pdl, h->list, xyzq, n, h->g,
+                                    elec__spme_finishing(h), out, h->sums));
         ELEC__CUDA_TRY(cudaGetLastError());
     }
 cleanup:
@@ -8459,8 +8482,8 @@ static elec_status elec__pmsm_list_short(elec_cuda_msm_periodic_handle *h, const
                                h->update_blocks, ELEC__CARVEOUT_DEFAULT, stream, err);
     if (status != ELEC_OK) return status;
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
-                                 h->sums + ELEC__PMSM_SUM_COINCIDENT, h->pair_blocks, stream,
-                                 err);
+                                 h->sums + ELEC__PMSM_SUM_COINCIDENT, h->pair_blocks,
+                                 ELEC__LAUNCH_PLAIN, stream, err);
     if (status != ELEC_OK) return status;
     elec__k_pmsm_short_finish<<<(unsigned)((h->list.slots + ELEC__MSM_BLOCK - 1) /
                                            ELEC__MSM_BLOCK),
