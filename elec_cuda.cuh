@@ -5975,10 +5975,7 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
         else
             elec__list_check_copy(L, xyzq, p - L.slots);
     elec__grid_barrier(barrier);
-    if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) {
-        elec__release_next_grid(); /* the pairs may start (elec__spme_real) */
-        return;                    /* the whole grid */
-    }
+    if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
     /* the flag up for elec__list_done (no block reads it again here) */
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         L.info[ELEC__LIST_BUILD] = 1;
@@ -7343,7 +7340,9 @@ cleanup:
    of coincident pairs (2 per pair) is added.  It must follow
    elec__list_update on the same stream in every compute: the update
    zeroes acc and the counter a dealt pair function takes its parts
-   from. */
+   from.  how: ELEC__LAUNCH_PLAIN, or ELEC__LAUNCH_PDL where nothing is
+   enqueued between the update and it (its wait covers the update
+   alone). */
 template <class Pair>
 static elec_status elec__list_evaluate(const elec__list *L, Pair pair, const int *excl_start,
                                        const int *excl_list, int n, double *coincident_sum,
@@ -7369,17 +7368,19 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
                                    cudaEvent_t after_list, elec_error *err) {
     elec_status status = ELEC_OK;
     /* The pairs and the finish by PDL where the handle's kernels have it
-       (timed stages, after_list, in plain order): each waits for the
-       kernel before it (elec__wait_prior_grid) before its first read,
-       and the update lets the pairs be scheduled once its check has found
-       no build due (elec__release_next_grid), so that they start as its
-       blocks leave.  H100, bench_spme, three rounds alternating with plain
-       launches (bench/RESULTS.md, 2026-12-06, 08:36 UTC on): the
-       DHFR-size real space alone from a graph 38.7-39.7 -> 37.0-37.1 us,
-       its step from a graph 57.1 -> 56.1-56.3; ApoA1-size and 1M-atom
-       steps unchanged (173.0 -> 173.1, 1494.7 -> 1487.3).  Released at the
-       update's start instead, the pair blocks sat resident beside the
-       check and the spread: 41.9-42.2 and 61.2-61.4 us. */
+       (h->pdl, decided from the solve's code: every kernel of this file is
+       compiled alike; timed stages, after_list, in plain order): each
+       waits for the kernel before it (elec__wait_prior_grid) before its
+       first read, and is scheduled as that kernel's blocks leave rather
+       than after its completion is processed.  H100, bench_spme, rounds
+       alternating with plain launches (bench/RESULTS.md, 2026-12-06, 08:36
+       UTC on): the DHFR-size real space alone from a graph 38.7-39.7 ->
+       37.0-37.2 us, its step from a graph 57.1 -> 56.0-56.3; ApoA1-size
+       and 1M-atom steps unchanged.  The update releasing the pairs
+       explicitly (griddepcontrol.launch_dependents) just before its blocks
+       return gained nothing over their exit; at its start, the pair blocks
+       sat resident beside the check and the spread: 41.9-42.2 and
+       61.2-61.4 us. */
     const int pdl = h->pdl && !after_list ? ELEC__LAUNCH_PDL : ELEC__LAUNCH_PLAIN;
     const int block = ELEC__SPME_BLOCK;
     elec__pair_erfc pair;

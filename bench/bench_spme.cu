@@ -26,10 +26,12 @@
      check: no rebuild), real space (the pairs over the list); and the
      cuFFT R2C + C2R round trip of the same grid alone.
    Then the real space on its own line: its time without a rebuild, alone
-   (the real part of elec_cuda_spme_compute_timed: the list's check, the
-   pairs and the exclusions' finish, as a step launches them) from a
-   graph and back to back, and serial (the instrumented run's list and
-   real-space stages, events between them), the rebuild's cost (the instrumented run after elec_cuda_spme_rebuild),
+   (the real part of elec_cuda_spme_compute_timed: the sums zeroed, the
+   list's check, the pairs and the exclusions' finish, forked and joined
+   as a step launches them) from a graph and back to back, and serial
+   (the instrumented run's list and real-space stages, events between
+   them; the exclusions' finish left to the gather there), the rebuild's
+   cost (the instrumented run after elec_cuda_spme_rebuild),
    the list (candidate tiles, clusters), the pairs within the cutoff
    (expected for uniform atoms: n^2 (4/3) pi rc^3 / (2 V)) and the atom
    pairs the per-atom lists evaluate (each pair from both atoms, padding
@@ -639,9 +641,9 @@ int main(int argc, char **argv) {
                 const double within = (double)n * n * (4.0 / 3.0) * pi * rc * rc * rc /
                                       (2.0 * volume);
                 const double evaluated = (double)list.evaluated;
-                printf("%-8s   real space alone %.1f us from a graph, %.1f full (the list's "
-                       "check, the pairs and the exclusions, no rebuild); serial %.1f (check "
-                       "%.1f + pairs %.1f, events between); %lld build(s) over every step "
+                printf("%-8s   real space alone %.1f us from a graph, %.1f back to back (the "
+                       "list's check, the pairs and the exclusions, no rebuild); serial %.1f "
+                       "(check %.1f + pairs %.1f, events between); %lld build(s) over every step "
                        "timed so far, atoms unmoved; rebuild %.1f us; skin %.2f A, %lld "
                        "candidate tiles over %lld clusters\n", "", real_graphed, real,
                        stage[6] + stage[4], stage[6], stage[4], builds_timed, rebuild[6],
