@@ -150,7 +150,12 @@ ELEC_API elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
    precision: the potential on a lattice (float map, like DCS), at points,
    and the energy scale * sum_{i<j} q_i q_j / r_ij with its forces.  Costs
    grow with atoms + points (the lattice stencils are fixed), not their
-   product.  The coincident rule of elec.h applies to maps and points. */
+   product.  The coincident rule of elec.h applies to maps and points.
+   With a tolerance and forces, elec_cpu_msm_energy checks the forces on
+   up to 64 atoms against their direct sums (64 pair terms an atom) and
+   evaluates again, aiming lower, where they miss it; where no choice
+   meets it, ELEC_ERR_UNSUPPORTED names what the sample measured (and the
+   forces are zeroed). */
 ELEC_API elec_status elec_cpu_msm_map(const elec_atoms *atoms,
                                       const elec_lattice *lattice,
                                       const elec_msm_params *params,
@@ -1883,10 +1888,11 @@ ELEC_DEF elec_status elec_cpu_msm_points(const elec_atoms *atoms,
                                "MSM at points", err);
 }
 
-ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
-                                         const elec_msm_params *params,
-                                         double *energy, double *forces,
-                                         elec_error *err) {
+/* One evaluation of elec_cpu_msm_energy (which checks its forces against
+   the tolerance: elec__msm_energy_checked). */
+static elec_status elec__cpu_msm_energy_once(const elec_atoms *atoms,
+                                             const elec_msm_params *params, double *energy,
+                                             double *forces, elec_error *err) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     elec_msm_params p;
     elec__msm m;
@@ -1993,6 +1999,14 @@ cleanup:
     ELEC_FREE(x);
     ELEC_FREE(q);
     return s;
+}
+
+ELEC_DEF elec_status elec_cpu_msm_energy(const elec_atoms *atoms,
+                                         const elec_msm_params *params,
+                                         double *energy, double *forces,
+                                         elec_error *err) {
+    return elec__msm_energy_checked(elec__cpu_msm_energy_once, atoms, params, energy, forces,
+                                    ELEC_MSM_TOLERANCE_FLOOR, err);
 }
 
 /* Level l's values of the hierarchy (q or e) into the lattices' array. */

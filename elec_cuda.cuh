@@ -266,7 +266,10 @@ ELEC_API elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
    output (non-periodic; scale * sum_{i<j} q_i q_j / r_ij and -dE/dr, 3 per
    atom, forces may be NULL), every stage on the first GPU of
    params->gpus in float, potentials summed on the host in double.  Atoms
-   within ELEC_COINCIDENT_DISTANCE of each other are an error. */
+   within ELEC_COINCIDENT_DISTANCE of each other are an error.  Its forces
+   under a tolerance are checked on a sample as elec_cpu_msm_energy's
+   (down to ELEC_MSM_GPU_TOLERANCE_FLOOR: where meeting the tolerance would
+   take the GPU below it, ELEC_ERR_UNSUPPORTED says so). */
 ELEC_API elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
                                           const elec_msm_params *params,
                                           double *energy, double *forces,
@@ -4032,9 +4035,11 @@ cleanup:
     return status;
 }
 
-ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
-                                          const elec_msm_params *params, double *energy,
-                                          double *forces, elec_error *err) {
+/* One evaluation of elec_cuda_msm_energy (which checks its forces against
+   the tolerance: elec__msm_energy_checked). */
+static elec_status elec__cuda_msm_energy_once(const elec_atoms *atoms,
+                                              const elec_msm_params *params, double *energy,
+                                              double *forces, elec_error *err) {
     elec_status status;
     elec_msm_params p;
     elec__msm_device md;
@@ -4135,6 +4140,13 @@ cleanup:
     elec__msm_device_free(&md);
     cudaSetDevice(caller_device);
     return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_energy(const elec_atoms *atoms,
+                                          const elec_msm_params *params, double *energy,
+                                          double *forces, elec_error *err) {
+    return elec__msm_energy_checked(elec__cuda_msm_energy_once, atoms, params, energy, forces,
+                                    ELEC_MSM_GPU_TOLERANCE_FLOOR, err);
 }
 
 /* A level's values of the device lattices (float, q_l or e_l) into the
