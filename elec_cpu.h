@@ -153,9 +153,9 @@ ELEC_API elec_status elec_cpu_cutoff_map_double(const elec_atoms *atoms,
    product.  The coincident rule of elec.h applies to maps and points.
    With a tolerance and forces, elec_cpu_msm_energy checks the forces on
    up to 64 atoms against their direct sums (64 pair terms an atom) and
-   evaluates again, aiming lower, where they miss it; where no choice
-   meets it, ELEC_ERR_UNSUPPORTED names what the sample measured (and the
-   forces are zeroed). */
+   evaluates again, aiming lower, where they miss it (its progress then
+   reported again from 0); where no choice meets it, ELEC_ERR_UNSUPPORTED
+   names what the sample measured (and the forces are zeroed). */
 ELEC_API elec_status elec_cpu_msm_map(const elec_atoms *atoms,
                                       const elec_lattice *lattice,
                                       const elec_msm_params *params,
