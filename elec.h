@@ -2755,10 +2755,11 @@ static inline elec_status elec__msm_no_exclusions(const elec_msm_params *p, elec
    error passes the tolerance (half of it where the sample is not every
    atom, for the sample's own spread) the call is made again aiming
    lower by that much and half again (down to the least the call takes),
-   at most ELEC__MSM_FORCE_TRIES more times.  On the cases above every call then met its tolerance (0.13 to
-   0.7 of it), after one to five more calls; random charges at the
-   table's density (1,000 in a 24 A cube) met it the first time (a
-   sample's error 0.24 to 0.38 of the tolerance).  The direct sums cost 64
+   at most ELEC__MSM_FORCE_TRIES more times.  On the cases above every
+   call then met its tolerance (0.13 to 0.7 of it), after one to five more
+   calls; random charges at the table's density (1,000 in a 24 A cube)
+   met it the first time (a sample's error 0.24 to 0.38 of the
+   tolerance).  The direct sums cost 64
    pair terms an atom, a sample atom a thread: 27 ms for 92,224 atoms on
    one core of the build machine (against 12 ms for the GPU's whole
    evaluation at that size, 1.5 s for the CPU's). */
@@ -2829,7 +2830,7 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
                                                    const elec_msm_params *params,
                                                    double *energy, double *forces, double floor,
                                                    elec_error *err) {
-    elec_msm_params resolved, ask;
+    elec_msm_params resolved, ask, last;
     double error = 0.0, target;
     elec_status s = call(atoms, params, energy, forces, err);
     int tries;
@@ -2838,7 +2839,7 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
         return s;
     if ((s = elec_msm_params_resolve(params, 1.0, &resolved, err)) != ELEC_OK) return s;
     target = params->tolerance * (atoms->count > ELEC__MSM_FORCE_SAMPLE ? 0.5 : 1.0);
-    ask = *params;
+    ask = last = *params; /* last: the choice the forces are now from */
     for (tries = 0;; tries++) {
         error = elec__msm_sample_force_error(atoms, resolved.scale, forces);
         if (error <= target) return ELEC_OK;
@@ -2847,17 +2848,22 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
         ask.tolerance *= 0.5 * target / error;
         if (ask.tolerance < floor) ask.tolerance = floor;
         /* out of the table's reach (refused by name for the asked
-           tolerance): this function's message says what was asked */
-        if ((s = call(atoms, &ask, energy, forces, err)) == ELEC_ERR_UNSUPPORTED) break;
+           tolerance, its forces zeroed): the last choice's forces again
+           where they met the tolerance, else this function's refusal */
+        if ((s = call(atoms, &ask, energy, forces, err)) == ELEC_ERR_UNSUPPORTED) {
+            if (error <= params->tolerance) return call(atoms, &last, energy, forces, err);
+            break;
+        }
         if (s != ELEC_OK) return s;
+        last = ask;
     }
     if (error <= params->tolerance) return ELEC_OK; /* met, if without the sample's margin */
     memset(forces, 0, 3 * atoms->count * sizeof *forces); /* a refusal leaves none */
     return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                       "MSM tolerance %g: these atoms' forces erred %.3g times it on %zu of "
-                      "them against their direct sums, at a choice aimed at %g (the least "
-                      "this call takes: %g); few, dilute or nearly cancelling forces: DCS "
-                      "or Ewald",
+                      "them against their direct sums, and no choice aimed down to %g (the "
+                      "least this call takes: %g) brought them under it; few, dilute or "
+                      "nearly cancelling forces: DCS or Ewald",
                       params->tolerance, error / params->tolerance,
                       atoms->count < ELEC__MSM_FORCE_SAMPLE ? atoms->count
                                                             : (size_t)ELEC__MSM_FORCE_SAMPLE,

@@ -1018,6 +1018,77 @@ static double direct_force_error(size_t n, const double *xyz, const double *q,
     return e;
 }
 
+/* A stand-in for an MSM evaluation (elec__msm_energy_call), for
+   msm_force_check_keeps_or_refuses_as_its_retries_allow: forces the exact
+   ones (mock_exact) scaled by 1 + mock_excess times the tolerance asked,
+   every call counted; a tolerance under mock_floor refused as the
+   table's out-of-reach choice is (ELEC_ERR_UNSUPPORTED, forces zeroed). */
+static const double *mock_exact;
+static double mock_excess, mock_floor;
+static int mock_calls;
+static elec_status mock_msm_call(const elec_atoms *atoms, const elec_msm_params *params,
+                                 double *energy, double *forces, elec_error *err) {
+    size_t i;
+    mock_calls++;
+    *energy = 0.0;
+    if (params->tolerance < mock_floor) {
+        memset(forces, 0, 3 * atoms->count * sizeof *forces);
+        return elec_fail(err, ELEC_ERR_UNSUPPORTED, 0, "out of reach");
+    }
+    for (i = 0; i < 3 * atoms->count; i++)
+        forces[i] = mock_exact[i] * (1.0 + mock_excess * params->tolerance);
+    return ELEC_OK;
+}
+
+TEST(msm_force_check_keeps_or_refuses_as_its_retries_allow) {
+    /* elec__msm_energy_checked with a stand-in evaluation on 100 atoms
+       (a sample of 64, so the check aims at half the tolerance): forces
+       0.7 of the tolerance off, and a lower tolerance out of reach, keep
+       the first call's forces (not the refused call's zeros); 2 times
+       off, and nothing lower in reach, refuse by name with the forces
+       zeroed; 2 times off and reachable, a second call meets it. */
+    test_system sys = test_system_random(100, 20.0, 62);
+    elec_atoms atoms = test_system_atoms(&sys);
+    double *exact = (double *)malloc(3 * sys.count * sizeof *exact);
+    double *f = (double *)malloc(3 * sys.count * sizeof *f), energy;
+    elec_msm_params p = {0};
+    elec_error err;
+    elec_status s;
+    EXPECT(elec_cpu_coulomb_energy(&atoms, 1.0, &energy, exact, &err) == ELEC_OK, "%s",
+           err.message);
+    mock_exact = exact;
+    p.tolerance = 1e-3;
+    mock_floor = p.tolerance; /* nothing lower in reach */
+    mock_excess = 0.7;
+    mock_calls = 0;
+    s = elec__msm_energy_checked(mock_msm_call, &atoms, &p, &energy, f,
+                                 ELEC_MSM_TOLERANCE_FLOOR, &err);
+    EXPECT(s == ELEC_OK && test_rel_rms(f, exact, 3 * sys.count) > 0.5e-3 &&
+               test_rel_rms(f, exact, 3 * sys.count) <= 1e-3,
+           "0.7 off, nothing lower: status %d, forces %.3e off (%s)", (int)s,
+           test_rel_rms(f, exact, 3 * sys.count), err.message);
+    printf("     0.7 of T off, nothing lower in reach: kept after %d calls\n", mock_calls);
+    mock_excess = 2.0;
+    mock_calls = 0;
+    s = elec__msm_energy_checked(mock_msm_call, &atoms, &p, &energy, f,
+                                 ELEC_MSM_TOLERANCE_FLOOR, &err);
+    EXPECT(s == ELEC_ERR_UNSUPPORTED && strstr(err.message, "direct sums") != NULL &&
+               f[0] == 0.0 && f[3 * sys.count - 1] == 0.0,
+           "2 off, nothing lower: status %d (%s)", (int)s, err.message);
+    printf("     2 T off, nothing lower in reach: refused after %d calls (%s)\n", mock_calls,
+           err.message);
+    mock_floor = 0.0;
+    mock_calls = 0;
+    s = elec__msm_energy_checked(mock_msm_call, &atoms, &p, &energy, f,
+                                 ELEC_MSM_TOLERANCE_FLOOR, &err);
+    EXPECT(s == ELEC_OK && test_rel_rms(f, exact, 3 * sys.count) <= 0.5e-3 && mock_calls == 2,
+           "2 off, reachable: status %d, forces %.3e off, %d calls (%s)", (int)s,
+           test_rel_rms(f, exact, 3 * sys.count), mock_calls, err.message);
+    free(exact);
+    free(f);
+    test_system_free(&sys);
+}
+
 TEST(msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions) {
     /* The non-periodic choice reads no atoms, and forces its table does
        not speak for erred more (before elec__msm_energy_checked, at 1e-3
@@ -1842,6 +1913,7 @@ int main(void) {
     RUN(ewald_refuses_bad_tolerances);
     RUN(msm_tolerance_holds_for_maps_and_forces);
     RUN(msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions);
+    RUN(msm_force_check_keeps_or_refuses_as_its_retries_allow);
     RUN(periodic_msm_chooses_on_its_power_of_two_lattices);
     RUN(periodic_msm_estimates_honestly_for_a_few_ions);
     RUN(periodic_msm_refuses_a_tolerance_for_a_lone_ion);
