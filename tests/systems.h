@@ -609,4 +609,41 @@ static inline void test_knob_system_free(test_knob_system *c) {
     test_system_free(&c->s);
 }
 
+/* Three systems whose non-periodic MSM forces its error table does not
+   speak for (tests/test_tolerance.c and test_gpu_msm.cu check them): two
+   ions 80 A apart, a line of 20 alternating ions 10 A apart (their forces
+   nearly cancel), eight ions in a 60 A cube. */
+typedef struct test_sparse_ions {
+    const char *name;
+    size_t n;
+    double xyz[60], q[20];
+} test_sparse_ions;
+static inline void test_sparse_ion_cases(test_sparse_ions cases[3]) {
+    test_rng rng = test_rng_seeded(61);
+    size_t i;
+    int k;
+    memset(cases, 0, 3 * sizeof *cases);
+    cases[0].name = "two ions 80 A apart";
+    cases[0].n = 2;
+    cases[0].xyz[3] = 48.0;
+    cases[0].xyz[4] = 51.2;
+    cases[0].xyz[5] = 38.4;
+    cases[0].q[0] = 1.0;
+    cases[0].q[1] = -1.0;
+    cases[1].name = "a line of 20 ions";
+    cases[1].n = 20;
+    for (i = 0; i < 20; i++) {
+        cases[1].xyz[3 * i] = 10.0 * (double)i + 0.5 * test_uniform(&rng);
+        cases[1].xyz[3 * i + 1] = 0.5 * test_uniform(&rng);
+        cases[1].xyz[3 * i + 2] = 0.5 * test_uniform(&rng);
+        cases[1].q[i] = i % 2 ? 1.0 : -1.0;
+    }
+    cases[2].name = "8 ions in a 60 A cube";
+    cases[2].n = 8;
+    for (i = 0; i < 8; i++) {
+        for (k = 0; k < 3; k++) cases[2].xyz[3 * i + k] = 60.0 * test_uniform(&rng);
+        cases[2].q[i] = i % 2 ? 1.0 : -1.0;
+    }
+}
+
 #endif /* ELEC_TEST_SYSTEMS_H */

@@ -1100,27 +1100,13 @@ TEST(msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions) {
        tolerance, against the direct sum of every atom, on the CPU (the
        GPU's calls do the same: test_gpu_msm). */
     static const double tolerances[2] = {1e-3, 1e-4};
-    double two[6] = {0.0, 0.0, 0.0, 48.0, 51.2, 38.4}, two_q[2] = {1.0, -1.0};
-    double line[60], line_q[20], cube[24], cube_q[8];
-    test_rng rng = test_rng_seeded(61);
-    size_t i;
+    test_sparse_ions cases[3];
     int k, c;
-    for (i = 0; i < 20; i++) {
-        line[3 * i] = 10.0 * (double)i + 0.5 * test_uniform(&rng);
-        line[3 * i + 1] = 0.5 * test_uniform(&rng);
-        line[3 * i + 2] = 0.5 * test_uniform(&rng);
-        line_q[i] = i % 2 ? 1.0 : -1.0;
-    }
-    for (i = 0; i < 8; i++) {
-        for (k = 0; k < 3; k++) cube[3 * i + k] = 60.0 * test_uniform(&rng);
-        cube_q[i] = i % 2 ? 1.0 : -1.0;
-    }
+    test_sparse_ion_cases(cases);
     for (c = 0; c < 3; c++) {
-        const char *name = c == 0 ? "two ions 80 A apart" : c == 1 ? "a line of 20 ions"
-                                                                   : "8 ions in a 60 A cube";
-        const size_t n = c == 0 ? 2 : c == 1 ? 20 : 8;
-        const double *xyz = c == 0 ? two : c == 1 ? line : cube;
-        const double *q = c == 0 ? two_q : c == 1 ? line_q : cube_q;
+        const char *name = cases[c].name;
+        const size_t n = cases[c].n;
+        const double *xyz = cases[c].xyz, *q = cases[c].q;
         elec_atoms atoms = elec_atoms_from_xyz(n, xyz, q, NULL);
         double f[60], energy, e;
         elec_error err;
