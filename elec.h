@@ -2476,6 +2476,118 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
     return ELEC_OK;
 }
 
+/* The atoms, gathered from the caller's strided view into packed arrays,
+   translated so that coordinates are relative to a reference point (the
+   centre of the lattice, or of the points' bounding box; of each box of
+   them where they span more than ELEC__FLOAT_REGION).  Float copies are made from the
+   translated doubles: the float coordinates stay small, so a float keeps
+   about 1e-6 A of precision across an ordinary map.  (The centre rather
+   than the origin halves the largest coordinate, and with it the rounding
+   error of a float distance to a nearby atom, the float path's largest.)
+   The CPU's maps and direct sums work on them, and so does the MSM force
+   check of both sides (elec__msm_sample_force_error). */
+typedef struct elec__packed_atoms {
+    size_t count;
+    double *x, *y, *z, *charge, *radius;
+    float *fx, *fy, *fz, *fcharge, *fradius;
+    /* MDH: charge / (1 + kappa sigma), the factor of seed 000 eq. 2 that
+       does not depend on the distance (float path only). */
+    float *fscreened;
+    void *block; /* the one allocation all arrays above live in */
+} elec__packed_atoms;
+
+static inline void elec__packed_atoms_free(elec__packed_atoms *p) {
+    ELEC_FREE(p->block);
+    p->block = NULL;
+}
+
+static inline elec_status elec__packed_atoms_pack(const elec_atoms *atoms,
+                                                  const double reference[3], double kappa,
+                                                  elec__packed_atoms *p, elec_error *err) {
+    size_t n = atoms->count, i;
+    char *mem;
+    memset(p, 0, sizeof *p);
+    p->count = n;
+    if (n == 0) return ELEC_OK;
+    if (n > SIZE_MAX / (5 * sizeof(double) + 6 * sizeof(float)))
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "%zu atoms do not fit in memory", n);
+    p->block = ELEC_MALLOC(n * (5 * sizeof(double) + 6 * sizeof(float)));
+    if (!p->block)
+        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
+                          "no memory for %zu packed atoms", n);
+    mem = (char *)p->block;
+    p->x = (double *)mem;
+    p->y = p->x + n;
+    p->z = p->y + n;
+    p->charge = p->z + n;
+    p->radius = p->charge + n;
+    p->fx = (float *)(p->radius + n);
+    p->fy = p->fx + n;
+    p->fz = p->fy + n;
+    p->fcharge = p->fz + n;
+    p->fradius = p->fcharge + n;
+    p->fscreened = p->fradius + n;
+    {
+        elec__pack to;
+        memset(&to, 0, sizeof to);
+        to.reference = reference;
+        to.x = p->x;
+        to.y = p->y;
+        to.z = p->z;
+        to.charge = p->charge;
+        to.radius = p->radius;
+        to.fx = p->fx;
+        to.fy = p->fy;
+        to.fz = p->fz;
+        to.fcharge = p->fcharge;
+        to.fradius = p->fradius;
+        elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
+    }
+    for (i = 0; i < n; i++)
+        p->fscreened[i] = (float)(p->charge[i] / (1.0 + kappa * p->radius[i]));
+    return ELEC_OK;
+}
+
+/* Atom i's row of the direct sum: its energy with every other atom,
+   q_i sum_{j != i} q_j / r_ij, and where f is not NULL its force
+   scale q_i sum_j q_j (x_i - x_j) / r_ij^3.  *coincident is the first
+   j > i closer than ELEC_COINCIDENT_DISTANCE, or i where none is.  The
+   loop has no branch (atom i itself, at r = 0, and any coincident atom
+   weigh 0). */
+static inline double elec__coulomb_row(const elec__packed_atoms *a, size_t i, double scale,
+                                       double *f, size_t *coincident) {
+    const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+    const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
+    double sum = 0.0, gx = 0.0, gy = 0.0, gz = 0.0;
+    size_t j, near = 0;
+    for (j = 0; j < a->count; j++) {
+        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double inv = r2 >= limit2 ? 1.0 / sqrt(r2) : 0.0;
+        const double qinv = a->charge[j] * inv, qinv3 = qinv * inv * inv;
+        near += r2 < limit2;
+        sum += qinv;
+        gx += qinv3 * dx;
+        gy += qinv3 * dy;
+        gz += qinv3 * dz;
+    }
+    *coincident = i;
+    for (j = i + 1; near > 1 && j < a->count; j++) { /* atom i itself is one */
+        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
+        if (dx * dx + dy * dy + dz * dz < limit2) {
+            *coincident = j;
+            break;
+        }
+    }
+    if (f) {
+        f[0] = scale * a->charge[i] * gx;
+        f[1] = scale * a->charge[i] * gy;
+        f[2] = scale * a->charge[i] * gz;
+    }
+    return a->charge[i] * sum;
+}
+
 /* ---- >>mdh */
 
 /* Whether an MDH sum stays finite in a type whose largest value is
@@ -2759,10 +2871,11 @@ static inline elec_status elec__msm_no_exclusions(const elec_msm_params *p, elec
    call then met its tolerance (0.13 to 0.7 of it), after one to five more
    calls; random charges at the table's density (1,000 in a 24 A cube)
    met it the first time (a sample's error 0.24 to 0.38 of the
-   tolerance).  The direct sums cost 64
-   pair terms an atom, a sample atom a thread: 27 ms for 92,224 atoms on
-   one core of the build machine (against 12 ms for the GPU's whole
-   evaluation at that size, 1.5 s for the CPU's). */
+   tolerance).  The direct sums cost 64 pair terms an atom (the sample's
+   rows of elec_cpu_coulomb_energy, a sample atom a thread) and a packed
+   copy of the atoms: 21 ms for 92,224 atoms on one core of the build
+   machine (against 12 ms for the GPU's whole evaluation at that size,
+   1.5 s for the CPU's). */
 #define ELEC__MSM_FORCE_SAMPLE 64
 #define ELEC__MSM_FORCE_TRIES 5
 typedef elec_status (*elec__msm_energy_call)(const elec_atoms *atoms,
@@ -2771,53 +2884,50 @@ typedef elec_status (*elec__msm_energy_call)(const elec_atoms *atoms,
 
 /* The relative RMS error of forces (3 a atom, scale applied) against the
    direct Coulomb sum, over a sample of at most ELEC__MSM_FORCE_SAMPLE
-   atoms (atom k n / m for k < m): sqrt(sum |F - F_exact|^2 / sum
-   |F_exact|^2); 0 where their exact forces all vanish (a relative error
-   then means nothing).  Pairs closer than ELEC_COINCIDENT_DISTANCE are
-   left out, as the MSM calls leave them. */
-static inline double elec__msm_sample_force_error(const elec_atoms *atoms, double scale,
-                                                  const double *forces) {
-    const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
+   atoms (atom k n / m for k < m): *error = sqrt(sum |F - F_exact|^2 /
+   sum |F_exact|^2); 0 where their exact forces all vanish (a relative
+   error then means nothing).  Each sample atom's exact force is its row
+   of the direct sum (elec__coulomb_row, as elec_cpu_coulomb_energy sums
+   it: pairs closer than ELEC_COINCIDENT_DISTANCE weigh 0, as the MSM
+   calls leave them).  ELEC_ERR_NO_MEMORY where the atoms cannot be
+   packed. */
+static inline elec_status elec__msm_sample_force_error(const elec_atoms *atoms, double scale,
+                                                       const double *forces, double *error,
+                                                       elec_error *err) {
+    const double origin[3] = {0.0, 0.0, 0.0};
     const size_t n = atoms->count, m = n < ELEC__MSM_FORCE_SAMPLE ? n : ELEC__MSM_FORCE_SAMPLE;
     double num_of[ELEC__MSM_FORCE_SAMPLE], den_of[ELEC__MSM_FORCE_SAMPLE];
     double num = 0.0, den = 0.0;
+    elec__packed_atoms packed;
+    elec_status s;
     long long kk;
     size_t k;
-    /* a sample atom a thread, each summed over j in order, and the atoms'
-       shares added in sample order: the same bits at any thread count */
+    if ((s = elec__packed_atoms_pack(atoms, origin, 0.0, &packed, err)) != ELEC_OK) return s;
+    /* a sample atom a thread, and the atoms' shares added in sample
+       order: the same bits at any thread count */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic)
 #endif
     for (kk = 0; kk < (long long)m; kk++) {
         const size_t i = (size_t)kk * n / m;
-        double ri[3], qi, exact[3] = {0.0, 0.0, 0.0};
-        size_t j;
+        double exact[3];
+        size_t coincident;
         int axis;
-        elec_atoms_get(atoms, i, ri, &qi, NULL);
-        for (j = 0; j < n; j++) {
-            double rj[3], qj, d[3], r2 = 0.0, s;
-            if (j == i) continue;
-            elec_atoms_get(atoms, j, rj, &qj, NULL);
-            for (axis = 0; axis < 3; axis++) {
-                d[axis] = ri[axis] - rj[axis];
-                r2 += d[axis] * d[axis];
-            }
-            if (r2 < c2) continue;
-            s = qi * qj / (r2 * sqrt(r2));
-            for (axis = 0; axis < 3; axis++) exact[axis] += s * d[axis];
-        }
+        elec__coulomb_row(&packed, i, scale, exact, &coincident);
         num_of[kk] = den_of[kk] = 0.0;
         for (axis = 0; axis < 3; axis++) {
-            const double e = forces[3 * i + axis] - scale * exact[axis];
+            const double e = forces[3 * i + axis] - exact[axis];
             num_of[kk] += e * e;
-            den_of[kk] += scale * exact[axis] * scale * exact[axis];
+            den_of[kk] += exact[axis] * exact[axis];
         }
     }
+    elec__packed_atoms_free(&packed);
     for (k = 0; k < m; k++) {
         num += num_of[k];
         den += den_of[k];
     }
-    return den > 0.0 ? sqrt(num / den) : 0.0;
+    *error = den > 0.0 ? sqrt(num / den) : 0.0;
+    return ELEC_OK;
 }
 
 /* An MSM energy call (call: one evaluation, elec_cpu.h's or
@@ -2841,7 +2951,11 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
     target = params->tolerance * (atoms->count > ELEC__MSM_FORCE_SAMPLE ? 0.5 : 1.0);
     ask = last = *params; /* last: the choice the forces are now from */
     for (tries = 0;; tries++) {
-        error = elec__msm_sample_force_error(atoms, resolved.scale, forces);
+        if ((s = elec__msm_sample_force_error(atoms, resolved.scale, forces, &error, err)) !=
+            ELEC_OK) {
+            memset(forces, 0, 3 * atoms->count * sizeof *forces); /* a refusal leaves none */
+            return s;
+        }
         if (error <= target) return ELEC_OK;
         if (tries == ELEC__MSM_FORCE_TRIES || ask.tolerance <= floor) break;
         /* lower by the excess and half again; the floor itself once */

@@ -400,83 +400,12 @@ static void elec__fftw_destroy_pair(fftw_plan forward, fftw_plan backward) {
 
 /* --------------------------------------------- >>common packed atoms, progress, points */
 
-/* The atoms, gathered from the caller's strided view into packed arrays,
-   translated so that coordinates are relative to a reference point (the
-   centre of the lattice, or of the points' bounding box; of each box of
-   them where they span more than ELEC__FLOAT_REGION).  Float copies are made from the
-   translated doubles: the float coordinates stay small, so a float keeps
-   about 1e-6 A of precision across an ordinary map.  (The centre rather
-   than the origin halves the largest coordinate, and with it the rounding
-   error of a float distance to a nearby atom, the float path's largest.) */
-typedef struct elec__cpu_atoms {
-    size_t count;
-    double *x, *y, *z, *charge, *radius;
-    float *fx, *fy, *fz, *fcharge, *fradius;
-    /* MDH: charge / (1 + kappa sigma), the factor of seed 000 eq. 2 that
-       does not depend on the distance (float path only). */
-    float *fscreened;
-    void *block; /* the one allocation all arrays above live in */
-} elec__cpu_atoms;
 
 /* Points blocked together between two progress calls: about 1/64 of the
    work, so the caller hears at least every 1.6 %. */
 #define ELEC__CPU_PROGRESS_STEPS 64
 /* Atoms whose float terms are computed at once before the double sum. */
 #define ELEC__CPU_TILE 256
-
-static void elec__cpu_atoms_free(elec__cpu_atoms *p) {
-    ELEC_FREE(p->block);
-    p->block = NULL;
-}
-
-static elec_status elec__cpu_atoms_pack(const elec_atoms *atoms,
-                                        const double reference[3],
-                                        double kappa, elec__cpu_atoms *p,
-                                        elec_error *err) {
-    size_t n = atoms->count, i;
-    char *mem;
-    memset(p, 0, sizeof *p);
-    p->count = n;
-    if (n == 0) return ELEC_OK;
-    if (n > SIZE_MAX / (5 * sizeof(double) + 6 * sizeof(float)))
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                          "%zu atoms do not fit in memory", n);
-    p->block = ELEC_MALLOC(n * (5 * sizeof(double) + 6 * sizeof(float)));
-    if (!p->block)
-        return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
-                          "no memory for %zu packed atoms", n);
-    mem = (char *)p->block;
-    p->x = (double *)mem;
-    p->y = p->x + n;
-    p->z = p->y + n;
-    p->charge = p->z + n;
-    p->radius = p->charge + n;
-    p->fx = (float *)(p->radius + n);
-    p->fy = p->fx + n;
-    p->fz = p->fy + n;
-    p->fcharge = p->fz + n;
-    p->fradius = p->fcharge + n;
-    p->fscreened = p->fradius + n;
-    {
-        elec__pack to;
-        memset(&to, 0, sizeof to);
-        to.reference = reference;
-        to.x = p->x;
-        to.y = p->y;
-        to.z = p->z;
-        to.charge = p->charge;
-        to.radius = p->radius;
-        to.fx = p->fx;
-        to.fy = p->fy;
-        to.fz = p->fz;
-        to.fcharge = p->fcharge;
-        to.fradius = p->fradius;
-        elec__atoms_pack(atoms, &to, NULL); /* relative: nothing to refuse */
-    }
-    for (i = 0; i < n; i++)
-        p->fscreened[i] = (float)(p->charge[i] / (1.0 + kappa * p->radius[i]));
-    return ELEC_OK;
-}
 
 /* Tells the caller how far we are; nonzero when the caller wants to stop. */
 static int elec__cpu_cancelled(elec_progress_fn progress, void *user,
@@ -548,7 +477,7 @@ static double elec__cpu_lanes_sum(const double lane[8]) {
            ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
-typedef double (*elec__cpu_point_fn)(const elec__cpu_atoms *a,
+typedef double (*elec__cpu_point_fn)(const elec__packed_atoms *a,
                                      const double pt[3], double kappa);
 
 static elec_status elec__cpu_points_check(const double *points, size_t count,
@@ -593,7 +522,7 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
                                         elec_error *err) {
     const double *points = job->points;
     const size_t count = job->count, block = elec__cpu_block(count);
-    elec__cpu_atoms a;
+    elec__packed_atoms a;
     elec__regions regions;
     double centre[3];
     size_t start, done = 0, g;
@@ -604,7 +533,7 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
         const size_t region_count = regions.order ? regions.start[g + 1] - regions.start[g]
                                                   : count;
         elec__points_reference(points, order, region_count, centre);
-        if ((s = elec__cpu_atoms_pack(atoms, centre, job->kappa, &a, err)) != ELEC_OK) break;
+        if ((s = elec__packed_atoms_pack(atoms, centre, job->kappa, &a, err)) != ELEC_OK) break;
         for (start = 0; start < region_count; start += block) {
             long first = (long)start, n;
             long end = (long)(start + block < region_count ? start + block : region_count);
@@ -631,7 +560,7 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
                 break;
             }
         }
-        elec__cpu_atoms_free(&a);
+        elec__packed_atoms_free(&a);
         if (s != ELEC_OK) break;
     }
     elec__regions_free(&regions);
@@ -652,7 +581,7 @@ static elec_status elec__cpu_points_run(const elec_atoms *atoms,
 
 /* Double reference for one lattice row: acc[i] = sum_j q_j / r_ij over the
    points x = x0 + i * hx of the row at (y, z), relative to the centre. */
-static void elec__cpu_dcs_row_double(const elec__cpu_atoms *a, int nx,
+static void elec__cpu_dcs_row_double(const elec__packed_atoms *a, int nx,
                                      double x0, double hx, double y, double z,
                                      double *acc) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
@@ -678,7 +607,7 @@ static void elec__cpu_dcs_row_double(const elec__cpu_atoms *a, int nx,
    (A select such as r2 < c2 ? 0 : q / sqrtf(r2) is turned back into a
    branch around the division by gcc, and a branch stops vectorisation
    under the default -ftrapping-math.) */
-static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
+static void elec__cpu_dcs_row_float(const elec__packed_atoms *a, int nx,
                                     const float *xs, float y, float z,
                                     double *acc) {
     const float c2 =
@@ -713,7 +642,7 @@ static void elec__cpu_dcs_row_float(const elec__cpu_atoms *a, int nx,
    rows (progress between them, on the calling thread: `done` of the
    map's `all_rows` before this box), rows of a block over the threads.  Each
    thread sums into its own row of doubles in sums (threads rows of nx). */
-static elec_status elec__cpu_dcs_map_rows(const elec__cpu_atoms *a, const elec_lattice *l,
+static elec_status elec__cpu_dcs_map_rows(const elec__packed_atoms *a, const elec_lattice *l,
                                           const elec__lattice_box *b,
                                           const elec_dcs_params *p, const float *xs,
                                           double *sums, size_t threads, float *mapf,
@@ -773,18 +702,18 @@ static elec_status elec__cpu_dcs_map_box(const elec_atoms *atoms, const elec_lat
                                          const elec_dcs_params *p, float *xs, double *sums,
                                          size_t threads, float *mapf, double *mapd, size_t done,
                                          size_t all_rows, elec_error *err) {
-    elec__cpu_atoms a;
+    elec__packed_atoms a;
     double centre[3];
     elec_status s;
     int i, axis;
     for (axis = 0; axis < 3; axis++)
         centre[axis] = l->origin[axis] +
                        (b->first[axis] + 0.5 * (b->count[axis] - 1)) * l->spacing[axis];
-    if ((s = elec__cpu_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK) return s;
+    if ((s = elec__packed_atoms_pack(atoms, centre, 0.0, &a, err)) != ELEC_OK) return s;
     for (i = 0; i < b->count[0]; i++)
         xs[i] = (float)(i * l->spacing[0] - 0.5 * (b->count[0] - 1) * l->spacing[0]);
     s = elec__cpu_dcs_map_rows(&a, l, b, p, xs, sums, threads, mapf, mapd, done, all_rows, err);
-    elec__cpu_atoms_free(&a);
+    elec__packed_atoms_free(&a);
     return s;
 }
 
@@ -886,7 +815,7 @@ ELEC_DEF elec_status elec_cpu_dcs_map_double(const elec_atoms *atoms,
     return elec__cpu_dcs_map(atoms, lattice, params, NULL, map, err);
 }
 
-static double elec__cpu_dcs_point_double(const elec__cpu_atoms *a,
+static double elec__cpu_dcs_point_double(const elec__packed_atoms *a,
                                          const double pt[3], double kappa) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     double sum = 0.0;
@@ -901,7 +830,7 @@ static double elec__cpu_dcs_point_double(const elec__cpu_atoms *a,
     return sum;
 }
 
-static double elec__cpu_dcs_point_float(const elec__cpu_atoms *a,
+static double elec__cpu_dcs_point_float(const elec__packed_atoms *a,
                                         const double pt[3], double kappa) {
     const float c2 =
         (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);
@@ -995,49 +924,10 @@ static int elec__cpu_threads(void) {
 #endif
 }
 
-/* Atom i's row of the direct sum: its energy with every other atom,
-   q_i sum_{j != i} q_j / r_ij, and where f is not NULL its force
-   scale q_i sum_j q_j (x_i - x_j) / r_ij^3.  *coincident is the first
-   j > i closer than ELEC_COINCIDENT_DISTANCE, or i where none is.  The
-   loop has no branch (atom i itself, at r = 0, and any coincident atom
-   weigh 0). */
-static double elec__coulomb_row(const elec__cpu_atoms *a, size_t i, double scale, double *f,
-                                size_t *coincident) {
-    const double limit2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
-    const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
-    double sum = 0.0, gx = 0.0, gy = 0.0, gz = 0.0;
-    size_t j, near = 0;
-    for (j = 0; j < a->count; j++) {
-        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
-        const double r2 = dx * dx + dy * dy + dz * dz;
-        const double inv = r2 >= limit2 ? 1.0 / sqrt(r2) : 0.0;
-        const double qinv = a->charge[j] * inv, qinv3 = qinv * inv * inv;
-        near += r2 < limit2;
-        sum += qinv;
-        gx += qinv3 * dx;
-        gy += qinv3 * dy;
-        gz += qinv3 * dz;
-    }
-    *coincident = i;
-    for (j = i + 1; near > 1 && j < a->count; j++) { /* atom i itself is one */
-        const double dx = xi - a->x[j], dy = yi - a->y[j], dz = zi - a->z[j];
-        if (dx * dx + dy * dy + dz * dz < limit2) {
-            *coincident = j;
-            break;
-        }
-    }
-    if (f) {
-        f[0] = scale * a->charge[i] * gx;
-        f[1] = scale * a->charge[i] * gy;
-        f[2] = scale * a->charge[i] * gz;
-    }
-    return a->charge[i] * sum;
-}
-
 ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                                              double scale, double *energy,
                                              double *forces, elec_error *err) {
-    elec__cpu_atoms a;
+    elec__packed_atoms a;
     elec_status s;
     double sum = 0.0, *row = NULL, pairs, seconds;
     size_t *coincident = NULL, i;
@@ -1059,7 +949,7 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
                           elec__cpu_threads(), ELEC_EWALD_MAX_SECONDS);
     {
         const double origin[3] = {0.0, 0.0, 0.0};
-        if ((s = elec__cpu_atoms_pack(atoms, origin, 0.0, &a, err)) != ELEC_OK)
+        if ((s = elec__packed_atoms_pack(atoms, origin, 0.0, &a, err)) != ELEC_OK)
             return s;
     }
     row = (double *)ELEC_MALLOC((a.count + 1) * sizeof *row);
@@ -1095,7 +985,7 @@ ELEC_DEF elec_status elec_cpu_coulomb_energy(const elec_atoms *atoms,
         goto cleanup;
     elec__ok(err);
 cleanup:
-    elec__cpu_atoms_free(&a);
+    elec__packed_atoms_free(&a);
     ELEC_FREE(row);
     ELEC_FREE(coincident);
     return s;
@@ -1103,7 +993,7 @@ cleanup:
 
 /* --------------------------------------------------------------------------- >>mdh MDH */
 
-static double elec__cpu_mdh_point_double(const elec__cpu_atoms *a,
+static double elec__cpu_mdh_point_double(const elec__packed_atoms *a,
                                          const double pt[3], double kappa) {
     const double c2 = ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE;
     double sum = 0.0;
@@ -1121,7 +1011,7 @@ static double elec__cpu_mdh_point_double(const elec__cpu_atoms *a,
 /* Float terms a tile of atoms at a time (the loop the compiler vectorises),
    summed in double lanes; the coincident rule is arithmetic as in the
    rows. */
-static double elec__cpu_mdh_point_float(const elec__cpu_atoms *a,
+static double elec__cpu_mdh_point_float(const elec__packed_atoms *a,
                                         const double pt[3], double kappa) {
     const float c2 =
         (float)(ELEC_COINCIDENT_DISTANCE * ELEC_COINCIDENT_DISTANCE);

@@ -98,6 +98,14 @@ static elec_status call_msm_energy(alloc_case *c, elec_error *err) {
     double energy;
     return elec_cpu_msm_energy(&c->atoms, &p, &energy, c->forces, err);
 }
+/* a tolerance with forces: the forces checked against direct sums
+   (elec__msm_sample_force_error packs the atoms) */
+static elec_status call_msm_energy_checked(alloc_case *c, elec_error *err) {
+    elec_msm_params p = {0};
+    double energy;
+    p.tolerance = 1e-4;
+    return elec_cpu_msm_energy(&c->atoms, &p, &energy, c->forces, err);
+}
 static elec_status call_msm_lattices(alloc_case *c, elec_error *err) {
     elec_msm_params p = {0};
     elec_msm_lattices lattices;
@@ -188,6 +196,7 @@ static const alloc_call calls[] = {
     {"elec_cpu_msm_map_slab", call_msm_map_slab},
     {"elec_cpu_msm_points", call_msm_points},
     {"elec_cpu_msm_energy", call_msm_energy},
+    {"elec_cpu_msm_energy (a tolerance, forces checked)", call_msm_energy_checked},
     {"elec_cpu_msm_lattices", call_msm_lattices},
     {"elec_cpu_msm_periodic_energy", call_msm_periodic},
     {"elec_cpu_ewald", call_ewald},
