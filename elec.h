@@ -2484,8 +2484,9 @@ static inline elec_status elec__atoms_pack(const elec_atoms *atoms, const elec__
    about 1e-6 A of precision across an ordinary map.  (The centre rather
    than the origin halves the largest coordinate, and with it the rounding
    error of a float distance to a nearby atom, the float path's largest.)
-   The CPU's maps and direct sums work on them, and so does the MSM force
-   check of both sides (elec__msm_sample_force_error). */
+   The CPU's maps work on them, and so do the direct sums in double
+   (elec_cpu_coulomb_energy, and the MSM force check of both sides:
+   elec__msm_energy_checked), relative to the origin. */
 typedef struct elec__packed_atoms {
     size_t count;
     double *x, *y, *z, *charge, *radius;
@@ -2883,26 +2884,20 @@ typedef elec_status (*elec__msm_energy_call)(const elec_atoms *atoms,
                                              double *forces, elec_error *err);
 
 /* The relative RMS error of forces (3 a atom, scale applied) against the
-   direct Coulomb sum, over a sample of at most ELEC__MSM_FORCE_SAMPLE
-   atoms (atom k n / m for k < m): *error = sqrt(sum |F - F_exact|^2 /
+   direct Coulomb sum, over a sample of at most ELEC__MSM_FORCE_SAMPLE of
+   the packed atoms (atom k n / m for k < m): sqrt(sum |F - F_exact|^2 /
    sum |F_exact|^2); 0 where their exact forces all vanish (a relative
    error then means nothing).  Each sample atom's exact force is its row
    of the direct sum (elec__coulomb_row, as elec_cpu_coulomb_energy sums
    it: pairs closer than ELEC_COINCIDENT_DISTANCE weigh 0, as the MSM
-   calls leave them).  ELEC_ERR_NO_MEMORY where the atoms cannot be
-   packed. */
-static inline elec_status elec__msm_sample_force_error(const elec_atoms *atoms, double scale,
-                                                       const double *forces, double *error,
-                                                       elec_error *err) {
-    const double origin[3] = {0.0, 0.0, 0.0};
-    const size_t n = atoms->count, m = n < ELEC__MSM_FORCE_SAMPLE ? n : ELEC__MSM_FORCE_SAMPLE;
+   calls leave them). */
+static inline double elec__msm_sample_force_error(const elec__packed_atoms *packed,
+                                                  double scale, const double *forces) {
+    const size_t n = packed->count, m = n < ELEC__MSM_FORCE_SAMPLE ? n : ELEC__MSM_FORCE_SAMPLE;
     double num_of[ELEC__MSM_FORCE_SAMPLE], den_of[ELEC__MSM_FORCE_SAMPLE];
     double num = 0.0, den = 0.0;
-    elec__packed_atoms packed;
-    elec_status s;
     long long kk;
     size_t k;
-    if ((s = elec__packed_atoms_pack(atoms, origin, 0.0, &packed, err)) != ELEC_OK) return s;
     /* a sample atom a thread, and the atoms' shares added in sample
        order: the same bits at any thread count */
 #ifdef _OPENMP
@@ -2913,7 +2908,7 @@ static inline elec_status elec__msm_sample_force_error(const elec_atoms *atoms, 
         double exact[3];
         size_t coincident;
         int axis;
-        elec__coulomb_row(&packed, i, scale, exact, &coincident);
+        elec__coulomb_row(packed, i, scale, exact, &coincident);
         num_of[kk] = den_of[kk] = 0.0;
         for (axis = 0; axis < 3; axis++) {
             const double e = forces[3 * i + axis] - exact[axis];
@@ -2921,26 +2916,29 @@ static inline elec_status elec__msm_sample_force_error(const elec_atoms *atoms, 
             den_of[kk] += exact[axis] * exact[axis];
         }
     }
-    elec__packed_atoms_free(&packed);
     for (k = 0; k < m; k++) {
         num += num_of[k];
         den += den_of[k];
     }
-    *error = den > 0.0 ? sqrt(num / den) : 0.0;
-    return ELEC_OK;
+    return den > 0.0 ? sqrt(num / den) : 0.0;
 }
 
 /* An MSM energy call (call: one evaluation, elec_cpu.h's or
    elec_cuda.cuh's) with its forces checked against the tolerance as
    above; floor: the least tolerance the call takes (the table's, or the
    GPU's float floor).  ELEC_ERR_UNSUPPORTED, naming what the sample
-   measured, where no call brought the forces under the tolerance. */
+   measured, where no call brought the forces under the tolerance;
+   ELEC_ERR_NO_MEMORY where the atoms cannot be packed for the direct
+   sums (packed once, relative to the origin, for every try).  A
+   refusal leaves the forces zeroed. */
 static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
                                                    const elec_atoms *atoms,
                                                    const elec_msm_params *params,
                                                    double *energy, double *forces, double floor,
                                                    elec_error *err) {
+    const double origin[3] = {0.0, 0.0, 0.0};
     elec_msm_params resolved, ask, last;
+    elec__packed_atoms packed;
     double error = 0.0, target;
     elec_status s = call(atoms, params, energy, forces, err);
     int tries;
@@ -2948,15 +2946,15 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
         (params->cutoff > 0.0 && params->spacing > 0.0) || atoms->count < 2)
         return s;
     if ((s = elec_msm_params_resolve(params, 1.0, &resolved, err)) != ELEC_OK) return s;
+    if ((s = elec__packed_atoms_pack(atoms, origin, 0.0, &packed, err)) != ELEC_OK) {
+        memset(forces, 0, 3 * atoms->count * sizeof *forces);
+        return s;
+    }
     target = params->tolerance * (atoms->count > ELEC__MSM_FORCE_SAMPLE ? 0.5 : 1.0);
     ask = last = *params; /* last: the choice the forces are now from */
     for (tries = 0;; tries++) {
-        if ((s = elec__msm_sample_force_error(atoms, resolved.scale, forces, &error, err)) !=
-            ELEC_OK) {
-            memset(forces, 0, 3 * atoms->count * sizeof *forces); /* a refusal leaves none */
-            return s;
-        }
-        if (error <= target) return ELEC_OK;
+        error = elec__msm_sample_force_error(&packed, resolved.scale, forces);
+        if (error <= target) goto done; /* s == ELEC_OK */
         if (tries == ELEC__MSM_FORCE_TRIES || ask.tolerance <= floor) break;
         /* lower by the excess and half again; the floor itself once */
         ask.tolerance *= 0.5 * target / error;
@@ -2965,23 +2963,29 @@ static inline elec_status elec__msm_energy_checked(elec__msm_energy_call call,
            tolerance, its forces zeroed): the last choice's forces again
            where they met the tolerance, else this function's refusal */
         if ((s = call(atoms, &ask, energy, forces, err)) == ELEC_ERR_UNSUPPORTED) {
-            if (error <= params->tolerance) return call(atoms, &last, energy, forces, err);
+            if (error <= params->tolerance) {
+                s = call(atoms, &last, energy, forces, err);
+                goto done;
+            }
             break;
         }
-        if (s != ELEC_OK) return s;
+        if (s != ELEC_OK) goto done;
         last = ask;
     }
-    if (error <= params->tolerance) return ELEC_OK; /* met, if without the sample's margin */
+    if (error <= params->tolerance) goto done; /* met, if without the sample's margin */
     memset(forces, 0, 3 * atoms->count * sizeof *forces); /* a refusal leaves none */
-    return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                      "MSM tolerance %g: these atoms' forces erred %.3g times it on %zu of "
-                      "them against their direct sums, and no choice aimed down to %g (the "
-                      "least this call takes: %g) brought them under it; few, dilute or "
-                      "nearly cancelling forces: DCS or Ewald",
-                      params->tolerance, error / params->tolerance,
-                      atoms->count < ELEC__MSM_FORCE_SAMPLE ? atoms->count
-                                                            : (size_t)ELEC__MSM_FORCE_SAMPLE,
-                      ask.tolerance, floor);
+    s = elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                   "MSM tolerance %g: these atoms' forces erred %.3g times it on %zu of "
+                   "them against their direct sums, and no choice aimed down to %g (the "
+                   "least this call takes: %g) brought them under it; few, dilute or "
+                   "nearly cancelling forces: DCS or Ewald",
+                   params->tolerance, error / params->tolerance,
+                   atoms->count < ELEC__MSM_FORCE_SAMPLE ? atoms->count
+                                                         : (size_t)ELEC__MSM_FORCE_SAMPLE,
+                   ask.tolerance, floor);
+done:
+    elec__packed_atoms_free(&packed);
+    return s;
 }
 
 /* The periodic hierarchy (elec_cpu_msm_periodic_energy, the GPU's periodic

@@ -398,8 +398,7 @@ static void elec__fftw_destroy_pair(fftw_plan forward, fftw_plan backward) {
 }
 #endif
 
-/* --------------------------------------------- >>common packed atoms, progress, points */
-
+/* ----------------------------------------------------------- >>common progress, points */
 
 /* Points blocked together between two progress calls: about 1/64 of the
    work, so the caller hears at least every 1.6 %. */
