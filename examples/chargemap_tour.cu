@@ -48,7 +48,7 @@ static const char *note_of(elec_chargemap_variant v) {
     case ELEC_CHARGEMAP_PC_SORTED_LANES: return "tile-sorted atoms, 4 lanes an atom (GROMACS)";
     case ELEC_CHARGEMAP_TILE_OWNER: return "tile in shared memory, each point stored once";
     case ELEC_CHARGEMAP_PC_FIXED_POINT: return "64-bit integer atomics: bit-identical (OpenMM)";
-    case ELEC_CHARGEMAP_TILE_BINNED: return "binned per block; tiles by columns where they fit";
+    case ELEC_CHARGEMAP_TILE_BINNED: return "binned per block; tiles on the tensor cores where they fit";
     case ELEC_CHARGEMAP_TILE_FUSED: return "both stages in one cooperative kernel";
     case ELEC_CHARGEMAP_TILE_FUSED_FIXED: return "tile-fused adding 64-bit integers: bit-identical";
     default: return "";
