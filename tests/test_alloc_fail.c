@@ -99,12 +99,20 @@ static elec_status call_msm_energy(alloc_case *c, elec_error *err) {
     return elec_cpu_msm_energy(&c->atoms, &p, &energy, c->forces, err);
 }
 /* a tolerance with forces: the forces checked against direct sums
-   (elec__msm_sample_force_error packs the atoms) */
+   (elec__msm_energy_checked packs the atoms), and a refusal leaves them
+   zeroed, not the last try's */
 static elec_status call_msm_energy_checked(alloc_case *c, elec_error *err) {
     elec_msm_params p = {0};
     double energy;
+    size_t i, left = 0;
+    elec_status s;
     p.tolerance = 1e-4;
-    return elec_cpu_msm_energy(&c->atoms, &p, &energy, c->forces, err);
+    for (i = 0; i < 3 * ATOMS; i++) c->forces[i] = 1.0;
+    s = elec_cpu_msm_energy(&c->atoms, &p, &energy, c->forces, err);
+    for (i = 0; s != ELEC_OK && i < 3 * ATOMS; i++) left += c->forces[i] != 0.0;
+    EXPECT(left == 0, "elec_cpu_msm_energy with a tolerance refused (%d) but left %zu force "
+                      "components unzeroed", (int)s, left);
+    return s;
 }
 static elec_status call_msm_lattices(alloc_case *c, elec_error *err) {
     elec_msm_params p = {0};
