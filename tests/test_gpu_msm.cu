@@ -105,8 +105,6 @@ static double gpu_vs_cpu(const elec_atoms *atoms, const elec_lattice *l,
     return e;
 }
 
-/* Deliberate pair (a scan for repeated blocks lists it): the same three seeded
-   systems as test_gpu_cutoff.cu's first test; tests read like specifications. */
 TEST(gpu_msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions) {
     /* tests/test_tolerance.c's check on the device: two ions 80 A apart,
        a line of 20 alternating ions 10 A apart and eight ions in a 60 A
@@ -148,6 +146,8 @@ TEST(gpu_msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions) {
     }
 }
 
+/* Deliberate pair (a scan for repeated blocks lists it): the same three seeded
+   systems as test_gpu_cutoff.cu's first test; tests read like specifications. */
 TEST(gpu_msm_matches_cpu_msm_and_the_exact_sum) {
     REQUIRE_GPU();
     test_system random = test_system_random(3000, 30.0, 71);
