@@ -430,7 +430,12 @@ ELEC_HD static inline double elec_msm_gamma_derivative(double rho, int p) {
     return sum;
 }
 
-/* Spreading a GPU computation over several devices. */
+/* Spreading a GPU computation over several devices: DCS maps by planes
+   in turn, cutoff and MSM maps by slabs of z planes, DCS and MDH points
+   and ALPB vertices by runs, one part a device, the devices side by side
+   (a host thread each); a device listed twice runs its parts in turn (DCS
+   maps refuse it: constant memory is one a device).  The other GPU calls
+   take the first device.  README, Conventions: "Several GPUs". */
 typedef struct elec_gpu_set {
     int count;          /* 0 = one GPU: the calling thread's current device;
                            ELEC_ALL_GPUS = every visible device             */
@@ -862,7 +867,7 @@ ELEC_API const char *elec_dcs_variant_name(elec_dcs_variant variant);
 typedef struct elec_dcs_params {
     double scale;             /* 0 = 1: e/A.  ELEC_COULOMB: kcal/(mol e)     */
     elec_dcs_variant variant; /* GPU kernel; 0 = ELEC_DCS_FASTEST            */
-    elec_gpu_set gpus;        /* GPU map slices go round-robin over these    */
+    elec_gpu_set gpus;        /* GPU maps: planes in turn; points: runs   */
     elec_progress_fn progress;
     void *progress_user;
     size_t max_points;        /* maps: 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS   */
@@ -904,7 +909,7 @@ typedef struct elec_mdh_params {
                               elec_kappa_from_ionic_strength                 */
     double temperature;    /* K, for kappa from ionic strength; 0 = 298.15  */
     double dielectric;     /* solvent relative permittivity; 0 = 78.54      */
-    elec_gpu_set gpus;     /* the first device is used                       */
+    elec_gpu_set gpus;     /* GPU points: a run of them a device            */
     elec_progress_fn progress;
     void *progress_user;
 } elec_mdh_params;
@@ -937,7 +942,7 @@ typedef struct elec_cutoff_params {
     elec_cutoff_kind kind;
     int splitting;         /* ELEC_CUTOFF_MSM's gamma order; 0 = 2 (C2)    */
     double bin_length;     /* GPU bins (A); 0 = elec_bin_length(0.1, 0.75)  */
-    elec_gpu_set gpus;     /* the first device is used                     */
+    elec_gpu_set gpus;     /* GPU maps: a slab of z planes a device         */
     elec_progress_fn progress;
     void *progress_user;
     size_t max_points;     /* 0 = ELEC_DEFAULT_MAX_LATTICE_POINTS          */
@@ -1035,7 +1040,7 @@ typedef struct elec_msm_params {
                        refused there                                      */
     int max_top_points; /* coarsest lattice summed directly once it has at
                            most this many points; 0 = 4096                 */
-    elec_gpu_set gpus;  /* GPU calls: the first device is used             */
+    elec_gpu_set gpus;  /* GPU maps: slabs; energies: the first device     */
     elec_progress_fn progress;
     void *progress_user;
     elec_error_estimate estimate; /* out: estimate.force is the fitted
@@ -1852,7 +1857,7 @@ typedef struct elec_alpb_params {
                              +infinity: the distance test alone (the
                              seed's and NAB's; the research notes' tables) */
     elec_alpb_variant variant; /* GPU kernel; 0 = ELEC_ALPB_FASTEST          */
-    elec_gpu_set gpus;    /* the first device is used                        */
+    elec_gpu_set gpus;    /* GPU calls: a run of the vertices a device      */
 } elec_alpb_params;
 
 /* Fills every zero field of in with its default and checks the result for

@@ -700,6 +700,9 @@ ELEC_API elec_status elec_cuda_alpb_host(const elec_hcp *hcp, const double *vert
 #define ELEC_CUDA_IMPLEMENTATION_DONE
 
 #include <cuda_runtime.h>
+#include <atomic> /* elec__cuda_parts: a call's parts on several GPUs */
+#include <new>
+#include <thread>
 
 /* ----------------------------------------------- >>common device math, errors, devices */
 
@@ -939,19 +942,112 @@ static elec_status elec__cuda_gpu_list(const elec_gpu_set *set, int *devices,
     for (i = 0; i < n; i++) {
         devices[i] = set->devices && set->count != ELEC_ALL_GPUS
                          ? set->devices[i] : i;
-        if (devices[i] >= available)
+        if (devices[i] < 0 || devices[i] >= available)
             return elec__fail(err, ELEC_ERR_NO_DEVICE, 0,
                               "GPU %d asked for; %d present", devices[i],
                               available);
-        /* Constant memory is one per device: a device listed twice would
-           have two streams overwrite each other's chunk. */
-        for (int before = 0; before < i; before++)
-            if (devices[before] == devices[i])
-                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                                  "GPU %d is listed twice", devices[i]);
     }
     *count = n;
 cleanup:
+    return status;
+}
+
+/* DCS maps stream their atoms through constant memory, one copy a
+   device: a device listed twice would have two streams overwrite each
+   other's chunk.  (The other methods run a device's parts in turn:
+   elec__cuda_parts.) */
+static elec_status elec__cuda_gpus_distinct(const int *devices, int count, elec_error *err) {
+    for (int i = 1; i < count; i++)
+        for (int before = 0; before < i; before++)
+            if (devices[before] == devices[i])
+                return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                                  "GPU %d is listed twice (a DCS map takes each GPU once)",
+                                  devices[i]);
+    return ELEC_OK;
+}
+
+/* ---- a call spread over several GPUs */
+
+/* One part of a call spread over GPUs: part `part` of `parts`, on `device`
+   (the part selects it; the calling thread's device is restored by the
+   caller).  Returns its status, its message in err. */
+typedef elec_status (*elec__gpu_part_fn)(void *job, int part, int parts, int device,
+                                         elec_error *err);
+
+/* The parts of one device (every i with devices[i] == devices[first]),
+   in turn; a part begins only while no part anywhere has failed, so that
+   a failure ends the call at the other devices' next part. */
+typedef struct elec__gpu_parts {
+    const int *devices;
+    int parts;
+    elec__gpu_part_fn run;
+    void *job;
+    elec_status status[ELEC__MAX_GPUS];
+    elec_error err[ELEC__MAX_GPUS];
+    std::atomic<int> failed;
+} elec__gpu_parts;
+
+static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
+    int caller_device = 0;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    for (int i = first; i < c->parts; i++) {
+        if (c->devices[i] != c->devices[first]) continue;
+        if (c->failed.load()) break; /* left as ELEC_OK: the failure is reported */
+        c->status[i] = c->run(c->job, i, c->parts, c->devices[i], &c->err[i]);
+        if (c->status[i] != ELEC_OK) c->failed.store(1);
+    }
+    cudaSetDevice(caller_device);
+}
+
+/* Parts 0 .. parts - 1 of a call, part i on devices[i]: a host thread a
+   distinct device (the first on the calling thread), each running its
+   device's parts in turn, so that the devices work side by side and a
+   device listed twice (one GPU standing in for two in a test) runs its
+   parts one after the other: no device state (constant memory, streams)
+   is shared by parts running at once.  Where a thread cannot be started,
+   its device's parts run on the calling thread after its own.  The
+   first failed part's status and message (lowest part) are the call's. */
+static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_part_fn run,
+                                    void *job, elec_error *err) {
+    elec__gpu_parts *c = new (std::nothrow) elec__gpu_parts;
+    std::thread *threads[ELEC__MAX_GPUS];
+    int inline_first[ELEC__MAX_GPUS], inline_count = 0;
+    elec_status status = ELEC_OK;
+    if (!c) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %d parts", parts);
+    c->devices = devices;
+    c->parts = parts;
+    c->run = run;
+    c->job = job;
+    c->failed.store(0);
+    for (int i = 0; i < parts; i++) {
+        c->status[i] = ELEC_OK;
+        threads[i] = NULL;
+    }
+    for (int i = 1; i < parts; i++) {
+        int seen = 0;
+        for (int before = 0; before < i; before++) seen |= devices[before] == devices[i];
+        if (seen || devices[i] == devices[0]) continue; /* that device's thread runs it */
+        try {
+            threads[i] = new std::thread(elec__cuda_device_parts, c, i);
+        } catch (...) {
+            threads[i] = NULL;
+            inline_first[inline_count++] = i;
+        }
+    }
+    elec__cuda_device_parts(c, 0);
+    for (int k = 0; k < inline_count; k++) elec__cuda_device_parts(c, inline_first[k]);
+    for (int i = 1; i < parts; i++)
+        if (threads[i]) {
+            threads[i]->join();
+            delete threads[i];
+        }
+    for (int i = 0; i < parts; i++)
+        if (c->status[i] != ELEC_OK) {
+            status = c->status[i];
+            if (err) *err = c->err[i];
+            break;
+        }
+    delete c;
     return status;
 }
 
@@ -1032,9 +1128,8 @@ static elec_status elec__cuda_points_check(const elec_atoms *atoms,
                                            int need_radius,
                                            const double *points, size_t count,
                                            const elec_gpu_set *gpus,
-                                           const float *potential, int *device,
-                                           elec_error *err) {
-    int devices[ELEC__MAX_GPUS], device_count = 0;
+                                           const float *potential, int *devices,
+                                           int *device_count, elec_error *err) {
     elec_gpu_set current = {0, NULL};
     elec_status status = elec_atoms_check(atoms, need_radius, err);
     if (status != ELEC_OK) return status;
@@ -1056,10 +1151,14 @@ static elec_status elec__cuda_points_check(const elec_atoms *atoms,
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "point %ld is not finite",
                               first_bad / 3);
     }
-    status = elec__cuda_gpu_list(gpus ? gpus : &current, devices, &device_count,
-                                 err);
-    *device = devices[0];
-    return status;
+    return elec__cuda_gpu_list(gpus ? gpus : &current, devices, device_count, err);
+}
+
+/* Part `part` of `parts` of count items: items first .. first + n - 1,
+   contiguous, every part within one of the others' size. */
+static void elec__part_range(size_t count, int part, int parts, size_t *first, size_t *n) {
+    *first = count / parts * part + (count % parts) * part / parts;
+    *n = count / parts * (part + 1) + (count % parts) * (part + 1) / parts - *first;
 }
 
 /* ------------------------------------------- >>charges forward declarations */
@@ -1798,7 +1897,8 @@ ELEC_DEF elec_status elec_cuda_dcs_map(const elec_atoms *atoms,
                           "%zu atoms: the GPU path takes at most %d",
                           atoms->count, INT_MAX);
     if ((status = elec__cuda_gpu_list(&resolved.gpus, devices, &device_count, err)) !=
-        ELEC_OK)
+            ELEC_OK ||
+        (status = elec__cuda_gpus_distinct(devices, device_count, err)) != ELEC_OK)
         return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     status = elec__cuda_dcs_map_boxes(atoms, lattice, &resolved, devices, device_count, map,
@@ -1828,6 +1928,28 @@ static elec_status elec__cuda_points_region(void *call, const double *points,
     return elec__cuda_points_on(c->device, c->atoms, points, count, centre, out, err);
 }
 
+/* A points call spread over GPUs (elec__cuda_parts): the points in
+   contiguous parts, each part's regions on its device.  For DCS and MDH,
+   whose region calls begin with the device. */
+typedef struct elec__points_parts {
+    const double *points;
+    size_t count;
+    float *out;
+    elec__region_call fn;
+    const elec__cuda_points_call *dcs; /* one of the two, the other NULL */
+    const struct elec__cuda_mdh_call *mdh;
+} elec__points_parts;
+
+static elec_status elec__cuda_points_part(void *job, int part, int parts, int device,
+                                          elec_error *err);
+
+/* The points on every device of the set: one part a device, each a run of
+   the points in the caller's order. */
+static elec_status elec__cuda_points_spread(elec__points_parts *job, const int *devices,
+                                            int device_count, elec_error *err) {
+    return elec__cuda_parts(devices, device_count, elec__cuda_points_part, job, err);
+}
+
 ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
                                           const double *points,
                                           size_t point_count,
@@ -1836,16 +1958,27 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     elec_status status;
     elec_dcs_params p;
     elec__cuda_points_call call;
-    int device = 0, caller_device = 0;
+    elec__points_parts spread;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     if ((status = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 0, points, point_count, &p.gpus,
-                                     potential, &device, err);
+                                     potential, devices, &device_count, err);
     if (status != ELEC_OK || point_count == 0) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-    call.device = device;
+    call.device = devices[0];
     call.atoms = atoms;
-    status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_points_region, &call, err);
+    if (device_count > 1) {
+        memset(&spread, 0, sizeof spread);
+        spread.points = points;
+        spread.count = point_count;
+        spread.out = potential;
+        spread.fn = elec__cuda_points_region;
+        spread.dcs = &call;
+        status = elec__cuda_points_spread(&spread, devices, device_count, err);
+    } else {
+        status = elec__points_by_region(points, NULL, point_count, potential,
+                                        elec__cuda_points_region, &call, err);
+    }
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
     for (size_t i = 0; i < point_count; i++)
@@ -2056,6 +2189,30 @@ cleanup:
     return status;
 }
 
+/* Part `part` of a points call spread over GPUs: its run of the points,
+   by regions, with the call's device set to `device`. */
+static elec_status elec__cuda_points_part(void *job, int part, int parts, int device,
+                                          elec_error *err) {
+    const elec__points_parts *j = (const elec__points_parts *)job;
+    elec__cuda_points_call dcs;
+    elec__cuda_mdh_call mdh;
+    void *call;
+    size_t first, n;
+    elec__part_range(j->count, part, parts, &first, &n);
+    if (n == 0) return ELEC_OK;
+    if (j->dcs) {
+        dcs = *j->dcs;
+        dcs.device = device;
+        call = &dcs;
+    } else {
+        mdh = *j->mdh;
+        mdh.device = device;
+        call = &mdh;
+    }
+    return elec__points_by_region(j->points + 3 * first, NULL, n, j->out + first, j->fn,
+                                  call, err);
+}
+
 ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
                                           const double *points,
                                           size_t point_count,
@@ -2064,19 +2221,30 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     elec_status status;
     elec_mdh_params p;
     elec__cuda_mdh_call call;
-    int device = 0, caller_device = 0;
+    elec__points_parts spread;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     if ((status = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
-                                     potential, &device, err);
+                                     potential, devices, &device_count, err);
     if (status != ELEC_OK || point_count == 0) return status;
     status = elec__mdh_range_check(atoms, &p, (double)FLT_MAX, err);
     if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-    call.device = device;
+    call.device = devices[0];
     call.atoms = atoms;
     call.params = &p;
-    status = elec__points_by_region(points, NULL, point_count, potential,
-                                    elec__cuda_mdh_region, &call, err);
+    if (device_count > 1) {
+        memset(&spread, 0, sizeof spread);
+        spread.points = points;
+        spread.count = point_count;
+        spread.out = potential;
+        spread.fn = elec__cuda_mdh_region;
+        spread.mdh = &call;
+        status = elec__cuda_points_spread(&spread, devices, device_count, err);
+    } else {
+        status = elec__points_by_region(points, NULL, point_count, potential,
+                                        elec__cuda_mdh_region, &call, err);
+    }
     cudaSetDevice(caller_device);
     if (status == ELEC_OK)
         status = elec__results_finite("GPU MDH at points", "potential at point", potential,
@@ -2415,20 +2583,14 @@ static void elec__cutoff_coefficients(double cutoff, int splitting,
 /* Host side: checks the lattice against the kernel's limits, bins the
    atoms, and fills the launch arguments.  Parameters already checked and
    resolved. */
-static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms *atoms,
-                                        const elec_lattice *lattice,
-                                        const elec_cutoff_params *p, elec_error *err) {
-    elec_status status = ELEC_OK;
-    elec__cutoff_args *args = &job->args;
-    int *offsets = NULL;
-    int4 *host_neighbours = NULL;
-    double origin[3], extent[3];
-    double region, reach, spacing_max = 0.0;
-    size_t count, nx, ny, nz;
-
-    memset(job, 0, sizeof *job);
-    job->p = *p;
-    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+/* The kernel's limits for a lattice and cutoff, before any work: the
+   lattice's extent along each axis, and the neighbour bins of a block
+   (their count into *count, the block's region into *region). */
+static elec_status elec__cutoff_limits(const elec_lattice *lattice, const elec_cutoff_params *p,
+                                       size_t *count, double *region, elec_error *err) {
+    double reach, spacing_max = 0.0;
+    const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+    *count = 0;
     if (nx > (size_t)INT_MAX - ELEC__CUTOFF_EDGE ||
         ny > 65535 * ELEC__CUTOFF_EDGE || nz > 65535 * ELEC__CUTOFF_EDGE)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
@@ -2441,19 +2603,38 @@ static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms 
        of the block's first bin. */
     for (int axis = 0; axis < 3; axis++)
         if (lattice->spacing[axis] > spacing_max) spacing_max = lattice->spacing[axis];
-    region = (ELEC__CUTOFF_EDGE - 1) * spacing_max + p->bin_length;
+    *region = (ELEC__CUTOFF_EDGE - 1) * spacing_max + p->bin_length;
     /* elec_bin_neighbourhood tries (2 reach + 1)^3 offsets: bound it first */
-    reach = ceil((p->cutoff + region) / p->bin_length) + 1.0;
-    count = !(2.0 * reach + 1.0 <= 64.0)
-                ? (size_t)-1
-                : elec_bin_neighbourhood(p->bin_length, region, p->cutoff + 1e-6, NULL, 0);
-    if (count > ELEC__CUTOFF_MAX_NEIGHBOURS)
+    reach = ceil((p->cutoff + *region) / p->bin_length) + 1.0;
+    *count = !(2.0 * reach + 1.0 <= 64.0)
+                 ? (size_t)-1
+                 : elec_bin_neighbourhood(p->bin_length, *region, p->cutoff + 1e-6, NULL, 0);
+    if (*count > ELEC__CUTOFF_MAX_NEIGHBOURS)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "bins of %g A against a cutoff of %g A and lattice "
                           "spacing %g A: a block needs more than %d neighbour "
                           "bins; use a longer params.bin_length",
                           p->bin_length, p->cutoff, spacing_max,
                           ELEC__CUTOFF_MAX_NEIGHBOURS);
+    return ELEC_OK;
+}
+
+static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms *atoms,
+                                        const elec_lattice *lattice,
+                                        const elec_cutoff_params *p, elec_error *err) {
+    elec_status status = ELEC_OK;
+    elec__cutoff_args *args = &job->args;
+    int *offsets = NULL;
+    int4 *host_neighbours = NULL;
+    double origin[3], extent[3];
+    double region;
+    size_t count, nx, ny, nz;
+
+    memset(job, 0, sizeof *job);
+    job->p = *p;
+    nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+    if ((status = elec__cutoff_limits(lattice, p, &count, &region, err)) != ELEC_OK)
+        return status;
 
     /* Host side: the neighbourhood and the bins over the lattice padded by
        the cutoff (atoms beyond add nothing anywhere). */
@@ -2689,19 +2870,97 @@ cleanup:
     return status;
 }
 
-/* The map's finiteness check (elec__results_finite) once elec__cutoff_finish
-   copied it back: its scan where it made one, else the whole map; `also`
-   is a first point past range that the caller found after the copy
-   (SIZE_MAX: none). */
-static elec_status elec__cutoff_map_finite(const elec__cutoff_job *job, const char *method,
-                                           const float *map, size_t count, size_t also,
-                                           elec_error *err) {
+/* The first point past float's range of a map that elec__cutoff_finish
+   copied back (count points): its scan where it made one, else the whole
+   map's, or `also` (a point the caller found after the copy; SIZE_MAX:
+   none) where that comes first; SIZE_MAX: none. */
+static size_t elec__cutoff_first_bad(const elec__cutoff_job *job, const float *map,
+                                     size_t count, size_t also) {
     size_t first = job->scanned ? job->first_bad : elec__first_bad_float(map, count);
     if (first >= count) first = SIZE_MAX;
-    if (also < first) first = also;
-    return first == SIZE_MAX
-               ? ELEC_OK
-               : elec__result_past_range(method, "point", first, map[first], "float", err);
+    return also < first ? also : first;
+}
+
+/* A cutoff map on one device: its bins, the kernel, the host's share of
+   the overflow and the copy back; *first_bad: the first point past
+   float's range (SIZE_MAX: none). */
+static elec_status elec__cuda_cutoff_map_on(const elec_atoms *atoms, const elec_lattice *lattice,
+                                            const elec_cutoff_params *p, int device, float *map,
+                                            size_t *first_bad, elec_error *err) {
+    elec_status status;
+    elec__cutoff_job job;
+    cudaStream_t stream = NULL;
+    /* the bins on the host before the device is touched */
+    if ((status = elec__cutoff_prepare(&job, atoms, lattice, p, err)) != ELEC_OK) {
+        elec__cutoff_job_free(&job);
+        return status;
+    }
+    ELEC__CUDA_TRY(cudaSetDevice(device));
+    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
+    if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
+        goto cleanup;
+    *first_bad = elec__cutoff_first_bad(&job, map, elec_lattice_size(lattice), SIZE_MAX);
+
+cleanup:
+    elec__cutoff_job_free(&job); /* on the stream, before it goes */
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    return status;
+}
+
+/* A map spread over GPUs (elec__cuda_parts) by slabs of z planes
+   (elec_slab_partition, ">>slab" in elec.h), each slab a contiguous run of
+   the map: the lattice, the method's resolved parameters, and each
+   slab's first point past float's range (SIZE_MAX: none), in the whole
+   map's numbering. */
+typedef struct elec__slab_parts {
+    const elec_atoms *atoms;
+    const elec_lattice *lattice;
+    const void *params; /* the method's, resolved */
+    float *map;
+    size_t first_bad[ELEC__MAX_GPUS];
+} elec__slab_parts;
+
+/* Slab `part` of `parts`: its planes k0 .. k1 - 1 (none where the map has
+   fewer planes than parts: *slab untouched), its first point's index. */
+static int elec__slab_of(const elec__slab_parts *j, int part, int parts, elec_lattice *slab,
+                         size_t *first) {
+    int k0 = 0, k1 = 0;
+    (void)elec_slab_partition(j->lattice->dims[2], parts, part, &k0, &k1, NULL);
+    if (k1 <= k0) return 0;
+    (void)elec_lattice_slab(j->lattice, k0, k1, slab, NULL);
+    *first = (size_t)k0 * j->lattice->dims[0] * j->lattice->dims[1];
+    return 1;
+}
+
+/* A cutoff map's slab: the map of its planes on their own lattice (the
+   bins over the slab and the cutoff around it take the atoms in reach,
+   elec_bins_build leaving out the rest), summed relative to the slab's
+   centre: the whole map's values to float rounding. */
+static elec_status elec__cuda_cutoff_slab(void *job, int part, int parts, int device,
+                                          elec_error *err) {
+    elec__slab_parts *j = (elec__slab_parts *)job;
+    elec_lattice slab;
+    size_t first = 0, bad = SIZE_MAX;
+    elec_status status;
+    j->first_bad[part] = SIZE_MAX;
+    if (!elec__slab_of(j, part, parts, &slab, &first)) return ELEC_OK;
+    status = elec__cuda_cutoff_map_on(j->atoms, &slab, (const elec_cutoff_params *)j->params,
+                                      device, j->map + first, &bad, err);
+    if (bad != SIZE_MAX) j->first_bad[part] = first + bad;
+    return status;
+}
+
+/* The first point past range over a spread map's slabs (SIZE_MAX: none). */
+static size_t elec__slabs_first_bad(const elec__slab_parts *j, int parts) {
+    size_t first = SIZE_MAX;
+    for (int part = 0; part < parts; part++)
+        if (j->first_bad[part] < first) first = j->first_bad[part];
+    return first;
 }
 
 ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
@@ -2710,52 +2969,44 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
                                           float *map, elec_error *err) {
     elec_status status;
     elec_cutoff_params p;
-    elec__cutoff_job job;
+    elec__slab_parts spread;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
-    cudaStream_t stream = NULL;
+    size_t first_bad = SIZE_MAX, neighbours;
+    double region;
 
-    memset(&job, 0, sizeof job);
     if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
     status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
     if (status != ELEC_OK) return status;
     if ((status = elec_cutoff_params_resolve(params, &p, err)) != ELEC_OK) return status;
     if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
     /* the kernel's limits first: refused without looking for a GPU */
-    if ((status = elec__cutoff_prepare(&job, atoms, lattice, &p, err)) != ELEC_OK) {
-        elec__cutoff_job_free(&job);
+    if ((status = elec__cutoff_limits(lattice, &p, &neighbours, &region, err)) != ELEC_OK)
         return status;
-    }
     status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
-    if (status != ELEC_OK) {
-        elec__cutoff_job_free(&job);
-        return status;
-    }
+    if (status != ELEC_OK) return status;
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-
-    ELEC__CUDA_TRY(cudaSetDevice(devices[0]));
-    ELEC__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    if ((status = elec__cutoff_launch(&job, stream, err)) != ELEC_OK) goto cleanup;
-    if ((status = elec__cutoff_host_share(&job, lattice, map, err)) != ELEC_OK) goto cleanup;
-    if ((status = elec__cutoff_finish(&job, lattice, map, stream, err)) != ELEC_OK)
-        goto cleanup;
-    if (p.progress && p.progress(1.0, p.progress_user)) {
-        status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                            "cutoff map cancelled by the progress callback");
-        goto cleanup;
-    }
-    if ((status = elec__cutoff_map_finite(&job, "GPU cutoff map", map,
-                                          elec_lattice_size(lattice), SIZE_MAX, err)) != ELEC_OK)
-        goto cleanup;
-    elec__ok(err);
-
-cleanup:
-    elec__cutoff_job_free(&job); /* on the stream, before it goes */
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
+    if (device_count > 1) {
+        memset(&spread, 0, sizeof spread);
+        spread.atoms = atoms;
+        spread.lattice = lattice;
+        spread.params = &p;
+        spread.map = map;
+        status = elec__cuda_parts(devices, device_count, elec__cuda_cutoff_slab, &spread, err);
+        first_bad = elec__slabs_first_bad(&spread, device_count);
+    } else {
+        status = elec__cuda_cutoff_map_on(atoms, lattice, &p, devices[0], map, &first_bad,
+                                          err);
     }
     cudaSetDevice(caller_device);
-    return status;
+    if (status != ELEC_OK) return status;
+    if (p.progress && p.progress(1.0, p.progress_user))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "cutoff map cancelled by the progress callback");
+    if (first_bad != SIZE_MAX)
+        return elec__result_past_range("GPU cutoff map", "point", first_bad, map[first_bad],
+                                       "float", err);
+    elec__ok(err);
+    return ELEC_OK;
 }
 
 /* --------------------------------------------------------------------------- >>msm MSM */
@@ -3534,7 +3785,7 @@ static elec_status elec__msm_take_back_find(const elec_atoms *atoms, const elec_
 }
 
 /* Returns the first of the points it changed that came out past float's
-   range (SIZE_MAX: none), for the map's check (elec__cutoff_map_finite). */
+   range (SIZE_MAX: none), for the map's check (elec__cutoff_first_bad). */
 static size_t elec__msm_take_back_apply(const elec__msm_take_back *t, float *map) {
     size_t first_bad = SIZE_MAX;
     for (size_t c = 0; c < t->count; c++) {
@@ -3704,12 +3955,16 @@ static void elec__msm_map_free(elec__msm_map_job *job) {
 }
 
 /* The host's part, before any device work: atoms, shape (refused past the
-   kernels' 65535 blocks along y and z), tables, bins. */
+   kernels' 65535 blocks along y and z), tables, bins.  l is the whole
+   map's lattice, slab the planes this call maps (l itself, or a slab of
+   it: ">>slab" in elec.h): the reference and the hierarchy are the whole
+   map's, so that slabs mapped apart interpolate from the same lattices;
+   the tables, the short range and the map are the slab's. */
 static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atoms *atoms,
-                                         const elec_lattice *l, const elec_msm_params *p,
-                                         elec_error *err) {
+                                         const elec_lattice *l, const elec_lattice *slab,
+                                         const elec_msm_params *p, elec_error *err) {
     const int s = elec_msm_support((int)p->interpolation);
-    const int nx = l->dims[0], ny = l->dims[1], nz = l->dims[2];
+    const int nx = l->dims[0], ny = l->dims[1], nz = slab->dims[2];
     elec_cutoff_params cp;
     elec_status status;
     double lo[3], hi[3];
@@ -3727,7 +3982,8 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
     elec__msm_widen(atoms, job->reference, lo, hi);
     status = elec__msm_shape_of(p, lo, hi, 0, ELEC__MSM_MAX_WORK_GPU, &job->shape, err);
     if (status != ELEC_OK) return status;
-    if (job->shape.n[0][1] > 65535 || job->shape.n[0][2] > 65535 || ny > 65535 || nz > 65535)
+    if (job->shape.n[0][1] > 65535 || job->shape.n[0][2] > 65535 || ny > 65535 ||
+        l->dims[2] > 65535)
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "MSM on the GPU: at most 65535 map or lattice points "
                           "along y and z");
@@ -3738,7 +3994,7 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
     elec__msm_axis_table(l, 0, job->reference[0], p, job->host_first, job->host_w);
     elec__msm_axis_table(l, 1, job->reference[1], p, job->host_first + nx,
                          job->host_w + (size_t)nx * 2 * s);
-    elec__msm_axis_table(l, 2, job->reference[2], p, job->host_first + nx + ny,
+    elec__msm_axis_table(slab, 2, job->reference[2], p, job->host_first + nx + ny,
                          job->host_w + (size_t)(nx + ny) * 2 * s);
     memset(&cp, 0, sizeof cp);
     cp.scale = p->scale;
@@ -3748,7 +4004,7 @@ static elec_status elec__msm_map_prepare(elec__msm_map_job *job, const elec_atom
     if ((status = elec_cutoff_params_resolve(&cp, &cp, err)) != ELEC_OK) return status;
     /* msmpot's bins, made longer where a long cutoff would give a block
        more neighbour bins than the kernel takes (past a = 48 A or so) */
-    while ((status = elec__cutoff_prepare(&job->cutoff, atoms, l, &cp, err)) ==
+    while ((status = elec__cutoff_prepare(&job->cutoff, atoms, slab, &cp, err)) ==
                ELEC_ERR_UNSUPPORTED &&
            job->cutoff.args.neighbour_count == 0 && cp.bin_length < cp.cutoff) {
         elec__cutoff_job_free(&job->cutoff);
@@ -3789,48 +4045,30 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
     return elec_cuda_msm_map_timed(atoms, lattice, params, map, NULL, err);
 }
 
-ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
-                                             const elec_lattice *lattice,
-                                             const elec_msm_params *params, float *map,
-                                             elec_stage_times *times, elec_error *err) {
+/* An MSM map's planes on one device (elec__msm_map_prepare: lattice the
+   whole map's, slab the planes mapped into map, lattice itself for a
+   whole map): the plan, the stages, the host's share; *first_bad the
+   first point of the slab past float's range (SIZE_MAX: none); times,
+   where not NULL, the stages' (the caller sets its total). */
+static elec_status elec__cuda_msm_map_on(const elec_atoms *atoms, const elec_lattice *lattice,
+                                         const elec_lattice *slab, const elec_msm_params *p,
+                                         int device, float *map, size_t *first_bad,
+                                         elec_stage_times *times, elec_error *err) {
     elec_status status;
-    elec_msm_params p;
     elec__msm_map_job job;
     elec__msm_device md;
-    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0, s;
-    const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
-              nz = lattice ? lattice->dims[2] : 0;
+    const int s = elec_msm_support((int)p->interpolation);
     const double started = elec__msm_clock();
     size_t taken_back_bad; /* the first point past range the take-back made */
 
     memset(&job, 0, sizeof job);
     memset(&md, 0, sizeof md);
-    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
-    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
-    if (status != ELEC_OK) return status;
-    /* the very choice elec_cpu_msm_map makes for this lattice */
-    status = elec_msm_params_resolve(params, (double)elec_lattice_size(lattice) /
-                                                 (double)(atoms->count ? atoms->count : 1),
-                                     &p, err);
-    if (status != ELEC_OK) return status;
-    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
-    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
-    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
-    s = elec_msm_support((int)p.interpolation);
-    if (atoms->count > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
-        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
-                          "MSM on the GPU: %zu atoms and %d + %d + %d map points along "
-                          "the axes: at most %d and %d", atoms->count, nx, ny, nz,
-                          INT_MAX / 2, INT_MAX / 16);
-    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
-    if (status != ELEC_OK) return status;
-    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
-
+    *first_bad = SIZE_MAX;
     /* The host's part, the plan, the uploads; then the stages in order on
        the plan's stream (events between them when timed). */
-    if ((status = elec__msm_map_prepare(&job, atoms, lattice, &p, err)) != ELEC_OK ||
-        (status = elec__msm_device_setup(&md, &p, &job.shape, job.n, devices[0],
-                                         times != NULL, err)) != ELEC_OK ||
+    if ((status = elec__msm_map_prepare(&job, atoms, lattice, slab, p, err)) != ELEC_OK ||
+        (status = elec__msm_device_setup(&md, p, &job.shape, job.n, device, times != NULL,
+                                         err)) != ELEC_OK ||
         (status = elec__msm_map_upload(&job, s, md.stream, err)) != ELEC_OK)
         goto cleanup;
     if (times) {
@@ -3845,23 +4083,22 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     if ((status = elec__msm_device_run(&md, job.d_atoms, job.n, ELEC__MSM_ALL, err)) != ELEC_OK)
         goto cleanup;
     switch (s) {
-    case 2: status = elec__msm_interpolate_map<2>(&md, job.cutoff, lattice, job.d_first,
+    case 2: status = elec__msm_interpolate_map<2>(&md, job.cutoff, slab, job.d_first,
                                                   job.d_w, err); break;
-    case 3: status = elec__msm_interpolate_map<3>(&md, job.cutoff, lattice, job.d_first,
+    case 3: status = elec__msm_interpolate_map<3>(&md, job.cutoff, slab, job.d_first,
                                                   job.d_w, err); break;
-    case 4: status = elec__msm_interpolate_map<4>(&md, job.cutoff, lattice, job.d_first,
+    case 4: status = elec__msm_interpolate_map<4>(&md, job.cutoff, slab, job.d_first,
                                                   job.d_w, err); break;
-    default: status = elec__msm_interpolate_map<5>(&md, job.cutoff, lattice, job.d_first,
+    default: status = elec__msm_interpolate_map<5>(&md, job.cutoff, slab, job.d_first,
                                                    job.d_w, err); break;
     }
     if (status != ELEC_OK) goto cleanup;
     ELEC__MSM_MARK(&md, 7);
     /* the host's share of the short range, and the points where atoms sit,
        while the GPU works */
-    if ((status = elec__cutoff_host_share(&job.cutoff, lattice, map, err)) != ELEC_OK ||
-        (status = elec__msm_take_back_find(atoms, lattice, &p, &job.take_back, err)) !=
-            ELEC_OK ||
-        (status = elec__cutoff_finish(&job.cutoff, lattice, map, md.stream, err)) != ELEC_OK)
+    if ((status = elec__cutoff_host_share(&job.cutoff, slab, map, err)) != ELEC_OK ||
+        (status = elec__msm_take_back_find(atoms, slab, p, &job.take_back, err)) != ELEC_OK ||
+        (status = elec__cutoff_finish(&job.cutoff, slab, map, md.stream, err)) != ELEC_OK)
         goto cleanup;
     taken_back_bad = elec__msm_take_back_apply(&job.take_back, map);
     ELEC__MSM_MARK(&md, 8);
@@ -3873,17 +4110,96 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
             times->seconds[m + 1] = 1e-3 * ms;
         }
     }
-    if (p.progress && p.progress(1.0, p.progress_user)) {
-        status = elec__fail(err, ELEC_ERR_CANCELLED, 0,
-                            "MSM map cancelled by the progress callback");
-        goto cleanup;
+    *first_bad = elec__cutoff_first_bad(&job.cutoff, map, elec_lattice_size(slab),
+                                        taken_back_bad);
+
+cleanup:
+    elec__msm_map_free(&job); /* on the plan's stream, before it goes */
+    elec__msm_device_free(&md);
+    return status;
+}
+
+/* An MSM map's slab (elec__slab_parts): every atom, the whole map's
+   hierarchy built on each device (replicated, not divided, as
+   elec_cpu_msm_map_slab does it), the short range and the interpolation
+   of the slab's planes; the first slab's stage times where asked. */
+typedef struct elec__msm_slab_parts {
+    elec__slab_parts slabs;
+    elec_stage_times *times;
+} elec__msm_slab_parts;
+
+static elec_status elec__cuda_msm_slab(void *job, int part, int parts, int device,
+                                       elec_error *err) {
+    elec__msm_slab_parts *j = (elec__msm_slab_parts *)job;
+    elec_lattice slab;
+    size_t first = 0, bad = SIZE_MAX;
+    elec_status status;
+    j->slabs.first_bad[part] = SIZE_MAX;
+    if (!elec__slab_of(&j->slabs, part, parts, &slab, &first)) return ELEC_OK;
+    status = elec__cuda_msm_map_on(j->slabs.atoms, j->slabs.lattice, &slab,
+                                   (const elec_msm_params *)j->slabs.params, device,
+                                   j->slabs.map + first, &bad, part == 0 ? j->times : NULL,
+                                   err);
+    if (bad != SIZE_MAX) j->slabs.first_bad[part] = first + bad;
+    return status;
+}
+
+ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
+                                             const elec_lattice *lattice,
+                                             const elec_msm_params *params, float *map,
+                                             elec_stage_times *times, elec_error *err) {
+    elec_status status;
+    elec_msm_params p;
+    elec__msm_slab_parts spread;
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+    const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
+              nz = lattice ? lattice->dims[2] : 0;
+    const double started = elec__msm_clock();
+    size_t first_bad = SIZE_MAX;
+
+    if ((status = elec_atoms_check(atoms, 0, err)) != ELEC_OK) return status;
+    status = elec_lattice_check_points(lattice, params ? params->max_points : 0, err);
+    if (status != ELEC_OK) return status;
+    /* the very choice elec_cpu_msm_map makes for this lattice */
+    status = elec_msm_params_resolve(params, (double)elec_lattice_size(lattice) /
+                                                 (double)(atoms->count ? atoms->count : 1),
+                                     &p, err);
+    if (status != ELEC_OK) return status;
+    if ((status = elec__msm_no_exclusions(&p, err)) != ELEC_OK) return status;
+    if ((status = elec__cuda_msm_float_floor(&p, err)) != ELEC_OK) return status;
+    if (!map) return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "map is NULL");
+    if (atoms->count > (size_t)INT_MAX / 2 || (size_t)nx + ny + nz > (size_t)INT_MAX / 16)
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "MSM on the GPU: %zu atoms and %d + %d + %d map points along "
+                          "the axes: at most %d and %d", atoms->count, nx, ny, nz,
+                          INT_MAX / 2, INT_MAX / 16);
+    status = elec__cuda_gpu_list(&p.gpus, devices, &device_count, err);
+    if (status != ELEC_OK) return status;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    if (device_count > 1) {
+        memset(&spread, 0, sizeof spread);
+        spread.slabs.atoms = atoms;
+        spread.slabs.lattice = lattice;
+        spread.slabs.params = &p;
+        spread.slabs.map = map;
+        spread.times = times;
+        status = elec__cuda_parts(devices, device_count, elec__cuda_msm_slab, &spread, err);
+        first_bad = elec__slabs_first_bad(&spread.slabs, device_count);
+    } else {
+        status = elec__cuda_msm_map_on(atoms, lattice, lattice, &p, devices[0], map,
+                                       &first_bad, times, err);
     }
-    if ((status = elec__cutoff_map_finite(&job.cutoff, "GPU MSM map", map,
-                                          elec_lattice_size(lattice), taken_back_bad, err)) !=
-        ELEC_OK)
-        goto cleanup;
+    cudaSetDevice(caller_device);
+    if (status != ELEC_OK) return status;
+    if (p.progress && p.progress(1.0, p.progress_user))
+        return elec__fail(err, ELEC_ERR_CANCELLED, 0,
+                          "MSM map cancelled by the progress callback");
+    if (first_bad != SIZE_MAX)
+        return elec__result_past_range("GPU MSM map", "point", first_bad, map[first_bad],
+                                       "float", err);
     if (times) {
-        /* the last stage is what the others leave of the call */
+        /* the last stage is what the others leave of the call (spread over
+           GPUs: the first GPU's stages, the whole call's total) */
         times->total = elec__msm_clock() - started;
         times->seconds[8] = times->total;
         for (int m = 0; m < 8; m++) times->seconds[8] -= times->seconds[m];
@@ -3891,12 +4207,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
         times->count = 9;
     }
     elec__ok(err);
-
-cleanup:
-    elec__msm_map_free(&job); /* on the plan's stream, before it goes */
-    elec__msm_device_free(&md);
-    cudaSetDevice(caller_device);
-    return status;
+    return ELEC_OK;
 }
 
 /* The per-atom buffers of an energy call: one block on the device and its
@@ -14036,14 +14347,91 @@ static elec_status elec__cuda_alpb_parted(const elec_hcp *hcp, const double *ver
                                   &call, err);
 }
 
+/* ALPB over several GPUs (elec__cuda_parts): the vertices in contiguous
+   parts, each part's on its device as a call of its own (its regions,
+   sort and walks); the first part's stage times where asked. */
+typedef struct elec__alpb_parts {
+    const elec_hcp *hcp;
+    const double *vertices, *normals;
+    size_t count;
+    const elec_alpb_params *params;
+    float *potential;
+    elec__alpb_times *times;
+} elec__alpb_parts;
+
+static elec_status elec__cuda_alpb_part(void *job, int part, int parts, int device,
+                                        elec_error *err) {
+    const elec__alpb_parts *j = (const elec__alpb_parts *)job;
+    elec_alpb_params on_device = *j->params;
+    size_t first, n;
+    elec__part_range(j->count, part, parts, &first, &n);
+    if (n == 0) return ELEC_OK;
+    on_device.gpus.count = 1;
+    on_device.gpus.devices = &device;
+    return elec__cuda_alpb_region_run(j->hcp, j->vertices + 3 * first,
+                                      j->normals ? j->normals + 3 * first : NULL, n, &on_device,
+                                      j->potential + first, part == 0 ? j->times : NULL, err);
+}
+
+/* The device call over params->gpus: where it names several GPUs, the
+   whole input checked first (a refusal names a vertex by the caller's
+   index), then the parts; *spread says whether it ran them. */
+static elec_status elec__cuda_alpb_spread(const elec_hcp *hcp, const double *vertices,
+                                          const double *normals, size_t count,
+                                          const elec_alpb_params *params, float *potential,
+                                          elec__alpb_times *times, int *spread,
+                                          elec_error *err) {
+    elec_alpb_params r;
+    elec_alpb_kernel k;
+    elec__alpb_parts job;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
+    int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
+    const double started = elec__alpb_clock();
+    elec_status status;
+    *spread = 0;
+    if (!params || (params->gpus.count <= 1 && params->gpus.count != ELEC_ALL_GPUS))
+        return ELEC_OK;
+    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
+                                hi, err);
+    if (status != ELEC_OK || count == 0) {
+        *spread = 1; /* refused, or nothing to do: the whole call's answer */
+        if (status == ELEC_OK) elec__ok(err);
+        return status;
+    }
+    if ((status = elec__cuda_gpu_list(&r.gpus, devices, &device_count, err)) != ELEC_OK) {
+        *spread = 1;
+        return status;
+    }
+    if (device_count < 2) return ELEC_OK;
+    *spread = 1;
+    job.hcp = hcp;
+    job.vertices = vertices;
+    job.normals = normals;
+    job.count = count;
+    job.params = params;
+    job.potential = potential;
+    job.times = times;
+    if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
+    status = elec__cuda_parts(devices, device_count, elec__cuda_alpb_part, &job, err);
+    cudaSetDevice(caller_device);
+    if (times) times->total = elec__alpb_clock() - started;
+    if (status == ELEC_OK) elec__ok(err);
+    return status;
+}
+
 static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertices,
                                        const double *normals, size_t count,
                                        const elec_alpb_params *params, float *potential,
                                        elec__alpb_times *times, int host, elec_error *err) {
-    return host ? elec__cuda_alpb_host_run(hcp, vertices, normals, count, params, potential,
-                                           err)
-                : elec__cuda_alpb_region_run(hcp, vertices, normals, count, params, potential,
-                                             times, err);
+    int spread = 0;
+    elec_status status;
+    if (host)
+        return elec__cuda_alpb_host_run(hcp, vertices, normals, count, params, potential, err);
+    status = elec__cuda_alpb_spread(hcp, vertices, normals, count, params, potential, times,
+                                    &spread, err);
+    if (spread) return status;
+    return elec__cuda_alpb_region_run(hcp, vertices, normals, count, params, potential, times,
+                                      err);
 }
 
 /* One vertex's walk by the rung, on the host: P and P_ion the vertex

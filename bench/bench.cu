@@ -331,6 +331,62 @@ int main(int argc, char **argv) {
                1e3 * elec_stage_seconds(&best, "prolongation"),
                1e3 * elec_stage_seconds(&best, "interpolation"),
                1e3 * elec_stage_seconds(&best, "copy back"));
+
+        /* Spread over GPUs (slabs of z planes; README, "Several GPUs"): on
+           every GPU where there are several, and always on this GPU listed
+           twice, whose two slabs then run in turn: the split's own cost
+           (each MSM slab builds the whole hierarchy), and the speed-up two
+           GPUs would give if each ran its slab as fast as this one does in
+           turn (an estimate: it leaves out the host's threads and copies
+           running side by side). */
+        {
+            const double one_cutoff = times[0] < times[1] ? times[0] : times[1];
+            const double one_msm = best.total;
+            const int twice[2] = {0, 0};
+            for (int all = 0; all < (devices > 1 ? 2 : 1); all++) {
+                elec_cutoff_params cp = {0};
+                elec_msm_params mp = {0};
+                double best_cutoff = 1e30, best_msm = 1e30;
+                if (all) {
+                    cp.gpus.count = mp.gpus.count = ELEC_ALL_GPUS;
+                } else {
+                    cp.gpus.count = mp.gpus.count = 2;
+                    cp.gpus.devices = mp.gpus.devices = twice;
+                }
+                for (int r = 0; r < 3; r++) {
+                    double t0 = gpu_wall_seconds();
+                    if (elec_cuda_cutoff_map(&atoms, &l, &cp, map, &err) != ELEC_OK) {
+                        fprintf(stderr, "spread cutoff map failed: %s\n", err.message);
+                        return 1;
+                    }
+                    t0 = gpu_wall_seconds() - t0;
+                    if (r > 0 && t0 < best_cutoff) best_cutoff = t0;
+                    t0 = gpu_wall_seconds();
+                    if (elec_cuda_msm_map(&atoms, &l, &mp, map, &err) != ELEC_OK) {
+                        fprintf(stderr, "spread MSM map failed: %s\n", err.message);
+                        return 1;
+                    }
+                    t0 = gpu_wall_seconds() - t0;
+                    if (r > 0 && t0 < best_msm) best_msm = t0;
+                }
+                if (all) {
+                    printf("\nSpread over %d GPUs (slabs, best of 2 after a warm-up): cutoff "
+                           "%.3f s (%.2fx one GPU), MSM %.3f s (%.2fx)\n", devices,
+                           best_cutoff, one_cutoff / best_cutoff, best_msm,
+                           one_msm / best_msm);
+                } else {
+                    printf("\nSpread in two slabs on GPU 0 listed twice (in turn; best of 2 "
+                           "after a warm-up):\n"
+                           "  cutoff %.3f s against %.3f whole (split's cost %+.3f s); two GPUs "
+                           "at this pace: %.2fx (estimate)\n"
+                           "  MSM    %.3f s against %.3f whole (split's cost %+.3f s); two GPUs "
+                           "at this pace: %.2fx (estimate)\n",
+                           best_cutoff, one_cutoff, best_cutoff - one_cutoff,
+                           one_cutoff / (0.5 * best_cutoff), best_msm, one_msm,
+                           best_msm - one_msm, one_msm / (0.5 * best_msm));
+                }
+            }
+        }
         free(map);
         test_system_free(&water);
     }

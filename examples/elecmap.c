@@ -112,10 +112,10 @@ static const struct {
      METHOD_BIT(METHOD_CHARGES)},
     {OPTION_MAX_WORK, "--max-work", "for the direct sums (dcs, mdh)",
      METHOD_BIT(METHOD_DCS) | METHOD_BIT(METHOD_MDH) | AUTO_METHOD},
-    /* the other GPU maps run on one GPU (README: several GPUs share only
-       DCS maps) */
-    {OPTION_GPUS, "--gpus", "for dcs (the other maps run on one GPU)",
-     METHOD_BIT(METHOD_DCS) | AUTO_METHOD},
+    /* the charge map runs on one GPU (README: "Several GPUs") */
+    {OPTION_GPUS, "--gpus", "for dcs, mdh, cutoff and msm (the charge map runs on one GPU)",
+     METHOD_BIT(METHOD_DCS) | METHOD_BIT(METHOD_MDH) | METHOD_BIT(METHOD_CUTOFF) |
+         METHOD_BIT(METHOD_MSM) | AUTO_METHOD},
 };
 
 /* The first option given that the method will not read: refused, naming
@@ -209,7 +209,9 @@ static void usage(FILE *out) {
 "  --dims NX NY NZ       explicit point counts (instead of padding)\n"
 "  --origin X Y Z        explicit origin (with --dims; default: centred)\n"
 "  --gpu | --cpu         where to compute (default: the GPU when present)\n"
-"  --gpus N|all          GPUs to spread DCS slices over (default 1)\n"
+"  --gpus N|all          GPUs to spread the map over (default 1): DCS by\n"
+"                        planes in turn, cutoff and MSM by slabs of planes,\n"
+"                        MDH by runs of points\n"
 "  --variant NAME        DCS GPU kernel: simple, const, unroll4,\n"
 "                        unroll8-coalesced, volume, hybrid-rsqrt (default);\n"
 "                        charges: a rung of the charge-mapping ladder\n"
@@ -1116,10 +1118,11 @@ static int elecmap_run(options *o) {
 #ifdef ELEC_WITH_CUDA
     if (use_gpu) {
         char name[96] = "GPU";
+        const int spread = o->method != METHOD_CHARGES;
         int gpus = o->gpus == ELEC_ALL_GPUS ? elec_cuda_device_count()
-                                            : (o->gpus > 1 && o->method == METHOD_DCS ? o->gpus : 1);
+                                            : (o->gpus > 1 && spread ? o->gpus : 1);
         elec_cuda_device_name(0, name, sizeof name, NULL);
-        if (gpus > 1 && o->method == METHOD_DCS)
+        if (gpus > 1 && spread)
             snprintf(device_name, sizeof device_name, "%d x %s", gpus, name);
         else
             snprintf(device_name, sizeof device_name, "%s", name);
@@ -1161,6 +1164,7 @@ static int elecmap_run(options *o) {
         elec_msm_params sp = msm_params_of(o);
         sp.scale = scale;
         sp.max_points = o->max_points;
+        sp.gpus.count = o->gpus;
         if (!o->quiet) {
             sp.progress = cli_show_progress;
             sp.progress_user = &progress;
@@ -1187,6 +1191,7 @@ static int elecmap_run(options *o) {
         cp.cutoff = o->msm_cutoff;
         cp.kind = o->shifted ? ELEC_CUTOFF_SHIFTED : ELEC_CUTOFF_MSM;
         cp.max_points = o->max_points;
+        cp.gpus.count = o->gpus;
         if (!o->quiet) {
             cp.progress = cli_show_progress;
             cp.progress_user = &progress;
@@ -1202,6 +1207,7 @@ static int elecmap_run(options *o) {
         mp.kappa = o->kappa;
         mp.ionic_strength = o->ionic_strength;
         mp.temperature = o->temperature;
+        mp.gpus.count = o->gpus;
         if (!o->quiet) {
             mp.progress = cli_show_progress;
             mp.progress_user = &progress;

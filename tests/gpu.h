@@ -92,6 +92,23 @@ static inline double gpu_rel_rms_float(const float *got, const float *want, size
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* Three parts of a call spread over GPUs (elec_gpu_set): devices 0, 1, 0
+   where there are two GPUs, else device 0 three times.  A device listed
+   more than once runs its parts one after the other, so with one GPU the
+   split and the reassembly are tested, not the devices side by side; the
+   three parts make the slabs or runs uneven.  devices: room for 3. */
+static inline elec_gpu_set gpu_three_parts(int *devices) {
+    elec_gpu_set set;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    devices[0] = 0;
+    devices[1] = count >= 2 ? 1 : 0;
+    devices[2] = 0;
+    set.count = 3;
+    set.devices = devices;
+    return set;
+}
+
 /* The GPU float sums' tolerance (DCS, MDH) against the double reference.
    Float rounding over the sum: each term carries ~1 ulp of float (6e-8)
    from rsqrt and the coordinate differences, and the per-chunk float sums

@@ -142,7 +142,7 @@ for case in "--method msm --variant simple|--variant (a DCS kernel) is for dcs" 
             "--method msm --max-work 10|--max-work is for the direct sums" \
             "--method cutoff --max-work 10|--max-work is for the direct sums" \
             "--method charges --max-work 10|--max-work is for the direct sums" \
-            "--method mdh --gpus 2|--gpus is for dcs" \
+            "--method charges --gpus 2|--gpus is for dcs, mdh, cutoff and msm" \
             "--method msm --cutoff 0|--cutoff 0: give a cutoff above 0 A" \
             "--method cutoff --cutoff -3|--cutoff -3: give a cutoff above 0 A" \
             "--method msm --msm-spacing 0|--msm-spacing 0: give a spacing above 0 A"; do

@@ -212,6 +212,37 @@ TEST(every_rung_hcp_matches_the_cpu) {
     case_free(&c);
 }
 
+/* Spread over GPUs (three parts; gpu_three_parts): each GPU a run of the
+   vertices as a call of its own (regions, sort, walks); the exact sum
+   (ALPB on DCS), HCP at its defaults, salt, and the pairs rung (whose
+   walks take two vertices) against the CPU, every vertex written; the
+   timed call's stages those of the first part. */
+TEST(spread_over_gpus_matches_the_cpu) {
+    alpb_case c;
+    int devices[3];
+    REQUIRE_GPU();
+    if (!case_make(&c, 3000, 25, 14)) {
+        EXPECT(0, "case");
+        return;
+    }
+    for (int setting = 0; setting < 4; setting++) {
+        elec_alpb_params p = {0};
+        elec_stage_times t;
+        static const char *const name[4] = {"3 parts, exact", "3 parts, HCP defaults",
+                                            "3 parts, salt", "3 parts, pairs"};
+        p.scale = ELEC_COULOMB;
+        p.exact = setting == 0;
+        p.salt = setting == 2 ? 0.15 : 0.0;
+        p.variant = setting == 3 ? ELEC_ALPB_PAIRS : ELEC_ALPB_FASTEST;
+        p.gpus = gpu_three_parts(devices);
+        memset(&t, 0, sizeof t);
+        check_on(&c, &p, name[setting], 0, &t);
+        EXPECT(t.count == 7 && t.total > 0.0, "%s: %d stages, total %.3g s", name[setting],
+               t.count, t.total);
+    }
+    case_free(&c);
+}
+
 /* Salt (regions 2 and 3 with kappa), GEM's region 1 (p < 0), and GEM's
    region 1 with salt: the general kernel of every rung. */
 TEST(every_rung_with_salt_and_gem_matches_the_cpu) {
@@ -509,6 +540,7 @@ int main(void) {
     RUN(every_rung_exact_matches_the_cpu);
     RUN(every_rung_hcp_matches_the_cpu);
     RUN(every_rung_with_salt_and_gem_matches_the_cpu);
+    RUN(spread_over_gpus_matches_the_cpu);
     RUN(packed_rung_without_room_in_shared_memory);
     RUN(chunked_call_matches_the_cpu);
     RUN(achbp_default_call_matches_the_cpu);

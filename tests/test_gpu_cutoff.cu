@@ -101,6 +101,47 @@ TEST(gpu_cutoff_map_matches_double_reference) {
     test_system_free(&salt);
 }
 
+/* Spread over GPUs (three parts; gpu_three_parts): each GPU maps a slab
+   of z planes with the atoms in the cutoff's reach of it, relative to
+   the slab's centre; the map agrees with the double reference as one
+   GPU's does and with one GPU's to float rounding, every point written;
+   a map of two planes leaves the third part without a slab. */
+TEST(gpu_cutoff_map_spread_over_gpus_matches_one_gpu) {
+    REQUIRE_GPU();
+    test_system random = test_system_random(3000, 30.0, 69);
+    test_system water = test_system_water(800, 70);
+    test_system *systems[2] = {&random, &water};
+    const char *names[2] = {"random/3", "water/3"};
+    int devices[3];
+    for (int s = 0; s < 2; s++) {
+        elec_atoms atoms = test_system_atoms(systems[s]);
+        for (int thin = 0; thin < 2; thin++) {
+            elec_lattice l = awkward_lattice(systems[s]->box);
+            if (thin) l.dims[2] = 2;
+            for (int kind = 0; kind <= 1; kind++) {
+                elec_cutoff_params p = {0};
+                elec_error err;
+                size_t n = elec_lattice_size(&l);
+                float *one = (float *)malloc(n * sizeof *one), *spread;
+                p.kind = (elec_cutoff_kind)kind;
+                EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, one, &err) == ELEC_OK, "%s",
+                       err.message);
+                p.gpus = gpu_three_parts(devices);
+                spread = check_cutoff(&atoms, &l, &p, names[s]);
+                printf("     %d planes on GPUs %d, %d, %d: relative RMS %.2e against one GPU\n",
+                       l.dims[2], devices[0], devices[1], devices[2],
+                       gpu_rel_rms_float(spread, one, n));
+                EXPECT(gpu_rel_rms_float(spread, one, n) <= CUTOFF_REL_RMS_TOLERANCE,
+                       "%s: against one GPU %.3e", names[s], gpu_rel_rms_float(spread, one, n));
+                free(one);
+                free(spread);
+            }
+        }
+    }
+    test_system_free(&random);
+    test_system_free(&water);
+}
+
 TEST(gpu_cutoff_map_follows_its_parameters) {
     /* Other splitting orders, a shorter cutoff, short and long bins, and
        a scale: each changes the kernel's arguments or neighbourhood. */
@@ -265,27 +306,33 @@ TEST(a_staged_map_past_range_names_its_first_bad_point) {
        lattice: the last chunk alone), the nearest slice left out 12.25 A
        away; the refusal must name the map's first value that is not
        finite, and every value before it is 0. */
+    /* Spread over GPUs in three parts (slabs of 80 planes, each staged in
+       its own chunks), the refusal names the point in the whole map's
+       numbering, not its slab's. */
     REQUIRE_GPU();
     static const double z[2] = {110.25, 127.25};
     static const size_t first_slice[2] = {197, 231};
     elec_lattice l = {{232, 236, 240}, {0.0, 0.0, 0.0}, {0.5, 0.5, 0.5}};
     const size_t n = elec_lattice_size(&l), slice = 232 * 236;
     float *map = (float *)malloc(n * sizeof *map);
-    for (int c = 0; c < 2; c++) {
-        const double xyz[3] = {58.0, 59.0, z[c]}, q[1] = {1e308};
+    for (int c = 0; c < 4; c++) {
+        const double xyz[3] = {58.0, 59.0, z[c % 2]}, q[1] = {1e308};
         elec_atoms atoms = elec_atoms_from_xyz(1, xyz, q, NULL);
+        elec_cutoff_params p = {0};
         elec_error err;
         size_t first = 0, nonzero = 0;
-        elec_status s = elec_cuda_cutoff_map(&atoms, &l, NULL, map, &err);
+        int devices[3];
+        if (c >= 2) p.gpus = gpu_three_parts(devices);
+        elec_status s = elec_cuda_cutoff_map(&atoms, &l, &p, map, &err);
         EXPECT(test_refused_past_range(s, &err, "GPU cutoff map", "float"),
-               "z %.2f: status %d, %s", z[c], (int)s, err.message);
+               "z %.2f: status %d, %s", z[c % 2], (int)s, err.message);
         while (first < n && map[first] - map[first] == 0.0f) first++;
         for (size_t i = 0; i < first; i++) nonzero += map[i] != 0.0f;
-        EXPECT(first / slice == first_slice[c] && nonzero == 0,
+        EXPECT(first / slice == first_slice[c % 2] && nonzero == 0,
                "z %.2f: first value not finite %zu (slice %zu, want %zu), %zu nonzero before",
-               z[c], first, first / slice, first_slice[c], nonzero);
+               z[c % 2], first, first / slice, first_slice[c % 2], nonzero);
         EXPECT(named_point(&err, "GPU cutoff map") == first, "z %.2f: named %zu, first %zu: %s",
-               z[c], named_point(&err, "GPU cutoff map"), first, err.message);
+               z[c % 2], named_point(&err, "GPU cutoff map"), first, err.message);
     }
     free(map);
 }
@@ -369,6 +416,7 @@ int main(void) {
     gpu_test_start();
     RUN(bad_input_is_refused_without_a_gpu);
     RUN(gpu_cutoff_map_matches_double_reference);
+    RUN(gpu_cutoff_map_spread_over_gpus_matches_one_gpu);
     RUN(gpu_cutoff_map_follows_its_parameters);
     RUN(an_overfull_bin_is_summed_through_the_overflow);
     RUN(atoms_outside_the_lattice_count_only_within_the_cutoff);

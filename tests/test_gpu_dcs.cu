@@ -173,10 +173,20 @@ TEST(dcs_points_match_double_reference) {
     elec_lattice_face_points(&l, xyz, NULL);
     p.scale = ELEC_COULOMB;
     EXPECT(elec_cpu_dcs_points_double(&atoms, xyz, n, &p, ref, &err) == ELEC_OK, "%s", err.message);
-    EXPECT(elec_cuda_dcs_points(&atoms, xyz, n, &p, got, &err) == ELEC_OK, "%s", err.message);
-    double e = test_rel_rms_float(got, ref, n);
-    printf("     relative RMS error %.2e over %zu points\n", e, n);
-    EXPECT(e <= GPU_REL_RMS_TOLERANCE, "relative RMS %.3e", e);
+    /* on one GPU, then in three parts (gpu_three_parts: runs of the points
+       on GPUs 0, 1, 0, or on one GPU in turn), every point written */
+    for (int spread = 0; spread < 2; spread++) {
+        int devices[3];
+        if (spread) p.gpus = gpu_three_parts(devices);
+        for (size_t i = 0; i < n; i++) got[i] = NAN;
+        EXPECT(elec_cuda_dcs_points(&atoms, xyz, n, &p, got, &err) == ELEC_OK, "%s",
+               err.message);
+        double e = test_rel_rms_float(got, ref, n);
+        printf("     %s: relative RMS error %.2e over %zu points\n",
+               spread ? "three parts" : "one GPU", e, n);
+        EXPECT(test_all_finite_float(got, n), "a point not written");
+        EXPECT(e <= GPU_REL_RMS_TOLERANCE, "relative RMS %.3e", e);
+    }
     free(xyz);
     free(ref);
     free(got);
@@ -212,6 +222,16 @@ TEST(points_far_apart_keep_float_precision) {
     e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
     printf("     MDH: worst error %.2e of the terms' sizes\n", e);
     EXPECT(e <= 1e-5, "GPU MDH at points far apart: %.3e", e);
+    {
+        /* in three parts: each part's regions of its own */
+        int devices[3];
+        mdh.gpus = gpu_three_parts(devices);
+        EXPECT(elec_cuda_mdh_points(&atoms, points, TEST_SPREAD_POINTS, &mdh, got, &err) ==
+                   ELEC_OK, "%s", err.message);
+        e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
+        printf("     MDH in three parts: worst error %.2e of the terms' sizes\n", e);
+        EXPECT(e <= 1e-5, "GPU MDH in three parts at points far apart: %.3e", e);
+    }
     test_system_free(&s);
 }
 

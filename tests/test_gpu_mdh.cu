@@ -37,6 +37,54 @@ TEST(mdh_at_lattice_faces_matches_double_reference) {
     test_system_free(&water);
 }
 
+/* Spread over GPUs (three parts; gpu_three_parts): each part's run of the
+   points, by its own regions, relative to its own centre; the same
+   values as one GPU to float rounding (both within the float budget of
+   the double sum), every point written; a point that is not finite named
+   by the caller's index, checked before the parts. */
+TEST(mdh_spread_over_gpus_matches_one_gpu) {
+    REQUIRE_GPU();
+    test_system water = test_system_water(3000, 3);
+    elec_atoms atoms = test_system_atoms(&water);
+    elec_lattice l = test_lattice_awkward(water.box[0]);
+    size_t n = elec_lattice_face_count(&l);
+    double *xyz = (double *)malloc(3 * n * sizeof *xyz), *ref = (double *)malloc(n * sizeof *ref);
+    float *one = (float *)malloc(n * sizeof *one), *spread = (float *)malloc(n * sizeof *spread);
+    int devices[3];
+    elec_mdh_params p = {0};
+    elec_error err;
+    elec_lattice_face_points(&l, xyz, NULL);
+    p.ionic_strength = 0.15;
+    for (size_t i = 0; i < n; i++) spread[i] = NAN;
+    EXPECT(elec_cpu_mdh_points_double(&atoms, xyz, n, &p, ref, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(elec_cuda_mdh_points(&atoms, xyz, n, &p, one, &err) == ELEC_OK, "%s", err.message);
+    p.gpus = gpu_three_parts(devices);
+    EXPECT(elec_cuda_mdh_points(&atoms, xyz, n, &p, spread, &err) == ELEC_OK, "%s",
+           err.message);
+    EXPECT(test_all_finite_float(spread, n), "a point not written");
+    printf("     %zu points in 3 parts on GPUs %d, %d, %d: relative RMS %.2e against one GPU, "
+           "%.2e against double\n", n, devices[0], devices[1], devices[2],
+           gpu_rel_rms_float(spread, one, n), test_rel_rms_float(spread, ref, n));
+    EXPECT(gpu_rel_rms_float(spread, one, n) <= GPU_REL_RMS_TOLERANCE, "against one GPU %.3e",
+           gpu_rel_rms_float(spread, one, n));
+    EXPECT(test_rel_rms_float(spread, ref, n) <= GPU_REL_RMS_TOLERANCE, "against double %.3e",
+           test_rel_rms_float(spread, ref, n));
+    xyz[3 * (n - 1) + 1] = NAN; /* the last point: the last part's */
+    EXPECT(elec_cuda_mdh_points(&atoms, xyz, n, &p, spread, &err) == ELEC_ERR_INVALID_ARG,
+           "a NaN point accepted");
+    {
+        char want[64];
+        snprintf(want, sizeof want, "point %zu ", n - 1);
+        EXPECT(strstr(err.message, want) != NULL, "'%s' does not name %s", err.message, want);
+    }
+    free(xyz);
+    free(ref);
+    free(one);
+    free(spread);
+    test_system_free(&water);
+}
+
 TEST(mdh_atom_on_a_point_leaves_that_point_finite) {
     REQUIRE_GPU();
     /* An atom exactly on a point: r^2 = 0, rsqrt(0) = inf.  The coincident
@@ -102,6 +150,7 @@ TEST(mdh_far_atoms_add_nothing_at_any_kappa) {
 int main(void) {
     gpu_test_start();
     RUN(mdh_at_lattice_faces_matches_double_reference);
+    RUN(mdh_spread_over_gpus_matches_one_gpu);
     RUN(mdh_atom_on_a_point_leaves_that_point_finite);
     RUN(mdh_refuses_screening_whose_sum_leaves_the_float_range);
     RUN(mdh_far_atoms_add_nothing_at_any_kappa);

@@ -179,6 +179,63 @@ TEST(gpu_msm_matches_cpu_msm_and_the_exact_sum) {
     test_system_free(&salt);
 }
 
+/* Spread over GPUs (three parts; gpu_three_parts): each GPU builds the
+   whole map's hierarchy from every atom (replicated) and maps a slab of z
+   planes, its short range and its interpolation; the CPU's MSM as one
+   GPU's map meets it, one GPU's map to float rounding (its z weights and
+   short range taken from the slab's planes and centre), ions on points
+   in every slab taken back; the timed call gives the first GPU's stages
+   inside the whole call's total. */
+TEST(gpu_msm_map_spread_over_gpus_matches_one_gpu) {
+    REQUIRE_GPU();
+    test_system water = test_system_water(800, 77);
+    const double a = 5.64, h = a / 4.0;
+    test_system salt = test_system_nacl(3, a);
+    test_system *systems[2] = {&water, &salt};
+    const char *names[2] = {"water in 3 parts", "ions on points, 3 parts"};
+    int devices[3];
+    for (int s = 0; s < 2; s++) {
+        elec_atoms atoms = test_system_atoms(systems[s]);
+        elec_lattice l = awkward_lattice(systems[s]->box);
+        if (s == 1) {
+            const elec_lattice on_ions = {{21, 21, 21}, {-4.0 * h, -4.0 * h, -4.0 * h},
+                                          {h, h, h}};
+            l = on_ions;
+        }
+        size_t n = elec_lattice_size(&l);
+        float *one = (float *)malloc(n * sizeof *one), *spread = NULL;
+        elec_msm_params p = {0};
+        elec_stage_times t;
+        elec_error err;
+        EXPECT(elec_cuda_msm_map(&atoms, &l, &p, one, &err) == ELEC_OK, "%s", err.message);
+        p.gpus = gpu_three_parts(devices);
+        gpu_vs_cpu(&atoms, &l, &p, names[s], &spread);
+        if (spread) {
+            const double e = gpu_rel_rms_float(spread, one, n);
+            printf("     %-22s on GPUs %d, %d, %d against one GPU %.2e\n", names[s], devices[0],
+                   devices[1], devices[2], e);
+            EXPECT(e <= GPU_REL_RMS_TOLERANCE, "%s: against one GPU %.3e", names[s], e);
+        }
+        EXPECT(elec_cuda_msm_map_timed(&atoms, &l, &p, spread, &t, &err) == ELEC_OK, "%s",
+               err.message);
+        {
+            double stages = 0.0;
+            int negative = 0;
+            for (int m = 0; m < t.count; m++) {
+                stages += t.seconds[m];
+                negative |= t.seconds[m] < 0.0;
+            }
+            EXPECT(t.count == 9 && !negative && fabs(stages - t.total) <= 1e-9 + 1e-9 * t.total,
+                   "%s timed: %d stages, one negative %d, sum %.6f s against total %.6f s",
+                   names[s], t.count, negative, stages, t.total);
+        }
+        free(one);
+        free(spread);
+    }
+    test_system_free(&water);
+    test_system_free(&salt);
+}
+
 TEST(every_order_and_other_parameters_match_the_cpu) {
     /* Each order has its own kernels (2s weights per axis); other cutoffs,
        spacings, splittings, a small top lattice (more levels) and a scale
@@ -341,7 +398,7 @@ TEST(a_map_past_floats_range_is_refused) {
 }
 
 TEST(the_maps_check_merges_the_copy_backs_scan_and_the_take_back) {
-    /* Host side, no GPU: elec__cutoff_map_finite names the smaller of the
+    /* Host side, no GPU: elec__cutoff_first_bad names the smaller of the
        staged copy back's first bad point and the take-back's, scans the
        whole map where the copy was not staged, and the take-back names the
        first of its points it made past range. */
@@ -350,7 +407,6 @@ TEST(the_maps_check_merges_the_copy_backs_scan_and_the_take_back) {
     float value[2] = {INFINITY, 1.0f};
     elec__msm_take_back t;
     elec__cutoff_job job;
-    elec_error err;
     memset(&t, 0, sizeof t);
     memset(&job, 0, sizeof job);
     t.count = 2;
@@ -360,25 +416,19 @@ TEST(the_maps_check_merges_the_copy_backs_scan_and_the_take_back) {
            "the take-back's first bad point");
     job.scanned = 1;
     job.first_bad = SIZE_MAX;
-    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, 6, &err) ==
-                   ELEC_ERR_INVALID_ARG &&
-               strstr(err.message, "point 6 came out inf"),
-           "the take-back's alone: %s", err.message);
+    EXPECT(elec__cutoff_first_bad(&job, map, 8, 6) == 6, "the take-back's alone: %zu",
+           elec__cutoff_first_bad(&job, map, 8, 6));
     map[4] = NAN; /* as the copy back's scan found it */
     job.first_bad = 4;
-    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, 6, &err) ==
-                   ELEC_ERR_INVALID_ARG &&
-               strstr(err.message, "point 4 came out"),
-           "the smaller of the two: %s", err.message);
+    EXPECT(elec__cutoff_first_bad(&job, map, 8, 6) == 4, "the smaller of the two: %zu",
+           elec__cutoff_first_bad(&job, map, 8, 6));
     job.scanned = 0; /* not staged: the whole map, which finds 4 */
-    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, SIZE_MAX, &err) ==
-                   ELEC_ERR_INVALID_ARG &&
-               strstr(err.message, "point 4 came out"),
-           "the whole map: %s", err.message);
+    EXPECT(elec__cutoff_first_bad(&job, map, 8, SIZE_MAX) == 4, "the whole map: %zu",
+           elec__cutoff_first_bad(&job, map, 8, SIZE_MAX));
     map[4] = 4.0f;
     map[6] = 6.0f;
-    EXPECT(elec__cutoff_map_finite(&job, "GPU MSM map", map, 8, SIZE_MAX, &err) == ELEC_OK,
-           "a finite map refused: %s", err.message);
+    EXPECT(elec__cutoff_first_bad(&job, map, 8, SIZE_MAX) == SIZE_MAX,
+           "a finite map: point %zu named", elec__cutoff_first_bad(&job, map, 8, SIZE_MAX));
 }
 
 TEST(stage_times_fit_within_the_call) {
@@ -1681,6 +1731,7 @@ int main(void) {
     RUN(every_gpu_stage_matches_the_cpu_stage);
     RUN(gpu_msm_matches_cpu_msm_and_the_exact_sum);
     RUN(gpu_msm_forces_meet_the_tolerance_for_few_dilute_or_cancelling_ions);
+    RUN(gpu_msm_map_spread_over_gpus_matches_one_gpu);
     RUN(every_order_and_other_parameters_match_the_cpu);
     RUN(overfull_bins_and_far_atoms_are_summed);
     RUN(atoms_on_map_points_follow_the_coincident_rule);
