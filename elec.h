@@ -3882,6 +3882,45 @@ static inline elec_status elec__cells_build_windowed(const double *xyz, size_t c
     return elec_cells_build(xyz, count, o, l, min_cell, c, err);
 }
 
+/* The bins' shape over the region origin .. origin + extent (dims,
+   origin, length, centre), refused past 65,536 bins an axis or 2^31 in
+   all; *bins their count.  Shared: elec_bins_build, and the GPU cutoff
+   map's checks before it looks for a GPU. */
+static inline elec_status elec__bins_shape(const double origin[3], const double extent[3],
+                                    double length, elec_bins *out, size_t *bins,
+                                    elec_error *err) {
+    int axis;
+    if (!origin || !extent)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bin region: origin or extent is NULL");
+    if (!(length > 0.0) || !elec__finite(length))
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                          "bin length %g A must be positive", length);
+    *bins = 1;
+    for (axis = 0; axis < 3; axis++) {
+        double n = ceil(extent[axis] / length);
+        if (!(extent[axis] >= 0.0) || !elec__finite(origin[axis]) || n > 65536.0)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "bin region along axis %d: origin %g, extent %g A",
+                              axis, origin[axis], extent[axis]);
+        out->dims[axis] = n < 1.0 ? 1 : (int)n;
+        /* the records hold positions as floats relative to the region's
+           centre: a region past float's range stored an atom at -inf with
+           ELEC_OK (an audit) */
+        if (!(0.5 * out->dims[axis] * length <= FLT_MAX))
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "bin region along axis %d spans %g A: past float's range, in "
+                              "which the bins hold positions", axis, out->dims[axis] * length);
+        out->origin[axis] = origin[axis];
+        *bins *= (size_t)out->dims[axis];
+    }
+    if (*bins > (size_t)1 << 31)
+        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", *bins);
+    out->length = length;
+    for (axis = 0; axis < 3; axis++)
+        out->centre[axis] = origin[axis] + 0.5 * out->dims[axis] * length;
+    return ELEC_OK;
+}
+
 #endif /* ELEC__PRIVATE_DONE */
 #endif
 
@@ -4337,43 +4376,6 @@ ELEC_DEF void elec_bins_free(elec_bins *bins) {
     memset(bins, 0, sizeof *bins);
 }
 
-/* The bins' shape over the region origin .. origin + extent (dims,
-   origin, length, centre), refused past 65,536 bins an axis or 2^31 in
-   all; *bins their count. */
-static elec_status elec__bins_shape(const double origin[3], const double extent[3],
-                                    double length, elec_bins *out, size_t *bins,
-                                    elec_error *err) {
-    int axis;
-    if (!origin || !extent)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "bin region: origin or extent is NULL");
-    if (!(length > 0.0) || !elec__finite(length))
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                          "bin length %g A must be positive", length);
-    *bins = 1;
-    for (axis = 0; axis < 3; axis++) {
-        double n = ceil(extent[axis] / length);
-        if (!(extent[axis] >= 0.0) || !elec__finite(origin[axis]) || n > 65536.0)
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "bin region along axis %d: origin %g, extent %g A",
-                              axis, origin[axis], extent[axis]);
-        out->dims[axis] = n < 1.0 ? 1 : (int)n;
-        /* the records hold positions as floats relative to the region's
-           centre: a region past float's range stored an atom at -inf with
-           ELEC_OK (an audit) */
-        if (!(0.5 * out->dims[axis] * length <= FLT_MAX))
-            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
-                              "bin region along axis %d spans %g A: past float's range, in "
-                              "which the bins hold positions", axis, out->dims[axis] * length);
-        out->origin[axis] = origin[axis];
-        *bins *= (size_t)out->dims[axis];
-    }
-    if (*bins > (size_t)1 << 31)
-        return elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "%zu bins are too many", *bins);
-    out->length = length;
-    for (axis = 0; axis < 3; axis++)
-        out->centre[axis] = origin[axis] + 0.5 * out->dims[axis] * length;
-    return ELEC_OK;
-}
 
 /* Each atom's bin: -1 outside the region, -2 uncharged (it adds nothing
    anywhere). */

@@ -107,7 +107,9 @@
    ELEC_CUDA_FREE(ptr, stream) once that stream's work with it is done.
    Stream-ordered by default, from the driver's memory pool: define both
    before including to use your own (cudaMalloc and cudaFree may ignore the
-   stream; the library orders its work for either).  Handles and their
+   stream; the library orders its work for either), thread-safe (a call
+   spread over several GPUs allocates from a host thread a device, on that
+   device's streams).  Handles and their
    buffers are made once and waited for (elec_cuda_spme_create_in also
    takes a workspace you allocate); ELEC_MALLOC (elec.h) is host memory. */
 #ifndef ELEC_CUDA_MALLOC
@@ -980,6 +982,7 @@ typedef elec_status (*elec__gpu_part_fn)(void *job, int part, int parts, int dev
 typedef struct elec__gpu_parts {
     const int *devices;
     int parts;
+    int host_threads; /* OpenMP threads a device's host work takes */
     elec__gpu_part_fn run;
     void *job;
     elec_status status[ELEC__MAX_GPUS];
@@ -989,6 +992,10 @@ typedef struct elec__gpu_parts {
 
 static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
     int caller_device = 0;
+#ifdef _OPENMP
+    const int caller_threads = omp_get_max_threads();
+    omp_set_num_threads(c->host_threads);
+#endif
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     for (int i = first; i < c->parts; i++) {
         if (c->devices[i] != c->devices[first]) continue;
@@ -997,6 +1004,9 @@ static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
         if (c->status[i] != ELEC_OK) c->failed.store(1);
     }
     cudaSetDevice(caller_device);
+#ifdef _OPENMP
+    omp_set_num_threads(caller_threads); /* the calling thread's own again */
+#endif
 }
 
 /* Parts 0 .. parts - 1 of a call, part i on devices[i]: a host thread a
@@ -1004,14 +1014,17 @@ static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
    device's parts in turn, so that the devices work side by side and a
    device listed twice (one GPU standing in for two in a test) runs its
    parts one after the other: no device state (constant memory, streams)
-   is shared by parts running at once.  Where a thread cannot be started,
+   is shared by parts running at once.  The host's OpenMP threads are
+   shared out among the devices' threads (binning, conversions, the
+   overflow's share), which would otherwise each start a team of every
+   core.  Where a thread cannot be started,
    its device's parts run on the calling thread after its own.  The
    first failed part's status and message (lowest part) are the call's. */
 static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_part_fn run,
                                     void *job, elec_error *err) {
     elec__gpu_parts *c = new (std::nothrow) elec__gpu_parts;
     std::thread *threads[ELEC__MAX_GPUS];
-    int inline_first[ELEC__MAX_GPUS], inline_count = 0;
+    int inline_first[ELEC__MAX_GPUS], inline_count = 0, distinct = 0;
     elec_status status = ELEC_OK;
     if (!c) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %d parts", parts);
     c->devices = devices;
@@ -1019,14 +1032,22 @@ static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_par
     c->run = run;
     c->job = job;
     c->failed.store(0);
+    c->host_threads = 1;
     for (int i = 0; i < parts; i++) {
+        int seen = 0;
+        for (int before = 0; before < i; before++) seen |= devices[before] == devices[i];
         c->status[i] = ELEC_OK;
         threads[i] = NULL;
+        distinct += !seen;
     }
+#ifdef _OPENMP
+    c->host_threads = omp_get_max_threads() / distinct;
+    if (c->host_threads < 1) c->host_threads = 1;
+#endif
     for (int i = 1; i < parts; i++) {
         int seen = 0;
         for (int before = 0; before < i; before++) seen |= devices[before] == devices[i];
-        if (seen || devices[i] == devices[0]) continue; /* that device's thread runs it */
+        if (seen) continue; /* that device's thread runs it */
         try {
             threads[i] = new std::thread(elec__cuda_device_parts, c, i);
         } catch (...) {
@@ -2583,13 +2604,17 @@ static void elec__cutoff_coefficients(double cutoff, int splitting,
 /* Host side: checks the lattice against the kernel's limits, bins the
    atoms, and fills the launch arguments.  Parameters already checked and
    resolved. */
-/* The kernel's limits for a lattice and cutoff, before any work: the
-   lattice's extent along each axis, and the neighbour bins of a block
-   (their count into *count, the block's region into *region). */
+/* The kernel's limits for a lattice and cutoff, before any work, in the
+   order elec__cutoff_prepare met them: the lattice's extent along each
+   axis, the neighbour bins of a block (their count into *count, the
+   block's region into *region), and the bins over the lattice and the
+   cutoff around it (elec__bins_shape's, as elec_bins_build takes them). */
 static elec_status elec__cutoff_limits(const elec_lattice *lattice, const elec_cutoff_params *p,
                                        size_t *count, double *region, elec_error *err) {
-    double reach, spacing_max = 0.0;
+    double reach, spacing_max = 0.0, origin[3], extent[3];
     const size_t nx = lattice->dims[0], ny = lattice->dims[1], nz = lattice->dims[2];
+    elec_bins shape;
+    size_t bins = 0;
     *count = 0;
     if (nx > (size_t)INT_MAX - ELEC__CUTOFF_EDGE ||
         ny > 65535 * ELEC__CUTOFF_EDGE || nz > 65535 * ELEC__CUTOFF_EDGE)
@@ -2616,7 +2641,12 @@ static elec_status elec__cutoff_limits(const elec_lattice *lattice, const elec_c
                           "bins; use a longer params.bin_length",
                           p->bin_length, p->cutoff, spacing_max,
                           ELEC__CUTOFF_MAX_NEIGHBOURS);
-    return ELEC_OK;
+    for (int axis = 0; axis < 3; axis++) {
+        origin[axis] = lattice->origin[axis] - p->cutoff;
+        extent[axis] = (lattice->dims[axis] - 1) * lattice->spacing[axis] + 2.0 * p->cutoff;
+    }
+    memset(&shape, 0, sizeof shape);
+    return elec__bins_shape(origin, extent, p->bin_length, &shape, &bins, err);
 }
 
 static elec_status elec__cutoff_prepare(elec__cutoff_job *job, const elec_atoms *atoms,
@@ -4049,16 +4079,17 @@ ELEC_DEF elec_status elec_cuda_msm_map(const elec_atoms *atoms, const elec_latti
    whole map's, slab the planes mapped into map, lattice itself for a
    whole map): the plan, the stages, the host's share; *first_bad the
    first point of the slab past float's range (SIZE_MAX: none); times,
-   where not NULL, the stages' (the caller sets its total). */
+   where not NULL, the stages' (setup from `started`, the call's start;
+   the caller sets the total). */
 static elec_status elec__cuda_msm_map_on(const elec_atoms *atoms, const elec_lattice *lattice,
                                          const elec_lattice *slab, const elec_msm_params *p,
                                          int device, float *map, size_t *first_bad,
-                                         elec_stage_times *times, elec_error *err) {
+                                         elec_stage_times *times, double started,
+                                         elec_error *err) {
     elec_status status;
     elec__msm_map_job job;
     elec__msm_device md;
     const int s = elec_msm_support((int)p->interpolation);
-    const double started = elec__msm_clock();
     size_t taken_back_bad; /* the first point past range the take-back made */
 
     memset(&job, 0, sizeof job);
@@ -4125,7 +4156,9 @@ cleanup:
    of the slab's planes; the first slab's stage times where asked. */
 typedef struct elec__msm_slab_parts {
     elec__slab_parts slabs;
-    elec_stage_times *times;
+    elec_stage_times *times; /* the stages of part timed_part */
+    int timed_part;          /* the first part with planes   */
+    double started;
 } elec__msm_slab_parts;
 
 static elec_status elec__cuda_msm_slab(void *job, int part, int parts, int device,
@@ -4138,8 +4171,8 @@ static elec_status elec__cuda_msm_slab(void *job, int part, int parts, int devic
     if (!elec__slab_of(&j->slabs, part, parts, &slab, &first)) return ELEC_OK;
     status = elec__cuda_msm_map_on(j->slabs.atoms, j->slabs.lattice, &slab,
                                    (const elec_msm_params *)j->slabs.params, device,
-                                   j->slabs.map + first, &bad, part == 0 ? j->times : NULL,
-                                   err);
+                                   j->slabs.map + first, &bad,
+                                   part == j->timed_part ? j->times : NULL, j->started, err);
     if (bad != SIZE_MAX) j->slabs.first_bad[part] = first + bad;
     return status;
 }
@@ -4183,11 +4216,20 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
         spread.slabs.params = &p;
         spread.slabs.map = map;
         spread.times = times;
+        spread.started = started;
+        /* the slabs of a map of fewer planes than parts begin with empty
+           ones (elec_slab_partition): the first with planes is timed */
+        for (spread.timed_part = 0; spread.timed_part < device_count - 1; spread.timed_part++) {
+            int k0 = 0, k1 = 0;
+            (void)elec_slab_partition(nz, device_count, spread.timed_part, &k0, &k1, NULL);
+            if (k1 > k0) break;
+        }
+        if (times) memset(times, 0, sizeof *times);
         status = elec__cuda_parts(devices, device_count, elec__cuda_msm_slab, &spread, err);
         first_bad = elec__slabs_first_bad(&spread.slabs, device_count);
     } else {
         status = elec__cuda_msm_map_on(atoms, lattice, lattice, &p, devices[0], map,
-                                       &first_bad, times, err);
+                                       &first_bad, times, started, err);
     }
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
@@ -14393,13 +14435,11 @@ static elec_status elec__cuda_alpb_spread(const elec_hcp *hcp, const double *ver
         return ELEC_OK;
     status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
                                 hi, err);
+    if (status == ELEC_OK)
+        status = elec__cuda_gpu_list(&r.gpus, devices, &device_count, err);
     if (status != ELEC_OK || count == 0) {
         *spread = 1; /* refused, or nothing to do: the whole call's answer */
         if (status == ELEC_OK) elec__ok(err);
-        return status;
-    }
-    if ((status = elec__cuda_gpu_list(&r.gpus, devices, &device_count, err)) != ELEC_OK) {
-        *spread = 1;
         return status;
     }
     if (device_count < 2) return ELEC_OK;

@@ -105,7 +105,8 @@ TEST(gpu_cutoff_map_matches_double_reference) {
    of z planes with the atoms in the cutoff's reach of it, relative to
    the slab's centre; the map agrees with the double reference as one
    GPU's does and with one GPU's to float rounding, every point written;
-   a map of two planes leaves the third part without a slab. */
+   a map of two planes leaves the first part without a slab
+   (elec_slab_partition: planes 0 .. 0, 0 .. 1, 1 .. 2). */
 TEST(gpu_cutoff_map_spread_over_gpus_matches_one_gpu) {
     REQUIRE_GPU();
     test_system random = test_system_random(3000, 30.0, 69);
@@ -410,6 +411,15 @@ TEST(bad_input_is_refused_without_a_gpu) {
     EXPECT(elec_cuda_cutoff_map(&atoms, &l, &p, map, &err) == ELEC_ERR_UNSUPPORTED,
            "tiny bins: %s", err.message);
     printf("     tiny bins: %s\n", err.message);
+    /* 300,000 points along x: 76,738 bins of 3.91 A along it, past the
+       bins' 65,536 (a review: refused after the GPU was looked for) */
+    {
+        elec_lattice line = {{300000, 1, 1}, {0, 0, 0}, {1, 1, 1}};
+        p.bin_length = 0.0;
+        EXPECT(elec_cuda_cutoff_map(&atoms, &line, &p, map, &err) == ELEC_ERR_INVALID_ARG &&
+                   strstr(err.message, "bin region along axis 0"),
+               "a line past the bins: %s", err.message);
+    }
 }
 
 int main(void) {

@@ -226,8 +226,10 @@ TEST(points_far_apart_keep_float_precision) {
         /* in three parts: each part's regions of its own */
         int devices[3];
         mdh.gpus = gpu_three_parts(devices);
+        for (int i = 0; i < TEST_SPREAD_POINTS; i++) got[i] = NAN; /* each must be written */
         EXPECT(elec_cuda_mdh_points(&atoms, points, TEST_SPREAD_POINTS, &mdh, got, &err) ==
                    ELEC_OK, "%s", err.message);
+        EXPECT(test_all_finite_float(got, TEST_SPREAD_POINTS), "a point not written");
         e = test_spread_error(&s, points, TEST_SPREAD_POINTS, got, want, 1.0);
         printf("     MDH in three parts: worst error %.2e of the terms' sizes\n", e);
         EXPECT(e <= 1e-5, "GPU MDH in three parts at points far apart: %.3e", e);
