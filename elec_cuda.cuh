@@ -1949,26 +1949,31 @@ static elec_status elec__cuda_points_region(void *call, const double *points,
     return elec__cuda_points_on(c->device, c->atoms, points, count, centre, out, err);
 }
 
-/* A points call spread over GPUs (elec__cuda_parts): the points in
-   contiguous parts, each part's regions on its device.  For DCS and MDH,
-   whose region calls begin with the device. */
+/* A DCS or MDH points call on its GPUs: its points, their results, the
+   method's region call (elec__points_by_region) and that call's
+   arguments, whose device each part sets (one of dcs and mdh, the other
+   NULL). */
 typedef struct elec__points_parts {
     const double *points;
     size_t count;
     float *out;
     elec__region_call fn;
-    const elec__cuda_points_call *dcs; /* one of the two, the other NULL */
-    const struct elec__cuda_mdh_call *mdh;
+    elec__cuda_points_call *dcs;
+    struct elec__cuda_mdh_call *mdh;
 } elec__points_parts;
 
 static elec_status elec__cuda_points_part(void *job, int part, int parts, int device,
                                           elec_error *err);
 
-/* The points on every device of the set: one part a device, each a run of
-   the points in the caller's order. */
-static elec_status elec__cuda_points_spread(elec__points_parts *job, const int *devices,
-                                            int device_count, elec_error *err) {
-    return elec__cuda_parts(devices, device_count, elec__cuda_points_part, job, err);
+/* The points by regions on the one device of the call's arguments, or on
+   every device of the set (elec__cuda_parts): one part a device, each a
+   run of the points in the caller's order. */
+static elec_status elec__cuda_points_run(elec__points_parts *job, const int *devices,
+                                         int device_count, elec_error *err) {
+    if (device_count > 1)
+        return elec__cuda_parts(devices, device_count, elec__cuda_points_part, job, err);
+    return elec__points_by_region(job->points, NULL, job->count, job->out, job->fn,
+                                  job->dcs ? (void *)job->dcs : (void *)job->mdh, err);
 }
 
 ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
@@ -1979,7 +1984,6 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     elec_status status;
     elec_dcs_params p;
     elec__cuda_points_call call;
-    elec__points_parts spread;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     if ((status = elec_dcs_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 0, points, point_count, &p.gpus,
@@ -1988,17 +1992,10 @@ ELEC_DEF elec_status elec_cuda_dcs_points(const elec_atoms *atoms,
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     call.device = devices[0];
     call.atoms = atoms;
-    if (device_count > 1) {
-        memset(&spread, 0, sizeof spread);
-        spread.points = points;
-        spread.count = point_count;
-        spread.out = potential;
-        spread.fn = elec__cuda_points_region;
-        spread.dcs = &call;
-        status = elec__cuda_points_spread(&spread, devices, device_count, err);
-    } else {
-        status = elec__points_by_region(points, NULL, point_count, potential,
-                                        elec__cuda_points_region, &call, err);
+    {
+        elec__points_parts job = {points, point_count, potential, elec__cuda_points_region,
+                                  &call, NULL};
+        status = elec__cuda_points_run(&job, devices, device_count, err);
     }
     cudaSetDevice(caller_device);
     if (status != ELEC_OK) return status;
@@ -2242,7 +2239,6 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     elec_status status;
     elec_mdh_params p;
     elec__cuda_mdh_call call;
-    elec__points_parts spread;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     if ((status = elec_mdh_params_resolve(params, &p, err)) != ELEC_OK) return status;
     status = elec__cuda_points_check(atoms, 1, points, point_count, &p.gpus,
@@ -2254,17 +2250,10 @@ ELEC_DEF elec_status elec_cuda_mdh_points(const elec_atoms *atoms,
     call.device = devices[0];
     call.atoms = atoms;
     call.params = &p;
-    if (device_count > 1) {
-        memset(&spread, 0, sizeof spread);
-        spread.points = points;
-        spread.count = point_count;
-        spread.out = potential;
-        spread.fn = elec__cuda_mdh_region;
-        spread.mdh = &call;
-        status = elec__cuda_points_spread(&spread, devices, device_count, err);
-    } else {
-        status = elec__points_by_region(points, NULL, point_count, potential,
-                                        elec__cuda_mdh_region, &call, err);
+    {
+        elec__points_parts job = {points, point_count, potential, elec__cuda_mdh_region, NULL,
+                                  &call};
+        status = elec__cuda_points_run(&job, devices, device_count, err);
     }
     cudaSetDevice(caller_device);
     if (status == ELEC_OK)
