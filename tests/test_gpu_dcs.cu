@@ -13,6 +13,82 @@
 #include "tests/test.h"
 #include "tests/systems.h"
 #include "tests/gpu.h"
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+/* What elec__cuda_parts (a call's parts on several GPUs) did with each
+   part: its host thread, when it began (1, 2, ...), and whether it saw
+   its partner begin while it waited. */
+typedef struct parts_probe {
+    std::thread::id thread_of[4];
+    std::atomic<int> begun;
+    int began[4];
+    int failing[4];        /* parts that fail */
+    int wait_for[4];       /* a part that waits for another to begin: its index + 1 */
+    std::atomic<int> started[4];
+    int saw_partner[4];
+} parts_probe;
+
+static elec_status probe_part(void *job, int part, int parts, int device, elec_error *err) {
+    parts_probe *p = (parts_probe *)job;
+    (void)parts;
+    (void)device;
+    p->thread_of[part] = std::this_thread::get_id();
+    p->began[part] = ++p->begun;
+    p->started[part].store(1);
+    if (p->wait_for[part]) { /* up to 10 s for the partner, which runs side by side */
+        const int partner = p->wait_for[part] - 1;
+        for (int k = 0; k < 10000 && !p->started[partner].load(); k++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        p->saw_partner[part] = p->started[partner].load();
+    }
+    return p->failing[part] ? elec__fail(err, ELEC_ERR_INVALID_ARG, 0, "part %d failed", part)
+                            : ELEC_OK;
+}
+
+static void probe_reset(parts_probe *p) {
+    p->begun.store(0);
+    for (int i = 0; i < 4; i++) {
+        p->thread_of[i] = std::thread::id();
+        p->began[i] = p->failing[i] = p->wait_for[i] = p->saw_partner[i] = 0;
+        p->started[i].store(0);
+    }
+}
+
+/* The runner of a call spread over GPUs, on the host (no GPU needed: its
+   parts here only record what ran where): parts on devices 0, 1, 0, 2
+   run on three host threads, the device 0's two on the calling thread in
+   order, devices 1 and 2 side by side (part 1 sees part 3 begin while it
+   waits); a failing part's message is the call's, the lowest part's
+   where two fail; after a failure a device's later parts do not begin. */
+TEST(parts_on_gpus_run_side_by_side_and_report_the_first_failure) {
+    static const int devices[4] = {0, 1, 0, 2}, one_device[3] = {0, 0, 0};
+    parts_probe *p = new parts_probe;
+    elec_error err;
+    probe_reset(p);
+    p->wait_for[1] = 4; /* part 1 waits for part 3 */
+    EXPECT(elec__cuda_parts(devices, 4, probe_part, p, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(p->thread_of[0] == std::this_thread::get_id() &&
+               p->thread_of[2] == std::this_thread::get_id() && p->began[0] < p->began[2],
+           "device 0's parts: not on the calling thread in turn");
+    EXPECT(p->thread_of[1] != p->thread_of[0] && p->thread_of[3] != p->thread_of[0] &&
+               p->thread_of[1] != p->thread_of[3],
+           "devices 1 and 2 did not run on threads of their own");
+    EXPECT(p->saw_partner[1], "part 1 waited 10 s and part 3 had not begun: not side by side");
+    probe_reset(p);
+    p->failing[1] = p->failing[3] = 1;
+    EXPECT(elec__cuda_parts(devices, 4, probe_part, p, &err) == ELEC_ERR_INVALID_ARG &&
+               strcmp(err.message, "part 1 failed") == 0,
+           "two failing parts: '%s', not the lowest's", err.message);
+    probe_reset(p);
+    p->failing[0] = 1;
+    EXPECT(elec__cuda_parts(one_device, 3, probe_part, p, &err) == ELEC_ERR_INVALID_ARG &&
+               p->began[1] == 0 && p->began[2] == 0,
+           "after part 0 failed, parts 1 and 2 of its device began (%d, %d)", p->began[1],
+           p->began[2]);
+    delete p;
+}
 
 /* The GPU map of one variant against the double reference. */
 static void check_dcs_variant(const elec_atoms *atoms, const elec_lattice *l,
@@ -464,6 +540,7 @@ TEST(gpu_maps_and_points_past_floats_range_are_refused) {
 
 int main(void) {
     gpu_test_start();
+    RUN(parts_on_gpus_run_side_by_side_and_report_the_first_failure);
     RUN(rsqrt_on_fma_pipe_is_float_accurate);
     RUN(every_dcs_variant_matches_double_reference_on_random_atoms);
     RUN(default_dcs_matches_reference_on_water_and_crystal);
