@@ -109,9 +109,9 @@
    before including to use your own (cudaMalloc and cudaFree may ignore the
    stream; the library orders its work for either), thread-safe (a call
    spread over several GPUs allocates from a host thread a device, on that
-   device's streams).  Handles and their
-   buffers are made once and waited for (elec_cuda_spme_create_in also
-   takes a workspace you allocate); ELEC_MALLOC (elec.h) is host memory. */
+   device's streams).  Handles and their buffers are made once and waited
+   for (elec_cuda_spme_create_in also takes a workspace you allocate);
+   ELEC_MALLOC (elec.h) is host memory. */
 #ifndef ELEC_CUDA_MALLOC
 #define ELEC_CUDA_MALLOC(ptr, size, stream) cudaMallocAsync((ptr), (size), (stream))
 #define ELEC_CUDA_FREE(ptr, stream) cudaFreeAsync((ptr), (stream))
@@ -1017,9 +1017,9 @@ static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
    is shared by parts running at once.  The host's OpenMP threads are
    shared out among the devices' threads (binning, conversions, the
    overflow's share), which would otherwise each start a team of every
-   core.  Where a thread cannot be started,
-   its device's parts run on the calling thread after its own.  The
-   first failed part's status and message (lowest part) are the call's. */
+   core.  Where a thread cannot be started, its device's parts run on the
+   calling thread after its own.  The first failed part's status and
+   message (lowest part) are the call's. */
 static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_part_fn run,
                                     void *job, elec_error *err) {
     elec__gpu_parts *c = new (std::nothrow) elec__gpu_parts;
