@@ -1025,6 +1025,7 @@ static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_par
     elec__gpu_parts *c = new (std::nothrow) elec__gpu_parts;
     std::thread *threads[ELEC__MAX_GPUS];
     int inline_first[ELEC__MAX_GPUS], inline_count = 0, distinct = 0;
+    int device_first[ELEC__MAX_GPUS]; /* part i is its device's first */
     elec_status status = ELEC_OK;
     if (!c) return elec__fail(err, ELEC_ERR_NO_MEMORY, 0, "no host memory for %d parts", parts);
     c->devices = devices;
@@ -1034,20 +1035,19 @@ static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_par
     c->failed.store(0);
     c->host_threads = 1;
     for (int i = 0; i < parts; i++) {
-        int seen = 0;
-        for (int before = 0; before < i; before++) seen |= devices[before] == devices[i];
+        device_first[i] = 1;
+        for (int before = 0; before < i; before++)
+            if (devices[before] == devices[i]) device_first[i] = 0;
         c->status[i] = ELEC_OK;
         threads[i] = NULL;
-        distinct += !seen;
+        distinct += device_first[i];
     }
 #ifdef _OPENMP
     c->host_threads = omp_get_max_threads() / distinct;
     if (c->host_threads < 1) c->host_threads = 1;
 #endif
     for (int i = 1; i < parts; i++) {
-        int seen = 0;
-        for (int before = 0; before < i; before++) seen |= devices[before] == devices[i];
-        if (seen) continue; /* that device's thread runs it */
+        if (!device_first[i]) continue; /* that device's thread runs it */
         try {
             threads[i] = new std::thread(elec__cuda_device_parts, c, i);
         } catch (...) {
@@ -2933,53 +2933,67 @@ cleanup:
 
 /* A map spread over GPUs (elec__cuda_parts) by slabs of z planes
    (elec_slab_partition, ">>slab" in elec.h), each slab a contiguous run of
-   the map: the lattice, the method's resolved parameters, and each
-   slab's first point past float's range (SIZE_MAX: none), in the whole
-   map's numbering. */
-typedef struct elec__slab_parts {
+   the map, mapped by the method's map_slab on its device: the lattice,
+   the method's resolved parameters, a timed call's times and start (MSM:
+   the first slab's stages), and each slab's first point past float's
+   range (SIZE_MAX: none), in the whole map's numbering. */
+typedef struct elec__slab_parts elec__slab_parts;
+typedef elec_status (*elec__slab_map_fn)(const elec__slab_parts *j, const elec_lattice *slab,
+                                         int first_slab, int device, float *map,
+                                         size_t *first_bad, elec_error *err);
+struct elec__slab_parts {
     const elec_atoms *atoms;
     const elec_lattice *lattice;
-    const void *params; /* the method's, resolved */
+    const void *params;
     float *map;
+    elec__slab_map_fn map_slab;
+    elec_stage_times *times;
+    double started;
     size_t first_bad[ELEC__MAX_GPUS];
-} elec__slab_parts;
+};
 
 /* Slab `part` of `parts`: its planes k0 .. k1 - 1 (none where the map has
-   fewer planes than parts: *slab untouched), its first point's index. */
-static int elec__slab_of(const elec__slab_parts *j, int part, int parts, elec_lattice *slab,
-                         size_t *first) {
+   fewer planes than parts, which leaves the first parts empty), mapped
+   into its run of the map; first_slab: the slab of plane 0. */
+static elec_status elec__cuda_slab_part(void *job, int part, int parts, int device,
+                                        elec_error *err) {
+    elec__slab_parts *j = (elec__slab_parts *)job;
+    elec_lattice slab;
+    size_t first, bad = SIZE_MAX;
+    elec_status status;
     int k0 = 0, k1 = 0;
     (void)elec_slab_partition(j->lattice->dims[2], parts, part, &k0, &k1, NULL);
-    if (k1 <= k0) return 0;
-    (void)elec_lattice_slab(j->lattice, k0, k1, slab, NULL);
-    *first = (size_t)k0 * j->lattice->dims[0] * j->lattice->dims[1];
-    return 1;
+    if (k1 <= k0) return ELEC_OK;
+    (void)elec_lattice_slab(j->lattice, k0, k1, &slab, NULL);
+    first = (size_t)k0 * j->lattice->dims[0] * j->lattice->dims[1];
+    status = j->map_slab(j, &slab, k0 == 0, device, j->map + first, &bad, err);
+    if (bad != SIZE_MAX) j->first_bad[part] = first + bad;
+    return status;
+}
+
+/* The slabs on the devices; *first_bad the map's first point past range
+   (SIZE_MAX: none). */
+static elec_status elec__cuda_slabs(elec__slab_parts *j, const int *devices, int device_count,
+                                    size_t *first_bad, elec_error *err) {
+    elec_status status;
+    for (int part = 0; part < device_count; part++) j->first_bad[part] = SIZE_MAX;
+    status = elec__cuda_parts(devices, device_count, elec__cuda_slab_part, j, err);
+    *first_bad = SIZE_MAX;
+    for (int part = 0; part < device_count; part++)
+        if (j->first_bad[part] < *first_bad) *first_bad = j->first_bad[part];
+    return status;
 }
 
 /* A cutoff map's slab: the map of its planes on their own lattice (the
    bins over the slab and the cutoff around it take the atoms in reach,
    elec_bins_build leaving out the rest), summed relative to the slab's
    centre: the whole map's values to float rounding. */
-static elec_status elec__cuda_cutoff_slab(void *job, int part, int parts, int device,
-                                          elec_error *err) {
-    elec__slab_parts *j = (elec__slab_parts *)job;
-    elec_lattice slab;
-    size_t first = 0, bad = SIZE_MAX;
-    elec_status status;
-    j->first_bad[part] = SIZE_MAX;
-    if (!elec__slab_of(j, part, parts, &slab, &first)) return ELEC_OK;
-    status = elec__cuda_cutoff_map_on(j->atoms, &slab, (const elec_cutoff_params *)j->params,
-                                      device, j->map + first, &bad, err);
-    if (bad != SIZE_MAX) j->first_bad[part] = first + bad;
-    return status;
-}
-
-/* The first point past range over a spread map's slabs (SIZE_MAX: none). */
-static size_t elec__slabs_first_bad(const elec__slab_parts *j, int parts) {
-    size_t first = SIZE_MAX;
-    for (int part = 0; part < parts; part++)
-        if (j->first_bad[part] < first) first = j->first_bad[part];
-    return first;
+static elec_status elec__cuda_cutoff_slab(const elec__slab_parts *j, const elec_lattice *slab,
+                                          int first_slab, int device, float *map,
+                                          size_t *first_bad, elec_error *err) {
+    (void)first_slab;
+    return elec__cuda_cutoff_map_on(j->atoms, slab, (const elec_cutoff_params *)j->params,
+                                    device, map, first_bad, err);
 }
 
 ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
@@ -3010,8 +3024,8 @@ ELEC_DEF elec_status elec_cuda_cutoff_map(const elec_atoms *atoms,
         spread.lattice = lattice;
         spread.params = &p;
         spread.map = map;
-        status = elec__cuda_parts(devices, device_count, elec__cuda_cutoff_slab, &spread, err);
-        first_bad = elec__slabs_first_bad(&spread, device_count);
+        spread.map_slab = elec__cuda_cutoff_slab;
+        status = elec__cuda_slabs(&spread, devices, device_count, &first_bad, err);
     } else {
         status = elec__cuda_cutoff_map_on(atoms, lattice, &p, devices[0], map, &first_bad,
                                           err);
@@ -4142,28 +4156,13 @@ cleanup:
 /* An MSM map's slab (elec__slab_parts): every atom, the whole map's
    hierarchy built on each device (replicated, not divided, as
    elec_cpu_msm_map_slab does it), the short range and the interpolation
-   of the slab's planes; the first slab's stage times where asked. */
-typedef struct elec__msm_slab_parts {
-    elec__slab_parts slabs;
-    elec_stage_times *times; /* the stages of part timed_part */
-    int timed_part;          /* the first part with planes   */
-    double started;
-} elec__msm_slab_parts;
-
-static elec_status elec__cuda_msm_slab(void *job, int part, int parts, int device,
-                                       elec_error *err) {
-    elec__msm_slab_parts *j = (elec__msm_slab_parts *)job;
-    elec_lattice slab;
-    size_t first = 0, bad = SIZE_MAX;
-    elec_status status;
-    j->slabs.first_bad[part] = SIZE_MAX;
-    if (!elec__slab_of(&j->slabs, part, parts, &slab, &first)) return ELEC_OK;
-    status = elec__cuda_msm_map_on(j->slabs.atoms, j->slabs.lattice, &slab,
-                                   (const elec_msm_params *)j->slabs.params, device,
-                                   j->slabs.map + first, &bad,
-                                   part == j->timed_part ? j->times : NULL, j->started, err);
-    if (bad != SIZE_MAX) j->slabs.first_bad[part] = first + bad;
-    return status;
+   of the slab's planes; the stage times of the slab of plane 0. */
+static elec_status elec__cuda_msm_slab(const elec__slab_parts *j, const elec_lattice *slab,
+                                       int first_slab, int device, float *map,
+                                       size_t *first_bad, elec_error *err) {
+    return elec__cuda_msm_map_on(j->atoms, j->lattice, slab, (const elec_msm_params *)j->params,
+                                 device, map, first_bad, first_slab ? j->times : NULL,
+                                 j->started, err);
 }
 
 ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
@@ -4172,7 +4171,7 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
                                              elec_stage_times *times, elec_error *err) {
     elec_status status;
     elec_msm_params p;
-    elec__msm_slab_parts spread;
+    elec__slab_parts spread;
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     const int nx = lattice ? lattice->dims[0] : 0, ny = lattice ? lattice->dims[1] : 0,
               nz = lattice ? lattice->dims[2] : 0;
@@ -4200,22 +4199,15 @@ ELEC_DEF elec_status elec_cuda_msm_map_timed(const elec_atoms *atoms,
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     if (device_count > 1) {
         memset(&spread, 0, sizeof spread);
-        spread.slabs.atoms = atoms;
-        spread.slabs.lattice = lattice;
-        spread.slabs.params = &p;
-        spread.slabs.map = map;
+        spread.atoms = atoms;
+        spread.lattice = lattice;
+        spread.params = &p;
+        spread.map = map;
+        spread.map_slab = elec__cuda_msm_slab;
         spread.times = times;
         spread.started = started;
-        /* the slabs of a map of fewer planes than parts begin with empty
-           ones (elec_slab_partition): the first with planes is timed */
-        for (spread.timed_part = 0; spread.timed_part < device_count - 1; spread.timed_part++) {
-            int k0 = 0, k1 = 0;
-            (void)elec_slab_partition(nz, device_count, spread.timed_part, &k0, &k1, NULL);
-            if (k1 > k0) break;
-        }
         if (times) memset(times, 0, sizeof *times);
-        status = elec__cuda_parts(devices, device_count, elec__cuda_msm_slab, &spread, err);
-        first_bad = elec__slabs_first_bad(&spread.slabs, device_count);
+        status = elec__cuda_slabs(&spread, devices, device_count, &first_bad, err);
     } else {
         status = elec__cuda_msm_map_on(atoms, lattice, lattice, &p, devices[0], map,
                                        &first_bad, times, started, err);
@@ -14404,35 +14396,30 @@ static elec_status elec__cuda_alpb_part(void *job, int part, int parts, int devi
                                       j->potential + first, part == 0 ? j->times : NULL, err);
 }
 
-/* The device call over params->gpus: where it names several GPUs, the
-   whole input checked first (a refusal names a vertex by the caller's
-   index), then the parts; *spread says whether it ran them. */
+/* The device call where params->gpus may name several GPUs: the whole
+   input checked first (a refusal names a vertex by the caller's index),
+   then the parts, or the one GPU's call where the set has one. */
 static elec_status elec__cuda_alpb_spread(const elec_hcp *hcp, const double *vertices,
                                           const double *normals, size_t count,
                                           const elec_alpb_params *params, float *potential,
-                                          elec__alpb_times *times, int *spread,
-                                          elec_error *err) {
+                                          elec__alpb_times *times, elec_error *err) {
     elec_alpb_params r;
     elec_alpb_kernel k;
     elec__alpb_parts job;
     double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
     int devices[ELEC__MAX_GPUS], device_count = 0, caller_device = 0;
     const double started = elec__alpb_clock();
-    elec_status status;
-    *spread = 0;
-    if (!params || (params->gpus.count <= 1 && params->gpus.count != ELEC_ALL_GPUS))
-        return ELEC_OK;
-    status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params, &r, &k, lo,
-                                hi, err);
+    elec_status status = elec__alpb_prepare(hcp, vertices, normals, count, potential, params,
+                                            &r, &k, lo, hi, err);
     if (status == ELEC_OK)
         status = elec__cuda_gpu_list(&r.gpus, devices, &device_count, err);
-    if (status != ELEC_OK || count == 0) {
-        *spread = 1; /* refused, or nothing to do: the whole call's answer */
+    if (status != ELEC_OK || count == 0) { /* refused, or nothing to do */
         if (status == ELEC_OK) elec__ok(err);
         return status;
     }
-    if (device_count < 2) return ELEC_OK;
-    *spread = 1;
+    if (device_count < 2)
+        return elec__cuda_alpb_region_run(hcp, vertices, normals, count, params, potential,
+                                          times, err);
     job.hcp = hcp;
     job.vertices = vertices;
     job.normals = normals;
@@ -14452,13 +14439,11 @@ static elec_status elec__cuda_alpb_run(const elec_hcp *hcp, const double *vertic
                                        const double *normals, size_t count,
                                        const elec_alpb_params *params, float *potential,
                                        elec__alpb_times *times, int host, elec_error *err) {
-    int spread = 0;
-    elec_status status;
     if (host)
         return elec__cuda_alpb_host_run(hcp, vertices, normals, count, params, potential, err);
-    status = elec__cuda_alpb_spread(hcp, vertices, normals, count, params, potential, times,
-                                    &spread, err);
-    if (spread) return status;
+    if (params && (params->gpus.count > 1 || params->gpus.count == ELEC_ALL_GPUS))
+        return elec__cuda_alpb_spread(hcp, vertices, normals, count, params, potential, times,
+                                      err);
     return elec__cuda_alpb_region_run(hcp, vertices, normals, count, params, potential, times,
                                       err);
 }
