@@ -635,6 +635,10 @@ typedef struct elec_structure {
     int has_cell;    /* 1 when a CRYST1 record was read */
     double cell_length[3];  /* a, b, c (A) from CRYST1 */
     double cell_angle[3];   /* alpha, beta, gamma (degrees) from CRYST1 */
+    char cell_space_group[12]; /* CRYST1 columns 56-66 as written, blanks
+                                  trimmed ("P 43 21 2"); "" where the
+                                  record stops before them            */
+    int cell_z;             /* CRYST1 columns 67-70 (Z); 0 where blank */
 } elec_structure;
 
 /* Reads a PQR file: ATOM/HETATM records as pdb2pqr writes them (PDB
@@ -661,9 +665,12 @@ ELEC_API void elec_structure_free(elec_structure *structure);
 /* A view of the structure's atoms for the methods (no copy). */
 ELEC_API elec_atoms elec_structure_atoms(const elec_structure *structure);
 /* The periodic box of an orthorhombic CRYST1 cell; ELEC_ERR_UNSUPPORTED
-   when the file had none, its angles are not 90 degrees, or it is the
-   PDB's unit cell of 1 x 1 x 1 A, which marks a structure not determined
-   by crystallography (NMR, models): no box at all.  ELEC_ERR_INVALID_ARG
+   when the file had none, its angles are not 90 degrees, it is the PDB's
+   unit cell of 1 x 1 x 1 A, which marks a structure not determined by
+   crystallography (NMR, models), or its space group is not P 1: a
+   crystal's file (and pdb2pqr's output of it) holds the asymmetric unit,
+   whose symmetry mates fill the rest of the cell, so the atoms repeated
+   by the cell's lengths alone are no crystal at all.  ELEC_ERR_INVALID_ARG
    for lengths no box takes (not positive or finite, or a volume past
    double's range), as the methods would refuse them. */
 ELEC_API elec_status elec_structure_box(const elec_structure *structure,
@@ -5767,10 +5774,13 @@ static int elec__pqr_record(const char *line, size_t length, size_t keyword,
     return 0;
 }
 
-/* CRYST1 a b c alpha beta gamma [space group, z]: blank-separated, else
-   PDB columns 7-15, 16-24, 25-33, 34-40, 41-47, 48-54. */
-static int elec__pqr_cryst1(const char *line, size_t length, double cell[6],
-                            char *why, size_t why_size) {
+/* CRYST1 a b c alpha beta gamma [space group, z]: the cell blank-separated,
+   else PDB columns 7-15, 16-24, 25-33, 34-40, 41-47, 48-54; the space
+   group (columns 56-66, trimmed, into group[12]) and Z (67-70, 0 where
+   blank or not a count) by their columns alone, as the PDB format and
+   pdb2pqr place them. */
+static int elec__pqr_cryst1(const char *line, size_t length, double cell[6], char group[12],
+                            int *z, char *why, size_t why_size) {
     static const char *const field[6] = {"CRYST1 a", "CRYST1 b", "CRYST1 c",
                                          "CRYST1 alpha", "CRYST1 beta",
                                          "CRYST1 gamma"};
@@ -5793,6 +5803,16 @@ static int elec__pqr_cryst1(const char *line, size_t length, double cell[6],
             snprintf(why, why_size, "%s %g is out of range", field[i], cell[i]);
             return 0;
         }
+    }
+    {
+        const elec__pqr_token g = elec__pqr_columns(line, length, 56, 66);
+        const elec__pqr_token count = elec__pqr_columns(line, length, 67, 70);
+        memcpy(group, g.p, g.n); /* at most 11 columns */
+        group[g.n] = '\0';
+        *z = 0;
+        for (i = 0; i < count.n && count.p[i] >= '0' && count.p[i] <= '9'; i++)
+            *z = 10 * *z + (count.p[i] - '0');
+        if (i < count.n) *z = 0;
     }
     return 1;
 }
@@ -5954,8 +5974,9 @@ static elec_status elec__pqr_take_cell(elec__pqr_reader *r, const char *p, size_
                                        elec_error *err) {
     elec_structure *s = &r->s;
     double cell[6];
-    char why[224];
-    if (!elec__pqr_cryst1(p, n, cell, why, sizeof why))
+    char why[224], group[12];
+    int z;
+    if (!elec__pqr_cryst1(p, n, cell, group, &z, why, sizeof why))
         return elec__fail(err, ELEC_ERR_PARSE, r->line, "line %ld: %s", r->line, why);
     if (s->has_cell && (memcmp(s->cell_length, cell, sizeof s->cell_length) != 0 ||
                         memcmp(s->cell_angle, cell + 3, sizeof s->cell_angle) != 0))
@@ -5968,6 +5989,8 @@ static elec_status elec__pqr_take_cell(elec__pqr_reader *r, const char *p, size_
     r->cell_line = r->line;
     memcpy(s->cell_length, cell, sizeof s->cell_length);
     memcpy(s->cell_angle, cell + 3, sizeof s->cell_angle);
+    memcpy(s->cell_space_group, group, sizeof s->cell_space_group);
+    s->cell_z = z;
     return ELEC_OK;
 }
 
@@ -6066,6 +6089,17 @@ ELEC_DEF elec_atoms elec_structure_atoms(const elec_structure *structure) {
                                structure->charge, structure->radius);
 }
 
+/* Whether a CRYST1 space group (as elec_structure keeps it) is P 1, or
+   absent: its letters and digits, blanks left out, are "P1" or none. */
+static int elec__space_group_is_p1(const char *group) {
+    char compact[12];
+    size_t n = 0, i;
+    for (i = 0; group[i] && i < 11; i++)
+        if (group[i] != ' ' && group[i] != '\t') compact[n++] = group[i];
+    compact[n] = '\0';
+    return n == 0 || strcmp(compact, "P1") == 0;
+}
+
 ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
                                         elec_box *box, elec_error *err) {
     int axis;
@@ -6090,6 +6124,13 @@ ELEC_DEF elec_status elec_structure_box(const elec_structure *structure,
         return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
                           "the CRYST1 cell is 1 x 1 x 1 A, the PDB's mark of a structure "
                           "with no crystal cell (NMR, models), not a periodic box");
+    if (!elec__space_group_is_p1(structure->cell_space_group))
+        return elec__fail(err, ELEC_ERR_UNSUPPORTED, 0,
+                          "the CRYST1 cell's space group is %.11s, not P 1: a crystal's "
+                          "file holds its asymmetric unit, and the symmetry mates that "
+                          "fill the rest of the cell are not among the atoms, so the "
+                          "cell is no periodic box of them",
+                          structure->cell_space_group);
     {
         /* lengths the methods would refuse, refused here (the struct is
            the caller's to fill, unlike the reader's checked CRYST1) */
@@ -9494,7 +9535,11 @@ static elec_status elec__spme_given_grid(const elec_spme_params *r, const elec_b
             fixed_grid[axis] =
                 elec_fft_friendly_size((int)minimum < least ? least : (int)minimum);
         }
-        if (fixed_grid[axis] < least || fixed_grid[axis] > ELEC_SPME_MAX_GRID_AXIS)
+        if (fixed_grid[axis] > ELEC_SPME_MAX_GRID_AXIS)
+            return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
+                              "grid size %d along axis %d: at most %d points an axis "
+                              "(0 = chosen)", fixed_grid[axis], axis, ELEC_SPME_MAX_GRID_AXIS);
+        if (fixed_grid[axis] < least)
             return elec__fail(err, ELEC_ERR_INVALID_ARG, 0,
                               "grid size %d along axis %d: order %d needs at least %d "
                               "points (and at most %d; 0 = chosen)", fixed_grid[axis],

@@ -37,14 +37,18 @@ static inline double cli_seconds_now(void) {
 }
 
 /* Progress of a long run on stderr (an elec_progress_fn, user a
-   cli_progress): nothing for a run done within a second, then a line
-   rewritten as the whole percentage changes.  base + share x fraction is
-   the fraction of the whole run, where a call is one part of it. */
+   cli_progress): nothing for a run done within a second, then, on a
+   terminal, a line rewritten as the whole percentage changes; into a file
+   or a pipe (a batch job's log), a line of its own at each tenth, where
+   the rewritten line left a hundred carriage returns on one line.  base +
+   share x fraction is the fraction of the whole run, where a call is one
+   part of it. */
 typedef struct cli_progress {
     const char *tool;
     double start;
     int shown;
     int percent; /* last shown */
+    int terminal; /* stderr is one */
     double base, share;
 } cli_progress;
 
@@ -54,6 +58,7 @@ static inline cli_progress cli_progress_start(const char *tool) {
     p.start = cli_seconds_now();
     p.shown = 0;
     p.percent = -1;
+    p.terminal = isatty(2);
     p.base = 0.0;
     p.share = 1.0;
     return p;
@@ -61,10 +66,12 @@ static inline cli_progress cli_progress_start(const char *tool) {
 
 static inline int cli_show_progress(double fraction, void *user) {
     cli_progress *p = (cli_progress *)user;
-    const int percent = (int)(100.0 * (p->base + p->share * fraction));
+    const int step = p->terminal ? 1 : 10;
+    const int percent = (int)(100.0 * (p->base + p->share * fraction)) / step * step;
     if (cli_seconds_now() - p->start < 1.0 && !p->shown) return 0;
     if (p->shown && percent == p->percent) return 0;
-    fprintf(stderr, "\r%s: %3d%% done", p->tool, percent);
+    if (p->terminal) fprintf(stderr, "\r%s: %3d%% done", p->tool, percent);
+    else fprintf(stderr, "%s: %3d%% done\n", p->tool, percent);
     fflush(stderr);
     p->shown = 1;
     p->percent = percent;
@@ -73,7 +80,7 @@ static inline int cli_show_progress(double fraction, void *user) {
 
 /* The line progress left open ends before anything else is written. */
 static inline void cli_progress_end(const cli_progress *p) {
-    if (p->shown) fprintf(stderr, "\n");
+    if (p->shown && p->terminal) fprintf(stderr, "\n");
 }
 
 /* That what a tool printed reached its standard output: registered at the
@@ -162,6 +169,50 @@ static inline void cli_name_atoms(const char *tool, const char *input,
         if (l->insertion_code != ' ') fputc(l->insertion_code, stderr);
         fprintf(stderr, ", the file's atom record %zu\n", i + 1);
     }
+}
+
+/* Whether name ends in suffix, letters in either case. */
+static inline int cli_ends_with(const char *name, const char *suffix) {
+    size_t n = strlen(name), k = strlen(suffix), i;
+    if (k > n) return 0;
+    for (i = 0; i < k; i++) {
+        char a = name[n - k + i], b = suffix[i];
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (a != b) return 0;
+    }
+    return 1;
+}
+
+/* A PDB file whose records stop at the B-factor (older writers, no
+   element or charge columns) has the shape of a PQR file, its occupancy
+   and B-factor where PQR keeps the charge and the radius, and reads
+   without an error; its map or energy would be wrong.  Warns on stderr
+   (whatever --quiet says) where the input is named as a PDB file or every
+   charge lies in [0, 1] in steps of 0.01, as occupancies do, and one is
+   not zero; returns 1 where it warned.  A PQR of unit cations alone is
+   warned about too: the warning says what was read, and the run goes on. */
+static inline int cli_warn_if_pdb(const char *tool, const char *input,
+                                  const elec_structure *mol) {
+    static const char *const pdb_names[4] = {".pdb", ".ent", ".pdb.gz", ".ent.gz"};
+    int named = 0, occupancies = mol->count > 0, k;
+    size_t i, nonzero = 0;
+    for (k = 0; k < 4; k++) named |= cli_ends_with(input, pdb_names[k]);
+    for (i = 0; i < mol->count && occupancies; i++) {
+        const double q = mol->charge[i], hundredths = 100.0 * q;
+        occupancies = q >= 0.0 && q <= 1.0 && fabs(hundredths - floor(hundredths + 0.5)) < 1e-6;
+        nonzero += q != 0.0;
+    }
+    occupancies &= nonzero > 0;
+    if (!named && !occupancies) return 0;
+    fprintf(stderr, "%s: warning: %s %s: elec reads PQR, the last two numbers of an atom "
+                    "record as its charge (e) and radius (A), where a PDB file has its "
+                    "occupancy and B-factor; if this is a PDB file, give it charges and "
+                    "radii first (pdb2pqr --ff=AMBER in.pdb out.pqr)\n",
+            tool, input,
+            occupancies ? "has every charge between 0 and 1 in steps of 0.01, as a PDB "
+                          "file's occupancies are"
+                        : "is named as a PDB file");
+    return 1;
 }
 
 /* A finite number spelled by the whole of text. */
@@ -271,14 +322,27 @@ static inline void cli_version(FILE *out, const char *tool, const char *extra,
 }
 
 /* What a tool checks of a map's output before computing the map: that the
-   path can be written and is not the input (elec_output_check), and that
-   a ".gz" name has zlib to write it.  Returns 0 to go on, else the exit
-   status (2 for the input named as output), the reason on stderr. */
+   path is not named as a structure (a map written over "b.pqr" in
+   `elecmap a.pqr b.pqr` lost the structure: DX goes to any name but
+   these), that it can be written and is not the input
+   (elec_output_check), and that a ".gz" name has zlib to write it.
+   Returns 0 to go on, else the exit status (2 for a structure's name or
+   the input named as output), the reason on stderr. */
 static inline int cli_map_output_check(const char *tool, const char *output,
                                        const char *input) {
+    static const char *const structures[6] = {".pqr", ".pdb", ".ent", ".cif",
+                                              ".pqr.gz", ".pdb.gz"};
     elec_error err;
-    elec_status s = elec_output_check(output, input, &err);
-    int gzip;
+    elec_status s;
+    int gzip, k;
+    for (k = 0; k < 6; k++)
+        if (cli_ends_with(output, structures[k])) {
+            fprintf(stderr, "%s: the output %s is named as a structure (%s): a map goes "
+                            "to .dx, .dx.gz, .mrc, .map or .ccp4\n",
+                    tool, output, structures[k]);
+            return 2;
+        }
+    s = elec_output_check(output, input, &err);
     elec_map_format_of(output, &gzip);
 #ifndef ELEC_WITH_ZLIB
     if (s == ELEC_OK && gzip) {

@@ -225,6 +225,7 @@ static int elecenergy_run(const options *opt) {
         fprintf(stderr, "elecenergy: %s: %s\n", o.input, err.message);
         return 1;
     }
+    cli_warn_if_pdb("elecenergy", o.input, &mol);
     atoms = elec_structure_atoms(&mol);
     memset(&t, 0, sizeof t);
     memset(&estimate, 0, sizeof estimate);
@@ -232,7 +233,8 @@ static int elecenergy_run(const options *opt) {
         if (o.has_box) {
             memcpy(box.length, o.box, sizeof box.length);
         } else if (elec_structure_box(&mol, &box, &err) != ELEC_OK) {
-            fprintf(stderr, "elecenergy: %s: no periodic box (%s); give one with --box\n",
+            fprintf(stderr, "elecenergy: %s: no periodic box (%s); give one with --box, "
+                            "or --method direct for a molecule alone in space\n",
                     o.input, err.message);
             elec_structure_free(&mol);
             return 1;
@@ -283,7 +285,8 @@ static int elecenergy_run(const options *opt) {
 #ifdef ELEC_WITH_CUDA
                     "no CUDA device is present"
 #else
-                    "this elecenergy was built without CUDA"
+                    "this elecenergy was built without CUDA (leave --gpu out to compute "
+                    "on the CPU)"
 #endif
             );
             free(forces);
@@ -359,8 +362,9 @@ static int elecenergy_run(const options *opt) {
         fprintf(report, "elecenergy: %s, %zu atoms, method %s on the %s\n", o.input, mol.count,
                 method_name, device);
         if (o.method != METHOD_DIRECT) {
-            fprintf(report, "  box %.4f x %.4f x %.4f A, cutoff %.4f A, alpha %.6f /A",
-                    box.length[0], box.length[1], box.length[2], cutoff, alpha);
+            fprintf(report, "  box %.4f x %.4f x %.4f A (%s), cutoff %.4f A, alpha %.6f /A",
+                    box.length[0], box.length[1], box.length[2],
+                    o.has_box ? "--box" : "the CRYST1 cell", cutoff, alpha);
             if (o.method == METHOD_SPME)
                 fprintf(report, ", order %d, grid %d x %d x %d", order, grid[0], grid[1], grid[2]);
             if (o.method == METHOD_EWALD)

@@ -165,9 +165,10 @@ static void usage(FILE *out) {
 "map that APBS, VMD, PyMOL, Chimera, ChimeraX and Coot read; the output's\n"
 "extension picks the format: .dx (OpenDX), .dx.gz (OpenDX, gzip-compressed\n"
 "as APBS writes it; needs zlib), .mrc, .map or .ccp4 (MRC2014, 32-bit\n"
-"floats; .mrc.gz too); any other name is OpenDX.  The map's comment (DX)\n"
-"or labels (MRC) say how it was made: elec's version, the input and its\n"
-"REMARK and CRYST1 lines, the method and its parameters.\n"
+"floats; .mrc.gz too); any other name is OpenDX, but a structure's (.pqr,\n"
+".pdb, .ent, .cif), refused.  The map's comment (DX) or labels (MRC) say\n"
+"how it was made: elec's version, the input and its REMARK and CRYST1\n"
+"lines, the method and its parameters.\n"
 "\n"
 "  --method dcs|mdh|msm|cutoff|charges\n"
 "                        direct Coulomb sum (default), multiple\n"
@@ -396,10 +397,13 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
                     return PARSE_ERROR;
                 }
             o->explicit_origin = 1;
-        } else if (!strcmp(a, "--gpu")) {
-            o->device = DEVICE_GPU;
-        } else if (!strcmp(a, "--cpu")) {
-            o->device = DEVICE_CPU;
+        } else if (!strcmp(a, "--gpu") || !strcmp(a, "--cpu")) {
+            const map_device device = !strcmp(a, "--gpu") ? DEVICE_GPU : DEVICE_CPU;
+            if (o->device != DEVICE_AUTO && o->device != device) {
+                fprintf(messages, TOOL ": --gpu and --cpu exclude each other\n");
+                return PARSE_ERROR;
+            }
+            o->device = device;
         } else if (!strcmp(a, "--gpus")) {
             NEED(1);
             o->given |= OPTION_GPUS;
@@ -428,8 +432,15 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
             if (found == 1) o->given |= OPTION_DCS_VARIANT;
             if (found == 2) o->given |= OPTION_CHARGE_VARIANT;
             if (!found) {
-                fprintf(messages, TOOL ": unknown variant '%s' (a DCS kernel or a "
-                                  "charge-mapping rung)\n", a);
+                fprintf(messages, TOOL ": unknown variant '%s': a DCS kernel (", a);
+                for (v = 0; v < ELEC_DCS_VARIANT_COUNT; v++)
+                    fprintf(messages, "%s%s", v ? ", " : "",
+                            elec_dcs_variant_name((elec_dcs_variant)v));
+                fprintf(messages, ") or a charge-mapping rung (");
+                for (v = 0; v < ELEC_CHARGEMAP_VARIANT_COUNT; v++)
+                    fprintf(messages, "%s%s", v ? ", " : "",
+                            elec_chargemap_variant_name((elec_chargemap_variant)v));
+                fprintf(messages, ")\n");
                 return PARSE_ERROR;
             }
         } else if (!strcmp(a, "--basis")) {
@@ -662,17 +673,23 @@ static char *demo_pqr(size_t *length) {
 /* ------------------------------------------------------------ estimates */
 
 /* Rates that turn work into estimated seconds: DCS atom-point pairs on
-   the CPU (this machine's OpenMP float path) and on an H100
-   (bench/RESULTS.md); MDH pairs (an exponential each: 6x the CPU's DCS
-   cost, 2.4x the GPU's); MSM short-range pairs within the cutoff, and
-   lattice operations (the lattice-cutoff stencil, anterpolation,
-   interpolation), measured with elecmap's defaults on concentrated and
-   on sparse inputs.  Rough, within a factor of 2-3: enough to tell
-   seconds from hours. */
+   the CPU (this machine's OpenMP float path: 3.8-4.2e9 a second on two
+   cores, gcc 12 with the Makefile's flags, 2026-12-06) and on an H100
+   (bench/RESULTS.md); MDH pairs (an exponential each: 4.1e8 a second on
+   those two cores, ten times the CPU's DCS cost, 2.4 times the GPU's);
+   MSM short-range pairs within the cutoff, and lattice operations (the
+   lattice-cutoff stencil, anterpolation, interpolation), measured with
+   elecmap's defaults on concentrated and on sparse inputs (on uniform
+   charges they come out 1.7-2.1 times the measured MSM time).  Rough,
+   within a factor of 2-3: enough to tell seconds from hours.  The CPU's
+   DCS rate read 5e8 until 2026-12-06, when the map ran at 2e9 a second
+   here with its threads sharing cache lines, and at 3.9e9 once they did
+   not (elec__dcs_row_stride): MSM had been chosen for maps the direct
+   sum ran faster. */
 typedef struct device_rates {
     double dcs, mdh, msm_short, msm_lattice;
 } device_rates;
-static const device_rates cpu_rates = {5e8, 1e8, 1.5e8, 6e8};
+static const device_rates cpu_rates = {4e9, 4e8, 1.5e8, 6e8};
 static const device_rates gpu_rates = {3.9e12, 1.6e12, 6e11, 8e11};
 
 /* What a map will cost, in estimated seconds, before it is computed. */
@@ -1068,8 +1085,8 @@ static int elecmap_run(options *o) {
         fprintf(stderr, TOOL ": %s: no CUDA device is present (--cpu to compute on "
                         "the CPU)\n", o->gpus ? "--gpus" : "--gpu");
 #else
-        fprintf(stderr, TOOL ": %s: this elecmap was built without CUDA\n",
-                o->gpus ? "--gpus" : "--gpu");
+        fprintf(stderr, TOOL ": %s: this elecmap was built without CUDA (leave it out to "
+                        "compute on the CPU)\n", o->gpus ? "--gpus" : "--gpu");
 #endif
         return 1;
     }
@@ -1104,6 +1121,7 @@ static int elecmap_run(options *o) {
         elec_structure_free(&mol);
         return 1;
     }
+    if (!o->demo) cli_warn_if_pdb(TOOL, o->input, &mol);
     atoms = elec_structure_atoms(&mol);
 
     s = build_lattice(o, &atoms, &lattice, &err);

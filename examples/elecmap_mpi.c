@@ -514,6 +514,7 @@ static int elecmap_mpi_frames(options *o, int rank, int ranks) {
         s = elec_parse_pqr(text + start[0], end[0] - start[0], &first, &err);
         if (s == ELEC_OK) {
             elec_atoms atoms = elec_structure_atoms(&first);
+            if (rank == 0) cli_warn_if_pdb("elecmap_mpi", o->input, &first);
             s = build_lattice(o, &atoms, &lattice, &err);
             have_lattice = s == ELEC_OK;
             elec_structure_free(&first);
@@ -665,6 +666,7 @@ static int elecmap_mpi_run(options *o, int rank, int ranks) {
         if (rank == 0) fail(o->demo ? "demo input" : o->input, &err);
         return 1;
     }
+    if (rank == 0 && !o->demo) cli_warn_if_pdb("elecmap_mpi", o->input, &mol);
     atoms = elec_structure_atoms(&mol);
     s = mpi_agree(build_lattice(o, &atoms, &lattice, &err), &err, rank);
     /* the method without --method: rank 0 chooses (and says so), the

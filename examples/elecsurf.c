@@ -338,10 +338,13 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
             }
         } else if (!strcmp(a, "--gem")) {
             o->alpb.gem_compat = 1;
-        } else if (!strcmp(a, "--gpu")) {
-            o->device = DEVICE_GPU;
-        } else if (!strcmp(a, "--cpu")) {
-            o->device = DEVICE_CPU;
+        } else if (!strcmp(a, "--gpu") || !strcmp(a, "--cpu")) {
+            const run_device device = !strcmp(a, "--gpu") ? DEVICE_GPU : DEVICE_CPU;
+            if (o->device != DEVICE_AUTO && o->device != device) {
+                fprintf(messages, "elecsurf: --gpu and --cpu exclude each other\n");
+                return PARSE_ERROR;
+            }
+            o->device = device;
         } else if (!strcmp(a, "--variant")) {
             int v, found = 0;
             o->given |= GIVEN_VARIANT;
@@ -520,6 +523,10 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
             if (volume / (spacing * spacing * spacing) <= 2e7) break;
             spacing = 1.01 * cbrt(volume / 2e7);
         }
+        if (spacing > 1.0 / sqrt(density)) /* whatever --quiet says: not what was asked */
+            fprintf(stderr, "elecsurf: warning: the mesh at %g points per A^2 (spacing %.3g "
+                            "A) would pass 2e7 lattice points: spacing %.3g A instead\n",
+                    density, 1.0 / sqrt(density), spacing);
         *mesh_spacing = spacing;
         return elec_surface_mesh(atoms, spacing, 0.0, s, err);
     }
@@ -1080,7 +1087,9 @@ static int map_lattice_of(const options *o, const elec_atoms *atoms, elec_lattic
         const int too_many = s == ELEC_ERR_UNSUPPORTED ||
                              cli_points_around(atoms, o->map_spacing, o->map_padding) >
                                  (double)o->max_points;
-        fprintf(stderr, "elecsurf: map lattice: %s%s\n", err.message,
+        /* some of the library's messages name the lattice already */
+        const char *why = strncmp(err.message, "lattice: ", 9) ? err.message : err.message + 9;
+        fprintf(stderr, "elecsurf: map lattice: %s%s\n", why,
                 too_many ? " (a coarser --spacing, or --max-points: a map holds 28 bytes a "
                            "point)"
                          : "");
@@ -1345,7 +1354,8 @@ static int elecsurf_run(options *o) {
 #ifdef ELEC_WITH_CUDA
                 "no CUDA device is present");
 #else
-                "this elecsurf was built without CUDA");
+                "this elecsurf was built without CUDA (leave it out to compute on "
+                "the CPU)");
 #endif
         return 1;
     }
@@ -1361,6 +1371,7 @@ static int elecsurf_run(options *o) {
     }
     records = cli_input_records(text, length);
     elec_free(text);
+    cli_warn_if_pdb("elecsurf", o->input, &mol);
     atoms = elec_structure_atoms(&mol);
     if (o->kind == OUTPUT_MAP && map_lattice_of(o, &atoms, &map_lattice) != 0) goto done;
     alpb_units_of(o);

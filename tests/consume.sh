@@ -84,19 +84,10 @@ awk '/^## Embedding elec in your code/ { on = 1 }
      on && /^```c$/ { code = 1; next }
      code && /^```$/ { exit }
      code { print }' README.md > "$tmp/example.c"
-cat > "$tmp/main.c" << 'EOF'
-/* calls the README's potential_map on an ion pair */
-#include <stddef.h>
-int potential_map(const double *xyz, const double *charge, size_t n);
-int main(void) {
-    double xyz[6] = {0.0, 0.0, 0.0, 3.0, 0.0, 0.0}, charge[2] = {1.0, -1.0};
-    return potential_map(xyz, charge, 2);
-}
-EOF
-if grep -q 'potential_map' "$tmp/example.c"; then
+if grep -q 'potential_map' "$tmp/example.c" && grep -q 'int main' "$tmp/example.c"; then
     ok "readme_has_the_embedding_example ($(wc -l < "$tmp/example.c") lines)"
 else
-    fail "readme_has_the_embedding_example: no C block under 'Embedding elec in your code'"
+    fail "readme_has_the_embedding_example: no C block with potential_map and main under 'Embedding elec in your code'"
     finish
 fi
 # run NAME DIR PROGRAM: runs it in DIR, where it must write its map
@@ -115,7 +106,7 @@ mkdir -p "$tmp/copied"
 cp "$prefix/include/elec.h" "$prefix/include/elec_cpu.h" "$tmp/copied/"
 # shellcheck disable=SC2086
 if "$cc" $strict -fno-math-errno -I"$tmp/copied" -o "$tmp/copied/example" \
-        "$tmp/example.c" "$tmp/main.c" -lm > "$tmp/copied.log" 2>&1; then
+        "$tmp/example.c" -lm > "$tmp/copied.log" 2>&1; then
     run "example_with_copied_headers" "$tmp/copied" "$tmp/copied/example"
 else
     fail "example_with_copied_headers: it does not compile" "$tmp/copied.log"
@@ -130,7 +121,7 @@ if command -v pkg-config > /dev/null 2>&1; then
     mkdir -p "$tmp/pkgconfig"
     # shellcheck disable=SC2046,SC2086
     if "$cc" $strict $(pkg-config --cflags elec) -o "$tmp/pkgconfig/example" \
-            "$tmp/example.c" "$tmp/main.c" $(pkg-config --libs elec) > "$tmp/pkg.log" 2>&1; then
+            "$tmp/example.c" $(pkg-config --libs elec) > "$tmp/pkg.log" 2>&1; then
         run "example_with_pkg_config" "$tmp/pkgconfig" "$tmp/pkgconfig/example"
     else
         fail "example_with_pkg_config: it does not build ($(pkg-config --cflags --libs elec))" \
@@ -144,12 +135,12 @@ fi
 # 3. CMake: find_package(elec MAJOR.MINOR) and elec::elec
 if command -v cmake > /dev/null 2>&1; then
     mkdir -p "$tmp/cmake"
-    cp "$tmp/example.c" "$tmp/main.c" "$tmp/cmake/"
+    cp "$tmp/example.c" "$tmp/cmake/"
     cat > "$tmp/cmake/CMakeLists.txt" << EOF
 cmake_minimum_required(VERSION 3.10)
 project(consume C)
 find_package(elec $major.$minor REQUIRED)
-add_executable(example example.c main.c)
+add_executable(example example.c)
 target_compile_options(example PRIVATE -Wall -Wextra -pedantic -Werror)
 target_link_libraries(example PRIVATE elec::elec)
 EOF
@@ -164,7 +155,7 @@ EOF
     mkdir -p "$tmp/cmake-newer"
     sed "s/find_package(elec $major.$minor REQUIRED)/find_package(elec $major.$((minor + 1)) REQUIRED)/" \
         "$tmp/cmake/CMakeLists.txt" > "$tmp/cmake-newer/CMakeLists.txt"
-    cp "$tmp/example.c" "$tmp/main.c" "$tmp/cmake-newer/"
+    cp "$tmp/example.c" "$tmp/cmake-newer/"
     if cmake -S "$tmp/cmake-newer" -B "$tmp/cmake-newer/build" -DCMAKE_C_COMPILER="$cc" \
             -DCMAKE_PREFIX_PATH="$prefix" > "$tmp/newer.log" 2>&1; then
         fail "cmake_refuses_a_newer_version: find_package(elec $major.$((minor + 1))) succeeded"

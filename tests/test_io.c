@@ -227,7 +227,7 @@ TEST(pqr_fixed_columns_with_run_together_numbers) {
     elec_structure_free(&s);
 }
 
-TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
+TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic_in_p1) {
     const char *atom = "ATOM 1 C ALA 1 0 0 0 0 1.7\n";
     char text[512];
     elec_structure s;
@@ -251,6 +251,41 @@ TEST(pqr_cryst1_gives_a_box_only_when_orthorhombic) {
            "box status %d: %g %g %g", status, box.length[0], box.length[1],
            box.length[2]);
     elec_structure_free(&s);
+
+    /* a crystal's cell (lysozyme's, as pdb2pqr keeps it): the file holds
+       the asymmetric unit, so its lengths are no box of these atoms; the
+       same cell in P 1 is one */
+    snprintf(text, sizeof text, "%s%s",
+             "CRYST1   79.100   79.100   37.900  90.00  90.00  90.00 P 43 21 2     8\n",
+             atom);
+    status = parse(text, &s, &err);
+    EXPECT(status == ELEC_OK && strcmp(s.cell_space_group, "P 43 21 2") == 0 && s.cell_z == 8,
+           "status %d (%s): space group '%s', Z %d", status, err.message, s.cell_space_group,
+           s.cell_z);
+    if (status != ELEC_OK) return;
+    status = (int)elec_structure_box(&s, &box, &err);
+    EXPECT(status == ELEC_ERR_UNSUPPORTED && strstr(err.message, "P 43 21 2, not P 1") &&
+               strstr(err.message, "asymmetric unit"),
+           "P 43 21 2: status %d, %s", status, err.message);
+    elec_structure_free(&s);
+    {
+        /* P 1 however written, and a record that stops before column 56 */
+        static const char *const p1[3] = {
+            "CRYST1   79.100   79.100   37.900  90.00  90.00  90.00 P1          1\n",
+            "CRYST1   79.100   79.100   37.900  90.00  90.00  90.00 P 1         \n",
+            "CRYST1   79.100   79.100   37.900  90.00  90.00  90.00\n"};
+        int k;
+        for (k = 0; k < 3; k++) {
+            snprintf(text, sizeof text, "%s%s", p1[k], atom);
+            status = parse(text, &s, &err);
+            EXPECT(status == ELEC_OK, "status %d: %s", status, err.message);
+            if (status != ELEC_OK) return;
+            status = (int)elec_structure_box(&s, &box, &err);
+            EXPECT(status == ELEC_OK && box.length[2] == 37.9, "cell %d ('%s', Z %d): status %d, %s",
+                   k, s.cell_space_group, s.cell_z, status, err.message);
+            elec_structure_free(&s);
+        }
+    }
 
     /* monoclinic: a cell, but not a box the periodic methods can take */
     snprintf(text, sizeof text, "%s%s",
@@ -1534,7 +1569,7 @@ int main(void) {
     RUN(pqr_crlf_file_reads_like_lf);
     RUN(pqr_refuses_atoms_after_end_or_endmdl);
     RUN(pqr_fixed_columns_with_run_together_numbers);
-    RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic);
+    RUN(pqr_cryst1_gives_a_box_only_when_orthorhombic_in_p1);
     RUN(pqr_malformed_input_fails_with_line_and_field);
     RUN(pqr_after_a_byte_order_mark_reads_its_first_atom);
     RUN(pqr_reads_numbers_past_their_columns_as_their_writers_meant);
