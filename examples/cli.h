@@ -171,6 +171,15 @@ static inline void cli_name_atoms(const char *tool, const char *input,
     }
 }
 
+/* A file name as the tools take it: "-" is the standard stream, as most
+   Unix tools read it (it made a file named "-"). */
+static inline const char *cli_input_name(const char *name) {
+    return name && !strcmp(name, "-") ? "/dev/stdin" : name;
+}
+static inline const char *cli_output_name(const char *name) {
+    return name && !strcmp(name, "-") ? "/dev/stdout" : name;
+}
+
 /* Whether name ends in suffix, letters in either case. */
 static inline int cli_ends_with(const char *name, const char *suffix) {
     size_t n = strlen(name), k = strlen(suffix), i;

@@ -130,14 +130,14 @@ static int elecenergy_parse(int argc, char **argv, options *o, FILE *messages) {
         } else if (!strcmp(a, "--cpu")) {
             o->cpu = 1;
         } else if (!strcmp(a, "--forces") && more >= 1) {
-            o->forces_path = argv[++i];
+            o->forces_path = cli_output_name(argv[++i]);
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(messages, "elecenergy: unknown option '%s', or it lacks its value(s)\n", a);
             return PARSE_ERROR;
         } else if (!o->input) {
-            o->input = a;
+            o->input = cli_input_name(a);
         } else {
             fprintf(messages, "elecenergy: one input file only ('%s')\n", a);
             return PARSE_ERROR;

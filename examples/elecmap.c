@@ -503,8 +503,8 @@ static int elecmap_parse(int argc, char **argv, options *o, FILE *messages) {
         usage(messages);
         return PARSE_ERROR;
     }
-    o->input = o->demo ? NULL : files[0];
-    o->output = o->demo ? files[0] : files[1];
+    o->input = o->demo ? NULL : cli_input_name(files[0]);
+    o->output = cli_output_name(o->demo ? files[0] : files[1]);
     {
         /* each value out of range by its option's name (one sentence for
            them all said which were wrong only by listing them; --cutoff

@@ -451,8 +451,8 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
         usage(messages);
         return PARSE_ERROR;
     }
-    o->input = files[0];
-    o->output = files[1];
+    o->input = cli_input_name(files[0]);
+    o->output = cli_output_name(files[1]);
     if (has_extension(o->output, ".ply")) o->kind = OUTPUT_PLY;
     else if (has_extension(o->output, ".txt")) o->kind = OUTPUT_TXT;
     else if (has_extension(o->output, ".png")) o->kind = OUTPUT_PNG;

@@ -88,6 +88,14 @@ if [ $rc -eq 0 ] && cmp -s "$dir/named.body" "$dir/stdout.body" &&
    [ "$(ls -ld /dev/stdout 2>&1)" = "$link_before" ]; then
     ok "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr"
 else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "$dir/err")"; fi
+# "-" is the standard stream, in and out (it made a file named "-")
+printf 'ATOM 1 N ALA 1 0 0 0 1 1.5\nATOM 2 O ALA 1 3 0 0 -1 1.5\n' |
+    (cd "$dir" && "$build/elecmap" --cpu --dims 5 5 5 - - > "$dir/dash.dx" 2> "$dir/err")
+rc=$?
+if [ $rc -eq 0 ] && [ ! -e "$dir/-" ] && grep -q "^object 1 class gridpositions counts 5 5 5" "$dir/dash.dx" &&
+   grep -q "/dev/stdin -> /dev/stdout" "$dir/err"; then
+    ok "elecmap_reads_and_writes_the_standard_streams_as_dash"
+else fail "elecmap_reads_and_writes_the_standard_streams_as_dash: $rc $(ls "$dir") $(cat "$dir/err")"; fi
 "$build/elecmap" --msm-order 5 --demo "$dir/x.dx" > "$dir/out" 2>&1
 [ $? -eq 2 ] && grep -q "use 4, 6, 8 or 10" "$dir/out" && ok "elecmap_refuses_an_msm_order_it_lacks" ||
     fail "elecmap_refuses_an_msm_order_it_lacks: $(cat "$dir/out")"
