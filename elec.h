@@ -1436,7 +1436,8 @@ typedef struct elec_spme_params {
                             a spacing no larger)                          */
     const size_t *excluded_pairs; /* atom index pairs (i, j), flattened     */
     size_t excluded_pair_count;
-    elec_spme_spread spread;      /* GPU spreading scheme; 0 = atomic        */
+    elec_spme_spread spread;      /* GPU spreading scheme; 0 = the charge
+                                     map's (ELEC_SPME_SPREAD_CHARGEMAP)     */
     elec_gpu_set gpus;            /* GPU calls: the first device is used     */
     double list_skin;    /* GPU handle's neighbour list: its Verlet buffer
                             (A); pairs are listed out to cutoff + skin and
@@ -1565,7 +1566,9 @@ typedef enum elec_chargemap_variant {
                                             share of the atoms by tile in
                                             shared memory; then a block per
                                             tile gathers its copies from every
-                                            block's run and sums the tile in
+                                            block's run and sums the tile on
+                                            the tensor cores (3xTF32) where it
+                                            fits, else by columns in
                                             registers, no atomics (two
                                             kernels)                          */
     ELEC_CHARGEMAP_TILE_FUSED,           /* TILE_BINNED's two stages in one
