@@ -182,7 +182,7 @@ static inline const char *cli_output_name(const char *name) {
 
 /* Whether name ends in suffix, letters in either case. */
 static inline int cli_ends_with(const char *name, const char *suffix) {
-    size_t n = strlen(name), k = strlen(suffix), i;
+    size_t n = name ? strlen(name) : 0, k = strlen(suffix), i;
     if (k > n) return 0;
     for (i = 0; i < k; i++) {
         char a = name[n - k + i], b = suffix[i];
