@@ -89,8 +89,9 @@ if [ $rc -eq 0 ] && cmp -s "$dir/named.body" "$dir/stdout.body" &&
     ok "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr"
 else fail "elecmap_writes_a_map_to_stdout_and_its_summary_to_stderr: $rc $(cat "$dir/err")"; fi
 # "-" is the standard stream, in and out (it made a file named "-")
+tools=$(cd "$build" && pwd) # the run below is in $dir, where no "-" may appear
 printf 'ATOM 1 N ALA 1 0 0 0 1 1.5\nATOM 2 O ALA 1 3 0 0 -1 1.5\n' |
-    (cd "$dir" && "$build/elecmap" --cpu --dims 5 5 5 - - > "$dir/dash.dx" 2> "$dir/err")
+    (cd "$dir" && "$tools/elecmap" --cpu --dims 5 5 5 - - > "$dir/dash.dx" 2> "$dir/err")
 rc=$?
 if [ $rc -eq 0 ] && [ ! -e "$dir/-" ] && grep -q "^object 1 class gridpositions counts 5 5 5" "$dir/dash.dx" &&
    grep -q "/dev/stdin -> /dev/stdout" "$dir/err"; then
