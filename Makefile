@@ -65,7 +65,8 @@ DEP_LIBS = $(FFTW_LIBS) $(ZLIB_LIBS)
 ALL_CFLAGS = -std=c99 $(WARN) $(CFLAGS) -fno-math-errno $(OPENMP) $(DEP_FLAGS) -I.
 NVCCFLAGS ?= -O3
 # The host compiler gets -fno-math-errno as the C builds do: without it the
-# CPU paths of nvcc-built tools run scalar (elecmap's CPU demo 3.6x slower).
+# CPU paths of nvcc-built tools run scalar (the C build's DCS demo is 3.6x
+# slower without it).
 ALL_NVCCFLAGS = -std=c++17 -arch=$(CUDA_ARCH) $(NVCCFLAGS) $(DEP_FLAGS) -I. -Xcompiler "-Wall -Wextra -Wno-missing-field-initializers -fno-math-errno $(OPENMP)" -Werror all-warnings
 CUDA_LIBS = -lcufft $(DEP_LIBS)
 # nvcc is used when it answers --version as CUDA's compiler: a missing or

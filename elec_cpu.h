@@ -752,7 +752,7 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
     elec_status s;
     elec_dcs_params p;
     elec__lattice_box b;
-    size_t threads = 1, bytes, done = 0, all_rows = 0;
+    size_t threads = 1, bytes, stride, done = 0, all_rows = 0;
     int nx, step[3], axis;
     long x, y, z;
     double *sums;
@@ -773,18 +773,19 @@ static elec_status elec__cpu_dcs_map(const elec_atoms *atoms,
        refused "no memory", a lattice within the documented cap) */
     if (step[0] > ELEC__DCS_ROW_POINTS) step[0] = ELEC__DCS_ROW_POINTS;
     nx = step[0];
+    stride = elec__dcs_row_stride(nx);
 #ifdef _OPENMP
     threads = (size_t)omp_get_max_threads();
 #endif
-    if (elec__dcs_row_stride(nx) > SIZE_MAX / sizeof(double) / (threads + 1))
+    if (stride > SIZE_MAX / sizeof(double) / (threads + 1))
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %d-point rows", nx);
-    bytes = elec__dcs_row_stride(nx) * threads * sizeof(double) + (size_t)nx * sizeof(float);
+    bytes = stride * threads * sizeof(double) + (size_t)nx * sizeof(float);
     sums = (double *)ELEC_MALLOC(bytes);
     if (!sums)
         return elec__fail(err, ELEC_ERR_NO_MEMORY, 0,
                           "no memory for %zu row sums", threads);
-    xs = (float *)(sums + threads * elec__dcs_row_stride(nx));
+    xs = (float *)(sums + threads * stride);
     /* the map's rows, every x box counting each row again; the boxes'
        first indices in long (an axis near INT_MAX points would overflow
        an int's first + step) */

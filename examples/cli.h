@@ -192,6 +192,18 @@ static inline int cli_ends_with(const char *name, const char *suffix) {
     return 1;
 }
 
+/* The structure format a file name says (".pqr", ".pdb", ".ent" or
+   ".cif", gzipped or not), or NULL: the inputs a map must not be written
+   over, and the PDB names of cli_warn_if_pdb. */
+static inline const char *cli_structure_suffix(const char *name) {
+    static const char *const suffixes[8] = {".pqr", ".pdb", ".ent", ".cif",
+                                            ".pqr.gz", ".pdb.gz", ".ent.gz", ".cif.gz"};
+    int k;
+    for (k = 0; k < 8; k++)
+        if (cli_ends_with(name, suffixes[k])) return suffixes[k];
+    return NULL;
+}
+
 /* A PDB file whose records stop at the B-factor (older writers, no
    element or charge columns) has the shape of a PQR file, its occupancy
    and B-factor where PQR keeps the charge and the radius, and reads
@@ -202,16 +214,16 @@ static inline int cli_ends_with(const char *name, const char *suffix) {
    warned about too: the warning says what was read, and the run goes on. */
 static inline int cli_warn_if_pdb(const char *tool, const char *input,
                                   const elec_structure *mol) {
-    static const char *const pdb_names[4] = {".pdb", ".ent", ".pdb.gz", ".ent.gz"};
-    int named = 0, occupancies = mol->count > 0, k;
-    size_t i, nonzero = 0;
-    for (k = 0; k < 4; k++) named |= cli_ends_with(input, pdb_names[k]);
+    const char *suffix = cli_structure_suffix(input);
+    const int named = suffix && (!strncmp(suffix, ".pdb", 4) || !strncmp(suffix, ".ent", 4));
+    int occupancies = mol->count > 0, nonzero = 0;
+    size_t i;
     for (i = 0; i < mol->count && occupancies; i++) {
         const double q = mol->charge[i], hundredths = 100.0 * q;
         occupancies = q >= 0.0 && q <= 1.0 && fabs(hundredths - floor(hundredths + 0.5)) < 1e-6;
-        nonzero += q != 0.0;
+        nonzero |= q != 0.0;
     }
-    occupancies &= nonzero > 0;
+    occupancies &= nonzero;
     if (!named && !occupancies) return 0;
     fprintf(stderr, "%s: warning: %s %s: elec reads PQR, the last two numbers of an atom "
                     "record as its charge (e) and radius (A), where a PDB file has its "
@@ -339,18 +351,16 @@ static inline void cli_version(FILE *out, const char *tool, const char *extra,
    the input named as output), the reason on stderr. */
 static inline int cli_map_output_check(const char *tool, const char *output,
                                        const char *input) {
-    static const char *const structures[6] = {".pqr", ".pdb", ".ent", ".cif",
-                                              ".pqr.gz", ".pdb.gz"};
+    const char *structure = cli_structure_suffix(output);
     elec_error err;
     elec_status s;
-    int gzip, k;
-    for (k = 0; k < 6; k++)
-        if (cli_ends_with(output, structures[k])) {
-            fprintf(stderr, "%s: the output %s is named as a structure (%s): a map goes "
-                            "to .dx, .dx.gz, .mrc, .map or .ccp4\n",
-                    tool, output, structures[k]);
-            return 2;
-        }
+    int gzip;
+    if (structure) {
+        fprintf(stderr, "%s: the output %s is named as a structure (%s): a map goes to "
+                        ".dx, .dx.gz, .mrc, .map or .ccp4\n",
+                tool, output, structure);
+        return 2;
+    }
     s = elec_output_check(output, input, &err);
     elec_map_format_of(output, &gzip);
 #ifndef ELEC_WITH_ZLIB

@@ -135,11 +135,6 @@ static int parse_double(const char *text, double *value) {
     return end != text && *end == '\0' && isfinite(*value);
 }
 
-static int has_extension(const char *path, const char *ext) {
-    size_t n = strlen(path), m = strlen(ext);
-    return n > m && strcmp(path + n - m, ext) == 0;
-}
-
 /* An option this output and surface would not read is refused, naming
    what it is for, not ignored (an audit found --exact beside
    --hcp-charges, --spacing beside a .ply and --probe beside the mesh all
@@ -453,10 +448,10 @@ static int elecsurf_parse(int argc, char **argv, options *o, FILE *messages) {
     }
     o->input = cli_input_name(files[0]);
     o->output = cli_output_name(files[1]);
-    if (has_extension(o->output, ".ply")) o->kind = OUTPUT_PLY;
-    else if (has_extension(o->output, ".txt")) o->kind = OUTPUT_TXT;
-    else if (has_extension(o->output, ".png")) o->kind = OUTPUT_PNG;
-    else if (has_extension(o->output, ".dx") || has_extension(o->output, ".dx.gz") ||
+    if (cli_ends_with(o->output, ".ply")) o->kind = OUTPUT_PLY;
+    else if (cli_ends_with(o->output, ".txt")) o->kind = OUTPUT_TXT;
+    else if (cli_ends_with(o->output, ".png")) o->kind = OUTPUT_PNG;
+    else if (cli_ends_with(o->output, ".dx") || cli_ends_with(o->output, ".dx.gz") ||
              elec_map_format_of(o->output, NULL) == ELEC_MAP_MRC)
         o->kind = OUTPUT_MAP;
     else {
@@ -530,7 +525,7 @@ static elec_status make_surface(const options *o, const elec_atoms *atoms, elec_
         *mesh_spacing = spacing;
         return elec_surface_mesh(atoms, spacing, 0.0, s, err);
     }
-    if (has_extension(o->surface_file, ".vert")) {
+    if (cli_ends_with(o->surface_file, ".vert")) {
         /* the .face file beside it, where there is one */
         size_t n = strlen(o->surface_file);
         char *face = (char *)malloc(n + 1);
