@@ -227,6 +227,8 @@ $(SANITIZE_BUILD):
 	mkdir -p $(SANITIZE_BUILD)
 $(SANITIZE_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h tests/failing_malloc.h $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
+$(SANITIZE_BUILD)/test_fast_math: tests/test_fast_math.c tests/test.h $(HEADERS) | $(SANITIZE_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -ffast-math $(DEP_FLAGS) -I. -o $@ tests/test_fast_math.c $(DEP_LIBS) -lm
 $(SANITIZE_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(SANITIZE_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 sanitize: $(SANITIZE_TESTS)
@@ -245,6 +247,8 @@ $(VALGRIND_BUILD):
 	mkdir -p $(VALGRIND_BUILD)
 $(VALGRIND_BUILD)/test_%: tests/test_%.c tests/test.h tests/systems.h tests/fftw.h tests/files.h tests/counted_malloc.h tests/failing_malloc.h $(HEADERS) | $(VALGRIND_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g -DTEST_SMALL $(DEP_FLAGS) -I. -o $@ tests/test_$*.c $(DEP_LIBS) -lm
+$(VALGRIND_BUILD)/test_fast_math: tests/test_fast_math.c tests/test.h $(HEADERS) | $(VALGRIND_BUILD)
+	$(CC) -std=c99 $(WARN) -O1 -g -DTEST_SMALL -ffast-math $(DEP_FLAGS) -I. -o $@ tests/test_fast_math.c $(DEP_LIBS) -lm
 $(VALGRIND_BUILD)/test_header_only: tests/header_only_a.c tests/header_only_b.c $(HEADERS) | $(VALGRIND_BUILD)
 	$(CC) -std=c99 $(WARN) -O1 -g $(DEP_FLAGS) -I. -o $@ tests/header_only_a.c tests/header_only_b.c $(DEP_LIBS) -lm
 valgrind: $(VALGRIND_TESTS)

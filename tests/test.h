@@ -46,10 +46,11 @@ static int test__listed(const char *name) {
         test__current_name = #name;                                          \
         test__current_failed = test__current_skipped = 0;                    \
         name();                                                              \
-        if (test__current_skipped) test__skipped++;                          \
-        else if (test__current_failed) {                                     \
+        if (test__current_failed) { /* a failure before a skip stands */     \
             test__failed++;                                                  \
             printf("FAIL %s\n", #name);                                      \
+        } else if (test__current_skipped) {                                  \
+            test__skipped++;                                                 \
         } else {                                                             \
             test__passed++;                                                  \
             printf("ok   %s\n", #name);                                      \

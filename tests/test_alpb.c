@@ -70,19 +70,32 @@ static double central_value(const elec_alpb_params *given, double *spread) {
 }
 
 /* A structure of ../shared/data, its hierarchy and its contact surface
-   (density 3, probe 1.5); 0 when absent. */
+   (density 3, probe 1.5): 1, or 0 where the file is absent, -1 where it
+   is there and reading it, its hierarchy or its surface failed (a
+   failure, not an absence: the caller says so). */
 static int load(const char *name, elec_structure *s, elec_hcp *h, elec_surface *surf) {
     char path[256];
     elec_atoms atoms;
     elec_error err;
+    FILE *f;
     snprintf(path, sizeof path, STRUCTURES "%s.pqr", name);
-    if (elec_read_pqr(path, s, &err) != ELEC_OK) return 0;
+    if (!(f = fopen(path, "rb"))) return 0;
+    fclose(f);
+    if (elec_read_pqr(path, s, &err) != ELEC_OK) {
+        printf("     %s: %s\n", name, err.message);
+        return -1;
+    }
     atoms = elec_structure_atoms(s);
-    if (elec_hcp_from_structure(s, h, &err) != ELEC_OK ||
-        elec_surface_contact(&atoms, 0.0, 0.0, surf, &err) != ELEC_OK) {
+    if (elec_hcp_from_structure(s, h, &err) != ELEC_OK) {
         printf("     %s: %s\n", name, err.message);
         elec_structure_free(s);
-        return 0;
+        return -1;
+    }
+    if (elec_surface_contact(&atoms, 0.0, 0.0, surf, &err) != ELEC_OK) {
+        printf("     %s: %s\n", name, err.message);
+        elec_hcp_free(h);
+        elec_structure_free(s);
+        return -1;
     }
     return 1;
 }
@@ -169,7 +182,10 @@ TEST(central_ion_with_salt_is_debye_hueckel) {
     above = central_value(&p, &spread);
     EXPECT(fabs(above - below) <= 1e-9, "p = s: %.12f below, %.12f above", below, above);
     /* kappa from the salt: the kit's Debye formula at eps_out, or GEM's */
-    if (!central_ion(12.0, &h)) return;
+    if (!central_ion(12.0, &h)) {
+        EXPECT(0, "ion");
+        return;
+    }
     memset(&p, 0, sizeof p);
     p.salt = 0.15;
     EXPECT(elec_alpb_params_resolve(&p, &h, &r, NULL) == ELEC_OK, "resolve");
@@ -191,7 +207,11 @@ TEST(equal_dielectrics_give_coulomb_over_eps) {
     double xyz[300], normal[300], phi[100];
     elec_hcp h;
     int mode, i;
-    if (!hierarchy(s.count, s.xyz, s.charge, s.radius, NULL, &h)) return;
+    if (!hierarchy(s.count, s.xyz, s.charge, s.radius, NULL, &h)) {
+        EXPECT(0, "hierarchy"); /* a failed build is a failure, not a pass */
+        test_system_free(&s);
+        return;
+    }
     test_sphere_points(100, centre, 12.0, xyz, normal);
     for (mode = 0; mode < 5; mode++) {
         elec_alpb_params p = {0};
@@ -316,7 +336,11 @@ TEST(gem_mode_at_p_zero_is_e1_without_its_constant) {
     elec_alpb_params p = {0};
     elec_hcp h;
     size_t i;
-    if (!hierarchy(s.count, s.xyz, s.charge, s.radius, NULL, &h)) return;
+    if (!hierarchy(s.count, s.xyz, s.charge, s.radius, NULL, &h)) {
+        EXPECT(0, "hierarchy");
+        test_system_free(&s);
+        return;
+    }
     for (i = 0; i < s.count; i++) Q += s.charge[i];
     test_sphere_points(50, centre, 11.0, xyz, normal);
     p.scale = ELEC_COULOMB;
@@ -1119,7 +1143,9 @@ TEST(hcp_on_the_apbs_structures_matches_the_research_table) {
         double e[4], *want;
         int k;
         size_t i;
-        if (!load(name[f], &s, &h, &surf)) continue;
+        const int loaded = load(name[f], &s, &h, &surf);
+        EXPECT(loaded >= 0, "%s: present but not loaded", name[f]);
+        if (loaded <= 0) continue;
         found++;
         EXPECT(surf.count == vertices[f], "%s: %zu vertices, the notes %zu", name[f], surf.count,
                vertices[f]);
@@ -1247,7 +1273,10 @@ TEST(bad_input_is_named_and_nothing_is_written) {
     EXPECT(elec_hcp_build(&none, NULL, NULL, NULL, &h, &err) == ELEC_ERR_INVALID_ARG &&
                strstr(err.message, "no atoms"),
            "no atoms: %s", err.message);
-    if (!blob_make(&b, 0)) return;
+    if (!blob_make(&b, 0)) {
+        EXPECT(0, "blob");
+        return;
+    }
     for (i = 0; i < 300; i++) out[i] = -7.0;
     /* zero radii: A_det undefined (and fine once A is given) */
     EXPECT(elec_hcp_build(&flat, NULL, NULL, NULL, &h, &err) == ELEC_OK && h.size == 0.0,

@@ -47,6 +47,52 @@ static double worst_against_double(const char *what, const float *got, const dou
     return worst;
 }
 
+/* Skeel's C1 cubic (seed 004, eqs. 2-3), written out here rather than
+   taken from the kit: (1 - |t|)(1 + |t| - 3/2 t^2) within 1, -1/2 (|t| -
+   1)(2 - |t|)^2 from 1 to 2. */
+static double skeel_cubic(double t) {
+    t = fabs(t);
+    return t <= 1.0 ? (1.0 - t) * (1.0 + t - 1.5 * t * t)
+           : t <= 2.0 ? -0.5 * (t - 1.0) * (2.0 - t) * (2.0 - t)
+                      : 0.0;
+}
+
+/* worst_against_double's bound rests on the reference's abs_sum and terms;
+   they are checked here on their own: every atom adds order^3 terms, and
+   abs_sum sums to sum_a |q_a| prod_axis sum_k |phi(u - k)| (B-splines:
+   non-negative weights summing to 1, so sum_a |q_a|; Skeel's cubic at
+   order 4: its four weights' magnitudes, by skeel_cubic).  A reference
+   that overstated abs_sum would widen every bound it feeds. */
+static void check_bound_inputs(const char *what, const test_system *s, const elec_lattice *l,
+                               const elec_chargemap_params *p, const double *abs_sum,
+                               const int *terms, size_t points) {
+    double want = 0.0, got = 0.0;
+    long long want_terms = (long long)s->count * p->order * p->order * p->order, got_terms = 0;
+    size_t g, i;
+    int axis, k;
+    for (g = 0; g < points; g++) {
+        got += abs_sum[g];
+        got_terms += terms[g];
+    }
+    for (i = 0; i < s->count; i++) {
+        double magnitude = fabs(s->charge[i]);
+        if (p->basis == ELEC_CHARGEMAP_SKEEL)
+            for (axis = 0; axis < 3; axis++) {
+                const double u = (s->xyz[3 * i + axis] - l->origin[axis]) / l->spacing[axis];
+                const double first = floor(u) - 1.0;
+                double sum = 0.0;
+                for (k = 0; k < 4; k++) sum += fabs(skeel_cubic(u - (first + k)));
+                magnitude *= sum;
+            }
+        want += magnitude;
+    }
+    EXPECT(p->basis != ELEC_CHARGEMAP_SKEEL || p->order == 4, "%s: skeel_cubic is order 4's",
+           what);
+    EXPECT(got_terms == want_terms, "%s: %lld terms, want %lld", what, got_terms, want_terms);
+    EXPECT(fabs(got - want) <= 1e-12 * want, "%s: abs_sum totals %.17g, want %.17g", what, got,
+           want);
+}
+
 static double total(const double *v, size_t n) {
     double s = 0.0;
     size_t i;
@@ -628,6 +674,7 @@ TEST(cpu_ladder_matches_the_double_reference) {
                 got = (float *)malloc(points * sizeof *got);
                 EXPECT(elec_cpu_chargemap_double(&atoms, &l, &p, want, abs_sum, terms, &err) ==
                            ELEC_OK, "%s: %s", names[k], err.message);
+                check_bound_inputs(names[k], &systems[k], &l, &p, abs_sum, terms, points);
                 for (v = 1; v < ELEC_CHARGEMAP_CPU_VARIANT_COUNT; v++) {
                     char what[160];
                     p.cpu_variant = (elec_chargemap_cpu_variant)v;

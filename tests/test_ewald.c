@@ -31,9 +31,11 @@ static test_system random_neutral(size_t n, double edge, unsigned long long seed
 static elec_box cube(double edge) { return test_box(edge, edge, edge); }
 
 TEST(rock_salt_gives_the_madelung_constant) {
-    /* 2 x 2 x 2 conventional cells, 64 ions.  Tolerance 1e-9: the sum's
+    /* 2 x 2 x 2 conventional cells, 64 ions.  Tolerance 1e-11: the sum's
        truncation at tolerance 1e-14 is far below it; what remains is double
-       rounding over ~1e5 terms. */
+       rounding over ~1e5 terms, at most ~1e5 x 1.1e-16 (measured 3e-15).
+       The forces vanish by symmetry, to the same rounding of terms of size
+       1/r0^2. */
     const double a = 5.64, r0 = a / 2.0;
     test_system salt = test_system_nacl(2, a);
     elec_atoms atoms = test_system_atoms(&salt);
@@ -47,7 +49,7 @@ TEST(rock_salt_gives_the_madelung_constant) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, forces, phi, &err) == ELEC_OK,
            "%s", err.message);
     printf("     E/pair = %.15f, -M/r0 = %.15f\n", e.total / 32.0, -NACL_MADELUNG / r0);
-    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-9,
+    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-11,
            "energy per pair %.15g, want %.15g", e.total / 32.0, -NACL_MADELUNG / r0);
     for (i = 0; i < 64; i++) {
         /* The potential at an ion is -q M / r0; forces vanish by symmetry. */
@@ -57,8 +59,8 @@ TEST(rock_salt_gives_the_madelung_constant) {
         const double size = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
         if (size > worst_force) worst_force = size;
     }
-    EXPECT(worst_phi <= 1e-9, "potential at an ion off by %.3e relative", worst_phi);
-    EXPECT(worst_force <= 1e-9 / (r0 * r0), "largest force %.3e", worst_force);
+    EXPECT(worst_phi <= 1e-11, "potential at an ion off by %.3e relative", worst_phi);
+    EXPECT(worst_force <= 1e-11 / (r0 * r0), "largest force %.3e", worst_force);
     /* a cutoff past the box (1.5 box lengths, a small alpha): each ion then
        meets its own images in real space, a pair counted half (both of
        its ends are the one ion); the constant is the same */
@@ -66,8 +68,8 @@ TEST(rock_salt_gives_the_madelung_constant) {
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, forces, phi, &err) == ELEC_OK,
            "%s", err.message);
     printf("     cutoff 1.5 box lengths: E/pair = %.15f\n", e.total / 32.0);
-    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-9 &&
-               relative(phi[0], -salt.charge[0] * NACL_MADELUNG / r0) <= 1e-9,
+    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-11 &&
+               relative(phi[0], -salt.charge[0] * NACL_MADELUNG / r0) <= 1e-11,
            "cutoff past the box: energy per pair %.15g, want %.15g", e.total / 32.0,
            -NACL_MADELUNG / r0);
     test_system_free(&salt);
@@ -131,7 +133,7 @@ static elec_status ewald_energy(void *user, double *total) {
 
 TEST(forces_are_minus_the_gradient_and_potentials_the_charge_derivative) {
     /* Central differences, h = 1e-5 A: error ~ h^2 |E'''| ~ 1e-9 of a
-       force; with exclusions in play. */
+       force (measured 3.3e-9), held to 1e-8; with exclusions in play. */
     test_system s = random_neutral(24, 9.0, 8);
     elec_atoms atoms = test_system_atoms(&s);
     elec_box box = cube(9.0);
@@ -153,7 +155,7 @@ TEST(forces_are_minus_the_gradient_and_potentials_the_charge_derivative) {
     rms = test_forces_vs_gradient(&s, forces, 1e-5, ewald_energy, &call, &failed);
     EXPECT(rms >= 0.0, "coordinate %zu moved: %s", failed, err.message);
     printf("     force vs -dE/dx relative RMS %.2e\n", rms);
-    EXPECT(rms <= 1e-7, "forces differ from -grad E by %.3e", rms);
+    EXPECT(rms <= 1e-8, "forces differ from -grad E by %.3e", rms);
     for (i = 0; i < 24; i++) half_q_phi += 0.5 * s.charge[i] * phi[i];
     EXPECT(relative(half_q_phi, e.total) <= 1e-12, "sum q phi / 2 = %.15g, E = %.15g",
            half_q_phi, e.total);
@@ -595,9 +597,12 @@ TEST(sums_past_doubles_range_are_refused_not_returned) {
         sp.order = 4;
         sp.grid[0] = sp.grid[1] = sp.grid[2] = 20;
         got = elec_cpu_spme(&atoms, &box, &sp, &t, f, NULL, &err);
-        EXPECT(got == ELEC_ERR_UNSUPPORTED /* no FFTW3 */ ||
-                   (got == ELEC_ERR_INVALID_ARG && strstr(err.message, "double's range")),
+#ifdef ELEC_WITH_FFTW /* built with it, a refusal as unsupported is a failure (tests/fftw.h) */
+        EXPECT(got == ELEC_ERR_INVALID_ARG && strstr(err.message, "double's range"),
                "SPME of 1e200 e: %s", err.message);
+#else
+        EXPECT(got == ELEC_ERR_UNSUPPORTED, "SPME of 1e200 e without FFTW3: %s", err.message);
+#endif
         /* the parameters left to the resolve: its error estimates overflow
            (it said no cutoff, order and grid met the tolerance) */
         memset(&sp, 0, sizeof sp);
@@ -715,7 +720,7 @@ TEST(coincident_atoms_and_doubled_exclusions_are_refused) {
     p.excluded_pair_count = 1;
     EXPECT(elec_cpu_ewald(&atoms, &box, &p, &e, NULL, NULL, &err) == ELEC_OK,
            "an excluded coincident pair is fine: %s", err.message);
-    EXPECT(e.total == e.total, "finite energy");
+    EXPECT(isfinite(e.total), "finite energy: %g", e.total);
     xyz[3] = 3.0;
     p.excluded_pairs = twice;
     p.excluded_pair_count = 2;

@@ -81,7 +81,9 @@ static void compare(const char *what, const test_system *s, int order,
 
 TEST(rock_salt_gives_the_madelung_constant) {
     /* Tight settings: order 8, 0.25 A grid, tolerance 1e-10 at a 5.64 A
-       cutoff; the issue asks 1e-6 of the SPME. */
+       cutoff (the issue asked 1e-6 of the SPME): held to ten times the
+       tolerance asked, an estimate of the error's RMS size rather than a
+       bound (measured 8.3e-11). */
     REQUIRE_FFTW();
     const double a = 5.64, r0 = a / 2.0;
     test_system salt = test_system_nacl(2, a);
@@ -100,7 +102,7 @@ TEST(rock_salt_gives_the_madelung_constant) {
     }
     printf("     E/pair %.12f, -M/r0 %.12f, relative error %.2e\n", e.total / 32.0,
            -NACL_MADELUNG / r0, relative(e.total / 32.0, -NACL_MADELUNG / r0));
-    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-6, "E/pair %.12g",
+    EXPECT(relative(e.total / 32.0, -NACL_MADELUNG / r0) <= 1e-9, "E/pair %.12g",
            e.total / 32.0);
     test_system_free(&salt);
 }
@@ -168,7 +170,8 @@ static elec_status spme_energy(void *user, double *total) {
 
 TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     /* The mesh forces are the exact derivatives of the interpolated energy:
-       central differences (h = 1e-5 A) agree to ~1e-8. */
+       central differences (h = 1e-5 A) agree to ~1e-8 (measured 1.2e-8),
+       held to 5e-8. */
     REQUIRE_FFTW();
     test_system s = test_system_random(40, 12.0, 34);
     elec_atoms atoms = test_system_atoms(&s);
@@ -196,7 +199,7 @@ TEST(spme_forces_are_minus_the_gradient_of_its_energy) {
     rms = test_forces_vs_gradient(&s, f, 1e-5, spme_energy, &call, &failed);
     EXPECT(rms >= 0.0, "coordinate %zu moved by 1e-5 A: %s", failed, err.message);
     printf("     forces vs -dE/dx relative RMS %.2e\n", rms);
-    EXPECT(rms <= 1e-7, "relative RMS %.3e", rms);
+    EXPECT(rms <= 5e-8, "relative RMS %.3e", rms);
     for (i = 0; i < 40; i++) half_q_phi += 0.5 * s.charge[i] * phi[i];
     EXPECT(relative(half_q_phi, e.total) <= 1e-12, "sum q phi / 2 %.15g vs E %.15g",
            half_q_phi, e.total);
