@@ -5466,7 +5466,8 @@ __device__ __forceinline__ float4 elec__list_now(const elec__list &L, float4 a, 
    against 3.9-6.2 before the copies; a thread a copy, 4.4-6.5 (H200,
    bench/RESULTS.md, 2026-11-30, 00:04 UTC on). */
 __device__ __forceinline__ void elec__list_check_copy(const elec__list &L, const float4 *xyzq,
-                                                      int k, int2 src) {
+                                                      int k) {
+    const int2 src = L.image_src[k];
     const unsigned slot_code = (unsigned)src.x;
     const float4 now = elec__list_now(L, xyzq[src.y], L.ref[slot_code >> 5]);
     L.pos[L.image_base + k] = elec__list_in_image(L, now, (int)(slot_code & 31u));
@@ -5491,14 +5492,11 @@ __device__ __forceinline__ void elec__list_check_copy(const elec__list &L, const
    elec_cuda_spme_rebuild: `due`) the build writes the positions. */
 __device__ __forceinline__ void elec__list_check_slot(const elec__list &L, const float4 *xyzq,
                                                       int p, bool due) {
-    /* the slot's reads issued together, before any is tested (all lie
-       within the list's arrays, p < slots): the atom's position waits for
-       one of them, not for a chain of three */
-    const int used = L.tile_start[L.tile_count], i = L.order[p];
-    const float4 r = L.ref[p];
     L.acc[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (due || p >= used || i < 0) return;
-    const float4 now = elec__list_now(L, xyzq[i], r);
+    if (due || p >= L.tile_start[L.tile_count]) return;
+    int i = L.order[p];
+    if (i < 0) return;
+    float4 r = L.ref[p], now = elec__list_now(L, xyzq[i], r);
     L.pos[p] = now;
     float dx = now.x - r.x, dy = now.y - r.y, dz = now.z - r.z;
     if (!(fmaf(dx, dx, fmaf(dy, dy, dz * dz)) <= L.half_skin2)) L.info[ELEC__LIST_BUILD] = 1;
@@ -6316,19 +6314,12 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
     if (thread == 0) L.info[ELEC__LIST_PAIRS_DEALT] = 0; /* for the pair kernel after it */
     /* the slots, then the image copies of the last build (none where a
        build is due: it writes them) */
-    const int copies = due ? 0 : L.image_start[L.clusters];
-    for (int p = thread; p < L.slots + L.image_room; p += threads) {
-        if (p < L.slots) {
+    const int checked = L.slots + (due ? 0 : L.image_start[L.clusters]);
+    for (int p = thread; p < checked; p += threads)
+        if (p < L.slots)
             elec__list_check_slot(L, xyzq, p, due);
-            continue;
-        }
-        /* a copy's source read before the copies' count is known (within
-           image_room), so that neither waits for the other */
-        const int k = p - L.slots;
-        const int2 src = L.image_src[k];
-        if (k >= copies) break;
-        elec__list_check_copy(L, xyzq, k, src);
-    }
+        else
+            elec__list_check_copy(L, xyzq, p - L.slots);
     elec__grid_barrier(barrier);
     if (!other_n && !*(volatile int *)(L.info + ELEC__LIST_BUILD)) return; /* the whole grid */
     /* the flag up for elec__list_done (no block reads it again here) */
@@ -6434,7 +6425,6 @@ __device__ __forceinline__ void elec__list_add(float4 *acc, float4 v) {
 typedef struct elec__list_lane {
     int ci, slot, eb, ee, coincident;
     float4 a, fi;
-    float nearest2; /* its nearest partner's r2 (elec__list_count_coincident) */
 } elec__list_lane;
 
 /* A run's sums added to its slot's accumulator: fi holds (F_i / q_i,
@@ -6472,49 +6462,21 @@ __device__ __forceinline__ void elec__list_lane_flush(const elec__list &L,
    pair outside it, coincident pairs included), but without it SPME's
    steps were slower: 63.3-63.4 -> 64.1 us at DHFR size, 1.63-1.64 -> 1.67
    ms at 1M atoms (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
-__device__ __forceinline__ float elec__list_clamped(float r2, float hi2) {
-    return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), hi2);
+__device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
+    return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
-
-/* The clamp's upper end: the float below cutoff2, so that a pair is
-   summed (ELEC_COINCIDENT_DISTANCE^2 <= r2 < cutoff2) exactly where its
-   clamped r2 is r2 itself, one comparison where two tests were (the
-   cutoff's and the coincidence's).  Where cutoff2 is no more than the
-   coincident threshold no pair is summed (every pair within is
-   coincident): -1, which no r2 equals. */
-__device__ __forceinline__ float elec__list_sum_hi2(float cutoff2) {
-    return cutoff2 > ELEC__COINCIDENT2_FLOAT ? __int_as_float(__float_as_int(cutoff2) - 1)
-                                             : -1.0f;
-}
-
-/* r2 from the differences, in the one order every user of it keeps (the
-   recount of coincident pairs finds the pairs the sums left out). */
-__device__ __forceinline__ float elec__list_r2(float dx, float dy, float dz) {
-    return fmaf(dx, dx, fmaf(dy, dy, dz * dz));
-}
-
-/* Where a lane's part of 8 rows lies: the cluster's candidates (WHOLE),
-   else the lane's own rows in 16 bits (COMPACT) or 32. */
-template <bool WHOLE, bool COMPACT>
-__device__ __forceinline__ const unsigned *elec__list_part_rows(const elec__list &L, int q,
-                                                                int lane) {
-    const int row = q * ELEC__LIST_PART;
-    return WHOLE     ? L.entries + row
-           : COMPACT ? (const unsigned *)((const unsigned short *)L.lane_j +
-                                          elec__list_lane_at(row, lane))
-                     : L.lane_j + elec__list_lane_at(row, lane);
-}
-
-/* A part's 8 entries, read as streaming (elec__list_part says why). */
-template <bool COMPACT>
-__device__ __forceinline__ void elec__list_part_entries(const unsigned *j,
-                                                        unsigned e[ELEC__LIST_PART]) {
+template <bool WHOLE, bool COMPACT, class Pair>
+__device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
+                                                const float4 *image_shift, const Pair &pair,
+                                                float coincident2, const int *excl_list, int n,
+                                                elec__list_lane *w) {
+    unsigned e[ELEC__LIST_PART];
     if (COMPACT) {
         const uint4 h = __ldcs((const uint4 *)j);
         const unsigned two[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
         for (int k = 0; k < 4; k++) {
-            e[2 * k] = __byte_perm(two[k], 0u, 0x4410); /* the low half, as one PRMT */
+            e[2 * k] = two[k] & 0xffffu;
             e[2 * k + 1] = two[k] >> 16;
         }
     } else {
@@ -6522,15 +6484,6 @@ __device__ __forceinline__ void elec__list_part_entries(const unsigned *j,
         e[0] = lo.x; e[1] = lo.y; e[2] = lo.z; e[3] = lo.w;
         e[4] = hi.x; e[5] = hi.y; e[6] = hi.z; e[7] = hi.w;
     }
-}
-template <bool WHOLE, bool COMPACT, class Pair>
-__device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
-                                                const float4 *image_shift, const Pair &pair,
-                                                float coincident2, float sum_hi2,
-                                                const int *excl_list, int n,
-                                                elec__list_lane *w) {
-    unsigned e[ELEC__LIST_PART];
-    elec__list_part_entries<COMPACT>(j, e);
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
         /* the per-atom lists give the partner's position in its image
@@ -6541,42 +6494,25 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
         const float dx = WHOLE ? a.x - (b.x + s.x) : a.x - b.x;
         const float dy = WHOLE ? a.y - (b.y + s.y) : a.y - b.y;
         const float dz = WHOLE ? a.z - (b.z + s.z) : a.z - b.z;
-        const float r2 = elec__list_r2(dx, dy, dz);
-        const float clamped = elec__list_clamped(r2, sum_hi2);
+        const float r2 = fmaf(dx, dx, fmaf(dy, dy, dz * dz));
+        bool within = r2 < L.cutoff2;
+        if (WHOLE && within)
+            within = !elec__list_skips((int)(e[r] >> 5), e[r] & 31u, w->slot, w->eb, w->ee,
+                                       excl_list, L.slot_of, n);
+        /* coincident2 <= cutoff2: a coincident pair is within, and where no
+           skip applies its count takes one test (the partner counts it
+           too: 2 a pair).  Counted before as within && coincident in
+           both forms, the SPME pair kernel took 20.75M instructions at
+           DHFR size, then 20.35M (and no longer spilled 12 bytes); its steps
+           from a graph went from 65.1 to 64.2-64.5 us at DHFR size, 188.4
+           to 185.3-186.0 at ApoA1 size and 1676 to 1645 at 1M atoms (H200,
+           bench/RESULTS.md, 2026-11-29, 03:24 UTC on).  The host refuses a cutoff that
+           is not finite and positive, so coincident2 is a number. */
+        const bool coincident = r2 < coincident2;
+        w->coincident += WHOLE ? within && coincident : coincident;
         float g, f;
-        pair(clamped, &g, &f);
-        bool sums;
-        if (WHOLE) { /* the candidates, tested against the lane's skips */
-            bool within = r2 < L.cutoff2;
-            if (within)
-                within = !elec__list_skips((int)(e[r] >> 5), e[r] & 31u, w->slot, w->eb, w->ee,
-                                           excl_list, L.slot_of, n);
-            /* coincident2 <= cutoff2: a coincident pair is within (the
-               partner counts it too: 2 a pair) */
-            const bool coincident = r2 < coincident2;
-            w->coincident += within && coincident;
-            sums = within && !coincident;
-        } else {
-            /* the rows hold no skips: a pair is summed where the clamp
-               left r2 as it was (elec__list_sum_hi2).  With even shares
-               (Pair::dealt 0: SPME) a lane keeps its nearest partner's r2,
-               and the kernel counts the coincident pairs again only
-               where a warp met one (elec__list_count_coincident): one
-               instruction a row where the count and its test took three,
-               and one comparison for the sum where two tests were.  With
-               the low halves of 16-bit entries taken by one PRMT, the
-               DHFR-size loop (16-bit entries) went from 364 to 346
-               instructions a part of 8 rows, the 32-bit one from 353 to
-               340 (SASS, nvcc 13.0, sm_90).  The parts MSM's warps take
-               from a counter are not known again at the end: they are
-               counted as they go. */
-            if (Pair::dealt > 0)
-                w->coincident += r2 < coincident2;
-            else
-                w->nearest2 = fminf(w->nearest2, r2);
-            sums = clamped == r2;
-        }
-        if (sums) { /* selects, not a branch */
+        pair(elec__list_clamped(r2, L.cutoff2), &g, &f);
+        if (within && !coincident) { /* selects, not a branch */
             const float q = b.w * f;
             w->fi.x = fmaf(q, dx, w->fi.x);
             w->fi.y = fmaf(q, dy, w->fi.y);
@@ -6607,7 +6543,7 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
 template <bool WHOLE, bool COMPACT, class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
-                                               int lane, float coincident2, float sum_hi2,
+                                               int lane, float coincident2,
                                                const int *excl_start, const int *excl_list,
                                                int n, elec__list_lane *w) {
     for (int q = first; q < last; q++) {
@@ -6624,36 +6560,14 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
                 w->ee = atom >= 0 ? excl_start[atom + 1] : 0;
             }
         }
-        elec__list_part<WHOLE, COMPACT>(L, elec__list_part_rows<WHOLE, COMPACT>(L, q, lane),
-                                        image_shift, pair, coincident2, sum_hi2, excl_list, n,
-                                        w);
+        const int row = q * ELEC__LIST_PART;
+        const unsigned *j =
+            WHOLE     ? L.entries + row
+            : COMPACT ? (const unsigned *)((const unsigned short *)L.lane_j +
+                                           elec__list_lane_at(row, lane))
+                      : L.lane_j + elec__list_lane_at(row, lane);
+        elec__list_part<WHOLE, COMPACT>(L, j, image_shift, pair, coincident2, excl_list, n, w);
     }
-}
-
-/* The coincident pairs (r2 < coincident2) of a warp's run of parts,
-   first to last, in the lanes' own lists: read again at the kernel's end
-   only where a lane of the warp met one (its nearest2), each r2 as
-   elec__list_part formed it.
-   Given the list's arrays, not the list (a call that took the list's
-   address turned the pair loop's loads into generic ones). */
-template <bool COMPACT>
-__device__ __forceinline__ int elec__list_count_coincident(const float4 *pos,
-                                                        const int *part_cluster,
-                                                        const unsigned *lane_j, int first,
-                                                        int last, int lane, float coincident2) {
-    int count = 0;
-    for (int q = first; q < last; q++) {
-        const float4 a = pos[part_cluster[q] * ELEC__LIST_CLUSTER + lane];
-        const size_t at = elec__list_lane_at(q * ELEC__LIST_PART, lane);
-        unsigned e[ELEC__LIST_PART];
-        elec__list_part_entries<COMPACT>(
-            COMPACT ? (const unsigned *)((const unsigned short *)lane_j + at) : lane_j + at, e);
-        for (int r = 0; r < ELEC__LIST_PART; r++) {
-            const float4 b = pos[e[r]];
-            count += elec__list_r2(a.x - b.x, a.y - b.y, a.z - b.z) < coincident2;
-        }
-    }
-    return count;
 }
 
 /* elec__list_run in the form of the lists the kernel found (whole: the
@@ -6662,18 +6576,18 @@ template <class Pair>
 __device__ __forceinline__ void elec__list_run_in(bool whole, bool compact, const elec__list &L,
                                                   const Pair &pair, const float4 *image_shift,
                                                   int first, int last, int lane,
-                                                  float coincident2, float sum_hi2,
-                                                  const int *excl_start, const int *excl_list,
-                                                  int n, elec__list_lane *w) {
+                                                  float coincident2, const int *excl_start,
+                                                  const int *excl_list, int n,
+                                                  elec__list_lane *w) {
     if (whole)
         elec__list_run<true, false>(L, pair, image_shift, first, last, lane, coincident2,
-                                    sum_hi2, excl_start, excl_list, n, w);
+                                    excl_start, excl_list, n, w);
     else if (compact)
         elec__list_run<false, true>(L, pair, image_shift, first, last, lane, coincident2,
-                                    sum_hi2, excl_start, excl_list, n, w);
+                                    excl_start, excl_list, n, w);
     else
         elec__list_run<false, false>(L, pair, image_shift, first, last, lane, coincident2,
-                                     sum_hi2, excl_start, excl_list, n, w);
+                                     excl_start, excl_list, n, w);
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
@@ -6704,35 +6618,25 @@ elec__k_list_pairs(elec__list L, Pair pair, const int *excl_start, const int *ex
     const bool fits = !L.info[ELEC__LIST_OVERFLOW] && rows <= (whole ? L.entry_room : L.row_room);
     const long long parts = fits ? rows / ELEC__LIST_PART : 0;
     const float coincident2 = fminf(ELEC__COINCIDENT2_FLOAT, L.cutoff2);
-    const float sum_hi2 = elec__list_sum_hi2(L.cutoff2);
     const int first = (int)(parts * warp / warps), last = (int)(parts * (warp + 1) / warps);
     elec__list_lane w;
     w.ci = -1;
     w.slot = w.eb = w.ee = w.coincident = 0;
     w.a = w.fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    w.nearest2 = INFINITY;
     if (Pair::dealt > 0) {
         for (;;) {
             const long long from =
                 (long long)elec__list_take(L.info + ELEC__LIST_PAIRS_DEALT, lane) * Pair::dealt;
             if (from >= parts) break;
             const int to = (int)(from + Pair::dealt < parts ? from + Pair::dealt : parts);
-            elec__list_run_in(whole, compact, L, pair, image_shift, (int)from, to, lane,
-                              coincident2, sum_hi2, excl_start, excl_list, n, &w);
+            elec__list_run_in(whole, compact, L, pair, image_shift, (int)from, to, lane, coincident2,
+                              excl_start, excl_list, n, &w);
         }
     } else {
         elec__list_run_in(whole, compact, L, pair, image_shift, first, last, lane, coincident2,
-                          sum_hi2, excl_start, excl_list, n, &w);
+                          excl_start, excl_list, n, &w);
     }
     if (w.ci >= 0) elec__list_lane_flush(L, &w);
-    /* an even share's coincident pairs, where one of the warp's lanes met
-       one (elec__list_part) */
-    if (Pair::dealt == 0 && !whole && __any_sync(0xffffffffu, w.nearest2 < coincident2))
-        w.coincident +=
-            compact ? elec__list_count_coincident<true>(L.pos, L.part_cluster, L.lane_j, first,
-                                                        last, lane, coincident2)
-                    : elec__list_count_coincident<false>(L.pos, L.part_cluster, L.lane_j, first,
-                                                         last, lane, coincident2);
     if (w.coincident) atomicAdd(coincident_sum, (double)w.coincident);
 }
 
@@ -6930,16 +6834,11 @@ elec__k_spme_real_finish(elec__list L, const float4 *xyzq, int n, elec__spme_geo
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     elec__spme_pair_sums s = {0.0f, 0.0f, 0.0f, 0.0f, 0.0, 0.0};
     elec__wait_prior_grid(); /* the pairs' sums, where launched by PDL */
-    /* the slot's reads issued together (p < slots: within the list's
-       arrays), before the count of slots in use is known, as in
-       elec__list_check_slot */
-    const bool slot = p < L.slots;
-    const int used = L.tile_start[L.tile_count], listed = slot ? L.order[p] : -1;
-    const float4 acc = slot ? L.acc[p] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const int i = p < used ? listed : -1;
+    const int used = L.tile_start[L.tile_count];
+    int i = p < used ? L.order[p] : -1;
     if (p == 0) elec__list_done(L, n);
     if (i >= 0) {
-        float4 a = xyzq[i];
+        float4 acc = L.acc[p], a = xyzq[i];
         s.real = 0.5 * (double)a.w * (double)acc.w;
         elec__spme_excluded_pairs(&s, a, xyzq, n, f.excl_list, f.excl_start[i],
                                   f.excl_start[i + 1], 0, 1, g, f.alpha, f.gauss,
@@ -7232,11 +7131,7 @@ static size_t elec__list_layout(elec__list *L, size_t atoms, char *base, size_t 
 /* A placed list made ready for its first compute, synchronously: the
    device words zeroed but the build flag (up: the first compute builds),
    the cell counters zeroed (the build zeroes them after), the padding
-   entry's atom placed far away.  The slots' atoms (none: -1), their
-   reference positions and the copies' sources are set as well: each
-   compute's check reads them for every slot and copy the list has room
-   for, before it knows how many are in use (elec__list_check_slot), and
-   memory never written would be read (compute-sanitizer's initcheck). */
+   entry's atom placed far away. */
 static elec_status elec__list_reset(const elec__list *L, elec_error *err) {
     elec_status status = ELEC_OK;
     int info[ELEC__LIST_INFO] = {0};
@@ -7246,9 +7141,6 @@ static elec_status elec__list_reset(const elec__list *L, elec_error *err) {
     ELEC__CUDA_TRY(cudaMemcpy(L->info, info, sizeof info, cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemset(L->cell_count, 0,
                               (size_t)L->tile_count * ELEC__LIST_TILE_CELLS * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMemset(L->order, 0xff, (size_t)L->slots * sizeof(int)));
-    ELEC__CUDA_TRY(cudaMemset(L->ref, 0, (size_t)L->slots * sizeof(float4)));
-    ELEC__CUDA_TRY(cudaMemset(L->image_src, 0, (size_t)L->image_room * sizeof(int2)));
     ELEC__CUDA_TRY(cudaMemcpy(L->ref + L->slots, &far, sizeof far, cudaMemcpyHostToDevice));
     ELEC__CUDA_TRY(cudaMemcpy(L->pos + L->slots, &far, sizeof far, cudaMemcpyHostToDevice));
 cleanup:
