@@ -1024,11 +1024,11 @@ TEST(coincident_atoms_are_reported_unless_excluded) {
 }
 
 TEST(a_handle_counts_every_coincident_pair) {
-    /* The pair kernel keeps each lane's nearest partner and counts the
-       coincident pairs again only where a warp met one: the count in
-       elec_cuda_spme_energy's message must still be every pair's.  Three
-       pairs of 3,000 random atoms made coincident, one of them through
-       the box's face (an image copy), in per-atom lists. */
+    /* elec_cuda_spme_energy's message counts every coincident pair,
+       however the pair kernel counts them (at every row, or again only
+       where a warp met one).  Three pairs of 3,000 random atoms made
+       coincident, one of them through the box's face (an image copy), in
+       per-atom lists of 16 and 32 bits. */
     REQUIRE_GPU();
     const size_t n = 3000;
     const double edge = 31.0;
