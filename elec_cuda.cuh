@@ -977,8 +977,10 @@ typedef elec_status (*elec__gpu_part_fn)(void *job, int part, int parts, int dev
                                          elec_error *err);
 
 /* The parts of one device (every i with devices[i] == devices[first]),
-   in turn; a part begins only while no part anywhere has failed, so that
-   a failure ends the call at the other devices' next part. */
+   in turn; a part begins only while no lower part has failed (failed: the
+   lowest failed part, parts while none has), so that a failure ends the
+   call at the other devices' next higher part and the lowest failure is
+   always run and reported, whichever thread fails first. */
 typedef struct elec__gpu_parts {
     const int *devices;
     int parts;
@@ -999,9 +1001,13 @@ static void elec__cuda_device_parts(elec__gpu_parts *c, int first) {
     if (cudaGetDevice(&caller_device) != cudaSuccess) caller_device = 0;
     for (int i = first; i < c->parts; i++) {
         if (c->devices[i] != c->devices[first]) continue;
-        if (c->failed.load()) break; /* left as ELEC_OK: the failure is reported */
+        if (c->failed.load() < i) break; /* left as ELEC_OK: the failure is reported */
         c->status[i] = c->run(c->job, i, c->parts, c->devices[i], &c->err[i]);
-        if (c->status[i] != ELEC_OK) c->failed.store(1);
+        if (c->status[i] != ELEC_OK) {
+            int lowest = c->failed.load();
+            while (i < lowest && !c->failed.compare_exchange_weak(lowest, i)) {
+            }
+        }
     }
     cudaSetDevice(caller_device);
 #ifdef _OPENMP
@@ -1032,7 +1038,7 @@ static elec_status elec__cuda_parts(const int *devices, int parts, elec__gpu_par
     c->parts = parts;
     c->run = run;
     c->job = job;
-    c->failed.store(0);
+    c->failed.store(parts);
     c->host_threads = 1;
     for (int i = 0; i < parts; i++) {
         device_first[i] = 1;
