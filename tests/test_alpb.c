@@ -617,6 +617,7 @@ typedef struct blob {
 static int blob_make(blob *b, int neutral) {
     int residue[400], chain[400], i;
     elec_atoms atoms;
+    elec_error err;
     const double centre[3] = {12.0, 12.0, 12.0};
     b->s = test_system_random(400, 24.0, 17);
     if (neutral) test_system_make_neutral(&b->s);
@@ -626,8 +627,9 @@ static int blob_make(blob *b, int neutral) {
     }
     atoms = test_system_atoms(&b->s);
     test_sphere_points(300, centre, 22.0, b->xyz, b->normal);
-    if (elec_hcp_build(&atoms, residue, chain, NULL, &b->h, NULL) == ELEC_OK) return 1;
-    EXPECT(0, "the blob's hierarchy"); /* a failed build fails the test */
+    if (elec_hcp_build(&atoms, residue, chain, NULL, &b->h, &err) == ELEC_OK) return 1;
+    EXPECT(0, "the blob's hierarchy: %s", err.message); /* a failed build fails the test */
+    test_system_free(&b->s); /* the callers return at once */
     return 0;
 }
 
