@@ -6471,25 +6471,51 @@ __device__ __forceinline__ void elec__list_lane_flush(const elec__list &L,
 __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
     return fminf(fmaxf(r2, ELEC__COINCIDENT2_FLOAT), cutoff2);
 }
-template <bool WHOLE, bool COMPACT, class Pair>
-__device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
-                                                const float4 *image_shift, const Pair &pair,
-                                                float coincident2, const int *excl_list, int n,
-                                                elec__list_lane *w) {
-    unsigned e[ELEC__LIST_PART];
+/* A part's 8 entries for one lane as loaded: one 16-byte load of 16-bit
+   entries (COMPACT) or two of 32-bit ones (lo, hi), read streaming (the
+   comment above).  The load is apart from the sums because the pairs
+   wait on their loads (14 % of the DHFR-size stall samples on a part's
+   first entry: bench/RESULTS.md, 2026-11-27, 06:29 UTC): a run that
+   loads the next part's words during this part's sums is written in
+   RESULTS (2026-12-07, 04:57 UTC on) but has not run on a device. */
+typedef struct elec__list_part_words {
+    uint4 lo, hi;
+} elec__list_part_words;
+
+template <bool COMPACT>
+__device__ __forceinline__ elec__list_part_words elec__list_load_part(const unsigned *j) {
+    elec__list_part_words h;
+    h.lo = __ldcs((const uint4 *)j);
+    h.hi = COMPACT ? make_uint4(0u, 0u, 0u, 0u) : __ldcs((const uint4 *)j + 1);
+    return h;
+}
+
+/* The part's loaded words as its 8 entries, row by row. */
+template <bool COMPACT>
+__device__ __forceinline__ void elec__list_part_entries(elec__list_part_words h,
+                                                        unsigned e[ELEC__LIST_PART]) {
     if (COMPACT) {
-        const uint4 h = __ldcs((const uint4 *)j);
-        const unsigned two[4] = {h.x, h.y, h.z, h.w};
+        const unsigned two[4] = {h.lo.x, h.lo.y, h.lo.z, h.lo.w};
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             e[2 * k] = two[k] & 0xffffu;
             e[2 * k + 1] = two[k] >> 16;
         }
     } else {
-        const uint4 lo = __ldcs((const uint4 *)j), hi = __ldcs((const uint4 *)j + 1);
-        e[0] = lo.x; e[1] = lo.y; e[2] = lo.z; e[3] = lo.w;
-        e[4] = hi.x; e[5] = hi.y; e[6] = hi.z; e[7] = hi.w;
+        e[0] = h.lo.x; e[1] = h.lo.y; e[2] = h.lo.z; e[3] = h.lo.w;
+        e[4] = h.hi.x; e[5] = h.hi.y; e[6] = h.hi.z; e[7] = h.hi.w;
     }
+}
+
+/* One part's rows for one lane, from its loaded words h. */
+template <bool WHOLE, bool COMPACT, class Pair>
+__device__ __forceinline__ void elec__list_part_rows(const elec__list &L,
+                                                     elec__list_part_words h,
+                                                     const float4 *image_shift, const Pair &pair,
+                                                     float coincident2, const int *excl_list,
+                                                     int n, elec__list_lane *w) {
+    unsigned e[ELEC__LIST_PART];
+    elec__list_part_entries<COMPACT>(h, e);
 #pragma unroll
     for (int r = 0; r < ELEC__LIST_PART; r++) {
         /* the per-atom lists give the partner's position in its image
@@ -6528,6 +6554,47 @@ __device__ __forceinline__ void elec__list_part(const elec__list &L, const unsig
     }
 }
 
+/* One part's rows for one lane from where they lie (j): loaded, then
+   summed. */
+template <bool WHOLE, bool COMPACT, class Pair>
+__device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
+                                                const float4 *image_shift, const Pair &pair,
+                                                float coincident2, const int *excl_list, int n,
+                                                elec__list_lane *w) {
+    elec__list_part_rows<WHOLE, COMPACT>(L, elec__list_load_part<COMPACT>(j), image_shift, pair,
+                                         coincident2, excl_list, n, w);
+}
+
+/* A lane's move to cluster c within a run: the sums so far added to the
+   slot it leaves, its new i atom loaded and its sums zeroed. */
+template <bool WHOLE>
+__device__ __forceinline__ void elec__list_lane_enter(const elec__list &L, int c, int lane,
+                                                      const int *excl_start,
+                                                      elec__list_lane *w) {
+    if (w->ci >= 0) elec__list_lane_flush(L, w);
+    w->ci = c;
+    w->slot = c * ELEC__LIST_CLUSTER + lane;
+    w->a = L.pos[w->slot];
+    w->fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (WHOLE) {
+        const int atom = L.order[w->slot];
+        w->eb = atom >= 0 ? excl_start[atom] : 0;
+        w->ee = atom >= 0 ? excl_start[atom + 1] : 0;
+    }
+}
+
+/* Where part q's rows for a lane begin: the cluster's candidates (WHOLE,
+   every lane alike) or the lane's own list. */
+template <bool WHOLE, bool COMPACT>
+__device__ __forceinline__ const unsigned *elec__list_part_at(const elec__list &L, int q,
+                                                              int lane) {
+    const int row = q * ELEC__LIST_PART;
+    return WHOLE     ? L.entries + row
+           : COMPACT ? (const unsigned *)((const unsigned short *)L.lane_j +
+                                          elec__list_lane_at(row, lane))
+                     : L.lane_j + elec__list_lane_at(row, lane);
+}
+
 /* A warp's run of parts, first to last, in one form of the lists.  The
    kernel picks the form once for each run (once a warp with even shares,
    once a take where its parts are dealt), and each form is a loop of
@@ -6554,25 +6621,9 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
                                                int n, elec__list_lane *w) {
     for (int q = first; q < last; q++) {
         const int c = L.part_cluster[q];
-        if (c != w->ci) {
-            if (w->ci >= 0) elec__list_lane_flush(L, w);
-            w->ci = c;
-            w->slot = c * ELEC__LIST_CLUSTER + lane;
-            w->a = L.pos[w->slot];
-            w->fi = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (WHOLE) {
-                const int atom = L.order[w->slot];
-                w->eb = atom >= 0 ? excl_start[atom] : 0;
-                w->ee = atom >= 0 ? excl_start[atom + 1] : 0;
-            }
-        }
-        const int row = q * ELEC__LIST_PART;
-        const unsigned *j =
-            WHOLE     ? L.entries + row
-            : COMPACT ? (const unsigned *)((const unsigned short *)L.lane_j +
-                                           elec__list_lane_at(row, lane))
-                      : L.lane_j + elec__list_lane_at(row, lane);
-        elec__list_part<WHOLE, COMPACT>(L, j, image_shift, pair, coincident2, excl_list, n, w);
+        if (c != w->ci) elec__list_lane_enter<WHOLE>(L, c, lane, excl_start, w);
+        elec__list_part<WHOLE, COMPACT>(L, elec__list_part_at<WHOLE, COMPACT>(L, q, lane),
+                                        image_shift, pair, coincident2, excl_list, n, w);
     }
 }
 
