@@ -5156,7 +5156,7 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
    to F_i), min_blocks, the pair kernel's blocks an SM (its launch
    bounds), and dealt, how its warps take their parts (0: even shares;
    elec__k_list_pairs).  The pair kernel calls it on every row of its lists, at r2
-   clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part),
+   clamped into [ELEC_COINCIDENT_DISTANCE^2, cutoff^2] (elec__list_part_rows),
    and keeps the result only for pairs within the cutoff: it must be
    finite over that whole range, the cutoff included, and have no side
    effects.  SPME's is elec__pair_erfc; periodic MSM's short range is
@@ -5196,7 +5196,7 @@ elec__k_spme_gather(const float *conv, const float4 *xyzq, int n, const int *ord
 #define ELEC__LIST_INFO 15
 /* Rows of the per-atom lists in a part: the pair kernel deals the rows
    out in parts, each of one i cluster. */
-#define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_part) */
+#define ELEC__LIST_PART 8 /* two 16-byte loads a lane (elec__list_load_part) */
 /* Warps that share the building of a cluster's lists (each a part of its
    candidates). */
 #define ELEC__LIST_SHARES 8
@@ -5342,7 +5342,7 @@ struct elec__pair_erfc {
        branch around the pair function (before 2026-11-27): the part's
        loads all in flight took 85 registers, 2 blocks an SM, and the
        DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in 45.3 and 44.5,
-       at 8 (32 registers) in 52.9 (H200).  Without it (elec__list_part), a
+       at 8 (32 registers) in 52.9 (H200).  Without it (elec__list_part_rows), a
        step from a graph on an H100 at 4 and 5 blocks an SM (one device
        call): DHFR-size 67.3 and 66.1 us, ApoA1-size 196.0 and 195.5, 1M
        atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
@@ -6554,17 +6554,6 @@ __device__ __forceinline__ void elec__list_part_rows(const elec__list &L,
     }
 }
 
-/* One part's rows for one lane from where they lie (j): loaded, then
-   summed. */
-template <bool WHOLE, bool COMPACT, class Pair>
-__device__ __forceinline__ void elec__list_part(const elec__list &L, const unsigned *j,
-                                                const float4 *image_shift, const Pair &pair,
-                                                float coincident2, const int *excl_list, int n,
-                                                elec__list_lane *w) {
-    elec__list_part_rows<WHOLE, COMPACT>(L, elec__list_load_part<COMPACT>(j), image_shift, pair,
-                                         coincident2, excl_list, n, w);
-}
-
 /* A lane's move to cluster c within a run: the sums so far added to the
    slot it leaves, its new i atom loaded and its sums zeroed. */
 template <bool WHOLE>
@@ -6622,8 +6611,10 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
     for (int q = first; q < last; q++) {
         const int c = L.part_cluster[q];
         if (c != w->ci) elec__list_lane_enter<WHOLE>(L, c, lane, excl_start, w);
-        elec__list_part<WHOLE, COMPACT>(L, elec__list_part_at<WHOLE, COMPACT>(L, q, lane),
-                                        image_shift, pair, coincident2, excl_list, n, w);
+        const elec__list_part_words words =
+            elec__list_load_part<COMPACT>(elec__list_part_at<WHOLE, COMPACT>(L, q, lane));
+        elec__list_part_rows<WHOLE, COMPACT>(L, words, image_shift, pair, coincident2, excl_list,
+                                             n, w);
     }
 }
 
