@@ -5338,7 +5338,13 @@ __device__ __forceinline__ float4 elec__list_in_image(const elec__list &L, float
    exp2f wrap each in a test, a select and a scale, which were 12 of the
    50 instructions of a pair (SASS of nvcc 13.0, sm_90). */
 struct elec__pair_erfc {
-    /* 5 blocks an SM of the pair kernel (registers at most 48).  With a
+    /* 4 blocks an SM of the pair kernel (registers at most 64), for the
+       lanes' lists loaded a part ahead (elec__list_run_ahead): DHFR-size
+       pairs 28.8-29.1 us; ahead at 5 blocks (48 registers) 29.9-30.3, as
+       without it (30.0); 4 blocks without it 29.1-29.4, but ApoA1-size
+       steps from a graph 177.9-178.4 against 172.5-172.6 ahead and
+       173.2-174.1 at 5 (H100, bench/RESULTS.md, 2026-12-07, 09:06 UTC
+       on).  Before it, 5 blocks an SM (registers at most 48).  With a
        branch around the pair function (before 2026-11-27): the part's
        loads all in flight took 85 registers, 2 blocks an SM, and the
        DHFR-size pairs ran in 55.3 us; at 4 and 6 blocks in 45.3 and 44.5,
@@ -5347,14 +5353,14 @@ struct elec__pair_erfc {
        call): DHFR-size 67.3 and 66.1 us, ApoA1-size 196.0 and 195.5, 1M
        atoms 1947 and 1969; at 6 (an earlier call, against 70.7 and 207.3
        as committed there) 68.3 and 201.5 (bench/RESULTS.md, 2026-11-27,
-       20:13 UTC on).  Five for DHFR-size, the goal still open.
+       20:13 UTC on).  Five then for DHFR-size.
        Not dealt (elec__k_list_pairs): dealt four at a time from a counter,
        SPME's pairs took 34.6-34.9 -> 38.0-38.1 us at DHFR size, its steps
        from a graph 62.8-63.1 -> 73.3-73.6 us, 180.5-180.9 -> 203.5-203.9
        at ApoA1 size and 1624-1630 -> 1841-1860 at 1M atoms (H200,
        bench_spme --quick, the ranges of three rounds alternating;
        bench/RESULTS.md, 2026-11-29, 11:48 UTC on) */
-    enum { min_blocks = 5, dealt = 0 };
+    enum { min_blocks = 4, dealt = 0 };
     float half_alpha;            /* alpha / 2: t = 1 / (1 + alpha r / 2)   */
     float alpha2_log2e;          /* alpha^2 log2(e)                        */
     float gauss;                 /* 2 alpha / sqrt(pi)                     */
@@ -6475,9 +6481,9 @@ __device__ __forceinline__ float elec__list_clamped(float r2, float cutoff2) {
    entries (COMPACT) or two of 32-bit ones (lo, hi), read streaming (the
    comment above).  The load is apart from the sums because the pairs
    wait on their loads (14 % of the DHFR-size stall samples on a part's
-   first entry: bench/RESULTS.md, 2026-11-27, 06:29 UTC): a run that
-   loads the next part's words during this part's sums is written in
-   RESULTS (2026-12-07, 04:57 UTC on) but has not run on a device. */
+   first entry: bench/RESULTS.md, 2026-11-27, 06:29 UTC), so that a run
+   can load the next part's words during this part's sums
+   (elec__list_run_ahead). */
 typedef struct elec__list_part_words {
     uint4 lo, hi;
 } elec__list_part_words;
@@ -6601,7 +6607,9 @@ __device__ __forceinline__ const unsigned *elec__list_part_at(const elec__list &
    function of its own (__noinline__, in the same call) the usual form
    spilled 12 bytes and took 87.8-88.9 us, but the whole form 334.5-337.0:
    not kept, as a system whose lists outgrow their room runs the whole
-   form at every step (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on). */
+   form at every step (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on).
+   The kernel runs the candidates' form here and the lanes' own lists a
+   part ahead (elec__list_run_ahead). */
 template <bool WHOLE, bool COMPACT, class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
@@ -6614,6 +6622,43 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
         const elec__list_part_words words =
             elec__list_load_part<COMPACT>(elec__list_part_at<WHOLE, COMPACT>(L, q, lane));
         elec__list_part_rows<WHOLE, COMPACT>(L, words, image_shift, pair, coincident2, excl_list,
+                                             n, w);
+    }
+}
+
+/* elec__list_run for a lane's own lists (not WHOLE): part q+1's words
+   and cluster are loaded before part q's rows, so that the rows' first
+   entry no longer waits on a load from DRAM (14 % of the DHFR-size pair
+   kernel's stall samples, bench/RESULTS.md, 2026-11-27, 06:29 UTC).  With
+   four blocks an SM (elec__pair_erfc) the pair kernel keeps 64 registers
+   and no spills (ptxas, nvcc 13.0), and SPME's DHFR-size pairs took
+   28.8-29.1 us against 30.0, its real space alone from a graph 35.9-36.2
+   against 36.9-37.4; ApoA1-size real space alone 115.5-117.1 against
+   119.8-120.4, 1M-atom steps from a graph 1471 against 1480-1487; MSM's
+   steps 240 against 245 us (DHFR size), 573-578 against 586-590 (ApoA1
+   size) (H100, rounds alternating; bench/RESULTS.md, 2026-12-07, 09:06
+   UTC on).  The candidates' form (WHOLE) tests its skips a row at a time
+   and is left as it was. */
+template <bool COMPACT, class Pair>
+__device__ __forceinline__ void elec__list_run_ahead(const elec__list &L, const Pair &pair,
+                                                     const float4 *image_shift, int first,
+                                                     int last, int lane, float coincident2,
+                                                     const int *excl_start,
+                                                     const int *excl_list, int n,
+                                                     elec__list_lane *w) {
+    if (first >= last) return;
+    elec__list_part_words next =
+        elec__list_load_part<COMPACT>(elec__list_part_at<false, COMPACT>(L, first, lane));
+    int next_cluster = L.part_cluster[first];
+    for (int q = first; q < last; q++) {
+        const elec__list_part_words words = next;
+        const int c = next_cluster;
+        if (q + 1 < last) {
+            next = elec__list_load_part<COMPACT>(elec__list_part_at<false, COMPACT>(L, q + 1, lane));
+            next_cluster = L.part_cluster[q + 1];
+        }
+        if (c != w->ci) elec__list_lane_enter<false>(L, c, lane, excl_start, w);
+        elec__list_part_rows<false, COMPACT>(L, words, image_shift, pair, coincident2, excl_list,
                                              n, w);
     }
 }
@@ -6631,11 +6676,11 @@ __device__ __forceinline__ void elec__list_run_in(bool whole, bool compact, cons
         elec__list_run<true, false>(L, pair, image_shift, first, last, lane, coincident2,
                                     excl_start, excl_list, n, w);
     else if (compact)
-        elec__list_run<false, true>(L, pair, image_shift, first, last, lane, coincident2,
-                                    excl_start, excl_list, n, w);
+        elec__list_run_ahead<true>(L, pair, image_shift, first, last, lane, coincident2,
+                                   excl_start, excl_list, n, w);
     else
-        elec__list_run<false, false>(L, pair, image_shift, first, last, lane, coincident2,
-                                     excl_start, excl_list, n, w);
+        elec__list_run_ahead<false>(L, pair, image_shift, first, last, lane, coincident2,
+                                    excl_start, excl_list, n, w);
 }
 
 /* The pair function's min_blocks: the blocks an SM keeps (its launch
