@@ -6608,9 +6608,9 @@ __device__ __forceinline__ const unsigned *elec__list_part_at(const elec__list &
    spilled 12 bytes and took 87.8-88.9 us, but the whole form 334.5-337.0:
    not kept, as a system whose lists outgrow their room runs the whole
    form at every step (H200, bench/RESULTS.md, 2026-11-29, 05:47 UTC on).
-   The kernel runs the candidates' form here and the lanes' own lists a
-   part ahead (elec__list_run_ahead). */
-template <bool WHOLE, bool COMPACT, class Pair>
+   This loop is the candidates' form (WHOLE, 32-bit entries); the lanes'
+   own lists run a part ahead (elec__list_run_ahead). */
+template <class Pair>
 __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &pair,
                                                const float4 *image_shift, int first, int last,
                                                int lane, float coincident2,
@@ -6618,11 +6618,11 @@ __device__ __forceinline__ void elec__list_run(const elec__list &L, const Pair &
                                                int n, elec__list_lane *w) {
     for (int q = first; q < last; q++) {
         const int c = L.part_cluster[q];
-        if (c != w->ci) elec__list_lane_enter<WHOLE>(L, c, lane, excl_start, w);
+        if (c != w->ci) elec__list_lane_enter<true>(L, c, lane, excl_start, w);
         const elec__list_part_words words =
-            elec__list_load_part<COMPACT>(elec__list_part_at<WHOLE, COMPACT>(L, q, lane));
-        elec__list_part_rows<WHOLE, COMPACT>(L, words, image_shift, pair, coincident2, excl_list,
-                                             n, w);
+            elec__list_load_part<false>(elec__list_part_at<true, false>(L, q, lane));
+        elec__list_part_rows<true, false>(L, words, image_shift, pair, coincident2, excl_list, n,
+                                          w);
     }
 }
 
@@ -6673,8 +6673,8 @@ __device__ __forceinline__ void elec__list_run_in(bool whole, bool compact, cons
                                                   const int *excl_list, int n,
                                                   elec__list_lane *w) {
     if (whole)
-        elec__list_run<true, false>(L, pair, image_shift, first, last, lane, coincident2,
-                                    excl_start, excl_list, n, w);
+        elec__list_run(L, pair, image_shift, first, last, lane, coincident2, excl_start,
+                       excl_list, n, w);
     else if (compact)
         elec__list_run_ahead<true>(L, pair, image_shift, first, last, lane, coincident2,
                                    excl_start, excl_list, n, w);
