@@ -85,7 +85,7 @@ static unsigned char *clear_of_thresholds(const elec_hcp *h, const elec_surface 
     if (ok) elec_alpb_kernel_setup(&r, &k);
     /* a component's reach is the same at every vertex: taken once here.
        Taken per vertex, with the vertices in one thread, this program's
-       host work took 186 s on the build machine's two cores (32 s now),
+       host work took 187 s on the build machine's two cores (32 s now),
        chunked_call's 393,221 vertices 103 s of it (6.5 now); the whole
        program, on the device machine, 4 min 40 s (9.2 s now; H100,
        2026-12-07). */
