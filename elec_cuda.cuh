@@ -6297,6 +6297,13 @@ __device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, in
     return elec__list_take(L.info + ELEC__LIST_DEALT + step, lane);
 }
 
+/* sums[k] zeroed for each bit k of mask: a compute's sums zeroed by its
+   first kernel rather than by a memset before it (elec__spme_enqueue). */
+__device__ __forceinline__ void elec__zero_sums(double *sums, unsigned mask) {
+    for (int k = 0; mask >> k; k++)
+        if ((mask >> k) & 1u) sums[k] = 0.0;
+}
+
 /* The check and the build in one cooperative kernel (every block
    resident), its steps parted by grid barriers: the check over every
    slot, then, only where it (or the caller) raised the flag, steps 1 to
@@ -6310,7 +6317,7 @@ __device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, in
 template <bool SHARED_SEARCH>
 __global__ void __launch_bounds__(ELEC__LIST_UPDATE_THREADS)
 elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_start,
-                    const int *excl_list) {
+                    const int *excl_list, double *sums, unsigned zero_sums) {
     __shared__ int v[2 * ELEC__LIST_UPDATE_THREADS]; /* scans (the first half); step 13 */
     const int lane = threadIdx.x & 31;
     const int thread = blockIdx.x * blockDim.x + threadIdx.x, threads = gridDim.x * blockDim.x;
@@ -6323,7 +6330,10 @@ elec__k_list_update(elec__list L, const float4 *xyzq, int n, const int *excl_sta
        (BUILT_N is written only by elec__list_done, after this kernel) */
     const bool other_n = L.info[ELEC__LIST_BUILT_N] != n;
     const bool due = other_n || L.info[ELEC__LIST_BUILD];
-    if (thread == 0) L.info[ELEC__LIST_PAIRS_DEALT] = 0; /* for the pair kernel after it */
+    if (thread == 0) {
+        L.info[ELEC__LIST_PAIRS_DEALT] = 0; /* for the pair kernel after it */
+        elec__zero_sums(sums, zero_sums);
+    }
     /* the slots, then the image copies of the last build (none where a
        build is due: it writes them) */
     const int checked = L.slots + (due ? 0 : L.image_start[L.clusters]);
@@ -7758,17 +7768,18 @@ cleanup:
    for another). */
 static elec_status elec__list_update(elec__list *L, const float4 *xyzq, int n,
                                      const int *excl_start, const int *excl_list, int blocks,
-                                     int carveout, cudaStream_t stream, elec_error *err) {
+                                     int carveout, double *sums, unsigned zero_sums,
+                                     cudaStream_t stream, elec_error *err) {
     elec_status status = ELEC_OK;
     const dim3 grid((unsigned)blocks), block(ELEC__LIST_UPDATE_THREADS);
     if (L->search_shares > 1)
         ELEC__CUDA_TRY(elec__launch_carved(elec__k_list_update<true>, grid, block, 0, stream,
                                            ELEC__LAUNCH_COOPERATIVE, carveout, *L, xyzq, n,
-                                           excl_start, excl_list));
+                                           excl_start, excl_list, sums, zero_sums));
     else
         ELEC__CUDA_TRY(elec__launch_carved(elec__k_list_update<false>, grid, block, 0, stream,
                                            ELEC__LAUNCH_COOPERATIVE, carveout, *L, xyzq, n,
-                                           excl_start, excl_list));
+                                           excl_start, excl_list, sums, zero_sums));
 cleanup:
     return status;
 }
@@ -7796,15 +7807,17 @@ cleanup:
     return status;
 }
 
-/* The real-space chain on one stream: the list brought up to date (then
+/* The real-space chain on one stream: the list brought up to date (its
+   kernel zeroing the compute's sums of the bits of zero_sums first; then
    after_list recorded, where given), its pairs, and, with finish, the
    exclusions and the per-atom results (elec__k_spme_real_finish; out:
    where they go, NULL for the energies alone); without it the gather
    that follows on this stream finishes the real space
    (elec__k_spme_gather_finish). */
 static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq, int n,
-                                   int finish, float4 *out, cudaStream_t stream,
-                                   cudaEvent_t after_list, elec_error *err) {
+                                   int finish, float4 *out, unsigned zero_sums,
+                                   cudaStream_t stream, cudaEvent_t after_list,
+                                   elec_error *err) {
     elec_status status = ELEC_OK;
     /* The pairs and the finish by PDL where the handle's kernels have it
        (h->pdl, decided from the solve's code: every kernel of this file is
@@ -7827,7 +7840,8 @@ static elec_status elec__spme_real(elec_cuda_spme_handle *h, const float4 *xyzq,
     pair.alpha2_log2e = (float)(h->p.alpha * h->p.alpha * 1.4426950408889634);
     pair.gauss = (float)(2.0 * h->p.alpha / sqrt(3.14159265358979323846));
     status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
-                               h->update_blocks, h->update_carveout, stream, err);
+                               h->update_blocks, h->update_carveout, h->sums, zero_sums,
+                               stream, err);
     if (status != ELEC_OK) goto cleanup;
     if (after_list) ELEC__CUDA_TRY(cudaEventRecord(after_list, stream));
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
@@ -7845,12 +7859,27 @@ cleanup:
     return status;
 }
 
+/* The compute's sums of each chain, as bits of their indices: the real
+   space's (zeroed by the list's update, elec__zero_sums) and all. */
+#define ELEC__SPME_REAL_SUMS                                                   \
+    (1u << ELEC__SPME_SUM_REAL | 1u << ELEC__SPME_SUM_EXCLUDED |               \
+     1u << ELEC__SPME_SUM_COINCIDENT)
+#define ELEC__SPME_ALL_SUMS ((1u << ELEC__SPME_SUMS) - 1u)
+
+/* The reciprocal chain's sums zeroed (RECIPROCAL, CHARGE and CHARGE2 lie
+   together). */
+static cudaError_t elec__spme_zero_reciprocal_sums(elec_cuda_spme_handle *h,
+                                                   cudaStream_t stream) {
+    return cudaMemsetAsync(h->sums + ELEC__SPME_SUM_RECIPROCAL, 0, 3 * sizeof(double), stream);
+}
+
 /* One evaluation.  what: ELEC_SPME_RECIPROCAL | ELEC_SPME_REAL, or
    ELEC_SPME_FFT_ONLY (the two transforms alone, nothing else).
-   marks NULL: the real-space chain runs on the side stream, forked from
-   and joined back into `stream` by events (graph capture follows both),
-   or, where the handle's grid is large (elec__spme_overlaps), after the
-   reciprocal chain's transforms on `stream`.
+   marks NULL: with both parts, the real-space chain runs on the side
+   stream, forked from and joined back into `stream` by events (graph
+   capture follows both), or, where the handle's grid is large
+   (elec__spme_overlaps), after the reciprocal chain's transforms on
+   `stream`; the real space alone runs on `stream`.
    marks given: everything in order on `stream`, with an event recorded
    before and after each stage (ELEC__SPME_MARKS), for the bench.
    The real-space chain ends with its finish (elec__k_spme_real_finish),
@@ -7869,7 +7898,9 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     const int do_real = (what & ELEC_SPME_REAL) != 0;
     const int do_reciprocal = (what & ELEC_SPME_RECIPROCAL) != 0;
     const int want_atoms = forces != NULL || potential != NULL;
-    const int forked = do_real && !marks && h->overlap;
+    /* the real space alone runs on `stream`: a fork and join around it
+       would only add their events' latency */
+    const int forked = do_real && do_reciprocal && !marks && h->overlap;
     const int gather = do_reciprocal && want_atoms;
     const int gather_finishes = gather && do_real && !forked;
     /* timed stages (marks) in plain order */
@@ -7882,16 +7913,27 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
         ELEC__CUFFT_TRY(cufftExecC2R(h->backward, h->spectrum, h->grid));
         goto cleanup;
     }
-    ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__SPME_SUMS * sizeof(double),
-                                   stream));
+    /* The sums: the real space's zeroed by its first kernel (the list's
+       update, all of them where it runs alone), the reciprocal chain's by
+       a memset at its head, after the fork, so that the real space does
+       not wait for it.  A memset of them all before the fork put a memset
+       node and a fork and join between two real-space computes: 3.3 us
+       from the finish's end to the next update's start on an H100, with
+       the real space alone (bench/RESULTS.md, 2026-12-07, 12:48 UTC on). */
+    if (!do_real || n == 0)
+        ELEC__CUDA_TRY(cudaMemsetAsync(h->sums, 0, ELEC__SPME_SUMS * sizeof(double), stream));
+    else if (do_reciprocal && !forked)
+        ELEC__CUDA_TRY(elec__spme_zero_reciprocal_sums(h, stream));
     if (n == 0) goto cleanup;
     if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[0], stream));
     if (forked) {
         ELEC__CUDA_TRY(cudaEventRecord(h->fork, stream));
         ELEC__CUDA_TRY(cudaStreamWaitEvent(h->side, h->fork, 0));
-        status = elec__spme_real(h, xyzq, count, 1, real_out, h->side, NULL, err);
+        status = elec__spme_real(h, xyzq, count, 1, real_out, ELEC__SPME_REAL_SUMS, h->side,
+                                 NULL, err);
         if (status != ELEC_OK) goto cleanup;
         ELEC__CUDA_TRY(cudaEventRecord(h->join, h->side));
+        ELEC__CUDA_TRY(elec__spme_zero_reciprocal_sums(h, stream));
     }
     if (do_reciprocal) {
 #define ELEC__SPME_SPREAD_CALL(order) \
@@ -7919,8 +7961,9 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
     if (forked) {
         ELEC__CUDA_TRY(cudaStreamWaitEvent(stream, h->join, 0));
     } else if (do_real) {
-        status = elec__spme_real(h, xyzq, count, !gather_finishes, NULL, stream,
-                                 marks ? marks[5] : NULL, err);
+        status = elec__spme_real(h, xyzq, count, !gather_finishes, NULL,
+                                 do_reciprocal ? ELEC__SPME_REAL_SUMS : ELEC__SPME_ALL_SUMS,
+                                 stream, marks ? marks[5] : NULL, err);
         if (status != ELEC_OK) goto cleanup;
         if (marks) ELEC__CUDA_TRY(cudaEventRecord(marks[6], stream));
     } else if (marks) {
@@ -8919,7 +8962,7 @@ static elec_status elec__pmsm_list_short(elec_cuda_msm_periodic_handle *h, const
     elec__pair_msm pair;
     pair.s = h->s;
     status = elec__list_update(&h->list, xyzq, n, h->excl_start, h->excl_list,
-                               h->update_blocks, ELEC__CARVEOUT_DEFAULT, stream, err);
+                               h->update_blocks, ELEC__CARVEOUT_DEFAULT, NULL, 0u, stream, err);
     if (status != ELEC_OK) return status;
     status = elec__list_evaluate(&h->list, pair, h->excl_start, h->excl_list, n,
                                  h->sums + ELEC__PMSM_SUM_COINCIDENT, h->pair_blocks,
