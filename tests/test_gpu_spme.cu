@@ -883,6 +883,57 @@ TEST(gpu_matches_cpu_spme) {
     test_system_free(&water);
 }
 
+TEST(molecules_with_no_partners_still_get_their_exclusions) {
+    REQUIRE_GPU();
+    /* Three SPC/E molecules 30 A or more apart in a 60 A box: every
+       atom's partners are its own molecule's, all excluded, so no list
+       row reaches their clusters, and the real space must still finish
+       them: the exclusions' correction to the energy and to each atom's
+       force.  Against the CPU's SPME, same parameters.  The forces here
+       are mostly the intramolecular mesh force and its correction
+       cancelling (they differ by some 1e-4 kcal/(mol A)), so they are
+       held to an absolute bound: 1e-3 kcal/(mol A), where a correction
+       left out would be off by about 2.5 (the smooth part of a 1 A O-H
+       pair), and float rounding of the mesh and of positions within 60 A
+       gives ~1e-5. */
+    static const double centre[3][3] = {{10.0, 10.0, 10.0}, {30.0, 30.0, 30.0},
+                                        {50.0, 10.0, 40.0}};
+    if (!cpu_spme_built())
+        SKIP("built without FFTW3: no CPU SPME to compare with");
+    test_system water = test_system_water(3, 3);
+    size_t *pairs = test_water_exclusions(3);
+    for (size_t m = 0; m < 3; m++) {
+        double o[3];
+        for (int k = 0; k < 3; k++) o[k] = water.xyz[9 * m + k];
+        for (size_t a = 0; a < 3; a++)
+            for (int k = 0; k < 3; k++)
+                water.xyz[9 * m + 3 * a + k] += centre[m][k] - o[k];
+    }
+    elec_atoms atoms = test_system_atoms(&water);
+    elec_box box = cube(60.0);
+    elec_spme_params p = {0};
+    elec_ewald_terms gpu = {0}, cpu = {0};
+    elec_error err;
+    double fg[27], fc[27] = {0}, worst = 0.0;
+    p.scale = ELEC_COULOMB;
+    p.excluded_pairs = pairs;
+    p.excluded_pair_count = 9;
+    EXPECT(elec_cuda_spme(&atoms, &box, &p, &gpu, fg, NULL, &err) == ELEC_OK, "%s", err.message);
+    EXPECT(elec_cpu_spme(&atoms, &box, &p, &cpu, fc, NULL, &err) == ELEC_OK, "%s", err.message);
+    for (int k = 0; k < 27; k++) worst = fmax(worst, fabs(fg[k] - fc[k]));
+    const double terms = fabs(cpu.real) + fabs(cpu.reciprocal) + fabs(cpu.self) +
+                         fabs(cpu.excluded);
+    printf("     excluded %.6e (CPU %.6e), total %.6e (CPU %.6e), forces off by %.2e at most\n",
+           gpu.excluded, cpu.excluded, gpu.total, cpu.total, worst);
+    EXPECT(relative(gpu.excluded, cpu.excluded) <= 1e-6, "excluded %.17g vs %.17g",
+           gpu.excluded, cpu.excluded);
+    EXPECT(fabs(gpu.total - cpu.total) <= 1e-6 * terms, "total %.17g vs %.17g", gpu.total,
+           cpu.total);
+    EXPECT(worst <= 1e-3, "forces off by %.3e kcal/(mol A)", worst);
+    free(pairs);
+    test_system_free(&water);
+}
+
 TEST(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole) {
     /* 500 of 1000 water molecules (moved whole, oxygens at random in a
        6 A cube) crowd 1500 atoms where 25 would be: each of their lists
@@ -1987,6 +2038,7 @@ int main(void) {
     RUN(a_handle_in_the_callers_workspace_computes_as_its_own);
     RUN(a_compute_of_fewer_atoms_than_made_for_matches_a_handle_of_that_size);
     RUN(gpu_matches_cpu_spme);
+    RUN(molecules_with_no_partners_still_get_their_exclusions);
     RUN(crowded_atoms_outgrow_the_lists_and_are_evaluated_whole);
     RUN(coincident_atoms_are_reported_unless_excluded);
     RUN(a_handle_counts_every_coincident_pair);
