@@ -413,7 +413,9 @@ ELEC_API elec_status elec_cuda_spme_params(const elec_cuda_spme_handle *h,
    each box length of offset costs ~1e-7 of the box in precision), indexed as the
    excluded pairs are (pairs naming an atom at or past n are left out); d_forces receives 3n floats, interleaved, -dE/dr
    times scale (NULL = energy only).  The energy terms are summed in the
-   handle (zeroed at the start of each compute): elec_cuda_spme_energy. */
+   handle (zeroed by each compute before it adds to them; after a compute
+   that returned an error, undefined until one succeeds):
+   elec_cuda_spme_energy. */
 ELEC_API elec_status elec_cuda_spme_compute(elec_cuda_spme_handle *h,
                                             const float4 *d_xyzq, size_t n,
                                             float *d_forces,
@@ -6297,8 +6299,11 @@ __device__ __forceinline__ int elec__list_deal(const elec__list &L, int step, in
     return elec__list_take(L.info + ELEC__LIST_DEALT + step, lane);
 }
 
-/* sums[k] zeroed for each bit k of mask: a compute's sums zeroed by its
-   first kernel rather than by a memset before it (elec__spme_enqueue). */
+/* sums[k] zeroed for each bit k of mask: the real space's sums zeroed by
+   its chain's first kernel, the list's update, rather than by a memset
+   before it (elec__spme_enqueue).  It runs before any PDL wait, so the
+   update must never be launched by PDL: launched plain, it starts only
+   once the previous compute's last adds are done. */
 __device__ __forceinline__ void elec__zero_sums(double *sums, unsigned mask) {
     for (int k = 0; mask >> k; k++)
         if ((mask >> k) & 1u) sums[k] = 0.0;

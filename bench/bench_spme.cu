@@ -26,9 +26,9 @@
      check: no rebuild), real space (the pairs over the list); and the
      cuFFT R2C + C2R round trip of the same grid alone.
    Then the real space on its own line: its time without a rebuild, alone
-   (the real part of elec_cuda_spme_compute_timed: the sums zeroed, the
-   list's check, the pairs and the exclusions' finish, forked and joined
-   as a step launches them) from a graph and back to back, and serial
+   (the real part of elec_cuda_spme_compute_timed: the list's check,
+   which zeroes the sums, the pairs and the exclusions' finish, on the
+   caller's stream) from a graph and back to back, and serial
    (the instrumented run's list and real-space stages, events between
    them; the exclusions' finish left to the gather there), the rebuild's
    cost (the instrumented run after elec_cuda_spme_rebuild),
