@@ -886,16 +886,18 @@ TEST(gpu_matches_cpu_spme) {
 TEST(molecules_with_no_partners_still_get_their_exclusions) {
     REQUIRE_GPU();
     /* Three SPC/E molecules 30 A or more apart in a 60 A box: every
-       atom's partners are its own molecule's, all excluded, so no list
-       row reaches their clusters, and the real space must still finish
-       them: the exclusions' correction to the energy and to each atom's
-       force.  Against the CPU's SPME, same parameters.  The forces here
-       are mostly the intramolecular mesh force and its correction
-       cancelling (they differ by some 1e-4 kcal/(mol A)), so they are
-       held to an absolute bound: 1e-3 kcal/(mol A), where a correction
-       left out would be off by about 2.5 (the smooth part of a 1 A O-H
-       pair), and float rounding of the mesh and of positions within 60 A
-       gives ~1e-5. */
+       atom's partners within the list's reach are its own molecule's, all
+       excluded, so no list row should reach their clusters, and the real
+       space must still finish them: the exclusions' correction to the
+       energy and to each atom's force.  Against the CPU's SPME, same
+       parameters.  An atom's force here is what is left of the
+       intramolecular mesh force after its correction (the molecules'
+       dipoles 30 A apart pull with about 1e-4 kcal/(mol A), an estimate),
+       so the forces are held to an absolute bound: 1e-3 kcal/(mol A),
+       where a correction left out would be off by about 2.5 (the smooth
+       part of a 1 A O-H pair at alpha 0.31 /A, an estimate) and float
+       rounding of the mesh and of positions within 60 A by some 1e-5
+       (estimated, not measured). */
     static const double centre[3][3] = {{10.0, 10.0, 10.0}, {30.0, 30.0, 30.0},
                                         {50.0, 10.0, 40.0}};
     if (!cpu_spme_built())
