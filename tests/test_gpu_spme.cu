@@ -895,7 +895,7 @@ TEST(molecules_with_no_partners_still_get_their_exclusions) {
        dipoles 30 A apart pull with about 1e-4 kcal/(mol A), an estimate),
        so the forces are held to an absolute bound: 1e-3 kcal/(mol A),
        where a correction left out would be off by about 2.5 (the smooth
-       part of a 1 A O-H pair at alpha 0.31 /A, an estimate) and float
+       part of a 1 A O-H pair, an estimate) and float
        rounding of the mesh and of positions within 60 A by some 1e-5
        (estimated, not measured). */
     static const double centre[3][3] = {{10.0, 10.0, 10.0}, {30.0, 30.0, 30.0},
