@@ -7923,8 +7923,8 @@ static elec_status elec__spme_enqueue(elec_cuda_spme_handle *h, const float4 *xy
        a memset at its head, after the fork, so that the real space does
        not wait for it.  A memset of them all before the fork put a memset
        node (and, for the real space alone, a fork and join) between two
-       computes: the DHFR-size real space alone had 3.3-3.8 us from its
-       finish's end to the next compute's update, 2.3-2.8 without them,
+       computes: the DHFR-size real space alone had 3.1-3.8 us from its
+       finish's end to the next compute's update, 2.3-3.1 without them,
        and took 36.6-36.8 -> 36.0-36.2 us from a graph, 37.3-37.4 ->
        35.9-36.1 back to back; the step from a graph unchanged (H100, three
        rounds alternating; bench/RESULTS.md, 2026-12-07, 12:48 UTC on). */
